@@ -1,0 +1,49 @@
+"""rcfmt: a columnar file format built for data skipping.
+
+The public API is re-exported here. Submodules are imported on first use, so that
+``import rcfmt`` stays cheap.
+"""
+from __future__ import annotations
+
+import importlib
+
+from .errors import (
+    ChecksumError,
+    CorruptFileError,
+    FilterError,
+    InvalidOptionError,
+    RcfmtError,
+    SchemaError,
+    UnsupportedError,
+)
+
+__version__ = "0.1.0"
+
+# public name -> module that defines it
+_LAZY = {
+    "write_table": "rcfmt.file.writer",
+    "Writer": "rcfmt.file.writer",
+    "read_table": "rcfmt.file.reader",
+    "open": "rcfmt.file.reader",
+    "RcfmtFile": "rcfmt.file.reader",
+    "col": "rcfmt.scan.expr",
+    "Expr": "rcfmt.scan.expr",
+}
+
+__all__ = [
+    "RcfmtError", "CorruptFileError", "ChecksumError", "UnsupportedError",
+    "SchemaError", "InvalidOptionError", "FilterError", "__version__", *_LAZY,
+]
+
+
+def __getattr__(name):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'rcfmt' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(__all__)

@@ -1,0 +1,73 @@
+"""rcfmt's exception hierarchy.
+
+Every error rcfmt raises on purpose derives from :class:`RcfmtError`, so callers can
+catch one type. Errors about damaged input carry where it was found.
+"""
+from __future__ import annotations
+
+__all__ = [
+    "RcfmtError",
+    "CorruptFileError",
+    "ChecksumError",
+    "UnsupportedError",
+    "SchemaError",
+    "InvalidOptionError",
+    "FilterError",
+]
+
+
+class RcfmtError(Exception):
+    """Base class of all errors raised by rcfmt."""
+
+
+class CorruptFileError(RcfmtError):
+    """The bytes of a file do not follow the format (truncated, damaged, forged).
+
+    ``path``, ``column``, ``block``, ``page`` and ``offset`` say where, when known;
+    they are also part of the message.
+    """
+
+    def __init__(self, message: str, *, path=None, column=None, block=None, page=None, offset=None):
+        self.reason = message
+        self.path = None if path is None else str(path)
+        self.column = column
+        self.block = block
+        self.page = page
+        self.offset = offset
+        where = [
+            f"{name}={value!r}" if name == "column" else f"{name}={value}"
+            for name, value in (
+                ("file", self.path), ("column", column), ("block", block),
+                ("page", page), ("offset", offset),
+            )
+            if value is not None
+        ]
+        super().__init__(f"{message} ({', '.join(where)})" if where else message)
+
+    def with_context(self, **context) -> "CorruptFileError":
+        """Return a copy of this error with missing location fields filled in."""
+        fields = dict(path=self.path, column=self.column, block=self.block, page=self.page, offset=self.offset)
+        for key, value in context.items():
+            if fields.get(key) is None:
+                fields[key] = value
+        return type(self)(self.reason, **fields)
+
+
+class ChecksumError(CorruptFileError):
+    """Stored bytes do not match their checksum."""
+
+
+class UnsupportedError(RcfmtError):
+    """Valid input that this version of rcfmt cannot handle (newer format, unknown type)."""
+
+
+class SchemaError(RcfmtError, ValueError):
+    """A schema or column reference is invalid (unknown column, unsupported type, mismatch)."""
+
+
+class InvalidOptionError(RcfmtError, ValueError):
+    """An option has an invalid value."""
+
+
+class FilterError(RcfmtError, ValueError):
+    """A filter expression is malformed or does not fit the schema."""

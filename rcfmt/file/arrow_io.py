@@ -1,0 +1,116 @@
+"""Conversions between Arrow arrays and rcfmt's storage form (values + validity).
+
+``from_arrow`` never copies value buffers of fixed-width arrays; ``to_arrow`` wraps the
+decoded numpy buffers into Arrow arrays without another copy where it can.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from ..encodings.base import ColumnValues
+from ..errors import UnsupportedError
+from ..types import LogicalType, PhysicalKind
+
+__all__ = ["from_arrow", "to_arrow", "fill_null_slots", "concat_values"]
+
+
+def _bits(buf: pa.Buffer, offset: int, n: int) -> np.ndarray:
+    raw = np.frombuffer(buf, dtype=np.uint8)
+    return np.unpackbits(raw, count=offset + n, bitorder="little")[offset:].view(bool)
+
+
+def from_arrow(arr: pa.Array, ltype: LogicalType) -> tuple[ColumnValues, np.ndarray | None]:
+    """Storage values and validity (None when there are no nulls) of one Arrow array."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if pa.types.is_dictionary(arr.type):
+        arr = arr.dictionary_decode()
+    n, off = len(arr), arr.offset
+    bufs = arr.buffers()
+    valid = None
+    if arr.null_count:
+        valid = _bits(bufs[0], off, n) if bufs[0] is not None else np.ones(n, bool)
+    kind = ltype.kind
+    if kind == PhysicalKind.BOOL:
+        return ColumnValues(_bits(bufs[1], off, n) if n else np.empty(0, bool)), valid
+    if kind == PhysicalKind.FIXED:
+        dtype = ltype.numpy_dtype
+        if n == 0:
+            return ColumnValues(np.empty(0, dtype)), valid
+        values = np.frombuffer(bufs[1], dtype=dtype, count=off + n)[off:]
+        return ColumnValues(values), valid
+    offset_dtype = np.int64 if ltype.large else np.int32
+    if n == 0:
+        return ColumnValues(np.empty(0, np.uint8), np.zeros(1, offset_dtype)), valid
+    offsets = np.frombuffer(bufs[1], dtype=offset_dtype, count=off + n + 1)[off:]
+    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.empty(0, np.uint8)
+    return ColumnValues(data, offsets), valid
+
+
+def fill_null_slots(values: ColumnValues, valid: np.ndarray | None) -> ColumnValues:
+    """Copy of fixed-width/bool values whose null slots repeat the previous valid value
+    (leading nulls take the first valid one), so that nulls do not break runs or widen
+    value ranges. Variable-length values are returned unchanged."""
+    if valid is None or values.offsets is not None or len(values) == 0:
+        return values
+    n = len(valid)
+    if not valid.any():
+        return ColumnValues(np.zeros(n, dtype=values.values.dtype))
+    idx = np.where(valid, np.arange(n), 0)
+    np.maximum.accumulate(idx, out=idx)
+    first = int(np.argmax(valid))
+    idx[:first] = first
+    return ColumnValues(values.values[idx])
+
+
+def concat_values(parts: list[ColumnValues], kind: PhysicalKind) -> ColumnValues:
+    """Concatenate decoded pages of one chunk into one ColumnValues (offsets int64, from 0)."""
+    if kind != PhysicalKind.VARBINARY:
+        if len(parts) == 1:
+            return parts[0]
+        return ColumnValues(np.concatenate([p.values for p in parts]))
+    if len(parts) == 1 and parts[0].offsets[0] == 0:
+        p = parts[0]
+        return ColumnValues(p.values[: int(p.offsets[-1])], p.offsets)
+    total_rows = sum(len(p) for p in parts)
+    offsets = np.empty(total_rows + 1, dtype=np.int64)
+    offsets[0] = 0
+    datas, row, base = [], 0, 0
+    for p in parts:
+        o = p.offsets
+        k = len(o) - 1
+        start, end = int(o[0]), int(o[-1])
+        offsets[row + 1 : row + k + 1] = o[1:].astype(np.int64) - start + base
+        datas.append(p.values[start:end])
+        row += k
+        base += end - start
+    data = np.concatenate(datas) if datas else np.empty(0, np.uint8)
+    return ColumnValues(data, offsets)
+
+
+def to_arrow(values: ColumnValues, valid: np.ndarray | None, ltype: LogicalType) -> pa.Array:
+    """Wrap storage values (and validity) as an Arrow array of ``ltype``."""
+    atype = ltype.to_arrow()
+    n = len(values)
+    null_count = 0 if valid is None else n - int(np.count_nonzero(valid))
+    validity = None if not null_count else pa.py_buffer(np.packbits(valid, bitorder="little"))
+    kind = ltype.kind
+    if kind == PhysicalKind.BOOL:
+        data = pa.py_buffer(np.packbits(values.values, bitorder="little"))
+        return pa.Array.from_buffers(atype, n, [validity, data], null_count)
+    if kind == PhysicalKind.FIXED:
+        return pa.Array.from_buffers(atype, n, [validity, pa.py_buffer(np.ascontiguousarray(values.values))], null_count)
+    offsets = values.offsets
+    if offsets[0] != 0:
+        values = concat_values([values], kind)
+        offsets = values.offsets
+    if ltype.large:
+        offsets = offsets.astype(np.int64, copy=False)
+    else:
+        if n and int(offsets[-1]) > np.iinfo(np.int32).max:
+            raise UnsupportedError(
+                f"a block holds more than 2 GiB of {ltype.name} data; read it as large_{ltype.name} "
+                "or write smaller blocks")
+        offsets = offsets.astype(np.int32, copy=False)
+    return pa.Array.from_buffers(atype, n, [validity, pa.py_buffer(offsets), pa.py_buffer(values.values)], null_count)

@@ -1,0 +1,291 @@
+"""Read rcfmt files: :func:`open` returns an :class:`RcfmtFile`; :func:`read_table`.
+
+Opening reads the tail, checks magic and footer checksum, parses and validates the
+footer. Column chunks are read with positional reads (thread-safe), one per chunk.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import zlib
+from concurrent.futures import ThreadPoolExecutor
+from typing import Iterator, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from ..errors import ChecksumError, CorruptFileError, InvalidOptionError, RcfmtError, SchemaError, UnsupportedError
+from ..format.footer import FileMetaData, parse_footer
+from ..format.layout import FORMAT_VERSION, HEADER, HEADER_SIZE, MAGIC, TAIL, TAIL_SIZE, page_record, view_records
+from ..format.stats_slots import stats_arrays
+from ..statistics import StatsArrays
+from .arrow_io import to_arrow
+from .chunks import ChunkDecoder
+
+__all__ = ["RcfmtFile", "open", "read_table"]
+
+_TAIL_READ = 64 * 1024  # read this much of the end at once: most footers fit
+
+
+def _threads() -> int:
+    return min(8, os.cpu_count() or 1)
+
+
+class RcfmtFile:
+    """An open rcfmt file. Use as a context manager or call :meth:`close`.
+
+    Attributes: ``path``, ``schema`` (pyarrow), ``num_rows``, ``num_blocks``,
+    ``metadata`` (key-value metadata, str -> bytes), ``footer`` (the parsed
+    :class:`~rcfmt.format.footer.FileMetaData`).
+    """
+
+    def __init__(self, path, *, verify_checksums: bool = True):
+        self.path = os.fspath(path)
+        self.verify_checksums = bool(verify_checksums)
+        try:
+            self._fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+        except FileNotFoundError:
+            raise
+        except IsADirectoryError:
+            raise RcfmtError(f"{self.path} is a directory; use rcfmt.dataset() for directories") from None
+        self._lock = threading.Lock()
+        self.bytes_read = 0
+        try:
+            self.size = os.fstat(self._fd).st_size
+            self.footer = self._read_footer()
+        except CorruptFileError as exc:
+            self.close()
+            raise exc.with_context(path=self.path) from None
+        except BaseException:
+            self.close()
+            raise
+        self._names = [c.name for c in self.footer.columns]
+        self._index = {name: i for i, name in enumerate(self._names)}
+        self.schema = pa.schema(
+            [pa.field(c.name, c.type.to_arrow(), c.nullable) for c in self.footer.columns],
+            metadata=self.footer.metadata or None,
+        )
+
+    # ------------------------------------------------------------------ basics
+    @property
+    def num_rows(self) -> int:
+        return self.footer.num_rows
+
+    @property
+    def num_blocks(self) -> int:
+        return self.footer.num_blocks
+
+    @property
+    def metadata(self) -> dict[str, bytes]:
+        return dict(self.footer.metadata)
+
+    def __repr__(self) -> str:
+        return f"<rcfmt file {self.path!r}: {self.num_rows} rows, {self.num_blocks} blocks, {len(self._names)} columns>"
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self) -> None:
+        fd, self._fd = getattr(self, "_fd", None), None
+        if fd is not None:
+            os.close(fd)
+
+    def __del__(self):
+        self.close()
+
+    # ------------------------------------------------------------------ raw I/O
+    def read_range(self, offset: int, length: int) -> bytes:
+        """Exactly ``length`` bytes at ``offset`` (CorruptFileError if the file is shorter)."""
+        if self._fd is None:
+            raise RcfmtError("file is closed")
+        if offset < 0 or length < 0 or offset + length > self.size:
+            raise CorruptFileError(f"range [{offset}, {offset + length}) lies outside the file of {self.size} bytes",
+                                   path=self.path, offset=offset)
+        data = os.pread(self._fd, length, offset)
+        if len(data) != length:
+            raise CorruptFileError("file shrank while reading", path=self.path, offset=offset)
+        with self._lock:
+            self.bytes_read += length
+        return data
+
+    def _read_footer(self) -> FileMetaData:
+        if self.size < HEADER_SIZE + TAIL_SIZE:
+            raise CorruptFileError(f"file of {self.size} bytes is too short to be rcfmt")
+        head = self.read_range(0, HEADER_SIZE)
+        magic, version = HEADER.unpack(head)
+        if magic != MAGIC:
+            raise CorruptFileError("not an rcfmt file (bad magic at the start)", offset=0)
+        if version > FORMAT_VERSION:
+            raise UnsupportedError(f"{self.path}: format version {version} is newer than this rcfmt ({FORMAT_VERSION})")
+        if version < 1:
+            raise CorruptFileError(f"invalid format version {version}", offset=4)
+        end_len = min(self.size - HEADER_SIZE, _TAIL_READ)
+        end = self.read_range(self.size - end_len, end_len)
+        footer_len, footer_crc, magic = TAIL.unpack_from(end, end_len - TAIL_SIZE)
+        if magic != MAGIC:
+            raise CorruptFileError("not an rcfmt file or truncated (bad magic at the end)", offset=self.size - 4)
+        footer_start = self.size - TAIL_SIZE - footer_len
+        if footer_len < 4 or footer_start < HEADER_SIZE:
+            raise CorruptFileError(f"footer length {footer_len} does not fit in the file", offset=self.size - TAIL_SIZE)
+        if footer_len + TAIL_SIZE <= end_len:
+            footer = end[end_len - TAIL_SIZE - footer_len : end_len - TAIL_SIZE]
+        else:
+            footer = self.read_range(footer_start, footer_len)
+        if self.verify_checksums and zlib.crc32(footer) != footer_crc:
+            raise ChecksumError("footer checksum mismatch", offset=footer_start)
+        return parse_footer(footer, footer_start)
+
+    # ------------------------------------------------------------------ metadata access
+    def column_index(self, name: str) -> int:
+        try:
+            return self._index[name]
+        except (KeyError, TypeError):
+            raise SchemaError(f"unknown column {name!r}; the file has {self._names}") from None
+
+    def resolve_columns(self, columns: Sequence[str] | None) -> list[int]:
+        if columns is None:
+            return list(range(len(self._names)))
+        if isinstance(columns, str) or not isinstance(columns, Sequence):
+            raise InvalidOptionError(f"columns must be a list of column names, got {columns!r}")
+        return [self.column_index(c) for c in columns]
+
+    def block_stats(self, column: str) -> StatsArrays:
+        """Footer statistics of every block of ``column``."""
+        i = self.column_index(column)
+        return stats_arrays(self.footer.chunks[i], self.footer.columns[i].type, self.footer.blocks["row_count"])
+
+    def page_index(self, block: int, column: int) -> np.ndarray:
+        """The page-index records of one column chunk (read on demand, checked)."""
+        col = self.footer.columns[column]
+        rec = self.footer.chunks[column][block]
+        length = int(rec["page_index_length"])
+        dtype = page_record(col.stat_width)
+        count = int(rec["page_count"])
+        if length == 0:
+            if count:
+                raise CorruptFileError("chunk has pages but no page index", path=self.path, column=col.name, block=block)
+            return np.empty(0, dtype)
+        if length != count * dtype.itemsize:
+            raise CorruptFileError("page index length disagrees with the page count", path=self.path,
+                                   column=col.name, block=block)
+        raw = self.read_range(int(rec["page_index_offset"]), length)
+        if self.verify_checksums and zlib.crc32(raw) != int(rec["page_index_crc"]):
+            raise ChecksumError("page index checksum mismatch", path=self.path, column=col.name, block=block,
+                                offset=int(rec["page_index_offset"]))
+        entries = view_records(raw, dtype, count, dtype.itemsize)
+        rows = int(self.footer.blocks[block]["row_count"])
+        first = entries["first_row"].astype(np.int64)
+        counts = entries["row_count"].astype(np.int64)
+        start, end = int(rec["offset"]), int(rec["offset"]) + int(rec["length"])
+        if (count and (first[0] != 0 or np.any(first[1:] != first[:-1] + counts[:-1])
+                       or int(first[-1] + counts[-1]) != rows or np.any(counts == 0)
+                       or np.any(entries["offset"] < start)
+                       or np.any(entries["offset"] + entries["length"] > end))):
+            raise CorruptFileError("page index entries are inconsistent with their chunk", path=self.path,
+                                   column=col.name, block=block)
+        return entries
+
+    def page_stats(self, block: int, column: int, entries: np.ndarray | None = None) -> StatsArrays:
+        """Statistics of the pages of one column chunk, from the page index."""
+        if entries is None:
+            entries = self.page_index(block, column)
+        return stats_arrays(entries, self.footer.columns[column].type, entries["row_count"])
+
+    # ------------------------------------------------------------------ decoding
+    def chunk_decoder(self, block: int, column: int, buf: bytes | None = None, base: int | None = None) -> ChunkDecoder:
+        """A decoder over the chunk's bytes (read whole unless ``buf`` is given)."""
+        rec = self.footer.chunks[column][block]
+        if buf is None:
+            base = int(rec["offset"])
+            buf = self.read_range(base, int(rec["length"]))
+        try:
+            return ChunkDecoder(buf, base, rec, self.footer.columns[column].type, self.verify_checksums)
+        except CorruptFileError as exc:
+            raise self._locate(exc, block, column) from None
+
+    def _locate(self, exc: CorruptFileError, block: int, column: int) -> CorruptFileError:
+        return exc.with_context(path=self.path, column=self._names[column], block=block)
+
+    def read_column_chunk(self, block: int, column: int) -> pa.Array:
+        """Decode one whole column chunk into an Arrow array."""
+        rows = int(self.footer.blocks[block]["row_count"])
+        col = self.footer.columns[column]
+        try:
+            values, valid = self.chunk_decoder(block, column).decode_all(rows)
+            if valid is not None and not col.nullable:
+                raise CorruptFileError("nulls in a column declared not nullable")
+            return to_arrow(values, valid, col.type)
+        except CorruptFileError as exc:
+            raise self._locate(exc, block, column) from None
+
+    def _check_block(self, i) -> int:
+        if isinstance(i, bool) or not isinstance(i, (int, np.integer)) or not -self.num_blocks <= i < self.num_blocks:
+            raise InvalidOptionError(f"block index {i!r} out of range for {self.num_blocks} blocks")
+        return int(i) % self.num_blocks
+
+    def _schema_for(self, col_ids: list[int]) -> pa.Schema:
+        return pa.schema([self.schema.field(i) for i in col_ids], metadata=self.schema.metadata)
+
+    def read_block(self, i: int, columns: Sequence[str] | None = None) -> pa.Table:
+        """Read block ``i`` (negative counts from the end)."""
+        i = self._check_block(i)
+        col_ids = self.resolve_columns(columns)
+        arrays = [self.read_column_chunk(i, c) for c in col_ids]
+        return pa.Table.from_arrays(arrays, schema=self._schema_for(col_ids))
+
+    def _read_blocks(self, blocks: Sequence[int], col_ids: list[int], use_threads: bool) -> pa.Table:
+        tasks = [(b, c) for b in blocks for c in col_ids]
+        if use_threads and len(tasks) > 1:
+            with ThreadPoolExecutor(_threads()) as pool:
+                arrays = list(pool.map(lambda bc: self.read_column_chunk(*bc), tasks))
+        else:
+            arrays = [self.read_column_chunk(b, c) for b, c in tasks]
+        schema = self._schema_for(col_ids)
+        if not col_ids:
+            return pa.table({}, metadata=schema.metadata).slice(0, 0) if not blocks else \
+                pa.Table.from_batches([], schema=schema)
+        k = len(col_ids)
+        batches = [pa.RecordBatch.from_arrays(arrays[j * k : (j + 1) * k], schema=schema) for j in range(len(blocks))]
+        return pa.Table.from_batches(batches, schema=schema)
+
+    def read(self, columns: Sequence[str] | None = None, filter=None, *, use_threads: bool = True,
+             read_dictionary: Sequence[str] | None = None) -> pa.Table:
+        """Read the selected ``columns`` (all by default) of all rows matching ``filter``."""
+        if filter is not None or read_dictionary is not None:
+            from ..scan.scanner import scan_file
+
+            return scan_file(self, columns=columns, filter=filter, use_threads=use_threads,
+                             read_dictionary=read_dictionary).read()
+        col_ids = self.resolve_columns(columns)
+        return self._read_blocks(range(self.num_blocks), col_ids, use_threads)
+
+    def iter_batches(self, batch_size: int = 65536, columns: Sequence[str] | None = None, filter=None,
+                     *, use_threads: bool = False) -> Iterator[pa.RecordBatch]:
+        """Stream record batches of at most ``batch_size`` rows, one block in memory at a time."""
+        if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+            raise InvalidOptionError(f"batch_size must be a positive integer, got {batch_size!r}")
+        if filter is not None:
+            from ..scan.scanner import scan_file
+
+            yield from scan_file(self, columns=columns, filter=filter, use_threads=use_threads).iter_batches(batch_size)
+            return
+        col_ids = self.resolve_columns(columns)
+        for b in range(self.num_blocks):
+            table = self._read_blocks([b], col_ids, use_threads)
+            for batch in table.to_batches(max_chunksize=batch_size):
+                yield batch
+
+
+def open(path, *, verify_checksums: bool = True) -> RcfmtFile:  # noqa: A001 - mirrors builtins.open
+    """Open an rcfmt file for reading."""
+    return RcfmtFile(path, verify_checksums=verify_checksums)
+
+
+def read_table(path, columns: Sequence[str] | None = None, filter=None, *, use_threads: bool = True,
+               read_dictionary: Sequence[str] | None = None, verify_checksums: bool = True) -> pa.Table:
+    """Read an rcfmt file into a :class:`pyarrow.Table`."""
+    with RcfmtFile(path, verify_checksums=verify_checksums) as f:
+        return f.read(columns, filter, use_threads=use_threads, read_dictionary=read_dictionary)

@@ -1,0 +1,477 @@
+"""Write rcfmt files: :func:`write_table` and the streaming :class:`Writer`.
+
+The writer buffers one block of rows, then for each column chunk computes statistics,
+chooses one encoding, cuts pages, encodes and compresses them and records a page-index
+entry per page. The file is written under a temporary name next to the target and
+renamed into place only when complete, so a failed write never leaves a file at the
+target path.
+"""
+from __future__ import annotations
+
+import os
+import uuid
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from .. import __version__, codecs
+from ..encodings import by_name
+from ..encodings.base import ColumnValues, Encoding
+from ..encodings.plain import Plain
+from ..encodings.selector import analyze, choose
+from ..errors import InvalidOptionError, RcfmtError, SchemaError
+from ..format.footer import ColumnSchema, FileMetaData, serialize_footer
+from ..format.layout import (
+    BLOCK_RECORD,
+    FORMAT_VERSION,
+    HEADER,
+    MAGIC,
+    PAGE_DATA,
+    PAGE_DICTIONARY,
+    TAIL,
+    UNKNOWN_COUNT,
+    chunk_record,
+    page_record,
+)
+from ..format.page import build_page, pack_validity
+from ..format.stats_slots import DEFAULT_TRUNCATE, encode_slots, stat_width
+from ..statistics import compute_stats
+from ..types import LogicalType, PhysicalKind, logical_type_from_arrow
+from .arrow_io import fill_null_slots, from_arrow
+
+__all__ = ["Writer", "write_table", "WriteOptions"]
+
+DEFAULT_BLOCK_ROWS = 1 << 20
+DEFAULT_PAGE_SIZE = 128 * 1024
+DEFAULT_PAGE_ROWS = 20_000
+#: "auto" keeps a codec only when it saves at least this fraction of the chunk
+AUTO_MIN_SAVING = 0.10
+_COMPRESSIONS = ("auto", "none", "zstd", "lz4")
+
+
+@dataclass(frozen=True)
+class WriteOptions:
+    """Validated writer options (see :class:`Writer` for their meaning)."""
+
+    block_rows: int = DEFAULT_BLOCK_ROWS
+    page_size: int = DEFAULT_PAGE_SIZE
+    page_rows: int = DEFAULT_PAGE_ROWS
+    compression: str = "auto"
+    compression_level: int | None = None
+    encoding: dict | None = None  # column -> Encoding
+    dictionary: bool = True
+    stats_truncate: int = DEFAULT_TRUNCATE
+
+    @classmethod
+    def create(cls, schema: pa.Schema, *, block_rows=DEFAULT_BLOCK_ROWS, page_size=DEFAULT_PAGE_SIZE,
+               page_rows=DEFAULT_PAGE_ROWS, compression="auto", compression_level=None, encoding=None,
+               dictionary=True, stats_truncate=DEFAULT_TRUNCATE) -> "WriteOptions":
+        def positive_int(name, value, lo=1, hi=None):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < lo or (hi and value > hi):
+                bound = f" and <= {hi}" if hi else ""
+                raise InvalidOptionError(f"{name} must be an integer >= {lo}{bound}, got {value!r}")
+            return int(value)
+
+        block_rows = positive_int("block_rows", block_rows)
+        page_size = positive_int("page_size", page_size, 64, 1 << 30)
+        page_rows = positive_int("page_rows", page_rows, 1, 1 << 20)
+        stats_truncate = positive_int("stats_truncate", stats_truncate, 1, 255)
+        if compression not in _COMPRESSIONS:
+            raise InvalidOptionError(f"compression must be one of {_COMPRESSIONS}, got {compression!r}")
+        if compression_level is not None:
+            if compression not in ("zstd", "auto"):
+                raise InvalidOptionError("compression_level applies to zstd (or auto) only")
+            compression_level = positive_int("compression_level", compression_level, -7, 22)
+        names = schema.names
+        forced = None
+        if encoding is not None:
+            pairs = {name: encoding for name in names} if isinstance(encoding, str) else encoding
+            if not isinstance(pairs, dict):
+                raise InvalidOptionError("encoding must be a name or a dict of column name -> name")
+            forced = {}
+            for col, enc_name in pairs.items():
+                if col not in names:
+                    raise SchemaError(f"encoding given for unknown column {col!r}; columns: {names}")
+                enc = by_name(enc_name)
+                ltype = logical_type_from_arrow(schema.field(col).type)
+                if not enc.supports(ltype):
+                    raise InvalidOptionError(f"encoding {enc_name!r} cannot store column {col!r} of type {ltype}")
+                forced[col] = enc
+        if not isinstance(dictionary, bool):
+            raise InvalidOptionError(f"dictionary must be True or False, got {dictionary!r}")
+        return cls(block_rows, page_size, page_rows, compression, compression_level, forced, dictionary,
+                   stats_truncate)
+
+
+def as_table(data) -> pa.Table:
+    """Accept a pyarrow Table/RecordBatch, a pandas DataFrame or a dict of arrays."""
+    if isinstance(data, pa.Table):
+        return data
+    if isinstance(data, pa.RecordBatch):
+        return pa.Table.from_batches([data])
+    if isinstance(data, dict):
+        try:
+            return pa.table(data)
+        except (pa.ArrowException, TypeError, ValueError) as exc:
+            raise SchemaError(f"cannot convert dict to a table: {exc}") from None
+    if type(data).__module__.startswith("pandas") and type(data).__name__ == "DataFrame":
+        try:
+            return pa.Table.from_pandas(data)
+        except (pa.ArrowException, TypeError, ValueError) as exc:
+            raise SchemaError(f"cannot convert DataFrame to a table: {exc}") from None
+    raise SchemaError(
+        f"expected a pyarrow Table or RecordBatch, a pandas DataFrame or a dict of arrays, got {type(data).__name__}")
+
+
+def storage_schema(schema: pa.Schema) -> tuple[pa.Schema, list[LogicalType]]:
+    """The schema rcfmt stores (dictionary columns become their value type) and types."""
+    names = schema.names
+    if len(set(names)) != len(names):
+        dup = sorted({n for n in names if names.count(n) > 1})
+        raise SchemaError(f"duplicate column names: {dup}")
+    fields, types = [], []
+    for f in schema:
+        if not isinstance(f.name, str) or not f.name:
+            raise SchemaError(f"column names must be non-empty strings, got {f.name!r}")
+        try:
+            ltype = logical_type_from_arrow(f.type)
+        except SchemaError as exc:
+            raise SchemaError(f"column {f.name!r}: {exc}") from None
+        types.append(ltype)
+        fields.append(pa.field(f.name, ltype.to_arrow(), f.nullable))
+    return pa.schema(fields, metadata=schema.metadata), types
+
+
+class Writer:
+    """Streaming writer of one rcfmt file with bounded memory (one block at a time).
+
+    Parameters
+    ----------
+    where : str or os.PathLike
+        Target path. Data goes to a temporary file beside it, renamed on :meth:`close`.
+    schema : pyarrow.Schema
+        Columns of the file. Dictionary-typed columns are stored as their value type.
+    block_rows : int
+        Rows per block (row group); the last block may be shorter.
+    page_size : int
+        Target uncompressed bytes per page; ``page_rows`` caps rows per page.
+    compression : {"auto", "zstd", "lz4", "none"}
+        Per chunk; "auto" uses zstd where it saves at least 10% of the chunk.
+    compression_level : int, optional
+        zstd level (default 3).
+    encoding : str or dict, optional
+        Force an encoding ("plain", "dictionary", "rle", ...) for all or some columns;
+        by default the writer chooses one per chunk.
+    dictionary : bool
+        Whether the selector may choose DICTIONARY.
+    stats_truncate : int
+        Max bytes of string/binary min/max in footer and page index.
+    metadata : dict, optional
+        Key-value metadata (str or bytes) stored in the footer, merged over the schema's.
+    """
+
+    def __init__(self, where, schema: pa.Schema, *, metadata: dict | None = None, **options):
+        if not isinstance(schema, pa.Schema):
+            raise SchemaError(f"schema must be a pyarrow.Schema, got {type(schema).__name__}")
+        self.schema, self._types = storage_schema(schema)
+        self.options = WriteOptions.create(self.schema, **options)
+        self._metadata = _merge_metadata(self.schema.metadata, metadata)
+        self._columns = [
+            ColumnSchema(f.name, t, f.nullable, stat_width(t, self.options.stats_truncate))
+            for f, t in zip(self.schema, self._types)
+        ]
+        self.path = os.fspath(where)
+        directory = os.path.dirname(os.path.abspath(self.path))
+        if not os.path.isdir(directory):
+            raise InvalidOptionError(f"directory {directory!r} does not exist")
+        self._tmp_path = os.path.join(directory, f".{os.path.basename(self.path)}.{uuid.uuid4().hex[:12]}.rcfmt-tmp")
+        self._file = open(self._tmp_path, "wb")
+        self._pos = 0
+        self._pending: list[pa.Table] = []
+        self._pending_rows = 0
+        self._blocks: list[tuple] = []
+        self._chunks: list[list[np.ndarray]] = [[] for _ in self._columns]
+        self._page_index: list[bytes] = []  # per (block, column), in write order
+        self._closed = False
+        self._write(HEADER.pack(MAGIC, FORMAT_VERSION))
+
+    # ---------------------------------------------------------------- public API
+    def write(self, data) -> None:
+        """Append the rows of a Table, RecordBatch, DataFrame or dict of arrays."""
+        self._check_open()
+        table = as_table(data)
+        table = self._conform(table)
+        if table.num_rows == 0:
+            return
+        self._pending.append(table)
+        self._pending_rows += table.num_rows
+        block_rows = self.options.block_rows
+        while self._pending_rows >= block_rows:
+            combined = pa.concat_tables(self._pending)
+            self._write_block(combined.slice(0, block_rows))
+            rest = combined.slice(block_rows)
+            self._pending, self._pending_rows = ([rest] if rest.num_rows else []), rest.num_rows
+
+    write_table = write
+    write_batch = write
+
+    def flush_block(self) -> None:
+        """End the current block now, even if it has fewer rows (or none)."""
+        self._check_open()
+        combined = pa.concat_tables(self._pending) if self._pending else self.schema.empty_table()
+        self._write_block(combined)
+        self._pending, self._pending_rows = [], 0
+
+    def close(self) -> None:
+        """Finish the file and move it into place. Idempotent."""
+        if self._closed:
+            return
+        try:
+            if self._pending_rows:
+                self.flush_block()
+            self._finish()
+            self._file.flush()
+            os.fsync(self._file.fileno())
+            self._file.close()
+            os.replace(self._tmp_path, self.path)
+            self._closed = True
+        except BaseException:
+            self.abort()
+            raise
+
+    def abort(self) -> None:
+        """Discard everything written; the target path is left untouched."""
+        self._closed = True
+        try:
+            self._file.close()
+        finally:
+            try:
+                os.unlink(self._tmp_path)
+            except FileNotFoundError:
+                pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+    def __del__(self):  # never leave temporary files behind
+        if not getattr(self, "_closed", True):
+            try:
+                self.abort()
+            except Exception:
+                pass
+
+    # ---------------------------------------------------------------- internals
+    def _check_open(self):
+        if self._closed:
+            raise RcfmtError("writer is closed")
+
+    def _write(self, data) -> None:
+        self._file.write(data)
+        self._pos += len(data)
+
+    def _conform(self, table: pa.Table) -> pa.Table:
+        if table.schema.names != self.schema.names:
+            raise SchemaError(f"table columns {table.schema.names} differ from the writer's {self.schema.names}")
+        columns = []
+        for name, column, field in zip(table.schema.names, table.columns, self.schema):
+            if pa.types.is_dictionary(column.type):
+                column = column.cast(column.type.value_type)
+            if column.type != field.type:
+                raise SchemaError(f"column {name!r} has type {column.type}, the writer expects {field.type}")
+            if not field.nullable and column.null_count:
+                raise SchemaError(f"column {name!r} is not nullable but holds {column.null_count} nulls")
+            columns.append(column)
+        return pa.Table.from_arrays(columns, schema=self.schema)
+
+    def _write_block(self, block: pa.Table) -> None:
+        start = self._pos
+        rows = block.num_rows
+        first_row = sum(b[1] for b in self._blocks)
+        for i, col in enumerate(self._columns):
+            values, valid = from_arrow(block.column(i), col.type)
+            chunk_bytes, record, page_index = encode_chunk(values, valid, col, self.options, self._forced(col.name))
+            record["offset"] = self._pos
+            page_index["offset"] += self._pos
+            self._write(chunk_bytes)
+            self._chunks[i].append(record)
+            self._page_index.append(page_index.tobytes())
+        self._blocks.append((first_row, rows, start, self._pos - start))
+
+    def _forced(self, name: str) -> Encoding | None:
+        return None if self.options.encoding is None else self.options.encoding.get(name)
+
+    def _finish(self) -> None:
+        # page-index region: every chunk's records, in block-major order
+        region_start = self._pos
+        k = 0
+        for b in range(len(self._blocks)):
+            for i in range(len(self._columns)):
+                entries = self._page_index[k]
+                k += 1
+                if not len(entries):
+                    continue
+                rec = self._chunks[i][b]
+                rec["page_index_offset"] = self._pos
+                rec["page_index_length"] = len(entries)
+                rec["page_index_crc"] = zlib.crc32(entries)
+                self._write(entries)
+        region = (region_start, self._pos - region_start)
+        blocks = np.array(self._blocks, dtype=BLOCK_RECORD) if self._blocks else np.empty(0, BLOCK_RECORD)
+        chunks = [
+            np.concatenate(recs) if recs else np.empty(0, chunk_record(col.stat_width))
+            for col, recs in zip(self._columns, self._chunks)
+        ]
+        meta = FileMetaData(self._columns, blocks, chunks, self._metadata, f"rcfmt {__version__}", region)
+        footer = serialize_footer(meta)
+        self._write(footer)
+        self._write(TAIL.pack(len(footer), zlib.crc32(footer), MAGIC))
+
+
+def _merge_metadata(schema_meta, user_meta) -> dict[str, bytes]:
+    out: dict[str, bytes] = {}
+    for source in (schema_meta or {}), (user_meta or {}):
+        if not isinstance(source, dict):
+            raise InvalidOptionError("metadata must be a dict of str -> str/bytes")
+        for key, value in source.items():
+            key = key.decode("utf-8") if isinstance(key, bytes) else key
+            if not isinstance(key, str):
+                raise InvalidOptionError(f"metadata keys must be str, got {key!r}")
+            if isinstance(value, str):
+                value = value.encode("utf-8")
+            if not isinstance(value, bytes):
+                raise InvalidOptionError(f"metadata values must be str or bytes, got {type(value).__name__}")
+            out[key] = value
+    return out
+
+
+# -------------------------------------------------------------------- one column chunk
+def page_bounds(chunk: ColumnValues, ltype: LogicalType, encoding: Encoding, estimate: int,
+                page_size: int, page_rows: int) -> list[int]:
+    """Row offsets where pages start (first 0, last ``len(chunk)``)."""
+    n = len(chunk)
+    if n == 0:
+        return [0]
+    if ltype.kind == PhysicalKind.VARBINARY and isinstance(encoding, Plain):
+        # cut by the real bytes of each row: offsets entry + value
+        sizes = (chunk.offsets.astype(np.int64) - int(chunk.offsets[0])) + 4 * np.arange(n + 1)
+        cuts = np.searchsorted(sizes, np.arange(page_size, int(sizes[-1]), page_size), side="right") - 1
+        bounds = np.unique(np.concatenate(([0], cuts[cuts > 0], [n])))
+        # also honour the row cap
+        out = [0]
+        for stop in bounds[1:]:
+            while stop - out[-1] > page_rows:
+                out.append(out[-1] + page_rows)
+            out.append(int(stop))
+        return out
+    per_row = max(estimate / n, 1e-9)
+    rows = int(max(1, min(page_rows, page_size // per_row if per_row else page_rows)))
+    return list(range(0, n, rows)) + [n]
+
+
+def encode_chunk(values: ColumnValues, valid, col: ColumnSchema, options: WriteOptions,
+                 forced: Encoding | None = None):
+    """Encode one column chunk; return ``(bytes, chunk record, page-index records)``.
+
+    Offsets in the record and the page-index records are relative to the chunk's start;
+    the caller adds the chunk's file offset once it knows where the chunk lands.
+    """
+    ltype = col.type
+    n = len(values)
+    values = fill_null_slots(values, valid)
+    stats = compute_stats(values, valid, ltype, options.stats_truncate)
+    if stats.null_count and not col.nullable:
+        raise SchemaError(f"column {col.name!r} is not nullable but holds nulls")
+    use_dict = options.dictionary and (forced is None or forced.name == "dictionary")
+    analysis = analyze(values, ltype, stats, dictionary=use_dict)
+    encoding = forced if forced is not None else choose(values, ltype, analysis)
+    estimate = encoding.estimate_size(values, ltype, analysis) or analysis.plain_size
+    bounds = page_bounds(values, ltype, encoding, estimate, options.page_size, options.page_rows)
+    encoded = encoding.encode_chunk(values, ltype, bounds, analysis=analysis)
+
+    # page bodies: [validity bitmap] + encoded values
+    bodies, page_stats = [], []
+    for (start, stop), enc_body in zip(zip(bounds[:-1], bounds[1:]), encoded.pages):
+        page_valid = None if valid is None else valid[start:stop]
+        pstats = compute_stats(values.slice(start, stop), page_valid, ltype, options.stats_truncate)
+        if pstats.null_count:
+            enc_body = pack_validity(page_valid) + enc_body
+        bodies.append(enc_body)
+        page_stats.append(pstats)
+
+    codec, compressed = _compress(options, bodies, encoded.dictionary)
+    out = bytearray()
+    dict_len = 0
+    uncompressed = 0
+    if encoded.dictionary is not None:
+        page = build_page(PAGE_DICTIONARY, encoding.id, encoded.dictionary_size, 0, encoded.dictionary, codec,
+                          options.compression_level, compressed[-1] if compressed else None)
+        out += page
+        dict_len = len(page)
+        uncompressed += len(encoded.dictionary)
+    width = col.stat_width
+    entries = np.zeros(len(bodies), dtype=page_record(width))
+    for p, (body, pstats, start, stop) in enumerate(zip(bodies, page_stats, bounds[:-1], bounds[1:])):
+        page = build_page(PAGE_DATA, encoding.id, stop - start, pstats.null_count, body, codec,
+                          options.compression_level, compressed[p] if compressed else None)
+        e = entries[p]
+        e["first_row"] = start
+        e["offset"] = len(out)  # relative for now; made absolute below
+        e["length"] = len(page)
+        e["row_count"] = stop - start
+        e["null_count"] = pstats.null_count
+        e["nan_count"] = pstats.nan_count
+        for key, value in encode_slots(pstats, ltype, width).items():
+            e[key] = value
+        out += page
+        uncompressed += len(body)
+
+    record = np.zeros(1, dtype=chunk_record(width))
+    r = record[0]
+    r["length"] = len(out)
+    r["uncompressed_size"] = uncompressed
+    r["null_count"] = stats.null_count
+    r["nan_count"] = stats.nan_count
+    distinct = encoded.distinct_count if encoded.distinct_count is not None else analysis.distinct_count
+    r["distinct_count"] = UNKNOWN_COUNT if distinct is None else distinct
+    r["dictionary_length"] = dict_len
+    r["dictionary_size"] = encoded.dictionary_size
+    r["page_count"] = len(bodies)
+    r["encoding"] = encoding.id
+    r["compression"] = codec
+    for key, value in encode_slots(stats, ltype, width).items():
+        r[key] = value
+    return bytes(out), record, entries
+
+
+def _compress(options: WriteOptions, bodies: list[bytes], dictionary: bytes | None):
+    """Choose the chunk's codec; return ``(codec, compressed bodies or None)``.
+
+    Compressed bodies are in page order, the dictionary's last."""
+    if options.compression == "none":
+        return codecs.NONE, None
+    codec = codecs.LZ4 if options.compression == "lz4" else codecs.ZSTD
+    items = bodies + ([dictionary] if dictionary is not None else [])
+    compressed = [codecs.compress(codec, b, options.compression_level) for b in items]
+    if options.compression == "auto":
+        raw = sum(len(b) for b in items)
+        if sum(len(c) for c in compressed) > raw * (1 - AUTO_MIN_SAVING):
+            return codecs.NONE, None
+    return codec, compressed
+
+
+def write_table(table, where, *, metadata: dict | None = None, **options) -> None:
+    """Write a Table, RecordBatch, pandas DataFrame or dict of arrays to ``where``.
+
+    Options are those of :class:`Writer`. Bad arguments raise before anything is written.
+    """
+    table = as_table(table)
+    with Writer(where, table.schema, metadata=metadata, **options) as writer:
+        writer.write(table)

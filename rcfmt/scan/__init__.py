@@ -1,0 +1,1 @@
+"""The scan: predicate expressions, pruning, row selections and late materialization."""

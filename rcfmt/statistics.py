@@ -1,0 +1,133 @@
+"""Column statistics: the one representation shared by footer, page index and pruning.
+
+Min/max are kept in the *stats domain* of the column's logical type (see
+:mod:`rcfmt.types`): numpy scalars of the storage dtype for bool, ints, floats, date32
+(days) and timestamps (units since epoch); ``int`` (unscaled) for decimal128; ``bytes``
+for string (UTF-8) and binary, ordered bytewise unsigned.
+
+Rules every producer follows and every consumer may rely on:
+
+- NaN never enters min/max; ``nan_count`` counts NaN values (floats only).
+- If the minimum is a zero it is stored as -0.0, if the maximum is a zero as +0.0, so
+  the bounds hold for readers that order -0.0 before +0.0 and for those that do not.
+- ``has_min_max`` is False when no non-null, non-NaN value exists or bounds are unknown.
+- String/binary bounds may be truncated; ``min_exact``/``max_exact`` say whether the
+  bound is a value that occurs. A truncated min is a prefix of the true min (<= it); a
+  truncated max is rounded up so that it is still >= every value.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["StatsArrays"]
+
+
+@dataclass
+class StatsArrays:
+    """Statistics of N units (files, blocks or pages) of one column, as parallel arrays.
+
+    ``min``/``max`` are numpy arrays of the storage dtype for numeric, bool and temporal
+    types, and object arrays (of ``int`` for decimal128, of ``bytes`` for string/binary)
+    otherwise. Entries where ``has_min_max`` is False hold unspecified values.
+    """
+
+    row_count: np.ndarray  # int64
+    null_count: np.ndarray  # int64
+    nan_count: np.ndarray  # int64
+    has_min_max: np.ndarray  # bool
+    min: np.ndarray
+    max: np.ndarray
+    min_exact: np.ndarray  # bool
+    max_exact: np.ndarray  # bool
+
+    def __len__(self) -> int:
+        return len(self.row_count)
+
+    def take(self, indices) -> "StatsArrays":
+        """The statistics of the units at ``indices`` (array of ints or bool mask)."""
+        return StatsArrays(**{name: getattr(self, name)[indices] for name in self.__dataclass_fields__})
+
+
+# ---------------------------------------------------------------------------- computing
+from dataclasses import dataclass as _dataclass  # noqa: E402
+
+from ._native import stats as _stats  # noqa: E402
+from .types import LogicalType, PhysicalKind  # noqa: E402
+
+__all__ += ["ColumnStats", "compute_stats", "truncate_min", "truncate_max"]
+
+
+@_dataclass
+class ColumnStats:
+    """Statistics of one unit (chunk or page) of one column, in the stats domain."""
+
+    null_count: int
+    nan_count: int = 0
+    min: object = None  # None when there is no non-null, non-NaN value (or unknown)
+    max: object = None
+    min_exact: bool = True
+    max_exact: bool = True
+
+    @property
+    def has_min_max(self) -> bool:
+        return self.min is not None and self.max is not None
+
+
+def truncate_min(value: bytes, limit: int) -> tuple[bytes, bool]:
+    """A lower bound of at most ``limit`` bytes: the prefix. Returns (bound, exact)."""
+    return (value, True) if len(value) <= limit else (value[:limit], False)
+
+
+def truncate_max(value: bytes, limit: int) -> tuple[bytes | None, bool]:
+    """An upper bound of at most ``limit`` bytes, or None if none exists that short.
+
+    Truncate, then increment the last byte that is not 0xFF and drop what follows: the
+    result is greater than every string that starts with the kept prefix."""
+    if len(value) <= limit:
+        return value, True
+    prefix = bytearray(value[:limit])
+    while prefix:
+        if prefix[-1] != 0xFF:
+            prefix[-1] += 1
+            return bytes(prefix), False
+        prefix.pop()
+    return None, False
+
+
+def compute_stats(values, valid, ltype: LogicalType, truncate: int) -> ColumnStats:
+    """Statistics of ``values`` (a ColumnValues) where ``valid`` (bool array or None)."""
+    n = len(values)
+    null_count = 0 if valid is None else n - int(np.count_nonzero(valid))
+    if null_count == n:
+        return ColumnStats(null_count=null_count)
+    valid_u8 = None if valid is None else valid.view(np.uint8)
+    kind = ltype.kind
+    if kind == PhysicalKind.BOOL:
+        v = values.values if valid is None else values.values[valid]
+        return ColumnStats(null_count, 0, np.bool_(v.min()), np.bool_(v.max()))
+    if kind == PhysicalKind.VARBINARY:
+        offsets = np.ascontiguousarray(values.offsets, dtype=np.int64)
+        count, lo_i, hi_i = _stats.minmax_binary(offsets, values.values, valid_u8)
+        lo = values.values[offsets[lo_i]:offsets[lo_i + 1]].tobytes()
+        hi = values.values[offsets[hi_i]:offsets[hi_i + 1]].tobytes()
+        lo, lo_exact = truncate_min(lo, truncate)
+        hi, hi_exact = truncate_max(hi, truncate)
+        if hi is None:
+            return ColumnStats(null_count)
+        return ColumnStats(null_count, 0, lo, hi, lo_exact, hi_exact)
+    if ltype.name == "decimal128":
+        raw = np.ascontiguousarray(values.values).view(np.uint8).reshape(n, 16)
+        count, lo_i, hi_i = _stats.minmax_decimal128(raw, valid_u8)
+        return ColumnStats(null_count, 0, int.from_bytes(raw[lo_i].tobytes(), "little", signed=True),
+                           int.from_bytes(raw[hi_i].tobytes(), "little", signed=True))
+    v = np.ascontiguousarray(values.values)
+    count, lo, hi, nans = _stats.minmax(v, valid_u8)
+    if count == 0:
+        return ColumnStats(null_count, nans)
+    scalar = v.dtype.type
+    if ltype.is_float:
+        lo = -0.0 if lo == 0 else lo
+        hi = 0.0 if hi == 0 else hi
+    return ColumnStats(null_count, nans, scalar(lo), scalar(hi))
