@@ -4,7 +4,7 @@
 Kernels return a non-negative result or a negative status; the Python wrappers in
 :mod:`rcfmt.encodings` turn a status into :class:`CorruptFileError`.
 """
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t
 from libc.string cimport memcpy
 
 import numpy as np
@@ -18,6 +18,7 @@ ctypedef fused offset_t:
 
 ctypedef fused code_t:
     uint8_t
+    uint16_t
     uint32_t
     int32_t
     int64_t

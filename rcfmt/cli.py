@@ -1,0 +1,132 @@
+"""Command line: ``rcfmt inspect FILE`` shows what a file holds; ``rcfmt convert``.
+
+``inspect`` prints the schema, the blocks, and per column the encodings and codecs
+chosen, stored and uncompressed sizes, null/NaN counts and the file-wide min/max.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import decimal
+import sys
+
+import numpy as np
+import pyarrow as pa
+
+from .codecs import CODEC_NAMES
+from .encodings import by_id
+from .errors import RcfmtError, UnsupportedError
+from .file.reader import RcfmtFile
+
+__all__ = ["main", "describe", "column_summary"]
+
+
+def _encoding_name(eid: int) -> str:
+    try:
+        return by_id(eid).name
+    except UnsupportedError:
+        return f"unknown({eid})"
+
+
+def column_summary(f: RcfmtFile) -> list[dict]:
+    """Per column: encodings and codecs used (with chunk counts), sizes, counts, bounds."""
+    out = []
+    for i, col in enumerate(f.footer.columns):
+        chunks = f.footer.chunks[i]
+        stats = f.block_stats(col.name)
+        has = stats.has_min_max
+        lo = min(stats.min[has]) if has.any() else None
+        hi = max(stats.max[has]) if has.any() else None
+        encodings = collections.Counter(_encoding_name(int(e)) for e in chunks["encoding"])
+        codecs = collections.Counter(CODEC_NAMES.get(int(c), f"unknown({int(c)})") for c in chunks["compression"])
+        out.append({
+            "name": col.name,
+            "type": str(col.type),
+            "nullable": col.nullable,
+            "encodings": dict(encodings),
+            "compression": dict(codecs),
+            "stored_bytes": int(chunks["length"].sum()),
+            "uncompressed_bytes": int(chunks["uncompressed_size"].sum()),
+            "pages": int(chunks["page_count"].sum()),
+            "null_count": int(chunks["null_count"].sum()),
+            "nan_count": int(chunks["nan_count"].sum()),
+            "min": lo,
+            "max": hi,
+            "ltype": col.type,
+        })
+    return out
+
+
+def _fmt_bound(value, ltype) -> str:
+    """Show a stats-domain value as the user's type (dates, timestamps, decimals)."""
+    if value is None:
+        return "-"
+    if isinstance(value, bytes):
+        text = value.decode("utf-8", "backslashreplace")
+        return repr(text[:24] + ("…" if len(text) > 24 else ""))
+    if ltype.name == "decimal128":
+        return str(decimal.Decimal(int(value)).scaleb(-ltype.scale))
+    if ltype.name in ("date32", "timestamp"):
+        return str(pa.scalar(int(value), type=ltype.to_arrow()).as_py())
+    if isinstance(value, np.generic):
+        value = value.item()
+    return str(value)
+
+
+def describe(f: RcfmtFile) -> str:
+    """A human-readable report of the file's layout."""
+    lines = [
+        f"file:    {f.path}",
+        f"size:    {f.size:,} bytes",
+        f"rows:    {f.num_rows:,} in {f.num_blocks} blocks",
+        f"created: {f.footer.created_by}",
+    ]
+    if f.metadata:
+        keys = ", ".join(sorted(f.metadata))
+        lines.append(f"metadata keys: {keys}")
+    header = f"{'column':<18} {'type':<24} {'encoding':<18} {'codec':<10} {'stored':>12} {'raw':>12} {'pages':>6} {'nulls':>9} {'min':>19} {'max':>19}"
+    lines += ["", header, "-" * len(header)]
+    for s in column_summary(f):
+        enc = ",".join(s["encodings"]) or "-"
+        codec = ",".join(s["compression"]) or "-"
+        lines.append(
+            f"{s['name'][:18]:<18} {s['type'][:24]:<24} {enc[:18]:<18} {codec[:10]:<10} {s['stored_bytes']:>12,} "
+            f"{s['uncompressed_bytes']:>12,} {s['pages']:>6} {s['null_count']:>9,} "
+            f"{_fmt_bound(s['min'], s['ltype'])[:19]:>19} {_fmt_bound(s['max'], s['ltype'])[:19]:>19}")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="rcfmt", description="Inspect and convert rcfmt files.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p_inspect = sub.add_parser("inspect", help="show what a file holds")
+    p_inspect.add_argument("path")
+    p_convert = sub.add_parser("convert", help="convert a Parquet file to rcfmt")
+    p_convert.add_argument("source")
+    p_convert.add_argument("target")
+    p_convert.add_argument("--block-rows", type=int, default=None)
+    p_convert.add_argument("--compression", default="auto")
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "inspect":
+            with RcfmtFile(args.path) as f:
+                print(describe(f))
+        elif args.command == "convert":
+            import pyarrow.parquet as pq
+
+            from .file.writer import write_table
+
+            options = {"compression": args.compression}
+            if args.block_rows:
+                options["block_rows"] = args.block_rows
+            write_table(pq.read_table(args.source), args.target, **options)
+            with RcfmtFile(args.target) as f:
+                print(describe(f))
+    except (RcfmtError, OSError) as exc:
+        print(f"rcfmt: error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
