@@ -11,6 +11,7 @@ import numpy as np
 
 from ..encodings import by_id
 from ..encodings.base import ColumnValues
+from ..encodings.dictionary import decode_codes
 from ..encodings.plain import decode_plain
 from ..errors import CorruptFileError
 from ..format.layout import PAGE_DATA, PAGE_DICTIONARY
@@ -23,9 +24,12 @@ __all__ = ["DecodedPage", "ChunkDecoder"]
 
 @dataclass
 class DecodedPage:
-    values: ColumnValues
+    """One decoded data page: values, or dictionary codes when decoded with codes=True."""
+
+    values: ColumnValues | None
     valid: np.ndarray | None  # None: no nulls
     rows: int
+    codes: np.ndarray | None = None
 
 
 class ChunkDecoder:
@@ -35,14 +39,19 @@ class ChunkDecoder:
     once, on first use.
     """
 
-    def __init__(self, buf, base: int, record, ltype: LogicalType, verify: bool = True):
+    def __init__(self, buf, base: int, record, ltype: LogicalType, verify: bool = True,
+                 dictionary: ColumnValues | None = None):
         self.buf = buf
         self.base = base  # file offset of buf[0]
         self.record = record
         self.ltype = ltype
         self.verify = verify
         self.encoding = by_id(int(record["encoding"]))
-        self._dictionary: ColumnValues | None = None
+        self._dictionary: ColumnValues | None = dictionary
+
+    @property
+    def is_dictionary(self) -> bool:
+        return int(self.record["dictionary_length"]) > 0
 
     # ------------------------------------------------------------------ pages
     def _header(self, pos: int, page: int | None) -> PageHeader:
@@ -69,8 +78,11 @@ class ChunkDecoder:
                 raise exc.with_context(page="dictionary", offset=self.base + pos) from None
         return self._dictionary
 
-    def decode_page(self, pos: int, page: int, expected_rows: int | None = None) -> tuple[DecodedPage, int]:
-        """Decode the data page at ``buf[pos]``; return it and the position after it."""
+    def decode_page(self, pos: int, page: int, expected_rows: int | None = None,
+                    codes: bool = False) -> tuple[DecodedPage, int]:
+        """Decode the data page at ``buf[pos]``; return it and the position after it.
+
+        With ``codes=True`` a dictionary-encoded page yields its codes, not values."""
         h = self._header(pos, page)
         try:
             if h.page_type != PAGE_DATA:
@@ -81,6 +93,10 @@ class ChunkDecoder:
                 raise CorruptFileError(f"page holds {h.row_count} rows, page index says {expected_rows}")
             body = page_body(self.buf, pos, h, self.verify)
             valid, values_body = split_validity(body, h)
+            if codes and self.is_dictionary:
+                dictionary = self.dictionary
+                page_codes = decode_codes(values_body, h.row_count, len(dictionary))
+                return DecodedPage(None, valid, h.row_count, page_codes), pos + h.total_size
             values = self.encoding.decode(values_body, h.row_count, self.ltype, self.dictionary)
             if len(values) != h.row_count:
                 raise CorruptFileError("decoded value count differs from the page's row count")

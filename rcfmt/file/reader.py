@@ -195,14 +195,16 @@ class RcfmtFile:
         return stats_arrays(entries, self.footer.columns[column].type, entries["row_count"])
 
     # ------------------------------------------------------------------ decoding
-    def chunk_decoder(self, block: int, column: int, buf: bytes | None = None, base: int | None = None) -> ChunkDecoder:
-        """A decoder over the chunk's bytes (read whole unless ``buf`` is given)."""
+    def chunk_decoder(self, block: int, column: int, buf: bytes | None = None, base: int | None = None,
+                      dictionary=None) -> ChunkDecoder:
+        """A decoder over the chunk's bytes (read whole unless ``buf``, holding file bytes
+        from offset ``base`` on, is given; ``dictionary`` passes an already decoded one)."""
         rec = self.footer.chunks[column][block]
         if buf is None:
             base = int(rec["offset"])
             buf = self.read_range(base, int(rec["length"]))
         try:
-            return ChunkDecoder(buf, base, rec, self.footer.columns[column].type, self.verify_checksums)
+            return ChunkDecoder(buf, base, rec, self.footer.columns[column].type, self.verify_checksums, dictionary)
         except CorruptFileError as exc:
             raise self._locate(exc, block, column) from None
 

@@ -37,6 +37,7 @@ from ..format.layout import (
 )
 from ..format.page import build_page, pack_validity
 from ..format.stats_slots import DEFAULT_TRUNCATE, encode_slots, stat_width
+from ..scan.bloom_filters import DEFAULT_FPP, BloomPolicy, build_filter
 from ..statistics import compute_stats
 from ..types import LogicalType, PhysicalKind, logical_type_from_arrow
 from .arrow_io import fill_null_slots, from_arrow
@@ -63,11 +64,13 @@ class WriteOptions:
     encoding: dict | None = None  # column -> Encoding
     dictionary: bool = True
     stats_truncate: int = DEFAULT_TRUNCATE
+    bloom: BloomPolicy | None = None
 
     @classmethod
     def create(cls, schema: pa.Schema, *, block_rows=DEFAULT_BLOCK_ROWS, page_size=DEFAULT_PAGE_SIZE,
                page_rows=DEFAULT_PAGE_ROWS, compression="auto", compression_level=None, encoding=None,
-               dictionary=True, stats_truncate=DEFAULT_TRUNCATE) -> "WriteOptions":
+               dictionary=True, stats_truncate=DEFAULT_TRUNCATE, bloom_filter_columns="auto",
+               bloom_filter_fpp=DEFAULT_FPP) -> "WriteOptions":
         def positive_int(name, value, lo=1, hi=None):
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < lo or (hi and value > hi):
                 bound = f" and <= {hi}" if hi else ""
@@ -101,8 +104,9 @@ class WriteOptions:
                 forced[col] = enc
         if not isinstance(dictionary, bool):
             raise InvalidOptionError(f"dictionary must be True or False, got {dictionary!r}")
+        bloom = BloomPolicy(bloom_filter_columns, bloom_filter_fpp, names)
         return cls(block_rows, page_size, page_rows, compression, compression_level, forced, dictionary,
-                   stats_truncate)
+                   stats_truncate, bloom)
 
 
 def as_table(data) -> pa.Table:
@@ -168,6 +172,12 @@ class Writer:
         Whether the selector may choose DICTIONARY.
     stats_truncate : int
         Max bytes of string/binary min/max in footer and page index.
+    bloom_filter_columns : "auto", list of str or None
+        Columns that get a per-chunk bloom filter for ``==``/``isin`` pruning; "auto"
+        picks unsorted high-cardinality integer/string/binary chunks where a filter is
+        small (see :class:`~rcfmt.scan.bloom_filters.BloomPolicy`).
+    bloom_filter_fpp : float
+        Target false-positive rate of named bloom filters (default 0.01).
     metadata : dict, optional
         Key-value metadata (str or bytes) stored in the footer, merged over the schema's.
     """
@@ -194,6 +204,7 @@ class Writer:
         self._blocks: list[tuple] = []
         self._chunks: list[list[np.ndarray]] = [[] for _ in self._columns]
         self._page_index: list[bytes] = []  # per (block, column), in write order
+        self._blooms: list[bytes | None] = []  # per (block, column), in write order
         self._closed = False
         self._write(HEADER.pack(MAGIC, FORMAT_VERSION))
 
@@ -297,12 +308,14 @@ class Writer:
         first_row = sum(b[1] for b in self._blocks)
         for i, col in enumerate(self._columns):
             values, valid = from_arrow(block.column(i), col.type)
-            chunk_bytes, record, page_index = encode_chunk(values, valid, col, self.options, self._forced(col.name))
+            chunk_bytes, record, page_index, bloom = encode_chunk(values, valid, col, self.options,
+                                                                  self._forced(col.name))
             record["offset"] = self._pos
             page_index["offset"] += self._pos
             self._write(chunk_bytes)
             self._chunks[i].append(record)
             self._page_index.append(page_index.tobytes())
+            self._blooms.append(bloom)
         self._blocks.append((first_row, rows, start, self._pos - start))
 
     def _forced(self, name: str) -> Encoding | None:
@@ -324,12 +337,25 @@ class Writer:
                 rec["page_index_crc"] = zlib.crc32(entries)
                 self._write(entries)
         region = (region_start, self._pos - region_start)
+        bloom_start = self._pos
+        k = 0
+        for b in range(len(self._blocks)):
+            for i in range(len(self._columns)):
+                bloom = self._blooms[k]
+                k += 1
+                if bloom is not None:
+                    rec = self._chunks[i][b]
+                    rec["bloom_offset"] = self._pos
+                    rec["bloom_length"] = len(bloom)
+                    self._write(bloom)
+        bloom_region = (bloom_start, self._pos - bloom_start)
         blocks = np.array(self._blocks, dtype=BLOCK_RECORD) if self._blocks else np.empty(0, BLOCK_RECORD)
         chunks = [
             np.concatenate(recs) if recs else np.empty(0, chunk_record(col.stat_width))
             for col, recs in zip(self._columns, self._chunks)
         ]
-        meta = FileMetaData(self._columns, blocks, chunks, self._metadata, f"rcfmt {__version__}", region)
+        meta = FileMetaData(self._columns, blocks, chunks, self._metadata, f"rcfmt {__version__}", region,
+                            bloom_region=bloom_region)
         footer = serialize_footer(meta)
         self._write(footer)
         self._write(TAIL.pack(len(footer), zlib.crc32(footer), MAGIC))
@@ -378,7 +404,7 @@ def page_bounds(chunk: ColumnValues, ltype: LogicalType, encoding: Encoding, est
 
 def encode_chunk(values: ColumnValues, valid, col: ColumnSchema, options: WriteOptions,
                  forced: Encoding | None = None):
-    """Encode one column chunk; return ``(bytes, chunk record, page-index records)``.
+    """Encode one column chunk; return ``(bytes, chunk record, page-index records, bloom)``.
 
     Offsets in the record and the page-index records are relative to the chunk's start;
     the caller adds the chunk's file offset once it knows where the chunk lands.
@@ -448,7 +474,10 @@ def encode_chunk(values: ColumnValues, valid, col: ColumnSchema, options: WriteO
     r["compression"] = codec
     for key, value in encode_slots(stats, ltype, width).items():
         r[key] = value
-    return bytes(out), record, entries
+    bloom_size = options.bloom.filter_size(col.name, ltype, n, distinct, len(out), encoded.dictionary is not None,
+                                           analysis.is_sorted)
+    bloom = None if bloom_size is None else build_filter(values, valid, ltype, bloom_size)
+    return bytes(out), record, entries, bloom
 
 
 def _compress(options: WriteOptions, bodies: list[bytes], dictionary: bytes | None):

@@ -50,6 +50,7 @@ class FileMetaData:
     metadata: dict[str, bytes] = field(default_factory=dict)
     created_by: str = ""
     page_index_region: tuple[int, int] = (0, 0)  # offset, length
+    bloom_region: tuple[int, int] = (0, 0)  # offset, length
     extra: dict = field(default_factory=dict)  # unknown optional JSON keys, kept for tools
 
     @property
@@ -81,6 +82,7 @@ def serialize_footer(meta: FileMetaData) -> bytes:
         "schema": [c.to_json() for c in meta.columns],
         "metadata": _encode_metadata(meta.metadata),
         "page_index": {"offset": meta.page_index_region[0], "length": meta.page_index_region[1]},
+        "bloom_filters": {"offset": meta.bloom_region[0], "length": meta.bloom_region[1]},
     }
     # table offsets depend on the JSON length: lay out with placeholders, then fix up
     doc["blocks"] = {"offset": 0, "count": meta.num_blocks, "record_size": BLOCK_RECORD.itemsize}
@@ -176,14 +178,16 @@ def _build(doc: dict, buf, footer_offset: int) -> FileMetaData:
         metadata[str(item["key"])] = value
     pi = doc.get("page_index", {"offset": 0, "length": 0})
     region = (int(pi["offset"]), int(pi["length"]))
-    meta = FileMetaData(columns, blocks, chunks, metadata, str(doc.get("created_by", "")), region,
+    bf = doc.get("bloom_filters", {"offset": 0, "length": 0})
+    bloom_region = (int(bf["offset"]), int(bf["length"]))
+    meta = FileMetaData(columns, blocks, chunks, metadata, str(doc.get("created_by", "")), region, bloom_region,
                         {k: v for k, v in doc.items() if k not in _KNOWN_KEYS})
     _validate(meta, footer_offset, doc)
     return meta
 
 
 _KNOWN_KEYS = {"format_version", "required_features", "created_by", "num_rows", "schema", "metadata",
-               "page_index", "blocks", "chunks"}
+               "page_index", "bloom_filters", "blocks", "chunks"}
 
 
 def _validate(meta: FileMetaData, footer_offset: int, doc: dict) -> None:
@@ -203,6 +207,13 @@ def _validate(meta: FileMetaData, footer_offset: int, doc: dict) -> None:
         if pi_off < HEADER_SIZE or pi_off + pi_len > footer_offset:
             raise _fail("page index region outside the file")
         data_end = pi_off
+    bf_off, bf_len = meta.bloom_region
+    if bf_len and (bf_off < HEADER_SIZE or bf_off + bf_len > footer_offset):
+        raise _fail("bloom filter region outside the file")
+    if bf_len and pi_len and bf_off < pi_off + pi_len:
+        raise _fail("bloom filter region overlaps the page index")
+    if bf_len and not pi_len:
+        data_end = min(data_end, bf_off)
     b_off = blocks["offset"].astype(np.uint64)
     b_end = b_off + blocks["length"].astype(np.uint64)
     if len(blocks) and (int(b_off.min()) < HEADER_SIZE or int(b_end.max()) > data_end or np.any(b_end < b_off)):
@@ -219,6 +230,11 @@ def _validate(meta: FileMetaData, footer_offset: int, doc: dict) -> None:
         has_pi = chunks["page_index_length"] > 0
         if np.any(has_pi & ((p_off < pi_off) | (p_end > pi_off + pi_len))):
             raise CorruptFileError("footer: page index entries outside the page index region", column=col.name)
+        f_off = chunks["bloom_offset"].astype(np.uint64)
+        f_end = f_off + chunks["bloom_length"].astype(np.uint64)
+        has_bf = chunks["bloom_length"] > 0
+        if np.any(has_bf & ((f_off < bf_off) | (f_end > bf_off + bf_len) | (chunks["bloom_length"] < 36))):
+            raise CorruptFileError("footer: bloom filter outside the bloom filter region", column=col.name)
         if np.any(chunks["page_count"].astype(np.uint64) > np.maximum(rows, 1)):
             raise CorruptFileError("footer: more pages than rows in a chunk", column=col.name)
         if np.any(chunks["null_count"] > rows) or np.any(chunks["nan_count"] > rows):

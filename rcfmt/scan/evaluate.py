@@ -1,0 +1,105 @@
+"""Exact evaluation of a predicate in NNF on decoded column values -> a row mask.
+
+In negation normal form the predicate is monotone, so "the row is TRUE" depends only on
+which leaves are TRUE: every leaf is evaluated to a numpy bool mask (TRUE = True;
+FALSE and NULL = False) and the masks are combined with ``&`` / ``|``. NULL semantics
+and NaN stay exact because each leaf already encodes them (see :mod:`rcfmt.scan.expr`).
+
+Fast paths: comparisons on fixed-width numeric columns run as numpy comparisons on the
+decoded buffers; any leaf on a dictionary-encoded chunk is evaluated once on the
+dictionary and then looked up by code. Other leaves go through Arrow compute.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+import pyarrow as pa
+
+from ..encodings.base import ColumnValues
+from ..file.arrow_io import to_arrow
+from ..types import LogicalType, PhysicalKind
+from .expr import BoundAnd, BoundOr, Cmp, Leaf, selection_mask
+
+__all__ = ["ColumnData", "leaf_mask", "eval_nnf"]
+
+_NP_OPS = {"==": np.equal, "!=": np.not_equal, "<": np.less, "<=": np.less_equal,
+           ">": np.greater, ">=": np.greater_equal}
+
+
+class ColumnData:
+    """Decoded rows of one column for evaluation: values + validity, or dictionary
+    codes + the chunk's dictionary (then ``values`` is None)."""
+
+    __slots__ = ("ltype", "values", "valid", "codes", "dictionary", "_dict_masks")
+
+    def __init__(self, ltype: LogicalType, values: ColumnValues | None, valid: np.ndarray | None,
+                 codes: np.ndarray | None = None, dictionary: ColumnValues | None = None):
+        self.ltype = ltype
+        self.values = values
+        self.valid = valid
+        self.codes = codes
+        self.dictionary = dictionary
+        self._dict_masks: dict = {}
+
+    def __len__(self) -> int:
+        return len(self.codes) if self.codes is not None else len(self.values)
+
+
+def _numeric(ltype: LogicalType) -> bool:
+    """Types whose comparisons numpy evaluates exactly like the bound literal means them
+    (float32 goes through Arrow, which compares as the binder defined)."""
+    return ltype.kind == PhysicalKind.FIXED and ltype.name not in ("decimal128", "float32")
+
+
+def _arrow_mask(leaf: Leaf, values: ColumnValues, valid, ltype: LogicalType) -> np.ndarray:
+    arr = to_arrow(values, valid, ltype)
+    table = pa.table({leaf.column.name: arr})
+    return selection_mask(leaf, table)
+
+
+def _values_mask(leaf: Leaf, values: ColumnValues, valid, ltype: LogicalType) -> np.ndarray:
+    if isinstance(leaf, Cmp) and _numeric(ltype):
+        v = values.values
+        mask = _NP_OPS[leaf.op](v, leaf.value if ltype.is_float else np.asarray(leaf.value, dtype=v.dtype))
+        return mask if valid is None else mask & valid
+    return _arrow_mask(leaf, values, valid, ltype)
+
+
+def leaf_mask(leaf: Leaf, data: ColumnData) -> np.ndarray:
+    """numpy bool per row: is ``leaf`` TRUE?"""
+    if data.codes is None:
+        return _values_mask(leaf, data.values, data.valid, data.ltype)
+    cached = data._dict_masks.get(id(leaf))
+    if cached is None:
+        dictionary = data.dictionary
+        dict_mask = _values_mask(leaf, dictionary, None, data.ltype)
+        # A null row's code points at an arbitrary entry, so nulls are decided apart:
+        # evaluate the leaf once on a null value (is_null is TRUE there, comparisons not).
+        null_true = bool(len(dictionary)) and bool(
+            _values_mask(leaf, dictionary.slice(0, 1), np.zeros(1, bool), data.ltype)[0])
+        cached = data._dict_masks[id(leaf)] = (dict_mask, null_true)
+    dict_mask, null_true = cached
+    mask = dict_mask[data.codes] if len(dict_mask) else np.zeros(len(data.codes), bool)
+    if data.valid is not None:
+        mask = np.where(data.valid, mask, null_true)
+    return mask
+
+
+def eval_nnf(expr, column_data: Callable[[str], ColumnData], n: int) -> np.ndarray:
+    """Row mask of an NNF predicate; ``column_data(name)`` provides decoded columns."""
+    if isinstance(expr, BoundAnd):
+        out = eval_nnf(expr.children[0], column_data, n)
+        for child in expr.children[1:]:
+            if not out.any():
+                break
+            out &= eval_nnf(child, column_data, n)
+        return out
+    if isinstance(expr, BoundOr):
+        out = eval_nnf(expr.children[0], column_data, n)
+        for child in expr.children[1:]:
+            if out.all():
+                break
+            out |= eval_nnf(child, column_data, n)
+        return out
+    return leaf_mask(expr, column_data(expr.column.name)).copy()

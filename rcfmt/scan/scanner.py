@@ -1,0 +1,377 @@
+"""The scan of one file: prune blocks, prune pages into row ranges, evaluate the filter
+on the filter columns only (late materialization), then decode the projected columns
+only for the pages that hold selected rows, gathering only the selected values.
+
+Every stage keeps a superset of the matching rows until the exact evaluation; each is
+counted in :class:`ScanStats`.
+"""
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, fields
+from typing import Iterator, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from ..encodings.base import ColumnValues
+from ..encodings.dictionary import take as dictionary_take
+from ..errors import CorruptFileError, InvalidOptionError
+from ..file.arrow_io import concat_values, to_arrow
+from ..file.chunks import ChunkDecoder, DecodedPage
+from ..types import PhysicalKind
+from .._native import varbinary as _vb
+from . import bloom_filters
+from .evaluate import ColumnData, eval_nnf
+from .expr import BoundAnd, BoundOr, Cmp, InSet, bind, columns as expr_columns, to_nnf
+from .prune import leaf_may_match, may_match
+from .selection import RowRanges
+
+__all__ = ["ScanStats", "FileScan", "scan_file"]
+
+#: pages whose byte ranges are at most this far apart are read with one read
+COALESCE_GAP = 64 * 1024
+
+
+@dataclass
+class ScanStats:
+    """What a scan did. Counts of pages and rows decoded are summed over columns."""
+
+    files_total: int = 0
+    files_pruned: int = 0
+    blocks_total: int = 0
+    blocks_pruned_stats: int = 0
+    blocks_pruned_bloom: int = 0
+    blocks_pruned_pages: int = 0
+    pages_total: int = 0
+    pages_read: int = 0
+    rows_total: int = 0
+    rows_decoded: int = 0
+    rows_selected: int = 0
+    bytes_read: int = 0
+
+    def add(self, other: "ScanStats") -> None:
+        for f in fields(self):
+            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+
+    def as_dict(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    def __str__(self) -> str:
+        return (f"files {self.files_total - self.files_pruned}/{self.files_total}, "
+                f"blocks {self.blocks_total - self.blocks_pruned_stats - self.blocks_pruned_bloom - self.blocks_pruned_pages}"
+                f"/{self.blocks_total} (pruned: stats {self.blocks_pruned_stats}, bloom {self.blocks_pruned_bloom}, "
+                f"pages {self.blocks_pruned_pages}), pages read {self.pages_read}/{self.pages_total}, "
+                f"rows decoded {self.rows_decoded}, selected {self.rows_selected}/{self.rows_total}, "
+                f"bytes read {self.bytes_read}")
+
+
+# ------------------------------------------------------------------ value helpers
+def _gather(values: ColumnValues, idx: np.ndarray) -> ColumnValues:
+    if values.offsets is None:
+        return ColumnValues(values.values[idx])
+    offsets = np.ascontiguousarray(values.offsets, dtype=np.int64)
+    new_offsets, data = _vb.gather(offsets, values.values, idx)
+    return ColumnValues(data, new_offsets)
+
+
+def _gather_data(data: ColumnData, idx: np.ndarray) -> ColumnData:
+    valid = None if data.valid is None else data.valid[idx]
+    if valid is not None and valid.all():
+        valid = None
+    if data.codes is not None:
+        return ColumnData(data.ltype, None, valid, data.codes[idx], data.dictionary)
+    return ColumnData(data.ltype, _gather(data.values, idx), valid)
+
+
+def _concat_pages(pages: list[DecodedPage], ltype) -> tuple:
+    valid = None
+    if any(p.valid is not None for p in pages):
+        valid = np.concatenate([p.valid if p.valid is not None else np.ones(p.rows, bool) for p in pages])
+    if pages and pages[0].codes is not None:
+        return None, valid, np.concatenate([p.codes for p in pages])
+    return concat_values([p.values for p in pages], ltype.kind), valid, None
+
+
+def _leaves(expr):
+    if isinstance(expr, (BoundAnd, BoundOr)):
+        for child in expr.children:
+            yield from _leaves(child)
+    else:
+        yield expr
+
+
+def _combine(expr, leaf_fn, and_fn, or_fn):
+    """Fold an NNF tree: leaves through ``leaf_fn``, And/Or through the given reducers."""
+    if isinstance(expr, BoundAnd):
+        out = _combine(expr.children[0], leaf_fn, and_fn, or_fn)
+        for child in expr.children[1:]:
+            out = and_fn(out, _combine(child, leaf_fn, and_fn, or_fn))
+        return out
+    if isinstance(expr, BoundOr):
+        out = _combine(expr.children[0], leaf_fn, and_fn, or_fn)
+        for child in expr.children[1:]:
+            out = or_fn(out, _combine(child, leaf_fn, and_fn, or_fn))
+        return out
+    return leaf_fn(expr)
+
+
+class FileScan:
+    """A planned scan of one open :class:`~rcfmt.file.reader.RcfmtFile`.
+
+    ``columns``: projected column names (None = all); ``filter``: an expression or DNF
+    list (None = all rows); ``read_dictionary``: columns to return as
+    ``pyarrow.DictionaryArray``. ``stats`` accumulates as the scan runs.
+    """
+
+    def __init__(self, file, columns: Sequence[str] | None = None, filter=None, *, use_threads: bool = True,
+                 read_dictionary: Sequence[str] | None = None, use_bloom: bool = True, use_page_index: bool = True):
+        self.file = file
+        self.col_ids = file.resolve_columns(columns)
+        self.bound = bind(filter, file.schema)
+        self.nnf = None if self.bound is None else to_nnf(self.bound)
+        self.filter_names = sorted(expr_columns(self.nnf)) if self.nnf is not None else []
+        self.filter_ids = {name: file.column_index(name) for name in self.filter_names}
+        if read_dictionary is not None and (isinstance(read_dictionary, str) or not isinstance(read_dictionary, Sequence)):
+            raise InvalidOptionError("read_dictionary must be a list of column names")
+        self.dictionary_ids = {file.column_index(name) for name in (read_dictionary or ())}
+        self.use_threads = use_threads
+        self.use_bloom = use_bloom
+        self.use_page_index = use_page_index
+        self.stats = ScanStats(files_total=1, blocks_total=file.num_blocks, rows_total=file.num_rows)
+        self.output_schema = self._output_schema()
+        self._blocks = self._prune_blocks()
+
+    # ---------------------------------------------------------------- planning
+    def _output_schema(self) -> pa.Schema:
+        out = []
+        for c in self.col_ids:
+            field = self.file.schema.field(c)
+            if c in self.dictionary_ids:
+                field = field.with_type(pa.dictionary(pa.int32(), field.type))
+            out.append(field)
+        return pa.schema(out, metadata=self.file.schema.metadata)
+
+    def _prune_blocks(self) -> list[int]:
+        n = self.file.num_blocks
+        if self.nnf is None:
+            return list(range(n))
+        stats = {name: self.file.block_stats(name) for name in self.filter_names}
+        keep = may_match(self.nnf, stats, n)
+        self.stats.blocks_pruned_stats += int(n - keep.sum())
+        if self.use_bloom and keep.any():
+            by_bloom = self._bloom_keep(np.flatnonzero(keep))
+            self.stats.blocks_pruned_bloom += int(keep.sum() - by_bloom.sum())
+            keep = by_bloom
+        return [int(b) for b in np.flatnonzero(keep)]
+
+    def _bloom_keep(self, blocks: np.ndarray) -> np.ndarray:
+        """Among ``blocks`` (kept by stats), which may match once bloom filters are asked.
+        Returns a mask over all blocks."""
+        keep = np.zeros(self.file.num_blocks, bool)
+        keep[blocks] = True
+        probes = [leaf for leaf in _leaves(self.nnf) if bloom_filters.can_probe(leaf)]
+        if not probes:
+            return keep
+        cache = {}
+
+        def leaf_fn(leaf):
+            if not bloom_filters.can_probe(leaf):
+                return np.ones(len(blocks), bool)
+            col = self.filter_ids[leaf.column.name]
+            out = np.ones(len(blocks), bool)
+            for j, b in enumerate(blocks):
+                key = (int(b), col)
+                if key not in cache:
+                    cache[key] = bloom_filters.read_filter(self.file, int(b), col)
+                bf = cache[key]
+                if bf is not None:
+                    out[j] = bloom_filters.may_contain(bf, leaf)
+            return out
+
+        mask = _combine(self.nnf, leaf_fn, np.logical_and, np.logical_or)
+        result = np.zeros(self.file.num_blocks, bool)
+        result[blocks[mask]] = True
+        return result
+
+    def _page_index(self, block: int, col: int, cache: dict):
+        key = (block, col)
+        if key not in cache:
+            cache[key] = self.file.page_index(block, col)
+        return cache[key]
+
+    def _row_ranges(self, block: int, cache: dict) -> RowRanges:
+        """Rows of ``block`` that may match, from the page index of the filter columns."""
+        rows = int(self.file.footer.blocks[block]["row_count"])
+        if self.nnf is None or not self.use_page_index:
+            return RowRanges.full(rows)
+
+        def leaf_fn(leaf):
+            col = self.filter_ids[leaf.column.name]
+            entries = self._page_index(block, col, cache)
+            keep = leaf_may_match(leaf, self.file.page_stats(block, col, entries))
+            return RowRanges.from_pages(entries["first_row"].astype(np.int64),
+                                        entries["row_count"].astype(np.int64), keep)
+
+        return _combine(self.nnf, leaf_fn, lambda a, b: a & b, lambda a, b: a | b)
+
+    # ---------------------------------------------------------------- decoding
+    def _decode_pages(self, block: int, col: int, page_ids: np.ndarray, entries, stats: ScanStats,
+                      want_codes: bool) -> tuple[list[DecodedPage], ColumnValues | None]:
+        """Decode the data pages ``page_ids`` (sorted) of one chunk, reading only them.
+
+        Returns the pages and the chunk's dictionary (None unless DICTIONARY)."""
+        file = self.file
+        rec = file.footer.chunks[col][block]
+        dictionary = None
+        if int(rec["dictionary_length"]):
+            dict_buf = file.read_range(int(rec["offset"]), int(rec["dictionary_length"]))
+            stats.bytes_read += len(dict_buf)
+            dictionary = file.chunk_decoder(block, col, dict_buf, int(rec["offset"])).dictionary
+        pages: list[DecodedPage] = []
+        starts = entries["offset"][page_ids].astype(np.int64)
+        ends = starts + entries["length"][page_ids].astype(np.int64)
+        k = 0
+        while k < len(page_ids):  # coalesce nearby pages into one read
+            j = k
+            while j + 1 < len(page_ids) and starts[j + 1] - ends[j] <= COALESCE_GAP:
+                j += 1
+            base = int(starts[k])
+            buf = file.read_range(base, int(ends[j]) - base)
+            stats.bytes_read += len(buf)
+            decoder = file.chunk_decoder(block, col, buf, base, dictionary)
+            for p in range(k, j + 1):
+                page_no = int(page_ids[p])
+                try:
+                    page, _ = decoder.decode_page(int(starts[p]) - base, page_no,
+                                                  int(entries["row_count"][page_no]), codes=want_codes)
+                except CorruptFileError as exc:
+                    raise file._locate(exc, block, col) from None
+                pages.append(page)
+                stats.pages_read += 1
+                stats.rows_decoded += page.rows
+            k = j + 1
+        return pages, dictionary
+
+    def _column_at(self, block: int, col: int, rows_idx: np.ndarray, cache: dict, stats: ScanStats) -> ColumnData:
+        """Decoded values of column ``col`` at block rows ``rows_idx`` (sorted, unique)."""
+        entries = self._page_index(block, col, cache)
+        first = entries["first_row"].astype(np.int64)
+        counts = entries["row_count"].astype(np.int64)
+        stats.pages_total += len(entries)
+        ltype = self.file.footer.columns[col].type
+        if not len(rows_idx):
+            return ColumnData(ltype, _empty_values(ltype), None)
+        page_of = np.searchsorted(first, rows_idx, side="right") - 1
+        page_ids = np.unique(page_of)
+        # dictionary chunks stay as codes: predicates run on the dictionary, and values
+        # are materialized once, for the selected rows only
+        pages, dictionary = self._decode_pages(block, col, page_ids, entries, stats, want_codes=True)
+        values, valid, codes = _concat_pages(pages, ltype)
+        # position of each wanted row inside the concatenation of the decoded pages
+        page_base = np.zeros(len(page_ids), np.int64)
+        page_base[1:] = np.cumsum(counts[page_ids])[:-1]
+        slot = np.searchsorted(page_ids, page_of)
+        pos = rows_idx - first[page_of] + page_base[slot]
+        data = ColumnData(ltype, values, valid, codes, dictionary if codes is not None else None)
+        if len(pos) == len(data) and pos[0] == 0 and pos[-1] == len(pos) - 1:
+            return data  # every decoded row is wanted
+        return _gather_data(data, pos)
+
+    def _to_arrow(self, col: int, data: ColumnData) -> pa.Array:
+        ltype = data.ltype
+        field_type = self.file.schema.field(col).type
+        if data.codes is not None:
+            if col in self.dictionary_ids:
+                indices = pa.Array.from_buffers(
+                    pa.int32(), len(data.codes),
+                    [None if data.valid is None else pa.py_buffer(np.packbits(data.valid, bitorder="little")),
+                     pa.py_buffer(data.codes.astype(np.int32))],
+                    0 if data.valid is None else len(data.valid) - int(np.count_nonzero(data.valid)))
+                dictionary = to_arrow(data.dictionary, None, ltype)
+                return pa.DictionaryArray.from_arrays(indices, dictionary)
+            values = dictionary_take(data.dictionary, data.codes, ltype)
+            return to_arrow(values, data.valid, ltype)
+        arr = to_arrow(data.values, data.valid, ltype)
+        if col in self.dictionary_ids:
+            arr = arr.dictionary_encode()
+            if arr.type != pa.dictionary(pa.int32(), field_type):
+                arr = arr.cast(pa.dictionary(pa.int32(), field_type))
+        return arr
+
+    # ---------------------------------------------------------------- one block
+    def scan_block(self, block: int) -> tuple[pa.RecordBatch | None, ScanStats]:
+        """Selected rows of one block (None if none), and what it cost."""
+        stats = ScanStats()
+        rows = int(self.file.footer.blocks[block]["row_count"])
+        cache: dict = {}
+        ranges = self._row_ranges(block, cache)
+        if ranges.row_count == 0:
+            stats.blocks_pruned_pages += 1
+            return None, stats
+        candidates = ranges.to_indices()
+        filter_data: dict[int, ColumnData] = {}
+        if self.nnf is not None:
+            for name, col in self.filter_ids.items():
+                filter_data[col] = self._column_at(block, col, candidates, cache, stats)
+            mask = eval_nnf(self.nnf, lambda name: filter_data[self.filter_ids[name]], len(candidates))
+            selected = candidates[mask]
+        else:
+            mask = None
+            selected = candidates
+        stats.rows_selected += len(selected)
+        if not len(selected):
+            return None, stats
+        arrays = []
+        for col in self.col_ids:
+            if col in filter_data:
+                data = filter_data[col]
+                arrays.append(self._to_arrow(col, data if mask.all() else _gather_data(data, np.flatnonzero(mask))))
+            else:
+                arrays.append(self._to_arrow(col, self._column_at(block, col, selected, cache, stats)))
+        if not self.col_ids:  # no columns projected: only the row count matters
+            return pa.record_batch([pa.nulls(len(selected))], names=["_"]).select([]), stats
+        return pa.RecordBatch.from_arrays(arrays, schema=self.output_schema), stats
+
+    # ---------------------------------------------------------------- driving
+    def _run(self, blocks: list[int], use_threads: bool) -> Iterator[pa.RecordBatch]:
+        if use_threads and len(blocks) > 1:
+            with ThreadPoolExecutor(min(4, len(blocks))) as pool:
+                results = pool.map(self.scan_block, blocks)
+                for batch, stats in results:
+                    self.stats.add(stats)
+                    if batch is not None:
+                        yield batch
+        else:
+            for b in blocks:
+                batch, stats = self.scan_block(b)
+                self.stats.add(stats)
+                if batch is not None:
+                    yield batch
+
+    def read(self) -> pa.Table:
+        """All selected rows as one table (blocks decoded in parallel if use_threads)."""
+        batches = list(self._run(self._blocks, self.use_threads))
+        if not self.col_ids:
+            rows = sum(b.num_rows for b in batches)
+            return pa.table({"_": pa.nulls(rows)}).select([]).replace_schema_metadata(self.output_schema.metadata)
+        return pa.Table.from_batches(batches, schema=self.output_schema)
+
+    def iter_batches(self, batch_size: int = 65536) -> Iterator[pa.RecordBatch]:
+        """Stream selected rows block by block, in batches of at most ``batch_size``."""
+        for batch in self._run(self._blocks, False):
+            for start in range(0, batch.num_rows, batch_size):
+                yield batch.slice(start, batch_size)
+
+
+def _empty_values(ltype) -> ColumnValues:
+    if ltype.kind == PhysicalKind.VARBINARY:
+        return ColumnValues(np.empty(0, np.uint8), np.zeros(1, np.int64))
+    return ColumnValues(np.empty(0, ltype.numpy_dtype))
+
+
+def scan_file(file, columns=None, filter=None, *, use_threads: bool = True, read_dictionary=None,
+              use_bloom: bool = True, use_page_index: bool = True) -> FileScan:
+    """Plan a scan of ``file`` (pruning blocks now, pages and rows as it runs)."""
+    return FileScan(file, columns, filter, use_threads=use_threads, read_dictionary=read_dictionary,
+                    use_bloom=use_bloom, use_page_index=use_page_index)
