@@ -7,7 +7,6 @@ Stored form (docs/FORMAT.md, "Bloom filters"): the SBBF bitset of
 """
 from __future__ import annotations
 
-import math
 import zlib
 
 import numpy as np
@@ -15,7 +14,7 @@ import numpy as np
 from ..encodings.base import ColumnValues
 from ..errors import ChecksumError, CorruptFileError, InvalidOptionError
 from ..types import LogicalType, PhysicalKind
-from .bloom import MIN_BYTES, BloomFilter, hash_binary, hash_fixed, hash_scalar, optimal_num_bytes
+from .bloom import MIN_BYTES, BloomFilter, expected_fpp, hash_binary, hash_fixed, hash_scalar, hash_values, optimal_num_bytes
 from .expr import Cmp, InSet
 
 __all__ = ["BloomPolicy", "build_filter", "read_filter", "can_probe", "may_contain"]
@@ -30,13 +29,6 @@ AUTO_MIN_ROWS = 1024
 
 def _eligible_type(ltype: LogicalType) -> bool:
     return ltype.kind != PhysicalKind.BOOL and not ltype.is_float
-
-
-def expected_fpp(num_bytes: int, ndv: int) -> float:
-    """Approximate false-positive rate of an SBBF of ``num_bytes`` holding ``ndv`` values."""
-    if ndv <= 0:
-        return 0.0
-    return (1.0 - math.exp(-8.0 * ndv / (8.0 * num_bytes))) ** 8
 
 
 class BloomPolicy:
@@ -93,7 +85,7 @@ def _hashes(values: ColumnValues, valid, ltype: LogicalType) -> np.ndarray:
 def build_filter(values: ColumnValues, valid, ltype: LogicalType, num_bytes: int) -> bytes:
     """The stored form (bitset + crc32) of a filter holding the chunk's non-null values."""
     bf = BloomFilter(num_bytes)
-    bf.insert_hashes(np.unique(_hashes(values, valid, ltype)))
+    bf.insert_hashes(_hashes(values, valid, ltype))  # duplicates set the same bits
     bits = bf.to_bytes()
     return bits + zlib.crc32(bits).to_bytes(4, "little")
 
@@ -125,17 +117,7 @@ def can_probe(leaf) -> bool:
     return False
 
 
-def _probe_hash(value, ltype: LogicalType) -> int:
-    if ltype.kind == PhysicalKind.VARBINARY:
-        return hash_scalar(bytes(value))
-    if ltype.name == "decimal128":
-        return hash_scalar(int(value).to_bytes(16, "little", signed=True))
-    return int(hash_fixed(np.asarray([value], dtype=ltype.numpy_dtype))[0])
-
-
 def may_contain(bf: BloomFilter, leaf) -> bool:
     """False only if the chunk certainly holds no row where ``leaf`` is TRUE."""
-    ltype = leaf.column.ltype
-    members = (leaf.value,) if isinstance(leaf, Cmp) else leaf.values
-    hashes = np.array([_probe_hash(v, ltype) for v in members], dtype=np.uint64)
-    return bool(bf.might_contain_hashes(hashes).any())
+    members = [leaf.value] if isinstance(leaf, Cmp) else list(leaf.values)
+    return bool(bf.might_contain_hashes(hash_values(members, leaf.column.ltype)).any())

@@ -111,7 +111,7 @@ def _cmp_may_match(leaf: Cmp, s: StatsArrays, has, ordered, valid, nans) -> np.n
         inside = _compare(s.min, leaf.op, v, has)
     else:
         inside = _compare(s.max, leaf.op, v, has)
-    return (ordered > 0) & inside
+    return (ordered > 0) & (inside | ~has)
 
 
 # ---------------------------------------------------------------- isin / not in

@@ -140,7 +140,7 @@ class FileScan:
         self.use_page_index = use_page_index
         self.stats = ScanStats(files_total=1, blocks_total=file.num_blocks, rows_total=file.num_rows)
         self.output_schema = self._output_schema()
-        self._blocks = self._prune_blocks()
+        self.blocks = self._prune_blocks()
 
     # ---------------------------------------------------------------- planning
     def _output_schema(self) -> pa.Schema:
@@ -200,7 +200,7 @@ class FileScan:
             cache[key] = self.file.page_index(block, col)
         return cache[key]
 
-    def _row_ranges(self, block: int, cache: dict) -> RowRanges:
+    def row_ranges(self, block: int, cache: dict) -> RowRanges:
         """Rows of ``block`` that may match, from the page index of the filter columns."""
         rows = int(self.file.footer.blocks[block]["row_count"])
         if self.nnf is None or not self.use_page_index:
@@ -305,7 +305,7 @@ class FileScan:
         stats = ScanStats()
         rows = int(self.file.footer.blocks[block]["row_count"])
         cache: dict = {}
-        ranges = self._row_ranges(block, cache)
+        ranges = self.row_ranges(block, cache)
         if ranges.row_count == 0:
             stats.blocks_pruned_pages += 1
             return None, stats
@@ -351,15 +351,16 @@ class FileScan:
 
     def read(self) -> pa.Table:
         """All selected rows as one table (blocks decoded in parallel if use_threads)."""
-        batches = list(self._run(self._blocks, self.use_threads))
+        batches = list(self._run(self.blocks, self.use_threads))
         if not self.col_ids:
             rows = sum(b.num_rows for b in batches)
-            return pa.table({"_": pa.nulls(rows)}).select([]).replace_schema_metadata(self.output_schema.metadata)
+            # (replace_schema_metadata would drop the row count of a table without columns)
+            return pa.table({"_": pa.nulls(rows)}, metadata=self.output_schema.metadata).select([])
         return pa.Table.from_batches(batches, schema=self.output_schema)
 
     def iter_batches(self, batch_size: int = 65536) -> Iterator[pa.RecordBatch]:
         """Stream selected rows block by block, in batches of at most ``batch_size``."""
-        for batch in self._run(self._blocks, False):
+        for batch in self._run(self.blocks, False):
             for start in range(0, batch.num_rows, batch_size):
                 yield batch.slice(start, batch_size)
 

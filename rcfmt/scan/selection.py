@@ -660,7 +660,7 @@ class Selection:
         if len(m) != self.row_count:
             raise InvalidOptionError(f"mask has {len(m)} entries for {self.row_count} selected rows")
         if self._ranges is not None and len(m) and m.all():
-            return self
+            return Selection._choose_from_ranges(self._ranges, self._n, None)
         if self._ranges is None:
             full = self._mask.copy()
             full[full] = m  # the selected positions take the mask's values, in order
