@@ -25,7 +25,7 @@ from . import bloom_filters
 from .evaluate import ColumnData, eval_nnf
 from .expr import BoundAnd, BoundOr, Cmp, InSet, bind, columns as expr_columns, to_nnf
 from .prune import leaf_may_match, may_match
-from .selection import RowRanges
+from .selection import RowRanges, Selection
 
 __all__ = ["ScanStats", "FileScan", "scan_file"]
 
@@ -82,6 +82,14 @@ def _gather_data(data: ColumnData, idx: np.ndarray) -> ColumnData:
     if data.codes is not None:
         return ColumnData(data.ltype, None, valid, data.codes[idx], data.dictionary)
     return ColumnData(data.ltype, _gather(data.values, idx), valid)
+
+
+def _gather_page(page: DecodedPage, local: np.ndarray) -> DecodedPage:
+    """The rows ``local`` (positions within the page) of a decoded page."""
+    valid = None if page.valid is None else page.valid[local]
+    if page.codes is not None:
+        return DecodedPage(None, valid, len(local), page.codes[local])
+    return DecodedPage(_gather(page.values, local), valid, len(local))
 
 
 def _concat_pages(pages: list[DecodedPage], ltype) -> tuple:
@@ -253,30 +261,28 @@ class FileScan:
             k = j + 1
         return pages, dictionary
 
-    def _column_at(self, block: int, col: int, rows_idx: np.ndarray, cache: dict, stats: ScanStats) -> ColumnData:
-        """Decoded values of column ``col`` at block rows ``rows_idx`` (sorted, unique)."""
+    def _column_at(self, block: int, col: int, selection: Selection, cache: dict, stats: ScanStats) -> ColumnData:
+        """Decoded values of column ``col`` at the selected rows of ``block``.
+
+        Only pages holding a selected row are read and decoded; within a page only the
+        selected values are gathered (a fully selected page is kept without copying).
+        Dictionary chunks stay as codes: predicates run on the dictionary, and values
+        are materialized once, for the selected rows only."""
+        ltype = self.file.footer.columns[col].type
         entries = self._page_index(block, col, cache)
         first = entries["first_row"].astype(np.int64)
         counts = entries["row_count"].astype(np.int64)
         stats.pages_total += len(entries)
-        ltype = self.file.footer.columns[col].type
-        if not len(rows_idx):
+        page_ids = np.flatnonzero(selection.overlaps(first, counts)) if len(entries) else np.empty(0, np.int64)
+        if not len(page_ids):
             return ColumnData(ltype, _empty_values(ltype), None)
-        page_of = np.searchsorted(first, rows_idx, side="right") - 1
-        page_ids = np.unique(page_of)
-        # dictionary chunks stay as codes: predicates run on the dictionary, and values
-        # are materialized once, for the selected rows only
         pages, dictionary = self._decode_pages(block, col, page_ids, entries, stats, want_codes=True)
-        values, valid, codes = _concat_pages(pages, ltype)
-        # position of each wanted row inside the concatenation of the decoded pages
-        page_base = np.zeros(len(page_ids), np.int64)
-        page_base[1:] = np.cumsum(counts[page_ids])[:-1]
-        slot = np.searchsorted(page_ids, page_of)
-        pos = rows_idx - first[page_of] + page_base[slot]
-        data = ColumnData(ltype, values, valid, codes, dictionary if codes is not None else None)
-        if len(pos) == len(data) and pos[0] == 0 and pos[-1] == len(pos) - 1:
-            return data  # every decoded row is wanted
-        return _gather_data(data, pos)
+        kept = []
+        for page, p in zip(pages, page_ids):
+            local = selection.for_page(int(first[p]), int(counts[p]))
+            kept.append(page if local is None else _gather_page(page, local))
+        values, valid, codes = _concat_pages(kept, ltype)
+        return ColumnData(ltype, values, valid, codes, dictionary if codes is not None else None)
 
     def _to_arrow(self, col: int, data: ColumnData) -> pa.Array:
         ltype = data.ltype
@@ -309,28 +315,29 @@ class FileScan:
         if ranges.row_count == 0:
             stats.blocks_pruned_pages += 1
             return None, stats
-        candidates = ranges.to_indices()
+        candidates = Selection.from_ranges(ranges, rows)
         filter_data: dict[int, ColumnData] = {}
+        mask = None
         if self.nnf is not None:
             for name, col in self.filter_ids.items():
                 filter_data[col] = self._column_at(block, col, candidates, cache, stats)
-            mask = eval_nnf(self.nnf, lambda name: filter_data[self.filter_ids[name]], len(candidates))
-            selected = candidates[mask]
+            mask = eval_nnf(self.nnf, lambda name: filter_data[self.filter_ids[name]], candidates.row_count)
+            selection = candidates.refine(mask)
         else:
-            mask = None
-            selected = candidates
-        stats.rows_selected += len(selected)
-        if not len(selected):
+            selection = candidates
+        selected = selection.row_count
+        stats.rows_selected += selected
+        if not selected:
             return None, stats
         arrays = []
         for col in self.col_ids:
-            if col in filter_data:
+            if col in filter_data:  # decoded for the filter: keep its selected rows
                 data = filter_data[col]
                 arrays.append(self._to_arrow(col, data if mask.all() else _gather_data(data, np.flatnonzero(mask))))
             else:
-                arrays.append(self._to_arrow(col, self._column_at(block, col, selected, cache, stats)))
+                arrays.append(self._to_arrow(col, self._column_at(block, col, selection, cache, stats)))
         if not self.col_ids:  # no columns projected: only the row count matters
-            return pa.record_batch([pa.nulls(len(selected))], names=["_"]).select([]), stats
+            return pa.record_batch([pa.nulls(selected)], names=["_"]).select([]), stats
         return pa.RecordBatch.from_arrays(arrays, schema=self.output_schema), stats
 
     # ---------------------------------------------------------------- driving
