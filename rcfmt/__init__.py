@@ -27,6 +27,7 @@ _LAZY = {
     "open": "rcfmt.file.reader",
     "RcfmtFile": "rcfmt.file.reader",
     "col": "rcfmt.scan.expr",
+    "ScanStats": "rcfmt.scan.scanner",
     "Expr": "rcfmt.scan.expr",
 }
 

@@ -253,14 +253,25 @@ class RcfmtFile:
         batches = [pa.RecordBatch.from_arrays(arrays[j * k : (j + 1) * k], schema=schema) for j in range(len(blocks))]
         return pa.Table.from_batches(batches, schema=schema)
 
+    def scan(self, columns: Sequence[str] | None = None, filter=None, *, use_threads: bool = True,
+             read_dictionary: Sequence[str] | None = None, use_bloom: bool = True, use_page_index: bool = True):
+        """Plan a skipping scan; returns a :class:`~rcfmt.scan.scanner.FileScan` with
+        ``read()``, ``iter_batches()`` and ``stats`` (what was pruned, read, decoded).
+
+        ``filter`` is an expression (``rcfmt.col("x") > 5``) or pyarrow-style DNF list.
+        ``read_dictionary`` lists columns to return as ``pyarrow.DictionaryArray``."""
+        from ..scan.scanner import scan_file
+
+        return scan_file(self, columns=columns, filter=filter, use_threads=use_threads,
+                         read_dictionary=read_dictionary, use_bloom=use_bloom, use_page_index=use_page_index)
+
     def read(self, columns: Sequence[str] | None = None, filter=None, *, use_threads: bool = True,
              read_dictionary: Sequence[str] | None = None) -> pa.Table:
-        """Read the selected ``columns`` (all by default) of all rows matching ``filter``."""
-        if filter is not None or read_dictionary is not None:
-            from ..scan.scanner import scan_file
+        """Read the selected ``columns`` (all by default) of all rows matching ``filter``.
 
-            return scan_file(self, columns=columns, filter=filter, use_threads=use_threads,
-                             read_dictionary=read_dictionary).read()
+        Use :meth:`scan` to also get the scan statistics."""
+        if filter is not None or read_dictionary is not None:
+            return self.scan(columns, filter, use_threads=use_threads, read_dictionary=read_dictionary).read()
         col_ids = self.resolve_columns(columns)
         return self._read_blocks(range(self.num_blocks), col_ids, use_threads)
 
@@ -270,9 +281,7 @@ class RcfmtFile:
         if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
             raise InvalidOptionError(f"batch_size must be a positive integer, got {batch_size!r}")
         if filter is not None:
-            from ..scan.scanner import scan_file
-
-            yield from scan_file(self, columns=columns, filter=filter, use_threads=use_threads).iter_batches(batch_size)
+            yield from self.scan(columns, filter, use_threads=use_threads).iter_batches(batch_size)
             return
         col_ids = self.resolve_columns(columns)
         for b in range(self.num_blocks):
