@@ -42,6 +42,8 @@ extensions = [
 ]
 
 setup(
+    # Separate build trees: a release build must never pick up debug objects.
+    options={"build": {"build_base": "build/debug" if DEBUG else "build/release"}},
     ext_modules=cythonize(
         extensions,
         compiler_directives=DIRECTIVES,

@@ -50,27 +50,79 @@ def check_offsets(const offset_t[::1] offsets, int64_t data_length):
 def gather(const int64_t[::1] offsets, const uint8_t[::1] data, const code_t[::1] indices):
     """Gather values ``indices`` (already bounds-checked against len(offsets)-1).
 
-    Returns ``(new_offsets int64[n+1], new_data uint8[...])``.
+    Returns ``(new_offsets, new_data)``; offsets are int32 when the data fits 2 GiB
+    (Arrow's layout for string/binary), else int64.
     """
     cdef Py_ssize_t n = indices.shape[0], i
-    cdef int64_t total = 0, k, start, length
-    out_offsets = np.empty(n + 1, dtype=np.int64)
-    cdef int64_t[::1] oo = out_offsets
+    cdef int64_t total = 0, k, start, length, pos
     with nogil:
-        oo[0] = 0
         for i in range(n):
             k = <int64_t>indices[i]
             total += offsets[k + 1] - offsets[k]
-            oo[i + 1] = total
     out_data = np.empty(total, dtype=np.uint8)
     cdef uint8_t[::1] od = out_data
-    if total == 0:
-        return out_offsets, out_data
+    cdef int32_t[::1] o32
+    cdef int64_t[::1] o64
+    cdef bint small = total <= 2147483647
+    out_offsets = np.empty(n + 1, dtype=np.int32 if small else np.int64)
+    if small:
+        o32 = out_offsets
+    else:
+        o64 = out_offsets
+    pos = 0
     with nogil:
+        if small:
+            o32[0] = 0
+        else:
+            o64[0] = 0
         for i in range(n):
             k = <int64_t>indices[i]
             start = offsets[k]
             length = offsets[k + 1] - start
             if length > 0:
-                memcpy(&od[oo[i]], &data[start], length)
+                memcpy(&od[pos], &data[start], length)
+            pos += length
+            if small:
+                o32[i + 1] = <int32_t>pos
+            else:
+                o64[i + 1] = pos
+    return out_offsets, out_data
+
+def _copy_part(const offset_t[::1] offsets, const uint8_t[::1] data, out_offsets, uint8_t[::1] out_data,
+               Py_ssize_t row, int64_t pos):
+    """Append one part (offsets need not start at 0) at ``row``/``pos``; return new pos."""
+    cdef Py_ssize_t k = offsets.shape[0] - 1, i
+    cdef int64_t start = offsets[0], length = offsets[k] - offsets[0]
+    cdef int32_t[::1] o32
+    cdef int64_t[::1] o64
+    if length > 0:
+        memcpy(&out_data[pos], &data[start], length)
+    if out_offsets.dtype == np.int32:
+        o32 = out_offsets
+        with nogil:
+            for i in range(1, k + 1):
+                o32[row + i] = <int32_t>(offsets[i] - start + pos)
+    else:
+        o64 = out_offsets
+        with nogil:
+            for i in range(1, k + 1):
+                o64[row + i] = offsets[i] - start + pos
+    return pos + length
+
+
+def concat(list offsets_list, list data_list, bint large=False):
+    """Concatenate variable-length parts into Arrow layout: ``(offsets, data)`` with
+    offsets starting at 0, int64 if ``large`` or the data exceeds 2 GiB, else int32."""
+    cdef Py_ssize_t rows = 0, row = 0
+    cdef int64_t total = 0, pos = 0
+    for off in offsets_list:
+        rows += off.shape[0] - 1
+        total += int(off[off.shape[0] - 1]) - int(off[0])
+    out_dtype = np.int64 if (large or total > 2147483647) else np.int32
+    out_offsets = np.empty(rows + 1, dtype=out_dtype)
+    out_offsets[0] = 0
+    out_data = np.empty(total, dtype=np.uint8)
+    for off, data in zip(offsets_list, data_list):
+        pos = _copy_part(off, data, out_offsets, out_data, row, pos)
+        row += off.shape[0] - 1
     return out_offsets, out_data

@@ -11,6 +11,7 @@ import pyarrow as pa
 from ..encodings.base import ColumnValues
 from ..errors import UnsupportedError
 from ..types import LogicalType, PhysicalKind
+from .._native import varbinary as _vb
 
 __all__ = ["from_arrow", "to_arrow", "fill_null_slots", "concat_values"]
 
@@ -64,28 +65,21 @@ def fill_null_slots(values: ColumnValues, valid: np.ndarray | None) -> ColumnVal
     return ColumnValues(values.values[idx])
 
 
-def concat_values(parts: list[ColumnValues], kind: PhysicalKind) -> ColumnValues:
-    """Concatenate decoded pages of one chunk into one ColumnValues (offsets int64, from 0)."""
+def concat_values(parts: list[ColumnValues], kind: PhysicalKind, large: bool = False) -> ColumnValues:
+    """Concatenate runs of values (e.g. decoded pages of one chunk) into one.
+
+    VARBINARY results have offsets starting at 0, int32 unless ``large`` (or the data
+    exceeds 2 GiB), so they can become Arrow buffers without another pass."""
     if kind != PhysicalKind.VARBINARY:
         if len(parts) == 1:
             return parts[0]
         return ColumnValues(np.concatenate([p.values for p in parts]))
-    if len(parts) == 1 and parts[0].offsets[0] == 0:
-        p = parts[0]
-        return ColumnValues(p.values[: int(p.offsets[-1])], p.offsets)
-    total_rows = sum(len(p) for p in parts)
-    offsets = np.empty(total_rows + 1, dtype=np.int64)
-    offsets[0] = 0
-    datas, row, base = [], 0, 0
-    for p in parts:
-        o = p.offsets
-        k = len(o) - 1
-        start, end = int(o[0]), int(o[-1])
-        offsets[row + 1 : row + k + 1] = o[1:].astype(np.int64) - start + base
-        datas.append(p.values[start:end])
-        row += k
-        base += end - start
-    data = np.concatenate(datas) if datas else np.empty(0, np.uint8)
+    if not parts:
+        return ColumnValues(np.empty(0, np.uint8), np.zeros(1, np.int64 if large else np.int32))
+    p = parts[0]
+    if len(parts) == 1 and p.offsets[0] == 0 and (p.offsets.dtype == np.int64) == large:
+        return p
+    offsets, data = _vb.concat([q.offsets for q in parts], [q.values for q in parts], large)
     return ColumnValues(data, offsets)
 
 
@@ -101,10 +95,9 @@ def to_arrow(values: ColumnValues, valid: np.ndarray | None, ltype: LogicalType)
         return pa.Array.from_buffers(atype, n, [validity, data], null_count)
     if kind == PhysicalKind.FIXED:
         return pa.Array.from_buffers(atype, n, [validity, pa.py_buffer(np.ascontiguousarray(values.values))], null_count)
+    if values.offsets[0] != 0:
+        values = concat_values([values], kind, ltype.large)
     offsets = values.offsets
-    if offsets[0] != 0:
-        values = concat_values([values], kind)
-        offsets = values.offsets
     if ltype.large:
         offsets = offsets.astype(np.int64, copy=False)
     else:

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..encodings import by_id
 from ..encodings.base import ColumnValues
-from ..encodings.dictionary import decode_codes
+from ..encodings.dictionary import decode_codes, take
 from ..encodings.plain import decode_plain
 from ..errors import CorruptFileError
 from ..format.layout import PAGE_DATA, PAGE_DICTIONARY
@@ -113,7 +113,7 @@ class ChunkDecoder:
         while pos < end:
             if len(pages) >= int(self.record["page_count"]):
                 raise CorruptFileError("more pages than the footer records", offset=self.base + pos)
-            page, pos = self.decode_page(pos, len(pages))
+            page, pos = self.decode_page(pos, len(pages), codes=True)
             if pos > end:
                 raise CorruptFileError("page runs past the end of its chunk", page=len(pages))
             pages.append(page)
@@ -121,14 +121,18 @@ class ChunkDecoder:
         if len(pages) != int(self.record["page_count"]) or seen != rows:
             raise CorruptFileError(f"chunk pages hold {seen} rows in {len(pages)} pages, footer says {rows} rows "
                                    f"in {int(self.record['page_count'])} pages")
-        return assemble(pages, self.ltype, rows)
+        return assemble(pages, self.ltype, self.dictionary)
 
 
-def assemble(pages: list[DecodedPage], ltype: LogicalType, rows: int) -> tuple[ColumnValues, np.ndarray | None]:
-    """Concatenate decoded pages into one run of values plus validity."""
-    if not pages:
-        return concat_values([decode_plain(b"\0\0\0\0" if ltype.kind == PhysicalKind.VARBINARY else b"", 0, ltype)], ltype.kind), None
-    values = concat_values([p.values for p in pages], ltype.kind)
+def assemble(pages: list[DecodedPage], ltype: LogicalType, dictionary: ColumnValues | None = None
+             ) -> tuple[ColumnValues, np.ndarray | None]:
+    """Concatenate decoded pages into one run of values plus validity. Pages decoded
+    as dictionary codes are concatenated as codes and materialized with one take."""
+    if pages and pages[0].codes is not None:
+        codes = pages[0].codes if len(pages) == 1 else np.concatenate([p.codes for p in pages])
+        values = take(dictionary, codes, ltype)
+    else:
+        values = concat_values([p.values for p in pages], ltype.kind, ltype.large)
     if all(p.valid is None for p in pages):
         return values, None
     valid = np.concatenate([p.valid if p.valid is not None else np.ones(p.rows, bool) for p in pages])
