@@ -27,7 +27,7 @@ Fraction (not bool); decimal128: the same, floats taken by their shortest repr
 (``0.1`` is ``Decimal("0.1")``); date32: date, naive datetime, numpy datetime64, int
 days; timestamp: datetime (naive for columns without tz, aware for columns with tz),
 pandas Timestamp, numpy datetime64 (UTC), int (units of the column); string: str;
-binary: bytes-like.
+binary: bytes-like. A pyarrow scalar is taken by value (a timestamp as its stored UTC value).
 """
 from __future__ import annotations
 

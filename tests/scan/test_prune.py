@@ -1,0 +1,230 @@
+"""Stats pruning: sound against brute force (never skips a unit holding a TRUE row)
+and effective where stats allow it."""
+from __future__ import annotations
+
+import math
+from decimal import Decimal
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rcfmt.scan.expr import BoundAnd, BoundOr, Leaf, bind, col, selection_mask, to_nnf
+from rcfmt.scan.prune import leaf_may_match, may_match, prefix_successor
+from rcfmt.statistics import StatsArrays
+
+import strategies_expr as sx  # tests/ is on sys.path (tests/conftest.py)
+from strategies import examples
+
+NAN = math.nan
+
+
+def stats_of(values, t, units, **kw) -> StatsArrays:
+    return sx.brute_stats(values, t, units, **kw)
+
+
+def keep(expr, values, t, units, **kw) -> list[bool]:
+    schema = pa.schema([("x", t)])
+    return may_match(bind(expr, schema), {"x": stats_of(values, t, units, **kw)}).tolist()
+
+
+def truth(expr, values, t, units) -> list[bool]:
+    mask = selection_mask(expr, pa.table({"x": sx.to_arrow(values, t)}))
+    return [bool(mask[a:b].any()) for a, b in units]
+
+
+def chunks(n, size):
+    return [(i, min(i + size, n)) for i in range(0, n, size)]
+
+
+# =============================================================== effectiveness on easy cases
+SORTED = list(range(100))
+TENS = chunks(100, 10)
+
+
+@pytest.mark.parametrize("t", [pa.int8(), pa.uint64(), pa.int64(), pa.float32(), pa.date32(), pa.timestamp("ns")])
+def test_sorted_numbers_prune_all_but_the_matching_units(t):
+    values = [float(v) for v in SORTED] if pa.types.is_floating(t) else SORTED
+    one = [i == 4 for i in range(10)]
+    assert keep(col("x") == 42, values, t, TENS) == one
+    assert keep(col("x").isin([42, 1000]), values, t, TENS) == one
+    assert keep(col("x").isin([5, 42, 99]), values, t, TENS) == [True, False, False, False, True] + [False] * 4 + [True]
+    assert keep(col("x") < 20, values, t, TENS) == [True, True] + [False] * 8
+    assert keep(col("x") <= 20, values, t, TENS) == [True, True, True] + [False] * 7
+    assert keep(col("x") > 89, values, t, TENS) == [False] * 9 + [True]
+    assert keep(col("x") >= 89, values, t, TENS) == [False] * 8 + [True, True]
+    assert keep(col("x").between(33, 47), values, t, TENS) == [False] * 3 + [True, True] + [False] * 5
+    assert keep(~(col("x") >= 20), values, t, TENS) == [True, True] + [False] * 8
+    assert keep((col("x") < 10) | (col("x") > 89), values, t, TENS) == [True] + [False] * 8 + [True]
+
+
+def test_sorted_ints_exact_rewrites():
+    assert keep(col("x") < 19.5, SORTED, pa.int32(), TENS) == [True, True] + [False] * 8
+    assert keep(col("x") == 19.5, SORTED, pa.int32(), TENS) == [False] * 10
+    assert keep(col("x") != 19.5, SORTED, pa.int32(), TENS) == [True] * 10
+    assert keep(col("x") < 300, SORTED, pa.uint8(), TENS) == [True] * 10
+    assert keep(col("x") > 300, SORTED, pa.uint8(), TENS) == [False] * 10
+
+
+def test_sorted_strings_and_prefixes():
+    words = sorted(f"{p}{i:03d}".encode() for p in ("apple", "banana", "cherry") for i in range(10))
+    units = chunks(30, 5)  # apple: units 0-1, banana: 2-3, cherry: 4-5
+    t = pa.string()
+    assert keep(col("x") == "banana004", words, t, units) == [False, False, True, False, False, False]
+    assert keep(col("x").startswith("ban"), words, t, units) == [False, False, True, True, False, False]
+    assert keep(col("x").startswith("banana00"), words, t, units) == [False, False, True, True, False, False]
+    assert keep(col("x").startswith("banana005"), words, t, units) == [False, False, False, True, False, False]
+    assert keep(~col("x").startswith("banana"), words, t, units) == [True, True, False, False, True, True]
+    assert keep(col("x") >= "c", words, t, units) == [False, False, False, False, True, True]
+    # truncated to 3 bytes: apple's min "app" and max rounded up to "apq"; still prunes by prefix
+    assert keep(col("x").startswith("ban"), words, t, units, truncate=3) == [False, False, True, True, False, False]
+    assert keep(col("x") == "banana004", words, t, units, truncate=3) == [False, False, True, True, False, False]
+    # NOT startswith needs the max below "bao": "ban" rounded up is "bao" (keep), "bana" -> "banb" (prune)
+    assert keep(~col("x").startswith("ban"), words, t, units, truncate=3) == [True] * 6
+    assert keep(~col("x").startswith("ban"), words, t, units, truncate=4) == [True, True, False, False, True, True]
+
+
+def test_not_equal_and_not_in_prune_only_constant_units():
+    values = [1, 1, 1, 2, 2, 3, None, None, 5, 6, 7, None]
+    units = [(0, 3), (3, 5), (5, 6), (6, 8), (8, 11), (11, 12)]
+    t = pa.int64()
+    assert keep(col("x") != 1, values, t, units) == [False, True, True, False, True, False]
+    assert keep(col("x") != 2, values, t, units) == [True, False, True, False, True, False]
+    assert keep(~col("x").isin([1, 3]), values, t, units) == [False, True, False, False, True, False]
+    # integers: the members cover every value of [min, max]
+    assert keep(~col("x").isin([5, 6, 7]), values, t, units) == [True, True, True, False, False, False]
+    assert keep(~col("x").isin([5, 7]), values, t, units) == [True, True, True, False, True, False]
+    assert keep(~col("x").isin([1, None]), values, t, units) == [False] * 6
+    assert keep(~col("x").isin([]), values, t, units) == [True, True, True, False, True, False]
+    # with unknown bounds nothing can be proven
+    assert keep(col("x") != 1, values, t, units, unknown=[True] * 6) == [True, True, True, False, True, False]
+    # truncated bounds are no values: != keeps
+    assert keep(col("x") != b"aaa", [b"aaa", b"aaa"], pa.binary(), [(0, 2)], truncate=3) == [False]
+    assert keep(col("x") != b"aaa", [b"aaa", b"aaa", None], pa.binary(), [(0, 3)], truncate=3) == [False]
+    assert keep(col("x") != b"aaa", [b"aaa", b"aaab"], pa.binary(), [(0, 2)], truncate=3) == [True]  # max -> "aab"
+    stats = stats_of([b"aaaa", b"aaaa"], pa.binary(), [(0, 2)], truncate=3)  # min "aaa", max "aab"
+    stats.min[0], stats.max[0] = b"aaa", b"aaa"  # equal but inexact bounds prove nothing
+    e = bind(col("x") != b"aaa", pa.schema([("x", pa.binary())]))
+    assert may_match(e, {"x": stats}).tolist() == [True]
+
+
+def test_decimal_not_in_covers_range():
+    t = pa.decimal128(5, 2)
+    values = [100, 101, 102]  # 1.00, 1.01, 1.02 unscaled
+    members = [Decimal("1.00"), Decimal("1.01"), Decimal("1.02")]
+    assert keep(~col("x").isin(members), values, t, [(0, 3)]) == [False]
+    assert keep(~col("x").isin(members[:2]), values, t, [(0, 3)]) == [True]
+    assert keep(col("x").isin([Decimal("1.015")]), values, t, [(0, 3)]) == [False]
+    assert keep(col("x").isin([Decimal("1.01")]), values, t, [(0, 3)]) == [True]
+
+
+def test_nulls_nans_and_zeros():
+    t = pa.float64()
+    values = [None, None, NAN, NAN, -0.0, 0.0, 1.0, NAN, None, 2.0]
+    units = [(0, 2), (2, 4), (4, 6), (6, 8), (8, 10), (10, 10)]  # all-null, all-NaN, zeros, mixed, mixed, empty
+    assert keep(col("x").is_null(), values, t, units) == [True, False, False, False, True, False]
+    assert keep(col("x").is_valid(), values, t, units) == [False, True, True, True, True, False]
+    assert keep(col("x").is_nan(), values, t, units) == [False, True, False, True, False, False]
+    assert keep(~col("x").is_nan(), values, t, units) == [True, False, True, True, True, False]
+    assert keep(col("x") == 0, values, t, units) == [False, False, True, False, False, False]
+    assert keep(col("x") == -0.0, values, t, units) == [False, False, True, False, False, False]
+    assert keep(col("x") != 0, values, t, units) == [False, True, False, True, True, False]
+    assert keep(col("x") < 0, values, t, units) == [False, False, False, False, False, False]
+    assert keep(col("x") > 0, values, t, units) == [False, False, False, True, True, False]
+    assert keep(~(col("x") > 0), values, t, units) == [False, True, True, True, False, False]
+    assert keep(col("x") != NAN, values, t, units) == [False, True, True, True, True, False]
+    assert keep(col("x") == NAN, values, t, units) == [False] * 6
+    assert keep(col("x").isin([0.0]), values, t, units) == [False, False, True, False, False, False]
+    assert keep(~col("x").isin([0.0]), values, t, units) == [False, True, False, True, True, False]
+    assert keep(col("x") < 300, [1, None], pa.uint8(), [(0, 1), (1, 2)]) == [True, False]
+
+
+def test_prefix_successor():
+    assert prefix_successor(b"ab") == b"ac"
+    assert prefix_successor(b"a\xff") == b"b"
+    assert prefix_successor(b"\xff\xff") is None
+    assert prefix_successor(b"") is None
+    values = [b"\xff\xff", b"\xff\xff\x01", b"\xff\xfe"]
+    assert keep(col("x").startswith(b"\xff\xff"), values, pa.binary(), [(0, 2), (2, 3)]) == [True, False]
+    assert keep(~col("x").startswith(b"\xff\xff"), values, pa.binary(), [(0, 2), (2, 3)]) == [False, True]
+    assert keep(~col("x").startswith(b""), values, pa.binary(), [(0, 2), (2, 3)]) == [False, False]
+
+
+def test_may_match_plumbing():
+    schema = pa.schema([("a", pa.int64()), ("b", pa.int64())])
+    sa = stats_of([1, 2, 3, 4], pa.int64(), [(0, 2), (2, 4)])
+    sb = stats_of([9, 9, 5, 5], pa.int64(), [(0, 2), (2, 4)])
+    e = bind((col("a") < 3) & (col("b") == 5), schema)
+    assert may_match(e, {"a": sa, "b": sb}).tolist() == [False, False]
+    assert may_match(bind((col("a") < 3) | (col("b") == 5), schema), {"a": sa, "b": sb}).tolist() == [True, True]
+    assert may_match(e, {"a": sa}).tolist() == [True, False]  # no stats for b: keep
+    assert may_match(e, {}, num_units=3).tolist() == [True] * 3
+    assert may_match(None, {"a": sa}).tolist() == [True, True]
+    assert may_match(bind(~(col("a") >= 3), schema), {"a": sa}).tolist() == [True, False]  # non-NNF input
+    with pytest.raises(ValueError, match="number of units"):
+        may_match(e, {})
+    with pytest.raises(ValueError, match="number of units"):
+        may_match(e, {"a": sa, "b": sb.take([0])})
+    with pytest.raises(TypeError, match="not a bound leaf"):
+        leaf_may_match(e, sa)
+
+
+# =============================================================== soundness (the property that matters)
+SETTINGS = settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+def _check_sound(d, bound, units, stats):
+    mask = selection_mask(bound, d.table)
+    kept = may_match(bound, stats)
+    for u, (a, b) in enumerate(units):
+        if mask[a:b].any():
+            assert kept[u], f"unit {u} rows {a}:{b} holds a TRUE row but was pruned: {bound!r}\nstats={stats}"
+
+
+@SETTINGS
+@given(data=st.data())
+def test_pruning_is_sound(data):
+    d = data.draw(sx.tables())
+    units = data.draw(sx.splits(d.table.num_rows))
+    truncate = data.draw(st.sampled_from([None, None, 1, 2, 3]))
+    stats = {}
+    for f in d.schema:
+        unknown = data.draw(st.lists(st.booleans(), min_size=len(units), max_size=len(units))) if data.draw(st.booleans()) else None
+        stats[f.name] = sx.brute_stats(d.values[f.name], f.type, units, truncate=truncate, unknown=unknown)
+    bound = bind(data.draw(sx.exprs(d)), d.schema)
+    _check_sound(d, bound, units, stats)
+
+
+@SETTINGS
+@given(data=st.data())
+def test_single_leaves_are_sound_on_pages_and_precise_where_stats_are_exact(data):
+    """Leaves on one column (the page-index case); with exact bounds the range
+    comparisons and the count-only checks must keep exactly the units that match."""
+    d = data.draw(sx.tables(max_columns=1, max_rows=40))
+    (f,) = d.schema
+    units = data.draw(sx.splits(d.table.num_rows, max_units=8))
+    stats = sx.brute_stats(d.values[f.name], f.type, units)
+    bound = to_nnf(bind(data.draw(sx.leaves(d)), d.schema))
+    leaves = bound.children if isinstance(bound, (BoundAnd, BoundOr)) else (bound,)
+    for leaf in leaves:
+        assert isinstance(leaf, Leaf)
+        mask = selection_mask(leaf, d.table)
+        got = leaf_may_match(leaf, stats)
+        assert got.dtype == bool and got.shape == (len(units),)
+        matches = np.array([mask[a:b].any() for a, b in units], bool)
+        assert not (matches & ~got).any(), f"pruned a matching unit: {leaf!r}"
+        exact_kind = type(leaf).__name__ in ("NullCheck", "NanCheck", "Folded") or (
+            type(leaf).__name__ == "Cmp" and leaf.op in ("<", "<=", ">", ">="))
+        if exact_kind:
+            assert (got == matches).all(), f"imprecise pruning of {leaf!r}: kept {got}, matches {matches}"
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(st.lists(st.integers(-50, 50), min_size=1, max_size=60).map(sorted), st.integers(-60, 60), st.integers(1, 9))
+def test_sorted_ints_equality_keeps_only_units_with_the_value(values, v, size):
+    units = chunks(len(values), size)
+    got = keep(col("x") == v, values, pa.int16(), units)
+    want = [values[a] <= v <= values[b - 1] for a, b in units]
+    assert got == want
