@@ -131,3 +131,55 @@ def compute_stats(values, valid, ltype: LogicalType, truncate: int) -> ColumnSta
         lo = -0.0 if lo == 0 else lo
         hi = 0.0 if hi == 0 else hi
     return ColumnStats(null_count, nans, scalar(lo), scalar(hi))
+
+
+__all__ += ["compute_page_stats"]
+
+
+def _vectorizable(ltype: LogicalType) -> bool:
+    return ltype.kind == PhysicalKind.FIXED and ltype.name != "decimal128"
+
+
+def compute_page_stats(values, valid, ltype: LogicalType, bounds, truncate: int) -> list[ColumnStats]:
+    """Statistics of each page ``[bounds[k], bounds[k+1])`` of a chunk.
+
+    ``values`` must have its null slots filled with valid neighbouring values (as the
+    writer does), so that for numeric types the min/max over all slots of a page that
+    holds any valid value equal the min/max over its valid values; pages are then
+    reduced all at once with ``reduceat``. Other types are computed page by page.
+    """
+    starts = np.asarray(bounds[:-1], dtype=np.int64)
+    stops = np.asarray(bounds[1:], dtype=np.int64)
+    if not _vectorizable(ltype) or len(starts) == 0 or np.any(stops == starts):
+        return [compute_stats(values.slice(a, b), None if valid is None else valid[a:b], ltype, truncate)
+                for a, b in zip(starts, stops)]
+    v = values.values
+    rows = stops - starts
+    nulls = np.zeros(len(starts), np.int64) if valid is None else rows - np.add.reduceat(valid, starts)
+    scalar = v.dtype.type
+    if ltype.is_float:
+        nan = np.isnan(v)
+        if valid is not None:
+            nan &= valid
+        nans = np.add.reduceat(nan, starts)
+        if nans.any() or (valid is not None and nulls.any()):
+            # NaN must not enter min/max, and a filled null slot may hold a NaN
+            # copied from a neighbour: mask both out with +-inf sentinels
+            skip = nan if valid is None else (nan | ~valid)
+            lo = np.fmin.reduceat(np.where(skip, np.inf, v), starts)
+            hi = np.fmax.reduceat(np.where(skip, -np.inf, v), starts)
+            counted = rows - nulls - nans
+        else:
+            lo, hi, counted = np.minimum.reduceat(v, starts), np.maximum.reduceat(v, starts), rows - nulls
+        lo = np.where(lo == 0, -0.0, lo).astype(v.dtype)
+        hi = np.where(hi == 0, 0.0, hi).astype(v.dtype)
+    else:
+        nans = np.zeros(len(starts), np.int64)
+        lo, hi, counted = np.minimum.reduceat(v, starts), np.maximum.reduceat(v, starts), rows - nulls
+    out = []
+    for k in range(len(starts)):
+        if counted[k] > 0:
+            out.append(ColumnStats(int(nulls[k]), int(nans[k]), scalar(lo[k]), scalar(hi[k])))
+        else:
+            out.append(ColumnStats(int(nulls[k]), int(nans[k])))
+    return out

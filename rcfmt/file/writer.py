@@ -9,8 +9,10 @@ target path.
 from __future__ import annotations
 
 import os
+import threading
 import uuid
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,7 +40,7 @@ from ..format.layout import (
 from ..format.page import build_page, pack_validity
 from ..format.stats_slots import DEFAULT_TRUNCATE, encode_slots, stat_width
 from ..scan.bloom_filters import DEFAULT_FPP, BloomPolicy, build_filter
-from ..statistics import compute_stats
+from ..statistics import compute_page_stats, compute_stats
 from ..types import LogicalType, PhysicalKind, logical_type_from_arrow
 from .arrow_io import fill_null_slots, from_arrow
 
@@ -50,6 +52,20 @@ DEFAULT_PAGE_ROWS = 20_000
 #: "auto" keeps a codec only when it saves at least this fraction of the chunk
 AUTO_MIN_SAVING = 0.10
 _COMPRESSIONS = ("auto", "none", "zstd", "lz4")
+#: blocks smaller than this are encoded on the calling thread
+PARALLEL_MIN_ROWS = 8192
+
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _pool() -> ThreadPoolExecutor:
+    """One process-wide pool for encoding chunks (threads are reused across writes)."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1), thread_name_prefix="rcfmt-write")
+        return _POOL
 
 
 @dataclass(frozen=True)
@@ -65,12 +81,13 @@ class WriteOptions:
     dictionary: bool = True
     stats_truncate: int = DEFAULT_TRUNCATE
     bloom: BloomPolicy | None = None
+    use_threads: bool = True
 
     @classmethod
     def create(cls, schema: pa.Schema, *, block_rows=DEFAULT_BLOCK_ROWS, page_size=DEFAULT_PAGE_SIZE,
                page_rows=DEFAULT_PAGE_ROWS, compression="auto", compression_level=None, encoding=None,
                dictionary=True, stats_truncate=DEFAULT_TRUNCATE, bloom_filter_columns="auto",
-               bloom_filter_fpp=DEFAULT_FPP) -> "WriteOptions":
+               bloom_filter_fpp=DEFAULT_FPP, use_threads=True) -> "WriteOptions":
         def positive_int(name, value, lo=1, hi=None):
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < lo or (hi and value > hi):
                 bound = f" and <= {hi}" if hi else ""
@@ -105,8 +122,10 @@ class WriteOptions:
         if not isinstance(dictionary, bool):
             raise InvalidOptionError(f"dictionary must be True or False, got {dictionary!r}")
         bloom = BloomPolicy(bloom_filter_columns, bloom_filter_fpp, names)
+        if not isinstance(use_threads, bool):
+            raise InvalidOptionError(f"use_threads must be True or False, got {use_threads!r}")
         return cls(block_rows, page_size, page_rows, compression, compression_level, forced, dictionary,
-                   stats_truncate, bloom)
+                   stats_truncate, bloom, use_threads)
 
 
 def as_table(data) -> pa.Table:
@@ -178,6 +197,8 @@ class Writer:
         small (see :class:`~rcfmt.scan.bloom_filters.BloomPolicy`).
     bloom_filter_fpp : float
         Target false-positive rate of named bloom filters (default 0.01).
+    use_threads : bool
+        Encode the column chunks of a block in parallel (default True).
     metadata : dict, optional
         Key-value metadata (str or bytes) stored in the footer, merged over the schema's.
     """
@@ -302,14 +323,23 @@ class Writer:
             columns.append(column)
         return pa.Table.from_arrays(columns, schema=self.schema)
 
+    def _encode_column(self, block: pa.Table, i: int):
+        col = self._columns[i]
+        values, valid = from_arrow(block.column(i), col.type)
+        return encode_chunk(values, valid, col, self.options, self._forced(col.name))
+
     def _write_block(self, block: pa.Table) -> None:
         start = self._pos
         rows = block.num_rows
         first_row = sum(b[1] for b in self._blocks)
-        for i, col in enumerate(self._columns):
-            values, valid = from_arrow(block.column(i), col.type)
-            chunk_bytes, record, page_index, bloom = encode_chunk(values, valid, col, self.options,
-                                                                  self._forced(col.name))
+        columns = range(len(self._columns))
+        if self.options.use_threads and len(self._columns) > 1 and rows >= PARALLEL_MIN_ROWS:
+            # statistics, encoding and compression release the GIL in numpy, the
+            # kernels and zstd: encode the chunks of a block in parallel, write in order
+            encoded = list(_pool().map(lambda i: self._encode_column(block, i), columns))
+        else:
+            encoded = [self._encode_column(block, i) for i in columns]
+        for i, (chunk_bytes, record, page_index, bloom) in zip(columns, encoded):
             record["offset"] = self._pos
             page_index["offset"] += self._pos
             self._write(chunk_bytes)
@@ -423,14 +453,12 @@ def encode_chunk(values: ColumnValues, valid, col: ColumnSchema, options: WriteO
     encoded = encoding.encode_chunk(values, ltype, bounds, analysis=analysis)
 
     # page bodies: [validity bitmap] + encoded values
-    bodies, page_stats = [], []
-    for (start, stop), enc_body in zip(zip(bounds[:-1], bounds[1:]), encoded.pages):
-        page_valid = None if valid is None else valid[start:stop]
-        pstats = compute_stats(values.slice(start, stop), page_valid, ltype, options.stats_truncate)
+    page_stats = compute_page_stats(values, valid, ltype, bounds, options.stats_truncate)
+    bodies = []
+    for start, stop, enc_body, pstats in zip(bounds[:-1], bounds[1:], encoded.pages, page_stats):
         if pstats.null_count:
-            enc_body = pack_validity(page_valid) + enc_body
+            enc_body = pack_validity(valid[start:stop]) + enc_body
         bodies.append(enc_body)
-        page_stats.append(pstats)
 
     codec, compressed = _compress(options, bodies, encoded.dictionary)
     out = bytearray()
