@@ -157,8 +157,26 @@ class RcfmtFile:
         i = self.column_index(column)
         return stats_arrays(self.footer.chunks[i], self.footer.columns[i].type, self.footer.blocks["row_count"])
 
-    def page_index(self, block: int, column: int) -> np.ndarray:
-        """The page-index records of one column chunk (read on demand, checked)."""
+    def page_indexes(self, block: int, columns) -> dict[int, np.ndarray]:
+        """Page-index records of several chunks of one block, fetched with one read.
+
+        (A block's page-index records are adjacent in the page-index region.)"""
+        columns = sorted(set(columns))
+        recs = [self.footer.chunks[c][block] for c in columns]
+        spans = [(int(r["page_index_offset"]), int(r["page_index_length"])) for r in recs if int(r["page_index_length"])]
+        if len(spans) < 2:
+            return {c: self.page_index(block, c) for c in columns}
+        lo = min(o for o, _ in spans)
+        hi = max(o + n for o, n in spans)
+        if hi - lo > 4 * sum(n for _, n in spans):  # far apart: read them one by one
+            return {c: self.page_index(block, c) for c in columns}
+        raw = self.read_range(lo, hi - lo)
+        return {c: self.page_index(block, c, raw, lo) for c in columns}
+
+    def page_index(self, block: int, column: int, raw: bytes | None = None, base: int = 0) -> np.ndarray:
+        """The page-index records of one column chunk (read on demand, checked).
+
+        ``raw`` may hold already read bytes of the page-index region from offset ``base``."""
         col = self.footer.columns[column]
         rec = self.footer.chunks[column][block]
         length = int(rec["page_index_length"])
@@ -171,7 +189,13 @@ class RcfmtFile:
         if length != count * dtype.itemsize:
             raise CorruptFileError("page index length disagrees with the page count", path=self.path,
                                    column=col.name, block=block)
-        raw = self.read_range(int(rec["page_index_offset"]), length)
+        offset = int(rec["page_index_offset"])
+        if raw is None:
+            raw = self.read_range(offset, length)
+        else:
+            if offset < base or offset + length > base + len(raw):
+                raise CorruptFileError("page index outside the bytes read", path=self.path, column=col.name, block=block)
+            raw = memoryview(raw)[offset - base : offset - base + length]
         if self.verify_checksums and zlib.crc32(raw) != int(rec["page_index_crc"]):
             raise ChecksumError("page index checksum mismatch", path=self.path, column=col.name, block=block,
                                 offset=int(rec["page_index_offset"]))

@@ -48,7 +48,7 @@ __all__ = ["Writer", "write_table", "WriteOptions"]
 
 DEFAULT_BLOCK_ROWS = 1 << 20
 DEFAULT_PAGE_SIZE = 128 * 1024
-DEFAULT_PAGE_ROWS = 20_000
+DEFAULT_PAGE_ROWS = 8192
 #: "auto" keeps a codec only when it saves at least this fraction of the chunk
 AUTO_MIN_SAVING = 0.10
 _COMPRESSIONS = ("auto", "none", "zstd", "lz4")

@@ -95,7 +95,7 @@ def parse_page_header(buf, pos: int) -> PageHeader:
 def page_body(buf, pos: int, h: PageHeader, verify: bool = True):
     """The uncompressed body of the page whose header ``h`` was parsed at ``pos``."""
     start = pos + PAGE_HEADER_SIZE
-    stored = buf[start : start + h.compressed_size]
+    stored = memoryview(buf)[start : start + h.compressed_size]  # no copy
     if verify and zlib.crc32(stored) != h.body_crc:
         raise ChecksumError("page body checksum mismatch")
     return codecs.decompress(h.compression, stored, h.uncompressed_size)

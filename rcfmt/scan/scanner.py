@@ -205,7 +205,12 @@ class FileScan:
     def _page_index(self, block: int, col: int, cache: dict):
         key = (block, col)
         if key not in cache:
-            cache[key] = self.file.page_index(block, col)
+            # first use in this block: fetch the entries of every column the scan needs
+            wanted = [c for c in {*self.filter_ids.values(), *self.col_ids} if (block, c) not in cache]
+            if col not in wanted:
+                wanted.append(col)
+            for c, entries in self.file.page_indexes(block, wanted).items():
+                cache[(block, c)] = entries
         return cache[key]
 
     def row_ranges(self, block: int, cache: dict) -> RowRanges:
