@@ -78,11 +78,8 @@ class ChunkDecoder:
                 raise exc.with_context(page="dictionary", offset=self.base + pos) from None
         return self._dictionary
 
-    def decode_page(self, pos: int, page: int, expected_rows: int | None = None,
-                    codes: bool = False) -> tuple[DecodedPage, int]:
-        """Decode the data page at ``buf[pos]``; return it and the position after it.
-
-        With ``codes=True`` a dictionary-encoded page yields its codes, not values."""
+    def _page_parts(self, pos: int, page: int, expected_rows: int | None = None):
+        """Header, validity and the encoded values body of the data page at ``pos``."""
         h = self._header(pos, page)
         try:
             if h.page_type != PAGE_DATA:
@@ -93,6 +90,48 @@ class ChunkDecoder:
                 raise CorruptFileError(f"page holds {h.row_count} rows, page index says {expected_rows}")
             body = page_body(self.buf, pos, h, self.verify)
             valid, values_body = split_validity(body, h)
+        except CorruptFileError as exc:
+            raise exc.with_context(page=page, offset=self.base + pos) from None
+        return h, valid, values_body
+
+    def decode_fixed_into(self, rows: int) -> tuple[ColumnValues, np.ndarray | None]:
+        """Decode every page of a non-dictionary FIXED chunk into one preallocated array."""
+        out = np.empty(rows, dtype=self.ltype.numpy_dtype)
+        pos = int(self.record["offset"]) - self.base
+        end = pos + int(self.record["length"])
+        valids, row, page = [], 0, 0
+        while pos < end:
+            if page >= int(self.record["page_count"]):
+                raise CorruptFileError("more pages than the footer records", offset=self.base + pos)
+            h, valid, values_body = self._page_parts(pos, page)
+            if row + h.row_count > rows:
+                raise CorruptFileError(f"chunk pages hold more than the block's {rows} rows", page=page)
+            try:
+                self.encoding.decode_into(values_body, h.row_count, self.ltype, out[row : row + h.row_count])
+            except CorruptFileError as exc:
+                raise exc.with_context(page=page, offset=self.base + pos) from None
+            valids.append((row, h.row_count, valid))
+            row += h.row_count
+            pos += h.total_size
+            page += 1
+        if pos != end or page != int(self.record["page_count"]) or row != rows:
+            raise CorruptFileError(f"chunk pages hold {row} rows in {page} pages, footer says {rows} rows in "
+                                   f"{int(self.record['page_count'])} pages")
+        if all(v is None for _, _, v in valids):
+            return ColumnValues(out), None
+        valid = np.ones(rows, bool)
+        for start, n, v in valids:
+            if v is not None:
+                valid[start : start + n] = v
+        return ColumnValues(out), valid
+
+    def decode_page(self, pos: int, page: int, expected_rows: int | None = None,
+                    codes: bool = False) -> tuple[DecodedPage, int]:
+        """Decode the data page at ``buf[pos]``; return it and the position after it.
+
+        With ``codes=True`` a dictionary-encoded page yields its codes, not values."""
+        h, valid, values_body = self._page_parts(pos, page, expected_rows)
+        try:
             if codes and self.is_dictionary:
                 dictionary = self.dictionary
                 page_codes = decode_codes(values_body, h.row_count, len(dictionary))
@@ -106,6 +145,8 @@ class ChunkDecoder:
 
     def decode_all(self, rows: int) -> tuple[ColumnValues, np.ndarray | None]:
         """Decode every data page in order; check they add up to ``rows``."""
+        if self.ltype.kind == PhysicalKind.FIXED and not self.is_dictionary:
+            return self.decode_fixed_into(rows)
         pos = int(self.record["offset"]) - self.base + int(self.record["dictionary_length"])
         end = int(self.record["offset"]) - self.base + int(self.record["length"])
         pages = []
