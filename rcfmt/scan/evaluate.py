@@ -58,10 +58,30 @@ def _arrow_mask(leaf: Leaf, values: ColumnValues, valid, ltype: LogicalType) -> 
     return selection_mask(leaf, table)
 
 
+def _decimal_compare(values: np.ndarray, op: str, literal: int) -> np.ndarray:
+    """Compare 16-byte two's complement values with an unscaled literal, as (high word
+    signed, low word unsigned) pairs: a few vectorized passes, no Python objects."""
+    words = np.ascontiguousarray(values).view("<u8").reshape(-1, 2)
+    lo, hi = words[:, 0], words[:, 1].view("<i8")
+    lit = literal & ((1 << 128) - 1)
+    c_lo = np.uint64(lit & 0xFFFF_FFFF_FFFF_FFFF)
+    c_hi = np.int64(((lit >> 64) ^ (1 << 63)) - (1 << 63))  # signed high word
+    if op == "==":
+        return (hi == c_hi) & (lo == c_lo)
+    if op == "!=":
+        return (hi != c_hi) | (lo != c_lo)
+    strict_hi = np.less(hi, c_hi) if op in ("<", "<=") else np.greater(hi, c_hi)
+    low = _NP_OPS[op](lo, c_lo)
+    return strict_hi | ((hi == c_hi) & low)
+
+
 def _values_mask(leaf: Leaf, values: ColumnValues, valid, ltype: LogicalType) -> np.ndarray:
     if isinstance(leaf, Cmp) and _numeric(ltype):
         v = values.values
         mask = _NP_OPS[leaf.op](v, leaf.value if ltype.is_float else np.asarray(leaf.value, dtype=v.dtype))
+        return mask if valid is None else mask & valid
+    if isinstance(leaf, Cmp) and ltype.name == "decimal128":
+        mask = _decimal_compare(values.values, leaf.op, int(leaf.value))
         return mask if valid is None else mask & valid
     return _arrow_mask(leaf, values, valid, ltype)
 

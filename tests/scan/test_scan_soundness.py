@@ -20,9 +20,10 @@ from hypothesis import strategies as st
 import rcfmt
 from rcfmt.scan.expr import selection_mask
 from rcfmt.scan.scanner import scan_file
+from strategies import examples
 from strategies_expr import exprs, tables
 
-SETTINGS = settings(max_examples=120, deadline=None,
+SETTINGS = settings(max_examples=examples(100), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
                                            HealthCheck.data_too_large])
 
