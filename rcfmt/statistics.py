@@ -143,10 +143,8 @@ def _vectorizable(ltype: LogicalType) -> bool:
 def compute_page_stats(values, valid, ltype: LogicalType, bounds, truncate: int) -> list[ColumnStats]:
     """Statistics of each page ``[bounds[k], bounds[k+1])`` of a chunk.
 
-    ``values`` must have its null slots filled with valid neighbouring values (as the
-    writer does), so that for numeric types the min/max over all slots of a page that
-    holds any valid value equal the min/max over its valid values; pages are then
-    reduced all at once with ``reduceat``. Other types are computed page by page.
+    Numeric pages are reduced all at once with ``reduceat`` (null slots masked out with
+    sentinels); other types are computed page by page.
     """
     starts = np.asarray(bounds[:-1], dtype=np.int64)
     stops = np.asarray(bounds[1:], dtype=np.int64)
@@ -175,7 +173,14 @@ def compute_page_stats(values, valid, ltype: LogicalType, bounds, truncate: int)
         hi = np.where(hi == 0, 0.0, hi).astype(v.dtype)
     else:
         nans = np.zeros(len(starts), np.int64)
-        lo, hi, counted = np.minimum.reduceat(v, starts), np.maximum.reduceat(v, starts), rows - nulls
+        counted = rows - nulls
+        if valid is None or not nulls.any():
+            lo, hi = np.minimum.reduceat(v, starts), np.maximum.reduceat(v, starts)
+        else:
+            # a page's leading null slots hold the previous page's last value: mask them
+            info = np.iinfo(v.dtype)
+            lo = np.minimum.reduceat(np.where(valid, v, info.max), starts)
+            hi = np.maximum.reduceat(np.where(valid, v, info.min), starts)
     out = []
     for k in range(len(starts)):
         if counted[k] > 0:

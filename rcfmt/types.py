@@ -195,7 +195,8 @@ def logical_type_from_json(obj: dict) -> LogicalType:
         return LogicalType("timestamp", unit=unit, tz=tz)
     if name == "decimal128":
         p, s = obj.get("precision"), obj.get("scale")
-        if not (isinstance(p, int) and isinstance(s, int) and 1 <= p <= 38 and -p <= s <= p):
+        # Arrow allows scales beyond the precision (decimal128(5, 7) is 0.00ddddd)
+        if not (isinstance(p, int) and isinstance(s, int) and 1 <= p <= 38 and abs(s) < 2**31):
             raise ValueError(f"malformed decimal type {obj!r}")
         return LogicalType("decimal128", precision=p, scale=s)
     raise UnsupportedError(f"column type {name!r} is not supported by this version of rcfmt")

@@ -169,7 +169,9 @@ def assemble(pages: list[DecodedPage], ltype: LogicalType, dictionary: ColumnVal
              ) -> tuple[ColumnValues, np.ndarray | None]:
     """Concatenate decoded pages into one run of values plus validity. Pages decoded
     as dictionary codes are concatenated as codes and materialized with one take."""
-    if pages and pages[0].codes is not None:
+    if not pages:  # a zero-row block
+        return decode_plain(b"\0\0\0\0" if ltype.kind == PhysicalKind.VARBINARY else b"", 0, ltype), None
+    if pages[0].codes is not None:
         codes = pages[0].codes if len(pages) == 1 else np.concatenate([p.codes for p in pages])
         values = take(dictionary, codes, ltype)
     else:

@@ -6,6 +6,7 @@ footer. Column chunks are read with positional reads (thread-safe), one per chun
 from __future__ import annotations
 
 import os
+import stat
 import threading
 import zlib
 from concurrent.futures import ThreadPoolExecutor
@@ -44,10 +45,12 @@ class RcfmtFile:
         self.verify_checksums = bool(verify_checksums)
         try:
             self._fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
-        except FileNotFoundError:
-            raise
         except IsADirectoryError:
+            self._fd = None
             raise RcfmtError(f"{self.path} is a directory; use rcfmt.dataset() for directories") from None
+        if stat.S_ISDIR(os.fstat(self._fd).st_mode):  # Linux opens directories read-only
+            self.close()
+            raise RcfmtError(f"{self.path} is a directory; use rcfmt.dataset() for directories")
         self._lock = threading.Lock()
         self.bytes_read = 0
         try:
@@ -56,6 +59,9 @@ class RcfmtFile:
         except CorruptFileError as exc:
             self.close()
             raise exc.with_context(path=self.path) from None
+        except UnsupportedError as exc:
+            self.close()
+            raise UnsupportedError(f"{self.path}: {exc}") from None
         except BaseException:
             self.close()
             raise
@@ -204,10 +210,12 @@ class RcfmtFile:
         first = entries["first_row"].astype(np.int64)
         counts = entries["row_count"].astype(np.int64)
         start, end = int(rec["offset"]), int(rec["offset"]) + int(rec["length"])
+        offsets = entries["offset"]
+        # compare as Python ints / before adding, so forged huge offsets cannot wrap
         if (count and (first[0] != 0 or np.any(first[1:] != first[:-1] + counts[:-1])
                        or int(first[-1] + counts[-1]) != rows or np.any(counts == 0)
-                       or np.any(entries["offset"] < start)
-                       or np.any(entries["offset"] + entries["length"] > end))):
+                       or int(offsets.min()) < start or int(offsets.max()) > end
+                       or np.any(entries["length"].astype(np.int64) > end - offsets.astype(np.int64)))):
             raise CorruptFileError("page index entries are inconsistent with their chunk", path=self.path,
                                    column=col.name, block=block)
         return entries
@@ -246,6 +254,8 @@ class RcfmtFile:
             return to_arrow(values, valid, col.type)
         except CorruptFileError as exc:
             raise self._locate(exc, block, column) from None
+        except UnsupportedError as exc:
+            raise UnsupportedError(f"{self.path}, column {col.name!r}, block {block}: {exc}") from None
 
     def _check_block(self, i) -> int:
         if isinstance(i, bool) or not isinstance(i, (int, np.integer)) or not -self.num_blocks <= i < self.num_blocks:
@@ -270,9 +280,9 @@ class RcfmtFile:
         else:
             arrays = [self.read_column_chunk(b, c) for b, c in tasks]
         schema = self._schema_for(col_ids)
-        if not col_ids:
-            return pa.table({}, metadata=schema.metadata).slice(0, 0) if not blocks else \
-                pa.Table.from_batches([], schema=schema)
+        if not col_ids:  # no columns, but the row count stays (as in pyarrow.parquet)
+            rows = int(sum(int(self.footer.blocks[b]["row_count"]) for b in blocks))
+            return pa.table({"_": pa.nulls(rows)}, metadata=schema.metadata).select([])
         k = len(col_ids)
         batches = [pa.RecordBatch.from_arrays(arrays[j * k : (j + 1) * k], schema=schema) for j in range(len(blocks))]
         return pa.Table.from_batches(batches, schema=schema)

@@ -397,7 +397,11 @@ def _merge_metadata(schema_meta, user_meta) -> dict[str, bytes]:
         if not isinstance(source, dict):
             raise InvalidOptionError("metadata must be a dict of str -> str/bytes")
         for key, value in source.items():
-            key = key.decode("utf-8") if isinstance(key, bytes) else key
+            if isinstance(key, bytes):
+                try:
+                    key = key.decode("utf-8")
+                except UnicodeDecodeError:
+                    raise InvalidOptionError(f"metadata keys must be UTF-8, got {key!r}") from None
             if not isinstance(key, str):
                 raise InvalidOptionError(f"metadata keys must be str, got {key!r}")
             if isinstance(value, str):

@@ -20,6 +20,7 @@ from .layout import (
     FORMAT_VERSION,
     HEADER_SIZE,
     KNOWN_FEATURES,
+    MAX_PAGE_ROWS,
     chunk_record,
     view_records,
 )
@@ -122,7 +123,7 @@ def parse_footer(buf: bytes, footer_offset: int) -> FileMetaData:
         raise _fail("JSON length runs past the footer")
     try:
         doc = json.loads(bytes(buf[4 : 4 + json_len]).decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise _fail(f"malformed JSON ({exc})") from None
     if not isinstance(doc, dict):
         raise _fail("JSON is not an object")
@@ -139,7 +140,7 @@ def parse_footer(buf: bytes, footer_offset: int) -> FileMetaData:
         raise UnsupportedError(f"file requires features this rcfmt does not know: {unknown}")
     try:
         return _build(doc, buf, footer_offset)
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError, OverflowError, RecursionError) as exc:
         raise _fail(f"malformed ({type(exc).__name__}: {exc})") from None
 
 
@@ -218,24 +219,30 @@ def _validate(meta: FileMetaData, footer_offset: int, doc: dict) -> None:
     b_end = b_off + blocks["length"].astype(np.uint64)
     if len(blocks) and (int(b_off.min()) < HEADER_SIZE or int(b_end.max()) > data_end or np.any(b_end < b_off)):
         raise _fail("block outside the data region")
-    for col, chunks in zip(meta.columns, meta.chunks):
-        c_off = chunks["offset"].astype(np.uint64)
-        c_end = c_off + chunks["length"].astype(np.uint64)
-        if np.any(c_off < b_off) or np.any(c_end > b_end) or np.any(c_end < c_off):
-            raise CorruptFileError("footer: column chunk outside its block", column=col.name)
-        if np.any(chunks["dictionary_length"].astype(np.uint64) > chunks["length"]):
-            raise CorruptFileError("footer: dictionary page longer than its chunk", column=col.name)
-        p_off = chunks["page_index_offset"].astype(np.uint64)
-        p_end = p_off + chunks["page_index_length"].astype(np.uint64)
-        has_pi = chunks["page_index_length"] > 0
-        if np.any(has_pi & ((p_off < pi_off) | (p_end > pi_off + pi_len))):
-            raise CorruptFileError("footer: page index entries outside the page index region", column=col.name)
-        f_off = chunks["bloom_offset"].astype(np.uint64)
-        f_end = f_off + chunks["bloom_length"].astype(np.uint64)
-        has_bf = chunks["bloom_length"] > 0
-        if np.any(has_bf & ((f_off < bf_off) | (f_end > bf_off + bf_len) | (chunks["bloom_length"] < 36))):
-            raise CorruptFileError("footer: bloom filter outside the bloom filter region", column=col.name)
-        if np.any(chunks["page_count"].astype(np.uint64) > np.maximum(rows, 1)):
-            raise CorruptFileError("footer: more pages than rows in a chunk", column=col.name)
-        if np.any(chunks["null_count"] > rows) or np.any(chunks["nan_count"] > rows):
-            raise CorruptFileError("footer: chunk counts exceed block rows", column=col.name)
+    if not meta.chunks or not len(blocks):
+        return
+    # every column's table at once: one (columns x blocks) array per field
+    def field(name):
+        return np.stack([c[name] for c in meta.chunks]).astype(np.uint64)
+
+    c_off, c_len = field("offset"), field("length")
+    c_end = c_off + c_len
+    p_off, p_len = field("page_index_offset"), field("page_index_length")
+    f_off, f_len = field("bloom_offset"), field("bloom_length")
+    pages = field("page_count")
+    checks = [
+        ((c_off < b_off) | (c_end > b_end) | (c_end < c_off), "column chunk outside its block"),
+        (field("dictionary_length") > c_len, "dictionary page longer than its chunk"),
+        ((p_len > 0) & ((p_off < pi_off) | (p_off + p_len > pi_off + pi_len) | (p_off + p_len < p_off)),
+         "page index entries outside the page index region"),
+        ((f_len > 0) & ((f_off < bf_off) | (f_off + f_len > bf_off + bf_len) | (f_off + f_len < f_off)
+                        | (f_len < 36)), "bloom filter outside the bloom filter region"),
+        (pages > np.maximum(rows, 1), "more pages than rows in a chunk"),
+        (rows > pages * np.uint64(MAX_PAGE_ROWS), "more rows than its pages can hold"),
+        ((field("null_count") > rows) | (field("nan_count") > rows), "chunk counts exceed block rows"),
+    ]
+    for bad, message in checks:
+        if bad.any():
+            col = int(np.flatnonzero(bad.any(axis=1))[0])
+            raise CorruptFileError(f"footer: {message}", column=meta.columns[col].name,
+                                   block=int(np.flatnonzero(bad[col])[0]))

@@ -5,6 +5,7 @@ them can be viewed without copying.
 """
 from __future__ import annotations
 
+import functools
 import struct
 
 import numpy as np
@@ -28,7 +29,7 @@ PAGE_FLAG_VALIDITY = 0x01  # the body starts with a validity bitmap
 PAGE_KNOWN_FLAGS = PAGE_FLAG_VALIDITY
 
 #: hard limits a reader enforces before allocating (writers never exceed them)
-MAX_PAGE_ROWS = 1 << 24
+MAX_PAGE_ROWS = 1 << 20
 MAX_PAGE_BYTES = (1 << 31) - 1
 
 # -------------------------------------------------------------------- stats flags
@@ -86,11 +87,13 @@ def _with_stats(fixed: list, stat_width: int) -> np.dtype:
     return np.dtype(fixed + [("min", f"V{stat_width}"), ("max", f"V{stat_width}")])
 
 
+@functools.lru_cache(maxsize=None)
 def chunk_record(stat_width: int) -> np.dtype:
     """Footer record of one column chunk of a column whose stats slots are ``stat_width``."""
     return _with_stats(_CHUNK_FIXED, stat_width)
 
 
+@functools.lru_cache(maxsize=None)
 def page_record(stat_width: int) -> np.dtype:
     """Page-index record of one data page of a column whose stats slots are ``stat_width``."""
     return _with_stats(_PAGE_FIXED, stat_width)
