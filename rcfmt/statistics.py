@@ -136,6 +136,16 @@ def compute_stats(values, valid, ltype: LogicalType, truncate: int) -> ColumnSta
 __all__ += ["compute_page_stats"]
 
 
+class _Int64View:
+    """Low words of decimals that fit 64 bits, seen as int64 values."""
+
+    def __init__(self, values: np.ndarray):
+        self.values = values
+
+
+_INT64 = LogicalType("int64")
+
+
 def _vectorizable(ltype: LogicalType) -> bool:
     return ltype.kind == PhysicalKind.FIXED and ltype.name != "decimal128"
 
@@ -148,6 +158,12 @@ def compute_page_stats(values, valid, ltype: LogicalType, bounds, truncate: int)
     """
     starts = np.asarray(bounds[:-1], dtype=np.int64)
     stops = np.asarray(bounds[1:], dtype=np.int64)
+    if ltype.name == "decimal128" and len(starts) and not np.any(stops == starts):
+        words = np.ascontiguousarray(values.values).view("<i8").reshape(-1, 2)
+        if np.array_equal(words[:, 1], words[:, 0] >> 63):  # every value fits in 64 bits
+            stats = compute_page_stats(_Int64View(words[:, 0].copy()), valid, _INT64, bounds, truncate)
+            return [ColumnStats(st.null_count, 0, None if st.min is None else int(st.min),
+                                None if st.max is None else int(st.max)) for st in stats]
     if not _vectorizable(ltype) or len(starts) == 0 or np.any(stops == starts):
         return [compute_stats(values.slice(a, b), None if valid is None else valid[a:b], ltype, truncate)
                 for a, b in zip(starts, stops)]

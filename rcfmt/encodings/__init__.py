@@ -12,7 +12,7 @@ from .base import ColumnValues, EncodedChunk, Encoding
 
 __all__ = ["ColumnValues", "EncodedChunk", "Encoding", "by_id", "by_name", "all_encodings"]
 
-_MODULES = ("plain", "dictionary", "rle", "bitpack", "delta")
+_MODULES = ("plain", "dictionary", "rle", "bitpack", "delta", "alp", "delta_length")
 
 _BY_ID: dict[int, Encoding] = {}
 _BY_NAME: dict[str, Encoding] = {}

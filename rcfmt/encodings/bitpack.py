@@ -1,6 +1,9 @@
 """BITPACK (wire id 3): frame of reference + block bit-packing for integer-like columns.
 
-Types: int8..int64, uint8..uint64, date32 and timestamp (their storage integers).
+Types: int8..int64, uint8..uint64, date32 and timestamp (their storage integers), and
+decimal128 when every unscaled value of the page fits in int64 (its high 64-bit word is
+the sign extension of its low word): the page then stores the low words exactly like an
+int64 page (``T = 64``) and a reader sign-extends them back to 16 bytes.
 Each page stores its minimum (the *reference*) and every value minus it at the
 smallest bit width ``w`` that holds ``max - min``. Subtraction is done modulo
 ``2**T`` (``T`` = bits of the storage type), so signed types and the extremes of
@@ -76,7 +79,7 @@ import numpy as np
 from .._native import bitpack as _bp
 from ..errors import CorruptFileError
 from ..types import LogicalType, PhysicalKind
-from .base import ColumnValues, Encoding
+from .base import ColumnValues, EncodedChunk, Encoding
 
 __all__ = [
     "Bitpack", "ENCODINGS", "HEADER_SIZE", "SUPPORTED_TYPES", "IntType", "int_type",
@@ -121,6 +124,27 @@ def _int_type(name: str) -> IntType:
 
 
 _INT_TYPES = {name: _int_type(name) for name in SUPPORTED_TYPES}
+#: decimal128 pages store their values' low 64-bit words as int64
+_DECIMAL = _INT_TYPES["int64"]
+_I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def decimal_low_words(values: np.ndarray) -> np.ndarray | None:
+    """The int64 low words of decimal128 storage values (``V16``, little-endian), or
+    None if some value does not fit in int64 (high word not the sign extension)."""
+    words = np.ascontiguousarray(values).view("<i8").reshape(-1, 2)
+    lo = np.ascontiguousarray(words[:, 0])
+    if len(lo) and not np.array_equal(words[:, 1], lo >> 63):
+        return None
+    return lo
+
+
+def _decimal_from_low_words(lo: np.ndarray, rows: int) -> np.ndarray:
+    from .._native import floats as _fl
+
+    out = np.empty(rows, dtype=np.dtype("V16"))
+    _fl.widen_i64_to_i128(lo, out.view("<i8"))
+    return out
 
 
 def int_type(ltype: LogicalType, encoding: str) -> IntType:
@@ -171,17 +195,25 @@ class Bitpack(Encoding):
 
     @classmethod
     def supports(cls, ltype: LogicalType) -> bool:
-        return ltype.name in SUPPORTED_TYPES
+        return ltype.name in SUPPORTED_TYPES or ltype.name == "decimal128"
 
     # ------------------------------------------------------------------ encode
-    def encode(self, values: ColumnValues, ltype: LogicalType) -> bytes:
-        info = int_type(ltype, "BITPACK")
-        arr = storage_array(values, info)
+    def encode(self, values: ColumnValues, ltype: LogicalType, params=None) -> bytes:
+        if ltype.name == "decimal128":
+            info = _DECIMAL
+            arr = decimal_low_words(values.values)
+            if arr is None:
+                raise ValueError("BITPACK stores decimal128 values only when they all fit in int64")
+        else:
+            info = int_type(ltype, "BITPACK")
+            arr = storage_array(values, info)
         if len(arr):
             lo, hi = int(arr.min()), int(arr.max())
         else:
             lo = hi = 0
         width = (hi - lo).bit_length()
+        if params is not None and params.get("aligned"):
+            width = min(info.bits, next((b for b in (8, 16, 32, 64) if width <= b), 64)) if width else 0
         size = packed_size(len(arr), width, info.itemsize)
         buf = np.empty((HEADER_SIZE + size) // 8, dtype=np.uint64)  # 8-byte aligned
         raw = buf.view(np.uint8)
@@ -190,14 +222,31 @@ class Bitpack(Encoding):
         return raw.tobytes()
 
     # ------------------------------------------------------------------ decode
+    def encode_chunk(self, chunk, ltype, page_bounds, analysis=None):
+        params = analysis.params.get(self.name) if analysis is not None else None
+        pages = [self.encode(chunk.slice(a, b), ltype, params) for a, b in zip(page_bounds[:-1], page_bounds[1:])]
+        return EncodedChunk(self, pages)
+
     def decode(self, body, rows: int, ltype: LogicalType, dictionary: ColumnValues | None = None) -> ColumnValues:
-        info = int_type(ltype, "BITPACK")
         body = as_buffer(body)
+        if ltype.name == "decimal128":
+            width, ref = self._header(body, rows, _DECIMAL)
+            lo = _bp.for_unpack(body, rows, width, ref, np.int64, HEADER_SIZE)
+            return ColumnValues(_decimal_from_low_words(lo, rows))
+        info = int_type(ltype, "BITPACK")
         width, ref = self._header(body, rows, info)
         return ColumnValues(_bp.for_unpack(body, rows, width, ref, info.dtype, HEADER_SIZE))
 
     def decode_into(self, body, rows: int, ltype: LogicalType, out: np.ndarray) -> None:
         """Decode into ``out[:rows]`` (a preallocated array of the storage dtype)."""
+        if ltype.name == "decimal128":
+            body = as_buffer(body)
+            width, ref = self._header(body, rows, _DECIMAL)
+            lo = _bp.for_unpack(body, rows, width, ref, np.int64, HEADER_SIZE)
+            from .._native import floats as _fl
+
+            _fl.widen_i64_to_i128(lo, out[:rows].view("<i8"))
+            return
         info = int_type(ltype, "BITPACK")
         body = as_buffer(body)
         width, ref = self._header(body, rows, info)
@@ -223,13 +272,21 @@ class Bitpack(Encoding):
     def estimate_size(self, chunk: ColumnValues, ltype: LogicalType, analysis) -> int | None:
         """Size of the chunk as one page, from ``analysis.min_int``/``max_int``."""
         info = _INT_TYPES.get(ltype.name)
+        lo, hi = analysis.min_int, analysis.max_int
+        if ltype.name == "decimal128":
+            # eligible only when the selector found every value to fit in int64
+            if lo is None or hi is None or not (_I64_MIN <= lo and hi <= _I64_MAX):
+                return None
+            info = _DECIMAL
         if info is None:
             return None
-        lo, hi = analysis.min_int, analysis.max_int
         if lo is None or hi is None:  # no non-null value: the null fill is one value
             width = 0
         else:
             width = min((int(hi) - int(lo)).bit_length(), info.bits)
+        params = analysis.params.get(self.name)
+        if params is not None and params.get("aligned") and width:
+            width = min(info.bits, next(b for b in (8, 16, 32, 64) if width <= b))
         return HEADER_SIZE + packed_size(analysis.rows, width, info.itemsize)
 
 

@@ -1,27 +1,73 @@
-"""Choose one encoding per column chunk from cheap statistics of the whole chunk.
+"""Choose one encoding (and the compression advice) per column chunk.
 
-The selector analyses a chunk once (:func:`analyze`), asks every candidate encoding
-for its estimated size, and keeps the smallest. An encoding other than PLAIN must save
-at least ``MIN_SAVING`` of the PLAIN size to be chosen, since it costs decode time.
+The decision is made with the whole chunk in hand, in three steps:
+
+1. **Cheap statistics** (:func:`analyze`, one pass each): run count, min/max as integers
+   (ints, dates, timestamps, decimals that fit in int64), sortedness, and the full
+   dictionary when a 4,096-row prefix is at most half distinct (its size is the distinct
+   count). From these every candidate gives an exact or near-exact *raw* size
+   (:meth:`Encoding.estimate_size`): no data is encoded yet.
+2. **Rules** that settle a chunk without sampling: empty chunks are PLAIN, BOOL chunks
+   take the smaller of PLAIN and RLE, and when compression is off (or the best raw size
+   is already under 1/32 of PLAIN or under 4 KiB) the smallest raw size wins.
+3. **Sample** (Vortex-style, deterministic): 16 runs of ``R`` consecutive rows spread
+   evenly over the chunk (``R`` = 512 for fixed-width values, 128 for strings). Each
+   remaining candidate *variant* encodes the runs as pages, and zstd (level 1)
+   compresses them; the ratio scales the raw size of the whole chunk. Variants are
+   BITPACK/ALP at the tight or the byte-aligned width and DICTIONARY with byte or
+   bit-packed codes; each is scored with and without zstd.
+
+Score = estimated stored bytes * decode-cost factor of the encoding (``DECODE_COST``,
+relative to PLAIN = 1.0) * ``ZSTD_COST`` if compressed. The lowest score wins; a
+candidate other than PLAIN must also beat PLAIN's score by ``MIN_SAVING``. The winner's
+encoder parameters go to ``analysis.params`` and the compression advice ("zstd" or
+"none") to ``analysis.compression``: dense bit-packed data is not worth zstd, because
+decompressing costs more time than the bytes it saves. Every scored candidate is kept in
+``analysis.candidates`` for tools and tests.
 """
 from __future__ import annotations
 
-import numpy as np
+import threading
 
+import numpy as np
+import zstandard
+
+from .._native import varbinary as _vb
 from ..statistics import ColumnStats
 from ..types import LogicalType, PhysicalKind
 from . import all_encodings, by_name
 from .analysis import ChunkAnalysis
 from .base import ColumnValues, Encoding
-from .dictionary import build_dictionary
+from .bitpack import pack_codes
+from .dictionary import LAYOUT_BITPACKED, build_dictionary, code_width
 from .rle import run_starts
 
-__all__ = ["analyze", "choose", "plain_size"]
+__all__ = ["analyze", "choose", "plain_size", "sample_rows", "DECODE_COST", "ZSTD_COST", "MIN_SAVING"]
 
 MIN_SAVING = 0.10
 #: build a dictionary only if a sample of this many rows is at most half distinct
 DICTIONARY_SAMPLE = 4096
 DICTIONARY_MAX_DISTINCT_FRACTION = 0.5
+#: relative decode cost per value (PLAIN = 1.0); unknown encodings count 1.2
+DECODE_COST = {
+    "plain": 1.0, "rle": 1.0, "bitpack": 1.0, "delta_length": 1.0,
+    "delta": 1.05, "alp": 1.05, "dictionary": 1.1,
+}
+#: decompressing costs time: zstd must save at least ~10% to be worth it
+ZSTD_COST = 1.1
+#: sample shape: SAMPLE_RUNS runs of R rows
+SAMPLE_RUNS = 8
+SAMPLE_RUN_FIXED = 2048
+SAMPLE_RUN_VARBINARY = 512
+#: a candidate variant whose raw size exceeds the best raw size this many times is
+#: not sampled (zstd does not shrink encoded data that much)
+SAMPLE_PRUNE = 6.0
+#: decide on raw sizes alone when the best is this small (absolute / relative to PLAIN)
+TINY_BYTES = 4096
+TINY_FRACTION = 1 / 32
+SAMPLE_ZSTD_LEVEL = 1
+
+_ALIGNED = (8, 16, 32, 64)
 
 
 def plain_size(chunk: ColumnValues, ltype: LogicalType) -> int:
@@ -60,6 +106,11 @@ def analyze(chunk: ColumnValues, ltype: LogicalType, stats: ColumnStats, *, dict
         else:  # all null: the filled slots are zeros
             a.min_int = a.max_int = 0
         a.is_sorted = bool(np.all(v[1:] >= v[:-1]))
+    elif ltype.name == "decimal128" and n:
+        # BITPACK stores decimals whose unscaled values all fit in int64
+        lo, hi = (int(stats.min), int(stats.max)) if stats.has_min_max else (0, 0)
+        if -(1 << 63) <= lo and hi < (1 << 63):
+            a.min_int, a.max_int = lo, hi
     if dictionary and _dictionary_worthwhile(chunk, ltype):
         a.dictionary = build_dictionary(chunk, ltype)
         # Filled null slots repeat valid values and add no distinct value; VARBINARY null
@@ -69,16 +120,219 @@ def analyze(chunk: ColumnValues, ltype: LogicalType, stats: ColumnStats, *, dict
     return a
 
 
-def choose(chunk: ColumnValues, ltype: LogicalType, analysis: ChunkAnalysis,
-           candidates: list[Encoding] | None = None) -> Encoding:
-    """The encoding with the smallest estimated size among ``candidates`` (default: all)."""
-    plain = by_name("plain")
-    best, best_size = plain, analysis.plain_size
-    threshold = analysis.plain_size * (1 - MIN_SAVING)
-    for enc in candidates if candidates is not None else all_encodings():
-        if enc is plain or not enc.supports(ltype):
-            continue
+# ---------------------------------------------------------------------- sampling
+
+def sample_rows(n: int, run: int, runs: int = SAMPLE_RUNS) -> list[tuple[int, int]]:
+    """``runs`` row ranges of ``run`` rows spread evenly over ``n`` rows (deterministic,
+    stratified); the whole chunk when it is not bigger than the sample."""
+    if n <= run * runs:
+        return [(0, n)] if n else []
+    last = n - run
+    return [((k * last) // (runs - 1), (k * last) // (runs - 1) + run) for k in range(runs)]
+
+
+def _take_rows(chunk: ColumnValues, ranges: list[tuple[int, int]], ltype: LogicalType) -> tuple[ColumnValues, list[int]]:
+    """The rows of ``ranges`` as one chunk, plus page bounds at the range boundaries."""
+    bounds = [0]
+    for a, b in ranges:
+        bounds.append(bounds[-1] + b - a)
+    if ltype.kind != PhysicalKind.VARBINARY:
+        return ColumnValues(np.concatenate([chunk.values[a:b] for a, b in ranges])), bounds
+    idx = np.concatenate([np.arange(a, b) for a, b in ranges])
+    offsets = np.ascontiguousarray(chunk.offsets, dtype=np.int64)
+    new_offsets, data = _vb.gather(offsets, chunk.values, idx)
+    return ColumnValues(data, new_offsets), bounds
+
+
+_zstd_local = threading.local()  # zstd compressors are not thread-safe: one per thread
+
+
+def _zstd_size(parts: list[bytes]) -> int:
+    comp = getattr(_zstd_local, "c", None)
+    if comp is None:
+        comp = _zstd_local.c = zstandard.ZstdCompressor(level=SAMPLE_ZSTD_LEVEL, write_content_size=False)
+    return sum(len(comp.compress(p)) for p in parts)
+
+
+class _Sample:
+    """The chunk's sample rows, built on first use."""
+
+    def __init__(self, chunk: ColumnValues, ltype: LogicalType):
+        run = SAMPLE_RUN_VARBINARY if ltype.kind == PhysicalKind.VARBINARY else SAMPLE_RUN_FIXED
+        self.ranges = sample_rows(len(chunk), run)
+        self.chunk = chunk
+        self.ltype = ltype
+        self._values = None
+
+    @property
+    def values(self) -> tuple[ColumnValues, list[int]]:
+        if self._values is None:
+            self._values = _take_rows(self.chunk, self.ranges, self.ltype)
+        return self._values
+
+    def codes(self, codes: np.ndarray) -> np.ndarray:
+        return np.concatenate([codes[a:b] for a, b in self.ranges])
+
+
+def _ratio(bodies: list[bytes]) -> float:
+    raw = sum(len(b) for b in bodies)
+    if raw == 0:
+        return 1.0
+    # compress as one frame per ~128 KiB, like pages
+    joined = b"".join(bodies)
+    parts = [joined[i:i + (128 << 10)] for i in range(0, len(joined), 128 << 10)]
+    return _zstd_size(parts) / raw
+
+
+def _aligned(width: int, bits: int) -> int:
+    return min(bits, next(b for b in _ALIGNED if width <= b)) if width else 0
+
+
+# ---------------------------------------------------------------------- choice
+
+def _cost(name: str) -> float:
+    return DECODE_COST.get(name, 1.2)
+
+
+def _variants(chunk: ColumnValues, ltype: LogicalType, analysis: ChunkAnalysis, enc: Encoding):
+    """``(variant name, params or None, raw size)`` of each way ``enc`` can store the chunk."""
+    name = enc.name
+    if name == "dictionary":
+        if analysis.dictionary is None:
+            return
+        _, dictionary = analysis.dictionary
+        for layout in ("bytes", LAYOUT_BITPACKED):
+            params = {"layout": layout}
+            analysis.params[name] = params
+            yield ("bytes" if layout == "bytes" else "bitpacked"), params, enc.estimate_size(chunk, ltype, analysis)
+        analysis.params.pop(name, None)
+        return
+    if name in ("bitpack", "alp"):
+        analysis.params.pop(name, None)
         size = enc.estimate_size(chunk, ltype, analysis)
-        if size is not None and size <= threshold and size < best_size:
-            best, best_size = enc, size
-    return best
+        if size is None:
+            analysis.params.pop(name, None)
+            return
+        base = dict(analysis.params.get(name) or {})
+        yield "tight", dict(base, aligned=False), size
+        if name == "alp":
+            width = base["width"]
+            bits = 64
+        else:
+            width = (analysis.max_int - analysis.min_int).bit_length() if analysis.min_int is not None else 0
+            bits = 64 if ltype.name == "decimal128" else 8 * ltype.width
+        if _aligned(width, bits) != width:
+            analysis.params[name] = dict(base, aligned=True)
+            yield "aligned", dict(base, aligned=True), enc.estimate_size(chunk, ltype, analysis)
+        analysis.params.pop(name, None)
+        if name == "alp":  # keep the search result for encode_chunk
+            analysis.params[name] = base
+        return
+    size = enc.estimate_size(chunk, ltype, analysis)
+    if size is not None:
+        yield "", None, size
+
+
+def _sample_bodies(enc: Encoding, params, ltype: LogicalType, analysis: ChunkAnalysis, sample: _Sample) -> list[bytes]:
+    if enc.name == "dictionary":
+        codes, dictionary = analysis.dictionary
+        sc = sample.codes(codes)
+        bounds = _bounds_of(sample)
+        pages = []
+        if params["layout"] == LAYOUT_BITPACKED:
+            top = max(len(dictionary) - 1, 0)
+            for a, b in zip(bounds[:-1], bounds[1:]):
+                pages.append(bytes(8) + pack_codes(sc[a:b], top))
+        else:
+            width = code_width(len(dictionary))
+            packed = sc.astype(f"<u{width}")
+            for a, b in zip(bounds[:-1], bounds[1:]):
+                pages.append(bytes([width]) + packed[a:b].tobytes())
+        return pages
+    values, bounds = sample.values
+    if params is not None:
+        saved = analysis.params.get(enc.name)
+        analysis.params[enc.name] = params
+        try:
+            return enc.encode_chunk(values, ltype, bounds, analysis=analysis).pages
+        finally:
+            if saved is None:
+                analysis.params.pop(enc.name, None)
+            else:
+                analysis.params[enc.name] = saved
+    return enc.encode_chunk(values, ltype, bounds).pages
+
+
+def _bounds_of(sample: _Sample) -> list[int]:
+    bounds = [0]
+    for a, b in sample.ranges:
+        bounds.append(bounds[-1] + b - a)
+    return bounds
+
+
+def choose(chunk: ColumnValues, ltype: LogicalType, analysis: ChunkAnalysis,
+           candidates: list[Encoding] | None = None, *, compression: str = "auto") -> Encoding:
+    """The encoding with the lowest score among ``candidates`` (default: all) for a
+    chunk written with ``compression`` ("auto", "zstd", "lz4" or "none"; lz4 is scored
+    like zstd). Sets ``analysis.params``, ``analysis.compression``,
+    ``analysis.estimated_size`` and ``analysis.candidates``."""
+    plain = by_name("plain")
+    n = analysis.rows
+    pool = [enc for enc in (candidates if candidates is not None else all_encodings())
+            if enc.supports(ltype)]
+    if plain not in pool:
+        pool.insert(0, plain)
+    # step 1: raw sizes of every variant
+    raw = []  # (enc, variant, params, size)
+    for enc in pool:
+        for variant, params, size in _variants(chunk, ltype, analysis, enc):
+            if size is not None:
+                raw.append((enc, variant, params, size))
+    scored = []  # (score, enc, variant, params, size, compressed)
+    for enc, variant, params, size in raw:
+        scored.append((size * _cost(enc.name), enc, variant, params, size, False))
+    best_raw = min(s[0] for s in scored)
+    # step 2: rules that need no sample
+    sample_it = (compression != "none" and n > 0 and ltype.kind != PhysicalKind.BOOL
+                 and best_raw > TINY_BYTES and best_raw > analysis.plain_size * TINY_FRACTION)
+    # step 3: sampled compression ratios
+    if sample_it:
+        sample = _Sample(chunk, ltype)
+        for enc, variant, params, size in raw:
+            if size * _cost(enc.name) > SAMPLE_PRUNE * best_raw or enc.name == "rle":
+                continue
+            if enc is plain and ltype.kind == PhysicalKind.VARBINARY and any(r[0].name == "delta_length" for r in raw):
+                continue  # DELTA_LENGTH + zstd is never larger than PLAIN + zstd
+            ratio = _ratio(_sample_bodies(enc, params, ltype, analysis, sample))
+            if enc.name == "dictionary":  # the dictionary page compresses on its own
+                _, dictionary = analysis.dictionary
+                dict_bytes = enc.dictionary_page_size(dictionary, ltype)
+                dict_ratio = _dictionary_ratio(dictionary, ltype) if dict_bytes > TINY_BYTES else 1.0
+                est = int(dict_bytes * dict_ratio + (size - dict_bytes) * ratio)
+            else:
+                est = int(size * ratio)
+            scored.append((est * _cost(enc.name) * ZSTD_COST, enc, variant, params, est, True))
+    if compression in ("zstd", "lz4"):
+        # every page will be compressed: compare compressed estimates where known
+        have = {(s[1].name, s[2]) for s in scored if s[5]}
+        scored = [s for s in scored if s[5] or (s[1].name, s[2]) not in have]
+    plain_score = min(s[0] for s in scored if s[1] is plain)
+    threshold = plain_score * (1 - MIN_SAVING)
+    eligible = [s for s in scored if s[1] is plain or s[0] <= threshold]
+    best = min(eligible, key=lambda s: (s[0], s[1].id))
+    score, enc, variant, params, size, compressed = best
+    analysis.candidates = [(s[1].name, s[2] + ("+zstd" if s[5] else ""), s[4], round(s[0])) for s in scored]
+    if params is not None:
+        analysis.params[enc.name] = params
+    analysis.compression = ("zstd" if compressed else "none") if sample_it else None
+    analysis.estimated_size = size
+    return enc
+
+
+def _dictionary_ratio(dictionary: ColumnValues, ltype: LogicalType) -> float:
+    from .plain import encode_plain
+
+    n = len(dictionary)
+    part = dictionary if n <= 8192 else dictionary.slice(0, 8192)
+    body = encode_plain(part, ltype)
+    return _ratio([body])

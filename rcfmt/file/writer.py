@@ -185,8 +185,10 @@ class Writer:
     compression_level : int, optional
         zstd level (default 3).
     encoding : str or dict, optional
-        Force an encoding ("plain", "dictionary", "rle", ...) for all or some columns;
-        by default the writer chooses one per chunk.
+        Force an encoding ("plain", "dictionary", "rle", "bitpack", "delta", "alp",
+        "delta_length") for all or some columns; by default the writer chooses one per
+        chunk. A forced encoding that cannot represent a chunk (bitpack on decimals
+        beyond 64 bits) falls back to PLAIN for that chunk.
     dictionary : bool
         Whether the selector may choose DICTIONARY.
     stats_truncate : int
@@ -451,7 +453,12 @@ def encode_chunk(values: ColumnValues, valid, col: ColumnSchema, options: WriteO
         raise SchemaError(f"column {col.name!r} is not nullable but holds nulls")
     use_dict = options.dictionary and (forced is None or forced.name == "dictionary")
     analysis = analyze(values, ltype, stats, dictionary=use_dict)
-    encoding = forced if forced is not None else choose(values, ltype, analysis)
+    if forced is None:
+        encoding = choose(values, ltype, analysis, compression=options.compression)
+    elif forced.name != "dictionary" and forced.estimate_size(values, ltype, analysis) is None:
+        encoding = by_name("plain")  # e.g. bitpack forced on decimals beyond 64 bits
+    else:
+        encoding = forced
     estimate = encoding.estimate_size(values, ltype, analysis) or analysis.plain_size
     bounds = page_bounds(values, ltype, encoding, estimate, options.page_size, options.page_rows)
     encoded = encoding.encode_chunk(values, ltype, bounds, analysis=analysis)
@@ -464,7 +471,7 @@ def encode_chunk(values: ColumnValues, valid, col: ColumnSchema, options: WriteO
             enc_body = pack_validity(valid[start:stop]) + enc_body
         bodies.append(enc_body)
 
-    codec, compressed = _compress(options, bodies, encoded.dictionary)
+    codec, compressed = _compress(options, bodies, encoded.dictionary, analysis.compression)
     out = bytearray()
     dict_len = 0
     uncompressed = 0
@@ -512,11 +519,14 @@ def encode_chunk(values: ColumnValues, valid, col: ColumnSchema, options: WriteO
     return bytes(out), record, entries, bloom
 
 
-def _compress(options: WriteOptions, bodies: list[bytes], dictionary: bytes | None):
+def _compress(options: WriteOptions, bodies: list[bytes], dictionary: bytes | None, advice: str | None = None):
     """Choose the chunk's codec; return ``(codec, compressed bodies or None)``.
 
-    Compressed bodies are in page order, the dictionary's last."""
-    if options.compression == "none":
+    With "auto", the selector's advice (from compressing a sample) decides first: dense
+    chunks are not compressed at all; otherwise the codec is kept only if it saves at
+    least ``AUTO_MIN_SAVING`` of the chunk. Compressed bodies are in page order, the
+    dictionary's last."""
+    if options.compression == "none" or (options.compression == "auto" and advice == "none"):
         return codecs.NONE, None
     codec = codecs.LZ4 if options.compression == "lz4" else codecs.ZSTD
     items = bodies + ([dictionary] if dictionary is not None else [])

@@ -1,0 +1,173 @@
+"""The selector picks the encoding meant for characteristic inputs (Lance's
+``with_expected_encoding``): asserted through ``rcfmt.write_table`` and the footer, and
+the data round-trips. Also decimal128 in BITPACK and the selector's sampling helpers."""
+from __future__ import annotations
+
+import decimal
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import rcfmt
+from rcfmt.encodings import by_name, selector
+from rcfmt.encodings.analysis import ChunkAnalysis
+from rcfmt.encodings.base import ColumnValues
+from rcfmt.encodings.bitpack import decimal_low_words
+from rcfmt.errors import CorruptFileError
+from rcfmt.statistics import compute_stats
+from rcfmt.types import LogicalType
+
+N = 100_000
+RNG = np.random.default_rng(42)
+
+
+def _sorted_ts():
+    return pa.array(1_700_000_000_000 + np.cumsum(RNG.integers(1000, 1010, N)), pa.timestamp("ms"))
+
+
+def _prices():
+    return pa.array(np.round(RNG.uniform(0, 10_000, N), 2))
+
+
+def _decimal_prices():
+    cents = RNG.integers(-10_000_000, 10_000_000, N)
+    return pa.array([decimal.Decimal(int(c)).scaleb(-2) for c in cents], pa.decimal128(15, 2))
+
+
+def _runs():
+    return pa.array(np.repeat(RNG.integers(-(2**62), 2**62, N // 1000), 1000))
+
+
+CASES = {
+    # name: (array factory, expected encoding, expected chunk compression or None)
+    "sorted_timestamps": (_sorted_ts, "delta", None),
+    "small_range_ints": (lambda: pa.array(RNG.integers(0, 1000, N)), "bitpack", 0),
+    "runs": (_runs, "rle", None),
+    "low_cardinality_strings": (lambda: pa.array(RNG.choice(["AIR", "RAIL", "SHIP", "TRUCK", "MAIL"], N)),
+                                "dictionary", None),
+    "high_cardinality_strings": (lambda: pa.array([f"comment {i * 7919 % 100003} x{'y' * (i % 17)}"
+                                                   for i in range(N)]), "delta_length", None),
+    "decimal_like_doubles": (_prices, "alp", None),
+    "random_doubles": (lambda: pa.array(RNG.standard_normal(N)), "plain", None),
+    "decimal_prices": (_decimal_prices, "bitpack", None),
+    "nullable_decimal_like_doubles": (lambda: pa.array(np.round(RNG.uniform(-50, 50, N), 1),
+                                                       mask=RNG.random(N) < 0.1), "alp", None),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_expected_encoding(case, tmp_path):
+    make, expected, compression = CASES[case]
+    arr = make()
+    table = pa.table({"x": arr})
+    path = tmp_path / f"{case}.rcf"
+    rcfmt.write_table(table, path)
+    f = rcfmt.open(path)
+    record = f.footer.chunks[0]
+    assert by_name(expected).id == int(record["encoding"][0]), (
+        f"{case}: expected {expected}, got encoding id {int(record['encoding'][0])}")
+    if compression is not None:
+        assert int(record["compression"][0]) == compression
+    assert f.read().equals(table)
+
+
+def _analysis(values: np.ndarray, ltype: LogicalType, dictionary=True):
+    cv = ColumnValues(values)
+    a = selector.analyze(cv, ltype, compute_stats(cv, None, ltype, 32), dictionary=dictionary)
+    return cv, a
+
+
+def test_compression_advice():
+    ltype = LogicalType("int64")
+    cv, a = _analysis(RNG.integers(0, 1 << 20, 200_000), ltype)
+    assert selector.choose(cv, ltype, a).name == "bitpack"
+    assert a.compression == "none"  # dense bit-packed data: zstd does not pay
+    skewed = np.minimum(RNG.geometric(0.3, 200_000), 200).astype(np.int64)
+    cv, a = _analysis(skewed, ltype)
+    enc = selector.choose(cv, ltype, a)
+    assert a.compression == "zstd" and enc.name in ("dictionary", "bitpack", "plain")
+    assert any(c[1].endswith("+zstd") for c in a.candidates)
+    cv, a = _analysis(skewed, ltype)
+    selector.choose(cv, ltype, a, compression="none")
+    assert a.compression is None and not any(c[1].endswith("+zstd") for c in a.candidates)
+
+
+def test_min_saving_keeps_plain():
+    ltype = LogicalType("int64")
+    values = RNG.integers(-(2**63), 2**63 - 1, 50_000, endpoint=True)
+    cv, a = _analysis(values, ltype)
+    assert selector.choose(cv, ltype, a).name == "plain"
+
+
+def test_sample_rows_are_stratified_and_deterministic():
+    assert selector.sample_rows(0, 100) == []
+    assert selector.sample_rows(500, 100, 8) == [(0, 500)]
+    ranges = selector.sample_rows(1_000_000, 2048, 8)
+    assert ranges == selector.sample_rows(1_000_000, 2048, 8)
+    assert len(ranges) == 8 and ranges[0][0] == 0 and ranges[-1][1] == 1_000_000
+    assert all(b - a == 2048 for a, b in ranges)
+    assert all(ranges[i][1] <= ranges[i + 1][0] for i in range(7))
+
+
+# ------------------------------------------------------------------------ decimal128 BITPACK
+
+BITPACK = by_name("bitpack")
+DEC = LogicalType("decimal128", precision=38, scale=3)
+
+
+def dec_values(ints) -> np.ndarray:
+    out = np.zeros(len(ints), dtype="V16")
+    words = out.view("<u8").reshape(-1, 2)
+    for i, v in enumerate(ints):
+        v &= (1 << 128) - 1
+        words[i] = (v & (2**64 - 1), v >> 64)
+    return out
+
+
+def test_decimal_roundtrip():
+    rng = np.random.default_rng(7)
+    cases = [
+        [], [0], [-1, 1], [-(2**63), 2**63 - 1], [5] * 3000,
+        list(rng.integers(-10**6, 10**6, 5000)), list(rng.integers(-(2**63), 2**63 - 1, 2100)),
+    ]
+    for ints in cases:
+        ints = [int(x) for x in ints]
+        values = dec_values(ints)
+        body = BITPACK.encode(ColumnValues(values), DEC)
+        got = BITPACK.decode(body, len(values), DEC).values
+        assert got.dtype == np.dtype("V16") and got.tobytes() == values.tobytes()
+        out = np.zeros(len(values) + 2, dtype="V16")
+        BITPACK.decode_into(body, len(values), DEC, out[1:-1])
+        assert out[1:-1].tobytes() == values.tobytes()
+        if len(ints) > 1 and len(set(ints)) > 1:
+            assert body[0] == (max(ints) - min(ints)).bit_length()
+
+
+def test_decimal_that_does_not_fit_is_not_bitpacked():
+    values = dec_values([1, 2**63, 3])
+    assert decimal_low_words(values) is None
+    with pytest.raises(ValueError, match="fit in int64"):
+        BITPACK.encode(ColumnValues(values), DEC)
+    cv, a = _analysis(values, DEC)
+    assert a.min_int is None and BITPACK.estimate_size(cv, DEC, a) is None
+    assert selector.choose(cv, DEC, a).name != "bitpack"
+    values = dec_values([-(2**63) - 1, 0])
+    assert decimal_low_words(values) is None
+    assert decimal_low_words(dec_values([-(2**63), 2**63 - 1])) is not None
+
+
+def test_decimal_estimate_and_corruption():
+    ints = [int(x) for x in np.random.default_rng(8).integers(0, 10**7, 4000)]
+    values = dec_values(ints)
+    a = ChunkAnalysis(rows=4000, null_count=0, plain_size=64000, min_int=min(ints), max_int=max(ints))
+    body = BITPACK.encode(ColumnValues(values), DEC)
+    assert BITPACK.estimate_size(ColumnValues(values), DEC, a) == len(body)
+    for cut in range(0, len(body), 37):
+        with pytest.raises(CorruptFileError):
+            BITPACK.decode(body[:cut], 4000, DEC)
+    for w in range(65, 256):
+        with pytest.raises(CorruptFileError, match="bit width"):
+            BITPACK.decode(bytes([w]) + body[1:], 4000, DEC)
+    with pytest.raises(CorruptFileError, match="reserved"):
+        BITPACK.decode(body[:3] + b"\x01" + body[4:], 4000, DEC)
