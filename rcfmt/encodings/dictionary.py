@@ -122,7 +122,11 @@ def take(dictionary: ColumnValues, codes: np.ndarray, ltype: LogicalType) -> Col
         offsets = np.ascontiguousarray(dictionary.offsets, dtype=np.int64)
         new_offsets, data = _vb.gather(offsets, dictionary.values, np.ascontiguousarray(codes))
         return ColumnValues(data, new_offsets)
-    return ColumnValues(dictionary.values.take(codes))
+    values = dictionary.values
+    if values.dtype.itemsize == 16:  # numpy's take on void dtypes copies item by item
+        wide = np.ascontiguousarray(values).view("<u8").reshape(-1, 2)
+        return ColumnValues(np.ascontiguousarray(wide.take(codes, axis=0)).view(values.dtype).reshape(-1))
+    return ColumnValues(values.take(codes))
 
 
 class Dictionary(Encoding):
