@@ -538,11 +538,29 @@ def _compress(options: WriteOptions, bodies: list[bytes], dictionary: bytes | No
     return codec, compressed
 
 
-def write_table(table, where, *, metadata: dict | None = None, **options) -> None:
+def write_table(table, where, *, metadata: dict | None = None, cluster_by=None, curve: str = "zorder",
+                mapping: str = "rank", **options) -> None:
     """Write a Table, RecordBatch, pandas DataFrame or dict of arrays to ``where``.
 
-    Options are those of :class:`Writer`. Bad arguments raise before anything is written.
+    ``cluster_by`` (column names) reorders the rows first so that skipping works on
+    those columns together: ``curve`` is "zorder", "hilbert" or "sort"; ``mapping`` is
+    "rank" (values mapped to buckets of sampled range bounds; robust to skew) or
+    "direct" (order-preserving bits). The clustering spec is recorded in the file's
+    metadata under ``rcfmt.clustering``. Other options are those of :class:`Writer`.
+    Bad arguments raise before anything is written.
     """
     table = as_table(table)
+    if cluster_by is not None:
+        from ..layout import METADATA_KEY, ClusteringSpec
+
+        spec = ClusteringSpec(tuple([cluster_by] if isinstance(cluster_by, str) else cluster_by),
+                              curve=curve, mapping=mapping)
+        missing = [c for c in spec.columns if c not in table.column_names]
+        if missing:
+            raise SchemaError(f"cluster_by names unknown columns {missing}; columns: {table.column_names}")
+        storage_schema(table.schema)  # unsupported types fail before the (costly) sort
+        WriteOptions.create(storage_schema(table.schema)[0], **options)
+        table = spec.fit(table).apply(table)
+        metadata = {**(metadata or {}), METADATA_KEY: spec.to_json(include_bounds=False)}
     with Writer(where, table.schema, metadata=metadata, **options) as writer:
         writer.write(table)
