@@ -75,7 +75,7 @@ def build_rcfmt(paths: dict[str, Path]) -> dict[str, Path]:
         table = pq.read_table(ppath)
         block_rows = table.num_rows if layout == "natural_1rg" else peers.ROW_GROUP_ROWS
         t0 = time.perf_counter()
-        rcfmt.write_table(table, rpath, block_rows=block_rows, compression="zstd")
+        rcfmt.write_table(table, rpath, block_rows=block_rows)  # rcfmt defaults (compression="auto")
         print(f"[skipping] wrote {rpath.name} in {time.perf_counter() - t0:.1f}s", file=sys.stderr, flush=True)
     return out
 
