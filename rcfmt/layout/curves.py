@@ -74,18 +74,9 @@ MAX_DIMS = _k.MAX_DIMS
 
 # ----------------------------------------------------------------------------- validation
 def _as_table(data) -> pa.Table:
-    if isinstance(data, pa.Table):
-        return data
-    if isinstance(data, pa.RecordBatch):
-        return pa.Table.from_batches([data])
-    if isinstance(data, dict):
-        try:
-            return pa.table(data)
-        except (pa.ArrowException, TypeError, ValueError) as exc:
-            raise SchemaError(f"cannot convert dict to a table: {exc}") from None
-    if type(data).__module__.startswith("pandas") and type(data).__name__ == "DataFrame":
-        return pa.Table.from_pandas(data, preserve_index=False)
-    raise SchemaError(f"expected a pyarrow Table or RecordBatch, a pandas DataFrame or a dict, got {type(data).__name__}")
+    from ..file.writer import as_table  # the one input normalization of rcfmt
+
+    return as_table(data)
 
 
 def _check_by(table: pa.Table, by) -> list[str]:
