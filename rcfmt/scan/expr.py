@@ -845,6 +845,21 @@ def _nnf(e: BoundExpr, neg: bool) -> BoundExpr:
 
 
 # =============================================================== helpers over trees
+def fold(expr: BoundExpr, leaf_fn, and_fn, or_fn):
+    """Fold an NNF tree bottom-up: leaves through ``leaf_fn``, And/Or children combined
+    pairwise with ``and_fn`` / ``or_fn`` (e.g. masks with ``&``/``|``, row ranges with
+    intersect/union)."""
+    if isinstance(expr, (BoundAnd, BoundOr)):
+        combine = and_fn if isinstance(expr, BoundAnd) else or_fn
+        out = fold(expr.children[0], leaf_fn, and_fn, or_fn)
+        for child in expr.children[1:]:
+            out = combine(out, fold(child, leaf_fn, and_fn, or_fn))
+        return out
+    if isinstance(expr, Leaf):
+        return leaf_fn(expr)
+    raise TypeError(f"not an NNF expression: {expr!r}")
+
+
 def _refs(e):
     if isinstance(e, (BoundAnd, BoundOr)):
         for c in e.children:

@@ -23,7 +23,7 @@ import numpy as np
 
 from ..statistics import StatsArrays
 from .expr import (
-    BoundAnd, BoundExpr, BoundOr, Cmp, Folded, InSet, Leaf, NanCheck, NullCheck, Prefix, to_nnf,
+    BoundAnd, BoundExpr, BoundOr, Cmp, Folded, InSet, Leaf, NanCheck, NullCheck, Prefix, fold, to_nnf,
 )
 
 __all__ = ["leaf_may_match", "may_match", "prefix_successor"]
@@ -52,12 +52,11 @@ def may_match(expr: BoundExpr | None, stats_by_column: dict[str, StatsArrays], n
 
 
 def _walk(e: BoundExpr, stats_by_column, n: int) -> np.ndarray:
-    if isinstance(e, BoundAnd):
-        return np.logical_and.reduce([_walk(c, stats_by_column, n) for c in e.children])
-    if isinstance(e, BoundOr):
-        return np.logical_or.reduce([_walk(c, stats_by_column, n) for c in e.children])
-    stats = stats_by_column.get(e.column.name)
-    return np.ones(n, bool) if stats is None else leaf_may_match(e, stats)
+    def leaf(x):
+        stats = stats_by_column.get(x.column.name)
+        return np.ones(n, bool) if stats is None else leaf_may_match(x, stats)
+
+    return fold(e, leaf, np.logical_and, np.logical_or)
 
 
 def leaf_may_match(leaf: Leaf, stats: StatsArrays) -> np.ndarray:

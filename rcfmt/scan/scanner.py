@@ -23,7 +23,7 @@ from ..types import PhysicalKind
 from .._native import varbinary as _vb
 from . import bloom_filters
 from .evaluate import ColumnData, eval_nnf
-from .expr import BoundAnd, BoundOr, Cmp, InSet, bind, columns as expr_columns, to_nnf
+from .expr import BoundAnd, BoundOr, bind, columns as expr_columns, fold, to_nnf
 from .prune import leaf_may_match, may_match
 from .selection import RowRanges, Selection
 
@@ -109,21 +109,6 @@ def _leaves(expr):
         yield expr
 
 
-def _combine(expr, leaf_fn, and_fn, or_fn):
-    """Fold an NNF tree: leaves through ``leaf_fn``, And/Or through the given reducers."""
-    if isinstance(expr, BoundAnd):
-        out = _combine(expr.children[0], leaf_fn, and_fn, or_fn)
-        for child in expr.children[1:]:
-            out = and_fn(out, _combine(child, leaf_fn, and_fn, or_fn))
-        return out
-    if isinstance(expr, BoundOr):
-        out = _combine(expr.children[0], leaf_fn, and_fn, or_fn)
-        for child in expr.children[1:]:
-            out = or_fn(out, _combine(child, leaf_fn, and_fn, or_fn))
-        return out
-    return leaf_fn(expr)
-
-
 class FileScan:
     """A planned scan of one open :class:`~rcfmt.file.reader.RcfmtFile`.
 
@@ -197,7 +182,7 @@ class FileScan:
                     out[j] = bloom_filters.may_contain(bf, leaf)
             return out
 
-        mask = _combine(self.nnf, leaf_fn, np.logical_and, np.logical_or)
+        mask = fold(self.nnf, leaf_fn, np.logical_and, np.logical_or)
         result = np.zeros(self.file.num_blocks, bool)
         result[blocks[mask]] = True
         return result
@@ -226,7 +211,7 @@ class FileScan:
             return RowRanges.from_pages(entries["first_row"].astype(np.int64),
                                         entries["row_count"].astype(np.int64), keep)
 
-        return _combine(self.nnf, leaf_fn, lambda a, b: a & b, lambda a, b: a | b)
+        return fold(self.nnf, leaf_fn, lambda a, b: a & b, lambda a, b: a | b)
 
     # ---------------------------------------------------------------- decoding
     def _decode_pages(self, block: int, col: int, page_ids: np.ndarray, entries, stats: ScanStats,
