@@ -29,6 +29,10 @@ _LAZY = {
     "col": "rcfmt.scan.expr",
     "ScanStats": "rcfmt.scan.scanner",
     "Expr": "rcfmt.scan.expr",
+    "dataset": "rcfmt.dataset",
+    "write_dataset": "rcfmt.dataset",
+    "Dataset": "rcfmt.dataset",
+    "CommitConflictError": "rcfmt.errors",
 }
 
 __all__ = [

@@ -13,6 +13,7 @@ __all__ = [
     "SchemaError",
     "InvalidOptionError",
     "FilterError",
+    "CommitConflictError",
 ]
 
 
@@ -71,3 +72,9 @@ class InvalidOptionError(RcfmtError, ValueError):
 
 class FilterError(RcfmtError, ValueError):
     """A filter expression is malformed or does not fit the schema."""
+
+
+class CommitConflictError(RcfmtError):
+    """A dataset commit lost against a concurrent commit that it cannot be reconciled with
+    (an overwrite whose base version is no longer the latest, or an append whose schema no
+    longer matches). Nothing of the losing commit became visible; its data files are removed."""

@@ -1,0 +1,617 @@
+"""Reading datasets: :class:`Dataset` (one version of a directory of rcfmt files),
+:class:`Fragment` (one file, or a range of its blocks) and :class:`DatasetScan`.
+
+A scan prunes files with :func:`rcfmt.scan.prune.may_match` on statistics from the
+stats index (one unit per file; partition columns are constant units), so file pruning
+has exactly the semantics of block pruning. Partition columns in the filter are then
+replaced by their (constant) truth value per file, and the rest of the filter goes to
+the file's own skipping scan (blocks, pages, late materialization).
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, fields as dc_fields
+from typing import Iterator, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from ..errors import CorruptFileError, InvalidOptionError, RcfmtError, SchemaError
+from ..file.reader import RcfmtFile
+from ..scan.expr import BoundAnd, BoundExpr, BoundOr, Leaf, bind, columns as expr_columns, evaluate, to_nnf
+from ..scan.prune import may_match
+from ..scan.scanner import ScanStats
+from . import log
+from .index import (BASE_COLUMNS, INDEX_METADATA_KEY, FileEntry, Snapshot, entries_table, entry_from_file,
+                    schema_from_json)
+from .partitioning import Partitioning, infer_partitioning
+
+__all__ = ["Dataset", "DatasetScan", "Fragment", "FileInfo", "open_dataset", "scan_fragments", "prune_blocks",
+           "read_snapshot", "load_base", "vacuum"]
+
+DATA_SUFFIXES = (".rcfmt", ".rcf")
+
+
+def _threads() -> int:
+    return min(4, os.cpu_count() or 1)
+
+
+# ------------------------------------------------------------------ snapshots
+def read_snapshot(root: str, version: int, columns: Sequence[str] | None = ()) -> Snapshot:
+    """Version ``version`` of the index. ``columns``: extra index columns to load besides
+    the base and partition columns (None = all)."""
+    path = log.version_path(root, version)
+    with RcfmtFile(path) as f:
+        raw = f.metadata.get(INDEX_METADATA_KEY)
+        if raw is None:
+            raise CorruptFileError("index file has no dataset metadata", path=path)
+        try:
+            info = json.loads(raw)
+            data_schema = schema_from_json(info["schema"])
+            partitioning = Partitioning.from_json(info["partitioning"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise CorruptFileError(f"malformed dataset metadata: {exc}", path=path) from None
+        if info.get("format_version", 1) > 1:
+            raise RcfmtError(f"{path}: dataset format version {info['format_version']} is newer than this rcfmt")
+        if columns is None:
+            table = f.read()
+        else:
+            want = [*BASE_COLUMNS, *(f"{n}.value" for n in partitioning.names), *columns]
+            table = f.read(columns=want)
+    return Snapshot(root, data_schema, partitioning, table, info, version, path)
+
+
+def _discover(root: str, single_file: str | None = None) -> Snapshot:
+    """A snapshot of a directory without index (or of one file): footers are read now."""
+    if single_file is not None:
+        relpaths = [os.path.basename(single_file)]
+        partitioning = Partitioning()
+    else:
+        relpaths = []
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith(("_", ".")))
+            rel_dir = os.path.relpath(dirpath, root)
+            for name in sorted(filenames):
+                if name.startswith(("_", ".")) or not name.endswith(DATA_SUFFIXES):
+                    continue
+                rel = name if rel_dir == "." else f"{rel_dir.replace(os.sep, '/')}/{name}"
+                relpaths.append(rel)
+        partitioning = infer_partitioning(relpaths)
+    entries: list[FileEntry] = []
+    data_schema = None
+    for rel in relpaths:
+        with RcfmtFile(os.path.join(root, *rel.split("/"))) as f:
+            schema = pa.schema([fl.remove_metadata() for fl in f.schema])
+            if data_schema is None:
+                data_schema = schema
+                clash = [n for n in partitioning.names if n in schema.names]
+                if clash:
+                    raise SchemaError(f"partition columns {clash} are also columns of {rel!r}")
+            else:
+                from .writer import merge_nullability, same_types
+
+                if not same_types(data_schema, schema):
+                    raise SchemaError(f"file {rel!r} has schema {schema}, other files of {root!r} have {data_schema}")
+                data_schema = merge_nullability(data_schema, schema)
+            entries.append(entry_from_file(f, rel, partitioning.parse_path(rel)))
+    if data_schema is None:
+        data_schema = pa.schema([])
+    return Snapshot(root, data_schema, partitioning, entries_table(entries, data_schema, partitioning),
+                    {"operation": "discovered"}, None, None)
+
+
+def load_base(root: str):
+    """``(version, snapshot or None, index rows of an unindexed directory or None)`` of
+    the dataset at ``root`` as a writer finds it."""
+    version = log.latest_version(root)
+    if version:
+        return version, read_snapshot(root, version), None
+    if os.path.isdir(root):
+        snap = _discover(root)
+        if len(snap):
+            return 0, snap, snap.table
+    return 0, None, None
+
+
+# ------------------------------------------------------------------ fragments
+@dataclass(frozen=True)
+class Fragment:
+    """One data file (or the blocks ``[blocks[0], blocks[1])`` of it) with its partition
+    values ``((name, value), ...)``. ``num_rows``, ``size`` and ``num_blocks`` are those
+    of the whole file. Picklable; opening it needs only the file."""
+
+    path: str
+    partition: tuple = ()
+    num_rows: int = 0
+    size: int = 0
+    num_blocks: int = 0
+    blocks: tuple | None = None
+
+    def split(self, pieces: int) -> list["Fragment"]:
+        """At most ``pieces`` fragments covering this one's blocks in order."""
+        lo, hi = self.blocks if self.blocks is not None else (0, self.num_blocks)
+        n = hi - lo
+        pieces = max(1, min(pieces, n))
+        if pieces == 1:
+            return [self]
+        cuts = [lo + (n * k) // pieces for k in range(pieces + 1)]
+        return [Fragment(self.path, self.partition, self.num_rows, self.size, self.num_blocks, (a, b))
+                for a, b in zip(cuts[:-1], cuts[1:])]
+
+    @property
+    def estimated_size(self) -> int:
+        if self.blocks is None or not self.num_blocks:
+            return self.size
+        return int(self.size * (self.blocks[1] - self.blocks[0]) / self.num_blocks)
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    """A data file of a dataset as the index describes it. ``stats`` maps each data column
+    to a dict with ``min``, ``max`` (Python values of the column type; string bounds are
+    ``str`` when they are valid UTF-8, else ``bytes``; None when unknown),
+    ``null_count``, ``nan_count``, ``min_exact``, ``max_exact``."""
+
+    path: str
+    relpath: str
+    size: int
+    num_rows: int
+    num_blocks: int
+    partition: dict
+    stats: dict
+
+
+# ------------------------------------------------------------------ filter helpers
+_TRUE, _FALSE = object(), object()
+
+
+def _residual(expr: BoundExpr | None, partition: dict, schema: pa.Schema):
+    """``expr`` with every leaf on a partition column replaced by its value for a file
+    whose partition values are ``partition``: a BoundExpr on data columns, _TRUE (no
+    filter left) or _FALSE (no row can match). ``expr`` is in NNF, where a NULL leaf
+    selects no more rows than a FALSE one."""
+    if expr is None:
+        return _TRUE
+    if isinstance(expr, (BoundAnd, BoundOr)):
+        is_and = isinstance(expr, BoundAnd)
+        kids = []
+        for child in expr.children:
+            r = _residual(child, partition, schema)
+            if r is (_FALSE if is_and else _TRUE):
+                return r
+            if r is not (_TRUE if is_and else _FALSE):
+                kids.append(r)
+        if not kids:
+            return _TRUE if is_and else _FALSE
+        return (BoundAnd if is_and else BoundOr).of(*kids)
+    if isinstance(expr, Leaf) and expr.column.name in partition:
+        name = expr.column.name
+        one = pa.table({name: pa.array([partition[name]], schema.field(name).type)})
+        return _TRUE if evaluate(expr, one)[0].as_py() is True else _FALSE
+    return expr
+
+
+def _prepare_filter(filter, schema: pa.Schema):
+    bound = bind(filter, schema)
+    return None if bound is None else to_nnf(bound)
+
+
+# ------------------------------------------------------------------ scanning
+class DatasetScan:
+    """A planned scan of fragments of a dataset; ``read()``, ``iter_batches()`` and
+    ``stats`` (a :class:`~rcfmt.scan.scanner.ScanStats` summed over the files scanned,
+    with ``files_total``/``files_pruned`` of the file pruning)."""
+
+    def __init__(self, schema: pa.Schema, fragments: Sequence[Fragment], columns: Sequence[str] | None = None,
+                 filter=None, *, partition_names: Sequence[str] = (), files_total: int | None = None,
+                 files_pruned: int = 0, use_threads: bool = True, verify_checksums: bool = True):
+        self.schema = schema
+        self.fragments = list(fragments)
+        if columns is None:
+            columns = schema.names
+        elif isinstance(columns, str) or not isinstance(columns, Sequence):
+            raise InvalidOptionError(f"columns must be a list of column names, got {columns!r}")
+        for c in columns:
+            if schema.get_field_index(c) < 0:
+                raise SchemaError(f"unknown column {c!r}; the dataset has {schema.names}")
+        self.columns = list(columns)
+        self.output_schema = pa.schema([schema.field(c) for c in self.columns])
+        self.partition_names = set(partition_names)
+        self.nnf = _prepare_filter(filter, schema)
+        self.use_threads = use_threads
+        self.verify_checksums = verify_checksums
+        self.stats = ScanStats(files_total=len(self.fragments) + files_pruned if files_total is None else files_total,
+                               files_pruned=files_pruned)
+        self._data_columns = [c for c in self.columns if c not in self.partition_names]
+
+    # ---------------------------------------------------------------- one fragment
+    def _file_scan(self, frag: Fragment, use_threads: bool):
+        """(FileScan or None if the fragment cannot match, partition dict)."""
+        partition = dict(frag.partition)
+        residual = _residual(self.nnf, partition, self.schema)
+        if residual is _FALSE:
+            return None, partition
+        f = RcfmtFile(frag.path, verify_checksums=self.verify_checksums)
+        try:
+            scan = f.scan(self._data_columns, None if residual is _TRUE else residual, use_threads=use_threads)
+            if frag.blocks is not None:
+                _restrict_blocks(scan, *frag.blocks)
+        except BaseException:
+            f.close()
+            raise
+        return scan, partition
+
+    def _assemble(self, batch: pa.RecordBatch, partition: dict) -> pa.RecordBatch:
+        n = batch.num_rows
+        arrays = []
+        for field in self.output_schema:
+            if field.name in self.partition_names:
+                value = partition.get(field.name)
+                arrays.append(pa.nulls(n, field.type) if value is None else
+                              pa.repeat(pa.scalar(value, field.type), n))
+            else:
+                arr = batch.column(batch.schema.get_field_index(field.name))
+                if arr.type != field.type:
+                    arr = arr.cast(field.type)
+                arrays.append(arr)
+        if not arrays:
+            return pa.record_batch([pa.nulls(n)], names=["_"]).select([])
+        return pa.RecordBatch.from_arrays(arrays, schema=self.output_schema)
+
+    def _count(self, scan) -> None:
+        if scan is None:
+            self.stats.files_pruned += 1
+            return
+        for f in dc_fields(ScanStats):
+            if f.name not in ("files_total", "files_pruned"):
+                setattr(self.stats, f.name, getattr(self.stats, f.name) + getattr(scan.stats, f.name))
+
+    def _read_fragment(self, frag: Fragment, use_threads: bool):
+        scan, partition = self._file_scan(frag, use_threads)
+        if scan is None:
+            return None, []
+        try:
+            table = scan.read()
+        finally:
+            scan.file.close()
+        batches = [self._assemble(b, partition) for b in table.to_batches()] if table.num_rows else []
+        return scan, batches
+
+    # ---------------------------------------------------------------- driving
+    def read(self) -> pa.Table:
+        """Every selected row, as one table (fragments in order)."""
+        frags = self.fragments
+        if self.use_threads and len(frags) > 1:
+            with ThreadPoolExecutor(_threads()) as pool:
+                results = list(pool.map(lambda fr: self._read_fragment(fr, False), frags))
+        else:
+            results = [self._read_fragment(fr, self.use_threads) for fr in frags]
+        batches = []
+        for scan, bs in results:
+            self._count(scan)
+            batches.extend(bs)
+        if not self.columns:
+            rows = sum(b.num_rows for b in batches)
+            return pa.table({"_": pa.nulls(rows)}).select([])
+        return pa.Table.from_batches(batches, schema=self.output_schema)
+
+    def iter_batches(self, batch_size: int = 65536) -> Iterator[pa.RecordBatch]:
+        """Stream selected rows, fragment by fragment, in batches of at most ``batch_size``."""
+        if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+            raise InvalidOptionError(f"batch_size must be a positive integer, got {batch_size!r}")
+        for frag in self.fragments:
+            scan, partition = self._file_scan(frag, False)
+            if scan is None:
+                self._count(None)
+                continue
+            try:
+                for batch in scan.iter_batches(batch_size):
+                    yield self._assemble(batch, partition)
+            finally:
+                scan.file.close()
+                self._count(scan)
+
+
+def _restrict_blocks(scan, lo: int, hi: int) -> None:
+    """Limit a FileScan to the blocks [lo, hi), keeping its statistics exact."""
+    f = scan.file
+    n = f.num_blocks
+    lo, hi = max(0, lo), min(n, hi)
+    scan.blocks = [b for b in scan.blocks if lo <= b < hi]
+    st = scan.stats
+    st.blocks_total = hi - lo
+    st.rows_total = int(np.asarray(f.footer.blocks["row_count"][lo:hi], np.int64).sum())
+    if scan.nnf is not None:
+        keep = may_match(scan.nnf, {c: f.block_stats(c) for c in scan.filter_names}, n)[lo:hi]
+        st.blocks_pruned_stats = int((~keep).sum())
+        st.blocks_pruned_bloom = int(keep.sum()) - len(scan.blocks)
+    else:
+        st.blocks_pruned_stats = st.blocks_pruned_bloom = 0
+
+
+def _runs(mask: np.ndarray, lo: int) -> list[tuple[int, int]]:
+    """``[(start, stop), ...]`` of the runs of True in ``mask`` (offset by ``lo``)."""
+    if not mask.any():
+        return []
+    edges = np.flatnonzero(np.diff(np.concatenate(([0], mask.astype(np.int8), [0]))))
+    return [(lo + int(a), lo + int(b)) for a, b in zip(edges[::2], edges[1::2])]
+
+
+def prune_blocks(fragments: Sequence[Fragment], schema: pa.Schema, filter, *, partition_names=(),
+                 verify_checksums: bool = True) -> tuple[list[Fragment], list[Fragment], int]:
+    """Refine fragments with their files' block statistics (reads each footer).
+
+    Returns ``(kept, dropped, blocks_total)``: ``kept`` holds one fragment per run of
+    blocks that may match ``filter`` (block statistics only; bloom filters, pages and
+    rows are left to the scan), ``dropped`` the complementary block ranges. For
+    planners that want as many tasks as there are surviving blocks, not files."""
+    nnf = _prepare_filter(filter, schema)
+    if nnf is None:
+        return list(fragments), [], sum(
+            (f.blocks[1] - f.blocks[0]) if f.blocks else f.num_blocks for f in fragments)
+    kept, dropped, total = [], [], 0
+    for frag in fragments:
+        lo, hi = frag.blocks if frag.blocks is not None else (0, frag.num_blocks)
+        total += hi - lo
+        residual = _residual(nnf, dict(frag.partition), schema)
+        if residual is _FALSE:
+            dropped.append(frag)
+            continue
+        if residual is _TRUE:
+            kept.append(frag)
+            continue
+        with RcfmtFile(frag.path, verify_checksums=verify_checksums) as f:
+            n = f.num_blocks
+            if n != frag.num_blocks:
+                raise CorruptFileError(f"the index says {frag.num_blocks} blocks, the footer {n}", path=frag.path)
+            names = sorted(expr_columns(residual))
+            mask = may_match(residual, {c: f.block_stats(c) for c in names}, n)[lo:hi]
+        for a, b in _runs(mask, lo):
+            kept.append(Fragment(frag.path, frag.partition, frag.num_rows, frag.size, frag.num_blocks, (a, b)))
+        for a, b in _runs(~mask, lo):
+            dropped.append(Fragment(frag.path, frag.partition, frag.num_rows, frag.size, frag.num_blocks, (a, b)))
+    return kept, dropped, total
+
+
+def scan_fragments(fragments: Sequence[Fragment], schema: pa.Schema, columns: Sequence[str] | None = None,
+                   filter=None, *, partition_names: Sequence[str] = (), files_total: int | None = None,
+                   files_pruned: int = 0, use_threads: bool = True, verify_checksums: bool = True) -> DatasetScan:
+    """A :class:`DatasetScan` of fragments planned elsewhere (e.g. on a Spark driver):
+    needs only the files, not the index. ``schema`` is the dataset schema (data columns,
+    then partition columns ``partition_names``)."""
+    return DatasetScan(schema, fragments, columns, filter, partition_names=partition_names,
+                       files_total=files_total, files_pruned=files_pruned, use_threads=use_threads,
+                       verify_checksums=verify_checksums)
+
+
+# ------------------------------------------------------------------ the dataset
+class Dataset:
+    """One version of a dataset (immutable: later commits are seen by :meth:`refresh`).
+
+    Attributes: ``root``, ``version`` (None for a directory without index or a single
+    file), ``schema`` (data columns, then partition columns), ``partitioning``,
+    ``num_rows``, ``num_files``, ``info`` (commit metadata of this version)."""
+
+    def __init__(self, snapshot: Snapshot, opened: str | None = None):
+        self._snap = snapshot
+        self._opened = opened or snapshot.root
+        self.root = snapshot.root
+        self.version = snapshot.version
+        self.schema = snapshot.schema
+        self.partitioning = snapshot.partitioning
+        self.info = dict(snapshot.info)
+
+    @classmethod
+    def open(cls, path, *, version: int | None = None) -> "Dataset":
+        path = os.path.abspath(os.fspath(path))
+        if os.path.isfile(path):
+            if version is not None:
+                raise InvalidOptionError("version= applies to dataset directories, not files")
+            return cls(_discover(os.path.dirname(path), single_file=path), path)
+        if not os.path.isdir(path):
+            raise FileNotFoundError(f"no dataset or rcfmt file at {path!r}")
+        versions = log.list_versions(path)
+        if version is not None:
+            if version not in versions:
+                raise InvalidOptionError(f"{path!r} has no version {version}; versions: {versions[:3]}...{versions[-3:]}")
+            return cls(read_snapshot(path, version))
+        if versions:
+            return cls(read_snapshot(path, versions[-1]))
+        return cls(_discover(path))
+
+    def refresh(self) -> "Dataset":
+        """The latest version of this dataset (or a new discovery of a plain directory)."""
+        return Dataset.open(self._opened)
+
+    def __repr__(self) -> str:
+        v = "no index" if self.version is None else f"version {self.version}"
+        parts = f", partitioned by {list(self.partitioning.names)}" if self.partitioning else ""
+        return f"<rcfmt dataset {self.root!r} ({v}): {self.num_files} files, {self.num_rows} rows{parts}>"
+
+    # ---------------------------------------------------------------- properties
+    @property
+    def partition_by(self) -> list[str]:
+        return list(self.partitioning.names)
+
+    @property
+    def num_files(self) -> int:
+        return len(self._snap)
+
+    @property
+    def num_rows(self) -> int:
+        return int(self._snap.column_values("num_rows").sum()) if len(self._snap) else 0
+
+    @property
+    def files(self) -> list[FileInfo]:
+        """Every data file with its partition values and statistics (from the index)."""
+        snap = self._snap
+        snap.load_stats(snap.data_schema.names)
+        t = snap.table
+        out = []
+        parts = snap.partition_values()
+        cols = {name: _pylist(t.column(name)) for name in t.schema.names}
+        for i, rel in enumerate(cols["path"]):
+            stats = {}
+            for c in snap.data_schema.names:
+                lo, hi = cols[f"{c}.min"][i], cols[f"{c}.max"][i]
+                if pa.types.is_string(snap.data_schema.field(c).type) or pa.types.is_large_string(
+                        snap.data_schema.field(c).type):
+                    lo, hi = _maybe_text(lo), _maybe_text(hi)
+                stats[c] = {"min": lo, "max": hi, "null_count": cols[f"{c}.null_count"][i],
+                            "nan_count": cols[f"{c}.nan_count"][i], "min_exact": cols[f"{c}.min_exact"][i],
+                            "max_exact": cols[f"{c}.max_exact"][i]}
+            out.append(FileInfo(os.path.join(self.root, *rel.split("/")), rel, cols["size"][i], cols["num_rows"][i],
+                                cols["num_blocks"][i], dict(zip(snap.partitioning.names, parts[i])), stats))
+        return out
+
+    def stats_arrays(self, column: str):
+        """Statistics of ``column`` with one unit per file (what file pruning sees)."""
+        if self.schema.get_field_index(column) < 0:
+            raise SchemaError(f"unknown column {column!r}; the dataset has {self.schema.names}")
+        return self._snap.stats_arrays(column)
+
+    # ---------------------------------------------------------------- pruning and scanning
+    def prune(self, filter) -> np.ndarray:
+        """Bool per file: may the file hold a row matching ``filter``? (index only)."""
+        nnf = _prepare_filter(filter, self.schema)
+        n = len(self._snap)
+        if nnf is None:
+            return np.ones(n, bool)
+        names = sorted(expr_columns(nnf))
+        return may_match(nnf, {c: self._snap.stats_arrays(c) for c in names}, n)
+
+    def get_fragments(self, filter=None) -> list[Fragment]:
+        """The files that may hold rows matching ``filter``, as fragments (index only)."""
+        keep = self.prune(filter)
+        snap = self._snap
+        paths = snap.paths
+        rows = snap.column_values("num_rows")
+        sizes = snap.column_values("size")
+        blocks = snap.column_values("num_blocks")
+        parts = snap.partition_values()
+        names = snap.partitioning.names
+        return [Fragment(os.path.join(self.root, *paths[i].split("/")), tuple(zip(names, parts[i])), int(rows[i]),
+                         int(sizes[i]), int(blocks[i])) for i in np.flatnonzero(keep)]
+
+    def scan(self, columns: Sequence[str] | None = None, filter=None, *, use_threads: bool = True,
+             verify_checksums: bool = True) -> DatasetScan:
+        """Plan a scan: files are pruned now (from the index), blocks, pages and rows as it runs."""
+        fragments = self.get_fragments(filter)
+        return DatasetScan(self.schema, fragments, columns, filter, partition_names=self.partitioning.names,
+                           files_total=self.num_files, files_pruned=self.num_files - len(fragments),
+                           use_threads=use_threads, verify_checksums=verify_checksums)
+
+    def read(self, columns: Sequence[str] | None = None, filter=None, *, use_threads: bool = True) -> pa.Table:
+        """The selected ``columns`` of the rows matching ``filter``, files in index order."""
+        return self.scan(columns, filter, use_threads=use_threads).read()
+
+    to_table = read
+
+    def iter_batches(self, batch_size: int = 65536, columns: Sequence[str] | None = None,
+                     filter=None) -> Iterator[pa.RecordBatch]:
+        return self.scan(columns, filter, use_threads=False).iter_batches(batch_size)
+
+    def count_rows(self, filter=None) -> int:
+        if filter is None:
+            return self.num_rows
+        return self.scan([], filter).read().num_rows
+
+    # ---------------------------------------------------------------- maintenance
+    def history(self) -> list[dict]:
+        """Commit metadata of every version still present, oldest first."""
+        out = []
+        for v in log.list_versions(self.root):
+            with RcfmtFile(log.version_path(self.root, v)) as f:
+                info = json.loads(f.metadata[INDEX_METADATA_KEY])
+            info.pop("schema", None)
+            out.append(info)
+        return out
+
+    def vacuum(self, retention_seconds: float = 3600.0, *, dry_run: bool = False) -> list[str]:
+        """Remove what no reader can need any more; see :func:`vacuum`."""
+        return vacuum(self.root, retention_seconds, dry_run=dry_run)
+
+
+def _pylist(column) -> list:
+    """Python values; dates/timestamps outside Python's range become numpy datetime64."""
+    try:
+        return column.to_pylist()
+    except (OverflowError, ValueError):
+        t = column.type
+        unit = "D" if pa.types.is_date32(t) else t.unit
+        ints = column.cast(pa.int32() if pa.types.is_date32(t) else pa.int64()).to_pylist()
+        return [None if v is None else np.datetime64(v, unit) for v in ints]
+
+
+def _maybe_text(v):
+    if isinstance(v, bytes):
+        try:
+            return v.decode("utf-8")
+        except UnicodeDecodeError:
+            return v
+    return v
+
+
+def open_dataset(path, *, version: int | None = None) -> Dataset:
+    """Open the dataset at ``path``: a directory with an index (latest version, or
+    ``version``), a plain directory of rcfmt files (Hive partitions inferred, footers
+    read now) or a single rcfmt file."""
+    return Dataset.open(path, version=version)
+
+
+def vacuum(root, retention_seconds: float = 3600.0, *, dry_run: bool = False) -> list[str]:
+    """Delete files of the dataset at ``root`` that no reader can need: index versions
+    older than ``retention_seconds`` (never the latest), data files referenced by no
+    remaining version and older than the retention, staging/tmp leftovers of failed or
+    crashed writers and scan claims of the Spark reader (``_scans``) older than the
+    retention. Returns the paths removed."""
+    root = os.path.abspath(os.fspath(root))
+    versions = log.list_versions(root)
+    if not versions:
+        return []
+    now = time.time()
+    cutoff = now - float(retention_seconds)
+
+    def old(p):
+        try:
+            return os.lstat(p).st_mtime < cutoff
+        except FileNotFoundError:
+            return False
+
+    keep = [v for v in versions if v == versions[-1] or not old(log.version_path(root, v))]
+    referenced = set()
+    for v in keep:
+        referenced.update(read_snapshot(root, v).paths)
+    removed = []
+    for v in versions:
+        if v not in keep:
+            removed.append(log.version_path(root, v))
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if not d.startswith(("_", "."))]
+        rel_dir = os.path.relpath(dirpath, root)
+        for name in filenames:
+            if name.startswith(("_", ".")) or not name.endswith(DATA_SUFFIXES):
+                continue
+            rel = name if rel_dir == "." else f"{rel_dir.replace(os.sep, '/')}/{name}"
+            p = os.path.join(dirpath, name)
+            if rel not in referenced and old(p):
+                removed.append(p)
+    for area in (log.staging_root(root), log.tmp_dir(root), os.path.join(root, log.META_DIR, "_scans")):
+        if os.path.isdir(area):
+            for name in os.listdir(area):
+                p = os.path.join(area, name)
+                if old(p):
+                    removed.append(p)
+    if not dry_run:
+        for p in removed:
+            if os.path.isdir(p):
+                log.remove_tree(p)
+            else:
+                try:
+                    os.unlink(p)
+                except FileNotFoundError:
+                    pass
+    return removed

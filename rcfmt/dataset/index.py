@@ -1,0 +1,311 @@
+"""The table-level column-stats index: one row per data file, stored as an rcfmt file.
+
+Index schema (``c`` ranges over the data columns, ``p`` over the partition columns)::
+
+    path            string   file path relative to the dataset root, '/'-separated
+    size            int64    bytes of the file
+    num_rows        int64
+    num_blocks      int64
+    p.value         typed    the file's partition value (NULL for the default partition)
+    c.min, c.max    typed    file-level bounds of the non-null, non-NaN values; NULL when
+                             unknown or when there is no such value. string/binary
+                             columns store their bounds as ``binary`` (UTF-8 bytes for
+                             strings): a truncated bound may end inside a character.
+    c.null_count    int64
+    c.nan_count     int64    (0 for non-float columns)
+    c.min_exact     bool     the bound is a value of the file (False: truncated bound)
+    c.max_exact     bool
+
+A name ``x.suffix`` cannot collide: suffixes contain no dot and the base columns have no
+dot, so ``name.rsplit('.', 1)`` recovers (column, field); partition columns use the
+suffix ``value``, which is not a stats field.
+
+File-level bounds are built from the footer's block statistics right after the file is
+written (:func:`entry_from_file`), following the rules of :mod:`rcfmt.statistics`:
+the min is the least block min, exact when a block attaining it has an exact min (the
+max likewise); blocks without non-null non-NaN values do not contribute; any
+contributing block without bounds makes the file's bounds unknown; a zero min is
+-0.0, a zero max +0.0. String/binary bounds are then cut to ``truncate`` bytes
+(default 32): a cut min is a prefix, a cut max has its last non-0xFF byte incremented
+(no bound if all are 0xFF), and the exactness flag is cleared.
+"""
+from __future__ import annotations
+
+import decimal
+import json
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+from ..errors import CorruptFileError, SchemaError
+from ..statistics import ColumnStats, StatsArrays, truncate_max, truncate_min
+from ..types import LogicalType, PhysicalKind, logical_type_from_arrow, logical_type_from_json
+from .partitioning import Partitioning
+
+__all__ = [
+    "FileEntry", "entry_from_file", "file_stats", "index_schema", "entries_table", "Snapshot",
+    "schema_to_json", "schema_from_json", "INDEX_METADATA_KEY", "DEFAULT_INDEX_TRUNCATE",
+]
+
+INDEX_METADATA_KEY = "rcfmt.dataset"
+DEFAULT_INDEX_TRUNCATE = 32
+BASE_COLUMNS = ("path", "size", "num_rows", "num_blocks")
+STATS_FIELDS = ("min", "max", "null_count", "nan_count", "min_exact", "max_exact")
+_DEC_CTX = decimal.Context(prec=200)
+
+
+@dataclass
+class FileEntry:
+    """What the index knows about one data file (picklable: it travels in Spark commit
+    messages). ``stats`` maps data column -> file-level :class:`ColumnStats` in the
+    stats domain; ``partition`` holds the typed partition values in partitioning order."""
+
+    path: str
+    size: int
+    num_rows: int
+    num_blocks: int
+    partition: tuple = ()
+    stats: dict = field(default_factory=dict)
+
+
+# ------------------------------------------------------------------ building entries
+def file_stats(sa: StatsArrays, ltype: LogicalType, truncate: int = DEFAULT_INDEX_TRUNCATE) -> ColumnStats:
+    """File-level statistics of a column from its per-block statistics (module doc)."""
+    rows = np.asarray(sa.row_count, np.int64)
+    nulls = np.asarray(sa.null_count, np.int64)
+    nans = np.asarray(sa.nan_count, np.int64)
+    out = ColumnStats(null_count=int(nulls.sum()), nan_count=int(nans.sum()))
+    contributing = (rows - nulls - nans) > 0
+    if not contributing.any() or not np.asarray(sa.has_min_max, bool)[contributing].all():
+        return out
+    idx = np.flatnonzero(contributing)
+    mins, maxs = sa.min[idx], sa.max[idx]
+    min_exact = np.asarray(sa.min_exact, bool)[idx]
+    max_exact = np.asarray(sa.max_exact, bool)[idx]
+    if mins.dtype == object:
+        lo, hi = min(mins), max(maxs)
+        lo_exact = any(e for v, e in zip(mins, min_exact) if v == lo)
+        hi_exact = any(e for v, e in zip(maxs, max_exact) if v == hi)
+    else:
+        lo, hi = mins.min(), maxs.max()
+        lo_exact, hi_exact = bool(min_exact[mins == lo].any()), bool(max_exact[maxs == hi].any())
+        if ltype.is_float:
+            t = mins.dtype.type
+            lo = t(-0.0) if lo == 0 else lo
+            hi = t(0.0) if hi == 0 else hi
+    if ltype.kind == PhysicalKind.VARBINARY:
+        lo, cut_lo = truncate_min(bytes(lo), truncate)
+        hi, cut_hi = truncate_max(bytes(hi), truncate)
+        if hi is None:
+            return out
+        lo_exact, hi_exact = lo_exact and cut_lo, hi_exact and cut_hi
+    out.min, out.max, out.min_exact, out.max_exact = lo, hi, bool(lo_exact), bool(hi_exact)
+    return out
+
+
+def entry_from_file(f, relpath: str, partition: tuple = (), truncate: int = DEFAULT_INDEX_TRUNCATE) -> FileEntry:
+    """The index entry of an open :class:`~rcfmt.file.reader.RcfmtFile` (its footer only)."""
+    stats = {}
+    for c in f.footer.columns:
+        stats[c.name] = file_stats(f.block_stats(c.name), c.type, truncate)
+    return FileEntry(relpath, int(f.size), int(f.num_rows), int(f.num_blocks), tuple(partition), stats)
+
+
+# ------------------------------------------------------------------ schema (de)serialization
+def schema_to_json(schema: pa.Schema) -> list:
+    return [{"name": f.name, **logical_type_from_arrow(f.type).to_json(), "nullable": bool(f.nullable)}
+            for f in schema]
+
+
+def schema_from_json(obj) -> pa.Schema:
+    return pa.schema([pa.field(o["name"], logical_type_from_json(o).to_arrow(), bool(o.get("nullable", True)))
+                      for o in obj])
+
+
+def _bound_type(ltype: LogicalType) -> pa.DataType:
+    if ltype.kind == PhysicalKind.VARBINARY:
+        return pa.binary()
+    return LogicalType(ltype.name, ltype.unit, ltype.tz, ltype.precision, ltype.scale).to_arrow()
+
+
+def index_schema(data_schema: pa.Schema, partitioning: Partitioning) -> pa.Schema:
+    fields = [pa.field("path", pa.string(), False), pa.field("size", pa.int64(), False),
+              pa.field("num_rows", pa.int64(), False), pa.field("num_blocks", pa.int64(), False)]
+    for name, t in zip(partitioning.names, partitioning.types):
+        fields.append(pa.field(f"{name}.value", t, True))
+    for f in data_schema:
+        bt = _bound_type(logical_type_from_arrow(f.type))
+        fields += [pa.field(f"{f.name}.min", bt, True), pa.field(f"{f.name}.max", bt, True),
+                   pa.field(f"{f.name}.null_count", pa.int64(), False),
+                   pa.field(f"{f.name}.nan_count", pa.int64(), False),
+                   pa.field(f"{f.name}.min_exact", pa.bool_(), False),
+                   pa.field(f"{f.name}.max_exact", pa.bool_(), False)]
+    return pa.schema(fields)
+
+
+# ------------------------------------------------------------------ stats domain <-> Arrow
+def domain_to_arrow(values: list, ltype: LogicalType, t: pa.DataType) -> pa.Array:
+    """An Arrow array of type ``t`` from stats-domain values (None = NULL)."""
+    if ltype.name == "date32":
+        return pa.array([None if v is None else int(v) for v in values], pa.int32()).view(t)
+    if ltype.name == "timestamp":
+        return pa.array([None if v is None else int(v) for v in values], pa.int64()).view(t)
+    if ltype.name == "decimal128":
+        return pa.array([None if v is None else decimal.Decimal(int(v)).scaleb(-ltype.scale, _DEC_CTX)
+                         for v in values], t)
+    if ltype.kind == PhysicalKind.VARBINARY:
+        return pa.array([None if v is None else bytes(v) for v in values], t)
+    return pa.array([None if v is None else v.item() if isinstance(v, np.generic) else v for v in values], t)
+
+
+def arrow_to_domain(arr, ltype: LogicalType) -> np.ndarray:
+    """Stats-domain values of an index column (entries under NULL unspecified)."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
+    n = len(arr)
+    if ltype.kind == PhysicalKind.VARBINARY:
+        out = np.empty(n, dtype=object)
+        out[:] = arr.to_pylist()
+        return out
+    if ltype.name == "decimal128":
+        out = np.empty(n, dtype=object)
+        if n:
+            raw = np.frombuffer(arr.buffers()[1], dtype=np.uint8, count=16 * (arr.offset + n))[16 * arr.offset:]
+            raw = raw.reshape(n, 16)
+            out[:] = [int.from_bytes(raw[i].tobytes(), "little", signed=True) for i in range(n)]
+        return out
+    if ltype.name == "date32":
+        arr = arr.cast(pa.int32())
+    elif ltype.name == "timestamp":
+        arr = arr.cast(pa.int64())
+    zero = False if ltype.name == "bool" else 0
+    return np.asarray(arr.fill_null(zero).to_numpy(zero_copy_only=False), dtype=ltype.numpy_dtype)
+
+
+def _valid(arr) -> np.ndarray:
+    if arr.null_count == 0:
+        return np.ones(len(arr), bool)
+    return np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), bool)
+
+
+def entries_table(entries: list[FileEntry], data_schema: pa.Schema, partitioning: Partitioning) -> pa.Table:
+    """The index rows of ``entries`` (schema :func:`index_schema`)."""
+    schema = index_schema(data_schema, partitioning)
+    cols: dict[str, pa.Array] = {
+        "path": pa.array([e.path for e in entries], pa.string()),
+        "size": pa.array([e.size for e in entries], pa.int64()),
+        "num_rows": pa.array([e.num_rows for e in entries], pa.int64()),
+        "num_blocks": pa.array([e.num_blocks for e in entries], pa.int64()),
+    }
+    for i, (name, t) in enumerate(zip(partitioning.names, partitioning.types)):
+        cols[f"{name}.value"] = pa.array([e.partition[i] for e in entries], t)
+    for f in data_schema:
+        lt = logical_type_from_arrow(f.type)
+        bt = schema.field(f"{f.name}.min").type
+        stats = []
+        for e in entries:
+            s = e.stats.get(f.name)
+            if s is None:
+                raise SchemaError(f"file {e.path!r} has no statistics for column {f.name!r}")
+            stats.append(s)
+        has = [s.has_min_max for s in stats]
+        cols[f"{f.name}.min"] = domain_to_arrow([s.min if h else None for s, h in zip(stats, has)], lt, bt)
+        cols[f"{f.name}.max"] = domain_to_arrow([s.max if h else None for s, h in zip(stats, has)], lt, bt)
+        cols[f"{f.name}.null_count"] = pa.array([s.null_count for s in stats], pa.int64())
+        cols[f"{f.name}.nan_count"] = pa.array([s.nan_count for s in stats], pa.int64())
+        cols[f"{f.name}.min_exact"] = pa.array([bool(h and s.min_exact) for s, h in zip(stats, has)], pa.bool_())
+        cols[f"{f.name}.max_exact"] = pa.array([bool(h and s.max_exact) for s, h in zip(stats, has)], pa.bool_())
+    return pa.Table.from_arrays([cols[n] for n in schema.names], schema=schema)
+
+
+# ------------------------------------------------------------------ a loaded index
+class Snapshot:
+    """One version of a dataset: its schema, partitioning and file list.
+
+    ``table`` holds the base and partition columns of the index (loaded at once); stats
+    columns are loaded on demand by :meth:`load_stats` (only those a filter needs).
+    ``version`` is None for a directory without index, whose entries were built from
+    footers at discovery time (then ``table`` holds every column).
+    """
+
+    def __init__(self, root: str, data_schema: pa.Schema, partitioning: Partitioning, table: pa.Table,
+                 info: dict | None = None, version: int | None = None, index_path: str | None = None):
+        self.root = root
+        self.data_schema = data_schema
+        self.partitioning = partitioning
+        self.table = table
+        self.info = info or {}
+        self.version = version
+        self.index_path = index_path
+        self.schema = pa.schema(list(data_schema) + partitioning.fields)
+        self._ltypes = {f.name: logical_type_from_arrow(f.type) for f in self.schema}
+
+    # ---- files
+    def __len__(self) -> int:
+        return self.table.num_rows
+
+    @property
+    def paths(self) -> list[str]:
+        return self.table.column("path").to_pylist()
+
+    def column_values(self, name: str) -> np.ndarray:
+        return self.table.column(name).to_numpy()
+
+    def partition_values(self) -> list[tuple]:
+        cols = [self.table.column(f"{n}.value").to_pylist() for n in self.partitioning.names]
+        return list(zip(*cols)) if cols else [() for _ in range(len(self))]
+
+    # ---- stats
+    def load_stats(self, columns) -> None:
+        """Make sure the stats columns of the data ``columns`` are in ``table``."""
+        want = [f"{c}.{s}" for c in columns if self.data_schema.get_field_index(c) >= 0 for s in STATS_FIELDS]
+        missing = [n for n in want if self.table.schema.get_field_index(n) < 0]
+        if not missing:
+            return
+        from ..file.reader import RcfmtFile
+
+        with RcfmtFile(self.index_path) as f:
+            extra = f.read(columns=missing)
+        if extra.num_rows != self.table.num_rows:
+            raise CorruptFileError("index columns disagree in length", path=self.index_path)
+        for name in missing:
+            self.table = self.table.append_column(extra.schema.field(name), extra.column(name))
+
+    def stats_arrays(self, name: str) -> StatsArrays:
+        """Statistics of column ``name`` with one unit per file (partition columns too)."""
+        lt = self._ltypes[name]
+        rows = self.column_values("num_rows").astype(np.int64)
+        n = len(rows)
+        if name in self.partitioning.names:
+            arr = self.table.column(f"{name}.value")
+            arr = arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
+            valid = _valid(arr)
+            if lt.kind == PhysicalKind.VARBINARY:  # string partition values: UTF-8 bytes
+                values = np.empty(n, dtype=object)
+                values[:] = [None if v is None else v.encode("utf-8") for v in arr.to_pylist()]
+            else:
+                values = arrow_to_domain(arr, lt)
+            return StatsArrays(row_count=rows, null_count=np.where(valid, 0, rows).astype(np.int64),
+                               nan_count=np.zeros(n, np.int64), has_min_max=valid.copy(), min=values, max=values,
+                               min_exact=valid.copy(), max_exact=valid.copy())
+        self.load_stats([name])
+        t = self.table
+        lo_arr, hi_arr = t.column(f"{name}.min"), t.column(f"{name}.max")
+        lo_arr = lo_arr.combine_chunks() if isinstance(lo_arr, pa.ChunkedArray) else lo_arr
+        hi_arr = hi_arr.combine_chunks() if isinstance(hi_arr, pa.ChunkedArray) else hi_arr
+        has = _valid(lo_arr) & _valid(hi_arr)
+        return StatsArrays(
+            row_count=rows,
+            null_count=self.column_values(f"{name}.null_count").astype(np.int64),
+            nan_count=self.column_values(f"{name}.nan_count").astype(np.int64),
+            has_min_max=has,
+            min=arrow_to_domain(lo_arr, lt),
+            max=arrow_to_domain(hi_arr, lt),
+            min_exact=has & np.asarray(self.column_values(f"{name}.min_exact"), bool),
+            max_exact=has & np.asarray(self.column_values(f"{name}.max_exact"), bool),
+        )
+
+
+def dumps_info(info: dict) -> str:
+    return json.dumps(info, sort_keys=True, separators=(",", ":"))

@@ -1,0 +1,526 @@
+"""Writing datasets: :func:`write_dataset`, the :class:`FileSetWriter` that cuts rows into
+partitioned data files in a staging directory, and :func:`commit` (the protocol is
+described in :mod:`rcfmt.dataset.log`).
+
+The Spark data source uses the same pieces: each task runs a :class:`FileSetWriter`
+into its own staging directory and returns the :class:`~rcfmt.dataset.index.FileEntry`
+of its files; the driver calls :func:`commit` with all of them.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import uuid
+import warnings
+from dataclasses import dataclass
+from typing import Iterable
+
+import numpy as np
+import pyarrow as pa
+
+from ..errors import CommitConflictError, InvalidOptionError, RcfmtError, SchemaError
+from ..file.reader import RcfmtFile
+from ..file.writer import Writer, WriteOptions, as_table, storage_schema
+from ..types import logical_type_from_arrow
+from . import log
+from .index import (DEFAULT_INDEX_TRUNCATE, INDEX_METADATA_KEY, FileEntry, dumps_info, entries_table,
+                    entry_from_file, index_schema, schema_to_json)
+from .partitioning import Partitioning
+
+__all__ = ["write_dataset", "begin_write", "WritePlan", "FileSetWriter", "Clustering", "commit", "apply_clustering",
+           "DEFAULT_TARGET_FILE_ROWS"]
+
+DEFAULT_TARGET_FILE_ROWS = 1 << 22
+INDEX_BLOCK_ROWS = 8192
+MAX_COMMIT_ATTEMPTS = 1000
+DATA_SUFFIXES = (".rcfmt", ".rcf")
+
+
+# ------------------------------------------------------------------ clustering hook
+@dataclass(frozen=True)
+class Clustering:
+    """Clustering requested for the files of a write: ``columns`` and ``curve``.
+
+    ``curve``: "sort" (lexicographic), "zorder" or "hilbert", computed by
+    :mod:`rcfmt.layout` (see :func:`apply_clustering`). Clustering applies within each
+    written file (per Spark task and partition); for a global order, sort or
+    range-partition before writing."""
+
+    columns: tuple
+    curve: str = "zorder"
+
+    CURVES = ("sort", "zorder", "hilbert")
+
+    def __post_init__(self):
+        if not self.columns or not all(isinstance(c, str) and c for c in self.columns):
+            raise InvalidOptionError(f"clustering columns must be a non-empty list of names, got {self.columns!r}")
+        if self.curve not in self.CURVES:
+            raise InvalidOptionError(f"curve must be one of {self.CURVES}, got {self.curve!r}")
+
+    def to_json(self, applied: bool) -> dict:
+        return {"columns": list(self.columns), "curve": self.curve, "applied": applied}
+
+
+def apply_clustering(table: pa.Table, clustering: Clustering) -> tuple[pa.Table, bool]:
+    """Reorder the rows of one file's ``table``; returns ``(table, applied)``.
+
+    The hook to the clustering layer: ``rcfmt.layout.cluster(table, columns,
+    curve=...)`` (rank-mapped Z-order / Hilbert keys, or an exact sort). Without that
+    module, "sort" falls back to a stable pyarrow sort (nulls last) and the curves are
+    recorded but not applied (a warning says so)."""
+    try:
+        from ..layout import cluster
+    except ImportError:
+        if clustering.curve == "sort":
+            return table.sort_by([(c, "ascending") for c in clustering.columns]), True
+        warnings.warn(f"clustering curve {clustering.curve!r} is recorded but not applied: "
+                      "rcfmt.layout is not available", stacklevel=3)
+        return table, False
+    return cluster(table, list(clustering.columns), curve=clustering.curve), True
+
+
+# ------------------------------------------------------------------ schemas
+def same_types(a: pa.Schema, b: pa.Schema) -> bool:
+    """Same names and logical types (offset width of strings/binary and nullability aside)."""
+    if a.names != b.names:
+        return False
+    for fa, fb in zip(a, b):
+        la, lb = logical_type_from_arrow(fa.type), logical_type_from_arrow(fb.type)
+        if (la.name, la.unit, la.tz, la.precision, la.scale) != (lb.name, lb.unit, lb.tz, lb.precision, lb.scale):
+            return False
+    return True
+
+
+def merge_nullability(a: pa.Schema, b: pa.Schema) -> pa.Schema:
+    return pa.schema([fa.with_nullable(fa.nullable or fb.nullable) for fa, fb in zip(a, b)])
+
+
+def split_schema(schema: pa.Schema, partitioning: Partitioning) -> pa.Schema:
+    """The data columns: ``schema`` without the partition columns."""
+    return pa.schema([f for f in schema if f.name not in partitioning.names])
+
+
+# ------------------------------------------------------------------ splitting rows by partition
+def split_by_partition(table: pa.Table, partitioning: Partitioning) -> list[tuple[tuple, pa.Table]]:
+    """``[(partition values, rows without the partition columns), ...]``, in order of
+    first appearance of each partition."""
+    data_names = [n for n in table.schema.names if n not in partitioning.names]
+    if not partitioning:
+        return [((), table)]
+    n = table.num_rows
+    key = np.zeros(n, np.int64)
+    dictionaries = []
+    radix = 1
+    for name in partitioning.names:
+        column = table.column(name)
+        if pa.types.is_dictionary(column.type):
+            column = column.cast(column.type.value_type)
+        enc = column.combine_chunks().dictionary_encode(null_encoding="encode")
+        codes = np.asarray(enc.indices.to_numpy(zero_copy_only=False), np.int64)
+        dictionaries.append(enc.dictionary.to_pylist())
+        key += codes * radix
+        radix *= max(1, len(enc.dictionary))
+        if radix >= 2**62:
+            raise InvalidOptionError("too many distinct partition value combinations")
+    order = np.argsort(key, kind="stable")
+    sorted_key = key[order]
+    starts = np.flatnonzero(np.concatenate(([True], sorted_key[1:] != sorted_key[:-1]))) if n else np.empty(0, int)
+    groups = []
+    data = table.select(data_names)
+    for s, e in zip(starts, list(starts[1:]) + [n]):
+        idx = order[s:e]
+        k = int(sorted_key[s])
+        values = []
+        for d in dictionaries:
+            size = max(1, len(d))
+            values.append(d[k % size])
+            k //= size
+        groups.append((int(idx[0]), tuple(values), data.take(pa.array(idx))))
+    groups.sort(key=lambda g: g[0])
+    return [(_normalize_partition(v, partitioning), t) for _, v, t in groups]
+
+
+def _normalize_partition(values: tuple, partitioning: Partitioning) -> tuple:
+    out = []
+    for v, t in zip(values, partitioning.types):
+        if isinstance(v, str) and v == "":
+            v = None  # Hive: '' is the default partition (read back as NULL)
+        if isinstance(v, _dt.datetime):
+            v = v.date()
+        out.append(v)
+    return tuple(out)
+
+
+# ------------------------------------------------------------------ writing files
+class _OpenFile:
+    def __init__(self, relpath: str, staged: str):
+        self.relpath = relpath
+        self.staged = staged
+        self.rows = 0
+        self.writer: Writer | None = None
+        self.buffer: list[pa.Table] = []
+
+
+class FileSetWriter:
+    """Writes rows into rcfmt data files under ``staging_dir`` (mirroring their final
+    relative paths), one set of files per partition, each at most ``target_file_rows``
+    rows. :meth:`close` returns ``[(FileEntry, staged path), ...]``; each entry is built
+    from the file's footer right after it was written.
+
+    ``schema`` is the full input schema (partition columns included); batches passed to
+    :meth:`write` must have its column names; their types are cast to it when they
+    differ only in offset width or time zone representation.
+    """
+
+    def __init__(self, staging_dir: str, schema: pa.Schema, partitioning: Partitioning, *, prefix: str,
+                 target_file_rows: int = DEFAULT_TARGET_FILE_ROWS, write_options: dict | None = None,
+                 clustering: Clustering | None = None, truncate: int = DEFAULT_INDEX_TRUNCATE):
+        self.staging_dir = staging_dir
+        self.schema = schema
+        self.partitioning = partitioning
+        self.data_schema = split_schema(schema, partitioning)
+        self.prefix = prefix
+        self.target_file_rows = _positive("target_file_rows", target_file_rows)
+        self.write_options = dict(write_options or {})
+        self.clustering = clustering
+        self.clustering_applied = clustering is not None
+        self.truncate = truncate
+        self._open: dict[tuple, _OpenFile] = {}
+        self._seq = 0
+        self.files: list[tuple[FileEntry, str]] = []
+        if clustering is not None:
+            for c in clustering.columns:
+                if c not in self.data_schema.names:
+                    raise SchemaError(f"clustering column {c!r} is not a data column; data columns: "
+                                      f"{self.data_schema.names}")
+
+    def write(self, data) -> None:
+        table = as_table(data)
+        if table.schema.names != self.schema.names:
+            raise SchemaError(f"columns {table.schema.names} differ from the dataset's {self.schema.names}")
+        if not table.schema.equals(self.schema):
+            try:
+                table = table.cast(self.schema)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError) as exc:
+                raise SchemaError(f"data does not fit the dataset schema: {exc}") from None
+        if table.num_rows == 0:
+            return
+        for key, part in split_by_partition(table, self.partitioning):
+            self._append(key, part)
+
+    def _append(self, key: tuple, table: pa.Table) -> None:
+        while table.num_rows:
+            f = self._open.get(key) or self._new_file(key)
+            room = self.target_file_rows - f.rows
+            piece, table = table.slice(0, room), table.slice(room)
+            if self.clustering is not None:
+                f.buffer.append(piece)
+            else:
+                f.writer.write(piece)
+            f.rows += piece.num_rows
+            if f.rows >= self.target_file_rows:
+                self._finish(key)
+
+    def _new_file(self, key: tuple) -> _OpenFile:
+        directory = self.partitioning.directory(key)
+        name = f"part-{self.prefix}-{self._seq:05d}.rcfmt"
+        self._seq += 1
+        relpath = f"{directory}/{name}" if directory else name
+        staged = os.path.join(self.staging_dir, *relpath.split("/"))
+        os.makedirs(os.path.dirname(staged), exist_ok=True)
+        f = _OpenFile(relpath, staged)
+        if self.clustering is None:
+            f.writer = Writer(staged, self.data_schema, **self.write_options)
+        self._open[key] = f
+        return f
+
+    def _finish(self, key: tuple) -> None:
+        f = self._open.pop(key)
+        if self.clustering is not None:
+            table = pa.concat_tables(f.buffer)
+            f.buffer = []
+            table, applied = apply_clustering(table, self.clustering)
+            self.clustering_applied &= applied
+            w = Writer(f.staged, self.data_schema, **self.write_options)
+            try:
+                w.write(table)
+            except BaseException:
+                w.abort()
+                raise
+            f.writer = w
+        f.writer.close()
+        with RcfmtFile(f.staged) as rf:
+            entry = entry_from_file(rf, f.relpath, key, self.truncate)
+        self.files.append((entry, f.staged))
+
+    def close(self) -> list[tuple[FileEntry, str]]:
+        for key in list(self._open):
+            self._finish(key)
+        return self.files
+
+    def abort(self) -> None:
+        for f in self._open.values():
+            if f.writer is not None:
+                try:
+                    f.writer.abort()
+                except Exception:
+                    pass
+        self._open.clear()
+        for _, staged in self.files:
+            try:
+                os.unlink(staged)
+            except FileNotFoundError:
+                pass
+        self.files = []
+
+
+def _positive(name, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise InvalidOptionError(f"{name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+# ------------------------------------------------------------------ commit
+def write_index_file(root: str, table: pa.Table, info: dict, name: str) -> str:
+    """Write a complete index to ``_rcfmt/_tmp/<name>.rcfmt`` (fsync'd); return its path."""
+    from ..file.writer import write_table
+
+    d = log.tmp_dir(root)
+    os.makedirs(d, exist_ok=True)
+    path = os.path.join(d, f"{name}.rcfmt")
+    write_table(table, path, metadata={INDEX_METADATA_KEY: dumps_info(info)}, block_rows=INDEX_BLOCK_ROWS)
+    return path
+
+
+def publish_files(root: str, staged: list[tuple[str, str]]) -> list[str]:
+    """Rename staged data files (``(staged path, relpath)``) to their final place."""
+    published = []
+    try:
+        dirs = set()
+        for src, rel in staged:
+            dst = os.path.join(root, *rel.split("/"))
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            if os.path.exists(dst):
+                raise RcfmtError(f"data file {dst!r} already exists")
+            os.rename(src, dst)
+            published.append(dst)
+            os.utime(dst)  # vacuum's retention counts from publication, not from the write
+            dirs.add(os.path.dirname(dst))
+        for d in dirs:
+            log.fsync_dir(d)
+    except BaseException:
+        remove_files(published)
+        raise
+    return published
+
+
+def remove_files(paths) -> None:
+    for p in paths:
+        try:
+            os.unlink(p)
+        except FileNotFoundError:
+            pass
+
+
+def commit(root: str, entries: list[FileEntry], *, mode: str, read_version: int, data_schema: pa.Schema,
+           partitioning: Partitioning, txn_id: str, staged: list[tuple[str, str]] = (),
+           clustering: dict | None = None, base_table_unindexed: pa.Table | None = None,
+           operation_info: dict | None = None) -> int:
+    """Publish ``staged`` data files and commit ``entries`` as a new version; return it.
+
+    ``mode`` "append" rebases onto concurrent commits; "overwrite" raises
+    :class:`CommitConflictError` if the latest version is no longer ``read_version``.
+    On any failure the published files are removed again and nothing is visible.
+    ``base_table_unindexed``: index rows of the files of a plain directory that this
+    first commit adopts (append to a directory without index)."""
+    from .dataset import read_snapshot
+
+    if mode not in ("append", "overwrite"):
+        raise InvalidOptionError(f"mode must be 'append' or 'overwrite', got {mode!r}")
+    published = publish_files(root, list(staged))
+    try:
+        new_rows = entries_table(entries, data_schema, partitioning)
+        schema_json = schema_to_json(data_schema)
+        attempt = 0
+        while True:
+            base = log.latest_version(root)
+            schema = data_schema
+            removed = 0
+            if mode == "overwrite":
+                if base != read_version:
+                    raise CommitConflictError(
+                        f"overwrite of {root!r} based on version {read_version} conflicts with version {base} "
+                        "committed meanwhile; nothing was written")
+                if base:
+                    removed = len(read_snapshot(root, base, columns=[]))
+                table = new_rows
+            else:
+                if base == 0:
+                    prev = base_table_unindexed
+                else:
+                    snap = read_snapshot(root, base, columns=None)
+                    if (not same_types(snap.data_schema, data_schema) or snap.partitioning != partitioning):
+                        raise CommitConflictError(
+                            f"append to {root!r} conflicts with version {base}, which changed the schema or "
+                            "partitioning; nothing was written")
+                    schema = merge_nullability(snap.data_schema, data_schema)
+                    prev = snap.table
+                if prev is not None and prev.num_rows:
+                    ischema = index_schema(data_schema, partitioning)
+                    prev = pa.Table.from_arrays([prev.column(n) for n in ischema.names], schema=ischema)
+                    table = pa.concat_tables([prev, new_rows])
+                else:
+                    table = new_rows
+                schema_json = schema_to_json(schema)
+            info = {
+                "format": "rcfmt-dataset", "format_version": 1,
+                "version": base + 1, "parent_version": base, "operation": mode, "transaction": txn_id,
+                "timestamp": _dt.datetime.now(_dt.timezone.utc).isoformat(),
+                "schema": schema_json, "partitioning": partitioning.to_json(), "clustering": clustering,
+                "num_files": table.num_rows, "num_rows": int(np.asarray(table.column("num_rows").to_numpy()).sum())
+                if table.num_rows else 0,
+                "added_files": len(entries), "removed_files": removed,
+                **(operation_info or {}),
+            }
+            tmp = write_index_file(root, table, info, f"{txn_id}-{attempt}")
+            if log.publish_version(root, base + 1, tmp):
+                return base + 1
+            if mode == "overwrite":
+                raise CommitConflictError(
+                    f"overwrite of {root!r} lost the race for version {base + 1} against a concurrent commit; "
+                    "nothing was written")
+            attempt += 1
+            if attempt >= MAX_COMMIT_ATTEMPTS:
+                raise CommitConflictError(f"append to {root!r} gave up after {attempt} attempts")
+            log.backoff(attempt)
+    except BaseException:
+        remove_files(published)
+        raise
+
+
+# ------------------------------------------------------------------ write_dataset
+def _batches_and_schema(data):
+    """(schema, iterator of tables) for any accepted input."""
+    if isinstance(data, pa.RecordBatchReader):
+        return data.schema, (pa.Table.from_batches([b]) for b in data)
+    if isinstance(data, (pa.Table, pa.RecordBatch, dict)) or type(data).__name__ == "DataFrame":
+        table = as_table(data)
+        return table.schema, iter([table])
+    if isinstance(data, Iterable) and not isinstance(data, (str, bytes)):
+        it = iter(data)
+        try:
+            first = as_table(next(it))
+        except StopIteration:
+            raise SchemaError("write_dataset got an empty iterable: no schema to write") from None
+
+        def chain():
+            yield first
+            for item in it:
+                yield as_table(item)
+        return first.schema, chain()
+    return as_table(data).schema, iter([as_table(data)])
+
+
+@dataclass
+class WritePlan:
+    """What a write to a dataset commits against, checked before any file is written:
+    the base version (``read_version``), the full input ``schema`` (as the dataset
+    stores it), its ``data_schema`` (without partition columns) and ``partitioning``,
+    and ``adopt`` (index rows of the files of a directory without index, which a first
+    append keeps)."""
+
+    root: str
+    mode: str
+    read_version: int
+    schema: pa.Schema
+    data_schema: pa.Schema
+    partitioning: Partitioning
+    adopt: pa.Table | None = None
+
+
+def begin_write(path, schema: pa.Schema, *, partition_by=None, mode: str = "append") -> WritePlan:
+    """Check a write of data with ``schema`` to the dataset at ``path`` (created if
+    missing) and return its :class:`WritePlan`. Raises SchemaError when an append does
+    not fit the dataset (columns, types or partitioning)."""
+    from .dataset import load_base
+
+    if mode not in ("append", "overwrite"):
+        raise InvalidOptionError(f"mode must be 'append' or 'overwrite', got {mode!r}")
+    root = os.path.abspath(os.fspath(path))
+    if os.path.isfile(root):
+        raise InvalidOptionError(f"{root!r} is a file; a dataset is a directory")
+    schema, _ = storage_schema(schema)
+    schema = pa.schema([f.remove_metadata() for f in schema])
+    if isinstance(partition_by, str):
+        partition_by = [partition_by]
+    base_version, base_snap, unindexed = load_base(root)
+    if partition_by is None and mode == "append" and base_snap is not None:
+        partition_by = list(base_snap.partitioning.names)
+    partitioning = Partitioning.from_schema(schema, partition_by)
+    data_schema = split_schema(schema, partitioning)
+    if mode == "append" and base_snap is not None and (len(base_snap) or base_snap.data_schema.names):
+        if not same_types(base_snap.data_schema, data_schema):
+            raise SchemaError(f"cannot append: the data columns {data_schema} differ from the dataset's "
+                              f"{base_snap.data_schema}")
+        if base_snap.partitioning != partitioning:
+            raise SchemaError(f"cannot append: partitioning {list(partitioning.names)} "
+                              f"({[str(t) for t in partitioning.types]}) differs from the dataset's "
+                              f"{list(base_snap.partitioning.names)}")
+        cast = {f.name: f.type for f in base_snap.data_schema}  # keep string vs large_string as stored
+        schema = pa.schema([f.with_type(cast.get(f.name, f.type)) for f in schema])
+        data_schema = split_schema(schema, partitioning)
+    os.makedirs(log.staging_root(root), exist_ok=True)
+    return WritePlan(root, mode, base_version, schema, data_schema, partitioning,
+                     unindexed if mode == "append" else None)
+
+
+def write_dataset(data, path, *, partition_by=None, mode: str = "append",
+                  target_file_rows: int = DEFAULT_TARGET_FILE_ROWS, cluster_by=None, curve: str = "zorder",
+                  stats_truncate: int | None = None, **write_options):
+    """Write ``data`` as data files of the dataset at ``path`` and commit them atomically.
+
+    ``data``: a pyarrow Table/RecordBatch, pandas DataFrame, dict of arrays, a
+    RecordBatchReader or an iterable of batches/tables (streamed, one block per open
+    file in memory). ``partition_by``: Hive-style partition columns (default for an
+    append: the dataset's). ``mode``: "append" (rebases onto concurrent commits) or
+    "overwrite" (replaces every file; :class:`CommitConflictError` if another commit
+    happened since this write started). ``target_file_rows``: rows per file at most.
+    ``cluster_by``/``curve``: per-file clustering (see :class:`Clustering`).
+    ``write_options``: options of :class:`rcfmt.Writer` (``block_rows``,
+    ``compression``, ...); ``stats_truncate`` also bounds string stats in the index.
+
+    Returns the :class:`~rcfmt.dataset.Dataset` at the committed version.
+    """
+    from .dataset import Dataset
+
+    schema, tables = _batches_and_schema(data)
+    plan = begin_write(path, schema, partition_by=partition_by, mode=mode)
+    truncate = DEFAULT_INDEX_TRUNCATE if stats_truncate is None else stats_truncate
+    if stats_truncate is not None:
+        write_options["stats_truncate"] = stats_truncate
+    WriteOptions.create(plan.data_schema, **write_options)  # bad options raise before anything is written
+    clustering = None
+    if cluster_by is not None:
+        clustering = Clustering(tuple([cluster_by] if isinstance(cluster_by, str) else cluster_by), curve)
+    txn = uuid.uuid4().hex
+    staging = os.path.join(log.staging_root(plan.root), txn)
+    os.makedirs(staging)
+    writer = FileSetWriter(staging, plan.schema, plan.partitioning, prefix=txn[:16],
+                           target_file_rows=target_file_rows, write_options=write_options, clustering=clustering,
+                           truncate=truncate)
+    try:
+        try:
+            for table in tables:
+                writer.write(table)
+            files = writer.close()
+        except BaseException:
+            writer.abort()
+            raise
+        version = commit(plan.root, [e for e, _ in files], mode=plan.mode, read_version=plan.read_version,
+                         data_schema=plan.data_schema, partitioning=plan.partitioning, txn_id=txn,
+                         staged=[(p, e.path) for e, p in files],
+                         clustering=None if clustering is None else clustering.to_json(writer.clustering_applied),
+                         base_table_unindexed=plan.adopt)
+    finally:
+        log.remove_tree(staging)
+    return Dataset.open(plan.root, version=version)

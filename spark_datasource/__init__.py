@@ -1,0 +1,25 @@
+"""PySpark data source for rcfmt, built on rcfmt's public API.
+
+``spark.read.format("rcfmt").load(path)`` works without any call once this package is
+installed (Spark discovers the top-level module ``pyspark_rcfmt``, which exposes
+:class:`DefaultSource`). :func:`register` registers the source explicitly and enables
+filter pushdown (``spark.sql.python.filterPushdown.enabled``). Options: README.md.
+
+Only ``pyspark.sql.datasource`` is imported here; rcfmt and pyarrow are imported when
+the source is used, so a broken install cannot break Spark's discovery of other
+``pyspark_*`` sources.
+"""
+from .source import RcfmtDataSource, pushdown_planning, register
+
+DefaultSource = RcfmtDataSource
+
+
+def read_scan_stats(stats_dir):
+    """Scan statistics of queries run with ``.option("statsDir", stats_dir)``
+    (see :func:`spark_datasource.reader.read_scan_stats`)."""
+    from .reader import read_scan_stats as _read
+
+    return _read(stats_dir)
+
+
+__all__ = ["RcfmtDataSource", "DefaultSource", "register", "read_scan_stats", "pushdown_planning"]

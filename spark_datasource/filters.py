@@ -1,0 +1,153 @@
+"""Spark filters -> rcfmt expressions, only where rcfmt's answer equals Spark's.
+
+A pushed filter disappears from Spark's plan, so a translation must give the same
+TRUE / FALSE / NULL as Spark for every row (``Not`` needs FALSE and NULL apart, not just
+the TRUE rows). Differences between the two semantics and how they are bridged:
+
+- Floats: Spark treats NaN as equal to NaN and greater than every other value; rcfmt
+  follows IEEE (NaN compares FALSE). So, for float columns: ``x = NaN`` ->
+  ``is_nan(x) | (x == NaN)``, ``x > v`` -> ``(x > v) | is_nan(x)`` (``>=`` likewise),
+  ``x < NaN`` -> ``(x != NaN) & ~is_nan(x)``, ``x <= NaN`` -> ``x != NaN``, ``NaN`` in an
+  IN list -> ``... | is_nan(x)``. ``x == NaN`` / ``x != NaN`` are rcfmt's "FALSE / TRUE
+  unless NULL" terms; -0.0 equals 0.0 on both sides.
+- ``<=>`` (EqualNullSafe) is never NULL: ``(x == v) & is_valid(x)``; ``x <=> NULL`` is
+  ``is_null(x)``.
+- Nanosecond timestamps are floored to microseconds for Spark, so comparisons become
+  ranges over the nanosecond values (``x = t`` -> ``t <= x < t + 1us`` ...).
+- ``StringEndsWith`` and ``StringContains`` (and filters on nested fields) are not
+  pushed: rcfmt cannot evaluate them; Spark does.
+
+Anything that does not bind to the column's type is not pushed either.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import math
+
+import pyarrow as pa
+from pyspark.sql import datasource as D
+
+from rcfmt.errors import RcfmtError
+from rcfmt.scan.expr import And, Not, Or, bind, col
+
+__all__ = ["translate", "translate_all"]
+
+_US = _dt.timedelta(microseconds=1)
+
+
+def _is_nan(v) -> bool:
+    return isinstance(v, float) and math.isnan(v)
+
+
+def _float_cmp(name: str, op: str, v):
+    c = col(name)
+    if _is_nan(v):
+        never = c == math.nan  # FALSE for every value, NULL for NULL
+        always = c != math.nan  # TRUE for every value, NULL for NULL
+        return {"==": c.is_nan() | never, ">": never, ">=": c.is_nan() | never,
+                "<": always & ~c.is_nan(), "<=": always}[op]
+    plain = {"==": c == v, ">": c > v, ">=": c >= v, "<": c < v, "<=": c <= v}[op]
+    return plain | c.is_nan() if op in (">", ">=") else plain
+
+
+def _ns_range(name: str, op: str, v):
+    """Comparison of floor(x / 1000) (the microseconds Spark sees) with ``v``."""
+    if not isinstance(v, _dt.datetime):
+        return None
+    c = col(name)
+    try:
+        nxt = v + _US
+    except OverflowError:
+        return None
+    return {"==": (c >= v) & (c < nxt), ">": c >= nxt, ">=": c >= v, "<": c < v, "<=": c < nxt}[op]
+
+
+def _cmp(name: str, t: pa.DataType, op: str, v):
+    if v is None:
+        return None
+    if pa.types.is_floating(t):
+        return _float_cmp(name, op, v)
+    if pa.types.is_timestamp(t) and t.unit == "ns":
+        return _ns_range(name, op, v)
+    c = col(name)
+    return {"==": c == v, ">": c > v, ">=": c >= v, "<": c < v, "<=": c <= v}[op]
+
+
+_OPS = {D.EqualTo: "==", D.GreaterThan: ">", D.GreaterThanOrEqual: ">=", D.LessThan: "<", D.LessThanOrEqual: "<="}
+
+
+def _translate(f, types: dict, names: dict):
+    if isinstance(f, D.Not):
+        child = _translate(f.child, types, names)
+        return None if child is None else Not(child)
+    attr = getattr(f, "attribute", None)
+    if not isinstance(attr, tuple) or len(attr) != 1 or attr[0] not in names:
+        return None
+    name = names[attr[0]]
+    t = types[name]
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    c = col(name)
+    if type(f) in _OPS:
+        return _cmp(name, t, _OPS[type(f)], f.value)
+    if isinstance(f, D.EqualNullSafe):
+        v = f.value
+        if v is None:
+            return c.is_null()
+        if pa.types.is_floating(t) and _is_nan(v):
+            return c.is_nan()
+        eq = _cmp(name, t, "==", v)
+        return None if eq is None else eq & c.is_valid()
+    if isinstance(f, D.In):
+        values = list(f.value)
+        if pa.types.is_timestamp(t) and t.unit == "ns":
+            parts = [_ns_range(name, "==", v) for v in values if v is not None]
+            if any(p is None for p in parts):
+                return None
+            if any(v is None for v in values):
+                parts.append(c.isin([None]))  # a miss is NULL when the list holds NULL
+            if not parts:
+                return c.isin([])
+            return Or.of(*parts)
+        if pa.types.is_floating(t) and any(_is_nan(v) for v in values):
+            return c.isin([v for v in values if not _is_nan(v)]) | c.is_nan()
+        return c.isin(values)
+    if isinstance(f, D.IsNull):
+        return c.is_null()
+    if isinstance(f, D.IsNotNull):
+        return c.is_valid()
+    if isinstance(f, D.StringStartsWith):
+        if (pa.types.is_string(t) or pa.types.is_large_string(t)) and isinstance(f.value, str):
+            return c.startswith(f.value)
+        return None
+    return None  # StringEndsWith, StringContains, anything new
+
+
+def translate(f, schema: pa.Schema, names: dict | None = None):
+    """The rcfmt expression equivalent to Spark filter ``f`` over ``schema`` (the
+    dataset's Arrow schema), or None when it cannot be pushed exactly. ``names`` maps
+    Spark column names to dataset column names (default: the same names)."""
+    types = {field.name: field.type for field in schema}
+    if names is None:
+        names = {n: n for n in types}
+    try:
+        expr = _translate(f, types, names)
+        if expr is None:
+            return None
+        bind(expr, schema)  # literals must fit the column type
+        return expr
+    except (RcfmtError, TypeError, ValueError, OverflowError, pa.ArrowException):
+        return None
+
+
+def translate_all(filters, schema: pa.Schema, names: dict | None = None):
+    """``(pushed rcfmt expression or None, filters Spark must still evaluate)``; the
+    returned filters are the very objects received."""
+    pushed, rest = [], []
+    for f in filters:
+        e = translate(f, schema, names)
+        if e is None:
+            rest.append(f)
+        else:
+            pushed.append(e)
+    return (And.of(*pushed) if pushed else None), rest

@@ -1,0 +1,113 @@
+"""The ``.option(...)``s of the rcfmt data source (documented in README.md), parsed and
+validated in one place. Spark passes option keys case-insensitively; values are strings."""
+from __future__ import annotations
+
+import os
+
+from rcfmt.errors import InvalidOptionError
+
+__all__ = ["ReadOptions", "WriteOptions", "lower_keys"]
+
+
+def lower_keys(options) -> dict:
+    return {str(k).lower(): v for k, v in dict(options or {}).items()}
+
+
+def _int(opts: dict, key: str, default, lo: int = 1):
+    raw = opts.get(key.lower())
+    if raw is None:
+        return default
+    try:
+        value = int(str(raw).strip())
+    except ValueError:
+        raise InvalidOptionError(f"option {key}={raw!r} must be an integer") from None
+    if value < lo:
+        raise InvalidOptionError(f"option {key}={raw!r} must be >= {lo}")
+    return value
+
+
+def _bool(opts: dict, key: str, default: bool) -> bool:
+    raw = opts.get(key.lower())
+    if raw is None:
+        return default
+    s = str(raw).strip().lower()
+    if s in ("true", "1", "yes"):
+        return True
+    if s in ("false", "0", "no"):
+        return False
+    raise InvalidOptionError(f"option {key}={raw!r} must be true or false")
+
+
+def _list(opts: dict, key: str) -> list[str] | None:
+    raw = opts.get(key.lower())
+    if raw is None or not str(raw).strip():
+        return None
+    return [p.strip() for p in str(raw).split(",") if p.strip()]
+
+
+def _path(opts: dict) -> str:
+    path = opts.get("path")
+    if not path:
+        raise InvalidOptionError("the rcfmt data source needs a path: .load(path) / .save(path) or .option('path', ...)")
+    if "," in path and not os.path.exists(path):
+        raise InvalidOptionError(f"one path per read/write, got {path!r}")
+    if path.startswith("file:"):
+        path = path[len("file:"):]
+        if path.startswith("//"):
+            path = path[2:]
+    return os.path.abspath(path)
+
+
+class ReadOptions:
+    """``path``, ``version``, ``maxPartitionBytes``, ``minPartitions``, ``batchRows``,
+    ``verifyChecksums``, ``statsDir``, ``pushdown``, ``planningFooters``."""
+
+    def __init__(self, options):
+        opts = lower_keys(options)
+        self.path = _path(opts)
+        self.version = _int(opts, "version", None)
+        self.max_partition_bytes = _int(opts, "maxPartitionBytes", 128 << 20)
+        self.min_partitions = _int(opts, "minPartitions", 2 * (os.cpu_count() or 1))
+        self.batch_rows = _int(opts, "batchRows", 262144)
+        self.planning_footers = _int(opts, "planningFooters", 32, lo=0)
+        self.verify_checksums = _bool(opts, "verifyChecksums", True)
+        self.stats_dir = opts.get("statsdir") or None
+        raw = str(opts.get("pushdown", "auto")).strip().lower()
+        if raw not in ("auto", "true", "false"):
+            raise InvalidOptionError(f"option pushdown={raw!r} must be auto, true or false")
+        self.pushdown_option = raw
+
+    @property
+    def pushdown(self) -> bool:
+        """Whether the reader offers filter pushdown: "auto" does where Spark keeps the
+        pushdown read plan scoped to its scan (see spark_datasource.source)."""
+        if self.pushdown_option == "auto":
+            from .reader import SCAN_SCOPED_READ_INFO
+
+            return SCAN_SCOPED_READ_INFO
+        return self.pushdown_option == "true"
+
+
+class WriteOptions:
+    """``path``, ``blockRows``, ``pageSize``, ``pageRows``, ``compression``,
+    ``compressionLevel``, ``statsTruncate``, ``targetFileRows``, ``partitionBy``,
+    ``clusterBy``, ``curve``."""
+
+    def __init__(self, options):
+        opts = lower_keys(options)
+        self.path = _path(opts)
+        self.writer_options = {}
+        for key, name, lo in (("blockRows", "block_rows", 1), ("pageSize", "page_size", 64),
+                              ("pageRows", "page_rows", 1), ("statsTruncate", "stats_truncate", 1),
+                              ("compressionLevel", "compression_level", -7)):
+            value = _int(opts, key, None, lo)
+            if value is not None:
+                self.writer_options[name] = value
+        if opts.get("compression") is not None:
+            self.writer_options["compression"] = str(opts["compression"]).strip().lower()
+        from rcfmt.dataset.writer import DEFAULT_TARGET_FILE_ROWS
+
+        self.target_file_rows = _int(opts, "targetFileRows", DEFAULT_TARGET_FILE_ROWS)
+        self.partition_by = _list(opts, "partitionBy")
+        self.cluster_by = _list(opts, "clusterBy")
+        self.curve = str(opts.get("curve") or "zorder").strip().lower()

@@ -1,0 +1,329 @@
+"""Reading: planning on the driver from the stats index, scanning on executors.
+
+Planning (driver-side Python worker, re-run on every action): open the dataset (the
+latest index version, read once), prune files with the pushed filters from the index
+alone; when few files survive (``planningFooters``), read their footers and keep only
+the block ranges that may match; split large files into block ranges and pack the
+fragments into partitions of about ``maxPartitionBytes`` (at least ``minPartitions``
+of them when there is enough data). Scanning (executors): each partition scans its fragments with the pushed
+filter -- block pruning from footers, page pruning from the page index, late
+materialization -- and yields Arrow batches converted to exactly what Spark expects.
+
+Scan statistics: with ``.option("statsDir", dir)`` the planner writes
+``plan-<id>.json`` (files total / pruned) and every task ``task-<id>-<n>-....json``
+(its ScanStats); :func:`read_scan_stats` sums them.
+"""
+from __future__ import annotations
+
+import glob
+import json
+import math
+import os
+import uuid
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceReader, InputPartition
+from pyspark.sql.types import StructType
+
+from .filters import translate_all
+from .options import ReadOptions
+from .types import BatchConverter, spark_arrow_schema, to_spark_type
+
+__all__ = ["RcfmtReader", "RcfmtPushdownReader", "RcfmtInputPartition", "plan_partitions", "read_scan_stats"]
+
+#: bytes a fragment "costs" beyond its size when packing partitions (opening, footer)
+OPEN_COST = 1 << 20
+
+
+class RcfmtInputPartition(InputPartition):
+    """Fragments (files or block ranges of files) scanned by one Spark task, and the
+    fragments the index pruned for this plan's filter (``pruned``): read only when the
+    plan is executed by a query that did not plan it (see :mod:`spark_datasource.source`)."""
+
+    def __init__(self, index: int, fragments: list, pruned: list | None = None):
+        super().__init__(index)
+        self.fragments = fragments
+        self.pruned = pruned or []
+
+    def __repr__(self):
+        return f"RcfmtInputPartition({self.value}, {len(self.fragments)} fragments, {len(self.pruned)} pruned)"
+
+
+def plan_partitions(fragments: list, max_bytes: int, min_partitions: int) -> list[list]:
+    """Group ``fragments`` (in order) into partitions, the way Spark packs files: every
+    fragment costs its size plus :data:`OPEN_COST`; the target per partition is
+    ``min(max_bytes, max(OPEN_COST, total cost / min_partitions))``; files larger than
+    the target are first split into block ranges."""
+    if not fragments:
+        return []
+    total = sum(f.estimated_size + OPEN_COST for f in fragments)
+    target = min(max_bytes, max(OPEN_COST, math.ceil(total / max(1, min_partitions))))
+    pieces = []
+    for f in fragments:
+        size = f.estimated_size
+        if size > target and f.num_blocks > 1:
+            pieces.extend(f.split(math.ceil(size / target)))
+        else:
+            pieces.append(f)
+    groups, current, current_bytes = [], [], 0
+    for p in pieces:
+        cost = p.estimated_size + OPEN_COST
+        if current and current_bytes + cost > target:
+            groups.append(current)
+            current, current_bytes = [], 0
+        current.append(p)
+        current_bytes += cost
+    if current:
+        groups.append(current)
+    return groups
+
+
+def spread(pruned: list, groups: list[list], min_groups: int) -> list[list]:
+    """Distribute ``pruned`` fragments over ``len(groups)`` lists (new lists, up to
+    ``min_groups``, when there are no groups), balancing their sizes."""
+    if not pruned:
+        return [[] for _ in groups]
+    n = len(groups) or max(1, min(min_groups, len(pruned)))
+    out: list[list] = [[] for _ in range(n)]
+    sizes = [0] * n
+    for f in sorted(pruned, key=lambda f: -f.estimated_size):
+        k = sizes.index(min(sizes))
+        out[k].append(f)
+        sizes[k] += f.estimated_size + OPEN_COST
+    return out
+
+
+def _write_json(directory: str, name: str, obj: dict) -> None:
+    os.makedirs(directory, exist_ok=True)
+    tmp = os.path.join(directory, f".{name}.{uuid.uuid4().hex}.tmp")
+    with open(tmp, "w") as fh:
+        json.dump(obj, fh)
+    os.replace(tmp, os.path.join(directory, name))
+
+
+def read_scan_stats(stats_dir: str):
+    """Scan statistics written with ``.option("statsDir", stats_dir)``: a
+    :class:`rcfmt.ScanStats` summed over every plan of which at least one task ran
+    (files_total/files_pruned from the driver's planning, the rest from the tasks).
+    Use a fresh directory per query. None if no task wrote statistics."""
+    from rcfmt.scan.scanner import ScanStats
+
+    plans = {}
+    for p in glob.glob(os.path.join(stats_dir, "plan-*.json")):
+        with open(p) as fh:
+            plan = json.load(fh)
+        plans[plan["plan_id"]] = plan
+    tasks: dict[str, list] = {}
+    for p in glob.glob(os.path.join(stats_dir, "task-*.json")):
+        with open(p) as fh:
+            task = json.load(fh)
+        tasks.setdefault(task["plan_id"], []).append(task)
+    if not tasks:
+        return None
+    out = ScanStats()
+    for plan_id, ts in tasks.items():
+        plan = plans.get(plan_id, {})
+        out.files_total += plan.get("files_total", 0)
+        out.files_pruned += plan.get("files_pruned", 0)
+        out.blocks_total += plan.get("blocks_pruned_planning", 0)  # blocks no task was given
+        out.blocks_pruned_stats += plan.get("blocks_pruned_planning", 0)
+        for t in ts:
+            for key, value in t["stats"].items():
+                if key not in ("files_total", "files_pruned"):
+                    setattr(out, key, getattr(out, key) + value)
+    return out
+
+
+def _resolve_columns(spark_schema: StructType, dataset_schema: pa.Schema) -> list[str]:
+    """Dataset column names for the fields Spark asks for (user-supplied schema: exact
+    names first, then a unique case-insensitive match), with type checks."""
+    names = dataset_schema.names
+    lower: dict[str, list[str]] = {}
+    for n in names:
+        lower.setdefault(n.lower(), []).append(n)
+    out = []
+    for field in spark_schema.fields:
+        if field.name in names:
+            name = field.name
+        elif len(lower.get(field.name.lower(), [])) == 1:
+            name = lower[field.name.lower()][0]
+        else:
+            raise ValueError(f"column {field.name!r} is not in the rcfmt data; columns: {names}")
+        expected = to_spark_type(dataset_schema.field(name).type, name)
+        if field.dataType != expected:
+            raise TypeError(f"column {field.name!r} is {expected.simpleString()} in the rcfmt data, "
+                            f"but the schema given to Spark says {field.dataType.simpleString()}")
+        out.append(name)
+    return out
+
+
+class RcfmtReader(DataSourceReader):
+    """Reader without filter pushdown (used where Spark does not push filters)."""
+
+    def __init__(self, options, schema: StructType):
+        from rcfmt.dataset import Dataset
+
+        self.options = options if isinstance(options, ReadOptions) else ReadOptions(options)
+        ds = Dataset.open(self.options.path, version=self.options.version)
+        self._ds = ds
+        self.version = ds.version
+        self.dataset_schema = ds.schema
+        self.partition_names = list(ds.partitioning.names)
+        self.columns = _resolve_columns(schema, ds.schema)
+        self.spark_names = [f.name for f in schema.fields]
+        self.target = spark_arrow_schema(schema)
+        self.filter = None  # the pushed filters, as one rcfmt expression
+        self.plan_id = uuid.uuid4().hex
+        self.guarded = not SCAN_SCOPED_READ_INFO
+        self.claims_dir = None  # set when a filter is pushed on a guarded Spark
+
+    def __getstate__(self):  # the dataset (its index) stays on the driver
+        state = dict(self.__dict__)
+        state.pop("_ds", None)
+        return state
+
+    def _dataset(self):
+        ds = getattr(self, "_ds", None)
+        if ds is None:
+            from rcfmt.dataset import Dataset
+
+            ds = self._ds = Dataset.open(self.options.path, version=self.version)
+        return ds
+
+    def partitions(self) -> list:
+        from rcfmt.dataset import prune_blocks
+
+        ds = self._dataset()
+        everything = ds.get_fragments()
+        fragments = ds.get_fragments(self.filter) if self.filter is not None else everything
+        files_kept = len(fragments)
+        kept_paths = {f.path for f in fragments}
+        dropped, blocks_pruned = [], 0
+        if self.filter is not None and 0 < len(fragments) <= self.options.planning_footers:
+            # few files survive the index: their footers are cheap, prune blocks now so that
+            # tasks are planned for the surviving blocks only
+            fragments, dropped, _ = prune_blocks(fragments, self.dataset_schema, self.filter,
+                                                 partition_names=self.partition_names,
+                                                 verify_checksums=self.options.verify_checksums)
+            blocks_pruned = sum(f.blocks[1] - f.blocks[0] if f.blocks else f.num_blocks for f in dropped)
+        groups = plan_partitions(fragments, self.options.max_partition_bytes, self.options.min_partitions)
+        pruned_groups = [[] for _ in groups]
+        if self.guarded:  # keep what planning pruned, for executions this plan does not belong to
+            pruned = [f for f in everything if f.path not in kept_paths] + dropped
+            pruned_groups = spread(pruned, groups, self.options.min_partitions)
+            groups += [[] for _ in range(len(pruned_groups) - len(groups))]
+        if self.options.stats_dir:
+            _write_json(self.options.stats_dir, f"plan-{self.plan_id}.json", {
+                "plan_id": self.plan_id, "version": ds.version, "files_total": ds.num_files,
+                "files_pruned": ds.num_files - files_kept, "blocks_pruned_planning": blocks_pruned,
+                "partitions": len(groups), "filter": repr(self.filter)})
+        return [RcfmtInputPartition(i, g, p) for i, (g, p) in enumerate(zip(groups, pruned_groups))]
+
+    def read(self, partition):
+        from rcfmt.dataset import scan_fragments
+
+        fragments = list(getattr(partition, "fragments", None) or [])
+        expr = self.filter
+        owner = True
+        if self.guarded and expr is not None:
+            owner = claim_plan(self.claims_dir, self.plan_id)
+            if not owner:  # a query that did not plan this read: every row, no pruning
+                fragments += list(getattr(partition, "pruned", None) or [])
+                expr = None
+        scan = scan_fragments(fragments, self.dataset_schema, self.columns, expr,
+                              partition_names=self.partition_names, files_total=0, files_pruned=0,
+                              use_threads=False, verify_checksums=self.options.verify_checksums)
+        target = self.target
+        convert = BatchConverter(target)
+        try:
+            for batch in scan.iter_batches(self.options.batch_rows):
+                if batch.schema.names != target.names:
+                    batch = batch.rename_columns(target.names)
+                yield convert(batch)
+        finally:
+            if self.options.stats_dir:
+                _write_json(self.options.stats_dir,
+                            f"task-{self.plan_id}-{partition.value}-{uuid.uuid4().hex[:8]}.json",
+                            {"plan_id": self.plan_id, "partition": partition.value, "owner": owner,
+                             "stats": scan.stats.as_dict()})
+
+
+class RcfmtPushdownReader(RcfmtReader):
+    """Reader offering ``pushFilters`` (used by Spark's filter-pushdown planner).
+
+    Every filter rcfmt evaluates exactly is translated and used for file, block and page
+    pruning and late materialization. Where Spark keeps the read plan scoped to the scan
+    (:data:`SCAN_SCOPED_READ_INFO`), those filters are claimed (Spark drops them);
+    on Spark 4.1-4.3 all filters are handed back and Spark re-applies them, as with its
+    own Parquet source (see :mod:`spark_datasource.source` for why)."""
+
+    def pushFilters(self, filters):
+        names = dict(zip(self.spark_names, self.columns))
+        schema = pa.schema([self.dataset_schema.field(n) for n in dict.fromkeys(self.columns)])
+        pushed, rest = translate_all(filters, schema, names)
+        self.filter = pushed
+        if self.guarded and pushed is not None:
+            self.claims_dir = claims_directory(self._dataset())
+        return rest if not self.guarded else list(filters)
+
+
+# ------------------------------------------------------------------ plan ownership (Spark 4.1-4.3)
+def _scan_scoped_read_info() -> bool:
+    """Whether this Spark keeps a pushdown read plan scoped to its scan. Spark 4.1-4.3
+    store it on the relation and hand it to later scans of the same DataFrame that push
+    no filter (fixed together with limit pushdown, which added ``DataSourceReader.pushLimit``)."""
+    return hasattr(DataSourceReader, "pushLimit")
+
+
+SCAN_SCOPED_READ_INFO = _scan_scoped_read_info()
+CLAIMS = "_scans"
+
+
+def claims_directory(ds) -> str:
+    """Where executors record which SQL execution a plan belongs to: the dataset's
+    ``_rcfmt/_scans/`` when writable (shared by all executors), else a local temp dir."""
+    import tempfile
+
+    from rcfmt.dataset.log import META_DIR
+
+    if ds.version is not None:
+        d = os.path.join(ds.root, META_DIR, CLAIMS)
+        try:
+            os.makedirs(d, exist_ok=True)
+            if os.access(d, os.W_OK):
+                return d
+        except OSError:
+            pass
+    return os.path.join(tempfile.gettempdir(), "rcfmt-scan-claims")
+
+
+def _execution_id():
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    if ctx is None:
+        return None
+    return ctx.getLocalProperty("spark.sql.execution.root.id") or ctx.getLocalProperty("spark.sql.execution.id")
+
+
+def claim_plan(claims_dir: str, plan_id: str, execution_id=None) -> bool:
+    """True if the SQL execution running this task is the first to run plan ``plan_id``
+    (it claims the plan, atomically: create-if-absent via a hard link). Tasks outside a
+    SQL execution never own a plan."""
+    execution = execution_id if execution_id is not None else _execution_id()
+    if execution is None:
+        return False
+    os.makedirs(claims_dir, exist_ok=True)
+    path = os.path.join(claims_dir, plan_id)
+    if not os.path.exists(path):
+        tmp = os.path.join(claims_dir, f".{plan_id}.{uuid.uuid4().hex}")
+        with open(tmp, "w") as fh:
+            fh.write(str(execution))
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass
+        finally:
+            os.unlink(tmp)
+    with open(path) as fh:
+        return fh.read() == str(execution)

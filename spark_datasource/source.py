@@ -1,0 +1,114 @@
+"""The rcfmt Spark data source (``spark.read.format("rcfmt")``, ``df.write.format("rcfmt")``).
+
+Filter pushdown and the ``spark.sql.python.filterPushdown.enabled`` conf
+------------------------------------------------------------------------
+Spark (4.1+) calls ``pushFilters`` only from its filter-pushdown planning worker
+(``pyspark/sql/worker/data_source_pushdown_filters.py``), which it uses when the conf is
+on and the query has filters. Every other planning goes through
+``plan_data_source_read.py``, which *refuses* any reader that overrides ``pushFilters``
+when the conf is off (``DATA_SOURCE_PUSHDOWN_DISABLED``), even for reads without
+filters. So :meth:`RcfmtDataSource.reader` returns a reader class that overrides
+``pushFilters`` only when it is called from the pushdown worker (found by walking the
+Python stack to Spark's worker module) and a plain reader otherwise: with the conf off
+no read fails, Spark evaluates all filters itself, and files, blocks and pages are not
+pruned (the scan still reads only the columns of a user-supplied schema). With the
+conf on, filters are pushed. Outside Spark's workers (direct calls, tests) the reader
+offers pushdown. :func:`register` registers the source and turns the conf on.
+
+Spark 4.1-4.3 reuse a pushdown read plan in other scans
+-------------------------------------------------------
+Those versions store the read plan (partitions + read function) that filter pushdown
+produced on the *relation* (``PythonDataSourceV2.setReadInfo``), and every other scan
+of the same DataFrame that pushes no filter itself executes that plan as is: a later
+``df.count()`` after ``df.filter(...).collect()``, and every branch of a query that
+scans the DataFrame twice (``df.filter(a).union(df.filter(b))``, self-joins) all get
+the *last* pushed plan. A source that prunes with pushed filters then silently loses
+rows (checked on 4.3.0; fixed upstream when read info became scoped to the scan,
+together with limit pushdown, which added ``DataSourceReader.pushLimit``).
+
+So the ``pushdown`` option defaults to ``auto``: pushdown is offered where Spark scopes
+the read plan to its scan and *not* on 4.1-4.3, where every read is correct but
+unpruned. ``.option("pushdown", "true")`` turns it on there for DataFrames scanned once
+per query. The reader then:
+
+- hands every filter back to Spark (which re-applies them after the scan, as it does
+  for its own Parquet source) while using the exact translations to prune files,
+  blocks and pages and to filter rows early;
+- records which SQL execution first runs each plan (``<root>/_rcfmt/_scans/<plan>``,
+  created atomically); in any other execution (a later query given the plan, or a
+  repeated action) the plan's tasks read every file -- the partitions carry the pruned
+  ones too -- without the filter: correct for both, only unpruned.
+
+What stays unsafe with ``pushdown=true`` on 4.1-4.3: scanning the same DataFrame twice
+in one query with different filters, or running an unfiltered query on a DataFrame
+whose filtered query was planned (``explain()``, ``persist()``) but not yet executed.
+Load the DataFrame again for such uses.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+from pyspark.sql.datasource import DataSource
+
+__all__ = ["RcfmtDataSource", "register", "pushdown_planning"]
+
+PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+_PUSHDOWN_WORKER = "data_source_pushdown_filters.py"
+_SPARK_WORKER_DIR = os.path.join("pyspark", "sql", "worker")
+
+
+def pushdown_planning(frame=None) -> bool:
+    """True unless called (directly or not) from a Spark planning worker other than the
+    filter-pushdown one."""
+    f = frame or sys._getframe(1)
+    in_spark_worker = False
+    while f is not None:
+        filename = f.f_code.co_filename
+        if filename.endswith(_PUSHDOWN_WORKER):
+            return True
+        if _SPARK_WORKER_DIR in filename:
+            in_spark_worker = True
+        f = f.f_back
+    return not in_spark_worker
+
+
+class RcfmtDataSource(DataSource):
+    """Reads a single rcfmt file, a dataset directory (with its stats index) or a plain
+    directory of rcfmt files (Hive partitions inferred); writes datasets. Options are
+    documented in README.md."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "rcfmt"
+
+    def schema(self):
+        from rcfmt.dataset import Dataset
+
+        from .options import ReadOptions
+        from .types import to_spark_schema
+
+        opts = ReadOptions(self.options)
+        return to_spark_schema(Dataset.open(opts.path, version=opts.version).schema)
+
+    def reader(self, schema):
+        from .reader import RcfmtPushdownReader, RcfmtReader
+
+        from .options import ReadOptions
+
+        opts = ReadOptions(self.options)
+        offer = pushdown_planning(sys._getframe(1)) and opts.pushdown
+        return (RcfmtPushdownReader if offer else RcfmtReader)(opts, schema)
+
+    def writer(self, schema, overwrite: bool):
+        from .writer import RcfmtWriter
+
+        return RcfmtWriter(self.options, schema, overwrite)
+
+
+def register(spark, *, pushdown: bool = True) -> None:
+    """Register the rcfmt source on ``spark`` (not needed when ``pyspark_rcfmt`` is
+    importable: Spark finds it by itself) and enable filter pushdown."""
+    spark.dataSource.register(RcfmtDataSource)
+    if pushdown:
+        spark.conf.set(PUSHDOWN_CONF, "true")

@@ -1,0 +1,102 @@
+"""Writing: tasks stage files, the driver commits them atomically.
+
+``writer()`` (driver) checks the write against the dataset (schema, partitioning),
+fixes the base version and creates the job's staging directory
+``<root>/_rcfmt/_staging/spark-<job>/``. Each task attempt writes its files under
+``.../task-<partition>-<attempt>/`` with a :class:`rcfmt.dataset.FileSetWriter` and
+returns their index entries (built from each file's footer) in its commit message.
+``commit()`` (driver) renames the files of the successful attempts into place and
+commits a new index version (append: rebased onto concurrent commits; overwrite:
+:class:`rcfmt.CommitConflictError` if another commit happened since the job started),
+then removes the staging directory; until that commit nothing is visible. ``abort()``
+and failures of ``commit()`` remove the staging directory and any published file.
+"""
+from __future__ import annotations
+
+import os
+import uuid
+from dataclasses import dataclass, field
+
+from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
+from pyspark.sql.types import StructType
+
+from .options import WriteOptions
+from .types import to_rcfmt_schema
+
+__all__ = ["RcfmtWriter", "RcfmtCommitMessage"]
+
+
+@dataclass
+class RcfmtCommitMessage(WriterCommitMessage):
+    """Files one task attempt wrote: ``[(FileEntry, staged path), ...]``."""
+
+    files: list = field(default_factory=list)
+    clustering_applied: bool = True
+
+
+class RcfmtWriter(DataSourceArrowWriter):
+    def __init__(self, options, schema: StructType, overwrite: bool):
+        from rcfmt.dataset import Clustering, begin_write
+        from rcfmt.dataset.log import staging_root
+        from rcfmt.file.writer import WriteOptions as FileWriteOptions
+
+        self.options = options if isinstance(options, WriteOptions) else WriteOptions(options)
+        self.mode = "overwrite" if overwrite else "append"
+        arrow_schema = to_rcfmt_schema(schema)
+        self.plan = begin_write(self.options.path, arrow_schema, partition_by=self.options.partition_by,
+                                mode=self.mode)
+        FileWriteOptions.create(self.plan.data_schema, **self.options.writer_options)  # fail before any task
+        self.clustering = None
+        if self.options.cluster_by:
+            self.clustering = Clustering(tuple(self.options.cluster_by), self.options.curve)
+            missing = [c for c in self.clustering.columns if c not in self.plan.data_schema.names]
+            if missing:
+                raise ValueError(f"clusterBy columns {missing} are not data columns of {self.plan.data_schema.names}")
+        self.job_id = uuid.uuid4().hex
+        self.staging = os.path.join(staging_root(self.plan.root), f"spark-{self.job_id}")
+        os.makedirs(self.staging, exist_ok=True)
+
+    # ------------------------------------------------------------------ executors
+    def write(self, iterator) -> RcfmtCommitMessage:
+        from pyspark import TaskContext
+        from rcfmt.dataset import FileSetWriter
+        from rcfmt.dataset.log import remove_tree
+
+        ctx = TaskContext.get()
+        part = ctx.partitionId() if ctx is not None else 0
+        attempt = ctx.attemptNumber() if ctx is not None else 0
+        staging = os.path.join(self.staging, f"task-{part:05d}-{attempt}")
+        writer = FileSetWriter(staging, self.plan.schema, self.plan.partitioning,
+                               prefix=f"{self.job_id[:12]}-{part:05d}-{attempt}",
+                               target_file_rows=self.options.target_file_rows,
+                               write_options=self.options.writer_options, clustering=self.clustering)
+        try:
+            for batch in iterator:
+                writer.write(batch)
+            files = writer.close()
+        except BaseException:
+            writer.abort()
+            remove_tree(staging)
+            raise
+        return RcfmtCommitMessage(files, writer.clustering_applied)
+
+    # ------------------------------------------------------------------ driver
+    def commit(self, messages) -> None:
+        from rcfmt.dataset import commit
+        from rcfmt.dataset.log import remove_tree
+
+        try:
+            files = [f for m in messages if m is not None for f in m.files]
+            applied = all(m.clustering_applied for m in messages if m is not None)
+            commit(self.plan.root, [e for e, _ in files], mode=self.mode, read_version=self.plan.read_version,
+                   data_schema=self.plan.data_schema, partitioning=self.plan.partitioning,
+                   txn_id=f"spark-{self.job_id}", staged=[(p, e.path) for e, p in files],
+                   clustering=None if self.clustering is None else self.clustering.to_json(applied),
+                   base_table_unindexed=self.plan.adopt)
+        finally:
+            remove_tree(self.staging)
+
+    def abort(self, messages) -> None:
+        from rcfmt.dataset.log import remove_tree
+
+        remove_tree(self.staging)

@@ -1,0 +1,299 @@
+"""Atomic commits: concurrent appends (threads and processes), overwrite conflicts,
+failures and crashes between writing data and committing. Readers must always see one
+committed version: every append's rows completely or not at all."""
+from __future__ import annotations
+
+import multiprocessing
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import rcfmt
+from rcfmt.dataset import log
+from rcfmt.dataset import writer as dataset_writer
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROWS = 10
+
+
+def batch(writer_id: int, seq: int) -> pa.Table:
+    tag = writer_id * 1000 + seq
+    return pa.table({"tag": pa.array([tag] * ROWS, pa.int64()), "i": pa.array(range(ROWS), pa.int32())})
+
+
+def _all_files(root):
+    out = set()
+    for dirpath, _, filenames in os.walk(root):
+        for name in filenames:
+            out.add(os.path.relpath(os.path.join(dirpath, name), root))
+    return out
+
+
+def _data_files(root):
+    return {f for f in _all_files(root) if not f.startswith("_rcfmt")}
+
+
+def assert_consistent(ds) -> set:
+    """Every tag present has all its rows; the index agrees with the files."""
+    t = ds.read()
+    assert t.num_rows == ds.num_rows
+    tags, counts = np.unique(t["tag"].to_numpy(), return_counts=True)
+    assert (counts == ROWS).all(), "a commit is visible only in part"
+    return set(tags.tolist())
+
+
+def _append_many(root, writer_id, n):
+    for seq in range(n):
+        rcfmt.write_dataset(batch(writer_id, seq), root)
+
+
+# ---------------------------------------------------------------- concurrency
+def test_concurrent_appends_from_threads_all_survive(tmp_path):
+    root = str(tmp_path)
+    rcfmt.write_dataset(batch(99, 0), root)
+    stop = threading.Event()
+    seen_versions = []
+    errors = []
+
+    def reader():
+        while not stop.is_set():
+            try:
+                ds = rcfmt.dataset(root)
+                assert_consistent(ds)
+                seen_versions.append(ds.version)
+            except Exception as exc:  # pragma: no cover - reported below
+                errors.append(exc)
+                return
+
+    threads = [threading.Thread(target=_append_many, args=(root, w, 5)) for w in range(4)]
+    r = threading.Thread(target=reader)
+    r.start()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    stop.set()
+    r.join()
+    assert not errors, errors
+    ds = rcfmt.dataset(root)
+    assert ds.version == 21 and ds.num_files == 21
+    assert log.list_versions(root) == list(range(1, 22))
+    assert assert_consistent(ds) == {99000} | {w * 1000 + s for w in range(4) for s in range(5)}
+    assert seen_versions == sorted(seen_versions)  # one reader never goes back in time
+    # nothing left behind: staging and tmp are empty, every data file is referenced
+    assert not os.listdir(log.staging_root(root)) and not os.listdir(log.tmp_dir(root))
+    assert _data_files(root) == {f.relpath for f in ds.files}
+
+
+def _process_appender(root, writer_id, n):
+    _append_many(root, writer_id, n)
+
+
+def test_concurrent_appends_from_processes_all_survive(tmp_path):
+    root = str(tmp_path)
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_process_appender, args=(root, w, 4)) for w in range(3)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+        assert p.exitcode == 0
+    ds = rcfmt.dataset(root)
+    assert ds.version == 12 and ds.num_files == 12
+    assert assert_consistent(ds) == {w * 1000 + s for w in range(3) for s in range(4)}
+    assert _data_files(root) == {f.relpath for f in ds.files}
+
+
+def _commit_meanwhile(monkeypatch, action):
+    """Run ``action`` once, right after the next write finished its data files and
+    before it commits: a deterministic concurrent commit."""
+    original = dataset_writer.FileSetWriter.close
+    done = []
+
+    def close(self):
+        files = original(self)
+        if not done:
+            done.append(True)
+            monkeypatch.setattr(dataset_writer.FileSetWriter, "close", original)
+            action()
+        return files
+
+    monkeypatch.setattr(dataset_writer.FileSetWriter, "close", close)
+
+
+def test_overwrite_conflicts_with_a_concurrent_append(tmp_path, monkeypatch):
+    root = str(tmp_path)
+    rcfmt.write_dataset(batch(1, 0), root)
+    _commit_meanwhile(monkeypatch, lambda: rcfmt.write_dataset(batch(2, 0), root))
+    with pytest.raises(rcfmt.CommitConflictError, match="conflicts with version 2"):
+        rcfmt.write_dataset(batch(3, 0), root, mode="overwrite")
+    ds = rcfmt.dataset(root)
+    assert ds.version == 2 and assert_consistent(ds) == {1000, 2000}  # the append was not lost
+    assert _data_files(root) == {f.relpath for f in ds.files}  # the loser's files are gone
+    assert not os.listdir(log.staging_root(root))
+
+
+def test_overwrite_against_overwrite_one_loses(tmp_path, monkeypatch):
+    root = str(tmp_path)
+    rcfmt.write_dataset(batch(1, 0), root)
+    _commit_meanwhile(monkeypatch, lambda: rcfmt.write_dataset(batch(2, 0), root, mode="overwrite"))
+    with pytest.raises(rcfmt.CommitConflictError):
+        rcfmt.write_dataset(batch(3, 0), root, mode="overwrite")
+    assert assert_consistent(rcfmt.dataset(root)) == {2000}
+
+
+def test_append_rebases_onto_a_concurrent_overwrite(tmp_path, monkeypatch):
+    root = str(tmp_path)
+    rcfmt.write_dataset(batch(1, 0), root)
+    _commit_meanwhile(monkeypatch, lambda: rcfmt.write_dataset(batch(2, 0), root, mode="overwrite"))
+    ds = rcfmt.write_dataset(batch(3, 0), root)
+    assert ds.version == 3 and assert_consistent(ds) == {2000, 3000}
+
+
+def test_append_conflicts_when_a_concurrent_overwrite_changed_the_schema(tmp_path, monkeypatch):
+    root = str(tmp_path)
+    rcfmt.write_dataset(batch(1, 0), root)
+    _commit_meanwhile(monkeypatch, lambda: rcfmt.write_dataset(pa.table({"other": [1.5]}), root, mode="overwrite"))
+    with pytest.raises(rcfmt.CommitConflictError, match="changed the schema"):
+        rcfmt.write_dataset(batch(3, 0), root)
+    ds = rcfmt.dataset(root)
+    assert ds.version == 2 and ds.schema.names == ["other"]
+    old = {f.relpath for f in rcfmt.dataset(root, version=1).files}
+    assert _data_files(root) == {f.relpath for f in ds.files} | old  # the loser's files are gone
+
+
+def test_racing_overwrites_in_threads(tmp_path):
+    root = str(tmp_path)
+    rcfmt.write_dataset(batch(0, 0), root)
+    barrier = threading.Barrier(4)
+    results = []
+
+    def overwrite(w):
+        barrier.wait()
+        try:
+            rcfmt.write_dataset(batch(w, 1), root, mode="overwrite")
+            results.append(("ok", w))
+        except rcfmt.CommitConflictError:
+            results.append(("conflict", w))
+
+    threads = [threading.Thread(target=overwrite, args=(w,)) for w in range(1, 5)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    winners = [w for r, w in results if r == "ok"]
+    assert len(results) == 4 and len(winners) >= 1
+    ds = rcfmt.dataset(root)
+    # each winner committed one version on top of the one it read: the last is visible whole
+    assert ds.version == 1 + len(winners)
+    (tag,) = assert_consistent(ds)
+    assert tag in {w * 1000 + 1 for w in winners}
+    referenced = set()
+    for v in log.list_versions(root):
+        referenced |= {f.relpath for f in rcfmt.dataset(root, version=v).files}
+    assert _data_files(root) == referenced  # losers left no files
+
+
+# ---------------------------------------------------------------- failures and crashes
+def test_failure_while_writing_leaves_nothing(tmp_path):
+    root = str(tmp_path)
+    rcfmt.write_dataset(batch(1, 0), root)
+    before = _all_files(root)
+
+    def batches():
+        yield batch(2, 0).to_batches()[0]
+        raise RuntimeError("source failed mid-write")
+
+    with pytest.raises(RuntimeError, match="mid-write"):
+        rcfmt.write_dataset(batches(), root, target_file_rows=5)
+    assert _all_files(root) == before
+
+
+def test_failure_during_commit_removes_published_files(tmp_path, monkeypatch):
+    root = str(tmp_path)
+    rcfmt.write_dataset(batch(1, 0), root)
+    before = _all_files(root)
+
+    def boom(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(dataset_writer, "write_index_file", boom)
+    with pytest.raises(OSError, match="disk full"):
+        rcfmt.write_dataset(batch(2, 0), root, partition_by=None)
+    assert _all_files(root) == before
+    assert assert_consistent(rcfmt.dataset(root)) == {1000}
+
+
+CRASH = textwrap.dedent("""
+    import os, sys
+    sys.path.insert(0, {root!r})
+    import pyarrow as pa
+    import rcfmt
+    from rcfmt.dataset import log, writer
+    stage = sys.argv[1]
+    if stage == "before-link":
+        original = log.publish_version
+        def crash(*a, **k):
+            os._exit(17)   # data files published, complete index written, not linked
+        log.publish_version = crash
+    elif stage == "mid-write":
+        original = writer.FileSetWriter._finish
+        calls = []
+        def crash(self, key):
+            calls.append(key)
+            if len(calls) == 2:
+                os._exit(17)  # one file staged, the second being written
+            return original(self, key)
+        writer.FileSetWriter._finish = crash
+    t = pa.table({{"tag": pa.array([7] * 10, pa.int64()), "i": pa.array(range(10), pa.int32())}})
+    rcfmt.write_dataset(t, sys.argv[2], target_file_rows=4)
+""")
+
+
+@pytest.mark.parametrize("stage", ["before-link", "mid-write"])
+def test_crash_between_data_write_and_commit_changes_nothing(tmp_path, stage):
+    root = str(tmp_path / "d")
+    rcfmt.write_dataset(batch(1, 0), root)
+    before = rcfmt.dataset(root)
+    proc = subprocess.run([sys.executable, "-c", CRASH.format(root=ROOT), stage, root], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 17, proc.stderr
+    after = rcfmt.dataset(root)
+    assert after.version == before.version == 1
+    assert assert_consistent(after) == {1000}
+    committed = {f.relpath for f in after.files} | {os.path.relpath(log.version_path(root, 1), root)}
+    leftovers = _all_files(root) - committed
+    assert leftovers  # the crash left garbage behind, invisible to readers ...
+    # ... which vacuum removes
+    removed = after.vacuum(retention_seconds=0)
+    assert removed
+    assert _all_files(root) == committed
+    # and the dataset still takes commits
+    assert rcfmt.write_dataset(batch(2, 0), root).version == 2
+
+
+def test_vacuum_keeps_recent_and_referenced_files(tmp_path):
+    root = str(tmp_path)
+    rcfmt.write_dataset(batch(1, 0), root)
+    rcfmt.write_dataset(batch(2, 0), root, mode="overwrite")
+    assert rcfmt.dataset(root).vacuum() == []  # everything is younger than an hour
+    assert rcfmt.dataset(root, version=1).num_rows == ROWS
+    removed = rcfmt.dataset(root).vacuum(retention_seconds=0, dry_run=True)
+    assert len(removed) == 2 and rcfmt.dataset(root, version=1).num_rows == ROWS
+
+
+def test_link_is_create_if_absent(tmp_path):
+    root = str(tmp_path)
+    rcfmt.write_dataset(batch(1, 0), root)
+    tmp = os.path.join(log.tmp_dir(root), "x.rcfmt")
+    with open(tmp, "wb") as fh:
+        fh.write(b"junk")
+    assert log.publish_version(root, 1, tmp) is False  # version 1 exists: refused, tmp removed
+    assert not os.path.exists(tmp)
+    assert rcfmt.dataset(root).num_rows == ROWS

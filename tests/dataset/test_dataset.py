@@ -1,0 +1,367 @@
+"""Datasets: writing, reading, partitions, the stats index, file pruning statistics."""
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import os
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import rcfmt
+from rcfmt import col
+from rcfmt.dataset.index import entry_from_file
+from rcfmt.dataset.log import list_versions, version_path
+from strategies import ALL_TYPES, assert_tables_identical, example_table
+
+
+def _files(root):
+    out = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in filenames:
+            out.append(os.path.relpath(os.path.join(dirpath, name), root))
+    return sorted(out)
+
+
+def _data_files(root):
+    return [f for f in _files(root) if not f.startswith("_rcfmt")]
+
+
+@pytest.fixture
+def table():
+    n = 1000
+    return pa.table({
+        "id": pa.array(np.arange(n), pa.int64()),
+        "x": pa.array(np.arange(n) % 97, pa.int32()),
+        "f": pa.array(np.where(np.arange(n) % 50 == 0, np.nan, np.arange(n) / 7.0)),
+        "s": pa.array([f"name{i % 13:03d}" for i in range(n)]),
+        "day": pa.array([dt.date(2024, 1, 1 + i % 4) for i in range(n)], pa.date32()),
+        "region": pa.array([["north", "south", None][i % 3] for i in range(n)]),
+    })
+
+
+# ---------------------------------------------------------------- round trips
+def test_round_trip_every_type(tmp_path):
+    t = example_table(300, seed=3, types=ALL_TYPES)
+    ds = rcfmt.write_dataset(t, tmp_path / "d", target_file_rows=128, block_rows=50)
+    assert ds.version == 1 and ds.num_files == 3 and ds.num_rows == 300
+    assert_tables_identical(ds.read(), t, check_metadata=False)
+    assert_tables_identical(rcfmt.dataset(tmp_path / "d").read(use_threads=False), t, check_metadata=False)
+    batches = list(ds.iter_batches(batch_size=40))
+    assert max(b.num_rows for b in batches) <= 40
+    assert_tables_identical(pa.Table.from_batches(batches), t, check_metadata=False)
+
+
+def test_api_entry_points(tmp_path, table):
+    assert rcfmt.Dataset is rcfmt.dataset.Dataset
+    assert issubclass(rcfmt.CommitConflictError, rcfmt.RcfmtError)
+    ds = rcfmt.write_dataset(table, tmp_path)
+    assert isinstance(rcfmt.dataset(tmp_path), rcfmt.Dataset)
+    assert_tables_identical(rcfmt.dataset(tmp_path).read(), table, check_metadata=False)
+    assert ds.read(columns=["s", "id"]).column_names == ["s", "id"]
+    assert ds.count_rows(col("x") == 5) == table.filter(pa.compute.equal(table["x"], 5)).num_rows
+    assert "version 1" in repr(ds)
+
+
+def test_single_file_and_plain_directory(tmp_path, table):
+    rcfmt.write_table(table, tmp_path / "one.rcfmt", block_rows=100)
+    ds = rcfmt.dataset(tmp_path / "one.rcfmt")
+    assert ds.version is None and ds.num_files == 1 and ds.num_rows == 1000
+    assert ds.read(filter=col("id") < 10).num_rows == 10
+    # a plain directory: files found recursively, '_'/'.' names and other suffixes ignored
+    (tmp_path / "_hidden").mkdir()
+    rcfmt.write_table(table, tmp_path / "_hidden" / "x.rcfmt")
+    (tmp_path / "README.txt").write_text("not data")
+    rcfmt.write_table(table.slice(0, 10), tmp_path / "two.rcf")
+    plain = rcfmt.dataset(tmp_path)
+    assert plain.num_files == 2 and plain.num_rows == 1010
+
+
+def test_files_carry_stats_from_the_index(tmp_path, table):
+    ds = rcfmt.write_dataset(table, tmp_path, target_file_rows=400, block_rows=100)
+    files = ds.files
+    assert [f.num_rows for f in files] == [400, 400, 200]
+    assert all(os.path.isfile(f.path) and f.size == os.path.getsize(f.path) for f in files)
+    first = files[0]
+    assert first.stats["id"] == {"min": 0, "max": 399, "null_count": 0, "nan_count": 0, "min_exact": True,
+                                 "max_exact": True}
+    assert first.stats["f"]["nan_count"] == 8 and first.stats["f"]["min"] == 1 / 7.0
+    assert first.stats["region"]["null_count"] == 133
+    assert first.stats["s"]["min"] == "name000" and first.stats["day"]["max"] == dt.date(2024, 1, 4)
+    assert first.num_blocks == 4
+
+
+def test_string_bounds_are_truncated_in_the_index(tmp_path):
+    t = pa.table({"s": ["a" * 50 + "b", "a" * 50 + "c", "\U0001f600" * 20]})
+    ds = rcfmt.write_dataset(t, tmp_path, stats_truncate=5)
+    s = ds.files[0].stats["s"]
+    assert s["min"] == "aaaaa" and not s["min_exact"]
+    assert s["max"] == b"\xf0\x9f\x98\x80\xf1"  # cut inside a character, rounded up: kept as bytes
+    assert not s["max_exact"]
+    stats = ds.stats_arrays("s")
+    assert stats.min[0] == b"aaaaa" and stats.max[0] > "\U0001f600".encode() * 20
+    # a bound cut inside a character is still a correct bound: pruning stays sound
+    assert ds.read(filter=col("s") == "\U0001f600" * 20).num_rows == 1
+    assert ds.read(filter=col("s").startswith("aaaaaaa")).num_rows == 2
+    assert ds.read(filter=col("s") > "\U0001f600" * 21).num_rows == 0
+
+
+def test_file_entry_from_footer_matches_brute_force(tmp_path, table):
+    path = tmp_path / "t.rcfmt"
+    rcfmt.write_table(table, path, block_rows=64)
+    with rcfmt.open(path) as f:
+        e = entry_from_file(f, "t.rcfmt")
+    assert e.num_rows == 1000 and e.num_blocks == 16 and e.size == os.path.getsize(path)
+    fs = e.stats["f"]
+    finite = table["f"].to_numpy()
+    assert fs.min == np.nanmin(finite) and fs.max == np.nanmax(finite) and fs.nan_count == 20
+    assert e.stats["x"].min == 0 and e.stats["x"].max == 96
+
+
+def test_float_zero_bounds(tmp_path):
+    t = pa.table({"f": [0.0, 1.0, -0.0, 2.0]})
+    ds = rcfmt.write_dataset(t, tmp_path, block_rows=2)
+    s = ds.stats_arrays("f")
+    assert np.signbit(s.min[0]) and s.max[0] == 2.0
+    assert ds.read(filter=col("f") == 0.0).num_rows == 2
+    assert ds.read(filter=col("f") < 0.0).num_rows == 0
+
+
+def test_all_null_and_empty_files(tmp_path):
+    t = pa.table({"a": pa.array([None, None], pa.int64()), "b": ["x", "y"]})
+    ds = rcfmt.write_dataset(t, tmp_path)
+    assert ds.files[0].stats["a"]["min"] is None and ds.files[0].stats["a"]["null_count"] == 2
+    assert ds.read(filter=col("a") > 0).num_rows == 0
+    assert ds.scan(filter=col("a") > 0).stats.files_total == 1
+    sc = ds.scan(filter=col("a") > 0)
+    sc.read()
+    assert sc.stats.files_pruned == 1
+    assert ds.read(filter=col("a").is_null()).num_rows == 2
+    empty = rcfmt.write_dataset(t.slice(0, 0), tmp_path / "e")
+    assert empty.num_files == 0 and empty.version == 1 and empty.read().num_rows == 0
+    assert empty.read().schema == t.schema
+
+
+# ---------------------------------------------------------------- pruning statistics
+def test_scan_stats_count_pruned_files(tmp_path, table):
+    ds = rcfmt.write_dataset(table, tmp_path, target_file_rows=100, block_rows=25)
+    assert ds.num_files == 10
+    scan = ds.scan(filter=(col("id") >= 250) & (col("id") < 260))
+    got = scan.read()
+    assert got["id"].to_pylist() == list(range(250, 260))
+    st = scan.stats
+    assert st.files_total == 10 and st.files_pruned == 9
+    assert st.blocks_total == 4 and st.blocks_pruned_stats == 3
+    assert st.rows_selected == 10
+    # iter_batches accumulates the same statistics
+    scan2 = ds.scan(filter=(col("id") >= 250) & (col("id") < 260))
+    assert sum(b.num_rows for b in scan2.iter_batches(3)) == 10
+    assert scan2.stats.files_pruned == 9 and scan2.stats.blocks_pruned_stats == 3
+    # no filter: nothing pruned
+    scan3 = ds.scan(columns=["id"])
+    assert scan3.read().num_rows == 1000 and scan3.stats.files_pruned == 0 and scan3.stats.files_total == 10
+    # a filter no file can match prunes every file without opening one
+    scan4 = ds.scan(filter=col("x") > 500)
+    assert scan4.read().num_rows == 0 and scan4.stats.files_pruned == 10 and scan4.stats.bytes_read == 0
+
+
+def test_fragments_split_into_block_ranges(tmp_path, table):
+    ds = rcfmt.write_dataset(table, tmp_path, block_rows=100)
+    (frag,) = ds.get_fragments()
+    parts = frag.split(3)
+    assert [p.blocks for p in parts] == [(0, 3), (3, 6), (6, 10)]
+    scan = rcfmt.dataset.scan_fragments(parts, ds.schema, ["id"], col("id") >= 550)
+    got = scan.read()
+    assert got["id"].to_pylist() == list(range(550, 1000))
+    assert scan.stats.blocks_total == 10 and scan.stats.blocks_pruned_stats == 5
+    assert scan.stats.rows_total == 1000
+
+
+def test_prune_blocks_at_planning(tmp_path, table):
+    ds = rcfmt.write_dataset(table, tmp_path, partition_by=["day"], block_rows=50)
+    f = (col("id") >= 100) & (col("id") < 180) & (col("day") != dt.date(2024, 1, 1))
+    frags = ds.get_fragments(f)
+    assert len(frags) == 3
+    kept, dropped, total = rcfmt.dataset.prune_blocks(frags, ds.schema, f, partition_names=ds.partition_by)
+    assert total == sum(fr.num_blocks for fr in frags) == 15
+    assert all(k.blocks is not None for k in kept) and sum(k.blocks[1] - k.blocks[0] for k in kept) == 3
+    assert sum(d.blocks[1] - d.blocks[0] for d in dropped) == 12
+    got = rcfmt.dataset.scan_fragments(kept, ds.schema, ["id"], f, partition_names=ds.partition_by).read()
+    assert sorted(got["id"].to_pylist()) == [i for i in range(100, 180) if i % 4 != 0]
+    # no filter, or a filter on partitions only: nothing to read in footers
+    assert rcfmt.dataset.prune_blocks(frags, ds.schema, None)[0] == frags
+    kept, dropped, _ = rcfmt.dataset.prune_blocks(ds.get_fragments(), ds.schema, col("day") == dt.date(2024, 1, 2),
+                                                  partition_names=ds.partition_by)
+    assert len(kept) == 1 and kept[0].blocks is None and len(dropped) == 3
+
+
+# ---------------------------------------------------------------- partitions
+def test_partitioned_write_read_and_pruning(tmp_path, table):
+    ds = rcfmt.write_dataset(table, tmp_path, partition_by=["day", "region"], block_rows=64)
+    assert ds.partition_by == ["day", "region"]
+    assert ds.schema.names == ["id", "x", "f", "s", "day", "region"]
+    assert ds.schema.field("day").type == pa.date32() and ds.schema.field("region").type == pa.string()
+    dirs = sorted({os.path.dirname(f) for f in _data_files(tmp_path)})
+    assert "day=2024-01-01/region=north" in dirs and "day=2024-01-02/region=__HIVE_DEFAULT_PARTITION__" in dirs
+    assert ds.num_files == 12
+    # files hold only the data columns
+    with rcfmt.open(ds.files[0].path) as f:
+        assert f.schema.names == ["id", "x", "f", "s"]
+    got = ds.read().sort_by("id")
+    assert_tables_identical(got, table.select(ds.schema.names), check_metadata=False)
+    scan = ds.scan(filter=(col("day") == dt.date(2024, 1, 2)) & col("region").is_null())
+    part = scan.read()
+    assert scan.stats.files_pruned == 11
+    expected = table.filter(pa.compute.and_(pa.compute.equal(table["day"], pa.scalar(dt.date(2024, 1, 2))),
+                                            pa.compute.is_null(table["region"])))
+    assert sorted(part["id"].to_pylist()) == expected["id"].to_pylist()
+    # partition and data columns mixed in OR
+    f = (col("region") == "north") | (col("id") < 3)
+    want = {i for i in range(1000) if i % 3 == 0 or i < 3}
+    assert set(ds.read(filter=f)["id"].to_pylist()) == want
+    assert ds.read(columns=["region"], filter=col("region").startswith("sou")).num_rows == 333
+    assert ds.read(columns=[]).num_rows == 1000
+
+
+def test_partition_types_and_escaping(tmp_path):
+    t = pa.table({"v": range(6), "b": [True, False, None, True, False, True],
+                  "k": pa.array([-5, 0, 2**40, None, 7, 7], pa.int64()),
+                  "s": ["a/b", "x=y", "", "%", "100%", "é ü"]})
+    ds = rcfmt.write_dataset(t, tmp_path, partition_by=["b", "k", "s"])
+    dirs = {os.path.dirname(p) for p in _data_files(tmp_path)}
+    assert "b=true/k=-5/s=a%2Fb" in dirs and "b=false/k=0/s=x%3Dy" in dirs
+    assert "b=__HIVE_DEFAULT_PARTITION__/k=1099511627776/s=__HIVE_DEFAULT_PARTITION__" in dirs
+    got = ds.read().sort_by("v")
+    assert got["s"].to_pylist() == ["a/b", "x=y", None, "%", "100%", "é ü"]  # '' is the default partition
+    assert got["k"].to_pylist() == [-5, 0, 2**40, None, 7, 7]
+    assert got["b"].to_pylist() == [True, False, None, True, False, True]
+    assert ds.read(filter=col("s") == "100%")["v"].to_pylist() == [4]
+    # without the index the types are inferred from the paths
+    import shutil
+    shutil.rmtree(tmp_path / "_rcfmt")
+    plain = rcfmt.dataset(tmp_path)
+    assert plain.schema.field("k").type == pa.int64() and plain.schema.field("b").type == pa.string()
+    assert sorted(plain.read(filter=col("k") > 1)["v"].to_pylist()) == [2, 4, 5]
+
+
+def test_partition_inference(tmp_path):
+    t = pa.table({"v": [1, 2, 3]})
+    for d in ["n=1/d=2024-01-31/z=007", "n=-2/d=2024-02-01/z=8", "n=__HIVE_DEFAULT_PARTITION__/d=2024-02-02/z=9"]:
+        os.makedirs(tmp_path / d)
+        rcfmt.write_table(t, tmp_path / d / "part.rcfmt")
+    ds = rcfmt.dataset(tmp_path)
+    assert ds.schema.field("n").type == pa.int32()
+    assert ds.schema.field("d").type == pa.date32()
+    assert ds.schema.field("z").type == pa.string()  # '007' would not round-trip as an int
+    assert ds.read(filter=col("n").is_null()).num_rows == 3
+    scan = ds.scan(filter=col("d") >= dt.date(2024, 2, 1))
+    assert scan.read().num_rows == 6 and scan.stats.files_pruned == 1
+    os.makedirs(tmp_path / "other")
+    rcfmt.write_table(t, tmp_path / "other" / "x.rcfmt")
+    with pytest.raises(rcfmt.SchemaError):
+        rcfmt.dataset(tmp_path)
+
+
+def test_append_uses_partitioning_and_checks_schema(tmp_path, table):
+    rcfmt.write_dataset(table, tmp_path, partition_by="day")
+    ds = rcfmt.write_dataset(table, tmp_path)  # keeps partition_by=day
+    assert ds.version == 2 and ds.partition_by == ["day"] and ds.num_rows == 2000
+    before = _files(tmp_path)
+    with pytest.raises(rcfmt.SchemaError):
+        rcfmt.write_dataset(table.drop_columns(["s"]), tmp_path)
+    with pytest.raises(rcfmt.SchemaError):
+        rcfmt.write_dataset(table, tmp_path, partition_by=["region"])
+    with pytest.raises(rcfmt.InvalidOptionError):
+        rcfmt.write_dataset(table, tmp_path, compression="brotli")
+    with pytest.raises(rcfmt.InvalidOptionError):
+        rcfmt.write_dataset(table, tmp_path, mode="upsert")
+    assert _files(tmp_path) == before  # nothing written by refused writes
+    # large_string data appends to a string dataset and reads back as string
+    big = table.cast(pa.schema([f.with_type(pa.large_string()) if f.type == pa.string() else f
+                                for f in table.schema]))
+    ds = rcfmt.write_dataset(big, tmp_path)
+    assert ds.read().schema.field("s").type == pa.string()
+
+
+def test_overwrite_replaces_files_and_schema(tmp_path, table):
+    rcfmt.write_dataset(table, tmp_path, partition_by=["day"])
+    t2 = pa.table({"a": [1, 2, 3]})
+    ds = rcfmt.write_dataset(t2, tmp_path, mode="overwrite")
+    assert ds.version == 2 and ds.read().equals(t2) and ds.partition_by == []
+    assert ds.info["operation"] == "overwrite" and ds.info["removed_files"] == 4
+    # the old version is still readable (time travel) until vacuumed
+    old = rcfmt.dataset(tmp_path, version=1)
+    assert old.num_rows == 1000
+    removed = ds.vacuum(retention_seconds=0)
+    assert version_path(str(tmp_path), 1) in removed
+    assert list_versions(str(tmp_path)) == [2]
+    assert len(_data_files(tmp_path)) == 1 and rcfmt.dataset(tmp_path).read().equals(t2)
+
+
+def test_target_file_rows_and_streaming_input(tmp_path, table):
+    batches = table.to_batches(max_chunksize=77)
+    ds = rcfmt.write_dataset(iter(batches), tmp_path, target_file_rows=300, block_rows=128)
+    assert [f.num_rows for f in ds.files] == [300, 300, 300, 100]
+    assert_tables_identical(ds.read(), table, check_metadata=False)
+    reader = pa.RecordBatchReader.from_batches(table.schema, batches)
+    ds = rcfmt.write_dataset(reader, tmp_path / "r")
+    assert_tables_identical(ds.read(), table, check_metadata=False)
+
+
+def test_clustering_sort_and_hook(tmp_path, table):
+    shuffled = table.take(np.random.default_rng(0).permutation(1000))
+    ds = rcfmt.write_dataset(shuffled, tmp_path, cluster_by=["x", "id"], curve="sort", block_rows=100)
+    assert ds.info["clustering"] == {"columns": ["x", "id"], "curve": "sort", "applied": True}
+    got = ds.read()
+    assert got["x"].to_pylist() == sorted(got["x"].to_pylist())
+    scan = ds.scan(filter=col("x") == 5)
+    assert scan.read().num_rows == 11 and scan.stats.blocks_pruned_stats == 9
+    ds = rcfmt.write_dataset(shuffled, tmp_path / "z", cluster_by=["x", "id"], curve="zorder", block_rows=100)
+    assert ds.info["clustering"] == {"columns": ["x", "id"], "curve": "zorder", "applied": True}
+    assert sorted(ds.read()["id"].to_pylist()) == list(range(1000))
+    z = ds.scan(filter=(col("x") < 10) & (col("id") < 100))
+    assert z.read().num_rows == sum(1 for i in range(100) if i % 97 < 10) and z.stats.blocks_pruned_stats > 0
+    with pytest.raises(rcfmt.InvalidOptionError):
+        rcfmt.write_dataset(table, tmp_path / "bad", cluster_by=["x"], curve="peano")
+
+
+def test_history_and_versions(tmp_path, table):
+    for _ in range(3):
+        rcfmt.write_dataset(table.slice(0, 10), tmp_path)
+    ds = rcfmt.dataset(tmp_path)
+    first = rcfmt.dataset(tmp_path, version=1)
+    assert first.refresh().version == 3
+    hist = ds.history()
+    assert [h["version"] for h in hist] == [1, 2, 3]
+    assert [h["num_files"] for h in hist] == [1, 2, 3]
+    assert rcfmt.dataset(tmp_path, version=2).num_rows == 20
+    with pytest.raises(rcfmt.InvalidOptionError):
+        rcfmt.dataset(tmp_path, version=9)
+
+
+def test_index_is_an_rcfmt_file_with_typed_bounds(tmp_path, table):
+    ds = rcfmt.write_dataset(table, tmp_path, target_file_rows=250)
+    with rcfmt.open(version_path(str(tmp_path), ds.version)) as f:
+        schema = f.schema
+        assert schema.field("id.min").type == pa.int64()
+        assert schema.field("day.max").type == pa.date32()
+        assert schema.field("s.min").type == pa.binary()
+        idx = f.read(filter=col("id.max") < 500)
+        assert idx.num_rows == 2
+
+
+def test_decimal_and_timestamp_bounds(tmp_path):
+    t = pa.table({
+        "d": pa.array([decimal.Decimal("1.50"), decimal.Decimal("-3.25"), None], pa.decimal128(5, 2)),
+        "n": pa.array([decimal.Decimal("1E+3"), decimal.Decimal("-2E+1"), None], pa.decimal128(3, -1)),
+        "ts": pa.array([0, 10**18, None], pa.timestamp("ns", tz="Europe/Paris")),
+        "u": pa.array([0, 2**64 - 1, 5], pa.uint64()),
+    })
+    ds = rcfmt.write_dataset(t, tmp_path)
+    s = ds.files[0].stats
+    assert s["d"]["min"] == decimal.Decimal("-3.25") and s["d"]["max"] == decimal.Decimal("1.50")
+    assert s["u"]["max"] == 2**64 - 1
+    assert ds.read(filter=col("d") > decimal.Decimal("1.49")).num_rows == 1
+    assert ds.read(filter=col("n") == 1000).num_rows == 1
+    assert ds.scan(filter=col("u") > 2**64).stats.files_pruned == 1

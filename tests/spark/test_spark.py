@@ -1,0 +1,404 @@
+"""The rcfmt Spark data source against a real local SparkSession (local[2], Java 17).
+
+One session for the module. Covered: discovery without a register call, round trips
+of every type (Spark write -> rcfmt read, rcfmt write -> Spark read), filters of every
+kind giving the rows Spark's own Parquet reader gives, pruning visible in scan
+statistics written by the executors, a user-supplied schema reading a subset of
+columns, append/overwrite, partitionBy, a task failing mid-write leaving the dataset
+as it was, and reads with the pushdown conf on and off.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+pyspark = pytest.importorskip("pyspark")
+
+import rcfmt  # noqa: E402
+import spark_datasource  # noqa: E402
+from rcfmt.dataset import log  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PUSHDOWN = "spark.sql.python.filterPushdown.enabled"
+
+
+def _java_ok() -> bool:
+    try:
+        return subprocess.run(["java", "-version"], capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+@pytest.fixture(scope="module")
+def spark(tmp_path_factory):
+    if not _java_ok():
+        pytest.skip("no Java runtime for Spark")
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    # workers must import rcfmt, spark_datasource and pyspark_rcfmt (installed or from the tree)
+    os.environ["PYTHONPATH"] = os.pathsep.join([ROOT, *filter(None, [os.environ.get("PYTHONPATH")])])
+    from pyspark.sql import SparkSession
+
+    session = (SparkSession.builder.master("local[2]").appName("rcfmt-tests")
+               .config("spark.ui.enabled", "false")
+               .config("spark.sql.shuffle.partitions", "2")
+               .config("spark.sql.session.timeZone", "America/Los_Angeles")
+               .config("spark.sql.execution.arrow.maxRecordsPerBatch", "256")
+               .config("spark.python.worker.reuse", "true")
+               .config("spark.driver.memory", "1g")
+               .getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def pushdown(spark):
+    spark.conf.set(PUSHDOWN, "true")
+    yield
+    spark.conf.set(PUSHDOWN, "false")
+
+
+def _norm(v):
+    return "NaN" if isinstance(v, float) and v != v else v
+
+
+def _rows(df, order):
+    """Collected rows, NaN made comparable."""
+    return [tuple(_norm(v) for v in r) for r in df.orderBy(*order).collect()]
+
+
+def _data_files(root):
+    out = set()
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if not d.startswith("_")]
+        for name in filenames:
+            out.add(os.path.relpath(os.path.join(dirpath, name), root))
+    return out
+
+
+# ---------------------------------------------------------------- test data
+N = 600
+
+
+def sample_table() -> pa.Table:
+    """Every Spark-writable type, with NULLs, NaN, +-0.0, +-inf, shared string prefixes."""
+    i = np.arange(N)
+    floats = (i % 11 - 5) / 2.0
+    floats = np.where(i % 17 == 0, np.nan, floats)
+    floats = np.where(i % 23 == 0, -0.0, floats)
+    floats = np.where(i % 97 == 0, np.inf, floats)
+
+    def nulls(every, values, t):
+        return pa.array([None if k % every == 3 else v for k, v in enumerate(values)], t)
+
+    base_ts = 1_700_000_000_000_000
+    return pa.table({
+        "id": pa.array(i, pa.int64()),
+        "b": nulls(7, [bool(k % 2) for k in i], pa.bool_()),
+        "i8": nulls(9, [int(k % 200 - 100) for k in i], pa.int8()),
+        "i16": nulls(10, [int(k * 37 % 3000 - 1500) for k in i], pa.int16()),
+        "i32": nulls(5, [int(k % 50) for k in i], pa.int32()),
+        "f": nulls(13, list(floats), pa.float64()),
+        "r": nulls(8, [float(np.float32((k % 9) / 4)) for k in i], pa.float32()),
+        "dec": nulls(6, [decimal.Decimal(int(k) * 7 % 1000 - 500) / 100 for k in i], pa.decimal128(10, 2)),
+        "big": nulls(11, [decimal.Decimal(int(k)) ** 9 for k in i], pa.decimal128(38, 0)),
+        "d": nulls(12, [dt.date(2024, 1, 1) + dt.timedelta(days=int(k % 40)) for k in i], pa.date32()),
+        "ts": nulls(14, [base_ts + int(k) * 3_600_000_000 for k in i], pa.timestamp("us", tz="UTC")),
+        "ntz": nulls(15, [base_ts + int(k) * 60_000_000 for k in i], pa.timestamp("us")),
+        "s": nulls(4, [f"{['ab', 'abc', 'b', 'zz', ''][k % 5]}{k % 13}" for k in i], pa.string()),
+        "bin": nulls(16, [bytes([k % 256, 0, 255]) for k in i], pa.binary()),
+        "p": pa.array([int(k % 3) for k in i], pa.int32()),
+    })
+
+
+@pytest.fixture(scope="module")
+def data(spark, tmp_path_factory):
+    """The sample written by Spark as Parquet and as rcfmt (partitioned by p, small
+    files and blocks so that pruning has something to prune)."""
+    base = tmp_path_factory.mktemp("data")
+    table = sample_table()
+    ddl = ("id bigint, b boolean, i8 tinyint, i16 smallint, i32 int, f double, r float, dec decimal(10,2), "
+           "big decimal(38,0), d date, ts timestamp, ntz timestamp_ntz, s string, bin binary, p int")
+    df = spark.createDataFrame(table, schema=ddl).repartitionByRange(2, "id")
+    pq, rc = str(base / "pq"), str(base / "rc")
+    df.write.mode("overwrite").parquet(pq)
+    (df.sortWithinPartitions("id").write.format("rcfmt").mode("append").option("partitionBy", "p")
+     .option("blockRows", "64").option("targetFileRows", "128").save(rc))
+    return table, pq, rc
+
+
+# ---------------------------------------------------------------- discovery, types, round trips
+def test_found_without_register_and_conf_off(spark, tmp_path):
+    """pyspark_rcfmt is discovered on the path: no register call; filters work with the
+    pushdown conf off (its default)."""
+    assert spark.conf.get(PUSHDOWN) == "false"
+    t = pa.table({"a": pa.array(range(100), pa.int64()), "s": [f"v{k}" for k in range(100)]})
+    rcfmt.write_table(t, tmp_path / "one.rcfmt", block_rows=10)
+    df = spark.read.format("rcfmt").load(str(tmp_path / "one.rcfmt"))
+    assert df.schema.simpleString() == "struct<a:bigint,s:string>"
+    assert df.filter("a >= 95 and s like 'v9%'").count() == 5
+    # a plain directory of rcfmt files without index, Hive partitions inferred
+    for day in ("2024-01-01", "2024-01-02"):
+        os.makedirs(tmp_path / "plain" / f"dt={day}")
+        rcfmt.write_table(t, tmp_path / "plain" / f"dt={day}" / "part-0.rcfmt")
+    plain = spark.read.format("rcfmt").load(str(tmp_path / "plain"))
+    assert plain.schema.simpleString() == "struct<a:bigint,s:string,dt:date>"
+    assert plain.filter("dt = date'2024-01-02' AND a < 10").count() == 10
+
+
+def test_spark_write_then_rcfmt_read_every_type(data):
+    table, _, rc = data
+    ds = rcfmt.dataset(rc)
+    assert ds.partition_by == ["p"] and ds.num_rows == N and ds.num_files >= 6
+    expected = table.select([n for n in table.column_names if n != "p"] + ["p"])
+    got = ds.read().sort_by("id")
+    assert got.schema.field("ts").type == pa.timestamp("us", tz="UTC")  # instants, not session time
+    assert got.schema.field("ntz").type == pa.timestamp("us")
+    assert got.schema.field("i8").type == pa.int8() and got.schema.field("r").type == pa.float32()
+    for name in expected.column_names:
+        g, e = got.column(name), expected.column(name)
+        if pa.types.is_floating(g.type):
+            assert np.array_equal(g.to_numpy(zero_copy_only=False), e.to_numpy(zero_copy_only=False),
+                                  equal_nan=True), name
+        else:
+            assert g.to_pylist() == e.to_pylist(), name
+
+
+def test_spark_read_matches_parquet_and_arrow(spark, data):
+    table, pq, rc = data
+    got = spark.read.format("rcfmt").load(rc)
+    ref = spark.read.parquet(pq)
+    assert got.schema == ref.select(got.columns).schema
+    assert _rows(got.select(ref.columns), ["id"]) == _rows(ref, ["id"])
+
+
+def test_rcfmt_write_then_spark_read_every_type(spark, tmp_path):
+    t = pa.table({
+        "u8": pa.array([0, 255, None], pa.uint8()), "u16": pa.array([0, 65535, None], pa.uint16()),
+        "u32": pa.array([0, 2**32 - 1, None], pa.uint32()), "u64": pa.array([0, 2**64 - 1, None], pa.uint64()),
+        "i8": pa.array([-128, 127, None], pa.int8()), "i16": pa.array([-1, 1, None], pa.int16()),
+        "dn": pa.array([decimal.Decimal("1E+3"), decimal.Decimal("-9.99E+4"), None], pa.decimal128(3, -2)),
+        "tss": pa.array([0, 1, None], pa.timestamp("s", tz="Asia/Tokyo")),
+        "tsn": pa.array([1_001, -1, None], pa.timestamp("ns")),
+        "ls": pa.array(["x", "\U0001f600", None], pa.large_string()),
+        "lb": pa.array([b"", b"\xff", None], pa.large_binary()),
+        "f32": pa.array([np.nan, -0.0, None], pa.float32()),
+    })
+    rcfmt.write_dataset(t, tmp_path)
+    df = spark.read.format("rcfmt").option("pushdown", "true").load(str(tmp_path))
+    assert [f.dataType.simpleString() for f in df.schema.fields] == [
+        "smallint", "int", "bigint", "decimal(20,0)", "tinyint", "smallint", "decimal(5,0)", "timestamp",
+        "timestamp_ntz", "string", "binary", "float"]
+    got = df.toArrow()
+    assert got.column("u64").to_pylist() == [0, 2**64 - 1, None]
+    assert got.column("dn").to_pylist() == [1000, -99900, None]
+    assert got.column("tss").cast(pa.int64()).to_pylist() == [0, 1_000_000, None]
+    assert got.column("tsn").cast(pa.int64()).to_pylist() == [1, -1, None]  # floored to microseconds
+    assert got.column("ls").to_pylist() == ["x", "\U0001f600", None]
+    # filters on widened and floored columns agree with the values Spark sees
+    spark.conf.set(PUSHDOWN, "true")
+    try:
+        assert df.filter("u64 > 18446744073709551614").count() == 1
+        assert df.filter("u8 = 255").count() == 1
+        assert df.filter("tsn = timestamp_ntz'1970-01-01 00:00:00.000001'").count() == 1
+        assert df.filter("tsn < timestamp_ntz'1970-01-01 00:00:00'").count() == 1
+        assert df.filter("isnan(f32)").count() == 1
+    finally:
+        spark.conf.set(PUSHDOWN, "false")
+
+
+# ---------------------------------------------------------------- filters vs Parquet
+FILTERS = [
+    "i32 = 7", "i32 <=> 7", "i32 <=> NULL", "NOT (i32 <=> 7)", "i32 != 7", "i32 < 3", "i32 <= 3", "i32 > 45",
+    "i32 >= 45", "i32 IN (1, 2, 49)", "i32 IN (1, NULL)", "NOT i32 IN (1, 2)", "i32 IS NULL", "i32 IS NOT NULL",
+    "i8 < -90", "i16 BETWEEN -10 AND 10",
+    "f = 0.0", "f = -0.0", "f > 1.5", "f >= 2.5", "f < -2.0", "f <= -2.5", "NOT f > 1.0", "f = 'NaN'",
+    "f > 'NaN'", "f >= 'NaN'", "f < 'NaN'", "f <=> 'NaN'", "f IN (0.5, 'NaN')", "f = 'Infinity'",
+    "r = 0.75", "r > 1.5",
+    "dec = 1.49", "dec > 4.5", "dec IN (-0.5, 2.3)", "big > 1000000000000000000",
+    "d = date'2024-01-05'", "d >= date'2024-02-01'", "d < date'2024-01-03'",
+    "ts > timestamp'2023-11-20 00:00:00 UTC'", "ts = timestamp'2023-11-14 22:13:20 UTC'",
+    "ntz <= timestamp_ntz'2023-11-14 23:00:00'",
+    "s = 'abc3'", "s > 'b'", "s LIKE 'ab%'", "s LIKE '%3'", "s LIKE '%c1%'", "NOT s LIKE 'ab%'", "s IN ('b1', 'zz2')",
+    "s = ''", "s < 'ab'", "b = true", "b IS NULL", "NOT b", "bin = X'0100FF'", "bin > X'F0'",
+    "p = 1", "p IN (0, 2) AND i32 < 10", "(i32 = 1 OR s = 'b2') AND p <> 1", "i32 = 1 OR f > 2.0",
+    "NOT (i32 > 10 AND f < 0.0)", "id BETWEEN 100 AND 110 AND NOT p = 2",
+]
+
+
+#: one filter per translation path, run with pushdown on, each on a DataFrame of its own
+PUSHED = [
+    "i32 <=> 7", "NOT (i32 <=> 7)", "i32 != 7", "i32 IN (1, NULL)", "NOT i32 IN (1, 2)", "i32 IS NULL",
+    "i8 < -90", "f = -0.0", "f > 1.5", "NOT f > 1.0", "f = 'NaN'", "f < 'NaN'", "f <=> 'NaN'",
+    "f IN (0.5, 'NaN')", "r > 1.5", "dec IN (-0.5, 2.3)", "big > 1000000000000000000", "d >= date'2024-02-01'",
+    "ts = timestamp'2023-11-14 22:13:20 UTC'", "ntz <= timestamp_ntz'2023-11-14 23:00:00'", "s LIKE 'ab%'",
+    "NOT s LIKE 'ab%'", "s LIKE '%3'", "s < 'ab'", "NOT b", "bin > X'F0'", "p IN (0, 2) AND i32 < 10",
+    "(i32 = 1 OR s = 'b2') AND p <> 1", "id BETWEEN 100 AND 110 AND NOT p = 2",
+]
+
+
+def _ids_per_filter(spark, view: str, filters) -> dict:
+    """For each filter, the sorted ids of the matching rows: one query, one scan per filter."""
+    q = " UNION ALL ".join(f"SELECT {k} AS q, sort_array(collect_list(id)) AS ids FROM {view} WHERE {f}"
+                           for k, f in enumerate(filters))
+    return {r.q: list(r.ids) for r in spark.sql(q).collect()}
+
+
+def test_filters_give_parquet_rows(spark, data, pushdown):
+    """Every filter, as a WHERE clause and as a value (NOT / NULL-sensitive), against
+    Spark's Parquet reader on the same data."""
+    table, pq, rc = data
+    ref = spark.read.parquet(pq)
+    src = spark.read.format("rcfmt").load(rc).select(*ref.columns)  # default pushdown: scanned many times
+    ref.createOrReplaceTempView("ref_t")
+    src.createOrReplaceTempView("rc_t")
+    flags = ", ".join(f"coalesce(CAST(({f}) AS INT), -1) AS c{k}" for k, f in enumerate(FILTERS))
+    want = {r[0]: tuple(r[1:]) for r in spark.sql(f"SELECT id, {flags} FROM ref_t").collect()}
+    got = {r[0]: tuple(r[1:]) for r in spark.sql(f"SELECT id, {flags} FROM rc_t").collect()}
+    assert got == want
+
+
+def test_pushed_filters_give_parquet_rows(spark, data, pushdown):
+    """With pushdown on, each filter on a DataFrame of its own (the way pushdown is safe
+    on Spark 4.1-4.3): files, blocks and pages pruned, same rows as Parquet."""
+    _, pq, rc = data
+    spark.read.parquet(pq).createOrReplaceTempView("ref_t")
+    want = _ids_per_filter(spark, "ref_t", PUSHED)
+    for k, f in enumerate(PUSHED):
+        df = spark.read.format("rcfmt").option("pushdown", "true").load(rc).where(f)
+        got = df.agg({"id": "collect_list"}).collect()[0][0]
+        assert sorted(got) == want.get(k, []), f
+
+
+def test_reused_dataframe_never_loses_rows(spark, data, pushdown, tmp_path):
+    """Spark 4.1-4.3 hand the read plan of the last filtered query to later unfiltered
+    queries of the same DataFrame; the reader must still return every row."""
+    table, _, rc = data
+    stats_dir = str(tmp_path / "s")
+    df = spark.read.format("rcfmt").option("statsDir", stats_dir).option("pushdown", "true").load(rc)
+    q = df.filter("id = 301")
+    assert [r.id for r in q.collect()] == [301]
+    assert spark_datasource.read_scan_stats(stats_dir).files_pruned > 0  # the first run pruned
+    assert [r.id for r in q.collect()] == [301]  # the same plan again
+    assert df.count() == N  # an unfiltered query given the filtered plan
+    assert len(df.collect()) == N
+    ends3 = sum(1 for v in table["s"].to_pylist() if v is not None and v.endswith("3"))
+    assert df.filter("s LIKE '%3'").count() == ends3
+    assert [r.id for r in q.collect()] == [301]
+
+
+# ---------------------------------------------------------------- pruning statistics
+def test_pruning_shows_in_scan_statistics(spark, data, pushdown, tmp_path):
+    _, _, rc = data
+    stats_dir = str(tmp_path / "stats")
+    df = spark.read.format("rcfmt").option("statsDir", stats_dir).option("pushdown", "true").load(rc)
+    assert df.filter("id = 301").count() == 1
+    st = spark_datasource.read_scan_stats(stats_dir)
+    assert st.files_total == rcfmt.dataset(rc).num_files
+    expected_pruned = int((~rcfmt.dataset(rc).prune(rcfmt.col("id") == 301)).sum())
+    assert expected_pruned >= 3 and st.files_pruned == expected_pruned  # from the index alone
+    assert st.rows_selected == 1 and st.rows_total < N and st.blocks_pruned_stats > 0
+    # partition pruning from the index plus block pruning in the files
+    stats_dir2 = str(tmp_path / "stats2")
+    df2 = spark.read.format("rcfmt").option("statsDir", stats_dir2).option("pushdown", "true").load(rc)
+    assert df2.filter("p = 2 AND id < 64").count() == 21
+    st2 = spark_datasource.read_scan_stats(stats_dir2)
+    assert st2.files_pruned >= st2.files_total * 2 // 3
+    assert st2.rows_total < N // 3
+
+
+def test_pushdown_conf_off_reads_without_pruning(spark, data, tmp_path):
+    _, pq, rc = data
+    assert spark.conf.get(PUSHDOWN) == "false"
+    stats_dir = str(tmp_path / "stats")
+    df = spark.read.format("rcfmt").option("statsDir", stats_dir).option("pushdown", "true").load(rc)
+    assert df.filter("id = 301").count() == 1
+    st = spark_datasource.read_scan_stats(stats_dir)
+    assert st.files_pruned == 0 and st.rows_decoded >= N  # no failure, no pruning either
+
+
+def test_default_pushdown_is_safe_for_repeated_scans(spark, data, pushdown):
+    """pushdown=auto: on Spark 4.1-4.3 (plans leak between scans of one DataFrame) no
+    pruning, so a self-union with different filters and later scans stay exact."""
+    _, _, rc = data
+    df = spark.read.format("rcfmt").load(rc)
+    both = df.filter("id < 10").union(df.filter("id >= 590"))
+    assert sorted(r.id for r in both.collect()) == list(range(10)) + list(range(590, 600))
+    assert df.count() == N
+
+
+def test_user_schema_reads_only_its_columns(spark, data, tmp_path):
+    _, _, rc = data
+    full_dir, part_dir = str(tmp_path / "a"), str(tmp_path / "b")
+    n_full = spark.read.format("rcfmt").option("statsDir", full_dir).load(rc).collect()
+    sub = spark.read.format("rcfmt").schema("ID BIGINT, s STRING").option("statsDir", part_dir).load(rc)
+    rows = sub.collect()
+    assert len(rows) == len(n_full) == N and sub.columns == ["ID", "s"]
+    assert sorted(r.ID for r in rows) == list(range(N))
+    full, part = spark_datasource.read_scan_stats(full_dir), spark_datasource.read_scan_stats(part_dir)
+    assert part.bytes_read < full.bytes_read / 3
+    with pytest.raises(Exception, match="is bigint in the rcfmt data"):
+        spark.read.format("rcfmt").schema("id INT").load(rc).collect()
+
+
+# ---------------------------------------------------------------- writes
+def test_append_overwrite_and_options(spark, tmp_path):
+    path = str(tmp_path / "w")
+    df = spark.range(0, 1000).selectExpr("id", "cast(id % 4 as int) as k", "cast(id as string) as s")
+    df.write.format("rcfmt").mode("overwrite").option("blockRows", "100").option("compression", "zstd") \
+        .option("clusterBy", "k,id").option("curve", "sort").save(path)
+    df.write.format("rcfmt").mode("append").save(path)
+    ds = rcfmt.dataset(path)
+    assert ds.version == 2 and ds.num_rows == 2000
+    assert rcfmt.dataset(path, version=1).info["clustering"] == {"columns": ["k", "id"], "curve": "sort",
+                                                                  "applied": True}
+    with rcfmt.open(rcfmt.dataset(path, version=1).files[0].path) as f:
+        assert f.num_blocks >= 2 and max(f.footer.blocks["row_count"]) <= 100
+        assert f.read(columns=["k"])["k"].to_pylist() == sorted(f.read(columns=["k"])["k"].to_pylist())
+    df.limit(10).write.format("rcfmt").mode("overwrite").save(path)
+    assert spark.read.format("rcfmt").load(path).count() == 10
+    assert not os.listdir(log.staging_root(path))
+    with pytest.raises(Exception):  # appending other columns is refused on the driver
+        spark.range(3).selectExpr("id as other").write.format("rcfmt").mode("append").save(path)
+    assert rcfmt.dataset(path).num_rows == 10
+
+
+def test_failed_task_leaves_the_dataset_as_it_was(spark, tmp_path):
+    path = str(tmp_path / "f")
+    spark.range(0, 100).write.format("rcfmt").mode("append").save(path)
+    before = rcfmt.dataset(path)
+    files_before = _data_files(path)
+
+    def fail_late(batches):
+        seen = 0
+        for b in batches:
+            seen += b.num_rows
+            yield b
+            if seen > 600:
+                raise RuntimeError("task dies mid-write")
+
+    bad = spark.range(0, 2000, numPartitions=2).mapInArrow(fail_late, "id bigint")
+    for mode in ("append", "overwrite"):
+        with pytest.raises(Exception, match="task dies mid-write"):
+            bad.write.format("rcfmt").mode(mode).option("targetFileRows", "100").save(path)
+        after = rcfmt.dataset(path)
+        assert after.version == before.version and after.num_rows == 100
+        assert _data_files(path) == files_before  # no staged or published file is left
+        assert not os.listdir(log.staging_root(path))
+    assert spark.read.format("rcfmt").load(path).count() == 100
+
+
+def test_register_helper(spark):
+    spark_datasource.register(spark)
+    try:
+        assert spark.conf.get(PUSHDOWN) == "true"
+    finally:
+        spark.conf.set(PUSHDOWN, "false")
