@@ -558,7 +558,7 @@ def write_table(table, where, *, metadata: dict | None = None, cluster_by=None, 
         missing = [c for c in spec.columns if c not in table.column_names]
         if missing:
             raise SchemaError(f"cluster_by names unknown columns {missing}; columns: {table.column_names}")
-        storage_schema(table.schema)  # unsupported types fail before the (costly) sort
+        # unsupported types and bad options fail before the (costly) sort
         WriteOptions.create(storage_schema(table.schema)[0], **options)
         table = spec.fit(table).apply(table)
         metadata = {**(metadata or {}), METADATA_KEY: spec.to_json(include_bounds=False)}

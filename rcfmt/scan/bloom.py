@@ -384,8 +384,6 @@ def _validity(array):
 
 def _hash_positions(array):
     """(hash of every position, bool mask of positions to use) for a plain Arrow array."""
-    import pyarrow as pa
-
     from ..types import logical_type_from_arrow
 
     lt = logical_type_from_arrow(array.type)  # SchemaError for types rcfmt does not store

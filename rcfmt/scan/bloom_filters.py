@@ -14,7 +14,7 @@ import numpy as np
 from ..encodings.base import ColumnValues
 from ..errors import ChecksumError, CorruptFileError, InvalidOptionError
 from ..types import LogicalType, PhysicalKind
-from .bloom import MIN_BYTES, BloomFilter, expected_fpp, hash_binary, hash_fixed, hash_scalar, hash_values, optimal_num_bytes
+from .bloom import MIN_BYTES, BloomFilter, expected_fpp, hash_binary, hash_fixed, hash_values, optimal_num_bytes
 from .expr import Cmp, InSet
 
 __all__ = ["BloomPolicy", "build_filter", "read_filter", "can_probe", "may_contain"]

@@ -23,7 +23,7 @@ import numpy as np
 
 from ..statistics import StatsArrays
 from .expr import (
-    BoundAnd, BoundExpr, BoundOr, Cmp, Folded, InSet, Leaf, NanCheck, NullCheck, Prefix, fold, to_nnf,
+    BoundExpr, Cmp, Folded, InSet, Leaf, NanCheck, NullCheck, Prefix, fold, to_nnf,
 )
 
 __all__ = ["leaf_may_match", "may_match", "prefix_successor"]

@@ -18,7 +18,7 @@ from ..encodings.base import ColumnValues
 from ..encodings.dictionary import take as dictionary_take
 from ..errors import CorruptFileError, InvalidOptionError
 from ..file.arrow_io import concat_values, to_arrow
-from ..file.chunks import ChunkDecoder, DecodedPage
+from ..file.chunks import DecodedPage
 from ..types import PhysicalKind
 from .._native import varbinary as _vb
 from . import bloom_filters
