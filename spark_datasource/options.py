@@ -91,7 +91,10 @@ class ReadOptions:
 class WriteOptions:
     """``path``, ``blockRows``, ``pageSize``, ``pageRows``, ``compression``,
     ``compressionLevel``, ``statsTruncate``, ``targetFileRows``, ``partitionBy``,
-    ``clusterBy``, ``curve``."""
+    ``clusterBy``, ``curve``, ``mapping``, ``clusteringSpec`` (JSON of a fitted
+    :class:`rcfmt.layout.ClusteringSpec`, set by :mod:`spark_datasource.clustering`) and
+    ``expectedVersion`` (the write fails with CommitConflictError unless the dataset is
+    at that version when it starts; an overwrite also fails if a commit lands meanwhile)."""
 
     def __init__(self, options):
         opts = lower_keys(options)
@@ -111,3 +114,13 @@ class WriteOptions:
         self.partition_by = _list(opts, "partitionBy")
         self.cluster_by = _list(opts, "clusterBy")
         self.curve = str(opts.get("curve") or "zorder").strip().lower()
+        self.mapping = str(opts.get("mapping") or "rank").strip().lower()
+        self.expected_version = _int(opts, "expectedVersion", None, lo=0)
+        self.clustering_spec = None
+        if opts.get("clusteringspec"):
+            from rcfmt.layout import ClusteringSpec
+
+            self.clustering_spec = ClusteringSpec.from_json(opts["clusteringspec"])
+            if self.cluster_by is not None and list(self.clustering_spec.columns) != self.cluster_by:
+                raise InvalidOptionError(f"clusterBy={self.cluster_by} disagrees with clusteringSpec columns "
+                                         f"{list(self.clustering_spec.columns)}")

@@ -31,13 +31,13 @@ class RcfmtCommitMessage(WriterCommitMessage):
     """Files one task attempt wrote: ``[(FileEntry, staged path), ...]``."""
 
     files: list = field(default_factory=list)
-    clustering_applied: bool = True
 
 
 class RcfmtWriter(DataSourceArrowWriter):
     def __init__(self, options, schema: StructType, overwrite: bool):
-        from rcfmt.dataset import Clustering, begin_write
+        from rcfmt.dataset import begin_write
         from rcfmt.dataset.log import staging_root
+        from rcfmt.errors import CommitConflictError
         from rcfmt.file.writer import WriteOptions as FileWriteOptions
 
         self.options = options if isinstance(options, WriteOptions) else WriteOptions(options)
@@ -45,13 +45,16 @@ class RcfmtWriter(DataSourceArrowWriter):
         arrow_schema = to_rcfmt_schema(schema)
         self.plan = begin_write(self.options.path, arrow_schema, partition_by=self.options.partition_by,
                                 mode=self.mode)
+        expected = self.options.expected_version
+        if expected is not None and self.plan.read_version != expected:
+            raise CommitConflictError(f"{self.options.path!r} is at version {self.plan.read_version}, the write "
+                                      f"expected version {expected}; nothing was written")
         FileWriteOptions.create(self.plan.data_schema, **self.options.writer_options)  # fail before any task
-        self.clustering = None
-        if self.options.cluster_by:
-            self.clustering = Clustering(tuple(self.options.cluster_by), self.options.curve)
-            missing = [c for c in self.clustering.columns if c not in self.plan.data_schema.names]
-            if missing:
-                raise ValueError(f"clusterBy columns {missing} are not data columns of {self.plan.data_schema.names}")
+        cluster_by = self.options.clustering_spec or self.options.cluster_by
+        self.clustering = self.plan.clustering_for(cluster_by, self.options.curve, self.options.mapping)
+        self.inherited = cluster_by is None and self.clustering is not None
+        # a spec with global bounds (from spark_datasource.clustering) was range-partitioned
+        self.scope = "partition" if self.options.clustering_spec is not None else "file"
         self.job_id = uuid.uuid4().hex
         self.staging = os.path.join(staging_root(self.plan.root), f"spark-{self.job_id}")
         os.makedirs(self.staging, exist_ok=True)
@@ -78,20 +81,20 @@ class RcfmtWriter(DataSourceArrowWriter):
             writer.abort()
             remove_tree(staging)
             raise
-        return RcfmtCommitMessage(files, writer.clustering_applied)
+        return RcfmtCommitMessage(files)
 
     # ------------------------------------------------------------------ driver
     def commit(self, messages) -> None:
         from rcfmt.dataset import commit
         from rcfmt.dataset.log import remove_tree
+        from rcfmt.dataset.writer import clustering_info
 
         try:
             files = [f for m in messages if m is not None for f in m.files]
-            applied = all(m.clustering_applied for m in messages if m is not None)
             commit(self.plan.root, [e for e, _ in files], mode=self.mode, read_version=self.plan.read_version,
                    data_schema=self.plan.data_schema, partitioning=self.plan.partitioning,
                    txn_id=f"spark-{self.job_id}", staged=[(p, e.path) for e, p in files],
-                   clustering=None if self.clustering is None else self.clustering.to_json(applied),
+                   clustering=None if self.inherited else clustering_info(self.clustering, self.scope),
                    base_table_unindexed=self.plan.adopt)
         finally:
             remove_tree(self.staging)

@@ -19,11 +19,11 @@ from .dataset import (Dataset, DatasetScan, FileInfo, Fragment, open_dataset, pr
                       vacuum)
 from .index import FileEntry
 from .partitioning import Partitioning
-from .writer import Clustering, FileSetWriter, WritePlan, begin_write, commit, write_dataset
+from .writer import FileSetWriter, WritePlan, begin_write, commit, write_dataset
 
 __all__ = [
     "dataset", "open_dataset", "write_dataset", "Dataset", "DatasetScan", "Fragment", "FileInfo", "FileEntry",
-    "prune_blocks", "Partitioning", "Clustering", "FileSetWriter", "WritePlan", "begin_write", "commit", "scan_fragments", "vacuum", "CommitConflictError",
+    "prune_blocks", "Partitioning", "FileSetWriter", "WritePlan", "begin_write", "commit", "scan_fragments", "vacuum", "CommitConflictError",
 ]
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import uuid
-import warnings
 from dataclasses import dataclass
 from typing import Iterable
 
@@ -21,14 +20,15 @@ import pyarrow as pa
 from ..errors import CommitConflictError, InvalidOptionError, RcfmtError, SchemaError
 from ..file.reader import RcfmtFile
 from ..file.writer import Writer, WriteOptions, as_table, storage_schema
+from ..layout import METADATA_KEY, ClusteringSpec
 from ..types import logical_type_from_arrow
 from . import log
 from .index import (DEFAULT_INDEX_TRUNCATE, INDEX_METADATA_KEY, FileEntry, dumps_info, entries_table,
                     entry_from_file, index_schema, schema_to_json)
 from .partitioning import Partitioning
 
-__all__ = ["write_dataset", "begin_write", "WritePlan", "FileSetWriter", "Clustering", "commit", "apply_clustering",
-           "DEFAULT_TARGET_FILE_ROWS"]
+__all__ = ["write_dataset", "begin_write", "WritePlan", "FileSetWriter", "commit", "clustering_spec", "clustering_info",
+           "recorded_clustering", "cluster_file", "DEFAULT_TARGET_FILE_ROWS"]
 
 DEFAULT_TARGET_FILE_ROWS = 1 << 22
 INDEX_BLOCK_ROWS = 8192
@@ -36,47 +36,38 @@ MAX_COMMIT_ATTEMPTS = 1000
 DATA_SUFFIXES = (".rcfmt", ".rcf")
 
 
-# ------------------------------------------------------------------ clustering hook
-@dataclass(frozen=True)
-class Clustering:
-    """Clustering requested for the files of a write: ``columns`` and ``curve``.
-
-    ``curve``: "sort" (lexicographic), "zorder" or "hilbert", computed by
-    :mod:`rcfmt.layout` (see :func:`apply_clustering`). Clustering applies within each
-    written file (per Spark task and partition); for a global order, sort or
-    range-partition before writing."""
-
-    columns: tuple
-    curve: str = "zorder"
-
-    CURVES = ("sort", "zorder", "hilbert")
-
-    def __post_init__(self):
-        if not self.columns or not all(isinstance(c, str) and c for c in self.columns):
-            raise InvalidOptionError(f"clustering columns must be a non-empty list of names, got {self.columns!r}")
-        if self.curve not in self.CURVES:
-            raise InvalidOptionError(f"curve must be one of {self.CURVES}, got {self.curve!r}")
-
-    def to_json(self, applied: bool) -> dict:
-        return {"columns": list(self.columns), "curve": self.curve, "applied": applied}
+# ------------------------------------------------------------------ clustering
+def clustering_spec(cluster_by, curve: str = "zorder", mapping: str = "rank") -> ClusteringSpec | None:
+    """The :class:`~rcfmt.layout.ClusteringSpec` of ``cluster_by`` (a name, a list of
+    names, a spec, or None); InvalidOptionError for bad names, curves or mappings."""
+    if cluster_by is None or isinstance(cluster_by, ClusteringSpec):
+        return cluster_by
+    columns = (cluster_by,) if isinstance(cluster_by, str) else tuple(cluster_by)
+    return ClusteringSpec(columns, curve=curve, mapping=mapping)
 
 
-def apply_clustering(table: pa.Table, clustering: Clustering) -> tuple[pa.Table, bool]:
-    """Reorder the rows of one file's ``table``; returns ``(table, applied)``.
+def clustering_info(spec: ClusteringSpec | None, scope: str) -> dict | None:
+    """What a version's ``info["clustering"]`` records: the spec without its bounds and
+    ``scope`` -- "file" (each file clustered on its own) or "partition" (the rows of each
+    partition clustered together and range-split into files, by :func:`optimize`)."""
+    if spec is None:
+        return None
+    return {**spec.to_dict(include_bounds=False), "scope": scope}
 
-    The hook to the clustering layer: ``rcfmt.layout.cluster(table, columns,
-    curve=...)`` (rank-mapped Z-order / Hilbert keys, or an exact sort). Without that
-    module, "sort" falls back to a stable pyarrow sort (nulls last) and the curves are
-    recorded but not applied (a warning says so)."""
-    try:
-        from ..layout import cluster
-    except ImportError:
-        if clustering.curve == "sort":
-            return table.sort_by([(c, "ascending") for c in clustering.columns]), True
-        warnings.warn(f"clustering curve {clustering.curve!r} is recorded but not applied: "
-                      "rcfmt.layout is not available", stacklevel=3)
-        return table, False
-    return cluster(table, list(clustering.columns), curve=clustering.curve), True
+
+def recorded_clustering(info: dict | None) -> ClusteringSpec | None:
+    """The clustering a dataset version records (see :func:`clustering_info`), or None."""
+    raw = (info or {}).get("clustering")
+    if not raw:
+        return None
+    return ClusteringSpec.from_dict({k: v for k, v in raw.items() if k not in ("scope", "applied")})
+
+
+def cluster_file(table: pa.Table, spec: ClusteringSpec) -> tuple[pa.Table, dict]:
+    """One file's rows reordered by ``spec`` (fitted on them when it has no bounds yet),
+    and the file metadata recording it."""
+    fitted = spec if spec.fitted else spec.fit(table)
+    return fitted.apply(table), {METADATA_KEY: fitted.to_json(include_bounds=False)}
 
 
 # ------------------------------------------------------------------ schemas
@@ -169,12 +160,16 @@ class FileSetWriter:
 
     ``schema`` is the full input schema (partition columns included); batches passed to
     :meth:`write` must have its column names; their types are cast to it when they
-    differ only in offset width or time zone representation.
+    differ only in offset width or time zone representation. ``clustering`` (a
+    :class:`~rcfmt.layout.ClusteringSpec`) reorders the rows of each file before it is
+    written (a file's rows are buffered until it is full) and records the spec in the
+    file's metadata; ``metadata`` is added to every file's footer.
     """
 
     def __init__(self, staging_dir: str, schema: pa.Schema, partitioning: Partitioning, *, prefix: str,
                  target_file_rows: int = DEFAULT_TARGET_FILE_ROWS, write_options: dict | None = None,
-                 clustering: Clustering | None = None, truncate: int = DEFAULT_INDEX_TRUNCATE):
+                 clustering: ClusteringSpec | None = None, metadata: dict | None = None,
+                 truncate: int = DEFAULT_INDEX_TRUNCATE):
         self.staging_dir = staging_dir
         self.schema = schema
         self.partitioning = partitioning
@@ -183,16 +178,16 @@ class FileSetWriter:
         self.target_file_rows = _positive("target_file_rows", target_file_rows)
         self.write_options = dict(write_options or {})
         self.clustering = clustering
-        self.clustering_applied = clustering is not None
+        self.metadata = dict(metadata or {})
         self.truncate = truncate
         self._open: dict[tuple, _OpenFile] = {}
         self._seq = 0
         self.files: list[tuple[FileEntry, str]] = []
         if clustering is not None:
-            for c in clustering.columns:
-                if c not in self.data_schema.names:
-                    raise SchemaError(f"clustering column {c!r} is not a data column; data columns: "
-                                      f"{self.data_schema.names}")
+            missing = [c for c in clustering.columns if c not in self.data_schema.names]
+            if missing:
+                raise SchemaError(f"clustering columns {missing} are not data columns; data columns: "
+                                  f"{self.data_schema.names}")
 
     def write(self, data) -> None:
         table = as_table(data)
@@ -206,9 +201,10 @@ class FileSetWriter:
         if table.num_rows == 0:
             return
         for key, part in split_by_partition(table, self.partitioning):
-            self._append(key, part)
+            self.write_partition(key, part)
 
-    def _append(self, key: tuple, table: pa.Table) -> None:
+    def write_partition(self, key: tuple, table: pa.Table) -> None:
+        """Append rows of the data columns (``data_schema``) to partition ``key``."""
         while table.num_rows:
             f = self._open.get(key) or self._new_file(key)
             room = self.target_file_rows - f.rows
@@ -221,6 +217,11 @@ class FileSetWriter:
             if f.rows >= self.target_file_rows:
                 self._finish(key)
 
+    def finish_partition(self, key: tuple) -> None:
+        """Close the open file of partition ``key`` (the next rows start a new file)."""
+        if key in self._open:
+            self._finish(key)
+
     def _new_file(self, key: tuple) -> _OpenFile:
         directory = self.partitioning.directory(key)
         name = f"part-{self.prefix}-{self._seq:05d}.rcfmt"
@@ -230,18 +231,17 @@ class FileSetWriter:
         os.makedirs(os.path.dirname(staged), exist_ok=True)
         f = _OpenFile(relpath, staged)
         if self.clustering is None:
-            f.writer = Writer(staged, self.data_schema, **self.write_options)
+            f.writer = Writer(staged, self.data_schema, metadata=self.metadata, **self.write_options)
         self._open[key] = f
         return f
 
     def _finish(self, key: tuple) -> None:
         f = self._open.pop(key)
         if self.clustering is not None:
-            table = pa.concat_tables(f.buffer)
+            table = pa.concat_tables(f.buffer).combine_chunks() if f.buffer else self.data_schema.empty_table()
             f.buffer = []
-            table, applied = apply_clustering(table, self.clustering)
-            self.clustering_applied &= applied
-            w = Writer(f.staged, self.data_schema, **self.write_options)
+            table, meta = cluster_file(table, self.clustering)
+            w = Writer(f.staged, self.data_schema, metadata={**self.metadata, **meta}, **self.write_options)
             try:
                 w.write(table)
             except BaseException:
@@ -314,6 +314,19 @@ def publish_files(root: str, staged: list[tuple[str, str]]) -> list[str]:
     return published
 
 
+def _without_files(prev: pa.Table | None, remove: set, root: str, base: int) -> pa.Table | None:
+    """Index rows ``prev`` minus the files ``remove``; CommitConflictError unless all are there."""
+    paths = [] if prev is None else prev.column("path").to_pylist()
+    missing = remove - set(paths)
+    if missing:
+        raise CommitConflictError(
+            f"rewrite of {root!r} conflicts with version {base}: {len(missing)} of the files it replaces "
+            f"(e.g. {sorted(missing)[0]!r}) were removed meanwhile; nothing was written")
+    if prev is None:
+        return None
+    return prev.filter(pa.array([p not in remove for p in paths], pa.bool_()))
+
+
 def remove_files(paths) -> None:
     for p in paths:
         try:
@@ -325,18 +338,24 @@ def remove_files(paths) -> None:
 def commit(root: str, entries: list[FileEntry], *, mode: str, read_version: int, data_schema: pa.Schema,
            partitioning: Partitioning, txn_id: str, staged: list[tuple[str, str]] = (),
            clustering: dict | None = None, base_table_unindexed: pa.Table | None = None,
-           operation_info: dict | None = None) -> int:
+           operation_info: dict | None = None, remove: Iterable[str] = ()) -> int:
     """Publish ``staged`` data files and commit ``entries`` as a new version; return it.
 
     ``mode`` "append" rebases onto concurrent commits; "overwrite" raises
-    :class:`CommitConflictError` if the latest version is no longer ``read_version``.
+    :class:`CommitConflictError` if the latest version is no longer ``read_version``;
+    "rewrite" replaces the files ``remove`` (relative paths) by ``entries`` and rebases
+    onto concurrent commits as long as they left every file of ``remove`` in place
+    (else CommitConflictError: someone else rewrote or deleted them).
     On any failure the published files are removed again and nothing is visible.
     ``base_table_unindexed``: index rows of the files of a plain directory that this
-    first commit adopts (append to a directory without index)."""
+    first commit adopts (append to a directory without index). ``clustering``: what
+    the version records (:func:`clustering_info`); an append without it keeps the
+    clustering its base version records."""
     from .dataset import read_snapshot
 
-    if mode not in ("append", "overwrite"):
-        raise InvalidOptionError(f"mode must be 'append' or 'overwrite', got {mode!r}")
+    if mode not in ("append", "overwrite", "rewrite"):
+        raise InvalidOptionError(f"mode must be 'append', 'overwrite' or 'rewrite', got {mode!r}")
+    remove = set(remove)
     published = publish_files(root, list(staged))
     try:
         new_rows = entries_table(entries, data_schema, partitioning)
@@ -346,6 +365,7 @@ def commit(root: str, entries: list[FileEntry], *, mode: str, read_version: int,
             base = log.latest_version(root)
             schema = data_schema
             removed = 0
+            recorded = clustering
             if mode == "overwrite":
                 if base != read_version:
                     raise CommitConflictError(
@@ -365,6 +385,11 @@ def commit(root: str, entries: list[FileEntry], *, mode: str, read_version: int,
                             "partitioning; nothing was written")
                     schema = merge_nullability(snap.data_schema, data_schema)
                     prev = snap.table
+                    if recorded is None and mode == "append":
+                        recorded = snap.info.get("clustering")
+                if mode == "rewrite":
+                    prev = _without_files(prev, remove, root, base)
+                    removed = len(remove)
                 if prev is not None and prev.num_rows:
                     ischema = index_schema(data_schema, partitioning)
                     prev = pa.Table.from_arrays([prev.column(n) for n in ischema.names], schema=ischema)
@@ -376,7 +401,7 @@ def commit(root: str, entries: list[FileEntry], *, mode: str, read_version: int,
                 "format": "rcfmt-dataset", "format_version": 1,
                 "version": base + 1, "parent_version": base, "operation": mode, "transaction": txn_id,
                 "timestamp": _dt.datetime.now(_dt.timezone.utc).isoformat(),
-                "schema": schema_json, "partitioning": partitioning.to_json(), "clustering": clustering,
+                "schema": schema_json, "partitioning": partitioning.to_json(), "clustering": recorded,
                 "num_files": table.num_rows, "num_rows": int(np.asarray(table.column("num_rows").to_numpy()).sum())
                 if table.num_rows else 0,
                 "added_files": len(entries), "removed_files": removed,
@@ -426,8 +451,8 @@ class WritePlan:
     """What a write to a dataset commits against, checked before any file is written:
     the base version (``read_version``), the full input ``schema`` (as the dataset
     stores it), its ``data_schema`` (without partition columns) and ``partitioning``,
-    and ``adopt`` (index rows of the files of a directory without index, which a first
-    append keeps)."""
+    ``adopt`` (index rows of the files of a directory without index, which a first
+    append keeps) and the ``clustering`` the base version records."""
 
     root: str
     mode: str
@@ -436,6 +461,23 @@ class WritePlan:
     data_schema: pa.Schema
     partitioning: Partitioning
     adopt: pa.Table | None = None
+    clustering: ClusteringSpec | None = None
+
+    def clustering_for(self, cluster_by, curve: str = "zorder", mapping: str = "rank") -> ClusteringSpec | None:
+        """The clustering of this write's files: ``cluster_by`` (names or a spec; an
+        empty list means none) or, when None, the dataset's recorded clustering for an
+        append. Checked against the data columns."""
+        if cluster_by is None:
+            spec = self.clustering if self.mode == "append" else None
+        elif not isinstance(cluster_by, (str, ClusteringSpec)) and len(cluster_by) == 0:
+            spec = None
+        else:
+            spec = clustering_spec(cluster_by, curve, mapping)
+        if spec is not None:
+            missing = [c for c in spec.columns if c not in self.data_schema.names]
+            if missing:
+                raise SchemaError(f"clustering columns {missing} are not data columns of {self.data_schema.names}")
+        return spec
 
 
 def begin_write(path, schema: pa.Schema, *, partition_by=None, mode: str = "append") -> WritePlan:
@@ -470,13 +512,14 @@ def begin_write(path, schema: pa.Schema, *, partition_by=None, mode: str = "appe
         schema = pa.schema([f.with_type(cast.get(f.name, f.type)) for f in schema])
         data_schema = split_schema(schema, partitioning)
     os.makedirs(log.staging_root(root), exist_ok=True)
+    recorded = recorded_clustering(base_snap.info) if base_snap is not None else None
     return WritePlan(root, mode, base_version, schema, data_schema, partitioning,
-                     unindexed if mode == "append" else None)
+                     unindexed if mode == "append" else None, recorded)
 
 
 def write_dataset(data, path, *, partition_by=None, mode: str = "append",
                   target_file_rows: int = DEFAULT_TARGET_FILE_ROWS, cluster_by=None, curve: str = "zorder",
-                  stats_truncate: int | None = None, **write_options):
+                  mapping: str = "rank", stats_truncate: int | None = None, **write_options):
     """Write ``data`` as data files of the dataset at ``path`` and commit them atomically.
 
     ``data``: a pyarrow Table/RecordBatch, pandas DataFrame, dict of arrays, a
@@ -485,7 +528,10 @@ def write_dataset(data, path, *, partition_by=None, mode: str = "append",
     append: the dataset's). ``mode``: "append" (rebases onto concurrent commits) or
     "overwrite" (replaces every file; :class:`CommitConflictError` if another commit
     happened since this write started). ``target_file_rows``: rows per file at most.
-    ``cluster_by``/``curve``: per-file clustering (see :class:`Clustering`).
+    ``cluster_by``/``curve``/``mapping``: cluster the rows of each file (a file's rows
+    are then buffered until it is full); an append without ``cluster_by`` follows the
+    clustering the dataset records, ``cluster_by=[]`` opts out. For one clustered layout
+    across the files of each partition, call :meth:`Dataset.optimize` afterwards.
     ``write_options``: options of :class:`rcfmt.Writer` (``block_rows``,
     ``compression``, ...); ``stats_truncate`` also bounds string stats in the index.
 
@@ -499,9 +545,8 @@ def write_dataset(data, path, *, partition_by=None, mode: str = "append",
     if stats_truncate is not None:
         write_options["stats_truncate"] = stats_truncate
     WriteOptions.create(plan.data_schema, **write_options)  # bad options raise before anything is written
-    clustering = None
-    if cluster_by is not None:
-        clustering = Clustering(tuple([cluster_by] if isinstance(cluster_by, str) else cluster_by), curve)
+    clustering = plan.clustering_for(cluster_by, curve, mapping)
+    inherited = cluster_by is None and clustering is not None
     txn = uuid.uuid4().hex
     staging = os.path.join(log.staging_root(plan.root), txn)
     os.makedirs(staging)
@@ -519,7 +564,7 @@ def write_dataset(data, path, *, partition_by=None, mode: str = "append",
         version = commit(plan.root, [e for e, _ in files], mode=plan.mode, read_version=plan.read_version,
                          data_schema=plan.data_schema, partitioning=plan.partitioning, txn_id=txn,
                          staged=[(p, e.path) for e, p in files],
-                         clustering=None if clustering is None else clustering.to_json(writer.clustering_applied),
+                         clustering=None if inherited else clustering_info(clustering, "file"),
                          base_table_unindexed=plan.adopt)
     finally:
         log.remove_tree(staging)

@@ -1,0 +1,210 @@
+"""Dataset.optimize: clustered rewrites (in memory and range-split through spill files),
+compaction, atomic commits against the version read, and the recorded clustering."""
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import rcfmt
+import rcfmt.dataset.optimize as optimize_module
+from rcfmt import col
+from rcfmt.dataset.log import list_versions, staging_root
+from rcfmt.layout import METADATA_KEY, ClusteringSpec
+from strategies import ALL_TYPES, assert_tables_identical, example_table, examples
+
+
+def _by_id(t: pa.Table) -> pa.Table:
+    return t.take(pc.sort_indices(t, [("id", "ascending")]))
+
+
+def _data_files(root):
+    return sorted(os.path.relpath(os.path.join(d, f), root) for d, _, fs in os.walk(root) for f in fs
+                  if not os.path.relpath(d, root).startswith("_rcfmt"))
+
+
+@pytest.fixture
+def grid():
+    """Two independent uniform columns in random order, plus a payload."""
+    rng = np.random.default_rng(7)
+    n = 20_000
+    return pa.table({"id": np.arange(n), "x": rng.integers(0, 1000, n), "y": rng.integers(0, 1000, n),
+                     "s": pa.array([f"payload-{i % 101}" for i in range(n)])})
+
+
+@pytest.fixture(params=[False, True], ids=["in_memory", "range_split"])
+def split(request, monkeypatch):
+    """Run a test through both paths of optimize (range split: via spill files)."""
+    if request.param:
+        monkeypatch.setattr(optimize_module, "IN_MEMORY_ROWS", 0)
+    return request.param
+
+
+# ---------------------------------------------------------------- same rows, better skipping
+@pytest.mark.parametrize("curve", ["zorder", "hilbert", "sort"])
+def test_optimize_keeps_rows_and_skips_more(tmp_path, grid, split, curve):
+    ds = rcfmt.write_dataset(grid, tmp_path, target_file_rows=2000, block_rows=500)
+    query = (col("x") < 100) & (col("y") < 300) if curve != "sort" else col("x") < 100
+    before = ds.scan(filter=query)
+    expected = before.read()
+    opt = ds.optimize(["x", "y"], curve=curve, target_file_rows=2000, block_rows=500)
+    assert opt.version == 2 and opt.num_rows == grid.num_rows
+    assert opt.info["operation"] == "optimize" and opt.info["removed_files"] == 10
+    assert opt.info["clustering"]["columns"] == ["x", "y"] and opt.info["clustering"]["curve"] == curve
+    assert opt.info["clustering"]["scope"] == "partition"
+    assert_tables_identical(_by_id(opt.read()), _by_id(grid), check_metadata=False)
+    sizes = [f.num_rows for f in opt.files]
+    assert max(sizes) <= 2000 and (len(sizes) <= 13 if split else sizes == [2000] * 10)
+    after = opt.scan(filter=query)
+    assert_tables_identical(_by_id(after.read()), _by_id(expected), check_metadata=False)
+    assert before.stats.files_pruned == 0
+    assert after.stats.files_pruned >= 7  # 10% of x (and 30% of y): most files cannot match
+    for f in opt.files:
+        with rcfmt.open(f.path) as rf:
+            spec = ClusteringSpec.from_metadata(rf.metadata)
+            assert spec.columns == ("x", "y") and spec.curve == curve
+            if curve == "sort":
+                xs = rf.read(columns=["x"])["x"].to_numpy()
+                assert (np.diff(xs) >= 0).all()
+    if curve == "sort":  # the ranges of x of consecutive files do not overlap (up to bucket ties)
+        lo = [f.stats["x"]["min"] for f in opt.files]
+        hi = [f.stats["x"]["max"] for f in opt.files]
+        order = np.argsort(lo)
+        assert all(hi[a] <= lo[b] + 1 for a, b in zip(order[:-1], order[1:]))
+
+
+def test_optimize_partitioned_dataset_stays_within_partitions(tmp_path, grid, split):
+    t = grid.append_column("part", pa.array([["a", "b", None][i % 3] for i in range(grid.num_rows)]))
+    ds = rcfmt.write_dataset(t, tmp_path, partition_by=["part"], target_file_rows=1500)
+    opt = ds.optimize(["y", "x"], curve="hilbert", target_file_rows=1500)
+    assert_tables_identical(_by_id(opt.read()).select(t.column_names), _by_id(t), check_metadata=False)
+    for f in opt.files:
+        rows = opt.read(filter=col("id").isin(
+            rcfmt.open(f.path).read(columns=["id"])["id"].to_pylist()))
+        assert set(rows["part"].to_pylist()) == {f.partition["part"]}
+    assert {f.relpath.split("/")[0] for f in opt.files} == {"part=a", "part=b", "part=__HIVE_DEFAULT_PARTITION__"}
+
+
+@settings(max_examples=examples(12), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**16), names=st.lists(st.sampled_from(
+    ["i8", "u64", "f32", "f64", "str", "bin", "date", "i64", "bool"]), min_size=1, max_size=3, unique=True),
+    curve=st.sampled_from(["zorder", "hilbert", "sort"]), mapping=st.sampled_from(["rank", "direct"]),
+    in_memory=st.booleans())
+def test_optimize_every_type_same_multiset(tmp_path_factory, monkeypatch, seed, names, curve, mapping, in_memory):
+    """NULLs, NaN with payloads, -0.0, extremes, long common prefixes: nothing lost or changed."""
+    t = example_table(700, seed=seed, types={k: ALL_TYPES[k] for k in ["i8", "u64", "f32", "f64", "str", "bin",
+                                                                          "date", "i64", "bool"]})
+    t = t.append_column("id", pa.array(np.arange(t.num_rows)))
+    monkeypatch.setattr(optimize_module, "IN_MEMORY_ROWS", 1 << 30 if in_memory else 0)
+    root = tmp_path_factory.mktemp("opt")
+    ds = rcfmt.write_dataset(t, root, target_file_rows=256, block_rows=64)
+    opt = ds.optimize(names, curve=curve, mapping=mapping, target_file_rows=200, block_rows=64)
+    assert_tables_identical(_by_id(opt.read()), t, check_metadata=False)
+    assert max(f.num_rows for f in opt.files) <= 200
+
+
+def test_range_split_spreads_a_frequent_key(tmp_path, monkeypatch):
+    """90% of rows share one key: ranges sharing that boundary split it evenly."""
+    monkeypatch.setattr(optimize_module, "IN_MEMORY_ROWS", 0)
+    n = 10_000
+    x = np.where(np.arange(n) % 10 == 0, np.arange(n), 5)
+    t = pa.table({"id": np.arange(n), "x": x})
+    ds = rcfmt.write_dataset(t, tmp_path, target_file_rows=1000)
+    opt = ds.optimize("x", curve="zorder", target_file_rows=1000)
+    sizes = sorted(f.num_rows for f in opt.files)
+    assert len(sizes) <= 12 and sizes[-1] <= 1000 and sizes[len(sizes) // 2] >= 700
+    assert_tables_identical(_by_id(opt.read()), t, check_metadata=False)
+    assert not os.listdir(staging_root(str(tmp_path)))
+
+
+# ---------------------------------------------------------------- compaction, following the clustering
+def test_compaction_without_clustering(tmp_path, grid):
+    for i in range(4):
+        ds = rcfmt.write_dataset(grid.slice(i * 5000, 5000), tmp_path, target_file_rows=3000)
+    assert ds.num_files == 8
+    opt = ds.optimize(target_file_rows=10_000)
+    assert opt.num_files == 2 and opt.info["clustering"] is None
+    assert_tables_identical(opt.read(), grid, check_metadata=False)  # order kept
+    assert opt.optimize(target_file_rows=10_000) is opt  # nothing to do: no new version
+    assert list_versions(str(tmp_path)) == [1, 2, 3, 4, 5]
+
+
+def test_recorded_clustering_is_followed(tmp_path, grid):
+    ds = rcfmt.write_dataset(grid.slice(0, 10_000), tmp_path, target_file_rows=5000)
+    ds = ds.optimize(["x", "y"], curve="hilbert", target_file_rows=5000)
+    ds = rcfmt.write_dataset(grid.slice(10_000), tmp_path, target_file_rows=20_000)  # append follows it
+    assert ds.info["clustering"]["curve"] == "hilbert" and ds.info["operation"] == "append"
+    newest = [f for f in ds.files if f.num_rows == 10_000]
+    assert len(newest) == 1
+    with rcfmt.open(newest[0].path) as f:
+        spec = ClusteringSpec.from_metadata(f.metadata)
+        assert (spec.columns, spec.curve) == (("x", "y"), "hilbert")
+        rows = f.read()
+    keys = spec.fit(rows).keys(rows)
+    assert (np.diff(keys.astype(np.float64)) >= 0).all()  # rows are in key order
+    # optimize() with no arguments re-clusters by the recorded spec
+    again = ds.optimize(target_file_rows=5000)
+    assert again.num_files == 4 and again.info["clustering"]["columns"] == ["x", "y"]
+    # cluster_by=[] opts out for one append
+    plain = rcfmt.write_dataset(grid.slice(0, 100), tmp_path, cluster_by=[])
+    with rcfmt.open([f for f in plain.files if f.num_rows == 100][0].path) as f:
+        assert METADATA_KEY not in f.metadata
+
+
+# ---------------------------------------------------------------- commits
+def test_concurrent_append_is_kept(tmp_path, grid):
+    ds = rcfmt.write_dataset(grid.slice(0, 8000), tmp_path, target_file_rows=2000)
+    rcfmt.write_dataset(grid.slice(8000, 100), tmp_path)  # lands after ds was opened
+    opt = ds.optimize(["x"], target_file_rows=2000)
+    assert opt.version == 3 and opt.num_rows == 8100
+    assert_tables_identical(_by_id(opt.read()), grid.slice(0, 8100), check_metadata=False)
+
+
+def test_concurrent_overwrite_conflicts_and_changes_nothing(tmp_path, grid):
+    ds = rcfmt.write_dataset(grid, tmp_path, target_file_rows=5000)
+    rcfmt.write_dataset(grid.slice(0, 10), tmp_path, mode="overwrite")
+    files = _data_files(tmp_path)
+    with pytest.raises(rcfmt.CommitConflictError, match="removed meanwhile"):
+        ds.optimize(["x", "y"], target_file_rows=5000)
+    assert list_versions(str(tmp_path)) == [1, 2] and _data_files(tmp_path) == files
+    assert rcfmt.dataset(tmp_path).num_rows == 10
+    assert not os.listdir(staging_root(str(tmp_path)))
+
+
+def test_old_version_stays_readable_and_history(tmp_path, grid):
+    ds = rcfmt.write_dataset(grid, tmp_path, target_file_rows=5000)
+    ds.optimize(["x", "y"], target_file_rows=5000)
+    assert_tables_identical(rcfmt.dataset(tmp_path, version=1).read(), grid, check_metadata=False)
+    ops = [h["operation"] for h in rcfmt.dataset(tmp_path).history()]
+    assert ops == ["append", "optimize"]
+    assert rcfmt.dataset(tmp_path).vacuum(retention_seconds=0, dry_run=True)  # the replaced files
+
+
+def test_optimize_adopts_a_directory_without_index(tmp_path, grid):
+    for i in range(3):
+        rcfmt.write_table(grid.slice(i * 1000, 1000), tmp_path / f"f{i}.rcfmt")
+    opt = rcfmt.dataset(tmp_path).optimize(["y"], curve="sort", target_file_rows=3000)
+    assert opt.version == 1 and opt.num_files == 1
+    assert opt.read()["y"].to_pylist() == sorted(grid.slice(0, 3000)["y"].to_pylist())
+
+
+def test_bad_arguments_write_nothing(tmp_path, grid):
+    ds = rcfmt.write_dataset(grid, tmp_path)
+    files = _data_files(tmp_path)
+    with pytest.raises(rcfmt.SchemaError, match="nope"):
+        ds.optimize(["x", "nope"])
+    with pytest.raises(rcfmt.InvalidOptionError):
+        ds.optimize(["x"], curve="peano")
+    with pytest.raises(rcfmt.InvalidOptionError):
+        ds.optimize(["x"], mapping="fancy")
+    with pytest.raises(rcfmt.InvalidOptionError):
+        ds.optimize(["x"], target_file_rows=0)
+    with pytest.raises(rcfmt.InvalidOptionError):
+        ds.optimize(["x"], compression="snappy")
+    assert list_versions(str(tmp_path)) == [1] and _data_files(tmp_path) == files
+    assert json.loads(json.dumps(ds.info))["operation"] == "append"
