@@ -4,11 +4,15 @@
 installed (Spark discovers the top-level module ``pyspark_rcfmt``, which exposes
 :class:`DefaultSource`). :func:`register` registers the source explicitly and enables
 filter pushdown (``spark.sql.python.filterPushdown.enabled``). Options: README.md.
+:func:`write_clustered` / :func:`cluster_dataframe` / :func:`optimize` cluster a write
+across files (range bounds from a sample, range-repartition by key; see
+:mod:`spark_datasource.clustering`).
 
 Only ``pyspark.sql.datasource`` is imported here; rcfmt and pyarrow are imported when
 the source is used, so a broken install cannot break Spark's discovery of other
 ``pyspark_*`` sources.
 """
+from .clustering import cluster_dataframe, optimize, write_clustered
 from .source import RcfmtDataSource, pushdown_planning, register
 
 DefaultSource = RcfmtDataSource
@@ -22,4 +26,5 @@ def read_scan_stats(stats_dir):
     return _read(stats_dir)
 
 
-__all__ = ["RcfmtDataSource", "DefaultSource", "register", "read_scan_stats", "pushdown_planning"]
+__all__ = ["RcfmtDataSource", "DefaultSource", "register", "read_scan_stats", "pushdown_planning",
+           "write_clustered", "cluster_dataframe", "optimize"]
