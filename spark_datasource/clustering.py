@@ -91,13 +91,15 @@ def cluster_dataframe(df, cluster_by, *, curve: str = "zorder", mapping: str = "
                       num_partitions: int | None = None, target_file_rows: int | None = None,
                       partition_by=None, sample_size: int | None = None, seed: int = 0):
     """``(clustered DataFrame, fitted ClusteringSpec)``: ``df`` range-partitioned by the
-    clustering key into ``num_partitions`` (default ``ceil(rows / target_file_rows)``,
-    ``target_file_rows`` defaulting to rcfmt's) and sorted by it within partitions.
+    clustering key into ``num_partitions`` (default ``ceil(rows / (0.9 *
+    target_file_rows))`` -- slack for the range partitioner's sampling error, as in
+    :mod:`rcfmt.dataset.optimize`) and sorted by it within partitions.
     ``curve`` "sort" range-partitions and sorts on the columns themselves (Spark's
     order: NULLs first). ``partition_by``: Hive partition columns of the write, put
     ahead of the key so a task holds few partitions."""
     from pyspark.sql.types import LongType, StructField, StructType
 
+    from rcfmt.dataset.optimize import RANGE_FILL
     from rcfmt.dataset.writer import DEFAULT_TARGET_FILE_ROWS
     from rcfmt.errors import InvalidOptionError
 
@@ -105,7 +107,8 @@ def cluster_dataframe(df, cluster_by, *, curve: str = "zorder", mapping: str = "
     parts = [] if partition_by is None else ([partition_by] if isinstance(partition_by, str) else list(partition_by))
     if num_partitions is None:
         total = df.count()
-        num_partitions = max(1, math.ceil(total / (target_file_rows or DEFAULT_TARGET_FILE_ROWS)))
+        target = target_file_rows or DEFAULT_TARGET_FILE_ROWS
+        num_partitions = max(1, math.ceil(total / (RANGE_FILL * target)))
     else:
         if isinstance(num_partitions, bool) or not isinstance(num_partitions, int) or num_partitions < 1:
             raise InvalidOptionError(f"num_partitions must be a positive integer, got {num_partitions!r}")
