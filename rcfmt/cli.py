@@ -73,6 +73,18 @@ def _fmt_bound(value, ltype) -> str:
     return str(value)
 
 
+def _clustering_lines(metadata) -> list[str]:
+    """``clustering: hilbert[rank](a, b)`` when the file records a clustering spec."""
+    from .errors import InvalidOptionError
+    from .layout import ClusteringSpec
+
+    try:
+        spec = ClusteringSpec.from_metadata(metadata)
+    except InvalidOptionError as exc:
+        return [f"clustering: unreadable spec ({exc})"]
+    return [] if spec is None else [f"clustering: {spec}"]
+
+
 def describe(f: RcfmtFile) -> str:
     """A human-readable report of the file's layout."""
     lines = [
@@ -84,6 +96,7 @@ def describe(f: RcfmtFile) -> str:
     if f.metadata:
         keys = ", ".join(sorted(f.metadata))
         lines.append(f"metadata keys: {keys}")
+    lines += _clustering_lines(f.metadata)
     header = f"{'column':<18} {'type':<24} {'encoding':<18} {'codec':<10} {'stored':>12} {'raw':>12} {'pages':>6} {'nulls':>9} {'min':>19} {'max':>19}"
     lines += ["", header, "-" * len(header)]
     for s in column_summary(f):
