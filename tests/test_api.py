@@ -356,3 +356,20 @@ def test_missing_file(tmp_path):
 def test_directory_path(tmp_path):
     with pytest.raises(RcfmtError, match="directory"):
         rcfmt.open(tmp_path)
+
+
+def test_scan_a_range_of_blocks(tmp_path):
+    t = pa.table({"x": np.arange(1000), "y": np.arange(1000) % 7})
+    path = tmp_path / "b.rcfmt"
+    rcfmt.write_table(t, path, block_rows=100)
+    with rcfmt.open(path) as f:
+        scan = f.scan(blocks=(2, 5))
+        assert scan.read()["x"].to_pylist() == list(range(200, 500))
+        assert (scan.stats.blocks_total, scan.stats.rows_total) == (3, 300)
+        scan = f.scan(columns=["x"], filter=(rcfmt.col("x") >= 450) | (rcfmt.col("x") < 50), blocks=(2, 5))
+        assert scan.read()["x"].to_pylist() == list(range(450, 500))
+        assert scan.stats.blocks_total == 3 and scan.stats.blocks_pruned_stats == 2
+        assert f.scan(blocks=(4, 4)).read().num_rows == 0
+        for bad in [(3, 2), (-1, 2), (0, 11), "ab", (1,)]:
+            with pytest.raises(InvalidOptionError):
+                f.scan(blocks=bad)

@@ -236,9 +236,8 @@ class DatasetScan:
             return None, partition
         f = RcfmtFile(frag.path, verify_checksums=self.verify_checksums)
         try:
-            scan = f.scan(self._data_columns, None if residual is _TRUE else residual, use_threads=use_threads)
-            if frag.blocks is not None:
-                _restrict_blocks(scan, *frag.blocks)
+            scan = f.scan(self._data_columns, None if residual is _TRUE else residual, use_threads=use_threads,
+                          blocks=None if frag.blocks is None else _clamp(frag.blocks, f.num_blocks))
         except BaseException:
             f.close()
             raise
@@ -315,21 +314,8 @@ class DatasetScan:
                 self._count(scan)
 
 
-def _restrict_blocks(scan, lo: int, hi: int) -> None:
-    """Limit a FileScan to the blocks [lo, hi), keeping its statistics exact."""
-    f = scan.file
-    n = f.num_blocks
-    lo, hi = max(0, lo), min(n, hi)
-    scan.blocks = [b for b in scan.blocks if lo <= b < hi]
-    st = scan.stats
-    st.blocks_total = hi - lo
-    st.rows_total = int(np.asarray(f.footer.blocks["row_count"][lo:hi], np.int64).sum())
-    if scan.nnf is not None:
-        keep = may_match(scan.nnf, {c: f.block_stats(c) for c in scan.filter_names}, n)[lo:hi]
-        st.blocks_pruned_stats = int((~keep).sum())
-        st.blocks_pruned_bloom = int(keep.sum()) - len(scan.blocks)
-    else:
-        st.blocks_pruned_stats = st.blocks_pruned_bloom = 0
+def _clamp(blocks: tuple, n: int) -> tuple[int, int]:
+    return max(0, min(n, blocks[0])), max(0, min(n, blocks[1]))
 
 
 def _runs(mask: np.ndarray, lo: int) -> list[tuple[int, int]]:

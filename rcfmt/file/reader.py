@@ -288,16 +288,19 @@ class RcfmtFile:
         return pa.Table.from_batches(batches, schema=schema)
 
     def scan(self, columns: Sequence[str] | None = None, filter=None, *, use_threads: bool = True,
-             read_dictionary: Sequence[str] | None = None, use_bloom: bool = True, use_page_index: bool = True):
+             read_dictionary: Sequence[str] | None = None, use_bloom: bool = True, use_page_index: bool = True,
+             blocks: tuple[int, int] | None = None):
         """Plan a skipping scan; returns a :class:`~rcfmt.scan.scanner.FileScan` with
         ``read()``, ``iter_batches()`` and ``stats`` (what was pruned, read, decoded).
 
         ``filter`` is an expression (``rcfmt.col("x") > 5``) or pyarrow-style DNF list.
-        ``read_dictionary`` lists columns to return as ``pyarrow.DictionaryArray``."""
+        ``read_dictionary`` lists columns to return as ``pyarrow.DictionaryArray``.
+        ``blocks=(start, stop)`` scans only those blocks (e.g. one task's share)."""
         from ..scan.scanner import scan_file
 
         return scan_file(self, columns=columns, filter=filter, use_threads=use_threads,
-                         read_dictionary=read_dictionary, use_bloom=use_bloom, use_page_index=use_page_index)
+                         read_dictionary=read_dictionary, use_bloom=use_bloom, use_page_index=use_page_index,
+                         blocks=blocks)
 
     def read(self, columns: Sequence[str] | None = None, filter=None, *, use_threads: bool = True,
              read_dictionary: Sequence[str] | None = None) -> pa.Table:

@@ -114,11 +114,13 @@ class FileScan:
 
     ``columns``: projected column names (None = all); ``filter``: an expression or DNF
     list (None = all rows); ``read_dictionary``: columns to return as
-    ``pyarrow.DictionaryArray``. ``stats`` accumulates as the scan runs.
+    ``pyarrow.DictionaryArray``; ``blocks``: ``(start, stop)`` to scan only those blocks
+    (statistics then count only them). ``stats`` accumulates as the scan runs.
     """
 
     def __init__(self, file, columns: Sequence[str] | None = None, filter=None, *, use_threads: bool = True,
-                 read_dictionary: Sequence[str] | None = None, use_bloom: bool = True, use_page_index: bool = True):
+                 read_dictionary: Sequence[str] | None = None, use_bloom: bool = True, use_page_index: bool = True,
+                 blocks: tuple[int, int] | None = None):
         self.file = file
         self.col_ids = file.resolve_columns(columns)
         self.bound = bind(filter, file.schema)
@@ -131,7 +133,11 @@ class FileScan:
         self.use_threads = use_threads
         self.use_bloom = use_bloom
         self.use_page_index = use_page_index
-        self.stats = ScanStats(files_total=1, blocks_total=file.num_blocks, rows_total=file.num_rows)
+        self.block_range = _block_range(blocks, file.num_blocks)
+        lo, hi = self.block_range
+        rows = file.num_rows if (lo, hi) == (0, file.num_blocks) else int(
+            np.asarray(file.footer.blocks["row_count"][lo:hi], np.int64).sum())
+        self.stats = ScanStats(files_total=1, blocks_total=hi - lo, rows_total=rows)
         self.output_schema = self._output_schema()
         self.blocks = self._prune_blocks()
 
@@ -147,11 +153,14 @@ class FileScan:
 
     def _prune_blocks(self) -> list[int]:
         n = self.file.num_blocks
+        lo, hi = self.block_range
         if self.nnf is None:
-            return list(range(n))
+            return list(range(lo, hi))
         stats = {name: self.file.block_stats(name) for name in self.filter_names}
         keep = may_match(self.nnf, stats, n)
-        self.stats.blocks_pruned_stats += int(n - keep.sum())
+        keep[:lo] = False
+        keep[hi:] = False
+        self.stats.blocks_pruned_stats += int((hi - lo) - keep.sum())
         if self.use_bloom and keep.any():
             by_bloom = self._bloom_keep(np.flatnonzero(keep))
             self.stats.blocks_pruned_bloom += int(keep.sum() - by_bloom.sum())
@@ -362,6 +371,18 @@ class FileScan:
                 yield batch.slice(start, batch_size)
 
 
+def _block_range(blocks, n: int) -> tuple[int, int]:
+    if blocks is None:
+        return 0, n
+    try:
+        lo, hi = (int(b) for b in blocks)
+    except (TypeError, ValueError):
+        raise InvalidOptionError(f"blocks must be (start, stop), got {blocks!r}") from None
+    if not 0 <= lo <= hi <= n:
+        raise InvalidOptionError(f"blocks=({lo}, {hi}) is outside the file's {n} blocks")
+    return lo, hi
+
+
 def _empty_values(ltype) -> ColumnValues:
     if ltype.kind == PhysicalKind.VARBINARY:
         return ColumnValues(np.empty(0, np.uint8), np.zeros(1, np.int64))
@@ -369,7 +390,7 @@ def _empty_values(ltype) -> ColumnValues:
 
 
 def scan_file(file, columns=None, filter=None, *, use_threads: bool = True, read_dictionary=None,
-              use_bloom: bool = True, use_page_index: bool = True) -> FileScan:
+              use_bloom: bool = True, use_page_index: bool = True, blocks=None) -> FileScan:
     """Plan a scan of ``file`` (pruning blocks now, pages and rows as it runs)."""
     return FileScan(file, columns, filter, use_threads=use_threads, read_dictionary=read_dictionary,
-                    use_bloom=use_bloom, use_page_index=use_page_index)
+                    use_bloom=use_bloom, use_page_index=use_page_index, blocks=blocks)
