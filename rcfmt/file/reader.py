@@ -15,6 +15,7 @@ from typing import Iterator, Sequence
 import numpy as np
 import pyarrow as pa
 
+from .._native import pageindex as _pageindex
 from ..errors import ChecksumError, CorruptFileError, InvalidOptionError, RcfmtError, SchemaError, UnsupportedError
 from ..format.footer import FileMetaData, parse_footer
 from ..format.layout import FORMAT_VERSION, HEADER, HEADER_SIZE, MAGIC, TAIL, TAIL_SIZE, page_record, view_records
@@ -205,20 +206,12 @@ class RcfmtFile:
         if self.verify_checksums and zlib.crc32(raw) != int(rec["page_index_crc"]):
             raise ChecksumError("page index checksum mismatch", path=self.path, column=col.name, block=block,
                                 offset=int(rec["page_index_offset"]))
-        entries = view_records(raw, dtype, count, dtype.itemsize)
         rows = int(self.footer.blocks[block]["row_count"])
-        first = entries["first_row"].astype(np.int64)
-        counts = entries["row_count"].astype(np.int64)
         start, end = int(rec["offset"]), int(rec["offset"]) + int(rec["length"])
-        offsets = entries["offset"]
-        # compare as Python ints / before adding, so forged huge offsets cannot wrap
-        if (count and (first[0] != 0 or np.any(first[1:] != first[:-1] + counts[:-1])
-                       or int(first[-1] + counts[-1]) != rows or np.any(counts == 0)
-                       or int(offsets.min()) < start or int(offsets.max()) > end
-                       or np.any(entries["length"].astype(np.int64) > end - offsets.astype(np.int64)))):
+        if count and not _pageindex.entries_consistent(raw, count, dtype.itemsize, rows, start, end):
             raise CorruptFileError("page index entries are inconsistent with their chunk", path=self.path,
                                    column=col.name, block=block)
-        return entries
+        return view_records(raw, dtype, count, dtype.itemsize)
 
     def page_stats(self, block: int, column: int, entries: np.ndarray | None = None) -> StatsArrays:
         """Statistics of the pages of one column chunk, from the page index."""

@@ -101,6 +101,18 @@ def _concat_pages(pages: list[DecodedPage], ltype) -> tuple:
     return concat_values([p.values for p in pages], ltype.kind), valid, None
 
 
+class PageIndex:
+    """The page-index records of one column chunk (checked when read: the pages tile
+    the block) with their first rows and row counts as int64, converted once."""
+
+    __slots__ = ("entries", "first", "counts")
+
+    def __init__(self, entries: np.ndarray):
+        self.entries = entries
+        self.first = entries["first_row"].astype(np.int64)
+        self.counts = entries["row_count"].astype(np.int64)
+
+
 def _leaves(expr):
     if isinstance(expr, (BoundAnd, BoundOr)):
         for child in expr.children:
@@ -196,7 +208,7 @@ class FileScan:
         result[blocks[mask]] = True
         return result
 
-    def _page_index(self, block: int, col: int, cache: dict):
+    def _page_index(self, block: int, col: int, cache: dict) -> "PageIndex":
         key = (block, col)
         if key not in cache:
             # first use in this block: fetch the entries of every column the scan needs
@@ -204,7 +216,7 @@ class FileScan:
             if col not in wanted:
                 wanted.append(col)
             for c, entries in self.file.page_indexes(block, wanted).items():
-                cache[(block, c)] = entries
+                cache[(block, c)] = PageIndex(entries)
         return cache[key]
 
     def row_ranges(self, block: int, cache: dict) -> RowRanges:
@@ -215,10 +227,9 @@ class FileScan:
 
         def leaf_fn(leaf):
             col = self.filter_ids[leaf.column.name]
-            entries = self._page_index(block, col, cache)
-            keep = leaf_may_match(leaf, self.file.page_stats(block, col, entries))
-            return RowRanges.from_pages(entries["first_row"].astype(np.int64),
-                                        entries["row_count"].astype(np.int64), keep)
+            index = self._page_index(block, col, cache)
+            keep = leaf_may_match(leaf, self.file.page_stats(block, col, index.entries))
+            return RowRanges.from_pages(index.first, index.counts, keep)
 
         return fold(self.nnf, leaf_fn, lambda a, b: a & b, lambda a, b: a | b)
 
@@ -268,11 +279,10 @@ class FileScan:
         Dictionary chunks stay as codes: predicates run on the dictionary, and values
         are materialized once, for the selected rows only."""
         ltype = self.file.footer.columns[col].type
-        entries = self._page_index(block, col, cache)
-        first = entries["first_row"].astype(np.int64)
-        counts = entries["row_count"].astype(np.int64)
+        index = self._page_index(block, col, cache)
+        entries, first, counts = index.entries, index.first, index.counts
         stats.pages_total += len(entries)
-        page_ids = np.flatnonzero(selection.overlaps(first, counts)) if len(entries) else np.empty(0, np.int64)
+        page_ids = np.flatnonzero(selection.page_overlaps(first, counts)) if len(entries) else np.empty(0, np.int64)
         if not len(page_ids):
             return ColumnData(ltype, _empty_values(ltype), None)
         pages, dictionary = self._decode_pages(block, col, page_ids, entries, stats, want_codes=True)

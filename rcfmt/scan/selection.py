@@ -294,6 +294,11 @@ class RowRanges:
         This is how the reader decides which pages of a column to read.
         """
         f, c = _check_pages(first_rows, row_counts)
+        return self.page_overlaps(f, c)
+
+    def page_overlaps(self, f: np.ndarray, c: np.ndarray) -> np.ndarray:
+        """:meth:`overlaps` without argument checks, for int64 arrays of non-negative
+        first rows and counts (a page index, checked when it was read)."""
         if self.is_empty or f.size == 0:
             return np.zeros(f.size, dtype=bool)
         # first range ending after the page's first row; the page overlaps it iff
@@ -570,8 +575,13 @@ class Selection:
         f, c = _check_pages(first_rows, row_counts)
         if f.size and int((f + c).max()) > self._n:
             raise InvalidOptionError(f"a page ends past the block's {self._n} rows")
+        return self.page_overlaps(f, c)
+
+    def page_overlaps(self, f: np.ndarray, c: np.ndarray) -> np.ndarray:
+        """:meth:`overlaps` without argument checks, for int64 arrays of pages that lie
+        in the block (a page index, checked when it was read)."""
         if self._ranges is not None:
-            return self._ranges.overlaps(f, c)
+            return self._ranges.page_overlaps(f, c)
         if self._csum is None:
             self._csum = _readonly(np.concatenate(([0], np.cumsum(self._mask, dtype=_I64))))
         return self._csum[f + c] > self._csum[f]
