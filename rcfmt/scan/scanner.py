@@ -271,6 +271,25 @@ class FileScan:
             k = j + 1
         return pages, dictionary
 
+    def _decode_whole_chunk(self, block: int, col: int, pages: int, stats: ScanStats) -> ColumnData | None:
+        """Every row of a fixed-width, non-dictionary chunk, decoded page after page into
+        one preallocated array (one read; no per-page objects). None for dictionary chunks."""
+        file = self.file
+        rec = file.footer.chunks[col][block]
+        if int(rec["dictionary_length"]):
+            return None
+        base, length = int(rec["offset"]), int(rec["length"])
+        buf = file.read_range(base, length)
+        stats.bytes_read += len(buf)
+        rows = int(file.footer.blocks[block]["row_count"])
+        try:
+            values, valid = file.chunk_decoder(block, col, buf, base).decode_fixed_into(rows)
+        except CorruptFileError as exc:
+            raise file._locate(exc, block, col) from None
+        stats.pages_read += pages
+        stats.rows_decoded += rows
+        return ColumnData(file.footer.columns[col].type, values, valid)
+
     def _column_at(self, block: int, col: int, selection: Selection, cache: dict, stats: ScanStats) -> ColumnData:
         """Decoded values of column ``col`` at the selected rows of ``block``.
 
@@ -285,6 +304,10 @@ class FileScan:
         page_ids = np.flatnonzero(selection.page_overlaps(first, counts)) if len(entries) else np.empty(0, np.int64)
         if not len(page_ids):
             return ColumnData(ltype, _empty_values(ltype), None)
+        if selection.row_count == selection.num_rows and ltype.kind == PhysicalKind.FIXED:
+            whole = self._decode_whole_chunk(block, col, len(entries), stats)
+            if whole is not None:
+                return whole
         pages, dictionary = self._decode_pages(block, col, page_ids, entries, stats, want_codes=True)
         kept = []
         for page, p in zip(pages, page_ids):
