@@ -440,13 +440,8 @@ cdef const uint8_t* _aligned_src(const uint8_t[::1] src, Py_ssize_t offset, Py_s
 
 # ------------------------------------------------------------------ FOR bit-packing
 
-def for_pack_into(values, ref, int width, uint8_t[::1] dst):
-    """Pack ``(values - ref) mod 2**T`` at ``width`` bits into ``dst[:size]``; return
-    ``size = packed_size(len(values), width, itemsize)``.
-
-    ``values``: 1-D integer array (signed or unsigned, 1/2/4/8 bytes; T = 8 * itemsize);
-    ``ref``: int (signed or unsigned). Every ``values - ref`` must fit in ``width`` bits:
-    higher bits are dropped. ``dst`` must be aligned to the itemsize."""
+cdef Py_ssize_t _pack_into(values, ref, int width, uint8_t[::1] dst, bint delta) except -1:
+    """Validate, then run the FOR (``delta`` false) or delta packer for the values' width."""
     cdef cnp.ndarray v = _int_array(values, "values", False)
     cdef int itemsize = cnp.PyArray_ITEMSIZE(v)
     cdef Py_ssize_t n = cnp.PyArray_DIM(v, 0)
@@ -466,25 +461,51 @@ def for_pack_into(values, ref, int width, uint8_t[::1] dst):
     cdef const void* ip = cnp.PyArray_DATA(v)
     with nogil:
         if itemsize == 1:
-            _for_pack(<const uint8_t*>ip, n, width, <uint8_t>r, <uint8_t*>op)
+            if delta:
+                _delta_pack(<const uint8_t*>ip, n, width, <uint8_t>r, <uint8_t*>op)
+            else:
+                _for_pack(<const uint8_t*>ip, n, width, <uint8_t>r, <uint8_t*>op)
         elif itemsize == 2:
-            _for_pack(<const uint16_t*>ip, n, width, <uint16_t>r, <uint16_t*>op)
+            if delta:
+                _delta_pack(<const uint16_t*>ip, n, width, <uint16_t>r, <uint16_t*>op)
+            else:
+                _for_pack(<const uint16_t*>ip, n, width, <uint16_t>r, <uint16_t*>op)
         elif itemsize == 4:
-            _for_pack(<const uint32_t*>ip, n, width, <uint32_t>r, <uint32_t*>op)
+            if delta:
+                _delta_pack(<const uint32_t*>ip, n, width, <uint32_t>r, <uint32_t*>op)
+            else:
+                _for_pack(<const uint32_t*>ip, n, width, <uint32_t>r, <uint32_t*>op)
         else:
-            _for_pack(<const uint64_t*>ip, n, width, r, <uint64_t*>op)
+            if delta:
+                _delta_pack(<const uint64_t*>ip, n, width, r, <uint64_t*>op)
+            else:
+                _for_pack(<const uint64_t*>ip, n, width, r, <uint64_t*>op)
     return size
 
 
-def for_pack(values, ref, int width):
-    """Like :func:`for_pack_into` but returns new ``bytes``."""
+cdef bytes _pack_bytes(values, ref, int width, bint delta):
     cdef cnp.ndarray v = _int_array(values, "values", False)
     cdef int itemsize = cnp.PyArray_ITEMSIZE(v)
     if not 0 <= width <= 8 * itemsize:
         raise ValueError(f"bit width {width} out of range 0..{8 * itemsize}")
     buf = np.empty(_packed_nbytes(cnp.PyArray_DIM(v, 0), width, itemsize) // 8, dtype=np.uint64)
-    for_pack_into(v, ref, width, buf.view(np.uint8))
+    _pack_into(v, ref, width, buf.view(np.uint8), delta)
     return buf.tobytes()
+
+
+def for_pack_into(values, ref, int width, uint8_t[::1] dst):
+    """Pack ``(values - ref) mod 2**T`` at ``width`` bits into ``dst[:size]``; return
+    ``size = packed_size(len(values), width, itemsize)``.
+
+    ``values``: 1-D integer array (signed or unsigned, 1/2/4/8 bytes; T = 8 * itemsize);
+    ``ref``: int (signed or unsigned). Every ``values - ref`` must fit in ``width`` bits:
+    higher bits are dropped. ``dst`` must be aligned to the itemsize."""
+    return _pack_into(values, ref, width, dst, False)
+
+
+def for_pack(values, ref, int width):
+    """Like :func:`for_pack_into` but returns new ``bytes``."""
+    return _pack_bytes(values, ref, width, False)
 
 
 cdef int _for_unpack_checked(const uint8_t[::1] src, Py_ssize_t offset, Py_ssize_t nbytes,
@@ -578,44 +599,12 @@ def delta_pack_into(values, ref, int width, uint8_t[::1] dst):
     ``width`` bits into ``dst``; return the bytes written. With
     ``lo, hi = delta_range(values)``, ``ref = lo`` and ``width = (hi - lo).bit_length()``
     are the smallest choice."""
-    cdef cnp.ndarray v = _int_array(values, "values", False)
-    cdef int itemsize = cnp.PyArray_ITEMSIZE(v)
-    cdef Py_ssize_t n = cnp.PyArray_DIM(v, 0)
-    if not 0 <= width <= 8 * itemsize:
-        raise ValueError(f"bit width {width} out of range 0..{8 * itemsize}")
-    if n > _MAX_COUNT:
-        raise ValueError(f"too many values ({n})")
-    cdef uint64_t r = _ref_bits(ref, itemsize, "reference")
-    cdef Py_ssize_t size = _packed_nbytes(n, width, itemsize)
-    if dst.shape[0] < size:
-        raise ValueError(f"dst holds {dst.shape[0]} bytes, {size} needed")
-    if size == 0:
-        return 0
-    cdef uint8_t* op = &dst[0]
-    if (<uintptr_t>op) % itemsize:
-        raise ValueError("dst is not aligned to the value itemsize")
-    cdef const void* ip = cnp.PyArray_DATA(v)
-    with nogil:
-        if itemsize == 1:
-            _delta_pack(<const uint8_t*>ip, n, width, <uint8_t>r, <uint8_t*>op)
-        elif itemsize == 2:
-            _delta_pack(<const uint16_t*>ip, n, width, <uint16_t>r, <uint16_t*>op)
-        elif itemsize == 4:
-            _delta_pack(<const uint32_t*>ip, n, width, <uint32_t>r, <uint32_t*>op)
-        else:
-            _delta_pack(<const uint64_t*>ip, n, width, r, <uint64_t*>op)
-    return size
+    return _pack_into(values, ref, width, dst, True)
 
 
 def delta_pack(values, ref, int width):
     """Like :func:`delta_pack_into` but returns new ``bytes``."""
-    cdef cnp.ndarray v = _int_array(values, "values", False)
-    cdef int itemsize = cnp.PyArray_ITEMSIZE(v)
-    if not 0 <= width <= 8 * itemsize:
-        raise ValueError(f"bit width {width} out of range 0..{8 * itemsize}")
-    buf = np.empty(_packed_nbytes(cnp.PyArray_DIM(v, 0), width, itemsize) // 8, dtype=np.uint64)
-    delta_pack_into(v, ref, width, buf.view(np.uint8))
-    return buf.tobytes()
+    return _pack_bytes(values, ref, width, True)
 
 
 cdef int _delta_unpack_checked(const uint8_t[::1] src, Py_ssize_t offset, Py_ssize_t nbytes,
