@@ -60,6 +60,24 @@ cdef inline uint32_t _read32(const uint8_t* p) noexcept nogil:
             | (<uint32_t>p[3] << 24))
 
 
+cdef inline uint32_t _canonical_f32(uint32_t bits) noexcept nogil:
+    """The bits a float32 is hashed by: -0.0 as +0.0, every NaN as the quiet NaN."""
+    if bits == 0x80000000U:
+        return 0
+    if (bits & 0x7FFFFFFFU) > 0x7F800000U:
+        return 0x7FC00000U
+    return bits
+
+
+cdef inline uint64_t _canonical_f64(uint64_t bits) noexcept nogil:
+    """The bits a float64 is hashed by: -0.0 as +0.0, every NaN as the quiet NaN."""
+    if bits == 0x8000000000000000ULL:
+        return 0
+    if (bits & 0x7FFFFFFFFFFFFFFFULL) > 0x7FF0000000000000ULL:
+        return 0x7FF8000000000000ULL
+    return bits
+
+
 cdef inline uint64_t _round(uint64_t acc, uint64_t lane) noexcept nogil:
     acc = acc + lane * P2
     acc = _rotl(acc, 31)
@@ -175,8 +193,6 @@ def hash_fixed_into(const uint8_t[::1] data, int width, int kind, uint64_t[::1] 
     """
     cdef Py_ssize_t n = out.shape[0], i
     cdef const uint8_t* p
-    cdef uint32_t v32
-    cdef uint64_t v64
     if width not in (1, 2, 4, 8, 16) or kind not in (KIND_RAW, KIND_FLOAT, KIND_BOOL):
         return -2
     if (kind == KIND_FLOAT and width not in (4, 8)) or (kind == KIND_BOOL and width != 1):
@@ -200,24 +216,14 @@ def hash_fixed_into(const uint8_t[::1] data, int width, int kind, uint64_t[::1] 
         elif width == 4:
             if kind == KIND_FLOAT:
                 for i in range(n):
-                    v32 = _read32(p + 4 * i)
-                    if v32 == 0x80000000U:
-                        v32 = 0
-                    elif (v32 & 0x7FFFFFFFU) > 0x7F800000U:
-                        v32 = 0x7FC00000U
-                    out[i] = _xxh64_u32(v32)
+                    out[i] = _xxh64_u32(_canonical_f32(_read32(p + 4 * i)))
             else:
                 for i in range(n):
                     out[i] = _xxh64_u32(_read32(p + 4 * i))
         elif width == 8:
             if kind == KIND_FLOAT:
                 for i in range(n):
-                    v64 = _read64(p + 8 * i)
-                    if v64 == 0x8000000000000000ULL:
-                        v64 = 0
-                    elif (v64 & 0x7FFFFFFFFFFFFFFFULL) > 0x7FF0000000000000ULL:
-                        v64 = 0x7FF8000000000000ULL
-                    out[i] = _xxh64_u64(v64)
+                    out[i] = _xxh64_u64(_canonical_f64(_read64(p + 8 * i)))
             else:
                 for i in range(n):
                     out[i] = _xxh64_u64(_read64(p + 8 * i))

@@ -311,10 +311,24 @@ cdef inline uint64_t _spread2(uint64_t x) noexcept nogil:
     return x
 
 
+cdef inline uint64_t _parity_above(uint64_t v) noexcept nogil:
+    """Bit j of the result is the parity of the bits of ``v`` above j, bit 0 of ``v``
+    ignored: the XOR of (q - 1) over the set bits q > 1 (the last step of Skilling's
+    transform)."""
+    v &= ~(<uint64_t>1)
+    v ^= v >> 1
+    v ^= v >> 2
+    v ^= v >> 4
+    v ^= v >> 8
+    v ^= v >> 16
+    v ^= v >> 32
+    return v >> 1
+
+
 cdef inline void _skilling_transpose(uint64_t* x, int k, int bits) noexcept nogil:
     """Skilling's AxesToTranspose (AIP Conf. Proc. 707, 2004): turns coordinates into the
     transposed Hilbert index, in place. Written without data-dependent branches."""
-    cdef uint64_t p, s, t, v
+    cdef uint64_t p, s, t
     cdef int i, j
     for j in range(bits - 1, 0, -1):  # inverse undo, q = 2**j
         p = ((<uint64_t>1) << j) - 1
@@ -327,21 +341,14 @@ cdef inline void _skilling_transpose(uint64_t* x, int k, int bits) noexcept nogi
         x[i] ^= x[i - 1]
     # t = XOR of (q - 1) over the set bits q > 1 of x[k-1]: bit j of t is the parity of
     # the bits of x[k-1] above j
-    v = x[k - 1] & ~(<uint64_t>1)
-    v ^= v >> 1
-    v ^= v >> 2
-    v ^= v >> 4
-    v ^= v >> 8
-    v ^= v >> 16
-    v ^= v >> 32
-    t = v >> 1
+    t = _parity_above(x[k - 1])
     for i in range(k):
         x[i] ^= t
 
 
 cdef inline void _skilling_transpose2(uint64_t* x, int bits) noexcept nogil:
     """:func:`_skilling_transpose` for two dimensions, with both in registers."""
-    cdef uint64_t x0 = x[0], x1 = x[1], p, s, t, v
+    cdef uint64_t x0 = x[0], x1 = x[1], p, s, t
     cdef int j
     for j in range(bits - 1, 0, -1):
         p = ((<uint64_t>1) << j) - 1
@@ -351,14 +358,7 @@ cdef inline void _skilling_transpose2(uint64_t* x, int bits) noexcept nogil:
         x0 ^= (p & s) | t
         x1 ^= t
     x1 ^= x0
-    v = x1 & ~(<uint64_t>1)
-    v ^= v >> 1
-    v ^= v >> 2
-    v ^= v >> 4
-    v ^= v >> 8
-    v ^= v >> 16
-    v ^= v >> 32
-    t = v >> 1
+    t = _parity_above(x1)
     x[0] = x0 ^ t
     x[1] = x1 ^ t
 
