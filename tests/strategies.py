@@ -29,6 +29,7 @@ import pyarrow as pa
 from hypothesis import strategies as st
 
 __all__ = [
+    "decode_or_corrupt",
     # types
     "bool_type", "signed_integer_types", "unsigned_integer_types", "integer_types", "floating_types",
     "string_types", "binary_types", "date_types", "timestamp_types", "decimal128_types", "temporal_types",
@@ -595,3 +596,21 @@ def example_table(n: int = 100, seed: int = 0, *, nulls: bool = True, types: dic
         cols.append(build_array(t, values, valid))
         fs.append(pa.field(name, t, nullable=nullable))
     return pa.Table.from_arrays(cols, schema=pa.schema(fs))
+
+
+def decode_or_corrupt(decode, body, rows, ltype, **kw):
+    """``decode(body, rows, ltype, **kw)`` on hostile input: it must either raise
+    CorruptFileError with a message (-> None) or return ``rows`` values; fixed-width
+    results must also have the column's dtype."""
+    from rcfmt.errors import CorruptFileError
+    from rcfmt.types import PhysicalKind
+
+    try:
+        got = decode(body, rows, ltype, **kw)
+    except CorruptFileError as exc:
+        assert str(exc)
+        return None
+    assert len(got) == rows
+    if ltype.kind == PhysicalKind.FIXED:
+        assert got.values.dtype == ltype.numpy_dtype
+    return got

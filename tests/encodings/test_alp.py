@@ -153,13 +153,8 @@ def body_of(values, ltype=F64, params=None) -> bytes:
 
 
 def decode_or_corrupt(body, rows, ltype):
-    try:
-        got = ALP.decode(body, rows, ltype).values
-    except CorruptFileError as exc:
-        assert str(exc)
-        return None
-    assert len(got) == rows and got.dtype == ltype.numpy_dtype
-    return got
+    got = strategies.decode_or_corrupt(ALP.decode, body, rows, ltype)
+    return None if got is None else got.values
 
 
 def sample_bodies():
