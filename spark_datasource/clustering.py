@@ -35,10 +35,11 @@ def _spec(cluster_by, curve: str, mapping: str, sample_size: int | None, seed: i
     from rcfmt.layout import ClusteringSpec
 
     if isinstance(cluster_by, ClusteringSpec):
-        return cluster_by
-    columns = [c.strip() for c in cluster_by.split(",")] if isinstance(cluster_by, str) else list(cluster_by)
-    extra = {} if sample_size is None else {"sample_size": sample_size}
-    spec = ClusteringSpec(tuple(columns), curve=curve, mapping=mapping, seed=seed, **extra)
+        spec = cluster_by
+    else:
+        columns = [c.strip() for c in cluster_by.split(",")] if isinstance(cluster_by, str) else list(cluster_by)
+        extra = {} if sample_size is None else {"sample_size": sample_size}
+        spec = ClusteringSpec(tuple(columns), curve=curve, mapping=mapping, seed=seed, **extra)
     if spec.curve != "sort" and spec.key_bits > 64:
         raise InvalidOptionError("Spark clustering keys are 64-bit longs: key_bits must be <= 64")
     return spec
@@ -151,17 +152,35 @@ def optimize(spark, path: str, cluster_by, *, curve: str = "zorder", mapping: st
              num_partitions: int | None = None, options: dict | None = None):
     """Rewrite the rcfmt dataset at ``path`` clustered across files, with Spark: reads
     its latest version and overwrites it, failing with CommitConflictError (and changing
-    nothing) if another commit lands meanwhile. Returns the new version number."""
+    nothing) if another commit lands meanwhile. Columns whose types Spark cannot
+    represent exactly (nanosecond or non-UTC timestamps, unsigned integers, ...) raise
+    UnsupportedError before anything is written. Returns the new version number."""
+    import pyarrow as pa
+
     import rcfmt
 
     from .source import RcfmtDataSource
 
+    from rcfmt.dataset.writer import same_types
+    from rcfmt.errors import UnsupportedError
+
+    from .types import to_rcfmt_schema
+
     spark.dataSource.register(RcfmtDataSource)
-    version = rcfmt.dataset(path).version
-    df = spark.read.format("rcfmt").option("version", str(version)).load(path)
-    ds = rcfmt.dataset(path, version=version)
-    opts = {"expectedVersion": str(version), **({"partitionBy": ",".join(ds.partition_by)} if ds.partition_by
-                                                else {}), **(options or {})}
+    ds = rcfmt.dataset(path)
+    reader = spark.read.format("rcfmt")
+    if ds.version is not None:  # a directory without index is adopted by the overwrite
+        reader = reader.option("version", str(ds.version))
+    df = reader.load(path)
+    through_spark = to_rcfmt_schema(df.schema)
+    if not same_types(pa.schema([through_spark.field(n) for n in ds.schema.names]), ds.schema):
+        changed = [f.name for f in ds.schema if not same_types(pa.schema([f]), pa.schema([through_spark.field(f.name)]))]
+        raise UnsupportedError(
+            f"columns {changed} of {path!r} do not survive Spark's types (e.g. nanosecond timestamps, unsigned "
+            "integers, time zones other than UTC); rewriting them through Spark would change the data. Use "
+            "rcfmt.dataset(path).optimize(...) instead")
+    opts = {"expectedVersion": str(ds.version or 0),
+            **({"partitionBy": ",".join(ds.partition_by)} if ds.partition_by else {}), **(options or {})}
     write_clustered(df, path, cluster_by, curve=curve, mapping=mapping, mode="overwrite",
                     num_partitions=num_partitions, options=opts)
     return rcfmt.dataset(path).version

@@ -11,13 +11,17 @@ BY`` does. Files never cross partitions. Per partition:
    "rank"), so keys agree across files;
 2. **small partitions** (at most :data:`IN_MEMORY_ROWS` rows) are read whole, ordered
    and cut into files of ``target_file_rows`` rows;
-3. **large partitions** are range-split: the sample's keys give ``ceil(rows /
-   (0.9 * target_file_rows))`` key ranges (slack for sampling error; a range that is
-   still too full becomes equal files); one streaming pass routes every row into a spill
-   file of its range (rows whose key equals a range boundary are spread over the
-   ranges sharing it, so one frequent key cannot make one huge file); then each spill
-   file is read, ordered and written. Memory: one input batch plus one output file.
+3. **large partitions** are range-split: the sample gives ``ceil(rows / (0.9 *
+   target_file_rows))`` key ranges (slack for sampling error; a range that is still
+   too full becomes equal files). A streaming pass routes every row into a spill file
+   of its range -- at most :data:`MAX_FANOUT` spill files at once, more ranges take
+   another pass over each spill file -- then each range is read, ordered and written.
+   Curves route by key (rows whose key equals a boundary shared by several ranges are
+   spread over them, so one frequent key cannot make one huge file); "sort" routes by
+   exact comparison with boundary rows. Memory: one input batch, the spill buffers
+   (``MAX_FANOUT * SPILL_BLOCK_ROWS`` rows) and one range.
 
+Files of one dataset may differ in nullability; rows are cast to the dataset schema.
 The new files replace the old ones in one commit (mode "rewrite") against the version
 read: concurrent appends are kept, a concurrent rewrite or overwrite of any of the same
 files raises :class:`~rcfmt.CommitConflictError` and nothing changes. The data is the
@@ -36,7 +40,7 @@ import pyarrow as pa
 
 from ..file.reader import RcfmtFile
 from ..file.writer import Writer, WriteOptions
-from ..layout import METADATA_KEY, ClusteringSpec, fit_bounds
+from ..layout import METADATA_KEY, ClusteringSpec, cluster_order, fit_bounds
 from . import log
 from .index import DEFAULT_INDEX_TRUNCATE
 from .writer import (DEFAULT_TARGET_FILE_ROWS, FileSetWriter, _positive, clustering_info, clustering_spec, commit)
@@ -46,7 +50,9 @@ __all__ = ["optimize", "IN_MEMORY_ROWS"]
 #: partitions with at most this many rows are clustered in memory, larger ones range-split
 IN_MEMORY_ROWS = 1 << 22
 #: rows per block of the spill files (one block per open spill file is buffered)
-SPILL_BLOCK_ROWS = 16384
+SPILL_BLOCK_ROWS = 4096
+#: spill files open at once; more ranges are split in several passes
+MAX_FANOUT = 256
 READ_BATCH_ROWS = 1 << 16
 #: a range split aims at ranges this full, so that sampling error rarely overfills one
 RANGE_FILL = 0.9
@@ -123,52 +129,84 @@ def _partition_groups(snap, root: str) -> dict[tuple, list[tuple[str, str, int]]
     return groups
 
 
-def _sample(spec: ClusteringSpec, files, total: int) -> pa.Table:
+def _sample(spec: ClusteringSpec, files, total: int, schema: pa.Schema) -> pa.Table:
     """A deterministic sample of about ``spec.sample_size`` rows of the clustering
     columns of a partition, rows drawn from each file in proportion to its size."""
     rng = np.random.default_rng(spec.seed)
+    columns = pa.schema([schema.field(c) for c in spec.columns])
     pieces = []
     for _, path, n in files:
         take = min(n, math.ceil(spec.sample_size * n / max(total, 1)))
         if not take:
             continue
         with RcfmtFile(path) as f:
-            t = f.read(columns=list(spec.columns), use_threads=False)
+            t = f.read(columns=list(spec.columns), use_threads=False).cast(columns)
         idx = np.sort(rng.choice(n, size=take, replace=False)) if take < n else np.arange(n)
         pieces.append(t.take(pa.array(idx)))
-    return pa.concat_tables(pieces)
+    return pa.concat_tables(pieces) if pieces else columns.empty_table()
 
 
 def _with_bounds(spec: ClusteringSpec, table) -> ClusteringSpec:
-    """``spec`` with range bounds of every column from ``table`` (for mapping "rank",
-    also with curve "sort", whose keys drive the range split)."""
-    if spec.mapping != "rank":
+    """``spec`` with range bounds of every column from ``table`` (mapping "rank")."""
+    if spec.mapping != "rank" or spec.curve == "sort":
         return spec
     bounds = fit_bounds(table, list(spec.columns), num_buckets=spec.num_buckets, sample_size=spec.sample_size,
                         seed=spec.seed, bounds=spec.bounds)
     return replace(spec, bounds=bounds)
 
 
+class _Router:
+    """Assigns rows to ``ranges`` key ranges cut at quantiles of a sample.
+
+    Curves: ranges of the curve key (keys wider than 64 bits compare as big-endian
+    bytes); rows whose key equals a boundary shared by several ranges are spread over
+    them round-robin. "sort": exact lexicographic comparison with boundary rows of the
+    sorted sample (keys there are coarse -- a string's first 8 bytes -- and would let
+    every file span the whole range); a row equal to a boundary goes above it."""
+
+    def __init__(self, spec: ClusteringSpec, sample: pa.Table, ranges: int):
+        self.spec = spec
+        self.ranges = ranges
+        cut = [(sample.num_rows * i) // ranges for i in range(1, ranges)]
+        if spec.curve == "sort":
+            ordered = sample.take(pa.array(cluster_order(sample, list(spec.columns), "sort")))
+            self.bound_rows = ordered.take(pa.array(cut, pa.int64()))
+        else:
+            self.bound_keys = np.sort(_split_keys(spec, sample))[cut]
+
+    def ids(self, batch, seen: int) -> np.ndarray:
+        """Range of every row of ``batch`` (``seen``: rows routed before it)."""
+        if self.spec.curve == "sort":
+            return self._exact_ids(batch)
+        keys = _split_keys(self.spec, batch)
+        lo = np.searchsorted(self.bound_keys, keys, side="left")
+        hi = np.searchsorted(self.bound_keys, keys, side="right")
+        span = hi - lo + 1
+        tied = np.flatnonzero(span > 1)
+        ids = hi.astype(np.int64)
+        if tied.size:
+            ids[tied] = lo[tied] + (seen + tied) % span[tied]
+        return ids
+
+    def _exact_ids(self, batch) -> np.ndarray:
+        b = self.bound_rows.num_rows
+        rows = pa.Table.from_batches([batch]) if isinstance(batch, pa.RecordBatch) else batch
+        rows = rows.select(list(self.spec.columns)).cast(self.bound_rows.schema)
+        combined = pa.concat_tables([self.bound_rows, rows])
+        order = cluster_order(combined, list(self.spec.columns), "sort")  # stable: boundaries first on ties
+        is_bound = order < b
+        below = np.cumsum(is_bound)
+        ids = np.empty(batch.num_rows, np.int64)
+        ids[order[~is_bound] - b] = below[~is_bound]
+        return ids
+
+
 def _split_keys(spec: ClusteringSpec, table) -> np.ndarray:
-    """A 1-D array ordering rows as ``spec`` does up to ties: the curve key, or for
-    "sort" and keys wider than 64 bits the key words as big-endian byte strings."""
+    """A 1-D array ordering rows as the curve key of ``spec`` does."""
     keys = spec.keys(table)
     if keys.ndim == 1:
         return keys
     return np.ascontiguousarray(keys.astype(">u8")).view(f"S{8 * keys.shape[1]}").reshape(len(keys))
-
-
-def _range_ids(keys: np.ndarray, bounds: np.ndarray, start: int) -> np.ndarray:
-    """Range of every key among sorted ``bounds``; keys equal to boundaries shared by
-    several ranges are spread over them round-robin (``start``: rows seen before)."""
-    lo = np.searchsorted(bounds, keys, side="left")
-    hi = np.searchsorted(bounds, keys, side="right")
-    span = hi - lo + 1
-    tied = np.flatnonzero(span > 1)
-    ids = hi.copy()
-    if tied.size:
-        ids[tied] = lo[tied] + (start + tied) % span[tied]
-    return ids
 
 
 # ------------------------------------------------------------------ rewriting
@@ -177,53 +215,24 @@ def _rewrite_partition(writer: FileSetWriter, key: tuple, files, data_schema: pa
     total = sum(n for _, _, n in files)
     if spec is None:  # compaction: same order, fewer files
         for _, path, _ in files:
-            for batch in _batches(path):
+            for batch in _batches(path, data_schema):
                 writer.write_partition(key, pa.Table.from_batches([batch]))
         writer.finish_partition(key)
         return
-    ranges = math.ceil(total / target_file_rows)
-    if total <= IN_MEMORY_ROWS or ranges <= 1:
-        table = pa.concat_tables([_read(path) for _, path, _ in files]).combine_chunks()
+    if total <= IN_MEMORY_ROWS or total <= target_file_rows:
+        table = pa.concat_tables([_read(path, data_schema) for _, path, _ in files]).combine_chunks()
         fitted = _with_bounds(spec, table)
         writer.metadata = {METADATA_KEY: fitted.to_json(include_bounds=False)}
         writer.write_partition(key, fitted.apply(table))
         writer.finish_partition(key)
         return
     ranges = math.ceil(total / (RANGE_FILL * target_file_rows))
-    sample = _sample(spec, files, total)
+    sample = _sample(spec, files, total, data_schema)
     fitted = _with_bounds(spec, sample)
     writer.metadata = {METADATA_KEY: fitted.to_json(include_bounds=False)}
-    sample_keys = np.sort(_split_keys(fitted, sample))
-    bounds = sample_keys[[(len(sample_keys) * i) // ranges for i in range(1, ranges)]]
-    os.makedirs(spill_dir, exist_ok=True)
-    spills = [os.path.join(spill_dir, f"range-{i:06d}.rcfmt") for i in range(ranges)]
-    spill_writers = [Writer(p, data_schema, block_rows=SPILL_BLOCK_ROWS, compression="lz4", dictionary=False,
-                            bloom_filter_columns=None, use_threads=False) for p in spills]
-    try:
-        seen = 0
-        for _, path, _ in files:
-            for batch in _batches(path):
-                ids = _range_ids(_split_keys(fitted, batch), bounds, seen)
-                seen += batch.num_rows
-                order = np.argsort(ids, kind="stable")
-                counts = np.bincount(ids, minlength=ranges)
-                sorted_batch = batch.take(pa.array(order))
-                offset = 0
-                for r in np.flatnonzero(counts):
-                    spill_writers[r].write(sorted_batch.slice(offset, int(counts[r])))
-                    offset += int(counts[r])
-        for w in spill_writers:
-            w.close()
-    except BaseException:
-        for w in spill_writers:
-            try:
-                w.abort()
-            except Exception:
-                pass
-        raise
-    for p in spills:
-        table = _read(p)
-        os.unlink(p)
+    router = _Router(fitted, sample, ranges)
+
+    def emit(table: pa.Table) -> None:
         table = fitted.apply(table)
         pieces = math.ceil(table.num_rows / target_file_rows)  # an overfull range: equal files, not [full, tiny]
         for i in range(pieces):
@@ -231,12 +240,78 @@ def _rewrite_partition(writer: FileSetWriter, key: tuple, files, data_schema: pa
             writer.write_partition(key, table.slice(lo, hi - lo))
             writer.finish_partition(key)
 
+    sources = [path for _, path, _ in files]
+    _split(lambda: (b for p in sources for b in _batches(p, data_schema)), router, 0, ranges, data_schema,
+           spill_dir, emit)
 
-def _read(path: str) -> pa.Table:
+
+def _split(batches, router: _Router, lo: int, hi: int, schema: pa.Schema, spill_dir: str, emit) -> None:
+    """Route the rows of ``batches()`` (all in ranges ``[lo, hi)``) into at most
+    :data:`MAX_FANOUT` spill files of consecutive ranges, then ``emit`` each range's rows
+    in range order (recursing while a spill file still holds several ranges)."""
+    width = math.ceil((hi - lo) / MAX_FANOUT)  # ranges per spill file
+    groups = math.ceil((hi - lo) / width)
+    os.makedirs(spill_dir, exist_ok=True)
+    paths = [os.path.join(spill_dir, f"{uuid.uuid4().hex[:12]}-{g:04d}.rcfmt") for g in range(groups)]
+    writers: list[Writer] = []
+    try:
+        for p in paths:
+            writers.append(Writer(p, schema, block_rows=SPILL_BLOCK_ROWS, compression="lz4", dictionary=False,
+                                  bloom_filter_columns=None, use_threads=False))
+        seen = 0
+        for batch in batches():
+            # tie spreading in an earlier pass may have used other ranges of the same key
+            ids = np.clip(router.ids(batch, seen), lo, hi - 1)
+            seen += batch.num_rows
+            group = (ids - lo) // width
+            order = np.argsort(group, kind="stable")
+            counts = np.bincount(group, minlength=groups)
+            offset = 0
+            for g in np.flatnonzero(counts):  # copies: a spill buffer holds only its own rows
+                writers[g].write(batch.take(pa.array(order[offset : offset + counts[g]])))
+                offset += int(counts[g])
+        for w in writers:
+            w.close()
+    except BaseException:
+        for w in writers:
+            try:
+                w.abort()
+            except Exception:
+                pass
+        for p in paths:
+            _unlink(p)
+        raise
+    try:
+        for g, p in enumerate(paths):
+            g_lo = lo + g * width
+            if width == 1:
+                table = _read(p, schema)
+                _unlink(p)
+                if table.num_rows:
+                    emit(table)
+            else:
+                _split(lambda p=p: _batches(p, schema), router, g_lo, min(hi, g_lo + width), schema, spill_dir,
+                       emit)
+                _unlink(p)
+    finally:
+        for p in paths:
+            _unlink(p)
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def _read(path: str, schema: pa.Schema) -> pa.Table:
+    """A file's rows as ``schema`` (files of one dataset may differ in nullability)."""
     with RcfmtFile(path) as f:
-        return f.read()
+        return f.read(use_threads=False).cast(schema)
 
 
-def _batches(path: str):
+def _batches(path: str, schema: pa.Schema):
     with RcfmtFile(path) as f:
-        yield from f.iter_batches(READ_BATCH_ROWS)
+        for batch in f.iter_batches(READ_BATCH_ROWS):
+            yield batch.cast(schema)

@@ -314,14 +314,21 @@ def publish_files(root: str, staged: list[tuple[str, str]]) -> list[str]:
     return published
 
 
-def _without_files(prev: pa.Table | None, remove: set, root: str, base: int) -> pa.Table | None:
-    """Index rows ``prev`` minus the files ``remove``; CommitConflictError unless all are there."""
+def _without_files(prev: pa.Table | None, remove: set, added: set, root: str, base: int) -> pa.Table | None:
+    """Index rows ``prev`` minus the files ``remove``; CommitConflictError unless all are
+    there and none of the ``added`` paths is (a concurrent first append to a directory
+    without index may have adopted files this rewrite published)."""
     paths = [] if prev is None else prev.column("path").to_pylist()
     missing = remove - set(paths)
     if missing:
         raise CommitConflictError(
             f"rewrite of {root!r} conflicts with version {base}: {len(missing)} of the files it replaces "
             f"(e.g. {sorted(missing)[0]!r}) were removed meanwhile; nothing was written")
+    taken = added & set(paths)
+    if taken:
+        raise CommitConflictError(
+            f"rewrite of {root!r} conflicts with version {base}, which already lists {len(taken)} of its new "
+            f"files (e.g. {sorted(taken)[0]!r}); nothing was written")
     if prev is None:
         return None
     return prev.filter(pa.array([p not in remove for p in paths], pa.bool_()))
@@ -385,10 +392,11 @@ def commit(root: str, entries: list[FileEntry], *, mode: str, read_version: int,
                             "partitioning; nothing was written")
                     schema = merge_nullability(snap.data_schema, data_schema)
                     prev = snap.table
-                    if recorded is None and mode == "append":
-                        recorded = snap.info.get("clustering")
+                    if recorded is None and mode == "append" and snap.info.get("clustering"):
+                        # the policy stays; appended files are at best clustered within themselves
+                        recorded = {**snap.info["clustering"], "scope": "file"}
                 if mode == "rewrite":
-                    prev = _without_files(prev, remove, root, base)
+                    prev = _without_files(prev, remove, {e.path for e in entries}, root, base)
                     removed = len(remove)
                 if prev is not None and prev.num_rows:
                     ischema = index_schema(data_schema, partitioning)

@@ -208,3 +208,48 @@ def test_bad_arguments_write_nothing(tmp_path, grid):
         ds.optimize(["x"], compression="snappy")
     assert list_versions(str(tmp_path)) == [1] and _data_files(tmp_path) == files
     assert json.loads(json.dumps(ds.info))["operation"] == "append"
+
+
+# ---------------------------------------------------------------- review findings
+def test_files_differing_in_nullability(tmp_path, grid, split):
+    strict = pa.schema([f.with_nullable(False) for f in grid.schema])
+    rcfmt.write_dataset(grid.slice(0, 10_000).cast(strict), tmp_path, target_file_rows=3000)
+    ds = rcfmt.write_dataset(grid.slice(10_000), tmp_path, target_file_rows=3000)  # nullable columns
+    opt = ds.optimize(["x", "s"], curve="zorder", target_file_rows=3000)
+    assert_tables_identical(_by_id(opt.read()), _by_id(grid), check_metadata=False)
+
+
+def test_many_ranges_take_several_spill_passes(tmp_path, grid, monkeypatch):
+    monkeypatch.setattr(optimize_module, "IN_MEMORY_ROWS", 0)
+    monkeypatch.setattr(optimize_module, "MAX_FANOUT", 3)  # 23 ranges: 3 groups, then 3, then 3
+    ds = rcfmt.write_dataset(grid, tmp_path, target_file_rows=5000)
+    opt = ds.optimize(["x", "y"], curve="hilbert", target_file_rows=1000)
+    assert_tables_identical(_by_id(opt.read()), _by_id(grid), check_metadata=False)
+    assert max(f.num_rows for f in opt.files) <= 1000 and opt.num_files <= 26
+    assert opt.scan(filter=(col("x") < 100) & (col("y") < 100)).stats.files_pruned >= opt.num_files - 4
+    assert not os.listdir(staging_root(str(tmp_path)))
+
+
+@pytest.mark.parametrize("mapping", ["direct", "rank"])
+def test_sort_split_is_exact_for_long_common_prefixes(tmp_path, monkeypatch, mapping):
+    """Keys see only a string's first bytes; the sort split compares rows exactly, so
+    consecutive files cover disjoint ranges."""
+    monkeypatch.setattr(optimize_module, "IN_MEMORY_ROWS", 0)
+    rng = np.random.default_rng(3)
+    n = 12_000
+    urls = [f"https://example.com/{v:06d}" for v in rng.permutation(n)]
+    t = pa.table({"id": np.arange(n), "url": urls})
+    ds = rcfmt.write_dataset(t, tmp_path, target_file_rows=4000)
+    opt = ds.optimize(["url"], curve="sort", mapping=mapping, target_file_rows=2000)
+    spans = sorted((f.stats["url"]["min"], f.stats["url"]["max"]) for f in opt.files)
+    assert len(spans) >= 6
+    assert all(hi < lo for (_, hi), (lo, _) in zip(spans[:-1], spans[1:])), spans
+    assert opt.scan(filter=col("url") == "https://example.com/000123").stats.files_pruned == len(spans) - 1
+    assert_tables_identical(_by_id(opt.read()), t, check_metadata=False)
+
+
+def test_append_after_optimize_records_file_scope(tmp_path, grid):
+    ds = rcfmt.write_dataset(grid.slice(0, 5000), tmp_path).optimize(["x"], curve="sort")
+    assert ds.info["clustering"]["scope"] == "partition"
+    ds = rcfmt.write_dataset(grid.slice(5000, 10), tmp_path)
+    assert ds.info["clustering"]["scope"] == "file" and ds.info["clustering"]["columns"] == ["x"]

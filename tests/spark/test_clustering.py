@@ -144,3 +144,28 @@ def test_bad_clustering_arguments(spark, tmp_path, data):
     with pytest.raises(Exception, match="disagrees"):
         df.write.format("rcfmt").mode("append").option("clusterBy", "y").option(
             "clusteringSpec", ClusteringSpec(("x",)).to_json()).save(str(tmp_path / "bad"))
+
+
+def test_spark_optimize_refuses_types_spark_would_change(spark, tmp_path, data):
+    path = str(tmp_path / "unsigned")
+    t = data.slice(0, 1000).append_column("u", pa.array(np.arange(1000), pa.uint32()))
+    rcfmt.write_dataset(t, path)
+    with pytest.raises(rcfmt.UnsupportedError, match=r"\['u'\]"):
+        spark_datasource.optimize(spark, path, ["x"])
+    assert rcfmt.dataset(path).version == 1
+
+
+def test_spark_optimize_adopts_a_directory_without_index(spark, tmp_path, data):
+    path = tmp_path / "plain"
+    path.mkdir()
+    for i in range(2):
+        rcfmt.write_table(data.slice(i * 2000, 2000), path / f"f{i}.rcfmt")
+    version = spark_datasource.optimize(spark, str(path), ["x", "y"], options={"targetFileRows": 1000})
+    ds = rcfmt.dataset(str(path))
+    assert version == ds.version == 1 and sorted(ds.read()["id"].to_pylist()) == list(range(4000))
+
+
+def test_spec_with_wide_keys_is_refused_up_front(spark, data):
+    df = spark.createDataFrame(data.slice(0, 10).to_pandas())
+    with pytest.raises(rcfmt.InvalidOptionError, match="key_bits"):
+        spark_datasource.cluster_dataframe(df, ClusteringSpec(("x", "y"), key_bits=128))
