@@ -38,6 +38,7 @@ from dataclasses import replace
 import numpy as np
 import pyarrow as pa
 
+from ..errors import RcfmtError
 from ..file.reader import RcfmtFile
 from ..file.writer import Writer, WriteOptions
 from ..layout import METADATA_KEY, ClusteringSpec, cluster_order, fit_bounds
@@ -45,8 +46,10 @@ from . import log
 from .index import DEFAULT_INDEX_TRUNCATE
 from .writer import (DEFAULT_TARGET_FILE_ROWS, FileSetWriter, _positive, clustering_info, clustering_spec, commit)
 
-__all__ = ["optimize", "IN_MEMORY_ROWS"]
+__all__ = ["optimize", "IN_MEMORY_ROWS", "OPTIMIZE_METADATA_KEY"]
 
+#: file metadata key: the transaction of the optimize that wrote the file
+OPTIMIZE_METADATA_KEY = "rcfmt.optimize"
 #: partitions with at most this many rows are clustered in memory, larger ones range-split
 IN_MEMORY_ROWS = 1 << 22
 #: rows per block of the spill files (one block per open spill file is buffered)
@@ -60,11 +63,14 @@ RANGE_FILL = 0.9
 
 def optimize(dataset, cluster_by=None, *, curve: str = "zorder", mapping: str = "rank",
              target_file_rows: int = DEFAULT_TARGET_FILE_ROWS, stats_truncate: int | None = None,
-             **write_options):
+             force: bool = False, **write_options):
     """Rewrite ``dataset`` (a :class:`~rcfmt.dataset.Dataset`) clustered by ``cluster_by``
     and commit; return the Dataset at the new version (``dataset`` itself when there was
     nothing to do). See the module docstring; ``cluster_by=None`` uses the clustering
-    the dataset records, else compacts. ``write_options``: as for :func:`write_dataset`.
+    the dataset records, else compacts. A partition whose files all come from one
+    earlier optimize with the same columns, curve and mapping (and no file above
+    ``target_file_rows``) is left alone unless ``force``. ``write_options``: as for
+    :func:`write_dataset`.
     """
     target_file_rows = _positive("target_file_rows", target_file_rows)
     snap = dataset._snap
@@ -85,8 +91,12 @@ def optimize(dataset, cluster_by=None, *, curve: str = "zorder", mapping: str = 
     WriteOptions.create(snap.data_schema, **write_options)  # bad options raise before any work
 
     groups = _partition_groups(snap, dataset.root)
-    todo = {key: files for key, files in groups.items() if spec is not None or
-            math.ceil(sum(r for _, _, r in files) / target_file_rows) < len(files)}
+    if spec is None:
+        todo = {key: files for key, files in groups.items()
+                if math.ceil(sum(r for _, _, r in files) / target_file_rows) < len(files)}
+    else:
+        todo = {key: files for key, files in groups.items()
+                if force or not _already_optimized(files, spec, target_file_rows)}
     if not todo:
         return dataset
     read_version = dataset.version or 0
@@ -95,7 +105,8 @@ def optimize(dataset, cluster_by=None, *, curve: str = "zorder", mapping: str = 
     staging = os.path.join(log.staging_root(dataset.root), txn)
     os.makedirs(staging)
     writer = FileSetWriter(os.path.join(staging, "out"), snap.schema, snap.partitioning, prefix=txn[:16],
-                           target_file_rows=target_file_rows, write_options=write_options, truncate=truncate)
+                           target_file_rows=target_file_rows, write_options=write_options, truncate=truncate,
+                           metadata={OPTIMIZE_METADATA_KEY: txn})
     removed = []
     try:
         try:
@@ -127,6 +138,26 @@ def _partition_groups(snap, root: str) -> dict[tuple, list[tuple[str, str, int]]
     for rel, key, n in zip(snap.paths, snap.partition_values(), rows):
         groups.setdefault(tuple(key), []).append((rel, os.path.join(root, *rel.split("/")), int(n)))
     return groups
+
+
+def _already_optimized(files, spec: ClusteringSpec, target_file_rows: int) -> bool:
+    """Whether every file of a partition was written by one optimize with ``spec``'s
+    columns, curve and mapping (footers only). Optimize and overwrite replace whole
+    partitions, so files sharing one optimize transaction are all of its output."""
+    if any(n > target_file_rows for _, _, n in files):
+        return False
+    txns = set()
+    for _, path, _ in files:
+        with RcfmtFile(path) as f:
+            meta = f.metadata
+        txns.add(meta.get(OPTIMIZE_METADATA_KEY))
+        try:
+            done = ClusteringSpec.from_metadata(meta)
+        except RcfmtError:
+            return False
+        if done is None or (done.columns, done.curve, done.mapping) != (spec.columns, spec.curve, spec.mapping):
+            return False
+    return len(txns) == 1 and None not in txns
 
 
 def _sample(spec: ClusteringSpec, files, total: int, schema: pa.Schema) -> pa.Table:
@@ -222,14 +253,14 @@ def _rewrite_partition(writer: FileSetWriter, key: tuple, files, data_schema: pa
     if total <= IN_MEMORY_ROWS or total <= target_file_rows:
         table = pa.concat_tables([_read(path, data_schema) for _, path, _ in files]).combine_chunks()
         fitted = _with_bounds(spec, table)
-        writer.metadata = {METADATA_KEY: fitted.to_json(include_bounds=False)}
+        writer.metadata[METADATA_KEY] = fitted.to_json(include_bounds=False)
         writer.write_partition(key, fitted.apply(table))
         writer.finish_partition(key)
         return
     ranges = math.ceil(total / (RANGE_FILL * target_file_rows))
     sample = _sample(spec, files, total, data_schema)
     fitted = _with_bounds(spec, sample)
-    writer.metadata = {METADATA_KEY: fitted.to_json(include_bounds=False)}
+    writer.metadata[METADATA_KEY] = fitted.to_json(include_bounds=False)
     router = _Router(fitted, sample, ranges)
 
     def emit(table: pa.Table) -> None:

@@ -253,3 +253,21 @@ def test_append_after_optimize_records_file_scope(tmp_path, grid):
     assert ds.info["clustering"]["scope"] == "partition"
     ds = rcfmt.write_dataset(grid.slice(5000, 10), tmp_path)
     assert ds.info["clustering"]["scope"] == "file" and ds.info["clustering"]["columns"] == ["x"]
+
+
+def test_optimize_skips_partitions_it_already_clustered(tmp_path, grid):
+    t = grid.append_column("p", pa.array([["a", "b", "c"][i % 3] for i in range(grid.num_rows)]))
+    ds = rcfmt.write_dataset(t, tmp_path, partition_by=["p"], target_file_rows=2000)
+    ds = ds.optimize(["x", "y"], curve="hilbert", target_file_rows=2000)
+    assert ds.info["rewritten_partitions"] == 3
+    assert ds.optimize(["x", "y"], curve="hilbert", target_file_rows=2000) is ds  # nothing to do
+    more = t.filter(pc.equal(t["p"], "b")).slice(0, 50)
+    ds = rcfmt.write_dataset(more, tmp_path)
+    again = ds.optimize(["x", "y"], curve="hilbert", target_file_rows=2000)
+    assert again.info["rewritten_partitions"] == 1  # only the partition that changed
+    assert again.num_rows == t.num_rows + 50
+    assert again.optimize(["x", "y"], curve="zorder", target_file_rows=2000).info["rewritten_partitions"] == 3
+    forced = rcfmt.dataset(tmp_path).optimize(["x", "y"], curve="zorder", target_file_rows=2000, force=True)
+    assert forced.info["rewritten_partitions"] == 3
+    assert rcfmt.dataset(tmp_path).optimize(["x", "y"], curve="zorder", target_file_rows=500).info[
+        "rewritten_partitions"] == 3  # files above the new target
