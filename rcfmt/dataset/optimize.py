@@ -19,7 +19,7 @@ BY`` does. Files never cross partitions. Per partition:
    Curves route by key (rows whose key equals a boundary shared by several ranges are
    spread over them, so one frequent key cannot make one huge file); "sort" routes by
    exact comparison with boundary rows. Memory: one input batch, the spill buffers
-   (``MAX_FANOUT * SPILL_BLOCK_ROWS`` rows) and one range.
+   (:data:`SPILL_BUFFER_ROWS` rows in all) and one range.
 
 Files of one dataset may differ in nullability; rows are cast to the dataset schema.
 The new files replace the old ones in one commit (mode "rewrite") against the version
@@ -38,13 +38,14 @@ from dataclasses import replace
 import numpy as np
 import pyarrow as pa
 
-from ..errors import RcfmtError
+from ..errors import RcfmtError, SchemaError
 from ..file.reader import RcfmtFile
 from ..file.writer import Writer, WriteOptions
 from ..layout import METADATA_KEY, ClusteringSpec, cluster_order, fit_bounds
 from . import log
 from .index import DEFAULT_INDEX_TRUNCATE
-from .writer import (DEFAULT_TARGET_FILE_ROWS, FileSetWriter, _positive, clustering_info, clustering_spec, commit)
+from .writer import (DEFAULT_TARGET_FILE_ROWS, FileSetWriter, _positive, clustering_info, clustering_spec, commit,
+                     recorded_clustering)
 
 __all__ = ["optimize", "IN_MEMORY_ROWS", "OPTIMIZE_METADATA_KEY"]
 
@@ -52,8 +53,8 @@ __all__ = ["optimize", "IN_MEMORY_ROWS", "OPTIMIZE_METADATA_KEY"]
 OPTIMIZE_METADATA_KEY = "rcfmt.optimize"
 #: partitions with at most this many rows are clustered in memory, larger ones range-split
 IN_MEMORY_ROWS = 1 << 22
-#: rows per block of the spill files (one block per open spill file is buffered)
-SPILL_BLOCK_ROWS = 4096
+#: rows buffered over all open spill files (each buffers one block)
+SPILL_BUFFER_ROWS = 1 << 20
 #: spill files open at once; more ranges are split in several passes
 MAX_FANOUT = 256
 READ_BATCH_ROWS = 1 << 16
@@ -76,14 +77,10 @@ def optimize(dataset, cluster_by=None, *, curve: str = "zorder", mapping: str = 
     snap = dataset._snap
     spec = clustering_spec(cluster_by, curve, mapping)
     if spec is None:
-        from .writer import recorded_clustering
-
         spec = recorded_clustering(snap.info)
     if spec is not None:
         missing = [c for c in spec.columns if c not in snap.data_schema.names]
         if missing:
-            from ..errors import SchemaError
-
             raise SchemaError(f"clustering columns {missing} are not data columns of {snap.data_schema.names}")
     truncate = DEFAULT_INDEX_TRUNCATE if stats_truncate is None else stats_truncate
     if stats_truncate is not None:
@@ -285,10 +282,11 @@ def _split(batches, router: _Router, lo: int, hi: int, schema: pa.Schema, spill_
     os.makedirs(spill_dir, exist_ok=True)
     paths = [os.path.join(spill_dir, f"{uuid.uuid4().hex[:12]}-{g:04d}.rcfmt") for g in range(groups)]
     writers: list[Writer] = []
+    block_rows = max(4096, min(1 << 16, SPILL_BUFFER_ROWS // groups))
     try:
-        for p in paths:
-            writers.append(Writer(p, schema, block_rows=SPILL_BLOCK_ROWS, compression="lz4", dictionary=False,
-                                  bloom_filter_columns=None, use_threads=False))
+        for p in paths:  # scratch files: cheapest encoding, fast codec
+            writers.append(Writer(p, schema, block_rows=block_rows, encoding="plain", dictionary=False,
+                                  compression="lz4", bloom_filter_columns=None, use_threads=False))
         seen = 0
         for batch in batches():
             # tie spreading in an earlier pass may have used other ranges of the same key
