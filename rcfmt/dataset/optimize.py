@@ -33,19 +33,18 @@ from __future__ import annotations
 import math
 import os
 import uuid
-from dataclasses import replace
 
 import numpy as np
 import pyarrow as pa
 
-from ..errors import RcfmtError, SchemaError
+from ..errors import RcfmtError
 from ..file.reader import RcfmtFile
 from ..file.writer import Writer, WriteOptions
-from ..layout import METADATA_KEY, ClusteringSpec, cluster_order, fit_bounds
+from ..layout import METADATA_KEY, ClusteringSpec, cluster_order
 from . import log
 from .index import DEFAULT_INDEX_TRUNCATE
-from .writer import (DEFAULT_TARGET_FILE_ROWS, FileSetWriter, _positive, clustering_info, clustering_spec, commit,
-                     recorded_clustering)
+from .writer import (DEFAULT_TARGET_FILE_ROWS, FileSetWriter, _positive, check_clustering_columns, clustering_info,
+                     clustering_spec, commit, recorded_clustering)
 
 __all__ = ["optimize", "IN_MEMORY_ROWS", "OPTIMIZE_METADATA_KEY"]
 
@@ -79,9 +78,7 @@ def optimize(dataset, cluster_by=None, *, curve: str = "zorder", mapping: str = 
     if spec is None:
         spec = recorded_clustering(snap.info)
     if spec is not None:
-        missing = [c for c in spec.columns if c not in snap.data_schema.names]
-        if missing:
-            raise SchemaError(f"clustering columns {missing} are not data columns of {snap.data_schema.names}")
+        check_clustering_columns(spec, snap.data_schema)
     truncate = DEFAULT_INDEX_TRUNCATE if stats_truncate is None else stats_truncate
     if stats_truncate is not None:
         write_options["stats_truncate"] = stats_truncate
@@ -174,15 +171,6 @@ def _sample(spec: ClusteringSpec, files, total: int, schema: pa.Schema) -> pa.Ta
     return pa.concat_tables(pieces) if pieces else columns.empty_table()
 
 
-def _with_bounds(spec: ClusteringSpec, table) -> ClusteringSpec:
-    """``spec`` with range bounds of every column from ``table`` (mapping "rank")."""
-    if spec.mapping != "rank" or spec.curve == "sort":
-        return spec
-    bounds = fit_bounds(table, list(spec.columns), num_buckets=spec.num_buckets, sample_size=spec.sample_size,
-                        seed=spec.seed, bounds=spec.bounds)
-    return replace(spec, bounds=bounds)
-
-
 class _Router:
     """Assigns rows to ``ranges`` key ranges cut at quantiles of a sample.
 
@@ -249,14 +237,14 @@ def _rewrite_partition(writer: FileSetWriter, key: tuple, files, data_schema: pa
         return
     if total <= IN_MEMORY_ROWS or total <= target_file_rows:
         table = pa.concat_tables([_read(path, data_schema) for _, path, _ in files]).combine_chunks()
-        fitted = _with_bounds(spec, table)
+        fitted = spec.fit(table)
         writer.metadata[METADATA_KEY] = fitted.to_json(include_bounds=False)
         writer.write_partition(key, fitted.apply(table))
         writer.finish_partition(key)
         return
     ranges = math.ceil(total / (RANGE_FILL * target_file_rows))
     sample = _sample(spec, files, total, data_schema)
-    fitted = _with_bounds(spec, sample)
+    fitted = spec.fit(sample)
     writer.metadata[METADATA_KEY] = fitted.to_json(include_bounds=False)
     router = _Router(fitted, sample, ranges)
 

@@ -28,7 +28,7 @@ from .index import (DEFAULT_INDEX_TRUNCATE, INDEX_METADATA_KEY, FileEntry, dumps
 from .partitioning import Partitioning
 
 __all__ = ["write_dataset", "begin_write", "WritePlan", "FileSetWriter", "commit", "clustering_spec", "clustering_info",
-           "recorded_clustering", "cluster_file", "DEFAULT_TARGET_FILE_ROWS"]
+           "recorded_clustering", "cluster_file", "check_clustering_columns", "DEFAULT_TARGET_FILE_ROWS"]
 
 DEFAULT_TARGET_FILE_ROWS = 1 << 22
 INDEX_BLOCK_ROWS = 8192
@@ -44,6 +44,13 @@ def clustering_spec(cluster_by, curve: str = "zorder", mapping: str = "rank") ->
         return cluster_by
     columns = (cluster_by,) if isinstance(cluster_by, str) else tuple(cluster_by)
     return ClusteringSpec(columns, curve=curve, mapping=mapping)
+
+
+def check_clustering_columns(spec: ClusteringSpec, data_schema: pa.Schema) -> None:
+    """SchemaError unless every clustering column is a data column (not a partition one)."""
+    missing = [c for c in spec.columns if c not in data_schema.names]
+    if missing:
+        raise SchemaError(f"clustering columns {missing} are not data columns of {data_schema.names}")
 
 
 def clustering_info(spec: ClusteringSpec | None, scope: str) -> dict | None:
@@ -184,10 +191,7 @@ class FileSetWriter:
         self._seq = 0
         self.files: list[tuple[FileEntry, str]] = []
         if clustering is not None:
-            missing = [c for c in clustering.columns if c not in self.data_schema.names]
-            if missing:
-                raise SchemaError(f"clustering columns {missing} are not data columns; data columns: "
-                                  f"{self.data_schema.names}")
+            check_clustering_columns(clustering, self.data_schema)
 
     def write(self, data) -> None:
         table = as_table(data)
@@ -482,9 +486,7 @@ class WritePlan:
         else:
             spec = clustering_spec(cluster_by, curve, mapping)
         if spec is not None:
-            missing = [c for c in spec.columns if c not in self.data_schema.names]
-            if missing:
-                raise SchemaError(f"clustering columns {missing} are not data columns of {self.data_schema.names}")
+            check_clustering_columns(spec, self.data_schema)
         return spec
 
 
