@@ -13,7 +13,6 @@ import itertools
 import math
 import os
 
-import numpy as np
 import pyarrow as pa
 import pytest
 
