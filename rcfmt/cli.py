@@ -1,13 +1,17 @@
-"""Command line: ``rcfmt inspect FILE`` shows what a file holds; ``rcfmt convert``.
+"""Command line: ``rcfmt inspect FILE|DATASET`` shows what a file or dataset holds;
+``rcfmt convert``.
 
-``inspect`` prints the schema, the blocks, and per column the encodings and codecs
-chosen, stored and uncompressed sizes, null/NaN counts and the file-wide min/max.
+``inspect FILE`` prints the schema, the blocks, and per column the encodings and
+codecs chosen, stored and uncompressed sizes, null/NaN counts and the file-wide
+min/max. ``inspect DATASET`` (a directory) prints the version, files, rows,
+partitioning, recorded clustering and the history of commits.
 """
 from __future__ import annotations
 
 import argparse
 import collections
 import decimal
+import os
 import sys
 
 import numpy as np
@@ -18,7 +22,7 @@ from .encodings import by_id
 from .errors import RcfmtError, UnsupportedError
 from .file.reader import RcfmtFile
 
-__all__ = ["main", "describe", "column_summary"]
+__all__ = ["main", "describe", "describe_dataset", "column_summary"]
 
 
 def _encoding_name(eid: int) -> str:
@@ -109,10 +113,36 @@ def describe(f: RcfmtFile) -> str:
     return "\n".join(lines)
 
 
+def describe_dataset(path) -> str:
+    """A human-readable report of a dataset: latest version, layout, history."""
+    from .dataset import open_dataset
+
+    ds = open_dataset(path)
+    lines = [
+        f"dataset: {ds.root}",
+        f"version: {'none (no index: files discovered)' if ds.version is None else ds.version}",
+        f"files:   {ds.num_files:,}",
+        f"rows:    {ds.num_rows:,}",
+    ]
+    if ds.partition_by:
+        lines.append(f"partitioned by: {', '.join(ds.partition_by)}")
+    clustering = ds.info.get("clustering")
+    if clustering:
+        lines.append(f"clustering: {clustering.get('curve')}[{clustering.get('mapping')}]"
+                     f"({', '.join(clustering.get('columns', []))}), scope {clustering.get('scope')}")
+    lines += ["", "schema:"] + [f"  {f.name}: {f.type}" for f in ds.schema]
+    if ds.version is not None:
+        lines += ["", f"{'version':>7}  {'operation':<10} {'files':>7} {'rows':>14}  timestamp"]
+        for h in ds.history():
+            lines.append(f"{h.get('version', '?'):>7}  {str(h.get('operation', '?')):<10} "
+                         f"{h.get('num_files', 0):>7,} {h.get('num_rows', 0):>14,}  {h.get('timestamp', '')}")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="rcfmt", description="Inspect and convert rcfmt files.")
     sub = parser.add_subparsers(dest="command", required=True)
-    p_inspect = sub.add_parser("inspect", help="show what a file holds")
+    p_inspect = sub.add_parser("inspect", help="show what a file or a dataset directory holds")
     p_inspect.add_argument("path")
     p_convert = sub.add_parser("convert", help="convert a Parquet file to rcfmt")
     p_convert.add_argument("source")
@@ -122,8 +152,11 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "inspect":
-            with RcfmtFile(args.path) as f:
-                print(describe(f))
+            if os.path.isdir(args.path):
+                print(describe_dataset(args.path))
+            else:
+                with RcfmtFile(args.path) as f:
+                    print(describe(f))
         elif args.command == "convert":
             import pyarrow.parquet as pq
 

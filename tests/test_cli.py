@@ -47,3 +47,21 @@ def test_convert_parquet(tmp_path, capsys):
     assert main(["convert", str(tmp_path / "in.parquet"), str(tmp_path / "out.rcfmt"), "--block-rows", "700"]) == 0
     assert "in 3 blocks" in capsys.readouterr().out
     assert rcfmt.read_table(tmp_path / "out.rcfmt").equals(t)
+
+
+def test_inspect_dataset_shows_layout_clustering_and_history(tmp_path, capsys):
+    t = _table().append_column("p", pa.array(["x", "y"] * 1000))
+    ds = rcfmt.write_dataset(t, tmp_path / "ds", partition_by=["p"], target_file_rows=400)
+    ds.optimize(["a"], curve="sort", target_file_rows=600)
+    assert main(["inspect", str(tmp_path / "ds")]) == 0
+    out = capsys.readouterr().out
+    assert "version: 2" in out and "rows:    2,000" in out and "partitioned by: p" in out
+    assert "clustering: sort[rank](a), scope partition" in out
+    assert "append" in out and "optimize" in out and "  a: int64" in out
+
+
+def test_inspect_plain_directory(tmp_path, capsys):
+    rcfmt.write_table(_table(), tmp_path / "one.rcfmt")
+    assert main(["inspect", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "version: none" in out and "files:   1" in out
