@@ -507,13 +507,15 @@ class Dataset:
 
     # ---------------------------------------------------------------- maintenance
     def optimize(self, cluster_by=None, *, curve: str = "zorder", mapping: str = "rank",
-                 target_file_rows: int | None = None, force: bool = False, **write_options) -> "Dataset":
+                 target_file_rows: int | None = None, where=None, force: bool = False,
+                 **write_options) -> "Dataset":
         """Rewrite the files of each partition into one clustered layout and commit it
         atomically against this version; returns the new version (see
         :mod:`rcfmt.dataset.optimize`). ``cluster_by``: column names (default: the
         clustering this version records; without one, small files are compacted);
         ``curve``: "zorder", "hilbert" or "sort"; ``mapping``: "rank" or "direct";
-        ``target_file_rows``: rows per file at most; ``force``: rewrite partitions an
+        ``target_file_rows``: rows per file at most; ``where``: a filter on partition
+        columns selecting the partitions to rewrite; ``force``: rewrite partitions an
         earlier optimize already clustered the same way (skipped by default);
         ``write_options``: as for :func:`rcfmt.write_dataset`. The rows stay the same
         multiset. Returns this Dataset when there is nothing to do."""
@@ -522,7 +524,7 @@ class Dataset:
 
         return optimize(self, cluster_by, curve=curve, mapping=mapping,
                         target_file_rows=DEFAULT_TARGET_FILE_ROWS if target_file_rows is None else target_file_rows,
-                        force=force, **write_options)
+                        where=where, force=force, **write_options)
 
     def history(self) -> list[dict]:
         """Commit metadata of every version still present, oldest first."""

@@ -37,10 +37,11 @@ import uuid
 import numpy as np
 import pyarrow as pa
 
-from ..errors import RcfmtError
+from ..errors import InvalidOptionError, RcfmtError
 from ..file.reader import RcfmtFile
 from ..file.writer import Writer, WriteOptions
 from ..layout import METADATA_KEY, ClusteringSpec, cluster_order
+from ..scan.expr import columns as expr_columns
 from . import log
 from .index import DEFAULT_INDEX_TRUNCATE
 from .writer import (DEFAULT_TARGET_FILE_ROWS, FileSetWriter, _positive, check_clustering_columns, clustering_info,
@@ -62,15 +63,16 @@ RANGE_FILL = 0.9
 
 
 def optimize(dataset, cluster_by=None, *, curve: str = "zorder", mapping: str = "rank",
-             target_file_rows: int = DEFAULT_TARGET_FILE_ROWS, stats_truncate: int | None = None,
+             target_file_rows: int = DEFAULT_TARGET_FILE_ROWS, where=None, stats_truncate: int | None = None,
              force: bool = False, **write_options):
     """Rewrite ``dataset`` (a :class:`~rcfmt.dataset.Dataset`) clustered by ``cluster_by``
     and commit; return the Dataset at the new version (``dataset`` itself when there was
     nothing to do). See the module docstring; ``cluster_by=None`` uses the clustering
     the dataset records, else compacts. A partition whose files all come from one
     earlier optimize with the same columns, curve and mapping (and no file above
-    ``target_file_rows``) is left alone unless ``force``. ``write_options``: as for
-    :func:`write_dataset`.
+    ``target_file_rows``) is left alone unless ``force``. ``where``: a filter on
+    partition columns only; just the partitions it selects are rewritten (as Delta's
+    ``OPTIMIZE ... WHERE``). ``write_options``: as for :func:`write_dataset`.
     """
     target_file_rows = _positive("target_file_rows", target_file_rows)
     snap = dataset._snap
@@ -85,6 +87,8 @@ def optimize(dataset, cluster_by=None, *, curve: str = "zorder", mapping: str = 
     WriteOptions.create(snap.data_schema, **write_options)  # bad options raise before any work
 
     groups = _partition_groups(snap, dataset.root)
+    if where is not None:
+        groups = _selected_partitions(groups, where, snap)
     if spec is None:
         todo = {key: files for key, files in groups.items()
                 if math.ceil(sum(r for _, _, r in files) / target_file_rows) < len(files)}
@@ -132,6 +136,25 @@ def _partition_groups(snap, root: str) -> dict[tuple, list[tuple[str, str, int]]
     for rel, key, n in zip(snap.paths, snap.partition_values(), rows):
         groups.setdefault(tuple(key), []).append((rel, os.path.join(root, *rel.split("/")), int(n)))
     return groups
+
+
+def _selected_partitions(groups: dict, where, snap) -> dict:
+    """The partitions whose values satisfy ``where`` (a filter on partition columns)."""
+    from .dataset import _FALSE, _TRUE, _prepare_filter, _residual
+
+    nnf = _prepare_filter(where, snap.schema)
+    others = sorted(set(expr_columns(nnf)) - set(snap.partitioning.names)) if nnf is not None else []
+    if others:
+        raise InvalidOptionError(f"optimize(where=...) may only use partition columns "
+                                 f"{list(snap.partitioning.names)}; it names {others}")
+    out = {}
+    for key, files in groups.items():
+        verdict = _residual(nnf, dict(zip(snap.partitioning.names, key)), snap.schema)
+        if verdict is not _TRUE and verdict is not _FALSE:  # cannot happen: only partition columns
+            raise InvalidOptionError(f"optimize(where=...) could not be decided on partition {key}")
+        if verdict is _TRUE:
+            out[key] = files
+    return out
 
 
 def _already_optimized(files, spec: ClusteringSpec, target_file_rows: int) -> bool:

@@ -271,3 +271,23 @@ def test_optimize_skips_partitions_it_already_clustered(tmp_path, grid):
     assert forced.info["rewritten_partitions"] == 3
     assert rcfmt.dataset(tmp_path).optimize(["x", "y"], curve="zorder", target_file_rows=500).info[
         "rewritten_partitions"] == 3  # files above the new target
+
+
+def test_where_selects_partitions(tmp_path, grid):
+    days = pa.array([["2024-01-01", "2024-01-02", None][i % 3] for i in range(grid.num_rows)])
+    t = grid.append_column("day", days.cast(pa.string()))
+    ds = rcfmt.write_dataset(t, tmp_path, partition_by=["day"], target_file_rows=2000)
+    before = {f.relpath for f in ds.files}
+    opt = ds.optimize(["x"], curve="sort", target_file_rows=3000, where=col("day") >= "2024-01-02")
+    assert opt.info["rewritten_partitions"] == 1
+    after = {f.relpath for f in opt.files}
+    untouched = {p for p in before if not p.startswith("day=2024-01-02/")}
+    assert untouched <= after and not ({p for p in before if p.startswith("day=2024-01-02/")} & after)
+    assert_tables_identical(_by_id(opt.read()).select(t.column_names), _by_id(t), check_metadata=False)
+    nulls = opt.optimize(["x"], curve="sort", target_file_rows=3000, where=col("day").is_null())
+    assert nulls.info["rewritten_partitions"] == 1
+    assert opt.optimize(["x"], where=col("day") == "2030-01-01") is opt  # no partition selected
+    with pytest.raises(rcfmt.InvalidOptionError, match="partition columns"):
+        opt.optimize(["x"], where=col("x") > 5)
+    with pytest.raises(rcfmt.SchemaError):
+        opt.optimize(["x"], where=col("nope") > 5)
