@@ -53,7 +53,7 @@ import pyarrow.compute as pc
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 # rcfmt: an installed copy wins; otherwise the source tree (after build_ext --inplace)
 sys.path.append(str(Path(__file__).resolve().parent.parent))
-from common import busy_warning, fmt_bytes, fmt_seconds, machine_info, machine_line, md_table, measure, scratch_dir, write_json  # noqa: E402
+from common import busy_warning, finish, fmt_bytes, fmt_seconds, machine_info, machine_line, md_table, measure, scratch_dir  # noqa: E402
 import datasets  # noqa: E402
 
 import rcfmt  # noqa: E402
@@ -328,13 +328,7 @@ def main(argv=None) -> int:
             f.close()
         results[name] = res
         print(report(name, res, layouts), flush=True)
-    results["load_after"] = machine_info()["loadavg"]
-    path = write_json(args.out, results, args)
-    print(f"JSON: {path}")
-    if failures:
-        print("ROW COUNT MISMATCHES:\n  " + "\n  ".join(failures), file=sys.stderr)
-        return 1
-    return 0
+    return finish(args.out, results, args, failures)
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.append(str(Path(__file__).resolve().parent.parent))
 from bench_clustering import DATASETS, LAYOUTS, Query, file_pages, pct  # noqa: E402
-from common import busy_warning, fmt_bytes, fmt_seconds, machine_info, machine_line, md_table, measure, scratch_dir, write_json  # noqa: E402
+from common import busy_warning, finish, fmt_bytes, fmt_seconds, machine_info, machine_line, md_table, measure, scratch_dir  # noqa: E402
 
 import rcfmt  # noqa: E402
 from rcfmt.scan.scanner import FileScan  # noqa: E402
@@ -220,12 +220,7 @@ def main(argv=None) -> int:
         print(report(name, res, layouts), flush=True)
     if spark is not None:
         spark.stop()
-    results["load_after"] = machine_info()["loadavg"]
-    print(f"JSON: {write_json(args.out, results, args)}")
-    if failures:
-        print("ROW COUNT MISMATCHES:\n  " + "\n  ".join(failures), file=sys.stderr)
-        return 1
-    return 0
+    return finish(args.out, results, args, failures)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ OUT_DIR = BENCH_DIR / "out"
 DATA_DIR = BENCH_DIR / "data"
 
 __all__ = [
+    "finish",
     "BENCH_DIR", "OUT_DIR", "DATA_DIR", "Timing", "measure", "file_size", "fmt_bytes",
     "fmt_seconds", "fmt_ratio", "md_table", "machine_info", "machine_line", "busy_warning",
     "write_json", "scratch_dir",
@@ -277,3 +278,14 @@ def write_json(name: str, results: Any, args: Any = None, stamp: bool = True) ->
     if stamp:
         (OUT_DIR / f"{name}-{now.strftime('%Y%m%dT%H%M%SZ')}.json").write_text(text)
     return path
+
+
+def finish(name: str, results: dict, args: Any, failures: Sequence[str]) -> int:
+    """End a benchmark run: record the load, write the JSON, report row-count
+    mismatches; the exit status (1 if any result was wrong)."""
+    results["load_after"] = machine_info()["loadavg"]
+    print(f"JSON: {write_json(name, results, args)}")
+    if failures:
+        print("ROW COUNT MISMATCHES:\n  " + "\n  ".join(failures), file=sys.stderr)
+        return 1
+    return 0
