@@ -6,6 +6,7 @@ subclass with a fresh wire ``id``, plus its module name in ``_MODULES`` below.
 from __future__ import annotations
 
 import importlib
+import threading
 
 from ..errors import InvalidOptionError, UnsupportedError
 from .base import ColumnValues, EncodedChunk, Encoding
@@ -14,11 +15,31 @@ __all__ = ["ColumnValues", "EncodedChunk", "Encoding", "by_id", "by_name", "all_
 
 _MODULES = ("plain", "dictionary", "rle", "bitpack", "delta", "alp", "delta_length")
 
-_BY_ID: dict[int, Encoding] = {}
-_BY_NAME: dict[str, Encoding] = {}
+# Filled once, on first use (importing the encoding modules at package import would
+# make a cycle with the native kernels' wrappers). Readers look the maps up without a
+# lock: _load builds complete maps and only then publishes them, so a thread sees
+# either None or the full registry, never a half-filled one.
+_BY_ID: dict[int, Encoding] | None = None
+_BY_NAME: dict[str, Encoding] | None = None
+_LOAD_LOCK = threading.Lock()
 
 
-def _load() -> None:
+def _registry() -> tuple[dict[int, Encoding], dict[str, Encoding]]:
+    global _BY_ID, _BY_NAME
+    by_id, by_name = _BY_ID, _BY_NAME
+    if by_id is not None and by_name is not None:
+        return by_id, by_name
+    with _LOAD_LOCK:
+        if _BY_ID is None or _BY_NAME is None:
+            by_name_new: dict[str, Encoding] = {}
+            by_id_new = _load(by_name_new)
+            _BY_NAME = by_name_new
+            _BY_ID = by_id_new
+        return _BY_ID, _BY_NAME
+
+
+def _load(by_name: dict[str, Encoding]) -> dict[int, Encoding]:
+    by_id: dict[int, Encoding] = {}
     for module_name in _MODULES:
         try:
             module = importlib.import_module(f"{__name__}.{module_name}")
@@ -28,33 +49,29 @@ def _load() -> None:
             raise
         for cls in module.ENCODINGS:
             enc = cls()
-            if enc.id in _BY_ID or enc.name in _BY_NAME:
+            if enc.id in by_id or enc.name in by_name:
                 raise RuntimeError(f"duplicate encoding id/name: {enc!r}")
-            _BY_ID[enc.id] = enc
-            _BY_NAME[enc.name] = enc
+            by_id[enc.id] = enc
+            by_name[enc.name] = enc
+    return by_id
 
 
 def by_id(encoding_id: int) -> Encoding:
     """The encoding with wire id ``encoding_id``; UnsupportedError if unknown."""
-    if not _BY_ID:
-        _load()
     try:
-        return _BY_ID[encoding_id]
+        return _registry()[0][encoding_id]
     except KeyError:
         raise UnsupportedError(f"unknown encoding id {encoding_id} (written by a newer rcfmt?)") from None
 
 
 def by_name(name: str) -> Encoding:
     """The encoding called ``name``; InvalidOptionError if unknown."""
-    if not _BY_ID:
-        _load()
     try:
-        return _BY_NAME[name]
+        return _registry()[1][name]
     except KeyError:
         raise InvalidOptionError(f"unknown encoding {name!r}; known: {sorted(_BY_NAME)}") from None
 
 
 def all_encodings() -> list[Encoding]:
-    if not _BY_ID:
-        _load()
-    return [_BY_ID[i] for i in sorted(_BY_ID)]
+    registry = _registry()[0]
+    return [registry[i] for i in sorted(registry)]

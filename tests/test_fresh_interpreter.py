@@ -1,0 +1,90 @@
+"""First calls in a fresh interpreter, as a user's script or a Spark worker makes them.
+
+Inside pytest every lazily initialised registry is already warm, so these tests start
+new interpreters (subprocesses) whose first act is a multi-threaded read. They guard
+the encoding-registry race: a second thread saw a half-filled registry and reported a
+known encoding as unknown (``UnsupportedError: unknown encoding id 2``).
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import rcfmt
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNS = 12
+
+
+def _table(rows: int = 12_000) -> pa.Table:
+    """Columns that take every encoding the selector picks on real data."""
+    rng = np.random.default_rng(7)
+    month = (np.arange(rows) // 1000 % 12 + 1).astype(np.int16)          # runs: RLE
+    day = rng.integers(1, 29, rows).astype(np.int16)                       # narrow: BITPACK
+    dep = np.cumsum(rng.integers(0, 3, rows)).astype(np.int64)             # sorted: DELTA
+    price = np.round(rng.uniform(0, 1000, rows), 2)                        # decimals: ALP
+    carrier = np.array(["UA", "AA", "B6", "DL", "EV"])[rng.integers(0, 5, rows)]  # DICTIONARY
+    tail = [f"N{rng.integers(0, 10**6)}XY" for _ in range(rows)]          # PLAIN / DELTA_LENGTH
+    return pa.table({"month": month, "day": day, "dep": dep, "price": price,
+                     "carrier": carrier, "tail": tail})
+
+
+CHILD = textwrap.dedent("""
+    import sys, threading
+    import rcfmt
+    path = sys.argv[1]
+    barrier = threading.Barrier(6)
+    errors, rows = [], []
+    def read():
+        try:
+            barrier.wait()
+            rows.append(rcfmt.read_table(path).num_rows)
+        except Exception as exc:
+            errors.append(f"{type(exc).__name__}: {exc}")
+    threads = [threading.Thread(target=read) for _ in range(6)]
+    for t in threads: t.start()
+    for t in threads: t.join()
+    if errors:
+        print(errors[0]); sys.exit(1)
+    print(sorted(set(rows)))
+""")
+
+
+def test_threaded_first_read_in_fresh_interpreters(tmp_path):
+    table = _table()
+    path = tmp_path / "f.rcfmt"
+    rcfmt.write_table(table, path, block_rows=4096, page_rows=1024)
+    failures = []
+    for _ in range(RUNS):
+        proc = subprocess.run([sys.executable, "-c", CHILD, str(path)], capture_output=True, text=True,
+                              cwd=ROOT, timeout=120)
+        if proc.returncode != 0 or proc.stdout.strip() != f"[{table.num_rows}]":
+            failures.append((proc.stdout + proc.stderr).strip()[-500:])
+    assert not failures, f"{len(failures)} of {RUNS} fresh interpreters failed; first: {failures[0]}"
+
+
+def test_threads_sharing_one_open_file_get_one_threads_result(tmp_path):
+    table = _table()
+    path = tmp_path / "f.rcfmt"
+    rcfmt.write_table(table, path, block_rows=4096, page_rows=1024)
+    from concurrent.futures import ThreadPoolExecutor
+    with rcfmt.open(path) as f:
+        expected = f.read(use_threads=False)
+        with ThreadPoolExecutor(4) as pool:
+            results = list(pool.map(lambda i: f.read_block(i % f.num_blocks), range(24)))
+        for i, got in enumerate(results):
+            b = i % f.num_blocks
+            assert got.equals(expected.slice(b * 4096, 4096)), f"block {b} differs under threads"
+
+
+@pytest.mark.parametrize("name", ["plain", "rle", "bitpack", "delta", "dictionary"])
+def test_encoding_lookup_by_name_in_fresh_interpreter(name):
+    code = f"from rcfmt.encodings import by_name, by_id; e = by_name({name!r}); assert by_id(e.id) is e; print(e.id)"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert proc.returncode == 0, proc.stderr
