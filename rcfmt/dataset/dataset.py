@@ -25,7 +25,8 @@ from ..scan.expr import BoundAnd, BoundExpr, BoundOr, Leaf, bind, columns as exp
 from ..scan.prune import may_match
 from ..scan.scanner import ScanStats
 from . import log
-from .index import (BASE_COLUMNS, INDEX_METADATA_KEY, FileEntry, Snapshot, entries_table, entry_from_file,
+from .index import (BASE_COLUMNS, INDEX_METADATA_KEY, FileEntry, Snapshot, check_inside, check_relpath,
+                    entries_table, entry_from_file,
                     schema_from_json)
 from .partitioning import Partitioning, infer_partitioning
 
@@ -61,6 +62,8 @@ def read_snapshot(root: str, version: int, columns: Sequence[str] | None = ()) -
         else:
             want = [*BASE_COLUMNS, *(f"{n}.value" for n in partitioning.names), *columns]
             table = f.read(columns=want)
+    for rel in table.column("path").to_pylist():
+        check_relpath(rel, path)
     return Snapshot(root, data_schema, partitioning, table, info, version, path)
 
 
@@ -479,8 +482,9 @@ class Dataset:
         blocks = snap.column_values("num_blocks")
         parts = snap.partition_values()
         names = snap.partitioning.names
-        return [Fragment(os.path.join(self.root, *paths[i].split("/")), tuple(zip(names, parts[i])), int(rows[i]),
-                         int(sizes[i]), int(blocks[i])) for i in np.flatnonzero(keep)]
+        return [Fragment(check_inside(self.root, os.path.join(self.root, *paths[i].split("/"))),
+                         tuple(zip(names, parts[i])), int(rows[i]), int(sizes[i]), int(blocks[i]))
+                for i in np.flatnonzero(keep)]
 
     def scan(self, columns: Sequence[str] | None = None, filter=None, *, use_threads: bool = True,
              verify_checksums: bool = True) -> DatasetScan:

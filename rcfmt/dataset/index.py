@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import decimal
 import json
+import os
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -44,6 +45,8 @@ from ..types import LogicalType, PhysicalKind, logical_type_from_arrow, logical_
 from .partitioning import Partitioning
 
 __all__ = [
+    "check_relpath",
+    "check_inside",
     "FileEntry", "entry_from_file", "file_stats", "index_schema", "entries_table", "Snapshot",
     "schema_to_json", "schema_from_json", "INDEX_METADATA_KEY", "DEFAULT_INDEX_TRUNCATE",
 ]
@@ -220,6 +223,30 @@ def entries_table(entries: list[FileEntry], data_schema: pa.Schema, partitioning
 
 
 # ------------------------------------------------------------------ a loaded index
+def check_relpath(rel, index_path: str | None = None) -> str:
+    """``rel`` if it names a file inside the dataset root, else CorruptFileError.
+
+    Index paths are relative, "/"-separated, and stay below the root: no absolute path,
+    drive, backslash, empty, "." or ".." component, or NUL. A forged index must not make
+    a reader read files outside the dataset."""
+    if not isinstance(rel, str) or not rel:
+        raise CorruptFileError(f"index lists an empty or non-string file path {rel!r}", path=index_path)
+    parts = rel.split("/")
+    if ("\\" in rel or "\0" in rel or ":" in parts[0]
+            or any(p in ("", ".", "..") for p in parts)):
+        raise CorruptFileError(f"index lists file path {rel!r}, which leaves the dataset root", path=index_path)
+    return rel
+
+
+def check_inside(root: str, path: str) -> str:
+    """``path`` if, with symlinks resolved, it lies inside ``root``; else CorruptFileError."""
+    real_root = os.path.realpath(root)
+    real = os.path.realpath(path)
+    if os.path.commonpath([real_root, real]) != real_root:
+        raise CorruptFileError(f"data file resolves to {real!r}, outside the dataset root {real_root!r}", path=path)
+    return path
+
+
 class Snapshot:
     """One version of a dataset: its schema, partitioning and file list.
 
