@@ -518,14 +518,7 @@ cdef int _for_unpack_checked(const uint8_t[::1] src, Py_ssize_t offset, Py_ssize
     cdef const uint8_t* ip = _aligned_src(src, offset, nbytes, keep)
     cdef void* op = cnp.PyArray_DATA(o)
     with nogil:
-        if itemsize == 1:
-            _for_unpack(<const uint8_t*>ip, n, width, <uint8_t>r, <uint8_t*>op)
-        elif itemsize == 2:
-            _for_unpack(<const uint16_t*>ip, n, width, <uint16_t>r, <uint16_t*>op)
-        elif itemsize == 4:
-            _for_unpack(<const uint32_t*>ip, n, width, <uint32_t>r, <uint32_t*>op)
-        else:
-            _for_unpack(<const uint64_t*>ip, n, width, r, <uint64_t*>op)
+        unpack_raw(ip, n, width, itemsize, r, 0, False, op)
     return 0
 
 
@@ -618,14 +611,7 @@ cdef int _delta_unpack_checked(const uint8_t[::1] src, Py_ssize_t offset, Py_ssi
     cdef const uint8_t* ip = _aligned_src(src, offset, nbytes, keep)
     cdef void* op = cnp.PyArray_DATA(o)
     with nogil:
-        if itemsize == 1:
-            _delta_unpack(<const uint8_t*>ip, n, width, <uint8_t>f, <uint8_t>r, <uint8_t*>op)
-        elif itemsize == 2:
-            _delta_unpack(<const uint16_t*>ip, n, width, <uint16_t>f, <uint16_t>r, <uint16_t*>op)
-        elif itemsize == 4:
-            _delta_unpack(<const uint32_t*>ip, n, width, <uint32_t>f, <uint32_t>r, <uint32_t*>op)
-        else:
-            _delta_unpack(<const uint64_t*>ip, n, width, f, r, <uint64_t*>op)
+        unpack_raw(ip, n, width, itemsize, r, f, True, op)
     return 0
 
 
@@ -657,3 +643,39 @@ def delta_unpack(const uint8_t[::1] src, Py_ssize_t n, int width, first, ref, dt
     out = np.empty(n, dtype=dtype)
     _delta_unpack_checked(src, offset, nbytes, n, width, f, r, _int_array(out, "out", True))
     return out
+
+
+# ------------------------------------------------------------------ for other native modules
+
+cdef Py_ssize_t packed_nbytes(Py_ssize_t n, int width, int itemsize) noexcept nogil:
+    """Bytes of ``n`` values (``0 <= n <= 2**56``) packed at ``width`` bits in ``itemsize``-byte lanes."""
+    return _packed_nbytes(n, width, itemsize)
+
+
+cdef void unpack_raw(const uint8_t* src, Py_ssize_t n, int width, int itemsize, uint64_t ref,
+                     uint64_t first, bint delta, void* out) noexcept nogil:
+    """FOR (``delta`` false) or delta decode of ``n`` values into ``out``. The caller has
+    checked everything: ``src`` 8-byte aligned and exactly ``packed_nbytes`` long,
+    ``width <= 8 * itemsize``, ``out`` aligned to ``itemsize`` and ``n`` items long."""
+    if n == 0:
+        return
+    if itemsize == 1:
+        if delta:
+            _delta_unpack(<const uint8_t*>src, n, width, <uint8_t>first, <uint8_t>ref, <uint8_t*>out)
+        else:
+            _for_unpack(<const uint8_t*>src, n, width, <uint8_t>ref, <uint8_t*>out)
+    elif itemsize == 2:
+        if delta:
+            _delta_unpack(<const uint16_t*>src, n, width, <uint16_t>first, <uint16_t>ref, <uint16_t*>out)
+        else:
+            _for_unpack(<const uint16_t*>src, n, width, <uint16_t>ref, <uint16_t*>out)
+    elif itemsize == 4:
+        if delta:
+            _delta_unpack(<const uint32_t*>src, n, width, <uint32_t>first, <uint32_t>ref, <uint32_t*>out)
+        else:
+            _for_unpack(<const uint32_t*>src, n, width, <uint32_t>ref, <uint32_t*>out)
+    else:
+        if delta:
+            _delta_unpack(<const uint64_t*>src, n, width, first, ref, <uint64_t*>out)
+        else:
+            _for_unpack(<const uint64_t*>src, n, width, ref, <uint64_t*>out)

@@ -1,7 +1,14 @@
 """Decode the pages of one column chunk from the bytes read from a file.
 
-All functions raise :class:`CorruptFileError` without file location; the reader adds
-file, column and block, and these functions add the page and its offset.
+Every page goes through the native page pipeline (:mod:`rcfmt._native.pages`): one
+GIL-free call parses and checks the headers of a run of pages, verifies their
+checksums, decompresses them and gathers their validity; a second decodes the values
+of PLAIN, BITPACK and DELTA fixed-width pages and DICTIONARY codes straight into one
+output array. The other encodings (RLE, ALP, DELTA_LENGTH, variable-length and bool
+PLAIN) decode each page body from the run.
+
+All methods raise :class:`CorruptFileError` located at the page (number and offset);
+the reader adds file, column and block.
 """
 from __future__ import annotations
 
@@ -9,17 +16,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._native import pages as _pages
 from ..encodings import by_id
 from ..encodings.base import ColumnValues
+from ..encodings.bitpack import SUPPORTED_TYPES
 from ..encodings.dictionary import decode_codes, take
 from ..encodings.plain import decode_plain
 from ..errors import CorruptFileError
-from ..format.layout import PAGE_DATA, PAGE_DICTIONARY
-from ..format.page import PageHeader, page_body, parse_page_header, split_validity
+from ..format.layout import MAX_PAGE_ROWS, PAGE_DATA, PAGE_DICTIONARY
 from ..types import LogicalType, PhysicalKind
 from .arrow_io import concat_values
 
 __all__ = ["DecodedPage", "ChunkDecoder"]
+
+_PLAIN, _DICTIONARY, _BITPACK, _DELTA = 0, 1, 3, 4
 
 
 @dataclass
@@ -30,6 +40,21 @@ class DecodedPage:
     valid: np.ndarray | None  # None: no nulls
     rows: int
     codes: np.ndarray | None = None
+
+
+def _native_mode(encoding_id: int, ltype: LogicalType):
+    """``(mode, itemsize, signed)`` of the values kernel for this encoding and type, or
+    None when pages of it are decoded one by one in Python."""
+    if ltype.kind != PhysicalKind.FIXED:
+        return None
+    if encoding_id == _PLAIN:
+        return _pages.MODE_PLAIN, ltype.width, False
+    if encoding_id == _BITPACK and ltype.name == "decimal128":
+        return _pages.MODE_BITPACK_DECIMAL, 8, True
+    if encoding_id in (_BITPACK, _DELTA) and ltype.name in SUPPORTED_TYPES:
+        mode = _pages.MODE_BITPACK if encoding_id == _BITPACK else _pages.MODE_DELTA
+        return mode, ltype.width, ltype.is_signed
+    return None
 
 
 class ChunkDecoder:
@@ -47,136 +72,119 @@ class ChunkDecoder:
         self.ltype = ltype
         self.verify = verify
         self.encoding = by_id(int(record["encoding"]))
+        if not self.encoding.supports(ltype):
+            raise CorruptFileError(f"chunk encoding {self.encoding.name.upper()} cannot hold {ltype.name} values")
+        self.is_dictionary = int(record["dictionary_length"]) > 0
+        if self.encoding.id == _DICTIONARY and not self.is_dictionary:
+            raise CorruptFileError("dictionary-encoded chunk has no dictionary page")
+        if self.is_dictionary and self.encoding.id != _DICTIONARY:
+            raise CorruptFileError(f"{self.encoding.name.upper()} chunk has a dictionary page")
+        self._mode = _native_mode(self.encoding.id, ltype)
         self._dictionary: ColumnValues | None = dictionary
 
-    @property
-    def is_dictionary(self) -> bool:
-        return int(self.record["dictionary_length"]) > 0
-
-    # ------------------------------------------------------------------ pages
-    def _header(self, pos: int, page: int | None) -> PageHeader:
-        try:
-            return parse_page_header(self.buf, pos)
-        except CorruptFileError as exc:
-            raise exc.with_context(page=page, offset=self.base + pos) from None
-
+    # ------------------------------------------------------------------ dictionary
     @property
     def dictionary(self) -> ColumnValues | None:
         """The chunk's decoded dictionary (DICTIONARY encoding), else None."""
         length = int(self.record["dictionary_length"])
         if self._dictionary is None and length:
             pos = int(self.record["offset"]) - self.base
+            run = _pages.read_pages(self.buf, self.base, positions=[pos], max_rows=MAX_PAGE_ROWS,
+                                    page_type=PAGE_DICTIONARY, verify=self.verify)
             try:
-                h = parse_page_header(self.buf, pos)
-                if h.page_type != PAGE_DICTIONARY or h.total_size != length:
+                if run.end != pos + length:
                     raise CorruptFileError("dictionary page does not match its footer record")
-                if h.row_count != int(self.record["dictionary_size"]) or h.null_count:
+                if run.rows != int(self.record["dictionary_size"]) or run.null_count:
                     raise CorruptFileError("dictionary page size disagrees with the footer")
-                body = page_body(self.buf, pos, h, self.verify)
-                self._dictionary = decode_plain(body, h.row_count, self.ltype)
+                self._dictionary = decode_plain(run.body(0), run.rows, self.ltype)
             except CorruptFileError as exc:
                 raise exc.with_context(page="dictionary", offset=self.base + pos) from None
         return self._dictionary
 
-    def _page_parts(self, pos: int, page: int, expected_rows: int | None = None):
-        """Header, validity and the encoded values body of the data page at ``pos``."""
-        h = self._header(pos, page)
-        try:
-            if h.page_type != PAGE_DATA:
-                raise CorruptFileError("expected a data page")
-            if h.encoding != self.encoding.id:
-                raise CorruptFileError(f"page encoding {h.encoding} differs from its chunk's {self.encoding.id}")
-            if expected_rows is not None and h.row_count != expected_rows:
-                raise CorruptFileError(f"page holds {h.row_count} rows, page index says {expected_rows}")
-            body = page_body(self.buf, pos, h, self.verify)
-            valid, values_body = split_validity(body, h)
-        except CorruptFileError as exc:
-            raise exc.with_context(page=page, offset=self.base + pos) from None
-        return h, valid, values_body
+    # ------------------------------------------------------------------ runs of pages
+    def _whole_run(self, rows: int):
+        """Every data page of the chunk through the pipeline; counts checked against the footer."""
+        rec = self.record
+        start = int(rec["offset"]) - self.base + int(rec["dictionary_length"])
+        end = int(rec["offset"]) - self.base + int(rec["length"])
+        pages = int(rec["page_count"])
+        if not 0 <= start <= end <= len(self.buf):
+            raise CorruptFileError(f"chunk [{start + self.base}, {end + self.base}) lies outside the bytes read")
+        run = _pages.read_pages(self.buf, self.base, start=start, end=end, max_pages=pages, max_rows=rows,
+                                page_type=PAGE_DATA, encoding=self.encoding.id, verify=self.verify)
+        if run.count != pages or run.rows != rows:
+            raise CorruptFileError(f"chunk pages hold {run.rows} rows in {run.count} pages, footer says {rows} rows "
+                                   f"in {pages} pages")
+        return run, None
 
-    def decode_fixed_into(self, rows: int) -> tuple[ColumnValues, np.ndarray | None]:
-        """Decode every page of a non-dictionary FIXED chunk into one preallocated array."""
-        out = np.empty(rows, dtype=self.ltype.numpy_dtype)
-        pos = int(self.record["offset"]) - self.base
-        end = pos + int(self.record["length"])
-        valids, row, page = [], 0, 0
-        while pos < end:
-            if page >= int(self.record["page_count"]):
-                raise CorruptFileError("more pages than the footer records", offset=self.base + pos)
-            h, valid, values_body = self._page_parts(pos, page)
-            if row + h.row_count > rows:
-                raise CorruptFileError(f"chunk pages hold more than the block's {rows} rows", page=page)
+    def _values(self, run, page_numbers, codes: bool):
+        """The values (or, for a dictionary chunk with ``codes``, the uint32 codes) of
+        every page of ``run``, one array for the whole run."""
+        if self.is_dictionary:
+            dictionary = self.dictionary
+            out = np.empty(run.rows, np.uint32)
+            self._native(run, page_numbers, (_pages.MODE_CODES, 4, False), out, len(dictionary))
+            return out if codes else take(dictionary, out, self.ltype)
+        if self._mode is not None:
+            out = np.empty(run.rows, self.ltype.numpy_dtype)
+            self._native(run, page_numbers, self._mode, out)
+            return ColumnValues(out)
+        parts = []
+        for k in range(run.count):
+            rows = int(run.pages[k, 1])
             try:
-                self.encoding.decode_into(values_body, h.row_count, self.ltype, out[row : row + h.row_count])
+                values = self.encoding.decode(run.body(k), rows, self.ltype)
+                if len(values) != rows:
+                    raise CorruptFileError("decoded value count differs from the page's row count")
             except CorruptFileError as exc:
-                raise exc.with_context(page=page, offset=self.base + pos) from None
-            valids.append((row, h.row_count, valid))
-            row += h.row_count
-            pos += h.total_size
-            page += 1
-        if pos != end or page != int(self.record["page_count"]) or row != rows:
-            raise CorruptFileError(f"chunk pages hold {row} rows in {page} pages, footer says {rows} rows in "
-                                   f"{int(self.record['page_count'])} pages")
-        if all(v is None for _, _, v in valids):
-            return ColumnValues(out), None
-        valid = np.ones(rows, bool)
-        for start, n, v in valids:
-            if v is not None:
-                valid[start : start + n] = v
-        return ColumnValues(out), valid
+                raise self._at(exc, run, page_numbers, k) from None
+            parts.append(values)
+        if not parts:  # a zero-row block
+            return decode_plain(b"\0\0\0\0" if self.ltype.kind == PhysicalKind.VARBINARY else b"", 0, self.ltype)
+        return concat_values(parts, self.ltype.kind, self.ltype.large)
 
-    def decode_page(self, pos: int, page: int, expected_rows: int | None = None,
-                    codes: bool = False) -> tuple[DecodedPage, int]:
-        """Decode the data page at ``buf[pos]``; return it and the position after it.
-
-        With ``codes=True`` a dictionary-encoded page yields its codes, not values."""
-        h, valid, values_body = self._page_parts(pos, page, expected_rows)
+    def _native(self, run, page_numbers, mode, out, limit: int = 0) -> None:
+        bad = _pages.decode_values(run, mode[0], mode[1], mode[2], out, limit)
+        if bad < 0:
+            return
+        # the kernel only says which page failed: the encoding's decoder says why
+        rows = int(run.pages[bad, 1])
         try:
-            if codes and self.is_dictionary:
-                dictionary = self.dictionary
-                page_codes = decode_codes(values_body, h.row_count, len(dictionary))
-                return DecodedPage(None, valid, h.row_count, page_codes), pos + h.total_size
-            values = self.encoding.decode(values_body, h.row_count, self.ltype, self.dictionary)
-            if len(values) != h.row_count:
-                raise CorruptFileError("decoded value count differs from the page's row count")
+            if self.is_dictionary:
+                decode_codes(run.body(bad), rows, limit)
+            else:
+                self.encoding.decode(run.body(bad), rows, self.ltype)
+            raise CorruptFileError(f"{self.encoding.name.upper()} page values fail their checks")
         except CorruptFileError as exc:
-            raise exc.with_context(page=page, offset=self.base + pos) from None
-        return DecodedPage(values, valid, h.row_count), pos + h.total_size
+            raise self._at(exc, run, page_numbers, bad) from None
 
+    def _at(self, exc: CorruptFileError, run, page_numbers, k: int) -> CorruptFileError:
+        page = k if page_numbers is None else int(page_numbers[k])
+        return exc.with_context(page=page, offset=self.base + int(run.pages[k, 0]))
+
+    # ------------------------------------------------------------------ public
     def decode_all(self, rows: int) -> tuple[ColumnValues, np.ndarray | None]:
-        """Decode every data page in order; check they add up to ``rows``."""
-        if self.ltype.kind == PhysicalKind.FIXED and not self.is_dictionary:
-            return self.decode_fixed_into(rows)
-        pos = int(self.record["offset"]) - self.base + int(self.record["dictionary_length"])
-        end = int(self.record["offset"]) - self.base + int(self.record["length"])
-        pages = []
-        seen = 0
-        while pos < end:
-            if len(pages) >= int(self.record["page_count"]):
-                raise CorruptFileError("more pages than the footer records", offset=self.base + pos)
-            page, pos = self.decode_page(pos, len(pages), codes=True)
-            if pos > end:
-                raise CorruptFileError("page runs past the end of its chunk", page=len(pages))
-            pages.append(page)
-            seen += page.rows
-        if len(pages) != int(self.record["page_count"]) or seen != rows:
-            raise CorruptFileError(f"chunk pages hold {seen} rows in {len(pages)} pages, footer says {rows} rows "
-                                   f"in {int(self.record['page_count'])} pages")
-        return assemble(pages, self.ltype, self.dictionary)
+        """Decode every data page (checked to add up to ``rows``): values and validity."""
+        run, numbers = self._whole_run(rows)
+        return self._values(run, numbers, codes=False), run.valid()
 
+    def decode_pages(self, positions, page_numbers, expected_rows, codes: bool = False) -> list[DecodedPage]:
+        """Decode the data pages whose headers are at ``positions`` in ``buf`` (their
+        numbers in the chunk and the page index's row counts given), in one run.
 
-def assemble(pages: list[DecodedPage], ltype: LogicalType, dictionary: ColumnValues | None = None
-             ) -> tuple[ColumnValues, np.ndarray | None]:
-    """Concatenate decoded pages into one run of values plus validity. Pages decoded
-    as dictionary codes are concatenated as codes and materialized with one take."""
-    if not pages:  # a zero-row block
-        return decode_plain(b"\0\0\0\0" if ltype.kind == PhysicalKind.VARBINARY else b"", 0, ltype), None
-    if pages[0].codes is not None:
-        codes = pages[0].codes if len(pages) == 1 else np.concatenate([p.codes for p in pages])
-        values = take(dictionary, codes, ltype)
-    else:
-        values = concat_values([p.values for p in pages], ltype.kind, ltype.large)
-    if all(p.valid is None for p in pages):
-        return values, None
-    valid = np.concatenate([p.valid if p.valid is not None else np.ones(p.rows, bool) for p in pages])
-    return values, valid
+        With ``codes=True`` a dictionary-encoded chunk yields codes, not values."""
+        expected = np.asarray(expected_rows, dtype=np.int64)
+        run = _pages.read_pages(self.buf, self.base, positions=positions, expected_rows=expected,
+                                page_numbers=page_numbers, max_rows=int(expected.sum()), page_type=PAGE_DATA,
+                                encoding=self.encoding.id, verify=self.verify)
+        values = self._values(run, page_numbers, codes)
+        valid = run.valid()
+        out = []
+        for k in range(run.count):
+            first, rows, nulls = int(run.pages[k, 3]), int(run.pages[k, 1]), int(run.pages[k, 2])
+            page_valid = valid[first : first + rows] if nulls else None
+            if isinstance(values, np.ndarray):
+                out.append(DecodedPage(None, page_valid, rows, values[first : first + rows]))
+            else:
+                out.append(DecodedPage(values.slice(first, first + rows), page_valid, rows))
+        return out

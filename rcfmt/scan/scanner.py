@@ -257,17 +257,15 @@ class FileScan:
             base = int(starts[k])
             buf = file.read_range(base, int(ends[j]) - base)
             stats.bytes_read += len(buf)
-            decoder = file.chunk_decoder(block, col, buf, base, dictionary)
-            for p in range(k, j + 1):
-                page_no = int(page_ids[p])
-                try:
-                    page, _ = decoder.decode_page(int(starts[p]) - base, page_no,
-                                                  int(entries["row_count"][page_no]), codes=want_codes)
-                except CorruptFileError as exc:
-                    raise file._locate(exc, block, col) from None
-                pages.append(page)
-                stats.pages_read += 1
-                stats.rows_decoded += page.rows
+            group = page_ids[k : j + 1]
+            try:
+                decoded = file.chunk_decoder(block, col, buf, base, dictionary).decode_pages(
+                    starts[k : j + 1] - base, group, entries["row_count"][group], codes=want_codes)
+            except CorruptFileError as exc:
+                raise file._locate(exc, block, col) from None
+            pages.extend(decoded)
+            stats.pages_read += len(decoded)
+            stats.rows_decoded += sum(page.rows for page in decoded)
             k = j + 1
         return pages, dictionary
 
@@ -283,7 +281,7 @@ class FileScan:
         stats.bytes_read += len(buf)
         rows = int(file.footer.blocks[block]["row_count"])
         try:
-            values, valid = file.chunk_decoder(block, col, buf, base).decode_fixed_into(rows)
+            values, valid = file.chunk_decoder(block, col, buf, base).decode_all(rows)
         except CorruptFileError as exc:
             raise file._locate(exc, block, col) from None
         stats.pages_read += pages

@@ -1,0 +1,167 @@
+"""The native page pipeline (rcfmt/_native/pages.pyx): CRC-32, codec resolution, the
+Python-codec fallback, page runs against an independent header parser, and selected
+(non-contiguous) pages decoded in one run."""
+from __future__ import annotations
+
+import struct
+import tempfile
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import rcfmt
+import strategies as S
+from rcfmt._native import pages
+
+PAGE_HEADER = struct.Struct("<BBBBIIIIIII")  # as docs/FORMAT.md 4.1 defines it
+
+
+@settings(max_examples=S.examples(200))
+@given(data=st.binary(max_size=5000), start=st.integers(0, 9), seed=st.integers(0, 2**32 - 1))
+def test_crc32_is_zlibs(data, start, seed):
+    view = np.frombuffer(data, np.uint8)[min(start, len(data)):]  # every alignment
+    assert pages.crc32(view) == zlib.crc32(view.tobytes())
+    assert pages.crc32(view, seed) == zlib.crc32(view.tobytes(), seed)
+
+
+def test_crc32_large_buffers():
+    rng = np.random.default_rng(1)
+    for n in (64, 65, 1 << 16, (1 << 20) + 13):
+        buf = rng.integers(0, 256, n, dtype=np.uint8)
+        assert pages.crc32(buf) == zlib.crc32(buf.tobytes())
+
+
+def test_native_codecs_are_resolved_from_the_installed_wheels():
+    # zstandard and lz4 are dependencies; their extension modules export the C entry
+    # points, so a plain install decompresses without the GIL
+    sources = pages.codec_sources()
+    assert sources["zstd"] is not None and sources["lz4"] is not None, sources
+
+
+@pytest.fixture
+def python_codecs():
+    pages.use_native_codecs(False)
+    yield
+    pages.use_native_codecs(True)
+
+
+@settings(max_examples=S.examples(40))
+@given(data=st.data())
+def test_python_codec_fallback_reads_the_same(data):
+    table = data.draw(S.tables(rows=st.integers(0, 60)), label="table")
+    opts = data.draw(S.write_options(table.schema), label="options")
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "t.rcfmt"
+        rcfmt.write_table(table, path, **opts)
+        native = rcfmt.read_table(path)
+        pages.use_native_codecs(False)
+        try:
+            fallback = rcfmt.read_table(path)
+        finally:
+            pages.use_native_codecs(True)
+    S.assert_tables_identical(native, table, check_metadata=False)
+    S.assert_tables_identical(fallback, table, check_metadata=False)
+
+
+def test_python_codec_fallback_reports_damage(tmp_path, python_codecs):
+    path = tmp_path / "z.rcfmt"
+    rcfmt.write_table(pa.table({"s": [f"v{i % 7}" * 30 for i in range(2000)]}), path,
+                      compression="zstd", encoding="plain", page_rows=500)
+    raw = bytearray(path.read_bytes())
+    first = 8  # the first page header follows the file header
+    head = list(PAGE_HEADER.unpack_from(raw, first))
+    body = first + 32
+    raw[body + 5] ^= 0xFF  # damage the compressed body, then make the checksum agree
+    head[9] = zlib.crc32(raw[body : body + head[7]])
+    head[10] = 0
+    packed = PAGE_HEADER.pack(*head)
+    raw[first : first + 32] = packed[:28] + zlib.crc32(packed[:28]).to_bytes(4, "little")
+    path.write_bytes(bytes(raw))
+    with pytest.raises(rcfmt.CorruptFileError, match=r"zstd.*page=0"):
+        rcfmt.read_table(path)
+
+
+def _reference_pages(buf: bytes, start: int, end: int) -> list[tuple]:
+    """Independent walk: (position, rows, nulls) of each page from the header layout."""
+    out, pos = [], start
+    while pos < end:
+        h = PAGE_HEADER.unpack_from(buf, pos)
+        assert zlib.crc32(buf[pos : pos + 28]) == h[10]
+        out.append((pos, h[4], h[6]))
+        pos += 32 + h[7]
+    assert pos == end
+    return out
+
+
+@settings(max_examples=S.examples(30))
+@given(data=st.data())
+def test_page_runs_match_an_independent_walk(data):
+    t = data.draw(S.primitive_types, label="type")
+    arr = data.draw(S.arrays(t, data.draw(st.integers(0, 300)), nullable=True))
+    table = pa.table({"c": arr})
+    opts = {"block_rows": 1000, "page_rows": data.draw(st.integers(1, 40)),
+            "compression": data.draw(st.sampled_from(["none", "zstd", "lz4"]))}
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "t.rcfmt"
+        rcfmt.write_table(table, path, **opts)
+        raw = path.read_bytes()
+        with rcfmt.open(path) as f:
+            if f.num_blocks == 0:
+                return
+            rec = f.footer.chunks[0][0]
+            start = int(rec["offset"]) + int(rec["dictionary_length"])
+            end = int(rec["offset"]) + int(rec["length"])
+            ref = _reference_pages(raw, start, end)
+            run = pages.read_pages(raw, 0, start=start, end=end, max_pages=len(ref), max_rows=len(table),
+                                   encoding=int(rec["encoding"]))
+            assert run.count == len(ref) and run.rows == len(table) and run.end == end
+            assert [tuple(int(x) for x in run.pages[k, :3]) for k in range(run.count)] == ref
+            assert run.null_count == arr.null_count
+            valid = run.valid()
+            expected_valid = np.asarray(arr.is_valid())
+            if valid is None:
+                assert expected_valid.all()
+            else:
+                assert (valid == expected_valid).all()
+                assert run.validity.nbytes == (len(table) + 7) // 8
+
+
+@settings(max_examples=S.examples(30))
+@given(data=st.data())
+def test_selected_pages_decode_like_the_whole_chunk(data):
+    """decode_pages (a scan's non-contiguous pages, one native run) agrees with decode_all."""
+    t = data.draw(S.primitive_types, label="type")
+    n = data.draw(st.integers(1, 200))
+    arr = data.draw(S.arrays(t, n, nullable=True, sliced=False))
+    enc = data.draw(st.sampled_from([None, *S.encodings_for(t)]))
+    opts = {"block_rows": 1000, "page_rows": data.draw(st.integers(1, 25)),
+            "compression": data.draw(st.sampled_from(["none", "zstd", "lz4"]))}
+    if enc:
+        opts["encoding"] = enc
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "t.rcfmt"
+        rcfmt.write_table(pa.table({"c": arr}), path, **opts)
+        with rcfmt.open(path) as f:
+            entries = f.page_index(0, 0)
+            picked = sorted(data.draw(st.sets(st.integers(0, len(entries) - 1), min_size=1), label="pages"))
+            decoder = f.chunk_decoder(0, 0)
+            whole_values, whole_valid = decoder.decode_all(n)
+            got = decoder.decode_pages(entries["offset"][picked].astype(np.int64) - decoder.base, np.array(picked),
+                                       entries["row_count"][picked])
+            for page, p in zip(got, picked):
+                first, rows = int(entries["first_row"][p]), int(entries["row_count"][p])
+                want = whole_values.slice(first, first + rows)
+                if want.offsets is None:
+                    assert page.values.values.tobytes() == want.values.tobytes()
+                else:
+                    assert [bytes(page.values.values[a:b]) for a, b in zip(page.values.offsets[:-1], page.values.offsets[1:])] \
+                        == [bytes(want.values[a:b]) for a, b in zip(want.offsets[:-1], want.offsets[1:])]
+                if whole_valid is None or whole_valid[first : first + rows].all():
+                    assert page.valid is None or page.valid.all()
+                else:
+                    assert (page.valid == whole_valid[first : first + rows]).all()
