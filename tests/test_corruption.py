@@ -578,15 +578,11 @@ def test_plain_offsets_past_data():
 
 
 @bad_file("invalid_utf8_in_string.rcfmt")
-@pytest.mark.xfail(strict=True, reason="LIMITATION (docs/FORMAT.md section 9): the reader does not validate UTF-8: a string column with invalid bytes "
-                                       "comes back as an invalid pyarrow StringArray (file/arrow_io.py to_arrow)")
 def test_invalid_utf8_in_string():
     expect("invalid_utf8_in_string.rcfmt", match="UTF-8", column="s", block=0)
 
 
 @bad_file("decimal_beyond_precision.rcfmt")
-@pytest.mark.xfail(strict=True, reason="LIMITATION (docs/FORMAT.md section 9): decimal values beyond the declared precision come back as an invalid "
-                                       "Arrow array (validate(full=True) fails) instead of CorruptFileError")
 def test_decimal_beyond_precision():
     expect("decimal_beyond_precision.rcfmt", match="precision", column="x", block=1)
 

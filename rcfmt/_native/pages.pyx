@@ -732,10 +732,27 @@ cdef inline bint _zero(const uint8_t* p, int n) noexcept nogil:
     return True
 
 
+cdef inline bint _decimals_fit(const uint64_t* low, Py_ssize_t rows, uint64_t ref, int width,
+                               int64_t lim) noexcept nogil:
+    """Whether the BITPACK low words ``low`` (all in ``[ref, ref + 2**width)``) lie in
+    ``[-lim, lim]``: by the page's range when that suffices, else value by value."""
+    cdef int64_t r = <int64_t>ref, x
+    cdef Py_ssize_t i
+    if width < 61 and -lim <= r <= lim and ((<int64_t>1) << width) - 1 <= lim - r:
+        return True
+    for i in range(rows):
+        x = <int64_t>low[i]
+        if x > lim or x < -lim:
+            return False
+    return True
+
+
 cdef int _page_values(int mode, const uint8_t* body, Py_ssize_t size, Py_ssize_t rows, int itemsize,
-                      bint signed, uint32_t limit, uint8_t* out, uint64_t* scratch) noexcept nogil:
+                      bint signed, uint32_t limit, int64_t decimal_lim, uint8_t* out,
+                      uint64_t* scratch) noexcept nogil:
     """Decode one page's values into ``out`` (aligned); 0, or 1 if a check fails.
-    ``body`` is 8-byte aligned; ``scratch`` holds ``rows`` uint64."""
+    ``body`` is 8-byte aligned; ``scratch`` holds ``rows`` uint64. ``decimal_lim``
+    (> 0) is ``10**precision - 1`` for decimals of at most 18 digits."""
     cdef int width, bits = itemsize * 8
     cdef uint64_t ref, first
     cdef uint32_t top = 0
@@ -760,6 +777,8 @@ cdef int _page_values(int mode, const uint8_t* body, Py_ssize_t size, Py_ssize_t
             unpack_raw(body + 16, rows, width, itemsize, ref, 0, False, out)
             return 0
         unpack_raw(body + 16, rows, width, 8, ref, 0, False, scratch)
+        if decimal_lim > 0 and not _decimals_fit(scratch, rows, ref, width, decimal_lim):
+            return 1
         for i in range(rows):  # sign-extend each low word to 16 bytes
             lo = <int64_t>scratch[i]
             memcpy(out + 16 * i, &lo, 8)
@@ -812,12 +831,20 @@ cdef int _page_values(int mode, const uint8_t* body, Py_ssize_t size, Py_ssize_t
     return 1 if rows and top >= limit else 0
 
 
-def decode_values(PageRun run, int mode, int itemsize, bint signed, out, uint32_t limit=0):
+def decode_values(PageRun run, int mode, int itemsize, bint signed, out, uint32_t limit=0, int precision=0):
     """Decode the values of every page of ``run`` into ``out`` (page after page; ``out``
     a writable, contiguous array of at least ``run.rows`` items of ``itemsize`` bytes,
-    uint32 for MODE_CODES with ``limit`` the dictionary size). Returns -1, or the index
-    (in the run) of the first page whose values fail a check; nothing is read or
+    uint32 for MODE_CODES with ``limit`` the dictionary size). For
+    MODE_BITPACK_DECIMAL, ``precision`` (1..38) is checked too. Returns -1, or the
+    index (in the run) of the first page whose values fail a check; nothing is read or
     written outside the page bodies and ``out``."""
+    cdef int64_t decimal_lim = 0
+    cdef int k_digits
+    if mode == MODE_BITPACK_DECIMAL and 1 <= precision <= 18:
+        decimal_lim = 1
+        for k_digits in range(precision):
+            decimal_lim *= 10
+        decimal_lim -= 1
     cdef cnp.ndarray o = out
     if not (cnp.PyArray_IS_C_CONTIGUOUS(o) and cnp.PyArray_ISWRITEABLE(o)):
         raise ValueError("out must be a writable, contiguous array")
@@ -852,7 +879,7 @@ def decode_values(PageRun run, int mode, int itemsize, bint signed, out, uint32_
                 if (<uintptr_t>body) % 8:
                     memcpy(aligned, body, t[k, P_LEN])
                     body = <const uint8_t*>aligned
-                if _page_values(mode, body, t[k, P_LEN], t[k, P_ROWS], itemsize, signed, limit,
+                if _page_values(mode, body, t[k, P_LEN], t[k, P_ROWS], itemsize, signed, limit, decimal_lim,
                                 op + t[k, P_FIRST] * out_size, scratch):
                     bad = k
                     break

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._native import pages as _pages
+from .._native import validate as _validate
 from ..encodings import by_id
 from ..encodings.base import ColumnValues
 from ..encodings.bitpack import SUPPORTED_TYPES
@@ -96,7 +97,11 @@ class ChunkDecoder:
                     raise CorruptFileError("dictionary page does not match its footer record")
                 if run.rows != int(self.record["dictionary_size"]) or run.null_count:
                     raise CorruptFileError("dictionary page size disagrees with the footer")
-                self._dictionary = decode_plain(run.body(0), run.rows, self.ltype)
+                dictionary = decode_plain(run.body(0), run.rows, self.ltype)
+                row = self._invalid_row(dictionary)
+                if row >= 0:
+                    raise CorruptFileError(f"{self._invalid_what()} (dictionary entry {row})")
+                self._dictionary = dictionary
             except CorruptFileError as exc:
                 raise exc.with_context(page="dictionary", offset=self.base + pos) from None
         return self._dictionary
@@ -128,7 +133,10 @@ class ChunkDecoder:
         if self._mode is not None:
             out = np.empty(run.rows, self.ltype.numpy_dtype)
             self._native(run, page_numbers, self._mode, out)
-            return ColumnValues(out)
+            values = ColumnValues(out)
+            if self._mode[0] == _pages.MODE_PLAIN:
+                self._check_valid(values, run, page_numbers)
+            return values  # BITPACK decimals are checked in the kernel
         parts = []
         for k in range(run.count):
             rows = int(run.pages[k, 1])
@@ -141,10 +149,12 @@ class ChunkDecoder:
             parts.append(values)
         if not parts:  # a zero-row block
             return decode_plain(b"\0\0\0\0" if self.ltype.kind == PhysicalKind.VARBINARY else b"", 0, self.ltype)
-        return concat_values(parts, self.ltype.kind, self.ltype.large)
+        values = concat_values(parts, self.ltype.kind, self.ltype.large)
+        self._check_valid(values, run, page_numbers)
+        return values
 
     def _native(self, run, page_numbers, mode, out, limit: int = 0) -> None:
-        bad = _pages.decode_values(run, mode[0], mode[1], mode[2], out, limit)
+        bad = _pages.decode_values(run, mode[0], mode[1], mode[2], out, limit, self.ltype.precision or 0)
         if bad < 0:
             return
         # the kernel only says which page failed: the encoding's decoder says why
@@ -153,10 +163,36 @@ class ChunkDecoder:
             if self.is_dictionary:
                 decode_codes(run.body(bad), rows, limit)
             else:
-                self.encoding.decode(run.body(bad), rows, self.ltype)
+                row = self._invalid_row(self.encoding.decode(run.body(bad), rows, self.ltype))
+                if row >= 0:
+                    raise CorruptFileError(f"{self._invalid_what()} (row {row} of the page)")
             raise CorruptFileError(f"{self.encoding.name.upper()} page values fail their checks")
         except CorruptFileError as exc:
             raise self._at(exc, run, page_numbers, bad) from None
+
+    # ------------------------------------------------------------------ valid Arrow
+    def _invalid_row(self, values: ColumnValues) -> int:
+        """First value Arrow's full validation would refuse (ill-formed UTF-8 in a
+        string, a decimal beyond its precision), or -1."""
+        name = self.ltype.name
+        if name == "string":
+            return _validate.utf8_invalid_row(values.values, values.offsets)
+        if name == "decimal128":
+            return _validate.decimal_invalid_row(np.ascontiguousarray(values.values), self.ltype.precision)
+        return -1
+
+    def _invalid_what(self) -> str:
+        if self.ltype.name == "string":
+            return "ill-formed UTF-8 in a string value"
+        return f"decimal value beyond the declared precision {self.ltype.precision}"
+
+    def _check_valid(self, values: ColumnValues, run, page_numbers) -> None:
+        row = self._invalid_row(values)
+        if row < 0:
+            return
+        k = int(np.searchsorted(run.pages[:, 3], row, side="right")) - 1
+        exc = CorruptFileError(f"{self._invalid_what()} (row {row - int(run.pages[k, 3])} of the page)")
+        raise self._at(exc, run, page_numbers, k)
 
     def _at(self, exc: CorruptFileError, run, page_numbers, k: int) -> CorruptFileError:
         page = k if page_numbers is None else int(page_numbers[k])
