@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import rcfmt
@@ -21,19 +21,41 @@ from rcfmt._native import pages
 PAGE_HEADER = struct.Struct("<BBBBIIIIIII")  # as docs/FORMAT.md 4.1 defines it
 
 
-@settings(max_examples=S.examples(200))
+@pytest.fixture(params=["clmul", "table"])
+def crc_impl(request):
+    """Both CRC-32 implementations: carry-less multiply (where the CPU has it) and tables."""
+    pages.use_clmul(request.param == "clmul")
+    if request.param == "clmul" and pages.crc32_implementation() != "clmul":
+        pages.use_clmul(True)
+        pytest.skip("this CPU has no PCLMULQDQ")
+    yield request.param
+    pages.use_clmul(True)
+
+
+@settings(max_examples=S.examples(200), suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.binary(max_size=5000), start=st.integers(0, 9), seed=st.integers(0, 2**32 - 1))
-def test_crc32_is_zlibs(data, start, seed):
+def test_crc32_is_zlibs(crc_impl, data, start, seed):
     view = np.frombuffer(data, np.uint8)[min(start, len(data)):]  # every alignment
     assert pages.crc32(view) == zlib.crc32(view.tobytes())
     assert pages.crc32(view, seed) == zlib.crc32(view.tobytes(), seed)
 
 
-def test_crc32_large_buffers():
+def test_crc32_every_length_and_large_buffers(crc_impl):
     rng = np.random.default_rng(1)
-    for n in (64, 65, 1 << 16, (1 << 20) + 13):
+    for n in [*range(0, 260), 1 << 16, (1 << 20) + 13]:
         buf = rng.integers(0, 256, n, dtype=np.uint8)
-        assert pages.crc32(buf) == zlib.crc32(buf.tobytes())
+        for seed in (0, 1, 0xFFFFFFFF):
+            assert pages.crc32(buf, seed) == zlib.crc32(buf.tobytes(), seed), (n, seed)
+
+
+def test_x86_64_uses_carry_less_multiply():
+    import platform
+
+    if platform.machine() not in ("x86_64", "AMD64"):
+        pytest.skip("x86-64 only")
+    flags = open("/proc/cpuinfo").read() if Path("/proc/cpuinfo").exists() else ""
+    if " pclmulqdq" in flags and " sse4_1" in flags:
+        assert pages.crc32_implementation() == "clmul"
 
 
 def test_native_codecs_are_resolved_from_the_installed_wheels():
