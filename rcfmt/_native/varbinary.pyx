@@ -47,6 +47,26 @@ def check_offsets(const offset_t[::1] offsets, int64_t data_length):
     return 0
 
 
+cdef inline void _gather_values(const int64_t* offsets, const uint8_t* data, const code_t* indices,
+                                Py_ssize_t n, uint8_t* out, offset_t* out_offsets) noexcept nogil:
+    """Copy values ``indices`` back to back into ``out``. Values of at most 16 bytes are
+    copied as 16 bytes (one unaligned vector move): ``data`` and ``out`` have 16 bytes
+    of slack at their ends."""
+    cdef Py_ssize_t i
+    cdef int64_t k, start, length, pos = 0
+    out_offsets[0] = 0
+    for i in range(n):
+        k = <int64_t>indices[i]
+        start = offsets[k]
+        length = offsets[k + 1] - start
+        if length <= 16:
+            memcpy(out + pos, data + start, 16)
+        else:
+            memcpy(out + pos, data + start, length)
+        pos += length
+        out_offsets[i + 1] = <offset_t>pos
+
+
 def gather(const int64_t[::1] offsets, const uint8_t[::1] data, const code_t[::1] indices):
     """Gather values ``indices`` (already bounds-checked against len(offsets)-1).
 
@@ -54,39 +74,35 @@ def gather(const int64_t[::1] offsets, const uint8_t[::1] data, const code_t[::1
     (Arrow's layout for string/binary), else int64.
     """
     cdef Py_ssize_t n = indices.shape[0], i
-    cdef int64_t total = 0, k, start, length, pos
+    cdef int64_t total = 0, k
     with nogil:
         for i in range(n):
             k = <int64_t>indices[i]
             total += offsets[k + 1] - offsets[k]
-    out_data = np.empty(total, dtype=np.uint8)
-    cdef uint8_t[::1] od = out_data
-    cdef int32_t[::1] o32
-    cdef int64_t[::1] o64
+    # 16 bytes of slack after the source values and the output (see _gather_values)
+    cdef int64_t lo = offsets[0] if offsets.shape[0] else 0
+    cdef int64_t hi = offsets[offsets.shape[0] - 1] if offsets.shape[0] else 0
+    padded = np.zeros(hi - lo + 16, dtype=np.uint8)
+    cdef uint8_t[::1] src = padded
+    if hi > lo:
+        memcpy(&src[0], &data[lo], hi - lo)
+    shifted = np.asarray(offsets) - lo
+    cdef const int64_t[::1] soff = shifted
+    out_buffer = np.empty(total + 16, dtype=np.uint8)
+    cdef uint8_t[::1] od = out_buffer
     cdef bint small = total <= 2147483647
     out_offsets = np.empty(n + 1, dtype=np.int32 if small else np.int64)
+    cdef int32_t[::1] o32
+    cdef int64_t[::1] o64
     if small:
         o32 = out_offsets
+        with nogil:
+            _gather_values(&soff[0], &src[0], &indices[0] if n else NULL, n, &od[0], &o32[0])
     else:
         o64 = out_offsets
-    pos = 0
-    with nogil:
-        if small:
-            o32[0] = 0
-        else:
-            o64[0] = 0
-        for i in range(n):
-            k = <int64_t>indices[i]
-            start = offsets[k]
-            length = offsets[k + 1] - start
-            if length > 0:
-                memcpy(&od[pos], &data[start], length)
-            pos += length
-            if small:
-                o32[i + 1] = <int32_t>pos
-            else:
-                o64[i + 1] = pos
-    return out_offsets, out_data
+        with nogil:
+            _gather_values(&soff[0], &src[0], &indices[0] if n else NULL, n, &od[0], &o64[0])
+    return out_offsets, out_buffer[:total]
 
 def _copy_part(const offset_t[::1] offsets, const uint8_t[::1] data, out_offsets, uint8_t[::1] out_data,
                Py_ssize_t row, int64_t pos):
