@@ -1,0 +1,20 @@
+"""A bounded mutation-fuzzing campaign over the native read paths, in child processes
+(fuzz/fuzz_pages.py; run it with --cases N for long campaigns)."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fuzz"))
+
+import fuzz_pages  # noqa: E402
+
+
+def test_mutated_pages_give_rcfmt_errors_or_valid_arrow():
+    result = fuzz_pages.run(cases=600, seed=20261124, timeout=900)
+    assert result["cases"] == 600
+    assert not result["failures"], "\n".join(result["failures"][:10])
+    # the mutations reach the decoders, not only the checksums
+    kinds = " ".join(result["outcomes"])
+    assert "ChecksumError" in kinds and "read without error" in kinds, result["outcomes"]
+    assert sum(n for k, n in result["outcomes"].items() if k.startswith("CorruptFileError")) > 100, result["outcomes"]
