@@ -873,7 +873,7 @@ cdef int _page_values(int mode, const uint8_t* body, Py_ssize_t size, Py_ssize_t
     cdef uint64_t ref, first
     cdef uint32_t top = 0
     cdef Py_ssize_t i
-    cdef int64_t lo
+    cdef uint64_t* wide
     if mode == MODE_PLAIN:
         if size != rows * itemsize:
             return 1
@@ -895,11 +895,10 @@ cdef int _page_values(int mode, const uint8_t* body, Py_ssize_t size, Py_ssize_t
         unpack_raw(body + 16, rows, width, 8, ref, 0, False, scratch)
         if decimal_lim > 0 and not _decimals_fit(scratch, rows, ref, width, decimal_lim):
             return 1
+        wide = <uint64_t*>out  # 8-byte aligned (checked by decode_values)
         for i in range(rows):  # sign-extend each low word to 16 bytes
-            lo = <int64_t>scratch[i]
-            memcpy(out + 16 * i, &lo, 8)
-            lo = -1 if lo < 0 else 0
-            memcpy(out + 16 * i + 8, &lo, 8)
+            wide[2 * i] = scratch[i]
+            wide[2 * i + 1] = <uint64_t>((<int64_t>scratch[i]) >> 63)
         return 0
     if mode == MODE_DELTA:
         if size < 24 or not _zero(body + 1, 7):

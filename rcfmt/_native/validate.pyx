@@ -90,7 +90,12 @@ cdef int64_t _utf8_row(const uint8_t* data, int64_t size, const offset_t* off, i
     if n == 0 or off[n] == off[0]:
         return -1
     at = rc_utf8_invalid_at(data + off[0], off[n] - off[0], &non_ascii)
-    if at >= 0:  # the value holding byte off[0] + at
+    if at < 0:
+        if not non_ascii:  # ASCII only: no boundary can split a character
+            return -1
+        at = off[n]
+        hi = n
+    else:  # the value holding byte off[0] + at
         at += off[0]
         lo, hi = 0, n - 1
         while lo < hi:
@@ -99,13 +104,12 @@ cdef int64_t _utf8_row(const uint8_t* data, int64_t size, const offset_t* off, i
                 lo = mid
             else:
                 hi = mid - 1
-        return lo
-    if not non_ascii:  # ASCII only: no boundary can split a character
-        return -1
-    for i in range(1, n):  # every boundary inside the span starts a character
-        if off[i] < off[n] and (data[off[i]] & 0xC0) == 0x80:
+    # bytes before ``at`` are whole characters: a boundary there on a continuation
+    # byte splits one, and the value before it is the first ill-formed one
+    for i in range(1, hi + 1):
+        if off[i] < at and (data[off[i]] & 0xC0) == 0x80:
             return i - 1
-    return -1
+    return hi if hi < n else -1
 
 
 def utf8_invalid_row(const uint8_t[::1] data, const offset_t[::1] offsets):
