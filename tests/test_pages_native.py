@@ -156,7 +156,7 @@ def test_page_runs_match_an_independent_walk(data):
 @settings(max_examples=S.examples(30))
 @given(data=st.data())
 def test_selected_pages_decode_like_the_whole_chunk(data):
-    """decode_pages (a scan's non-contiguous pages, one native run) agrees with decode_all."""
+    """decode_run (a scan's non-contiguous pages, one native run) agrees with decode_all."""
     t = data.draw(S.primitive_types, label="type")
     n = data.draw(st.integers(1, 200))
     arr = data.draw(S.arrays(t, n, nullable=True, sliced=False))
@@ -173,17 +173,18 @@ def test_selected_pages_decode_like_the_whole_chunk(data):
             picked = sorted(data.draw(st.sets(st.integers(0, len(entries) - 1), min_size=1), label="pages"))
             decoder = f.chunk_decoder(0, 0)
             whole_values, whole_valid = decoder.decode_all(n)
-            got = decoder.decode_pages(entries["offset"][picked].astype(np.int64) - decoder.base, np.array(picked),
-                                       entries["row_count"][picked])
-            for page, p in zip(got, picked):
+            values, valid = decoder.decode_run(entries["offset"][picked].astype(np.int64) - decoder.base,
+                                               np.array(picked), entries["row_count"][picked])
+            at = 0
+            for p in picked:
                 first, rows = int(entries["first_row"][p]), int(entries["row_count"][p])
-                want = whole_values.slice(first, first + rows)
+                want, got = whole_values.slice(first, first + rows), values.slice(at, at + rows)
                 if want.offsets is None:
-                    assert page.values.values.tobytes() == want.values.tobytes()
+                    assert got.values.tobytes() == want.values.tobytes()
                 else:
-                    assert [bytes(page.values.values[a:b]) for a, b in zip(page.values.offsets[:-1], page.values.offsets[1:])] \
+                    assert [bytes(got.values[a:b]) for a, b in zip(got.offsets[:-1], got.offsets[1:])] \
                         == [bytes(want.values[a:b]) for a, b in zip(want.offsets[:-1], want.offsets[1:])]
-                if whole_valid is None or whole_valid[first : first + rows].all():
-                    assert page.valid is None or page.valid.all()
-                else:
-                    assert (page.valid == whole_valid[first : first + rows]).all()
+                want_valid = np.ones(rows, bool) if whole_valid is None else whole_valid[first : first + rows]
+                got_valid = np.ones(rows, bool) if valid is None else valid[at : at + rows]
+                assert (got_valid == want_valid).all()
+                at += rows

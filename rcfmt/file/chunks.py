@@ -12,8 +12,6 @@ the reader adds file, column and block.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from .._native import pages as _pages
@@ -28,19 +26,9 @@ from ..format.layout import MAX_PAGE_ROWS, PAGE_DATA, PAGE_DICTIONARY
 from ..types import LogicalType, PhysicalKind
 from .arrow_io import concat_values
 
-__all__ = ["DecodedPage", "ChunkDecoder"]
+__all__ = ["ChunkDecoder"]
 
 _PLAIN, _DICTIONARY, _BITPACK, _DELTA = 0, 1, 3, 4
-
-
-@dataclass
-class DecodedPage:
-    """One decoded data page: values, or dictionary codes when decoded with codes=True."""
-
-    values: ColumnValues | None
-    valid: np.ndarray | None  # None: no nulls
-    rows: int
-    codes: np.ndarray | None = None
 
 
 def _native_mode(encoding_id: int, ltype: LogicalType):
@@ -204,23 +192,13 @@ class ChunkDecoder:
         run, numbers = self._whole_run(rows)
         return self._values(run, numbers, codes=False), run.valid()
 
-    def decode_pages(self, positions, page_numbers, expected_rows, codes: bool = False) -> list[DecodedPage]:
+    def decode_run(self, positions, page_numbers, expected_rows, codes: bool = False):
         """Decode the data pages whose headers are at ``positions`` in ``buf`` (their
-        numbers in the chunk and the page index's row counts given), in one run.
-
-        With ``codes=True`` a dictionary-encoded chunk yields codes, not values."""
+        numbers in the chunk and the page index's row counts given) in one run:
+        ``(values, valid)``, the pages' rows back to back. ``values`` is a
+        :class:`ColumnValues`, or the uint32 codes of a dictionary chunk with ``codes``."""
         expected = np.asarray(expected_rows, dtype=np.int64)
         run = _pages.read_pages(self.buf, self.base, positions=positions, expected_rows=expected,
                                 page_numbers=page_numbers, max_rows=int(expected.sum()), page_type=PAGE_DATA,
                                 encoding=self.encoding.id, verify=self.verify)
-        values = self._values(run, page_numbers, codes)
-        valid = run.valid()
-        out = []
-        for k in range(run.count):
-            first, rows, nulls = int(run.pages[k, 3]), int(run.pages[k, 1]), int(run.pages[k, 2])
-            page_valid = valid[first : first + rows] if nulls else None
-            if isinstance(values, np.ndarray):
-                out.append(DecodedPage(None, page_valid, rows, values[first : first + rows]))
-            else:
-                out.append(DecodedPage(values.slice(first, first + rows), page_valid, rows))
-        return out
+        return self._values(run, page_numbers, codes), run.valid()

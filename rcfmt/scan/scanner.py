@@ -18,7 +18,6 @@ from ..encodings.base import ColumnValues
 from ..encodings.dictionary import take as dictionary_take
 from ..errors import CorruptFileError, InvalidOptionError
 from ..file.arrow_io import concat_values, to_arrow
-from ..file.chunks import DecodedPage
 from ..types import PhysicalKind
 from .._native import varbinary as _vb
 from . import bloom_filters
@@ -82,23 +81,6 @@ def _gather_data(data: ColumnData, idx: np.ndarray) -> ColumnData:
     if data.codes is not None:
         return ColumnData(data.ltype, None, valid, data.codes[idx], data.dictionary)
     return ColumnData(data.ltype, _gather(data.values, idx), valid)
-
-
-def _gather_page(page: DecodedPage, local: np.ndarray) -> DecodedPage:
-    """The rows ``local`` (positions within the page) of a decoded page."""
-    valid = None if page.valid is None else page.valid[local]
-    if page.codes is not None:
-        return DecodedPage(None, valid, len(local), page.codes[local])
-    return DecodedPage(_gather(page.values, local), valid, len(local))
-
-
-def _concat_pages(pages: list[DecodedPage], ltype) -> tuple:
-    valid = None
-    if any(p.valid is not None for p in pages):
-        valid = np.concatenate([p.valid if p.valid is not None else np.ones(p.rows, bool) for p in pages])
-    if pages and pages[0].codes is not None:
-        return None, valid, np.concatenate([p.codes for p in pages])
-    return concat_values([p.values for p in pages], ltype.kind), valid, None
 
 
 class PageIndex:
@@ -235,10 +217,12 @@ class FileScan:
 
     # ---------------------------------------------------------------- decoding
     def _decode_pages(self, block: int, col: int, page_ids: np.ndarray, entries, stats: ScanStats,
-                      want_codes: bool) -> tuple[list[DecodedPage], ColumnValues | None]:
+                      want_codes: bool):
         """Decode the data pages ``page_ids`` (sorted) of one chunk, reading only them.
 
-        Returns the pages and the chunk's dictionary (None unless DICTIONARY)."""
+        Returns ``(values, valid, dictionary)``: the pages' rows back to back (values a
+        ColumnValues, or uint32 codes for a dictionary chunk when ``want_codes``), and
+        the chunk's dictionary (None unless DICTIONARY)."""
         file = self.file
         rec = file.footer.chunks[col][block]
         dictionary = None
@@ -246,11 +230,11 @@ class FileScan:
             dict_buf = file.read_range(int(rec["offset"]), int(rec["dictionary_length"]))
             stats.bytes_read += len(dict_buf)
             dictionary = file.chunk_decoder(block, col, dict_buf, int(rec["offset"])).dictionary
-        pages: list[DecodedPage] = []
+        parts = []
         starts = entries["offset"][page_ids].astype(np.int64)
         ends = starts + entries["length"][page_ids].astype(np.int64)
         k = 0
-        while k < len(page_ids):  # coalesce nearby pages into one read
+        while k < len(page_ids):  # coalesce nearby pages into one read, decoded as one run
             j = k
             while j + 1 < len(page_ids) and starts[j + 1] - ends[j] <= COALESCE_GAP:
                 j += 1
@@ -259,15 +243,25 @@ class FileScan:
             stats.bytes_read += len(buf)
             group = page_ids[k : j + 1]
             try:
-                decoded = file.chunk_decoder(block, col, buf, base, dictionary).decode_pages(
-                    starts[k : j + 1] - base, group, entries["row_count"][group], codes=want_codes)
+                parts.append(file.chunk_decoder(block, col, buf, base, dictionary).decode_run(
+                    starts[k : j + 1] - base, group, entries["row_count"][group], codes=want_codes))
             except CorruptFileError as exc:
                 raise file._locate(exc, block, col) from None
-            pages.extend(decoded)
-            stats.pages_read += len(decoded)
-            stats.rows_decoded += sum(page.rows for page in decoded)
             k = j + 1
-        return pages, dictionary
+        stats.pages_read += len(page_ids)
+        stats.rows_decoded += int(entries["row_count"][page_ids].sum())
+        ltype = file.footer.columns[col].type
+        if len(parts) == 1:
+            values, valid = parts[0]
+        else:
+            valid = None
+            if any(v is not None for _, v in parts):
+                valid = np.concatenate([v if v is not None else np.ones(len(x), bool) for x, v in parts])
+            if isinstance(parts[0][0], np.ndarray):
+                values = np.concatenate([x for x, _ in parts])
+            else:
+                values = concat_values([x for x, _ in parts], ltype.kind)
+        return values, valid, dictionary
 
     def _decode_whole_chunk(self, block: int, col: int, pages: int, stats: ScanStats) -> ColumnData | None:
         """Every row of a fixed-width, non-dictionary chunk, decoded page after page into
@@ -306,13 +300,19 @@ class FileScan:
             whole = self._decode_whole_chunk(block, col, len(entries), stats)
             if whole is not None:
                 return whole
-        pages, dictionary = self._decode_pages(block, col, page_ids, entries, stats, want_codes=True)
-        kept = []
-        for page, p in zip(pages, page_ids):
-            local = selection.for_page(int(first[p]), int(counts[p]))
-            kept.append(page if local is None else _gather_page(page, local))
-        values, valid, codes = _concat_pages(kept, ltype)
-        return ColumnData(ltype, values, valid, codes, dictionary if codes is not None else None)
+        values, valid, dictionary = self._decode_pages(block, col, page_ids, entries, stats, want_codes=True)
+        codes = values if isinstance(values, np.ndarray) else None
+        data = ColumnData(ltype, None if codes is not None else values, valid, codes,
+                          dictionary if codes is not None else None)
+        decoded = int(counts[page_ids].sum())
+        if selection.row_count == decoded:  # every row of the decoded pages is selected
+            return data
+        # positions of the selected rows among the decoded pages' rows
+        rows = selection.to_indices()
+        page_first = first[page_ids]
+        offsets = np.concatenate(([0], np.cumsum(counts[page_ids])[:-1]))
+        k = np.searchsorted(page_first, rows, side="right") - 1
+        return _gather_data(data, rows - page_first[k] + offsets[k])
 
     def _to_arrow(self, col: int, data: ColumnData) -> pa.Array:
         ltype = data.ltype
