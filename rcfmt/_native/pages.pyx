@@ -30,7 +30,7 @@ CPUs with PCLMULQDQ (detected at run time; ~10 GB/s per core), else with
 slicing-by-8 tables (~1.7 GB/s per core).
 """
 cimport cython
-from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t, uint64_t, uintptr_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t, uintptr_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memset
 from posix.dlfcn cimport RTLD_LOCAL, RTLD_NOW, dlopen, dlsym
@@ -51,7 +51,7 @@ cnp.import_array()
 if sys.byteorder != "little":  # headers and kernels read little-endian words directly
     raise ImportError("rcfmt._native.pages requires a little-endian host")
 
-__all__ = ["PageRun", "read_pages", "decode_values", "crc32", "crc32_implementation", "codec_sources",
+__all__ = ["PageRun", "read_pages", "decode_values", "decode_varbinary", "crc32", "crc32_implementation", "codec_sources",
            "MODE_PLAIN", "MODE_BITPACK", "MODE_BITPACK_DECIMAL", "MODE_DELTA", "MODE_CODES"]
 
 # ------------------------------------------------------------------ format constants
@@ -801,7 +801,7 @@ def read_pages(buf, Py_ssize_t base, *, Py_ssize_t start=0, end=None, Py_ssize_t
     if f.code:
         raise _error(&f, base, page_numbers, page_type, p)
     if any_nulls and rows % 8:
-        validity[-1] &= (1 << (rows % 8)) - 1  # unused trailing bits are 0
+        validity[validity.shape[0] - 1] &= (1 << (rows % 8)) - 1  # unused trailing bits are 0
     cdef PageRun run = PageRun.__new__(PageRun)
     run.buf = buf
     run.arena = arena.view(np.uint8)
@@ -1001,3 +1001,102 @@ def decode_values(PageRun run, int mode, int itemsize, bint signed, out, uint32_
     finally:
         free(scratch)
     return bad
+
+
+# ------------------------------------------------------------------ variable-length values
+cpdef enum:
+    VB_PLAIN = 1          # int32 offsets[rows + 1] then the data bytes
+    VB_DELTA_LENGTH = 2   # u32 m, u32 0, DELTA(int32) body of the offsets (m bytes), data
+
+
+cdef int _page_offsets(int mode, const uint8_t* body, Py_ssize_t size, Py_ssize_t rows,
+                       uint32_t* local, const uint8_t** data, Py_ssize_t* data_len) noexcept nogil:
+    """Checked page-local offsets (``rows + 1``, from 0, non-decreasing, ending at the
+    data length) of one VARBINARY page into ``local``; 0, or 1 if a check fails."""
+    cdef Py_ssize_t head, i
+    cdef uint32_t m
+    if mode == VB_PLAIN:
+        head = 4 * (rows + 1)
+        if size < head:
+            return 1
+        memcpy(local, body, head)
+    else:
+        if size < 8:
+            return 1
+        memcpy(&m, body, 4)
+        if not _zero(body + 4, 4) or m < 24 or m > size - 8:
+            return 1
+        if _page_values(MODE_DELTA, body + 8, m, rows + 1, 4, True, 0, 0, <uint8_t*>local, NULL):
+            return 1
+        head = 8 + m
+    data_len[0] = size - head
+    data[0] = body + head
+    if local[0] != 0:
+        return 1
+    for i in range(rows):
+        if local[i + 1] < local[i]:
+            return 1
+    return 0 if local[rows] == <uint64_t>data_len[0] else 1
+
+
+def decode_varbinary(PageRun run, int mode, out_offsets, uint8_t[::1] out_data):
+    """Decode the strings/binary values of every page of ``run`` into ``out_offsets``
+    (int32 or int64, ``run.rows + 1`` entries, from 0) and ``out_data`` (at least the
+    sum of the values bodies' lengths). Returns ``(-1, data bytes)``, or ``(k, 0)`` for
+    the first page ``k`` whose body fails a check."""
+    cdef cnp.ndarray o = out_offsets
+    cdef bint wide = cnp.PyArray_ITEMSIZE(o) == 8
+    if cnp.PyArray_DIM(o, 0) < run.rows + 1 or not cnp.PyArray_IS_C_CONTIGUOUS(o) or \
+            cnp.PyArray_ITEMSIZE(o) not in (4, 8):
+        raise ValueError("out_offsets must be a contiguous int32/int64 array of rows + 1 entries")
+    cdef int64_t[:, ::1] t = run.pages
+    cdef const uint8_t[::1] bview = memoryview(run.buf).cast("B") if not isinstance(run.buf, np.ndarray) else run.buf
+    cdef const uint8_t[::1] aview = run.arena
+    cdef const uint8_t* bp = &bview[0] if bview.shape[0] else NULL
+    cdef const uint8_t* ap = &aview[0]
+    cdef Py_ssize_t k, i, n = run.count, most = 0, longest = 0, bad = -1, capacity = out_data.shape[0]
+    cdef int64_t pos = 0, first
+    for k in range(n):
+        most = max(most, t[k, P_ROWS])
+        longest = max(longest, t[k, P_LEN])
+    cdef uint64_t* scratch = <uint64_t*>malloc(8 * (most + 2) + _round8(longest) + 8)
+    if scratch == NULL:
+        raise MemoryError()
+    cdef uint32_t* local = <uint32_t*>scratch
+    cdef uint64_t* aligned = scratch + most + 2
+    cdef const uint8_t* body
+    cdef const uint8_t* data = NULL
+    cdef Py_ssize_t data_len = 0
+    cdef int32_t* o32 = <int32_t*>cnp.PyArray_DATA(o)
+    cdef int64_t* o64 = <int64_t*>cnp.PyArray_DATA(o)
+    cdef uint8_t* od = &out_data[0] if capacity else NULL
+    try:
+        with nogil:
+            if wide:
+                o64[0] = 0
+            else:
+                o32[0] = 0
+            for k in range(n):
+                body = (ap if t[k, P_ARENA] else bp) + t[k, P_AT]
+                if (<uintptr_t>body) % 8:
+                    memcpy(aligned, body, t[k, P_LEN])
+                    body = <const uint8_t*>aligned
+                if (_page_offsets(mode, body, t[k, P_LEN], t[k, P_ROWS], local, &data, &data_len)
+                        or pos + data_len > capacity or (not wide and pos + data_len > 0x7FFFFFFF)):
+                    bad = k
+                    break
+                first = t[k, P_FIRST]
+                if wide:
+                    for i in range(1, t[k, P_ROWS] + 1):
+                        o64[first + i] = pos + local[i]
+                else:
+                    for i in range(1, t[k, P_ROWS] + 1):
+                        o32[first + i] = <int32_t>(pos + local[i])
+                if data_len:
+                    memcpy(od + pos, data, data_len)
+                pos += data_len
+    finally:
+        free(scratch)
+    if bad >= 0:
+        return bad, 0
+    return -1, pos

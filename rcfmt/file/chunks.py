@@ -3,9 +3,9 @@
 Every page goes through the native page pipeline (:mod:`rcfmt._native.pages`): one
 GIL-free call parses and checks the headers of a run of pages, verifies their
 checksums, decompresses them and gathers their validity; a second decodes the values
-of PLAIN, BITPACK and DELTA fixed-width pages and DICTIONARY codes straight into one
-output array. The other encodings (RLE, ALP, DELTA_LENGTH, variable-length and bool
-PLAIN) decode each page body from the run.
+of PLAIN, BITPACK and DELTA fixed-width pages, DICTIONARY codes, and PLAIN and
+DELTA_LENGTH strings/binary straight into one output (array, or offsets + data). The
+other encodings (RLE, ALP, bool PLAIN) decode each page body from the run.
 
 All methods raise :class:`CorruptFileError` located at the page (number and offset);
 the reader adds file, column and block.
@@ -28,7 +28,8 @@ from .arrow_io import concat_values
 
 __all__ = ["ChunkDecoder"]
 
-_PLAIN, _DICTIONARY, _BITPACK, _DELTA = 0, 1, 3, 4
+_PLAIN, _DICTIONARY, _BITPACK, _DELTA, _DELTA_LENGTH = 0, 1, 3, 4, 6
+_I32_MAX = (1 << 31) - 1
 
 
 def _native_mode(encoding_id: int, ltype: LogicalType):
@@ -125,6 +126,8 @@ class ChunkDecoder:
             if self._mode[0] == _pages.MODE_PLAIN:
                 self._check_valid(values, run, page_numbers)
             return values  # BITPACK decimals are checked in the kernel
+        if self.ltype.kind == PhysicalKind.VARBINARY and self.encoding.id in (_PLAIN, _DELTA_LENGTH):
+            return self._native_varbinary(run, page_numbers)
         parts = []
         for k in range(run.count):
             rows = int(run.pages[k, 1])
@@ -141,11 +144,28 @@ class ChunkDecoder:
         self._check_valid(values, run, page_numbers)
         return values
 
+    def _native_varbinary(self, run, page_numbers) -> ColumnValues:
+        """Strings/binary of every page of the run, into one offsets and one data buffer."""
+        capacity = int(run.pages[:, 5].sum()) if run.count else 0
+        large = self.ltype.large or capacity > _I32_MAX
+        offsets = np.empty(run.rows + 1, np.int64 if large else np.int32)
+        data = np.empty(capacity, np.uint8)
+        mode = _pages.VB_PLAIN if self.encoding.id == _PLAIN else _pages.VB_DELTA_LENGTH
+        bad, size = _pages.decode_varbinary(run, mode, offsets, data)
+        if bad >= 0:
+            self._describe(run, page_numbers, bad)
+        values = ColumnValues(data[:size], offsets)
+        self._check_valid(values, run, page_numbers)
+        return values
+
     def _native(self, run, page_numbers, mode, out, limit: int = 0) -> None:
         bad = _pages.decode_values(run, mode[0], mode[1], mode[2], out, limit, self.ltype.precision or 0)
-        if bad < 0:
-            return
-        # the kernel only says which page failed: the encoding's decoder says why
+        if bad >= 0:
+            self._describe(run, page_numbers, bad, limit)
+
+    def _describe(self, run, page_numbers, bad: int, limit: int = 0):
+        """Raise the error of page ``bad``, whose values a native kernel refused: the
+        kernel only says which page failed, the encoding's decoder says why."""
         rows = int(run.pages[bad, 1])
         try:
             if self.is_dictionary:
