@@ -822,6 +822,7 @@ cpdef enum:
     MODE_BITPACK_DECIMAL = 3  # BITPACK of decimal128 low words, sign-extended to 16 bytes
     MODE_DELTA = 4            # DELTA of 1/2/4/8-byte integers
     MODE_CODES = 5            # DICTIONARY codes -> uint32
+    MODE_RLE = 6              # RLE of fixed-width values
 
 
 cdef inline uint64_t _le64(const uint8_t* p) noexcept nogil:
@@ -861,6 +862,46 @@ cdef inline bint _decimals_fit(const uint64_t* low, Py_ssize_t rows, uint64_t re
         if x > lim or x < -lim:
             return False
     return True
+
+
+cdef int _rle(const uint8_t* body, Py_ssize_t size, Py_ssize_t rows, int itemsize, uint8_t* out) noexcept nogil:
+    """RLE page: ``u32 runs | u32 lengths[runs] | PLAIN values[runs]``; 0, or 1 if a
+    check fails (lengths >= 1 adding up to ``rows``, exact body size)."""
+    cdef uint32_t runs, length
+    cdef Py_ssize_t r, j, pos = 0, total = 0
+    cdef const uint8_t* value
+    if size < 4:
+        return 1
+    memcpy(&runs, body, 4)
+    if runs > rows or (rows > 0 and runs == 0) or size != 4 + <Py_ssize_t>runs * (4 + itemsize):
+        return 1
+    for r in range(runs):
+        memcpy(&length, body + 4 + 4 * r, 4)
+        if length == 0:
+            return 1
+        total += length
+    if total != rows:
+        return 1
+    value = body + 4 + 4 * <Py_ssize_t>runs
+    for r in range(runs):
+        memcpy(&length, body + 4 + 4 * r, 4)
+        if itemsize == 8:
+            for j in range(length):
+                memcpy(out + 8 * (pos + j), value, 8)
+        elif itemsize == 4:
+            for j in range(length):
+                memcpy(out + 4 * (pos + j), value, 4)
+        elif itemsize == 2:
+            for j in range(length):
+                memcpy(out + 2 * (pos + j), value, 2)
+        elif itemsize == 1:
+            memset(out + pos, value[0], length)
+        else:
+            for j in range(length):
+                memcpy(out + itemsize * (pos + j), value, itemsize)
+        pos += length
+        value += itemsize
+    return 0
 
 
 cdef int _page_values(int mode, const uint8_t* body, Py_ssize_t size, Py_ssize_t rows, int itemsize,
@@ -911,6 +952,8 @@ cdef int _page_values(int mode, const uint8_t* body, Py_ssize_t size, Py_ssize_t
             return 1
         unpack_raw(body + 24, rows, width, itemsize, ref, first, True, out)
         return 0
+    if mode == MODE_RLE:
+        return _rle(body, size, rows, itemsize, out)
     # MODE_CODES: layout byte 0 = bit-packed, else the byte width of each code
     if size < 1:
         return 1
@@ -966,7 +1009,7 @@ def decode_values(PageRun run, int mode, int itemsize, bint signed, out, uint32_
     if mode == MODE_CODES:
         itemsize = 4
     cdef int out_size = 16 if mode == MODE_BITPACK_DECIMAL else itemsize
-    if itemsize not in (1, 2, 4, 8) and not (mode == MODE_PLAIN and itemsize > 0):
+    if itemsize not in (1, 2, 4, 8) and not ((mode == MODE_PLAIN or mode == MODE_RLE) and itemsize > 0):
         raise ValueError(f"itemsize {itemsize} not supported by mode {mode}")
     if cnp.PyArray_NBYTES(o) < run.rows * out_size:
         raise ValueError("out is too small for the run")

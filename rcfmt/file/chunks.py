@@ -3,9 +3,9 @@
 Every page goes through the native page pipeline (:mod:`rcfmt._native.pages`): one
 GIL-free call parses and checks the headers of a run of pages, verifies their
 checksums, decompresses them and gathers their validity; a second decodes the values
-of PLAIN, BITPACK and DELTA fixed-width pages, DICTIONARY codes, and PLAIN and
-DELTA_LENGTH strings/binary straight into one output (array, or offsets + data). The
-other encodings (RLE, ALP, bool PLAIN) decode each page body from the run.
+of PLAIN, RLE, BITPACK and DELTA fixed-width pages, DICTIONARY codes, and PLAIN and
+DELTA_LENGTH strings/binary straight into one output (array, or offsets + data). ALP
+and bool pages decode each page body from the run.
 
 All methods raise :class:`CorruptFileError` located at the page (number and offset);
 the reader adds file, column and block.
@@ -28,7 +28,7 @@ from .arrow_io import concat_values
 
 __all__ = ["ChunkDecoder"]
 
-_PLAIN, _DICTIONARY, _BITPACK, _DELTA, _DELTA_LENGTH = 0, 1, 3, 4, 6
+_PLAIN, _DICTIONARY, _RLE, _BITPACK, _DELTA, _DELTA_LENGTH = 0, 1, 2, 3, 4, 6
 _I32_MAX = (1 << 31) - 1
 
 
@@ -39,6 +39,8 @@ def _native_mode(encoding_id: int, ltype: LogicalType):
         return None
     if encoding_id == _PLAIN:
         return _pages.MODE_PLAIN, ltype.width, False
+    if encoding_id == _RLE:
+        return _pages.MODE_RLE, ltype.width, False
     if encoding_id == _BITPACK and ltype.name == "decimal128":
         return _pages.MODE_BITPACK_DECIMAL, 8, True
     if encoding_id in (_BITPACK, _DELTA) and ltype.name in SUPPORTED_TYPES:
@@ -123,7 +125,7 @@ class ChunkDecoder:
             out = np.empty(run.rows, self.ltype.numpy_dtype)
             self._native(run, page_numbers, self._mode, out)
             values = ColumnValues(out)
-            if self._mode[0] == _pages.MODE_PLAIN:
+            if self._mode[0] in (_pages.MODE_PLAIN, _pages.MODE_RLE):
                 self._check_valid(values, run, page_numbers)
             return values  # BITPACK decimals are checked in the kernel
         if self.ltype.kind == PhysicalKind.VARBINARY and self.encoding.id in (_PLAIN, _DELTA_LENGTH):
