@@ -614,3 +614,39 @@ def decode_or_corrupt(decode, body, rows, ltype, **kw):
     if ltype.kind == PhysicalKind.FIXED:
         assert got.values.dtype == ltype.numpy_dtype
     return got
+
+
+def native_decode(encoding, body, rows, ltype):
+    """Decode one page body with the native page pipeline (the reader's only path):
+    the body is wrapped in a page, run through ``read_pages`` and the values kernel.
+    Returns ColumnValues; raises CorruptFileError when a check fails."""
+    import zlib as _zlib
+
+    from rcfmt._native import pages
+    from rcfmt.errors import CorruptFileError
+    from rcfmt.file.chunks import _native_mode
+    from rcfmt.format.page import build_page
+    from rcfmt.types import PhysicalKind
+
+    body = bytes(body)
+    page = build_page(0, encoding.id, rows, 0, body, 0)
+    buf = b"\0" * 3 + page  # an odd position, as inside a file
+    run = pages.read_pages(buf, 0, start=3, end=len(buf), max_pages=1, max_rows=rows, encoding=encoding.id)
+    assert _zlib.crc32(page[32:]) == int.from_bytes(page[24:28], "little")
+    if ltype.kind == PhysicalKind.VARBINARY:
+        offsets = np.empty(rows + 1, np.int64 if ltype.large else np.int32)
+        data = np.empty(len(body), np.uint8)
+        mode = pages.VB_PLAIN if encoding.name == "plain" else pages.VB_DELTA_LENGTH
+        bad, size = pages.decode_varbinary(run, mode, offsets, data)
+        if bad >= 0:
+            raise CorruptFileError("native kernel refused the page")
+        from rcfmt.encodings.base import ColumnValues
+
+        return ColumnValues(data[:size], offsets)
+    mode, itemsize, signed = _native_mode(encoding.id, ltype)
+    out = np.empty(rows, ltype.numpy_dtype)
+    if pages.decode_values(run, mode, itemsize, signed, out, 0, ltype.precision or 0) >= 0:
+        raise CorruptFileError("native kernel refused the page")
+    from rcfmt.encodings.base import ColumnValues
+
+    return ColumnValues(out)

@@ -249,3 +249,10 @@ def widen_i64_to_i128(const int64_t[::1] lo, int64_t[::1] out):
         for i in range(n):
             out[2 * i] = lo[i]
             out[2 * i + 1] = lo[i] >> 63
+
+
+cdef void alp_factors(int e, int f, double* a, double* b) noexcept nogil:
+    """ALP's decode factors: ``v = (double) n * a * b`` with ``a = 10**f``, ``b = 10**-e``
+    (``0 <= f <= e <= 22``, checked by the caller)."""
+    a[0] = F10_[f]
+    b[0] = IF10_[e]

@@ -43,6 +43,7 @@ import numpy as np
 cimport numpy as cnp
 
 from rcfmt._native.bitpack cimport packed_nbytes, unpack_raw
+from rcfmt._native.floats cimport alp_factors
 
 from rcfmt.errors import ChecksumError, CorruptFileError, UnsupportedError
 
@@ -823,6 +824,9 @@ cpdef enum:
     MODE_DELTA = 4            # DELTA of 1/2/4/8-byte integers
     MODE_CODES = 5            # DICTIONARY codes -> uint32
     MODE_RLE = 6              # RLE of fixed-width values
+    MODE_ALP = 7              # ALP of float64 (itemsize 8) or float32 (itemsize 4)
+    MODE_BOOL_PLAIN = 8       # bits -> one byte per value (numpy bool)
+    MODE_BOOL_RLE = 9         # RLE of bools (run values as bits)
 
 
 cdef inline uint64_t _le64(const uint8_t* p) noexcept nogil:
@@ -864,16 +868,67 @@ cdef inline bint _decimals_fit(const uint64_t* low, Py_ssize_t rows, uint64_t re
     return True
 
 
+cdef int _alp(const uint8_t* body, Py_ssize_t size, Py_ssize_t rows, int itemsize, uint8_t* out,
+              uint64_t* scratch) noexcept nogil:
+    """ALP page (see rcfmt/encodings/alp.py): integers unpacked, scaled by the page's
+    factors, exceptions patched at strictly increasing positions; 0, or 1 if a check fails."""
+    cdef int e = body[0] if size >= 16 else 0, f, width
+    cdef uint32_t k, at
+    cdef int64_t prev = -1
+    cdef uint64_t ref
+    cdef Py_ssize_t packed, i
+    cdef double a, b
+    cdef double* d = <double*>out
+    cdef float* s32 = <float*>out
+    cdef const uint8_t* exceptions
+    cdef const uint8_t* positions
+    if size < 16 or body[3]:
+        return 1
+    f = body[1]
+    width = body[2]
+    memcpy(&k, body + 4, 4)
+    ref = _le64(body + 8)
+    if e > (18 if itemsize == 8 else 10) or f > e or width > 64 or k > rows:
+        return 1
+    packed = packed_nbytes(rows, width, 8)
+    if size != 16 + packed + <Py_ssize_t>k * (itemsize + 4):
+        return 1
+    exceptions = body + 16 + packed
+    positions = exceptions + <Py_ssize_t>k * itemsize
+    for i in range(k):
+        memcpy(&at, positions + 4 * i, 4)
+        if at <= prev or at >= rows:
+            return 1
+        prev = at
+    alp_factors(e, f, &a, &b)
+    if itemsize == 8:
+        unpack_raw(body + 16, rows, width, 8, ref, 0, False, out)
+        for i in range(rows):
+            d[i] = <double>(<int64_t*>out)[i] * a * b
+    else:
+        unpack_raw(body + 16, rows, width, 8, ref, 0, False, scratch)
+        for i in range(rows):
+            s32[i] = <float>(<double>(<int64_t>scratch[i]) * a * b)
+    for i in range(k):
+        memcpy(&at, positions + 4 * i, 4)
+        memcpy(out + itemsize * <Py_ssize_t>at, exceptions + itemsize * i, itemsize)
+    return 0
+
+
 cdef int _rle(const uint8_t* body, Py_ssize_t size, Py_ssize_t rows, int itemsize, uint8_t* out) noexcept nogil:
     """RLE page: ``u32 runs | u32 lengths[runs] | PLAIN values[runs]``; 0, or 1 if a
-    check fails (lengths >= 1 adding up to ``rows``, exact body size)."""
+    check fails (lengths >= 1 adding up to ``rows``, exact body size). ``itemsize`` 0:
+    bools, run values as bits, one byte per value out."""
     cdef uint32_t runs, length
     cdef Py_ssize_t r, j, pos = 0, total = 0
     cdef const uint8_t* value
+    cdef uint8_t bit
     if size < 4:
         return 1
     memcpy(&runs, body, 4)
-    if runs > rows or (rows > 0 and runs == 0) or size != 4 + <Py_ssize_t>runs * (4 + itemsize):
+    if runs > rows or (rows > 0 and runs == 0):
+        return 1
+    if size != 4 + 4 * <Py_ssize_t>runs + (<Py_ssize_t>runs * itemsize if itemsize else (runs + 7) // 8):
         return 1
     for r in range(runs):
         memcpy(&length, body + 4 + 4 * r, 4)
@@ -885,6 +940,11 @@ cdef int _rle(const uint8_t* body, Py_ssize_t size, Py_ssize_t rows, int itemsiz
     value = body + 4 + 4 * <Py_ssize_t>runs
     for r in range(runs):
         memcpy(&length, body + 4 + 4 * r, 4)
+        if itemsize == 0:
+            bit = (value[r >> 3] >> (r & 7)) & 1
+            memset(out + pos, bit, length)
+            pos += length
+            continue
         if itemsize == 8:
             for j in range(length):
                 memcpy(out + 8 * (pos + j), value, 8)
@@ -954,6 +1014,16 @@ cdef int _page_values(int mode, const uint8_t* body, Py_ssize_t size, Py_ssize_t
         return 0
     if mode == MODE_RLE:
         return _rle(body, size, rows, itemsize, out)
+    if mode == MODE_ALP:
+        return _alp(body, size, rows, itemsize, out, scratch)
+    if mode == MODE_BOOL_PLAIN:
+        if size != (rows + 7) // 8:
+            return 1
+        for i in range(rows):
+            out[i] = (body[i >> 3] >> (i & 7)) & 1
+        return 0
+    if mode == MODE_BOOL_RLE:
+        return _rle(body, size, rows, 0, out)
     # MODE_CODES: layout byte 0 = bit-packed, else the byte width of each code
     if size < 1:
         return 1
@@ -1009,6 +1079,8 @@ def decode_values(PageRun run, int mode, int itemsize, bint signed, out, uint32_
     if mode == MODE_CODES:
         itemsize = 4
     cdef int out_size = 16 if mode == MODE_BITPACK_DECIMAL else itemsize
+    if mode == MODE_BOOL_PLAIN or mode == MODE_BOOL_RLE:
+        itemsize = 1
     if itemsize not in (1, 2, 4, 8) and not ((mode == MODE_PLAIN or mode == MODE_RLE) and itemsize > 0):
         raise ValueError(f"itemsize {itemsize} not supported by mode {mode}")
     if cnp.PyArray_NBYTES(o) < run.rows * out_size:

@@ -183,24 +183,6 @@ class Alp(Encoding):
             _fl.patch_exceptions(out, np.ascontiguousarray(pos), np.ascontiguousarray(exc))
         return ColumnValues(out)
 
-    def decode_into(self, body, rows: int, ltype: LogicalType, out: np.ndarray) -> None:
-        """Decode into ``out[:rows]``: float64 integers are unpacked straight into the
-        output buffer and converted in place."""
-        if ltype.name != "float64":
-            out[:rows] = self.decode(body, rows, ltype).values
-            return
-        body = as_buffer(body)
-        e, f, width, k, ref, packed = self._header(body, rows, ltype)
-        dst = out[:rows]
-        src = body if not k else as_buffer(memoryview(body)[:HEADER_SIZE + packed])
-        _bp.for_unpack_into(src, rows, width, ref, dst.view(np.int64), HEADER_SIZE)
-        _fl.alp_decode_inplace(dst, e, f)
-        if k:
-            start = HEADER_SIZE + packed
-            exc = np.frombuffer(body, dtype=np.float64, count=k, offset=start)
-            pos = np.frombuffer(body, dtype="<u4", count=k, offset=start + 8 * k)
-            _fl.patch_exceptions(dst, np.ascontiguousarray(pos), np.ascontiguousarray(exc))
-
     @staticmethod
     def _header(body, rows: int, ltype: LogicalType):
         if not 0 <= rows <= MAX_ROWS:

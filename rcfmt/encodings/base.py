@@ -90,12 +90,6 @@ class Encoding(ABC):
     def decode(self, body, rows: int, ltype: LogicalType, dictionary: ColumnValues | None = None) -> ColumnValues:
         """Decode one page body holding ``rows`` values. ``body`` is a bytes-like object."""
 
-    def decode_into(self, body, rows: int, ltype: LogicalType, out: np.ndarray) -> None:
-        """Decode a page of a FIXED column into ``out[:rows]`` (a preallocated array of
-        the storage dtype), so a reader fills one buffer per chunk. Encodings with a
-        native kernel override this; the default decodes, then copies."""
-        out[:rows] = self.decode(body, rows, ltype).values
-
     def encode_chunk(self, chunk: ColumnValues, ltype: LogicalType, page_bounds: Sequence[int],
                      analysis=None) -> EncodedChunk:
         """Encode a whole chunk cut at ``page_bounds`` (row offsets, first 0, last len).

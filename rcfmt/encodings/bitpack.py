@@ -83,7 +83,7 @@ from .base import ColumnValues, EncodedChunk, Encoding
 
 __all__ = [
     "Bitpack", "ENCODINGS", "HEADER_SIZE", "SUPPORTED_TYPES", "IntType", "int_type",
-    "pack_codes", "unpack_codes", "unpack_codes_into", "packed_size",
+    "pack_codes", "unpack_codes", "packed_size",
 ]
 
 #: logical type names BITPACK and DELTA accept (integer-like FIXED storage)
@@ -237,21 +237,6 @@ class Bitpack(Encoding):
         width, ref = self._header(body, rows, info)
         return ColumnValues(_bp.for_unpack(body, rows, width, ref, info.dtype, HEADER_SIZE))
 
-    def decode_into(self, body, rows: int, ltype: LogicalType, out: np.ndarray) -> None:
-        """Decode into ``out[:rows]`` (a preallocated array of the storage dtype)."""
-        if ltype.name == "decimal128":
-            body = as_buffer(body)
-            width, ref = self._header(body, rows, _DECIMAL)
-            lo = _bp.for_unpack(body, rows, width, ref, np.int64, HEADER_SIZE)
-            from .._native import floats as _fl
-
-            _fl.widen_i64_to_i128(lo, out[:rows].view("<i8"))
-            return
-        info = int_type(ltype, "BITPACK")
-        body = as_buffer(body)
-        width, ref = self._header(body, rows, info)
-        _bp.for_unpack_into(body, rows, width, ref, out, HEADER_SIZE)
-
     @staticmethod
     def _header(body, rows: int, info: IntType) -> tuple[int, int]:
         if len(body) < HEADER_SIZE:
@@ -325,18 +310,6 @@ def _codes_width(buf, n: int) -> int:
     if width > 32:
         raise CorruptFileError(f"packed codes header: bit width {width} exceeds 32")
     return width
-
-
-def unpack_codes_into(buf, n: int, out: np.ndarray, limit: int | None = None) -> None:
-    """Decode ``n`` codes written by :func:`pack_codes` into ``out[:n]`` (uint32).
-    With ``limit`` (the dictionary size), a code ``>= limit`` raises CorruptFileError."""
-    if not isinstance(out, np.ndarray) or out.dtype.itemsize != 4:
-        raise ValueError("out must be a uint32 (or int32) array")
-    buf = as_buffer(buf)
-    width = _codes_width(buf, n)
-    _bp.for_unpack_into(buf, n, width, 0, out, CODES_HEADER_SIZE)
-    if limit is not None and n and (1 << width) > limit and int(out[:n].max()) >= limit:
-        raise CorruptFileError(f"dictionary code {int(out[:n].max())} out of range for {limit} entries")
 
 
 def unpack_codes(buf, n: int, limit: int | None = None) -> np.ndarray:

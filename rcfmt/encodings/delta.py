@@ -101,13 +101,6 @@ class Delta(Encoding):
         width, first, ref = self._header(body, rows, info)
         return ColumnValues(_bp.delta_unpack(body, rows, width, first, ref, info.dtype, HEADER_SIZE))
 
-    def decode_into(self, body, rows: int, ltype: LogicalType, out: np.ndarray) -> None:
-        """Decode into ``out[:rows]`` (a preallocated array of the storage dtype)."""
-        info = int_type(ltype, "DELTA")
-        body = as_buffer(body)
-        width, first, ref = self._header(body, rows, info)
-        _bp.delta_unpack_into(body, rows, width, first, ref, out, HEADER_SIZE)
-
     @staticmethod
     def _header(body, rows: int, info: IntType) -> tuple[int, int, int]:
         if len(body) < HEADER_SIZE:

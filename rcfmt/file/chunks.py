@@ -3,9 +3,9 @@
 Every page goes through the native page pipeline (:mod:`rcfmt._native.pages`): one
 GIL-free call parses and checks the headers of a run of pages, verifies their
 checksums, decompresses them and gathers their validity; a second decodes the values
-of PLAIN, RLE, BITPACK and DELTA fixed-width pages, DICTIONARY codes, and PLAIN and
-DELTA_LENGTH strings/binary straight into one output (array, or offsets + data). ALP
-and bool pages decode each page body from the run.
+of every page of the run straight into one output: an array (PLAIN, RLE, BITPACK,
+DELTA, ALP, bools), uint32 codes (DICTIONARY), or offsets + data (PLAIN and
+DELTA_LENGTH strings/binary). There is no per-page Python.
 
 All methods raise :class:`CorruptFileError` located at the page (number and offset);
 the reader adds file, column and block.
@@ -18,35 +18,35 @@ from .._native import pages as _pages
 from .._native import validate as _validate
 from ..encodings import by_id
 from ..encodings.base import ColumnValues
-from ..encodings.bitpack import SUPPORTED_TYPES
 from ..encodings.dictionary import decode_codes, take
 from ..encodings.plain import decode_plain
 from ..errors import CorruptFileError
 from ..format.layout import MAX_PAGE_ROWS, PAGE_DATA, PAGE_DICTIONARY
 from ..types import LogicalType, PhysicalKind
-from .arrow_io import concat_values
 
 __all__ = ["ChunkDecoder"]
 
-_PLAIN, _DICTIONARY, _RLE, _BITPACK, _DELTA, _DELTA_LENGTH = 0, 1, 2, 3, 4, 6
+_PLAIN, _DICTIONARY, _RLE, _BITPACK, _DELTA, _ALP, _DELTA_LENGTH = 0, 1, 2, 3, 4, 5, 6
 _I32_MAX = (1 << 31) - 1
 
 
 def _native_mode(encoding_id: int, ltype: LogicalType):
-    """``(mode, itemsize, signed)`` of the values kernel for this encoding and type, or
-    None when pages of it are decoded one by one in Python."""
-    if ltype.kind != PhysicalKind.FIXED:
+    """``(mode, itemsize, signed)`` of the values kernel for this encoding and type
+    (None: DICTIONARY, or strings/binary, which have kernels of their own)."""
+    if ltype.kind == PhysicalKind.BOOL:
+        return (_pages.MODE_BOOL_PLAIN if encoding_id == _PLAIN else _pages.MODE_BOOL_RLE), 1, False
+    if ltype.kind != PhysicalKind.FIXED or encoding_id == _DICTIONARY:
         return None
     if encoding_id == _PLAIN:
         return _pages.MODE_PLAIN, ltype.width, False
     if encoding_id == _RLE:
         return _pages.MODE_RLE, ltype.width, False
+    if encoding_id == _ALP:
+        return _pages.MODE_ALP, ltype.width, False
     if encoding_id == _BITPACK and ltype.name == "decimal128":
         return _pages.MODE_BITPACK_DECIMAL, 8, True
-    if encoding_id in (_BITPACK, _DELTA) and ltype.name in SUPPORTED_TYPES:
-        mode = _pages.MODE_BITPACK if encoding_id == _BITPACK else _pages.MODE_DELTA
-        return mode, ltype.width, ltype.is_signed
-    return None
+    mode = _pages.MODE_BITPACK if encoding_id == _BITPACK else _pages.MODE_DELTA
+    return mode, ltype.width, ltype.is_signed
 
 
 class ChunkDecoder:
@@ -121,30 +121,14 @@ class ChunkDecoder:
             out = np.empty(run.rows, np.uint32)
             self._native(run, page_numbers, (_pages.MODE_CODES, 4, False), out, len(dictionary))
             return out if codes else take(dictionary, out, self.ltype)
-        if self._mode is not None:
+        if self._mode is not None:  # fixed-width values and bools
             out = np.empty(run.rows, self.ltype.numpy_dtype)
             self._native(run, page_numbers, self._mode, out)
             values = ColumnValues(out)
             if self._mode[0] in (_pages.MODE_PLAIN, _pages.MODE_RLE):
                 self._check_valid(values, run, page_numbers)
             return values  # BITPACK decimals are checked in the kernel
-        if self.ltype.kind == PhysicalKind.VARBINARY and self.encoding.id in (_PLAIN, _DELTA_LENGTH):
-            return self._native_varbinary(run, page_numbers)
-        parts = []
-        for k in range(run.count):
-            rows = int(run.pages[k, 1])
-            try:
-                values = self.encoding.decode(run.body(k), rows, self.ltype)
-                if len(values) != rows:
-                    raise CorruptFileError("decoded value count differs from the page's row count")
-            except CorruptFileError as exc:
-                raise self._at(exc, run, page_numbers, k) from None
-            parts.append(values)
-        if not parts:  # a zero-row block
-            return decode_plain(b"\0\0\0\0" if self.ltype.kind == PhysicalKind.VARBINARY else b"", 0, self.ltype)
-        values = concat_values(parts, self.ltype.kind, self.ltype.large)
-        self._check_valid(values, run, page_numbers)
-        return values
+        return self._native_varbinary(run, page_numbers)
 
     def _native_varbinary(self, run, page_numbers) -> ColumnValues:
         """Strings/binary of every page of the run, into one offsets and one data buffer."""
