@@ -88,3 +88,24 @@ def test_encoding_lookup_by_name_in_fresh_interpreter(name):
     code = f"from rcfmt.encodings import by_name, by_id; e = by_name({name!r}); assert by_id(e.id) is e; print(e.id)"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_first_filtered_read_does_not_import_pandas(tmp_path):
+    """pyarrow's conversions of Python sequences (pa.array, pa.scalar, to_numpy) import
+    pandas on first use, ~0.2 s that a user's first query would pay: the read path
+    builds its Arrow literals and masks from buffers instead."""
+    path = tmp_path / "f.rcfmt"
+    rcfmt.write_table(_table(), path, block_rows=4096, page_rows=1024)
+    code = textwrap.dedent(f"""
+        import sys, decimal
+        import rcfmt
+        from rcfmt import col
+        f = (col("month") >= 3) & (col("price") < 500.5) & col("carrier").isin(["UA", "AA"]) \\
+            & col("tail").startswith("N1") & ~col("day").is_null() & (col("dep") != 7)
+        n = rcfmt.read_table({str(path)!r}, filter=f).num_rows
+        print(n, "pandas" in sys.modules)
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    rows, imported = proc.stdout.split()
+    assert int(rows) > 0 and imported == "False", proc.stdout

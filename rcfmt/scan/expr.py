@@ -806,17 +806,24 @@ def _unscaled_type(lt: LogicalType) -> pa.DataType:
 
 
 def _arrow_values(ref: Ref, values) -> pa.Array:
-    """An Arrow array of the column's type (unscaled for decimals) holding stats-domain ``values``."""
+    """An Arrow array of the column's type (unscaled for decimals) holding stats-domain
+    ``values``. Built from buffers: pyarrow's conversion of Python sequences imports
+    pandas on first use (~0.2 s on a user's first filtered read)."""
     lt, values = ref.ltype, list(values)
-    if lt.name == "date32":
-        return pa.array(values, pa.int32()).view(ref.type)
-    if lt.name == "timestamp":
-        return pa.array(values, pa.int64()).view(ref.type)
+    n = len(values)
     if lt.name == "decimal128":  # compared unscaled (see evaluate)
-        return pa.array([decimal.Decimal(v) for v in values], _unscaled_type(lt))
-    if lt.name == "string":
-        return pa.array([v.decode("utf-8") for v in values], ref.type)
-    return pa.array(values, ref.type)
+        data = b"".join(int(v).to_bytes(16, "little", signed=True) for v in values)
+        return pa.Array.from_buffers(_unscaled_type(lt), n, [None, pa.py_buffer(data)])
+    if lt.name == "bool":
+        bits = np.packbits(np.array(values, dtype=bool), bitorder="little")
+        return pa.Array.from_buffers(pa.bool_(), n, [None, pa.py_buffer(bits)])
+    if lt.name in ("string", "binary"):
+        lengths = [len(v) for v in values]
+        offsets = np.zeros(n + 1, dtype=np.int64 if lt.large else np.int32)
+        np.cumsum(lengths, out=offsets[1:])
+        return pa.Array.from_buffers(ref.type, n, [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(values))])
+    data = np.array(values, dtype=lt.numpy_dtype)
+    return pa.Array.from_buffers(ref.type, n, [None, pa.py_buffer(data)])
 
 
 def _scalar(ref: Ref, value) -> pa.Scalar:
@@ -901,7 +908,7 @@ def evaluate(expr, table: pa.Table | pa.RecordBatch) -> pa.BooleanArray:
     """
     bound = expr if isinstance(expr, BoundExpr) else bind(expr, table.schema)
     if bound is None:
-        return pa.array(np.ones(table.num_rows, bool))
+        return _bool_array(np.ones(table.num_rows, bool))
     cache: dict[str, pa.Array] = {}
 
     def column(ref: Ref) -> pa.Array:
@@ -941,7 +948,7 @@ def _eval(e: BoundExpr, column) -> pa.BooleanArray:
     if isinstance(e, NullCheck):
         return pc.is_valid(arr) if e.negated else pc.is_null(arr)
     if isinstance(e, NanCheck):
-        nan = pc.fill_null(pc.is_nan(arr), False)
+        nan = pc.fill_null(pc.is_nan(arr), _FALSE_SCALAR)
         return pc.invert(nan) if e.negated else nan
     if isinstance(e, Prefix):
         pattern = e.prefix.decode("utf-8") if e.column.ltype.name == "string" else e.prefix
@@ -949,20 +956,49 @@ def _eval(e: BoundExpr, column) -> pa.BooleanArray:
         return pc.invert(hit) if e.negated else hit
     valid = _to_numpy(pc.is_valid(arr))
     if isinstance(e, Folded):
-        return pa.array(np.full(len(arr), e.value), mask=~valid)
+        return _bool_array(np.full(len(arr), bool(e.value)), valid)
     if isinstance(e, InSet):
         if e.column.ltype.is_float:  # is_in tells -0.0 from 0.0; the set holds +0.0 only
-            arr = pc.if_else(pc.equal(arr, 0), pa.scalar(0.0, arr.type), arr)
-        hit = _to_numpy(pc.fill_null(pc.is_in(arr, value_set=e.value_set), False))
+            zero = pa.Array.from_buffers(arr.type, 1, [None, pa.py_buffer(np.zeros(1, arr.type.to_pandas_dtype()))])
+            arr = pc.if_else(pc.equal(arr, 0), zero[0], arr)
+        hit = _to_numpy(pc.is_in(arr, value_set=e.value_set))
         known = valid & (hit | (not e.has_null))  # a miss is NULL when the list holds None
-        return pa.array(hit != e.negated, mask=~known)
+        return _bool_array(hit != e.negated, known)
     raise TypeError(f"not a bound expression: {e!r}")
 
 
-def _to_numpy(a: pa.BooleanArray) -> np.ndarray:
-    return np.asarray(a.to_numpy(zero_copy_only=False), dtype=bool)
+# a Scalar, so that pc.fill_null does not convert a Python False (which imports pandas)
+_FALSE_SCALAR = pa.Array.from_buffers(pa.bool_(), 1, [None, pa.py_buffer(np.zeros(1, np.uint8))])[0]
+
+
+def _bits(buf, offset: int, n: int) -> np.ndarray:
+    return np.unpackbits(np.frombuffer(buf, np.uint8), count=offset + n, bitorder="little")[offset:].view(bool)
+
+
+def _to_numpy(a) -> np.ndarray:
+    """numpy bool per row of a boolean Arrow array (NULL -> False). Read from the
+    buffers: pyarrow's to_numpy and pa.array import pandas on first use (~0.2 s)."""
+    if isinstance(a, pa.ChunkedArray):
+        a = a.combine_chunks() if a.num_chunks != 1 else a.chunk(0)
+    n = len(a)
+    if n == 0:
+        return np.zeros(0, bool)
+    out = _bits(a.buffers()[1], a.offset, n)
+    if a.null_count:
+        out = out & _bits(a.buffers()[0], a.offset, n)
+    return out
+
+
+def _bool_array(values: np.ndarray, valid: np.ndarray | None = None) -> pa.BooleanArray:
+    """A boolean Arrow array of ``values`` (NULL where ``valid`` is False)."""
+    n = len(values)
+    data = pa.py_buffer(np.packbits(values, bitorder="little"))
+    if valid is None or valid.all():
+        return pa.Array.from_buffers(pa.bool_(), n, [None, data])
+    mask = pa.py_buffer(np.packbits(valid, bitorder="little"))
+    return pa.Array.from_buffers(pa.bool_(), n, [mask, data], n - int(np.count_nonzero(valid)))
 
 
 def selection_mask(expr, table: pa.Table | pa.RecordBatch) -> np.ndarray:
     """numpy bool array: True where ``evaluate(expr, table)`` is TRUE."""
-    return _to_numpy(pc.fill_null(evaluate(expr, table), False))
+    return _to_numpy(evaluate(expr, table))  # NULL -> False
