@@ -12,10 +12,29 @@ Only ``pyspark.sql.datasource`` is imported here; rcfmt and pyarrow are imported
 the source is used, so a broken install cannot break Spark's discovery of other
 ``pyspark_*`` sources.
 """
+from __future__ import annotations
+
 from .clustering import cluster_dataframe, optimize, write_clustered
 from .source import RcfmtDataSource, pushdown_planning, register
 
 DefaultSource = RcfmtDataSource
+
+
+def read(spark, path, *, filter: str | None = None, columns=None, **options):
+    """``spark.read.format("rcfmt")`` with the relation-defining options: ``filter`` (a
+    Spark SQL predicate, translated exactly or refused) and ``columns`` (names). Every
+    scan of the returned DataFrame reads only those rows and columns, however Spark
+    replays its plans; ``options`` are other read options."""
+    reader = spark.read.format("rcfmt")
+    if filter is not None:
+        if not isinstance(filter, str):
+            raise TypeError("filter must be a SQL predicate string, e.g. \"dt >= DATE '2024-01-01' AND x < 5\"")
+        reader = reader.option("filter", filter)
+    if columns is not None:
+        reader = reader.option("columns", ",".join([columns] if isinstance(columns, str) else columns))
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    return reader.load(str(path))
 
 
 def read_scan_stats(stats_dir):
@@ -26,5 +45,5 @@ def read_scan_stats(stats_dir):
     return _read(stats_dir)
 
 
-__all__ = ["RcfmtDataSource", "DefaultSource", "register", "read_scan_stats", "pushdown_planning",
+__all__ = ["RcfmtDataSource", "DefaultSource", "register", "read", "read_scan_stats", "pushdown_planning",
            "write_clustered", "cluster_dataframe", "optimize"]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+import pyarrow as pa
+
 from rcfmt.errors import InvalidOptionError
 
 __all__ = ["ReadOptions", "WriteOptions", "lower_keys"]
@@ -60,7 +62,8 @@ def _path(opts: dict) -> str:
 
 class ReadOptions:
     """``path``, ``version``, ``maxPartitionBytes``, ``minPartitions``, ``batchRows``,
-    ``verifyChecksums``, ``statsDir``, ``pushdown``, ``planningFooters``."""
+    ``verifyChecksums``, ``statsDir``, ``pushdown``, ``planningFooters``, and the
+    relation-defining ``filter`` (a SQL predicate) and ``columns`` (comma-separated)."""
 
     def __init__(self, options):
         opts = lower_keys(options)
@@ -76,6 +79,24 @@ class ReadOptions:
         if raw not in ("auto", "true", "false"):
             raise InvalidOptionError(f"option pushdown={raw!r} must be auto, true or false")
         self.pushdown_option = raw
+        # relation-defining options: every scan of the DataFrame is these rows of these columns
+        self.filter = opts.get("filter") or None
+        self.columns = _list(opts, "columns")
+
+    def relation_schema(self, schema: pa.Schema) -> pa.Schema:
+        """The dataset ``schema`` narrowed to the ``columns`` option (in its order)."""
+        if self.columns is None:
+            return schema
+        lower = {n.lower(): n for n in schema.names}
+        picked = []
+        for name in self.columns:
+            found = name if name in schema.names else lower.get(name.lower())
+            if found is None:
+                raise InvalidOptionError(f"columns option: unknown column {name!r}; columns: {schema.names}")
+            if found in picked:
+                raise InvalidOptionError(f"columns option: column {name!r} listed twice")
+            picked.append(found)
+        return pa.schema([schema.field(n) for n in picked], metadata=schema.metadata)
 
     @property
     def pushdown(self) -> bool:

@@ -173,6 +173,12 @@ class RcfmtReader(DataSourceReader):
         self.spark_names = [f.name for f in schema.fields]
         self.target = spark_arrow_schema(schema)
         self.filter = None  # the pushed filters, as one rcfmt expression
+        # the relation's own filter (the filter option): applied by every scan, exactly
+        self.relation_filter = None
+        if self.options.filter is not None:
+            from .sql_filter import parse_filter
+
+            self.relation_filter = parse_filter(self.options.filter, ds.schema)
         self.plan_id = uuid.uuid4().hex
         self.guarded = not SCAN_SCOPED_READ_INFO
         self.claims_dir = None  # set when a filter is pushed on a guarded Spark
@@ -190,19 +196,29 @@ class RcfmtReader(DataSourceReader):
             ds = self._ds = Dataset.open(self.options.path, version=self.version)
         return ds
 
+    def _plan_filter(self):
+        """The relation's filter AND the pushed filters (None: every row)."""
+        if self.relation_filter is None:
+            return self.filter
+        if self.filter is None:
+            return self.relation_filter
+        return self.relation_filter & self.filter
+
     def partitions(self) -> list:
         from rcfmt.dataset import prune_blocks
 
         ds = self._dataset()
-        everything = ds.get_fragments()
-        fragments = ds.get_fragments(self.filter) if self.filter is not None else everything
+        plan_filter = self._plan_filter()
+        # every file any scan of this relation may need (the relation filter prunes for all)
+        everything = ds.get_fragments(self.relation_filter)
+        fragments = ds.get_fragments(plan_filter) if self.filter is not None else everything
         files_kept = len(fragments)
         kept_paths = {f.path for f in fragments}
         dropped, blocks_pruned = [], 0
-        if self.filter is not None and 0 < len(fragments) <= self.options.planning_footers:
+        if plan_filter is not None and 0 < len(fragments) <= self.options.planning_footers:
             # few files survive the index: their footers are cheap, prune blocks now so that
             # tasks are planned for the surviving blocks only
-            fragments, dropped, _ = prune_blocks(fragments, self.dataset_schema, self.filter,
+            fragments, dropped, _ = prune_blocks(fragments, self.dataset_schema, plan_filter,
                                                  partition_names=self.partition_names,
                                                  verify_checksums=self.options.verify_checksums)
             blocks_pruned = sum(f.blocks[1] - f.blocks[0] if f.blocks else f.num_blocks for f in dropped)
@@ -216,20 +232,20 @@ class RcfmtReader(DataSourceReader):
             _write_json(self.options.stats_dir, f"plan-{self.plan_id}.json", {
                 "plan_id": self.plan_id, "version": ds.version, "files_total": ds.num_files,
                 "files_pruned": ds.num_files - files_kept, "blocks_pruned_planning": blocks_pruned,
-                "partitions": len(groups), "filter": repr(self.filter)})
+                "partitions": len(groups), "filter": repr(plan_filter)})
         return [RcfmtInputPartition(i, g, p) for i, (g, p) in enumerate(zip(groups, pruned_groups))]
 
     def read(self, partition):
         from rcfmt.dataset import scan_fragments
 
         fragments = list(getattr(partition, "fragments", None) or [])
-        expr = self.filter
+        expr = self._plan_filter()
         owner = True
-        if self.guarded and expr is not None:
+        if self.guarded and self.filter is not None:
             owner = claim_plan(self.claims_dir, self.plan_id)
-            if not owner:  # a query that did not plan this read: every row, no pruning
+            if not owner:  # a query that did not plan this read: every row of the relation
                 fragments += list(getattr(partition, "pruned", None) or [])
-                expr = None
+                expr = self.relation_filter
         scan = scan_fragments(fragments, self.dataset_schema, self.columns, expr,
                               partition_names=self.partition_names, files_total=0, files_pruned=0,
                               use_threads=False, verify_checksums=self.options.verify_checksums)

@@ -89,7 +89,7 @@ class RcfmtDataSource(DataSource):
         from .types import to_spark_schema
 
         opts = ReadOptions(self.options)
-        return to_spark_schema(Dataset.open(opts.path, version=opts.version).schema)
+        return to_spark_schema(opts.relation_schema(Dataset.open(opts.path, version=opts.version).schema))
 
     def reader(self, schema):
         from .reader import RcfmtPushdownReader, RcfmtReader

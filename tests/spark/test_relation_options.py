@@ -1,0 +1,126 @@
+"""The relation-defining read options ``filter`` and ``columns``: the DataFrame *is* those
+rows of those columns, so every scan of it -- however Spark 4.1-4.3 replay read plans --
+returns them, pruned by files, blocks, pages and rows."""
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+import rcfmt
+import spark_datasource
+from rcfmt.errors import InvalidOptionError
+from rcfmt.scan.expr import selection_mask
+from spark_datasource.sql_filter import parse_filter
+from .test_spark import N, data, sample_table  # noqa: F401 - the module's fixture and data
+
+SCHEMA = sample_table().schema
+
+
+# ---------------------------------------------------------------- translation (no Spark)
+@pytest.mark.parametrize("sql", [
+    "id = 5", "5 = id", "id <> 5", "id != 5", "id < 5 AND i32 >= 3", "NOT (id > 10) OR s IS NULL",
+    "id BETWEEN 3 AND 9", "i8 IN (1, -2, 3)", "s IS NOT NULL", "s LIKE 'ab%'", "s LIKE 'ab3'",
+    "d >= DATE '2024-01-10'", "d < '2024-01-05'", "ts > TIMESTAMP '2023-11-20 00:00:00+00:00'",
+    "ntz <= TIMESTAMP '2023-11-15 01:00:00'", "dec < 1.5", "dec >= CAST('-2.25' AS DECIMAL(10,2))",
+    "f > -1.5e0", "f >= 0", "NOT (f > 1)", "f < 1", "b", "NOT b", "(id < 3) OR (id > 590 AND p = 1)", "ID = 7",
+    "`s` = 'zz1'", "big > 1000000000000000000",
+])
+def test_translations_select_what_sql_selects(sql):
+    """Each predicate, translated, selects the rows DuckDB's SQL selects on the same
+    table (DuckDB orders NaN as Spark does: above every number)."""
+    import duckdb
+
+    table = sample_table()
+    expr = parse_filter(sql, SCHEMA)
+    mask = selection_mask(expr, table)
+    got = sorted(table["id"].filter(pa.array(mask)).to_pylist())
+    con = duckdb.connect()
+    con.execute("SET TimeZone='UTC'")
+    con.register("t", table)
+    query = "SELECT id FROM t WHERE " + sql.replace("`", '"')
+    want = sorted(r[0] for r in con.execute(query).fetchall())
+    assert got == want
+
+
+@pytest.mark.parametrize("sql, part", [
+    ("id + 1 = 5", "compares no column"), ("id = i32", "compares no column"), ("upper(s) = 'AB'", "UPPER"),
+    ("s LIKE '%b'", "wildcards"), ("s LIKE 'a_b%'", "wildcards"), ("id = NULL", "NULL"),
+    ("id IN (SELECT 1)", "subquery"), ("nope = 1", "unknown column"), ("", "empty"), ("id =", "not a SQL"),
+    ("TRUE", "constant"), ("i32", "not a boolean"), ("d < DATE 'x'", "valid literal"),
+    ("ts > TIMESTAMP '2023-11-20 00:00:00'", "session time zone"),
+])
+def test_untranslatable_parts_are_refused_by_name(sql, part):
+    with pytest.raises(InvalidOptionError, match=part):
+        parse_filter(sql, SCHEMA)
+
+
+# ---------------------------------------------------------------- in Spark
+def _ids(df):
+    return sorted(r.id for r in df.select("id").collect())
+
+
+CASES = [
+    "id < 40 OR id >= 580", "p = 1 AND i32 BETWEEN 10 AND 20", "s LIKE 'ab%' AND d >= DATE '2024-01-20'",
+    "dec < 0 AND ts > TIMESTAMP '2023-11-25 00:00:00+00:00'", "NOT (i8 IN (1, 2, 3)) AND b",
+    "f > 0.5 OR f IS NULL", "ntz < TIMESTAMP '2023-11-15 02:00:00' OR big > 1000000000000000000",
+]
+
+
+@pytest.mark.parametrize("predicate", CASES)
+def test_filter_option_gives_the_rows_spark_gives_on_parquet(spark, data, predicate):  # noqa: F811
+    _, pq, rc = data
+    want = _ids(spark.read.parquet(pq).filter(predicate))
+    df = spark.read.format("rcfmt").option("filter", predicate).load(rc)
+    assert _ids(df) == want
+    assert df.count() == len(want)
+
+
+def test_every_scan_of_the_relation_is_right_under_plan_replay(spark, data, tmp_path):  # noqa: F811
+    """The patterns where Spark 4.1-4.3 replay one scan's pushed plan in another (the
+    pushdown conf on, as register() sets it; pushdown option at its default): with the
+    filter given as a relation option, each is exact and still pruned by it."""
+    _, pq, rc = data
+    spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+    try:
+        rel = "id < 300"
+        base = spark.read.parquet(pq).filter(rel)
+        stats_dir = str(tmp_path / "stats")
+        df = spark.read.format("rcfmt").option("filter", rel).option("statsDir", stats_dir).load(rc)
+        a, b = "i32 < 10", "i32 >= 40"
+        assert _ids(df.filter(a)) == _ids(base.filter(a))
+        assert df.count() == base.count() == 300  # after a filtered query of the same DataFrame
+        assert _ids(df.filter(a).union(df.filter(b))) == _ids(base.filter(a).union(base.filter(b)))
+        left, right = df.filter(a).alias("l"), df.filter(b).alias("r")
+        assert left.join(right, "id").count() == 0 and base.filter(a).count() > 0
+        df.createOrReplaceTempView("rel_view")
+        sub = spark.sql(f"SELECT count(*) FROM rel_view WHERE id IN (SELECT id FROM rel_view WHERE {a})").first()[0]
+        assert sub == base.filter(a).count()
+        df.filter(b).explain()
+        assert df.count() == 300
+        st = spark_datasource.read_scan_stats(stats_dir)
+        assert st.files_pruned > 0  # the relation filter prunes files from the index
+    finally:
+        spark.conf.set("spark.sql.python.filterPushdown.enabled", "false")
+
+
+def test_columns_option_ships_only_those_columns(spark, data):  # noqa: F811
+    table, _, rc = data
+    df = spark.read.format("rcfmt").option("columns", "s, ID").load(rc)
+    assert df.columns == ["s", "id"]
+    rows = sorted((r.id, r.s) for r in df.collect())
+    assert rows == sorted(zip(table["id"].to_pylist(), table["s"].to_pylist()))
+    with pytest.raises(Exception, match="unknown column"):
+        spark.read.format("rcfmt").option("columns", "id, nope").load(rc).collect()
+
+
+def test_sql_view_with_options_and_python_helper(spark, data):  # noqa: F811
+    _, pq, rc = data
+    spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW rcfmt_rel USING rcfmt OPTIONS "
+              f"(path '{rc}', filter \"d >= DATE '2024-01-30' AND p = 0\", columns 'id, d')")
+    got = sorted(r.id for r in spark.sql("SELECT id FROM rcfmt_rel").collect())
+    want = _ids(spark.read.parquet(pq).filter("d >= DATE '2024-01-30' AND p = 0"))
+    assert got == want and spark.table("rcfmt_rel").columns == ["id", "d"]
+    df = spark_datasource.read(spark, rc, filter="id BETWEEN 10 AND 19", columns=["id"])
+    assert _ids(df) == list(range(10, 20)) and df.columns == ["id"]
+    with pytest.raises(Exception, match="cannot be translated|UPPER"):
+        spark_datasource.read(spark, rc, filter="upper(s) = 'X'").collect()
