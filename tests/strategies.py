@@ -644,9 +644,11 @@ def native_decode(encoding, body, rows, ltype):
 
         return ColumnValues(data[:size], offsets)
     mode, itemsize, signed = _native_mode(encoding.id, ltype)
-    out = np.empty(rows, ltype.numpy_dtype)
+    narrow = mode == pages.MODE_BITPACK_DECIMAL  # int64 low words, widened for Arrow
+    out = np.empty(rows, np.int64 if narrow else ltype.numpy_dtype)
     if pages.decode_values(run, mode, itemsize, signed, out, 0, ltype.precision or 0) >= 0:
         raise CorruptFileError("native kernel refused the page")
     from rcfmt.encodings.base import ColumnValues
+    from rcfmt.file.arrow_io import wide_decimals
 
-    return ColumnValues(out)
+    return ColumnValues(wide_decimals(out) if narrow else out)

@@ -8,6 +8,7 @@ at a checksum."""
 from __future__ import annotations
 
 import struct
+import sys
 import tempfile
 import zlib
 from pathlib import Path
@@ -22,22 +23,16 @@ import rcfmt
 import strategies as S
 from rcfmt import col
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fuzz"))
+import fuzz_pages  # noqa: E402 - the page walk shared with the fuzzer
+
 PAGE_HEADER = struct.Struct("<BBBBIIIIIII")  # docs/FORMAT.md 4.1
 
 
 def _page_bodies(path) -> list[tuple[int, int]]:
     """(header position, stored body length) of every page of every chunk."""
     raw = Path(path).read_bytes()
-    out = []
-    with rcfmt.open(path) as f:
-        for chunks in f.footer.chunks:
-            for rec in chunks:
-                pos, end = int(rec["offset"]), int(rec["offset"]) + int(rec["length"])
-                while pos < end:
-                    h = PAGE_HEADER.unpack_from(raw, pos)
-                    out.append((pos, h[7]))
-                    pos += 32 + h[7]
-    return out
+    return [(pos, PAGE_HEADER.unpack_from(raw, pos)[7]) for pos in fuzz_pages.page_headers(raw, path)]
 
 
 def forge(raw: bytes, bodies: list[tuple[int, int]], rng: np.random.Generator, edits: int) -> bytes:

@@ -820,7 +820,7 @@ def read_pages(buf, Py_ssize_t base, *, Py_ssize_t start=0, end=None, Py_ssize_t
 cpdef enum:
     MODE_PLAIN = 1            # fixed-width PLAIN: rows * itemsize bytes
     MODE_BITPACK = 2          # BITPACK of 1/2/4/8-byte integers
-    MODE_BITPACK_DECIMAL = 3  # BITPACK of decimal128 low words, sign-extended to 16 bytes
+    MODE_BITPACK_DECIMAL = 3  # BITPACK of decimal128 low words -> int64 (precision checked)
     MODE_DELTA = 4            # DELTA of 1/2/4/8-byte integers
     MODE_CODES = 5            # DICTIONARY codes -> uint32
     MODE_RLE = 6              # RLE of fixed-width values
@@ -974,7 +974,6 @@ cdef int _page_values(int mode, const uint8_t* body, Py_ssize_t size, Py_ssize_t
     cdef uint64_t ref, first
     cdef uint32_t top = 0
     cdef Py_ssize_t i
-    cdef uint64_t* wide
     if mode == MODE_PLAIN:
         if size != rows * itemsize:
             return 1
@@ -993,13 +992,10 @@ cdef int _page_values(int mode, const uint8_t* body, Py_ssize_t size, Py_ssize_t
         if mode == MODE_BITPACK:
             unpack_raw(body + 16, rows, width, itemsize, ref, 0, False, out)
             return 0
-        unpack_raw(body + 16, rows, width, 8, ref, 0, False, scratch)
-        if decimal_lim > 0 and not _decimals_fit(scratch, rows, ref, width, decimal_lim):
+        # decimals: the low words, as int64 (the reader widens them when it builds Arrow)
+        unpack_raw(body + 16, rows, width, 8, ref, 0, False, out)
+        if decimal_lim > 0 and not _decimals_fit(<uint64_t*>out, rows, ref, width, decimal_lim):
             return 1
-        wide = <uint64_t*>out  # 8-byte aligned (checked by decode_values)
-        for i in range(rows):  # sign-extend each low word to 16 bytes
-            wide[2 * i] = scratch[i]
-            wide[2 * i + 1] = <uint64_t>((<int64_t>scratch[i]) >> 63)
         return 0
     if mode == MODE_DELTA:
         if size < 24 or not _zero(body + 1, 7):
@@ -1059,6 +1055,41 @@ cdef int _page_values(int mode, const uint8_t* body, Py_ssize_t size, Py_ssize_t
     return 1 if rows and top >= limit else 0
 
 
+cdef struct RunAccess:
+    const uint8_t* buf     # the run's file bytes
+    const uint8_t* arena   # its decompressed bodies
+    uint64_t* scratch      # 8 * (most rows + 2) bytes for kernels, then ...
+    uint64_t* aligned      # ... room for the longest values body (8-byte aligned copies)
+
+
+cdef int _open_run(PageRun run, RunAccess* a) except -1:
+    """Pointers into ``run`` (kept alive by it) and one scratch allocation sized for its
+    largest page; free ``a.scratch`` when done."""
+    cdef int64_t[:, ::1] t = run.pages
+    cdef const uint8_t[::1] bview = memoryview(run.buf).cast("B") if not isinstance(run.buf, np.ndarray) else run.buf
+    cdef const uint8_t[::1] aview = run.arena
+    cdef Py_ssize_t k, most = 0, longest = 0
+    for k in range(run.count):
+        most = max(most, t[k, P_ROWS])
+        longest = max(longest, t[k, P_LEN])
+    a.buf = &bview[0] if bview.shape[0] else NULL
+    a.arena = &aview[0]
+    a.scratch = <uint64_t*>malloc(8 * (most + 2) + _round8(longest) + 8)
+    if a.scratch == NULL:
+        raise MemoryError()
+    a.aligned = a.scratch + most + 2
+    return 0
+
+
+cdef inline const uint8_t* _body(RunAccess* a, int64_t[:, ::1] t, Py_ssize_t k) noexcept nogil:
+    """The values body of page ``k``, 8-byte aligned (copied when it is not)."""
+    cdef const uint8_t* body = (a.arena if t[k, P_ARENA] else a.buf) + t[k, P_AT]
+    if (<uintptr_t>body) % 8:
+        memcpy(a.aligned, body, t[k, P_LEN])
+        return <const uint8_t*>a.aligned
+    return body
+
+
 def decode_values(PageRun run, int mode, int itemsize, bint signed, out, uint32_t limit=0, int precision=0):
     """Decode the values of every page of ``run`` into ``out`` (page after page; ``out``
     a writable, contiguous array of at least ``run.rows`` items of ``itemsize`` bytes,
@@ -1078,7 +1109,7 @@ def decode_values(PageRun run, int mode, int itemsize, bint signed, out, uint32_
         raise ValueError("out must be a writable, contiguous array")
     if mode == MODE_CODES:
         itemsize = 4
-    cdef int out_size = 16 if mode == MODE_BITPACK_DECIMAL else itemsize
+    cdef int out_size = itemsize
     if mode == MODE_BOOL_PLAIN or mode == MODE_BOOL_RLE:
         itemsize = 1
     if itemsize not in (1, 2, 4, 8) and not ((mode == MODE_PLAIN or mode == MODE_RLE) and itemsize > 0):
@@ -1088,33 +1119,19 @@ def decode_values(PageRun run, int mode, int itemsize, bint signed, out, uint32_
     if (<uintptr_t>cnp.PyArray_DATA(o)) % min(itemsize, 8):
         raise ValueError("out is not aligned to its itemsize")
     cdef int64_t[:, ::1] t = run.pages
-    cdef const uint8_t[::1] bview = memoryview(run.buf).cast("B") if not isinstance(run.buf, np.ndarray) else run.buf
-    cdef const uint8_t[::1] aview = run.arena
-    cdef const uint8_t* bp = &bview[0] if bview.shape[0] else NULL
-    cdef const uint8_t* ap = &aview[0]
     cdef uint8_t* op = <uint8_t*>cnp.PyArray_DATA(o)
-    cdef Py_ssize_t k, n = run.count, most = 0, longest = 0, bad = -1
-    for k in range(n):
-        most = max(most, t[k, P_ROWS])
-        longest = max(longest, t[k, P_LEN])
-    cdef uint64_t* scratch = <uint64_t*>malloc(8 * (most + 1) + _round8(longest) + 8)
-    if scratch == NULL:
-        raise MemoryError()
-    cdef uint64_t* aligned = scratch + most + 1
-    cdef const uint8_t* body
+    cdef Py_ssize_t k, n = run.count, bad = -1
+    cdef RunAccess a
+    _open_run(run, &a)
     try:
         with nogil:
             for k in range(n):
-                body = (ap if t[k, P_ARENA] else bp) + t[k, P_AT]
-                if (<uintptr_t>body) % 8:
-                    memcpy(aligned, body, t[k, P_LEN])
-                    body = <const uint8_t*>aligned
-                if _page_values(mode, body, t[k, P_LEN], t[k, P_ROWS], itemsize, signed, limit, decimal_lim,
-                                op + t[k, P_FIRST] * out_size, scratch):
+                if _page_values(mode, _body(&a, t, k), t[k, P_LEN], t[k, P_ROWS], itemsize, signed, limit,
+                                decimal_lim, op + t[k, P_FIRST] * out_size, a.scratch):
                     bad = k
                     break
     finally:
-        free(scratch)
+        free(a.scratch)
     return bad
 
 
@@ -1165,21 +1182,11 @@ def decode_varbinary(PageRun run, int mode, out_offsets, uint8_t[::1] out_data):
             cnp.PyArray_ITEMSIZE(o) not in (4, 8):
         raise ValueError("out_offsets must be a contiguous int32/int64 array of rows + 1 entries")
     cdef int64_t[:, ::1] t = run.pages
-    cdef const uint8_t[::1] bview = memoryview(run.buf).cast("B") if not isinstance(run.buf, np.ndarray) else run.buf
-    cdef const uint8_t[::1] aview = run.arena
-    cdef const uint8_t* bp = &bview[0] if bview.shape[0] else NULL
-    cdef const uint8_t* ap = &aview[0]
-    cdef Py_ssize_t k, i, n = run.count, most = 0, longest = 0, bad = -1, capacity = out_data.shape[0]
+    cdef Py_ssize_t k, i, n = run.count, bad = -1, capacity = out_data.shape[0]
     cdef int64_t pos = 0, first
-    for k in range(n):
-        most = max(most, t[k, P_ROWS])
-        longest = max(longest, t[k, P_LEN])
-    cdef uint64_t* scratch = <uint64_t*>malloc(8 * (most + 2) + _round8(longest) + 8)
-    if scratch == NULL:
-        raise MemoryError()
-    cdef uint32_t* local = <uint32_t*>scratch
-    cdef uint64_t* aligned = scratch + most + 2
-    cdef const uint8_t* body
+    cdef RunAccess a
+    _open_run(run, &a)
+    cdef uint32_t* local = <uint32_t*>a.scratch  # rows + 1 offsets fit in 8 * (rows + 2) bytes
     cdef const uint8_t* data = NULL
     cdef Py_ssize_t data_len = 0
     cdef int32_t* o32 = <int32_t*>cnp.PyArray_DATA(o)
@@ -1192,11 +1199,7 @@ def decode_varbinary(PageRun run, int mode, out_offsets, uint8_t[::1] out_data):
             else:
                 o32[0] = 0
             for k in range(n):
-                body = (ap if t[k, P_ARENA] else bp) + t[k, P_AT]
-                if (<uintptr_t>body) % 8:
-                    memcpy(aligned, body, t[k, P_LEN])
-                    body = <const uint8_t*>aligned
-                if (_page_offsets(mode, body, t[k, P_LEN], t[k, P_ROWS], local, &data, &data_len)
+                if (_page_offsets(mode, _body(&a, t, k), t[k, P_LEN], t[k, P_ROWS], local, &data, &data_len)
                         or pos + data_len > capacity or (not wide and pos + data_len > 0x7FFFFFFF)):
                     bad = k
                     break
@@ -1211,7 +1214,7 @@ def decode_varbinary(PageRun run, int mode, out_offsets, uint8_t[::1] out_data):
                     memcpy(od + pos, data, data_len)
                 pos += data_len
     finally:
-        free(scratch)
+        free(a.scratch)
     if bad >= 0:
         return bad, 0
     return -1, pos

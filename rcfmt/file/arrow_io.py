@@ -11,9 +11,10 @@ import pyarrow as pa
 from ..encodings.base import ColumnValues
 from ..errors import UnsupportedError
 from ..types import LogicalType, PhysicalKind
+from .._native import floats as _fl
 from .._native import varbinary as _vb
 
-__all__ = ["from_arrow", "to_arrow", "fill_null_slots", "concat_values"]
+__all__ = ["from_arrow", "to_arrow", "wide_decimals", "fill_null_slots", "concat_values"]
 
 
 def _bits(buf: pa.Buffer, offset: int, n: int) -> np.ndarray:
@@ -83,8 +84,19 @@ def concat_values(parts: list[ColumnValues], kind: PhysicalKind, large: bool = F
     return ColumnValues(data, offsets)
 
 
+def wide_decimals(values: np.ndarray) -> np.ndarray:
+    """decimal128 storage (16-byte values) of decimals held as int64 low words (the
+    form BITPACK pages decode to); other arrays unchanged."""
+    if values.dtype != np.int64:
+        return values
+    out = np.empty(len(values), dtype="V16")
+    _fl.widen_i64_to_i128(np.ascontiguousarray(values), out.view("<i8"))
+    return out
+
+
 def to_arrow(values: ColumnValues, valid: np.ndarray | None, ltype: LogicalType) -> pa.Array:
-    """Wrap storage values (and validity) as an Arrow array of ``ltype``."""
+    """Wrap storage values (and validity) as an Arrow array of ``ltype``. Decimals may
+    be int64 low words (see :func:`wide_decimals`)."""
     atype = ltype.to_arrow()
     n = len(values)
     null_count = 0 if valid is None else n - int(np.count_nonzero(valid))
@@ -94,7 +106,8 @@ def to_arrow(values: ColumnValues, valid: np.ndarray | None, ltype: LogicalType)
         data = pa.py_buffer(np.packbits(values.values, bitorder="little"))
         return pa.Array.from_buffers(atype, n, [validity, data], null_count)
     if kind == PhysicalKind.FIXED:
-        return pa.Array.from_buffers(atype, n, [validity, pa.py_buffer(np.ascontiguousarray(values.values))], null_count)
+        data = values.values if ltype.name != "decimal128" else wide_decimals(values.values)
+        return pa.Array.from_buffers(atype, n, [validity, pa.py_buffer(np.ascontiguousarray(data))], null_count)
     if values.offsets[0] != 0:
         values = concat_values([values], kind, ltype.large)
     offsets = values.offsets

@@ -122,7 +122,10 @@ class ChunkDecoder:
             self._native(run, page_numbers, (_pages.MODE_CODES, 4, False), out, len(dictionary))
             return out if codes else take(dictionary, out, self.ltype)
         if self._mode is not None:  # fixed-width values and bools
-            out = np.empty(run.rows, self.ltype.numpy_dtype)
+            # BITPACK decimals stay int64 low words ("narrow" decimals): comparisons run on
+            # them, and rcfmt.file.arrow_io widens them when it builds Arrow arrays
+            narrow = self._mode[0] == _pages.MODE_BITPACK_DECIMAL
+            out = np.empty(run.rows, np.int64 if narrow else self.ltype.numpy_dtype)
             self._native(run, page_numbers, self._mode, out)
             values = ColumnValues(out)
             if self._mode[0] in (_pages.MODE_PLAIN, _pages.MODE_RLE):

@@ -75,13 +75,29 @@ def _decimal_compare(values: np.ndarray, op: str, literal: int) -> np.ndarray:
     return strict_hi | ((hi == c_hi) & low)
 
 
+_I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def _narrow_decimal_compare(values: np.ndarray, op: str, literal: int) -> np.ndarray:
+    """Compare unscaled decimals held as int64 with an unscaled literal (exact: a
+    literal outside int64 compares the same with every value)."""
+    if _I64_MIN <= literal <= _I64_MAX:
+        return _NP_OPS[op](values, np.int64(literal))
+    above = literal > _I64_MAX  # the literal exceeds every value
+    result = {"==": False, "!=": True, "<": above, "<=": above, ">": not above, ">=": not above}[op]
+    return np.full(len(values), result, dtype=bool)
+
+
 def _values_mask(leaf: Leaf, values: ColumnValues, valid, ltype: LogicalType) -> np.ndarray:
     if isinstance(leaf, Cmp) and _numeric(ltype):
         v = values.values
         mask = _NP_OPS[leaf.op](v, leaf.value if ltype.is_float else np.asarray(leaf.value, dtype=v.dtype))
         return mask if valid is None else mask & valid
     if isinstance(leaf, Cmp) and ltype.name == "decimal128":
-        mask = _decimal_compare(values.values, leaf.op, int(leaf.value))
+        if values.values.dtype == np.int64:  # low words of BITPACK pages: one numpy pass
+            mask = _narrow_decimal_compare(values.values, leaf.op, int(leaf.value))
+        else:
+            mask = _decimal_compare(values.values, leaf.op, int(leaf.value))
         return mask if valid is None else mask & valid
     return _arrow_mask(leaf, values, valid, ltype)
 
