@@ -71,7 +71,11 @@ def _fmt_bound(value, ltype) -> str:
     if ltype.name == "decimal128":
         return str(decimal.Decimal(int(value)).scaleb(-ltype.scale))
     if ltype.name in ("date32", "timestamp"):
-        return str(pa.scalar(int(value), type=ltype.to_arrow()).as_py())
+        try:
+            return str(pa.scalar(int(value), type=ltype.to_arrow()).as_py())
+        except (ValueError, OverflowError, pa.ArrowException):
+            # out of Python's datetime range, or a time zone this machine does not know
+            return f"{int(value)} ({ltype.unit or 'days'})"
     if isinstance(value, np.generic):
         value = value.item()
     return str(value)

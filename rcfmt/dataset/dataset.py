@@ -239,6 +239,7 @@ class DatasetScan:
             return None, partition
         f = RcfmtFile(frag.path, verify_checksums=self.verify_checksums)
         try:
+            _check_against_index(f, frag)
             scan = f.scan(self._data_columns, None if residual is _TRUE else residual, use_threads=use_threads,
                           blocks=None if frag.blocks is None else _clamp(frag.blocks, f.num_blocks))
         except BaseException:
@@ -327,6 +328,17 @@ def _runs(mask: np.ndarray, lo: int) -> list[tuple[int, int]]:
         return []
     edges = np.flatnonzero(np.diff(np.concatenate(([0], mask.astype(np.int8), [0]))))
     return [(lo + int(a), lo + int(b)) for a, b in zip(edges[::2], edges[1::2])]
+
+
+def _check_against_index(f: RcfmtFile, frag: Fragment) -> None:
+    """The file the index names must be the file it describes: a swapped or truncated
+    data file is a CorruptFileError, not rows silently read in its place."""
+    if not frag.size and not frag.num_rows:  # entries built from footers at discovery
+        return
+    size = f.size
+    if size != frag.size or f.num_rows != frag.num_rows:
+        raise CorruptFileError(f"the dataset index records {frag.num_rows} rows in {frag.size} bytes for this file, "
+                               f"it holds {f.num_rows} rows in {size} bytes", path=frag.path)
 
 
 def prune_blocks(fragments: Sequence[Fragment], schema: pa.Schema, filter, *, partition_names=(),
@@ -534,8 +546,15 @@ class Dataset:
         """Commit metadata of every version still present, oldest first."""
         out = []
         for v in log.list_versions(self.root):
-            with RcfmtFile(log.version_path(self.root, v)) as f:
-                info = json.loads(f.metadata[INDEX_METADATA_KEY])
+            path = log.version_path(self.root, v)
+            with RcfmtFile(path) as f:
+                raw = f.metadata.get(INDEX_METADATA_KEY)
+            try:
+                info = json.loads(raw)
+                if not isinstance(info, dict):
+                    raise ValueError("not an object")
+            except (TypeError, ValueError) as exc:
+                raise CorruptFileError(f"index version without valid dataset metadata ({exc})", path=path) from None
             info.pop("schema", None)
             out.append(info)
         return out

@@ -50,3 +50,37 @@ def test_symlink_pointing_out_of_the_root_is_refused(setup):
 def test_ordinary_dataset_still_reads(setup):
     root, _ = setup
     assert sorted(rcfmt.dataset(root).to_table().column("x").to_pylist()) == [1, 2, 3]
+
+
+def test_a_swapped_data_file_is_refused(setup, tmp_path):
+    """A data file replaced by another valid rcfmt file is not read as the dataset's."""
+    root, outside = setup
+    ds = rcfmt.dataset(root)
+    victim = ds.files[0].path
+    os.replace(outside, victim)
+    with pytest.raises(rcfmt.CorruptFileError, match="index records 3 rows") as info:
+        rcfmt.dataset(root).to_table()
+    assert os.path.basename(victim) in str(info.value)
+
+
+def test_history_of_a_version_without_dataset_metadata(setup):
+    root, _ = setup
+    old = version_path(str(root), latest_version(str(root)))
+    rcfmt.write_dataset(pa.table({"x": [4]}), root, mode="append")  # the latest stays valid
+    with rcfmt.open(old) as f:
+        table = f.read()
+    os.remove(old)
+    rcfmt.write_table(table.replace_schema_metadata(None), old)  # the rows, without rcfmt.dataset metadata
+    ds = rcfmt.dataset(root)
+    assert ds.num_rows == 4
+    with pytest.raises(rcfmt.CorruptFileError, match="dataset metadata"):
+        ds.history()
+
+
+def test_cli_bounds_survive_forged_units_and_zones():
+    from rcfmt.cli import _fmt_bound
+    from rcfmt.types import LogicalType
+
+    assert _fmt_bound(2**62, LogicalType("timestamp", unit="s")) == f"{2**62} (s)"
+    assert _fmt_bound(0, LogicalType("timestamp", unit="us", tz="Not/AZone")) == "0 (us)"
+    assert _fmt_bound(10, LogicalType("date32")) == "1970-01-11"
