@@ -12,7 +12,10 @@ write_page_index=True)``. Per column it reports:
   ``total_compressed_size`` for Parquet) and their ratio;
 * ``decode MB/s``: Arrow bytes of the column / best time of
   ``rcfmt.read_table(p, columns=[c], use_threads=False)`` (and of ``pq.read_table`` for
-  Parquet), warm cache.
+  Parquet), warm cache;
+* ``kernel GB/s``: output bytes per second of rcfmt's native values pass alone on the
+  first block (after the page pass: no I/O, CRC or decompression; dictionary chunks:
+  their codes).
 
 Whole-file sizes and write times close the table. Results go to bench/out/encodings.json.
 
@@ -83,6 +86,8 @@ def bench_dataset(name: str, table: pa.Table, repeat: int) -> dict:
             "rcfmt_bytes": size, "rcfmt_zstd_bytes": size_z, "parquet_bytes": pq_size,
             "arrow_bytes": nbytes, "rcfmt_decode_s": t_rc.best, "parquet_decode_s": t_pq.best,
         })
+    for r, speed in zip(rows, kernel_speeds(f)):
+        r["kernel_bytes_per_s"] = speed
     t_full, _ = measure(lambda: rcfmt.read_table(paths["auto"], use_threads=False), repeat=repeat)
     t_full_pq, _ = measure(lambda: pq.read_table(pq_path, use_threads=False), repeat=repeat)
     return {
@@ -95,6 +100,44 @@ def bench_dataset(name: str, table: pa.Table, repeat: int) -> dict:
     }
 
 
+def kernel_speeds(f, block: int = 0, repeat: int = 20) -> list[float]:
+    """Per column: output bytes per second of the native values pass alone
+    (``decode_values`` / ``decode_varbinary`` over block ``block``'s page run, after
+    ``read_pages``; dictionary chunks: their codes), best of ``repeat``, one thread."""
+    import numpy as np
+
+    from rcfmt._native import pages
+    from rcfmt.file.chunks import _native_mode
+
+    out = []
+    rows = int(f.footer.blocks[block]["row_count"])
+    for i, column in enumerate(f.footer.columns):
+        dec = f.chunk_decoder(block, i)
+        run, _ = dec._whole_run(rows)
+        if dec.is_dictionary:
+            buf = np.empty(rows, np.uint32)
+            call = lambda: pages.decode_values(run, pages.MODE_CODES, 4, False, buf, len(dec.dictionary))  # noqa: E731
+            nbytes = buf.nbytes
+        elif column.type.kind.name == "VARBINARY":
+            offsets = np.empty(rows + 1, np.int32)
+            data = np.empty(int(run.pages[:, 5].sum()), np.uint8)
+            mode = pages.VB_PLAIN if dec.encoding.name == "plain" else pages.VB_DELTA_LENGTH
+            call = lambda: pages.decode_varbinary(run, mode, offsets, data)  # noqa: E731
+            nbytes = offsets.nbytes + int(call()[1])
+        else:
+            mode, itemsize, signed = _native_mode(dec.encoding.id, column.type)
+            buf = np.empty(rows, np.int64 if mode == pages.MODE_BITPACK_DECIMAL else column.type.numpy_dtype)
+            call = lambda: pages.decode_values(run, mode, itemsize, signed, buf, 0, column.type.precision or 0)  # noqa: E731
+            nbytes = buf.nbytes
+        best = 1e9
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            call()
+            best = min(best, time.perf_counter() - t0)
+        out.append(nbytes / best)
+    return out
+
+
 def render(name: str, res: dict) -> str:
     mb = 1e6
     lines = [f"### {name}", ""]
@@ -105,9 +148,10 @@ def render(name: str, res: dict) -> str:
             f"{r['rcfmt_bytes'] / r['parquet_bytes']:.2f}" if r["parquet_bytes"] else "",
             fmt_bytes(r["rcfmt_zstd_bytes"]),
             f"{r['arrow_bytes'] / r['rcfmt_decode_s'] / mb:,.0f}", f"{r['arrow_bytes'] / r['parquet_decode_s'] / mb:,.0f}",
+            f"{r['kernel_bytes_per_s'] / 1e9:.1f}",
         ])
     lines.append(md_table(["column", "type", "encodings (auto)", "rcfmt auto", "parquet zstd", "ratio",
-                           "rcfmt zstd", "rcfmt MB/s", "parquet MB/s"], table_rows, "lllrrrrrr"))
+                           "rcfmt zstd", "rcfmt MB/s", "parquet MB/s", "kernel GB/s"], table_rows, "lllrrrrrrr"))
     lines.append("")
     files = res["files"]
     lines.append("Files: " + ", ".join(f"{k} {fmt_bytes(v)} ({v:,} B)" for k, v in files.items())
