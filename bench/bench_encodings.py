@@ -113,7 +113,7 @@ def kernel_speeds(f, block: int = 0, repeat: int = 20) -> list[float]:
     rows = int(f.footer.blocks[block]["row_count"])
     for i, column in enumerate(f.footer.columns):
         dec = f.chunk_decoder(block, i)
-        run, _ = dec._whole_run(rows)
+        run = dec._whole_run(rows)
         if dec.is_dictionary:
             buf = np.empty(rows, np.uint32)
             call = lambda: pages.decode_values(run, pages.MODE_CODES, 4, False, buf, len(dec.dictionary))  # noqa: E731

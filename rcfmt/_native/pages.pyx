@@ -420,10 +420,15 @@ cdef class PageRun:
     in ``arena``. ``validity``: Arrow bitmap (uint8) over the run's rows, or None when
     no page has nulls. ``end``: position after the last page."""
 
+    def page_number(self, Py_ssize_t k):
+        """Page ``k`` of the run's number in its chunk (for error locations)."""
+        return k if self.page_numbers is None else int(self.page_numbers[k])
+
     cdef readonly object buf
     cdef readonly object arena
     cdef readonly cnp.ndarray pages
     cdef readonly object validity
+    cdef readonly object page_numbers  # the pages' numbers in their chunk (None: 0, 1, ...)
     cdef readonly Py_ssize_t count, rows, null_count, end, base
 
     def body(self, Py_ssize_t k):
@@ -808,6 +813,7 @@ def read_pages(buf, Py_ssize_t base, *, Py_ssize_t start=0, end=None, Py_ssize_t
     run.arena = arena.view(np.uint8)
     run.pages = table[:n]
     run.validity = validity
+    run.page_numbers = page_numbers
     run.count = n
     run.rows = rows
     run.null_count = int(table[:n, P_NULLS].sum()) if n else 0

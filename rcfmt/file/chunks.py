@@ -111,29 +111,29 @@ class ChunkDecoder:
         if run.count != pages or run.rows != rows:
             raise CorruptFileError(f"chunk pages hold {run.rows} rows in {run.count} pages, footer says {rows} rows "
                                    f"in {pages} pages")
-        return run, None
+        return run
 
-    def _values(self, run, page_numbers, codes: bool):
+    def _values(self, run, codes: bool):
         """The values (or, for a dictionary chunk with ``codes``, the uint32 codes) of
         every page of ``run``, one array for the whole run."""
         if self.is_dictionary:
             dictionary = self.dictionary
             out = np.empty(run.rows, np.uint32)
-            self._native(run, page_numbers, (_pages.MODE_CODES, 4, False), out, len(dictionary))
+            self._native(run, (_pages.MODE_CODES, 4, False), out, len(dictionary))
             return out if codes else take(dictionary, out, self.ltype)
         if self._mode is not None:  # fixed-width values and bools
             # BITPACK decimals stay int64 low words ("narrow" decimals): comparisons run on
             # them, and rcfmt.file.arrow_io widens them when it builds Arrow arrays
             narrow = self._mode[0] == _pages.MODE_BITPACK_DECIMAL
             out = np.empty(run.rows, np.int64 if narrow else self.ltype.numpy_dtype)
-            self._native(run, page_numbers, self._mode, out)
+            self._native(run, self._mode, out)
             values = ColumnValues(out)
             if self._mode[0] in (_pages.MODE_PLAIN, _pages.MODE_RLE):
-                self._check_valid(values, run, page_numbers)
+                self._check_valid(values, run)
             return values  # BITPACK decimals are checked in the kernel
-        return self._native_varbinary(run, page_numbers)
+        return self._native_varbinary(run)
 
-    def _native_varbinary(self, run, page_numbers) -> ColumnValues:
+    def _native_varbinary(self, run) -> ColumnValues:
         """Strings/binary of every page of the run, into one offsets and one data buffer."""
         capacity = int(run.pages[:, 5].sum()) if run.count else 0
         large = self.ltype.large or capacity > _I32_MAX
@@ -142,17 +142,17 @@ class ChunkDecoder:
         mode = _pages.VB_PLAIN if self.encoding.id == _PLAIN else _pages.VB_DELTA_LENGTH
         bad, size = _pages.decode_varbinary(run, mode, offsets, data)
         if bad >= 0:
-            self._describe(run, page_numbers, bad)
+            self._describe(run, bad)
         values = ColumnValues(data[:size], offsets)
-        self._check_valid(values, run, page_numbers)
+        self._check_valid(values, run)
         return values
 
-    def _native(self, run, page_numbers, mode, out, limit: int = 0) -> None:
+    def _native(self, run, mode, out, limit: int = 0) -> None:
         bad = _pages.decode_values(run, mode[0], mode[1], mode[2], out, limit, self.ltype.precision or 0)
         if bad >= 0:
-            self._describe(run, page_numbers, bad, limit)
+            self._describe(run, bad, limit)
 
-    def _describe(self, run, page_numbers, bad: int, limit: int = 0):
+    def _describe(self, run, bad: int, limit: int = 0):
         """Raise the error of page ``bad``, whose values a native kernel refused: the
         kernel only says which page failed, the encoding's decoder says why."""
         rows = int(run.pages[bad, 1])
@@ -165,7 +165,7 @@ class ChunkDecoder:
                     raise CorruptFileError(f"{self._invalid_what()} (row {row} of the page)")
             raise CorruptFileError(f"{self.encoding.name.upper()} page values fail their checks")
         except CorruptFileError as exc:
-            raise self._at(exc, run, page_numbers, bad) from None
+            raise self._at(exc, run, bad) from None
 
     # ------------------------------------------------------------------ valid Arrow
     def _invalid_row(self, values: ColumnValues) -> int:
@@ -183,23 +183,22 @@ class ChunkDecoder:
             return "ill-formed UTF-8 in a string value"
         return f"decimal value beyond the declared precision {self.ltype.precision}"
 
-    def _check_valid(self, values: ColumnValues, run, page_numbers) -> None:
+    def _check_valid(self, values: ColumnValues, run) -> None:
         row = self._invalid_row(values)
         if row < 0:
             return
         k = int(np.searchsorted(run.pages[:, 3], row, side="right")) - 1
         exc = CorruptFileError(f"{self._invalid_what()} (row {row - int(run.pages[k, 3])} of the page)")
-        raise self._at(exc, run, page_numbers, k)
+        raise self._at(exc, run, k)
 
-    def _at(self, exc: CorruptFileError, run, page_numbers, k: int) -> CorruptFileError:
-        page = k if page_numbers is None else int(page_numbers[k])
-        return exc.with_context(page=page, offset=self.base + int(run.pages[k, 0]))
+    def _at(self, exc: CorruptFileError, run, k: int) -> CorruptFileError:
+        return exc.with_context(page=run.page_number(k), offset=self.base + int(run.pages[k, 0]))
 
     # ------------------------------------------------------------------ public
     def decode_all(self, rows: int) -> tuple[ColumnValues, np.ndarray | None]:
         """Decode every data page (checked to add up to ``rows``): values and validity."""
-        run, numbers = self._whole_run(rows)
-        return self._values(run, numbers, codes=False), run.valid()
+        run = self._whole_run(rows)
+        return self._values(run, codes=False), run.valid()
 
     def decode_run(self, positions, page_numbers, expected_rows, codes: bool = False):
         """Decode the data pages whose headers are at ``positions`` in ``buf`` (their
@@ -210,4 +209,4 @@ class ChunkDecoder:
         run = _pages.read_pages(self.buf, self.base, positions=positions, expected_rows=expected,
                                 page_numbers=page_numbers, max_rows=int(expected.sum()), page_type=PAGE_DATA,
                                 encoding=self.encoding.id, verify=self.verify)
-        return self._values(run, page_numbers, codes), run.valid()
+        return self._values(run, codes), run.valid()
