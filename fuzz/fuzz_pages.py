@@ -3,11 +3,14 @@
 Base files (every encoding, every codec, nulls, strings, decimals) are mutated in their
 page region: random byte changes, page-header fields set to hostile values, and
 *forged* changes whose page checksums are recomputed, so the damage reaches the
-decoders. Each mutated file is read through every read path (whole file with threads,
-block by block, filtered scan, dictionary scan, batches, checksums off) in a child
-process, under an address-space limit. A case fails if the child crashes, hangs, or
-raises anything outside rcfmt's error hierarchy, or if a returned array fails
-``validate(full=True)``.
+decoders. Forged metadata too: footer table fields (row, page and null counts,
+offsets, lengths, encodings; sometimes made to agree with each other), the footer's
+schema (types, units, zones, widths, swapped or dropped entries) and page-index
+records, each with its checksum recomputed. Each mutated file is read through every
+read path (whole file with threads, no columns, block by block, column chunks,
+filtered scans, dictionary scan, batches, checksums off) in a child process, under an
+address-space limit. A case fails if the child crashes, hangs, or raises anything
+outside rcfmt's error hierarchy, or if a returned array fails ``validate(full=True)``.
 
     python fuzz/fuzz_pages.py --cases 20000 --seed 1       # a long campaign
     python fuzz/fuzz_pages.py --cases 300 --seed 7 --keep fuzz/out   # keep failing inputs
@@ -30,22 +33,32 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "data"))
+import make_bad  # noqa: E402 - the footer forging helpers (split_file, build_file, patch_page_index)
 PAGE_HEADER = struct.Struct("<BBBBIIIIIII")  # docs/FORMAT.md 4.1
 MEMORY_LIMIT = 3 << 30  # bytes of address space for the reading child
 
 CHILD = textwrap.dedent("""
     import resource, sys
     resource.setrlimit(resource.RLIMIT_AS, (int(sys.argv[1]), int(sys.argv[1])))
+    import pyarrow as pa
     import rcfmt
     from rcfmt import col
 
+    def rcfmt_table(array):
+        return pa.table({"c": array})
+
     def every_way(path, verify):
         yield rcfmt.read_table(path, verify_checksums=verify)
+        yield rcfmt.read_table(path, columns=[], verify_checksums=verify)
         with rcfmt.open(path, verify_checksums=verify) as f:
             for b in range(f.num_blocks):
                 yield f.read_block(b)
+            for c in range(len(f.schema)):
+                yield rcfmt_table(f.read_column_chunk(f.num_blocks - 1, c)) if f.num_blocks else None
             names = f.schema.names
             yield f.scan(filter=col(names[0]).is_valid() | col(names[-1]).is_null()).read()
+            yield f.scan(columns=[], filter=col(names[0]).is_valid()).read()
             yield f.scan(read_dictionary=names, use_threads=False).read()
             for batch in f.iter_batches(batch_size=37):
                 yield batch
@@ -55,7 +68,7 @@ CHILD = textwrap.dedent("""
         for verify in (True, False):
             try:
                 for table in every_way(path, verify):
-                    for column in table.columns:
+                    for column in (table.columns if table is not None else ()):
                         column.validate(full=True)
                 print("outcome read", flush=True)
             except rcfmt.RcfmtError as exc:
@@ -138,12 +151,93 @@ def _fix_crcs(data: bytearray, pos: int, body: bool) -> None:
     data[pos : pos + 32] = packed[:28] + zlib.crc32(packed[:28]).to_bytes(4, "little")
 
 
+_HUGE = [2**32 + 5, 2**40, 2**47, 2**48 - 1, 2**63, 2**64 - 1]
+_BLOCK_FIELDS = ["first_row", "row_count", "offset", "length"]
+_CHUNK_FIELDS = ["offset", "length", "null_count", "nan_count", "page_index_offset", "bloom_offset",
+                 "page_index_length", "bloom_length", "dictionary_length", "page_count", "dictionary_size",
+                 "encoding", "compression", "stats_flags", "min_len", "max_len"]
+_TYPES = [{"type": "int64"}, {"type": "int8"}, {"type": "uint32"}, {"type": "float64"}, {"type": "float32"},
+          {"type": "bool"}, {"type": "string"}, {"type": "binary", "large": True}, {"type": "date32"},
+          {"type": "timestamp", "unit": "ns", "tz": "Mars/Olympus_Mons"}, {"type": "timestamp", "unit": "s"},
+          {"type": "decimal128", "precision": 38, "scale": 2}, {"type": "decimal128", "precision": 1, "scale": 9}]
+_PAGE_FIELDS = ["first_row", "offset", "length", "row_count", "null_count", "nan_count", "stats_flags", "min_len",
+                "max_len"]
+
+
+def _hostile(rng: np.random.Generator, old: int, bits: int) -> int:
+    r = rng.random()
+    if r < 0.4:
+        value = int(rng.choice(_HOSTILE))
+    elif r < 0.6:
+        value = int(rng.choice(_HUGE))
+    else:
+        value = max(0, old + int(rng.integers(-3, 4)))
+    return value & ((1 << bits) - 1)
+
+
+def forge_metadata(raw: bytes, rng: np.random.Generator) -> bytes:
+    """A copy of ``raw`` with forged footer tables, schema or page-index records, every
+    checksum recomputed (so only the reader's structural checks stand in the way)."""
+    parts = make_bad.split_file(raw)
+    ncols, nblocks = len(parts.chunks), len(parts.blocks)
+    kind = int(rng.integers(4))
+    if kind == 0 and nblocks:  # a block's field; sometimes the rest of the footer made to agree
+        b = int(rng.integers(nblocks))
+        name = _BLOCK_FIELDS[int(rng.integers(len(_BLOCK_FIELDS)))]
+        old = int(parts.blocks[b][name])
+        parts.blocks[b][name] = _hostile(rng, old, 64)
+        if name == "row_count" and rng.random() < 0.7:
+            new = int(parts.blocks[b][name])
+            parts.doc["num_rows"] = int(parts.doc["num_rows"]) - old + new
+            for later in range(b + 1, nblocks):
+                parts.blocks[later]["first_row"] = (int(parts.blocks[later]["first_row"]) - old + new) % 2**64
+            if rng.random() < 0.5:
+                for chunk in parts.chunks:
+                    chunk[b]["page_count"] = min(2**32 - 1, max(1, -(-new // 2**20)))
+    elif kind == 1 and ncols and nblocks:  # a chunk record's field
+        c, b = int(rng.integers(ncols)), int(rng.integers(nblocks))
+        name = _CHUNK_FIELDS[int(rng.integers(len(_CHUNK_FIELDS)))]
+        bits = parts.chunks[c].dtype[name].itemsize * 8
+        if name == "encoding":
+            parts.chunks[c][b][name] = int(rng.integers(0, 8))
+        else:
+            parts.chunks[c][b][name] = _hostile(rng, int(parts.chunks[c][b][name]), bits)
+    elif kind == 2 and ncols:  # the schema: a type, a width, swapped or dropped entries
+        schema = parts.doc["schema"]
+        c = int(rng.integers(ncols))
+        how = int(rng.integers(4))
+        if how == 0:
+            keep = {k: schema[c][k] for k in ("name", "nullable", "stat_width")}
+            schema[c] = {**keep, **_TYPES[int(rng.integers(len(_TYPES)))]}
+        elif how == 1:
+            schema[c]["stat_width"] = int(rng.choice([1, 2, 4, 8, 16, 255]))
+        elif how == 2 and ncols > 1:
+            d = int(rng.integers(ncols))
+            schema[c], schema[d] = schema[d], schema[c]
+        else:
+            schema[c].pop(str(rng.choice(list(schema[c]))))
+    elif ncols and nblocks:  # a page-index record
+        c, b = int(rng.integers(ncols)), int(rng.integers(nblocks))
+        if int(parts.chunks[c][b]["page_index_length"]):
+            name = _PAGE_FIELDS[int(rng.integers(len(_PAGE_FIELDS)))]
+
+            def edit(entries):
+                k = int(rng.integers(len(entries)))
+                bits = entries.dtype[name].itemsize * 8
+                entries[k][name] = _hostile(rng, int(entries[k][name]), bits)
+
+            make_bad.patch_page_index(parts, parts.doc["schema"][c]["name"], b, edit)
+    return make_bad.build_file(parts)
+
+
 def mutate(raw: bytes, headers: list[int], rng: np.random.Generator) -> bytes:
     """One mutated copy of ``raw`` (see the module docstring)."""
     data = bytearray(raw)
     pos = headers[int(rng.integers(len(headers)))]
     head = list(PAGE_HEADER.unpack_from(data, pos))
-    kind = int(rng.integers(6))
+    kind = int(rng.integers(8))
+    if kind >= 6:  # forged metadata
+        return forge_metadata(raw, rng)
     if kind == 0:  # raw flips anywhere in the page region, checksums left wrong
         lo, hi = headers[0], headers[-1] + 32 + PAGE_HEADER.unpack_from(data, headers[-1])[7]
         for _ in range(int(rng.integers(1, 8))):

@@ -655,6 +655,28 @@ def test_zstd_claims_huge_page():
            column="s", block=1, page=0)
 
 
+@bad_file("encoding_cannot_hold_type.rcfmt")
+def test_encoding_cannot_hold_type():
+    """Caught when the footer is read, before any page: not a TypeError from a decoder."""
+    expect("encoding_cannot_hold_type.rcfmt", match="chunk encoding id 5 cannot hold int64 values", column="i",
+           block=0)
+    with pytest.raises(CorruptFileError, match="cannot hold"):
+        rcfmt.open(BAD / "encoding_cannot_hold_type.rcfmt")
+
+
+@bad_file("block_rows_with_agreeing_page_counts.rcfmt")
+def test_block_rows_with_agreeing_page_counts():
+    """Each page needs a 32-byte header, so a chunk's bytes bound its page count, and the
+    page count bounds its rows: 2^40 rows in a few hundred bytes is refused at open."""
+    expect("block_rows_with_agreeing_page_counts.rcfmt", match="more pages than the chunk's bytes can hold",
+           column="i", block=1)
+
+
+@bad_file("rows_without_columns.rcfmt")
+def test_rows_without_columns():
+    expect("rows_without_columns.rcfmt", match="a block has rows but the file has no columns", block=0)
+
+
 @bad_file("lz4_claims_huge_page.rcfmt")
 def test_lz4_claims_huge_page():
     expect("lz4_claims_huge_page.rcfmt", match="lz4 page of 19 bytes claims 2147483647 bytes uncompressed",

@@ -5,13 +5,16 @@ subclass with a fresh wire ``id``, plus its module name in ``_MODULES`` below.
 """
 from __future__ import annotations
 
+import functools
 import importlib
 import threading
+
+import numpy as np
 
 from ..errors import InvalidOptionError, UnsupportedError
 from .base import ColumnValues, EncodedChunk, Encoding
 
-__all__ = ["ColumnValues", "EncodedChunk", "Encoding", "by_id", "by_name", "all_encodings"]
+__all__ = ["ColumnValues", "EncodedChunk", "Encoding", "by_id", "by_name", "all_encodings", "holds_type"]
 
 _MODULES = ("plain", "dictionary", "rle", "bitpack", "delta", "alp", "delta_length")
 
@@ -75,3 +78,15 @@ def by_name(name: str) -> Encoding:
 def all_encodings() -> list[Encoding]:
     registry = _registry()[0]
     return [registry[i] for i in sorted(registry)]
+
+
+@functools.lru_cache(maxsize=None)
+def holds_type(ltype) -> np.ndarray:
+    """Per encoding id (0..255): 0 where a known encoding cannot hold ``ltype`` values,
+    1 otherwise; unknown ids pass here and are refused when a chunk is decoded. (The
+    footer check of every open uses it.)"""
+    row = np.ones(256, np.uint8)
+    for enc in _registry()[0].values():
+        row[enc.id] = enc.supports(ltype)
+    row.flags.writeable = False
+    return row

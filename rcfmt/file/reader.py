@@ -16,7 +16,9 @@ import numpy as np
 import pyarrow as pa
 
 from .._native import pageindex as _pageindex
+from .._native.pages import crc32
 from ..errors import ChecksumError, CorruptFileError, InvalidOptionError, RcfmtError, SchemaError, UnsupportedError
+from ..encodings import holds_type
 from ..format.footer import FileMetaData, parse_footer
 from ..format.layout import FORMAT_VERSION, HEADER, HEADER_SIZE, MAGIC, TAIL, TAIL_SIZE, page_record, view_records
 from ..format.stats_slots import stats_arrays
@@ -68,10 +70,7 @@ class RcfmtFile:
             raise
         self._names = [c.name for c in self.footer.columns]
         self._index = {name: i for i, name in enumerate(self._names)}
-        self.schema = pa.schema(
-            [pa.field(c.name, c.type.to_arrow(), c.nullable) for c in self.footer.columns],
-            metadata=self.footer.metadata or None,
-        )
+        self.schema = self.footer.arrow_schema
 
     # ------------------------------------------------------------------ basics
     @property
@@ -141,9 +140,9 @@ class RcfmtFile:
             footer = end[end_len - TAIL_SIZE - footer_len : end_len - TAIL_SIZE]
         else:
             footer = self.read_range(footer_start, footer_len)
-        if self.verify_checksums and zlib.crc32(footer) != footer_crc:
+        if self.verify_checksums and crc32(footer) != footer_crc:
             raise ChecksumError("footer checksum mismatch", offset=footer_start)
-        return parse_footer(footer, footer_start)
+        return parse_footer(footer, footer_start, holds_type)
 
     # ------------------------------------------------------------------ metadata access
     def column_index(self, name: str) -> int:

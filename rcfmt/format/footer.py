@@ -7,12 +7,15 @@ Table offsets in the JSON are relative to the start of the footer. See docs/FORM
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import struct
 from dataclasses import dataclass, field
 
 import numpy as np
+import pyarrow as pa
 
+from .._native import footer as _footer
 from ..errors import CorruptFileError, UnsupportedError
 from ..types import LogicalType, logical_type_from_json
 from .layout import (
@@ -22,6 +25,7 @@ from .layout import (
     KNOWN_FEATURES,
     MAX_PAGE_ROWS,
     chunk_record,
+    page_record,
     view_records,
 )
 
@@ -53,6 +57,7 @@ class FileMetaData:
     page_index_region: tuple[int, int] = (0, 0)  # offset, length
     bloom_region: tuple[int, int] = (0, 0)  # offset, length
     extra: dict = field(default_factory=dict)  # unknown optional JSON keys, kept for tools
+    arrow_schema: pa.Schema | None = None  # the columns as Arrow sees them (set when parsed)
 
     @property
     def num_rows(self) -> int:
@@ -111,18 +116,60 @@ def _fail(msg: str) -> CorruptFileError:
     return CorruptFileError(f"footer: {msg}")
 
 
-def parse_footer(buf: bytes, footer_offset: int) -> FileMetaData:
+def parse_footer(buf: bytes, footer_offset: int, encodings_ok=None) -> FileMetaData:
     """Parse and validate a footer that starts at file offset ``footer_offset``.
 
-    Every location it holds is checked to lie inside the file before ``footer_offset``.
+    Every location it holds is checked to lie inside the file before ``footer_offset``,
+    and every count against the bytes that can hold it (docs/FORMAT.md §9).
+    ``encodings_ok(logical_type)`` may give, per encoding id, 0 where a known encoding
+    cannot hold that type (the byte layout itself knows no encodings).
     """
     if len(buf) < 4:
         raise _fail("too short")
     (json_len,) = _U32.unpack_from(buf, 0)
     if 4 + json_len > len(buf):
         raise _fail("JSON length runs past the footer")
+    head = _parse_json(bytes(buf[4 : 4 + json_len]), encodings_ok)
     try:
-        doc = json.loads(bytes(buf[4 : 4 + json_len]).decode("utf-8"))
+        doc = head.doc
+        nblocks = int(doc["blocks"]["count"])
+        blocks = _table(buf, doc["blocks"], BLOCK_RECORD, nblocks)
+        chunks = [_table(buf, e, dtype, nblocks) for e, dtype in zip(doc["chunks"], head.chunk_dtypes)]
+        layout = (int(doc["blocks"]["offset"]), int(doc["blocks"]["record_size"]),
+                  np.array([int(e["offset"]) for e in doc["chunks"]], np.intp),
+                  np.array([int(e["record_size"]) for e in doc["chunks"]], np.intp))
+    except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
+        raise _fail(f"malformed ({type(exc).__name__}: {exc})") from None
+    meta = FileMetaData(list(head.columns), blocks, chunks, dict(head.metadata), head.created_by, head.page_index,
+                        head.bloom, dict(head.extra), head.arrow_schema)
+    _validate(meta, footer_offset, head, np.frombuffer(buf, np.uint8), layout)
+    return meta
+
+
+@dataclass(frozen=True, eq=False)
+class _Head:
+    """What a footer's JSON says, parsed and checked (shared by every open of the same
+    footer: treat as read-only)."""
+
+    doc: dict
+    columns: tuple
+    chunk_dtypes: tuple
+    page_record_sizes: np.ndarray
+    encodings_ok: np.ndarray  # (columns, 256) uint8
+    metadata: dict
+    created_by: str
+    page_index: tuple
+    bloom: tuple
+    extra: dict
+    arrow_schema: pa.Schema
+
+
+@functools.lru_cache(maxsize=128)
+def _parse_json(text: bytes, encodings_ok) -> _Head:
+    """The footer's JSON parsed (cached by its bytes: a file opened again, or another
+    with the very same footer, costs one dictionary lookup)."""
+    try:
+        doc = json.loads(text.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise _fail(f"malformed JSON ({exc})") from None
     if not isinstance(doc, dict):
@@ -139,7 +186,7 @@ def parse_footer(buf: bytes, footer_offset: int) -> FileMetaData:
     if unknown:
         raise UnsupportedError(f"file requires features this rcfmt does not know: {unknown}")
     try:
-        return _build(doc, buf, footer_offset)
+        return _head(doc, encodings_ok)
     except (KeyError, TypeError, ValueError, AttributeError, OverflowError, RecursionError) as exc:
         raise _fail(f"malformed ({type(exc).__name__}: {exc})") from None
 
@@ -150,99 +197,122 @@ def _table(buf, entry: dict, dtype: np.dtype, count: int) -> np.ndarray:
         raise _fail(f"bad table layout {entry}")
     if offset + count * record_size > len(buf):
         raise _fail("table runs past the footer")
+    if record_size == dtype.itemsize:
+        return np.frombuffer(buf, dtype, count, offset)
     return view_records(memoryview(buf)[offset : offset + count * record_size], dtype, count, record_size)
 
 
-def _build(doc: dict, buf, footer_offset: int) -> FileMetaData:
-    columns = []
+def _head(doc: dict, encodings_ok) -> _Head:
+    columns, fields, allowed = [], [], []
     names = set()
     for entry in doc["schema"]:
-        name = entry["name"]
-        if not isinstance(name, str) or name in names:
-            raise _fail(f"bad or duplicate column name {name!r}")
-        names.add(name)
-        ltype = logical_type_from_json(entry)
-        width = int(entry["stat_width"])
-        expected = ltype.width
-        if (expected and width != expected) or not 1 <= width <= 255:
-            raise _fail(f"column {name!r} has stat_width {width}")
-        columns.append(ColumnSchema(name, ltype, bool(entry["nullable"]), width))
-    block_entry = doc["blocks"]
-    nblocks = int(block_entry["count"])
-    blocks = _table(buf, block_entry, BLOCK_RECORD, nblocks)
-    if len(doc["chunks"]) != len(columns):
+        if not isinstance(entry, dict):
+            raise _fail(f"malformed column entry {entry!r}")
+        items = tuple(entry.items())
+        try:
+            column, arrow_field, ok = _column(items, encodings_ok)
+        except TypeError:  # an unhashable value (unknown to this version): parse uncached
+            column, arrow_field, ok = _column.__wrapped__(items, encodings_ok)
+        if column.name in names:
+            raise _fail(f"bad or duplicate column name {column.name!r}")
+        names.add(column.name)
+        columns.append(column)
+        fields.append(arrow_field)
+        allowed.append(ok)
+    if not isinstance(doc["blocks"], dict) or len(doc["chunks"]) != len(columns):
         raise _fail("one chunk table per column expected")
-    chunks = [_table(buf, e, chunk_record(c.stat_width), nblocks) for e, c in zip(doc["chunks"], columns)]
     metadata = {}
     for item in doc.get("metadata", []):
         value = base64.b64decode(item["base64"]) if "base64" in item else item["value"].encode("utf-8")
         metadata[str(item["key"])] = value
     pi = doc.get("page_index", {"offset": 0, "length": 0})
-    region = (int(pi["offset"]), int(pi["length"]))
     bf = doc.get("bloom_filters", {"offset": 0, "length": 0})
-    bloom_region = (int(bf["offset"]), int(bf["length"]))
-    meta = FileMetaData(columns, blocks, chunks, metadata, str(doc.get("created_by", "")), region, bloom_region,
-                        {k: v for k, v in doc.items() if k not in _KNOWN_KEYS})
-    _validate(meta, footer_offset, doc)
-    return meta
+    num_rows = doc["num_rows"]
+    if not isinstance(num_rows, int) or not 0 <= num_rows < 1 << 64:
+        raise _fail("num_rows disagrees with the blocks")
+    return _Head(doc, tuple(columns), tuple(chunk_record(c.stat_width) for c in columns),
+                 np.array([page_record(c.stat_width).itemsize for c in columns], np.intp),
+                 np.stack(allowed) if allowed else np.ones((0, 256), np.uint8), metadata,
+                 str(doc.get("created_by", "")), (int(pi["offset"]), int(pi["length"])),
+                 (int(bf["offset"]), int(bf["length"])), {k: v for k, v in doc.items() if k not in _KNOWN_KEYS},
+                 pa.schema(fields, metadata=metadata or None))
+
+
+@functools.lru_cache(maxsize=4096)
+def _column(items: tuple, encodings_ok) -> tuple:
+    """One schema entry (its JSON items) -> (ColumnSchema, Arrow field, per encoding id
+    whether it can hold the type); cached, as files of one dataset repeat their schema."""
+    entry = dict(items)
+    name = entry["name"]
+    if not isinstance(name, str):
+        raise _fail(f"bad or duplicate column name {name!r}")
+    ltype = logical_type_from_json(entry)
+    width = int(entry["stat_width"])
+    expected = ltype.width
+    if (expected and width != expected) or not 1 <= width <= 255:
+        raise _fail(f"column {name!r} has stat_width {width}")
+    column = ColumnSchema(name, ltype, bool(entry["nullable"]), width)
+    ok = np.ones(256, np.uint8) if encodings_ok is None else encodings_ok(ltype)
+    return column, pa.field(name, ltype.to_arrow(), column.nullable), ok
 
 
 _KNOWN_KEYS = {"format_version", "required_features", "created_by", "num_rows", "schema", "metadata",
                "page_index", "bloom_filters", "blocks", "chunks"}
 
 
-def _validate(meta: FileMetaData, footer_offset: int, doc: dict) -> None:
-    """Check that counts add up and every location lies inside the data region."""
-    blocks = meta.blocks
-    rows = blocks["row_count"].astype(np.uint64)
-    first = blocks["first_row"].astype(np.uint64)
-    if len(blocks):
-        expected_first = np.concatenate(([0], np.cumsum(rows[:-1], dtype=np.uint64)))
-        if not np.array_equal(first, expected_first) or int(rows.max()) >= 1 << 48:
-            raise _fail("block first rows do not follow row counts")
-    if int(doc["num_rows"]) != int(rows.sum(dtype=np.uint64)):
-        raise _fail("num_rows disagrees with the blocks")
+def _region(region: tuple[int, int]) -> tuple[int, int]:
+    """A region as the checks see it: one that cannot exist (negative, or past 2^64) is
+    empty, so every chunk pointing into it fails its own located check."""
+    off, length = region
+    return (off, length) if off >= 0 and length >= 0 and off + length < 1 << 64 else (0, 0)
+
+
+_MESSAGES = {
+    _footer.FOOTER_BLOCK_ROWS: "block first rows do not follow row counts",
+    _footer.FOOTER_NUM_ROWS: "num_rows disagrees with the blocks",
+    _footer.FOOTER_BLOCK_OUTSIDE: "block outside the data region",
+    _footer.FOOTER_ROWS_WITHOUT_COLUMNS: "a block has rows but the file has no columns",
+    _footer.FOOTER_CHUNK_OUTSIDE: "column chunk outside its block",
+    _footer.FOOTER_DICTIONARY_LENGTH: "dictionary page longer than its chunk",
+    _footer.FOOTER_PAGE_INDEX_OUTSIDE: "page index entries outside the page index region",
+    _footer.FOOTER_PAGE_INDEX_LENGTH: "page index length disagrees with the page count",
+    _footer.FOOTER_BLOOM_OUTSIDE: "bloom filter outside the bloom filter region",
+    _footer.FOOTER_PAGES_OVER_ROWS: "more pages than rows in a chunk",
+    _footer.FOOTER_PAGES_OVER_BYTES: "more pages than the chunk's bytes can hold",
+    _footer.FOOTER_ROWS_OVER_PAGES: "more rows than its pages can hold",
+    _footer.FOOTER_COUNTS_OVER_ROWS: "chunk counts exceed block rows",
+    _footer.FOOTER_ENCODING_TYPE: "chunk encoding cannot hold the column's type",
+}
+
+
+def _validate(meta: FileMetaData, footer_offset: int, head: _Head, footer, layout) -> None:
+    """Check that counts add up and every location lies inside the data region (one
+    native pass over the tables in ``footer``, laid out as ``layout`` = (blocks offset,
+    block record size, chunk table offsets, chunk record sizes); see
+    :mod:`rcfmt._native.footer`)."""
+    pi_off, pi_len = _region(meta.page_index_region)
+    bf_off, bf_len = _region(meta.bloom_region)
     data_end = footer_offset
-    pi_off, pi_len = meta.page_index_region
     if pi_len:
         if pi_off < HEADER_SIZE or pi_off + pi_len > footer_offset:
             raise _fail("page index region outside the file")
         data_end = pi_off
-    bf_off, bf_len = meta.bloom_region
     if bf_len and (bf_off < HEADER_SIZE or bf_off + bf_len > footer_offset):
         raise _fail("bloom filter region outside the file")
     if bf_len and pi_len and bf_off < pi_off + pi_len:
         raise _fail("bloom filter region overlaps the page index")
     if bf_len and not pi_len:
         data_end = min(data_end, bf_off)
-    b_off = blocks["offset"].astype(np.uint64)
-    b_end = b_off + blocks["length"].astype(np.uint64)
-    if len(blocks) and (int(b_off.min()) < HEADER_SIZE or int(b_end.max()) > data_end or np.any(b_end < b_off)):
-        raise _fail("block outside the data region")
-    if not meta.chunks or not len(blocks):
+    columns = meta.columns
+    code, col, block = _footer.check_tables(
+        footer, layout[0], layout[1], len(meta.blocks), layout[2], layout[3], head.page_record_sizes,
+        head.encodings_ok, head.doc["num_rows"], HEADER_SIZE, data_end, pi_off, pi_len, bf_off, bf_len,
+        MAX_PAGE_ROWS)
+    if code == _footer.FOOTER_OK:
         return
-    # every column's table at once: one (columns x blocks) array per field
-    def field(name):
-        return np.stack([c[name] for c in meta.chunks]).astype(np.uint64)
-
-    c_off, c_len = field("offset"), field("length")
-    c_end = c_off + c_len
-    p_off, p_len = field("page_index_offset"), field("page_index_length")
-    f_off, f_len = field("bloom_offset"), field("bloom_length")
-    pages = field("page_count")
-    checks = [
-        ((c_off < b_off) | (c_end > b_end) | (c_end < c_off), "column chunk outside its block"),
-        (field("dictionary_length") > c_len, "dictionary page longer than its chunk"),
-        ((p_len > 0) & ((p_off < pi_off) | (p_off + p_len > pi_off + pi_len) | (p_off + p_len < p_off)),
-         "page index entries outside the page index region"),
-        ((f_len > 0) & ((f_off < bf_off) | (f_off + f_len > bf_off + bf_len) | (f_off + f_len < f_off)
-                        | (f_len < 36)), "bloom filter outside the bloom filter region"),
-        (pages > np.maximum(rows, 1), "more pages than rows in a chunk"),
-        (rows > pages * np.uint64(MAX_PAGE_ROWS), "more rows than its pages can hold"),
-        ((field("null_count") > rows) | (field("nan_count") > rows), "chunk counts exceed block rows"),
-    ]
-    for bad, message in checks:
-        if bad.any():
-            col = int(np.flatnonzero(bad.any(axis=1))[0])
-            raise CorruptFileError(f"footer: {message}", column=meta.columns[col].name,
-                                   block=int(np.flatnonzero(bad[col])[0]))
+    message = _MESSAGES[code]
+    if code == _footer.FOOTER_ENCODING_TYPE:
+        eid = int(meta.chunks[col][block]["encoding"])
+        message = f"chunk encoding id {eid} cannot hold {columns[col].type.name} values"
+    raise CorruptFileError(f"footer: {message}", column=None if col < 0 else columns[col].name,
+                           block=None if block < 0 else block)

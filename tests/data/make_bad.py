@@ -418,6 +418,35 @@ def _(data, work):
     return data
 
 
+@forger("encoding_cannot_hold_type.rcfmt")
+def _(data, work):
+    """An int64 chunk (footer and pages agree) claiming ALP, a float-only encoding."""
+    offsets = pages_of(data, work / "x", "i", 0)  # (the forged file no longer opens)
+    for off in offsets:
+        data = patch_page(data, off, encoding=5)
+    parts = split_file(data)
+    parts.chunks[parts.column("i")][0]["encoding"] = 5
+    return build_file(parts)
+
+
+@forger("block_rows_with_agreeing_page_counts.rcfmt")
+def _(data, work):
+    def edit(p):  # 2^40 rows, and page counts raised to hold them: only the bytes disagree
+        rows = 2**40
+        p.doc["num_rows"] += rows - int(p.blocks["row_count"][1])
+        p.blocks["row_count"][1] = rows
+        for chunk in p.chunks:
+            chunk[1]["page_count"] = rows >> 20
+    return _doc_edit(data, edit)
+
+
+@forger("rows_without_columns.rcfmt")
+def _(data, work):
+    def edit(p):  # blocks with rows, no columns to hold them
+        p.doc["schema"], p.doc["chunks"], p.chunks = [], [], []
+    return _doc_edit(data, edit)
+
+
 @forger("page_encoding_differs_from_chunk.rcfmt")
 def _(data, work):
     off = pages_of(data, work / "x", "r", 1)[1]
