@@ -8,12 +8,13 @@ offsets, lengths, encodings; sometimes made to agree with each other), the foote
 schema (types, units, zones, widths, swapped or dropped entries) and page-index
 records, each with its checksum recomputed. Each mutated file is read through every
 read path (whole file with threads, no columns, block by block, column chunks,
-filtered scans, dictionary scan, batches, checksums off) in a child process, under an
+filtered scans, dictionary scan, batches, the CLI's description, checksums off) in a child process, under an
 address-space limit. A case fails if the child crashes, hangs, or raises anything
 outside rcfmt's error hierarchy, or if a returned array fails ``validate(full=True)``.
 
     python fuzz/fuzz_pages.py --cases 20000 --seed 1       # a long campaign
     python fuzz/fuzz_pages.py --cases 300 --seed 7 --keep fuzz/out   # keep failing inputs
+    python fuzz/fuzz_pages.py --cases 10000 --metadata-only         # forged footers only
 
 The test suite runs a bounded campaign (tests/test_fuzz_pages.py).
 """
@@ -44,6 +45,7 @@ CHILD = textwrap.dedent("""
     import pyarrow as pa
     import rcfmt
     from rcfmt import col
+    from rcfmt.cli import describe
 
     def rcfmt_table(array):
         return pa.table({"c": array})
@@ -59,6 +61,7 @@ CHILD = textwrap.dedent("""
             names = f.schema.names
             yield f.scan(filter=col(names[0]).is_valid() | col(names[-1]).is_null()).read()
             yield f.scan(columns=[], filter=col(names[0]).is_valid()).read()
+            describe(f)  # what `rcfmt inspect` prints
             yield f.scan(read_dictionary=names, use_threads=False).read()
             for batch in f.iter_batches(batch_size=37):
                 yield batch
@@ -230,12 +233,12 @@ def forge_metadata(raw: bytes, rng: np.random.Generator) -> bytes:
     return make_bad.build_file(parts)
 
 
-def mutate(raw: bytes, headers: list[int], rng: np.random.Generator) -> bytes:
+def mutate(raw: bytes, headers: list[int], rng: np.random.Generator, metadata_only: bool = False) -> bytes:
     """One mutated copy of ``raw`` (see the module docstring)."""
     data = bytearray(raw)
     pos = headers[int(rng.integers(len(headers)))]
     head = list(PAGE_HEADER.unpack_from(data, pos))
-    kind = int(rng.integers(8))
+    kind = 6 if metadata_only else int(rng.integers(8))
     if kind >= 6:  # forged metadata
         return forge_metadata(raw, rng)
     if kind == 0:  # raw flips anywhere in the page region, checksums left wrong
@@ -277,7 +280,8 @@ def mutate(raw: bytes, headers: list[int], rng: np.random.Generator) -> bytes:
     return bytes(data)
 
 
-def run(cases: int, seed: int, keep: Path | None = None, timeout: float = 600.0, batch: int = 400) -> dict:
+def run(cases: int, seed: int, keep: Path | None = None, timeout: float = 600.0, batch: int = 400,
+        metadata_only: bool = False) -> dict:
     """Fuzz ``cases`` mutated files; returns counts and the failures found."""
     rng = np.random.default_rng(seed)
     found: list[str] = []
@@ -293,7 +297,7 @@ def run(cases: int, seed: int, keep: Path | None = None, timeout: float = 600.0,
             for k in range(min(batch, cases - done)):
                 path, raw, headers = bases[int(rng.integers(len(bases)))]
                 case = work / f"case{done + k}.rcfmt"
-                case.write_bytes(mutate(raw, headers, rng))
+                case.write_bytes(mutate(raw, headers, rng, metadata_only))
                 paths.append(case)
             proc = subprocess.run([sys.executable, "-c", CHILD, str(MEMORY_LIMIT)], input="\n".join(map(str, paths)),
                                   capture_output=True, text=True, cwd=ROOT, timeout=timeout,
@@ -326,8 +330,9 @@ def main() -> None:
     ap.add_argument("--cases", type=int, default=2000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--keep", type=Path, default=None, help="copy failing inputs here")
+    ap.add_argument("--metadata-only", action="store_true", help="only forge footers, schemas and page indexes")
     args = ap.parse_args()
-    result = run(args.cases, args.seed, args.keep)
+    result = run(args.cases, args.seed, args.keep, metadata_only=args.metadata_only)
     for key, count in sorted(result["outcomes"].items(), key=lambda kv: -kv[1]):
         print(f"{count:8d}  {key}")
     for line in result["failures"]:

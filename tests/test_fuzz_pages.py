@@ -18,3 +18,14 @@ def test_mutated_pages_give_rcfmt_errors_or_valid_arrow():
     kinds = " ".join(result["outcomes"])
     assert "ChecksumError" in kinds and "read without error" in kinds, result["outcomes"]
     assert sum(n for k, n in result["outcomes"].items() if k.startswith("CorruptFileError")) > 100, result["outcomes"]
+
+
+def test_forged_metadata_gives_rcfmt_errors_or_valid_arrow():
+    """Footers, schemas and page indexes forged with recomputed checksums, through every
+    read path (issue: forged files), in child processes under an address-space limit."""
+    result = fuzz_pages.run(cases=300, seed=20261125, timeout=900, metadata_only=True)
+    assert result["cases"] == 300
+    assert not result["failures"], "\n".join(result["failures"][:10])
+    outcomes = result["outcomes"]
+    assert "read without error" in outcomes, outcomes
+    assert sum(n for k, n in outcomes.items() if k.startswith("CorruptFileError")) > 100, outcomes

@@ -41,6 +41,15 @@ def _threads() -> int:
 
 
 # ------------------------------------------------------------------ snapshots
+def check_version_info(info: dict, version: int, path: str) -> None:
+    """An index version must say it is the version its name says, and that its parent
+    is the one before (a version copied over another, or renamed, is refused)."""
+    recorded, parent = info.get("version", version), info.get("parent_version", version - 1)
+    if recorded != version or parent != version - 1:
+        raise CorruptFileError(f"index version file is version {version} but records version {recorded!r} "
+                               f"with parent {parent!r}", path=path)
+
+
 def read_snapshot(root: str, version: int, columns: Sequence[str] | None = ()) -> Snapshot:
     """Version ``version`` of the index. ``columns``: extra index columns to load besides
     the base and partition columns (None = all)."""
@@ -57,6 +66,7 @@ def read_snapshot(root: str, version: int, columns: Sequence[str] | None = ()) -
             raise CorruptFileError(f"malformed dataset metadata: {exc}", path=path) from None
         if info.get("format_version", 1) > 1:
             raise RcfmtError(f"{path}: dataset format version {info['format_version']} is newer than this rcfmt")
+        check_version_info(info, version, path)
         if columns is None:
             table = f.read()
         else:
@@ -555,6 +565,7 @@ class Dataset:
                     raise ValueError("not an object")
             except (TypeError, ValueError) as exc:
                 raise CorruptFileError(f"index version without valid dataset metadata ({exc})", path=path) from None
+            check_version_info(info, v, path)
             info.pop("schema", None)
             out.append(info)
         return out

@@ -55,6 +55,11 @@ def _values(records: np.ndarray, field: str, lengths: np.ndarray, ltype: Logical
             out[i] = bytes(slot)[: int(n)]
         return out
     if ltype.name == "decimal128":
+        # 16-byte two's complement: int64 when every slot fits (the high word is the low
+        # word's sign extension), as Python ints otherwise
+        words = np.frombuffer(raw.tobytes(), dtype="<i8").reshape(-1, 2)
+        if np.array_equal(words[:, 1], words[:, 0] >> 63):
+            return words[:, 0].copy()
         out = np.empty(len(records), dtype=object)
         for i, slot in enumerate(raw):
             out[i] = int.from_bytes(bytes(slot), "little", signed=True)

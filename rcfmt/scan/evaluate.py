@@ -116,7 +116,7 @@ def leaf_mask(leaf: Leaf, data: ColumnData) -> np.ndarray:
             _values_mask(leaf, dictionary.slice(0, 1), np.zeros(1, bool), data.ltype)[0])
         cached = data._dict_masks[id(leaf)] = (dict_mask, null_true)
     dict_mask, null_true = cached
-    mask = dict_mask[data.codes] if len(dict_mask) else np.zeros(len(data.codes), bool)
+    mask = np.take(dict_mask, data.codes) if len(dict_mask) else np.zeros(len(data.codes), bool)
     if data.valid is not None:
         mask = np.where(data.valid, mask, null_true)
     return mask

@@ -11,8 +11,9 @@ counts and bounds that the stats rules of :mod:`rcfmt.statistics` guarantee are 
   trusted for ``!=`` / NOT IN only when ``min_exact`` and ``max_exact`` say so;
 - -0.0 and +0.0 compare equal (numpy follows IEEE).
 
-Numeric stats are handled with numpy array operations; object arrays (decimal ints,
-bytes) loop in Python over the units that have bounds.
+Numeric stats are handled with numpy array operations (decimals as int64 where their
+bounds fit); object arrays (wider decimal ints, bytes) loop in Python over the units
+that have bounds.
 """
 from __future__ import annotations
 
@@ -120,7 +121,14 @@ def _is_discrete(leaf: InSet) -> bool:
 
 
 def _sorted_members(leaf: InSet, dtype: np.dtype) -> np.ndarray:
-    return np.asarray(leaf.values, dtype=dtype)  # already sorted and distinct
+    """The members (already sorted and distinct) as ``dtype``; for integer stats
+    (decimals held as int64 among them) members outside the dtype's range are dropped:
+    no value within the bounds can equal them."""
+    values = leaf.values
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        values = [v for v in values if info.min <= v <= info.max]
+    return np.asarray(values, dtype=dtype)
 
 
 def _in_may_match(leaf: InSet, s: StatsArrays, has, ordered, valid, nans, discrete: bool) -> np.ndarray:
@@ -143,6 +151,8 @@ def _any_member_within(leaf: InSet, s: StatsArrays, has) -> np.ndarray:
     lo, hi = s.min, s.max
     if lo.dtype != object:
         members = _sorted_members(leaf, lo.dtype)
+        if not len(members):
+            return np.zeros(len(lo), bool)
         idx = np.searchsorted(members, lo, side="left")  # first member >= min
         first = members[np.minimum(idx, len(members) - 1)]
         return has & (idx < len(members)) & (first <= hi)

@@ -85,14 +85,21 @@ def _gather_data(data: ColumnData, idx: np.ndarray) -> ColumnData:
 
 class PageIndex:
     """The page-index records of one column chunk (checked when read: the pages tile
-    the block) with their first rows and row counts as int64, converted once."""
+    the block) with their first rows and row counts as int64, converted once, and the
+    pages' statistics (computed on first use, shared by every leaf on the column)."""
 
-    __slots__ = ("entries", "first", "counts")
+    __slots__ = ("entries", "first", "counts", "_stats")
 
     def __init__(self, entries: np.ndarray):
         self.entries = entries
         self.first = entries["first_row"].astype(np.int64)
         self.counts = entries["row_count"].astype(np.int64)
+        self._stats = None
+
+    def stats(self, file, block: int, col: int):
+        if self._stats is None:
+            self._stats = file.page_stats(block, col, self.entries)
+        return self._stats
 
 
 def _leaves(expr):
@@ -202,18 +209,49 @@ class FileScan:
         return cache[key]
 
     def row_ranges(self, block: int, cache: dict) -> RowRanges:
-        """Rows of ``block`` that may match, from the page index of the filter columns."""
+        """Rows of ``block`` that may match, from the page index of the filter columns.
+
+        Leaves on one column combine as masks over that column's pages (its pages line
+        up); only masks of different columns become row ranges, intersected (AND) or
+        united (OR)."""
         rows = int(self.file.footer.blocks[block]["row_count"])
         if self.nnf is None or not self.use_page_index:
             return RowRanges.full(rows)
+        return self._as_ranges(self._page_masks(self.nnf, block, cache), block, cache, rows)
 
-        def leaf_fn(leaf):
-            col = self.filter_ids[leaf.column.name]
-            index = self._page_index(block, col, cache)
-            keep = leaf_may_match(leaf, self.file.page_stats(block, col, index.entries))
-            return RowRanges.from_pages(index.first, index.counts, keep)
+    def _page_masks(self, expr, block: int, cache: dict):
+        """``{column: page keep mask}`` when every leaf of ``expr`` is on one column,
+        else a RowRanges."""
+        if isinstance(expr, (BoundAnd, BoundOr)):
+            is_and = isinstance(expr, BoundAnd)
+            masks: dict[int, np.ndarray] = {}
+            ranges: list[RowRanges] = []
+            for child in expr.children:
+                part = self._page_masks(child, block, cache)
+                if isinstance(part, RowRanges):
+                    ranges.append(part)
+                    continue
+                ((col, keep),) = part.items()
+                masks[col] = keep if col not in masks else (masks[col] & keep if is_and else masks[col] | keep)
+            if not ranges and len(masks) == 1:
+                return masks
+            rows = int(self.file.footer.blocks[block]["row_count"])
+            ranges += [self._as_ranges({col: keep}, block, cache, rows) for col, keep in masks.items()]
+            out = ranges[0]
+            for r in ranges[1:]:
+                out = out.intersect(r) if is_and else out.union(r)
+            return out
+        col = self.filter_ids[expr.column.name]
+        return {col: leaf_may_match(expr, self._page_index(block, col, cache).stats(self.file, block, col))}
 
-        return fold(self.nnf, leaf_fn, lambda a, b: a & b, lambda a, b: a | b)
+    def _as_ranges(self, part, block: int, cache: dict, rows: int) -> RowRanges:
+        if isinstance(part, RowRanges):
+            return part
+        ((col, keep),) = part.items()
+        if keep.all():
+            return RowRanges.full(rows)
+        index = self._page_index(block, col, cache)
+        return RowRanges.from_pages(index.first, index.counts, keep)
 
     # ---------------------------------------------------------------- decoding
     def _decode_pages(self, block: int, col: int, page_ids: np.ndarray, entries, stats: ScanStats,

@@ -241,6 +241,8 @@ class RowRanges:
             return RowRanges.empty()
         if len(a) < len(b):
             a, b = b, a
+        if len(b) == 1 and b.starts[0] <= a.starts[0] and b.ends[0] >= a.ends[-1]:
+            return a  # one range covering the other set (e.g. a whole block)
         # for each range of the smaller b, the ranges of a it overlaps: [lo, hi)
         lo = np.searchsorted(a.ends, b.starts, side="right")
         hi = np.searchsorted(a.starts, b.ends, side="left")

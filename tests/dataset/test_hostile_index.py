@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 
 import pyarrow as pa
 import pytest
@@ -84,3 +85,18 @@ def test_cli_bounds_survive_forged_units_and_zones():
     assert _fmt_bound(2**62, LogicalType("timestamp", unit="s")) == f"{2**62} (s)"
     assert _fmt_bound(0, LogicalType("timestamp", unit="us", tz="Not/AZone")) == "0 (us)"
     assert _fmt_bound(10, LogicalType("date32")) == "1970-01-11"
+
+
+def test_an_older_version_copied_over_the_latest_is_refused(setup):
+    """An index version whose recorded number or parent disagrees with its name (an older
+    snapshot copied over the current one) is refused, not read as the latest."""
+    root, _ = setup
+    rcfmt.write_dataset(pa.table({"x": [4]}), root, mode="append")
+    latest = latest_version(str(root))
+    older = version_path(str(root), latest - 1)
+    shutil.copyfile(older, version_path(str(root), latest))
+    with pytest.raises(rcfmt.CorruptFileError, match=f"is version {latest} but records version {latest - 1}"):
+        rcfmt.dataset(root)
+    with pytest.raises(rcfmt.CorruptFileError, match="records version"):
+        rcfmt.dataset(root, version=latest - 1).history()
+    assert rcfmt.dataset(root, version=latest - 1).num_rows == 3  # the older version itself stays readable
