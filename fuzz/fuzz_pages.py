@@ -8,7 +8,8 @@ offsets, lengths, encodings; sometimes made to agree with each other), the foote
 schema (types, units, zones, widths, swapped or dropped entries) and page-index
 records, each with its checksum recomputed. Each mutated file is read through every
 read path (whole file with threads, no columns, block by block, column chunks,
-filtered scans, dictionary scan, batches, the CLI's description, checksums off) in a child process, under an
+filtered scans, dictionary scan, batches, the CLI's description, a dataset holding the
+file, checksums off) in a child process, under an
 address-space limit. A case fails if the child crashes, hangs, or raises anything
 outside rcfmt's error hierarchy, or if a returned array fails ``validate(full=True)``.
 
@@ -42,6 +43,7 @@ MEMORY_LIMIT = 3 << 30  # bytes of address space for the reading child
 CHILD = textwrap.dedent("""
     import resource, sys
     resource.setrlimit(resource.RLIMIT_AS, (int(sys.argv[1]), int(sys.argv[1])))
+    import os, shutil, tempfile
     import pyarrow as pa
     import rcfmt
     from rcfmt import col
@@ -62,6 +64,15 @@ CHILD = textwrap.dedent("""
             yield f.scan(filter=col(names[0]).is_valid() | col(names[-1]).is_null()).read()
             yield f.scan(columns=[], filter=col(names[0]).is_valid()).read()
             describe(f)  # what `rcfmt inspect` prints
+        # the dataset path: a directory (without index) holding only this file
+        root = tempfile.mkdtemp(dir=os.path.dirname(path))
+        shutil.copyfile(path, os.path.join(root, "part-0.rcfmt"))
+        try:
+            ds = rcfmt.dataset(root)
+            yield ds.to_table()
+            yield ds.to_table(filter=col(ds.schema.names[0]).is_valid())
+        finally:
+            shutil.rmtree(root)
             yield f.scan(read_dictionary=names, use_threads=False).read()
             for batch in f.iter_batches(batch_size=37):
                 yield batch

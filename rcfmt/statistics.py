@@ -122,10 +122,20 @@ def compute_stats(values, valid, ltype: LogicalType, truncate: int) -> ColumnSta
         count, lo_i, hi_i = _stats.minmax_decimal128(raw, valid_u8)
         return ColumnStats(null_count, 0, int.from_bytes(raw[lo_i].tobytes(), "little", signed=True),
                            int.from_bytes(raw[hi_i].tobytes(), "little", signed=True))
-    v = np.ascontiguousarray(values.values)
-    count, lo, hi, nans = _stats.minmax(v, valid_u8)
-    if count == 0:
+    # numpy's min/max reductions are SIMD, dispatched at run time: several times faster
+    # than one scalar loop in a portable build
+    v = np.asarray(values.values)
+    if null_count:
+        v = v[valid]
+    nans = 0
+    if ltype.is_float:
+        is_nan = np.isnan(v)
+        nans = int(np.count_nonzero(is_nan))
+        if nans:
+            v = v[~is_nan]
+    if not len(v):
         return ColumnStats(null_count, nans)
+    lo, hi = v.min(), v.max()
     scalar = v.dtype.type
     if ltype.is_float:
         lo = -0.0 if lo == 0 else lo

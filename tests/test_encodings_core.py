@@ -3,6 +3,8 @@ for byte, round trips for every type, hostile bodies, and what the selector pick
 (asserted in the footer, Lance ``with_expected_encoding`` style)."""
 from __future__ import annotations
 
+import decimal
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -343,3 +345,45 @@ def test_choose_requires_a_real_saving():
     assert pick([0] * 8 + list(range(1, 9))) == "rle"
     # 10 runs: RLE 124 bytes is smaller, but saves only 3%: PLAIN it is.
     assert pick([0] * 7 + list(range(1, 10))) == "plain"
+
+
+# ============================================================================ statistics
+def _reference_bounds(arr: pa.Array, lt: LogicalType):
+    """Brute force: (nulls, NaNs, min, max) of the non-null non-NaN values, as the
+    stats domain holds them (bytes for strings, unscaled ints for decimals)."""
+    if lt.name in ("date32", "timestamp"):
+        arr = arr.view(pa.int32() if lt.name == "date32" else pa.int64())
+    present = [v for v in arr.to_pylist() if v is not None]
+    nans = sum(1 for v in present if isinstance(v, float) and v != v)
+    ordered = [v for v in present if not (isinstance(v, float) and v != v)]
+    if lt.kind == PhysicalKind.VARBINARY:
+        ordered = [v.encode() if isinstance(v, str) else v for v in ordered]
+    elif lt.name == "decimal128":
+        ordered = [int(v.scaleb(lt.scale, decimal.Context(prec=100))) for v in ordered]
+    return len(arr) - len(present), nans, (min(ordered) if ordered else None), (max(ordered) if ordered else None)
+
+
+@settings(max_examples=S.examples(400))
+@given(arr=S.arrays(S.primitive_types, size=st.integers(0, 300), sliced=False))
+def test_compute_stats_matches_brute_force(arr):
+    """Min/max/null/NaN counts of a chunk equal a brute-force scan (NaN skipped, -0.0 and
+    +0.0 equal, strings with zero bytes and long shared prefixes, nulls)."""
+    lt = logical_type_from_arrow(arr.type)
+    values, valid = from_arrow(arr, lt)
+    values = fill_null_slots(values, valid)
+    stats = compute_stats(values, valid, lt, 1 << 20)  # no truncation
+    nulls, nans, lo, hi = _reference_bounds(arr, lt)
+    assert (stats.null_count, stats.nan_count) == (nulls, nans)
+    if lo is None:
+        assert stats.min is None and stats.max is None
+        return
+    got_lo, got_hi = stats.min, stats.max
+    if lt.kind == PhysicalKind.VARBINARY:
+        got_lo, got_hi = bytes(got_lo), bytes(got_hi)
+    elif lt.kind != PhysicalKind.BOOL:
+        got_lo, got_hi = got_lo.item() if hasattr(got_lo, "item") else got_lo, \
+            got_hi.item() if hasattr(got_hi, "item") else got_hi
+    assert got_lo == lo and got_hi == hi, (got_lo, lo, got_hi, hi)
+    if lt.is_float:  # zero bounds are normalized: -0.0 as the min, +0.0 as the max
+        assert not (got_lo == 0 and np.signbit(stats.min) is np.False_)
+        assert not (got_hi == 0 and np.signbit(stats.max))

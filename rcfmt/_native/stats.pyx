@@ -1,59 +1,14 @@
 # cython: language_level=3
-"""One-pass min / max / NaN-count kernels over fixed-width values with optional validity.
+"""One-pass min / max kernels over decimal128 and variable-length values with optional
+validity (numbers use numpy's SIMD reductions, which beat a portable scalar loop).
 
-The Python wrapper (:mod:`rcfmt.stats`) applies the format's rules (-0.0/+0.0 bounds,
-truncation of strings); these kernels only scan.
+The Python wrapper (:mod:`rcfmt.statistics`) applies the format's rules (-0.0/+0.0
+bounds, truncation of strings); these kernels only scan.
 """
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcmp
 
 cimport cython
-
-ctypedef fused number_t:
-    int8_t
-    int16_t
-    int32_t
-    int64_t
-    uint8_t
-    uint16_t
-    uint32_t
-    uint64_t
-    float
-    double
-
-
-def minmax(const number_t[::1] values, const uint8_t[::1] valid=None):
-    """Return ``(count, min, max, nan_count)`` over values whose ``valid`` byte is non-zero.
-
-    ``count`` is the number of non-null, non-NaN values (0 means min/max are undefined).
-    NaN values are counted and skipped; -0.0 and +0.0 compare equal (the first seen wins).
-    """
-    cdef Py_ssize_t n = values.shape[0], i
-    cdef Py_ssize_t count = 0, nans = 0
-    cdef number_t lo = 0, hi = 0, v
-    cdef bint has_valid = valid is not None
-    if has_valid and valid.shape[0] != n:
-        raise ValueError("validity length differs from values length")
-    with nogil:
-        for i in range(n):
-            if has_valid and not valid[i]:
-                continue
-            v = values[i]
-            if number_t is float or number_t is double:
-                if v != v:
-                    nans += 1
-                    continue
-            if count == 0:
-                lo = v
-                hi = v
-            else:
-                if v < lo:
-                    lo = v
-                if v > hi:
-                    hi = v
-            count += 1
-    return count, lo, hi, nans
-
 
 def minmax_decimal128(const uint8_t[:, ::1] values, const uint8_t[::1] valid=None):
     """Return ``(count, min_index, max_index)`` of 16-byte two's complement LE values."""
@@ -95,11 +50,15 @@ def minmax_decimal128(const uint8_t[:, ::1] values, const uint8_t[::1] valid=Non
 def minmax_binary(const int64_t[::1] offsets, const uint8_t[::1] data, const uint8_t[::1] valid=None):
     """Return ``(count, min_index, max_index)`` of byte strings, bytewise unsigned order.
 
-    ``offsets`` has n+1 entries into ``data``; they must already be validated.
+    ``offsets`` has n+1 entries into ``data``; they must already be validated. Values
+    are compared by their first 8 bytes as one big-endian integer first (zero-padded),
+    and byte by byte only when those are equal.
     """
     cdef Py_ssize_t n = offsets.shape[0] - 1, i
     cdef Py_ssize_t count = 0, lo_i = -1, hi_i = -1
     cdef bint has_valid = valid is not None
+    cdef uint64_t key, lo_key = 0, hi_key = 0
+    cdef const uint8_t* base = &data[0] if data.shape[0] else NULL
     if n < 0:
         return 0, -1, -1
     if has_valid and valid.shape[0] != n:
@@ -108,16 +67,42 @@ def minmax_binary(const int64_t[::1] offsets, const uint8_t[::1] data, const uin
         for i in range(n):
             if has_valid and not valid[i]:
                 continue
+            key = _prefix_key(base, offsets[i], offsets[i + 1])
             if count == 0:
                 lo_i = i
                 hi_i = i
+                lo_key = key
+                hi_key = key
             else:
-                if _cmp(data, offsets[i], offsets[i + 1], offsets[lo_i], offsets[lo_i + 1]) < 0:
+                if key < lo_key or (key == lo_key and _tie(data, offsets, i, lo_i) < 0):
                     lo_i = i
-                if _cmp(data, offsets[i], offsets[i + 1], offsets[hi_i], offsets[hi_i + 1]) > 0:
+                    lo_key = key
+                if key > hi_key or (key == hi_key and _tie(data, offsets, i, hi_i) > 0):
                     hi_i = i
+                    hi_key = key
             count += 1
     return count, lo_i, hi_i
+
+
+cdef inline uint64_t _prefix_key(const uint8_t* base, int64_t a0, int64_t a1) noexcept nogil:
+    """The first (up to) 8 bytes at ``base[a0:a1]`` as a big-endian integer, zero-padded:
+    keys order like the bytes they hold (equal keys decide nothing)."""
+    cdef uint64_t key = 0
+    cdef int64_t k, m = a1 - a0
+    if m > 8:
+        m = 8
+    for k in range(m):
+        key |= (<uint64_t>base[a0 + k]) << (56 - 8 * k)
+    return key
+
+
+cdef inline int _tie(const uint8_t[::1] data, const int64_t[::1] offsets, Py_ssize_t a, Py_ssize_t b) noexcept nogil:
+    """Order of values ``a`` and ``b`` whose prefix keys are equal: up to 8 bytes each,
+    the shorter is a prefix of the longer (padding and key agree), so lengths decide."""
+    cdef int64_t la = offsets[a + 1] - offsets[a], lb = offsets[b + 1] - offsets[b]
+    if la <= 8 and lb <= 8:
+        return (la > lb) - (la < lb)
+    return _cmp(data, offsets[a], offsets[a + 1], offsets[b], offsets[b + 1])
 
 
 cdef inline int _cmp(const uint8_t[::1] data, int64_t a0, int64_t a1, int64_t b0, int64_t b1) noexcept nogil:

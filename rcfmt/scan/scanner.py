@@ -7,6 +7,7 @@ counted in :class:`ScanStats`.
 """
 from __future__ import annotations
 
+import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields
 from typing import Iterator, Sequence
@@ -411,7 +412,8 @@ class FileScan:
     # ---------------------------------------------------------------- driving
     def _run(self, blocks: list[int], use_threads: bool) -> Iterator[pa.RecordBatch]:
         if use_threads and len(blocks) > 1:
-            with ThreadPoolExecutor(min(4, len(blocks))) as pool:
+            # one worker per core: more only contend for the GIL between native passes
+            with ThreadPoolExecutor(min(os.cpu_count() or 1, 8, len(blocks))) as pool:
                 results = pool.map(self.scan_block, blocks)
                 for batch, stats in results:
                     self.stats.add(stats)
