@@ -130,6 +130,14 @@ def load_base(root: str):
 
 
 # ------------------------------------------------------------------ fragments
+def open_data_file(path: str, verify_checksums: bool = True) -> RcfmtFile:
+    """A data file the index lists; one that is missing makes the dataset corrupt."""
+    try:
+        return RcfmtFile(path, verify_checksums=verify_checksums)
+    except FileNotFoundError:
+        raise CorruptFileError("data file listed in the dataset index is missing", path=path) from None
+
+
 @dataclass(frozen=True)
 class Fragment:
     """One data file (or the blocks ``[blocks[0], blocks[1])`` of it) with its partition
@@ -247,7 +255,7 @@ class DatasetScan:
         residual = _residual(self.nnf, partition, self.schema)
         if residual is _FALSE:
             return None, partition
-        f = RcfmtFile(frag.path, verify_checksums=self.verify_checksums)
+        f = open_data_file(frag.path, self.verify_checksums)
         try:
             _check_against_index(f, frag)
             scan = f.scan(self._data_columns, None if residual is _TRUE else residual, use_threads=use_threads,
@@ -374,7 +382,7 @@ def prune_blocks(fragments: Sequence[Fragment], schema: pa.Schema, filter, *, pa
         if residual is _TRUE:
             kept.append(frag)
             continue
-        with RcfmtFile(frag.path, verify_checksums=verify_checksums) as f:
+        with open_data_file(frag.path, verify_checksums) as f:
             n = f.num_blocks
             if n != frag.num_blocks:
                 raise CorruptFileError(f"the index says {frag.num_blocks} blocks, the footer {n}", path=frag.path)

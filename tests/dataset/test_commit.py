@@ -297,3 +297,63 @@ def test_link_is_create_if_absent(tmp_path):
     assert log.publish_version(root, 1, tmp) is False  # version 1 exists: refused, tmp removed
     assert not os.path.exists(tmp)
     assert rcfmt.dataset(root).num_rows == ROWS
+
+
+def _optimizer(root, stop_file, out):
+    """Optimize (rewrite commits) in a loop until ``stop_file`` exists; count outcomes."""
+    done = conflicts = 0
+    while not os.path.exists(stop_file):
+        try:
+            rcfmt.dataset(root).optimize(["tag"], force=True, target_file_rows=200)
+            done += 1
+        except rcfmt.CommitConflictError:
+            conflicts += 1
+    with open(out, "w") as f:
+        f.write(f"{done} {conflicts}")
+
+
+def _reader(root, stop_file, out):
+    """Read the latest version in a loop: every commit whole, versions never go back."""
+    last, reads, bad = 0, 0, []
+    while not os.path.exists(stop_file):
+        ds = rcfmt.dataset(root)
+        t = ds.read()
+        tags, counts = np.unique(t["tag"].to_numpy(), return_counts=True)
+        if not (counts == ROWS).all() or ds.version < last:
+            bad.append(ds.version)
+        last, reads = ds.version, reads + 1
+    with open(out, "w") as f:
+        f.write(f"{reads} {bad}")
+
+
+def test_four_writers_an_optimizer_and_readers(tmp_path):
+    """4 processes x 50 appends, a concurrent optimize loop and a reader process: every
+    committed append is present exactly once, every version stays readable, and the
+    optimizer either commits (rebased onto the appends) or loses with CommitConflictError."""
+    root, stop = str(tmp_path / "ds"), str(tmp_path / "stop")
+    rcfmt.write_dataset(batch(99, 0), root)
+    ctx = multiprocessing.get_context("spawn")
+    writers = [ctx.Process(target=_process_appender, args=(root, w, 50)) for w in range(4)]
+    side = [ctx.Process(target=_optimizer, args=(root, stop, str(tmp_path / "opt"))),
+            ctx.Process(target=_reader, args=(root, stop, str(tmp_path / "read")))]
+    for p in side + writers:
+        p.start()
+    for p in writers:
+        p.join(600)
+        assert p.exitcode == 0
+    open(stop, "w").close()
+    for p in side:
+        p.join(600)
+        assert p.exitcode == 0
+    ds = rcfmt.dataset(root)
+    assert assert_consistent(ds) == {99000} | {w * 1000 + s for w in range(4) for s in range(50)}
+    assert ds.num_rows == ROWS * 201  # exactly once each
+    optimized, conflicts = map(int, open(tmp_path / "opt").read().split())
+    reads, bad = open(tmp_path / "read").read().split(" ", 1)
+    assert bad == "[]" and int(reads) > 0
+    assert optimized + conflicts > 0
+    versions = log.list_versions(root)
+    assert versions == list(range(1, len(versions) + 1))
+    assert len(versions) == 201 + optimized  # one version per append and per optimize
+    for v in versions:  # every version stays readable, each commit whole
+        assert_consistent(rcfmt.dataset(root, version=v))

@@ -100,3 +100,11 @@ def test_an_older_version_copied_over_the_latest_is_refused(setup):
     with pytest.raises(rcfmt.CorruptFileError, match="records version"):
         rcfmt.dataset(root, version=latest - 1).history()
     assert rcfmt.dataset(root, version=latest - 1).num_rows == 3  # the older version itself stays readable
+
+
+def test_a_missing_data_file_is_a_corrupt_dataset(setup):
+    root, _ = setup
+    ds = rcfmt.dataset(root)
+    os.remove(ds.files[0].path)
+    with pytest.raises(rcfmt.CorruptFileError, match="listed in the dataset index is missing"):
+        rcfmt.dataset(root).to_table()

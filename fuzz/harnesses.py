@@ -1,0 +1,280 @@
+"""Coverage-guided fuzzing harnesses (atheris: libFuzzer for Python and extensions), one
+per attack surface. Each takes the fuzzer's bytes, reaches one parser or decoder, and
+accepts only two outcomes: a result, or an error from rcfmt's hierarchy. Anything else
+(another exception, a crash, a hang) is a finding.
+
+Targets:
+
+- ``footer``: a whole file (tail, footer JSON and tables) opened and described;
+- ``pages``: the native page pipeline (headers, codecs, validity) over a run of pages;
+- ``decoders``: every encoding's values kernel and reference decoder on a page body,
+  for every type it holds (the first input bytes choose encoding, type and rows);
+- ``bloom``: the bloom filter reader and its probes;
+- ``index``: a dataset's stats index (an index version file) opened as the dataset;
+- ``scan``: a whole file read through filtered scans, ``read_dictionary`` and batches.
+
+Checksums are not verified (or are recomputed), so mutations reach the structure checks
+and decoders instead of stopping at a CRC. Seed corpora are the small committed files
+under ``fuzz/corpus/<target>/`` (``--make-corpus`` rewrites them).
+
+    fuzz/run.sh footer 600                       # a long campaign of one target
+    python fuzz/harnesses.py --all --seconds 10  # every target briefly (CI, debug build)
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+import zlib
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+CORPUS = HERE / "corpus"
+sys.path.insert(0, str(ROOT))
+
+import atheris  # noqa: E402
+
+with atheris.instrument_imports(include=["rcfmt"]):
+    import numpy as np
+    import pyarrow as pa
+
+    import rcfmt
+    from rcfmt import RcfmtError, col
+    from rcfmt._native import pages as _pages
+    from rcfmt.cli import describe
+    from rcfmt.encodings import all_encodings
+    from rcfmt.file.chunks import ChunkDecoder
+    from rcfmt.scan.bloom import BloomFilter, hash_values
+    from rcfmt.types import logical_type_from_arrow
+
+_SCRATCH = Path(tempfile.mkdtemp(prefix="rcfmt-fuzz-"))
+_FILE = _SCRATCH / "case.rcfmt"
+_TYPES = [pa.int8(), pa.int32(), pa.int64(), pa.uint16(), pa.uint64(), pa.float32(), pa.float64(), pa.bool_(),
+          pa.date32(), pa.timestamp("us"), pa.decimal128(9, 2), pa.decimal128(30, 3), pa.string(), pa.binary()]
+_LTYPES = [logical_type_from_arrow(t) for t in _TYPES]
+_PAGE_HEADER = struct.Struct("<BBBBIIIIIII")
+
+
+def _as_file(data: bytes) -> Path:
+    _FILE.write_bytes(data)
+    return _FILE
+
+
+def _validate(table) -> None:
+    for column in table.columns:
+        column.validate(full=True)
+
+
+# ------------------------------------------------------------------ targets
+def footer(data: bytes) -> None:
+    try:
+        with rcfmt.open(_as_file(data), verify_checksums=False) as f:
+            describe(f)
+            for name in f.schema.names:
+                f.block_stats(name)
+    except RcfmtError:
+        pass
+
+
+def scan(data: bytes) -> None:
+    try:
+        with rcfmt.open(_as_file(data), verify_checksums=False) as f:
+            names = f.schema.names
+            if not names:
+                return
+            _validate(f.scan(filter=col(names[0]).is_valid() | col(names[-1]).is_null()).read())
+            _validate(f.scan(read_dictionary=names, use_threads=False).read())
+            for batch in f.iter_batches(batch_size=50, filter=col(names[0]).is_null()):
+                _validate(pa.Table.from_batches([batch]))
+            _validate(f.read(columns=names[:1]))
+    except RcfmtError:
+        pass
+
+
+def pages(data: bytes) -> None:
+    """A run of pages from byte 1 on; byte 0 picks the expected page type and whether
+    the pages' CRCs are recomputed first (so the bodies reach the codecs)."""
+    if len(data) < 1:
+        return
+    mode, buf = data[0], bytearray(data[1:])
+    if mode & 1:  # recompute header and body CRCs of every header the walk finds
+        pos = 0
+        while pos + 32 <= len(buf):
+            head = list(_PAGE_HEADER.unpack_from(buf, pos))
+            end = min(len(buf), pos + 32 + head[7])
+            head[9] = zlib.crc32(buf[pos + 32 : end])
+            packed = _PAGE_HEADER.pack(*head[:10], 0)
+            buf[pos : pos + 32] = packed[:28] + zlib.crc32(packed[:28]).to_bytes(4, "little")
+            pos = end
+    try:
+        run = _pages.read_pages(bytes(buf), 0, start=0, end=len(buf), max_pages=64, max_rows=1 << 16,
+                                page_type=(mode >> 1) & 1, verify=bool(mode & 1))
+        run.valid()
+        for k in range(run.count):
+            run.body(k)
+    except RcfmtError:
+        pass
+
+
+def decoders(data: bytes) -> None:
+    """Byte 0 picks the encoding, byte 1 the type, byte 2 the row count; the rest is a
+    page body decoded by the native kernel (through a one-page chunk) and the reference
+    decoder, which must agree on accepting it."""
+    if len(data) < 3:
+        return
+    encodings = [e for e in all_encodings()]
+    enc = encodings[data[0] % len(encodings)]
+    ltype = _LTYPES[data[1] % len(_LTYPES)]
+    rows, body = data[2], bytes(data[3:])
+    if not enc.supports(ltype) or enc.name == "dictionary":
+        return
+    ref_ok = True
+    try:
+        enc.decode(body, rows, ltype)
+    except RcfmtError:
+        ref_ok = False
+    header = _PAGE_HEADER.pack(0, enc.id, 0, 0, rows, rows, 0, len(body), len(body), zlib.crc32(body), 0)
+    header = header[:28] + zlib.crc32(header[:28]).to_bytes(4, "little")
+    page = header + body
+    record = np.zeros(1, dtype=[("offset", "<u8"), ("length", "<u8"), ("dictionary_length", "<u4"),
+                                ("page_count", "<u4"), ("dictionary_size", "<u4"), ("encoding", "u1")])[0]
+    record["length"], record["page_count"], record["encoding"] = len(page), 1, enc.id
+    native_ok = True
+    try:
+        values, _valid = ChunkDecoder(page, 0, record, ltype).decode_all(rows)
+    except RcfmtError:
+        native_ok = False
+    if native_ok and not ref_ok:
+        raise AssertionError(f"{enc.name}/{ltype.name}: the native kernel accepted a body the reference refuses")
+
+
+def bloom(data: bytes) -> None:
+    try:
+        bf = BloomFilter.from_bytes(data)
+    except RcfmtError:
+        return
+    for ltype, values in ((_LTYPES[2], [0, 1, -5, 2**40]), (_LTYPES[12], [b"", b"abc", "é".encode()])):
+        bf.might_contain_hashes(hash_values(values, ltype))
+
+
+_INDEX_ROOT = _SCRATCH / "ds"
+
+
+def index(data: bytes) -> None:
+    """The bytes as the latest index version of the seed dataset (whose data files
+    ``fuzz/corpus/index-data/`` holds)."""
+    meta = _INDEX_ROOT / "_rcfmt"
+    if not meta.exists():
+        import shutil
+
+        shutil.copytree(CORPUS / "index-data", _INDEX_ROOT)
+        meta.mkdir(exist_ok=True)
+    for p in meta.glob("v*.rcfmt"):
+        p.unlink()
+    (meta / "v00000000000000000001.rcfmt").write_bytes(data)
+    try:
+        ds = rcfmt.dataset(_INDEX_ROOT)
+        _validate(ds.to_table(filter=col(ds.schema.names[0]).is_valid()) if ds.schema.names else ds.to_table())
+        ds.history()
+    except RcfmtError:
+        pass
+
+
+TARGETS = {"footer": footer, "pages": pages, "decoders": decoders, "bloom": bloom, "index": index, "scan": scan}
+
+
+# ------------------------------------------------------------------ seed corpora
+def make_corpus() -> None:
+    """Write the small seed files of every target (deterministic)."""
+    import shutil
+
+    rng = np.random.default_rng(0)
+    n = 60
+    valid = rng.random(n) > 0.2
+    table = pa.table({
+        "i": pa.array(rng.integers(-50, 50, n), pa.int32(), mask=~valid),
+        "f": pa.array(np.round(rng.normal(0, 10, n), 1)),
+        "s": pa.array([f"v{k % 5}" for k in range(n)], mask=~valid),
+        "d": pa.array([f"x{k}" for k in range(n)]),
+    })
+    shutil.rmtree(CORPUS, ignore_errors=True)
+    (CORPUS / "index-data").parent.mkdir(parents=True, exist_ok=True)
+    for target in TARGETS:
+        (CORPUS / target).mkdir(parents=True)
+    variants = [dict(compression="none"), dict(compression="zstd", encoding={"i": "bitpack", "s": "dictionary"}),
+                dict(compression="lz4", encoding={"i": "rle", "d": "delta_length", "f": "alp"}, bloom_filter_columns=["d"])]
+    for k, opts in enumerate(variants):
+        path = _SCRATCH / f"seed{k}.rcfmt"
+        rcfmt.write_table(table, path, block_rows=32, page_rows=16, **opts)
+        raw = path.read_bytes()
+        for target in ("footer", "scan"):
+            (CORPUS / target / f"seed{k}.rcfmt").write_bytes(raw)
+        with rcfmt.open(path) as f:
+            for c in range(len(f.schema)):
+                rec = f.footer.chunks[c][0]
+                chunk = raw[int(rec["offset"]) + int(rec["dictionary_length"]): int(rec["offset"]) + int(rec["length"])]
+                (CORPUS / "pages" / f"seed{k}-{c}").write_bytes(bytes([1]) + chunk)
+                if int(rec["bloom_length"]):
+                    bloom_raw = raw[int(rec["bloom_offset"]): int(rec["bloom_offset"]) + int(rec["bloom_length"]) - 4]
+                    (CORPUS / "bloom" / f"seed{k}-{c}").write_bytes(bloom_raw)
+                pos = int(rec["offset"]) + int(rec["dictionary_length"])
+                head = _PAGE_HEADER.unpack_from(raw, pos)
+                body = raw[pos + 32: pos + 32 + head[7]]
+                if head[2] == 0 and head[6] == 0:  # uncompressed, no validity: a values body
+                    encodings = all_encodings()
+                    e = [x.id for x in encodings].index(head[1])
+                    t = [str(x) for x in _TYPES].index(str(table.schema.field(c).type)) \
+                        if str(table.schema.field(c).type) in [str(x) for x in _TYPES] else 0
+                    (CORPUS / "decoders" / f"seed{k}-{c}").write_bytes(bytes([e, t, head[4]]) + body)
+    ds_root = _SCRATCH / "seed-ds"
+    rcfmt.write_dataset(table, ds_root, partition_by=["s"])
+    rcfmt.write_dataset(table.slice(0, 7), ds_root, mode="append")
+    for v in sorted((ds_root / "_rcfmt").glob("v*.rcfmt")):
+        (CORPUS / "index" / v.name).write_bytes(v.read_bytes())
+    shutil.copytree(ds_root, CORPUS / "index-data", ignore=shutil.ignore_patterns("_rcfmt"))
+
+
+# ------------------------------------------------------------------ driver
+def fuzz(target: str, seconds: int, extra: list[str]) -> None:
+    """Run one target in this process (libFuzzer takes over argv)."""
+    work = _SCRATCH / f"corpus-{target}"
+    work.mkdir(exist_ok=True)
+    args = [sys.argv[0], f"-max_total_time={seconds}", "-timeout=20", "-rss_limit_mb=3072",
+            f"-artifact_prefix={_SCRATCH}/", *extra, str(work), str(CORPUS / target)]
+    atheris.Setup(args, TARGETS[target])
+    atheris.Fuzz()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("target", nargs="?", choices=sorted(TARGETS))
+    ap.add_argument("--seconds", type=int, default=60)
+    ap.add_argument("--all", action="store_true", help="every target in turn, each in a child process")
+    ap.add_argument("--make-corpus", action="store_true")
+    args, extra = ap.parse_known_args()
+    if args.make_corpus:
+        make_corpus()
+        return 0
+    if args.all:
+        failed = []
+        for target in TARGETS:
+            proc = subprocess.run([sys.executable, __file__, target, "--seconds", str(args.seconds), *extra],
+                                  capture_output=True, text=True)
+            tail = [ln for ln in proc.stderr.splitlines() if ln.startswith(("#", "Done", "=="))][-2:]
+            print(f"{target}: exit {proc.returncode}; {' | '.join(tail)}", flush=True)
+            if proc.returncode != 0:
+                failed.append(target)
+                print(proc.stderr[-3000:])
+        return 1 if failed else 0
+    if not args.target:
+        ap.error("name a target or use --all")
+    fuzz(args.target, args.seconds, extra)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
