@@ -64,6 +64,9 @@ CHILD = textwrap.dedent("""
             yield f.scan(filter=col(names[0]).is_valid() | col(names[-1]).is_null()).read()
             yield f.scan(columns=[], filter=col(names[0]).is_valid()).read()
             describe(f)  # what `rcfmt inspect` prints
+            yield f.scan(read_dictionary=names, use_threads=False).read()
+            for batch in f.iter_batches(batch_size=37):
+                yield batch
         # the dataset path: a directory (without index) holding only this file
         root = tempfile.mkdtemp(dir=os.path.dirname(path))
         shutil.copyfile(path, os.path.join(root, "part-0.rcfmt"))
@@ -73,9 +76,6 @@ CHILD = textwrap.dedent("""
             yield ds.to_table(filter=col(ds.schema.names[0]).is_valid())
         finally:
             shutil.rmtree(root)
-            yield f.scan(read_dictionary=names, use_threads=False).read()
-            for batch in f.iter_batches(batch_size=37):
-                yield batch
 
     for path in sys.stdin.read().split():
         print("case", path, flush=True)

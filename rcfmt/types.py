@@ -178,6 +178,12 @@ def logical_type_from_arrow(t: pa.DataType) -> LogicalType:
     raise SchemaError(f"unsupported column type {t}")
 
 
+def same_logical_type(a: LogicalType, b: LogicalType) -> bool:
+    """Whether ``a`` and ``b`` hold the same values (the offset width of strings and
+    binary, ``large``, aside)."""
+    return (a.name, a.unit, a.tz, a.precision, a.scale) == (b.name, b.unit, b.tz, b.precision, b.scale)
+
+
 def logical_type_from_json(obj: dict) -> LogicalType:
     """Parse the footer's JSON type description; unknown types raise UnsupportedError."""
     if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):

@@ -24,6 +24,7 @@ from ..file.reader import RcfmtFile
 from ..scan.expr import BoundAnd, BoundExpr, BoundOr, Leaf, bind, columns as expr_columns, evaluate, to_nnf
 from ..scan.prune import may_match
 from ..scan.scanner import ScanStats
+from ..types import logical_type_from_arrow, same_logical_type
 from . import log
 from .index import (BASE_COLUMNS, INDEX_METADATA_KEY, FileEntry, Snapshot, check_inside, check_relpath,
                     entries_table, entry_from_file,
@@ -258,6 +259,7 @@ class DatasetScan:
         f = open_data_file(frag.path, self.verify_checksums)
         try:
             _check_against_index(f, frag)
+            check_types(f, self.schema, self._data_columns)
             scan = f.scan(self._data_columns, None if residual is _TRUE else residual, use_threads=use_threads,
                           blocks=None if frag.blocks is None else _clamp(frag.blocks, f.num_blocks))
         except BaseException:
@@ -359,6 +361,21 @@ def _check_against_index(f: RcfmtFile, frag: Fragment) -> None:
                                f"it holds {f.num_rows} rows in {size} bytes", path=frag.path)
 
 
+def check_types(f: RcfmtFile, schema: pa.Schema, columns: Sequence[str]) -> None:
+    """The file holds ``columns`` with the types the dataset's schema gives them (string
+    offset widths and nullability aside); otherwise it is not the file the index
+    describes: a CorruptFileError naming file and column, not an Arrow cast error."""
+    for name in columns:
+        want = logical_type_from_arrow(schema.field(name).type)
+        try:
+            got = f.footer.columns[f.column_index(name)].type
+        except SchemaError:
+            raise CorruptFileError("data file lacks a column of the dataset", path=f.path, column=name) from None
+        if not same_logical_type(got, want):
+            raise CorruptFileError(f"data file holds {got.name} values where the dataset has {want.name}",
+                                   path=f.path, column=name)
+
+
 def prune_blocks(fragments: Sequence[Fragment], schema: pa.Schema, filter, *, partition_names=(),
                  verify_checksums: bool = True) -> tuple[list[Fragment], list[Fragment], int]:
     """Refine fragments with their files' block statistics (reads each footer).
@@ -387,6 +404,7 @@ def prune_blocks(fragments: Sequence[Fragment], schema: pa.Schema, filter, *, pa
             if n != frag.num_blocks:
                 raise CorruptFileError(f"the index says {frag.num_blocks} blocks, the footer {n}", path=frag.path)
             names = sorted(expr_columns(residual))
+            check_types(f, schema, names)
             mask = may_match(residual, {c: f.block_stats(c) for c in names}, n)[lo:hi]
         for a, b in _runs(mask, lo):
             kept.append(Fragment(frag.path, frag.partition, frag.num_rows, frag.size, frag.num_blocks, (a, b)))

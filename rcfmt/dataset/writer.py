@@ -21,7 +21,7 @@ from ..errors import CommitConflictError, InvalidOptionError, RcfmtError, Schema
 from ..file.reader import RcfmtFile
 from ..file.writer import Writer, WriteOptions, as_table, storage_schema
 from ..layout import METADATA_KEY, ClusteringSpec
-from ..types import logical_type_from_arrow
+from ..types import logical_type_from_arrow, same_logical_type
 from . import log
 from .index import (DEFAULT_INDEX_TRUNCATE, INDEX_METADATA_KEY, FileEntry, dumps_info, entries_table,
                     entry_from_file, index_schema, schema_to_json)
@@ -82,11 +82,8 @@ def same_types(a: pa.Schema, b: pa.Schema) -> bool:
     """Same names and logical types (offset width of strings/binary and nullability aside)."""
     if a.names != b.names:
         return False
-    for fa, fb in zip(a, b):
-        la, lb = logical_type_from_arrow(fa.type), logical_type_from_arrow(fb.type)
-        if (la.name, la.unit, la.tz, la.precision, la.scale) != (lb.name, lb.unit, lb.tz, lb.precision, lb.scale):
-            return False
-    return True
+    return all(same_logical_type(logical_type_from_arrow(fa.type), logical_type_from_arrow(fb.type))
+               for fa, fb in zip(a, b))
 
 
 def merge_nullability(a: pa.Schema, b: pa.Schema) -> pa.Schema:

@@ -304,10 +304,13 @@ def _validate(meta: FileMetaData, footer_offset: int, head: _Head, footer, layou
     if bf_len and not pi_len:
         data_end = min(data_end, bf_off)
     columns = meta.columns
-    code, col, block = _footer.check_tables(
-        footer, layout[0], layout[1], len(meta.blocks), layout[2], layout[3], head.page_record_sizes,
-        head.encodings_ok, head.doc["num_rows"], HEADER_SIZE, data_end, pi_off, pi_len, bf_off, bf_len,
-        MAX_PAGE_ROWS)
+    try:
+        code, col, block = _footer.check_tables(
+            footer, layout[0], layout[1], len(meta.blocks), layout[2], layout[3], head.page_record_sizes,
+            head.encodings_ok, head.doc["num_rows"], HEADER_SIZE, data_end, pi_off, pi_len, bf_off, bf_len,
+            MAX_PAGE_ROWS)
+    except (ValueError, OverflowError) as exc:  # tables outside the footer (also refused by _table)
+        raise _fail(f"malformed table layout ({exc})") from None
     if code == _footer.FOOTER_OK:
         return
     message = _MESSAGES[code]

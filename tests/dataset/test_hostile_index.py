@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -108,3 +109,25 @@ def test_a_missing_data_file_is_a_corrupt_dataset(setup):
     os.remove(ds.files[0].path)
     with pytest.raises(rcfmt.CorruptFileError, match="listed in the dataset index is missing"):
         rcfmt.dataset(root).to_table()
+
+
+def test_a_data_file_whose_type_disagrees_with_the_index_is_refused(tmp_path):
+    """A data file whose footer was forged to another type of the same length (same size,
+    same rows, checksums recomputed) is refused by name, not cast by Arrow."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "data"))
+    import make_bad
+
+    root = tmp_path / "ds"
+    rcfmt.write_dataset(pa.table({"u": pa.array(range(10), pa.uint32()), "s": [str(i) for i in range(10)]}), root)
+    path = rcfmt.dataset(root).files[0].path
+    parts = make_bad.split_file(open(path, "rb").read())
+    parts.doc["schema"][0]["type"] = "date32"
+    forged = make_bad.build_file(parts)
+    assert len(forged) == os.path.getsize(path)
+    open(path, "wb").write(forged)
+    for read in (lambda: rcfmt.dataset(root).to_table(), lambda: rcfmt.dataset(root).to_table(filter=rcfmt.col("u") > 3)):
+        with pytest.raises(rcfmt.CorruptFileError, match="holds date32 values where the dataset has uint32") as info:
+            read()
+        assert info.value.column == "u" and info.value.path == path
