@@ -373,3 +373,13 @@ def test_scan_a_range_of_blocks(tmp_path):
         for bad in [(3, 2), (-1, 2), (0, 11), "ab", (1,)]:
             with pytest.raises(InvalidOptionError):
                 f.scan(blocks=bad)
+
+
+def test_rows_without_columns_are_refused_not_dropped(tmp_path):
+    """A table with rows but no columns has nowhere to keep its row count: refused, and
+    nothing is left at the path (a file with no columns and no rows still writes)."""
+    with pytest.raises(rcfmt.SchemaError, match="3 rows would be lost"):
+        rcfmt.write_table(pa.table({"a": [1, 2, 3]}).select([]), tmp_path / "x.rcfmt")
+    assert not (tmp_path / "x.rcfmt").exists()
+    rcfmt.write_table(pa.table({"a": pa.array([], pa.int64())}).select([]), tmp_path / "y.rcfmt")
+    assert rcfmt.read_table(tmp_path / "y.rcfmt").num_rows == 0

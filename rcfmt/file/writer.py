@@ -236,6 +236,8 @@ class Writer:
         """Append the rows of a Table, RecordBatch, DataFrame or dict of arrays."""
         self._check_open()
         table = as_table(data)
+        if table.num_columns == 0 and table.num_rows:  # rows live in column chunks: they would be lost
+            raise SchemaError(f"a table without columns cannot be written ({table.num_rows} rows would be lost)")
         table = self._conform(table)
         if table.num_rows == 0:
             return
