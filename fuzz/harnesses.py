@@ -8,7 +8,8 @@ Targets:
 - ``footer``: a whole file (tail, footer JSON and tables) opened and described;
 - ``pages``: the native page pipeline (headers, codecs, validity) over a run of pages;
 - ``decoders``: every encoding's values kernel and reference decoder on a page body,
-  for every type it holds (the first input bytes choose encoding, type and rows);
+  for every type it holds, and dictionary codes against a dictionary size (the first
+  input bytes choose encoding, type and rows);
 - ``bloom``: the bloom filter reader and its probes;
 - ``index``: a dataset's stats index (an index version file) opened as the dataset;
 - ``scan``: a whole file read through filtered scans, ``read_dictionary`` and batches.
@@ -167,16 +168,17 @@ def decoders(data: bytes) -> None:
     enc = encodings[data[0] % len(encodings)]
     ltype = _LTYPES[data[1] % len(_LTYPES)]
     rows, body = data[2], bytes(data[3:])
-    if not enc.supports(ltype) or enc.name == "dictionary":
+    if enc.name == "dictionary":
+        _dictionary_codes(body, rows, data[1] % 7)
+        return
+    if not enc.supports(ltype):
         return
     ref_ok = True
     try:
         enc.decode(body, rows, ltype)
     except RcfmtError:
         ref_ok = False
-    header = _PAGE_HEADER.pack(0, enc.id, 0, 0, rows, rows, 0, len(body), len(body), zlib.crc32(body), 0)
-    header = header[:28] + zlib.crc32(header[:28]).to_bytes(4, "little")
-    page = header + body
+    page = _page(enc.id, rows, body)
     record = np.zeros(1, dtype=[("offset", "<u8"), ("length", "<u8"), ("dictionary_length", "<u4"),
                                 ("page_count", "<u4"), ("dictionary_size", "<u4"), ("encoding", "u1")])[0]
     record["length"], record["page_count"], record["encoding"] = len(page), 1, enc.id
@@ -189,6 +191,36 @@ def decoders(data: bytes) -> None:
         _outcome(str(exc))
     if native_ok and not ref_ok:
         raise AssertionError(f"{enc.name}/{ltype.name}: the native kernel accepted a body the reference refuses")
+
+
+def _page(encoding_id: int, rows: int, body: bytes) -> bytes:
+    """One uncompressed data page without validity, both CRCs right."""
+    header = _PAGE_HEADER.pack(0, encoding_id, 0, 0, rows, rows, 0, len(body), len(body), zlib.crc32(body), 0)
+    return header[:28] + zlib.crc32(header[:28]).to_bytes(4, "little") + body
+
+
+def _dictionary_codes(body: bytes, rows: int, dictionary_size: int) -> None:
+    """Dictionary codes of a page: the native kernel must refuse what the reference
+    decoder refuses (a code beyond the dictionary, a bad layout or length)."""
+    from rcfmt.encodings.dictionary import decode_codes
+
+    ref_ok = True
+    try:
+        decode_codes(body, rows, dictionary_size)
+    except RcfmtError:
+        ref_ok = False
+    page = _page(1, rows, body)
+    try:
+        run = _pages.read_pages(page, 0, start=0, end=len(page), max_pages=1, max_rows=rows, page_type=0,
+                                encoding=1)
+        out = np.empty(run.rows, np.uint32)
+        native_ok = _pages.decode_values(run, _pages.MODE_CODES, 4, False, out, dictionary_size) < 0
+    except RcfmtError as exc:
+        native_ok = False
+        _outcome(str(exc))
+    _feature(rows % 11, dictionary_size, native_ok)
+    if native_ok and not ref_ok:
+        raise AssertionError("dictionary codes: the native kernel accepted a body the reference refuses")
 
 
 def bloom(data: bytes) -> None:

@@ -131,3 +131,15 @@ def test_a_data_file_whose_type_disagrees_with_the_index_is_refused(tmp_path):
         with pytest.raises(rcfmt.CorruptFileError, match="holds date32 values where the dataset has uint32") as info:
             read()
         assert info.value.column == "u" and info.value.path == path
+
+
+def test_partition_values_cannot_escape_their_directory(tmp_path):
+    """Values with separators and dot-dot stay one escaped directory under the root."""
+    root = tmp_path / "ds"
+    values = ["../../evil", "a/b", "..", "/abs", "x\\y"]
+    rcfmt.write_dataset(pa.table({"p": values, "x": list(range(5))}), root, partition_by=["p"])
+    files = [p for p in tmp_path.rglob("*.rcfmt") if "_rcfmt" not in p.parts]
+    assert len(files) == 5
+    for f in files:
+        assert f.parent.parent == root and f.parent.name.startswith("p=")
+    assert sorted(rcfmt.dataset(root).to_table()["p"].to_pylist()) == sorted(values)
