@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import stat
 import threading
-import zlib
 from concurrent.futures import ThreadPoolExecutor
 from typing import Iterator, Sequence
 
@@ -202,7 +201,7 @@ class RcfmtFile:
             if offset < base or offset + length > base + len(raw):
                 raise CorruptFileError("page index outside the bytes read", path=self.path, column=col.name, block=block)
             raw = memoryview(raw)[offset - base : offset - base + length]
-        if self.verify_checksums and zlib.crc32(raw) != int(rec["page_index_crc"]):
+        if self.verify_checksums and crc32(raw) != int(rec["page_index_crc"]):
             raise ChecksumError("page index checksum mismatch", path=self.path, column=col.name, block=block,
                                 offset=int(rec["page_index_offset"]))
         rows = int(self.footer.blocks[block]["row_count"])
