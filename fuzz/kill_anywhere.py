@@ -12,7 +12,8 @@ After every kill:
 
 - ``write_table``: the target path holds the old file or the new one, complete and
   valid; no other visible file;
-- ``append`` / ``overwrite`` / ``optimize`` / ``vacuum`` on a dataset: it opens at its old
+- ``first_write`` (into an empty directory) / ``append`` / ``overwrite`` / ``optimize`` /
+  ``vacuum`` on a dataset: it opens at its old
   or its new version and holds exactly the old or the new rows (as a multiset: none lost,
   none duplicated); a ``vacuum(retention_seconds=0)`` afterwards leaves exactly the data
   files the latest version references, no staging or tmp leftovers, and the same rows.
@@ -36,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-OPERATIONS = ("write_table", "append", "overwrite", "optimize", "vacuum")
+OPERATIONS = ("write_table", "first_write", "append", "overwrite", "optimize", "vacuum")
 
 # The server: reads "op root point" lines; forks a child per line that runs the operation
 # with a profile hook killing itself at call number `point` (0: never; report the count).
@@ -51,8 +52,9 @@ SERVER = textwrap.dedent("""
     def operation(op, root):
         if op == "write_table":
             rcfmt.write_table(new_table(), os.path.join(root, "t.rcfmt"), block_rows=64, page_rows=16)
-        elif op in ("append", "overwrite"):
-            rcfmt.write_dataset(new_table(), root, mode=op, partition_by=["p"], target_file_rows=80, block_rows=40)
+        elif op in ("append", "overwrite", "first_write"):
+            mode = "append" if op == "first_write" else op
+            rcfmt.write_dataset(new_table(), root, mode=mode, partition_by=["p"], target_file_rows=80, block_rows=40)
         elif op == "optimize":
             rcfmt.dataset(root).optimize(["x"], target_file_rows=150, block_rows=50)
         elif op == "vacuum":
@@ -111,6 +113,8 @@ def new_table():
 
 def _rows(table) -> list:
     """The rows as a sorted list of tuples (a multiset)."""
+    if table.num_rows == 0:
+        return []
     cols = [table.column(n).to_pylist() for n in ("x", "s", "p")]
     return sorted(zip(*cols))
 
@@ -127,6 +131,8 @@ def make_template(op: str, work: Path) -> tuple[Path, list, list]:
     if op == "write_table":
         rcfmt.write_table(old, root / "t.rcfmt", block_rows=64)
         return root, _rows(old), _rows(new)
+    if op == "first_write":  # an empty directory: the first commit creates the dataset
+        return root, [], _rows(new)
     rcfmt.write_dataset(old, root, partition_by=["p"], target_file_rows=80, block_rows=40)
     if op == "append":
         return root, _rows(old), _rows(pa.concat_tables([old, new]))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields as dc_fields
@@ -78,6 +79,11 @@ def read_snapshot(root: str, version: int, columns: Sequence[str] | None = ()) -
     return Snapshot(root, data_schema, partitioning, table, info, version, path)
 
 
+#: the names :class:`~rcfmt.dataset.writer.FileSetWriter` gives data files (Python and
+#: Spark writers: ``part-<transaction hex>-<numbers>.rcfmt``)
+_WRITER_FILE = re.compile(r"part-[0-9a-f]{12,}(?:-[0-9]+)+\.rcfmt\Z")
+
+
 def _discover(root: str, single_file: str | None = None) -> Snapshot:
     """A snapshot of a directory without index (or of one file): footers are read now."""
     if single_file is not None:
@@ -85,11 +91,17 @@ def _discover(root: str, single_file: str | None = None) -> Snapshot:
         partitioning = Partitioning()
     else:
         relpaths = []
+        # A dataset writer publishes its files before it commits the first version: while
+        # _rcfmt/ exists without a version, files named as it names them are uncommitted
+        # (in flight, or left by a crashed writer) and are neither read nor adopted.
+        uncommitted = os.path.isdir(log.meta_dir(root)) and not log.list_versions(root)
         for dirpath, dirnames, filenames in os.walk(root):
             dirnames[:] = sorted(d for d in dirnames if not d.startswith(("_", ".")))
             rel_dir = os.path.relpath(dirpath, root)
             for name in sorted(filenames):
                 if name.startswith(("_", ".")) or not name.endswith(DATA_SUFFIXES):
+                    continue
+                if uncommitted and _WRITER_FILE.match(name):
                     continue
                 rel = name if rel_dir == "." else f"{rel_dir.replace(os.sep, '/')}/{name}"
                 relpaths.append(rel)
@@ -633,11 +645,12 @@ def vacuum(root, retention_seconds: float = 3600.0, *, dry_run: bool = False) ->
     older than ``retention_seconds`` (never the latest), data files referenced by no
     remaining version and older than the retention, staging/tmp leftovers of failed or
     crashed writers and scan claims of the Spark reader (``_scans``) older than the
-    retention. Returns the paths removed."""
+    retention. Before the first commit, the files a crashed first writer published are
+    removed too (files put there by other means stay). Returns the paths removed."""
     root = os.path.abspath(os.fspath(root))
     versions = log.list_versions(root)
-    if not versions:
-        return []
+    if not versions and not os.path.isdir(log.meta_dir(root)):
+        return []  # a plain directory of files: nothing of a writer's to clean up
     now = time.time()
     cutoff = now - float(retention_seconds)
 
@@ -651,6 +664,8 @@ def vacuum(root, retention_seconds: float = 3600.0, *, dry_run: bool = False) ->
     referenced = set()
     for v in keep:
         referenced.update(read_snapshot(root, v).paths)
+    if not versions:  # no commit yet: only what a writer left (plain files stay, as read)
+        referenced.update(_discover(root).paths)
     removed = []
     for v in versions:
         if v not in keep:

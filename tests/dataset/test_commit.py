@@ -357,3 +357,23 @@ def test_four_writers_an_optimizer_and_readers(tmp_path):
     assert len(versions) == 201 + optimized  # one version per append and per optimize
     for v in versions:  # every version stays readable, each commit whole
         assert_consistent(rcfmt.dataset(root, version=v))
+
+
+def test_files_of_an_uncommitted_first_write_are_neither_read_nor_adopted(tmp_path):
+    """A first write_dataset publishes its files, then commits version 1. Until then (or
+    forever, if it crashed in between) its files must not be read, nor adopted by a
+    concurrent first append: that made one append's rows appear twice (its files
+    adopted by another writer, then committed again on rebase), or rows of a write
+    that failed appear. Plain files a user put in the directory are still adopted."""
+    root = tmp_path / "ds"
+    done = tmp_path / "done"
+    rcfmt.write_dataset(batch(1, 0), done)
+    os.makedirs(root / "_rcfmt" / "_staging")  # a writer was here and published, then died
+    for k, f in enumerate(rcfmt.dataset(done).files):
+        os.link(f.path, root / f"part-0123456789abcdef-{k:05d}.rcfmt")
+    rcfmt.write_table(batch(2, 0), root / "users-own.rcfmt")
+    assert assert_consistent(rcfmt.dataset(root)) == {2000}
+    rcfmt.write_dataset(batch(3, 0), root)
+    ds = rcfmt.dataset(root)
+    assert assert_consistent(ds) == {2000, 3000}
+    assert ds.num_rows == 2 * ROWS
