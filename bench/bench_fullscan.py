@@ -19,17 +19,15 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(1, str(HERE.parent))
 import datasets  # noqa: E402
-from common import busy_warning, machine_line, md_table, measure, scratch_dir, write_json  # noqa: E402
+from common import md_table, measure, print_header, scratch_dir, write_json  # noqa: E402
 
 import rcfmt  # noqa: E402
 
@@ -59,9 +57,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     import duckdb
 
-    print(f"# Full scan / write / size, lineitem SF{args.scale:g}\n\nMachine: {machine_line()}\n")
-    if busy_warning():
-        print(busy_warning() + "\n")
+    print_header(f"Full scan / write / size, lineitem SF{args.scale:g}")
     table = datasets.tpch_lineitem(args.scale)
     out = scratch_dir("fullscan")
     paths = {e: out / f"lineitem_sf{args.scale:g}.{e}" for e in ("rcfmt", "pyarrow", "duckdb", "polars")}

@@ -21,7 +21,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(1, str(HERE.parent))
 
 import bench_peers as peers  # noqa: E402
-from common import busy_warning, machine_line, md_table  # noqa: E402
+from common import md_table, print_header  # noqa: E402
 
 import rcfmt  # noqa: E402
 from rcfmt.format import footer as _footer  # noqa: E402
@@ -44,9 +44,7 @@ def main(argv=None) -> int:
     ap.add_argument("--opens", type=int, default=1000)
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args(argv)
-    print(f"# Opening a file, lineitem SF{args.scale:g}\n\nMachine: {machine_line()}\n")
-    if busy_warning():
-        print(busy_warning() + "\n")
+    print_header(f"Opening a file, lineitem SF{args.scale:g}")
     _table, _c, ppaths, _ref = peers.prepare(args.scale)
     ppath = ppaths["natural_128k"]
     rpath = ppath.with_suffix(".rcfmt")

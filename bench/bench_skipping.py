@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_peers as peers  # noqa: E402
-from common import busy_warning, machine_line, md_table, write_json  # noqa: E402
+from common import md_table, print_header, write_json  # noqa: E402
 
 sys.path.insert(1, str(Path(__file__).resolve().parent.parent))  # run from a checkout
 import rcfmt  # noqa: E402
@@ -92,9 +92,7 @@ def main(argv=None) -> int:
     peers.ENGINES["rcfmt"] = run_rcfmt
     peers.SUMMARISERS["rcfmt"] = peers.summarise_arrow
 
-    print(f"# Skipping benchmark, lineitem SF{args.scale:g}\n\nMachine: {machine_line()}\n")
-    if busy_warning():
-        print(busy_warning() + "\n")
+    print_header(f"Skipping benchmark, lineitem SF{args.scale:g}")
     table, c, ppaths, ref = peers.prepare(args.scale)
     del table
     rpaths = build_rcfmt(ppaths)

@@ -231,6 +231,13 @@ def busy_warning(threshold: float = 0.5) -> str | None:
     return None
 
 
+def print_header(title: str) -> None:
+    """A report's title, the machine it ran on, and a warning if the machine is busy."""
+    print(f"# {title}\n\nMachine: {machine_line()}\n", flush=True)
+    if busy_warning():
+        print(busy_warning() + "\n", flush=True)
+
+
 def machine_line(info: dict[str, Any] | None = None) -> str:
     info = info or machine_info()
     v = info["versions"]

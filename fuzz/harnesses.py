@@ -24,7 +24,6 @@ under ``fuzz/corpus/<target>/`` (``--make-corpus`` rewrites them).
 from __future__ import annotations
 
 import argparse
-import os
 import struct
 import subprocess
 import sys
