@@ -245,3 +245,28 @@ def test_native_kernels_agree_with_the_reference_decoders_on_hostile_bodies(data
             w = [bytes(want.values[a:b]) for a, b in zip(want.offsets[:-1], want.offsets[1:])]
             g = [bytes(got.values[a:b]) for a, b in zip(got.offsets[:-1], got.offsets[1:])]
             assert w == g
+
+
+def test_decoded_columns_live_in_arrow_memory(tmp_path):
+    """Decoded values are Arrow memory (the system pool, see rcfmt.memory): held while
+    the table lives, all returned once it is gone."""
+    import gc
+
+    import pyarrow as pa
+
+    import rcfmt
+
+    n = 200_000
+    table = pa.table({"i": pa.array(np.arange(n, dtype=np.int64) * 7919 % 100_003),
+                      "s": pa.array([f"v{i % 997}" for i in range(n)])})
+    path = tmp_path / "t.rcfmt"
+    rcfmt.write_table(table, path, block_rows=50_000)
+    pool = pa.system_memory_pool()
+    gc.collect()
+    before = pool.bytes_allocated()
+    got = rcfmt.read_table(path)
+    assert got.equals(table)
+    assert pool.bytes_allocated() - before >= 8 * n  # at least the int64 values
+    del got
+    gc.collect()
+    assert pool.bytes_allocated() == before

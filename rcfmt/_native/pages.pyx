@@ -40,6 +40,8 @@ import os
 import sys
 
 import numpy as np
+
+from .. import memory as _memory
 cimport numpy as cnp
 
 from rcfmt._native.bitpack cimport packed_nbytes, unpack_raw
@@ -795,7 +797,7 @@ def read_pages(buf, Py_ssize_t base, *, Py_ssize_t start=0, end=None, Py_ssize_t
                  t, &n, &rows, &arena_size, &run_end, &any_nulls, &f)
     if f.code:
         raise _error(&f, base, page_numbers, page_type, p)
-    arena = np.empty(arena_size // 8 + 1, dtype=np.uint64)
+    arena = _memory.empty(arena_size // 8 + 1, np.uint64)
     cdef uint8_t* arena_ptr = <uint8_t*>cnp.PyArray_DATA(arena)
     validity = np.full((rows + 7) // 8, 0xFF, dtype=np.uint8) if any_nulls else None
     cdef uint8_t* bitmap = <uint8_t*>cnp.PyArray_DATA(validity) if any_nulls else NULL

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from .. import memory
 from ..encodings.base import ColumnValues
 from ..errors import UnsupportedError
 from ..types import LogicalType, PhysicalKind
@@ -89,7 +90,7 @@ def wide_decimals(values: np.ndarray) -> np.ndarray:
     form BITPACK pages decode to); other arrays unchanged."""
     if values.dtype != np.int64:
         return values
-    out = np.empty(len(values), dtype="V16")
+    out = memory.empty(len(values), "V16")
     _fl.widen_i64_to_i128(np.ascontiguousarray(values), out.view("<i8"))
     return out
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import memory
 from .._native import pages as _pages
 from .._native import validate as _validate
 from ..encodings import by_id
@@ -118,14 +119,14 @@ class ChunkDecoder:
         every page of ``run``, one array for the whole run."""
         if self.is_dictionary:
             dictionary = self.dictionary
-            out = np.empty(run.rows, np.uint32)
+            out = memory.empty(run.rows, np.uint32)
             self._native(run, (_pages.MODE_CODES, 4, False), out, len(dictionary))
             return out if codes else take(dictionary, out, self.ltype)
         if self._mode is not None:  # fixed-width values and bools
             # BITPACK decimals stay int64 low words ("narrow" decimals): comparisons run on
             # them, and rcfmt.file.arrow_io widens them when it builds Arrow arrays
             narrow = self._mode[0] == _pages.MODE_BITPACK_DECIMAL
-            out = np.empty(run.rows, np.int64 if narrow else self.ltype.numpy_dtype)
+            out = memory.empty(run.rows, np.int64 if narrow else self.ltype.numpy_dtype)
             self._native(run, self._mode, out)
             values = ColumnValues(out)
             if self._mode[0] in (_pages.MODE_PLAIN, _pages.MODE_RLE):
@@ -137,8 +138,8 @@ class ChunkDecoder:
         """Strings/binary of every page of the run, into one offsets and one data buffer."""
         capacity = int(run.pages[:, 5].sum()) if run.count else 0
         large = self.ltype.large or capacity > _I32_MAX
-        offsets = np.empty(run.rows + 1, np.int64 if large else np.int32)
-        data = np.empty(capacity, np.uint8)
+        offsets = memory.empty(run.rows + 1, np.int64 if large else np.int32)
+        data = memory.empty(capacity, np.uint8)
         mode = _pages.VB_PLAIN if self.encoding.id == _PLAIN else _pages.VB_DELTA_LENGTH
         bad, size = _pages.decode_varbinary(run, mode, offsets, data)
         if bad >= 0:

@@ -1,0 +1,23 @@
+"""Buffers the engine decodes into: Arrow memory from the system allocator.
+
+Arrays built on them go to Arrow without a copy. Measured on lineitem SF1 (bench/RESULTS.md
+§2c): decoding into ``pyarrow.system_memory_pool()`` buffers instead of ``numpy.empty``
+arrays took TPC-H Q6 from 150 to 93 ms and Q_a from 290 to 230 ms (first-touch page
+faults on each block's fresh megabyte buffers were costing as much as decoding them),
+while full scans were unchanged; mimalloc and jemalloc pools were no better on Q6 and
+slower on threaded full scans (0.31 -> 0.37-0.39 s).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+__all__ = ["empty"]
+
+_POOL = pa.system_memory_pool()
+
+
+def empty(n: int, dtype=np.uint8) -> np.ndarray:
+    """An uninitialised, writable, 64-byte aligned array of ``n`` items of ``dtype``."""
+    dtype = np.dtype(dtype)
+    return np.frombuffer(pa.allocate_buffer(n * dtype.itemsize, memory_pool=_POOL), dtype)
