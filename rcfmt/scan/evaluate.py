@@ -16,7 +16,10 @@ from typing import Callable
 import numpy as np
 import pyarrow as pa
 
+from .. import memory
+from .._native import select as _select
 from ..encodings.base import ColumnValues
+from ..errors import CorruptFileError
 from ..file.arrow_io import to_arrow
 from ..types import LogicalType, PhysicalKind
 from .expr import BoundAnd, BoundOr, Cmp, Leaf, selection_mask
@@ -114,11 +117,14 @@ def leaf_mask(leaf: Leaf, data: ColumnData) -> np.ndarray:
         # evaluate the leaf once on a null value (is_null is TRUE there, comparisons not).
         null_true = bool(len(dictionary)) and bool(
             _values_mask(leaf, dictionary.slice(0, 1), np.zeros(1, bool), data.ltype)[0])
-        cached = data._dict_masks[id(leaf)] = (dict_mask, null_true)
+        cached = data._dict_masks[id(leaf)] = (np.ascontiguousarray(dict_mask, bool).view(np.uint8), null_true)
     dict_mask, null_true = cached
-    mask = np.take(dict_mask, data.codes) if len(dict_mask) else np.zeros(len(data.codes), bool)
-    if data.valid is not None:
-        mask = np.where(data.valid, mask, null_true)
+    mask = memory.empty(len(data.codes), bool)
+    valid = None if data.valid is None else np.ascontiguousarray(data.valid, bool).view(np.uint8)
+    bad = _select.codes_mask(dict_mask, np.ascontiguousarray(data.codes, np.uint32), valid, null_true,
+                             mask.view(np.uint8))
+    if bad >= 0:  # (the decoder checks every code against the dictionary)
+        raise CorruptFileError(f"dictionary code {int(data.codes[bad])} outside a dictionary of {len(dict_mask)}")
     return mask
 
 

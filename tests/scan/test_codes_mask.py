@@ -1,0 +1,32 @@
+"""The native lookup that turns a per-dictionary-entry mask into a per-row mask."""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rcfmt._native.select import codes_mask
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 40), st.lists(st.integers(0, 50), max_size=300), st.data())
+def test_codes_mask_matches_numpy(size, raw_codes, data):
+    table = np.array(data.draw(st.lists(st.booleans(), min_size=size, max_size=size)), bool)
+    codes = np.array(raw_codes, np.uint32)
+    valid = np.array(data.draw(st.lists(st.booleans(), min_size=len(codes), max_size=len(codes))), bool)
+    null_value = data.draw(st.booleans())
+    for v in (None, valid):
+        out = np.full(len(codes), 7, np.uint8)
+        bad = codes_mask(table.view(np.uint8), codes, None if v is None else v.view(np.uint8), null_value, out)
+        live = np.ones(len(codes), bool) if v is None else v
+        outside = np.flatnonzero(live & (codes >= size))
+        if len(outside):  # the first valid row whose code is outside the table
+            assert bad == outside[0]
+            continue
+        assert bad == -1
+        expected = np.where(live, table[np.minimum(codes, max(size - 1, 0))] if size else False, null_value)
+        np.testing.assert_array_equal(out.view(bool), expected)
+
+
+def test_codes_mask_refuses_short_outputs():
+    with pytest.raises(ValueError):
+        codes_mask(np.ones(2, np.uint8), np.zeros(3, np.uint32), None, False, np.empty(2, np.uint8))
