@@ -332,7 +332,7 @@ class FileScan:
         index = self._page_index(block, col, cache)
         entries, first, counts = index.entries, index.first, index.counts
         stats.pages_total += len(entries)
-        page_ids = np.flatnonzero(selection.page_overlaps(first, counts)) if len(entries) else np.empty(0, np.int64)
+        page_ids = selection.pages_holding(first, counts)
         if not len(page_ids):
             return ColumnData(ltype, _empty_values(ltype), None)
         if selection.row_count == selection.num_rows and ltype.kind == PhysicalKind.FIXED:

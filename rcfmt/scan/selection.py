@@ -588,6 +588,21 @@ class Selection:
             self._csum = _readonly(np.concatenate(([0], np.cumsum(self._mask, dtype=_I64))))
         return self._csum[f + c] > self._csum[f]
 
+    def pages_holding(self, f: np.ndarray, c: np.ndarray) -> np.ndarray:
+        """Sorted int64 numbers of the pages holding a selected row, for int64 first
+        rows ``f`` and counts ``c`` of pages that tile the block in order (a page index,
+        checked when it was read). Few selected rows are looked up one by one (a
+        search each); otherwise every page is tested, as :meth:`page_overlaps`."""
+        count = self.row_count
+        if count == 0 or f.size == 0:
+            return _EMPTY
+        if count < f.size // 4:
+            pages = np.searchsorted(f, self.to_indices(), side="right") - 1
+            if len(pages) > 1:
+                pages = pages[np.concatenate(([True], pages[1:] != pages[:-1]))]
+            return pages
+        return np.flatnonzero(self.page_overlaps(f, c))
+
     def for_page(self, first_row: int, row_count: int):
         """What a page decoder needs to keep the selected values of one page.
 

@@ -498,3 +498,19 @@ def test_many_ranges_vectorized(data):
     expect = csum[first + counts] > csum[first]
     assert np.array_equal(a.overlaps(first, counts), expect)
     assert np.array_equal(Selection.from_mask(ma).overlaps(first, counts), expect)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 6), min_size=1, max_size=40), st.data())
+def test_pages_holding_matches_brute_force(page_rows, data):
+    """Pages that tile a block (some without rows): the pages holding a selected row,
+    found by per-row search or per-page test, are exactly those a brute force finds."""
+    counts = np.array(page_rows, np.int64)
+    first = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
+    n = int(counts.sum())
+    mask = np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)), bool)
+    expected = [p for p in range(len(counts)) if mask[first[p]:first[p] + counts[p]].any()]
+    for sel in (Selection.from_mask(mask), Selection.from_ranges(RowRanges.from_mask(mask), n)):
+        got = sel.pages_holding(first, counts)
+        assert got.dtype == np.int64
+        assert got.tolist() == expected
