@@ -1,9 +1,19 @@
-"""Row masks from dictionary codes: a leaf evaluated once per dictionary entry becomes
-a mask per row with one GIL-free lookup that also decides null rows (numpy needs a
-``take``, which first casts uint32 codes to intp, then a ``where``)."""
-from libc.stdint cimport uint8_t, uint32_t
+"""Selection kernels, GIL-free, one pass each.
 
-__all__ = ["codes_mask"]
+* :func:`codes_mask`: a leaf evaluated once per dictionary entry becomes a mask per row,
+  null rows decided in the same pass (numpy needs a ``take``, which first casts uint32
+  codes to intp, then a ``where``).
+* :func:`count_runs`, :func:`mask_runs`: the runs of True of a row mask, which decide
+  and build a selection's row ranges (numpy needs a ``diff`` and two ``flatnonzero``).
+"""
+from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
+
+cimport numpy as cnp
+import numpy as np
+
+cnp.import_array()
+
+__all__ = ["codes_mask", "count_runs", "mask_runs"]
 
 
 cdef Py_ssize_t _lookup(const uint8_t* t, uint32_t size, const uint32_t* c, const uint8_t* v, uint8_t nv,
@@ -44,3 +54,109 @@ def codes_mask(const uint8_t[::1] table, const uint32_t[::1] codes, const uint8_
     with nogil:
         bad = _lookup(t, size, &codes[0], v, 1 if null_value else 0, n, &out[0])
     return bad
+
+
+cdef extern from *:
+    """
+    #include <string.h>
+    static inline uint64_t rc_load64(const uint8_t* p) { uint64_t w; memcpy(&w, p, 8); return w; }
+    #define RC_LANES16 0x00FF00FF00FF00FFULL
+    #define RC_SUM16 0x0001000100010001ULL
+    """
+    uint64_t RC_LANES16
+    uint64_t RC_SUM16
+    uint64_t rc_load64(const uint8_t* p) noexcept nogil
+    int __builtin_ctzll(unsigned long long) noexcept nogil
+
+
+cdef inline uint64_t _edges(uint64_t w, uint64_t carry) noexcept nogil:
+    """Bytes of a word of 0/1 bytes that differ from the byte before them (the one
+    before byte 0 is ``carry``), as 0/1 bytes."""
+    return w ^ ((w << 8) | carry)
+
+
+cdef inline Py_ssize_t _byte_sum(uint64_t acc) noexcept nogil:
+    """Sum of the eight bytes of ``acc``."""
+    acc = (acc & RC_LANES16) + ((acc >> 8) & RC_LANES16)
+    return <Py_ssize_t>((acc * RC_SUM16) >> 48)
+
+
+cdef Py_ssize_t _count_runs(const uint8_t* m, Py_ssize_t n) noexcept nogil:
+    """Runs of 1 in ``m`` (0/1 bytes): rising edges, eight bytes per step, summed as
+    byte lanes (at most 255 words per lane sum; no popcount instruction needed)."""
+    cdef Py_ssize_t i = 0, runs = 0
+    cdef uint64_t w, acc, carry = 0
+    cdef int steps
+    while i + 8 <= n:
+        acc = 0
+        steps = 0
+        while steps < 255 and i + 8 <= n:
+            w = rc_load64(m + i)
+            acc += w & ~((w << 8) | carry)
+            carry = w >> 56
+            i += 8
+            steps += 1
+        runs += _byte_sum(acc)
+    cdef uint8_t prev = <uint8_t>carry
+    while i < n:
+        runs += m[i] & (prev ^ 1)
+        prev = m[i]
+        i += 1
+    return runs
+
+
+def count_runs(const uint8_t[::1] mask):
+    """Number of runs of 1 in ``mask`` (bytes 0 or 1: a bool array's view)."""
+    cdef Py_ssize_t n = mask.shape[0], runs
+    if n == 0:
+        return 0
+    with nogil:
+        runs = _count_runs(&mask[0], n)
+    return runs
+
+
+def mask_runs(const uint8_t[::1] mask):
+    """``(starts, ends)``: int64 arrays of the half-open runs of 1 in ``mask`` (bytes 0
+    or 1: a bool array's view)."""
+    cdef Py_ssize_t n = mask.shape[0], runs = 0, i, k = 0
+    if n:
+        with nogil:
+            runs = _count_runs(&mask[0], n)
+    cdef cnp.ndarray starts = np.empty(runs, np.int64)
+    cdef cnp.ndarray ends = np.empty(runs, np.int64)
+    cdef int64_t* s = <int64_t*>cnp.PyArray_DATA(starts)
+    cdef int64_t* e = <int64_t*>cnp.PyArray_DATA(ends)
+    cdef const uint8_t* m = &mask[0] if n else NULL
+    cdef uint64_t w, edges, carry = 0
+    cdef uint8_t prev = 0, cur
+    cdef int j
+    i = 0
+    if runs:
+        with nogil:
+            while i + 8 <= n:  # words without an edge are skipped whole
+                w = rc_load64(m + i)
+                edges = _edges(w, carry)
+                carry = w >> 56
+                while edges:
+                    j = __builtin_ctzll(edges) >> 3
+                    if (w >> (8 * j)) & 1:
+                        s[k] = i + j
+                    else:
+                        e[k] = i + j
+                        k += 1
+                    edges &= edges - 1
+                i += 8
+            prev = <uint8_t>carry
+            while i < n:
+                cur = m[i]
+                if cur != prev:
+                    if cur:
+                        s[k] = i
+                    else:
+                        e[k] = i
+                        k += 1
+                    prev = cur
+                i += 1
+            if prev:
+                e[k] = n
+    return starts, ends

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._native import select as _select
 from ..errors import InvalidOptionError
 
 __all__ = ["RowRanges", "Selection", "RANGES_MAX_DENSITY"]
@@ -80,17 +81,14 @@ def _mask_runs(mask: np.ndarray):
     """(starts, ends) of the runs of True in a bool array."""
     if mask.size == 0:
         return _EMPTY, _EMPTY
-    edges = np.diff(mask.view(np.int8), prepend=np.int8(0), append=np.int8(0))
-    starts = np.flatnonzero(edges == 1)
-    ends = np.flatnonzero(edges == -1)
-    return starts.astype(_I64, copy=False), ends.astype(_I64, copy=False)
+    return _select.mask_runs(np.ascontiguousarray(mask).view(np.uint8))
 
 
 def _count_runs(mask: np.ndarray) -> int:
     """Number of runs of True in a bool array, without materializing them."""
     if mask.size == 0:
         return 0
-    return int(mask[0]) + int(np.count_nonzero(mask[1:] & ~mask[:-1]))
+    return _select.count_runs(np.ascontiguousarray(mask).view(np.uint8))
 
 
 class RowRanges:

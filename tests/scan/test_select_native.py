@@ -1,10 +1,10 @@
-"""The native lookup that turns a per-dictionary-entry mask into a per-row mask."""
+"""The native selection kernels (rcfmt._native.select) against brute force."""
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rcfmt._native.select import codes_mask
+from rcfmt._native.select import codes_mask, count_runs, mask_runs
 
 
 @settings(max_examples=200, deadline=None)
@@ -30,3 +30,24 @@ def test_codes_mask_matches_numpy(size, raw_codes, data):
 def test_codes_mask_refuses_short_outputs():
     with pytest.raises(ValueError):
         codes_mask(np.ones(2, np.uint8), np.zeros(3, np.uint32), None, False, np.empty(2, np.uint8))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.integers(1, 40)), max_size=30), st.integers(0, 7))
+def test_mask_runs_match_brute_force(pieces, offset):
+    """Runs of True (any length, across the 8-byte steps, at either end), also in a
+    buffer that starts off an 8-byte boundary."""
+    mask = np.array([v for v, k in pieces for _ in range(k)], bool)
+    starts, ends = [], []
+    for i, v in enumerate(mask):
+        if v and (i == 0 or not mask[i - 1]):
+            starts.append(i)
+        if v and (i == len(mask) - 1 or not mask[i + 1]):
+            ends.append(i + 1)
+    padded = np.zeros(len(mask) + offset, bool)
+    padded[offset:] = mask
+    view = padded[offset:].view(np.uint8)
+    assert count_runs(view) == len(starts)
+    got_starts, got_ends = mask_runs(view)
+    assert got_starts.dtype == got_ends.dtype == np.int64
+    assert got_starts.tolist() == starts and got_ends.tolist() == ends
