@@ -20,15 +20,24 @@ from .source import RcfmtDataSource, pushdown_planning, register
 DefaultSource = RcfmtDataSource
 
 
-def read(spark, path, *, filter: str | None = None, columns=None, **options):
-    """``spark.read.format("rcfmt")`` with the relation-defining options: ``filter`` (a
-    Spark SQL predicate, translated exactly or refused) and ``columns`` (names). Every
-    scan of the returned DataFrame reads only those rows and columns, however Spark
-    replays its plans; ``options`` are other read options."""
+def read(spark, path, *, filter=None, columns=None, **options):
+    """``spark.read.format("rcfmt")`` with the relation-defining options. ``filter``: a
+    Spark SQL predicate string (the ``filter`` option: translated exactly, with Spark's
+    semantics, or refused) or an rcfmt expression such as ``rcfmt.col("x") > 5`` (the
+    ``filterExpr`` option, as JSON: rcfmt's semantics); ``columns``: names. Every scan of
+    the returned DataFrame reads only those rows and columns, however Spark replays its
+    plans; ``options`` are other read options."""
+    from rcfmt.scan.expr import Expr
+
     reader = spark.read.format("rcfmt")
-    if filter is not None:
+    if isinstance(filter, Expr):
+        from rcfmt.scan.expr_json import dumps
+
+        reader = reader.option("filterExpr", dumps(filter))
+    elif filter is not None:
         if not isinstance(filter, str):
-            raise TypeError("filter must be a SQL predicate string, e.g. \"dt >= DATE '2024-01-01' AND x < 5\"")
+            raise TypeError("filter must be a SQL predicate string, e.g. \"dt >= DATE '2024-01-01' AND x < 5\", "
+                            "or an rcfmt expression, e.g. rcfmt.col(\"x\") < 5")
         reader = reader.option("filter", filter)
     if columns is not None:
         reader = reader.option("columns", ",".join([columns] if isinstance(columns, str) else columns))

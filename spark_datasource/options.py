@@ -63,7 +63,8 @@ def _path(opts: dict) -> str:
 class ReadOptions:
     """``path``, ``version``, ``maxPartitionBytes``, ``minPartitions``, ``batchRows``,
     ``verifyChecksums``, ``statsDir``, ``pushdown``, ``planningFooters``, and the
-    relation-defining ``filter`` (a SQL predicate) and ``columns`` (comma-separated)."""
+    relation-defining ``filter`` (a SQL predicate), ``filterExpr`` (an rcfmt expression
+    as JSON, ANDed with ``filter``) and ``columns`` (comma-separated)."""
 
     def __init__(self, options):
         opts = lower_keys(options)
@@ -81,6 +82,7 @@ class ReadOptions:
         self.pushdown_option = raw
         # relation-defining options: every scan of the DataFrame is these rows of these columns
         self.filter = opts.get("filter") or None
+        self.filter_expr = opts.get("filterexpr") or None  # an rcfmt expression as JSON (rcfmt.scan.expr_json)
         self.columns = _list(opts, "columns")
 
     def relation_schema(self, schema: pa.Schema) -> pa.Schema:

@@ -179,6 +179,11 @@ class RcfmtReader(DataSourceReader):
             from .sql_filter import parse_filter
 
             self.relation_filter = parse_filter(self.options.filter, ds.schema)
+        if self.options.filter_expr is not None:
+            from .sql_filter import parse_filter_expr
+
+            expr = parse_filter_expr(self.options.filter_expr, ds.schema)
+            self.relation_filter = expr if self.relation_filter is None else self.relation_filter & expr
         self.plan_id = uuid.uuid4().hex
         self.guarded = not SCAN_SCOPED_READ_INFO
         self.claims_dir = None  # set when a filter is pushed on a guarded Spark

@@ -24,9 +24,9 @@ import decimal
 import pyarrow as pa
 
 from rcfmt import col
-from rcfmt.errors import FilterError, InvalidOptionError
+from rcfmt.errors import FilterError, InvalidOptionError, SchemaError
 
-__all__ = ["parse_filter"]
+__all__ = ["parse_filter", "parse_filter_expr"]
 
 
 def _fail(node, why: str = "cannot be translated exactly") -> InvalidOptionError:
@@ -56,6 +56,21 @@ def parse_filter(text: str, schema: pa.Schema):
         bind(expr, schema)
     except FilterError as exc:
         raise InvalidOptionError(f"filter option: {exc}") from None
+    return expr
+
+
+def parse_filter_expr(text: str, schema: pa.Schema):
+    """The rcfmt expression of the ``filterExpr`` option (JSON written by
+    :func:`rcfmt.scan.expr_json.dumps`), bound once to check columns and literals. It
+    keeps rcfmt's semantics (e.g. NaN matches no comparison), not Spark SQL's."""
+    from rcfmt.scan.expr import bind
+    from rcfmt.scan.expr_json import loads
+
+    try:
+        expr = loads(text)
+        bind(expr, schema)
+    except (FilterError, SchemaError) as exc:
+        raise InvalidOptionError(f"filterExpr option: {exc}") from None
     return expr
 
 

@@ -10,6 +10,7 @@ import rcfmt
 import spark_datasource
 from rcfmt.errors import InvalidOptionError
 from rcfmt.scan.expr import selection_mask
+from rcfmt.scan.expr_json import dumps
 from spark_datasource.sql_filter import parse_filter
 from .test_spark import N, data, sample_table  # noqa: F401 - the module's fixture and data
 
@@ -124,3 +125,25 @@ def test_sql_view_with_options_and_python_helper(spark, data):  # noqa: F811
     assert _ids(df) == list(range(10, 20)) and df.columns == ["id"]
     with pytest.raises(Exception, match="cannot be translated|UPPER"):
         spark_datasource.read(spark, rc, filter="upper(s) = 'X'").collect()
+
+
+def test_python_helper_takes_an_rcfmt_expression(spark, data):  # noqa: F811
+    """An rcfmt expression travels as the filterExpr option (JSON) and keeps rcfmt's
+    semantics: every scan of the DataFrame, replays included, returns exactly the rows
+    the expression selects locally; it ANDs with a SQL filter option; a forged option
+    is refused by name."""
+    import datetime as dt
+
+    table, _, rc = data
+    expr = ((rcfmt.col("f") > 1.0) | rcfmt.col("s").startswith("ab")) & (rcfmt.col("d") >= dt.date(2024, 1, 20))
+    want = sorted(table["id"].filter(pa.array(selection_mask(expr, table))).to_pylist())
+    assert 0 < len(want) < table.num_rows
+    df = spark_datasource.read(spark, rc, filter=expr, columns=["id", "f"])
+    assert _ids(df) == want and df.columns == ["id", "f"]
+    assert df.count() == len(want)  # a second scan of the same relation
+    both = (spark.read.format("rcfmt").option("filterExpr", dumps(expr))
+            .option("filter", "id < 300").load(rc))
+    assert _ids(both) == [i for i in want if i < 300]
+    with pytest.raises(Exception, match="filterExpr option"):
+        spark.read.format("rcfmt").option("filterExpr", '{"cmp": "==", "column": "nope", "value": ["int", "1"]}') \
+            .load(rc).collect()
