@@ -5,6 +5,8 @@
   codes to intp, then a ``where``).
 * :func:`count_runs`, :func:`mask_runs`: the runs of True of a row mask, which decide
   and build a selection's row ranges (numpy needs a ``diff`` and two ``flatnonzero``).
+* :func:`sparse_positions`: for a few selected rows, the pages to decode and where each
+  row lands among their values (a dozen numpy calls on a handful of rows cost ~60 µs).
 """
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 
@@ -13,7 +15,7 @@ import numpy as np
 
 cnp.import_array()
 
-__all__ = ["codes_mask", "count_runs", "mask_runs"]
+__all__ = ["codes_mask", "count_runs", "mask_runs", "sparse_positions"]
 
 
 cdef Py_ssize_t _lookup(const uint8_t* t, uint32_t size, const uint32_t* c, const uint8_t* v, uint8_t nv,
@@ -160,3 +162,43 @@ def mask_runs(const uint8_t[::1] mask):
             if prev:
                 e[k] = n
     return starts, ends
+
+
+def sparse_positions(const int64_t[::1] rows, const int64_t[::1] first, const int64_t[::1] counts):
+    """For sorted ``rows`` of a block whose pages (``first`` rows, row ``counts``) tile
+    it in order: ``(page_ids, positions)``, the pages holding the rows (sorted,
+    distinct) and each row's position among those pages' rows decoded back to back.
+    A row before the first page or past the last one raises ValueError."""
+    cdef Py_ssize_t n = rows.shape[0], m = first.shape[0], i, lo, hi, mid, pages = 0
+    cdef int64_t last = -1, decoded = 0, r, page
+    if counts.shape[0] != m:
+        raise ValueError("first and counts differ in length")
+    cdef cnp.ndarray page_ids = np.empty(n, np.int64)
+    cdef cnp.ndarray positions = np.empty(n, np.int64)
+    cdef int64_t* pid = <int64_t*>cnp.PyArray_DATA(page_ids)
+    cdef int64_t* pos = <int64_t*>cnp.PyArray_DATA(positions)
+    cdef bint bad = False
+    with nogil:
+        for i in range(n):
+            r = rows[i]
+            lo, hi = 0, m  # last page whose first row <= r
+            while lo < hi:
+                mid = (lo + hi) >> 1
+                if first[mid] <= r:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            page = lo - 1
+            if page < 0 or r >= first[page] + counts[page] or page < last:
+                bad = True
+                break
+            if page != last:
+                if last >= 0:
+                    decoded += counts[last]
+                pid[pages] = page
+                pages += 1
+                last = page
+            pos[i] = decoded + r - first[page]
+    if bad:
+        raise ValueError("rows must be sorted and inside the pages")
+    return page_ids[:pages], positions

@@ -20,6 +20,7 @@ from ..encodings.dictionary import take as dictionary_take
 from ..errors import CorruptFileError, InvalidOptionError
 from ..file.arrow_io import concat_values, to_arrow
 from ..types import PhysicalKind
+from .._native import select as _select
 from .._native import varbinary as _vb
 from . import bloom_filters
 from .evaluate import ColumnData, eval_nnf
@@ -332,7 +333,12 @@ class FileScan:
         index = self._page_index(block, col, cache)
         entries, first, counts = index.entries, index.first, index.counts
         stats.pages_total += len(entries)
-        page_ids = selection.pages_holding(first, counts)
+        positions = None
+        if 0 < selection.row_count and selection.row_count * 8 < selection.num_rows:
+            # few rows: find each one's page, and where it lands among the decoded rows
+            page_ids, positions = _select.sparse_positions(selection.to_indices(), first, counts)
+        else:
+            page_ids = selection.pages_holding(first, counts)
         if not len(page_ids):
             return ColumnData(ltype, _empty_values(ltype), None)
         if selection.row_count == selection.num_rows and ltype.kind == PhysicalKind.FIXED:
@@ -343,6 +349,8 @@ class FileScan:
         codes = values if isinstance(values, np.ndarray) else None
         data = ColumnData(ltype, None if codes is not None else values, valid, codes,
                           dictionary if codes is not None else None)
+        if positions is not None:
+            return data if len(positions) == len(data) else _gather_data(data, positions)
         decoded = int(counts[page_ids].sum())
         if selection.row_count == decoded:  # every row of the decoded pages is selected
             return data

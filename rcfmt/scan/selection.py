@@ -435,7 +435,7 @@ class Selection:
     Instances are immutable.
     """
 
-    __slots__ = ("_n", "_ranges", "_mask", "_count", "_csum")
+    __slots__ = ("_n", "_ranges", "_mask", "_count", "_csum", "_indices")
 
     def __init__(self):  # pragma: no cover - use the constructors
         raise TypeError("use Selection.from_mask, .from_ranges, .from_indices, .all or .none")
@@ -448,6 +448,7 @@ class Selection:
         self._mask = _readonly(mask) if mask is not None else None
         self._count = count
         self._csum = None
+        self._indices = None
         return self
 
     @classmethod
@@ -564,10 +565,12 @@ class Selection:
         return self._mask[:n].copy()
 
     def to_indices(self) -> np.ndarray:
-        """Sorted int64 array of the selected rows."""
-        if self._ranges is not None:
-            return self._ranges.to_indices()
-        return np.flatnonzero(self._mask).astype(_I64, copy=False)
+        """Sorted int64 array of the selected rows (read-only; computed once: a scan
+        asks for it once per projected column)."""
+        if self._indices is None:
+            rows = self._ranges.to_indices() if self._ranges is not None else np.flatnonzero(self._mask)
+            self._indices = _readonly(rows.astype(_I64, copy=False))
+        return self._indices
 
     # ------------------------------------------------------------ per page
     def overlaps(self, first_rows, row_counts) -> np.ndarray:

@@ -51,3 +51,14 @@ def test_mask_runs_match_brute_force(pieces, offset):
     got_starts, got_ends = mask_runs(view)
     assert got_starts.dtype == got_ends.dtype == np.int64
     assert got_starts.tolist() == starts and got_ends.tolist() == ends
+
+
+def test_sparse_positions_refuses_rows_outside_the_pages():
+    from rcfmt._native.select import sparse_positions
+
+    first, counts = np.array([0, 4, 4], np.int64), np.array([4, 0, 3], np.int64)
+    pages, pos = sparse_positions(np.array([1, 4, 6], np.int64), first, counts)
+    assert pages.tolist() == [0, 2] and pos.tolist() == [1, 4, 6]
+    for rows in ([7], [-1], [5, 1]):
+        with pytest.raises(ValueError):
+            sparse_positions(np.array(rows, np.int64), first, counts)

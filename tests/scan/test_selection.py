@@ -514,3 +514,21 @@ def test_pages_holding_matches_brute_force(page_rows, data):
         got = sel.pages_holding(first, counts)
         assert got.dtype == np.int64
         assert got.tolist() == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 6), min_size=1, max_size=40), st.data())
+def test_sparse_positions_match_brute_force(page_rows, data):
+    """Few selected rows: their pages, and their positions among those pages' rows
+    decoded back to back, as a brute force finds them (pages without rows included)."""
+    from rcfmt._native.select import sparse_positions
+
+    counts = np.array(page_rows, np.int64)
+    first = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
+    n = int(counts.sum())
+    rows = np.array(sorted(data.draw(st.sets(st.integers(0, max(n - 1, 0)), max_size=n))), np.int64)
+    page_ids, positions = sparse_positions(rows, first, counts)
+    pages = [p for p in range(len(counts)) if any(first[p] <= r < first[p] + counts[p] for r in rows)]
+    decoded = [r for p in pages for r in range(first[p], first[p] + counts[p])]
+    assert page_ids.tolist() == pages
+    assert positions.tolist() == [decoded.index(r) for r in rows]
