@@ -11,6 +11,7 @@ __all__ = [
     "ChecksumError",
     "UnsupportedError",
     "SchemaError",
+    "UnknownOptionError",
     "InvalidOptionError",
     "FilterError",
     "CommitConflictError",
@@ -68,6 +69,11 @@ class SchemaError(RcfmtError, ValueError):
 
 class InvalidOptionError(RcfmtError, ValueError):
     """An option has an invalid value."""
+
+
+class UnknownOptionError(InvalidOptionError, TypeError):
+    """An option rcfmt does not know (a misspelt keyword): a TypeError too, as Python
+    raises for an unexpected keyword argument."""
 
 
 class FilterError(RcfmtError, ValueError):

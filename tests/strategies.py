@@ -79,7 +79,7 @@ unsupported_types = st.sampled_from([
     pa.list_(pa.int32()), pa.large_list(pa.string()), pa.struct([("a", pa.int8())]),
     pa.map_(pa.string(), pa.int32()), pa.time32("s"), pa.time64("us"), pa.date64(), pa.duration("ms"),
     pa.float16(), pa.null(), pa.decimal256(40, 2), pa.binary(4), pa.month_day_nano_interval(),
-    pa.string_view(), pa.binary_view(), pa.dictionary(pa.int8(), pa.list_(pa.int8())),
+    pa.dictionary(pa.int8(), pa.list_(pa.int8())),
 ])
 
 #: one of everything, for deterministic tables (golden file, corruption tests)

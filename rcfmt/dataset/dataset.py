@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import CorruptFileError, InvalidOptionError, RcfmtError, SchemaError
+from ..file.arrow_io import export_stream
 from ..file.reader import RcfmtFile
 from ..scan.expr import BoundAnd, BoundExpr, BoundOr, Leaf, bind, columns as expr_columns, evaluate, to_nnf
 from ..scan.prune import may_match
@@ -333,6 +334,11 @@ class DatasetScan:
             return pa.table({"_": pa.nulls(rows)}).select([])
         return pa.Table.from_batches(batches, schema=self.output_schema)
 
+    def __arrow_c_stream__(self, requested_schema=None):
+        """The selected rows as an Arrow C stream (the Arrow PyCapsule interface),
+        fragment by fragment: ``polars.DataFrame(scan)``, ``pyarrow.table(scan)``, DuckDB."""
+        return export_stream(self.output_schema, self.iter_batches(), requested_schema)
+
     def iter_batches(self, batch_size: int = 65536) -> Iterator[pa.RecordBatch]:
         """Stream selected rows, fragment by fragment, in batches of at most ``batch_size``."""
         if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
@@ -563,6 +569,11 @@ class Dataset:
     def iter_batches(self, batch_size: int = 65536, columns: Sequence[str] | None = None,
                      filter=None) -> Iterator[pa.RecordBatch]:
         return self.scan(columns, filter, use_threads=False).iter_batches(batch_size)
+
+    def __arrow_c_stream__(self, requested_schema=None):
+        """Every row of this version as an Arrow C stream (the Arrow PyCapsule
+        interface), file by file."""
+        return self.scan(use_threads=False).__arrow_c_stream__(requested_schema)
 
     def count_rows(self, filter=None) -> int:
         if filter is None:

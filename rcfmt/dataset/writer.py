@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from ..errors import CommitConflictError, InvalidOptionError, RcfmtError, SchemaError
 from ..file.reader import RcfmtFile
-from ..file.writer import Writer, WriteOptions, as_table, storage_schema
+from ..file.writer import Writer, WriteOptions, arrow_stream, as_table, storage_schema
 from ..layout import METADATA_KEY, ClusteringSpec
 from ..types import logical_type_from_arrow, same_logical_type
 from . import log
@@ -435,8 +435,9 @@ def commit(root: str, entries: list[FileEntry], *, mode: str, read_version: int,
 # ------------------------------------------------------------------ write_dataset
 def _batches_and_schema(data):
     """(schema, iterator of tables) for any accepted input."""
-    if isinstance(data, pa.RecordBatchReader):
-        return data.schema, (pa.Table.from_batches([b]) for b in data)
+    stream = arrow_stream(data)
+    if stream is not None:  # a RecordBatchReader or any Arrow PyCapsule stream
+        return stream.schema, (pa.Table.from_batches([b]) for b in stream)
     if isinstance(data, (pa.Table, pa.RecordBatch, dict)) or type(data).__name__ == "DataFrame":
         table = as_table(data)
         return table.schema, iter([table])
@@ -518,7 +519,6 @@ def begin_write(path, schema: pa.Schema, *, partition_by=None, mode: str = "appe
         cast = {f.name: f.type for f in base_snap.data_schema}  # keep string vs large_string as stored
         schema = pa.schema([f.with_type(cast.get(f.name, f.type)) for f in schema])
         data_schema = split_schema(schema, partitioning)
-    os.makedirs(log.staging_root(root), exist_ok=True)
     recorded = recorded_clustering(base_snap.info) if base_snap is not None else None
     return WritePlan(root, mode, base_version, schema, data_schema, partitioning,
                      unindexed if mode == "append" else None, recorded)
@@ -556,7 +556,7 @@ def write_dataset(data, path, *, partition_by=None, mode: str = "append",
     inherited = cluster_by is None and clustering is not None
     txn = uuid.uuid4().hex
     staging = os.path.join(log.staging_root(plan.root), txn)
-    os.makedirs(staging)
+    os.makedirs(staging)  # (and the staging root: nothing is created before the checks)
     writer = FileSetWriter(staging, plan.schema, plan.partitioning, prefix=txn[:16],
                            target_file_rows=target_file_rows, write_options=write_options, clustering=clustering,
                            truncate=truncate)

@@ -121,3 +121,9 @@ def to_arrow(values: ColumnValues, valid: np.ndarray | None, ltype: LogicalType)
                 "or write smaller blocks")
         offsets = offsets.astype(np.int32, copy=False)
     return pa.Array.from_buffers(atype, n, [validity, pa.py_buffer(offsets), pa.py_buffer(values.values)], null_count)
+
+
+def export_stream(schema: pa.Schema, batches, requested_schema=None):
+    """The Arrow C stream PyCapsule (``__arrow_c_stream__``) of ``batches``, an iterable
+    of record batches of ``schema`` read lazily, as the consumer pulls them."""
+    return pa.RecordBatchReader.from_batches(schema, batches).__arrow_c_stream__(requested_schema)

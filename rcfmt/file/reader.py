@@ -22,7 +22,7 @@ from ..format.footer import FileMetaData, parse_footer
 from ..format.layout import FORMAT_VERSION, HEADER, HEADER_SIZE, MAGIC, TAIL, TAIL_SIZE, page_record, view_records
 from ..format.stats_slots import stats_arrays
 from ..statistics import StatsArrays
-from .arrow_io import to_arrow
+from .arrow_io import export_stream, to_arrow
 from .chunks import ChunkDecoder
 
 __all__ = ["RcfmtFile", "open", "read_table"]
@@ -316,6 +316,11 @@ class RcfmtFile:
             table = self._read_blocks([b], col_ids, use_threads)
             for batch in table.to_batches(max_chunksize=batch_size):
                 yield batch
+
+    def __arrow_c_stream__(self, requested_schema=None):
+        """Every row as an Arrow C stream (the Arrow PyCapsule interface), one block in
+        memory at a time; the file must stay open while the stream is read."""
+        return export_stream(self.schema, self.iter_batches(), requested_schema)
 
 
 def open(path, *, verify_checksums: bool = True) -> RcfmtFile:  # noqa: A001 - mirrors builtins.open

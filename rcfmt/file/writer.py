@@ -23,7 +23,7 @@ from ..encodings import by_name
 from ..encodings.base import ColumnValues, Encoding
 from ..encodings.plain import Plain
 from ..encodings.selector import analyze, choose
-from ..errors import InvalidOptionError, RcfmtError, SchemaError
+from ..errors import InvalidOptionError, RcfmtError, SchemaError, UnknownOptionError
 from ..format.footer import ColumnSchema, FileMetaData, serialize_footer
 from ..format.layout import (
     BLOCK_RECORD,
@@ -87,7 +87,11 @@ class WriteOptions:
     def create(cls, schema: pa.Schema, *, block_rows=DEFAULT_BLOCK_ROWS, page_size=DEFAULT_PAGE_SIZE,
                page_rows=DEFAULT_PAGE_ROWS, compression="auto", compression_level=None, encoding=None,
                dictionary=True, stats_truncate=DEFAULT_TRUNCATE, bloom_filter_columns="auto",
-               bloom_filter_fpp=DEFAULT_FPP, use_threads=True) -> "WriteOptions":
+               bloom_filter_fpp=DEFAULT_FPP, use_threads=True, **unknown) -> "WriteOptions":
+        if unknown:
+            known = ["block_rows", "page_size", "page_rows", "compression", "compression_level", "encoding",
+                     "dictionary", "stats_truncate", "bloom_filter_columns", "bloom_filter_fpp", "use_threads"]
+            raise UnknownOptionError(f"unknown write option(s) {sorted(unknown)}; write options are {known}")
         def positive_int(name, value, lo=1, hi=None):
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < lo or (hi and value > hi):
                 bound = f" and <= {hi}" if hi else ""
@@ -144,12 +148,41 @@ def as_table(data) -> pa.Table:
             return pa.Table.from_pandas(data)
         except (pa.ArrowException, TypeError, ValueError) as exc:
             raise SchemaError(f"cannot convert DataFrame to a table: {exc}") from None
+    if hasattr(data, "__arrow_c_stream__") or hasattr(data, "__arrow_c_array__"):
+        try:  # the Arrow PyCapsule interface: Polars, DuckDB, nanoarrow, ...
+            if hasattr(data, "__arrow_c_stream__"):
+                return pa.table(data)
+            batch = pa.record_batch(data)
+            return pa.Table.from_batches([batch])
+        except (pa.ArrowException, TypeError, ValueError) as exc:
+            raise SchemaError(f"cannot read {type(data).__name__} through the Arrow PyCapsule interface: {exc}") from None
     raise SchemaError(
-        f"expected a pyarrow Table or RecordBatch, a pandas DataFrame or a dict of arrays, got {type(data).__name__}")
+        f"expected a pyarrow Table or RecordBatch, a pandas DataFrame, a dict of arrays or an object with "
+        f"__arrow_c_stream__/__arrow_c_array__ (Polars, DuckDB, ...), got {type(data).__name__}")
+
+
+def arrow_stream(data) -> pa.RecordBatchReader | None:
+    """A reader over ``data`` when it is a stream to take batch by batch (an Arrow
+    PyCapsule stream that is not already a pyarrow Table/RecordBatch), else None."""
+    if isinstance(data, (pa.Table, pa.RecordBatch, dict)) or not hasattr(data, "__arrow_c_stream__"):
+        return None
+    if isinstance(data, pa.RecordBatchReader):
+        return data
+    if type(data).__module__.startswith("pandas"):
+        return None
+    try:
+        return pa.RecordBatchReader.from_stream(data)
+    except (pa.ArrowException, TypeError, ValueError) as exc:
+        raise SchemaError(f"cannot read {type(data).__name__} through the Arrow PyCapsule interface: {exc}") from None
+
+
+#: view types (Polars exports strings as string_view) are stored as their offset form
+_VIEW_STORAGE = {pa.string_view(): pa.string(), pa.binary_view(): pa.binary()}
 
 
 def storage_schema(schema: pa.Schema) -> tuple[pa.Schema, list[LogicalType]]:
-    """The schema rcfmt stores (dictionary columns become their value type) and types."""
+    """The schema rcfmt stores (dictionary columns become their value type, string and
+    binary views plain strings and binaries) and types."""
     names = schema.names
     if len(set(names)) != len(names):
         dup = sorted({n for n in names if names.count(n) > 1})
@@ -159,7 +192,7 @@ def storage_schema(schema: pa.Schema) -> tuple[pa.Schema, list[LogicalType]]:
         if not isinstance(f.name, str) or not f.name:
             raise SchemaError(f"column names must be non-empty strings, got {f.name!r}")
         try:
-            ltype = logical_type_from_arrow(f.type)
+            ltype = logical_type_from_arrow(_VIEW_STORAGE.get(f.type, f.type))
         except SchemaError as exc:
             raise SchemaError(f"column {f.name!r}: {exc}") from None
         types.append(ltype)
@@ -320,6 +353,11 @@ class Writer:
         for name, column, field in zip(table.schema.names, table.columns, self.schema):
             if pa.types.is_dictionary(column.type):
                 column = column.cast(column.type.value_type)
+            if column.type in _VIEW_STORAGE and field.type == _VIEW_STORAGE[column.type]:
+                try:
+                    column = column.cast(field.type)
+                except pa.ArrowException as exc:
+                    raise SchemaError(f"column {name!r}: cannot store {column.type} as {field.type}: {exc}") from None
             if column.type != field.type:
                 raise SchemaError(f"column {name!r} has type {column.type}, the writer expects {field.type}")
             if not field.nullable and column.null_count:
@@ -542,7 +580,9 @@ def _compress(options: WriteOptions, bodies: list[bytes], dictionary: bytes | No
 
 def write_table(table, where, *, metadata: dict | None = None, cluster_by=None, curve: str = "zorder",
                 mapping: str = "rank", **options) -> None:
-    """Write a Table, RecordBatch, pandas DataFrame or dict of arrays to ``where``.
+    """Write a Table, RecordBatch, pandas DataFrame, dict of arrays, or any object with
+    ``__arrow_c_stream__`` (Polars and DuckDB results, a RecordBatchReader: streamed
+    batch by batch) or ``__arrow_c_array__`` to ``where``.
 
     ``cluster_by`` (column names) reorders the rows first so that skipping works on
     those columns together: ``curve`` is "zorder", "hilbert" or "sort"; ``mapping`` is
@@ -551,6 +591,12 @@ def write_table(table, where, *, metadata: dict | None = None, cluster_by=None, 
     metadata under ``rcfmt.clustering``. Other options are those of :class:`Writer`.
     Bad arguments raise before anything is written.
     """
+    stream = arrow_stream(table) if cluster_by is None else None
+    if stream is not None:  # batch by batch: one block in memory at a time
+        with Writer(where, stream.schema, metadata=metadata, **options) as writer:
+            for batch in stream:
+                writer.write(batch)
+        return
     table = as_table(table)
     if cluster_by is not None:
         from ..layout import METADATA_KEY, ClusteringSpec

@@ -18,7 +18,7 @@ import pyarrow as pa
 from ..encodings.base import ColumnValues
 from ..encodings.dictionary import take as dictionary_take
 from ..errors import CorruptFileError, InvalidOptionError
-from ..file.arrow_io import concat_values, to_arrow
+from ..file.arrow_io import concat_values, export_stream, to_arrow
 from ..types import PhysicalKind
 from .._native import select as _select
 from .._native import varbinary as _vb
@@ -448,6 +448,11 @@ class FileScan:
         for batch in self._run(self.blocks, False):
             for start in range(0, batch.num_rows, batch_size):
                 yield batch.slice(start, batch_size)
+
+    def __arrow_c_stream__(self, requested_schema=None):
+        """The selected rows as an Arrow C stream (the Arrow PyCapsule interface), block
+        by block: ``polars.DataFrame(scan)``, ``pyarrow.table(scan)``, DuckDB."""
+        return export_stream(self.output_schema, self.iter_batches(), requested_schema)
 
 
 def _block_range(blocks, n: int) -> tuple[int, int]:
