@@ -1,7 +1,7 @@
 """Buffers the engine decodes into: Arrow memory from the system allocator.
 
 Arrays built on them go to Arrow without a copy. Measured on lineitem SF1 (bench/RESULTS.md
-§2c): decoding into ``pyarrow.system_memory_pool()`` buffers instead of ``numpy.empty``
+§3): decoding into ``pyarrow.system_memory_pool()`` buffers instead of ``numpy.empty``
 arrays took TPC-H Q6 from 150 to 93 ms and Q_a from 290 to 230 ms (first-touch page
 faults on each block's fresh megabyte buffers were costing as much as decoding them),
 while full scans were unchanged; mimalloc and jemalloc pools were no better on Q6 and

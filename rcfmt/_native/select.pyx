@@ -61,7 +61,14 @@ def codes_mask(const uint8_t[::1] table, const uint32_t[::1] codes, const uint8_
 cdef extern from *:
     """
     #include <string.h>
-    static inline uint64_t rc_load64(const uint8_t* p) { uint64_t w; memcpy(&w, p, 8); return w; }
+    /* Eight mask bytes as 0/1 bytes: any nonzero byte counts as 1 (a bool array's
+       bytes are 0/1, but a view of other bytes as bool must not break the counts
+       the fill pass relies on). */
+    static inline uint64_t rc_load64(const uint8_t* p) {
+        uint64_t w; memcpy(&w, p, 8);
+        const uint64_t low7 = 0x7F7F7F7F7F7F7F7FULL;
+        return ((((w & low7) + low7) | w) >> 7) & 0x0101010101010101ULL;
+    }
     #define RC_LANES16 0x00FF00FF00FF00FFULL
     #define RC_SUM16 0x0001000100010001ULL
     """
@@ -99,16 +106,17 @@ cdef Py_ssize_t _count_runs(const uint8_t* m, Py_ssize_t n) noexcept nogil:
             i += 8
             steps += 1
         runs += _byte_sum(acc)
-    cdef uint8_t prev = <uint8_t>carry
+    cdef uint8_t prev = <uint8_t>carry, cur
     while i < n:
-        runs += m[i] & (prev ^ 1)
-        prev = m[i]
+        cur = m[i] != 0
+        runs += cur & (prev ^ 1)
+        prev = cur
         i += 1
     return runs
 
 
 def count_runs(const uint8_t[::1] mask):
-    """Number of runs of 1 in ``mask`` (bytes 0 or 1: a bool array's view)."""
+    """Number of runs of nonzero bytes in ``mask`` (a bool array's view)."""
     cdef Py_ssize_t n = mask.shape[0], runs
     if n == 0:
         return 0
@@ -118,8 +126,8 @@ def count_runs(const uint8_t[::1] mask):
 
 
 def mask_runs(const uint8_t[::1] mask):
-    """``(starts, ends)``: int64 arrays of the half-open runs of 1 in ``mask`` (bytes 0
-    or 1: a bool array's view)."""
+    """``(starts, ends)``: int64 arrays of the half-open runs of nonzero bytes in
+    ``mask`` (a bool array's view)."""
     cdef Py_ssize_t n = mask.shape[0], runs = 0, i, k = 0
     if n:
         with nogil:
@@ -150,7 +158,7 @@ def mask_runs(const uint8_t[::1] mask):
                 i += 8
             prev = <uint8_t>carry
             while i < n:
-                cur = m[i]
+                cur = m[i] != 0
                 if cur != prev:
                     if cur:
                         s[k] = i

@@ -8,6 +8,7 @@ target path.
 """
 from __future__ import annotations
 
+import inspect
 import os
 import threading
 import uuid
@@ -89,8 +90,7 @@ class WriteOptions:
                dictionary=True, stats_truncate=DEFAULT_TRUNCATE, bloom_filter_columns="auto",
                bloom_filter_fpp=DEFAULT_FPP, use_threads=True, **unknown) -> "WriteOptions":
         if unknown:
-            known = ["block_rows", "page_size", "page_rows", "compression", "compression_level", "encoding",
-                     "dictionary", "stats_truncate", "bloom_filter_columns", "bloom_filter_fpp", "use_threads"]
+            known = [p for p in inspect.signature(cls.create).parameters if p not in ("schema", "unknown")]
             raise UnknownOptionError(f"unknown write option(s) {sorted(unknown)}; write options are {known}")
         def positive_int(name, value, lo=1, hi=None):
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < lo or (hi and value > hi):

@@ -598,10 +598,7 @@ class Selection:
         if count == 0 or f.size == 0:
             return _EMPTY
         if count < f.size // 4:
-            pages = np.searchsorted(f, self.to_indices(), side="right") - 1
-            if len(pages) > 1:
-                pages = pages[np.concatenate(([True], pages[1:] != pages[:-1]))]
-            return pages
+            return _select.sparse_positions(self.to_indices(), f, c)[0]
         return np.flatnonzero(self.page_overlaps(f, c))
 
     def for_page(self, first_row: int, row_count: int):

@@ -62,3 +62,17 @@ def test_sparse_positions_refuses_rows_outside_the_pages():
     for rows in ([7], [-1], [5, 1]):
         with pytest.raises(ValueError):
             sparse_positions(np.array(rows, np.int64), first, counts)
+
+
+def test_mask_runs_treat_any_nonzero_byte_as_true():
+    """A bool view of arbitrary bytes (numpy allows it) counts as numpy's truth: no run
+    is miscounted, so the fill never writes past the arrays it sized."""
+    raw = np.array([0, 2, 255, 0, 4, 0, 0, 1, 1, 9, 0, 0, 3], np.uint8)
+    for n in range(len(raw) + 1):
+        b = raw[:n]
+        truth = b != 0
+        edges = np.diff(truth.view(np.int8), prepend=np.int8(0), append=np.int8(0))
+        starts, ends = mask_runs(b)
+        assert count_runs(b) == len(starts)
+        assert starts.tolist() == np.flatnonzero(edges == 1).tolist()
+        assert ends.tolist() == np.flatnonzero(edges == -1).tolist()
