@@ -40,6 +40,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import CorruptFileError, SchemaError
+from ..file.arrow_io import to_numpy, validity
 from ..statistics import ColumnStats, StatsArrays, truncate_max, truncate_min
 from ..types import LogicalType, PhysicalKind, logical_type_from_arrow, logical_type_from_json
 from .partitioning import Partitioning
@@ -178,18 +179,7 @@ def arrow_to_domain(arr, ltype: LogicalType) -> np.ndarray:
             raw = raw.reshape(n, 16)
             out[:] = [int.from_bytes(raw[i].tobytes(), "little", signed=True) for i in range(n)]
         return out
-    if ltype.name == "date32":
-        arr = arr.cast(pa.int32())
-    elif ltype.name == "timestamp":
-        arr = arr.cast(pa.int64())
-    zero = False if ltype.name == "bool" else 0
-    return np.asarray(arr.fill_null(zero).to_numpy(zero_copy_only=False), dtype=ltype.numpy_dtype)
-
-
-def _valid(arr) -> np.ndarray:
-    if arr.null_count == 0:
-        return np.ones(len(arr), bool)
-    return np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), bool)
+    return np.asarray(to_numpy(arr), dtype=ltype.numpy_dtype)
 
 
 def entries_table(entries: list[FileEntry], data_schema: pa.Schema, partitioning: Partitioning) -> pa.Table:
@@ -277,7 +267,7 @@ class Snapshot:
         return self.table.column("path").to_pylist()
 
     def column_values(self, name: str) -> np.ndarray:
-        return self.table.column(name).to_numpy()
+        return to_numpy(self.table.column(name))
 
     def partition_values(self) -> list[tuple]:
         cols = [self.table.column(f"{n}.value").to_pylist() for n in self.partitioning.names]
@@ -307,7 +297,7 @@ class Snapshot:
         if name in self.partitioning.names:
             arr = self.table.column(f"{name}.value")
             arr = arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
-            valid = _valid(arr)
+            valid = validity(arr)
             if lt.kind == PhysicalKind.VARBINARY:  # string partition values: UTF-8 bytes
                 values = np.empty(n, dtype=object)
                 values[:] = [None if v is None else v.encode("utf-8") for v in arr.to_pylist()]
@@ -321,7 +311,7 @@ class Snapshot:
         lo_arr, hi_arr = t.column(f"{name}.min"), t.column(f"{name}.max")
         lo_arr = lo_arr.combine_chunks() if isinstance(lo_arr, pa.ChunkedArray) else lo_arr
         hi_arr = hi_arr.combine_chunks() if isinstance(hi_arr, pa.ChunkedArray) else hi_arr
-        has = _valid(lo_arr) & _valid(hi_arr)
+        has = validity(lo_arr) & validity(hi_arr)
         return StatsArrays(
             row_count=rows,
             null_count=self.column_values(f"{name}.null_count").astype(np.int64),

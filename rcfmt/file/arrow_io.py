@@ -11,11 +11,11 @@ import pyarrow as pa
 from .. import memory
 from ..encodings.base import ColumnValues
 from ..errors import UnsupportedError
-from ..types import LogicalType, PhysicalKind
+from ..types import LogicalType, PhysicalKind, logical_type_from_arrow
 from .._native import floats as _fl
 from .._native import varbinary as _vb
 
-__all__ = ["from_arrow", "to_arrow", "wide_decimals", "fill_null_slots", "concat_values"]
+__all__ = ["from_arrow", "to_arrow", "to_numpy", "validity", "wide_decimals", "fill_null_slots", "concat_values"]
 
 
 def _bits(buf: pa.Buffer, offset: int, n: int) -> np.ndarray:
@@ -49,6 +49,26 @@ def from_arrow(arr: pa.Array, ltype: LogicalType) -> tuple[ColumnValues, np.ndar
     offsets = np.frombuffer(bufs[1], dtype=offset_dtype, count=off + n + 1)[off:]
     data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.empty(0, np.uint8)
     return ColumnValues(data, offsets), valid
+
+
+def to_numpy(arr) -> np.ndarray:
+    """numpy values of a fixed-width or boolean Arrow array (or chunked array); entries
+    under NULL are unspecified. Read from the buffers, not with ``to_numpy``: pyarrow's
+    conversions import pandas on first use, 0.2-0.3 s in every fresh process (a Spark
+    worker's first task, a user's first read)."""
+    values, _ = from_arrow(arr, logical_type_from_arrow(arr.type))
+    return values.values
+
+
+def validity(arr) -> np.ndarray:
+    """numpy bool per row of an Arrow array (or chunked array): True where not NULL."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    n = len(arr)
+    if arr.null_count == 0:
+        return np.ones(n, bool)
+    buf = arr.buffers()[0]
+    return _bits(buf, arr.offset, n).copy() if buf is not None else np.zeros(n, bool)
 
 
 def fill_null_slots(values: ColumnValues, valid: np.ndarray | None) -> ColumnValues:
