@@ -234,3 +234,20 @@ def test_pushdown_reader_hands_back_filters(tmp_path, monkeypatch):
     import pickle
     state = pickle.loads(pickle.dumps(r))
     assert not hasattr(state, "_ds") or state._ds is None
+
+
+def test_spark_written_types_reach_spark_without_a_conversion_pass(tmp_path):
+    """Data Spark wrote (int32-offset strings, timestamp[us, UTC], decimals, dates) is
+    decoded straight into the Arrow types Spark expects: the batch goes through as is."""
+    spark = T.StructType([T.StructField("s", T.StringType()), T.StructField("ts", T.TimestampType()),
+                          T.StructField("ntz", T.TimestampNTZType()), T.StructField("d", T.DecimalType(15, 2)),
+                          T.StructField("day", T.DateType()), T.StructField("bin", T.BinaryType())])
+    arrow = to_rcfmt_schema(spark)
+    table = pa.table({"s": ["a", None], "ts": [1, 2], "ntz": [3, None], "d": [decimal.Decimal("1.25"), None],
+                      "day": [dt.date(2024, 1, 1), None], "bin": [b"x", None]}, schema=arrow)
+    import rcfmt
+
+    rcfmt.write_table(table, tmp_path / "f.rcfmt")
+    batch = rcfmt.read_table(tmp_path / "f.rcfmt").to_batches()[0]
+    assert batch.schema.equals(spark_arrow_schema(spark))
+    assert BatchConverter(spark_arrow_schema(spark))(batch) is batch
