@@ -53,11 +53,11 @@ def _path(opts: dict) -> str:
         raise InvalidOptionError("the rcfmt data source needs a path: .load(path) / .save(path) or .option('path', ...)")
     if "," in path and not os.path.exists(path):
         raise InvalidOptionError(f"one path per read/write, got {path!r}")
-    if path.startswith("file:"):
+    if path.startswith("file:") and not path.startswith("file://"):  # Hadoop's file:/abs/path
         path = path[len("file:"):]
-        if path.startswith("//"):
-            path = path[2:]
-    return os.path.abspath(path)
+    from rcfmt.storage import local_path
+
+    return os.path.abspath(local_path(path))
 
 
 class ReadOptions:

@@ -27,6 +27,7 @@ from ..scan.expr import BoundAnd, BoundExpr, BoundOr, Leaf, bind, columns as exp
 from ..scan.prune import may_match
 from ..scan.scanner import ScanStats
 from ..types import logical_type_from_arrow, same_logical_type
+from ..storage import local_path
 from . import log
 from .index import (BASE_COLUMNS, INDEX_METADATA_KEY, FileEntry, Snapshot, check_inside, check_relpath,
                     entries_table, entry_from_file,
@@ -461,7 +462,7 @@ class Dataset:
 
     @classmethod
     def open(cls, path, *, version: int | None = None) -> "Dataset":
-        path = os.path.abspath(os.fspath(path))
+        path = os.path.abspath(local_path(path))
         if os.path.isfile(path):
             if version is not None:
                 raise InvalidOptionError("version= applies to dataset directories, not files")
@@ -658,7 +659,7 @@ def vacuum(root, retention_seconds: float = 3600.0, *, dry_run: bool = False) ->
     crashed writers and scan claims of the Spark reader (``_scans``) older than the
     retention. Before the first commit, the files a crashed first writer published are
     removed too (files put there by other means stay). Returns the paths removed."""
-    root = os.path.abspath(os.fspath(root))
+    root = os.path.abspath(local_path(root))
     versions = log.list_versions(root)
     if not versions and not os.path.isdir(log.meta_dir(root)):
         return []  # a plain directory of files: nothing of a writer's to clean up

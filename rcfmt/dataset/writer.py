@@ -22,6 +22,7 @@ from ..file.reader import RcfmtFile
 from ..file.writer import Writer, WriteOptions, arrow_stream, as_table, storage_schema
 from ..layout import METADATA_KEY, ClusteringSpec
 from ..types import logical_type_from_arrow, same_logical_type
+from ..storage import local_path
 from . import log
 from .index import (DEFAULT_INDEX_TRUNCATE, INDEX_METADATA_KEY, FileEntry, dumps_info, entries_table,
                     entry_from_file, index_schema, schema_to_json)
@@ -496,7 +497,7 @@ def begin_write(path, schema: pa.Schema, *, partition_by=None, mode: str = "appe
 
     if mode not in ("append", "overwrite"):
         raise InvalidOptionError(f"mode must be 'append' or 'overwrite', got {mode!r}")
-    root = os.path.abspath(os.fspath(path))
+    root = os.path.abspath(local_path(path))
     if os.path.isfile(root):
         raise InvalidOptionError(f"{root!r} is a file; a dataset is a directory")
     schema, _ = storage_schema(schema)

@@ -22,6 +22,7 @@ from ..format.footer import FileMetaData, parse_footer
 from ..format.layout import FORMAT_VERSION, HEADER, HEADER_SIZE, MAGIC, TAIL, TAIL_SIZE, page_record, view_records
 from ..format.stats_slots import stats_arrays
 from ..statistics import StatsArrays
+from ..storage import local_path
 from .arrow_io import export_stream, to_arrow
 from .chunks import ChunkDecoder
 
@@ -43,7 +44,7 @@ class RcfmtFile:
     """
 
     def __init__(self, path, *, verify_checksums: bool = True):
-        self.path = os.fspath(path)
+        self.path = local_path(path)
         self.verify_checksums = bool(verify_checksums)
         try:
             self._fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_BINARY", 0))

@@ -43,6 +43,7 @@ from ..format.stats_slots import DEFAULT_TRUNCATE, encode_slots, stat_width
 from ..scan.bloom_filters import DEFAULT_FPP, BloomPolicy, build_filter
 from ..statistics import compute_page_stats, compute_stats
 from ..types import LogicalType, PhysicalKind, logical_type_from_arrow
+from ..storage import local_path
 from .arrow_io import fill_null_slots, from_arrow
 
 __all__ = ["Writer", "write_table", "WriteOptions"]
@@ -248,7 +249,7 @@ class Writer:
             ColumnSchema(f.name, t, f.nullable, stat_width(t, self.options.stats_truncate))
             for f, t in zip(self.schema, self._types)
         ]
-        self.path = os.fspath(where)
+        self.path = local_path(where)
         directory = os.path.dirname(os.path.abspath(self.path))
         if not os.path.isdir(directory):
             raise InvalidOptionError(f"directory {directory!r} does not exist")
