@@ -2,49 +2,70 @@
 
 * :func:`codes_mask`: a leaf evaluated once per dictionary entry becomes a mask per row,
   null rows decided in the same pass (numpy needs a ``take``, which first casts uint32
-  codes to intp, then a ``where``).
+  codes to intp, then a ``where``); optionally ANDed into a mask already there.
+* :func:`range_mask`: the conjunction of a column's comparisons, as one interval
+  (``lo <(=) x <(=) hi``), nulls excluded, written or ANDed into a mask in one pass
+  (numpy needs a pass per comparison and per ``&``).
 * :func:`count_runs`, :func:`mask_runs`: the runs of True of a row mask, which decide
   and build a selection's row ranges (numpy needs a ``diff`` and two ``flatnonzero``).
 * :func:`sparse_positions`: for a few selected rows, the pages to decode and where each
   row lands among their values (a dozen numpy calls on a handful of rows cost ~60 µs).
 """
-from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
+from libc.math cimport INFINITY, nextafter
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 
 cimport numpy as cnp
 import numpy as np
 
 cnp.import_array()
 
-__all__ = ["codes_mask", "count_runs", "mask_runs", "sparse_positions"]
+__all__ = ["codes_mask", "range_mask", "count_runs", "mask_runs", "sparse_positions"]
 
 
 cdef Py_ssize_t _lookup(const uint8_t* t, uint32_t size, const uint32_t* c, const uint8_t* v, uint8_t nv,
-                        Py_ssize_t n, uint8_t* o) noexcept nogil:
+                        Py_ssize_t n, uint8_t* o, bint and_into) noexcept nogil:
+    # four loops, so that each stays simple enough for the compiler
     cdef Py_ssize_t i
     cdef uint32_t code
-    if v == NULL:
+    if v == NULL and not and_into:
         for i in range(n):
             code = c[i]
             if code >= size:
                 return i
             o[i] = t[code]
-        return -1
-    for i in range(n):
-        code = c[i]
-        if not v[i]:
-            o[i] = nv  # a null row's code is arbitrary
-        elif code >= size:
-            return i
-        else:
-            o[i] = t[code]
+    elif v == NULL:
+        for i in range(n):
+            code = c[i]
+            if code >= size:
+                return i
+            o[i] = (o[i] != 0) & t[code]
+    elif not and_into:
+        for i in range(n):
+            code = c[i]
+            if not v[i]:
+                o[i] = nv  # a null row's code is arbitrary
+            elif code >= size:
+                return i
+            else:
+                o[i] = t[code]
+    else:
+        for i in range(n):
+            code = c[i]
+            if not v[i]:
+                o[i] = (o[i] != 0) & nv
+            elif code >= size:
+                return i
+            else:
+                o[i] = (o[i] != 0) & t[code]
     return -1
 
 
 def codes_mask(const uint8_t[::1] table, const uint32_t[::1] codes, const uint8_t[::1] valid, bint null_value,
-               uint8_t[::1] out):
+               uint8_t[::1] out, bint and_into=False):
     """``out[i] = table[codes[i]]`` (bool bytes), or ``null_value`` where ``valid`` (bool
-    bytes, one per row; None: no nulls) is 0. Returns -1, or the first valid row whose
-    code is outside the table (``out`` is then partly written)."""
+    bytes, one per row; None: no nulls) is 0; with ``and_into``, ``out[i] &=`` that.
+    Returns -1, or the first valid row whose code is outside the table (``out`` is then
+    partly written)."""
     cdef Py_ssize_t n = codes.shape[0], bad
     if out.shape[0] < n or (valid is not None and valid.shape[0] < n):
         raise ValueError("out and valid need one entry per code")
@@ -54,8 +75,140 @@ def codes_mask(const uint8_t[::1] table, const uint32_t[::1] codes, const uint8_
     cdef const uint8_t* v = &valid[0] if valid is not None else NULL
     cdef uint32_t size = <uint32_t>min(<Py_ssize_t>table.shape[0], <Py_ssize_t>0xFFFFFFFF)
     with nogil:
-        bad = _lookup(t, size, &codes[0], v, 1 if null_value else 0, n, &out[0])
+        bad = _lookup(t, size, &codes[0], v, 1 if null_value else 0, n, &out[0], and_into)
     return bad
+
+
+ctypedef fused _value_t:
+    int8_t
+    int16_t
+    int32_t
+    int64_t
+    uint8_t
+    uint16_t
+    uint32_t
+    uint64_t
+    double
+
+#: range_mask bound kinds
+BOUND_NONE, BOUND_STRICT, BOUND_INCLUSIVE = 0, 1, 2
+
+
+cdef extern from *:
+    """
+    /* lo <= x <= hi per value (a NaN fails both, as in numpy), optionally ANDed with
+       validity bytes and with the mask already in o. One plain loop per case, each
+       result first as an integer as wide as the value (so that the compiler vectorizes
+       the narrowing to bytes), compiled twice on x86-64 Linux (AVX2 and baseline SSE2)
+       with the variant chosen when the module loads (no -march). */
+    #if defined(__GNUC__) && defined(__x86_64__) && defined(__linux__) && !defined(__clang__)
+    #define RC_CLONES __attribute__((target_clones("avx2", "default")))
+    #else
+    #define RC_CLONES
+    #endif
+    #define RC_RANGE(T, W, NAME) \
+    RC_CLONES static void NAME(const T* x, Py_ssize_t n, T lo, T hi, const uint8_t* v, uint8_t* o, \
+                               int and_into) { \
+        Py_ssize_t i; W r; \
+        if (!v && !and_into) { for (i = 0; i < n; i++) { r = (x[i] >= lo) & (x[i] <= hi); o[i] = (uint8_t)r; } } \
+        else if (!v) { for (i = 0; i < n; i++) { r = (x[i] >= lo) & (x[i] <= hi) & (o[i] != 0); o[i] = (uint8_t)r; } } \
+        else if (!and_into) { for (i = 0; i < n; i++) { r = (x[i] >= lo) & (x[i] <= hi) & (v[i] != 0); o[i] = (uint8_t)r; } } \
+        else { for (i = 0; i < n; i++) { r = (x[i] >= lo) & (x[i] <= hi) & (v[i] != 0) & (o[i] != 0); o[i] = (uint8_t)r; } } \
+    }
+    RC_RANGE(int8_t, int8_t, rc_range_i8) RC_RANGE(int16_t, int16_t, rc_range_i16)
+    RC_RANGE(int32_t, int32_t, rc_range_i32) RC_RANGE(int64_t, int64_t, rc_range_i64)
+    RC_RANGE(uint8_t, int8_t, rc_range_u8) RC_RANGE(uint16_t, int16_t, rc_range_u16)
+    RC_RANGE(uint32_t, int32_t, rc_range_u32) RC_RANGE(uint64_t, int64_t, rc_range_u64)
+    RC_RANGE(double, int64_t, rc_range_f64)
+    """
+    void rc_range_i8(const int8_t*, Py_ssize_t, int8_t, int8_t, const uint8_t*, uint8_t*, int) noexcept nogil
+    void rc_range_i16(const int16_t*, Py_ssize_t, int16_t, int16_t, const uint8_t*, uint8_t*, int) noexcept nogil
+    void rc_range_i32(const int32_t*, Py_ssize_t, int32_t, int32_t, const uint8_t*, uint8_t*, int) noexcept nogil
+    void rc_range_i64(const int64_t*, Py_ssize_t, int64_t, int64_t, const uint8_t*, uint8_t*, int) noexcept nogil
+    void rc_range_u8(const uint8_t*, Py_ssize_t, uint8_t, uint8_t, const uint8_t*, uint8_t*, int) noexcept nogil
+    void rc_range_u16(const uint16_t*, Py_ssize_t, uint16_t, uint16_t, const uint8_t*, uint8_t*, int) noexcept nogil
+    void rc_range_u32(const uint32_t*, Py_ssize_t, uint32_t, uint32_t, const uint8_t*, uint8_t*, int) noexcept nogil
+    void rc_range_u64(const uint64_t*, Py_ssize_t, uint64_t, uint64_t, const uint8_t*, uint8_t*, int) noexcept nogil
+    void rc_range_f64(const double*, Py_ssize_t, double, double, const uint8_t*, uint8_t*, int) noexcept nogil
+
+
+cdef void _range(const _value_t* x, Py_ssize_t n, _value_t lo, _value_t hi, const uint8_t* v, uint8_t* o,
+                 int and_into) noexcept nogil:
+    if _value_t is int8_t:
+        rc_range_i8(x, n, lo, hi, v, o, and_into)
+    elif _value_t is int16_t:
+        rc_range_i16(x, n, lo, hi, v, o, and_into)
+    elif _value_t is int32_t:
+        rc_range_i32(x, n, lo, hi, v, o, and_into)
+    elif _value_t is int64_t:
+        rc_range_i64(x, n, lo, hi, v, o, and_into)
+    elif _value_t is uint8_t:
+        rc_range_u8(x, n, lo, hi, v, o, and_into)
+    elif _value_t is uint16_t:
+        rc_range_u16(x, n, lo, hi, v, o, and_into)
+    elif _value_t is uint32_t:
+        rc_range_u32(x, n, lo, hi, v, o, and_into)
+    elif _value_t is uint64_t:
+        rc_range_u64(x, n, lo, hi, v, o, and_into)
+    else:
+        rc_range_f64(x, n, lo, hi, v, o, and_into)
+
+
+def range_mask(const _value_t[::1] values, lo, int lo_kind, hi, int hi_kind, const uint8_t[::1] valid,
+               uint8_t[::1] out, bint and_into=False):
+    """Bool bytes ``lo < x`` / ``lo <= x`` (``lo_kind`` BOUND_STRICT / BOUND_INCLUSIVE;
+    BOUND_NONE: no lower bound) and ``x < hi`` / ``x <= hi`` for each of ``values``,
+    False where ``valid`` (bool bytes; None: no nulls) is 0, written to ``out`` (or
+    ANDed into it). Bounds beyond the values' type are clamped to it."""
+    cdef Py_ssize_t n = values.shape[0]
+    if out.shape[0] < n or (valid is not None and valid.shape[0] < n):
+        raise ValueError("out and valid need one entry per value")
+    if not (0 <= lo_kind <= 2 and 0 <= hi_kind <= 2):
+        raise ValueError("bound kinds are BOUND_NONE, BOUND_STRICT or BOUND_INCLUSIVE")
+    if n == 0:
+        return
+    cdef _value_t lo_v, hi_v
+    cdef double dlo, dhi
+    cdef bint empty = False
+    if _value_t is double:  # strict bounds as the next double inward; none as an infinity
+        dlo = <double>lo if lo_kind else -INFINITY
+        dhi = <double>hi if hi_kind else INFINITY
+        if lo_kind == 1:
+            empty = dlo == INFINITY
+            dlo = nextafter(dlo, INFINITY)
+        if hi_kind == 1:
+            empty = empty or dhi == -INFINITY
+            dhi = nextafter(dhi, -INFINITY)
+        lo_v, hi_v = dlo, dhi
+    else:  # strict bounds as the next integer inward; none as the type's limit
+        if _value_t is int8_t:
+            mn, mx = -(1 << 7), (1 << 7) - 1
+        elif _value_t is int16_t:
+            mn, mx = -(1 << 15), (1 << 15) - 1
+        elif _value_t is int32_t:
+            mn, mx = -(1 << 31), (1 << 31) - 1
+        elif _value_t is int64_t:
+            mn, mx = -(1 << 63), (1 << 63) - 1
+        elif _value_t is uint8_t:
+            mn, mx = 0, (1 << 8) - 1
+        elif _value_t is uint16_t:
+            mn, mx = 0, (1 << 16) - 1
+        elif _value_t is uint32_t:
+            mn, mx = 0, (1 << 32) - 1
+        else:
+            mn, mx = 0, (1 << 64) - 1
+        lo_i = int(lo) + (lo_kind == 1) if lo_kind else mn
+        hi_i = int(hi) - (hi_kind == 1) if hi_kind else mx
+        lo_i, hi_i = max(lo_i, mn), min(hi_i, mx)
+        empty = lo_i > hi_i
+        lo_v = lo_i if not empty else 0
+        hi_v = hi_i if not empty else 0
+    cdef const uint8_t* v = &valid[0] if valid is not None else NULL
+    if empty:  # no value lies in the interval
+        out[:n] = 0
+        return
+    with nogil:
+        _range(&values[0], n, lo_v, hi_v, v, &out[0], and_into)
 
 
 cdef extern from *:

@@ -5,9 +5,12 @@ which leaves are TRUE: every leaf is evaluated to a numpy bool mask (TRUE = True
 FALSE and NULL = False) and the masks are combined with ``&`` / ``|``. NULL semantics
 and NaN stay exact because each leaf already encodes them (see :mod:`rcfmt.scan.expr`).
 
-Fast paths: comparisons on fixed-width numeric columns run as numpy comparisons on the
-decoded buffers; any leaf on a dictionary-encoded chunk is evaluated once on the
-dictionary and then looked up by code. Other leaves go through Arrow compute.
+Fast paths: in a conjunction, a column's comparisons (int, date, timestamp, float64,
+narrow decimals) become one interval tested in one native pass, and a dictionary
+column's leaves are evaluated once per dictionary entry, ANDed there, and looked up by
+code in one native pass, both ANDed straight into the conjunction's mask. Lone
+comparisons on fixed-width numeric columns run as numpy comparisons on the decoded
+buffers. Other leaves go through Arrow compute.
 """
 from __future__ import annotations
 
@@ -105,10 +108,9 @@ def _values_mask(leaf: Leaf, values: ColumnValues, valid, ltype: LogicalType) ->
     return _arrow_mask(leaf, values, valid, ltype)
 
 
-def leaf_mask(leaf: Leaf, data: ColumnData) -> np.ndarray:
-    """numpy bool per row: is ``leaf`` TRUE?"""
-    if data.codes is None:
-        return _values_mask(leaf, data.values, data.valid, data.ltype)
+def _dictionary_leaf(leaf: Leaf, data: ColumnData) -> tuple[np.ndarray, bool]:
+    """``leaf`` evaluated once per dictionary entry (bool bytes), and its value on a
+    null row (cached per leaf on the column's data)."""
     cached = data._dict_masks.get(id(leaf))
     if cached is None:
         dictionary = data.dictionary
@@ -118,25 +120,133 @@ def leaf_mask(leaf: Leaf, data: ColumnData) -> np.ndarray:
         null_true = bool(len(dictionary)) and bool(
             _values_mask(leaf, dictionary.slice(0, 1), np.zeros(1, bool), data.ltype)[0])
         cached = data._dict_masks[id(leaf)] = (np.ascontiguousarray(dict_mask, bool).view(np.uint8), null_true)
-    dict_mask, null_true = cached
-    mask = memory.empty(len(data.codes), bool)
+    return cached
+
+
+def _codes_mask(data: ColumnData, dict_mask: np.ndarray, null_true: bool, out: np.ndarray | None) -> np.ndarray:
+    """Rows whose code's entry is True in ``dict_mask`` (``null_true`` on null rows),
+    written to a new mask or ANDed into ``out``."""
+    into = out is not None
+    if out is None:
+        out = memory.empty(len(data.codes), bool)
     valid = None if data.valid is None else np.ascontiguousarray(data.valid, bool).view(np.uint8)
     bad = _select.codes_mask(dict_mask, np.ascontiguousarray(data.codes, np.uint32), valid, null_true,
-                             mask.view(np.uint8))
+                             out.view(np.uint8), into)
     if bad >= 0:  # (the decoder checks every code against the dictionary)
         raise CorruptFileError(f"dictionary code {int(data.codes[bad])} outside a dictionary of {len(dict_mask)}")
-    return mask
+    return out
+
+
+def leaf_mask(leaf: Leaf, data: ColumnData) -> np.ndarray:
+    """numpy bool per row: is ``leaf`` TRUE?"""
+    if data.codes is None:
+        return _values_mask(leaf, data.values, data.valid, data.ltype)
+    return _codes_mask(data, *_dictionary_leaf(leaf, data), None)
+
+
+# ---------------------------------------------------------------- conjunctions, natively
+_LOWER = {">": _select.BOUND_STRICT, ">=": _select.BOUND_INCLUSIVE, "==": _select.BOUND_INCLUSIVE}
+_UPPER = {"<": _select.BOUND_STRICT, "<=": _select.BOUND_INCLUSIVE, "==": _select.BOUND_INCLUSIVE}
+
+
+class _Interval:
+    """The conjunction of one column's comparisons: ``lo <(=) x <(=) hi``."""
+
+    __slots__ = ("data", "lo", "lo_kind", "hi", "hi_kind")
+
+    def __init__(self, data: ColumnData):
+        self.data = data
+        self.lo = self.hi = 0
+        self.lo_kind = self.hi_kind = _select.BOUND_NONE
+
+    def add(self, op: str, value) -> None:
+        strict = _select.BOUND_STRICT
+        if op in _LOWER:
+            kind = _LOWER[op]
+            if not self.lo_kind or value > self.lo or (value == self.lo and kind == strict):
+                self.lo, self.lo_kind = value, kind
+        if op in _UPPER:
+            kind = _UPPER[op]
+            if not self.hi_kind or value < self.hi or (value == self.hi and kind == strict):
+                self.hi, self.hi_kind = value, kind
+
+    def mask(self, out: np.ndarray | None) -> np.ndarray:
+        data = self.data
+        into = out is not None
+        if out is None:
+            out = memory.empty(len(data), bool)
+        valid = None if data.valid is None else np.ascontiguousarray(data.valid, bool).view(np.uint8)
+        _select.range_mask(data.values.values, self.lo, self.lo_kind, self.hi, self.hi_kind, valid,
+                           out.view(np.uint8), into)
+        return out
+
+
+def _interval_literal(leaf, data: ColumnData):
+    """The literal of a comparison the interval kernel evaluates exactly as
+    :func:`_values_mask` does (int, date, timestamp, float64 and narrow-decimal values,
+    a literal the values' type holds, not NaN), else None."""
+    if not isinstance(leaf, Cmp) or leaf.op == "!=" or data.codes is not None:
+        return None
+    ltype, values = data.ltype, data.values.values
+    if not (_numeric(ltype) or (ltype.name == "decimal128" and values.dtype == np.int64)):
+        return None
+    if not values.flags.c_contiguous:
+        return None
+    if values.dtype == np.float64:
+        value = float(leaf.value)
+        return None if value != value else value
+    if values.dtype.kind not in "iu":
+        return None
+    value = int(leaf.value)
+    info = np.iinfo(values.dtype)
+    return value if info.min <= value <= info.max else None
+
+
+def _eval_and(expr: BoundAnd, column_data: Callable[[str], ColumnData], n: int) -> np.ndarray:
+    """A conjunction: each column's comparisons as one native interval pass, each
+    dictionary column's leaves ANDed per entry and looked up in one pass, the rest
+    (other leaves, nested ORs) evaluated and ANDed."""
+    intervals: dict[str, _Interval] = {}
+    dictionaries: dict[str, list] = {}
+    rest = []
+    for child in expr.children:
+        if isinstance(child, (BoundAnd, BoundOr)):
+            rest.append(child)
+            continue
+        name = child.column.name
+        data = column_data(name)
+        if data.codes is not None:
+            dict_mask, null_true = _dictionary_leaf(child, data)
+            group = dictionaries.get(name)
+            if group is None:
+                dictionaries[name] = [data, dict_mask, null_true]
+            else:
+                group[1] = group[1] & dict_mask
+                group[2] = group[2] and null_true
+            continue
+        value = _interval_literal(child, data)
+        if value is None:
+            rest.append(child)
+            continue
+        intervals.setdefault(name, _Interval(data)).add(child.op, value)
+    out = None
+    for interval in intervals.values():
+        out = interval.mask(out)
+    for data, dict_mask, null_true in dictionaries.values():
+        out = _codes_mask(data, dict_mask, null_true, out)
+    for child in rest:
+        if out is not None and not out.any():
+            break
+        mask = eval_nnf(child, column_data, n)
+        out = mask if out is None else np.logical_and(out, mask, out=out)
+    return out if out is not None else np.ones(n, bool)
 
 
 def eval_nnf(expr, column_data: Callable[[str], ColumnData], n: int) -> np.ndarray:
-    """Row mask of an NNF predicate; ``column_data(name)`` provides decoded columns."""
+    """Row mask of an NNF predicate; ``column_data(name)`` provides decoded columns.
+    The mask returned is the caller's to modify."""
     if isinstance(expr, BoundAnd):
-        out = eval_nnf(expr.children[0], column_data, n)
-        for child in expr.children[1:]:
-            if not out.any():
-                break
-            out &= eval_nnf(child, column_data, n)
-        return out
+        return _eval_and(expr, column_data, n)
     if isinstance(expr, BoundOr):
         out = eval_nnf(expr.children[0], column_data, n)
         for child in expr.children[1:]:
