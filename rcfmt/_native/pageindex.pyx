@@ -6,7 +6,8 @@ Records are read from the raw little-endian bytes (see docs/FORMAT.md, "Page ind
 ``first_row`` u64 at 0, ``offset`` u64 at 8, ``length`` u32 at 16, ``row_count`` u32
 at 20.
 """
-from libc.stdint cimport uint8_t, uint32_t, uint64_t
+from libc.math cimport INFINITY, NAN, nextafter
+from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 
 
 cdef inline uint64_t _u64(const uint8_t[::1] b, Py_ssize_t p) noexcept nogil:
@@ -54,3 +55,106 @@ def entries_consistent(const uint8_t[::1] raw, Py_ssize_t count, Py_ssize_t reco
     with nogil:
         ok = _tile(raw, count, record_size, rows, start, end)
     return ok
+
+
+
+# ------------------------------------------------------------------ page pruning by an interval
+#: interval_pages value kinds
+KIND_SIGNED, KIND_UNSIGNED, KIND_FLOAT64, KIND_DECIMAL128 = 0, 1, 2, 3
+
+cdef extern from *:
+    """
+    typedef __int128 rc_i128;
+    static inline rc_i128 rc_make_i128(int64_t high, uint64_t low) {
+        return (rc_i128)(((unsigned __int128)(uint64_t)high << 64) | (unsigned __int128)low);
+    }
+    """
+    ctypedef long long rc_i128  # a C __int128: only built by rc_make_i128 and compared
+    rc_i128 rc_make_i128(int64_t high, uint64_t low) noexcept nogil
+
+
+cdef inline uint64_t _le(const uint8_t* p, int width) noexcept nogil:
+    cdef uint64_t v = 0
+    cdef int k
+    for k in range(width - 1, -1, -1):
+        v = (v << 8) | p[k]
+    return v
+
+
+cdef inline rc_i128 _slot_int(const uint8_t* p, int width, int kind) noexcept nogil:
+    """A min/max slot as a 128-bit integer (little-endian, two's complement unless
+    unsigned; decimal128 slots are 16 bytes)."""
+    cdef uint64_t low
+    if width == 16:
+        return rc_make_i128(<int64_t>_le(p + 8, 8), _le(p, 8))
+    low = _le(p, width)
+    if kind == 1:
+        return rc_make_i128(0, low)
+    if width < 8 and (low >> (8 * width - 1)) & 1:
+        low |= (<uint64_t>0xFFFFFFFFFFFFFFFF) << (8 * width)  # sign-extend to 64 bits
+    return rc_make_i128(-1 if low >> 63 else 0, low)
+
+
+cdef inline double _slot_f64(const uint8_t* p) noexcept nogil:
+    cdef uint64_t bits = _le(p, 8)
+    return (<double*>&bits)[0]
+
+
+cdef void _interval_pages(const uint8_t* raw, Py_ssize_t count, Py_ssize_t record_size, int width, int kind,
+                          rc_i128 ilo, rc_i128 ihi, double dlo, double dhi, uint8_t* out) noexcept nogil:
+    cdef Py_ssize_t i
+    cdef const uint8_t* r
+    cdef int64_t ordered
+    for i in range(count):
+        r = raw + i * record_size
+        # rows - nulls - NaNs: the values min/max bound (a corrupt count makes it <= 0)
+        ordered = <int64_t>_le(r + 20, 4) - <int64_t>_le(r + 24, 4) - <int64_t>_le(r + 28, 4)
+        if ordered <= 0:
+            out[i] = 0  # no value a comparison can be TRUE on
+        elif not (r[32] & 1):
+            out[i] = 1  # no bounds: the page may match
+        elif kind == 2:
+            out[i] = (_slot_f64(r + 40 + width) >= dlo) & (_slot_f64(r + 40) <= dhi)
+        else:
+            out[i] = (_slot_int(r + 40 + width, width, kind) >= ilo) & (_slot_int(r + 40, width, kind) <= ihi)
+
+
+cdef rc_i128 _to_i128(v):
+    return rc_make_i128(<int64_t>(v >> 64), <uint64_t>(v & 0xFFFFFFFFFFFFFFFF))
+
+
+_I128_MIN, _I128_MAX = -(1 << 127), (1 << 127) - 1
+
+
+def interval_pages(const uint8_t[::1] raw, Py_ssize_t count, Py_ssize_t record_size, int width, int kind,
+                   lo, int lo_kind, hi, int hi_kind, uint8_t[::1] out):
+    """May page ``i`` (of ``count`` page-index records of ``record_size`` bytes in
+    ``raw``, with stats slots of ``width`` bytes holding values of ``kind``) hold a
+    non-null, non-NaN value ``x`` with ``lo < x`` / ``lo <= x`` (``lo_kind`` 1 / 2; 0:
+    no lower bound) and ``x < hi`` / ``x <= hi``? Pages without bounds may; pages
+    without such values may not. Written to ``out`` as 0/1 bytes. Bounds are ints (or
+    floats for KIND_FLOAT64) in the stats domain (decimals unscaled)."""
+    if record_size < 40 + 2 * width or raw.shape[0] < count * record_size or out.shape[0] < count:
+        raise ValueError("records too short for their stats slots, or out too short")
+    if kind == 3 and width != 16 or kind == 2 and width != 8 or kind in (0, 1) and width not in (1, 2, 4, 8):
+        raise ValueError(f"stats width {width} does not fit value kind {kind}")
+    cdef rc_i128 ilo = 0, ihi = 0
+    cdef double dlo = 0, dhi = 0
+    if kind == 2:  # strict bounds as the next double inward; none as an infinity
+        dlo = <double>lo if lo_kind else -INFINITY
+        dhi = <double>hi if hi_kind else INFINITY
+        if lo_kind == 1:
+            dlo = nextafter(dlo, INFINITY) if dlo != INFINITY else NAN
+        if hi_kind == 1:
+            dhi = nextafter(dhi, -INFINITY) if dhi != -INFINITY else NAN
+    else:  # strict bounds as the next integer inward, clamped to 128 bits
+        lo_i = int(lo) + (lo_kind == 1) if lo_kind else _I128_MIN
+        hi_i = int(hi) - (hi_kind == 1) if hi_kind else _I128_MAX
+        if lo_i > hi_i or lo_i > _I128_MAX or hi_i < _I128_MIN:
+            out[:count] = 0  # an empty interval
+            return
+        ilo, ihi = _to_i128(max(lo_i, _I128_MIN)), _to_i128(min(hi_i, _I128_MAX))
+    if count <= 0:
+        return
+    with nogil:
+        _interval_pages(&raw[0], count, record_size, width, kind, ilo, ihi, dlo, dhi, &out[0])

@@ -26,6 +26,7 @@ from ..errors import CorruptFileError
 from ..file.arrow_io import to_arrow
 from ..types import LogicalType, PhysicalKind
 from .expr import BoundAnd, BoundOr, Cmp, Leaf, selection_mask
+from .intervals import Interval
 
 __all__ = ["ColumnData", "leaf_mask", "eval_nnf"]
 
@@ -145,47 +146,23 @@ def leaf_mask(leaf: Leaf, data: ColumnData) -> np.ndarray:
 
 
 # ---------------------------------------------------------------- conjunctions, natively
-_LOWER = {">": _select.BOUND_STRICT, ">=": _select.BOUND_INCLUSIVE, "==": _select.BOUND_INCLUSIVE}
-_UPPER = {"<": _select.BOUND_STRICT, "<=": _select.BOUND_INCLUSIVE, "==": _select.BOUND_INCLUSIVE}
-
-
-class _Interval:
-    """The conjunction of one column's comparisons: ``lo <(=) x <(=) hi``."""
-
-    __slots__ = ("data", "lo", "lo_kind", "hi", "hi_kind")
-
-    def __init__(self, data: ColumnData):
-        self.data = data
-        self.lo = self.hi = 0
-        self.lo_kind = self.hi_kind = _select.BOUND_NONE
-
-    def add(self, op: str, value) -> None:
-        strict = _select.BOUND_STRICT
-        if op in _LOWER:
-            kind = _LOWER[op]
-            if not self.lo_kind or value > self.lo or (value == self.lo and kind == strict):
-                self.lo, self.lo_kind = value, kind
-        if op in _UPPER:
-            kind = _UPPER[op]
-            if not self.hi_kind or value < self.hi or (value == self.hi and kind == strict):
-                self.hi, self.hi_kind = value, kind
-
-    def mask(self, out: np.ndarray | None) -> np.ndarray:
-        data = self.data
-        into = out is not None
-        if out is None:
-            out = memory.empty(len(data), bool)
-        valid = None if data.valid is None else np.ascontiguousarray(data.valid, bool).view(np.uint8)
-        _select.range_mask(data.values.values, self.lo, self.lo_kind, self.hi, self.hi_kind, valid,
-                           out.view(np.uint8), into)
-        return out
+def _interval_mask(interval: Interval, data: ColumnData, out: np.ndarray | None) -> np.ndarray:
+    """Rows of ``data`` inside ``interval`` (nulls not), written to a new mask or ANDed
+    into ``out``."""
+    into = out is not None
+    if out is None:
+        out = memory.empty(len(data), bool)
+    valid = None if data.valid is None else np.ascontiguousarray(data.valid, bool).view(np.uint8)
+    _select.range_mask(data.values.values, interval.lo, interval.lo_kind, interval.hi, interval.hi_kind, valid,
+                       out.view(np.uint8), into)
+    return out
 
 
 def _interval_literal(leaf, data: ColumnData):
     """The literal of a comparison the interval kernel evaluates exactly as
     :func:`_values_mask` does (int, date, timestamp, float64 and narrow-decimal values,
     a literal the values' type holds, not NaN), else None."""
-    if not isinstance(leaf, Cmp) or leaf.op == "!=" or data.codes is not None:
+    if not Interval.holds(leaf) or data.codes is not None:
         return None
     ltype, values = data.ltype, data.values.values
     if not (_numeric(ltype) or (ltype.name == "decimal128" and values.dtype == np.int64)):
@@ -206,7 +183,7 @@ def _eval_and(expr: BoundAnd, column_data: Callable[[str], ColumnData], n: int) 
     """A conjunction: each column's comparisons as one native interval pass, each
     dictionary column's leaves ANDed per entry and looked up in one pass, the rest
     (other leaves, nested ORs) evaluated and ANDed."""
-    intervals: dict[str, _Interval] = {}
+    intervals: dict[str, tuple[Interval, ColumnData]] = {}
     dictionaries: dict[str, list] = {}
     rest = []
     for child in expr.children:
@@ -228,10 +205,10 @@ def _eval_and(expr: BoundAnd, column_data: Callable[[str], ColumnData], n: int) 
         if value is None:
             rest.append(child)
             continue
-        intervals.setdefault(name, _Interval(data)).add(child.op, value)
+        intervals.setdefault(name, (Interval(), data))[0].add(child.op, value)
     out = None
-    for interval in intervals.values():
-        out = interval.mask(out)
+    for interval, data in intervals.values():
+        out = _interval_mask(interval, data, out)
     for data, dict_mask, null_true in dictionaries.values():
         out = _codes_mask(data, dict_mask, null_true, out)
     for child in rest:

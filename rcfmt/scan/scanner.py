@@ -20,11 +20,13 @@ from ..encodings.dictionary import take as dictionary_take
 from ..errors import CorruptFileError, InvalidOptionError
 from ..file.arrow_io import concat_values, export_stream, to_arrow
 from ..types import PhysicalKind
+from .._native import pageindex as _pageindex
 from .._native import select as _select
 from .._native import varbinary as _vb
 from . import bloom_filters
 from .evaluate import ColumnData, eval_nnf
 from .expr import BoundAnd, BoundOr, bind, columns as expr_columns, fold, to_nnf
+from .intervals import Interval
 from .prune import leaf_may_match, may_match
 from .selection import RowRanges, Selection
 
@@ -102,6 +104,35 @@ class PageIndex:
         if self._stats is None:
             self._stats = file.page_stats(block, col, self.entries)
         return self._stats
+
+
+def _stats_kind(ltype) -> int | None:
+    """How page-index bounds of ``ltype`` are read by the native interval kernel (None:
+    not read there; float32 bounds compare in float32 in the Python path)."""
+    if ltype.name == "float64":
+        return _pageindex.KIND_FLOAT64
+    if ltype.name == "decimal128":
+        return _pageindex.KIND_DECIMAL128
+    if ltype.name in ("date32", "timestamp"):
+        return _pageindex.KIND_SIGNED
+    if ltype.is_integer:
+        return _pageindex.KIND_SIGNED if ltype.is_signed else _pageindex.KIND_UNSIGNED
+    return None
+
+
+def _page_interval_kind(leaf) -> int | None:
+    """The stats kind of ``leaf``'s column when ``leaf`` is a comparison the native page
+    kernel tests exactly (an int literal on integer-like bounds, a non-NaN number on
+    float64 bounds), else None."""
+    if not Interval.holds(leaf):
+        return None
+    kind = _stats_kind(leaf.column.ltype)
+    value = leaf.value
+    if kind is None or isinstance(value, (bool, np.bool_)):
+        return None
+    if kind == _pageindex.KIND_FLOAT64:
+        return kind if isinstance(value, (int, float, np.integer, np.floating)) and value == value else None
+    return kind if isinstance(value, (int, np.integer)) else None
 
 
 def _leaves(expr):
@@ -228,7 +259,10 @@ class FileScan:
             is_and = isinstance(expr, BoundAnd)
             masks: dict[int, np.ndarray] = {}
             ranges: list[RowRanges] = []
-            for child in expr.children:
+            children = expr.children
+            if is_and:  # a column's comparisons: one native pass over its page index
+                masks, children = self._interval_page_masks(children, block, cache)
+            for child in children:
                 part = self._page_masks(child, block, cache)
                 if isinstance(part, RowRanges):
                     ranges.append(part)
@@ -245,6 +279,30 @@ class FileScan:
             return out
         col = self.filter_ids[expr.column.name]
         return {col: leaf_may_match(expr, self._page_index(block, col, cache).stats(self.file, block, col))}
+
+    def _interval_page_masks(self, children, block: int, cache: dict):
+        """``({column: page keep mask}, other children)``: the comparisons among
+        ``children`` (ANDed) on columns whose page bounds the native kernel reads, folded
+        per column into one interval and tested in one pass over its page index."""
+        intervals: dict[int, Interval] = {}
+        rest = []
+        for child in children:
+            if _page_interval_kind(child) is None:
+                rest.append(child)
+                continue
+            col = self.filter_ids[child.column.name]
+            intervals.setdefault(col, Interval()).add(child.op, child.value)
+        masks = {}
+        for col, interval in intervals.items():
+            entries = self._page_index(block, col, cache).entries
+            keep = np.empty(len(entries), np.uint8)
+            if len(entries):
+                _pageindex.interval_pages(
+                    np.frombuffer(entries, np.uint8), len(entries), entries.dtype.itemsize,
+                    entries.dtype["min"].itemsize, _stats_kind(self.file.footer.columns[col].type),
+                    interval.lo, interval.lo_kind, interval.hi, interval.hi_kind, keep)
+            masks[col] = keep.view(bool)
+        return masks, rest
 
     def _as_ranges(self, part, block: int, cache: dict, rows: int) -> RowRanges:
         if isinstance(part, RowRanges):
