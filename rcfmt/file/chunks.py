@@ -196,10 +196,11 @@ class ChunkDecoder:
         return exc.with_context(page=run.page_number(k), offset=self.base + int(run.pages[k, 0]))
 
     # ------------------------------------------------------------------ public
-    def decode_all(self, rows: int) -> tuple[ColumnValues, np.ndarray | None]:
-        """Decode every data page (checked to add up to ``rows``): values and validity."""
+    def decode_all(self, rows: int, codes: bool = False) -> tuple[ColumnValues, np.ndarray | None]:
+        """Decode every data page (checked to add up to ``rows``): values and validity
+        (the uint32 codes of a dictionary chunk instead of values with ``codes``)."""
         run = self._whole_run(rows)
-        return self._values(run, codes=False), run.valid()
+        return self._values(run, codes), run.valid()
 
     def decode_run(self, positions, page_numbers, expected_rows, codes: bool = False):
         """Decode the data pages whose headers are at ``positions`` in ``buf`` (their

@@ -361,24 +361,28 @@ class FileScan:
                 values = concat_values([x for x, _ in parts], ltype.kind)
         return values, valid, dictionary
 
-    def _decode_whole_chunk(self, block: int, col: int, pages: int, stats: ScanStats) -> ColumnData | None:
-        """Every row of a fixed-width, non-dictionary chunk, decoded page after page into
-        one preallocated array (one read; no per-page objects). None for dictionary chunks."""
+    def _decode_whole_chunk(self, block: int, col: int, pages: int, stats: ScanStats) -> ColumnData:
+        """Every row of a chunk from one read, its pages walked and decoded in one run
+        into one preallocated output (no page list, no per-page objects); a dictionary
+        chunk as its codes and dictionary."""
         file = self.file
         rec = file.footer.chunks[col][block]
-        if int(rec["dictionary_length"]):
-            return None
         base, length = int(rec["offset"]), int(rec["length"])
         buf = file.read_range(base, length)
         stats.bytes_read += len(buf)
         rows = int(file.footer.blocks[block]["row_count"])
+        ltype = file.footer.columns[col].type
         try:
-            values, valid = file.chunk_decoder(block, col, buf, base).decode_all(rows)
+            decoder = file.chunk_decoder(block, col, buf, base)
+            values, valid = decoder.decode_all(rows, codes=True)
+            dictionary = decoder.dictionary
         except CorruptFileError as exc:
             raise file._locate(exc, block, col) from None
         stats.pages_read += pages
         stats.rows_decoded += rows
-        return ColumnData(file.footer.columns[col].type, values, valid)
+        if dictionary is not None:
+            return ColumnData(ltype, None, valid, values, dictionary)
+        return ColumnData(ltype, values, valid)
 
     def _column_at(self, block: int, col: int, selection: Selection, cache: dict, stats: ScanStats) -> ColumnData:
         """Decoded values of column ``col`` at the selected rows of ``block``.
@@ -388,6 +392,10 @@ class FileScan:
         Dictionary chunks stay as codes: predicates run on the dictionary, and values
         are materialized once, for the selected rows only."""
         ltype = self.file.footer.columns[col].type
+        if 0 < selection.row_count == selection.num_rows:  # every row: no page index needed
+            pages = int(self.file.footer.chunks[col][block]["page_count"])
+            stats.pages_total += pages
+            return self._decode_whole_chunk(block, col, pages, stats)
         index = self._page_index(block, col, cache)
         entries, first, counts = index.entries, index.first, index.counts
         stats.pages_total += len(entries)
@@ -399,10 +407,6 @@ class FileScan:
             page_ids = selection.pages_holding(first, counts)
         if not len(page_ids):
             return ColumnData(ltype, _empty_values(ltype), None)
-        if selection.row_count == selection.num_rows and ltype.kind == PhysicalKind.FIXED:
-            whole = self._decode_whole_chunk(block, col, len(entries), stats)
-            if whole is not None:
-                return whole
         values, valid, dictionary = self._decode_pages(block, col, page_ids, entries, stats, want_codes=True)
         codes = values if isinstance(values, np.ndarray) else None
         data = ColumnData(ltype, None if codes is not None else values, valid, codes,
