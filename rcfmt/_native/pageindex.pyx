@@ -1,10 +1,13 @@
 # cython: language_level=3
-"""Page-index record checks in one pass (no temporaries): the reader calls this for
-every column chunk a scan touches, so it is part of the fixed cost of a point lookup.
+"""Page-index records in one pass each (no temporaries): :func:`entries_consistent`
+checks them (the reader calls it for every column chunk a scan touches, so it is part
+of the fixed cost of a point lookup); :func:`interval_pages` prunes pages by an
+interval of a column's comparisons, from the records' min/max slots.
 
 Records are read from the raw little-endian bytes (see docs/FORMAT.md, "Page index"):
 ``first_row`` u64 at 0, ``offset`` u64 at 8, ``length`` u32 at 16, ``row_count`` u32
-at 20.
+at 20, ``null_count`` u32 at 24, ``nan_count`` u32 at 28, ``stats_flags`` u8 at 32,
+then the ``min`` and ``max`` slots of the column's stats width from 40.
 """
 from libc.math cimport INFINITY, NAN, nextafter
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
