@@ -172,8 +172,8 @@ def _interval_literal(leaf, data: ColumnData):
     if values.dtype == np.float64:
         value = float(leaf.value)
         return None if value != value else value
-    if values.dtype.kind not in "iu":
-        return None
+    if values.dtype.kind not in "iu" or not isinstance(leaf.value, (int, np.integer)) or isinstance(leaf.value, bool):
+        return None  # (the binder gives integer columns integer literals)
     value = int(leaf.value)
     info = np.iinfo(values.dtype)
     return value if info.min <= value <= info.max else None
