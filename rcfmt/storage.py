@@ -1,29 +1,35 @@
-"""Where files and datasets live: what a path argument may be.
+"""Where files and datasets live: what a path argument may be, and reading byte ranges.
 
-Every entry point that takes a path (``open``, ``read_table``, ``write_table``,
-``dataset``, ``write_dataset``, ``vacuum``, the CLI, the Spark source) resolves it here
-first. Local paths (``str`` or ``os.PathLike``) and ``file://`` URIs are read and
-written; any other URI (``s3://``, ``gs://``, ``abfs://``, ``hdfs://``, ...) is refused
-with :class:`~rcfmt.errors.UnsupportedError` before anything is read or created: a URI
-is never taken for a relative local path (which would quietly write ``./s3:/bucket/...``).
+Reading a single file (``open``, ``read_table``, scans) takes a local path
+(``str`` or ``os.PathLike``), a ``file://`` URI, an object-store URI that
+``pyarrow.fs`` understands (``s3://``, ``gs://``, ``abfs://``, ``hdfs://``; credentials
+and endpoints from the environment, e.g. ``AWS_ENDPOINT_URL``, or the URI's query), or
+a path together with a ``filesystem=`` (a ``pyarrow.fs.FileSystem``, or an fsspec
+filesystem, adapted through ``pyarrow.fs.PyFileSystem(FSSpecHandler(...))``).
+``pyarrow.fs`` is the primary layer: the same C++ clients pyarrow and Spark's Arrow
+path use, with ranged reads that release the GIL; fsspec filesystems reach it through
+pyarrow's adapter. Local files keep their fast path (``os.pread`` on one descriptor).
+
+Writing files and datasets, and reading datasets, take local paths and ``file://``
+URIs only for now (:func:`local_path`): any other URI is refused with
+:class:`~rcfmt.errors.UnsupportedError` before anything is read or created -- a URI is
+never taken for a relative local path (which would quietly write ``./s3:/bucket/...``).
 """
 from __future__ import annotations
 
 import os
 import re
+import stat
 from urllib.parse import unquote, urlsplit
 
-from .errors import InvalidOptionError, UnsupportedError
+from .errors import InvalidOptionError, RcfmtError, UnsupportedError
 
-__all__ = ["local_path"]
+__all__ = ["local_path", "open_input", "ByteSource"]
 
 _URI = re.compile(r"\A([A-Za-z][A-Za-z0-9+.\-]*)://")
 
 
-def local_path(where) -> str:
-    """The local filesystem path ``where`` names: a ``str`` or ``os.PathLike`` as given,
-    or the absolute path of a ``file://`` URI. Raises :class:`UnsupportedError` for other URIs
-    and :class:`InvalidOptionError` for what is not a path at all."""
+def _fspath(where) -> str:
     try:
         path = os.fspath(where)
     except TypeError:
@@ -32,17 +38,131 @@ def local_path(where) -> str:
         path = os.fsdecode(path)
     if not path:
         raise InvalidOptionError("empty path")
-    m = _URI.match(path)
-    if m is None:
-        return path
-    scheme = m.group(1).lower()
-    if scheme != "file":
-        raise UnsupportedError(
-            f"{path!r}: {scheme}:// URIs are not supported; rcfmt reads and writes local paths and file:// URIs "
-            f"(object storage is not implemented yet). Nothing was read or written.")
+    return path
+
+
+def _file_uri(path: str) -> str:
     parts = urlsplit(path)
     if parts.netloc not in ("", "localhost"):
         raise UnsupportedError(f"{path!r}: file:// URIs with a host ({parts.netloc!r}) are not supported")
     if not parts.path:
         raise InvalidOptionError(f"{path!r} names no file")
     return os.path.abspath(unquote(parts.path))
+
+
+def local_path(where) -> str:
+    """The local filesystem path ``where`` names: a ``str`` or ``os.PathLike`` as given,
+    or the absolute path of a ``file://`` URI. Raises :class:`UnsupportedError` for other
+    URIs and :class:`InvalidOptionError` for what is not a path at all."""
+    path = _fspath(where)
+    m = _URI.match(path)
+    if m is None:
+        return path
+    scheme = m.group(1).lower()
+    if scheme != "file":
+        raise UnsupportedError(
+            f"{path!r}: {scheme}:// URIs are not supported here; rcfmt writes files and reads and writes datasets "
+            f"at local paths and file:// URIs (single files can be read from object storage). "
+            f"Nothing was read or written.")
+    return _file_uri(path)
+
+
+# ------------------------------------------------------------------ reading byte ranges
+class ByteSource:
+    """Positional reads of one file: ``size``, ``read_at(offset, length)`` (thread-safe;
+    may return fewer bytes only at the end of the file), ``close()``."""
+
+    size: int
+
+    def read_at(self, offset: int, length: int) -> bytes:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def close(self) -> None:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+class _LocalFile(ByteSource):
+    """A local file: one descriptor, ``os.pread`` (releases the GIL)."""
+
+    def __init__(self, path: str):
+        try:
+            self._fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+        except IsADirectoryError:
+            raise RcfmtError(f"{path} is a directory; use rcfmt.dataset() for directories") from None
+        if stat.S_ISDIR(os.fstat(self._fd).st_mode):  # Linux opens directories read-only
+            self.close()
+            raise RcfmtError(f"{path} is a directory; use rcfmt.dataset() for directories")
+        self.size = os.fstat(self._fd).st_size
+
+    def read_at(self, offset: int, length: int) -> bytes:
+        if self._fd is None:
+            raise RcfmtError("file is closed")
+        return os.pread(self._fd, length, offset)
+
+    def close(self) -> None:
+        fd, self._fd = getattr(self, "_fd", None), None
+        if fd is not None:
+            os.close(fd)
+
+
+class _ArrowFile(ByteSource):
+    """A file of a ``pyarrow.fs`` filesystem (object stores: one ranged GET per read)."""
+
+    def __init__(self, filesystem, path: str, display: str):
+        import pyarrow.fs as pafs
+
+        info = filesystem.get_file_info(path)
+        if info.type == pafs.FileType.NotFound:
+            raise FileNotFoundError(f"no such file: {display!r}")
+        if info.type == pafs.FileType.Directory:
+            raise RcfmtError(f"{display} is a directory; use rcfmt.dataset() for directories")
+        self._file = filesystem.open_input_file(path)
+        self.size = self._file.size()
+
+    def read_at(self, offset: int, length: int) -> bytes:
+        if self._file is None:
+            raise RcfmtError("file is closed")
+        data = self._file.read_at(length, offset)
+        return data if isinstance(data, bytes) else data.to_pybytes()
+
+    def close(self) -> None:
+        f, self._file = getattr(self, "_file", None), None
+        if f is not None:
+            f.close()
+
+
+def _arrow_filesystem(filesystem):
+    """``filesystem`` as a ``pyarrow.fs.FileSystem`` (fsspec ones through pyarrow's adapter)."""
+    import pyarrow.fs as pafs
+
+    if isinstance(filesystem, pafs.FileSystem):
+        return filesystem
+    try:
+        from fsspec import AbstractFileSystem
+    except ImportError:  # pragma: no cover - fsspec not installed
+        AbstractFileSystem = ()
+    if AbstractFileSystem and isinstance(filesystem, AbstractFileSystem):
+        return pafs.PyFileSystem(pafs.FSSpecHandler(filesystem))
+    raise InvalidOptionError(f"filesystem must be a pyarrow.fs.FileSystem or an fsspec filesystem, "
+                             f"got {type(filesystem).__name__}")
+
+
+def open_input(where, filesystem=None) -> tuple[str, ByteSource]:
+    """``(path to show in messages, source)`` for reading the single file ``where``."""
+    path = _fspath(where)
+    if filesystem is not None:
+        return path, _ArrowFile(_arrow_filesystem(filesystem), path, path)
+    m = _URI.match(path)
+    if m is None:
+        return path, _LocalFile(path)
+    if m.group(1).lower() == "file":
+        local = _file_uri(path)
+        return local, _LocalFile(local)
+    import pyarrow as pa
+    import pyarrow.fs as pafs
+
+    try:
+        fs, inner = pafs.FileSystem.from_uri(path)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError) as exc:
+        raise UnsupportedError(f"{path!r}: {exc}") from None
+    return path, _ArrowFile(fs, inner, path)

@@ -6,7 +6,6 @@ footer. Column chunks are read with positional reads (thread-safe), one per chun
 from __future__ import annotations
 
 import os
-import stat
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Iterator, Sequence
@@ -16,13 +15,13 @@ import pyarrow as pa
 
 from .._native import pageindex as _pageindex
 from .._native.pages import crc32
-from ..errors import ChecksumError, CorruptFileError, InvalidOptionError, RcfmtError, SchemaError, UnsupportedError
+from ..errors import ChecksumError, CorruptFileError, InvalidOptionError, SchemaError, UnsupportedError
 from ..encodings import holds_type
 from ..format.footer import FileMetaData, parse_footer
 from ..format.layout import FORMAT_VERSION, HEADER, HEADER_SIZE, MAGIC, TAIL, TAIL_SIZE, page_record, view_records
 from ..format.stats_slots import stats_arrays
 from ..statistics import StatsArrays
-from ..storage import local_path
+from ..storage import open_input
 from .arrow_io import export_stream, to_arrow
 from .chunks import ChunkDecoder
 
@@ -43,21 +42,14 @@ class RcfmtFile:
     :class:`~rcfmt.format.footer.FileMetaData`).
     """
 
-    def __init__(self, path, *, verify_checksums: bool = True):
-        self.path = local_path(path)
+    def __init__(self, path, *, verify_checksums: bool = True, filesystem=None):
+        self.path, self._source = open_input(path, filesystem)
         self.verify_checksums = bool(verify_checksums)
-        try:
-            self._fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
-        except IsADirectoryError:
-            self._fd = None
-            raise RcfmtError(f"{self.path} is a directory; use rcfmt.dataset() for directories") from None
-        if stat.S_ISDIR(os.fstat(self._fd).st_mode):  # Linux opens directories read-only
-            self.close()
-            raise RcfmtError(f"{self.path} is a directory; use rcfmt.dataset() for directories")
         self._lock = threading.Lock()
         self.bytes_read = 0
+        self.requests = 0  # reads made (each one request on an object store)
         try:
-            self.size = os.fstat(self._fd).st_size
+            self.size = self._source.size
             self.footer = self._read_footer()
         except CorruptFileError as exc:
             self.close()
@@ -95,9 +87,9 @@ class RcfmtFile:
         self.close()
 
     def close(self) -> None:
-        fd, self._fd = getattr(self, "_fd", None), None
-        if fd is not None:
-            os.close(fd)
+        source = getattr(self, "_source", None)
+        if source is not None:
+            source.close()
 
     def __del__(self):
         self.close()
@@ -105,16 +97,15 @@ class RcfmtFile:
     # ------------------------------------------------------------------ raw I/O
     def read_range(self, offset: int, length: int) -> bytes:
         """Exactly ``length`` bytes at ``offset`` (CorruptFileError if the file is shorter)."""
-        if self._fd is None:
-            raise RcfmtError("file is closed")
         if offset < 0 or length < 0 or offset + length > self.size:
             raise CorruptFileError(f"range [{offset}, {offset + length}) lies outside the file of {self.size} bytes",
                                    path=self.path, offset=offset)
-        data = os.pread(self._fd, length, offset)
+        data = self._source.read_at(offset, length)
         if len(data) != length:
             raise CorruptFileError("file shrank while reading", path=self.path, offset=offset)
         with self._lock:
             self.bytes_read += length
+            self.requests += 1
         return data
 
     def _read_footer(self) -> FileMetaData:
@@ -324,13 +315,16 @@ class RcfmtFile:
         return export_stream(self.schema, self.iter_batches(), requested_schema)
 
 
-def open(path, *, verify_checksums: bool = True) -> RcfmtFile:  # noqa: A001 - mirrors builtins.open
-    """Open an rcfmt file for reading."""
-    return RcfmtFile(path, verify_checksums=verify_checksums)
+def open(path, *, verify_checksums: bool = True, filesystem=None) -> RcfmtFile:  # noqa: A001 - mirrors builtins.open
+    """Open an rcfmt file for reading: a local path, a ``file://`` or object-store URI
+    (``s3://``, ``gs://``, ``abfs://``, ``hdfs://``), or a path on ``filesystem`` (see
+    :mod:`rcfmt.storage`)."""
+    return RcfmtFile(path, verify_checksums=verify_checksums, filesystem=filesystem)
 
 
 def read_table(path, columns: Sequence[str] | None = None, filter=None, *, use_threads: bool = True,
-               read_dictionary: Sequence[str] | None = None, verify_checksums: bool = True) -> pa.Table:
-    """Read an rcfmt file into a :class:`pyarrow.Table`."""
-    with RcfmtFile(path, verify_checksums=verify_checksums) as f:
+               read_dictionary: Sequence[str] | None = None, verify_checksums: bool = True,
+               filesystem=None) -> pa.Table:
+    """Read an rcfmt file (any path :func:`open` takes) into a :class:`pyarrow.Table`."""
+    with RcfmtFile(path, verify_checksums=verify_checksums, filesystem=filesystem) as f:
         return f.read(columns, filter, use_threads=use_threads, read_dictionary=read_dictionary)

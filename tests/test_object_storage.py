@@ -1,0 +1,137 @@
+"""Single files on object storage, read through the client code users run (pyarrow.fs's
+S3 client) from a real S3 API server on 127.0.0.1 (moto in server mode, started here
+and stopped after): URIs with the endpoint in the environment, a filesystem object, an
+fsspec filesystem, request counts of opens and point lookups, missing objects, and
+writes (not supported yet) refused before anything is created."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import rcfmt
+from rcfmt.errors import RcfmtError, UnsupportedError
+
+moto_server = pytest.importorskip("moto.server")
+boto3 = pytest.importorskip("boto3")
+
+BUCKET = "rcfmt-test"
+ROWS = 20_000
+
+
+@pytest.fixture(scope="module")
+def s3():
+    """``(endpoint, boto3 client)`` of an S3 server on 127.0.0.1 with one bucket; the
+    AWS_* environment points every S3 client of this process at it."""
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    env = {"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+           "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"}
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        client = boto3.client("s3", endpoint_url=endpoint)
+        client.create_bucket(Bucket=BUCKET)
+        yield endpoint, client
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        server.stop()
+
+
+def _table() -> pa.Table:
+    i = np.arange(ROWS)
+    return pa.table({"id": i, "x": (i * 7919) % 1000 / 10.0,
+                     "s": pa.array([f"name-{k % 97}" for k in i]).dictionary_encode().cast(pa.string())})
+
+
+@pytest.fixture(scope="module")
+def remote_file(s3, tmp_path_factory):
+    """``(uri, local path, table)``: one multi-block file, uploaded."""
+    _, client = s3
+    table = _table()
+    local = tmp_path_factory.mktemp("s3") / "f.rcfmt"
+    rcfmt.write_table(table, local, block_rows=4096, page_rows=512)
+    client.put_object(Bucket=BUCKET, Key="data/f.rcfmt", Body=local.read_bytes())
+    return f"s3://{BUCKET}/data/f.rcfmt", local, table
+
+
+def test_read_table_and_filters_from_a_uri(remote_file):
+    uri, local, table = remote_file
+    assert rcfmt.read_table(uri).equals(table)
+    f = (rcfmt.col("id") >= 5000) & (rcfmt.col("id") < 5100) & (rcfmt.col("s") != "name-3")
+    got = rcfmt.read_table(uri, columns=["id", "s"], filter=f)
+    assert got.equals(rcfmt.read_table(local, columns=["id", "s"], filter=f)) and got.num_rows == 99
+
+
+def test_open_and_point_lookup_request_counts(remote_file):
+    """An open costs 2 requests (header, tail holding the footer); a point lookup then
+    costs the block's page indexes (one request) and one per column's page."""
+    uri, _, _ = remote_file
+    with rcfmt.open(uri) as f:
+        assert f.requests == 2 and f.num_rows == ROWS and f.num_blocks == 5
+        scan = f.scan(filter=rcfmt.col("id") == 12345)
+        out = scan.read()
+        assert out.column("id").to_pylist() == [12345]
+        assert scan.stats.blocks_pruned_stats == 4 and scan.stats.pages_read == 3
+        assert f.requests - 2 <= 1 + 3, f.requests
+
+
+def test_filesystem_objects(remote_file, s3):
+    import pyarrow.fs as pafs
+
+    endpoint, _ = s3
+    uri, _, table = remote_file
+    fs = pafs.S3FileSystem(endpoint_override=endpoint.removeprefix("http://"), scheme="http", region="us-east-1",
+                           access_key="testing", secret_key="testing")
+    assert rcfmt.read_table(f"{BUCKET}/data/f.rcfmt", filesystem=fs).equals(table)
+    with rcfmt.open(f"{BUCKET}/data/f.rcfmt", filesystem=fs) as f:
+        assert f.read(columns=["x"]).column("x").equals(table.column("x"))
+
+
+def test_fsspec_filesystem(tmp_path):
+    fsspec = pytest.importorskip("fsspec")
+    table = _table()
+    path = tmp_path / "f.rcfmt"
+    rcfmt.write_table(table, path)
+    assert rcfmt.read_table(str(path), filesystem=fsspec.filesystem("file")).equals(table)
+    with pytest.raises(rcfmt.InvalidOptionError, match="filesystem must be"):
+        rcfmt.read_table(str(path), filesystem=object())
+
+
+def test_missing_objects_and_prefixes(remote_file):
+    with pytest.raises(FileNotFoundError, match="no such file"):
+        rcfmt.open(f"s3://{BUCKET}/data/missing.rcfmt")
+    with pytest.raises(RcfmtError, match="is a directory"):
+        rcfmt.open(f"s3://{BUCKET}/data")
+    with pytest.raises(UnsupportedError):
+        rcfmt.open("nosuchscheme://x/y")
+
+
+def test_writes_and_datasets_are_refused_before_anything_is_created(s3):
+    _, client = s3
+    t = _table()
+    for call in (lambda: rcfmt.write_table(t, f"s3://{BUCKET}/out/f.rcfmt"),
+                 lambda: rcfmt.write_dataset(t, f"s3://{BUCKET}/out/ds"),
+                 lambda: rcfmt.dataset(f"s3://{BUCKET}/out/ds")):
+        with pytest.raises(UnsupportedError, match="not supported here"):
+            call()
+    assert "Contents" not in client.list_objects_v2(Bucket=BUCKET, Prefix="out/")
+
+
+def test_cli_inspects_an_object(remote_file):
+    import subprocess
+    import sys
+
+    uri, _, _ = remote_file
+    proc = subprocess.run([sys.executable, "-m", "rcfmt.cli", "inspect", uri], capture_output=True, text=True,
+                          timeout=120, env=dict(os.environ))
+    assert proc.returncode == 0, proc.stderr
+    assert str(ROWS) in proc.stdout.replace(",", "")
