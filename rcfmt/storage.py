@@ -10,8 +10,11 @@ filesystem, adapted through ``pyarrow.fs.PyFileSystem(FSSpecHandler(...))``).
 path use, with ranged reads that release the GIL; fsspec filesystems reach it through
 pyarrow's adapter. Local files keep their fast path (``os.pread`` on one descriptor).
 
-Writing files and datasets, and reading datasets, take local paths and ``file://``
-URIs only for now (:func:`local_path`): any other URI is refused with
+Datasets are read from object-store URIs too (:func:`is_remote`, :func:`remote_kind`,
+:func:`list_names`: the index versions are listed, the index and the data files read
+through the same layer). Writing files and datasets, and the dataset operations that
+write (vacuum, optimize), take local paths and ``file://`` URIs only for now
+(:func:`local_path`): any other URI is refused with
 :class:`~rcfmt.errors.UnsupportedError` before anything is read or created -- a URI is
 never taken for a relative local path (which would quietly write ``./s3:/bucket/...``).
 """
@@ -24,7 +27,7 @@ from urllib.parse import unquote, urlsplit
 
 from .errors import InvalidOptionError, RcfmtError, UnsupportedError
 
-__all__ = ["local_path", "open_input", "ByteSource"]
+__all__ = ["local_path", "open_input", "ByteSource", "is_remote", "remote_kind", "list_names"]
 
 _URI = re.compile(r"\A([A-Za-z][A-Za-z0-9+.\-]*)://")
 
@@ -166,3 +169,50 @@ def open_input(where, filesystem=None) -> tuple[str, ByteSource]:
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError) as exc:
         raise UnsupportedError(f"{path!r}: {exc}") from None
     return path, _ArrowFile(fs, inner, path)
+
+
+# ------------------------------------------------------------------ object-store URIs
+def is_remote(where) -> bool:
+    """Whether ``where`` is an object-store URI (a scheme other than ``file://``)."""
+    if not isinstance(where, str):
+        return False
+    m = _URI.match(where)
+    return m is not None and m.group(1).lower() != "file"
+
+
+def _from_uri(uri: str):
+    import pyarrow as pa
+    import pyarrow.fs as pafs
+
+    try:
+        return pafs.FileSystem.from_uri(uri)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError) as exc:
+        raise UnsupportedError(f"{uri!r}: {exc}") from None
+
+
+def remote_kind(uri: str) -> str | None:
+    """"file", "dir" or None (nothing there) for an object-store URI."""
+    import pyarrow.fs as pafs
+
+    fs, inner = _from_uri(uri)
+    kind = fs.get_file_info(inner).type
+    if kind == pafs.FileType.File:
+        return "file"
+    if kind == pafs.FileType.Directory:
+        return "dir"
+    return None
+
+
+def list_names(directory: str) -> list[str]:
+    """Names of the entries of ``directory`` (a local path or an object-store URI);
+    empty if it does not exist."""
+    if not is_remote(directory):
+        try:
+            return os.listdir(directory)
+        except FileNotFoundError:
+            return []
+    import pyarrow.fs as pafs
+
+    fs, inner = _from_uri(directory)
+    infos = fs.get_file_info(pafs.FileSelector(inner, allow_not_found=True))
+    return [info.base_name for info in infos]

@@ -1,8 +1,9 @@
-"""Single files on object storage, read through the client code users run (pyarrow.fs's
-S3 client) from a real S3 API server on 127.0.0.1 (moto in server mode, started here
-and stopped after): URIs with the endpoint in the environment, a filesystem object, an
-fsspec filesystem, request counts of opens and point lookups, missing objects, and
-writes (not supported yet) refused before anything is created."""
+"""Files and datasets on object storage, read through the client code users run
+(pyarrow.fs's S3 client) from a real S3 API server on 127.0.0.1 (moto in server mode,
+started here and stopped after): URIs with the endpoint in the environment, a
+filesystem object, an fsspec filesystem, request counts of opens and point lookups,
+datasets with partitions, filters and versions, missing objects, and writes (not
+supported yet) refused before anything is created."""
 from __future__ import annotations
 
 import os
@@ -115,12 +116,14 @@ def test_missing_objects_and_prefixes(remote_file):
         rcfmt.open("nosuchscheme://x/y")
 
 
-def test_writes_and_datasets_are_refused_before_anything_is_created(s3):
+def test_writes_are_refused_before_anything_is_created(s3):
+    from rcfmt.dataset import vacuum
+
     _, client = s3
     t = _table()
     for call in (lambda: rcfmt.write_table(t, f"s3://{BUCKET}/out/f.rcfmt"),
                  lambda: rcfmt.write_dataset(t, f"s3://{BUCKET}/out/ds"),
-                 lambda: rcfmt.dataset(f"s3://{BUCKET}/out/ds")):
+                 lambda: vacuum(f"s3://{BUCKET}/out/ds")):
         with pytest.raises(UnsupportedError, match="not supported here"):
             call()
     assert "Contents" not in client.list_objects_v2(Bucket=BUCKET, Prefix="out/")
@@ -135,3 +138,55 @@ def test_cli_inspects_an_object(remote_file):
                           timeout=120, env=dict(os.environ))
     assert proc.returncode == 0, proc.stderr
     assert str(ROWS) in proc.stdout.replace(",", "")
+
+
+# ---------------------------------------------------------------- datasets
+def _upload_tree(client, local_root, prefix: str) -> None:
+    for dirpath, _, filenames in os.walk(local_root):
+        for name in filenames:
+            path = os.path.join(dirpath, name)
+            rel = os.path.relpath(path, local_root).replace(os.sep, "/")
+            with open(path, "rb") as fh:
+                client.put_object(Bucket=BUCKET, Key=f"{prefix}/{rel}", Body=fh.read())
+
+
+@pytest.fixture(scope="module")
+def remote_dataset(s3, tmp_path_factory):
+    """``(uri, local root, table)``: a partitioned dataset with two versions, uploaded."""
+    _, client = s3
+    table = _table().append_column("p", pa.array(np.arange(ROWS) % 3, pa.int32()))
+    root = tmp_path_factory.mktemp("s3ds") / "ds"
+    rcfmt.write_dataset(table.slice(0, 12_000), root, partition_by=["p"], block_rows=2048)
+    rcfmt.write_dataset(table.slice(12_000), root, partition_by=["p"], block_rows=2048)  # version 2
+    _upload_tree(client, root, "ds")
+    return f"s3://{BUCKET}/ds", root, table
+
+
+def test_dataset_reads_with_filters_and_versions(remote_dataset):
+    uri, root, table = remote_dataset
+    ds = rcfmt.dataset(uri)
+    local = rcfmt.dataset(root)
+    assert ds.version == local.version == 2 and ds.num_rows == ROWS and ds.num_files == local.num_files
+    f = (rcfmt.col("p") == 1) & (rcfmt.col("id") >= 9000) & (rcfmt.col("id") < 15000)
+    got = ds.to_table(filter=f, columns=["id", "x"]).sort_by("id")
+    assert got.equals(local.to_table(filter=f, columns=["id", "x"]).sort_by("id")) and got.num_rows == 2000
+    assert rcfmt.dataset(uri, version=1).num_rows == 12_000
+    assert rcfmt.dataset(uri + "/").num_rows == ROWS
+    pruned = ds.prune(rcfmt.col("id") < 100)
+    assert 0 < int(pruned.sum()) < ds.num_files  # pruned from the index alone
+
+
+def test_dataset_errors(remote_dataset, s3):
+    uri, _, _ = remote_dataset
+    _, client = s3
+    with pytest.raises(FileNotFoundError):
+        rcfmt.dataset(f"s3://{BUCKET}/nothing-here")
+    client.put_object(Bucket=BUCKET, Key="plain/a.rcfmt", Body=b"x")
+    with pytest.raises(UnsupportedError, match="no dataset index"):
+        rcfmt.dataset(f"s3://{BUCKET}/plain")
+    with pytest.raises(rcfmt.InvalidOptionError, match="no version 7"):
+        rcfmt.dataset(uri, version=7)
+    one = next(f.path for f in rcfmt.dataset(uri).get_fragments())
+    client.delete_object(Bucket=BUCKET, Key=one.removeprefix(f"s3://{BUCKET}/"))
+    with pytest.raises(rcfmt.CorruptFileError, match="missing"):
+        rcfmt.dataset(uri).to_table()

@@ -36,7 +36,7 @@ def test_local_paths_and_file_uris(tmp_path):
 def test_uris_are_refused_and_nothing_is_created(tmp_path, monkeypatch, uri):
     monkeypatch.chdir(tmp_path)
     t = pa.table({"x": [1, 2, 3]})
-    calls = [lambda: rcfmt.write_table(t, uri), lambda: rcfmt.write_dataset(t, uri), lambda: rcfmt.dataset(uri),
+    calls = [lambda: rcfmt.write_table(t, uri), lambda: rcfmt.write_dataset(t, uri),
              lambda: vacuum(uri)]
     for call in calls:
         with pytest.raises(UnsupportedError, match="not supported"):

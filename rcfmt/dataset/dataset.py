@@ -20,14 +20,14 @@ from typing import Iterator, Sequence
 import numpy as np
 import pyarrow as pa
 
-from ..errors import CorruptFileError, InvalidOptionError, RcfmtError, SchemaError
+from ..errors import CorruptFileError, InvalidOptionError, RcfmtError, SchemaError, UnsupportedError
 from ..file.arrow_io import export_stream
 from ..file.reader import RcfmtFile
 from ..scan.expr import BoundAnd, BoundExpr, BoundOr, Leaf, bind, columns as expr_columns, evaluate, to_nnf
 from ..scan.prune import may_match
 from ..scan.scanner import ScanStats
 from ..types import logical_type_from_arrow, same_logical_type
-from ..storage import local_path
+from ..storage import is_remote, local_path, remote_kind
 from . import log
 from .index import (BASE_COLUMNS, INDEX_METADATA_KEY, FileEntry, Snapshot, check_inside, check_relpath,
                     entries_table, entry_from_file,
@@ -462,6 +462,8 @@ class Dataset:
 
     @classmethod
     def open(cls, path, *, version: int | None = None) -> "Dataset":
+        if is_remote(path):
+            return cls._open_remote(path.rstrip("/"), version)
         path = os.path.abspath(local_path(path))
         if os.path.isfile(path):
             if version is not None:
@@ -477,6 +479,24 @@ class Dataset:
         if versions:
             return cls(read_snapshot(path, versions[-1]))
         return cls(_discover(path))
+
+    @classmethod
+    def _open_remote(cls, uri: str, version: int | None) -> "Dataset":
+        """A dataset (with its index) or a single file at an object-store URI."""
+        kind = remote_kind(uri)
+        if kind == "file":
+            if version is not None:
+                raise InvalidOptionError("version= applies to dataset directories, not files")
+            return cls(_discover(os.path.dirname(uri), single_file=uri), uri)
+        if kind is None:
+            raise FileNotFoundError(f"no dataset or rcfmt file at {uri!r}")
+        versions = log.list_versions(uri)
+        if not versions:
+            raise UnsupportedError(f"{uri!r} has no dataset index: on object storage rcfmt reads datasets that have "
+                                   f"one (written by rcfmt), not plain directories of files")
+        if version is not None and version not in versions:
+            raise InvalidOptionError(f"{uri!r} has no version {version}; versions: {versions[:3]}...{versions[-3:]}")
+        return cls(read_snapshot(uri, versions[-1] if version is None else version))
 
     def refresh(self) -> "Dataset":
         """The latest version of this dataset (or a new discovery of a plain directory)."""

@@ -41,6 +41,7 @@ import pyarrow as pa
 
 from ..errors import CorruptFileError, SchemaError
 from ..file.arrow_io import to_numpy, validity
+from ..storage import is_remote
 from ..statistics import ColumnStats, StatsArrays, truncate_max, truncate_min
 from ..types import LogicalType, PhysicalKind, logical_type_from_arrow, logical_type_from_json
 from .partitioning import Partitioning
@@ -229,7 +230,10 @@ def check_relpath(rel, index_path: str | None = None) -> str:
 
 
 def check_inside(root: str, path: str) -> str:
-    """``path`` if, with symlinks resolved, it lies inside ``root``; else CorruptFileError."""
+    """``path`` if, with symlinks resolved, it lies inside ``root``; else CorruptFileError.
+    (Object stores have no symlinks: there :func:`check_relpath` suffices.)"""
+    if is_remote(root):
+        return path
     real_root = os.path.realpath(root)
     real = os.path.realpath(path)
     if os.path.commonpath([real_root, real]) != real_root:

@@ -40,6 +40,7 @@ import shutil
 import time
 
 from ..errors import RcfmtError
+from ..storage import list_names
 
 __all__ = ["META_DIR", "version_path", "list_versions", "latest_version", "publish_version",
            "fsync_dir", "staging_root", "tmp_dir"]
@@ -67,11 +68,9 @@ def version_path(root: str, version: int) -> str:
 
 
 def list_versions(root: str) -> list[int]:
-    try:
-        names = os.listdir(meta_dir(root))
-    except FileNotFoundError:
-        return []
+    """Committed versions of the dataset at ``root`` (a local path or an object-store URI)."""
     out = []
+    names = list_names(meta_dir(root))
     for name in names:
         m = _VERSION_RE.match(name)
         if m:
