@@ -73,9 +73,11 @@ def local_path(where) -> str:
 # ------------------------------------------------------------------ reading byte ranges
 class ByteSource:
     """Positional reads of one file: ``size``, ``read_at(offset, length)`` (thread-safe;
-    may return fewer bytes only at the end of the file), ``close()``."""
+    may return fewer bytes only at the end of the file), ``close()``; ``remote``: each
+    read is a request to a server (readers then save reads)."""
 
     size: int
+    remote = False
 
     def read_at(self, offset: int, length: int) -> bytes:  # pragma: no cover - interface
         raise NotImplementedError
@@ -110,6 +112,8 @@ class _LocalFile(ByteSource):
 
 class _ArrowFile(ByteSource):
     """A file of a ``pyarrow.fs`` filesystem (object stores: one ranged GET per read)."""
+
+    remote = True
 
     def __init__(self, filesystem, path: str, display: str):
         import pyarrow.fs as pafs

@@ -111,16 +111,22 @@ class RcfmtFile:
     def _read_footer(self) -> FileMetaData:
         if self.size < HEADER_SIZE + TAIL_SIZE:
             raise CorruptFileError(f"file of {self.size} bytes is too short to be rcfmt")
-        head = self.read_range(0, HEADER_SIZE)
-        magic, version = HEADER.unpack(head)
-        if magic != MAGIC:
-            raise CorruptFileError("not an rcfmt file (bad magic at the start)", offset=0)
-        if version > FORMAT_VERSION:
-            raise UnsupportedError(f"{self.path}: format version {version} is newer than this rcfmt ({FORMAT_VERSION})")
-        if version < 1:
-            raise CorruptFileError(f"invalid format version {version}", offset=4)
-        end_len = min(self.size - HEADER_SIZE, _TAIL_READ)
-        end = self.read_range(self.size - end_len, end_len)
+        # one read of the tail, which holds the footer of most files (and the header of
+        # small ones); on object storage that is the whole open: the header's magic and
+        # version repeat what the footer's checksum-covered format_version says
+        whole = self.size <= _TAIL_READ
+        end = self.read_range(0 if whole else self.size - _TAIL_READ, self.size if whole else _TAIL_READ)
+        head = end[:HEADER_SIZE] if whole else None if self._source.remote else self.read_range(0, HEADER_SIZE)
+        if head is not None:
+            magic, version = HEADER.unpack(head)
+            if magic != MAGIC:
+                raise CorruptFileError("not an rcfmt file (bad magic at the start)", offset=0)
+            if version > FORMAT_VERSION:
+                raise UnsupportedError(f"{self.path}: format version {version} is newer than this rcfmt "
+                                       f"({FORMAT_VERSION})")
+            if version < 1:
+                raise CorruptFileError(f"invalid format version {version}", offset=4)
+        end_len = len(end)
         footer_len, footer_crc, magic = TAIL.unpack_from(end, end_len - TAIL_SIZE)
         if magic != MAGIC:
             raise CorruptFileError("not an rcfmt file or truncated (bad magic at the end)", offset=self.size - 4)
