@@ -91,3 +91,29 @@ def test_datasets(tmp_path):
     got = scan_rcfmt(tmp_path / "ds", stats=stats).filter(pl.col("id") < 100).collect()
     assert got.sort("id").equals(pl.from_arrow(table).filter(pl.col("id") < 100))
     assert stats.files_pruned == 2
+
+
+DUCKDB_FILTERS = [  # (rcfmt filter given to the scan, the same filter in DuckDB's SQL)
+    (rcfmt.col("id") >= 5500, "id >= 5500"),
+    ((rcfmt.col("k") != 7) & (rcfmt.col("id") < 1200), "k <> 7 AND id < 1200"),
+    (rcfmt.col("s").isin(["v07", "v11"]), "s IN ('v07', 'v11')"),
+    (rcfmt.col("s").startswith("v1") | rcfmt.col("k").is_null(), "s LIKE 'v1%' OR k IS NULL"),
+    (rcfmt.col("d").between(dt.date(2024, 1, 10), dt.date(2024, 1, 12)), "d BETWEEN DATE '2024-01-10' AND DATE '2024-01-12'"),
+    (rcfmt.col("f") < 0, "f < 0"),  # NaN: neither rcfmt nor DuckDB (NaN is above every number) selects it
+]
+
+
+@pytest.mark.parametrize("k", range(len(DUCKDB_FILTERS)))
+def test_duckdb_over_a_pruned_scan_equals_duckdb(path, k):
+    """The DuckDB way: the filter goes to the rcfmt scan, DuckDB reads its pruned Arrow
+    stream and applies the same WHERE on top; same rows as DuckDB on the whole table."""
+    duckdb = pytest.importorskip("duckdb")
+    rc_filter, where = DUCKDB_FILTERS[k]
+    whole = _table()
+    con = duckdb.connect()
+    want = con.execute(f"SELECT id FROM whole WHERE {where} ORDER BY id").fetchall()
+    with rcfmt.open(path) as f:
+        scan = f.scan(columns=["id", "k", "s", "d", "f"], filter=rc_filter)
+        got = con.execute(f"SELECT id FROM scan WHERE {where} ORDER BY id").fetchall()
+        assert got == want and len(want) > 0
+        assert scan.stats.rows_selected == len(want)  # the scan alone already selected exactly these
