@@ -1,0 +1,75 @@
+"""pandas DataFrames in and out, the way ``pyarrow.parquet`` does it.
+
+Writing (``rcfmt.write_table(df, ...)``, ``write_dataset``) converts with
+``pyarrow.Table.from_pandas``: the index is stored as columns (a ``RangeIndex`` as
+metadata only) and the ``pandas`` schema metadata records the index, the column
+order and each column's pandas dtype, nullable extension dtypes (``Int64``,
+``boolean``, ``string``) and categoricals among them. rcfmt keeps that metadata.
+
+Reading (:func:`read_pandas`) gives the DataFrame back: the index restored (its
+columns read even when ``columns`` leaves them out), nullable dtypes restored from the
+metadata, and categorical columns read as Arrow dictionaries so that they come back as
+``pandas.Categorical`` (an unordered one with its categories sorted, as pandas infers
+them; the stored metadata does not list them). Datasets do not keep the pandas metadata
+yet: a dataset's index columns come back as ordinary columns.
+"""
+from __future__ import annotations
+
+import json
+import os
+from typing import Sequence
+
+__all__ = ["read_pandas"]
+
+
+def _pandas_metadata(schema) -> dict:
+    raw = (schema.metadata or {}).get(b"pandas")
+    if raw is None:
+        return {}
+    try:
+        meta = json.loads(raw)
+    except ValueError:
+        return {}
+    return meta if isinstance(meta, dict) else {}
+
+
+def read_pandas(path, columns: Sequence[str] | None = None, filter=None, *, use_threads: bool = True,
+                filesystem=None):
+    """The rows of the rcfmt file or dataset at ``path`` (matching ``filter``; only
+    ``columns``, plus the index) as a ``pandas.DataFrame``, with the index, nullable
+    dtypes and categoricals the writer's DataFrame had."""
+    from .dataset import Dataset
+    from .file.reader import RcfmtFile
+
+    is_dir = filesystem is None and isinstance(path, (str, os.PathLike)) and os.path.isdir(path)
+    if is_dir:
+        ds = Dataset.open(path)
+        schema = ds.schema
+    else:
+        with RcfmtFile(path, filesystem=filesystem) as f:
+            schema = f.schema
+    meta = _pandas_metadata(schema)
+    index_columns = [c for c in meta.get("index_columns", []) if isinstance(c, str)]
+    categorical = [c.get("field_name") for c in meta.get("columns", [])
+                   if isinstance(c, dict) and c.get("pandas_type") == "categorical"]
+    wanted = None
+    if columns is not None:
+        wanted = list(dict.fromkeys([*columns, *(c for c in index_columns if c in schema.names)]))
+    read_dictionary = [c for c in categorical if c in schema.names and (wanted is None or c in wanted)]
+    if is_dir:
+        table = ds.read(columns=wanted, filter=filter, use_threads=use_threads)
+        if read_dictionary:  # datasets decode dictionaries; encode the categoricals again
+            for name in read_dictionary:
+                i = table.schema.get_field_index(name)
+                table = table.set_column(i, table.schema.field(i).name, table.column(i).dictionary_encode())
+    else:
+        with RcfmtFile(path, filesystem=filesystem) as f:
+            table = f.read(wanted, filter, use_threads=use_threads, read_dictionary=read_dictionary or None)
+    df = table.to_pandas()
+    for name in read_dictionary:  # categories in order of appearance: sort the unordered ones
+        if name in df.columns and not df[name].cat.ordered:
+            try:
+                df[name] = df[name].cat.reorder_categories(sorted(df[name].cat.categories))
+            except TypeError:  # categories that do not sort stay as they are
+                pass
+    return df
