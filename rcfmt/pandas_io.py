@@ -41,30 +41,18 @@ def read_pandas(path, columns: Sequence[str] | None = None, filter=None, *, use_
     from .dataset import Dataset
     from .file.reader import RcfmtFile
 
-    is_dir = filesystem is None and isinstance(path, (str, os.PathLike)) and os.path.isdir(path)
-    if is_dir:
-        ds = Dataset.open(path)
-        schema = ds.schema
-    else:
-        with RcfmtFile(path, filesystem=filesystem) as f:
-            schema = f.schema
-    meta = _pandas_metadata(schema)
-    index_columns = [c for c in meta.get("index_columns", []) if isinstance(c, str)]
-    categorical = [c.get("field_name") for c in meta.get("columns", [])
-                   if isinstance(c, dict) and c.get("pandas_type") == "categorical"]
-    wanted = None
-    if columns is not None:
-        wanted = list(dict.fromkeys([*columns, *(c for c in index_columns if c in schema.names)]))
-    read_dictionary = [c for c in categorical if c in schema.names and (wanted is None or c in wanted)]
-    if is_dir:
-        table = ds.read(columns=wanted, filter=filter, use_threads=use_threads)
-        if read_dictionary:  # datasets decode dictionaries; encode the categoricals again
-            for name in read_dictionary:
-                i = table.schema.get_field_index(name)
-                table = table.set_column(i, table.schema.field(i).name, table.column(i).dictionary_encode())
-    else:
-        with RcfmtFile(path, filesystem=filesystem) as f:
-            table = f.read(wanted, filter, use_threads=use_threads, read_dictionary=read_dictionary or None)
+    if filesystem is None and isinstance(path, (str, os.PathLike)) and os.path.isdir(path):
+        # (no pandas metadata in datasets yet: the rows as they are)
+        return Dataset.open(path).read(columns=columns, filter=filter, use_threads=use_threads).to_pandas()
+    with RcfmtFile(path, filesystem=filesystem) as f:  # one open: the schema, then the rows
+        meta = _pandas_metadata(f.schema)
+        names = f.schema.names
+        index_columns = [c for c in meta.get("index_columns", []) if isinstance(c, str) and c in names]
+        categorical = [c.get("field_name") for c in meta.get("columns", [])
+                       if isinstance(c, dict) and c.get("pandas_type") == "categorical"]
+        wanted = None if columns is None else list(dict.fromkeys([*columns, *index_columns]))
+        read_dictionary = [c for c in categorical if c in names and (wanted is None or c in wanted)]
+        table = f.read(wanted, filter, use_threads=use_threads, read_dictionary=read_dictionary or None)
     df = table.to_pandas()
     for name in read_dictionary:  # categories in order of appearance: sort the unordered ones
         if name in df.columns and not df[name].cat.ordered:
