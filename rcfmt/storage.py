@@ -165,13 +165,7 @@ def open_input(where, filesystem=None) -> tuple[str, ByteSource]:
     if m.group(1).lower() == "file":
         local = _file_uri(path)
         return local, _LocalFile(local)
-    import pyarrow as pa
-    import pyarrow.fs as pafs
-
-    try:
-        fs, inner = pafs.FileSystem.from_uri(path)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError) as exc:
-        raise UnsupportedError(f"{path!r}: {exc}") from None
+    fs, inner = _from_uri(path)
     return path, _ArrowFile(fs, inner, path)
 
 
