@@ -82,6 +82,13 @@ class ByteSource:
     def read_at(self, offset: int, length: int) -> bytes:  # pragma: no cover - interface
         raise NotImplementedError
 
+    def read_into(self, offset: int, out: memoryview) -> int:
+        """Read ``len(out)`` bytes at ``offset`` into ``out``; the number of bytes read
+        (fewer only at the end of the file)."""
+        data = self.read_at(offset, len(out))
+        out[: len(data)] = data
+        return len(data)
+
     def close(self) -> None:  # pragma: no cover - interface
         raise NotImplementedError
 
@@ -103,6 +110,17 @@ class _LocalFile(ByteSource):
         if self._fd is None:
             raise RcfmtError("file is closed")
         return os.pread(self._fd, length, offset)
+
+    def read_into(self, offset: int, out: memoryview) -> int:
+        if self._fd is None:
+            raise RcfmtError("file is closed")
+        done = 0
+        while done < len(out):  # preadv may return short counts (signals); 0 is the end of the file
+            n = os.preadv(self._fd, [out[done:]], offset + done)
+            if n == 0:
+                break
+            done += n
+        return done
 
     def close(self) -> None:
         fd, self._fd = getattr(self, "_fd", None), None

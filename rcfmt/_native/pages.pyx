@@ -106,6 +106,7 @@ cdef enum Err:
     TOO_MANY_ROWS
     EXPANSION
     NO_MEMORY
+    EXPECTED_LENGTH
 
 
 cdef struct Failure:
@@ -464,13 +465,14 @@ cdef inline int64_t _max_expansion(int codec, int64_t stored) noexcept nogil:
 
 
 cdef int _headers(const uint8_t* buf, Py_ssize_t size, Py_ssize_t pos, Py_ssize_t end,
-                  const int64_t* positions, const int64_t* expected, Py_ssize_t count,
+                  const int64_t* positions, const int64_t* expected, const int64_t* lengths, Py_ssize_t count,
                   Py_ssize_t max_pages, Py_ssize_t max_rows, int page_type, int encoding,
                   int64_t[:, ::1] t, Py_ssize_t* n_out, Py_ssize_t* rows_out, Py_ssize_t* arena_out,
                   Py_ssize_t* end_out, bint* any_nulls, Failure* f) noexcept nogil:
     """Pass 1: parse and check every header, fill ``t``, size the arena. With
-    ``positions`` the pages are at those positions (``count`` of them); else they are
-    walked from ``pos`` to ``end`` (at most ``max_pages``)."""
+    ``positions`` the pages are at those positions (``count`` of them), each exactly
+    ``lengths[k]`` bytes long if ``lengths`` is given; else they are walked from ``pos``
+    to ``end`` (at most ``max_pages``)."""
     cdef Header h
     cdef Py_ssize_t k = 0, rows = 0, arena = 0, vbytes
     while True:
@@ -501,6 +503,11 @@ cdef int _headers(const uint8_t* buf, Py_ssize_t size, Py_ssize_t pos, Py_ssize_
             f.code = EXPECTED_ROWS
             f.a = h.row_count
             f.b = expected[k]
+            return f.code
+        if lengths != NULL and HEADER_SIZE + <int64_t>h.compressed_size != lengths[k]:
+            f.code = EXPECTED_LENGTH
+            f.a = HEADER_SIZE + <int64_t>h.compressed_size
+            f.b = lengths[k]
             return f.code
         if rows + h.row_count > max_rows:
             f.code = TOO_MANY_ROWS
@@ -704,6 +711,7 @@ _MESSAGES = {
     PAST_END: (CorruptFileError, "page body of {a} bytes runs past the end of its chunk"),
     ENCODING: (CorruptFileError, "page encoding {a} differs from its chunk's {b}"),
     EXPECTED_ROWS: (CorruptFileError, "page holds {a} rows, page index says {b}"),
+    EXPECTED_LENGTH: (CorruptFileError, "page is {a} bytes long, page index says {b}"),
     BODY_CRC: (ChecksumError, "page body checksum mismatch"),
     CODEC: (UnsupportedError, "unknown compression codec id {a} (written by a newer rcfmt?)"),
     STORED_SIZE: (CorruptFileError, "stored size {a} != uncompressed size {b}"),
@@ -749,14 +757,16 @@ cdef object _error(Failure* f, Py_ssize_t base, object page_numbers, int page_ty
 
 
 def read_pages(buf, Py_ssize_t base, *, Py_ssize_t start=0, end=None, Py_ssize_t max_pages=0,
-               Py_ssize_t max_rows=0, positions=None, expected_rows=None, page_numbers=None,
-               int page_type=0, int encoding=0, bint verify=True):
+               Py_ssize_t max_rows=0, positions=None, expected_rows=None, expected_lengths=None,
+               page_numbers=None, int page_type=0, int encoding=0, bint verify=True):
     """Run the pages of a chunk held in ``buf`` (file bytes from offset ``base`` on)
     through the pipeline; return a :class:`PageRun`.
 
     Either walk ``buf[start:end]`` page after page (at most ``max_pages`` pages), or,
     with ``positions`` (int64 header positions in ``buf``), take exactly those pages;
-    ``expected_rows`` (int64, one per page) are the page index's row counts and
+    ``expected_rows`` (int64, one per page) are the page index's row counts,
+    ``expected_lengths`` its byte lengths (header and stored body: a page must not reach
+    past its entry, whose bytes alone may have been read), and
     ``page_numbers`` the pages' numbers in their chunk (for error messages). Every
     page must be of ``page_type`` with ``encoding`` (data pages), and all of them
     together hold at most ``max_rows`` rows. Damage raises CorruptFileError (or
@@ -769,6 +779,8 @@ def read_pages(buf, Py_ssize_t base, *, Py_ssize_t start=0, end=None, Py_ssize_t
     cdef const int64_t[::1] exp_view
     cdef const int64_t* pos_ptr = NULL
     cdef const int64_t* exp_ptr = NULL
+    cdef const int64_t[::1] len_view
+    cdef const int64_t* len_ptr = NULL
     cdef Py_ssize_t count = 0, n = 0, rows = 0, arena_size = 0, run_end = 0
     cdef bint any_nulls = False
     cdef Failure f
@@ -790,10 +802,15 @@ def read_pages(buf, Py_ssize_t base, *, Py_ssize_t start=0, end=None, Py_ssize_t
         if exp_view.shape[0] != count:
             raise ValueError("expected_rows needs one entry per position")
         exp_ptr = &exp_view[0] if count else NULL
+    if expected_lengths is not None:
+        len_view = np.ascontiguousarray(expected_lengths, dtype=np.int64)
+        if len_view.shape[0] != count:
+            raise ValueError("expected_lengths needs one entry per position")
+        len_ptr = &len_view[0] if count else NULL
     cdef cnp.ndarray table = np.zeros((max(capacity, 1), P_COLS), dtype=np.int64)
     cdef int64_t[:, ::1] t = table
     with nogil:
-        _headers(p, size, start, stop, pos_ptr, exp_ptr, count, max_pages, max_rows, page_type, encoding,
+        _headers(p, size, start, stop, pos_ptr, exp_ptr, len_ptr, count, max_pages, max_rows, page_type, encoding,
                  t, &n, &rows, &arena_size, &run_end, &any_nulls, &f)
     if f.code:
         raise _error(&f, base, page_numbers, page_type, p)

@@ -202,13 +202,15 @@ class ChunkDecoder:
         run = self._whole_run(rows)
         return self._values(run, codes), run.valid()
 
-    def decode_run(self, positions, page_numbers, expected_rows, codes: bool = False):
+    def decode_run(self, positions, page_numbers, expected_rows, codes: bool = False, expected_lengths=None):
         """Decode the data pages whose headers are at ``positions`` in ``buf`` (their
-        numbers in the chunk and the page index's row counts given) in one run:
-        ``(values, valid)``, the pages' rows back to back. ``values`` is a
-        :class:`ColumnValues`, or the uint32 codes of a dictionary chunk with ``codes``."""
+        numbers in the chunk and the page index's row counts given, and its byte lengths
+        when only the pages' own bytes were read) in one run: ``(values, valid)``, the
+        pages' rows back to back. ``values`` is a :class:`ColumnValues`, or the uint32
+        codes of a dictionary chunk with ``codes``."""
         expected = np.asarray(expected_rows, dtype=np.int64)
         run = _pages.read_pages(self.buf, self.base, positions=positions, expected_rows=expected,
-                                page_numbers=page_numbers, max_rows=int(expected.sum()), page_type=PAGE_DATA,
-                                encoding=self.encoding.id, verify=self.verify)
+                                expected_lengths=expected_lengths, page_numbers=page_numbers,
+                                max_rows=int(expected.sum()), page_type=PAGE_DATA, encoding=self.encoding.id,
+                                verify=self.verify)
         return self._values(run, codes), run.valid()

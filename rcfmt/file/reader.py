@@ -13,6 +13,7 @@ from typing import Iterator, Sequence
 import numpy as np
 import pyarrow as pa
 
+from .. import memory
 from .._native import pageindex as _pageindex
 from .._native.pages import crc32
 from ..errors import ChecksumError, CorruptFileError, InvalidOptionError, SchemaError, UnsupportedError
@@ -107,6 +108,28 @@ class RcfmtFile:
             self.bytes_read += length
             self.requests += 1
         return data
+
+    def read_ranges(self, starts, ends) -> np.ndarray:
+        """The bytes ``[starts[0], ends[-1])`` of the file with only the ranges
+        ``[starts[i], ends[i])`` (sorted, disjoint) read: one buffer whose positions are
+        file offsets minus ``starts[0]``, so page positions and error offsets stay those of
+        one contiguous read. The bytes between ranges are never read and must not be used
+        (the buffer is uninitialised there; untouched, it costs no memory)."""
+        lo, hi = int(starts[0]), int(ends[-1])
+        if lo < 0 or hi > self.size or lo > hi:
+            raise CorruptFileError(f"range [{lo}, {hi}) lies outside the file of {self.size} bytes",
+                                   path=self.path, offset=lo)
+        buf = memory.empty(hi - lo)
+        view = memoryview(buf)
+        total = 0
+        for a, b in zip(starts.tolist(), ends.tolist()):
+            if self._source.read_into(a, view[a - lo : b - lo]) != b - a:
+                raise CorruptFileError("file shrank while reading", path=self.path, offset=a)
+            total += b - a
+        with self._lock:
+            self.bytes_read += total
+            self.requests += len(starts)
+        return buf
 
     def _read_footer(self) -> FileMetaData:
         if self.size < HEADER_SIZE + TAIL_SIZE:

@@ -18,7 +18,7 @@ import pyarrow as pa
 from ..encodings.base import ColumnValues
 from ..encodings.dictionary import take as dictionary_take
 from ..errors import CorruptFileError, InvalidOptionError
-from ..file.arrow_io import concat_values, export_stream, to_arrow
+from ..file.arrow_io import export_stream, to_arrow
 from ..types import PhysicalKind
 from .._native import pageindex as _pageindex
 from .._native import select as _select
@@ -320,45 +320,36 @@ class FileScan:
 
         Returns ``(values, valid, dictionary)``: the pages' rows back to back (values a
         ColumnValues, or uint32 codes for a dictionary chunk when ``want_codes``), and
-        the chunk's dictionary (None unless DICTIONARY)."""
+        the chunk's dictionary (None unless DICTIONARY).
+
+        The pages (and the dictionary page) are fetched first -- nearby ones coalesced
+        into one read, the rest read apart into the same buffer at their file positions
+        (:meth:`RcfmtFile.read_ranges`) -- then decoded in one native run."""
         file = self.file
         rec = file.footer.chunks[col][block]
-        dictionary = None
-        if int(rec["dictionary_length"]):
-            dict_buf = file.read_range(int(rec["offset"]), int(rec["dictionary_length"]))
-            stats.bytes_read += len(dict_buf)
-            dictionary = file.chunk_decoder(block, col, dict_buf, int(rec["offset"])).dictionary
-        parts = []
         starts = entries["offset"][page_ids].astype(np.int64)
         ends = starts + entries["length"][page_ids].astype(np.int64)
-        k = 0
-        while k < len(page_ids):  # coalesce nearby pages into one read, decoded as one run
-            j = k
-            while j + 1 < len(page_ids) and starts[j + 1] - ends[j] <= COALESCE_GAP:
-                j += 1
-            base = int(starts[k])
-            buf = file.read_range(base, int(ends[j]) - base)
-            stats.bytes_read += len(buf)
-            group = page_ids[k : j + 1]
-            try:
-                parts.append(file.chunk_decoder(block, col, buf, base, dictionary).decode_run(
-                    starts[k : j + 1] - base, group, entries["row_count"][group], codes=want_codes))
-            except CorruptFileError as exc:
-                raise file._locate(exc, block, col) from None
-            k = j + 1
+        dict_len = int(rec["dictionary_length"])
+        if dict_len:  # the dictionary page precedes every data page of its chunk
+            starts = np.concatenate(([int(rec["offset"])], starts))
+            ends = np.concatenate(([int(rec["offset"]) + dict_len], ends))
+        # coalesce ranges closer than COALESCE_GAP: a group starts where the gap is wider
+        cut = np.flatnonzero(starts[1:] - ends[:-1] > COALESCE_GAP) + 1
+        group_starts = starts[np.concatenate(([0], cut))]
+        group_ends = ends[np.concatenate((cut - 1, [len(ends) - 1]))]
+        buf = file.read_ranges(group_starts, group_ends)
+        base = int(starts[0])
+        stats.bytes_read += int((group_ends - group_starts).sum())
+        rows = entries["row_count"][page_ids]
+        try:
+            decoder = file.chunk_decoder(block, col, buf, base)
+            values, valid = decoder.decode_run((starts[1:] if dict_len else starts) - base, page_ids, rows,
+                                               codes=want_codes, expected_lengths=entries["length"][page_ids])
+            dictionary = decoder.dictionary
+        except CorruptFileError as exc:
+            raise file._locate(exc, block, col) from None
         stats.pages_read += len(page_ids)
-        stats.rows_decoded += int(entries["row_count"][page_ids].sum())
-        ltype = file.footer.columns[col].type
-        if len(parts) == 1:
-            values, valid = parts[0]
-        else:
-            valid = None
-            if any(v is not None for _, v in parts):
-                valid = np.concatenate([v if v is not None else np.ones(len(x), bool) for x, v in parts])
-            if isinstance(parts[0][0], np.ndarray):
-                values = np.concatenate([x for x, _ in parts])
-            else:
-                values = concat_values([x for x, _ in parts], ltype.kind)
+        stats.rows_decoded += int(rows.sum())
         return values, valid, dictionary
 
     def _decode_whole_chunk(self, block: int, col: int, pages: int, stats: ScanStats) -> ColumnData:

@@ -58,3 +58,45 @@ def test_without_checksums_damage_is_still_an_error_or_a_value(clean, tmp_path):
         except CorruptFileError:
             return
     assert t.num_rows <= N  # decoded garbage, but no crash and no extra rows
+
+
+@pytest.mark.parametrize("delta", [-1, -9, 1, 7])
+def test_page_index_length_that_disagrees_with_the_page_is_refused(clean, tmp_path, delta):
+    """A filtered scan reads only the byte ranges the page index gives (nearby pages into
+    one buffer, the gaps never read), so a page whose header and stored body do not fill
+    its entry's length exactly -- it would reach into bytes that were not read -- is a
+    located CorruptFileError, not garbage decoded from the unread gap."""
+    from data import make_bad
+
+    parts = make_bad.split_file(clean.read_bytes())
+
+    def edit(entries):
+        entries[1]["length"] = int(entries[1]["length"]) + delta
+
+    make_bad.patch_page_index(parts, "x", 1, edit)
+    path = tmp_path / "forged.rcfmt"
+    path.write_bytes(make_bad.build_file(parts))
+    two_pages = (col("x") >= 2900) & (col("x") < 3100)  # block 1, pages 1 and 2, read as one range
+    with rcfmt.open(path) as f:
+        with pytest.raises(CorruptFileError, match="page index says") as info:
+            f.scan(filter=two_pages, use_threads=False).read()
+    assert info.value.column == "x" and info.value.block == 1
+    with rcfmt.open(path) as f:  # pages the forged entry does not describe still read
+        assert f.scan(filter=col("x") < 500, use_threads=False).read()["x"].to_pylist() == list(range(500))
+
+
+def test_pages_far_apart_are_read_apart_into_one_run(tmp_path):
+    """Selected pages farther apart than the coalescing gap are fetched by separate reads
+    (fewer bytes than the span between them) and decoded as one run, in row order."""
+    n = 200_000
+    t = pa.table({"k": np.arange(n, dtype=np.int64), "v": np.random.default_rng(1).random(n)})
+    path = tmp_path / "far.rcfmt"
+    rcfmt.write_table(t, path, block_rows=n, page_rows=1000, compression="none", bloom_filter_columns=None)
+    expr = ((col("k") >= 10) & (col("k") < 20)) | ((col("k") >= 190_000) & (col("k") < 190_010))
+    with rcfmt.open(path) as f:
+        scan = f.scan(filter=expr, use_threads=False)
+        got = scan.read()
+        span = f.size // 2
+    assert got["k"].to_pylist() == [*range(10, 20), *range(190_000, 190_010)]
+    assert got["v"].to_pylist() == t["v"].to_pylist()[10:20] + t["v"].to_pylist()[190_000:190_010]
+    assert scan.stats.pages_read == 4 and scan.stats.bytes_read < span
