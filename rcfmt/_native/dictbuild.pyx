@@ -1,0 +1,299 @@
+# cython: language_level=3
+"""Dictionary building for the writer: each value's code, in order of first appearance,
+from one GIL-free pass over an open-addressing hash table.
+
+Values are equal when their stored bytes are equal (so NaN payloads and -0.0 stay
+distinct, as the format's DICTIONARY encoding requires). The result is the codes
+(int32, one per row) and the row where each dictionary entry first appears; the caller
+gathers the dictionary from those rows.
+
+Kernels return the number of distinct values, or -1 when memory runs out; the wrappers
+raise.
+"""
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdlib cimport free, malloc
+from libc.string cimport memcmp, memcpy, memset
+
+import numpy as np
+cimport numpy as cnp
+
+cnp.import_array()
+
+__all__ = ["encode_fixed", "encode_varbinary"]
+
+#: first table size (slots); the table doubles when half full
+cdef Py_ssize_t _FIRST_CAPACITY = 1024
+
+
+cdef inline uint64_t _mix(uint64_t x) noexcept nogil:
+    """A 64-bit finalizer (every input bit affects every output bit)."""
+    x ^= x >> 33
+    x *= 0xff51afd7ed558ccdULL
+    x ^= x >> 33
+    x *= 0xc4ceb9fe1a85ec53ULL
+    x ^= x >> 33
+    return x
+
+
+ctypedef fused word_t:
+    uint32_t
+    uint64_t
+
+ctypedef fused offset_t:
+    int32_t
+    int64_t
+
+
+cdef inline uint64_t _tail(const uint8_t* p, int64_t n) noexcept nogil:
+    """The ``n`` (< 8) bytes at ``p`` as a little-endian integer."""
+    cdef uint64_t w = 0
+    cdef int64_t k
+    for k in range(n):
+        w |= (<uint64_t>p[k]) << (8 * k)
+    return w
+
+
+cdef inline uint64_t _hash_bytes(const uint8_t* p, int64_t n) noexcept nogil:
+    cdef uint64_t h = (<uint64_t>n) * 0x9e3779b97f4a7c15ULL, w
+    cdef int64_t i = 0
+    while i + 8 <= n:
+        memcpy(&w, p + i, 8)
+        h = (h ^ w) * 0xff51afd7ed558ccdULL
+        h ^= h >> 29
+        i += 8
+    if i < n:
+        h = (h ^ _tail(p + i, n - i)) * 0xc4ceb9fe1a85ec53ULL
+    return _mix(h)
+
+
+cdef Py_ssize_t _small(const uint8_t* v, Py_ssize_t n, int width, int32_t* codes, int64_t* first) noexcept nogil:
+    """1- and 2-byte values: a direct table indexed by the value."""
+    cdef Py_ssize_t size = 256 if width == 1 else 65536, i, count = 0
+    cdef int32_t* slot = <int32_t*>malloc(size * sizeof(int32_t))
+    cdef uint64_t key
+    if slot == NULL:
+        return -1
+    memset(slot, 0xFF, size * sizeof(int32_t))
+    for i in range(n):
+        if width == 1:
+            key = v[i]
+        else:
+            key = <uint64_t>v[2 * i] | (<uint64_t>v[2 * i + 1] << 8)
+        if slot[key] < 0:
+            slot[key] = <int32_t>count
+            first[count] = i
+            count += 1
+        codes[i] = slot[key]
+    free(slot)
+    return count
+
+
+cdef struct Keys:
+    int32_t* codes     # slot -> code, -1 when empty
+    uint64_t* lo       # slot -> the value (its first 8 bytes)
+    uint64_t* hi       # slot -> its bytes 8..15 (16-byte values only)
+    Py_ssize_t mask    # capacity - 1 (capacity a power of two)
+
+
+cdef int _keys_init(Keys* t, Py_ssize_t capacity, bint wide) noexcept nogil:
+    t.codes = <int32_t*>malloc(capacity * sizeof(int32_t))
+    t.lo = <uint64_t*>malloc(capacity * sizeof(uint64_t))
+    t.hi = <uint64_t*>malloc(capacity * sizeof(uint64_t)) if wide else NULL
+    if t.codes == NULL or t.lo == NULL or (wide and t.hi == NULL):
+        _keys_free(t)
+        return -1
+    memset(t.codes, 0xFF, capacity * sizeof(int32_t))
+    t.mask = capacity - 1
+    return 0
+
+
+cdef void _keys_free(Keys* t) noexcept nogil:
+    free(t.codes)
+    free(t.lo)
+    free(t.hi)
+    t.codes = NULL
+    t.lo = NULL
+    t.hi = NULL
+
+
+cdef inline uint64_t _hash_key(uint64_t lo, uint64_t hi) noexcept nogil:
+    return _mix(lo ^ _mix(hi + 0x9e3779b97f4a7c15ULL)) if hi else _mix(lo)
+
+
+cdef int _keys_grow(Keys* t) noexcept nogil:
+    """Double the table, re-inserting every key."""
+    cdef Keys bigger
+    cdef Py_ssize_t s, j
+    cdef bint wide = t.hi != NULL
+    cdef uint64_t hi
+    if _keys_init(&bigger, 2 * (t.mask + 1), wide):
+        return -1
+    for s in range(t.mask + 1):
+        if t.codes[s] >= 0:
+            hi = t.hi[s] if wide else 0
+            j = <Py_ssize_t>(_hash_key(t.lo[s], hi) & <uint64_t>bigger.mask)
+            while bigger.codes[j] >= 0:
+                j = (j + 1) & bigger.mask
+            bigger.codes[j] = t.codes[s]
+            bigger.lo[j] = t.lo[s]
+            if wide:
+                bigger.hi[j] = hi
+    _keys_free(t)
+    t[0] = bigger
+    return 0
+
+
+cdef Py_ssize_t _words(const uint8_t* v, Py_ssize_t n, word_t width_tag, int32_t* codes,
+                       int64_t* first) noexcept nogil:
+    """4- or 8-byte values (``width_tag`` only selects the type), keys kept in the table."""
+    cdef Keys t
+    cdef Py_ssize_t i, j, count = 0
+    cdef word_t w
+    cdef uint64_t key
+    cdef int32_t c
+    if _keys_init(&t, _FIRST_CAPACITY, False):
+        return -1
+    for i in range(n):
+        memcpy(&w, v + i * sizeof(word_t), sizeof(word_t))
+        key = <uint64_t>w
+        j = <Py_ssize_t>(_mix(key) & <uint64_t>t.mask)
+        while True:
+            c = t.codes[j]
+            if c < 0:  # a new value
+                c = <int32_t>count
+                t.codes[j] = c
+                t.lo[j] = key
+                first[count] = i
+                count += 1
+                if 2 * count > t.mask + 1 and _keys_grow(&t):
+                    _keys_free(&t)
+                    return -1
+                break
+            if t.lo[j] == key:
+                break
+            j = (j + 1) & t.mask
+        codes[i] = c
+    _keys_free(&t)
+    return count
+
+
+cdef Py_ssize_t _wide(const uint8_t* v, Py_ssize_t n, int32_t* codes, int64_t* first) noexcept nogil:
+    """16-byte values (decimal128) as two words, kept in the table."""
+    cdef Keys t
+    cdef Py_ssize_t i, j, count = 0
+    cdef uint64_t lo, hi
+    cdef int32_t c
+    if _keys_init(&t, _FIRST_CAPACITY, True):
+        return -1
+    for i in range(n):
+        memcpy(&lo, v + 16 * i, 8)
+        memcpy(&hi, v + 16 * i + 8, 8)
+        j = <Py_ssize_t>(_hash_key(lo, hi) & <uint64_t>t.mask)
+        while True:
+            c = t.codes[j]
+            if c < 0:
+                c = <int32_t>count
+                t.codes[j] = c
+                t.lo[j] = lo
+                t.hi[j] = hi
+                first[count] = i
+                count += 1
+                if 2 * count > t.mask + 1 and _keys_grow(&t):
+                    _keys_free(&t)
+                    return -1
+                break
+            if t.lo[j] == lo and t.hi[j] == hi:
+                break
+            j = (j + 1) & t.mask
+        codes[i] = c
+    _keys_free(&t)
+    return count
+
+
+cdef Py_ssize_t _varbinary(const offset_t* offsets, const uint8_t* data, Py_ssize_t n, int32_t* codes,
+                           int64_t* first) noexcept nogil:
+    """Strings/binary: the table keeps each value's hash (placed by the same rule as a
+    key, so growing needs no rehash of the bytes); equal hashes compare the bytes."""
+    cdef Keys t
+    cdef Py_ssize_t i, j, count = 0
+    cdef uint64_t h
+    cdef int32_t c
+    cdef int64_t start, length, other
+    if _keys_init(&t, _FIRST_CAPACITY, False):
+        return -1
+    for i in range(n):
+        start = offsets[i]
+        length = offsets[i + 1] - start
+        h = _hash_bytes(data + start, length)
+        j = <Py_ssize_t>(_mix(h) & <uint64_t>t.mask)
+        while True:
+            c = t.codes[j]
+            if c < 0:
+                c = <int32_t>count
+                t.codes[j] = c
+                t.lo[j] = h
+                first[count] = i
+                count += 1
+                if 2 * count > t.mask + 1 and _keys_grow(&t):
+                    _keys_free(&t)
+                    return -1
+                break
+            if t.lo[j] == h:
+                other = offsets[first[c]]
+                if offsets[first[c] + 1] - other == length and memcmp(data + other, data + start, length) == 0:
+                    break
+            j = (j + 1) & t.mask
+        codes[i] = c
+    _keys_free(&t)
+    return count
+
+
+def encode_fixed(const uint8_t[::1] values, int width):
+    """``(codes, first_rows)`` of ``len(values) // width`` fixed-width values (``width``
+    1, 2, 4, 8 or 16 bytes, compared as bytes): int32 codes in order of first
+    appearance, and the int64 row where each code's value first appears."""
+    if width not in (1, 2, 4, 8, 16):
+        raise ValueError(f"width {width} is not 1, 2, 4, 8 or 16")
+    cdef Py_ssize_t n = values.shape[0] // width, count
+    if n >= 2**31:
+        raise ValueError("more than 2**31 - 1 values in one chunk")
+    codes_arr = np.empty(n, np.int32)
+    first_arr = np.empty(n, np.int64)
+    cdef int32_t[::1] codes = codes_arr
+    cdef int64_t[::1] first = first_arr
+    if n == 0:
+        return codes_arr, first_arr
+    with nogil:
+        if width <= 2:
+            count = _small(&values[0], n, width, &codes[0], &first[0])
+        elif width == 4:
+            count = _words(&values[0], n, <uint32_t>0, &codes[0], &first[0])
+        elif width == 8:
+            count = _words(&values[0], n, <uint64_t>0, &codes[0], &first[0])
+        else:
+            count = _wide(&values[0], n, &codes[0], &first[0])
+    if count < 0:
+        raise MemoryError("no memory for the dictionary's hash table")
+    return codes_arr, first_arr[:count]
+
+
+def encode_varbinary(const offset_t[::1] offsets, const uint8_t[::1] data):
+    """``(codes, first_rows)`` of the ``len(offsets) - 1`` values ``data[offsets[i] :
+    offsets[i + 1]]`` (offsets checked by the caller: non-decreasing, within ``data``)."""
+    cdef Py_ssize_t n = offsets.shape[0] - 1, count
+    if n < 0:
+        raise ValueError("offsets must hold at least one entry")
+    if n >= 2**31:
+        raise ValueError("more than 2**31 - 1 values in one chunk")
+    codes_arr = np.empty(n, np.int32)
+    first_arr = np.empty(n, np.int64)
+    cdef int32_t[::1] codes = codes_arr
+    cdef int64_t[::1] first = first_arr
+    cdef const uint8_t* d = &data[0] if data.shape[0] else <const uint8_t*>b""
+    if n == 0:
+        return codes_arr, first_arr
+    with nogil:
+        count = _varbinary(&offsets[0], d, n, &codes[0], &first[0])
+    if count < 0:
+        raise MemoryError("no memory for the dictionary's hash table")
+    return codes_arr, first_arr[:count]
