@@ -8,6 +8,7 @@ target path.
 """
 from __future__ import annotations
 
+import collections
 import inspect
 import os
 import threading
@@ -56,6 +57,9 @@ AUTO_MIN_SAVING = 0.10
 _COMPRESSIONS = ("auto", "none", "zstd", "lz4")
 #: blocks smaller than this are encoded on the calling thread
 PARALLEL_MIN_ROWS = 8192
+#: blocks whose chunks may be encoding at once (each holds its rows and its encoded
+#: bytes until it is written)
+MAX_BLOCKS_IN_FLIGHT = 2
 
 _POOL: ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
@@ -259,6 +263,7 @@ class Writer:
         self._pending: list[pa.Table] = []
         self._pending_rows = 0
         self._blocks: list[tuple] = []
+        self._in_flight: collections.deque = collections.deque()  # (rows, chunk futures), oldest first
         self._chunks: list[list[np.ndarray]] = [[] for _ in self._columns]
         self._page_index: list[bytes] = []  # per (block, column), in write order
         self._blooms: list[bytes | None] = []  # per (block, column), in write order
@@ -301,6 +306,7 @@ class Writer:
         try:
             if self._pending_rows:
                 self.flush_block()
+            self._drain()
             self._finish()
             self._file.flush()
             os.fsync(self._file.fileno())
@@ -314,6 +320,10 @@ class Writer:
     def abort(self) -> None:
         """Discard everything written; the target path is left untouched."""
         self._closed = True
+        for _, futures in getattr(self, "_in_flight", ()):
+            for f in futures:
+                f.cancel()
+        self._in_flight = collections.deque()
         try:
             self._file.close()
         finally:
@@ -372,17 +382,40 @@ class Writer:
         return encode_chunk(values, valid, col, self.options, self._forced(col.name))
 
     def _write_block(self, block: pa.Table) -> None:
-        start = self._pos
-        rows = block.num_rows
-        first_row = sum(b[1] for b in self._blocks)
+        """Encode ``block`` and write it after the blocks before it. With threads, its
+        chunks are encoded on the pool while earlier blocks finish (at most
+        ``MAX_BLOCKS_IN_FLIGHT`` blocks at once), so one slow column does not leave the
+        other workers idle at the end of every block."""
         columns = range(len(self._columns))
-        if self.options.use_threads and len(self._columns) > 1 and rows >= PARALLEL_MIN_ROWS:
+        if self.options.use_threads and len(self._columns) > 1 and block.num_rows >= PARALLEL_MIN_ROWS:
             # statistics, encoding and compression release the GIL in numpy, the
-            # kernels and zstd: encode the chunks of a block in parallel, write in order
-            encoded = list(_pool().map(lambda i: self._encode_column(block, i), columns))
-        else:
-            encoded = [self._encode_column(block, i) for i in columns]
-        for i, (chunk_bytes, record, page_index, bloom) in zip(columns, encoded):
+            # kernels and zstd: encode chunks in parallel, write blocks in order
+            pool = _pool()
+            self._in_flight.append((block.num_rows, [pool.submit(self._encode_column, block, i) for i in columns]))
+            while len(self._in_flight) > MAX_BLOCKS_IN_FLIGHT:
+                self._write_oldest()
+            return
+        self._drain()
+        self._write_encoded(block.num_rows, [self._encode_column(block, i) for i in columns])
+
+    def _write_oldest(self) -> None:
+        rows, futures = self._in_flight.popleft()
+        try:
+            encoded = [f.result() for f in futures]
+        except BaseException:
+            for f in futures:
+                f.cancel()
+            raise
+        self._write_encoded(rows, encoded)
+
+    def _drain(self) -> None:
+        while self._in_flight:
+            self._write_oldest()
+
+    def _write_encoded(self, rows: int, encoded: list) -> None:
+        start = self._pos
+        first_row = self._blocks[-1][0] + self._blocks[-1][1] if self._blocks else 0
+        for i, (chunk_bytes, record, page_index, bloom) in enumerate(encoded):
             record["offset"] = self._pos
             page_index["offset"] += self._pos
             self._write(chunk_bytes)

@@ -1,0 +1,81 @@
+"""The threaded writer encodes the chunks of several blocks at once and writes blocks in
+order: its files are the same bytes as a single-threaded write, a failure while a later
+block is encoding leaves no file behind, and at most MAX_BLOCKS_IN_FLIGHT blocks are
+held."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import rcfmt
+from rcfmt.file import writer as writer_mod
+
+
+def _table(n: int) -> pa.Table:
+    rng = np.random.default_rng(7)
+    return pa.table({
+        "k": np.arange(n, dtype=np.int64),
+        "small": rng.integers(0, 9, n).astype(np.int32),
+        "f": rng.random(n),
+        "s": pa.array([f"name-{i % 777}" for i in range(n)]),
+        "d": pa.array(rng.integers(-10**6, 10**6, n), pa.int64()).cast(pa.decimal128(21, 0)),
+    })
+
+
+def test_threaded_write_is_byte_identical_to_serial(tmp_path):
+    t = _table(100_000)
+    serial, threaded = tmp_path / "serial.rcfmt", tmp_path / "threaded.rcfmt"
+    rcfmt.write_table(t, serial, block_rows=9000, use_threads=False)
+    rcfmt.write_table(t, threaded, block_rows=9000, use_threads=True)
+    # the footer names the writer version only: every byte must agree
+    assert serial.read_bytes() == threaded.read_bytes()
+    assert rcfmt.read_table(threaded).equals(t)
+    with rcfmt.open(threaded) as f:
+        assert f.num_blocks == 12
+
+
+def test_streaming_writer_interleaves_blocks_of_mixed_sizes(tmp_path):
+    """Blocks too small for the pool are written only after the encoding ones before them."""
+    t = _table(40_000)
+    path = tmp_path / "mixed.rcfmt"
+    with rcfmt.Writer(path, t.schema, block_rows=10_000) as w:
+        w.write(t.slice(0, 25_000))  # two pooled blocks, 5,000 rows pending
+        w.flush_block()  # a small block: written inline after the two
+        w.write(t.slice(25_000))  # one pooled block, 5,000 pending until close
+    with rcfmt.open(path) as f:
+        assert [int(b["row_count"]) for b in f.footer.blocks] == [10_000, 10_000, 5_000, 10_000, 5_000]
+    assert rcfmt.read_table(path).equals(t)
+
+
+def test_failure_in_a_later_block_leaves_no_file(tmp_path, monkeypatch):
+    real = writer_mod.encode_chunk
+    calls = {"n": 0}
+
+    def failing(values, valid, col, options, forced=None):
+        calls["n"] += 1
+        if col.name == "f" and int(values.values[0]) > 0 and len(values) and calls["n"] > 8:
+            raise RuntimeError("disk on fire")
+        return real(values, valid, col, options, forced)
+
+    monkeypatch.setattr(writer_mod, "encode_chunk", failing)
+    t = _table(60_000).set_column(2, "f", pa.array(np.arange(60_000, dtype=np.float64)))
+    path = tmp_path / "out.rcfmt"
+    with pytest.raises(RuntimeError, match="disk on fire"):
+        rcfmt.write_table(t, path, block_rows=10_000, use_threads=True)
+    assert os.listdir(tmp_path) == []
+
+
+def test_blocks_in_flight_are_bounded(tmp_path, monkeypatch):
+    seen = []
+    real = writer_mod.Writer._write_oldest
+
+    def spy(self):
+        seen.append(len(self._in_flight))
+        return real(self)
+
+    monkeypatch.setattr(writer_mod.Writer, "_write_oldest", spy)
+    rcfmt.write_table(_table(90_000), tmp_path / "x.rcfmt", block_rows=9000, use_threads=True)
+    assert seen and max(seen) == writer_mod.MAX_BLOCKS_IN_FLIGHT + 1
