@@ -114,3 +114,42 @@ cdef inline int _cmp(const uint8_t[::1] data, int64_t a0, int64_t a1, int64_t b0
     if c != 0:
         return c
     return (la > lb) - (la < lb)
+
+
+# ------------------------------------------------------------------ runs and order
+ctypedef fused ordered_t:
+    int8_t
+    int16_t
+    int32_t
+    int64_t
+    uint8_t
+    uint16_t
+    uint32_t
+    uint64_t
+
+
+def runs_and_order(const ordered_t[::1] values):
+    """``(runs, nondecreasing)`` of ``values`` in one pass: the number of runs of equal
+    consecutive values (0 for no values) and whether no value is below the one before.
+    Floats and decimals are passed as unsigned words of their width (runs are then of
+    bit-identical values; the order flag means nothing for them)."""
+    cdef Py_ssize_t n = values.shape[0], i, changes = 0
+    cdef bint ordered = True
+    if n == 0:
+        return 0, True
+    with nogil:
+        for i in range(1, n):
+            changes += values[i] != values[i - 1]
+            ordered &= values[i] >= values[i - 1]
+    return changes + 1, ordered
+
+
+def runs_wide(const uint64_t[::1] words):
+    """The number of runs of equal consecutive 16-byte values given as word pairs."""
+    cdef Py_ssize_t n = words.shape[0] // 2, i, changes = 0
+    if n == 0:
+        return 0
+    with nogil:
+        for i in range(1, n):
+            changes += (words[2 * i] != words[2 * i - 2]) | (words[2 * i + 1] != words[2 * i - 1])
+    return changes + 1

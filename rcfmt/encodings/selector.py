@@ -32,6 +32,7 @@ import threading
 import numpy as np
 import zstandard
 
+from .._native import stats as _stats
 from .._native import varbinary as _vb
 from ..statistics import ColumnStats
 from ..types import LogicalType, PhysicalKind
@@ -40,7 +41,6 @@ from .analysis import ChunkAnalysis
 from .base import ColumnValues, Encoding
 from .bitpack import pack_codes
 from .dictionary import LAYOUT_BITPACKED, build_dictionary, code_width
-from .rle import run_starts
 
 __all__ = ["analyze", "choose", "plain_size", "sample_rows", "DECODE_COST", "ZSTD_COST", "MIN_SAVING"]
 
@@ -93,19 +93,32 @@ def _dictionary_worthwhile(chunk: ColumnValues, ltype: LogicalType) -> bool:
     return len(dictionary) <= DICTIONARY_SAMPLE * DICTIONARY_MAX_DISTINCT_FRACTION
 
 
+def _runs_and_order(values: np.ndarray, integer: bool) -> tuple[int, bool | None]:
+    """Runs of bit-identical consecutive values, and (for integer-like values) whether
+    they never decrease: one native pass."""
+    values = np.ascontiguousarray(values)
+    width = values.dtype.itemsize
+    if width == 16:
+        return _stats.runs_wide(values.view(np.uint64).reshape(-1)), None
+    if not integer:
+        values = values.view(f"<u{width}")
+    runs, ordered = _stats.runs_and_order(values)
+    return runs, (bool(ordered) if integer else None)
+
+
 def analyze(chunk: ColumnValues, ltype: LogicalType, stats: ColumnStats, *, dictionary: bool = True) -> ChunkAnalysis:
     """Cheap statistics of a chunk whose null slots were already filled."""
     n = len(chunk)
     a = ChunkAnalysis(rows=n, null_count=stats.null_count, plain_size=plain_size(chunk, ltype))
+    ordered = None
     if ltype.kind != PhysicalKind.VARBINARY:
-        a.run_count = len(run_starts(chunk.values))
+        a.run_count, ordered = _runs_and_order(chunk.values, _integer_like(ltype))
     if _integer_like(ltype) and n:
-        v = chunk.values
         if stats.has_min_max:
             a.min_int, a.max_int = int(stats.min), int(stats.max)
         else:  # all null: the filled slots are zeros
             a.min_int = a.max_int = 0
-        a.is_sorted = bool(np.all(v[1:] >= v[:-1]))
+        a.is_sorted = ordered
     elif ltype.name == "decimal128" and n:
         # BITPACK stores decimals whose unscaled values all fit in int64
         lo, hi = (int(stats.min), int(stats.max)) if stats.has_min_max else (0, 0)

@@ -8,6 +8,8 @@ import decimal
 import numpy as np
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import rcfmt
 from rcfmt.encodings import by_name, selector
@@ -170,3 +172,27 @@ def test_decimal_estimate_and_corruption():
             BITPACK.decode(bytes([w]) + body[1:], 4000, DEC)
     with pytest.raises(CorruptFileError, match="reserved"):
         BITPACK.decode(body[:3] + b"\x01" + body[4:], 4000, DEC)
+
+
+@settings(max_examples=150, deadline=None)
+@given(dtype=st.sampled_from(["i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8", "f4", "f8", "V16", "?"]),
+       n=st.integers(0, 300), levels=st.integers(1, 4), seed=st.integers(0, 2**32 - 1))
+def test_runs_and_order_match_numpy(dtype, n, levels, seed):
+    """The analysis' one-pass run count and order flag against numpy on the same values
+    (runs of bit-identical values: NaN payloads and -0.0 are runs of their own)."""
+    from rcfmt.encodings.rle import run_starts
+
+    rng = np.random.default_rng(seed)
+    width = 1 if dtype == "?" else np.dtype(dtype).itemsize
+    raw = rng.integers(0, 256, size=(levels, width), dtype=np.uint8)[np.sort(rng.integers(0, levels, n))
+                                                                      if seed % 2 else rng.integers(0, levels, n)]
+    if dtype == "?":
+        raw &= 1
+    values = np.ascontiguousarray(raw).view(dtype).reshape(-1)
+    integer = dtype[0] in "iu"
+    runs, ordered = selector._runs_and_order(values, integer)
+    assert runs == len(run_starts(values))
+    if integer:
+        assert ordered == bool(np.all(values[1:] >= values[:-1]))
+    else:
+        assert ordered is None
