@@ -108,15 +108,9 @@ def compute_stats(values, valid, ltype: LogicalType, truncate: int) -> ColumnSta
         v = values.values if valid is None else values.values[valid]
         return ColumnStats(null_count, 0, np.bool_(v.min()), np.bool_(v.max()))
     if kind == PhysicalKind.VARBINARY:
-        offsets = np.ascontiguousarray(values.offsets, dtype=np.int64)
-        count, lo_i, hi_i = _stats.minmax_binary(offsets, values.values, valid_u8)
-        lo = values.values[offsets[lo_i]:offsets[lo_i + 1]].tobytes()
-        hi = values.values[offsets[hi_i]:offsets[hi_i + 1]].tobytes()
-        lo, lo_exact = truncate_min(lo, truncate)
-        hi, hi_exact = truncate_max(hi, truncate)
-        if hi is None:
-            return ColumnStats(null_count)
-        return ColumnStats(null_count, 0, lo, hi, lo_exact, hi_exact)
+        offsets = _offsets(values)
+        _, lo_i, hi_i = _stats.minmax_binary(offsets, values.values, valid_u8)
+        return _binary_stats(values.values, offsets, null_count, int(lo_i[0]), int(hi_i[0]), truncate)
     if ltype.name == "decimal128":
         raw = np.ascontiguousarray(values.values).view(np.uint8).reshape(n, 16)
         count, lo_i, hi_i = _stats.minmax_decimal128(raw, valid_u8)
@@ -141,6 +135,27 @@ def compute_stats(values, valid, ltype: LogicalType, truncate: int) -> ColumnSta
         lo = -0.0 if lo == 0 else lo
         hi = 0.0 if hi == 0 else hi
     return ColumnStats(null_count, nans, scalar(lo), scalar(hi))
+
+
+def _offsets(values) -> np.ndarray:
+    """The offsets of string/binary values as int32 or int64, contiguous (no copy when
+    they already are)."""
+    offsets = values.offsets
+    if offsets.dtype in (np.int32, np.int64) and offsets.flags.c_contiguous:
+        return offsets
+    return np.ascontiguousarray(offsets, dtype=np.int64)
+
+
+def _binary_stats(data: np.ndarray, offsets: np.ndarray, null_count: int, lo_i: int, hi_i: int,
+                  truncate: int) -> ColumnStats:
+    """Statistics from the rows of the smallest and largest value (-1: none), truncated."""
+    if lo_i < 0:
+        return ColumnStats(null_count)
+    lo, lo_exact = truncate_min(data[offsets[lo_i]:offsets[lo_i + 1]].tobytes(), truncate)
+    hi, hi_exact = truncate_max(data[offsets[hi_i]:offsets[hi_i + 1]].tobytes(), truncate)
+    if hi is None:
+        return ColumnStats(null_count)
+    return ColumnStats(null_count, 0, lo, hi, lo_exact, hi_exact)
 
 
 __all__ += ["compute_page_stats"]
@@ -174,6 +189,16 @@ def compute_page_stats(values, valid, ltype: LogicalType, bounds, truncate: int)
             stats = compute_page_stats(_Int64View(words[:, 0].copy()), valid, _INT64, bounds, truncate)
             return [ColumnStats(st.null_count, 0, None if st.min is None else int(st.min),
                                 None if st.max is None else int(st.max)) for st in stats]
+    if ltype.kind == PhysicalKind.VARBINARY and len(starts):  # every page in one native pass
+        offsets = _offsets(values)
+        bounds_arr = np.concatenate((starts, stops[-1:]))
+        if np.array_equal(starts[1:], stops[:-1]) and stops[-1] == len(values) and not np.any(stops == starts):
+            valid_u8 = None if valid is None else valid.view(np.uint8)
+            _, lo_i, hi_i = _stats.minmax_binary(offsets, values.values, valid_u8, bounds_arr)
+            rows = stops - starts
+            nulls = np.zeros(len(starts), np.int64) if valid is None else rows - np.add.reduceat(valid, starts)
+            return [_binary_stats(values.values, offsets, int(nulls[k]), int(lo_i[k]), int(hi_i[k]), truncate)
+                    for k in range(len(starts))]
     if not _vectorizable(ltype) or len(starts) == 0 or np.any(stops == starts):
         return [compute_stats(values.slice(a, b), None if valid is None else valid[a:b], ltype, truncate)
                 for a, b in zip(starts, stops)]

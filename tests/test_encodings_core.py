@@ -387,3 +387,32 @@ def test_compute_stats_matches_brute_force(arr):
     if lt.is_float:  # zero bounds are normalized: -0.0 as the min, +0.0 as the max
         assert not (got_lo == 0 and np.signbit(stats.min) is np.False_)
         assert not (got_hi == 0 and np.signbit(stats.max))
+
+
+_SHORT_AND_SHARED = st.sampled_from([b"", b"\x00", b"a", b"a\x00", b"ab", b"abcdefg", b"abcdefgh", b"abcdefgh\x00",
+                                     b"abcdefghi", b"\xff" * 3, b"\xff" * 9, b"p" * 30 + b"a", b"p" * 30 + b"b"])
+
+
+@settings(max_examples=S.examples(300), deadline=None)
+@given(items=st.lists(st.one_of(_SHORT_AND_SHARED, st.binary(max_size=12)), max_size=60),
+       cuts=st.lists(st.integers(0, 60), max_size=5), large=st.booleans(), nulls=st.lists(st.booleans()))
+def test_minmax_binary_per_range_matches_brute_force(items, cuts, large, nulls):
+    """The native min/max of byte strings, per range of rows, against Python's bytes order:
+    values of every length up to past 8 bytes (a prefix key decides, or lengths, or the
+    bytes), the shortest ones at the very end of the data buffer, nulls skipped."""
+    from rcfmt._native import stats as native_stats
+
+    n = len(items)
+    arr = pa.array(items, pa.large_binary() if large else pa.binary())
+    offsets = np.frombuffer(arr.buffers()[1], np.int64 if large else np.int32, count=n + 1)
+    data = np.frombuffer(arr.buffers()[2], np.uint8) if arr.buffers()[2] is not None else np.empty(0, np.uint8)
+    valid = np.array([(nulls[i] if i < len(nulls) else True) for i in range(n)], bool)
+    bounds = np.array(sorted({0, n, *(min(c, n) for c in cuts)}), np.int64)
+    count, lo, hi = native_stats.minmax_binary(offsets, data, valid.view(np.uint8), bounds)
+    for k, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
+        rows = [i for i in range(a, b) if valid[i]]
+        assert count[k] == len(rows)
+        if not rows:
+            assert lo[k] == hi[k] == -1
+            continue
+        assert items[lo[k]] == min(items[i] for i in rows) and items[hi[k]] == max(items[i] for i in rows)

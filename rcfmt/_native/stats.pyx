@@ -6,9 +6,14 @@ The Python wrapper (:mod:`rcfmt.statistics`) applies the format's rules (-0.0/+0
 bounds, truncation of strings); these kernels only scan.
 """
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
-from libc.string cimport memcmp
+from libc.string cimport memcmp, memcpy
+
+cdef extern from *:
+    uint64_t __builtin_bswap64(uint64_t) nogil
 
 cimport cython
+
+import numpy as np
 
 def minmax_decimal128(const uint8_t[:, ::1] values, const uint8_t[::1] valid=None):
     """Return ``(count, min_index, max_index)`` of 16-byte two's complement LE values."""
@@ -47,70 +52,101 @@ def minmax_decimal128(const uint8_t[:, ::1] values, const uint8_t[::1] valid=Non
     return count, lo_i, hi_i
 
 
-def minmax_binary(const int64_t[::1] offsets, const uint8_t[::1] data, const uint8_t[::1] valid=None):
-    """Return ``(count, min_index, max_index)`` of byte strings, bytewise unsigned order.
+ctypedef fused offset_t:
+    int32_t
+    int64_t
+
+
+def minmax_binary(const offset_t[::1] offsets, const uint8_t[::1] data, const uint8_t[::1] valid=None,
+                  const int64_t[::1] bounds=None):
+    """Return ``(count, min_index, max_index)`` of byte strings in bytewise unsigned
+    order: int64 arrays with one entry per range ``[bounds[k], bounds[k + 1])`` of values
+    (one range over all values when ``bounds`` is None). Indices are -1 where a range
+    holds no valid value.
 
     ``offsets`` has n+1 entries into ``data``; they must already be validated. Values
     are compared by their first 8 bytes as one big-endian integer first (zero-padded),
     and byte by byte only when those are equal.
     """
-    cdef Py_ssize_t n = offsets.shape[0] - 1, i
-    cdef Py_ssize_t count = 0, lo_i = -1, hi_i = -1
-    cdef bint has_valid = valid is not None
-    cdef uint64_t key, lo_key = 0, hi_key = 0
-    cdef const uint8_t* base = &data[0] if data.shape[0] else NULL
+    cdef Py_ssize_t n = offsets.shape[0] - 1, k, ranges
     if n < 0:
-        return 0, -1, -1
-    if has_valid and valid.shape[0] != n:
+        n = 0
+    if valid is not None and valid.shape[0] != n:
         raise ValueError("validity length differs from values length")
+    whole = np.array([0, n], np.int64)
+    cdef const int64_t[::1] b = whole if bounds is None else bounds
+    ranges = b.shape[0] - 1
+    for k in range(ranges):
+        if not 0 <= b[k] <= b[k + 1] <= n:
+            raise ValueError("bounds must be non-decreasing within the values")
+    count = np.zeros(max(ranges, 0), np.int64)
+    lo = np.full(max(ranges, 0), -1, np.int64)
+    hi = np.full(max(ranges, 0), -1, np.int64)
+    cdef int64_t[::1] c = count, l = lo, h = hi
+    cdef const uint8_t* base = &data[0] if data.shape[0] else <const uint8_t*>b""
+    cdef const uint8_t* v = &valid[0] if valid is not None and n else NULL
+    if n == 0:
+        return count, lo, hi
     with nogil:
-        for i in range(n):
-            if has_valid and not valid[i]:
-                continue
-            key = _prefix_key(base, offsets[i], offsets[i + 1])
-            if count == 0:
+        for k in range(ranges):
+            _minmax_range(&offsets[0], base, data.shape[0], v, b[k], b[k + 1], &c[k], &l[k], &h[k])
+    return count, lo, hi
+
+
+cdef void _minmax_range(const offset_t* offsets, const uint8_t* base, int64_t size, const uint8_t* valid, Py_ssize_t start,
+                        Py_ssize_t stop, int64_t* count_out, int64_t* lo_out, int64_t* hi_out) noexcept nogil:
+    cdef Py_ssize_t i, count = 0, lo_i = -1, hi_i = -1
+    cdef uint64_t key, lo_key = 0, hi_key = 0
+    for i in range(start, stop):
+        if valid != NULL and not valid[i]:
+            continue
+        key = _prefix_key(base, size, offsets[i], offsets[i + 1])
+        if count == 0:
+            lo_i = i
+            hi_i = i
+            lo_key = key
+            hi_key = key
+        else:
+            if key < lo_key or (key == lo_key and _tie(base, offsets, i, lo_i) < 0):
                 lo_i = i
-                hi_i = i
                 lo_key = key
+            if key > hi_key or (key == hi_key and _tie(base, offsets, i, hi_i) > 0):
+                hi_i = i
                 hi_key = key
-            else:
-                if key < lo_key or (key == lo_key and _tie(data, offsets, i, lo_i) < 0):
-                    lo_i = i
-                    lo_key = key
-                if key > hi_key or (key == hi_key and _tie(data, offsets, i, hi_i) > 0):
-                    hi_i = i
-                    hi_key = key
-            count += 1
-    return count, lo_i, hi_i
+        count += 1
+    count_out[0] = count
+    lo_out[0] = lo_i
+    hi_out[0] = hi_i
 
 
-cdef inline uint64_t _prefix_key(const uint8_t* base, int64_t a0, int64_t a1) noexcept nogil:
-    """The first (up to) 8 bytes at ``base[a0:a1]`` as a big-endian integer, zero-padded:
-    keys order like the bytes they hold (equal keys decide nothing)."""
+cdef inline uint64_t _prefix_key(const uint8_t* base, int64_t size, int64_t a0, int64_t a1) noexcept nogil:
+    """The first (up to) 8 bytes at ``base[a0:a1]`` as a big-endian integer, zero-padded
+    (``base`` holds ``size`` bytes): keys order like the bytes they hold (equal keys
+    decide nothing)."""
     cdef uint64_t key = 0
     cdef int64_t k, m = a1 - a0
-    if m > 8:
-        m = 8
+    if m >= 8:  # one load, byte-swapped to big-endian
+        memcpy(&key, base + a0, 8)
+        return __builtin_bswap64(key)
+    if a0 + 8 <= size:  # a short value with 8 readable bytes: load them, keep its own
+        memcpy(&key, base + a0, 8)
+        return __builtin_bswap64(key) & ~(0xFFFFFFFFFFFFFFFFULL >> (8 * m)) if m else 0
     for k in range(m):
         key |= (<uint64_t>base[a0 + k]) << (56 - 8 * k)
     return key
 
 
-cdef inline int _tie(const uint8_t[::1] data, const int64_t[::1] offsets, Py_ssize_t a, Py_ssize_t b) noexcept nogil:
+cdef inline int _tie(const uint8_t* base, const offset_t* offsets, Py_ssize_t a, Py_ssize_t b) noexcept nogil:
     """Order of values ``a`` and ``b`` whose prefix keys are equal: up to 8 bytes each,
     the shorter is a prefix of the longer (padding and key agree), so lengths decide."""
-    cdef int64_t la = offsets[a + 1] - offsets[a], lb = offsets[b + 1] - offsets[b]
-    if la <= 8 and lb <= 8:
-        return (la > lb) - (la < lb)
-    return _cmp(data, offsets[a], offsets[a + 1], offsets[b], offsets[b + 1])
-
-
-cdef inline int _cmp(const uint8_t[::1] data, int64_t a0, int64_t a1, int64_t b0, int64_t b1) noexcept nogil:
-    cdef int64_t la = a1 - a0, lb = b1 - b0
+    cdef int64_t a0 = offsets[a], b0 = offsets[b]
+    cdef int64_t la = offsets[a + 1] - a0, lb = offsets[b + 1] - b0
     cdef int64_t m = la if la < lb else lb
     cdef int c = 0
+    if la <= 8 and lb <= 8:
+        return (la > lb) - (la < lb)
     if m > 0:
-        c = memcmp(&data[a0], &data[b0], m)
+        c = memcmp(base + a0, base + b0, m)
     if c != 0:
         return c
     return (la > lb) - (la < lb)
