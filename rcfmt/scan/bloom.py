@@ -154,7 +154,9 @@ def expected_fpp(num_bytes: int, ndv: int) -> float:
         return 0.0
     # sum over k of Poisson(k; lam) * (1 - (31/32)^k)^8, over the k that carry the mass
     k = np.arange(max(0, int(lam - 12 * math.sqrt(lam) - 10)), int(lam + 12 * math.sqrt(lam) + 30))
-    log_pmf = k * math.log(lam) - lam - np.array([math.lgamma(x + 1) for x in k])
+    # log Poisson pmf: one lgamma at the first k, then log(lam / k) per step (vectorized)
+    steps = np.log(lam) - np.log(k[1:].astype(np.float64))
+    log_pmf = (k[0] * math.log(lam) - lam - math.lgamma(k[0] + 1)) + np.concatenate(([0.0], np.cumsum(steps)))
     return float(np.sum(np.exp(log_pmf) * (1.0 - (31 / 32) ** k) ** 8))
 
 
