@@ -433,6 +433,7 @@ cdef class PageRun:
     cdef readonly object validity
     cdef readonly object page_numbers  # the pages' numbers in their chunk (None: 0, 1, ...)
     cdef readonly Py_ssize_t count, rows, null_count, end, base
+    cdef readonly Py_ssize_t bad  # with values decoded by read_pages: the first page that failed, or -1
 
     def body(self, Py_ssize_t k):
         """The values body of page ``k`` (after the validity bitmap), without copying."""
@@ -629,18 +630,19 @@ cdef int _decompress(int codec, const uint8_t* src, Py_ssize_t n, uint8_t* dst, 
         f.code = CODEC
         f.a = codec
         return f.code
-    with gil:
-        from rcfmt import codecs
-        out = codecs.decompress(codec, (<const uint8_t[:n]>src) if n else b"", cap)
-        _copy_out(out, dst, cap)
-    return OK
+    return _decompress_python(codec, src, n, dst, cap)
 
 
-cdef int _copy_out(object out, uint8_t* dst, Py_ssize_t cap) except -1:
+cdef int _decompress_python(int codec, const uint8_t* src, Py_ssize_t n, uint8_t* dst, Py_ssize_t cap) except -1 with gil:
+    """The Python codec, when the C entry point was not found. A function of its own:
+    Python objects in :func:`_decompress` would make Cython take the GIL on every return
+    (to release them), i.e. once per compressed page."""
+    from rcfmt import codecs
+    out = codecs.decompress(codec, (<const uint8_t[:n]>src) if n else b"", cap)
     cdef const uint8_t[::1] view = memoryview(out).cast("B")
     if cap:
         memcpy(dst, &view[0], cap)
-    return 0
+    return OK
 
 
 cdef int _bodies(const uint8_t* buf, int64_t[:, ::1] t, Py_ssize_t n, uint8_t* arena,
@@ -758,7 +760,8 @@ cdef object _error(Failure* f, Py_ssize_t base, object page_numbers, int page_ty
 
 def read_pages(buf, Py_ssize_t base, *, Py_ssize_t start=0, end=None, Py_ssize_t max_pages=0,
                Py_ssize_t max_rows=0, positions=None, expected_rows=None, expected_lengths=None,
-               page_numbers=None, int page_type=0, int encoding=0, bint verify=True):
+               page_numbers=None, int page_type=0, int encoding=0, bint verify=True, Py_ssize_t arena_hint=0,
+               values=None):
     """Run the pages of a chunk held in ``buf`` (file bytes from offset ``base`` on)
     through the pipeline; return a :class:`PageRun`.
 
@@ -770,7 +773,14 @@ def read_pages(buf, Py_ssize_t base, *, Py_ssize_t start=0, end=None, Py_ssize_t
     ``page_numbers`` the pages' numbers in their chunk (for error messages). Every
     page must be of ``page_type`` with ``encoding`` (data pages), and all of them
     together hold at most ``max_rows`` rows. Damage raises CorruptFileError (or
-    ChecksumError, UnsupportedError) located at the page."""
+    ChecksumError, UnsupportedError) located at the page.
+
+    With ``values = (mode, itemsize, signed, out, limit, precision)`` (as for
+    :func:`decode_values`, ``out`` holding ``max_rows`` values) the values are decoded in
+    the same GIL-free call and ``run.bad`` is -1 or the first page whose values failed
+    their checks. Everything then happens in one GIL-free section when the
+    decompressed bodies fit ``arena_hint`` bytes (an estimate the caller makes; a larger
+    need is allocated between the passes, as without a hint)."""
     cdef const uint8_t[::1] view = memoryview(buf).cast("B") if not isinstance(buf, np.ndarray) else buf
     cdef Py_ssize_t size = view.shape[0]
     cdef const uint8_t* p = &view[0] if size else <const uint8_t*>b""
@@ -809,22 +819,57 @@ def read_pages(buf, Py_ssize_t base, *, Py_ssize_t start=0, end=None, Py_ssize_t
         len_ptr = &len_view[0] if count else NULL
     cdef cnp.ndarray table = np.zeros((max(capacity, 1), P_COLS), dtype=np.int64)
     cdef int64_t[:, ::1] t = table
-    with nogil:
-        _headers(p, size, start, stop, pos_ptr, exp_ptr, len_ptr, count, max_pages, max_rows, page_type, encoding,
-                 t, &n, &rows, &arena_size, &run_end, &any_nulls, &f)
-    if f.code:
-        raise _error(&f, base, page_numbers, page_type, p)
-    arena = _memory.empty(arena_size // 8 + 1, np.uint64)
-    cdef uint8_t* arena_ptr = <uint8_t*>cnp.PyArray_DATA(arena)
-    validity = np.full((rows + 7) // 8, 0xFF, dtype=np.uint8) if any_nulls else None
-    cdef uint8_t* bitmap = <uint8_t*>cnp.PyArray_DATA(validity) if any_nulls else NULL
+    cdef ValuesSpec spec
+    cdef bint decode = values is not None
+    cdef Py_ssize_t bad = -1
+    if decode:
+        _values_spec(&spec, values[0], values[1], values[2], values[3], max_rows, values[4], values[5])
+    # preallocated when the caller knows enough: then one GIL-free section does it all
+    arena = _memory.empty(arena_hint // 8 + 1, np.uint64) if arena_hint > 0 else None
+    validity = np.empty((max_rows + 7) // 8, dtype=np.uint8) if decode else None
+    cdef uint8_t* arena_ptr = <uint8_t*>cnp.PyArray_DATA(arena) if arena is not None else NULL
+    cdef uint8_t* bitmap = <uint8_t*>cnp.PyArray_DATA(validity) if decode else NULL
+    cdef Py_ssize_t have = (arena_hint // 8 + 1) * 8 if arena is not None else 0
+    cdef bint done = False
     try:
         with nogil:
-            _bodies(p, t, n, arena_ptr, bitmap, verify, &f)
+            _headers(p, size, start, stop, pos_ptr, exp_ptr, len_ptr, count, max_pages, max_rows, page_type,
+                     encoding, t, &n, &rows, &arena_size, &run_end, &any_nulls, &f)
+            if f.code == OK and arena_size <= have and decode:
+                if any_nulls:
+                    memset(bitmap, 0xFF, (rows + 7) // 8)
+                _bodies(p, t, n, arena_ptr, bitmap if any_nulls else NULL, verify, &f)
+                if f.code == OK:
+                    bad = _decode_run(t, n, p, arena_ptr, &spec)
+                done = True
     except CorruptFileError as exc:  # from the Python codec fallback
         raise exc.with_context(page=_page_label(&f, page_numbers, page_type), offset=base + f.pos) from None
     if f.code:
         raise _error(&f, base, page_numbers, page_type, p)
+    if not done:
+        if arena_size > have:
+            arena = _memory.empty(arena_size // 8 + 1, np.uint64)
+            arena_ptr = <uint8_t*>cnp.PyArray_DATA(arena)
+        if any_nulls and not decode:
+            validity = np.empty((rows + 7) // 8, dtype=np.uint8)
+            bitmap = <uint8_t*>cnp.PyArray_DATA(validity)
+        try:
+            with nogil:
+                if any_nulls:
+                    memset(bitmap, 0xFF, (rows + 7) // 8)
+                _bodies(p, t, n, arena_ptr, bitmap if any_nulls else NULL, verify, &f)
+                if f.code == OK and decode:
+                    bad = _decode_run(t, n, p, arena_ptr, &spec)
+        except CorruptFileError as exc:  # from the Python codec fallback
+            raise exc.with_context(page=_page_label(&f, page_numbers, page_type), offset=base + f.pos) from None
+        if f.code:
+            raise _error(&f, base, page_numbers, page_type, p)
+    if bad == -2:
+        raise MemoryError()
+    if not any_nulls:
+        validity = None
+    elif validity.shape[0] != (rows + 7) // 8:
+        validity = validity[: (rows + 7) // 8]
     if any_nulls and rows % 8:
         validity[validity.shape[0] - 1] &= (1 << (rows % 8)) - 1  # unused trailing bits are 0
     cdef PageRun run = PageRun.__new__(PageRun)
@@ -838,6 +883,7 @@ def read_pages(buf, Py_ssize_t base, *, Py_ssize_t start=0, end=None, Py_ssize_t
     run.null_count = int(table[:n, P_NULLS].sum()) if n else 0
     run.end = run_end
     run.base = base
+    run.bad = bad
     return run
 
 
@@ -1087,22 +1133,30 @@ cdef struct RunAccess:
     uint64_t* aligned      # ... room for the longest values body (8-byte aligned copies)
 
 
+cdef int _access(int64_t[:, ::1] t, Py_ssize_t n, const uint8_t* buf, const uint8_t* arena,
+                 RunAccess* a) noexcept nogil:
+    """Pointers to a run's bytes and one scratch allocation sized for its largest page
+    (free ``a.scratch`` when done); -1 when memory runs out."""
+    cdef Py_ssize_t k, most = 0, longest = 0
+    for k in range(n):
+        most = max(most, t[k, P_ROWS])
+        longest = max(longest, t[k, P_LEN])
+    a.buf = buf
+    a.arena = arena
+    a.scratch = <uint64_t*>malloc(8 * (most + 2) + _round8(longest) + 8)
+    if a.scratch == NULL:
+        return -1
+    a.aligned = a.scratch + most + 2
+    return 0
+
+
 cdef int _open_run(PageRun run, RunAccess* a) except -1:
     """Pointers into ``run`` (kept alive by it) and one scratch allocation sized for its
     largest page; free ``a.scratch`` when done."""
-    cdef int64_t[:, ::1] t = run.pages
     cdef const uint8_t[::1] bview = memoryview(run.buf).cast("B") if not isinstance(run.buf, np.ndarray) else run.buf
     cdef const uint8_t[::1] aview = run.arena
-    cdef Py_ssize_t k, most = 0, longest = 0
-    for k in range(run.count):
-        most = max(most, t[k, P_ROWS])
-        longest = max(longest, t[k, P_LEN])
-    a.buf = &bview[0] if bview.shape[0] else NULL
-    a.arena = &aview[0]
-    a.scratch = <uint64_t*>malloc(8 * (most + 2) + _round8(longest) + 8)
-    if a.scratch == NULL:
+    if _access(run.pages, run.count, &bview[0] if bview.shape[0] else NULL, &aview[0], a):
         raise MemoryError()
-    a.aligned = a.scratch + most + 2
     return 0
 
 
@@ -1115,6 +1169,65 @@ cdef inline const uint8_t* _body(RunAccess* a, int64_t[:, ::1] t, Py_ssize_t k) 
     return body
 
 
+cdef struct ValuesSpec:
+    int mode
+    int itemsize       # bytes per value read by the kernel
+    int out_size       # bytes per value written
+    bint signed
+    uint32_t limit     # dictionary size (MODE_CODES)
+    int64_t decimal_lim
+    uint8_t* out
+
+
+cdef int _values_spec(ValuesSpec* v, int mode, int itemsize, bint signed, out, Py_ssize_t rows, uint32_t limit,
+                      int precision) except -1:
+    """Check ``out`` for ``rows`` values of ``mode`` and fill ``v``."""
+    cdef int k_digits
+    v.decimal_lim = 0
+    if mode == MODE_BITPACK_DECIMAL and 1 <= precision <= 18:
+        v.decimal_lim = 1
+        for k_digits in range(precision):
+            v.decimal_lim *= 10
+        v.decimal_lim -= 1
+    cdef cnp.ndarray o = out
+    if not (cnp.PyArray_IS_C_CONTIGUOUS(o) and cnp.PyArray_ISWRITEABLE(o)):
+        raise ValueError("out must be a writable, contiguous array")
+    if mode == MODE_CODES:
+        itemsize = 4
+    v.out_size = itemsize
+    if mode == MODE_BOOL_PLAIN or mode == MODE_BOOL_RLE:
+        itemsize = 1
+    if itemsize not in (1, 2, 4, 8) and not ((mode == MODE_PLAIN or mode == MODE_RLE) and itemsize > 0):
+        raise ValueError(f"itemsize {itemsize} not supported by mode {mode}")
+    if cnp.PyArray_NBYTES(o) < rows * v.out_size:
+        raise ValueError("out is too small for the run")
+    if (<uintptr_t>cnp.PyArray_DATA(o)) % min(itemsize, 8):
+        raise ValueError("out is not aligned to its itemsize")
+    v.mode = mode
+    v.itemsize = itemsize
+    v.signed = signed
+    v.limit = limit
+    v.out = <uint8_t*>cnp.PyArray_DATA(o)
+    return 0
+
+
+cdef Py_ssize_t _decode_run(int64_t[:, ::1] t, Py_ssize_t n, const uint8_t* buf, const uint8_t* arena,
+                            ValuesSpec* v) noexcept nogil:
+    """Decode every page's values into ``v.out``: -1, the first page whose values fail a
+    check, or -2 when memory runs out."""
+    cdef RunAccess a
+    cdef Py_ssize_t k, bad = -1
+    if _access(t, n, buf, arena, &a):
+        return -2
+    for k in range(n):
+        if _page_values(v.mode, _body(&a, t, k), t[k, P_LEN], t[k, P_ROWS], v.itemsize, v.signed, v.limit,
+                        v.decimal_lim, v.out + t[k, P_FIRST] * v.out_size, a.scratch):
+            bad = k
+            break
+    free(a.scratch)
+    return bad
+
+
 def decode_values(PageRun run, int mode, int itemsize, bint signed, out, uint32_t limit=0, int precision=0):
     """Decode the values of every page of ``run`` into ``out`` (page after page; ``out``
     a writable, contiguous array of at least ``run.rows`` items of ``itemsize`` bytes,
@@ -1122,41 +1235,16 @@ def decode_values(PageRun run, int mode, int itemsize, bint signed, out, uint32_
     MODE_BITPACK_DECIMAL, ``precision`` (1..38) is checked too. Returns -1, or the
     index (in the run) of the first page whose values fail a check; nothing is read or
     written outside the page bodies and ``out``."""
-    cdef int64_t decimal_lim = 0
-    cdef int k_digits
-    if mode == MODE_BITPACK_DECIMAL and 1 <= precision <= 18:
-        decimal_lim = 1
-        for k_digits in range(precision):
-            decimal_lim *= 10
-        decimal_lim -= 1
-    cdef cnp.ndarray o = out
-    if not (cnp.PyArray_IS_C_CONTIGUOUS(o) and cnp.PyArray_ISWRITEABLE(o)):
-        raise ValueError("out must be a writable, contiguous array")
-    if mode == MODE_CODES:
-        itemsize = 4
-    cdef int out_size = itemsize
-    if mode == MODE_BOOL_PLAIN or mode == MODE_BOOL_RLE:
-        itemsize = 1
-    if itemsize not in (1, 2, 4, 8) and not ((mode == MODE_PLAIN or mode == MODE_RLE) and itemsize > 0):
-        raise ValueError(f"itemsize {itemsize} not supported by mode {mode}")
-    if cnp.PyArray_NBYTES(o) < run.rows * out_size:
-        raise ValueError("out is too small for the run")
-    if (<uintptr_t>cnp.PyArray_DATA(o)) % min(itemsize, 8):
-        raise ValueError("out is not aligned to its itemsize")
+    cdef ValuesSpec v
+    _values_spec(&v, mode, itemsize, signed, out, run.rows, limit, precision)
+    cdef const uint8_t[::1] bview = memoryview(run.buf).cast("B") if not isinstance(run.buf, np.ndarray) else run.buf
+    cdef const uint8_t[::1] aview = run.arena
     cdef int64_t[:, ::1] t = run.pages
-    cdef uint8_t* op = <uint8_t*>cnp.PyArray_DATA(o)
-    cdef Py_ssize_t k, n = run.count, bad = -1
-    cdef RunAccess a
-    _open_run(run, &a)
-    try:
-        with nogil:
-            for k in range(n):
-                if _page_values(mode, _body(&a, t, k), t[k, P_LEN], t[k, P_ROWS], itemsize, signed, limit,
-                                decimal_lim, op + t[k, P_FIRST] * out_size, a.scratch):
-                    bad = k
-                    break
-    finally:
-        free(a.scratch)
+    cdef Py_ssize_t bad
+    with nogil:
+        bad = _decode_run(t, run.count, &bview[0] if bview.shape[0] else NULL, &aview[0], &v)
+    if bad == -2:
+        raise MemoryError()
     return bad
 
 

@@ -99,36 +99,65 @@ class ChunkDecoder:
         return self._dictionary
 
     # ------------------------------------------------------------------ runs of pages
-    def _whole_run(self, rows: int):
-        """Every data page of the chunk through the pipeline; counts checked against the footer."""
+    def _arena_hint(self, stored: int, pages: int) -> int:
+        """Bytes the decompressed bodies of ``pages`` pages holding ``stored`` bytes
+        likely take (the chunk's own ratio, a little spare; at most 64x the stored bytes,
+        so a forged footer cannot make us allocate much): the page pipeline then runs in
+        one GIL-free section when they fit, and allocates between its passes when not."""
+        rec = self.record
+        if int(rec["compression"]) == 0:
+            return 16
+        length = max(int(rec["length"]), 1)
+        estimate = stored * int(rec["uncompressed_size"]) // length + stored // 8 + 16 * pages + 64
+        return min(estimate, 64 * stored + 64)
+
+    def _read_run(self, rows: int, codes: bool, **where):
+        """The pages ``where`` says (see :func:`rcfmt._native.pages.read_pages`), holding at
+        most ``rows`` rows, through the pipeline, their values decoded in the same native
+        call where a kernel exists: ``(run, values)``, values None for strings/binary
+        (decoded afterwards, from the run)."""
+        out, spec = None, None
+        if self.is_dictionary:
+            limit = int(self.record["dictionary_size"])  # the dictionary page is checked to hold as many
+            out = memory.empty(rows, np.uint32)
+            spec = (_pages.MODE_CODES, 4, False, out, limit, 0)
+        elif self._mode is not None:
+            mode, itemsize, signed = self._mode
+            # BITPACK decimals stay int64 low words ("narrow" decimals): comparisons run on
+            # them, and rcfmt.file.arrow_io widens them when it builds Arrow arrays
+            out = memory.empty(rows, np.int64 if mode == _pages.MODE_BITPACK_DECIMAL else self.ltype.numpy_dtype)
+            spec = (mode, itemsize, signed, out, 0, self.ltype.precision or 0)
+        run = _pages.read_pages(self.buf, self.base, max_rows=rows, page_type=PAGE_DATA, encoding=self.encoding.id,
+                                verify=self.verify, values=spec, **where)
+        if spec is not None and run.bad >= 0:
+            self._describe(run, run.bad, spec[4])
+        return run, (None if out is None else out[: run.rows])
+
+    def _whole_run(self, rows: int, codes: bool):
+        """Every data page of the chunk through the pipeline, counts checked against the
+        footer: ``(run, values)`` as :meth:`_read_run`."""
         rec = self.record
         start = int(rec["offset"]) - self.base + int(rec["dictionary_length"])
         end = int(rec["offset"]) - self.base + int(rec["length"])
         pages = int(rec["page_count"])
         if not 0 <= start <= end <= len(self.buf):
             raise CorruptFileError(f"chunk [{start + self.base}, {end + self.base}) lies outside the bytes read")
-        run = _pages.read_pages(self.buf, self.base, start=start, end=end, max_pages=pages, max_rows=rows,
-                                page_type=PAGE_DATA, encoding=self.encoding.id, verify=self.verify)
+        run, values = self._read_run(rows, codes, start=start, end=end, max_pages=pages,
+                                     arena_hint=self._arena_hint(end - start, pages))
         if run.count != pages or run.rows != rows:
             raise CorruptFileError(f"chunk pages hold {run.rows} rows in {run.count} pages, footer says {rows} rows "
                                    f"in {pages} pages")
-        return run
+        return run, values
 
-    def _values(self, run, codes: bool):
+    def _values(self, run, decoded, codes: bool):
         """The values (or, for a dictionary chunk with ``codes``, the uint32 codes) of
-        every page of ``run``, one array for the whole run."""
+        every page of ``run``, one array for the whole run, from what the pipeline
+        decoded (``decoded``, None for strings/binary)."""
         if self.is_dictionary:
-            dictionary = self.dictionary
-            out = memory.empty(run.rows, np.uint32)
-            self._native(run, (_pages.MODE_CODES, 4, False), out, len(dictionary))
-            return out if codes else take(dictionary, out, self.ltype)
-        if self._mode is not None:  # fixed-width values and bools
-            # BITPACK decimals stay int64 low words ("narrow" decimals): comparisons run on
-            # them, and rcfmt.file.arrow_io widens them when it builds Arrow arrays
-            narrow = self._mode[0] == _pages.MODE_BITPACK_DECIMAL
-            out = memory.empty(run.rows, np.int64 if narrow else self.ltype.numpy_dtype)
-            self._native(run, self._mode, out)
-            values = ColumnValues(out)
+            dictionary = self.dictionary  # decoded and checked to hold the size the codes were checked against
+            return decoded if codes else take(dictionary, decoded, self.ltype)
+        if decoded is not None:  # fixed-width values and bools
+            values = ColumnValues(decoded)
             if self._mode[0] in (_pages.MODE_PLAIN, _pages.MODE_RLE):
                 self._check_valid(values, run)
             return values  # BITPACK decimals are checked in the kernel
@@ -147,11 +176,6 @@ class ChunkDecoder:
         values = ColumnValues(data[:size], offsets)
         self._check_valid(values, run)
         return values
-
-    def _native(self, run, mode, out, limit: int = 0) -> None:
-        bad = _pages.decode_values(run, mode[0], mode[1], mode[2], out, limit, self.ltype.precision or 0)
-        if bad >= 0:
-            self._describe(run, bad, limit)
 
     def _describe(self, run, bad: int, limit: int = 0):
         """Raise the error of page ``bad``, whose values a native kernel refused: the
@@ -199,8 +223,8 @@ class ChunkDecoder:
     def decode_all(self, rows: int, codes: bool = False) -> tuple[ColumnValues, np.ndarray | None]:
         """Decode every data page (checked to add up to ``rows``): values and validity
         (the uint32 codes of a dictionary chunk instead of values with ``codes``)."""
-        run = self._whole_run(rows)
-        return self._values(run, codes), run.valid()
+        run, decoded = self._whole_run(rows, codes)
+        return self._values(run, decoded, codes), run.valid()
 
     def decode_run(self, positions, page_numbers, expected_rows, codes: bool = False, expected_lengths=None):
         """Decode the data pages whose headers are at ``positions`` in ``buf`` (their
@@ -209,8 +233,8 @@ class ChunkDecoder:
         pages' rows back to back. ``values`` is a :class:`ColumnValues`, or the uint32
         codes of a dictionary chunk with ``codes``."""
         expected = np.asarray(expected_rows, dtype=np.int64)
-        run = _pages.read_pages(self.buf, self.base, positions=positions, expected_rows=expected,
-                                expected_lengths=expected_lengths, page_numbers=page_numbers,
-                                max_rows=int(expected.sum()), page_type=PAGE_DATA, encoding=self.encoding.id,
-                                verify=self.verify)
-        return self._values(run, codes), run.valid()
+        stored = int(np.sum(expected_lengths)) if expected_lengths is not None else len(self.buf)
+        run, decoded = self._read_run(int(expected.sum()), codes, positions=positions, expected_rows=expected,
+                                      expected_lengths=expected_lengths, page_numbers=page_numbers,
+                                      arena_hint=self._arena_hint(stored, len(expected)))
+        return self._values(run, decoded, codes), run.valid()
