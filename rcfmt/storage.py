@@ -10,10 +10,14 @@ filesystem, adapted through ``pyarrow.fs.PyFileSystem(FSSpecHandler(...))``).
 path use, with ranged reads that release the GIL; fsspec filesystems reach it through
 pyarrow's adapter. Local files keep their fast path (``os.pread`` on one descriptor).
 
+Single files are written to the same places (:func:`open_output`): streamed to a
+hidden temporary object and moved over the target when complete, so a reader never
+sees part of a file.
+
 Datasets are read from object-store URIs too (:func:`is_remote`, :func:`remote_kind`,
 :func:`list_names`: the index versions are listed, the index and the data files read
-through the same layer). Writing files and datasets, and the dataset operations that
-write (vacuum, optimize), take local paths and ``file://`` URIs only for now
+through the same layer). Writing datasets, and the dataset operations that write
+(vacuum, optimize), take local paths and ``file://`` URIs only for now
 (:func:`local_path`): any other URI is refused with
 :class:`~rcfmt.errors.UnsupportedError` before anything is read or created -- a URI is
 never taken for a relative local path (which would quietly write ``./s3:/bucket/...``).
@@ -27,7 +31,8 @@ from urllib.parse import unquote, urlsplit
 
 from .errors import InvalidOptionError, RcfmtError, UnsupportedError
 
-__all__ = ["local_path", "open_input", "ByteSource", "is_remote", "remote_kind", "list_names"]
+__all__ = ["local_path", "open_input", "open_output", "ByteSource", "ByteSink", "is_remote", "remote_kind",
+           "list_names"]
 
 _URI = re.compile(r"\A([A-Za-z][A-Za-z0-9+.\-]*)://")
 
@@ -185,6 +190,118 @@ def open_input(where, filesystem=None) -> tuple[str, ByteSource]:
         return local, _LocalFile(local)
     fs, inner = _from_uri(path)
     return path, _ArrowFile(fs, inner, path)
+
+
+# ------------------------------------------------------------------ writing one file
+class ByteSink:
+    """Where one file being written goes: ``write(data)`` appends, ``commit()`` makes the
+    whole file appear at its path at once (replacing what was there), ``abort()``
+    discards it. Until ``commit()`` returns nothing is at the path, so no reader can take
+    a partial file for a whole one; a crash leaves at most a hidden ``.*.rcfmt-tmp``
+    beside it."""
+
+    path: str  # for messages
+
+    def write(self, data) -> None:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def commit(self) -> None:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def abort(self) -> None:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+def _tmp_name(base: str) -> str:
+    import uuid
+
+    return f".{base}.{uuid.uuid4().hex[:12]}.rcfmt-tmp"
+
+
+class _LocalSink(ByteSink):
+    """A temporary file beside the target, fsync'd and renamed over it."""
+
+    def __init__(self, path: str):
+        self.path = path
+        directory = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(directory):
+            raise InvalidOptionError(f"directory {directory!r} does not exist")
+        self.tmp_path = os.path.join(directory, _tmp_name(os.path.basename(path)))
+        self._file = open(self.tmp_path, "wb")
+
+    def write(self, data) -> None:
+        self._file.write(data)
+
+    def commit(self) -> None:
+        self._file.flush()
+        os.fsync(self._file.fileno())
+        self._file.close()
+        os.replace(self.tmp_path, self.path)
+
+    def abort(self) -> None:
+        try:
+            self._file.close()
+        finally:
+            try:
+                os.unlink(self.tmp_path)
+            except FileNotFoundError:
+                pass
+
+
+class _ArrowSink(ByteSink):
+    """An object written through ``pyarrow.fs``: streamed to a temporary key beside the
+    target (object stores upload it in parts as it grows, so the file is never held in
+    memory whole), then moved over the target -- a server-side copy on object stores,
+    which makes the object appear whole, and a rename on HDFS. ``abort()`` deletes the
+    temporary object (pyarrow's streams cannot abandon an upload, only complete it)."""
+
+    def __init__(self, filesystem, path: str, display: str):
+        import pyarrow.fs as pafs
+
+        self.path = display
+        self._fs = filesystem
+        self._target = path.rstrip("/")
+        parent, _, base = self._target.rpartition("/")
+        if not base:
+            raise InvalidOptionError(f"{display!r} names no file")
+        if filesystem.get_file_info(self._target).type == pafs.FileType.Directory:
+            raise RcfmtError(f"{display} is a directory")
+        self._tmp = f"{parent}/{_tmp_name(base)}" if parent else _tmp_name(base)
+        self._stream = filesystem.open_output_stream(self._tmp, compression=None)
+
+    def write(self, data) -> None:
+        self._stream.write(data)
+
+    def commit(self) -> None:
+        self._stream.close()  # completes the upload of the temporary object
+        self._fs.move(self._tmp, self._target)
+
+    def abort(self) -> None:
+        try:
+            if not self._stream.closed:
+                self._stream.close()
+        except Exception:  # the upload itself failed: nothing to delete but what completed
+            pass
+        try:
+            self._fs.delete_file(self._tmp)
+        except (FileNotFoundError, OSError):
+            pass
+
+
+def open_output(where, filesystem=None) -> ByteSink:
+    """A :class:`ByteSink` for writing the single file ``where``: a local path, a
+    ``file://`` URI, an object-store URI, or a path of ``filesystem`` (``pyarrow.fs`` or
+    fsspec). Bad paths raise before anything is created."""
+    path = _fspath(where)
+    if filesystem is not None:
+        return _ArrowSink(_arrow_filesystem(filesystem), path, path)
+    m = _URI.match(path)
+    if m is None:
+        return _LocalSink(path)
+    if m.group(1).lower() == "file":
+        return _LocalSink(_file_uri(path))
+    fs, inner = _from_uri(path)
+    return _ArrowSink(fs, inner, path)
 
 
 # ------------------------------------------------------------------ object-store URIs

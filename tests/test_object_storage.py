@@ -2,8 +2,9 @@
 (pyarrow.fs's S3 client) from a real S3 API server on 127.0.0.1 (moto in server mode,
 started here and stopped after): URIs with the endpoint in the environment, a
 filesystem object, an fsspec filesystem, request counts of opens and point lookups,
-datasets with partitions, filters and versions, missing objects, and writes (not
-supported yet) refused before anything is created."""
+datasets with partitions, filters and versions, missing objects, single files written
+there (streamed, appearing whole or not at all), and dataset writes (not supported yet)
+refused before anything is created."""
 from __future__ import annotations
 
 import os
@@ -117,17 +118,94 @@ def test_missing_objects_and_prefixes(remote_file):
         rcfmt.open("nosuchscheme://x/y")
 
 
-def test_writes_are_refused_before_anything_is_created(s3):
+def test_dataset_writes_are_refused_before_anything_is_created(s3):
     from rcfmt.dataset import vacuum
 
     _, client = s3
     t = _table()
-    for call in (lambda: rcfmt.write_table(t, f"s3://{BUCKET}/out/f.rcfmt"),
-                 lambda: rcfmt.write_dataset(t, f"s3://{BUCKET}/out/ds"),
+    for call in (lambda: rcfmt.write_dataset(t, f"s3://{BUCKET}/out/ds"),
                  lambda: vacuum(f"s3://{BUCKET}/out/ds")):
         with pytest.raises(UnsupportedError, match="not supported here"):
             call()
+    with pytest.raises(rcfmt.InvalidOptionError, match="filesystem"):
+        rcfmt.write_dataset(t, "ds", filesystem=object())
     assert "Contents" not in client.list_objects_v2(Bucket=BUCKET, Prefix="out/")
+
+
+def _keys(client, prefix: str) -> list[str]:
+    """Object keys under ``prefix``, without the empty "directory" markers pyarrow's S3
+    client leaves where it deleted the last object of a prefix."""
+    contents = client.list_objects_v2(Bucket=BUCKET, Prefix=prefix).get("Contents", [])
+    return sorted(o["Key"] for o in contents if not (o["Key"].endswith("/") and o["Size"] == 0))
+
+
+def test_write_table_to_a_uri(s3):
+    """A file written to an object-store URI reads back whole, and no temporary object
+    is left beside it; writing again replaces it."""
+    _, client = s3
+    t = _table()
+    uri = f"s3://{BUCKET}/written/f.rcfmt"
+    rcfmt.write_table(t, uri, block_rows=4096)
+    assert _keys(client, "written/") == ["written/f.rcfmt"]
+    assert rcfmt.read_table(uri).equals(t)
+    with rcfmt.open(uri) as f:
+        assert f.num_blocks == 5
+    rcfmt.write_table(t.slice(0, 10), uri)
+    assert rcfmt.read_table(uri).equals(t.slice(0, 10)) and _keys(client, "written/") == ["written/f.rcfmt"]
+
+
+def test_streaming_writer_with_a_filesystem_object(s3):
+    import pyarrow.fs as pafs
+
+    endpoint, client = s3
+    fs = pafs.S3FileSystem(endpoint_override=endpoint.removeprefix("http://"), scheme="http", region="us-east-1",
+                           access_key="testing", secret_key="testing")
+    t = _table()
+    with rcfmt.Writer(f"{BUCKET}/streamed/f.rcfmt", t.schema, filesystem=fs, block_rows=5000) as w:
+        for batch in t.to_batches(max_chunksize=3000):
+            w.write(batch)
+        assert _keys(client, "streamed/f.rcfmt") == []  # nothing at the target before close
+    assert rcfmt.read_table(f"{BUCKET}/streamed/f.rcfmt", filesystem=fs).equals(t)
+    assert _keys(client, "streamed/") == ["streamed/f.rcfmt"]
+
+
+def test_a_failed_remote_write_leaves_nothing(s3):
+    """A write that fails half way (a batch of the wrong schema after a block went out)
+    leaves neither the target nor a temporary object, and an existing target untouched."""
+    _, client = s3
+    t = _table()
+    uri = f"s3://{BUCKET}/failed/f.rcfmt"
+    with pytest.raises(rcfmt.SchemaError):
+        with rcfmt.Writer(uri, t.schema, block_rows=4096) as w:
+            w.write(t)
+            w.write(pa.table({"other": [1]}))
+    assert _keys(client, "failed/") == []
+    rcfmt.write_table(t.slice(0, 5), uri)
+    with pytest.raises(rcfmt.SchemaError):
+        with rcfmt.Writer(uri, t.schema) as w:
+            w.write(t)
+            w.write(pa.table({"other": [1]}))
+    assert rcfmt.read_table(uri).equals(t.slice(0, 5)) and _keys(client, "failed/") == ["failed/f.rcfmt"]
+
+
+def test_remote_write_errors(s3):
+    _, client = s3
+    client.put_object(Bucket=BUCKET, Key="adir/x", Body=b"x")
+    with pytest.raises(RcfmtError, match="is a directory"):
+        rcfmt.write_table(_table(), f"s3://{BUCKET}/adir")
+    with pytest.raises(UnsupportedError):
+        rcfmt.write_table(_table(), "nosuchscheme://x/y.rcfmt")
+    with pytest.raises(rcfmt.InvalidOptionError, match="filesystem must be"):
+        rcfmt.write_table(_table(), "x.rcfmt", filesystem=object())
+    assert _keys(client, "adir/") == ["adir/x"]
+
+
+def test_fsspec_filesystem_write(tmp_path):
+    fsspec = pytest.importorskip("fsspec")
+    t = _table()
+    path = str(tmp_path / "via-fsspec.rcfmt")
+    rcfmt.write_table(t, path, filesystem=fsspec.filesystem("file"))
+    assert rcfmt.read_table(path).equals(t) and sorted(os.listdir(tmp_path)) == ["via-fsspec.rcfmt"]
 
 
 def test_cli_inspects_an_object(remote_file):

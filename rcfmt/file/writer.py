@@ -12,7 +12,6 @@ import collections
 import inspect
 import os
 import threading
-import uuid
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -44,7 +43,7 @@ from ..format.stats_slots import DEFAULT_TRUNCATE, encode_slots, stat_width
 from ..scan.bloom_filters import DEFAULT_FPP, BloomPolicy, build_filter
 from ..statistics import compute_page_stats, compute_stats
 from ..types import LogicalType, PhysicalKind, logical_type_from_arrow
-from ..storage import local_path
+from ..storage import open_output
 from .arrow_io import fill_null_slots, from_arrow
 
 __all__ = ["Writer", "write_table", "WriteOptions"]
@@ -211,7 +210,12 @@ class Writer:
     Parameters
     ----------
     where : str or os.PathLike
-        Target path. Data goes to a temporary file beside it, renamed on :meth:`close`.
+        Target: a local path, a ``file://`` URI, an object-store URI (``s3://``,
+        ``gs://``, ``abfs://``, ``hdfs://``), or a path of ``filesystem``. Data goes to a
+        hidden temporary file beside it, moved over it on :meth:`close` (see
+        :func:`rcfmt.storage.open_output`): nothing is at the target before that.
+    filesystem : pyarrow.fs.FileSystem or fsspec filesystem, optional
+        Where ``where`` lives, when it is not a local path or a URI.
     schema : pyarrow.Schema
         Columns of the file. Dictionary-typed columns are stored as their value type.
     block_rows : int
@@ -243,7 +247,7 @@ class Writer:
         Key-value metadata (str or bytes) stored in the footer, merged over the schema's.
     """
 
-    def __init__(self, where, schema: pa.Schema, *, metadata: dict | None = None, **options):
+    def __init__(self, where, schema: pa.Schema, *, metadata: dict | None = None, filesystem=None, **options):
         if not isinstance(schema, pa.Schema):
             raise SchemaError(f"schema must be a pyarrow.Schema, got {type(schema).__name__}")
         self.schema, self._types = storage_schema(schema)
@@ -253,12 +257,8 @@ class Writer:
             ColumnSchema(f.name, t, f.nullable, stat_width(t, self.options.stats_truncate))
             for f, t in zip(self.schema, self._types)
         ]
-        self.path = local_path(where)
-        directory = os.path.dirname(os.path.abspath(self.path))
-        if not os.path.isdir(directory):
-            raise InvalidOptionError(f"directory {directory!r} does not exist")
-        self._tmp_path = os.path.join(directory, f".{os.path.basename(self.path)}.{uuid.uuid4().hex[:12]}.rcfmt-tmp")
-        self._file = open(self._tmp_path, "wb")
+        self._sink = open_output(where, filesystem)
+        self.path = self._sink.path
         self._pos = 0
         self._pending: list[pa.Table] = []
         self._pending_rows = 0
@@ -308,10 +308,7 @@ class Writer:
                 self.flush_block()
             self._drain()
             self._finish()
-            self._file.flush()
-            os.fsync(self._file.fileno())
-            self._file.close()
-            os.replace(self._tmp_path, self.path)
+            self._sink.commit()
             self._closed = True
         except BaseException:
             self.abort()
@@ -324,13 +321,9 @@ class Writer:
             for f in futures:
                 f.cancel()
         self._in_flight = collections.deque()
-        try:
-            self._file.close()
-        finally:
-            try:
-                os.unlink(self._tmp_path)
-            except FileNotFoundError:
-                pass
+        sink = getattr(self, "_sink", None)
+        if sink is not None:
+            sink.abort()
 
     def __enter__(self):
         return self
@@ -354,7 +347,7 @@ class Writer:
             raise RcfmtError("writer is closed")
 
     def _write(self, data) -> None:
-        self._file.write(data)
+        self._sink.write(data)
         self._pos += len(data)
 
     def _conform(self, table: pa.Table) -> pa.Table:
@@ -641,7 +634,7 @@ def write_table(table, where, *, metadata: dict | None = None, cluster_by=None, 
         if missing:
             raise SchemaError(f"cluster_by names unknown columns {missing}; columns: {table.column_names}")
         # unsupported types and bad options fail before the (costly) sort
-        WriteOptions.create(storage_schema(table.schema)[0], **options)
+        WriteOptions.create(storage_schema(table.schema)[0], **{k: v for k, v in options.items() if k != "filesystem"})
         table = spec.fit(table).apply(table)
         metadata = {**(metadata or {}), METADATA_KEY: spec.to_json(include_bounds=False)}
     with Writer(where, table.schema, metadata=metadata, **options) as writer:
