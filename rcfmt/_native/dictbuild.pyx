@@ -143,6 +143,23 @@ cdef int _keys_grow(Keys* t) noexcept nogil:
     return 0
 
 
+cdef inline int32_t _add(Keys* t, Py_ssize_t j, uint64_t lo, uint64_t hi, Py_ssize_t row, int64_t* first,
+                         Py_ssize_t* count) noexcept nogil:
+    """Put a new value in empty slot ``j``: its code, or -1 when growing the table ran
+    out of memory (the table is then freed)."""
+    cdef int32_t c = <int32_t>count[0]
+    t.codes[j] = c
+    t.lo[j] = lo
+    if t.hi != NULL:
+        t.hi[j] = hi
+    first[c] = row
+    count[0] += 1
+    if 2 * count[0] > t.mask + 1 and _keys_grow(t):
+        _keys_free(t)
+        return -1
+    return c
+
+
 cdef Py_ssize_t _words(const uint8_t* v, Py_ssize_t n, word_t width_tag, int32_t* codes,
                        int64_t* first) noexcept nogil:
     """4- or 8-byte values (``width_tag`` only selects the type), keys kept in the table."""
@@ -160,13 +177,8 @@ cdef Py_ssize_t _words(const uint8_t* v, Py_ssize_t n, word_t width_tag, int32_t
         while True:
             c = t.codes[j]
             if c < 0:  # a new value
-                c = <int32_t>count
-                t.codes[j] = c
-                t.lo[j] = key
-                first[count] = i
-                count += 1
-                if 2 * count > t.mask + 1 and _keys_grow(&t):
-                    _keys_free(&t)
+                c = _add(&t, j, key, 0, i, first, &count)
+                if c < 0:
                     return -1
                 break
             if t.lo[j] == key:
@@ -192,14 +204,8 @@ cdef Py_ssize_t _wide(const uint8_t* v, Py_ssize_t n, int32_t* codes, int64_t* f
         while True:
             c = t.codes[j]
             if c < 0:
-                c = <int32_t>count
-                t.codes[j] = c
-                t.lo[j] = lo
-                t.hi[j] = hi
-                first[count] = i
-                count += 1
-                if 2 * count > t.mask + 1 and _keys_grow(&t):
-                    _keys_free(&t)
+                c = _add(&t, j, lo, hi, i, first, &count)
+                if c < 0:
                     return -1
                 break
             if t.lo[j] == lo and t.hi[j] == hi:
@@ -229,13 +235,8 @@ cdef Py_ssize_t _varbinary(const offset_t* offsets, const uint8_t* data, Py_ssiz
         while True:
             c = t.codes[j]
             if c < 0:
-                c = <int32_t>count
-                t.codes[j] = c
-                t.lo[j] = h
-                first[count] = i
-                count += 1
-                if 2 * count > t.mask + 1 and _keys_grow(&t):
-                    _keys_free(&t)
+                c = _add(&t, j, h, 0, i, first, &count)
+                if c < 0:
                     return -1
                 break
             if t.lo[j] == h:
