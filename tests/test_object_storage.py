@@ -7,6 +7,7 @@ there (streamed, appearing whole or not at all), and dataset writes (not support
 refused before anything is created."""
 from __future__ import annotations
 
+import logging
 import os
 
 import numpy as np
@@ -73,18 +74,76 @@ def test_read_table_and_filters_from_a_uri(remote_file):
     assert got.equals(rcfmt.read_table(local, columns=["id", "s"], filter=f)) and got.num_rows == 99
 
 
-def test_open_and_point_lookup_request_counts(remote_file):
+class _ServerLog(logging.Handler):
+    """Requests the S3 server answered (moto logs one werkzeug line per request)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lines = []
+
+    def emit(self, record):
+        self.lines.append(record.getMessage())
+
+    def gets(self, key: str) -> int:
+        return sum(1 for line in self.lines if f"GET /{BUCKET}/{key} HTTP" in line)
+
+
+@pytest.fixture
+def server_log():
+    handler = _ServerLog()
+    logger = logging.getLogger("werkzeug")
+    logger.addHandler(handler)
+    old_level = logger.level
+    logger.setLevel(logging.INFO)
+    try:
+        yield handler
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(old_level)
+
+
+def test_open_and_point_lookup_request_counts(remote_file, server_log):
     """An open costs 1 request (the 64 KiB tail holding the footer); a point lookup then
-    costs the block's page indexes (one request) and one per column's page."""
+    costs the block's page indexes (one request) and one per column's page. The counts
+    rcfmt reports (RcfmtFile.requests, ScanStats.requests) are the GETs the server saw."""
     uri, _, _ = remote_file
     with rcfmt.open(uri) as f:
         assert f.size > 64 * 1024  # the header lies outside the tail read
         assert f.requests == 1 and f.num_rows == ROWS and f.num_blocks == 5
+        assert server_log.gets("data/f.rcfmt") == 1
         scan = f.scan(filter=rcfmt.col("id") == 12345)
         out = scan.read()
         assert out.column("id").to_pylist() == [12345]
         assert scan.stats.blocks_pruned_stats == 4 and scan.stats.pages_read == 3
         assert f.requests - 1 <= 1 + 3, f.requests
+        assert scan.stats.requests == f.requests - 1 == server_log.gets("data/f.rcfmt") - 1
+
+
+def test_scattered_pages_are_fetched_concurrently_and_counted(s3, server_log, monkeypatch):
+    """Pages far apart in one chunk are separate requests, in flight together (the fetch
+    pool is used); the rows are right, and every request is counted once."""
+    from rcfmt.file import reader
+
+    n = 200_000
+    t = pa.table({"id": np.arange(n), "v": np.random.default_rng(2).random(n)})
+    uri = f"s3://{BUCKET}/scattered/f.rcfmt"
+    rcfmt.write_table(t, uri, block_rows=n, page_rows=1000, compression="none", bloom_filter_columns=None)
+    used = []
+    real_pool = reader._fetch_pool
+    monkeypatch.setattr(reader, "_fetch_pool", lambda: used.append(1) or real_pool())
+    ids = [10, 100_500, 199_000]
+    expr = rcfmt.col("id").isin(ids)
+    server_log.lines.clear()
+    for threads in (False, True):
+        with rcfmt.open(uri) as f:
+            scan = f.scan(filter=expr, use_threads=threads)
+            got = scan.read()
+            assert scan.stats.requests == f.requests - 1
+        assert got.column("id").to_pylist() == ids
+        assert got.column("v").to_pylist() == [t["v"][i].as_py() for i in ids]
+        assert scan.stats.pages_read == 6  # 3 pages of each column, read apart
+    assert used  # the ranges went through the concurrent fetch
+    assert server_log.gets("scattered/f.rcfmt") == 2 * (1 + scan.stats.requests)
 
 
 def test_filesystem_objects(remote_file, s3):

@@ -272,10 +272,12 @@ class DatasetScan:
             return None, partition
         f = open_data_file(frag.path, self.verify_checksums)
         try:
+            opened = f.requests  # the open's reads (its footer): part of what the scan costs
             _check_against_index(f, frag)
             check_types(f, self.schema, self._data_columns)
             scan = f.scan(self._data_columns, None if residual is _TRUE else residual, use_threads=use_threads,
                           blocks=None if frag.blocks is None else _clamp(frag.blocks, f.num_blocks))
+            scan.stats.requests += opened
         except BaseException:
             f.close()
             raise

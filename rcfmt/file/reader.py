@@ -35,6 +35,24 @@ def _threads() -> int:
     return min(8, os.cpu_count() or 1)
 
 
+#: ranged reads of one remote file in flight at once (one scan's pages)
+FETCH_CONCURRENCY = 8
+_FETCH_POOL = None
+_FETCH_POOL_LOCK = threading.Lock()
+
+
+def _fetch_pool():
+    """One process-wide pool for concurrent ranged reads of remote files (each read
+    releases the GIL while it waits for the server)."""
+    global _FETCH_POOL
+    with _FETCH_POOL_LOCK:
+        if _FETCH_POOL is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            _FETCH_POOL = ThreadPoolExecutor(FETCH_CONCURRENCY, thread_name_prefix="rcfmt-fetch")
+        return _FETCH_POOL
+
+
 class RcfmtFile:
     """An open rcfmt file. Use as a context manager or call :meth:`close`.
 
@@ -49,6 +67,7 @@ class RcfmtFile:
         self._lock = threading.Lock()
         self.bytes_read = 0
         self.requests = 0  # reads made (each one request on an object store)
+        self._local = threading.local()
         try:
             self.size = self._source.size
             self.footer = self._read_footer()
@@ -104,14 +123,25 @@ class RcfmtFile:
         data = self._source.read_at(offset, length)
         if len(data) != length:
             raise CorruptFileError("file shrank while reading", path=self.path, offset=offset)
-        with self._lock:
-            self.bytes_read += length
-            self.requests += 1
+        self._count(1, length)
         return data
+
+    def _count(self, requests: int, nbytes: int) -> None:
+        with self._lock:
+            self.bytes_read += nbytes
+            self.requests += requests
+        local = self._local
+        local.requests = getattr(local, "requests", 0) + requests
+
+    def thread_requests(self) -> int:
+        """Reads this thread has made from the file (a scan takes the difference around
+        the work of one block, which runs on one thread)."""
+        return getattr(self._local, "requests", 0)
 
     def read_ranges(self, starts, ends) -> np.ndarray:
         """The bytes ``[starts[0], ends[-1])`` of the file with only the ranges
-        ``[starts[i], ends[i])`` (sorted, disjoint) read: one buffer whose positions are
+        ``[starts[i], ends[i])`` (sorted, disjoint) read (on object storage, up to
+        ``FETCH_CONCURRENCY`` requests in flight at once): one buffer whose positions are
         file offsets minus ``starts[0]``, so page positions and error offsets stay those of
         one contiguous read. The bytes between ranges are never read and must not be used
         (the buffer is uninitialised there; untouched, it costs no memory)."""
@@ -121,14 +151,19 @@ class RcfmtFile:
                                    path=self.path, offset=lo)
         buf = memory.empty(hi - lo)
         view = memoryview(buf)
-        total = 0
-        for a, b in zip(starts.tolist(), ends.tolist()):
+        ranges = list(zip(starts.tolist(), ends.tolist()))
+
+        def fetch(r):
+            a, b = r
             if self._source.read_into(a, view[a - lo : b - lo]) != b - a:
                 raise CorruptFileError("file shrank while reading", path=self.path, offset=a)
-            total += b - a
-        with self._lock:
-            self.bytes_read += total
-            self.requests += len(starts)
+
+        if self._source.remote and len(ranges) > 1:  # a request each: in flight together, bounded
+            list(_fetch_pool().map(fetch, ranges))
+        else:
+            for r in ranges:
+                fetch(r)
+        self._count(len(ranges), sum(b - a for a, b in ranges))
         return buf
 
     def _read_footer(self) -> FileMetaData:

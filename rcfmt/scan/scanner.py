@@ -52,6 +52,7 @@ class ScanStats:
     rows_decoded: int = 0
     rows_selected: int = 0
     bytes_read: int = 0
+    requests: int = 0  # reads from files (on object storage, one request each)
 
     def add(self, other: "ScanStats") -> None:
         for f in fields(self):
@@ -66,7 +67,7 @@ class ScanStats:
                 f"/{self.blocks_total} (pruned: stats {self.blocks_pruned_stats}, bloom {self.blocks_pruned_bloom}, "
                 f"pages {self.blocks_pruned_pages}), pages read {self.pages_read}/{self.pages_total}, "
                 f"rows decoded {self.rows_decoded}, selected {self.rows_selected}/{self.rows_total}, "
-                f"bytes read {self.bytes_read}")
+                f"bytes read {self.bytes_read} in {self.requests} requests")
 
 
 # ------------------------------------------------------------------ value helpers
@@ -173,7 +174,9 @@ class FileScan:
             np.asarray(file.footer.blocks["row_count"][lo:hi], np.int64).sum())
         self.stats = ScanStats(files_total=1, blocks_total=hi - lo, rows_total=rows)
         self.output_schema = self._output_schema()
+        before = file.thread_requests()
         self.blocks = self._prune_blocks()
+        self.stats.requests += file.thread_requests() - before  # bloom filters
 
     # ---------------------------------------------------------------- planning
     def _output_schema(self) -> pa.Schema:
@@ -439,6 +442,13 @@ class FileScan:
     def scan_block(self, block: int) -> tuple[pa.RecordBatch | None, ScanStats]:
         """Selected rows of one block (None if none), and what it cost."""
         stats = ScanStats()
+        before = self.file.thread_requests()
+        try:
+            return self._scan_block(block, stats)
+        finally:
+            stats.requests += self.file.thread_requests() - before
+
+    def _scan_block(self, block: int, stats: ScanStats) -> tuple[pa.RecordBatch | None, ScanStats]:
         rows = int(self.file.footer.blocks[block]["row_count"])
         cache: dict = {}
         ranges = self.row_ranges(block, cache)
