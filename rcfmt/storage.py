@@ -16,8 +16,9 @@ sees part of a file.
 
 Datasets are read from object-store URIs too (:func:`is_remote`, :func:`remote_kind`,
 :func:`list_names`: the index versions are listed, the index and the data files read
-through the same layer). Writing datasets, and the dataset operations that write
-(vacuum, optimize), take local paths and ``file://`` URIs only for now
+through the same layer), and written to S3, whose conditional PUT commits a version
+(:func:`check_commit_support`, :func:`create_if_absent`). The dataset operations that
+rewrite or delete (vacuum, optimize) take local paths and ``file://`` URIs only for now
 (:func:`local_path`): any other URI is refused with
 :class:`~rcfmt.errors.UnsupportedError` before anything is read or created -- a URI is
 never taken for a relative local path (which would quietly write ``./s3:/bucket/...``).
@@ -32,7 +33,7 @@ from urllib.parse import unquote, urlsplit
 from .errors import InvalidOptionError, RcfmtError, UnsupportedError
 
 __all__ = ["local_path", "open_input", "open_output", "ByteSource", "ByteSink", "is_remote", "remote_kind",
-           "list_names"]
+           "list_names", "delete_files", "check_commit_support", "create_if_absent"]
 
 _URI = re.compile(r"\A([A-Za-z][A-Za-z0-9+.\-]*)://")
 
@@ -253,9 +254,13 @@ class _ArrowSink(ByteSink):
     target (object stores upload it in parts as it grows, so the file is never held in
     memory whole), then moved over the target -- a server-side copy on object stores,
     which makes the object appear whole, and a rename on HDFS. ``abort()`` deletes the
-    temporary object (pyarrow's streams cannot abandon an upload, only complete it)."""
+    temporary object (pyarrow's streams cannot abandon an upload, only complete it).
 
-    def __init__(self, filesystem, path: str, display: str):
+    With ``atomic=False`` the object is streamed to the target itself (for files no
+    reader looks at until something else names them: a dataset's data files before
+    their commit) and ``abort()`` deletes it."""
+
+    def __init__(self, filesystem, path: str, display: str, atomic: bool = True):
         import pyarrow.fs as pafs
 
         self.path = display
@@ -266,15 +271,19 @@ class _ArrowSink(ByteSink):
             raise InvalidOptionError(f"{display!r} names no file")
         if filesystem.get_file_info(self._target).type == pafs.FileType.Directory:
             raise RcfmtError(f"{display} is a directory")
-        self._tmp = f"{parent}/{_tmp_name(base)}" if parent else _tmp_name(base)
+        if atomic:
+            self._tmp = f"{parent}/{_tmp_name(base)}" if parent else _tmp_name(base)
+        else:
+            self._tmp = self._target
         self._stream = filesystem.open_output_stream(self._tmp, compression=None)
 
     def write(self, data) -> None:
         self._stream.write(data)
 
     def commit(self) -> None:
-        self._stream.close()  # completes the upload of the temporary object
-        self._fs.move(self._tmp, self._target)
+        self._stream.close()  # completes the upload
+        if self._tmp != self._target:
+            self._fs.move(self._tmp, self._target)
 
     def abort(self) -> None:
         try:
@@ -288,20 +297,77 @@ class _ArrowSink(ByteSink):
             pass
 
 
-def open_output(where, filesystem=None) -> ByteSink:
+def open_output(where, filesystem=None, *, atomic: bool = True) -> ByteSink:
     """A :class:`ByteSink` for writing the single file ``where``: a local path, a
     ``file://`` URI, an object-store URI, or a path of ``filesystem`` (``pyarrow.fs`` or
-    fsspec). Bad paths raise before anything is created."""
+    fsspec). Bad paths raise before anything is created. ``atomic=False`` (object
+    stores only) streams straight to the target, for files nothing names yet."""
     path = _fspath(where)
     if filesystem is not None:
-        return _ArrowSink(_arrow_filesystem(filesystem), path, path)
+        return _ArrowSink(_arrow_filesystem(filesystem), path, path, atomic)
     m = _URI.match(path)
     if m is None:
         return _LocalSink(path)
     if m.group(1).lower() == "file":
         return _LocalSink(_file_uri(path))
     fs, inner = _from_uri(path)
-    return _ArrowSink(fs, inner, path)
+    return _ArrowSink(fs, inner, path, atomic)
+
+
+def delete_files(paths) -> None:
+    """Delete files (local paths or object-store URIs) that may not exist; best effort."""
+    for p in paths:
+        try:
+            if is_remote(p):
+                fs, inner = _from_uri(p)
+                fs.delete_file(inner)
+            else:
+                os.unlink(p)
+        except (FileNotFoundError, OSError):
+            pass
+
+
+# ------------------------------------------------------------------ create-if-absent (commits)
+#: object stores whose conditional create rcfmt uses to commit dataset versions
+COMMIT_SCHEMES = ("s3",)
+
+
+def check_commit_support(uri: str) -> None:
+    """UnsupportedError, before anything is written, unless rcfmt can commit dataset
+    versions at ``uri`` without risking a lost update: an atomic create-if-absent of
+    the version object. S3 (and S3-compatible servers that honour it) has one, a PUT
+    with ``If-None-Match: *``, made through boto3."""
+    scheme = _URI.match(uri).group(1).lower()
+    if scheme not in COMMIT_SCHEMES:
+        raise UnsupportedError(
+            f"{uri!r}: writing datasets to {scheme}:// is not supported yet. rcfmt commits a dataset version with "
+            f"an atomic create-if-absent of its index object and implements it for s3:// only so far. Nothing "
+            f"was written. Alternatives: a local or s3:// dataset path, or single files with write_table.")
+    try:
+        import boto3  # noqa: F401
+    except ImportError:
+        raise UnsupportedError(f"{uri!r}: committing a dataset on S3 needs boto3 (pip install 'rcfmt[s3]'); "
+                               f"nothing was written") from None
+
+
+def create_if_absent(uri: str, data: bytes) -> bool:
+    """Create the object ``uri`` holding ``data`` unless it exists: True if created,
+    False if it existed (or another writer's create of it is in flight). Atomic on the
+    server; the caller checked :func:`check_commit_support`."""
+    import boto3
+    from botocore.exceptions import ClientError
+
+    parts = urlsplit(uri)
+    client = boto3.client("s3")
+    try:
+        client.put_object(Bucket=parts.netloc, Key=parts.path.lstrip("/"), Body=data, IfNoneMatch="*")
+    except ClientError as exc:
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        code = exc.response.get("Error", {}).get("Code")
+        if status in (409, 412) or code in ("PreconditionFailed", "ConditionalRequestConflict"):
+            return False
+        raise RcfmtError(f"cannot commit {uri!r}: {exc}") from None
+    return True
 
 
 # ------------------------------------------------------------------ object-store URIs

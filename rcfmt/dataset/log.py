@@ -30,6 +30,13 @@ are removed by :func:`vacuum` once older than a retention period.
 
 Hard links are required (local disks, NFS, most POSIX file systems); where ``os.link``
 is not supported, commits raise :class:`~rcfmt.errors.RcfmtError`.
+
+On object storage (S3) the same protocol runs without staging or links: data files are
+streamed straight to their final keys (no reader looks at them before a version names
+them), and step 3 is a conditional PUT of the version object (``If-None-Match: *``),
+which the server refuses with 412 when the version exists. Stores without such a
+create-if-absent are refused before anything is written
+(:func:`rcfmt.storage.check_commit_support`).
 """
 from __future__ import annotations
 
@@ -40,10 +47,10 @@ import shutil
 import time
 
 from ..errors import RcfmtError
-from ..storage import list_names
+from ..storage import create_if_absent, list_names
 
 __all__ = ["META_DIR", "version_path", "list_versions", "latest_version", "publish_version",
-           "fsync_dir", "staging_root", "tmp_dir"]
+           "publish_remote_version", "fsync_dir", "staging_root", "tmp_dir"]
 
 META_DIR = "_rcfmt"
 STAGING = "_staging"
@@ -116,6 +123,13 @@ def publish_version(root: str, version: int, tmp_path: str) -> bool:
             pass
     fsync_dir(meta_dir(root))
     return True
+
+
+def publish_remote_version(root: str, version: int, data: bytes) -> bool:
+    """Create the index object of ``version`` at the object-store ``root`` holding
+    ``data`` unless it exists (:func:`rcfmt.storage.create_if_absent`: on S3 a PUT with
+    ``If-None-Match: *``); False if another writer has that version."""
+    return create_if_absent(version_path(root, version), data)
 
 
 def backoff(attempt: int) -> None:

@@ -17,12 +17,12 @@ from typing import Iterable
 import numpy as np
 import pyarrow as pa
 
-from ..errors import CommitConflictError, InvalidOptionError, RcfmtError, SchemaError
+from ..errors import CommitConflictError, InvalidOptionError, RcfmtError, SchemaError, UnsupportedError
 from ..file.reader import RcfmtFile
 from ..file.writer import Writer, WriteOptions, arrow_stream, as_table, storage_schema
 from ..layout import METADATA_KEY, ClusteringSpec
 from ..types import logical_type_from_arrow, same_logical_type
-from ..storage import local_path
+from ..storage import check_commit_support, delete_files, is_remote, list_names, local_path, open_output, remote_kind
 from . import log
 from .index import (DEFAULT_INDEX_TRUNCATE, INDEX_METADATA_KEY, FileEntry, dumps_info, entries_table,
                     entry_from_file, index_schema, schema_to_json)
@@ -230,10 +230,11 @@ class FileSetWriter:
         self._seq += 1
         relpath = f"{directory}/{name}" if directory else name
         staged = os.path.join(self.staging_dir, *relpath.split("/"))
-        os.makedirs(os.path.dirname(staged), exist_ok=True)
+        if not is_remote(staged):
+            os.makedirs(os.path.dirname(staged), exist_ok=True)
         f = _OpenFile(relpath, staged)
         if self.clustering is None:
-            f.writer = Writer(staged, self.data_schema, metadata=self.metadata, **self.write_options)
+            f.writer = Writer(_sink(staged), self.data_schema, metadata=self.metadata, **self.write_options)
         self._open[key] = f
         return f
 
@@ -243,7 +244,7 @@ class FileSetWriter:
             table = pa.concat_tables(f.buffer).combine_chunks() if f.buffer else self.data_schema.empty_table()
             f.buffer = []
             table, meta = cluster_file(table, self.clustering)
-            w = Writer(f.staged, self.data_schema, metadata={**self.metadata, **meta}, **self.write_options)
+            w = Writer(_sink(f.staged), self.data_schema, metadata={**self.metadata, **meta}, **self.write_options)
             try:
                 w.write(table)
             except BaseException:
@@ -268,12 +269,14 @@ class FileSetWriter:
                 except Exception:
                     pass
         self._open.clear()
-        for _, staged in self.files:
-            try:
-                os.unlink(staged)
-            except FileNotFoundError:
-                pass
+        delete_files(staged for _, staged in self.files)
         self.files = []
+
+
+def _sink(path: str):
+    """Where a data file goes: a staging file (local), or its final object (object
+    stores: nothing names it before the commit, and a failed write deletes it)."""
+    return open_output(path, atomic=False) if is_remote(path) else path
 
 
 def _positive(name, value) -> int:
@@ -294,8 +297,24 @@ def write_index_file(root: str, table: pa.Table, info: dict, name: str) -> str:
     return path
 
 
+def index_bytes(table: pa.Table, info: dict) -> bytes:
+    """A complete index file as bytes (for object stores, whose commit is one PUT)."""
+    import tempfile
+
+    from ..file.writer import write_table
+
+    with tempfile.TemporaryDirectory(prefix="rcfmt-index-") as d:
+        path = os.path.join(d, "index.rcfmt")
+        write_table(table, path, metadata={INDEX_METADATA_KEY: dumps_info(info)}, block_rows=INDEX_BLOCK_ROWS)
+        with open(path, "rb") as f:
+            return f.read()
+
+
 def publish_files(root: str, staged: list[tuple[str, str]]) -> list[str]:
-    """Rename staged data files (``(staged path, relpath)``) to their final place."""
+    """Rename staged data files (``(staged path, relpath)``) to their final place (on
+    object stores they were written there: nothing moves)."""
+    if is_remote(root):
+        return [src for src, _ in staged]
     published = []
     try:
         dirs = set()
@@ -337,11 +356,7 @@ def _without_files(prev: pa.Table | None, remove: set, added: set, root: str, ba
 
 
 def remove_files(paths) -> None:
-    for p in paths:
-        try:
-            os.unlink(p)
-        except FileNotFoundError:
-            pass
+    delete_files(paths)
 
 
 def commit(root: str, entries: list[FileEntry], *, mode: str, read_version: int, data_schema: pa.Schema,
@@ -417,8 +432,12 @@ def commit(root: str, entries: list[FileEntry], *, mode: str, read_version: int,
                 "added_files": len(entries), "removed_files": removed,
                 **(operation_info or {}),
             }
-            tmp = write_index_file(root, table, info, f"{txn_id}-{attempt}")
-            if log.publish_version(root, base + 1, tmp):
+            if is_remote(root):
+                published_now = log.publish_remote_version(root, base + 1, index_bytes(table, info))
+            else:
+                published_now = log.publish_version(root, base + 1,
+                                                    write_index_file(root, table, info, f"{txn_id}-{attempt}"))
+            if published_now:
                 return base + 1
             if mode == "overwrite":
                 raise CommitConflictError(
@@ -497,8 +516,17 @@ def begin_write(path, schema: pa.Schema, *, partition_by=None, mode: str = "appe
 
     if mode not in ("append", "overwrite"):
         raise InvalidOptionError(f"mode must be 'append' or 'overwrite', got {mode!r}")
-    root = os.path.abspath(local_path(path))
-    if os.path.isfile(root):
+    if is_remote(path):
+        root = path.rstrip("/")
+        check_commit_support(root)
+        if remote_kind(root) == "file":
+            raise InvalidOptionError(f"{root!r} is a file; a dataset is a directory")
+        if not log.list_versions(root) and [n for n in list_names(root) if n != log.META_DIR]:
+            raise UnsupportedError(f"{root!r} holds objects but no dataset index: on object storage rcfmt writes "
+                                   f"to its own datasets only (it cannot adopt a plain directory there)")
+    else:
+        root = os.path.abspath(local_path(path))
+    if not is_remote(root) and os.path.isfile(root):
         raise InvalidOptionError(f"{root!r} is a file; a dataset is a directory")
     schema, _ = storage_schema(schema)
     schema = pa.schema([f.remove_metadata() for f in schema])
@@ -556,8 +584,11 @@ def write_dataset(data, path, *, partition_by=None, mode: str = "append",
     clustering = plan.clustering_for(cluster_by, curve, mapping)
     inherited = cluster_by is None and clustering is not None
     txn = uuid.uuid4().hex
-    staging = os.path.join(log.staging_root(plan.root), txn)
-    os.makedirs(staging)  # (and the staging root: nothing is created before the checks)
+    remote = is_remote(plan.root)
+    # object stores: data files go straight to their final keys (see rcfmt.dataset.log)
+    staging = plan.root if remote else os.path.join(log.staging_root(plan.root), txn)
+    if not remote:
+        os.makedirs(staging)  # (and the staging root: nothing is created before the checks)
     writer = FileSetWriter(staging, plan.schema, plan.partitioning, prefix=txn[:16],
                            target_file_rows=target_file_rows, write_options=write_options, clustering=clustering,
                            truncate=truncate)
@@ -575,5 +606,6 @@ def write_dataset(data, path, *, partition_by=None, mode: str = "append",
                          clustering=None if inherited else clustering_info(clustering, "file"),
                          base_table_unindexed=plan.adopt)
     finally:
-        log.remove_tree(staging)
+        if not remote:
+            log.remove_tree(staging)
     return Dataset.open(plan.root, version=version)

@@ -43,7 +43,7 @@ from ..format.stats_slots import DEFAULT_TRUNCATE, encode_slots, stat_width
 from ..scan.bloom_filters import DEFAULT_FPP, BloomPolicy, build_filter
 from ..statistics import compute_page_stats, compute_stats
 from ..types import LogicalType, PhysicalKind, logical_type_from_arrow
-from ..storage import open_output
+from ..storage import ByteSink, open_output
 from .arrow_io import fill_null_slots, from_arrow
 
 __all__ = ["Writer", "write_table", "WriteOptions"]
@@ -257,7 +257,7 @@ class Writer:
             ColumnSchema(f.name, t, f.nullable, stat_width(t, self.options.stats_truncate))
             for f, t in zip(self.schema, self._types)
         ]
-        self._sink = open_output(where, filesystem)
+        self._sink = where if isinstance(where, ByteSink) else open_output(where, filesystem)
         self.path = self._sink.path
         self._pos = 0
         self._pending: list[pa.Table] = []
