@@ -34,6 +34,7 @@ _LAZY = {
     "write_dataset": "rcfmt.dataset",
     "Dataset": "rcfmt.dataset",
     "CommitConflictError": "rcfmt.errors",
+    "StorageError": "rcfmt.errors",
 }
 
 __all__ = [

@@ -15,6 +15,7 @@ __all__ = [
     "InvalidOptionError",
     "FilterError",
     "CommitConflictError",
+    "StorageError",
 ]
 
 
@@ -84,3 +85,9 @@ class CommitConflictError(RcfmtError):
     """A dataset commit lost against a concurrent commit that it cannot be reconciled with
     (an overwrite whose base version is no longer the latest, or an append whose schema no
     longer matches). Nothing of the losing commit became visible; its data files are removed."""
+
+
+class StorageError(RcfmtError, OSError):
+    """Reading or writing a file on object storage failed after the client's own bounded
+    retries (a server error, a reset connection, a timeout); the message names the file
+    and what was being done. Also an OSError, as the client's error was."""

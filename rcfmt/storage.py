@@ -30,7 +30,7 @@ import re
 import stat
 from urllib.parse import unquote, urlsplit
 
-from .errors import InvalidOptionError, RcfmtError, UnsupportedError
+from .errors import InvalidOptionError, RcfmtError, StorageError, UnsupportedError
 
 __all__ = ["local_path", "open_input", "open_output", "ByteSource", "ByteSink", "is_remote", "remote_kind",
            "list_names", "delete_files", "check_commit_support", "create_if_absent"]
@@ -77,6 +77,15 @@ def local_path(where) -> str:
 
 
 # ------------------------------------------------------------------ reading byte ranges
+def _storage_error(exc: OSError, what: str, where: str) -> OSError:
+    """A client's I/O failure (after its own retries) as a StorageError naming the file;
+    FileNotFoundError (and rcfmt's own errors) pass through unchanged."""
+    if isinstance(exc, (FileNotFoundError, RcfmtError)):
+        return exc
+    return StorageError(f"{what} {where!r} failed: {exc}")
+
+
+
 class ByteSource:
     """Positional reads of one file: ``size``, ``read_at(offset, length)`` (thread-safe;
     may return fewer bytes only at the end of the file), ``close()``; ``remote``: each
@@ -142,18 +151,25 @@ class _ArrowFile(ByteSource):
     def __init__(self, filesystem, path: str, display: str):
         import pyarrow.fs as pafs
 
-        info = filesystem.get_file_info(path)
-        if info.type == pafs.FileType.NotFound:
-            raise FileNotFoundError(f"no such file: {display!r}")
-        if info.type == pafs.FileType.Directory:
-            raise RcfmtError(f"{display} is a directory; use rcfmt.dataset() for directories")
-        self._file = filesystem.open_input_file(path)
-        self.size = self._file.size()
+        self._display = display
+        try:
+            info = filesystem.get_file_info(path)
+            if info.type == pafs.FileType.NotFound:
+                raise FileNotFoundError(f"no such file: {display!r}")
+            if info.type == pafs.FileType.Directory:
+                raise RcfmtError(f"{display} is a directory; use rcfmt.dataset() for directories")
+            self._file = filesystem.open_input_file(path)
+            self.size = self._file.size()
+        except OSError as exc:
+            raise _storage_error(exc, "opening", display) from exc
 
     def read_at(self, offset: int, length: int) -> bytes:
         if self._file is None:
             raise RcfmtError("file is closed")
-        data = self._file.read_at(length, offset)
+        try:
+            data = self._file.read_at(length, offset)
+        except OSError as exc:
+            raise _storage_error(exc, f"reading bytes [{offset}, {offset + length}) of", self._display) from exc
         return data if isinstance(data, bytes) else data.to_pybytes()
 
     def close(self) -> None:
@@ -269,21 +285,34 @@ class _ArrowSink(ByteSink):
         parent, _, base = self._target.rpartition("/")
         if not base:
             raise InvalidOptionError(f"{display!r} names no file")
-        if filesystem.get_file_info(self._target).type == pafs.FileType.Directory:
+        try:
+            kind = filesystem.get_file_info(self._target).type
+        except OSError as exc:
+            raise _storage_error(exc, "writing", display) from exc
+        if kind == pafs.FileType.Directory:
             raise RcfmtError(f"{display} is a directory")
         if atomic:
             self._tmp = f"{parent}/{_tmp_name(base)}" if parent else _tmp_name(base)
         else:
             self._tmp = self._target
-        self._stream = filesystem.open_output_stream(self._tmp, compression=None)
+        try:
+            self._stream = filesystem.open_output_stream(self._tmp, compression=None)
+        except OSError as exc:
+            raise _storage_error(exc, "writing", display) from exc
 
     def write(self, data) -> None:
-        self._stream.write(data)
+        try:
+            self._stream.write(data)
+        except OSError as exc:
+            raise _storage_error(exc, "writing", self.path) from exc
 
     def commit(self) -> None:
-        self._stream.close()  # completes the upload
-        if self._tmp != self._target:
-            self._fs.move(self._tmp, self._target)
+        try:
+            self._stream.close()  # completes the upload
+            if self._tmp != self._target:
+                self._fs.move(self._tmp, self._target)
+        except OSError as exc:
+            raise _storage_error(exc, "writing", self.path) from exc
 
     def abort(self) -> None:
         try:
@@ -355,7 +384,7 @@ def create_if_absent(uri: str, data: bytes) -> bool:
     False if it existed (or another writer's create of it is in flight). Atomic on the
     server; the caller checked :func:`check_commit_support`."""
     import boto3
-    from botocore.exceptions import ClientError
+    from botocore.exceptions import BotoCoreError, ClientError
 
     parts = urlsplit(uri)
     client = boto3.client("s3")
@@ -366,7 +395,9 @@ def create_if_absent(uri: str, data: bytes) -> bool:
         code = exc.response.get("Error", {}).get("Code")
         if status in (409, 412) or code in ("PreconditionFailed", "ConditionalRequestConflict"):
             return False
-        raise RcfmtError(f"cannot commit {uri!r}: {exc}") from None
+        raise StorageError(f"committing {uri!r} failed: {exc}") from None
+    except BotoCoreError as exc:  # connection failures, after boto3's own retries
+        raise StorageError(f"committing {uri!r} failed: {exc}") from None
     return True
 
 

@@ -449,3 +449,90 @@ def test_dataset_errors(remote_dataset, s3):
     client.delete_object(Bucket=BUCKET, Key=one.removeprefix(f"s3://{BUCKET}/"))
     with pytest.raises(rcfmt.CorruptFileError, match="missing"):
         rcfmt.dataset(uri).to_table()
+
+
+# ------------------------------------------------------------------ faults
+@pytest.fixture
+def proxy(s3, monkeypatch):
+    """An S3Proxy in front of the server, and the environment pointing clients at it."""
+    from s3proxy import S3Proxy
+
+    endpoint, _ = s3
+    with S3Proxy(endpoint) as p:
+        monkeypatch.setenv("AWS_ENDPOINT_URL", p.endpoint)
+        yield p
+
+
+def _faulty(kind, key: str, times: int):
+    """A fault hook: ``kind`` for the first ``times`` GETs of ``key``."""
+    left = {"n": times}
+
+    def hook(number, method, path):
+        if method == "GET" and key in path and left["n"] > 0:
+            left["n"] -= 1
+            return kind
+        return None
+
+    return hook
+
+
+@pytest.mark.parametrize("kind", ["503", "reset"])
+def test_a_transient_fault_is_retried(remote_file, proxy, kind):
+    """One throttling answer or one reset connection during a scan: the client retries
+    (a bounded number of times) and the rows are right."""
+    uri, _, table = remote_file
+    with rcfmt.open(uri) as f:
+        proxy.reset_counts()
+        proxy.fault = _faulty(kind, "data/f.rcfmt", 1)
+        got = f.scan(filter=rcfmt.col("id") >= 15_000).read()
+    assert got.equals(table.slice(15_000))
+    statuses = [r[2] for r in proxy.requests if "data/f.rcfmt" in r[1] and r[0] == "GET"]
+    assert statuses[0] in (503, 0) and all(s in (200, 206) for s in statuses[1:])
+
+
+def test_a_persistent_fault_is_a_storage_error(remote_file, proxy):
+    """A server that keeps failing: a StorageError (an RcfmtError and an OSError) naming
+    the object, after the client's bounded retries -- not a hang."""
+    import time
+
+    uri, _, _ = remote_file
+    proxy.fault = _faulty("503", "data/f.rcfmt", 1000)
+    t0 = time.perf_counter()
+    with pytest.raises(rcfmt.StorageError, match="data/f.rcfmt") as info:
+        rcfmt.open(uri)
+    assert isinstance(info.value, OSError) and isinstance(info.value, RcfmtError)
+    assert time.perf_counter() - t0 < 60
+    attempts = sum(1 for r in proxy.requests if r[0] == "GET" and "data/f.rcfmt" in r[1])
+    assert 2 <= attempts <= 50  # pyarrow 26: 30 GETs in ~7 s, then the error
+
+
+def test_a_stalled_read_times_out_and_is_retried(remote_file, proxy, s3):
+    """A read the server answers too late: the client's request timeout ends it, the
+    retry succeeds, and the whole read stays bounded in time."""
+    import time
+
+    import pyarrow.fs as pafs
+
+    uri, _, table = remote_file
+    fs = pafs.S3FileSystem(endpoint_override=proxy.endpoint.removeprefix("http://"), scheme="http",
+                           region="us-east-1", access_key="testing", secret_key="testing", request_timeout=0.5)
+    with rcfmt.open(f"{BUCKET}/data/f.rcfmt", filesystem=fs) as f:
+        proxy.fault = _faulty(("stall", 3.0), "data/f.rcfmt", 1)
+        t0 = time.perf_counter()
+        got = f.read(columns=["id"])
+        elapsed = time.perf_counter() - t0
+    assert got.column("id").equals(table.column("id"))
+    assert elapsed < 3.0  # did not wait for the stalled answer
+
+
+def test_a_write_whose_upload_keeps_failing_leaves_no_file(s3, proxy):
+    _, client = s3
+
+    def hook(number, method, path):
+        return "503" if method in ("PUT", "POST") and "upfail/" in path else None
+
+    proxy.fault = hook
+    with pytest.raises(rcfmt.StorageError, match="upfail/f.rcfmt"):
+        rcfmt.write_table(_table(), f"s3://{BUCKET}/upfail/f.rcfmt")
+    proxy.fault = None
+    assert _keys(client, "upfail/") == []

@@ -1,0 +1,122 @@
+"""An HTTP proxy in front of a local S3 server that counts what clients ask for and can
+inject faults: the measuring stick of bench/bench_object_storage.py and the fault
+tests of tests/test_object_storage.py.
+
+Clients are pointed at the proxy (``endpoint``) instead of the server; every request is
+forwarded unchanged (the Host header too, so request signatures stay valid) and the
+response relayed. ``requests`` lists ``(method, path, status, response body bytes)``.
+``fault`` is called with ``(number, method, path)`` for each request (numbered from 0)
+and may return None (forward), ``"reset"`` (close the connection without an answer),
+``"503"`` (answer 503 SlowDown, as S3 does when throttling) or ``("stall", seconds)``
+(answer only after that long).
+
+Only 127.0.0.1 is used: the proxy listens there and forwards to a server there.
+"""
+from __future__ import annotations
+
+import http.client
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlsplit
+
+__all__ = ["S3Proxy"]
+
+_SLOW_DOWN = (b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code>'
+              b"<Message>Please reduce your request rate.</Message></Error>")
+_HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "proxy-connection", "te", "trailer", "upgrade"}
+
+
+class S3Proxy:
+    """``with S3Proxy("http://127.0.0.1:PORT") as proxy: ...proxy.endpoint...``"""
+
+    def __init__(self, upstream: str):
+        parts = urlsplit(upstream)
+        if parts.hostname not in ("127.0.0.1", "localhost"):
+            raise ValueError("the proxy forwards to a server on this machine only")
+        self.upstream = (parts.hostname, parts.port)
+        self.requests: list[tuple[str, str, int, int]] = []
+        self.fault = None
+        self._lock = threading.Lock()
+        self._count = 0
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):  # quiet
+                pass
+
+            def _relay(self):
+                with proxy._lock:
+                    number = proxy._count
+                    proxy._count += 1
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                action = proxy.fault(number, self.command, self.path) if proxy.fault else None
+                if action == "reset":
+                    self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+                    self.close_connection = True
+                    self.connection.close()
+                    proxy._record(self.command, self.path, 0, 0)
+                    return
+                if action == "503":
+                    self.send_response(503)
+                    self.send_header("Content-Type", "application/xml")
+                    self.send_header("Content-Length", str(len(_SLOW_DOWN)))
+                    self.end_headers()
+                    self.wfile.write(_SLOW_DOWN)
+                    proxy._record(self.command, self.path, 503, len(_SLOW_DOWN))
+                    return
+                if isinstance(action, tuple) and action[0] == "stall":
+                    time.sleep(action[1])
+                conn = http.client.HTTPConnection(*proxy.upstream, timeout=60)
+                try:
+                    headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP_BY_HOP}
+                    conn.request(self.command, self.path, body=body if self.command not in ("GET", "HEAD") or body
+                                 else None, headers=headers)
+                    resp = conn.getresponse()
+                    data = resp.read()
+                    self.send_response(resp.status, resp.reason)
+                    for k, v in resp.getheaders():
+                        if k.lower() not in _HOP_BY_HOP and k.lower() != "content-length":
+                            self.send_header(k, v)
+                    # a HEAD answer carries the object's length, not that of its (empty) body
+                    length = resp.getheader("Content-Length") if self.command == "HEAD" else None
+                    self.send_header("Content-Length", length if length is not None else str(len(data)))
+                    self.end_headers()
+                    if self.command != "HEAD":
+                        self.wfile.write(data)
+                    proxy._record(self.command, self.path, resp.status, len(data) if self.command != "HEAD" else 0)
+                finally:
+                    conn.close()
+
+            do_GET = do_PUT = do_POST = do_HEAD = do_DELETE = _relay
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.endpoint = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def _record(self, method: str, path: str, status: int, nbytes: int) -> None:
+        with self._lock:
+            self.requests.append((method, path, status, nbytes))
+
+    def reset_counts(self) -> None:
+        with self._lock:
+            self.requests = []
+
+    def counts(self, key_part: str = "") -> tuple[int, int]:
+        """``(requests, response bytes)`` of the requests whose path contains ``key_part``."""
+        with self._lock:
+            rows = [r for r in self.requests if key_part in r[1]]
+        return len(rows), sum(r[3] for r in rows)
+
+    def __enter__(self) -> "S3Proxy":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._server.shutdown()
+        self._server.server_close()
