@@ -56,18 +56,18 @@ class S3Proxy:
                 body = self.rfile.read(length) if length else b""
                 action = proxy.fault(number, self.command, self.path) if proxy.fault else None
                 if action == "reset":
+                    proxy._record(self.command, self.path, 0, 0)
                     self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
                     self.close_connection = True
                     self.connection.close()
-                    proxy._record(self.command, self.path, 0, 0)
                     return
                 if action == "503":
+                    proxy._record(self.command, self.path, 503, len(_SLOW_DOWN))
                     self.send_response(503)
                     self.send_header("Content-Type", "application/xml")
                     self.send_header("Content-Length", str(len(_SLOW_DOWN)))
                     self.end_headers()
                     self.wfile.write(_SLOW_DOWN)
-                    proxy._record(self.command, self.path, 503, len(_SLOW_DOWN))
                     return
                 if isinstance(action, tuple) and action[0] == "stall":
                     time.sleep(action[1])
@@ -85,10 +85,11 @@ class S3Proxy:
                     # a HEAD answer carries the object's length, not that of its (empty) body
                     length = resp.getheader("Content-Length") if self.command == "HEAD" else None
                     self.send_header("Content-Length", length if length is not None else str(len(data)))
+                    # recorded before the client can see the answer: counts read right after a call are whole
+                    proxy._record(self.command, self.path, resp.status, len(data) if self.command != "HEAD" else 0)
                     self.end_headers()
                     if self.command != "HEAD":
                         self.wfile.write(data)
-                    proxy._record(self.command, self.path, resp.status, len(data) if self.command != "HEAD" else 0)
                 finally:
                     conn.close()
 

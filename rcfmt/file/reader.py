@@ -114,6 +114,11 @@ class RcfmtFile:
     def __del__(self):
         self.close()
 
+    @property
+    def remote(self) -> bool:
+        """Whether each read is a request to a server (an object store)."""
+        return self._source.remote
+
     # ------------------------------------------------------------------ raw I/O
     def read_range(self, offset: int, length: int) -> bytes:
         """Exactly ``length`` bytes at ``offset`` (CorruptFileError if the file is shorter)."""

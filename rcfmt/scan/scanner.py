@@ -8,6 +8,7 @@ counted in :class:`ScanStats`.
 from __future__ import annotations
 
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields
 from typing import Iterator, Sequence
@@ -32,8 +33,10 @@ from .selection import RowRanges, Selection
 
 __all__ = ["ScanStats", "FileScan", "scan_file"]
 
-#: pages whose byte ranges are at most this far apart are read with one read
+#: byte ranges at most this far apart are read with one read (local files) ...
 COALESCE_GAP = 64 * 1024
+#: ... and on object storage, where a request costs as much as reading ~1 MB more
+REMOTE_COALESCE_GAP = 1 << 20
 
 
 @dataclass
@@ -174,6 +177,8 @@ class FileScan:
             np.asarray(file.footer.blocks["row_count"][lo:hi], np.int64).sum())
         self.stats = ScanStats(files_total=1, blocks_total=hi - lo, rows_total=rows)
         self.output_schema = self._output_schema()
+        self._prefetch_lock = threading.Lock()
+        self._page_index_bytes = None
         before = file.thread_requests()
         self.blocks = self._prune_blocks()
         self.stats.requests += file.thread_requests() - before  # bloom filters
@@ -240,9 +245,48 @@ class FileScan:
             wanted = [c for c in {*self.filter_ids.values(), *self.col_ids} if (block, c) not in cache]
             if col not in wanted:
                 wanted.append(col)
-            for c, entries in self.file.page_indexes(block, wanted).items():
+            prefetched = self._prefetched_page_indexes(block)
+            if prefetched is not None and key in prefetched[2]:
+                buf, base, covered = prefetched
+                found = {c: self.file.page_index(block, c, buf, base) for c in wanted if (block, c) in covered}
+            else:
+                found = self.file.page_indexes(block, wanted)
+            for c, entries in found.items():
                 cache[(block, c)] = PageIndex(entries)
+            if key not in cache:
+                cache[key] = PageIndex(self.file.page_index(block, col))
         return cache[key]
+
+    def _prefetched_page_indexes(self, block: int):
+        """On object storage, when the scan will visit more than one block: the
+        page-index records of every column it needs in every block it keeps, fetched by
+        the first block that asks, in as few requests as their coalesced ranges allow
+        (one, for the lineitem file's 46 blocks), instead of one request per block.
+        ``(buffer, base, {(block, column)})`` or None (local files, a single block)."""
+        if not self.file.remote or len(self.blocks) < 2:
+            return None
+        with self._prefetch_lock:
+            if self._page_index_bytes is None:
+                footer = self.file.footer
+                cols = sorted({*self.filter_ids.values(), *self.col_ids})
+                spans = []
+                for b in self.blocks:
+                    for c in cols:
+                        rec = footer.chunks[c][b]
+                        if int(rec["page_index_length"]):
+                            spans.append((int(rec["page_index_offset"]), int(rec["page_index_length"]), (b, c)))
+                if not spans:
+                    self._page_index_bytes = (None, 0, frozenset())
+                else:
+                    spans.sort()
+                    lo = np.array([o for o, _, _ in spans], np.int64)
+                    hi = np.maximum.accumulate(lo + np.array([n for _, n, _ in spans], np.int64))
+                    cut = np.flatnonzero(lo[1:] - hi[:-1] > REMOTE_COALESCE_GAP) + 1
+                    starts = lo[np.concatenate(([0], cut))]
+                    ends = hi[np.concatenate((cut - 1, [len(hi) - 1]))]
+                    buf = self.file.read_ranges(starts, ends)
+                    self._page_index_bytes = (buf, int(starts[0]), frozenset(k for _, _, k in spans))
+        return self._page_index_bytes
 
     def row_ranges(self, block: int, cache: dict) -> RowRanges:
         """Rows of ``block`` that may match, from the page index of the filter columns.
@@ -317,105 +361,121 @@ class FileScan:
         return RowRanges.from_pages(index.first, index.counts, keep)
 
     # ---------------------------------------------------------------- decoding
-    def _decode_pages(self, block: int, col: int, page_ids: np.ndarray, entries, stats: ScanStats,
-                      want_codes: bool):
-        """Decode the data pages ``page_ids`` (sorted) of one chunk, reading only them.
-
-        Returns ``(values, valid, dictionary)``: the pages' rows back to back (values a
-        ColumnValues, or uint32 codes for a dictionary chunk when ``want_codes``), and
-        the chunk's dictionary (None unless DICTIONARY).
-
-        The pages (and the dictionary page) are fetched first -- nearby ones coalesced
-        into one read, the rest read apart into the same buffer at their file positions
-        (:meth:`RcfmtFile.read_ranges`) -- then decoded in one native run."""
-        file = self.file
-        rec = file.footer.chunks[col][block]
-        starts = entries["offset"][page_ids].astype(np.int64)
-        ends = starts + entries["length"][page_ids].astype(np.int64)
-        dict_len = int(rec["dictionary_length"])
-        if dict_len:  # the dictionary page precedes every data page of its chunk
-            starts = np.concatenate(([int(rec["offset"])], starts))
-            ends = np.concatenate(([int(rec["offset"]) + dict_len], ends))
-        # coalesce ranges closer than COALESCE_GAP: a group starts where the gap is wider
-        cut = np.flatnonzero(starts[1:] - ends[:-1] > COALESCE_GAP) + 1
-        group_starts = starts[np.concatenate(([0], cut))]
-        group_ends = ends[np.concatenate((cut - 1, [len(ends) - 1]))]
-        buf = file.read_ranges(group_starts, group_ends)
-        base = int(starts[0])
-        stats.bytes_read += int((group_ends - group_starts).sum())
-        rows = entries["row_count"][page_ids]
-        try:
-            decoder = file.chunk_decoder(block, col, buf, base)
-            values, valid = decoder.decode_run((starts[1:] if dict_len else starts) - base, page_ids, rows,
-                                               codes=want_codes, expected_lengths=entries["length"][page_ids])
-            dictionary = decoder.dictionary
-        except CorruptFileError as exc:
-            raise file._locate(exc, block, col) from None
-        stats.pages_read += len(page_ids)
-        stats.rows_decoded += int(rows.sum())
-        return values, valid, dictionary
-
-    def _decode_whole_chunk(self, block: int, col: int, pages: int, stats: ScanStats) -> ColumnData:
-        """Every row of a chunk from one read, its pages walked and decoded in one run
-        into one preallocated output (no page list, no per-page objects); a dictionary
-        chunk as its codes and dictionary."""
-        file = self.file
-        rec = file.footer.chunks[col][block]
-        base, length = int(rec["offset"]), int(rec["length"])
-        buf = file.read_range(base, length)
-        stats.bytes_read += len(buf)
-        rows = int(file.footer.blocks[block]["row_count"])
-        ltype = file.footer.columns[col].type
-        try:
-            decoder = file.chunk_decoder(block, col, buf, base)
-            values, valid = decoder.decode_all(rows, codes=True)
-            dictionary = decoder.dictionary
-        except CorruptFileError as exc:
-            raise file._locate(exc, block, col) from None
-        stats.pages_read += pages
-        stats.rows_decoded += rows
-        if dictionary is not None:
-            return ColumnData(ltype, None, valid, values, dictionary)
-        return ColumnData(ltype, values, valid)
-
-    def _column_at(self, block: int, col: int, selection: Selection, cache: dict, stats: ScanStats) -> ColumnData:
-        """Decoded values of column ``col`` at the selected rows of ``block``.
-
-        Only pages holding a selected row are read and decoded; within a page only the
-        selected values are gathered (a fully selected page is kept without copying).
-        Dictionary chunks stay as codes: predicates run on the dictionary, and values
-        are materialized once, for the selected rows only."""
-        ltype = self.file.footer.columns[col].type
-        if 0 < selection.row_count == selection.num_rows:  # every row: no page index needed
-            pages = int(self.file.footer.chunks[col][block]["page_count"])
-            stats.pages_total += pages
-            return self._decode_whole_chunk(block, col, pages, stats)
+    def _plan_column(self, block: int, col: int, selection: Selection, cache: dict, stats: ScanStats) -> tuple:
+        """What of chunk ``col`` the rows ``selection`` needs: ``("whole",)`` (every
+        row: the chunk is walked without its page index), ``("pages", page_ids,
+        positions)`` (the pages holding selected rows; ``positions``: where each selected
+        row lands among their rows, when few are selected) or ``("none",)``."""
+        if 0 < selection.row_count == selection.num_rows:
+            stats.pages_total += int(self.file.footer.chunks[col][block]["page_count"])
+            return ("whole",)
         index = self._page_index(block, col, cache)
-        entries, first, counts = index.entries, index.first, index.counts
-        stats.pages_total += len(entries)
+        stats.pages_total += len(index.entries)
         positions = None
         if 0 < selection.row_count and selection.row_count * 8 < selection.num_rows:
             # few rows: find each one's page, and where it lands among the decoded rows
-            page_ids, positions = _select.sparse_positions(selection.to_indices(), first, counts)
+            page_ids, positions = _select.sparse_positions(selection.to_indices(), index.first, index.counts)
         else:
-            page_ids = selection.pages_holding(first, counts)
+            page_ids = selection.pages_holding(index.first, index.counts)
         if not len(page_ids):
+            return ("none",)
+        return ("pages", page_ids, positions)
+
+    def _fetch(self, block: int, plans: dict, cache: dict, stats: ScanStats):
+        """Read the bytes ``plans`` need, for every column at once: ``(buffer, base)``,
+        file offset ``base`` at ``buffer[0]``. The ranges (whole chunks, or pages and
+        their chunk's dictionary page) of all columns are sorted and those closer than
+        the coalescing gap read together (the chunks of a block are adjacent in the
+        file, so one request often serves every column); the rest are read apart into
+        the same buffer (:meth:`RcfmtFile.read_ranges`)."""
+        starts, ends = [], []
+        footer = self.file.footer
+        for col, plan in plans.items():
+            rec = footer.chunks[col][block]
+            offset = int(rec["offset"])
+            if plan[0] == "whole":
+                starts.append(offset)
+                ends.append(offset + int(rec["length"]))
+            elif plan[0] == "pages":
+                entries = self._page_index(block, col, cache).entries
+                page_starts = entries["offset"][plan[1]].astype(np.int64)
+                starts.extend(page_starts.tolist())
+                ends.extend((page_starts + entries["length"][plan[1]].astype(np.int64)).tolist())
+                if int(rec["dictionary_length"]):  # the dictionary page precedes every data page
+                    starts.append(offset)
+                    ends.append(offset + int(rec["dictionary_length"]))
+        if not starts:
+            return None, 0
+        order = np.argsort(np.asarray(starts, np.int64), kind="stable")
+        lo = np.asarray(starts, np.int64)[order]
+        hi = np.maximum.accumulate(np.asarray(ends, np.int64)[order])
+        gap = REMOTE_COALESCE_GAP if self.file.remote else COALESCE_GAP
+        # a group starts where the next range begins further than ``gap`` past all before it
+        cut = np.flatnonzero(lo[1:] - hi[:-1] > gap) + 1
+        group_starts = lo[np.concatenate(([0], cut))]
+        group_ends = hi[np.concatenate((cut - 1, [len(hi) - 1]))]
+        buf = self.file.read_ranges(group_starts, group_ends)
+        stats.bytes_read += int((group_ends - group_starts).sum())
+        return buf, int(group_starts[0])
+
+    def _column_from(self, block: int, col: int, plan: tuple, selection: Selection, buf, base: int, cache: dict,
+                     stats: ScanStats) -> ColumnData:
+        """Decoded values of column ``col`` at the selected rows of ``block``, from the
+        bytes :meth:`_fetch` read for ``plan``.
+
+        Only pages holding a selected row are decoded (one native run, however far apart
+        they lie); within them only the selected values are gathered (pages whose rows
+        are all selected are kept without copying). Dictionary chunks stay as codes:
+        predicates run on the dictionary, and values are materialized once, for the
+        selected rows only."""
+        file = self.file
+        ltype = file.footer.columns[col].type
+        if plan[0] == "none":
             return ColumnData(ltype, _empty_values(ltype), None)
-        values, valid, dictionary = self._decode_pages(block, col, page_ids, entries, stats, want_codes=True)
+        try:
+            decoder = file.chunk_decoder(block, col, buf, base)
+            if plan[0] == "whole":
+                rows = int(file.footer.blocks[block]["row_count"])
+                values, valid = decoder.decode_all(rows, codes=True)
+                stats.pages_read += int(file.footer.chunks[col][block]["page_count"])
+                stats.rows_decoded += rows
+            else:
+                entries = self._page_index(block, col, cache).entries
+                page_ids = plan[1]
+                counts = entries["row_count"][page_ids]
+                values, valid = decoder.decode_run(entries["offset"][page_ids].astype(np.int64) - base, page_ids, counts,
+                                                   codes=True, expected_lengths=entries["length"][page_ids])
+                stats.pages_read += len(page_ids)
+                stats.rows_decoded += int(counts.sum())
+            dictionary = decoder.dictionary
+        except CorruptFileError as exc:
+            raise file._locate(exc, block, col) from None
         codes = values if isinstance(values, np.ndarray) else None
         data = ColumnData(ltype, None if codes is not None else values, valid, codes,
                           dictionary if codes is not None else None)
+        if plan[0] == "whole":
+            return data
+        positions = plan[2]
         if positions is not None:
             return data if len(positions) == len(data) else _gather_data(data, positions)
-        decoded = int(counts[page_ids].sum())
-        if selection.row_count == decoded:  # every row of the decoded pages is selected
+        index = self._page_index(block, col, cache)
+        page_ids = plan[1]
+        if selection.row_count == int(index.counts[page_ids].sum()):  # every row of the decoded pages
             return data
         # positions of the selected rows among the decoded pages' rows
         rows = selection.to_indices()
-        page_first = first[page_ids]
-        offsets = np.concatenate(([0], np.cumsum(counts[page_ids])[:-1]))
+        page_first = index.first[page_ids]
+        offsets = np.concatenate(([0], np.cumsum(index.counts[page_ids])[:-1]))
         k = np.searchsorted(page_first, rows, side="right") - 1
         return _gather_data(data, rows - page_first[k] + offsets[k])
+
+    def _columns_at(self, block: int, cols, selection: Selection, cache: dict, stats: ScanStats) -> dict:
+        """``{column: ColumnData}`` of ``cols`` at the selected rows of ``block``, their
+        bytes fetched together (:meth:`_fetch`)."""
+        plans = {col: self._plan_column(block, col, selection, cache, stats) for col in cols}
+        buf, base = self._fetch(block, plans, cache, stats)
+        return {col: self._column_from(block, col, plan, selection, buf, base, cache, stats)
+                for col, plan in plans.items()}
 
     def _to_arrow(self, col: int, data: ColumnData) -> pa.Array:
         ltype = data.ltype
@@ -459,8 +519,7 @@ class FileScan:
         filter_data: dict[int, ColumnData] = {}
         mask = None
         if self.nnf is not None:
-            for name, col in self.filter_ids.items():
-                filter_data[col] = self._column_at(block, col, candidates, cache, stats)
+            filter_data = self._columns_at(block, self.filter_ids.values(), candidates, cache, stats)
             mask = eval_nnf(self.nnf, lambda name: filter_data[self.filter_ids[name]], candidates.row_count)
             selection = candidates.refine(mask)
         else:
@@ -470,12 +529,13 @@ class FileScan:
         if not selected:
             return None, stats
         arrays = []
+        projected = self._columns_at(block, [c for c in self.col_ids if c not in filter_data], selection, cache, stats)
         for col in self.col_ids:
             if col in filter_data:  # decoded for the filter: keep its selected rows
                 data = filter_data[col]
                 arrays.append(self._to_arrow(col, data if mask.all() else _gather_data(data, np.flatnonzero(mask))))
             else:
-                arrays.append(self._to_arrow(col, self._column_at(block, col, selection, cache, stats)))
+                arrays.append(self._to_arrow(col, projected[col]))
         if not self.col_ids:  # no columns projected: only the row count matters
             return pa.record_batch([pa.nulls(selected)], names=["_"]).select([]), stats
         return pa.RecordBatch.from_arrays(arrays, schema=self.output_schema), stats
