@@ -33,7 +33,7 @@ from urllib.parse import unquote, urlsplit
 from .errors import InvalidOptionError, RcfmtError, StorageError, UnsupportedError
 
 __all__ = ["local_path", "open_input", "open_output", "ByteSource", "ByteSink", "is_remote", "remote_kind",
-           "list_names", "delete_files", "check_commit_support", "create_if_absent"]
+           "list_names", "list_tree", "delete_files", "check_commit_support", "create_if_absent"]
 
 _URI = re.compile(r"\A([A-Za-z][A-Za-z0-9+.\-]*)://")
 
@@ -431,6 +431,25 @@ def remote_kind(uri: str) -> str | None:
     if kind == pafs.FileType.Directory:
         return "dir"
     return None
+
+
+def list_tree(uri: str) -> list[tuple[str, float]]:
+    """Every object below the object-store prefix ``uri``: ``(path relative to it,
+    modification time in seconds since the epoch)``."""
+    import pyarrow.fs as pafs
+
+    fs, inner = _from_uri(uri)
+    inner = inner.rstrip("/")
+    try:
+        infos = fs.get_file_info(pafs.FileSelector(inner, recursive=True, allow_not_found=True))
+    except OSError as exc:
+        raise _storage_error(exc, "listing", uri) from exc
+    out = []
+    for info in infos:
+        if info.type == pafs.FileType.File:
+            rel = info.path[len(inner):].lstrip("/")
+            out.append((rel, info.mtime.timestamp() if info.mtime is not None else 0.0))
+    return out
 
 
 def list_names(directory: str) -> list[str]:

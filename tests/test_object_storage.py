@@ -182,11 +182,12 @@ def test_what_cannot_be_written_is_refused_before_anything_is_created(s3):
 
     _, client = s3
     t = _table()
-    with pytest.raises(UnsupportedError, match="not supported here"):
-        vacuum(f"s3://{BUCKET}/out/ds")
+    assert vacuum(f"s3://{BUCKET}/out/ds") == []  # nothing committed there: nothing to clean
     for uri in ("gs://b/ds", "abfs://c@acct.dfs.core.windows.net/ds", "hdfs://nn:8020/ds"):
         with pytest.raises(UnsupportedError, match="create-if-absent"):  # before any request
             rcfmt.write_dataset(t, uri)
+        with pytest.raises(UnsupportedError, match="not supported"):
+            vacuum(uri)
     with pytest.raises(rcfmt.InvalidOptionError, match="filesystem"):
         rcfmt.write_dataset(t, "ds", filesystem=object())
     client.put_object(Bucket=BUCKET, Key="out/plain/x.rcfmt", Body=b"not ours")
@@ -553,3 +554,29 @@ def test_a_scan_over_many_blocks_fetches_their_page_indexes_at_once(remote_file,
         assert blocks == 5
         assert scan.stats.requests == server_log.gets("data/f.rcfmt") == 1 + blocks + 2 * blocks
     assert got.equals(rcfmt.read_table(local, filter=expr)) and got.num_rows > 0
+
+
+def test_vacuum_on_s3(s3):
+    """Vacuum removes old index versions and the data objects no remaining version
+    references (an overwrite's predecessors, a crashed writer's orphan), keeps what the
+    latest version reads, and ``dry_run`` only lists."""
+    from rcfmt.dataset import vacuum
+
+    _, client = s3
+    uri = f"s3://{BUCKET}/vac/t"
+    t = _table()
+    rcfmt.write_dataset(t.slice(0, 5000), uri, target_file_rows=2000)
+    rcfmt.write_dataset(t.slice(5000, 100), uri, mode="overwrite")
+    client.put_object(Bucket=BUCKET, Key="vac/t/part-crashed-00000.rcfmt", Body=b"partial")
+    client.put_object(Bucket=BUCKET, Key="vac/t/notes.txt", Body=b"not ours")
+    before = _keys(client, "vac/")
+    assert vacuum(uri) == []  # everything is younger than the default retention
+    listed = vacuum(uri, retention_seconds=0, dry_run=True)
+    assert _keys(client, "vac/") == before
+    removed = vacuum(uri, retention_seconds=0)
+    assert sorted(removed) == sorted(listed)
+    assert f"{uri}/_rcfmt/v00000000000000000001.rcfmt" in removed and f"{uri}/part-crashed-00000.rcfmt" in removed
+    assert len([r for r in removed if r.endswith(".rcfmt") and "/_rcfmt/" not in r]) == 3 + 1  # v1's files + orphan
+    left = _keys(client, "vac/")
+    assert "vac/t/notes.txt" in left and "vac/t/_rcfmt/v00000000000000000002.rcfmt" in left
+    assert rcfmt.dataset(uri).to_table().equals(t.slice(5000, 100))

@@ -27,7 +27,7 @@ from ..scan.expr import BoundAnd, BoundExpr, BoundOr, Leaf, bind, columns as exp
 from ..scan.prune import may_match
 from ..scan.scanner import ScanStats
 from ..types import logical_type_from_arrow, same_logical_type
-from ..storage import is_remote, local_path, remote_kind
+from ..storage import COMMIT_SCHEMES, delete_files, is_remote, list_tree, local_path, remote_kind
 from . import log
 from .index import (BASE_COLUMNS, INDEX_METADATA_KEY, FileEntry, Snapshot, check_inside, check_relpath,
                     entries_table, entry_from_file,
@@ -680,7 +680,14 @@ def vacuum(root, retention_seconds: float = 3600.0, *, dry_run: bool = False) ->
     remaining version and older than the retention, staging/tmp leftovers of failed or
     crashed writers and scan claims of the Spark reader (``_scans``) older than the
     retention. Before the first commit, the files a crashed first writer published are
-    removed too (files put there by other means stay). Returns the paths removed."""
+    removed too (files put there by other means stay). Returns the paths removed.
+
+    On object storage (a dataset rcfmt wrote to ``s3://``) the same rules apply to
+    objects, by their modification time: old index versions, and data objects no
+    remaining version references (an overwritten or crashed writer's); writers there
+    stage nothing. A prefix without any committed version is left alone."""
+    if is_remote(root):
+        return _vacuum_remote(root.rstrip("/"), float(retention_seconds), dry_run)
     root = os.path.abspath(local_path(root))
     versions = log.list_versions(root)
     if not versions and not os.path.isdir(log.meta_dir(root)):
@@ -730,3 +737,38 @@ def vacuum(root, retention_seconds: float = 3600.0, *, dry_run: bool = False) ->
                 except FileNotFoundError:
                     pass
     return removed
+
+
+def _vacuum_remote(root: str, retention_seconds: float, dry_run: bool) -> list[str]:
+    scheme = root.split("://", 1)[0].lower()
+    if scheme not in COMMIT_SCHEMES:  # refused before any request, as dataset writes there are
+        raise UnsupportedError(f"{root!r}: vacuum on {scheme}:// is not supported yet (rcfmt writes datasets to "
+                               f"s3:// only); nothing was deleted")
+    versions = log.list_versions(root)
+    if not versions:
+        return []  # nothing committed: no object here is known to be a writer's
+    cutoff = time.time() - retention_seconds
+    objects = dict(list_tree(root))
+    meta = f"{log.META_DIR}/"
+
+    def old(rel: str) -> bool:
+        mtime = objects.get(rel)
+        return mtime is not None and mtime < cutoff
+
+    version_rel = {v: f"{meta}{os.path.basename(log.version_path(root, v))}" for v in versions}
+    keep = [v for v in versions if v == versions[-1] or not old(version_rel[v])]
+    referenced = set()
+    for v in keep:
+        referenced.update(read_snapshot(root, v).paths)
+    removed = [version_rel[v] for v in versions if v not in keep]
+    for rel in sorted(objects):
+        parts = rel.split("/")
+        if any(p.startswith(("_", ".")) for p in parts) or not rel.endswith(DATA_SUFFIXES):
+            continue
+        if rel not in referenced and old(rel):
+            removed.append(rel)
+    paths = [f"{root}/{rel}" for rel in removed]
+    if not dry_run:
+        delete_files(paths)
+    return paths
+
