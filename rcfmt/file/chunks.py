@@ -29,6 +29,8 @@ __all__ = ["ChunkDecoder"]
 
 _PLAIN, _DICTIONARY, _RLE, _BITPACK, _DELTA, _ALP, _DELTA_LENGTH = 0, 1, 2, 3, 4, 5, 6
 _I32_MAX = (1 << 31) - 1
+#: the most a footer's estimate may make the pipeline allocate before any header is read
+ARENA_HINT_MAX = 256 << 20
 
 
 def _native_mode(encoding_id: int, ltype: LogicalType):
@@ -101,15 +103,16 @@ class ChunkDecoder:
     # ------------------------------------------------------------------ runs of pages
     def _arena_hint(self, stored: int, pages: int) -> int:
         """Bytes the decompressed bodies of ``pages`` pages holding ``stored`` bytes
-        likely take (the chunk's own ratio, a little spare; at most 64x the stored bytes,
-        so a forged footer cannot make us allocate much): the page pipeline then runs in
-        one GIL-free section when they fit, and allocates between its passes when not."""
+        likely take (the chunk's own ratio, a little spare; at most 64x the stored bytes
+        and ``ARENA_HINT_MAX``, so a forged footer cannot make us allocate much): the
+        page pipeline then runs in one GIL-free section when they fit, and allocates
+        between its passes, exactly what the checked headers need, when not."""
         rec = self.record
         if int(rec["compression"]) == 0:
             return 16
         length = max(int(rec["length"]), 1)
         estimate = stored * int(rec["uncompressed_size"]) // length + stored // 8 + 16 * pages + 64
-        return min(estimate, 64 * stored + 64)
+        return min(estimate, 64 * stored + 64, ARENA_HINT_MAX)
 
     def _read_run(self, rows: int, codes: bool, **where):
         """The pages ``where`` says (see :func:`rcfmt._native.pages.read_pages`), holding at
