@@ -90,14 +90,19 @@ def build_filter(values: ColumnValues, valid, ltype: LogicalType, num_bytes: int
     return bits + zlib.crc32(bits).to_bytes(4, "little")
 
 
-def read_filter(file, block: int, column: int) -> BloomFilter | None:
-    """The chunk's bloom filter, or None if it has none."""
+def read_filter(file, block: int, column: int, buf=None, base: int = 0) -> BloomFilter | None:
+    """The chunk's bloom filter, or None if it has none. ``buf`` may hold already read
+    bytes of the file from offset ``base`` on, the filter's among them."""
     rec = file.footer.chunks[column][block]
     length = int(rec["bloom_length"])
     if not length:
         return None
     name = file.footer.columns[column].name
-    raw = file.read_range(int(rec["bloom_offset"]), length)
+    offset = int(rec["bloom_offset"])
+    if buf is not None and base <= offset and offset + length <= base + len(buf):
+        raw = bytes(memoryview(buf)[offset - base : offset - base + length])
+    else:
+        raw = file.read_range(offset, length)
     bits, crc = raw[:-4], int.from_bytes(raw[-4:], "little") if length >= 4 else None
     if crc is None or (file.verify_checksums and zlib.crc32(bits) != crc):
         raise ChecksumError("bloom filter checksum mismatch", path=file.path, column=name, block=block,

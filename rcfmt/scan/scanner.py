@@ -218,6 +218,7 @@ class FileScan:
         if not probes:
             return keep
         cache = {}
+        buf, base = self._prefetch_blooms(blocks, {self.filter_ids[leaf.column.name] for leaf in probes})
 
         def leaf_fn(leaf):
             if not bloom_filters.can_probe(leaf):
@@ -227,7 +228,7 @@ class FileScan:
             for j, b in enumerate(blocks):
                 key = (int(b), col)
                 if key not in cache:
-                    cache[key] = bloom_filters.read_filter(self.file, int(b), col)
+                    cache[key] = bloom_filters.read_filter(self.file, int(b), col, buf, base)
                 bf = cache[key]
                 if bf is not None:
                     out[j] = bloom_filters.may_contain(bf, leaf)
@@ -237,6 +238,24 @@ class FileScan:
         result = np.zeros(self.file.num_blocks, bool)
         result[blocks[mask]] = True
         return result
+
+    def _prefetch_blooms(self, blocks, cols):
+        """On object storage: the bloom filters of ``cols`` in ``blocks``, fetched in as few
+        requests as their coalesced ranges allow, as ``(buffer, base)``; ``(None, 0)``
+        locally (each filter is then read when probed)."""
+        if not self.file.remote or len(blocks) < 2:
+            return None, 0
+        footer = self.file.footer
+        spans = sorted((int(footer.chunks[c][b]["bloom_offset"]), int(footer.chunks[c][b]["bloom_length"]))
+                       for b in blocks for c in cols if int(footer.chunks[c][b]["bloom_length"]))
+        if not spans:
+            return None, 0
+        lo = np.array([o for o, _ in spans], np.int64)
+        hi = np.maximum.accumulate(lo + np.array([n for _, n in spans], np.int64))
+        cut = np.flatnonzero(lo[1:] - hi[:-1] > REMOTE_COALESCE_GAP) + 1
+        starts = lo[np.concatenate(([0], cut))]
+        ends = hi[np.concatenate((cut - 1, [len(hi) - 1]))]
+        return self.file.read_ranges(starts, ends), int(starts[0])
 
     def _page_index(self, block: int, col: int, cache: dict) -> "PageIndex":
         key = (block, col)
