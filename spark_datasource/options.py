@@ -47,7 +47,11 @@ def _list(opts: dict, key: str) -> list[str] | None:
     return [p.strip() for p in str(raw).split(",") if p.strip()]
 
 
-def _path(opts: dict) -> str:
+def _path(opts: dict, remote_ok: bool = False) -> str:
+    """The dataset path of the options: local (Hadoop's ``file:/abs/path`` too) or,
+    with ``remote_ok``, an ``s3://`` URI (Hadoop's ``s3a://`` spelling is taken for it:
+    rcfmt reads S3 through pyarrow, with the credentials and endpoint of the
+    environment)."""
     path = opts.get("path")
     if not path:
         raise InvalidOptionError("the rcfmt data source needs a path: .load(path) / .save(path) or .option('path', ...)")
@@ -57,6 +61,9 @@ def _path(opts: dict) -> str:
         path = path[len("file:"):]
     from rcfmt.storage import local_path
 
+    lowered = path.lower()
+    if remote_ok and lowered.startswith(("s3://", "s3a://")):
+        return "s3://" + path.split("://", 1)[1].rstrip("/")
     return os.path.abspath(local_path(path))
 
 
@@ -68,7 +75,7 @@ class ReadOptions:
 
     def __init__(self, options):
         opts = lower_keys(options)
-        self.path = _path(opts)
+        self.path = _path(opts, remote_ok=True)
         self.version = _int(opts, "version", None)
         self.max_partition_bytes = _int(opts, "maxPartitionBytes", 128 << 20)
         self.min_partitions = _int(opts, "minPartitions", 2 * (os.cpu_count() or 1))

@@ -302,12 +302,15 @@ CLAIMS = "_scans"
 
 def claims_directory(ds) -> str:
     """Where executors record which SQL execution a plan belongs to: the dataset's
-    ``_rcfmt/_scans/`` when writable (shared by all executors), else a local temp dir."""
+    ``_rcfmt/_scans/`` when writable (shared by all executors), else (read-only or
+    object-store datasets) a local temp dir."""
     import tempfile
 
     from rcfmt.dataset.log import META_DIR
 
-    if ds.version is not None:
+    from rcfmt.storage import is_remote
+
+    if ds.version is not None and not is_remote(ds.root):
         d = os.path.join(ds.root, META_DIR, CLAIMS)
         try:
             os.makedirs(d, exist_ok=True)
