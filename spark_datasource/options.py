@@ -128,7 +128,7 @@ class WriteOptions:
 
     def __init__(self, options):
         opts = lower_keys(options)
-        self.path = _path(opts)
+        self.path = _path(opts, remote_ok=True)
         self.writer_options = {}
         for key, name, lo in (("blockRows", "block_rows", 1), ("pageSize", "page_size", 64),
                               ("pageRows", "page_rows", 1), ("statsTruncate", "stats_truncate", 1),

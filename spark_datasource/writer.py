@@ -5,7 +5,9 @@ fixes the base version and creates the job's staging directory
 ``<root>/_rcfmt/_staging/spark-<job>/``. Each task attempt writes its files under
 ``.../task-<partition>-<attempt>/`` with a :class:`rcfmt.dataset.FileSetWriter` and
 returns their index entries (built from each file's footer) in its commit message.
-``commit()`` (driver) renames the files of the successful attempts into place and
+On object storage (``s3://``) tasks write straight to the files' final keys instead
+(nothing names them before the commit) and ``abort()`` deletes the files of the
+attempts that succeeded. ``commit()`` (driver) renames the files of the successful attempts into place and
 commits a new index version (append: rebased onto concurrent commits; overwrite:
 :class:`rcfmt.CommitConflictError` if another commit happened since the job started),
 then removes the staging directory; until that commit nothing is visible. ``abort()``
@@ -37,6 +39,7 @@ class RcfmtWriter(DataSourceArrowWriter):
     def __init__(self, options, schema: StructType, overwrite: bool):
         from rcfmt.dataset import begin_write
         from rcfmt.dataset.log import staging_root
+        from rcfmt.storage import is_remote
         from rcfmt.errors import CommitConflictError
         from rcfmt.file.writer import WriteOptions as FileWriteOptions
 
@@ -56,8 +59,12 @@ class RcfmtWriter(DataSourceArrowWriter):
         # a spec with global bounds (from spark_datasource.clustering) was range-partitioned
         self.scope = "partition" if self.options.clustering_spec is not None else "file"
         self.job_id = uuid.uuid4().hex
-        self.staging = os.path.join(staging_root(self.plan.root), f"spark-{self.job_id}")
-        os.makedirs(self.staging, exist_ok=True)
+        self.remote = is_remote(self.plan.root)
+        if self.remote:  # object stores: tasks write straight to the final keys, nothing names them before commit
+            self.staging = self.plan.root
+        else:
+            self.staging = os.path.join(staging_root(self.plan.root), f"spark-{self.job_id}")
+            os.makedirs(self.staging, exist_ok=True)
 
     # ------------------------------------------------------------------ executors
     def write(self, iterator) -> RcfmtCommitMessage:
@@ -68,7 +75,7 @@ class RcfmtWriter(DataSourceArrowWriter):
         ctx = TaskContext.get()
         part = ctx.partitionId() if ctx is not None else 0
         attempt = ctx.attemptNumber() if ctx is not None else 0
-        staging = os.path.join(self.staging, f"task-{part:05d}-{attempt}")
+        staging = self.staging if self.remote else os.path.join(self.staging, f"task-{part:05d}-{attempt}")
         writer = FileSetWriter(staging, self.plan.schema, self.plan.partitioning,
                                prefix=f"{self.job_id[:12]}-{part:05d}-{attempt}",
                                target_file_rows=self.options.target_file_rows,
@@ -78,8 +85,9 @@ class RcfmtWriter(DataSourceArrowWriter):
                 writer.write(batch)
             files = writer.close()
         except BaseException:
-            writer.abort()
-            remove_tree(staging)
+            writer.abort()  # deletes what this attempt wrote (objects too)
+            if not self.remote:
+                remove_tree(staging)
             raise
         return RcfmtCommitMessage(files)
 
@@ -97,9 +105,14 @@ class RcfmtWriter(DataSourceArrowWriter):
                    clustering=None if self.inherited else clustering_info(self.clustering, self.scope),
                    base_table_unindexed=self.plan.adopt)
         finally:
-            remove_tree(self.staging)
+            if not self.remote:
+                remove_tree(self.staging)
 
     def abort(self, messages) -> None:
         from rcfmt.dataset.log import remove_tree
+        from rcfmt.storage import delete_files
 
-        remove_tree(self.staging)
+        if self.remote:  # the files of the attempts that succeeded (failed ones deleted their own)
+            delete_files(p for m in messages or () if m is not None for _, p in m.files)
+        else:
+            remove_tree(self.staging)

@@ -251,10 +251,7 @@ class FileScan:
         if not spans:
             return None, 0
         lo = np.array([o for o, _ in spans], np.int64)
-        hi = np.maximum.accumulate(lo + np.array([n for _, n in spans], np.int64))
-        cut = np.flatnonzero(lo[1:] - hi[:-1] > REMOTE_COALESCE_GAP) + 1
-        starts = lo[np.concatenate(([0], cut))]
-        ends = hi[np.concatenate((cut - 1, [len(hi) - 1]))]
+        starts, ends = _coalesce(lo, lo + np.array([n for _, n in spans], np.int64), REMOTE_COALESCE_GAP)
         return self.file.read_ranges(starts, ends), int(starts[0])
 
     def _page_index(self, block: int, col: int, cache: dict) -> "PageIndex":
@@ -299,10 +296,8 @@ class FileScan:
                 else:
                     spans.sort()
                     lo = np.array([o for o, _, _ in spans], np.int64)
-                    hi = np.maximum.accumulate(lo + np.array([n for _, n, _ in spans], np.int64))
-                    cut = np.flatnonzero(lo[1:] - hi[:-1] > REMOTE_COALESCE_GAP) + 1
-                    starts = lo[np.concatenate(([0], cut))]
-                    ends = hi[np.concatenate((cut - 1, [len(hi) - 1]))]
+                    starts, ends = _coalesce(lo, lo + np.array([n for _, n, _ in spans], np.int64),
+                                             REMOTE_COALESCE_GAP)
                     buf = self.file.read_ranges(starts, ends)
                     self._page_index_bytes = (buf, int(starts[0]), frozenset(k for _, _, k in spans))
         return self._page_index_bytes
@@ -402,40 +397,40 @@ class FileScan:
 
     def _fetch(self, block: int, plans: dict, cache: dict, stats: ScanStats):
         """Read the bytes ``plans`` need, for every column at once: ``(buffer, base)``,
-        file offset ``base`` at ``buffer[0]``. The ranges (whole chunks, or pages and
-        their chunk's dictionary page) of all columns are sorted and those closer than
-        the coalescing gap read together (the chunks of a block are adjacent in the
-        file, so one request often serves every column); the rest are read apart into
-        the same buffer (:meth:`RcfmtFile.read_ranges`)."""
-        starts, ends = [], []
+        file offset ``base`` at ``buffer[0]``. A column's ranges (its whole chunk, or its
+        pages and its dictionary page) closer than ``COALESCE_GAP`` are read together;
+        ranges of different columns only when they touch (the chunks of a block are
+        adjacent in the file, so adjacent projected columns cost one read) -- and on
+        object storage, where a request costs as much as ~1 MB of transfer, whenever
+        they are closer than ``REMOTE_COALESCE_GAP``. The rest are read apart into the
+        same buffer (:meth:`RcfmtFile.read_ranges`), never the bytes between them."""
+        remote = self.file.remote
+        groups_lo, groups_hi = [], []
         footer = self.file.footer
         for col, plan in plans.items():
             rec = footer.chunks[col][block]
             offset = int(rec["offset"])
             if plan[0] == "whole":
-                starts.append(offset)
-                ends.append(offset + int(rec["length"]))
+                groups_lo.append(np.array([offset], np.int64))
+                groups_hi.append(np.array([offset + int(rec["length"])], np.int64))
             elif plan[0] == "pages":
                 entries = self._page_index(block, col, cache).entries
-                page_starts = entries["offset"][plan[1]].astype(np.int64)
-                starts.extend(page_starts.tolist())
-                ends.extend((page_starts + entries["length"][plan[1]].astype(np.int64)).tolist())
+                lo = entries["offset"][plan[1]].astype(np.int64)
+                hi = lo + entries["length"][plan[1]].astype(np.int64)
                 if int(rec["dictionary_length"]):  # the dictionary page precedes every data page
-                    starts.append(offset)
-                    ends.append(offset + int(rec["dictionary_length"]))
-        if not starts:
+                    lo = np.concatenate(([offset], lo))
+                    hi = np.concatenate(([offset + int(rec["dictionary_length"])], hi))
+                lo, hi = _coalesce(lo, hi, REMOTE_COALESCE_GAP if remote else COALESCE_GAP)
+                groups_lo.append(lo)
+                groups_hi.append(hi)
+        if not groups_lo:
             return None, 0
-        order = np.argsort(np.asarray(starts, np.int64), kind="stable")
-        lo = np.asarray(starts, np.int64)[order]
-        hi = np.maximum.accumulate(np.asarray(ends, np.int64)[order])
-        gap = REMOTE_COALESCE_GAP if self.file.remote else COALESCE_GAP
-        # a group starts where the next range begins further than ``gap`` past all before it
-        cut = np.flatnonzero(lo[1:] - hi[:-1] > gap) + 1
-        group_starts = lo[np.concatenate(([0], cut))]
-        group_ends = hi[np.concatenate((cut - 1, [len(hi) - 1]))]
-        buf = self.file.read_ranges(group_starts, group_ends)
-        stats.bytes_read += int((group_ends - group_starts).sum())
-        return buf, int(group_starts[0])
+        lo, hi = np.concatenate(groups_lo), np.concatenate(groups_hi)
+        order = np.argsort(lo, kind="stable")
+        starts, ends = _coalesce(lo[order], hi[order], REMOTE_COALESCE_GAP if remote else 0)
+        buf = self.file.read_ranges(starts, ends)
+        stats.bytes_read += int((ends - starts).sum())
+        return buf, int(starts[0])
 
     def _column_from(self, block: int, col: int, plan: tuple, selection: Selection, buf, base: int, cache: dict,
                      stats: ScanStats) -> ColumnData:
@@ -595,6 +590,14 @@ class FileScan:
         """The selected rows as an Arrow C stream (the Arrow PyCapsule interface), block
         by block: ``polars.DataFrame(scan)``, ``pyarrow.table(scan)``, DuckDB."""
         return export_stream(self.output_schema, self.iter_batches(), requested_schema)
+
+
+def _coalesce(lo: np.ndarray, hi: np.ndarray, gap: int) -> tuple[np.ndarray, np.ndarray]:
+    """Ranges ``[lo[i], hi[i])`` (sorted by ``lo``) merged where the next one begins at
+    most ``gap`` bytes past the end of all before it: ``(starts, ends)``."""
+    hi = np.maximum.accumulate(hi)
+    cut = np.flatnonzero(lo[1:] - hi[:-1] > gap) + 1
+    return lo[np.concatenate(([0], cut))], hi[np.concatenate((cut - 1, [len(hi) - 1]))]
 
 
 def _block_range(blocks, n: int) -> tuple[int, int]:

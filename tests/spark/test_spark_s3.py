@@ -1,5 +1,6 @@
-"""Spark reads an rcfmt dataset on S3 (a real S3 API server on 127.0.0.1), as a user
-would: ``spark.read.format("rcfmt").load("s3a://bucket/ds")`` in a fresh interpreter
+"""Spark reads and appends to an rcfmt dataset on S3 (a real S3 API server on
+127.0.0.1), as a user would: ``spark.read.format("rcfmt").load("s3a://bucket/ds")`` and
+``df.write.format("rcfmt").mode("append").save(...)`` in a fresh interpreter
 whose Spark driver and Python workers take the endpoint and credentials from the
 environment (AWS_*), exactly as pyarrow and boto3 do. Rows, a pushed-down filter and
 an aggregate agree with the same dataset read by rcfmt."""
@@ -36,6 +37,9 @@ out = {
     "columns": df.columns,
     "relation": spark.read.format("rcfmt").option("filter", "id < 5").option("columns", "id").load(sys.argv[1]).count(),
 }
+extra = spark.range(100000, 100500).select(F.col("id"), (F.col("id") * 0.5).alias("x"), (F.col("id") % 3).alias("p"))
+extra.write.format("rcfmt").mode("append").save(sys.argv[1])
+out["after_append"] = spark.read.format("rcfmt").load(sys.argv[1]).count()
 print("RESULT " + json.dumps(out))
 spark.stop()
 """
@@ -78,3 +82,10 @@ def test_spark_reads_an_s3_dataset(s3_env):
     assert out["sum_x"] == pytest.approx(float(np.sum(t["x"].to_numpy())))
     assert sorted(out["columns"]) == ["id", "p", "x"]
     assert out["relation"] == 5
+    # Spark's append committed a version of its own, and rcfmt reads it back
+    assert out["after_append"] == n + 500
+    ds = rcfmt.dataset("s3://spark/ds")
+    assert ds.version == 2 and ds.num_rows == n + 500
+    assert sorted(ds.to_table(filter=rcfmt.col("id") >= 100_000).column("id").to_pylist()) == list(range(100_000, 100_500))
+    keys = [o["Key"] for o in boto3.client("s3").list_objects_v2(Bucket="spark", Prefix="ds/")["Contents"]]
+    assert not [k for k in keys if "_staging" in k or k.endswith("-tmp")]
