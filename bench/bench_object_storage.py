@@ -3,7 +3,7 @@ Parquet (with its page index) from the same S3 server, in the same run (issue 13
 
 An S3 API server (moto, in-process, 127.0.0.1) holds the natural-order lineitem files
 of bench_skipping.py (rcfmt, and Parquet written by pyarrow with zstd and a page
-index); a counting proxy in front of it (tests/s3proxy.py) sees every request both
+index); a counting proxy in front of it (tests/local_s3.py) sees every request both
 engines make. Queries: an open (footer), Q_b (point lookup on l_orderkey, all columns),
 Q_a (one-week l_shipdate AND ~1% l_partkey, all columns) and Q6 (its predicate, two
 columns, summed). Each engine's result is checked against the in-memory reference.
@@ -34,7 +34,7 @@ sys.path.insert(2, str(HERE.parent / "tests"))
 import bench_peers as peers  # noqa: E402
 import bench_skipping  # noqa: E402
 from common import md_table, print_header, write_json  # noqa: E402
-from s3proxy import S3Proxy  # noqa: E402
+from local_s3 import S3Proxy  # noqa: E402
 
 import rcfmt  # noqa: E402
 

@@ -17,7 +17,7 @@ import pytest
 import rcfmt
 from rcfmt.errors import RcfmtError, UnsupportedError
 
-moto_server = pytest.importorskip("moto.server")
+pytest.importorskip("moto.server")
 boto3 = pytest.importorskip("boto3")
 
 BUCKET = "rcfmt-test"
@@ -28,25 +28,10 @@ ROWS = 20_000
 def s3():
     """``(endpoint, boto3 client)`` of an S3 server on 127.0.0.1 with one bucket; the
     AWS_* environment points every S3 client of this process at it."""
-    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    endpoint = f"http://{host}:{port}"
-    env = {"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-           "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"}
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
-        client = boto3.client("s3", endpoint_url=endpoint)
-        client.create_bucket(Bucket=BUCKET)
-        yield endpoint, client
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-        server.stop()
+    from local_s3 import s3_server
+
+    with s3_server(BUCKET) as (endpoint, _):
+        yield endpoint, boto3.client("s3", endpoint_url=endpoint)
 
 
 def _table() -> pa.Table:
@@ -456,7 +441,7 @@ def test_dataset_errors(remote_dataset, s3):
 @pytest.fixture
 def proxy(s3, monkeypatch):
     """An S3Proxy in front of the server, and the environment pointing clients at it."""
-    from s3proxy import S3Proxy
+    from local_s3 import S3Proxy
 
     endpoint, _ = s3
     with S3Proxy(endpoint) as p:

@@ -153,21 +153,28 @@ def test_page_runs_match_an_independent_walk(data):
                 assert run.validity.nbytes == (len(table) + 7) // 8
 
 
+def _random_chunk(data, directory: Path, types, n: int, max_page_rows: int) -> Path:
+    """A one-column file of ``n`` random values of a type drawn from ``types`` (nulls
+    too), in a drawn encoding, page size and codec."""
+    t = data.draw(types, label="type")
+    arr = data.draw(S.arrays(t, n, nullable=True, sliced=False))
+    enc = data.draw(st.sampled_from([None, *S.encodings_for(t)]))
+    opts = {"block_rows": 1000, "page_rows": data.draw(st.integers(1, max_page_rows)),
+            "compression": data.draw(st.sampled_from(["none", "zstd", "lz4"]))}
+    if enc:
+        opts["encoding"] = enc
+    path = directory / "t.rcfmt"
+    rcfmt.write_table(pa.table({"c": arr}), path, **opts)
+    return path
+
+
 @settings(max_examples=S.examples(30))
 @given(data=st.data())
 def test_selected_pages_decode_like_the_whole_chunk(data):
     """decode_run (a scan's non-contiguous pages, one native run) agrees with decode_all."""
-    t = data.draw(S.primitive_types, label="type")
     n = data.draw(st.integers(1, 200))
-    arr = data.draw(S.arrays(t, n, nullable=True, sliced=False))
-    enc = data.draw(st.sampled_from([None, *S.encodings_for(t)]))
-    opts = {"block_rows": 1000, "page_rows": data.draw(st.integers(1, 25)),
-            "compression": data.draw(st.sampled_from(["none", "zstd", "lz4"]))}
-    if enc:
-        opts["encoding"] = enc
     with tempfile.TemporaryDirectory() as d:
-        path = Path(d) / "t.rcfmt"
-        rcfmt.write_table(pa.table({"c": arr}), path, **opts)
+        path = _random_chunk(data, Path(d), S.primitive_types, n, max_page_rows=25)
         with rcfmt.open(path) as f:
             entries = f.page_index(0, 0)
             picked = sorted(data.draw(st.sets(st.integers(0, len(entries) - 1), min_size=1), label="pages"))
@@ -196,18 +203,11 @@ def test_values_decoded_in_the_page_call_whatever_the_arena_hint(data):
     """read_pages(values=...) decodes in the same call what decode_values decodes after
     it: with no arena hint, one too small (allocated between the passes), and a generous
     one (one GIL-free section); a page whose values fail is reported in ``run.bad``."""
-    t = data.draw(st.sampled_from([pa.int32(), pa.int64(), pa.float64(), pa.date32(), pa.decimal128(9, 2),
-                                   pa.string(), pa.bool_()]), label="type")
+    types = st.sampled_from([pa.int32(), pa.int64(), pa.float64(), pa.date32(), pa.decimal128(9, 2), pa.string(),
+                             pa.bool_()])
     n = data.draw(st.integers(1, 300))
-    arr = data.draw(S.arrays(t, n, nullable=True, sliced=False))
-    enc = data.draw(st.sampled_from([None, *S.encodings_for(t)]))
-    opts = {"block_rows": 1000, "page_rows": data.draw(st.integers(1, 40)),
-            "compression": data.draw(st.sampled_from(["none", "zstd", "lz4"]))}
-    if enc:
-        opts["encoding"] = enc
     with tempfile.TemporaryDirectory() as d:
-        path = Path(d) / "t.rcfmt"
-        rcfmt.write_table(pa.table({"c": arr}), path, **opts)
+        path = _random_chunk(data, Path(d), types, n, max_page_rows=40)
         with rcfmt.open(path) as f:
             decoder = f.chunk_decoder(0, 0)
             if decoder._mode is None and not decoder.is_dictionary:

@@ -17,7 +17,7 @@ import pytest
 
 import rcfmt
 
-moto_server = pytest.importorskip("moto.server")
+pytest.importorskip("moto.server")
 boto3 = pytest.importorskip("boto3")
 pytest.importorskip("pyspark")
 
@@ -47,23 +47,10 @@ spark.stop()
 
 @pytest.fixture(scope="module")
 def s3_env():
-    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    env = {"AWS_ENDPOINT_URL": f"http://{host}:{port}", "AWS_ACCESS_KEY_ID": "testing",
-           "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"}
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
-        boto3.client("s3").create_bucket(Bucket="spark")
+    from local_s3 import s3_server
+
+    with s3_server("spark") as (_, env):
         yield env
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-        server.stop()
 
 
 def test_spark_reads_an_s3_dataset(s3_env):

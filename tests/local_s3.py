@@ -1,4 +1,5 @@
-"""An HTTP proxy in front of a local S3 server that counts what clients ask for and can
+"""A local S3 API server for tests and benchmarks (:func:`s3_server`), and an HTTP
+proxy in front of it (:class:`S3Proxy`) that counts what clients ask for and can
 inject faults: the measuring stick of bench/bench_object_storage.py and the fault
 tests of tests/test_object_storage.py.
 
@@ -14,14 +15,46 @@ Only 127.0.0.1 is used: the proxy listens there and forwards to a server there.
 """
 from __future__ import annotations
 
+import contextlib
 import http.client
+import os
 import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
-__all__ = ["S3Proxy"]
+__all__ = ["S3Proxy", "s3_server"]
+
+
+@contextlib.contextmanager
+def s3_server(*buckets: str):
+    """An S3 API server (moto, server mode) on 127.0.0.1 with ``buckets``, and the
+    process environment pointing every S3 client (pyarrow, boto3, and the processes
+    started meanwhile) at it: yields ``(endpoint, environment)``; both are undone after."""
+    import boto3
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    env = {"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+           "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"}
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        client = boto3.client("s3", endpoint_url=endpoint)
+        for bucket in buckets:
+            client.create_bucket(Bucket=bucket)
+        yield endpoint, env
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        server.stop()
 
 _SLOW_DOWN = (b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code>'
               b"<Message>Please reduce your request rate.</Message></Error>")
