@@ -48,6 +48,7 @@ with atheris.instrument_imports(include=["rcfmt"]):
     from rcfmt.cli import describe
     from rcfmt.encodings import all_encodings
     from rcfmt.file.chunks import ChunkDecoder
+    from rcfmt.format.layout import chunk_record
     from rcfmt.scan.bloom import BloomFilter, hash_values
     from rcfmt.types import logical_type_from_arrow
 
@@ -178,9 +179,9 @@ def decoders(data: bytes) -> None:
     except RcfmtError:
         ref_ok = False
     page = _page(enc.id, rows, body)
-    record = np.zeros(1, dtype=[("offset", "<u8"), ("length", "<u8"), ("dictionary_length", "<u4"),
-                                ("page_count", "<u4"), ("dictionary_size", "<u4"), ("encoding", "u1")])[0]
+    record = np.zeros(1, dtype=chunk_record(8))[0]  # a footer chunk record (no codec, no dictionary)
     record["length"], record["page_count"], record["encoding"] = len(page), 1, enc.id
+    record["uncompressed_size"] = len(body)
     native_ok = True
     try:
         values, _valid = ChunkDecoder(page, 0, record, ltype).decode_all(rows)
