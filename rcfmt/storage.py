@@ -153,14 +153,19 @@ class _ArrowFile(ByteSource):
 
         self._display = display
         try:
-            info = filesystem.get_file_info(path)
-            if info.type == pafs.FileType.NotFound:
-                raise FileNotFoundError(f"no such file: {display!r}")
-            if info.type == pafs.FileType.Directory:
-                raise RcfmtError(f"{display} is a directory; use rcfmt.dataset() for directories")
+            # one request (the client's HEAD, for the size); what a failure means is
+            # asked only then
             self._file = filesystem.open_input_file(path)
             self.size = self._file.size()
         except OSError as exc:
+            try:
+                kind = filesystem.get_file_info(path).type
+            except OSError:
+                kind = None
+            if kind == pafs.FileType.NotFound:
+                raise FileNotFoundError(f"no such file: {display!r}") from None
+            if kind == pafs.FileType.Directory:
+                raise RcfmtError(f"{display} is a directory; use rcfmt.dataset() for directories") from None
             raise _storage_error(exc, "opening", display) from exc
 
     def read_at(self, offset: int, length: int) -> bytes:

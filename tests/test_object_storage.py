@@ -72,6 +72,9 @@ class _ServerLog(logging.Handler):
     def gets(self, key: str) -> int:
         return sum(1 for line in self.lines if f"GET /{BUCKET}/{key} HTTP" in line)
 
+    def heads(self, key: str) -> int:
+        return sum(1 for line in self.lines if f"HEAD /{BUCKET}/{key} HTTP" in line)
+
 
 @pytest.fixture
 def server_log():
@@ -95,7 +98,8 @@ def test_open_and_point_lookup_request_counts(remote_file, server_log):
     with rcfmt.open(uri) as f:
         assert f.size > 64 * 1024  # the header lies outside the tail read
         assert f.requests == 1 and f.num_rows == ROWS and f.num_blocks == 5
-        assert server_log.gets("data/f.rcfmt") == 1
+        # the open: the client's HEAD (for the size) and the tail
+        assert server_log.gets("data/f.rcfmt") == 1 and server_log.heads("data/f.rcfmt") == 1
         scan = f.scan(filter=rcfmt.col("id") == 12345)
         out = scan.read()
         assert out.column("id").to_pylist() == [12345]
