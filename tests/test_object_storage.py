@@ -569,3 +569,50 @@ def test_vacuum_on_s3(s3):
     left = _keys(client, "vac/")
     assert "vac/t/notes.txt" in left and "vac/t/_rcfmt/v00000000000000000002.rcfmt" in left
     assert rcfmt.dataset(uri).to_table().equals(t.slice(5000, 100))
+
+
+_FRESH_THREADED = r"""
+import sys, threading
+import rcfmt
+uri, local = sys.argv[1], sys.argv[2]
+exprs = [rcfmt.col("id").isin([10, 200_500, 399_000]), rcfmt.col("id") >= 390_000,
+         (rcfmt.col("v") < 0.001), rcfmt.col("id") < 50]
+barrier = threading.Barrier(len(exprs))
+results, errors = [None] * len(exprs), []
+
+def run(k):
+    try:
+        barrier.wait()
+        with rcfmt.open(uri) as f:  # first calls race: the fetch pool, the page-index prefetch
+            results[k] = f.scan(filter=exprs[k], use_threads=True).read()
+    except BaseException as exc:
+        errors.append(repr(exc))
+
+threads = [threading.Thread(target=run, args=(k,)) for k in range(len(exprs))]
+[t.start() for t in threads]
+[t.join() for t in threads]
+assert not errors, errors
+for k, expr in enumerate(exprs):
+    assert results[k].equals(rcfmt.read_table(local, filter=expr)), k
+print("OK", [r.num_rows for r in results])
+"""
+
+
+def test_first_remote_scans_in_a_fresh_interpreter_race_safely(s3, tmp_path):
+    """A user's first calls, at once from four threads in a new process: threaded scans of
+    one S3 file create the concurrent-fetch pool and the page-index prefetch lazily, and
+    every result equals the local file's."""
+    import subprocess
+    import sys
+
+    n = 400_000
+    t = pa.table({"id": np.arange(n), "v": np.random.default_rng(3).random(n)})
+    local = tmp_path / "fresh.rcfmt"
+    rcfmt.write_table(t, local, block_rows=50_000, page_rows=1000, compression="none")
+    uri = f"s3://{BUCKET}/fresh/f.rcfmt"
+    rcfmt.write_table(t, uri, block_rows=50_000, page_rows=1000, compression="none")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, *filter(None, [os.environ.get("PYTHONPATH")])])}
+    proc = subprocess.run([sys.executable, "-c", _FRESH_THREADED, uri, str(local)], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.startswith("OK"), proc.stderr[-3000:]

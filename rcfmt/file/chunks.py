@@ -114,7 +114,7 @@ class ChunkDecoder:
         estimate = stored * int(rec["uncompressed_size"]) // length + stored // 8 + 16 * pages + 64
         return min(estimate, 64 * stored + 64, ARENA_HINT_MAX)
 
-    def _read_run(self, rows: int, codes: bool, **where):
+    def _read_run(self, rows: int, **where):
         """The pages ``where`` says (see :func:`rcfmt._native.pages.read_pages`), holding at
         most ``rows`` rows, through the pipeline, their values decoded in the same native
         call where a kernel exists: ``(run, values)``, values None for strings/binary
@@ -136,7 +136,7 @@ class ChunkDecoder:
             self._describe(run, run.bad, spec[4])
         return run, (None if out is None else out[: run.rows])
 
-    def _whole_run(self, rows: int, codes: bool):
+    def _whole_run(self, rows: int):
         """Every data page of the chunk through the pipeline, counts checked against the
         footer: ``(run, values)`` as :meth:`_read_run`."""
         rec = self.record
@@ -145,7 +145,7 @@ class ChunkDecoder:
         pages = int(rec["page_count"])
         if not 0 <= start <= end <= len(self.buf):
             raise CorruptFileError(f"chunk [{start + self.base}, {end + self.base}) lies outside the bytes read")
-        run, values = self._read_run(rows, codes, start=start, end=end, max_pages=pages,
+        run, values = self._read_run(rows, start=start, end=end, max_pages=pages,
                                      arena_hint=self._arena_hint(end - start, pages))
         if run.count != pages or run.rows != rows:
             raise CorruptFileError(f"chunk pages hold {run.rows} rows in {run.count} pages, footer says {rows} rows "
@@ -226,7 +226,7 @@ class ChunkDecoder:
     def decode_all(self, rows: int, codes: bool = False) -> tuple[ColumnValues, np.ndarray | None]:
         """Decode every data page (checked to add up to ``rows``): values and validity
         (the uint32 codes of a dictionary chunk instead of values with ``codes``)."""
-        run, decoded = self._whole_run(rows, codes)
+        run, decoded = self._whole_run(rows)
         return self._values(run, decoded, codes), run.valid()
 
     def decode_run(self, positions, page_numbers, expected_rows, codes: bool = False, expected_lengths=None):
@@ -237,7 +237,7 @@ class ChunkDecoder:
         codes of a dictionary chunk with ``codes``."""
         expected = np.asarray(expected_rows, dtype=np.int64)
         stored = int(np.sum(expected_lengths)) if expected_lengths is not None else len(self.buf)
-        run, decoded = self._read_run(int(expected.sum()), codes, positions=positions, expected_rows=expected,
+        run, decoded = self._read_run(int(expected.sum()), positions=positions, expected_rows=expected,
                                       expected_lengths=expected_lengths, page_numbers=page_numbers,
                                       arena_hint=self._arena_hint(stored, len(expected)))
         return self._values(run, decoded, codes), run.valid()
