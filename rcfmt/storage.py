@@ -28,12 +28,13 @@ from __future__ import annotations
 import os
 import re
 import stat
+import threading
 from urllib.parse import unquote, urlsplit
 
 from .errors import InvalidOptionError, RcfmtError, StorageError, UnsupportedError
 
 __all__ = ["local_path", "open_input", "open_output", "ByteSource", "ByteSink", "is_remote", "remote_kind",
-           "list_names", "list_tree", "delete_files", "check_commit_support", "create_if_absent"]
+           "list_names", "list_sizes", "list_tree", "delete_files", "check_commit_support", "create_if_absent"]
 
 _URI = re.compile(r"\A([A-Za-z][A-Za-z0-9+.\-]*)://")
 
@@ -144,41 +145,63 @@ class _LocalFile(ByteSource):
 
 
 class _ArrowFile(ByteSource):
-    """A file of a ``pyarrow.fs`` filesystem (object stores: one ranged GET per read)."""
+    """A file of a ``pyarrow.fs`` filesystem (object stores: one ranged GET per read).
+
+    Opening asks the server for the size (the client's HEAD) unless ``size`` is given:
+    then the object is opened only at the first read, so a reader served from a cache
+    makes no request at all."""
 
     remote = True
 
-    def __init__(self, filesystem, path: str, display: str):
+    def __init__(self, filesystem, path: str, display: str, size: int | None = None):
+        self._filesystem, self._path, self._display = filesystem, path, display
+        self._file = None
+        self._closed = False
+        self._open_lock = threading.Lock()
+        if size is None:
+            self.size = self._open().size()
+        else:
+            self.size = int(size)
+
+    def _open(self):
+        """The client's file, opened on first use (one request: its HEAD); what a failure
+        means is asked only then."""
         import pyarrow.fs as pafs
 
-        self._display = display
-        try:
-            # one request (the client's HEAD, for the size); what a failure means is
-            # asked only then
-            self._file = filesystem.open_input_file(path)
-            self.size = self._file.size()
-        except OSError as exc:
+        with self._open_lock:
+            if self._closed:
+                raise RcfmtError("file is closed")
+            if self._file is not None:
+                return self._file
             try:
-                kind = filesystem.get_file_info(path).type
-            except OSError:
-                kind = None
-            if kind == pafs.FileType.NotFound:
-                raise FileNotFoundError(f"no such file: {display!r}") from None
-            if kind == pafs.FileType.Directory:
-                raise RcfmtError(f"{display} is a directory; use rcfmt.dataset() for directories") from None
-            raise _storage_error(exc, "opening", display) from exc
+                self._file = self._filesystem.open_input_file(self._path)
+            except OSError as exc:
+                try:
+                    kind = self._filesystem.get_file_info(self._path).type
+                except OSError:
+                    kind = None
+                if kind == pafs.FileType.NotFound:
+                    raise FileNotFoundError(f"no such file: {self._display!r}") from None
+                if kind == pafs.FileType.Directory:
+                    raise RcfmtError(f"{self._display} is a directory; use rcfmt.dataset() for directories") from None
+                raise _storage_error(exc, "opening", self._display) from exc
+            return self._file
 
     def read_at(self, offset: int, length: int) -> bytes:
-        if self._file is None:
-            raise RcfmtError("file is closed")
+        f = self._open()
         try:
-            data = self._file.read_at(length, offset)
+            data = f.read_at(length, offset)
         except OSError as exc:
             raise _storage_error(exc, f"reading bytes [{offset}, {offset + length}) of", self._display) from exc
         return data if isinstance(data, bytes) else data.to_pybytes()
 
     def close(self) -> None:
-        f, self._file = getattr(self, "_file", None), None
+        lock = getattr(self, "_open_lock", None)
+        if lock is None:
+            return
+        with lock:
+            self._closed = True
+            f, self._file = self._file, None
         if f is not None:
             f.close()
 
@@ -199,11 +222,12 @@ def _arrow_filesystem(filesystem):
                              f"got {type(filesystem).__name__}")
 
 
-def open_input(where, filesystem=None) -> tuple[str, ByteSource]:
-    """``(path to show in messages, source)`` for reading the single file ``where``."""
+def open_input(where, filesystem=None, size: int | None = None) -> tuple[str, ByteSource]:
+    """``(path to show in messages, source)`` for reading the single file ``where``;
+    ``size``, when the caller knows it, saves an object store the request that asks."""
     path = _fspath(where)
     if filesystem is not None:
-        return path, _ArrowFile(_arrow_filesystem(filesystem), path, path)
+        return path, _ArrowFile(_arrow_filesystem(filesystem), path, path, size)
     m = _URI.match(path)
     if m is None:
         return path, _LocalFile(path)
@@ -211,7 +235,7 @@ def open_input(where, filesystem=None) -> tuple[str, ByteSource]:
         local = _file_uri(path)
         return local, _LocalFile(local)
     fs, inner = _from_uri(path)
-    return path, _ArrowFile(fs, inner, path)
+    return path, _ArrowFile(fs, inner, path, size)
 
 
 # ------------------------------------------------------------------ writing one file
@@ -470,3 +494,19 @@ def list_names(directory: str) -> list[str]:
     fs, inner = _from_uri(directory)
     infos = fs.get_file_info(pafs.FileSelector(inner, allow_not_found=True))
     return [info.base_name for info in infos]
+
+
+def list_sizes(directory: str) -> dict[str, int]:
+    """``{name: size}`` of the files in ``directory`` (a local path or an object-store
+    URI; one listing request); empty if it does not exist."""
+    if not is_remote(directory):
+        try:
+            with os.scandir(directory) as it:
+                return {e.name: e.stat().st_size for e in it if e.is_file()}
+        except FileNotFoundError:
+            return {}
+    import pyarrow.fs as pafs
+
+    fs, inner = _from_uri(directory)
+    infos = fs.get_file_info(pafs.FileSelector(inner, allow_not_found=True))
+    return {info.base_name: info.size for info in infos if info.type == pafs.FileType.File}

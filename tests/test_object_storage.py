@@ -12,6 +12,7 @@ import os
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 import rcfmt
@@ -38,6 +39,17 @@ def _table() -> pa.Table:
     i = np.arange(ROWS)
     return pa.table({"id": i, "x": np.random.default_rng(5).random(ROWS),
                      "s": pa.array([f"name-{k % 97}" for k in i]).dictionary_encode().cast(pa.string())})
+
+
+@pytest.fixture
+def large_file_reads(monkeypatch):
+    """Opens read remote files as they read a large one whose tail holds just its footer
+    (4 KiB here), not the whole object (what they do up to 1 MiB), so the scans of the
+    ~185 KB test file make the requests whose counts, faults and timing the tests check."""
+    import rcfmt.file.reader as reader
+
+    monkeypatch.setattr(reader, "REMOTE_TAIL_MAX", 4096)
+    monkeypatch.setattr(reader, "_TAIL_READ", 4096)
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +102,7 @@ def server_log():
         logger.setLevel(old_level)
 
 
-def test_open_and_point_lookup_request_counts(remote_file, server_log):
+def test_open_and_point_lookup_request_counts(remote_file, server_log, large_file_reads):
     """An open costs 1 request (the 64 KiB tail holding the footer); a point lookup then
     costs the block's page indexes (one request) and one per column's page. The counts
     rcfmt reports (RcfmtFile.requests, ScanStats.requests) are the GETs the server saw."""
@@ -108,7 +120,7 @@ def test_open_and_point_lookup_request_counts(remote_file, server_log):
         assert scan.stats.requests == f.requests - 1 == server_log.gets("data/f.rcfmt") - 1
 
 
-def test_scattered_pages_are_fetched_concurrently_and_counted(s3, server_log, monkeypatch):
+def test_scattered_pages_are_fetched_concurrently_and_counted(s3, server_log, large_file_reads, monkeypatch):
     """Pages far apart in one chunk are separate requests, in flight together (the fetch
     pool is used); the rows are right, and every request is counted once."""
     from rcfmt.file import reader
@@ -437,6 +449,9 @@ def test_dataset_errors(remote_dataset, s3):
         rcfmt.dataset(uri, version=7)
     one = next(f.path for f in rcfmt.dataset(uri).get_fragments())
     client.delete_object(Bucket=BUCKET, Key=one.removeprefix(f"s3://{BUCKET}/"))
+    from rcfmt.file.footer_cache import FOOTERS
+
+    FOOTERS.clear()  # (a small file read before is cached whole: its rows would still be served)
     with pytest.raises(rcfmt.CorruptFileError, match="missing"):
         rcfmt.dataset(uri).to_table()
 
@@ -467,7 +482,7 @@ def _faulty(kind, key: str, times: int):
 
 
 @pytest.mark.parametrize("kind", ["503", "reset"])
-def test_a_transient_fault_is_retried(remote_file, proxy, kind):
+def test_a_transient_fault_is_retried(remote_file, proxy, large_file_reads, kind):
     """One throttling answer or one reset connection during a scan: the client retries
     (a bounded number of times) and the rows are right."""
     uri, _, table = remote_file
@@ -497,7 +512,7 @@ def test_a_persistent_fault_is_a_storage_error(remote_file, proxy):
     assert 2 <= attempts <= 50  # pyarrow 26: 30 GETs in ~7 s, then the error
 
 
-def test_a_stalled_read_times_out_and_is_retried(remote_file, proxy, s3):
+def test_a_stalled_read_times_out_and_is_retried(remote_file, proxy, s3, large_file_reads):
     """A read the server answers too late: the client's request timeout ends it, the
     retry succeeds, and the whole read stays bounded in time."""
     import time
@@ -529,19 +544,21 @@ def test_a_write_whose_upload_keeps_failing_leaves_no_file(s3, proxy):
     assert _keys(client, "upfail/") == []
 
 
-def test_a_scan_over_many_blocks_fetches_their_page_indexes_at_once(remote_file, server_log):
+def test_a_scan_over_many_blocks_fetches_their_page_indexes_at_once(remote_file, server_log, large_file_reads):
     """Every kept block needs its page index: on object storage they come in one request
     (coalesced), then each block's filter and projected columns in one request each;
-    at planning, the bloom filters of every block in one request too."""
+    the bloom filters, which this small file keeps right before its footer, come with
+    the open's tail read."""
     uri, local, _ = remote_file
     expr = (rcfmt.col("s") == "name-5") & (rcfmt.col("x") < 0.5)
     with rcfmt.open(uri) as f:
+        assert f.footer.bloom_region[0] >= f.size - 4096  # inside the tail read
         server_log.lines.clear()
         scan = f.scan(filter=expr, use_threads=False)
         got = scan.read()
         blocks = scan.stats.blocks_total - scan.stats.blocks_pruned_stats - scan.stats.blocks_pruned_bloom
         assert blocks == 5
-        assert scan.stats.requests == server_log.gets("data/f.rcfmt") == 1 + 1 + 2 * blocks
+        assert scan.stats.requests == server_log.gets("data/f.rcfmt") == 1 + 2 * blocks
     assert got.equals(rcfmt.read_table(local, filter=expr)) and got.num_rows > 0
 
 
@@ -616,3 +633,110 @@ def test_first_remote_scans_in_a_fresh_interpreter_race_safely(s3, tmp_path):
     proc = subprocess.run([sys.executable, "-c", _FRESH_THREADED, uri, str(local)], env=env, capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode == 0 and proc.stdout.startswith("OK"), proc.stderr[-3000:]
+
+
+# ------------------------------------------------------------------ what an open reads, and the footer cache
+def test_a_small_file_is_read_whole_at_its_open(remote_file, server_log):
+    """A file up to 1 MiB costs one GET at its open (a request costs as much as ~1 MB
+    of transfer): every later read is served from those bytes."""
+    uri, local, _ = remote_file
+    expr = (rcfmt.col("id") >= 5000) & (rcfmt.col("s") == "name-7")
+    with rcfmt.open(uri) as f:
+        assert f.size < 1 << 20 and f.requests == 1 and f.bytes_read == f.size
+        scan = f.scan(filter=expr)
+        got = scan.read()
+        assert scan.stats.requests == 0 and f.requests == 1
+        assert f.read(columns=["x"]).num_rows == ROWS and f.requests == 1
+    assert server_log.gets("data/f.rcfmt") == 1 and server_log.heads("data/f.rcfmt") == 1
+    assert got.equals(rcfmt.read_table(local, filter=expr)) and got.num_rows > 0
+
+
+@pytest.fixture(scope="module")
+def large_remote_file(s3, tmp_path_factory):
+    """``(uri, local path, table)``: a ~2.6 MB file of 10 blocks, uploaded."""
+    _, client = s3
+    n = 320_000
+    rng = np.random.default_rng(11)
+    table = pa.table({"k": np.arange(n), "v": rng.random(n)})
+    local = tmp_path_factory.mktemp("s3big") / "big.rcfmt"
+    rcfmt.write_table(table, local, block_rows=32_768, page_rows=4096, compression="none")
+    client.put_object(Bucket=BUCKET, Key="data/big.rcfmt", Body=local.read_bytes())
+    return f"s3://{BUCKET}/data/big.rcfmt", local, table
+
+
+def test_a_large_file_open_reads_a_tail_and_a_point_lookup_costs_four_requests(large_remote_file, server_log):
+    """Past 1 MiB an open reads the tail: 1/128 of the file, at least 64 KiB, at most
+    1 MiB, which holds the footer. A point lookup then costs the block's page index and
+    its pages: with the client's HEAD, four requests."""
+    from rcfmt.file.reader import _tail_length
+
+    uri, local, table = large_remote_file
+    with rcfmt.open(uri) as f:
+        assert f.size > 2 << 20 and f.requests == 1
+        assert f.bytes_read == _tail_length(f.size, True) == max(64 * 1024, f.size // 128)
+        scan = f.scan(filter=rcfmt.col("k") == 123_456)
+        got = scan.read()
+        assert scan.stats.blocks_pruned_stats == f.num_blocks - 1
+    assert got.equals(table.slice(123_456, 1))
+    key = "data/big.rcfmt"
+    assert server_log.heads(key) + server_log.gets(key) <= 4, (server_log.heads(key), server_log.gets(key))
+    assert _tail_length(10 << 30, True) == 1 << 20 and _tail_length(10 << 30, False) == 64 * 1024
+
+
+def _write_through(s3, monkeypatch, fn):
+    """Run ``fn`` with clients pointed at the server itself (the counting proxy relays
+    reads; writes go around it)."""
+    endpoint, _ = s3
+    saved = os.environ["AWS_ENDPOINT_URL"]
+    monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
+    try:
+        return fn()
+    finally:
+        monkeypatch.setenv("AWS_ENDPOINT_URL", saved)
+
+
+def test_repeated_dataset_queries_take_footers_and_index_from_the_cache(s3, proxy, monkeypatch):
+    """A dataset's index versions and data files are never replaced under their names,
+    so their footers (and the tails read with them) are cached per (path, size): the
+    first query costs the listing, each file's HEAD and one GET; a repeated one (a new
+    Dataset object) only the listing that finds the latest version. A new version is
+    seen at once: its index is a new name."""
+    from rcfmt.file.footer_cache import FOOTERS
+
+    uri = f"s3://{BUCKET}/cached/ds"
+    t = _table().append_column("p", pa.array(np.arange(ROWS) % 3, pa.int32()))
+    _write_through(s3, monkeypatch, lambda: rcfmt.write_dataset(t, uri, partition_by=["p"], block_rows=4096))
+    FOOTERS.clear()
+    expr = (rcfmt.col("id") >= 1000) & (rcfmt.col("id") < 1100)
+    want = t.filter((pc.field("id") >= 1000) & (pc.field("id") < 1100)).sort_by("id")
+    proxy.reset_counts()
+    first = rcfmt.dataset(uri).to_table(filter=expr).sort_by("id")
+    files = [r for r in proxy.requests if r[1].endswith(".rcfmt") and "_rcfmt" not in r[1]]
+    assert sorted({r[0] for r in files}) == ["GET", "HEAD"] and len(files) == 2 * 3  # HEAD + GET per file
+    proxy.reset_counts()
+    again = rcfmt.dataset(uri).to_table(filter=expr).sort_by("id")
+    assert [r[0] for r in proxy.requests] == ["GET"] and "list-type" in proxy.requests[0][1]  # the listing
+    assert first.equals(again) and first.select(t.schema.names).equals(want)
+    _write_through(s3, monkeypatch, lambda: rcfmt.write_dataset(t.slice(0, 10), uri, partition_by=["p"]))
+    assert rcfmt.dataset(uri).to_table(filter=expr).num_rows == 100  # the appended ids 0..9 are not in range
+    assert rcfmt.dataset(uri).num_rows == ROWS + 10
+
+
+def test_a_data_file_deleted_after_its_footer_was_cached_is_reported_missing(s3, tmp_path):
+    """The cache holds footers and tails, not whole large files: a data file removed
+    behind the index's back is a CorruptFileError at its first read past the tail."""
+    from rcfmt.file.footer_cache import FOOTERS
+
+    _, client = s3
+    uri = f"s3://{BUCKET}/gone/ds"
+    n = 300_000
+    big = pa.table({"k": np.arange(n), "v": np.random.default_rng(3).random(n)})
+    rcfmt.write_dataset(big, uri, block_rows=32_768, compression="none")
+    FOOTERS.clear()
+    ds = rcfmt.dataset(uri)
+    assert ds.count_rows(rcfmt.col("k") < 10) == 10
+    (frag,) = ds.get_fragments()
+    assert frag.size > 2 << 20
+    client.delete_object(Bucket=BUCKET, Key=frag.path.removeprefix(f"s3://{BUCKET}/"))
+    with pytest.raises(rcfmt.CorruptFileError, match="missing"):
+        rcfmt.dataset(uri).to_table(filter=rcfmt.col("k") == n // 2)  # a block far from the tail

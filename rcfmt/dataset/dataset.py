@@ -9,6 +9,8 @@ the file's own skipping scan (blocks, pages, late materialization).
 """
 from __future__ import annotations
 
+import contextlib
+
 import json
 import os
 import re
@@ -54,11 +56,12 @@ def check_version_info(info: dict, version: int, path: str) -> None:
                                f"with parent {parent!r}", path=path)
 
 
-def read_snapshot(root: str, version: int, columns: Sequence[str] | None = ()) -> Snapshot:
+def read_snapshot(root: str, version: int, columns: Sequence[str] | None = (), size: int | None = None) -> Snapshot:
     """Version ``version`` of the index. ``columns``: extra index columns to load besides
-    the base and partition columns (None = all)."""
+    the base and partition columns (None = all); ``size``: the index file's size, if
+    listed (on object storage a cached index is then opened without a request)."""
     path = log.version_path(root, version)
-    with RcfmtFile(path) as f:
+    with RcfmtFile(path, size=size, immutable=True) as f:  # a version is written once, never replaced
         raw = f.metadata.get(INDEX_METADATA_KEY)
         if raw is None:
             raise CorruptFileError("index file has no dataset metadata", path=path)
@@ -78,7 +81,7 @@ def read_snapshot(root: str, version: int, columns: Sequence[str] | None = ()) -
             table = f.read(columns=want)
     for rel in table.column("path").to_pylist():
         check_relpath(rel, path)
-    return Snapshot(root, data_schema, partitioning, table, info, version, path)
+    return Snapshot(root, data_schema, partitioning, table, info, version, path, size)
 
 
 #: the names :class:`~rcfmt.dataset.writer.FileSetWriter` gives data files (Python and
@@ -145,10 +148,20 @@ def load_base(root: str):
 
 
 # ------------------------------------------------------------------ fragments
-def open_data_file(path: str, verify_checksums: bool = True) -> RcfmtFile:
-    """A data file the index lists; one that is missing makes the dataset corrupt."""
+def open_data_file(path: str, verify_checksums: bool = True, size: int = 0) -> RcfmtFile:
+    """A data file the index lists (``size``: its size there, 0 if unknown); one that is
+    missing makes the dataset corrupt. Data files are never replaced under their names,
+    so on object storage their footers are cached across opens."""
+    with missing_is_corrupt(path):
+        return RcfmtFile(path, verify_checksums=verify_checksums, size=size or None, immutable=True)
+
+
+@contextlib.contextmanager
+def missing_is_corrupt(path: str):
+    """A data file found missing (at its open, or at its first read when its footer came
+    from the cache) is a CorruptFileError of the dataset."""
     try:
-        return RcfmtFile(path, verify_checksums=verify_checksums)
+        yield
     except FileNotFoundError:
         raise CorruptFileError("data file listed in the dataset index is missing", path=path) from None
 
@@ -270,7 +283,7 @@ class DatasetScan:
         residual = _residual(self.nnf, partition, self.schema)
         if residual is _FALSE:
             return None, partition
-        f = open_data_file(frag.path, self.verify_checksums)
+        f = open_data_file(frag.path, self.verify_checksums, frag.size)
         try:
             opened = f.requests  # the open's reads (its footer): part of what the scan costs
             _check_against_index(f, frag)
@@ -313,7 +326,8 @@ class DatasetScan:
         if scan is None:
             return None, []
         try:
-            table = scan.read()
+            with missing_is_corrupt(frag.path):
+                table = scan.read()
         finally:
             scan.file.close()
         batches = [self._assemble(b, partition) for b in table.to_batches()] if table.num_rows else []
@@ -352,8 +366,9 @@ class DatasetScan:
                 self._count(None)
                 continue
             try:
-                for batch in scan.iter_batches(batch_size):
-                    yield self._assemble(batch, partition)
+                with missing_is_corrupt(frag.path):
+                    for batch in scan.iter_batches(batch_size):
+                        yield self._assemble(batch, partition)
             finally:
                 scan.file.close()
                 self._count(scan)
@@ -420,7 +435,7 @@ def prune_blocks(fragments: Sequence[Fragment], schema: pa.Schema, filter, *, pa
         if residual is _TRUE:
             kept.append(frag)
             continue
-        with open_data_file(frag.path, verify_checksums) as f:
+        with open_data_file(frag.path, verify_checksums, frag.size) as f:
             n = f.num_blocks
             if n != frag.num_blocks:
                 raise CorruptFileError(f"the index says {frag.num_blocks} blocks, the footer {n}", path=frag.path)
@@ -485,20 +500,22 @@ class Dataset:
     @classmethod
     def _open_remote(cls, uri: str, version: int | None) -> "Dataset":
         """A dataset (with its index) or a single file at an object-store URI."""
-        kind = remote_kind(uri)
-        if kind == "file":
-            if version is not None:
-                raise InvalidOptionError("version= applies to dataset directories, not files")
-            return cls(_discover(os.path.dirname(uri), single_file=uri), uri)
-        if kind is None:
-            raise FileNotFoundError(f"no dataset or rcfmt file at {uri!r}")
-        versions = log.list_versions(uri)
-        if not versions:
+        sizes = log.version_sizes(uri)  # one listing: a dataset is found by its versions
+        if not sizes:
+            kind = remote_kind(uri)
+            if kind == "file":
+                if version is not None:
+                    raise InvalidOptionError("version= applies to dataset directories, not files")
+                return cls(_discover(os.path.dirname(uri), single_file=uri), uri)
+            if kind is None:
+                raise FileNotFoundError(f"no dataset or rcfmt file at {uri!r}")
             raise UnsupportedError(f"{uri!r} has no dataset index: on object storage rcfmt reads datasets that have "
                                    f"one (written by rcfmt), not plain directories of files")
-        if version is not None and version not in versions:
+        versions = sorted(sizes)
+        if version is not None and version not in sizes:
             raise InvalidOptionError(f"{uri!r} has no version {version}; versions: {versions[:3]}...{versions[-3:]}")
-        return cls(read_snapshot(uri, versions[-1] if version is None else version))
+        chosen = versions[-1] if version is None else version
+        return cls(read_snapshot(uri, chosen, size=sizes[chosen]))
 
     def refresh(self) -> "Dataset":
         """The latest version of this dataset (or a new discovery of a plain directory)."""
@@ -629,7 +646,7 @@ class Dataset:
         out = []
         for v in log.list_versions(self.root):
             path = log.version_path(self.root, v)
-            with RcfmtFile(path) as f:
+            with RcfmtFile(path, immutable=True) as f:
                 raw = f.metadata.get(INDEX_METADATA_KEY)
             try:
                 info = json.loads(raw)

@@ -251,7 +251,8 @@ class Snapshot:
     """
 
     def __init__(self, root: str, data_schema: pa.Schema, partitioning: Partitioning, table: pa.Table,
-                 info: dict | None = None, version: int | None = None, index_path: str | None = None):
+                 info: dict | None = None, version: int | None = None, index_path: str | None = None,
+                 index_size: int | None = None):
         self.root = root
         self.data_schema = data_schema
         self.partitioning = partitioning
@@ -259,6 +260,7 @@ class Snapshot:
         self.info = info or {}
         self.version = version
         self.index_path = index_path
+        self.index_size = index_size  # bytes of the index file, when listed with it
         self.schema = pa.schema(list(data_schema) + partitioning.fields)
         self._ltypes = {f.name: logical_type_from_arrow(f.type) for f in self.schema}
 
@@ -286,7 +288,7 @@ class Snapshot:
             return
         from ..file.reader import RcfmtFile
 
-        with RcfmtFile(self.index_path) as f:
+        with RcfmtFile(self.index_path, size=self.index_size, immutable=True) as f:  # a version is never replaced
             extra = f.read(columns=missing)
         if extra.num_rows != self.table.num_rows:
             raise CorruptFileError("index columns disagree in length", path=self.index_path)

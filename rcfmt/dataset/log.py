@@ -47,7 +47,7 @@ import shutil
 import time
 
 from ..errors import RcfmtError
-from ..storage import create_if_absent, list_names
+from ..storage import create_if_absent, list_names, list_sizes
 
 __all__ = ["META_DIR", "version_path", "list_versions", "latest_version", "publish_version",
            "publish_remote_version", "fsync_dir", "staging_root", "tmp_dir"]
@@ -83,6 +83,16 @@ def list_versions(root: str) -> list[int]:
         if m:
             out.append(int(m.group(1)))
     return sorted(out)
+
+
+def version_sizes(root: str) -> dict[int, int]:
+    """``{version: bytes of its index file}`` of the dataset at ``root``, from one listing."""
+    out = {}
+    for name, size in list_sizes(meta_dir(root)).items():
+        m = _VERSION_RE.match(name)
+        if m:
+            out[int(m.group(1))] = size
+    return out
 
 
 def latest_version(root: str) -> int:

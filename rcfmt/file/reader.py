@@ -25,10 +25,25 @@ from ..statistics import StatsArrays
 from ..storage import open_input
 from .arrow_io import export_stream, to_arrow
 from .chunks import ChunkDecoder
+from .footer_cache import FOOTERS, CachedTail
 
 __all__ = ["RcfmtFile", "open", "read_table"]
 
 _TAIL_READ = 64 * 1024  # read this much of the end at once: most footers fit
+#: on object storage, where a request costs as much as ~1 MB of transfer: files up to
+#: this size are read whole at the open, and larger ones' tails up to this much ...
+REMOTE_TAIL_MAX = 1 << 20
+#: ... but at most this fraction of the file (a full scan then reads < 1% more)
+REMOTE_TAIL_FRACTION = 128
+
+
+def _tail_length(size: int, remote: bool) -> int:
+    """Bytes read from the end of a file of ``size`` bytes at its open."""
+    if not remote:
+        return min(size, _TAIL_READ)
+    if size <= REMOTE_TAIL_MAX:
+        return size
+    return min(REMOTE_TAIL_MAX, max(_TAIL_READ, size // REMOTE_TAIL_FRACTION))
 
 
 def _threads() -> int:
@@ -59,18 +74,26 @@ class RcfmtFile:
     Attributes: ``path``, ``schema`` (pyarrow), ``num_rows``, ``num_blocks``,
     ``metadata`` (key-value metadata, str -> bytes), ``footer`` (the parsed
     :class:`~rcfmt.format.footer.FileMetaData`).
+
+    On object storage the open reads the file's tail (the whole file up to 1 MiB) and
+    later reads inside it are served from memory. ``size`` (the file's size, when the
+    caller knows it) and ``immutable`` (the object is never replaced under this name, as
+    a dataset's files and index versions) let a repeated open take the footer and tail
+    from a process-wide cache (:mod:`rcfmt.file.footer_cache`) without a request.
     """
 
-    def __init__(self, path, *, verify_checksums: bool = True, filesystem=None):
-        self.path, self._source = open_input(path, filesystem)
+    def __init__(self, path, *, verify_checksums: bool = True, filesystem=None, size: int | None = None,
+                 immutable: bool = False):
+        self.path, self._source = open_input(path, filesystem, size)
         self.verify_checksums = bool(verify_checksums)
         self._lock = threading.Lock()
         self.bytes_read = 0
         self.requests = 0  # reads made (each one request on an object store)
         self._local = threading.local()
+        self._tail: tuple[int, bytes] | None = None  # remote files: (offset, bytes) read at the open
         try:
             self.size = self._source.size
-            self.footer = self._read_footer()
+            self.footer = self._open_footer(immutable and self._source.remote)
         except CorruptFileError as exc:
             self.close()
             raise exc.with_context(path=self.path) from None
@@ -120,11 +143,21 @@ class RcfmtFile:
         return self._source.remote
 
     # ------------------------------------------------------------------ raw I/O
+    def _from_tail(self, offset: int, length: int):
+        """The bytes ``[offset, offset + length)`` if the tail read at the open holds them."""
+        tail = self._tail
+        if tail is None or offset < tail[0] or offset + length > tail[0] + len(tail[1]):
+            return None
+        return memoryview(tail[1])[offset - tail[0] : offset - tail[0] + length]
+
     def read_range(self, offset: int, length: int) -> bytes:
         """Exactly ``length`` bytes at ``offset`` (CorruptFileError if the file is shorter)."""
         if offset < 0 or length < 0 or offset + length > self.size:
             raise CorruptFileError(f"range [{offset}, {offset + length}) lies outside the file of {self.size} bytes",
                                    path=self.path, offset=offset)
+        held = self._from_tail(offset, length)
+        if held is not None:
+            return held.tobytes()
         data = self._source.read_at(offset, length)
         if len(data) != length:
             raise CorruptFileError("file shrank while reading", path=self.path, offset=offset)
@@ -158,6 +191,16 @@ class RcfmtFile:
         view = memoryview(buf)
         ranges = list(zip(starts.tolist(), ends.tolist()))
 
+        if self._tail is not None:  # ranges the open's tail read holds are copied from it
+            rest = []
+            for a, b in ranges:
+                held = self._from_tail(a, b - a)
+                if held is None:
+                    rest.append((a, b))
+                else:
+                    view[a - lo : b - lo] = held
+            ranges = rest
+
         def fetch(r):
             a, b = r
             if self._source.read_into(a, view[a - lo : b - lo]) != b - a:
@@ -171,15 +214,34 @@ class RcfmtFile:
         self._count(len(ranges), sum(b - a for a, b in ranges))
         return buf
 
+    def _open_footer(self, cacheable: bool) -> FileMetaData:
+        """The footer: from the footer cache when ``cacheable`` and cached (checked as this
+        open asks), else read (and then cached when ``cacheable``)."""
+        key = (self.path, self.size)
+        if cacheable:
+            hit = FOOTERS.get(key)
+            if hit is not None and (hit.verified or not self.verify_checksums):
+                self._tail = (hit.start, hit.tail)
+                return hit.footer
+        footer = self._read_footer()
+        if cacheable:
+            start, tail = self._tail
+            FOOTERS.put(key, CachedTail(footer, start, tail, self.verify_checksums), self._footer_length)
+        return footer
+
     def _read_footer(self) -> FileMetaData:
         if self.size < HEADER_SIZE + TAIL_SIZE:
             raise CorruptFileError(f"file of {self.size} bytes is too short to be rcfmt")
         # one read of the tail, which holds the footer of most files (and the header of
         # small ones); on object storage that is the whole open: the header's magic and
         # version repeat what the footer's checksum-covered format_version says
-        whole = self.size <= _TAIL_READ
-        end = self.read_range(0 if whole else self.size - _TAIL_READ, self.size if whole else _TAIL_READ)
-        head = end[:HEADER_SIZE] if whole else None if self._source.remote else self.read_range(0, HEADER_SIZE)
+        remote = self._source.remote
+        tail_len = _tail_length(self.size, remote)
+        whole = tail_len == self.size
+        end = self.read_range(self.size - tail_len, tail_len)
+        if remote:
+            self._tail = (self.size - tail_len, end)
+        head = end[:HEADER_SIZE] if whole else None if remote else self.read_range(0, HEADER_SIZE)
         if head is not None:
             magic, version = HEADER.unpack(head)
             if magic != MAGIC:
@@ -196,6 +258,7 @@ class RcfmtFile:
         footer_start = self.size - TAIL_SIZE - footer_len
         if footer_len < 4 or footer_start < HEADER_SIZE:
             raise CorruptFileError(f"footer length {footer_len} does not fit in the file", offset=self.size - TAIL_SIZE)
+        self._footer_length = footer_len
         if footer_len + TAIL_SIZE <= end_len:
             footer = end[end_len - TAIL_SIZE - footer_len : end_len - TAIL_SIZE]
         else:
