@@ -1,5 +1,5 @@
-"""Command line: ``rcfmt inspect FILE|DATASET`` shows what a file or dataset holds;
-``rcfmt convert``.
+"""Command line: ``rcfmt inspect FILE|DATASET`` shows what a file or dataset holds
+(local paths and object-store URIs); ``rcfmt convert``.
 
 ``inspect FILE`` prints the schema, the blocks, and per column the encodings and
 codecs chosen, stored and uncompressed sizes, null/NaN counts and the file-wide
@@ -143,6 +143,15 @@ def describe_dataset(path) -> str:
     return "\n".join(lines)
 
 
+def _is_dataset(path: str) -> bool:
+    """A directory, or an object-store prefix (anything there but a single object)."""
+    from .storage import is_remote, remote_kind
+
+    if is_remote(path):
+        return remote_kind(path) == "dir"
+    return os.path.isdir(path)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="rcfmt", description="Inspect and convert rcfmt files.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -156,7 +165,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "inspect":
-            if os.path.isdir(args.path):
+            if _is_dataset(args.path):
                 print(describe_dataset(args.path))
             else:
                 with RcfmtFile(args.path) as f:

@@ -401,6 +401,21 @@ def test_cli_inspects_an_object(remote_file):
     assert str(ROWS) in proc.stdout.replace(",", "")
 
 
+def test_cli_inspects_a_remote_dataset(remote_dataset):
+    import subprocess
+    import sys
+
+    uri, _, _ = remote_dataset
+    proc = subprocess.run([sys.executable, "-m", "rcfmt.cli", "inspect", uri], capture_output=True, text=True,
+                          timeout=120, env=dict(os.environ))
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout.replace(",", "")
+    assert f"dataset: {uri}" in out and "version: 2" in out and f"rows:    {ROWS}" in out and "partitioned by: p" in out
+    missing = subprocess.run([sys.executable, "-m", "rcfmt.cli", "inspect", f"s3://{BUCKET}/no/such"],
+                             capture_output=True, text=True, timeout=120, env=dict(os.environ))
+    assert missing.returncode == 1 and "rcfmt: error:" in missing.stderr
+
+
 # ---------------------------------------------------------------- datasets
 def _upload_tree(client, local_root, prefix: str) -> None:
     for dirpath, _, filenames in os.walk(local_root):
