@@ -25,6 +25,7 @@ never taken for a relative local path (which would quietly write ``./s3:/bucket/
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import stat
@@ -34,7 +35,8 @@ from urllib.parse import unquote, urlsplit
 from .errors import InvalidOptionError, RcfmtError, StorageError, UnsupportedError
 
 __all__ = ["local_path", "open_input", "open_output", "ByteSource", "ByteSink", "is_remote", "remote_kind",
-           "list_names", "list_sizes", "list_tree", "delete_files", "check_commit_support", "create_if_absent"]
+           "list_names", "list_sizes", "list_tree", "delete_files", "check_commit_support", "create_if_absent",
+           "s3_settings", "S3_SETTINGS"]
 
 _URI = re.compile(r"\A([A-Za-z][A-Za-z0-9+.\-]*)://")
 
@@ -416,7 +418,7 @@ def create_if_absent(uri: str, data: bytes) -> bool:
     from botocore.exceptions import BotoCoreError, ClientError
 
     parts = urlsplit(uri)
-    client = boto3.client("s3")
+    client = boto3.client("s3", **_boto3_arguments(_S3_SETTINGS))
     try:
         client.put_object(Bucket=parts.netloc, Key=parts.path.lstrip("/"), Body=data, IfNoneMatch="*")
     except ClientError as exc:
@@ -439,10 +441,94 @@ def is_remote(where) -> bool:
     return m is not None and m.group(1).lower() != "file"
 
 
+# ------------------------------------------------------------------ S3 client settings
+#: the settings :func:`s3_settings` accepts
+S3_SETTINGS = ("endpoint", "region", "access_key", "secret_key", "session_token")
+_S3_SETTINGS: dict | None = None  # in force: they take precedence over the environment
+_S3_FILESYSTEMS: dict = {}  # one client per distinct settings
+_S3_LOCK = threading.Lock()
+
+
+def _check_s3_settings(settings) -> dict:
+    settings = {k: v for k, v in dict(settings).items() if v is not None}
+    unknown = sorted(set(settings) - set(S3_SETTINGS))
+    if unknown:
+        raise InvalidOptionError(f"unknown S3 settings {unknown}; known: {list(S3_SETTINGS)}")
+    for key, value in settings.items():
+        if not isinstance(value, str) or not value:
+            raise InvalidOptionError(f"S3 setting {key} must be a non-empty string")
+    if ("access_key" in settings) != ("secret_key" in settings):
+        raise InvalidOptionError("S3 settings need access_key and secret_key together")
+    if "session_token" in settings and "access_key" not in settings:
+        raise InvalidOptionError("the S3 setting session_token needs access_key and secret_key")
+    return settings
+
+
+@contextlib.contextmanager
+def s3_settings(settings):
+    """Within the block, ``s3://`` URIs are read and written with these client settings
+    (``endpoint``, e.g. ``http://127.0.0.1:9000`` or ``s3.eu-west-1.amazonaws.com``;
+    ``region``; ``access_key`` and ``secret_key``; ``session_token``) instead of what
+    the environment says (``AWS_*``); settings left out still come from there. None or
+    empty: the environment alone. The settings hold for the whole process, for Spark's
+    Python workers (one task at a time each): not for threads that need different ones
+    at once."""
+    global _S3_SETTINGS
+    checked = _check_s3_settings(settings) if settings else None
+    with _S3_LOCK:
+        saved, _S3_SETTINGS = _S3_SETTINGS, checked
+    try:
+        yield
+    finally:
+        with _S3_LOCK:
+            _S3_SETTINGS = saved
+
+
+def _endpoint_parts(endpoint: str) -> tuple[str, str]:
+    """``(scheme, host[:port])`` of an endpoint written with or without a scheme (the
+    Hadoop spelling ``fs.s3a.endpoint`` has none: https)."""
+    if "://" in endpoint:
+        scheme, rest = endpoint.split("://", 1)
+        return scheme.lower(), rest.rstrip("/")
+    return "https", endpoint.rstrip("/")
+
+
+def _s3_filesystem(settings: dict):
+    import pyarrow.fs as pafs
+
+    key = tuple(sorted(settings.items()))
+    with _S3_LOCK:
+        fs = _S3_FILESYSTEMS.get(key)
+        if fs is None:
+            kwargs = {k: settings[k] for k in ("region", "access_key", "secret_key", "session_token") if k in settings}
+            if "endpoint" in settings:
+                kwargs["scheme"], kwargs["endpoint_override"] = _endpoint_parts(settings["endpoint"])
+            fs = _S3_FILESYSTEMS[key] = pafs.S3FileSystem(**kwargs)
+        return fs
+
+
+def _boto3_arguments(settings: dict | None) -> dict:
+    if not settings:
+        return {}
+    out = {}
+    if "endpoint" in settings:
+        scheme, host = _endpoint_parts(settings["endpoint"])
+        out["endpoint_url"] = f"{scheme}://{host}"
+    for ours, theirs in (("region", "region_name"), ("access_key", "aws_access_key_id"),
+                         ("secret_key", "aws_secret_access_key"), ("session_token", "aws_session_token")):
+        if ours in settings:
+            out[theirs] = settings[ours]
+    return out
+
+
 def _from_uri(uri: str):
     import pyarrow as pa
     import pyarrow.fs as pafs
 
+    settings = _S3_SETTINGS
+    if settings and uri[:5].lower() == "s3://":
+        path = urlsplit(uri)
+        return _s3_filesystem(settings), f"{path.netloc}{unquote(path.path)}".rstrip("/")
     try:
         return pafs.FileSystem.from_uri(uri)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError) as exc:

@@ -2,13 +2,25 @@
 validated in one place. Spark passes option keys case-insensitively; values are strings."""
 from __future__ import annotations
 
+import functools
+import inspect
 import os
 
 import pyarrow as pa
 
 from rcfmt.errors import InvalidOptionError
 
-__all__ = ["ReadOptions", "WriteOptions", "lower_keys"]
+__all__ = ["ReadOptions", "WriteOptions", "lower_keys", "s3_options", "with_s3_settings"]
+
+#: options that set the S3 client: rcfmt's names, and the Hadoop S3A names users already
+#: set for Spark (``fs.s3a.*``, also spelled as in SparkConf: ``spark.hadoop.fs.s3a.*``)
+S3_OPTION_NAMES = {
+    "endpoint": ("s3.endpoint", "fs.s3a.endpoint"),
+    "region": ("s3.region", "fs.s3a.endpoint.region"),
+    "access_key": ("s3.accessKey", "fs.s3a.access.key"),
+    "secret_key": ("s3.secretKey", "fs.s3a.secret.key"),
+    "session_token": ("s3.sessionToken", "fs.s3a.session.token"),
+}
 
 
 def lower_keys(options) -> dict:
@@ -47,6 +59,48 @@ def _list(opts: dict, key: str) -> list[str] | None:
     return [p.strip() for p in str(raw).split(",") if p.strip()]
 
 
+def s3_options(opts: dict) -> dict | None:
+    """The S3 client settings (:func:`rcfmt.storage.s3_settings`) the options give, or
+    None (the environment's ``AWS_*`` alone)."""
+    out = {}
+    for setting, names in S3_OPTION_NAMES.items():
+        for name in names:
+            for key in (name.lower(), "spark.hadoop." + name.lower()) if name.startswith("fs.") else (name.lower(),):
+                value = opts.get(key)
+                if value is not None and str(value).strip():
+                    if setting in out and out[setting] != str(value).strip():
+                        raise InvalidOptionError(f"S3 option {name} is given twice with different values")
+                    out[setting] = str(value).strip()
+    if not out:
+        return None
+    from rcfmt.storage import _check_s3_settings
+
+    return _check_s3_settings(out)
+
+
+def with_s3_settings(method):
+    """Run ``method`` (a function or a generator function) with the S3 client settings
+    of ``self.options.s3`` in force: every entry point Spark calls in a Python worker."""
+    if inspect.isgeneratorfunction(method):
+        @functools.wraps(method)
+        def generator(self, *args, **kwargs):
+            from rcfmt.storage import s3_settings
+
+            with s3_settings(self.options.s3):
+                yield from method(self, *args, **kwargs)
+
+        return generator
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        from rcfmt.storage import s3_settings
+
+        with s3_settings(self.options.s3):
+            return method(self, *args, **kwargs)
+
+    return wrapper
+
+
 def _path(opts: dict, remote_ok: bool = False) -> str:
     """The dataset path of the options: local (Hadoop's ``file:/abs/path`` too) or,
     with ``remote_ok``, an ``s3://`` URI (Hadoop's ``s3a://`` spelling is taken for it:
@@ -76,6 +130,7 @@ class ReadOptions:
     def __init__(self, options):
         opts = lower_keys(options)
         self.path = _path(opts, remote_ok=True)
+        self.s3 = s3_options(opts)
         self.version = _int(opts, "version", None)
         self.max_partition_bytes = _int(opts, "maxPartitionBytes", 128 << 20)
         self.min_partitions = _int(opts, "minPartitions", 2 * (os.cpu_count() or 1))
@@ -129,6 +184,7 @@ class WriteOptions:
     def __init__(self, options):
         opts = lower_keys(options)
         self.path = _path(opts, remote_ok=True)
+        self.s3 = s3_options(opts)
         self.writer_options = {}
         for key, name, lo in (("blockRows", "block_rows", 1), ("pageSize", "page_size", 64),
                               ("pageRows", "page_rows", 1), ("statsTruncate", "stats_truncate", 1),

@@ -26,7 +26,7 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
 from .filters import translate_all
-from .options import ReadOptions
+from .options import ReadOptions, with_s3_settings
 from .types import BatchConverter, spark_arrow_schema, to_spark_type
 
 __all__ = ["RcfmtReader", "RcfmtPushdownReader", "RcfmtInputPartition", "plan_partitions", "read_scan_stats"]
@@ -161,9 +161,13 @@ class RcfmtReader(DataSourceReader):
     """Reader without filter pushdown (used where Spark does not push filters)."""
 
     def __init__(self, options, schema: StructType):
+        self.options = options if isinstance(options, ReadOptions) else ReadOptions(options)
+        self._open(schema)
+
+    @with_s3_settings
+    def _open(self, schema: StructType) -> None:
         from rcfmt.dataset import Dataset
 
-        self.options = options if isinstance(options, ReadOptions) else ReadOptions(options)
         ds = Dataset.open(self.options.path, version=self.options.version)
         self._ds = ds
         self.version = ds.version
@@ -209,6 +213,7 @@ class RcfmtReader(DataSourceReader):
             return self.relation_filter
         return self.relation_filter & self.filter
 
+    @with_s3_settings
     def partitions(self) -> list:
         from rcfmt.dataset import prune_blocks
 
@@ -240,6 +245,7 @@ class RcfmtReader(DataSourceReader):
                 "partitions": len(groups), "filter": repr(plan_filter)})
         return [RcfmtInputPartition(i, g, p) for i, (g, p) in enumerate(zip(groups, pruned_groups))]
 
+    @with_s3_settings
     def read(self, partition):
         from rcfmt.dataset import scan_fragments
 
@@ -278,6 +284,7 @@ class RcfmtPushdownReader(RcfmtReader):
     on Spark 4.1-4.3 all filters are handed back and Spark re-applies them, as with its
     own Parquet source (see :mod:`spark_datasource.source` for why)."""
 
+    @with_s3_settings
     def pushFilters(self, filters):
         names = dict(zip(self.spark_names, self.columns))
         schema = pa.schema([self.dataset_schema.field(n) for n in dict.fromkeys(self.columns)])

@@ -88,8 +88,12 @@ class RcfmtDataSource(DataSource):
         from .options import ReadOptions
         from .types import to_spark_schema
 
+        from rcfmt.storage import s3_settings
+
         opts = ReadOptions(self.options)
-        return to_spark_schema(opts.relation_schema(Dataset.open(opts.path, version=opts.version).schema))
+        with s3_settings(opts.s3):
+            schema = Dataset.open(opts.path, version=opts.version).schema
+        return to_spark_schema(opts.relation_schema(schema))
 
     def reader(self, schema):
         from .reader import RcfmtPushdownReader, RcfmtReader

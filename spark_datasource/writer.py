@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
-from .options import WriteOptions
+from .options import WriteOptions, with_s3_settings
 from .types import to_rcfmt_schema
 
 __all__ = ["RcfmtWriter", "RcfmtCommitMessage"]
@@ -37,13 +37,17 @@ class RcfmtCommitMessage(WriterCommitMessage):
 
 class RcfmtWriter(DataSourceArrowWriter):
     def __init__(self, options, schema: StructType, overwrite: bool):
+        self.options = options if isinstance(options, WriteOptions) else WriteOptions(options)
+        self._begin(schema, overwrite)
+
+    @with_s3_settings
+    def _begin(self, schema: StructType, overwrite: bool) -> None:
         from rcfmt.dataset import begin_write
         from rcfmt.dataset.log import staging_root
         from rcfmt.storage import is_remote
         from rcfmt.errors import CommitConflictError
         from rcfmt.file.writer import WriteOptions as FileWriteOptions
 
-        self.options = options if isinstance(options, WriteOptions) else WriteOptions(options)
         self.mode = "overwrite" if overwrite else "append"
         arrow_schema = to_rcfmt_schema(schema)
         self.plan = begin_write(self.options.path, arrow_schema, partition_by=self.options.partition_by,
@@ -67,6 +71,7 @@ class RcfmtWriter(DataSourceArrowWriter):
             os.makedirs(self.staging, exist_ok=True)
 
     # ------------------------------------------------------------------ executors
+    @with_s3_settings
     def write(self, iterator) -> RcfmtCommitMessage:
         from pyspark import TaskContext
         from rcfmt.dataset import FileSetWriter
@@ -92,6 +97,7 @@ class RcfmtWriter(DataSourceArrowWriter):
         return RcfmtCommitMessage(files)
 
     # ------------------------------------------------------------------ driver
+    @with_s3_settings
     def commit(self, messages) -> None:
         from rcfmt.dataset import commit
         from rcfmt.dataset.log import remove_tree
@@ -108,6 +114,7 @@ class RcfmtWriter(DataSourceArrowWriter):
             if not self.remote:
                 remove_tree(self.staging)
 
+    @with_s3_settings
     def abort(self, messages) -> None:
         from rcfmt.dataset.log import remove_tree
         from rcfmt.storage import delete_files

@@ -81,3 +81,44 @@ def test_spark_options_take_file_uris_and_refuse_others():
         assert options({"path": "S3://bucket/t"}).path == "s3://bucket/t"
         with pytest.raises(UnsupportedError, match="gs:// URIs"):
             options({"path": "gs://bucket/t"})
+
+
+def test_spark_s3_options_in_rcfmt_and_hadoop_spellings():
+    pytest.importorskip("pyspark")
+    from spark_datasource.options import ReadOptions, WriteOptions
+
+    hadoop = {"path": "s3a://b/t", "fs.s3a.endpoint": "http://127.0.0.1:9000", "fs.s3a.access.key": "AK",
+              "fs.s3a.secret.key": "SK", "fs.s3a.endpoint.region": "eu-west-1"}
+    ours = {"path": "s3://b/t", "s3.endpoint": "http://127.0.0.1:9000", "S3.AccessKey": "AK", "s3.secretKey": "SK",
+            "s3.region": "eu-west-1"}
+    conf = {"path": "s3://b/t", **{f"spark.hadoop.{k}": v for k, v in hadoop.items() if k != "path"}}
+    want = {"endpoint": "http://127.0.0.1:9000", "access_key": "AK", "secret_key": "SK", "region": "eu-west-1"}
+    for options in (ReadOptions, WriteOptions):
+        for given in (hadoop, ours, conf):
+            assert options(given).s3 == want and options(given).path == "s3://b/t"
+        assert options({"path": "s3://b/t"}).s3 is None  # the environment's AWS_* alone
+        with pytest.raises(rcfmt.InvalidOptionError, match="together"):
+            options({"path": "s3://b/t", "s3.accessKey": "AK"})
+        with pytest.raises(rcfmt.InvalidOptionError, match="twice"):
+            options({"path": "s3://b/t", "s3.region": "a", "fs.s3a.endpoint.region": "b"})
+
+
+def test_s3_settings_choose_the_client_and_are_undone_after():
+    import pyarrow.fs as pafs
+
+    from rcfmt.storage import _from_uri, s3_settings
+
+    settings = {"endpoint": "http://127.0.0.1:9", "region": "us-east-1", "access_key": "a", "secret_key": "b"}
+    with s3_settings(settings):
+        fs, path = _from_uri("s3://bkt/dir/a%20b.rcfmt")
+        assert isinstance(fs, pafs.S3FileSystem) and path == "bkt/dir/a b.rcfmt"
+        assert fs.region == "us-east-1" and _from_uri("s3://other/x")[0] is fs  # one client per settings
+        with s3_settings(None):
+            from rcfmt import storage
+
+            assert storage._S3_SETTINGS is None
+        assert storage._S3_SETTINGS == settings
+    assert storage._S3_SETTINGS is None
+    with pytest.raises(rcfmt.InvalidOptionError, match="unknown S3 settings"):
+        with s3_settings({"endpoint_url": "x"}):
+            pass

@@ -76,3 +76,45 @@ def test_spark_reads_an_s3_dataset(s3_env):
     assert sorted(ds.to_table(filter=rcfmt.col("id") >= 100_000).column("id").to_pylist()) == list(range(100_000, 100_500))
     keys = [o["Key"] for o in boto3.client("s3").list_objects_v2(Bucket="spark", Prefix="ds/")["Contents"]]
     assert not [k for k in keys if "_staging" in k or k.endswith("-tmp")]
+
+
+SCRIPT_OPTIONS = r"""
+import json, sys
+from pyspark.sql import SparkSession, functions as F
+spark = (SparkSession.builder.master("local[2]").appName("rcfmt-s3-options").config("spark.ui.enabled", "false")
+         .config("spark.sql.session.timeZone", "UTC").getOrCreate())
+spark.sparkContext.setLogLevel("ERROR")
+path, endpoint = sys.argv[1], sys.argv[2]
+hadoop = {"fs.s3a.endpoint": endpoint, "fs.s3a.access.key": "testing", "fs.s3a.secret.key": "testing",
+          "fs.s3a.endpoint.region": "us-east-1"}
+ours = {"s3.endpoint": endpoint, "s3.accessKey": "testing", "s3.secretKey": "testing", "s3.region": "us-east-1"}
+df = spark.read.format("rcfmt").options(**hadoop).load(path)
+out = {"count": df.count(),
+       "filtered": sorted(r.id for r in df.filter((F.col("id") >= 1000) & (F.col("id") < 1010)).collect())}
+extra = spark.range(100000, 100300).select(F.col("id"), (F.col("id") * 0.5).alias("x"), (F.col("id") % 3).alias("p"))
+extra.write.format("rcfmt").options(**ours).mode("append").save(path)
+out["after_append"] = spark.read.format("rcfmt").options(**ours).load(path).count()
+print("RESULT " + json.dumps(out))
+spark.stop()
+"""
+
+
+def test_spark_takes_s3_endpoint_and_credentials_from_options(s3_env):
+    """No AWS_* in the environment of the driver or the Python workers: the endpoint,
+    region and keys come from the read options (Hadoop's fs.s3a.* names) and the write
+    options (rcfmt's s3.* names), and the write commits through them too."""
+    n = 6_000
+    t = pa.table({"id": np.arange(n), "x": np.random.default_rng(5).random(n), "p": np.arange(n) % 3})
+    rcfmt.write_dataset(t, "s3://spark/opts", partition_by="p", target_file_rows=2000)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update({"AWS_EC2_METADATA_DISABLED": "true", "AWS_CONFIG_FILE": os.devnull,
+                "AWS_SHARED_CREDENTIALS_FILE": os.devnull, "PYSPARK_PYTHON": sys.executable,
+                "PYTHONPATH": os.pathsep.join([ROOT, *filter(None, [os.environ.get("PYTHONPATH")])])})
+    proc = subprocess.run([sys.executable, "-c", SCRIPT_OPTIONS, "s3a://spark/opts", s3_env["AWS_ENDPOINT_URL"]],
+                          env=env, capture_output=True, text=True, timeout=600)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    assert proc.returncode == 0 and lines, proc.stderr[-3000:]
+    out = json.loads(lines[-1][len("RESULT "):])
+    assert out == {"count": n, "filtered": list(range(1000, 1010)), "after_append": n + 300}
+    ds = rcfmt.dataset("s3://spark/opts")
+    assert ds.version == 2 and ds.num_rows == n + 300
