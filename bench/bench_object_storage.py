@@ -1,16 +1,18 @@
 """Skipping on object storage: requests, bytes and time of rcfmt against pyarrow reading
 Parquet (with its page index) from the same S3 server, in the same run (issue 13).
 
-An S3 API server (moto, in-process, 127.0.0.1) holds the natural-order lineitem files
-of bench_skipping.py (rcfmt, and Parquet written by pyarrow with zstd and a page
-index); a counting proxy in front of it (tests/local_s3.py) sees every request both
-engines make. Queries: an open (footer), Q_b (point lookup on l_orderkey, all columns),
-Q_a (one-week l_shipdate AND ~1% l_partkey, all columns) and Q6 (its predicate, two
-columns, summed). Each engine's result is checked against the in-memory reference.
+An S3 API server (moto, in-process, 127.0.0.1) holds the lineitem SF1 files of
+bench_skipping.py in natural order and Z-ordered on (l_shipdate, l_partkey) (rcfmt, and
+Parquet written by pyarrow with zstd and a page index); a counting proxy in front of it
+(tests/local_s3.py) sees every request both engines make. Queries: an open (footer),
+Q_p (point lookup on the Z-order keys: one part shipped on one day, all columns; Z-order
+file only), Q_b (point lookup on l_orderkey, all columns), Q_a (one-week l_shipdate AND
+~1% l_partkey, all columns) and Q6 (its predicate, two columns, summed). Each engine's
+result is checked against the in-memory reference.
 
-The server answers from memory on this machine, so times show per-request overheads
-and bytes moved, not a real network's latency: on S3 each request costs ~10-100 ms,
-so the request counts are what to compare.
+Times are given twice: as the server answers from memory on this machine (per-request
+overheads and bytes moved), and with 5 ms added to every request by the proxy (a
+nearby object store; S3 itself answers in ~10-100 ms).
 
     python bench/bench_object_storage.py --repeat 3
 """
@@ -22,6 +24,7 @@ import sys
 import time
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
 import pyarrow.fs as pafs
@@ -41,23 +44,51 @@ import rcfmt  # noqa: E402
 BUCKET = "bench"
 
 
-def _pyarrow_query(q: str, fs, key: str, c):
-    filt = peers._predicate(q, c, pads.field)
+LATENCY = 0.005  # seconds added to every request in the "+5 ms" timings
+
+
+def _point_constants(table, c):
+    """``(l_partkey, l_shipdate)`` of the row at 61% of the table (so it exists)."""
+    row = table.slice(int(0.61 * table.num_rows), 1)
+    return row.column("l_partkey")[0].as_py(), row.column("l_shipdate")[0].as_py()
+
+
+def _rcfmt_point(uri: str, point):
+    pk, day = point
+    return rcfmt.read_table(uri, filter=(rcfmt.col("l_partkey") == pk) & (rcfmt.col("l_shipdate") == day))
+
+
+def _pyarrow_query(q: str, fs, key: str, c, point):
+    if q == "Q_p":
+        pk, day = point
+        filt = (pads.field("l_partkey") == pa.scalar(pk, pa.int64())) & (
+            pads.field("l_shipdate") == pa.scalar(day, pa.date32()))
+    else:
+        filt = peers._predicate(q, c, pads.field)
     if q == "Q_c":
         t = pq.read_table(key, filesystem=fs, columns=peers.Q_C_COLUMNS, filters=filt)
         return pc.sum(pc.multiply(t["l_extendedprice"], t["l_discount"]))
     return pq.read_table(key, filesystem=fs, filters=filt)
 
 
+#: the queries of each layout
+MATRIX = {"natural_128k": ("open", "Q_b", "Q_a", "Q_c"), "zorder_128k": ("open", "Q_p", "Q_b", "Q_a", "Q_c")}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--layouts", default=",".join(MATRIX))
     args = ap.parse_args(argv)
     import boto3
     from moto.server import ThreadedMotoServer
 
-    print_header("Object storage: requests, bytes and time, lineitem SF1 natural order")
-    table, c, ppaths, ref = peers.prepare(1, layouts=("natural_128k",))
+    layouts = [lay for lay in args.layouts.split(",") if lay]
+    print_header("Object storage: requests, bytes and time, lineitem SF1")
+    table, c, ppaths, ref = peers.prepare(1, layouts=tuple(layouts))
+    point = _point_constants(table, c)
+    ref["Q_p"] = peers.summarise_arrow("Q_p", table.filter(pc.and_(
+        pc.equal(table["l_partkey"], point[0]), pc.equal(table["l_shipdate"], pa.scalar(point[1], pa.date32())))))
     rpaths = bench_skipping.build_rcfmt(ppaths)
     del table
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
@@ -67,59 +98,76 @@ def main(argv=None) -> int:
            "AWS_EC2_METADATA_DISABLED": "true"}
     os.environ.update(env)
     rows = []
-    results = {}
+    results = {"point": [point[0], str(point[1])]}
     try:
         client = boto3.client("s3", endpoint_url=f"http://{host}:{port}")
         client.create_bucket(Bucket=BUCKET)
-        keys = {"rcfmt": "lineitem.rcfmt", "parquet": "lineitem.parquet"}
-        client.upload_file(str(rpaths["natural_128k"]), BUCKET, keys["rcfmt"])
-        client.upload_file(str(ppaths["natural_128k"]), BUCKET, keys["parquet"])
         with S3Proxy(f"http://{host}:{port}") as proxy:
             os.environ["AWS_ENDPOINT_URL"] = proxy.endpoint
             fs = pafs.S3FileSystem(endpoint_override=proxy.endpoint.removeprefix("http://"), scheme="http",
                                    region="us-east-1", access_key="bench", secret_key="bench")
-            uri = f"s3://{BUCKET}/{keys['rcfmt']}"
-            pkey = f"{BUCKET}/{keys['parquet']}"
+            for lay in layouts:
+                keys = {"rcfmt": f"lineitem_{lay}.rcfmt", "pyarrow": f"lineitem_{lay}.parquet"}
+                client.upload_file(str(rpaths[lay]), BUCKET, keys["rcfmt"])
+                client.upload_file(str(ppaths[lay]), BUCKET, keys["pyarrow"])
+                uri = f"s3://{BUCKET}/{keys['rcfmt']}"
+                pkey = f"{BUCKET}/{keys['pyarrow']}"
 
-            def run(engine, q):
-                if engine == "rcfmt":
+                def run(engine, q):
+                    if engine == "rcfmt":
+                        if q == "open":
+                            with rcfmt.open(uri) as f:
+                                return f.num_rows
+                        if q == "Q_p":
+                            return _rcfmt_point(uri, point)
+                        return bench_skipping.run_rcfmt(q, uri, c, threads=True)
                     if q == "open":
-                        with rcfmt.open(uri) as f:
-                            return f.num_rows
-                    return bench_skipping.run_rcfmt(q, uri, c, threads=True)
-                if q == "open":
-                    return pq.ParquetFile(pkey, filesystem=fs).metadata.num_rows
-                return _pyarrow_query(q, fs, pkey, c)
+                        return pq.ParquetFile(pkey, filesystem=fs).metadata.num_rows
+                    return _pyarrow_query(q, fs, pkey, c, point)
 
-            for q in ("open", "Q_b", "Q_a", "Q_c"):
-                cell = {}
-                for engine, key in (("rcfmt", keys["rcfmt"]), ("pyarrow", keys["parquet"])):
-                    proxy.reset_counts()
-                    result = run(engine, q)
-                    requests, nbytes = proxy.counts(key)
-                    if q == "open":
-                        ok = result == 6_001_215
-                    else:
-                        ok = peers.check_result(peers.summarise_arrow(q, result), ref[q])
+                def best_of(engine, q):
                     best = float("inf")
                     for _ in range(args.repeat):
                         t0 = time.perf_counter()
                         run(engine, q)
                         best = min(best, time.perf_counter() - t0)
-                    cell[engine] = (requests, nbytes, best, ok)
-                r, p = cell["rcfmt"], cell["pyarrow"]
-                rows.append([q, r[0], p[0], f"{r[1] / 1e6:.2f} MB", f"{p[1] / 1e6:.2f} MB", f"{r[2] * 1e3:.1f}",
-                             f"{p[2] * 1e3:.1f}", f"{p[0] / max(r[0], 1):.1f}x", f"{p[1] / max(r[1], 1):.1f}x",
-                             "yes" if r[3] and p[3] else "NO"])
-                results[q] = {"rcfmt": cell["rcfmt"], "pyarrow": cell["pyarrow"]}
-                print(f"  {q}: rcfmt {r[0]} requests {r[1] / 1e6:.2f} MB {r[2] * 1e3:.1f} ms; "
-                      f"pyarrow {p[0]} requests {p[1] / 1e6:.2f} MB {p[2] * 1e3:.1f} ms", flush=True)
+                    return best
+
+                for q in MATRIX[lay]:
+                    cell = {}
+                    for engine in ("rcfmt", "pyarrow"):
+                        proxy.fault = None
+                        proxy.reset_counts()
+                        result = run(engine, q)
+                        requests, nbytes = proxy.counts(keys[engine])
+                        if q == "open":
+                            ok = result == 6_001_215
+                        else:
+                            ok = peers.check_result(peers.summarise_arrow(q, result), ref[q])
+                        fast = best_of(engine, q)
+                        proxy.fault = lambda number, method, path: ("stall", LATENCY)
+                        slow = best_of(engine, q)
+                        proxy.fault = None
+                        cell[engine] = {"requests": requests, "bytes": nbytes, "seconds": fast,
+                                        "seconds_5ms": slow, "correct": ok}
+                    r, p = cell["rcfmt"], cell["pyarrow"]
+                    rows.append([lay, q, r["requests"], p["requests"], f"{r['bytes'] / 1e6:.2f} MB",
+                                 f"{p['bytes'] / 1e6:.2f} MB", f"{r['seconds'] * 1e3:.1f}",
+                                 f"{p['seconds'] * 1e3:.1f}", f"{r['seconds_5ms'] * 1e3:.1f}",
+                                 f"{p['seconds_5ms'] * 1e3:.1f}", f"{p['bytes'] / max(r['bytes'], 1):.1f}x",
+                                 "yes" if r["correct"] and p["correct"] else "NO"])
+                    results[f"{lay}/{q}"] = cell
+                    print(f"  {lay} {q}: rcfmt {r['requests']} requests {r['bytes'] / 1e6:.2f} MB "
+                          f"{r['seconds'] * 1e3:.1f} / {r['seconds_5ms'] * 1e3:.1f} ms; pyarrow {p['requests']} "
+                          f"requests {p['bytes'] / 1e6:.2f} MB {p['seconds'] * 1e3:.1f} / "
+                          f"{p['seconds_5ms'] * 1e3:.1f} ms", flush=True)
     finally:
         server.stop()
-    print(md_table(["query", "rcfmt requests", "pyarrow requests", "rcfmt bytes", "pyarrow bytes", "rcfmt ms",
-                    "pyarrow ms", "requests pyarrow / rcfmt", "bytes pyarrow / rcfmt", "correct"], rows))
+    print(md_table(["layout", "query", "rcfmt requests", "pyarrow requests", "rcfmt bytes", "pyarrow bytes",
+                    "rcfmt ms", "pyarrow ms", "rcfmt ms +5 ms/req", "pyarrow ms +5 ms/req", "bytes pyarrow / rcfmt",
+                    "correct"], rows))
     print("\nRequests and bytes are those of GET/HEAD answers on the data object (counted by a proxy); "
-          "rcfmt scans with threads, pyarrow with its defaults.")
+          "rcfmt scans with threads, pyarrow with its defaults. '+5 ms/req': every request answered 5 ms later.")
     write_json("object_storage", results, args)
     return 0
 
