@@ -15,13 +15,16 @@ hidden temporary object and moved over the target when complete, so a reader nev
 sees part of a file.
 
 Datasets are read from object-store URIs too (:func:`is_remote`, :func:`remote_kind`,
-:func:`list_names`: the index versions are listed, the index and the data files read
-through the same layer), and written to S3, whose conditional PUT commits a version
-(:func:`check_commit_support`, :func:`create_if_absent`). The dataset operations that
-rewrite or delete (vacuum, optimize) take local paths and ``file://`` URIs only for now
-(:func:`local_path`): any other URI is refused with
-:class:`~rcfmt.errors.UnsupportedError` before anything is read or created -- a URI is
-never taken for a relative local path (which would quietly write ``./s3:/bucket/...``).
+:func:`list_sizes`: the index versions are listed, the index and the data files read
+through the same layer), and written, optimized and vacuumed on S3, whose conditional
+PUT commits a version (:func:`check_commit_support`, :func:`create_if_absent`). On
+other stores those are refused with :class:`~rcfmt.errors.UnsupportedError` before
+anything is read or created; operations that take local paths only say so through
+:func:`local_path` -- a URI is never taken for a relative local path (which would
+quietly write ``./s3:/bucket/...``).
+
+S3 clients take their endpoint, region and credentials from the environment
+(``AWS_*``) unless :func:`s3_settings` gives them (the Spark data source's options).
 """
 from __future__ import annotations
 

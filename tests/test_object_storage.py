@@ -603,6 +603,55 @@ def test_vacuum_on_s3(s3):
     assert rcfmt.dataset(uri).to_table().equals(t.slice(5000, 100))
 
 
+def test_optimize_on_s3_clusters_and_commits_and_a_failure_leaves_nothing(s3, monkeypatch):
+    """optimize on an S3 dataset: the rewritten files go to their final keys and one
+    conditional PUT commits them; the rows stay the same multiset, the old files leave
+    the version (vacuum removes them), and a rewrite that fails midway deletes what it
+    uploaded and commits nothing. Nothing is created on the local disk."""
+    from rcfmt.dataset import optimize as optimize_module
+
+    _, client = s3
+    uri = f"s3://{BUCKET}/opt/t"
+    rng = np.random.default_rng(8)
+    n = 12_000
+    t = pa.table({"a": rng.integers(0, 1000, n), "b": rng.integers(0, 1000, n), "v": rng.random(n)})
+    for k in range(4):  # four appends: four small unclustered files
+        rcfmt.write_dataset(t.slice(k * 3000, 3000), uri)
+    before_keys = set(_keys(client, "opt/"))
+    cwd_before = set(os.listdir("."))
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("injected failure in the middle of the rewrite")
+
+    real = optimize_module._rewrite_partition
+    calls = {"n": 0}
+
+    def fail_after_upload(*args, **kwargs):  # the partition's new files are uploaded, then it fails
+        calls["n"] += 1
+        real(*args, **kwargs)
+        boom()
+
+    monkeypatch.setattr(optimize_module, "_rewrite_partition", fail_after_upload)
+    with pytest.raises(RuntimeError, match="injected"):
+        rcfmt.dataset(uri).optimize(["a", "b"], target_file_rows=4000)
+    monkeypatch.setattr(optimize_module, "_rewrite_partition", real)
+    assert calls["n"] == 1 and set(_keys(client, "opt/")) == before_keys and rcfmt.dataset(uri).version == 4
+
+    ds = rcfmt.dataset(uri).optimize(["a", "b"], target_file_rows=4000)
+    assert ds.version == 5 and ds.num_files == 3 and ds.info.get("clustering", {}).get("columns") == ["a", "b"]
+    got = ds.to_table().sort_by([("a", "ascending"), ("b", "ascending"), ("v", "ascending")])
+    assert got.equals(t.sort_by([("a", "ascending"), ("b", "ascending"), ("v", "ascending")]))
+    # clustered: the files' a-ranges barely overlap, so a point filter on a reads fewer files
+    scan = ds.scan(filter=rcfmt.col("a") == 10)
+    assert scan.read().num_rows == int(np.sum(t["a"].to_numpy() == 10)) and scan.stats.files_pruned >= 1
+    assert set(os.listdir(".")) == cwd_before  # no local ./s3:/... directory
+    from rcfmt.dataset import vacuum
+
+    removed = vacuum(uri, retention_seconds=0)
+    assert len([r for r in removed if "/_rcfmt/" not in r]) == 4  # the four files optimize replaced
+    assert rcfmt.dataset(uri).to_table().num_rows == n
+
+
 _FRESH_THREADED = r"""
 import sys, threading
 import rcfmt

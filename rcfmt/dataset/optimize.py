@@ -27,11 +27,16 @@ read: concurrent appends are kept, a concurrent rewrite or overwrite of any of t
 files raises :class:`~rcfmt.CommitConflictError` and nothing changes. The data is the
 same multiset of rows. Without clustering (none given, none recorded) ``optimize``
 compacts: partitions whose rows fit in fewer files are rewritten in their order.
+
+On object storage (S3) the new files stream straight to their final keys (no version
+names them until the commit, a conditional PUT of the index; a failure deletes them),
+and spill files go to a local temporary directory.
 """
 from __future__ import annotations
 
 import math
 import os
+import tempfile
 import uuid
 
 import numpy as np
@@ -42,6 +47,7 @@ from ..file.reader import RcfmtFile
 from ..file.writer import Writer, WriteOptions
 from ..layout import METADATA_KEY, ClusteringSpec, cluster_order
 from ..scan.expr import columns as expr_columns
+from ..storage import check_commit_support, is_remote
 from . import log
 from .index import DEFAULT_INDEX_TRUNCATE
 from .writer import (DEFAULT_TARGET_FILE_ROWS, FileSetWriter, _positive, check_clustering_columns, clustering_info,
@@ -100,9 +106,16 @@ def optimize(dataset, cluster_by=None, *, curve: str = "zorder", mapping: str = 
     read_version = dataset.version or 0
     adopt = snap.table if dataset.version is None else None
     txn = uuid.uuid4().hex
-    staging = os.path.join(log.staging_root(dataset.root), txn)
-    os.makedirs(staging)
-    writer = FileSetWriter(os.path.join(staging, "out"), snap.schema, snap.partitioning, prefix=txn[:16],
+    remote = is_remote(dataset.root)
+    if remote:  # object stores: files go straight to their final keys; spill files stay local
+        check_commit_support(dataset.root)
+        staging = tempfile.mkdtemp(prefix="rcfmt-optimize-")
+        out = dataset.root
+    else:
+        staging = os.path.join(log.staging_root(dataset.root), txn)
+        os.makedirs(staging)
+        out = os.path.join(staging, "out")
+    writer = FileSetWriter(out, snap.schema, snap.partitioning, prefix=txn[:16],
                            target_file_rows=target_file_rows, write_options=write_options, truncate=truncate,
                            metadata={OPTIMIZE_METADATA_KEY: txn})
     removed = []
