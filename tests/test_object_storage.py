@@ -559,22 +559,30 @@ def test_a_write_whose_upload_keeps_failing_leaves_no_file(s3, proxy):
     assert _keys(client, "upfail/") == []
 
 
-def test_a_scan_over_many_blocks_fetches_their_page_indexes_at_once(remote_file, server_log, large_file_reads):
+def test_a_scan_over_many_blocks_fetches_their_page_indexes_at_once(remote_file, server_log, large_file_reads,
+                                                                    monkeypatch):
     """Every kept block needs its page index: on object storage they come in one request
-    (coalesced), then each block's filter and projected columns in one request each;
-    the bloom filters, which this small file keeps right before its footer, come with
-    the open's tail read."""
+    (coalesced). Then each block costs one request: its projected columns' pages that
+    may hold matching rows ride along with the filter columns' while they hold at most
+    SPECULATIVE_FETCH_BYTES; above that, a second request fetches the selected rows'
+    pages. The bloom filters, which this small file keeps right before its footer,
+    come with the open's tail read."""
+    import rcfmt.scan.scanner as scanner
+
     uri, local, _ = remote_file
     expr = (rcfmt.col("s") == "name-5") & (rcfmt.col("x") < 0.5)
-    with rcfmt.open(uri) as f:
-        assert f.footer.bloom_region[0] >= f.size - 4096  # inside the tail read
-        server_log.lines.clear()
-        scan = f.scan(filter=expr, use_threads=False)
-        got = scan.read()
-        blocks = scan.stats.blocks_total - scan.stats.blocks_pruned_stats - scan.stats.blocks_pruned_bloom
-        assert blocks == 5
-        assert scan.stats.requests == server_log.gets("data/f.rcfmt") == 1 + 2 * blocks
-    assert got.equals(rcfmt.read_table(local, filter=expr)) and got.num_rows > 0
+    want = rcfmt.read_table(local, filter=expr)
+    for budget, per_block in ((scanner.SPECULATIVE_FETCH_BYTES, 1), (0, 2)):
+        monkeypatch.setattr(scanner, "SPECULATIVE_FETCH_BYTES", budget)
+        with rcfmt.open(uri) as f:
+            assert f.footer.bloom_region[0] >= f.size - 4096  # inside the tail read
+            server_log.lines.clear()
+            scan = f.scan(filter=expr, use_threads=False)
+            got = scan.read()
+            blocks = scan.stats.blocks_total - scan.stats.blocks_pruned_stats - scan.stats.blocks_pruned_bloom
+            assert blocks == 5
+            assert scan.stats.requests == server_log.gets("data/f.rcfmt") == 1 + per_block * blocks
+        assert got.equals(want) and got.num_rows > 0
 
 
 def test_vacuum_on_s3(s3):
@@ -804,3 +812,39 @@ def test_a_data_file_deleted_after_its_footer_was_cached_is_reported_missing(s3,
     client.delete_object(Bucket=BUCKET, Key=frag.path.removeprefix(f"s3://{BUCKET}/"))
     with pytest.raises(rcfmt.CorruptFileError, match="missing"):
         rcfmt.dataset(uri).to_table(filter=rcfmt.col("k") == n // 2)  # a block far from the tail
+
+
+def test_a_remote_point_lookup_prunes_by_page_index_before_asking_bloom_filters(s3, tmp_path, server_log):
+    """On object storage the page indexes of the blocks statistics keep come in one
+    request (the scan needs them anyway) and prune first; bloom filters, a request of
+    their own, are asked only when more than one block is left. Here statistics and
+    bloom filters keep every block (each holds a == 100 and b == 100), but only in one
+    block do both lie in the same page: the lookup costs the tail, the page indexes and
+    one read of that block's pages -- no bloom request -- with the client's HEAD, four
+    requests. (Locally the bloom filters are asked first, and keep every block.)"""
+    _, client = s3
+    n, block_rows = 300_000, 30_000
+    within = np.arange(n, dtype=np.int64) % block_rows
+    a = within.copy()
+    b = block_rows - 1 - within  # b == 100 at the end of each block, a == 100 at its start ...
+    b[4 * block_rows : 5 * block_rows] = within[:block_rows]  # ... except in block 4
+    table = pa.table({"a": a, "b": b, "v": np.random.default_rng(2).random(n)})
+    local = tmp_path / "lookup.rcfmt"
+    rcfmt.write_table(table, local, block_rows=block_rows, page_rows=2000, compression="none",
+                      bloom_filter_columns=["a", "b"])
+    client.put_object(Bucket=BUCKET, Key="data/lookup.rcfmt", Body=local.read_bytes())
+    expr = (rcfmt.col("a") == 100) & (rcfmt.col("b") == 100)
+    with rcfmt.open(local) as f:
+        assert f.size > 2 << 20 and f.footer.page_index_region[0] < f.size - 64 * 1024
+        scan = f.scan(filter=expr)
+        want = scan.read()
+        assert (scan.stats.blocks_pruned_stats, scan.stats.blocks_pruned_bloom) == (0, 0)
+        assert scan.stats.blocks_pruned_pages == f.num_blocks - 1
+    assert want.num_rows == 1 and want["v"].to_pylist() == table["v"].to_pylist()[4 * block_rows + 100 : 4 * block_rows + 101]
+    server_log.lines.clear()
+    with rcfmt.open(f"s3://{BUCKET}/data/lookup.rcfmt") as f:
+        scan = f.scan(filter=expr)
+        got = scan.read()
+    assert got.equals(want)
+    assert (scan.stats.blocks_pruned_bloom, scan.stats.blocks_pruned_pages) == (0, f.num_blocks - 1)
+    assert server_log.heads("data/lookup.rcfmt") == 1 and server_log.gets("data/lookup.rcfmt") == 3

@@ -37,6 +37,10 @@ __all__ = ["ScanStats", "FileScan", "scan_file"]
 COALESCE_GAP = 64 * 1024
 #: ... and on object storage, where a request costs as much as reading ~1 MB more
 REMOTE_COALESCE_GAP = 1 << 20
+#: on object storage a block's projected columns are fetched with its filter columns
+#: (one round trip instead of two) when the pages that may hold matching rows hold at
+#: most this much: for the same reason
+SPECULATIVE_FETCH_BYTES = 1 << 20
 
 
 @dataclass
@@ -203,11 +207,27 @@ class FileScan:
         keep[:lo] = False
         keep[hi:] = False
         self.stats.blocks_pruned_stats += int((hi - lo) - keep.sum())
-        if self.use_bloom and keep.any():
+        if self.file.remote and self.use_page_index and keep.any():
+            keep = self._remote_page_keep(keep)
+        if self.use_bloom and keep.any() and not (self.file.remote and self.use_page_index and keep.sum() < 2):
             by_bloom = self._bloom_keep(np.flatnonzero(keep))
             self.stats.blocks_pruned_bloom += int(keep.sum() - by_bloom.sum())
             keep = by_bloom
         return [int(b) for b in np.flatnonzero(keep)]
+
+    def _remote_page_keep(self, keep: np.ndarray) -> np.ndarray:
+        """On object storage, blocks are pruned by their page indexes before any bloom
+        filter is asked: the page indexes of every block kept by statistics come in one
+        request, which the scan needs anyway, while bloom filters cost a request of their
+        own -- asked only when more than one block is left, since for one block the probe
+        could save at most the request it costs."""
+        self.blocks = [int(b) for b in np.flatnonzero(keep)]  # what the page-index prefetch covers
+        keep = keep.copy()
+        for b in self.blocks:
+            if self.row_ranges(b, {}).row_count == 0:
+                keep[b] = False
+                self.stats.blocks_pruned_pages += 1
+        return keep
 
     def _bloom_keep(self, blocks: np.ndarray) -> np.ndarray:
         """Among ``blocks`` (kept by stats), which may match once bloom filters are asked.
@@ -279,6 +299,8 @@ class FileScan:
         the first block that asks, in as few requests as their coalesced ranges allow
         (one, for the lineitem file's 46 blocks), instead of one request per block.
         ``(buffer, base, {(block, column)})`` or None (local files, a single block)."""
+        if self._page_index_bytes is not None:  # (fetched when planning pruned blocks by pages)
+            return self._page_index_bytes
         if not self.file.remote or len(self.blocks) < 2:
             return None
         with self._prefetch_lock:
@@ -483,13 +505,40 @@ class FileScan:
         k = np.searchsorted(page_first, rows, side="right") - 1
         return _gather_data(data, rows - page_first[k] + offsets[k])
 
-    def _columns_at(self, block: int, cols, selection: Selection, cache: dict, stats: ScanStats) -> dict:
+    def _columns_at(self, block: int, cols, selection: Selection, cache: dict, stats: ScanStats,
+                    fetched: tuple | None = None) -> dict:
         """``{column: ColumnData}`` of ``cols`` at the selected rows of ``block``, their
-        bytes fetched together (:meth:`_fetch`)."""
+        bytes fetched together (:meth:`_fetch`), unless ``fetched`` (``(buffer, base)``)
+        already holds them."""
         plans = {col: self._plan_column(block, col, selection, cache, stats) for col in cols}
-        buf, base = self._fetch(block, plans, cache, stats)
+        buf, base = fetched if fetched is not None else self._fetch(block, plans, cache, stats)
         return {col: self._column_from(block, col, plan, selection, buf, base, cache, stats)
                 for col, plan in plans.items()}
+
+    def _planned_bytes(self, block: int, plans: dict, cache: dict) -> int:
+        """Bytes the ``plans`` of :meth:`_plan_column` would read (before coalescing)."""
+        total = 0
+        for col, plan in plans.items():
+            rec = self.file.footer.chunks[col][block]
+            if plan[0] == "whole":
+                total += int(rec["length"])
+            elif plan[0] == "pages":
+                entries = self._page_index(block, col, cache).entries
+                total += int(entries["length"][plan[1]].astype(np.int64).sum()) + int(rec["dictionary_length"])
+        return total
+
+    def _filter_columns_fetch(self, block: int, candidates: Selection, projected: list, cache: dict,
+                              stats: ScanStats):
+        """``(filter plans, (buffer, base), whether the projected columns' candidate pages
+        came with them)``. On object storage the projected columns' pages that may hold
+        matching rows ride along with the filter columns' when they are few
+        (:data:`SPECULATIVE_FETCH_BYTES`): the rows the filter selects lie in them."""
+        plans = {col: self._plan_column(block, col, candidates, cache, stats) for col in self.filter_ids.values()}
+        if self.file.remote and projected:
+            ride = {col: self._plan_column(block, col, candidates, cache, ScanStats()) for col in projected}
+            if self._planned_bytes(block, ride, cache) <= SPECULATIVE_FETCH_BYTES:
+                return plans, self._fetch(block, {**plans, **ride}, cache, stats), True
+        return plans, self._fetch(block, plans, cache, stats), False
 
     def _to_arrow(self, col: int, data: ColumnData) -> pa.Array:
         ltype = data.ltype
@@ -532,10 +581,15 @@ class FileScan:
         candidates = Selection.from_ranges(ranges, rows)
         filter_data: dict[int, ColumnData] = {}
         mask = None
+        rest = [c for c in self.col_ids if c not in self.filter_ids.values()]
+        fetched = None
         if self.nnf is not None:
-            filter_data = self._columns_at(block, self.filter_ids.values(), candidates, cache, stats)
+            plans, (buf, base), rode_along = self._filter_columns_fetch(block, candidates, rest, cache, stats)
+            filter_data = {col: self._column_from(block, col, plan, candidates, buf, base, cache, stats)
+                           for col, plan in plans.items()}
             mask = eval_nnf(self.nnf, lambda name: filter_data[self.filter_ids[name]], candidates.row_count)
             selection = candidates.refine(mask)
+            fetched = (buf, base) if rode_along else None
         else:
             selection = candidates
         selected = selection.row_count
@@ -543,7 +597,7 @@ class FileScan:
         if not selected:
             return None, stats
         arrays = []
-        projected = self._columns_at(block, [c for c in self.col_ids if c not in filter_data], selection, cache, stats)
+        projected = self._columns_at(block, rest, selection, cache, stats, fetched)
         for col in self.col_ids:
             if col in filter_data:  # decoded for the filter: keep its selected rows
                 data = filter_data[col]
