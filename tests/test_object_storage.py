@@ -567,8 +567,10 @@ def test_a_scan_over_many_blocks_fetches_their_page_indexes_at_once(remote_file,
     SPECULATIVE_FETCH_BYTES; above that, a second request fetches the selected rows'
     pages. The bloom filters, which this small file keeps right before its footer,
     come with the open's tail read."""
+    import rcfmt.scan.fetch_plan as fetch_plan
     import rcfmt.scan.scanner as scanner
 
+    monkeypatch.setattr(fetch_plan, "GROUP_MAX_BYTES", 0)  # blocks read apart (grouping: the test below)
     uri, local, _ = remote_file
     expr = (rcfmt.col("s") == "name-5") & (rcfmt.col("x") < 0.5)
     want = rcfmt.read_table(local, filter=expr)
@@ -848,3 +850,27 @@ def test_a_remote_point_lookup_prunes_by_page_index_before_asking_bloom_filters(
     assert got.equals(want)
     assert (scan.stats.blocks_pruned_bloom, scan.stats.blocks_pruned_pages) == (0, f.num_blocks - 1)
     assert server_log.heads("data/lookup.rcfmt") == 1 and server_log.gets("data/lookup.rcfmt") == 3
+
+
+def test_blocks_needing_most_of_their_bytes_are_read_together(remote_file, server_log, large_file_reads):
+    """A remote scan plans its reads before decoding: consecutive blocks that need one
+    span of bytes each (a full read; a filter the page index cannot narrow) are read
+    with one request per group, instead of one or two per block. The rows are the
+    local file's, for filters that narrow nothing, some pages, or everything."""
+    uri, local, _ = remote_file
+    exprs = [None, rcfmt.col("x") < 0.9, (rcfmt.col("s") == "name-5") & (rcfmt.col("x") < 0.5),
+             rcfmt.col("id").between(3000, 3100) | (rcfmt.col("id") > 19_990), rcfmt.col("id") > 10**9,
+             rcfmt.col("s").isin(["name-1", "name-96"]) & ~(rcfmt.col("id") < 7000)]
+    with rcfmt.open(uri) as f:
+        for expr in exprs:
+            for columns in (None, ["x"], ["s", "id"]):
+                got = f.scan(columns=columns, filter=expr).read()
+                assert got.equals(rcfmt.read_table(local, columns=columns, filter=expr)), (expr, columns)
+        server_log.lines.clear()
+        scan = f.scan()  # every block whole: one group
+        scan.read()
+        assert scan.stats.requests == server_log.gets("data/f.rcfmt") == 1
+        server_log.lines.clear()
+        scan = f.scan(filter=rcfmt.col("x") < 0.9)  # page indexes, then every page of every block
+        scan.read()
+        assert scan.stats.blocks_total == 5 and scan.stats.requests == server_log.gets("data/f.rcfmt") == 2

@@ -26,6 +26,8 @@ from .._native import select as _select
 from .._native import varbinary as _vb
 from . import bloom_filters
 from .evaluate import ColumnData, eval_nnf
+from . import fetch_plan
+from .fetch_plan import BlockGroups
 from .expr import BoundAnd, BoundOr, bind, columns as expr_columns, fold, to_nnf
 from .intervals import Interval
 from .prune import leaf_may_match, may_match
@@ -183,6 +185,7 @@ class FileScan:
         self.output_schema = self._output_schema()
         self._prefetch_lock = threading.Lock()
         self._page_index_bytes = None
+        self._groups: BlockGroups | None = None  # remote files: blocks read together (_plan_groups)
         before = file.thread_requests()
         self.blocks = self._prune_blocks()
         self.stats.requests += file.thread_requests() - before  # bloom filters
@@ -417,15 +420,14 @@ class FileScan:
             return ("none",)
         return ("pages", page_ids, positions)
 
-    def _fetch(self, block: int, plans: dict, cache: dict, stats: ScanStats):
-        """Read the bytes ``plans`` need, for every column at once: ``(buffer, base)``,
-        file offset ``base`` at ``buffer[0]``. A column's ranges (its whole chunk, or its
-        pages and its dictionary page) closer than ``COALESCE_GAP`` are read together;
-        ranges of different columns only when they touch (the chunks of a block are
-        adjacent in the file, so adjacent projected columns cost one read) -- and on
-        object storage, where a request costs as much as ~1 MB of transfer, whenever
-        they are closer than ``REMOTE_COALESCE_GAP``. The rest are read apart into the
-        same buffer (:meth:`RcfmtFile.read_ranges`), never the bytes between them."""
+    def _byte_ranges(self, block: int, plans: dict, cache: dict):
+        """The bytes ``plans`` need, for every column at once, as sorted disjoint
+        ``(starts, ends)`` (None if nothing). A column's ranges (its whole chunk, or its
+        pages and its dictionary page) closer than ``COALESCE_GAP`` are merged; ranges of
+        different columns only when they touch (the chunks of a block are adjacent in the
+        file, so adjacent projected columns cost one read) -- and on object storage,
+        where a request costs as much as ~1 MB of transfer, whenever they are closer
+        than ``REMOTE_COALESCE_GAP``."""
         remote = self.file.remote
         groups_lo, groups_hi = [], []
         footer = self.file.footer
@@ -446,10 +448,19 @@ class FileScan:
                 groups_lo.append(lo)
                 groups_hi.append(hi)
         if not groups_lo:
-            return None, 0
+            return None
         lo, hi = np.concatenate(groups_lo), np.concatenate(groups_hi)
         order = np.argsort(lo, kind="stable")
-        starts, ends = _coalesce(lo[order], hi[order], REMOTE_COALESCE_GAP if remote else 0)
+        return _coalesce(lo[order], hi[order], REMOTE_COALESCE_GAP if remote else 0)
+
+    def _fetch(self, block: int, plans: dict, cache: dict, stats: ScanStats):
+        """Read the bytes ``plans`` need (:meth:`_byte_ranges`): ``(buffer, base)``, file
+        offset ``base`` at ``buffer[0]``; ranges apart are read apart into the same
+        buffer (:meth:`RcfmtFile.read_ranges`), never the bytes between them."""
+        ranges = self._byte_ranges(block, plans, cache)
+        if ranges is None:
+            return None, 0
+        starts, ends = ranges
         buf = self.file.read_ranges(starts, ends)
         stats.bytes_read += int((ends - starts).sum())
         return buf, int(starts[0])
@@ -516,16 +527,9 @@ class FileScan:
                 for col, plan in plans.items()}
 
     def _planned_bytes(self, block: int, plans: dict, cache: dict) -> int:
-        """Bytes the ``plans`` of :meth:`_plan_column` would read (before coalescing)."""
-        total = 0
-        for col, plan in plans.items():
-            rec = self.file.footer.chunks[col][block]
-            if plan[0] == "whole":
-                total += int(rec["length"])
-            elif plan[0] == "pages":
-                entries = self._page_index(block, col, cache).entries
-                total += int(entries["length"][plan[1]].astype(np.int64).sum()) + int(rec["dictionary_length"])
-        return total
+        """Bytes the ``plans`` of :meth:`_plan_column` would read."""
+        ranges = self._byte_ranges(block, plans, cache)
+        return 0 if ranges is None else int((ranges[1] - ranges[0]).sum())
 
     def _filter_columns_fetch(self, block: int, candidates: Selection, projected: list, cache: dict,
                               stats: ScanStats):
@@ -570,6 +574,29 @@ class FileScan:
             return self._scan_block(block, stats)
         finally:
             stats.requests += self.file.thread_requests() - before
+            if self._groups is not None:
+                self._groups.done(block)
+
+    def _plan_groups(self, blocks: list[int]) -> BlockGroups | None:
+        """On object storage, before any block is decoded: the byte ranges each block
+        will need (every page that may hold a matching row, of every column the scan
+        reads), grouped so that consecutive blocks needing most of their bytes are read
+        with one request (:mod:`rcfmt.scan.fetch_plan`)."""
+        spans = {}
+        needed = list(dict.fromkeys([*self.filter_ids.values(), *self.col_ids]))
+        scratch = ScanStats()
+        for block in blocks:
+            cache: dict = {}
+            ranges = self.row_ranges(block, cache)
+            if ranges.row_count == 0:
+                continue
+            candidates = Selection.from_ranges(ranges, int(self.file.footer.blocks[block]["row_count"]))
+            plans = {col: self._plan_column(block, col, candidates, cache, scratch) for col in needed}
+            found = self._byte_ranges(block, plans, cache)
+            if found is not None:
+                spans[block] = found
+        groups = BlockGroups(spans, REMOTE_COALESCE_GAP, fetch_plan.GROUP_MAX_BYTES)
+        return groups if len(groups) else None
 
     def _scan_block(self, block: int, stats: ScanStats) -> tuple[pa.RecordBatch | None, ScanStats]:
         rows = int(self.file.footer.blocks[block]["row_count"])
@@ -583,8 +610,17 @@ class FileScan:
         mask = None
         rest = [c for c in self.col_ids if c not in self.filter_ids.values()]
         fetched = None
+        if self._groups is not None and block in self._groups:  # read with its neighbours
+            buf, base, nbytes = self._groups.fetch(block, self.file)
+            stats.bytes_read += nbytes
+            fetched = (buf, base)
         if self.nnf is not None:
-            plans, (buf, base), rode_along = self._filter_columns_fetch(block, candidates, rest, cache, stats)
+            if fetched is not None:
+                plans = {col: self._plan_column(block, col, candidates, cache, stats)
+                         for col in self.filter_ids.values()}
+                (buf, base), rode_along = fetched, True
+            else:
+                plans, (buf, base), rode_along = self._filter_columns_fetch(block, candidates, rest, cache, stats)
             filter_data = {col: self._column_from(block, col, plan, candidates, buf, base, cache, stats)
                            for col, plan in plans.items()}
             mask = eval_nnf(self.nnf, lambda name: filter_data[self.filter_ids[name]], candidates.row_count)
@@ -610,6 +646,8 @@ class FileScan:
 
     # ---------------------------------------------------------------- driving
     def _run(self, blocks: list[int], use_threads: bool) -> Iterator[pa.RecordBatch]:
+        if self.file.remote and len(blocks) > 1:
+            self._groups = self._plan_groups(blocks)
         if use_threads and len(blocks) > 1:
             # one worker per core: more only contend for the GIL between native passes
             with ThreadPoolExecutor(min(os.cpu_count() or 1, 8, len(blocks))) as pool:

@@ -1,0 +1,52 @@
+"""The scan-level fetch plan for object storage (rcfmt.scan.fetch_plan): which blocks are
+read together, and that a group's buffer is shared and released."""
+from __future__ import annotations
+
+import numpy as np
+
+from rcfmt.scan.fetch_plan import BlockGroups
+
+
+def _span(lo, hi):
+    return np.array([lo], np.int64), np.array([hi], np.int64)
+
+
+def test_consecutive_dense_blocks_within_the_gap_are_grouped():
+    spans = {0: _span(100, 1000), 1: _span(1000, 2000), 2: _span(2500, 4000),  # gaps 0, 500
+             3: _span(10_000, 11_000),  # gap 6000 > 1000: a new group
+             5: _span(11_500, 12_000),  # block 4 pruned: 3 and 5 are consecutive, 500 apart
+             7: _span(30_000, 31_000)}  # alone: reads its own
+    groups = BlockGroups(spans, gap=1000, max_bytes=1 << 20)
+    assert len(groups) == 2
+    assert [b for b in range(8) if b in groups] == [0, 1, 2, 3, 5]
+
+
+def test_scattered_blocks_and_size_limit():
+    scattered = (np.array([0, 5000], np.int64), np.array([100, 5100], np.int64))  # two ranges: reads its own
+    spans = {0: _span(0, 400), 1: scattered, 2: _span(5200, 5600), 3: _span(5600, 6000), 4: _span(6000, 6400)}
+    groups = BlockGroups(spans, gap=1000, max_bytes=800)
+    assert 1 not in groups and 0 not in groups  # 0's only neighbour is scattered
+    assert [b for b in (2, 3, 4) if b in groups] == [2, 3]  # 4 would make the group 1200 bytes
+
+
+class _File:
+    def __init__(self):
+        self.reads = []
+
+    def read_ranges(self, starts, ends):
+        self.reads.append((int(starts[0]), int(ends[-1])))
+        return np.arange(int(starts[0]), int(ends[-1]), dtype=np.int64).astype(np.uint8)
+
+
+def test_a_group_is_read_once_shared_and_freed_after_its_last_block():
+    groups = BlockGroups({0: _span(10, 20), 1: _span(20, 30), 2: _span(30, 45)}, gap=0)
+    f = _File()
+    buf, base, n = groups.fetch(1, f)
+    assert (base, n, len(buf)) == (10, 35, 35) and f.reads == [(10, 45)]
+    again, base2, n2 = groups.fetch(0, f)
+    assert again is buf and (base2, n2) == (10, 0) and len(f.reads) == 1
+    groups.done(0)
+    groups.done(1)
+    assert groups._of[2].buf is buf  # block 2 still needs it
+    groups.done(2)
+    assert groups._of[2].buf is None
