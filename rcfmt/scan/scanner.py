@@ -527,9 +527,17 @@ class FileScan:
                 for col, plan in plans.items()}
 
     def _planned_bytes(self, block: int, plans: dict, cache: dict) -> int:
-        """Bytes the ``plans`` of :meth:`_plan_column` would read."""
-        ranges = self._byte_ranges(block, plans, cache)
-        return 0 if ranges is None else int((ranges[1] - ranges[0]).sum())
+        """Bytes of the chunks and pages the ``plans`` of :meth:`_plan_column` name (not
+        the gaps a coalesced read would add)."""
+        total = 0
+        for col, plan in plans.items():
+            rec = self.file.footer.chunks[col][block]
+            if plan[0] == "whole":
+                total += int(rec["length"])
+            elif plan[0] == "pages":
+                entries = self._page_index(block, col, cache).entries
+                total += int(entries["length"][plan[1]].astype(np.int64).sum()) + int(rec["dictionary_length"])
+        return total
 
     def _filter_columns_fetch(self, block: int, candidates: Selection, projected: list, cache: dict,
                               stats: ScanStats):
