@@ -180,11 +180,11 @@ class RcfmtReader(DataSourceReader):
         # the relation's own filter (the filter option): applied by every scan, exactly
         self.relation_filter = None
         if self.options.filter is not None:
-            from .sql_filter import parse_filter
+            from rcfmt.scan.sql_filter import parse_filter
 
             self.relation_filter = parse_filter(self.options.filter, ds.schema)
         if self.options.filter_expr is not None:
-            from .sql_filter import parse_filter_expr
+            from rcfmt.scan.sql_filter import parse_filter_expr
 
             expr = parse_filter_expr(self.options.filter_expr, ds.schema)
             self.relation_filter = expr if self.relation_filter is None else self.relation_filter & expr

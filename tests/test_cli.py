@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 import rcfmt
@@ -65,3 +66,185 @@ def test_inspect_plain_directory(tmp_path, capsys):
     assert main(["inspect", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "version: none" in out and "files:   1" in out
+
+
+# ------------------------------------------------------------------ every command, as a user runs it
+import json  # noqa: E402
+import os  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+
+import pytest  # noqa: E402
+
+
+def _run(*args, ok=True):
+    proc = subprocess.run([sys.executable, "-m", "rcfmt.cli", *map(str, args)], capture_output=True, text=True,
+                          timeout=300, env=dict(os.environ))
+    if ok:
+        assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+def _json(*args):
+    return json.loads(_run(*args, "--json").stdout)
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    """A flights-like file (dates, decimals, strings, floats with NaN, nulls), a dataset of
+    it partitioned by carrier, and a copy of the file with one page's byte flipped."""
+    import datetime as dt
+    import decimal
+
+    root = tmp_path_factory.mktemp("cli")
+    rng = np.random.default_rng(13)
+    n = 6000
+    dep = rng.normal(10, 30, n)
+    dep[::97] = np.nan
+    table = pa.table({
+        "id": np.arange(n),
+        "carrier": pa.array([["UA", "AA", "DL", "B6"][i % 4] for i in range(n)]),
+        "day": pa.array([dt.date(2013, 1, 1) + dt.timedelta(days=int(i // 20)) for i in range(n)]),
+        "fare": pa.array([decimal.Decimal(int(v)).scaleb(-2) for v in rng.integers(5000, 90000, n)],
+                         pa.decimal128(9, 2)),
+        "dep_delay": dep,
+        "tailnum": pa.array([None if i % 11 == 0 else f"N{i % 500:03d}" for i in range(n)]),
+    })
+    path = root / "flights.rcfmt"
+    rcfmt.write_table(table, path, block_rows=2000, page_rows=500, bloom_filter_columns=["tailnum"])
+    ds = root / "ds"
+    rcfmt.write_dataset(table, ds, partition_by=["carrier"], target_file_rows=1000)
+    corrupt = root / "corrupt.rcfmt"
+    raw = bytearray(path.read_bytes())
+    with rcfmt.open(path) as f:
+        page = f.page_index(1, 4)[2]  # block 1, dep_delay, page 2
+    raw[int(page["offset"]) + int(page["length"]) - 3] ^= 0xFF
+    corrupt.write_bytes(bytes(raw))
+    return path, ds, corrupt, table
+
+
+def test_schema_meta_pages_index_json_match_the_library(files):
+    path, ds, _, table = files
+    with rcfmt.open(path) as f:
+        schema = _json("schema", path)
+        assert schema["kind"] == "file" and [c["name"] for c in schema["columns"]] == table.schema.names
+        assert [c["type"] for c in schema["columns"]] == [str(t) for t in table.schema.types]
+        meta = _json("meta", path)
+        assert (meta["num_rows"], meta["num_blocks"], meta["size"]) == (f.num_rows, f.num_blocks, f.size)
+        chunk = meta["blocks"][1]["chunks"][3]  # fare in block 1
+        stats = f.block_stats("fare")
+        assert chunk["column"] == "fare" and chunk["pages"] == int(f.footer.chunks[3][1]["page_count"])
+        assert chunk["min"] == str(decimal_of(stats.min[1])) and chunk["max"] == str(decimal_of(stats.max[1]))
+        assert meta["columns"][4]["nan_count"] == int(np.isnan(table["dep_delay"].to_numpy()).sum())
+        pages = _json("pages", path, "--column", "day", "--block", "2")
+        entries = f.page_index(2, 2)
+        assert [p["first_row"] for p in pages] == entries["first_row"].tolist()
+        assert [p["stored_bytes"] for p in pages] == entries["length"].tolist()
+        assert pages[0]["min"] == table["day"][4000].as_py().isoformat()
+        assert pages[-1]["max"] == table["day"][5999].as_py().isoformat()
+        assert all(p["null_count"] == 0 for p in pages)
+        index = _json("index", path, "--column", "tailnum")
+        assert [c["block"] for c in index["chunks"]] == [0, 1, 2]
+        assert index["chunks"][0]["offset"] == int(f.footer.chunks[5][0]["page_index_offset"])
+    ds_schema = _json("schema", ds)
+    assert ds_schema["kind"] == "dataset" and ds_schema["partition_by"] == ["carrier"]
+
+
+def _same(a: pa.Table, b: pa.Table) -> bool:
+    """Equal tables, NaN equal to NaN (Table.equals says NaN != NaN)."""
+    if a.schema != b.schema:
+        return False
+    for name in a.schema.names:
+        x, y = a[name].combine_chunks(), b[name].combine_chunks()
+        if pa.types.is_floating(x.type):
+            if not np.array_equal(x.to_numpy(zero_copy_only=False), y.to_numpy(zero_copy_only=False), equal_nan=True):
+                return False
+        elif not x.equals(y):
+            return False
+    return True
+
+
+def decimal_of(unscaled):
+    import decimal
+
+    return decimal.Decimal(int(unscaled)).scaleb(-2)
+
+
+def test_dictionary_and_bloom(files):
+    path, _, _, table = files
+    (block0,) = _json("dictionary", path, "--column", "carrier", "--block", "0")
+    assert sorted(block0["dictionary"]) == ["AA", "B6", "DL", "UA"]
+    present = table["tailnum"][4000].as_py()  # in block 2
+    out = _json("bloom", path, "--column", "tailnum", "--value", present)
+    assert out["blocks"][2]["might_contain"] and all(b["has_filter"] for b in out["blocks"])
+    absent = _json("bloom", path, "--column", "tailnum", "--value", "ZZZ-not-a-plane")
+    assert sum(b["might_contain"] for b in absent["blocks"]) <= 1  # 1% false positives at most, per block
+    bad = _run("bloom", path, "--column", "id", "--value", "seven", ok=False)
+    assert bad.returncode == 1 and "rcfmt: error:" in bad.stderr and "int64" in bad.stderr
+
+
+def test_head_and_cat_with_filters_and_columns(files):
+    path, ds, _, table = files
+    rows = _json("head", path, "-n", "5", "--columns", "id,carrier,day", "--filter",
+                 "carrier = 'DL' AND day >= DATE '2013-03-01'")
+    want = table.filter(pc.and_(pc.equal(table["carrier"], "DL"),
+                                pc.greater_equal(table["day"], pa.scalar(__import__("datetime").date(2013, 3, 1)))))
+    assert [r["id"] for r in rows] == want["id"].to_pylist()[:5] and set(rows[0]) == {"id", "carrier", "day"}
+    assert rows[0]["day"] >= "2013-03-01"
+    text = _run("head", path, "-n", "2").stdout
+    assert text.splitlines()[0].split() == table.schema.names and len(text.splitlines()) == 4
+    csv_out = _run("cat", ds, "--columns", "id,carrier", "--filter", "id < 10").stdout.splitlines()
+    assert csv_out[0] == '"id","carrier"' and sorted(int(line.split(",")[0]) for line in csv_out[1:]) == list(range(10))
+    lines = _run("cat", path, "--format", "json", "--filter", "fare > 899").stdout.splitlines()
+    assert len(lines) == int(pc.sum(pc.greater(table["fare"], pa.scalar(__import__("decimal").Decimal("899"),
+                                                                          pa.decimal128(9, 2)))).as_py())
+    bad = _run("head", path, "--filter", "nosuch > 1", ok=False)
+    assert bad.returncode == 1 and "nosuch" in bad.stderr
+
+
+def test_check_finds_and_locates_corruption(files):
+    path, ds, corrupt, _ = files
+    assert _json("check", path)["ok"] is True
+    assert _json("check", ds)["ok"] is True
+    proc = _run("check", corrupt, ok=False)
+    assert proc.returncode == 1 and "corrupt:" in proc.stderr
+    assert "dep_delay" in proc.stderr and "block=1" in proc.stderr and "page=2" in proc.stderr
+    out = json.loads(_run("check", corrupt, "--json", ok=False).stdout)
+    assert out["ok"] is False and "dep_delay" in out["error"]
+
+
+def test_convert_round_trips_through_every_format(files, tmp_path):
+    path, _, _, table = files
+    for name in ("t.parquet", "t.arrow", "t.csv"):
+        _run("convert", path, tmp_path / name)
+        _run("convert", tmp_path / name, tmp_path / (name + ".rcfmt"))
+        back = rcfmt.read_table(tmp_path / (name + ".rcfmt"))
+        assert back.num_rows == table.num_rows and back["id"].to_pylist() == table["id"].to_pylist()
+        if name != "t.csv":  # CSV infers its own types
+            assert _same(back, table)
+    _run("convert", tmp_path / "t.parquet", tmp_path / "clustered.rcfmt", "--cluster-by", "day,carrier",
+         "--block-rows", "1500", "--compression", "lz4")
+    with rcfmt.open(tmp_path / "clustered.rcfmt") as f:
+        assert f.num_blocks == 4 and "rcfmt.clustering" in f.metadata
+    _run("convert", tmp_path / "t.parquet", tmp_path / "dsout", "--partition-by", "carrier")
+    assert rcfmt.dataset(tmp_path / "dsout").partition_by == ["carrier"]
+    bad = _run("convert", path, tmp_path / "x.txt", ok=False)
+    assert bad.returncode == 1 and "unknown format" in bad.stderr and not (tmp_path / "x.txt").exists()
+
+
+def test_history_optimize_vacuum(files, tmp_path):
+    _, ds_src, _, table = files
+    ds = tmp_path / "ds"
+    rcfmt.write_dataset(table.slice(0, 3000), ds)
+    rcfmt.write_dataset(table.slice(3000), ds)
+    hist = _json("history", ds)
+    assert [h["version"] for h in hist] == [1, 2] and hist[1]["operation"] == "append"
+    out = _json("optimize", ds, "--cluster-by", "day,id", "--target-file-rows", "2500")
+    assert out["version_before"] == 2 and out["version"] == 3 and out["files"] == 3
+    assert _same(rcfmt.dataset(ds).to_table().sort_by("id"), table)
+    dry = _json("vacuum", ds, "--retention-hours", "0", "--dry-run")
+    assert dry["dry_run"] and len(dry["files"]) >= 2
+    done = _json("vacuum", ds, "--retention-hours", "0")
+    assert sorted(done["files"]) == sorted(dry["files"]) and rcfmt.dataset(ds).to_table().num_rows == table.num_rows
+    missing = _run("history", tmp_path / "nothing", ok=False)
+    assert missing.returncode == 1 and missing.stderr.startswith("rcfmt: error:")

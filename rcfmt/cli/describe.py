@@ -1,31 +1,27 @@
-"""Command line: ``rcfmt inspect FILE|DATASET`` shows what a file or dataset holds
-(local paths and object-store URIs); ``rcfmt convert``.
+"""The human-readable reports of ``rcfmt inspect``.
 
 ``inspect FILE`` prints the schema, the blocks, and per column the encodings and
 codecs chosen, stored and uncompressed sizes, null/NaN counts and the file-wide
-min/max. ``inspect DATASET`` (a directory) prints the version, files, rows,
-partitioning, recorded clustering and the history of commits.
+min/max. ``inspect DATASET`` (a directory or object-store prefix) prints the version,
+files, rows, partitioning, recorded clustering and the history of commits.
 """
 from __future__ import annotations
 
-import argparse
 import collections
 import decimal
-import os
-import sys
 
 import numpy as np
 import pyarrow as pa
 
-from .codecs import CODEC_NAMES
-from .encodings import by_id
-from .errors import RcfmtError, UnsupportedError
-from .file.reader import RcfmtFile
+from ..codecs import CODEC_NAMES
+from ..encodings import by_id
+from ..errors import UnsupportedError
+from ..file.reader import RcfmtFile
 
-__all__ = ["main", "describe", "describe_dataset", "column_summary"]
+__all__ = ["describe", "describe_dataset", "column_summary", "encoding_name", "format_bound"]
 
 
-def _encoding_name(eid: int) -> str:
+def encoding_name(eid: int) -> str:
     try:
         return by_id(eid).name
     except UnsupportedError:
@@ -41,7 +37,7 @@ def column_summary(f: RcfmtFile) -> list[dict]:
         has = stats.has_min_max
         lo = min(stats.min[has]) if has.any() else None
         hi = max(stats.max[has]) if has.any() else None
-        encodings = collections.Counter(_encoding_name(int(e)) for e in chunks["encoding"])
+        encodings = collections.Counter(encoding_name(int(e)) for e in chunks["encoding"])
         codecs = collections.Counter(CODEC_NAMES.get(int(c), f"unknown({int(c)})") for c in chunks["compression"])
         out.append({
             "name": col.name,
@@ -61,7 +57,7 @@ def column_summary(f: RcfmtFile) -> list[dict]:
     return out
 
 
-def _fmt_bound(value, ltype) -> str:
+def format_bound(value, ltype) -> str:
     """Show a stats-domain value as the user's type (dates, timestamps, decimals)."""
     if value is None:
         return "-"
@@ -83,8 +79,8 @@ def _fmt_bound(value, ltype) -> str:
 
 def _clustering_lines(metadata) -> list[str]:
     """``clustering: hilbert[rank](a, b)`` when the file records a clustering spec."""
-    from .errors import InvalidOptionError
-    from .layout import ClusteringSpec
+    from ..errors import InvalidOptionError
+    from ..layout import ClusteringSpec
 
     try:
         spec = ClusteringSpec.from_metadata(metadata)
@@ -113,13 +109,13 @@ def describe(f: RcfmtFile) -> str:
         lines.append(
             f"{s['name'][:18]:<18} {s['type'][:24]:<24} {enc[:18]:<18} {codec[:10]:<10} {s['stored_bytes']:>12,} "
             f"{s['uncompressed_bytes']:>12,} {s['pages']:>6} {s['null_count']:>9,} "
-            f"{_fmt_bound(s['min'], s['ltype'])[:19]:>19} {_fmt_bound(s['max'], s['ltype'])[:19]:>19}")
+            f"{format_bound(s['min'], s['ltype'])[:19]:>19} {format_bound(s['max'], s['ltype'])[:19]:>19}")
     return "\n".join(lines)
 
 
 def describe_dataset(path) -> str:
     """A human-readable report of a dataset: latest version, layout, history."""
-    from .dataset import open_dataset
+    from ..dataset import open_dataset
 
     ds = open_dataset(path)
     lines = [
@@ -141,51 +137,3 @@ def describe_dataset(path) -> str:
             lines.append(f"{h.get('version', '?'):>7}  {str(h.get('operation', '?')):<10} "
                          f"{h.get('num_files', 0):>7,} {h.get('num_rows', 0):>14,}  {h.get('timestamp', '')}")
     return "\n".join(lines)
-
-
-def _is_dataset(path: str) -> bool:
-    """A directory, or an object-store prefix (anything there but a single object)."""
-    from .storage import is_remote, remote_kind
-
-    if is_remote(path):
-        return remote_kind(path) == "dir"
-    return os.path.isdir(path)
-
-
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="rcfmt", description="Inspect and convert rcfmt files.")
-    sub = parser.add_subparsers(dest="command", required=True)
-    p_inspect = sub.add_parser("inspect", help="show what a file or a dataset directory holds")
-    p_inspect.add_argument("path")
-    p_convert = sub.add_parser("convert", help="convert a Parquet file to rcfmt")
-    p_convert.add_argument("source")
-    p_convert.add_argument("target")
-    p_convert.add_argument("--block-rows", type=int, default=None)
-    p_convert.add_argument("--compression", default="auto")
-    args = parser.parse_args(argv)
-    try:
-        if args.command == "inspect":
-            if _is_dataset(args.path):
-                print(describe_dataset(args.path))
-            else:
-                with RcfmtFile(args.path) as f:
-                    print(describe(f))
-        elif args.command == "convert":
-            import pyarrow.parquet as pq
-
-            from .file.writer import write_table
-
-            options = {"compression": args.compression}
-            if args.block_rows:
-                options["block_rows"] = args.block_rows
-            write_table(pq.read_table(args.source), args.target, **options)
-            with RcfmtFile(args.target) as f:
-                print(describe(f))
-    except (RcfmtError, OSError) as exc:
-        print(f"rcfmt: error: {exc}", file=sys.stderr)
-        return 1
-    return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

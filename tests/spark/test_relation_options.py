@@ -11,7 +11,7 @@ import spark_datasource
 from rcfmt.errors import InvalidOptionError
 from rcfmt.scan.expr import selection_mask
 from rcfmt.scan.expr_json import dumps
-from spark_datasource.sql_filter import parse_filter
+from rcfmt.scan.sql_filter import parse_filter
 from .test_spark import N, data, sample_table  # noqa: F401 - the module's fixture and data
 
 SCHEMA = sample_table().schema

@@ -1,0 +1,333 @@
+"""The ``rcfmt`` command (docs/CLI.md): describe, read, check, convert and maintain rcfmt
+files and datasets, at local paths and object-store URIs.
+
+Describing commands take ``--json`` and then print one JSON document of the shape
+docs/CLI.md gives (:mod:`rcfmt.cli.reports`). Every failure exits 1 with rcfmt's error
+text on stderr (``rcfmt: error: ...``); ``check`` exits 1 when it finds corruption;
+usage errors exit 2.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from ..errors import RcfmtError
+from .describe import column_summary, describe, describe_dataset
+
+__all__ = ["main", "describe", "describe_dataset", "column_summary"]
+
+
+def _columns(text: str | None) -> list[str] | None:
+    return None if text is None else [c.strip() for c in text.split(",") if c.strip()]
+
+
+def _print_json(obj) -> None:
+    print(json.dumps(obj, indent=2, ensure_ascii=False))
+
+
+def _table_text(rows: list[dict], columns: list[str]) -> str:
+    """``rows`` (JSON-ready dicts) as an aligned text table."""
+    cells = [[("null" if r.get(c) is None else str(r.get(c))) for c in columns] for r in rows]
+    widths = [min(40, max([len(c)] + [len(row[i]) for row in cells])) for i, c in enumerate(columns)]
+    lines = ["  ".join(c[:w].ljust(w) for c, w in zip(columns, widths)),
+             "  ".join("-" * w for w in widths)]
+    lines += ["  ".join(v[:w].ljust(w) for v, w in zip(row, widths)) for row in cells]
+    return "\n".join(lines)
+
+
+def _filter(text: str | None, schema):
+    if text is None:
+        return None
+    try:
+        from ..scan.sql_filter import parse_filter
+    except ImportError:  # pragma: no cover - sqlglot missing
+        raise RcfmtError("--filter needs sqlglot: pip install 'rcfmt[spark]' (or sqlglot)") from None
+    return parse_filter(text, schema)
+
+
+def _source(path: str):
+    """``(schema, open scan factory)`` of a file or dataset."""
+    from .reports import is_dataset
+
+    if is_dataset(path):
+        from ..dataset import open_dataset
+
+        ds = open_dataset(path)
+        return ds.schema, lambda columns, flt: (ds.scan(columns, flt), None)
+    from ..file.reader import RcfmtFile
+
+    f = RcfmtFile(path)
+    return f.schema, lambda columns, flt: (f.scan(columns, flt), f)
+
+
+def _head(args) -> int:
+    from .reports import rows_report
+
+    schema, make = _source(args.path)
+    scan, f = make(_columns(args.columns), _filter(args.filter, schema))
+    try:
+        batches, rows = [], 0
+        for batch in scan.iter_batches():
+            if rows >= args.n:
+                break
+            batches.append(batch.slice(0, args.n - rows))
+            rows += batches[-1].num_rows
+        import pyarrow as pa
+
+        table = pa.Table.from_batches(batches, schema=scan.output_schema)
+    finally:
+        if f is not None:
+            f.close()
+    out = rows_report(table)
+    if args.json:
+        _print_json(out)
+    else:
+        print(_table_text(out, table.schema.names))
+    return 0
+
+
+def _cat(args) -> int:
+    import pyarrow as pa
+
+    schema, make = _source(args.path)
+    scan, f = make(_columns(args.columns), _filter(args.filter, schema))
+    try:
+        if args.format == "json":
+            from .reports import rows_report
+
+            for batch in scan.iter_batches():
+                for row in rows_report(pa.Table.from_batches([batch])):
+                    print(json.dumps(row, ensure_ascii=False))
+        else:
+            import pyarrow.csv as csv
+
+            sink = pa.BufferOutputStream()
+            with csv.CSVWriter(sink, scan.output_schema) as w:
+                for batch in scan.iter_batches():
+                    w.write_batch(batch)
+            sys.stdout.write(sink.getvalue().to_pybytes().decode("utf-8"))
+    finally:
+        if f is not None:
+            f.close()
+    return 0
+
+
+def _check(args) -> int:
+    from .reports import check_dataset, check_file, is_dataset
+
+    result = check_dataset(args.path) if is_dataset(args.path) else check_file(args.path)
+    if args.json:
+        _print_json(result)
+    elif result["ok"]:
+        what = f"{len(result['files'])} files" if "files" in result else f"{result['blocks']} blocks, {result['pages']} pages"
+        print(f"ok: {args.path} ({what}; every checksum and structural rule holds)")
+    else:
+        print(f"corrupt: {result['error']}", file=sys.stderr)
+    return 0 if result["ok"] else 1
+
+
+def _file_report(args, report):
+    """``report(file)`` of the file at ``args.path``; printed as JSON (and None returned)
+    under ``--json``."""
+    from ..file.reader import RcfmtFile
+
+    with RcfmtFile(args.path) as f:
+        out = report(f)
+    if args.json:
+        _print_json(out)
+        return None
+    return out
+
+
+def _run(args) -> int:
+    from . import reports
+
+    cmd = args.command
+    if cmd == "inspect":
+        if reports.is_dataset(args.path):
+            print(describe_dataset(args.path))
+        else:
+            from ..file.reader import RcfmtFile
+
+            with RcfmtFile(args.path) as f:
+                print(describe(f))
+        return 0
+    if cmd == "schema":
+        out = reports.schema_report(args.path)
+        if args.json:
+            _print_json(out)
+        else:
+            print(_table_text(out["columns"], ["name", "type", "nullable"]))
+            if out["partition_by"]:
+                print(f"partitioned by: {', '.join(out['partition_by'])}")
+        return 0
+    if cmd == "meta":
+        out = _file_report(args, reports.meta_report)
+        if out is None:
+            return 0
+        from ..file.reader import RcfmtFile
+
+        with RcfmtFile(args.path) as f:
+            print(describe(f))
+        print()
+        rows = [{"block": b["block"], "rows": b["num_rows"], "stored_bytes": b["stored_bytes"], **c}
+                for b in out["blocks"] for c in b["chunks"]]
+        print(_table_text(rows, ["block", "rows", "column", "encoding", "compression", "stored_bytes",
+                                 "uncompressed_bytes", "pages", "null_count", "min", "max"]))
+        return 0
+    if cmd == "pages":
+        out = _file_report(args, lambda f: reports.pages_report(f, args.column, args.block))
+        if out is not None:
+            print(_table_text(out, ["block", "column", "page", "first_row", "num_rows", "offset", "stored_bytes",
+                                    "encoding", "null_count", "min", "max"]))
+        return 0
+    if cmd == "index":
+        out = _file_report(args, lambda f: reports.index_report(f, args.column, args.block))
+        if out is not None:
+            print(f"page index region: offset {out['offset']}, {out['length']} bytes")
+            print(_table_text(out["chunks"], ["block", "column", "offset", "length", "pages", "crc32"]))
+        return 0
+    if cmd == "dictionary":
+        out = _file_report(args, lambda f: reports.dictionary_report(f, args.column, args.block))
+        if out is not None:
+            for entry in out:
+                values = entry["dictionary"]
+                shown = "not dictionary-encoded" if values is None else f"{len(values)} values: " + ", ".join(
+                    json.dumps(v, ensure_ascii=False) for v in values[:50]) + (" ..." if len(values) > 50 else "")
+                print(f"block {entry['block']}: {shown}")
+        return 0
+    if cmd == "bloom":
+        out = _file_report(args, lambda f: reports.bloom_report(f, args.column, args.value))
+        if out is not None:
+            for b in out["blocks"]:
+                verdict = ("no filter (might contain)" if not b["has_filter"] else
+                           "might contain" if b["might_contain"] else "does not contain")
+                print(f"block {b['block']}: {verdict}")
+        return 0
+    if cmd == "head":
+        return _head(args)
+    if cmd == "cat":
+        return _cat(args)
+    if cmd == "check":
+        return _check(args)
+    if cmd == "history":
+        out = reports.history_report(args.path)
+        if args.json:
+            _print_json(out)
+        else:
+            print(_table_text(out, ["version", "operation", "num_files", "num_rows", "added_files", "removed_files",
+                                    "timestamp"]))
+        return 0
+    if cmd == "vacuum":
+        from ..dataset import vacuum
+
+        removed = vacuum(args.path, retention_seconds=args.retention_hours * 3600.0, dry_run=args.dry_run)
+        if args.json:
+            _print_json({"dry_run": args.dry_run, "files": removed})
+        else:
+            print(("would remove" if args.dry_run else "removed") + f" {len(removed)} files")
+            for p in removed:
+                print(f"  {p}")
+        return 0
+    if cmd == "optimize":
+        from ..dataset import open_dataset
+
+        ds = open_dataset(args.path)
+        before = ds.version
+        options = {"curve": args.curve, "force": args.force}
+        if args.target_file_rows:
+            options["target_file_rows"] = args.target_file_rows
+        after = ds.optimize(_columns(args.cluster_by), **options)
+        if args.json:
+            _print_json({"version_before": before, "version": after.version, "files": after.num_files})
+        elif after.version == before:
+            print(f"nothing to do: {args.path} stays at version {before}")
+        else:
+            print(f"optimized {args.path}: version {before} -> {after.version}, {after.num_files} files")
+        return 0
+    if cmd == "convert":
+        from .convert import convert
+
+        fmt = convert(args.source, args.target, block_rows=args.block_rows, compression=args.compression,
+                      cluster_by=_columns(args.cluster_by), curve=args.curve,
+                      partition_by=_columns(args.partition_by))
+        if fmt == "rcfmt":
+            from ..file.reader import RcfmtFile
+
+            with RcfmtFile(args.target) as f:
+                print(describe(f))
+        elif fmt == "dataset":
+            print(describe_dataset(args.target))
+        else:
+            print(f"wrote {args.target} ({fmt})")
+        return 0
+    raise AssertionError(cmd)  # pragma: no cover - argparse knows the commands
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rcfmt", description="Describe, read, check, convert and maintain "
+                                     "rcfmt files and datasets (local paths and object-store URIs).")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def command(name, help_text, *, path="PATH", json_option=True):
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        if path:
+            p.add_argument("path", metavar=path)
+        if json_option:
+            p.add_argument("--json", action="store_true", help="print one JSON document (docs/CLI.md)")
+        return p
+
+    command("inspect", "a summary of a file (blocks, encodings, sizes, bounds) or a dataset", json_option=False)
+    command("schema", "the columns of a file or dataset")
+    command("meta", "the file and every block: rows, bytes, per chunk encoding, codec, sizes, stats", path="FILE")
+    for name, text in (("pages", "every page: first row, rows, encoding, sizes, min/max, nulls (from the page index)"),
+                       ("index", "where the page index lies, per column chunk")):
+        p = command(name, text, path="FILE")
+        p.add_argument("--column")
+        p.add_argument("--block", type=int)
+    p = command("dictionary", "the dictionary of a column's chunks", path="FILE")
+    p.add_argument("--column", required=True)
+    p.add_argument("--block", type=int)
+    p = command("bloom", "might each block hold a value? (its bloom filter)", path="FILE")
+    p.add_argument("--column", required=True)
+    p.add_argument("--value", required=True)
+    p = command("head", "the first rows of a file or dataset")
+    p.add_argument("-n", type=int, default=10)
+    p.add_argument("--columns", help="comma-separated column names")
+    p.add_argument("--filter", help="a SQL predicate, e.g. \"x > 5 AND dt >= DATE '2024-01-01'\"")
+    p = command("cat", "every (selected) row, as CSV or JSON lines", json_option=False)
+    p.add_argument("--columns")
+    p.add_argument("--filter")
+    p.add_argument("--format", choices=("csv", "json"), default="csv")
+    command("check", "verify every checksum and structural rule; exit 1 on corruption")
+    command("history", "the versions of a dataset", path="DIR")
+    p = command("vacuum", "delete what no version of a dataset needs any more", path="DIR")
+    p.add_argument("--retention-hours", type=float, default=1.0)
+    p.add_argument("--dry-run", action="store_true")
+    p = command("optimize", "rewrite a dataset clustered (or compacted) and commit", path="DIR")
+    p.add_argument("--cluster-by", help="comma-separated columns (default: the recorded clustering)")
+    p.add_argument("--curve", choices=("zorder", "hilbert", "sort"), default="zorder")
+    p.add_argument("--target-file-rows", type=int)
+    p.add_argument("--force", action="store_true")
+    p = command("convert", "convert between Parquet, Arrow IPC/Feather, CSV and rcfmt (files or datasets)",
+                path=None, json_option=False)
+    p.add_argument("source")
+    p.add_argument("target")
+    p.add_argument("--block-rows", type=int)
+    p.add_argument("--compression")
+    p.add_argument("--cluster-by")
+    p.add_argument("--curve", choices=("zorder", "hilbert", "sort"), default="zorder")
+    p.add_argument("--partition-by")
+    return parser
+
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return _run(args)
+    except BrokenPipeError:  # pragma: no cover - e.g. `rcfmt cat ... | head`
+        return 0
+    except (RcfmtError, OSError) as exc:
+        print(f"rcfmt: error: {exc}", file=sys.stderr)
+        return 1

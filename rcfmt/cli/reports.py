@@ -1,0 +1,302 @@
+"""What the describing commands report, as JSON-ready dicts (the shapes of ``--json``,
+documented in docs/CLI.md) built from the library's own answers.
+
+Values are shown as the user's type: integers and floats as JSON numbers (NaN and
+infinities as the strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"``), decimals as
+strings, dates and timestamps in ISO form, strings as text, binary as
+``{"hex": ...}``; a missing bound is ``null``.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import math
+
+import numpy as np
+import pyarrow as pa
+
+from ..codecs import CODEC_NAMES
+from ..errors import CorruptFileError, InvalidOptionError, RcfmtError
+from ..file.reader import RcfmtFile
+from .describe import column_summary, encoding_name
+
+__all__ = ["is_dataset", "json_value", "schema_report", "meta_report", "pages_report", "index_report", "dictionary_report",
+           "bloom_report", "check_file", "check_dataset", "history_report", "rows_report"]
+
+
+def json_value(value, ltype=None):
+    """``value`` (a stats-domain or Python value) as JSON shows it (module docstring)."""
+    if value is None:
+        return None
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        raw = bytes(value)
+        if ltype is not None and ltype.name in ("string", "large_string"):
+            return raw.decode("utf-8", "replace")
+        try:
+            return raw.decode("utf-8") if ltype is None else {"hex": raw.hex()}
+        except UnicodeDecodeError:
+            return {"hex": raw.hex()}
+    if ltype is not None and ltype.name == "decimal128" and isinstance(value, int):
+        return str(decimal.Decimal(value).scaleb(-ltype.scale))
+    if ltype is not None and ltype.name in ("date32", "timestamp") and isinstance(value, int):
+        try:
+            value = pa.scalar(value, type=ltype.to_arrow()).as_py()
+        except (ValueError, OverflowError, pa.ArrowException):
+            return value
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "NaN"
+        if math.isinf(value):
+            return "Infinity" if value > 0 else "-Infinity"
+        return value
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    if isinstance(value, (dt.datetime, dt.date, dt.time)):
+        return value.isoformat()
+    if isinstance(value, dt.timedelta):
+        return value.total_seconds()
+    if isinstance(value, dict):
+        return {k: json_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_value(v) for v in value]
+    return value
+
+
+def _fields(schema: pa.Schema) -> list[dict]:
+    return [{"name": f.name, "type": str(f.type), "nullable": f.nullable} for f in schema]
+
+
+def schema_report(path) -> dict:
+    """``{"kind": "file"|"dataset", "path", "columns": [{"name", "type", "nullable"}],
+    "partition_by": [...]}``."""
+    if is_dataset(path):
+        from ..dataset import open_dataset
+
+        ds = open_dataset(path)
+        return {"kind": "dataset", "path": str(path), "columns": _fields(ds.schema), "partition_by": ds.partition_by}
+    with RcfmtFile(path) as f:
+        return {"kind": "file", "path": str(path), "columns": _fields(f.schema), "partition_by": []}
+
+
+def _chunk(f: RcfmtFile, block: int, col: int) -> dict:
+    rec = f.footer.chunks[col][block]
+    column = f.footer.columns[col]
+    stats = f.block_stats(column.name)
+    has = bool(stats.has_min_max[block])
+    return {
+        "column": column.name,
+        "encoding": encoding_name(int(rec["encoding"])),
+        "compression": CODEC_NAMES.get(int(rec["compression"]), f"unknown({int(rec['compression'])})"),
+        "offset": int(rec["offset"]),
+        "stored_bytes": int(rec["length"]),
+        "uncompressed_bytes": int(rec["uncompressed_size"]),
+        "dictionary_bytes": int(rec["dictionary_length"]),
+        "pages": int(rec["page_count"]),
+        "null_count": int(rec["null_count"]),
+        "nan_count": int(rec["nan_count"]),
+        "min": json_value(stats.min[block], column.type) if has else None,
+        "max": json_value(stats.max[block], column.type) if has else None,
+        "bloom_filter_bytes": int(rec["bloom_length"]),
+    }
+
+
+def meta_report(f: RcfmtFile) -> dict:
+    """The file and every block: ``{"path", "size", "num_rows", "num_blocks",
+    "format_version", "created_by", "metadata_keys", "columns": [per-column summary],
+    "blocks": [{"block", "num_rows", "stored_bytes", "chunks": [...]}]}``."""
+    columns = []
+    for s in column_summary(f):
+        columns.append({k: (json_value(v, s["ltype"]) if k in ("min", "max") else v)
+                        for k, v in s.items() if k != "ltype"})
+    blocks = []
+    for b in range(f.num_blocks):
+        chunks = [_chunk(f, b, c) for c in range(len(f.footer.columns))]
+        blocks.append({"block": b, "num_rows": int(f.footer.blocks[b]["row_count"]),
+                       "stored_bytes": sum(c["stored_bytes"] for c in chunks), "chunks": chunks})
+    return {"path": f.path, "size": f.size, "num_rows": f.num_rows, "num_blocks": f.num_blocks,
+            "created_by": f.footer.created_by, "metadata_keys": sorted(f.metadata), "columns": columns,
+            "blocks": blocks}
+
+
+def _selected(f: RcfmtFile, column: str | None, block: int | None) -> tuple[list[int], list[int]]:
+    cols = list(range(len(f.footer.columns))) if column is None else [f.column_index(column)]
+    if block is None:
+        blocks = list(range(f.num_blocks))
+    else:
+        if not -f.num_blocks <= block < f.num_blocks:
+            raise InvalidOptionError(f"block {block} out of range for {f.num_blocks} blocks")
+        blocks = [block % f.num_blocks]
+    return cols, blocks
+
+
+def pages_report(f: RcfmtFile, column: str | None = None, block: int | None = None) -> list[dict]:
+    """Every page (of ``column``/``block`` if given), from the page index: ``[{"block",
+    "column", "page", "first_row", "num_rows", "offset", "stored_bytes", "encoding",
+    "compression", "null_count", "min", "max"}]``."""
+    cols, blocks = _selected(f, column, block)
+    out = []
+    for b in blocks:
+        for c in cols:
+            col = f.footer.columns[c]
+            rec = f.footer.chunks[c][b]
+            entries = f.page_index(b, c)
+            stats = f.page_stats(b, c, entries)
+            enc = encoding_name(int(rec["encoding"]))
+            codec = CODEC_NAMES.get(int(rec["compression"]), f"unknown({int(rec['compression'])})")
+            for k in range(len(entries)):
+                has = bool(stats.has_min_max[k])
+                out.append({"block": b, "column": col.name, "page": k, "first_row": int(entries["first_row"][k]),
+                            "num_rows": int(entries["row_count"][k]), "offset": int(entries["offset"][k]),
+                            "stored_bytes": int(entries["length"][k]), "encoding": enc, "compression": codec,
+                            "null_count": int(stats.null_count[k]),
+                            "min": json_value(stats.min[k], col.type) if has else None,
+                            "max": json_value(stats.max[k], col.type) if has else None})
+    return out
+
+
+def index_report(f: RcfmtFile, column: str | None = None, block: int | None = None) -> dict:
+    """Where the page index lies: ``{"offset", "length", "chunks": [{"block", "column",
+    "offset", "length", "pages", "crc32"}]}`` (the records themselves: ``pages``)."""
+    cols, blocks = _selected(f, column, block)
+    region = f.footer.page_index_region
+    chunks = []
+    for b in blocks:
+        for c in cols:
+            rec = f.footer.chunks[c][b]
+            chunks.append({"block": b, "column": f.footer.columns[c].name, "offset": int(rec["page_index_offset"]),
+                           "length": int(rec["page_index_length"]), "pages": int(rec["page_count"]),
+                           "crc32": int(rec["page_index_crc"])})
+    return {"offset": int(region[0]), "length": int(region[1]), "chunks": chunks}
+
+
+def dictionary_report(f: RcfmtFile, column: str, block: int | None = None) -> list[dict]:
+    """Per block: ``{"block", "dictionary": [values] or null (chunk not
+    dictionary-encoded)}``."""
+    from ..file.arrow_io import to_arrow
+
+    c = f.column_index(column)
+    ltype = f.footer.columns[c].type
+    _, blocks = _selected(f, column, block)
+    out = []
+    for b in blocks:
+        decoder = f.chunk_decoder(b, c)
+        try:
+            values = decoder.dictionary
+        except CorruptFileError as exc:
+            raise f._locate(exc, b, c) from None
+        entry = {"block": b, "dictionary": None}
+        if values is not None:
+            entry["dictionary"] = [json_value(v) for v in to_arrow(values, None, ltype).to_pylist()]
+        out.append(entry)
+    return out
+
+
+def _typed_literal(text: str, arrow_type: pa.DataType):
+    """The command-line ``text`` as a value of the column's type."""
+    try:
+        if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
+            return text
+        if pa.types.is_binary(arrow_type) or pa.types.is_large_binary(arrow_type):
+            return text.encode()
+        if pa.types.is_integer(arrow_type):
+            return int(text)
+        if pa.types.is_floating(arrow_type):
+            return float(text)
+        if pa.types.is_decimal(arrow_type):
+            return decimal.Decimal(text)
+        if pa.types.is_date(arrow_type):
+            return dt.date.fromisoformat(text)
+        if pa.types.is_timestamp(arrow_type):
+            return dt.datetime.fromisoformat(text)
+        if pa.types.is_boolean(arrow_type):
+            return {"true": True, "false": False}[text.lower()]
+    except (ValueError, KeyError, decimal.InvalidOperation):
+        pass
+    raise InvalidOptionError(f"--value {text!r} is not a {arrow_type}")
+
+
+def bloom_report(f: RcfmtFile, column: str, value: str) -> dict:
+    """Might each block hold ``value``? ``{"column", "value", "blocks": [{"block",
+    "has_filter", "might_contain"}]}`` (``might_contain`` is true where a block has no
+    filter: only a filter can rule a value out)."""
+    from ..scan import bloom_filters
+    from ..scan.expr import bind, col
+
+    c = f.column_index(column)
+    literal = _typed_literal(value, f.schema.field(c).type)
+    leaf = bind(col(column) == literal, f.schema)
+    blocks = []
+    for b in range(f.num_blocks):
+        bf = bloom_filters.read_filter(f, b, c)
+        blocks.append({"block": b, "has_filter": bf is not None,
+                       "might_contain": True if bf is None else bloom_filters.may_contain(bf, leaf)})
+    return {"column": column, "value": json_value(literal), "blocks": blocks}
+
+
+def check_file(path) -> dict:
+    """Every checksum and structural rule of one file: the footer, each page index, bloom
+    filter and page (decoded). ``{"path", "ok", "error": null or the located message,
+    "blocks", "pages"}``."""
+    from ..scan import bloom_filters
+
+    pages = 0
+    try:
+        with RcfmtFile(path, verify_checksums=True) as f:
+            for b in range(f.num_blocks):
+                for c in range(len(f.footer.columns)):
+                    pages += len(f.page_index(b, c))
+                    bloom_filters.read_filter(f, b, c)
+                    f.read_column_chunk(b, c)
+            return {"path": str(path), "ok": True, "error": None, "blocks": f.num_blocks, "pages": pages}
+    except (RcfmtError, FileNotFoundError) as exc:
+        return {"path": str(path), "ok": False, "error": str(exc), "blocks": None, "pages": pages}
+
+
+def check_dataset(path) -> dict:
+    """The index of the latest version and every data file it lists (as
+    :func:`check_file`, plus size and row count against the index): ``{"path",
+    "version", "ok", "files": [check_file results], "error"}``."""
+    from ..dataset import open_dataset
+
+    try:
+        ds = open_dataset(path)
+    except RcfmtError as exc:
+        return {"path": str(path), "version": None, "ok": False, "files": [], "error": str(exc)}
+    files = []
+    for info in ds.files:
+        result = check_file(info.path)
+        if result["ok"]:
+            with RcfmtFile(info.path) as f:
+                if (f.size, f.num_rows) != (info.size, info.num_rows) and info.size:
+                    result.update(ok=False, error=f"{info.path}: the index records {info.num_rows} rows in "
+                                                  f"{info.size} bytes, the file holds {f.num_rows} in {f.size}")
+        files.append(result)
+    return {"path": str(path), "version": ds.version, "ok": all(r["ok"] for r in files), "files": files,
+            "error": next((r["error"] for r in files if not r["ok"]), None)}
+
+
+def history_report(path) -> list[dict]:
+    """Every version still present, oldest first, as the index records it."""
+    from ..dataset import open_dataset
+
+    return [json_value(h) for h in open_dataset(path).history()]
+
+
+def rows_report(table: pa.Table) -> list[dict]:
+    """Rows as JSON objects."""
+    return [{k: json_value(v) for k, v in row.items()} for row in table.to_pylist()]
+
+
+def is_dataset(path) -> bool:
+    """A directory, or an object-store prefix (anything there but a single object)."""
+    import os
+
+    from ..storage import is_remote, remote_kind
+
+    path = str(path)
+    if is_remote(path):
+        return remote_kind(path) == "dir"
+    return os.path.isdir(path)
+
