@@ -222,7 +222,8 @@ def _run(args) -> int:
     if cmd == "vacuum":
         from ..dataset import vacuum
 
-        removed = vacuum(args.path, retention_seconds=args.retention_hours * 3600.0, dry_run=args.dry_run)
+        removed = vacuum(args.path, retention_seconds=args.retention_hours * 3600.0, dry_run=args.dry_run,
+                         progress=args.progress)
         if args.json:
             _print_json({"dry_run": args.dry_run, "files": removed})
         else:
@@ -235,7 +236,7 @@ def _run(args) -> int:
 
         ds = open_dataset(args.path)
         before = ds.version
-        options = {"curve": args.curve, "force": args.force}
+        options = {"curve": args.curve, "force": args.force, "progress": args.progress}
         if args.target_file_rows:
             options["target_file_rows"] = args.target_file_rows
         after = ds.optimize(_columns(args.cluster_by), **options)
@@ -251,7 +252,7 @@ def _run(args) -> int:
 
         fmt = convert(args.source, args.target, block_rows=args.block_rows, compression=args.compression,
                       cluster_by=_columns(args.cluster_by), curve=args.curve,
-                      partition_by=_columns(args.partition_by))
+                      partition_by=_columns(args.partition_by), progress=args.progress)
         if fmt == "rcfmt":
             from ..file.reader import RcfmtFile
 
@@ -319,6 +320,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--cluster-by")
     p.add_argument("--curve", choices=("zorder", "hilbert", "sort"), default="zorder")
     p.add_argument("--partition-by")
+    for name in ("convert", "optimize", "vacuum"):
+        sub.choices[name].add_argument("--no-progress", dest="progress", action="store_const", const=False,
+                                       default=None, help="no progress bar (default: one on a terminal)")
     return parser
 
 

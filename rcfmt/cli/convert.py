@@ -85,22 +85,29 @@ def open_source(path: str) -> tuple[pa.Schema, Iterator[pa.RecordBatch], int | N
 def convert(source: str, target: str, *, block_rows: int | None = None, compression: str | None = None,
             cluster_by: list[str] | None = None, curve: str = "zorder", partition_by: list[str] | None = None,
             progress=None) -> str:
-    """Convert ``source`` into ``target``; returns the target's format. ``progress``:
-    called with the rows of each batch as it is written."""
+    """Convert ``source`` into ``target``; returns the target's format. ``progress``: a
+    bar of rows on stderr (None: on a terminal; True; False)."""
+    from ..progress import progress_bar, wanted
+
+    wanted(progress)
     out_fmt = format_of(target, target=True, partitioned=bool(partition_by))
     if out_fmt != "dataset" and partition_by:
         raise InvalidOptionError("--partition-by writes a dataset: give a directory as the target")
     if out_fmt not in ("rcfmt", "dataset") and (cluster_by or block_rows or compression not in (None, "auto")):
         raise InvalidOptionError("--block-rows, --compression and --cluster-by apply to rcfmt targets")
-    schema, batches, _ = open_source(source)
+    schema, batches, total = open_source(source)
+    with progress_bar(progress, total=total, desc="convert") as step:
+        def counted():
+            for batch in batches:
+                yield batch
+                step(batch.num_rows)
 
-    def counted():
-        for batch in batches:
-            yield batch
-            if progress is not None:
-                progress(batch.num_rows)
+        return _convert(pa.RecordBatchReader.from_batches(schema, counted()), target, out_fmt, block_rows,
+                        compression, cluster_by, curve, partition_by)
 
-    reader = pa.RecordBatchReader.from_batches(schema, counted())
+
+def _convert(reader: pa.RecordBatchReader, target: str, out_fmt: str, block_rows, compression, cluster_by, curve,
+             partition_by) -> str:
     options = {}
     if block_rows:
         options["block_rows"] = block_rows
@@ -110,12 +117,12 @@ def convert(source: str, target: str, *, block_rows: int | None = None, compress
         from ..file.writer import write_table
 
         write_table(reader.read_all() if cluster_by else reader, target, cluster_by=cluster_by, curve=curve,
-                    **options)
+                    progress=False, **options)
     elif out_fmt == "dataset":
         from ..dataset import write_dataset
 
         write_dataset(reader, target.rstrip("/") if "://" in target else target, partition_by=partition_by,
-                      cluster_by=cluster_by, curve=curve, **options)
+                      cluster_by=cluster_by, curve=curve, progress=False, **options)
     else:
         _write_foreign(reader, target, out_fmt)
     return out_fmt

@@ -622,7 +622,7 @@ class Dataset:
 
     # ---------------------------------------------------------------- maintenance
     def optimize(self, cluster_by=None, *, curve: str = "zorder", mapping: str = "rank",
-                 target_file_rows: int | None = None, where=None, force: bool = False,
+                 target_file_rows: int | None = None, where=None, force: bool = False, progress=None,
                  **write_options) -> "Dataset":
         """Rewrite the files of each partition into one clustered layout and commit it
         atomically against this version; returns the new version (see
@@ -633,13 +633,14 @@ class Dataset:
         columns selecting the partitions to rewrite; ``force``: rewrite partitions an
         earlier optimize already clustered the same way (skipped by default);
         ``write_options``: as for :func:`rcfmt.write_dataset`. The rows stay the same
-        multiset. Returns this Dataset when there is nothing to do."""
+        multiset. Returns this Dataset when there is nothing to do. ``progress``: a bar
+        of rows rewritten on stderr (None: on a terminal; True, False)."""
         from .optimize import optimize
         from .writer import DEFAULT_TARGET_FILE_ROWS
 
         return optimize(self, cluster_by, curve=curve, mapping=mapping,
                         target_file_rows=DEFAULT_TARGET_FILE_ROWS if target_file_rows is None else target_file_rows,
-                        where=where, force=force, **write_options)
+                        where=where, force=force, progress=progress, **write_options)
 
     def history(self) -> list[dict]:
         """Commit metadata of every version still present, oldest first."""
@@ -691,7 +692,7 @@ def open_dataset(path, *, version: int | None = None) -> Dataset:
     return Dataset.open(path, version=version)
 
 
-def vacuum(root, retention_seconds: float = 3600.0, *, dry_run: bool = False) -> list[str]:
+def vacuum(root, retention_seconds: float = 3600.0, *, dry_run: bool = False, progress=None) -> list[str]:
     """Delete files of the dataset at ``root`` that no reader can need: index versions
     older than ``retention_seconds`` (never the latest), data files referenced by no
     remaining version and older than the retention, staging/tmp leftovers of failed or
@@ -702,9 +703,13 @@ def vacuum(root, retention_seconds: float = 3600.0, *, dry_run: bool = False) ->
     On object storage (a dataset rcfmt wrote to ``s3://``) the same rules apply to
     objects, by their modification time: old index versions, and data objects no
     remaining version references (an overwritten or crashed writer's); writers there
-    stage nothing. A prefix without any committed version is left alone."""
+    stage nothing. A prefix without any committed version is left alone. ``progress``:
+    a bar of files deleted on stderr (None: on a terminal; True, False)."""
+    from ..progress import wanted
+
+    wanted(progress)
     if is_remote(root):
-        return _vacuum_remote(root.rstrip("/"), float(retention_seconds), dry_run)
+        return _vacuum_remote(root.rstrip("/"), float(retention_seconds), dry_run, progress)
     root = os.path.abspath(local_path(root))
     versions = log.list_versions(root)
     if not versions and not os.path.isdir(log.meta_dir(root)):
@@ -745,18 +750,22 @@ def vacuum(root, retention_seconds: float = 3600.0, *, dry_run: bool = False) ->
                 if old(p):
                     removed.append(p)
     if not dry_run:
-        for p in removed:
-            if os.path.isdir(p):
-                log.remove_tree(p)
-            else:
-                try:
-                    os.unlink(p)
-                except FileNotFoundError:
-                    pass
+        from ..progress import progress_bar
+
+        with progress_bar(progress, total=len(removed), unit="files", desc="vacuum") as step:
+            for p in removed:
+                if os.path.isdir(p):
+                    log.remove_tree(p)
+                else:
+                    try:
+                        os.unlink(p)
+                    except FileNotFoundError:
+                        pass
+                step(1)
     return removed
 
 
-def _vacuum_remote(root: str, retention_seconds: float, dry_run: bool) -> list[str]:
+def _vacuum_remote(root: str, retention_seconds: float, dry_run: bool, progress=None) -> list[str]:
     scheme = root.split("://", 1)[0].lower()
     if scheme not in COMMIT_SCHEMES:  # refused before any request, as dataset writes there are
         raise UnsupportedError(f"{root!r}: vacuum on {scheme}:// is not supported yet (rcfmt writes datasets to "
@@ -786,6 +795,11 @@ def _vacuum_remote(root: str, retention_seconds: float, dry_run: bool) -> list[s
             removed.append(rel)
     paths = [f"{root}/{rel}" for rel in removed]
     if not dry_run:
-        delete_files(paths)
+        from ..progress import progress_bar
+
+        with progress_bar(progress, total=len(paths), unit="files", desc="vacuum") as step:
+            for start in range(0, len(paths), 100):  # a bar step per batch of deletes
+                delete_files(paths[start : start + 100])
+                step(len(paths[start : start + 100]))
     return paths
 

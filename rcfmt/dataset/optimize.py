@@ -70,7 +70,7 @@ RANGE_FILL = 0.9
 
 def optimize(dataset, cluster_by=None, *, curve: str = "zorder", mapping: str = "rank",
              target_file_rows: int = DEFAULT_TARGET_FILE_ROWS, where=None, stats_truncate: int | None = None,
-             force: bool = False, **write_options):
+             force: bool = False, progress=None, **write_options):
     """Rewrite ``dataset`` (a :class:`~rcfmt.dataset.Dataset`) clustered by ``cluster_by``
     and commit; return the Dataset at the new version (``dataset`` itself when there was
     nothing to do). See the module docstring; ``cluster_by=None`` uses the clustering
@@ -79,7 +79,11 @@ def optimize(dataset, cluster_by=None, *, curve: str = "zorder", mapping: str = 
     ``target_file_rows``) is left alone unless ``force``. ``where``: a filter on
     partition columns only; just the partitions it selects are rewritten (as Delta's
     ``OPTIMIZE ... WHERE``). ``write_options``: as for :func:`write_dataset`.
+    ``progress``: a bar of rows rewritten on stderr (None: on a terminal; True, False).
     """
+    from ..progress import progress_bar, wanted
+
+    wanted(progress)
     target_file_rows = _positive("target_file_rows", target_file_rows)
     snap = dataset._snap
     spec = clustering_spec(cluster_by, curve, mapping)
@@ -121,10 +125,13 @@ def optimize(dataset, cluster_by=None, *, curve: str = "zorder", mapping: str = 
     removed = []
     try:
         try:
-            for key, files in todo.items():
-                _rewrite_partition(writer, key, files, snap.data_schema, spec, target_file_rows,
-                                   os.path.join(staging, "spill"))
-                removed.extend(rel for rel, _, _ in files)
+            with progress_bar(progress, total=sum(n for files in todo.values() for _, _, n in files),
+                              desc="optimize") as step:
+                for key, files in todo.items():
+                    _rewrite_partition(writer, key, files, snap.data_schema, spec, target_file_rows,
+                                       os.path.join(staging, "spill"))
+                    removed.extend(rel for rel, _, _ in files)
+                    step(sum(n for _, _, n in files))
             written = writer.close()
         except BaseException:
             writer.abort()

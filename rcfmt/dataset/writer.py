@@ -555,7 +555,7 @@ def begin_write(path, schema: pa.Schema, *, partition_by=None, mode: str = "appe
 
 def write_dataset(data, path, *, partition_by=None, mode: str = "append",
                   target_file_rows: int = DEFAULT_TARGET_FILE_ROWS, cluster_by=None, curve: str = "zorder",
-                  mapping: str = "rank", stats_truncate: int | None = None, **write_options):
+                  mapping: str = "rank", stats_truncate: int | None = None, progress=None, **write_options):
     """Write ``data`` as data files of the dataset at ``path`` and commit them atomically.
 
     ``data``: a pyarrow Table/RecordBatch, pandas DataFrame, dict of arrays, a
@@ -570,11 +570,14 @@ def write_dataset(data, path, *, partition_by=None, mode: str = "append",
     across the files of each partition, call :meth:`Dataset.optimize` afterwards.
     ``write_options``: options of :class:`rcfmt.Writer` (``block_rows``,
     ``compression``, ...); ``stats_truncate`` also bounds string stats in the index.
+    ``progress``: a bar of rows written on stderr (None: on a terminal; True, False).
 
     Returns the :class:`~rcfmt.dataset.Dataset` at the committed version.
     """
+    from ..progress import progress_bar, wanted
     from .dataset import Dataset
 
+    wanted(progress)  # a bad value raises before anything is written
     schema, tables = _batches_and_schema(data)
     plan = begin_write(path, schema, partition_by=partition_by, mode=mode)
     truncate = DEFAULT_INDEX_TRUNCATE if stats_truncate is None else stats_truncate
@@ -594,8 +597,10 @@ def write_dataset(data, path, *, partition_by=None, mode: str = "append",
                            truncate=truncate)
     try:
         try:
-            for table in tables:
-                writer.write(table)
+            with progress_bar(progress, desc="write_dataset") as step:
+                for table in tables:
+                    writer.write(table)
+                    step(table.num_rows)
             files = writer.close()
         except BaseException:
             writer.abort()

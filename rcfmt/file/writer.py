@@ -605,8 +605,12 @@ def _compress(options: WriteOptions, bodies: list[bytes], dictionary: bytes | No
     return codec, compressed
 
 
+#: a table with at least this many rows gets a progress bar on a terminal (progress=None)
+PROGRESS_MIN_ROWS = 1_000_000
+
+
 def write_table(table, where, *, metadata: dict | None = None, cluster_by=None, curve: str = "zorder",
-                mapping: str = "rank", **options) -> None:
+                mapping: str = "rank", progress=None, **options) -> None:
     """Write a Table, RecordBatch, pandas DataFrame, dict of arrays, or any object with
     ``__arrow_c_stream__`` (Polars and DuckDB results, a RecordBatchReader: streamed
     batch by batch) or ``__arrow_c_array__`` to ``where``.
@@ -615,14 +619,21 @@ def write_table(table, where, *, metadata: dict | None = None, cluster_by=None, 
     those columns together: ``curve`` is "zorder", "hilbert" or "sort"; ``mapping`` is
     "rank" (values mapped to buckets of sampled range bounds; robust to skew) or
     "direct" (order-preserving bits). The clustering spec is recorded in the file's
-    metadata under ``rcfmt.clustering``. Other options are those of :class:`Writer`.
-    Bad arguments raise before anything is written.
+    metadata under ``rcfmt.clustering``. ``progress``: a bar of rows written on stderr
+    (None: on a terminal, for streams and tables of at least
+    :data:`PROGRESS_MIN_ROWS` rows; True: always; False: never). Other options are
+    those of :class:`Writer`. Bad arguments raise before anything is written.
     """
+    from ..progress import progress_bar, wanted
+
+    wanted(progress)  # a bad value raises before anything is written
     stream = arrow_stream(table) if cluster_by is None else None
     if stream is not None:  # batch by batch: one block in memory at a time
-        with Writer(where, stream.schema, metadata=metadata, **options) as writer:
+        with Writer(where, stream.schema, metadata=metadata, **options) as writer, \
+                progress_bar(progress, desc="write") as step:
             for batch in stream:
                 writer.write(batch)
+                step(batch.num_rows)
         return
     table = as_table(table)
     if cluster_by is not None:
@@ -637,5 +648,9 @@ def write_table(table, where, *, metadata: dict | None = None, cluster_by=None, 
         WriteOptions.create(storage_schema(table.schema)[0], **{k: v for k, v in options.items() if k != "filesystem"})
         table = spec.fit(table).apply(table)
         metadata = {**(metadata or {}), METADATA_KEY: spec.to_json(include_bounds=False)}
-    with Writer(where, table.schema, metadata=metadata, **options) as writer:
-        writer.write(table)
+    show = progress if progress is not None or table.num_rows >= PROGRESS_MIN_ROWS else False
+    with Writer(where, table.schema, metadata=metadata, **options) as writer, \
+            progress_bar(show, total=table.num_rows, desc="write") as step:
+        for batch in table.to_batches(max_chunksize=writer.options.block_rows) if show is not False else [table]:
+            writer.write(batch)
+            step(batch.num_rows)
