@@ -248,3 +248,26 @@ def test_history_optimize_vacuum(files, tmp_path):
     assert sorted(done["files"]) == sorted(dry["files"]) and rcfmt.dataset(ds).to_table().num_rows == table.num_rows
     missing = _run("history", tmp_path / "nothing", ok=False)
     assert missing.returncode == 1 and missing.stderr.startswith("rcfmt: error:")
+
+
+def test_plot_draws_block_and_page_boxes(files, tmp_path):
+    pytest.importorskip("matplotlib")
+    path, ds, _, _ = files
+    out = _run("plot", path, "--column", "id", "-o", tmp_path / "id.png").stdout
+    assert (tmp_path / "id.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "3 blocks of id: each spans 33% of the range" in out  # sorted: the blocks split the range
+    out = _run("plot", path, "--column", "day", "--column", "carrier", "-o", tmp_path / "two.png").stdout
+    assert "3 block boxes over (day, carrier)" in out and (tmp_path / "two.png").stat().st_size > 1000
+    out = _run("plot", ds, "--column", "fare", "-o", tmp_path / "ds.png").stdout
+    assert "files of fare" in out and (tmp_path / "ds.png").exists()
+    bad = _run("plot", path, "--column", "a", "--column", "b", "--column", "c", ok=False)
+    assert bad.returncode == 1 and "one or two" in bad.stderr
+
+
+def test_plot_without_matplotlib_says_what_to_install(files, tmp_path):
+    path = files[0]
+    code = ("import sys; sys.modules['matplotlib'] = None\n"
+            "from rcfmt.cli import main\n"
+            f"sys.exit(main(['plot', {str(path)!r}, '--column', 'id', '-o', {str(tmp_path / 'x.png')!r}]))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and "pip install 'rcfmt[plot]'" in proc.stderr and not (tmp_path / "x.png").exists()

@@ -247,6 +247,13 @@ def _run(args) -> int:
         else:
             print(f"optimized {args.path}: version {before} -> {after.version}, {after.num_files} files")
         return 0
+    if cmd == "plot":
+        from .plot import plot
+
+        out = args.output or "rcfmt-plot.png"
+        summary = plot(args.path, args.column, out)
+        print(f"wrote {out}: {summary}")
+        return 0
     if cmd == "convert":
         from .convert import convert
 
@@ -311,6 +318,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--curve", choices=("zorder", "hilbert", "sort"), default="zorder")
     p.add_argument("--target-file-rows", type=int)
     p.add_argument("--force", action="store_true")
+    p = command("plot", "draw the min/max boxes of blocks and pages (or a dataset's files) into an image",
+                json_option=False)
+    p.add_argument("--column", action="append", required=True, help="one column (pages over rows) or two (a plane)")
+    p.add_argument("-o", "--output", help="the image (default rcfmt-plot.png)")
     p = command("convert", "convert between Parquet, Arrow IPC/Feather, CSV and rcfmt (files or datasets)",
                 path=None, json_option=False)
     p.add_argument("source")
