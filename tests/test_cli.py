@@ -148,6 +148,11 @@ def test_schema_meta_pages_index_json_match_the_library(files):
         assert index["chunks"][0]["offset"] == int(f.footer.chunks[5][0]["page_index_offset"])
     ds_schema = _json("schema", ds)
     assert ds_schema["kind"] == "dataset" and ds_schema["partition_by"] == ["carrier"]
+    assert _json("inspect", path) == meta
+    summary = _json("inspect", ds)
+    dataset = rcfmt.dataset(ds)
+    assert (summary["version"], summary["num_files"], summary["num_rows"]) == (1, dataset.num_files, 6000)
+    assert summary["partition_by"] == ["carrier"] and summary["history"][0]["operation"] == "append"
 
 
 def _same(a: pa.Table, b: pa.Table) -> bool:

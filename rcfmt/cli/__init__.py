@@ -145,6 +145,12 @@ def _run(args) -> int:
 
     cmd = args.command
     if cmd == "inspect":
+        if args.json:  # a dataset's summary, or a file's meta report
+            if reports.is_dataset(args.path):
+                _print_json(reports.dataset_report(args.path))
+            else:
+                _file_report(args, reports.meta_report)
+            return 0
         if reports.is_dataset(args.path):
             print(describe_dataset(args.path))
         else:
@@ -286,7 +292,7 @@ def _parser() -> argparse.ArgumentParser:
             p.add_argument("--json", action="store_true", help="print one JSON document (docs/CLI.md)")
         return p
 
-    command("inspect", "a summary of a file (blocks, encodings, sizes, bounds) or a dataset", json_option=False)
+    command("inspect", "a summary of a file (blocks, encodings, sizes, bounds) or a dataset")
     command("schema", "the columns of a file or dataset")
     command("meta", "the file and every block: rows, bytes, per chunk encoding, codec, sizes, stats", path="FILE")
     for name, text in (("pages", "every page: first row, rows, encoding, sizes, min/max, nulls (from the page index)"),

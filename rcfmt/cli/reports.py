@@ -21,7 +21,7 @@ from ..file.reader import RcfmtFile
 from .describe import column_summary, encoding_name
 
 __all__ = ["is_dataset", "json_value", "schema_report", "meta_report", "pages_report", "index_report", "dictionary_report",
-           "bloom_report", "check_file", "check_dataset", "history_report", "rows_report"]
+           "bloom_report", "check_file", "check_dataset", "dataset_report", "history_report", "rows_report"]
 
 
 def json_value(value, ltype=None):
@@ -275,6 +275,18 @@ def check_dataset(path) -> dict:
         files.append(result)
     return {"path": str(path), "version": ds.version, "ok": all(r["ok"] for r in files), "files": files,
             "error": next((r["error"] for r in files if not r["ok"]), None)}
+
+
+def dataset_report(path) -> dict:
+    """``{"path", "version", "num_files", "num_rows", "partition_by", "clustering",
+    "columns": [...], "history": [...]}`` of a dataset."""
+    from ..dataset import open_dataset
+
+    ds = open_dataset(path)
+    return {"path": str(path), "version": ds.version, "num_files": ds.num_files, "num_rows": ds.num_rows,
+            "partition_by": ds.partition_by, "clustering": json_value(ds.info.get("clustering")),
+            "columns": _fields(ds.schema),
+            "history": [json_value(h) for h in ds.history()] if ds.version is not None else []}
 
 
 def history_report(path) -> list[dict]:
