@@ -276,3 +276,13 @@ def test_plot_without_matplotlib_says_what_to_install(files, tmp_path):
             f"sys.exit(main(['plot', {str(path)!r}, '--column', 'id', '-o', {str(tmp_path / 'x.png')!r}]))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1 and "pip install 'rcfmt[plot]'" in proc.stderr and not (tmp_path / "x.png").exists()
+
+
+def test_cat_into_a_pipe_that_closes_early(tmp_path):
+    """`rcfmt cat big | head -2`: head has its rows, rcfmt ends quietly (no traceback,
+    no broken-pipe error)."""
+    path = tmp_path / "big.rcfmt"
+    rcfmt.write_table(pa.table({"a": np.arange(1_000_000)}), path)
+    cmd = f"'{sys.executable}' -m rcfmt.cli cat '{path}' | head -2; exit ${{PIPESTATUS[0]}}"
+    proc = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and proc.stdout == '"a"\n0\n' and proc.stderr == ""

@@ -347,7 +347,10 @@ def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     try:
         return _run(args)
-    except BrokenPipeError:  # pragma: no cover - e.g. `rcfmt cat ... | head`
+    except BrokenPipeError:  # e.g. `rcfmt cat ... | head`: the reader has what it wanted
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # (no second error at exit)
         return 0
     except (RcfmtError, OSError) as exc:
         print(f"rcfmt: error: {exc}", file=sys.stderr)
