@@ -140,6 +140,12 @@ def test_schema_meta_pages_index_json_match_the_library(files):
         entries = f.page_index(2, 2)
         assert [p["first_row"] for p in pages] == entries["first_row"].tolist()
         assert [p["stored_bytes"] for p in pages] == entries["length"].tolist()
+        assert all(p["uncompressed_bytes"] >= 8 * p["num_rows"] // 32 for p in pages)  # dates: >= 8 bits a day
+        raw = path.read_bytes()
+        import struct
+
+        assert [p["uncompressed_bytes"] for p in pages] == [struct.unpack_from("<I", raw, p["offset"] + 20)[0]
+                                                            for p in pages]
         assert pages[0]["min"] == table["day"][4000].as_py().isoformat()
         assert pages[-1]["max"] == table["day"][5999].as_py().isoformat()
         assert all(p["null_count"] == 0 for p in pages)

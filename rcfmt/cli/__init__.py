@@ -186,7 +186,7 @@ def _run(args) -> int:
         out = _file_report(args, lambda f: reports.pages_report(f, args.column, args.block))
         if out is not None:
             print(_table_text(out, ["block", "column", "page", "first_row", "num_rows", "offset", "stored_bytes",
-                                    "encoding", "null_count", "min", "max"]))
+                                    "uncompressed_bytes", "encoding", "null_count", "min", "max"]))
         return 0
     if cmd == "index":
         out = _file_report(args, lambda f: reports.index_report(f, args.column, args.block))

@@ -132,9 +132,12 @@ def _selected(f: RcfmtFile, column: str | None, block: int | None) -> tuple[list
 
 
 def pages_report(f: RcfmtFile, column: str | None = None, block: int | None = None) -> list[dict]:
-    """Every page (of ``column``/``block`` if given), from the page index: ``[{"block",
-    "column", "page", "first_row", "num_rows", "offset", "stored_bytes", "encoding",
+    """Every page (of ``column``/``block`` if given), from the page index and the page
+    headers: ``[{"block", "column", "page", "first_row", "num_rows", "offset",
+    "stored_bytes" (header and body), "uncompressed_bytes" (the body's), "encoding",
     "compression", "null_count", "min", "max"}]``."""
+    from ..format.layout import PAGE_HEADER, PAGE_HEADER_SIZE
+
     cols, blocks = _selected(f, column, block)
     out = []
     for b in blocks:
@@ -143,14 +146,20 @@ def pages_report(f: RcfmtFile, column: str | None = None, block: int | None = No
             rec = f.footer.chunks[c][b]
             entries = f.page_index(b, c)
             stats = f.page_stats(b, c, entries)
+            start = int(rec["offset"])
+            chunk = f.read_range(start, int(rec["length"]))
             enc = encoding_name(int(rec["encoding"]))
             codec = CODEC_NAMES.get(int(rec["compression"]), f"unknown({int(rec['compression'])})")
             for k in range(len(entries)):
+                at = int(entries["offset"][k]) - start  # inside the chunk: the page index was checked
+                if not 0 <= at <= len(chunk) - PAGE_HEADER_SIZE:
+                    raise CorruptFileError("page outside its chunk", path=f.path, column=col.name, block=b)
+                header = PAGE_HEADER.unpack_from(chunk, at)
                 has = bool(stats.has_min_max[k])
                 out.append({"block": b, "column": col.name, "page": k, "first_row": int(entries["first_row"][k]),
                             "num_rows": int(entries["row_count"][k]), "offset": int(entries["offset"][k]),
-                            "stored_bytes": int(entries["length"][k]), "encoding": enc, "compression": codec,
-                            "null_count": int(stats.null_count[k]),
+                            "stored_bytes": int(entries["length"][k]), "uncompressed_bytes": int(header[8]),
+                            "encoding": enc, "compression": codec, "null_count": int(stats.null_count[k]),
                             "min": json_value(stats.min[k], col.type) if has else None,
                             "max": json_value(stats.max[k], col.type) if has else None})
     return out
