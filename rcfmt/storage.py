@@ -99,6 +99,8 @@ class ByteSource:
 
     size: int
     remote = False
+    #: which store the path is in (part of what names an object in caches)
+    identity: tuple = ("local",)
 
     def read_at(self, offset: int, length: int) -> bytes:  # pragma: no cover - interface
         raise NotImplementedError
@@ -160,6 +162,7 @@ class _ArrowFile(ByteSource):
 
     def __init__(self, filesystem, path: str, display: str, size: int | None = None):
         self._filesystem, self._path, self._display = filesystem, path, display
+        self.identity = _store_identity(filesystem)
         self._file = None
         self._closed = False
         self._open_lock = threading.Lock()
@@ -209,6 +212,19 @@ class _ArrowFile(ByteSource):
             f, self._file = self._file, None
         if f is not None:
             f.close()
+
+
+def _store_identity(filesystem) -> tuple:
+    """The filesystem's kind and endpoint: two stores with equal paths are told apart
+    (an S3 bucket on AWS and one of the same name on a local server)."""
+    try:
+        kwargs = filesystem.__reduce__()[1][0]
+    except (AttributeError, IndexError, KeyError, TypeError):
+        kwargs = None
+    name = getattr(filesystem, "type_name", type(filesystem).__name__)
+    if not isinstance(kwargs, dict):
+        return (name, id(filesystem))  # unknown kind: cached per filesystem object
+    return (name, str(kwargs.get("endpoint_override") or ""), str(kwargs.get("scheme") or ""))
 
 
 def _arrow_filesystem(filesystem):

@@ -911,3 +911,24 @@ def test_remote_scans_keep_every_match(s3, tmp_path_factory, monkeypatch, case):
         with rcfmt.open(f"s3://{BUCKET}/{key}") as f:  # (a footer past a 64-byte tail: one more read)
             got = f.scan(filter=expr).read()
         assert_same(got, expected)
+
+
+def test_the_footer_cache_tells_stores_apart(s3, proxy, monkeypatch):
+    """The cache key holds the store (filesystem kind and endpoint) besides path and
+    size: the same bucket and key behind another endpoint is another object."""
+    from rcfmt.file.footer_cache import FOOTERS
+    from rcfmt.storage import _from_uri, _store_identity, s3_settings
+
+    endpoint, _ = s3
+    uri = f"s3://{BUCKET}/stores/ds"
+    _write_through(s3, monkeypatch, lambda: rcfmt.write_dataset(_table(), uri))
+    FOOTERS.clear()
+    assert rcfmt.dataset(uri).to_table().num_rows == ROWS  # through the proxy (the environment's endpoint)
+    through_proxy = len(FOOTERS)  # the index and the data file
+    with s3_settings({"endpoint": endpoint}):  # the server itself: the same objects, another store
+        assert rcfmt.dataset(uri).to_table().num_rows == ROWS
+    assert through_proxy == 2 and len(FOOTERS) == 2 * through_proxy
+    a = _store_identity(_from_uri(uri)[0])
+    with s3_settings({"endpoint": endpoint}):
+        b = _store_identity(_from_uri(uri)[0])
+    assert a != b and a[0] == b[0] == "s3"

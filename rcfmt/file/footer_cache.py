@@ -4,8 +4,9 @@ A dataset's data files and index versions are never rewritten under their names 
 files carry a writer's unique prefix; an index version is created once, if absent). So
 for them a parsed footer, and the tail bytes read with it, are valid for as long as the
 object exists: a repeated query opens them without a request (the object is opened at
-its first read not served from the tail). Entries are keyed by ``(path, size)``, both
-from the dataset index, and evicted least recently used beyond ``max_bytes``.
+its first read not served from the tail). Entries are keyed by the store (filesystem
+kind and endpoint), the path and the size (both from the dataset index), and evicted
+least recently used beyond ``max_bytes``.
 
 Single files opened by path are never cached: they may be replaced in place, and
 ``pyarrow.fs`` tells neither an ETag nor a modification time finer than a second.

@@ -217,7 +217,7 @@ class RcfmtFile:
     def _open_footer(self, cacheable: bool) -> FileMetaData:
         """The footer: from the footer cache when ``cacheable`` and cached (checked as this
         open asks), else read (and then cached when ``cacheable``)."""
-        key = (self.path, self.size)
+        key = (self._source.identity, self.path, self.size)
         if cacheable:
             hit = FOOTERS.get(key)
             if hit is not None and (hit.verified or not self.verify_checksums):
