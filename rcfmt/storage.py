@@ -39,7 +39,7 @@ from .errors import InvalidOptionError, RcfmtError, StorageError, UnsupportedErr
 
 __all__ = ["local_path", "open_input", "open_output", "ByteSource", "ByteSink", "is_remote", "remote_kind",
            "list_names", "list_sizes", "list_tree", "delete_files", "check_commit_support", "create_if_absent",
-           "s3_settings", "S3_SETTINGS"]
+           "s3_settings", "check_s3_settings", "S3_SETTINGS"]
 
 _URI = re.compile(r"\A([A-Za-z][A-Za-z0-9+.\-]*)://")
 
@@ -468,7 +468,9 @@ _S3_FILESYSTEMS: dict = {}  # one client per distinct settings
 _S3_LOCK = threading.Lock()
 
 
-def _check_s3_settings(settings) -> dict:
+def check_s3_settings(settings) -> dict:
+    """``settings`` checked (:data:`S3_SETTINGS` only, non-empty strings, keys in pairs),
+    without the unset ones; InvalidOptionError otherwise."""
     settings = {k: v for k, v in dict(settings).items() if v is not None}
     unknown = sorted(set(settings) - set(S3_SETTINGS))
     if unknown:
@@ -493,7 +495,7 @@ def s3_settings(settings):
     Python workers (one task at a time each): not for threads that need different ones
     at once."""
     global _S3_SETTINGS
-    checked = _check_s3_settings(settings) if settings else None
+    checked = check_s3_settings(settings) if settings else None
     with _S3_LOCK:
         saved, _S3_SETTINGS = _S3_SETTINGS, checked
     try:
@@ -586,6 +588,15 @@ def list_tree(uri: str) -> list[tuple[str, float]]:
     return out
 
 
+def _remote_entries(directory: str) -> list:
+    """The ``pyarrow.fs.FileInfo`` of each entry of an object-store ``directory`` (one
+    listing request); empty if it does not exist."""
+    import pyarrow.fs as pafs
+
+    fs, inner = _from_uri(directory)
+    return fs.get_file_info(pafs.FileSelector(inner, allow_not_found=True))
+
+
 def list_names(directory: str) -> list[str]:
     """Names of the entries of ``directory`` (a local path or an object-store URI);
     empty if it does not exist."""
@@ -594,11 +605,7 @@ def list_names(directory: str) -> list[str]:
             return os.listdir(directory)
         except FileNotFoundError:
             return []
-    import pyarrow.fs as pafs
-
-    fs, inner = _from_uri(directory)
-    infos = fs.get_file_info(pafs.FileSelector(inner, allow_not_found=True))
-    return [info.base_name for info in infos]
+    return [info.base_name for info in _remote_entries(directory)]
 
 
 def list_sizes(directory: str) -> dict[str, int]:
@@ -612,6 +619,4 @@ def list_sizes(directory: str) -> dict[str, int]:
             return {}
     import pyarrow.fs as pafs
 
-    fs, inner = _from_uri(directory)
-    infos = fs.get_file_info(pafs.FileSelector(inner, allow_not_found=True))
-    return {info.base_name: info.size for info in infos if info.type == pafs.FileType.File}
+    return {info.base_name: info.size for info in _remote_entries(directory) if info.type == pafs.FileType.File}

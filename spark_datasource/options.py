@@ -73,9 +73,9 @@ def s3_options(opts: dict) -> dict | None:
                     out[setting] = str(value).strip()
     if not out:
         return None
-    from rcfmt.storage import _check_s3_settings
+    from rcfmt.storage import check_s3_settings
 
-    return _check_s3_settings(out)
+    return check_s3_settings(out)
 
 
 def with_s3_settings(method):

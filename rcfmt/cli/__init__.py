@@ -135,7 +135,7 @@ def _file_report(args, report):
     with RcfmtFile(args.path) as f:
         out = report(f)
     if args.json:
-        _print_json(out)
+        _print_json(out[0] if isinstance(out, tuple) else out)  # (report, text): the report
         return None
     return out
 
@@ -169,13 +169,11 @@ def _run(args) -> int:
                 print(f"partitioned by: {', '.join(out['partition_by'])}")
         return 0
     if cmd == "meta":
-        out = _file_report(args, reports.meta_report)
+        out = _file_report(args, lambda f: (reports.meta_report(f), describe(f)))
         if out is None:
             return 0
-        from ..file.reader import RcfmtFile
-
-        with RcfmtFile(args.path) as f:
-            print(describe(f))
+        out, summary = out
+        print(summary)
         print()
         rows = [{"block": b["block"], "rows": b["num_rows"], "stored_bytes": b["stored_bytes"], **c}
                 for b in out["blocks"] for c in b["chunks"]]

@@ -247,7 +247,7 @@ def bloom_report(f: RcfmtFile, column: str, value: str) -> dict:
 def check_file(path) -> dict:
     """Every checksum and structural rule of one file: the footer, each page index, bloom
     filter and page (decoded). ``{"path", "ok", "error": null or the located message,
-    "blocks", "pages"}``."""
+    "blocks", "pages", "size", "num_rows"}``."""
     from ..scan import bloom_filters
 
     pages = 0
@@ -258,9 +258,11 @@ def check_file(path) -> dict:
                     pages += len(f.page_index(b, c))
                     bloom_filters.read_filter(f, b, c)
                     f.read_column_chunk(b, c)
-            return {"path": str(path), "ok": True, "error": None, "blocks": f.num_blocks, "pages": pages}
+            return {"path": str(path), "ok": True, "error": None, "blocks": f.num_blocks, "pages": pages,
+                    "size": f.size, "num_rows": f.num_rows}
     except (RcfmtError, FileNotFoundError) as exc:
-        return {"path": str(path), "ok": False, "error": str(exc), "blocks": None, "pages": pages}
+        return {"path": str(path), "ok": False, "error": str(exc), "blocks": None, "pages": pages, "size": None,
+                "num_rows": None}
 
 
 def check_dataset(path) -> dict:
@@ -276,11 +278,9 @@ def check_dataset(path) -> dict:
     files = []
     for info in ds.files:
         result = check_file(info.path)
-        if result["ok"]:
-            with RcfmtFile(info.path) as f:
-                if (f.size, f.num_rows) != (info.size, info.num_rows) and info.size:
-                    result.update(ok=False, error=f"{info.path}: the index records {info.num_rows} rows in "
-                                                  f"{info.size} bytes, the file holds {f.num_rows} in {f.size}")
+        if result["ok"] and info.size and (result["size"], result["num_rows"]) != (info.size, info.num_rows):
+            result.update(ok=False, error=f"{info.path}: the index records {info.num_rows} rows in {info.size} "
+                                          f"bytes, the file holds {result['num_rows']} in {result['size']}")
         files.append(result)
     return {"path": str(path), "version": ds.version, "ok": all(r["ok"] for r in files), "files": files,
             "error": next((r["error"] for r in files if not r["ok"]), None)}

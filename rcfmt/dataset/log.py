@@ -47,7 +47,7 @@ import shutil
 import time
 
 from ..errors import RcfmtError
-from ..storage import create_if_absent, list_names, list_sizes
+from ..storage import create_if_absent, list_sizes
 
 __all__ = ["META_DIR", "version_path", "list_versions", "latest_version", "publish_version",
            "publish_remote_version", "fsync_dir", "staging_root", "tmp_dir"]
@@ -76,13 +76,7 @@ def version_path(root: str, version: int) -> str:
 
 def list_versions(root: str) -> list[int]:
     """Committed versions of the dataset at ``root`` (a local path or an object-store URI)."""
-    out = []
-    names = list_names(meta_dir(root))
-    for name in names:
-        m = _VERSION_RE.match(name)
-        if m:
-            out.append(int(m.group(1)))
-    return sorted(out)
+    return sorted(version_sizes(root))
 
 
 def version_sizes(root: str) -> dict[int, int]:

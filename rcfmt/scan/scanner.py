@@ -186,6 +186,7 @@ class FileScan:
         self._prefetch_lock = threading.Lock()
         self._page_index_bytes = None
         self._groups: BlockGroups | None = None  # remote files: blocks read together (_plan_groups)
+        self._planned_ranges: dict[int, RowRanges] = {}  # remote files: row ranges found while planning
         before = file.thread_requests()
         self.blocks = self._prune_blocks()
         self.stats.requests += file.thread_requests() - before  # bloom filters
@@ -224,10 +225,12 @@ class FileScan:
         request, which the scan needs anyway, while bloom filters cost a request of their
         own -- asked only when more than one block is left, since for one block the probe
         could save at most the request it costs."""
-        self.blocks = [int(b) for b in np.flatnonzero(keep)]  # what the page-index prefetch covers
+        kept = [int(b) for b in np.flatnonzero(keep)]
+        self._prefetch_page_indexes(kept)
         keep = keep.copy()
-        for b in self.blocks:
-            if self.row_ranges(b, {}).row_count == 0:
+        for b in kept:
+            ranges = self._planned_ranges[b] = self.row_ranges(b, {})
+            if ranges.row_count == 0:
                 keep[b] = False
                 self.stats.blocks_pruned_pages += 1
         return keep
@@ -299,19 +302,23 @@ class FileScan:
     def _prefetched_page_indexes(self, block: int):
         """On object storage, when the scan will visit more than one block: the
         page-index records of every column it needs in every block it keeps, fetched by
-        the first block that asks, in as few requests as their coalesced ranges allow
-        (one, for the lineitem file's 46 blocks), instead of one request per block.
-        ``(buffer, base, {(block, column)})`` or None (local files, a single block)."""
-        if self._page_index_bytes is not None:  # (fetched when planning pruned blocks by pages)
-            return self._page_index_bytes
-        if not self.file.remote or len(self.blocks) < 2:
-            return None
+        the first block that asks (or by planning, :meth:`_remote_page_keep`), in as few
+        requests as their coalesced ranges allow (one, for the lineitem file's 46
+        blocks), instead of one request per block. ``(buffer, base, {(block, column)})``
+        or None (local files, a single block)."""
+        if self._page_index_bytes is None and self.file.remote and len(self.blocks) >= 2:
+            self._prefetch_page_indexes(self.blocks)
+        return self._page_index_bytes
+
+    def _prefetch_page_indexes(self, blocks: list[int]) -> None:
+        """Fetch the page-index records of every column the scan needs in ``blocks``,
+        once (:meth:`_prefetched_page_indexes`)."""
         with self._prefetch_lock:
             if self._page_index_bytes is None:
                 footer = self.file.footer
                 cols = sorted({*self.filter_ids.values(), *self.col_ids})
                 spans = []
-                for b in self.blocks:
+                for b in blocks:
                     for c in cols:
                         rec = footer.chunks[c][b]
                         if int(rec["page_index_length"]):
@@ -325,7 +332,6 @@ class FileScan:
                                              REMOTE_COALESCE_GAP)
                     buf = self.file.read_ranges(starts, ends)
                     self._page_index_bytes = (buf, int(starts[0]), frozenset(k for _, _, k in spans))
-        return self._page_index_bytes
 
     def row_ranges(self, block: int, cache: dict) -> RowRanges:
         """Rows of ``block`` that may match, from the page index of the filter columns.
@@ -336,6 +342,9 @@ class FileScan:
         rows = int(self.file.footer.blocks[block]["row_count"])
         if self.nnf is None or not self.use_page_index:
             return RowRanges.full(rows)
+        planned = self._planned_ranges.get(block)
+        if planned is not None:
+            return planned
         return self._as_ranges(self._page_masks(self.nnf, block, cache), block, cache, rows)
 
     def _page_masks(self, expr, block: int, cache: dict):
@@ -420,38 +429,40 @@ class FileScan:
             return ("none",)
         return ("pages", page_ids, positions)
 
+    def _column_ranges(self, block: int, col: int, plan: tuple, cache: dict):
+        """``(lo, hi)`` of the byte ranges ``plan`` needs of one column: its whole chunk,
+        or its pages and its dictionary page (which precedes every data page); None
+        for a plan that reads nothing."""
+        rec = self.file.footer.chunks[col][block]
+        offset = int(rec["offset"])
+        if plan[0] == "whole":
+            return np.array([offset], np.int64), np.array([offset + int(rec["length"])], np.int64)
+        if plan[0] != "pages":
+            return None
+        entries = self._page_index(block, col, cache).entries
+        lo = entries["offset"][plan[1]].astype(np.int64)
+        hi = lo + entries["length"][plan[1]].astype(np.int64)
+        if int(rec["dictionary_length"]):
+            lo = np.concatenate(([offset], lo))
+            hi = np.concatenate(([offset + int(rec["dictionary_length"])], hi))
+        return lo, hi
+
     def _byte_ranges(self, block: int, plans: dict, cache: dict):
         """The bytes ``plans`` need, for every column at once, as sorted disjoint
-        ``(starts, ends)`` (None if nothing). A column's ranges (its whole chunk, or its
-        pages and its dictionary page) closer than ``COALESCE_GAP`` are merged; ranges of
-        different columns only when they touch (the chunks of a block are adjacent in the
-        file, so adjacent projected columns cost one read) -- and on object storage,
-        where a request costs as much as ~1 MB of transfer, whenever they are closer
-        than ``REMOTE_COALESCE_GAP``."""
-        remote = self.file.remote
-        groups_lo, groups_hi = [], []
-        footer = self.file.footer
-        for col, plan in plans.items():
-            rec = footer.chunks[col][block]
-            offset = int(rec["offset"])
-            if plan[0] == "whole":
-                groups_lo.append(np.array([offset], np.int64))
-                groups_hi.append(np.array([offset + int(rec["length"])], np.int64))
-            elif plan[0] == "pages":
-                entries = self._page_index(block, col, cache).entries
-                lo = entries["offset"][plan[1]].astype(np.int64)
-                hi = lo + entries["length"][plan[1]].astype(np.int64)
-                if int(rec["dictionary_length"]):  # the dictionary page precedes every data page
-                    lo = np.concatenate(([offset], lo))
-                    hi = np.concatenate(([offset + int(rec["dictionary_length"])], hi))
-                lo, hi = _coalesce(lo, hi, REMOTE_COALESCE_GAP if remote else COALESCE_GAP)
-                groups_lo.append(lo)
-                groups_hi.append(hi)
-        if not groups_lo:
+        ``(starts, ends)`` (None if nothing). A column's ranges closer than
+        ``COALESCE_GAP`` are merged; ranges of different columns only when they touch
+        (the chunks of a block are adjacent in the file, so adjacent projected columns
+        cost one read) -- and on object storage, where a request costs as much as ~1 MB
+        of transfer, whenever they are closer than ``REMOTE_COALESCE_GAP``."""
+        gap = REMOTE_COALESCE_GAP if self.file.remote else COALESCE_GAP
+        parts = [r for col, plan in plans.items() if (r := self._column_ranges(block, col, plan, cache)) is not None]
+        if not parts:
             return None
-        lo, hi = np.concatenate(groups_lo), np.concatenate(groups_hi)
+        merged = [_coalesce(lo, hi, gap) for lo, hi in parts]
+        lo = np.concatenate([m[0] for m in merged])
+        hi = np.concatenate([m[1] for m in merged])
         order = np.argsort(lo, kind="stable")
-        return _coalesce(lo[order], hi[order], REMOTE_COALESCE_GAP if remote else 0)
+        return _coalesce(lo[order], hi[order], REMOTE_COALESCE_GAP if self.file.remote else 0)
 
     def _fetch(self, block: int, plans: dict, cache: dict, stats: ScanStats):
         """Read the bytes ``plans`` need (:meth:`_byte_ranges`): ``(buffer, base)``, file
@@ -529,23 +540,19 @@ class FileScan:
     def _planned_bytes(self, block: int, plans: dict, cache: dict) -> int:
         """Bytes of the chunks and pages the ``plans`` of :meth:`_plan_column` name (not
         the gaps a coalesced read would add)."""
-        total = 0
-        for col, plan in plans.items():
-            rec = self.file.footer.chunks[col][block]
-            if plan[0] == "whole":
-                total += int(rec["length"])
-            elif plan[0] == "pages":
-                entries = self._page_index(block, col, cache).entries
-                total += int(entries["length"][plan[1]].astype(np.int64).sum()) + int(rec["dictionary_length"])
-        return total
+        parts = (self._column_ranges(block, col, plan, cache) for col, plan in plans.items())
+        return sum(int((hi - lo).sum()) for r in parts if r is not None for lo, hi in [r])
 
     def _filter_columns_fetch(self, block: int, candidates: Selection, projected: list, cache: dict,
-                              stats: ScanStats):
+                              stats: ScanStats, fetched: tuple | None = None):
         """``(filter plans, (buffer, base), whether the projected columns' candidate pages
-        came with them)``. On object storage the projected columns' pages that may hold
-        matching rows ride along with the filter columns' when they are few
+        came with them)``. ``fetched``: the block's bytes, read already with its group
+        (all of them). Otherwise, on object storage, the projected columns' pages that
+        may hold matching rows ride along with the filter columns' when they are few
         (:data:`SPECULATIVE_FETCH_BYTES`): the rows the filter selects lie in them."""
         plans = {col: self._plan_column(block, col, candidates, cache, stats) for col in self.filter_ids.values()}
+        if fetched is not None:
+            return plans, fetched, True
         if self.file.remote and projected:
             ride = {col: self._plan_column(block, col, candidates, cache, ScanStats()) for col in projected}
             if self._planned_bytes(block, ride, cache) <= SPECULATIVE_FETCH_BYTES:
@@ -595,7 +602,7 @@ class FileScan:
         scratch = ScanStats()
         for block in blocks:
             cache: dict = {}
-            ranges = self.row_ranges(block, cache)
+            ranges = self._planned_ranges[block] = self.row_ranges(block, cache)
             if ranges.row_count == 0:
                 continue
             candidates = Selection.from_ranges(ranges, int(self.file.footer.blocks[block]["row_count"]))
@@ -623,12 +630,8 @@ class FileScan:
             stats.bytes_read += nbytes
             fetched = (buf, base)
         if self.nnf is not None:
-            if fetched is not None:
-                plans = {col: self._plan_column(block, col, candidates, cache, stats)
-                         for col in self.filter_ids.values()}
-                (buf, base), rode_along = fetched, True
-            else:
-                plans, (buf, base), rode_along = self._filter_columns_fetch(block, candidates, rest, cache, stats)
+            plans, (buf, base), rode_along = self._filter_columns_fetch(block, candidates, rest, cache, stats,
+                                                                        fetched)
             filter_data = {col: self._column_from(block, col, plan, candidates, buf, base, cache, stats)
                            for col, plan in plans.items()}
             mask = eval_nnf(self.nnf, lambda name: filter_data[self.filter_ids[name]], candidates.row_count)
