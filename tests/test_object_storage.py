@@ -932,3 +932,55 @@ def test_the_footer_cache_tells_stores_apart(s3, proxy, monkeypatch):
     with s3_settings({"endpoint": endpoint}):
         b = _store_identity(_from_uri(uri)[0])
     assert a != b and a[0] == b[0] == "s3"
+
+
+_FRESH_DATASET = r"""
+import sys, threading
+import rcfmt
+from rcfmt.file.footer_cache import FOOTERS
+uri, local = sys.argv[1], sys.argv[2]
+exprs = [rcfmt.col("id") < 5000, rcfmt.col("id").isin([7, 123_456, 299_999]), rcfmt.col("v") > 0.999, None]
+want = [rcfmt.dataset(local).to_table(filter=e).sort_by("id") for e in exprs]
+for round in range(2):  # first: footers read and cached; second: files opened lazily, from the cache
+    barrier = threading.Barrier(len(exprs))
+    results, errors = [None] * len(exprs), []
+
+    def run(k):
+        try:
+            barrier.wait()
+            results[k] = rcfmt.dataset(uri).to_table(filter=exprs[k]).sort_by("id")
+        except BaseException as exc:
+            errors.append(repr(exc))
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(len(exprs))]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    assert not errors, errors
+    for k in range(len(exprs)):
+        assert results[k].equals(want[k]), (round, k)
+    assert len(FOOTERS) > 0
+print("OK", len(FOOTERS))
+"""
+
+
+def test_first_dataset_reads_in_a_fresh_interpreter_share_the_footer_cache_safely(s3, tmp_path):
+    """A new process reads an S3 dataset from four threads at once, twice: the first round
+    fills the footer cache while scans run with threads (grouped reads, lazily created
+    pools); the second opens every file from the cache, so each file object's client
+    file is opened lazily by whichever of its fetch threads reads first. Every result
+    equals the local copy's."""
+    import subprocess
+    import sys
+
+    n = 300_000
+    t = pa.table({"id": np.arange(n), "v": np.random.default_rng(9).random(n)})
+    local = tmp_path / "ds"
+    uri = f"s3://{BUCKET}/fresh-ds/t"
+    for where in (local, uri):
+        rcfmt.write_dataset(t, where, target_file_rows=150_000, block_rows=20_000, compression="none")
+    assert all(f.size > 1 << 20 for f in rcfmt.dataset(uri).files)  # not read whole at the open
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, *filter(None, [os.environ.get("PYTHONPATH")])])}
+    proc = subprocess.run([sys.executable, "-c", _FRESH_DATASET, uri, str(local)], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.startswith("OK"), proc.stderr[-3000:]
