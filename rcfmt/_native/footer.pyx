@@ -62,7 +62,8 @@ cdef inline bint _outside(uint64_t off, uint64_t length, uint64_t lo, uint64_t h
 def check_tables(const uint8_t[::1] footer, Py_ssize_t blocks_offset, Py_ssize_t block_record_size,
                  Py_ssize_t num_blocks, const Py_ssize_t[::1] chunk_offsets,
                  const Py_ssize_t[::1] chunk_record_sizes, const Py_ssize_t[::1] page_record_sizes,
-                 const uint8_t[:, ::1] encoding_ok, uint64_t num_rows, uint64_t header_size,
+                 const uint8_t[:, ::1] encoding_ok, const uint8_t[::1] element, uint64_t num_rows,
+                 uint64_t header_size,
                  uint64_t data_end, uint64_t pi_off, uint64_t pi_len, uint64_t bf_off, uint64_t bf_len,
                  uint64_t max_page_rows):
     """Check the block table and every column's chunk table; ``(code, column, block)``.
@@ -71,7 +72,10 @@ def check_tables(const uint8_t[::1] footer, Py_ssize_t blocks_offset, Py_ssize_t
     bytes at ``blocks_offset``, and per column ``c`` as many chunk records of
     ``chunk_record_sizes[c]`` bytes at ``chunk_offsets[c]``. ``page_record_sizes[c]`` is
     the size of that column's page-index records; ``encoding_ok[c, e]`` is 0 when
-    encoding id ``e`` is known and cannot hold column ``c``'s type. Regions are
+    encoding id ``e`` is known and cannot hold column ``c``'s type. ``element[c]`` is 1
+    for a column whose slots are list elements (docs/FORMAT.md §3a): its chunks hold
+    any number of values, bounded by their pages (``2^20`` each), not the block's rows.
+    Regions are
     ``(offset, length)`` pairs; ``data_end`` is where the data region ends.
     ``column``/``block`` are -1 where the failure has none.
     """
@@ -80,7 +84,7 @@ def check_tables(const uint8_t[::1] footer, Py_ssize_t blocks_offset, Py_ssize_t
     if (block_record_size < BLOCK_RECORD_SIZE or num_blocks < 0 or blocks_offset < 0
             or num_blocks * block_record_size > size - blocks_offset
             or chunk_record_sizes.shape[0] < ncols or page_record_sizes.shape[0] < ncols
-            or encoding_ok.shape[0] < ncols or encoding_ok.shape[1] < 256):
+            or encoding_ok.shape[0] < ncols or encoding_ok.shape[1] < 256 or element.shape[0] < ncols):
         raise ValueError("check_tables: tables outside the footer")
     cdef Py_ssize_t c, b
     for c in range(ncols):
@@ -143,6 +147,8 @@ def check_tables(const uint8_t[::1] footer, Py_ssize_t blocks_offset, Py_ssize_t
             f_len = _u32(crec + 72)
             d_len = _u32(crec + 76)
             pages = _u32(crec + 80)
+            if element[c]:  # slots are elements: as many as the pages may hold
+                rows = pages * max_page_rows
             code = FOOTER_OK
             if _outside(c_off, c_len, b_off, b_off + b_len):
                 code = FOOTER_CHUNK_OUTSIDE
@@ -153,7 +159,7 @@ def check_tables(const uint8_t[::1] footer, Py_ssize_t blocks_offset, Py_ssize_t
             elif f_len and (f_len < MIN_BLOOM_LENGTH or bf_len == 0
                             or _outside(f_off, f_len, bf_off, bf_off + bf_len)):
                 code = FOOTER_BLOOM_OUTSIDE
-            elif pages > (rows if rows > 1 else 1):
+            elif pages > (rows if rows > 1 else 1) and not element[c]:
                 code = FOOTER_PAGES_OVER_ROWS
             elif pages * PAGE_HEADER_SIZE > c_len - d_len:
                 code = FOOTER_PAGES_OVER_BYTES

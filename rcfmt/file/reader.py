@@ -14,12 +14,14 @@ import numpy as np
 import pyarrow as pa
 
 from .. import memory
+from .. import nested as nested_mod
 from .._native import pageindex as _pageindex
 from .._native.pages import crc32
 from ..errors import ChecksumError, CorruptFileError, InvalidOptionError, SchemaError, UnsupportedError
 from ..encodings import holds_type
 from ..format.footer import FileMetaData, parse_footer
-from ..format.layout import FORMAT_VERSION, HEADER, HEADER_SIZE, MAGIC, TAIL, TAIL_SIZE, page_record, view_records
+from ..format.layout import (FORMAT_VERSION, HEADER, HEADER_SIZE, MAGIC, MAX_PAGE_ROWS, TAIL, TAIL_SIZE, page_record,
+                             view_records)
 from ..format.stats_slots import stats_arrays
 from ..statistics import StatsArrays
 from ..storage import open_input
@@ -106,6 +108,16 @@ class RcfmtFile:
         self._names = [c.name for c in self.footer.columns]
         self._index = {name: i for i, name in enumerate(self._names)}
         self.schema = self.footer.arrow_schema
+        #: the stored columns (nested fields as the dotted paths of their nodes; docs/FORMAT.md §3a)
+        self.physical_schema = self.footer.physical_schema
+        self.nested = self.footer.nested  # the tree of every field when one is nested, else None
+        self._elements = frozenset(nested_mod.element_columns(self.nested)) if self.nested else frozenset()
+        if self.nested is None:
+            self.filter_schema = self.schema
+        else:  # filters name top-level leaves and leaves under structs (their slots are rows)
+            paths = nested_mod.filter_columns(self.nested)
+            self.filter_schema = pa.schema([self.physical_schema.field(c) for c in paths.values()],
+                                           metadata=self.schema.metadata)
 
     # ------------------------------------------------------------------ basics
     @property
@@ -281,6 +293,37 @@ class RcfmtFile:
             raise InvalidOptionError(f"columns must be a list of column names, got {columns!r}")
         return [self.column_index(c) for c in columns]
 
+    def resolve_outputs(self, columns: Sequence[str] | None) -> list:
+        """What a projection returns, field by field: a stored column's index (a flat
+        field), or the :class:`rcfmt.nested.Node` of a nested field, pruned to the
+        sub-fields named (``"payload.user.id"``)."""
+        if self.nested is None:
+            return self.resolve_columns(columns)
+        if columns is None:
+            names = [n.name for n in self.nested]
+        elif isinstance(columns, str) or not isinstance(columns, Sequence):
+            raise InvalidOptionError(f"columns must be a list of column names, got {columns!r}")
+        else:
+            names = list(columns)
+        return [n.column if n.kind == nested_mod.LEAF else n for n in nested_mod.project(self.nested, names)]
+
+    def element_slots(self, block: int) -> dict[int, int]:
+        """Values held by each element column's chunk in ``block`` (list elements, not
+        rows), from the block's list lengths; empty for a file without lists."""
+        elements = self._elements
+        if not elements:
+            return {}
+        out: dict[int, int] = {}
+
+        def decode(col: int, slots: int) -> pa.Array:
+            out[col] = slots
+            return self._read_chunk(block, col, slots)
+
+        rows = int(self.footer.blocks[block]["row_count"])
+        for node in self.nested:
+            nested_mod.assemble(node, decode, rows)
+        return {c: n for c, n in out.items() if c in elements}
+
     def block_stats(self, column: str) -> StatsArrays:
         """Footer statistics of every block of ``column``."""
         i = self.column_index(column)
@@ -329,6 +372,8 @@ class RcfmtFile:
             raise ChecksumError("page index checksum mismatch", path=self.path, column=col.name, block=block,
                                 offset=int(rec["page_index_offset"]))
         rows = int(self.footer.blocks[block]["row_count"])
+        if self.is_element_column(column):  # slots are list elements: the pages say how many
+            rows = int(view_records(raw, dtype, count, dtype.itemsize)["row_count"].sum())
         start, end = int(rec["offset"]), int(rec["offset"]) + int(rec["length"])
         if count and not _pageindex.entries_consistent(raw, count, dtype.itemsize, rows, start, end):
             raise CorruptFileError("page index entries are inconsistent with their chunk", path=self.path,
@@ -358,12 +403,26 @@ class RcfmtFile:
     def _locate(self, exc: CorruptFileError, block: int, column: int) -> CorruptFileError:
         return exc.with_context(path=self.path, column=self._names[column], block=block)
 
+    def is_element_column(self, column: int) -> bool:
+        """Whether stored column ``column`` holds list elements (not one slot per row)."""
+        return column in self._elements
+
     def read_column_chunk(self, block: int, column: int) -> pa.Array:
-        """Decode one whole column chunk into an Arrow array."""
-        rows = int(self.footer.blocks[block]["row_count"])
+        """Decode one whole stored column chunk into an Arrow array (for a column of list
+        elements, one value per element)."""
+        if self.is_element_column(column):
+            return self._read_chunk(block, column, self.element_slots(block)[column])
+        return self._read_chunk(block, column, int(self.footer.blocks[block]["row_count"]))
+
+    def _read_chunk(self, block: int, column: int, rows: int, buf=None, base: int | None = None) -> pa.Array:
+        """The ``rows`` values of one stored column chunk (checked against its pages
+        before anything is allocated for them) as a flat Arrow array."""
         col = self.footer.columns[column]
         try:
-            values, valid = self.chunk_decoder(block, column).decode_all(rows)
+            limit = int(self.footer.chunks[column][block]["page_count"]) * MAX_PAGE_ROWS
+            if rows > limit:
+                raise CorruptFileError(f"list lengths say the chunk holds {rows} values, its pages at most {limit}")
+            values, valid = self.chunk_decoder(block, column, buf, base).decode_all(rows)
             if valid is not None and not col.nullable:
                 raise CorruptFileError("nulls in a column declared not nullable")
             return to_arrow(values, valid, col.type)
@@ -383,6 +442,8 @@ class RcfmtFile:
     def read_block(self, i: int, columns: Sequence[str] | None = None) -> pa.Table:
         """Read block ``i`` (negative counts from the end)."""
         i = self._check_block(i)
+        if self.nested is not None:
+            return self.scan(columns, blocks=(i, i + 1), use_threads=False).read()
         col_ids = self.resolve_columns(columns)
         arrays = [self.read_column_chunk(i, c) for c in col_ids]
         return pa.Table.from_arrays(arrays, schema=self._schema_for(col_ids))
@@ -422,7 +483,7 @@ class RcfmtFile:
         """Read the selected ``columns`` (all by default) of all rows matching ``filter``.
 
         Use :meth:`scan` to also get the scan statistics."""
-        if filter is not None or read_dictionary is not None:
+        if filter is not None or read_dictionary is not None or self.nested is not None:
             return self.scan(columns, filter, use_threads=use_threads, read_dictionary=read_dictionary).read()
         col_ids = self.resolve_columns(columns)
         return self._read_blocks(range(self.num_blocks), col_ids, use_threads)
@@ -432,7 +493,7 @@ class RcfmtFile:
         """Stream record batches of at most ``batch_size`` rows, one block in memory at a time."""
         if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
             raise InvalidOptionError(f"batch_size must be a positive integer, got {batch_size!r}")
-        if filter is not None:
+        if filter is not None or self.nested is not None:
             yield from self.scan(columns, filter, use_threads=use_threads).iter_batches(batch_size)
             return
         col_ids = self.resolve_columns(columns)

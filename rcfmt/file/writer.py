@@ -43,6 +43,7 @@ from ..format.stats_slots import DEFAULT_TRUNCATE, encode_slots, stat_width
 from ..scan.bloom_filters import DEFAULT_FPP, BloomPolicy, build_filter
 from ..statistics import compute_page_stats, compute_stats
 from ..types import LogicalType, PhysicalKind, logical_type_from_arrow
+from .. import nested
 from ..storage import ByteSink, open_output
 from .arrow_io import fill_null_slots, from_arrow
 
@@ -184,9 +185,10 @@ def arrow_stream(data) -> pa.RecordBatchReader | None:
 _VIEW_STORAGE = {pa.string_view(): pa.string(), pa.binary_view(): pa.binary()}
 
 
-def storage_schema(schema: pa.Schema) -> tuple[pa.Schema, list[LogicalType]]:
+def storage_schema(schema: pa.Schema) -> tuple[pa.Schema, list[LogicalType | None]]:
     """The schema rcfmt stores (dictionary columns become their value type, string and
-    binary views plain strings and binaries) and types."""
+    binary views plain strings and binaries, inside nested types too) and the logical
+    type of each flat field (None for a nested one)."""
     names = schema.names
     if len(set(names)) != len(names):
         dup = sorted({n for n in names if names.count(n) > 1})
@@ -196,12 +198,50 @@ def storage_schema(schema: pa.Schema) -> tuple[pa.Schema, list[LogicalType]]:
         if not isinstance(f.name, str) or not f.name:
             raise SchemaError(f"column names must be non-empty strings, got {f.name!r}")
         try:
+            stored = nested.storage_type(f.type)
+        except SchemaError as exc:
+            raise SchemaError(f"column {f.name!r}: {exc}") from None
+        if nested.is_nested(stored):
+            types.append(None)
+            fields.append(pa.field(f.name, stored, f.nullable))
+            continue
+        try:
             ltype = logical_type_from_arrow(_VIEW_STORAGE.get(f.type, f.type))
         except SchemaError as exc:
             raise SchemaError(f"column {f.name!r}: {exc}") from None
         types.append(ltype)
         fields.append(pa.field(f.name, ltype.to_arrow(), f.nullable))
     return pa.schema(fields, metadata=schema.metadata), types
+
+
+def physical_columns(schema: pa.Schema, types) -> tuple[tuple | None, list[tuple[str, LogicalType, bool]]]:
+    """The stored columns ``(name, type, nullable)`` of a storage schema, and the tree of
+    every field when one of them is nested (None otherwise; see :mod:`rcfmt.nested`)."""
+    nodes, columns = [], []
+    for f, ltype in zip(schema, types):
+        if ltype is not None:
+            nodes.append(nested.Node(f.name, f.nullable, nested.LEAF, len(columns), leaf_type=ltype.to_arrow()))
+            columns.append((f.name, ltype, f.nullable))
+        else:
+            try:
+                node, cols = nested.plan_columns(f, len(columns))
+            except SchemaError as exc:
+                raise SchemaError(f"column {f.name!r}: {exc}") from None
+            nodes.append(node)
+            columns += cols
+    names = [c[0] for c in columns]
+    if len(set(names)) != len(names):
+        dup = sorted({n for n in names if names.count(n) > 1})
+        raise SchemaError(f"nested field paths collide with other columns: {dup}")
+    return (tuple(nodes) if any(t is None for t in types) else None), columns
+
+
+def physical_schema(schema: pa.Schema) -> pa.Schema:
+    """The stored columns of ``schema`` as an Arrow schema (nested fields as their
+    dotted paths)."""
+    stored, types = storage_schema(schema)
+    _, columns = physical_columns(stored, types)
+    return pa.schema([pa.field(n, t.to_arrow(), nullable) for n, t, nullable in columns])
 
 
 class Writer:
@@ -250,13 +290,13 @@ class Writer:
     def __init__(self, where, schema: pa.Schema, *, metadata: dict | None = None, filesystem=None, **options):
         if not isinstance(schema, pa.Schema):
             raise SchemaError(f"schema must be a pyarrow.Schema, got {type(schema).__name__}")
-        self.schema, self._types = storage_schema(schema)
-        self.options = WriteOptions.create(self.schema, **options)
+        self.schema, types = storage_schema(schema)
+        self._nodes, physical = physical_columns(self.schema, types)
+        self.options = WriteOptions.create(
+            pa.schema([pa.field(n, t.to_arrow(), nullable) for n, t, nullable in physical]), **options)
         self._metadata = _merge_metadata(self.schema.metadata, metadata)
-        self._columns = [
-            ColumnSchema(f.name, t, f.nullable, stat_width(t, self.options.stats_truncate))
-            for f, t in zip(self.schema, self._types)
-        ]
+        self._columns = [ColumnSchema(n, t, nullable, stat_width(t, self.options.stats_truncate))
+                         for n, t, nullable in physical]
         self._sink = where if isinstance(where, ByteSink) else open_output(where, filesystem)
         self.path = self._sink.path
         self._pos = 0
@@ -362,6 +402,11 @@ class Writer:
                     column = column.cast(field.type)
                 except pa.ArrowException as exc:
                     raise SchemaError(f"column {name!r}: cannot store {column.type} as {field.type}: {exc}") from None
+            if column.type != field.type and nested.is_nested(field.type):
+                try:
+                    column = column.cast(field.type)
+                except (pa.ArrowException, NotImplementedError) as exc:
+                    raise SchemaError(f"column {name!r}: cannot store {column.type} as {field.type}: {exc}") from None
             if column.type != field.type:
                 raise SchemaError(f"column {name!r} has type {column.type}, the writer expects {field.type}")
             if not field.nullable and column.null_count:
@@ -369,9 +414,21 @@ class Writer:
             columns.append(column)
         return pa.Table.from_arrays(columns, schema=self.schema)
 
-    def _encode_column(self, block: pa.Table, i: int):
+    def _physical_arrays(self, block: pa.Table) -> list:
+        """The stored columns of ``block``: its columns, nested ones shredded."""
+        if self._nodes is None:
+            return block.columns
+        out: dict = {}
+        for node, column in zip(self._nodes, block.columns):
+            if node.kind == nested.LEAF:
+                out[node.column] = column
+            else:
+                nested.shred(column.combine_chunks(), node, out)
+        return [out[i] for i in range(len(self._columns))]
+
+    def _encode_column(self, arrays: list, i: int):
         col = self._columns[i]
-        values, valid = from_arrow(block.column(i), col.type)
+        values, valid = from_arrow(arrays[i], col.type)
         return encode_chunk(values, valid, col, self.options, self._forced(col.name))
 
     def _write_block(self, block: pa.Table) -> None:
@@ -380,16 +437,17 @@ class Writer:
         ``MAX_BLOCKS_IN_FLIGHT`` blocks at once), so one slow column does not leave the
         other workers idle at the end of every block."""
         columns = range(len(self._columns))
+        arrays = self._physical_arrays(block)
         if self.options.use_threads and len(self._columns) > 1 and block.num_rows >= PARALLEL_MIN_ROWS:
             # statistics, encoding and compression release the GIL in numpy, the
             # kernels and zstd: encode chunks in parallel, write blocks in order
             pool = _pool()
-            self._in_flight.append((block.num_rows, [pool.submit(self._encode_column, block, i) for i in columns]))
+            self._in_flight.append((block.num_rows, [pool.submit(self._encode_column, arrays, i) for i in columns]))
             while len(self._in_flight) > MAX_BLOCKS_IN_FLIGHT:
                 self._write_oldest()
             return
         self._drain()
-        self._write_encoded(block.num_rows, [self._encode_column(block, i) for i in columns])
+        self._write_encoded(block.num_rows, [self._encode_column(arrays, i) for i in columns])
 
     def _write_oldest(self) -> None:
         rows, futures = self._in_flight.popleft()
@@ -454,7 +512,7 @@ class Writer:
             for col, recs in zip(self._columns, self._chunks)
         ]
         meta = FileMetaData(self._columns, blocks, chunks, self._metadata, f"rcfmt {__version__}", region,
-                            bloom_region=bloom_region)
+                            bloom_region=bloom_region, nested=self._nodes)
         footer = serialize_footer(meta)
         self._write(footer)
         self._write(TAIL.pack(len(footer), zlib.crc32(footer), MAGIC))
@@ -645,7 +703,7 @@ def write_table(table, where, *, metadata: dict | None = None, cluster_by=None, 
         if missing:
             raise SchemaError(f"cluster_by names unknown columns {missing}; columns: {table.column_names}")
         # unsupported types and bad options fail before the (costly) sort
-        WriteOptions.create(storage_schema(table.schema)[0], **{k: v for k, v in options.items() if k != "filesystem"})
+        WriteOptions.create(physical_schema(table.schema), **{k: v for k, v in options.items() if k != "filesystem"})
         table = spec.fit(table).apply(table)
         metadata = {**(metadata or {}), METADATA_KEY: spec.to_json(include_bounds=False)}
     show = progress if progress is not None or table.num_rows >= PROGRESS_MIN_ROWS else False

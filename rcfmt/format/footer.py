@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from .._native import footer as _footer
 from ..errors import CorruptFileError, UnsupportedError
+from ..nested import element_columns, nodes_from_json, nodes_to_json
 from ..types import LogicalType, logical_type_from_json
 from .layout import (
     BLOCK_RECORD,
@@ -57,7 +58,9 @@ class FileMetaData:
     page_index_region: tuple[int, int] = (0, 0)  # offset, length
     bloom_region: tuple[int, int] = (0, 0)  # offset, length
     extra: dict = field(default_factory=dict)  # unknown optional JSON keys, kept for tools
-    arrow_schema: pa.Schema | None = None  # the columns as Arrow sees them (set when parsed)
+    arrow_schema: pa.Schema | None = None  # the fields as Arrow sees them, nested ones whole (set when parsed)
+    nested: tuple | None = None  # rcfmt.nested.Node per top-level field, when any field is nested
+    physical_schema: pa.Schema | None = None  # the stored columns as Arrow sees them (set when parsed)
 
     @property
     def num_rows(self) -> int:
@@ -82,7 +85,7 @@ def serialize_footer(meta: FileMetaData) -> bytes:
     tables = [meta.blocks.tobytes(), *(c.tobytes() for c in meta.chunks)]
     doc = {
         "format_version": FORMAT_VERSION,
-        "required_features": [],
+        "required_features": ["nested"] if meta.nested is not None else [],
         "created_by": meta.created_by,
         "num_rows": meta.num_rows,
         "schema": [c.to_json() for c in meta.columns],
@@ -90,6 +93,8 @@ def serialize_footer(meta: FileMetaData) -> bytes:
         "page_index": {"offset": meta.page_index_region[0], "length": meta.page_index_region[1]},
         "bloom_filters": {"offset": meta.bloom_region[0], "length": meta.bloom_region[1]},
     }
+    if meta.nested is not None:
+        doc["nested"] = nodes_to_json(meta.nested)
     # table offsets depend on the JSON length: lay out with placeholders, then fix up
     doc["blocks"] = {"offset": 0, "count": meta.num_blocks, "record_size": BLOCK_RECORD.itemsize}
     doc["chunks"] = [{"offset": 0, "record_size": c.dtype.itemsize} for c in meta.chunks]
@@ -141,7 +146,7 @@ def parse_footer(buf: bytes, footer_offset: int, encodings_ok=None) -> FileMetaD
     except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
         raise _fail(f"malformed ({type(exc).__name__}: {exc})") from None
     meta = FileMetaData(list(head.columns), blocks, chunks, dict(head.metadata), head.created_by, head.page_index,
-                        head.bloom, dict(head.extra), head.arrow_schema)
+                        head.bloom, dict(head.extra), head.arrow_schema, head.nested, head.physical_schema)
     _validate(meta, footer_offset, head, np.frombuffer(buf, np.uint8), layout)
     return meta
 
@@ -162,6 +167,9 @@ class _Head:
     bloom: tuple
     extra: dict
     arrow_schema: pa.Schema
+    nested: tuple | None
+    physical_schema: pa.Schema
+    element: np.ndarray  # (columns,) uint8: 1 for element columns (slots are list elements, not rows)
 
 
 @functools.lru_cache(maxsize=128)
@@ -230,12 +238,23 @@ def _head(doc: dict, encodings_ok) -> _Head:
     num_rows = doc["num_rows"]
     if not isinstance(num_rows, int) or not 0 <= num_rows < 1 << 64:
         raise _fail("num_rows disagrees with the blocks")
+    physical = pa.schema(fields, metadata=metadata or None)
+    element = np.zeros(len(columns), np.uint8)
+    nested = None
+    if "nested" in doc:
+        if "nested" not in doc.get("required_features", []):
+            raise _fail("nested fields without the 'nested' required feature")
+        nested = nodes_from_json(doc["nested"], columns)
+        element[sorted(element_columns(nested))] = 1
+        logical = pa.schema([n.field for n in nested], metadata=metadata or None)
+    else:
+        logical = physical
     return _Head(doc, tuple(columns), tuple(chunk_record(c.stat_width) for c in columns),
                  np.array([page_record(c.stat_width).itemsize for c in columns], np.intp),
                  np.stack(allowed) if allowed else np.ones((0, 256), np.uint8), metadata,
                  str(doc.get("created_by", "")), (int(pi["offset"]), int(pi["length"])),
                  (int(bf["offset"]), int(bf["length"])), {k: v for k, v in doc.items() if k not in _KNOWN_KEYS},
-                 pa.schema(fields, metadata=metadata or None))
+                 logical, nested, physical, element)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -257,7 +276,7 @@ def _column(items: tuple, encodings_ok) -> tuple:
 
 
 _KNOWN_KEYS = {"format_version", "required_features", "created_by", "num_rows", "schema", "metadata",
-               "page_index", "bloom_filters", "blocks", "chunks"}
+               "page_index", "bloom_filters", "blocks", "chunks", "nested"}
 
 
 def _region(region: tuple[int, int]) -> tuple[int, int]:
@@ -307,7 +326,7 @@ def _validate(meta: FileMetaData, footer_offset: int, head: _Head, footer, layou
     try:
         code, col, block = _footer.check_tables(
             footer, layout[0], layout[1], len(meta.blocks), layout[2], layout[3], head.page_record_sizes,
-            head.encodings_ok, head.doc["num_rows"], HEADER_SIZE, data_end, pi_off, pi_len, bf_off, bf_len,
+            head.encodings_ok, head.element, head.doc["num_rows"], HEADER_SIZE, data_end, pi_off, pi_len, bf_off, bf_len,
             MAX_PAGE_ROWS)
     except (ValueError, OverflowError) as exc:  # tables outside the footer (also refused by _table)
         raise _fail(f"malformed table layout ({exc})") from None

@@ -20,6 +20,7 @@ from ..encodings.base import ColumnValues
 from ..encodings.dictionary import take as dictionary_take
 from ..errors import CorruptFileError, InvalidOptionError
 from ..file.arrow_io import export_stream, to_arrow
+from ..nested import assemble as nested_assemble
 from ..types import PhysicalKind
 from .._native import pageindex as _pageindex
 from .._native import select as _select
@@ -166,8 +167,10 @@ class FileScan:
                  read_dictionary: Sequence[str] | None = None, use_bloom: bool = True, use_page_index: bool = True,
                  blocks: tuple[int, int] | None = None):
         self.file = file
-        self.col_ids = file.resolve_columns(columns)
-        self.bound = bind(filter, file.schema)
+        #: per output field: a stored column's index, or a nested field's (pruned) node
+        self.outputs = file.resolve_outputs(columns)
+        self.col_ids = [o for o in self.outputs if isinstance(o, int)]
+        self.bound = bind(filter, file.filter_schema)
         self.nnf = None if self.bound is None else to_nnf(self.bound)
         self.filter_names = sorted(expr_columns(self.nnf)) if self.nnf is not None else []
         self.filter_ids = {name: file.column_index(name) for name in self.filter_names}
@@ -194,8 +197,11 @@ class FileScan:
     # ---------------------------------------------------------------- planning
     def _output_schema(self) -> pa.Schema:
         out = []
-        for c in self.col_ids:
-            field = self.file.schema.field(c)
+        for c in self.outputs:
+            if not isinstance(c, int):
+                out.append(c.field)
+                continue
+            field = self.file.physical_schema.field(c)
             if c in self.dictionary_ids:
                 field = field.with_type(pa.dictionary(pa.int32(), field.type))
             out.append(field)
@@ -561,7 +567,7 @@ class FileScan:
 
     def _to_arrow(self, col: int, data: ColumnData) -> pa.Array:
         ltype = data.ltype
-        field_type = self.file.schema.field(col).type
+        field_type = self.file.physical_schema.field(col).type
         if data.codes is not None:
             if col in self.dictionary_ids:
                 indices = pa.Array.from_buffers(
@@ -579,6 +585,40 @@ class FileScan:
             if arr.type != pa.dictionary(pa.int32(), field_type):
                 arr = arr.cast(pa.dictionary(pa.int32(), field_type))
         return arr
+
+    def _nested_at(self, block: int, node, selection: Selection, cache: dict, stats: ScanStats) -> pa.Array:
+        """A nested field at the selected rows of ``block``, assembled from its stored
+        columns (:func:`rcfmt.nested.assemble`). Under structs only, each column is one
+        slot per row: only the pages holding selected rows are read, as for a flat
+        column. With lists below, the chunks are read whole (one read), assembled, and
+        the selected rows taken."""
+        file = self.file
+        columns = node.columns()
+        if not any(file.is_element_column(c) for c in columns):
+            parts = self._columns_at(block, columns, selection, cache, stats)
+            arrays = {c: self._to_arrow(c, data) for c, data in parts.items()}
+            return self._assembled(node, lambda col, slots: arrays[col], selection.row_count, block)
+        plans = {c: ("whole",) for c in columns}
+        for c in columns:
+            stats.pages_total += int(file.footer.chunks[c][block]["page_count"])
+        buf, base = self._fetch(block, plans, cache, stats)
+
+        def decode(col: int, slots: int) -> pa.Array:
+            stats.pages_read += int(file.footer.chunks[col][block]["page_count"])
+            stats.rows_decoded += slots
+            return file._read_chunk(block, col, slots, buf, base)
+
+        rows = selection.num_rows
+        arr = self._assembled(node, decode, rows, block)
+        if selection.row_count == rows:
+            return arr
+        return arr.take(pa.array(selection.to_indices()))
+
+    def _assembled(self, node, decode, rows: int, block: int) -> pa.Array:
+        try:
+            return nested_assemble(node, decode, rows)
+        except CorruptFileError as exc:
+            raise exc.with_context(path=self.file.path, column=node.name, block=block) from None
 
     # ---------------------------------------------------------------- one block
     def scan_block(self, block: int) -> tuple[pa.RecordBatch | None, ScanStats]:
@@ -645,13 +685,15 @@ class FileScan:
             return None, stats
         arrays = []
         projected = self._columns_at(block, rest, selection, cache, stats, fetched)
-        for col in self.col_ids:
-            if col in filter_data:  # decoded for the filter: keep its selected rows
+        for col in self.outputs:
+            if not isinstance(col, int):
+                arrays.append(self._nested_at(block, col, selection, cache, stats))
+            elif col in filter_data:  # decoded for the filter: keep its selected rows
                 data = filter_data[col]
                 arrays.append(self._to_arrow(col, data if mask.all() else _gather_data(data, np.flatnonzero(mask))))
             else:
                 arrays.append(self._to_arrow(col, projected[col]))
-        if not self.col_ids:  # no columns projected: only the row count matters
+        if not self.outputs:  # no columns projected: only the row count matters
             return pa.record_batch([pa.nulls(selected)], names=["_"]).select([]), stats
         return pa.RecordBatch.from_arrays(arrays, schema=self.output_schema), stats
 
@@ -677,7 +719,7 @@ class FileScan:
     def read(self) -> pa.Table:
         """All selected rows as one table (blocks decoded in parallel if use_threads)."""
         batches = list(self._run(self.blocks, self.use_threads))
-        if not self.col_ids:
+        if not self.outputs:
             rows = sum(b.num_rows for b in batches)
             # (replace_schema_metadata would drop the row count of a table without columns)
             return pa.table({"_": pa.nulls(rows)}, metadata=self.output_schema.metadata).select([])

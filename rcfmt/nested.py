@@ -1,0 +1,422 @@
+"""Nested columns (struct, list, large_list, fixed_size_list, map) as flat physical
+columns, and back (docs/FORMAT.md §3a).
+
+A nested top-level field is *shredded* into ordinary columns, one per node of its type
+tree, named by the node's dotted path:
+
+- a leaf (any flat type) stores its values;
+- a struct or fixed_size_list stores its *presence*: a bool column, null where the
+  struct (list) is null;
+- a list, large_list or map stores its *lengths*: an int32 (int64 for large_list)
+  column, null where the list is null (the value under a null is ignored).
+
+A node's values have one slot per slot of its parent: top-level rows at the top, and
+below a list the list's elements (a fixed_size_list of size ``n``: ``n`` per parent
+slot). Columns whose slots are rows are *row columns*; the others are *element
+columns*. A row column under structs is null wherever one of those structs is null, so
+it is a flat column of its own: filters, statistics, page indexes and bloom filters
+work on it unchanged (``col("payload.user.id") == 42``). The tree is recorded in the
+footer under the JSON key ``nested``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Callable
+
+import numpy as np
+import pyarrow as pa
+
+from .errors import CorruptFileError, SchemaError
+from .types import LogicalType, logical_type_from_arrow
+
+__all__ = ["Node", "is_nested", "plan_columns", "shred", "assemble", "nodes_to_json", "nodes_from_json",
+           "project"]
+
+STRUCT, LIST, LARGE_LIST, FIXED_SIZE_LIST, MAP, LEAF = "struct", "list", "large_list", "fixed_size_list", "map", "leaf"
+_KINDS = (STRUCT, LIST, LARGE_LIST, FIXED_SIZE_LIST, MAP, LEAF)
+#: deepest nesting a file may declare (a forged footer cannot make the reader recurse without end)
+MAX_DEPTH = 64
+#: largest fixed_size_list size a file may declare
+MAX_LIST_SIZE = 1 << 20
+_VIEWS = {pa.string_view(): pa.string(), pa.binary_view(): pa.binary()}
+
+
+def is_nested(t: pa.DataType) -> bool:
+    return pa.types.is_struct(t) or pa.types.is_list(t) or pa.types.is_large_list(t) \
+        or pa.types.is_fixed_size_list(t) or pa.types.is_map(t)
+
+
+@dataclass(frozen=True)
+class Node:
+    """One node of a nested field's type tree; ``column`` is its physical column."""
+
+    name: str
+    nullable: bool
+    kind: str
+    column: int
+    children: tuple = ()  # struct: fields; lists: (item,); map: (key, value)
+    leaf_type: pa.DataType | None = None  # leaves: the Arrow type of the values
+    size: int = 0  # fixed_size_list
+    keys_sorted: bool = False  # map
+
+    @property
+    def arrow_type(self) -> pa.DataType:
+        k = self.kind
+        if k == LEAF:
+            return self.leaf_type
+        if k == STRUCT:
+            return pa.struct([c.field for c in self.children])
+        if k == LIST:
+            return pa.list_(self.children[0].field)
+        if k == LARGE_LIST:
+            return pa.large_list(self.children[0].field)
+        if k == FIXED_SIZE_LIST:
+            return pa.list_(self.children[0].field, self.size)
+        key, value = self.children
+        return pa.map_(key.field, value.field, keys_sorted=self.keys_sorted)
+
+    @property
+    def field(self) -> pa.Field:
+        return pa.field(self.name, self.arrow_type, self.nullable)
+
+    def columns(self) -> list[int]:
+        """Physical columns of this subtree, in pre-order."""
+        out = [self.column]
+        for c in self.children:
+            out += c.columns()
+        return out
+
+
+# ---------------------------------------------------------------------- writing
+def storage_type(t: pa.DataType) -> pa.DataType:
+    """``t`` as rcfmt stores it: dictionaries as their values, views as offsets, inside
+    nested types too."""
+    if pa.types.is_dictionary(t):
+        if is_nested(t.value_type):
+            raise SchemaError(f"dictionary-encoded {t.value_type} is not supported; decode it first")
+        return storage_type(t.value_type)
+    if t in _VIEWS:
+        return _VIEWS[t]
+    if pa.types.is_struct(t):
+        return pa.struct([f.with_type(storage_type(f.type)) for f in t])
+    if pa.types.is_map(t):
+        return pa.map_(t.key_field.with_type(storage_type(t.key_type)),
+                       t.item_field.with_type(storage_type(t.item_type)), keys_sorted=t.keys_sorted)
+    if pa.types.is_fixed_size_list(t):
+        return pa.list_(t.value_field.with_type(storage_type(t.value_type)), t.list_size)
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_list_view(t) \
+            or pa.types.is_large_list_view(t):
+        item = t.value_field.with_type(storage_type(t.value_type))
+        large = pa.types.is_large_list(t) or pa.types.is_large_list_view(t)
+        return pa.large_list(item) if large else pa.list_(item)
+    return t
+
+
+def plan_columns(field: pa.Field, first: int) -> tuple[Node, list[tuple[str, LogicalType, bool]]]:
+    """The tree of a (storage-typed) field and its physical columns ``(name, type,
+    nullable)``, numbered from ``first``. Raises :class:`SchemaError` for types rcfmt
+    cannot store."""
+    columns: list[tuple[str, LogicalType, bool]] = []
+
+    def walk(f: pa.Field, path: str, inherited_nulls: bool, depth: int) -> Node:
+        if depth > MAX_DEPTH:
+            raise SchemaError(f"field {path!r} is nested deeper than {MAX_DEPTH} levels")
+        t = f.type
+        col = first + len(columns)
+        nullable = f.nullable or inherited_nulls
+        if pa.types.is_struct(t):
+            columns.append((path, LogicalType("bool"), nullable))
+            kids = tuple(walk(c, f"{path}.{c.name}", nullable, depth + 1) for c in t)
+            return Node(f.name, f.nullable, STRUCT, col, kids)
+        if pa.types.is_map(t):
+            columns.append((path, LogicalType("int32"), nullable))
+            kids = (walk(t.key_field, f"{path}.{t.key_field.name}", False, depth + 1),
+                    walk(t.item_field, f"{path}.{t.item_field.name}", False, depth + 1))
+            return Node(f.name, f.nullable, MAP, col, kids, keys_sorted=t.keys_sorted)
+        if pa.types.is_fixed_size_list(t):
+            columns.append((path, LogicalType("bool"), nullable))
+            kid = walk(t.value_field, f"{path}.{t.value_field.name}", False, depth + 1)
+            return Node(f.name, f.nullable, FIXED_SIZE_LIST, col, (kid,), size=t.list_size)
+        if pa.types.is_list(t) or pa.types.is_large_list(t):
+            large = pa.types.is_large_list(t)
+            columns.append((path, LogicalType("int64" if large else "int32"), nullable))
+            kid = walk(t.value_field, f"{path}.{t.value_field.name}", False, depth + 1)
+            return Node(f.name, f.nullable, LARGE_LIST if large else LIST, col, (kid,))
+        try:
+            ltype = logical_type_from_arrow(t)
+        except SchemaError as exc:
+            raise SchemaError(f"field {path!r}: {exc}") from None
+        columns.append((path, ltype, nullable))
+        return Node(f.name, f.nullable, LEAF, col, leaf_type=ltype.to_arrow())
+
+    return walk(field, field.name, False, 0), columns
+
+
+def shred(arr: pa.Array, node: Node, out: dict[int, pa.Array]) -> None:
+    """The physical columns of ``arr`` (of ``node``'s type) into ``out``: column ->
+    flat array."""
+    k = node.kind
+    if k == LEAF:
+        out[node.column] = arr if arr.type == node.leaf_type else arr.cast(node.leaf_type)
+        return
+    n = len(arr)
+    if k in (STRUCT, FIXED_SIZE_LIST):
+        out[node.column] = _presence(arr)
+        if k == STRUCT:  # children null where the struct is null
+            for child, values in zip(node.children, arr.flatten()):
+                shred(values, child, out)
+        else:  # every slot of every list, null lists included
+            size = node.size
+            shred(arr.values.slice(arr.offset * size, n * size), node.children[0], out)
+        return
+    offsets = np.asarray(arr.offsets)  # n + 1 entries (a sliced array's own window)
+    lengths = (offsets[1:] - offsets[:-1]).astype(np.int64 if k == LARGE_LIST else np.int32)
+    nulls = np.asarray(arr.is_null()) if arr.null_count else None
+    out[node.column] = pa.array(lengths, mask=nulls)
+    flat = _elements(arr.values, offsets, nulls)
+    if k == MAP:
+        shred(flat.field(0), node.children[0], out)
+        shred(flat.field(1), node.children[1], out)
+    else:
+        shred(flat, node.children[0], out)
+
+
+def _elements(values: pa.Array, offsets: np.ndarray, nulls: np.ndarray | None) -> pa.Array:
+    """The elements of the non-null lists, in order (a null list's own range, which
+    Arrow allows to be non-empty, is left out)."""
+    lo, hi = int(offsets[0]), int(offsets[-1])
+    if nulls is None or not (offsets[1:] - offsets[:-1])[nulls].any():
+        return values.slice(lo, hi - lo)
+    keep = np.zeros(hi - lo, bool)
+    for a, b in zip(offsets[:-1][~nulls], offsets[1:][~nulls]):
+        keep[a - lo:b - lo] = True
+    return values.slice(lo, hi - lo).filter(pa.array(keep))
+
+
+def _presence(arr: pa.Array) -> pa.Array:
+    """A bool array, true where ``arr`` is valid and null where it is null."""
+    n = len(arr)
+    if not arr.null_count:
+        return pa.array(np.ones(n, bool))
+    return pa.array(np.ones(n, bool), mask=np.asarray(arr.is_null()))
+
+
+# ---------------------------------------------------------------------- reading
+def assemble(node: Node, decode: Callable[[int, int], pa.Array], slots: int) -> pa.Array:
+    """The Arrow array of ``node`` with ``slots`` slots; ``decode(column, slots)`` gives
+    a physical column's flat array of exactly that many values (or raises).
+
+    Counts read from the file are checked before they size anything: list lengths are
+    non-negative and add up to what the element columns hold (their pages say it, and
+    :func:`decode` checks them)."""
+    k = node.kind
+    if k == LEAF:
+        return _declared(decode(node.column, slots), node)
+    own = decode(node.column, slots)
+    # a field declared non-nullable is null only where a struct above it is: Arrow wants no
+    # validity there (the struct's own says it)
+    mask = own.is_null() if own.null_count and node.nullable else None
+    if k == STRUCT:
+        children = [assemble(c, decode, slots) for c in node.children]
+        return pa.StructArray.from_arrays(children, fields=[c.field for c in node.children], mask=mask)
+    if k == FIXED_SIZE_LIST:
+        values = assemble(node.children[0], decode, slots * node.size)
+        return pa.FixedSizeListArray.from_arrays(values, type=node.arrow_type, mask=mask)
+    lengths = np.asarray(own.fill_null(0) if own.null_count else own, np.int64)
+    if len(lengths) and int(lengths.min()) < 0:
+        raise CorruptFileError(f"negative list length in column of {node.name!r}")
+    offsets = np.zeros(slots + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    total = int(offsets[-1])
+    if k != LARGE_LIST and total > np.iinfo(np.int32).max:
+        raise CorruptFileError(f"list lengths of {node.name!r} add up to {total}, beyond 32-bit offsets")
+    offsets_arr = pa.array(offsets, pa.int64() if k == LARGE_LIST else pa.int32())
+    if k == MAP:
+        key, value = node.children
+        keys = assemble(key, decode, total)
+        if keys.null_count:
+            raise CorruptFileError(f"null map key in {node.name!r}")
+        items = assemble(value, decode, total)
+        return pa.MapArray.from_arrays(offsets_arr, keys, items, type=node.arrow_type, mask=mask)
+    values = assemble(node.children[0], decode, total)
+    cls = pa.LargeListArray if k == LARGE_LIST else pa.ListArray
+    return cls.from_arrays(offsets_arr, values, type=node.arrow_type, mask=mask)
+
+
+def _declared(arr: pa.Array, node: Node) -> pa.Array:
+    """A leaf's values, without validity when its field is declared non-nullable."""
+    if node.nullable or not arr.null_count:
+        return arr
+    return pa.Array.from_buffers(arr.type, len(arr), [None, *arr.buffers()[1:]], 0, arr.offset)
+
+
+def element_columns(nodes) -> set[int]:
+    """Physical columns whose slots are list elements, not rows."""
+    out: set[int] = set()
+
+    def walk(node: Node, element: bool) -> None:
+        if element:
+            out.add(node.column)
+        below = element or node.kind in (LIST, LARGE_LIST, FIXED_SIZE_LIST, MAP)
+        for c in node.children:
+            walk(c, below)
+
+    for n in nodes:
+        walk(n, False)
+    return out
+
+
+def filter_columns(nodes) -> dict[str, int]:
+    """Physical columns a filter may name: top-level leaves and the leaves under
+    structs only (their slots are rows), by dotted path."""
+    out: dict[str, int] = {}
+
+    def walk(node: Node, path: str) -> None:
+        if node.kind == LEAF:
+            out[path] = node.column
+        elif node.kind == STRUCT:
+            for c in node.children:
+                walk(c, f"{path}.{c.name}")
+
+    for n in nodes:
+        walk(n, n.name)
+    return out
+
+
+# ---------------------------------------------------------------------- projection
+def project(nodes, names) -> list:
+    """Outputs of a projection: per requested top-level field (in order of first
+    mention), its node -- pruned to the requested struct paths when only sub-fields
+    are named (``"payload.user.id"`` keeps ``payload{user{id}}``). Unknown names raise
+    :class:`SchemaError`."""
+    picked: dict[int, Node | None] = {}  # top-level index -> pruned node (None = whole)
+    order: list[int] = []
+    for name in names:
+        if not isinstance(name, str):
+            raise SchemaError(f"column names must be strings, got {name!r}")
+        found = _find(nodes, name)
+        if found is None:
+            raise SchemaError(f"unknown column {name!r}; the file has {[n.name for n in nodes]}")
+        i, path = found
+        if i not in picked:
+            order.append(i)
+            picked[i] = _prune(nodes[i], path)
+        elif picked[i] is not None:
+            picked[i] = None if not path else _merge(picked[i], _prune(nodes[i], path))
+        if not path:
+            picked[i] = None
+    return [nodes[i] if picked[i] is None else picked[i] for i in order]
+
+
+def _find(nodes, name: str):
+    """``(top-level index, remaining path)`` of ``name`` (an exact top-level name wins
+    over a dotted path)."""
+    for i, n in enumerate(nodes):
+        if n.name == name:
+            return i, ()
+    for i, n in enumerate(nodes):
+        if name.startswith(n.name + "."):
+            path = _struct_path(n, name[len(n.name) + 1:])
+            if path is not None:
+                return i, path
+    return None
+
+
+def _struct_path(node: Node, rest: str):
+    if node.kind != STRUCT:
+        return None
+    for c in node.children:
+        if c.name == rest:
+            return (c.name,)
+    for c in node.children:
+        if rest.startswith(c.name + "."):
+            sub = _struct_path(c, rest[len(c.name) + 1:])
+            if sub is not None:
+                return (c.name, *sub)
+    return None
+
+
+def _prune(node: Node, path: tuple) -> Node:
+    if not path:
+        return node
+    child = next(c for c in node.children if c.name == path[0])
+    return replace(node, children=(_prune(child, path[1:]),))
+
+
+def _merge(a: Node, b: Node) -> Node:
+    """Union of two prunings of the same struct node (children in schema order of
+    first mention)."""
+    if a.kind != STRUCT or a is b:
+        return a
+    kids = list(a.children)
+    for c in b.children:
+        j = next((k for k, x in enumerate(kids) if x.name == c.name), None)
+        kids.append(c) if j is None else kids.__setitem__(j, _merge(kids[j], c))
+    return replace(a, children=tuple(kids))
+
+
+# ---------------------------------------------------------------------- footer JSON
+def nodes_to_json(nodes) -> list:
+    def enc(n: Node) -> dict:
+        out = {"name": n.name, "nullable": n.nullable, "kind": n.kind, "column": n.column}
+        if n.kind == FIXED_SIZE_LIST:
+            out["size"] = n.size
+        if n.kind == MAP and n.keys_sorted:
+            out["keys_sorted"] = True
+        if n.children:
+            out["children"] = [enc(c) for c in n.children]
+        return out
+
+    return [enc(n) for n in nodes]
+
+
+def nodes_from_json(doc, columns) -> tuple:
+    """The tree of every top-level field from the footer's ``nested`` key, checked:
+    every physical column is used exactly once, structure columns have their types,
+    and shapes are what the kinds say. Raises ValueError (the footer wraps it)."""
+    if not isinstance(doc, list):
+        raise ValueError("'nested' is not a list")
+    seen: set[int] = set()
+
+    def dec(obj, depth: int) -> Node:
+        if depth > MAX_DEPTH or not isinstance(obj, dict):
+            raise ValueError("malformed nested node")
+        kind, col, name = obj.get("kind"), obj.get("column"), obj.get("name")
+        if kind not in _KINDS or not isinstance(col, int) or isinstance(col, bool) or not isinstance(name, str):
+            raise ValueError(f"malformed nested node {obj.get('name')!r}")
+        if not 0 <= col < len(columns) or col in seen:
+            raise ValueError(f"nested node {name!r} names column {col} twice or out of range")
+        seen.add(col)
+        nullable = obj.get("nullable")
+        if not isinstance(nullable, bool):
+            raise ValueError(f"nested node {name!r} has no nullable flag")
+        kids = obj.get("children", [])
+        if not isinstance(kids, list):
+            raise ValueError(f"nested node {name!r} has malformed children")
+        ctype = columns[col].type.name
+        want = {LEAF: (None, 0), STRUCT: ("bool", None), FIXED_SIZE_LIST: ("bool", 1), LIST: ("int32", 1),
+                LARGE_LIST: ("int64", 1), MAP: ("int32", 2)}[kind]
+        if (want[0] is not None and ctype != want[0]) or (want[1] is not None and len(kids) != want[1]) \
+                or (kind == STRUCT and not kids):
+            raise ValueError(f"nested node {name!r} of kind {kind} has a {ctype} column and {len(kids)} children")
+        children = tuple(dec(c, depth + 1) for c in kids)
+        size = obj.get("size", 0)
+        if kind == FIXED_SIZE_LIST and (not isinstance(size, int) or not 0 < size <= MAX_LIST_SIZE):
+            raise ValueError(f"fixed_size_list {name!r} has size {size!r}")
+        if kind == STRUCT and len({c.name for c in children}) != len(children):
+            raise ValueError(f"struct {name!r} has duplicate field names")
+        leaf = columns[col].type.to_arrow() if kind == LEAF else None
+        return Node(name, nullable, kind, col, children, leaf, size if kind == FIXED_SIZE_LIST else 0,
+                    bool(obj.get("keys_sorted", False)))
+
+    nodes = tuple(dec(o, 0) for o in doc)
+    if len(seen) != len(columns):
+        raise ValueError("nested tree does not use every column")
+    if len({n.name for n in nodes}) != len(nodes):
+        raise ValueError("duplicate top-level field names")
+    for n in nodes:
+        try:
+            n.arrow_type  # map keys must be non-nullable etc.: Arrow refuses bad shapes
+        except (pa.ArrowInvalid, TypeError) as exc:
+            raise ValueError(f"nested field {n.name!r}: {exc}") from None
+    return nodes
