@@ -468,3 +468,36 @@ def test_damaged_nested_files_raise_rcfmt_errors_or_read_valid_arrow(tmp_path_fa
             continue
         got.validate(full=True)
         assert got.num_rows == table.num_rows or not verify
+
+
+# ---------------------------------------------------------------------- tools and datasets
+def test_cli_describes_filters_and_prints_nested_files(tmp_path):
+    import subprocess
+    import sys
+
+    t = pa.table({"id": pa.array(range(6)), "payload": pa.array([{"user": {"id": i}, "tags": ["a"] * i} for i in range(6)]),
+                  "m": pa.array([[("k", i)] for i in range(6)], pa.map_(pa.string(), pa.int64()))})
+    path = tmp_path / "t.rcfmt"
+    rcfmt.write_table(t, path, block_rows=4)
+
+    def run(*args):
+        out = subprocess.run([sys.executable, "-m", "rcfmt.cli", *args, str(path)], capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+        return out.stdout
+
+    schema = json.loads(run("schema", "--json"))
+    assert [c["type"] for c in schema["columns"]] == [str(f.type) for f in t.schema]
+    assert json.loads(run("check", "--json"))["ok"]
+    rows = [json.loads(line) for line in run("cat", "--format", "json", "--filter", "payload.user.id > 3").splitlines()]
+    assert rows == [{"id": i, "payload": {"user": {"id": i}, "tags": ["a"] * i}, "m": [["k", i]]} for i in (4, 5)]
+    csv_text = run("cat", "--filter", "`payload.user.id` = 1")
+    assert csv_text.splitlines()[1] == '1,"{""user"": {""id"": 1}, ""tags"": [""a""]}","[[""k"", 1]]"'
+    pages = json.loads(run("pages", "--json"))
+    assert {p["column"] for p in pages} >= {"payload.tags.item", "m.key"}
+
+
+def test_datasets_refuse_nested_columns_before_writing(tmp_path):
+    t = pa.table({"id": pa.array([1]), "s": pa.array([{"a": 1}])})
+    with pytest.raises(SchemaError, match="nested columns"):
+        rcfmt.write_dataset(t, tmp_path / "ds")
+    assert not (tmp_path / "ds").exists()

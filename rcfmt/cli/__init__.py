@@ -47,7 +47,7 @@ def _filter(text: str | None, schema):
 
 
 def _source(path: str):
-    """``(schema, open scan factory)`` of a file or dataset."""
+    """``(schema filters may name, open scan factory)`` of a file or dataset."""
     from .reports import is_dataset
 
     if is_dataset(path):
@@ -58,7 +58,7 @@ def _source(path: str):
     from ..file.reader import RcfmtFile
 
     f = RcfmtFile(path)
-    return f.schema, lambda columns, flt: (f.scan(columns, flt), f)
+    return f.filter_schema, lambda columns, flt: (f.scan(columns, flt), f)
 
 
 def _head(args) -> int:
@@ -103,14 +103,43 @@ def _cat(args) -> int:
             import pyarrow.csv as csv
 
             sink = pa.BufferOutputStream()
-            with csv.CSVWriter(sink, scan.output_schema) as w:
+            with csv.CSVWriter(sink, _csv_schema(scan.output_schema)) as w:
                 for batch in scan.iter_batches():
-                    w.write_batch(batch)
+                    w.write_batch(_csv_batch(batch))
             sys.stdout.write(sink.getvalue().to_pybytes().decode("utf-8"))
     finally:
         if f is not None:
             f.close()
     return 0
+
+
+def _csv_schema(schema):
+    """``schema`` with nested fields as strings (CSV cells hold them as JSON)."""
+    import pyarrow as pa
+
+    from ..nested import is_nested
+
+    return pa.schema([f.with_type(pa.string()) if is_nested(f.type) else f for f in schema])
+
+
+def _csv_batch(batch):
+    """``batch`` with nested columns as JSON text (as ``cat --format json`` shows them)."""
+    import pyarrow as pa
+
+    from ..nested import is_nested
+    from .reports import rows_report
+
+    if not any(is_nested(f.type) for f in batch.schema):
+        return batch
+    rows = rows_report(pa.Table.from_batches([batch]))
+    columns = []
+    for i, field in enumerate(batch.schema):
+        if is_nested(field.type):
+            texts = [None if r[field.name] is None else json.dumps(r[field.name], ensure_ascii=False) for r in rows]
+            columns.append(pa.array(texts, pa.string()))
+        else:
+            columns.append(batch.column(i))
+    return pa.RecordBatch.from_arrays(columns, schema=_csv_schema(batch.schema))
 
 
 def _check(args) -> int:

@@ -528,7 +528,11 @@ def begin_write(path, schema: pa.Schema, *, partition_by=None, mode: str = "appe
         root = os.path.abspath(local_path(path))
     if not is_remote(root) and os.path.isfile(root):
         raise InvalidOptionError(f"{root!r} is a file; a dataset is a directory")
-    schema, _ = storage_schema(schema)
+    schema, types = storage_schema(schema)
+    nested = [f.name for f, t in zip(schema, types) if t is None]
+    if nested:  # the stats index and schema evolution do not know nested fields yet
+        raise SchemaError(f"datasets cannot hold nested columns yet ({nested}); write them to single files "
+                          f"with rcfmt.write_table")
     schema = pa.schema([f.remove_metadata() for f in schema])
     if isinstance(partition_by, str):
         partition_by = [partition_by]

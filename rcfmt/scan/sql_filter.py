@@ -159,9 +159,10 @@ class _Translator:
     def _column(self, node) -> str:
         while isinstance(node, self.exp.Paren):
             node = node.this
-        if not isinstance(node, self.exp.Column) or node.table:
+        if not isinstance(node, self.exp.Column):
             raise _fail(node, "is not a column of the data")
-        name = node.name
+        # a dotted reference names a field under structs (payload.user.id)
+        name = ".".join(part.name for part in node.parts) if node.table else node.name
         if name in self.schema.names:
             return name
         found = self.names.get(name.lower())
