@@ -420,3 +420,108 @@ def nodes_from_json(doc, columns) -> tuple:
         except (pa.ArrowInvalid, TypeError) as exc:
             raise ValueError(f"nested field {n.name!r}: {exc}") from None
     return nodes
+
+
+# ---------------------------------------------------------------------- schemas
+def plan_schema(schema: pa.Schema) -> tuple[tuple, list[tuple[str, LogicalType, bool]]]:
+    """The tree of every field of a storage schema (a flat field is a leaf) and the
+    stored columns ``(name, type, nullable)`` a file of it holds. Raises
+    :class:`SchemaError` for types rcfmt cannot store."""
+    nodes, columns = [], []
+    for f in schema:
+        if is_nested(f.type):
+            try:
+                node, cols = plan_columns(f, len(columns))
+            except SchemaError as exc:
+                raise SchemaError(f"column {f.name!r}: {exc}") from None
+            nodes.append(node)
+            columns += cols
+            continue
+        try:
+            ltype = logical_type_from_arrow(f.type)
+        except SchemaError as exc:
+            raise SchemaError(f"column {f.name!r}: {exc}") from None
+        nodes.append(Node(f.name, f.nullable, LEAF, len(columns), leaf_type=ltype.to_arrow()))
+        columns.append((f.name, ltype, f.nullable))
+    return tuple(nodes), columns
+
+
+def filter_schema(schema: pa.Schema) -> pa.Schema:
+    """The columns a filter may name in data of ``schema``: its flat fields and the
+    leaves under its structs (by dotted path). ``schema`` itself when it has no nested
+    field."""
+    if not any(is_nested(f.type) for f in schema):
+        return schema
+    out = []
+
+    def walk(f: pa.Field, path: str, nullable: bool) -> None:
+        if pa.types.is_struct(f.type):
+            for c in f.type:
+                walk(c, f"{path}.{c.name}", nullable or f.nullable)
+        elif not is_nested(f.type):
+            out.append(pa.field(path, f.type, nullable or f.nullable))
+
+    for f in schema:
+        walk(f, f.name, False)
+    return pa.schema(out, metadata=schema.metadata)
+
+
+def same_shape(a: pa.DataType, b: pa.DataType, same_leaf: Callable[[pa.DataType, pa.DataType], bool]) -> bool:
+    """Whether two types nest the same way (kinds, field names, list sizes) with leaves
+    that ``same_leaf`` accepts; nullability aside."""
+    if is_nested(a) != is_nested(b):
+        return False
+    if not is_nested(a):
+        return same_leaf(a, b)
+    kinds = [pa.types.is_struct, pa.types.is_map, pa.types.is_fixed_size_list, pa.types.is_large_list,
+             pa.types.is_list]
+    if [k(a) for k in kinds] != [k(b) for k in kinds]:
+        return False
+    if pa.types.is_fixed_size_list(a) and a.list_size != b.list_size:
+        return False
+    fa = list(a) if pa.types.is_struct(a) else [a.key_field, a.item_field] if pa.types.is_map(a) else [a.value_field]
+    fb = list(b) if pa.types.is_struct(b) else [b.key_field, b.item_field] if pa.types.is_map(b) else [b.value_field]
+    return len(fa) == len(fb) and all(x.name == y.name and same_shape(x.type, y.type, same_leaf)
+                                      for x, y in zip(fa, fb))
+
+
+def field_to_json(f: pa.Field, flat_type_json: Callable[[pa.DataType], dict]) -> dict:
+    """A field of any type as JSON (flat types as ``flat_type_json`` writes them)."""
+    t = f.type
+    if pa.types.is_struct(t):
+        body = {"type": STRUCT, "fields": [field_to_json(c, flat_type_json) for c in t]}
+    elif pa.types.is_map(t):
+        body = {"type": MAP, "key": field_to_json(t.key_field, flat_type_json),
+                "value": field_to_json(t.item_field, flat_type_json)}
+        if t.keys_sorted:
+            body["keys_sorted"] = True
+    elif pa.types.is_fixed_size_list(t):
+        body = {"type": FIXED_SIZE_LIST, "size": t.list_size, "item": field_to_json(t.value_field, flat_type_json)}
+    elif pa.types.is_list(t) or pa.types.is_large_list(t):
+        body = {"type": LARGE_LIST if pa.types.is_large_list(t) else LIST,
+                "item": field_to_json(t.value_field, flat_type_json)}
+    else:
+        body = flat_type_json(t)
+    return {"name": f.name, **body, "nullable": bool(f.nullable)}
+
+
+def field_from_json(obj: dict, flat_type: Callable[[dict], pa.DataType], depth: int = 0) -> pa.Field:
+    """Inverse of :func:`field_to_json`; malformed input raises ValueError."""
+    if depth > MAX_DEPTH or not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
+        raise ValueError(f"malformed field {obj!r}")
+    kind = obj.get("type")
+
+    def sub(key):
+        return field_from_json(obj[key], flat_type, depth + 1)
+
+    if kind == STRUCT:
+        t = pa.struct([field_from_json(c, flat_type, depth + 1) for c in obj["fields"]])
+    elif kind == MAP:
+        t = pa.map_(sub("key"), sub("value"), keys_sorted=bool(obj.get("keys_sorted", False)))
+    elif kind == FIXED_SIZE_LIST:
+        t = pa.list_(sub("item"), int(obj["size"]))
+    elif kind in (LIST, LARGE_LIST):
+        t = (pa.large_list if kind == LARGE_LIST else pa.list_)(sub("item"))
+    else:
+        t = flat_type(obj)
+    return pa.field(obj["name"], t, bool(obj.get("nullable", True)))

@@ -28,6 +28,7 @@ from ..file.reader import RcfmtFile
 from ..scan.expr import BoundAnd, BoundExpr, BoundOr, Leaf, bind, columns as expr_columns, evaluate, to_nnf
 from ..scan.prune import may_match
 from ..scan.scanner import ScanStats
+from .. import nested
 from ..types import logical_type_from_arrow, same_logical_type
 from ..storage import COMMIT_SCHEMES, delete_files, is_remote, list_tree, local_path, remote_kind
 from . import log
@@ -244,7 +245,7 @@ def _residual(expr: BoundExpr | None, partition: dict, schema: pa.Schema):
 
 
 def _prepare_filter(filter, schema: pa.Schema):
-    bound = bind(filter, schema)
+    bound = bind(filter, nested.filter_schema(schema))  # leaves under structs by dotted path
     return None if bound is None else to_nnf(bound)
 
 
@@ -263,11 +264,11 @@ class DatasetScan:
             columns = schema.names
         elif isinstance(columns, str) or not isinstance(columns, Sequence):
             raise InvalidOptionError(f"columns must be a list of column names, got {columns!r}")
-        for c in columns:
-            if schema.get_field_index(c) < 0:
-                raise SchemaError(f"unknown column {c!r}; the dataset has {schema.names}")
+        # a name is a field, or a path to a field under structs (its struct is returned pruned)
+        projected = nested.project(nested.plan_schema(schema)[0], list(columns)) if columns else []
         self.columns = list(columns)
-        self.output_schema = pa.schema([schema.field(c) for c in self.columns])
+        self.output_schema = pa.schema([schema.field(n.name) if n.kind == nested.LEAF else n.field
+                                        for n in projected])
         self.partition_names = set(partition_names)
         self.nnf = _prepare_filter(filter, schema)
         self.use_threads = use_threads
@@ -402,14 +403,17 @@ def check_types(f: RcfmtFile, schema: pa.Schema, columns: Sequence[str]) -> None
     offset widths and nullability aside); otherwise it is not the file the index
     describes: a CorruptFileError naming file and column, not an Arrow cast error."""
     for name in columns:
-        want = logical_type_from_arrow(schema.field(name).type)
-        try:
-            got = f.footer.columns[f.column_index(name)].type
-        except SchemaError:
-            raise CorruptFileError("data file lacks a column of the dataset", path=f.path, column=name) from None
-        if not same_logical_type(got, want):
-            raise CorruptFileError(f"data file holds {got.name} values where the dataset has {want.name}",
-                                   path=f.path, column=name)
+        top = name if schema.get_field_index(name) >= 0 else name.split(".")[0]
+        if schema.get_field_index(top) < 0 or f.schema.get_field_index(top) < 0:
+            raise CorruptFileError("data file lacks a column of the dataset", path=f.path, column=name)
+        want, got = schema.field(top).type, f.schema.field(top).type
+        if not nested.same_shape(got, want, _same_flat):
+            raise CorruptFileError(f"data file holds {got} values where the dataset has {want}",
+                                   path=f.path, column=top)
+
+
+def _same_flat(a: pa.DataType, b: pa.DataType) -> bool:
+    return same_logical_type(logical_type_from_arrow(a), logical_type_from_arrow(b))
 
 
 def prune_blocks(fragments: Sequence[Fragment], schema: pa.Schema, filter, *, partition_names=(),
@@ -543,17 +547,17 @@ class Dataset:
     def files(self) -> list[FileInfo]:
         """Every data file with its partition values and statistics (from the index)."""
         snap = self._snap
-        snap.load_stats(snap.data_schema.names)
+        snap.load_stats(snap.stats_schema.names)
         t = snap.table
         out = []
         parts = snap.partition_values()
         cols = {name: _pylist(t.column(name)) for name in t.schema.names}
         for i, rel in enumerate(cols["path"]):
             stats = {}
-            for c in snap.data_schema.names:
+            for c in snap.stats_schema.names:
                 lo, hi = cols[f"{c}.min"][i], cols[f"{c}.max"][i]
-                if pa.types.is_string(snap.data_schema.field(c).type) or pa.types.is_large_string(
-                        snap.data_schema.field(c).type):
+                if pa.types.is_string(snap.stats_schema.field(c).type) or pa.types.is_large_string(
+                        snap.stats_schema.field(c).type):
                     lo, hi = _maybe_text(lo), _maybe_text(hi)
                 stats[c] = {"min": lo, "max": hi, "null_count": cols[f"{c}.null_count"][i],
                             "nan_count": cols[f"{c}.nan_count"][i], "min_exact": cols[f"{c}.min_exact"][i],
@@ -564,8 +568,9 @@ class Dataset:
 
     def stats_arrays(self, column: str):
         """Statistics of ``column`` with one unit per file (what file pruning sees)."""
-        if self.schema.get_field_index(column) < 0:
-            raise SchemaError(f"unknown column {column!r}; the dataset has {self.schema.names}")
+        known = [*self._snap.stats_schema.names, *self.partitioning.names]
+        if column not in known:
+            raise SchemaError(f"unknown column {column!r}; the dataset has statistics of {known}")
         return self._snap.stats_arrays(column)
 
     # ---------------------------------------------------------------- pruning and scanning

@@ -43,6 +43,7 @@ from ..errors import CorruptFileError, SchemaError
 from ..file.arrow_io import to_numpy, validity
 from ..storage import is_remote
 from ..statistics import ColumnStats, StatsArrays, truncate_max, truncate_min
+from .. import nested
 from ..types import LogicalType, PhysicalKind, logical_type_from_arrow, logical_type_from_json
 from .partitioning import Partitioning
 
@@ -112,20 +113,25 @@ def file_stats(sa: StatsArrays, ltype: LogicalType, truncate: int = DEFAULT_INDE
 def entry_from_file(f, relpath: str, partition: tuple = (), truncate: int = DEFAULT_INDEX_TRUNCATE) -> FileEntry:
     """The index entry of an open :class:`~rcfmt.file.reader.RcfmtFile` (its footer only)."""
     stats = {}
-    for c in f.footer.columns:
+    for name in f.filter_schema.names:  # flat columns, and leaves under structs (by path)
+        c = f.footer.columns[f.column_index(name)]
         stats[c.name] = file_stats(f.block_stats(c.name), c.type, truncate)
     return FileEntry(relpath, int(f.size), int(f.num_rows), int(f.num_blocks), tuple(partition), stats)
 
 
 # ------------------------------------------------------------------ schema (de)serialization
 def schema_to_json(schema: pa.Schema) -> list:
-    return [{"name": f.name, **logical_type_from_arrow(f.type).to_json(), "nullable": bool(f.nullable)}
-            for f in schema]
+    return [nested.field_to_json(f, lambda t: logical_type_from_arrow(t).to_json()) for f in schema]
 
 
 def schema_from_json(obj) -> pa.Schema:
-    return pa.schema([pa.field(o["name"], logical_type_from_json(o).to_arrow(), bool(o.get("nullable", True)))
-                      for o in obj])
+    return pa.schema([nested.field_from_json(o, lambda d: logical_type_from_json(d).to_arrow()) for o in obj])
+
+
+def stats_schema(data_schema: pa.Schema) -> pa.Schema:
+    """The columns the index keeps statistics of: flat columns and the leaves under
+    structs, by dotted path (what filters name; :func:`rcfmt.nested.filter_schema`)."""
+    return nested.filter_schema(data_schema)
 
 
 def _bound_type(ltype: LogicalType) -> pa.DataType:
@@ -139,7 +145,7 @@ def index_schema(data_schema: pa.Schema, partitioning: Partitioning) -> pa.Schem
               pa.field("num_rows", pa.int64(), False), pa.field("num_blocks", pa.int64(), False)]
     for name, t in zip(partitioning.names, partitioning.types):
         fields.append(pa.field(f"{name}.value", t, True))
-    for f in data_schema:
+    for f in stats_schema(data_schema):
         bt = _bound_type(logical_type_from_arrow(f.type))
         fields += [pa.field(f"{f.name}.min", bt, True), pa.field(f"{f.name}.max", bt, True),
                    pa.field(f"{f.name}.null_count", pa.int64(), False),
@@ -194,7 +200,7 @@ def entries_table(entries: list[FileEntry], data_schema: pa.Schema, partitioning
     }
     for i, (name, t) in enumerate(zip(partitioning.names, partitioning.types)):
         cols[f"{name}.value"] = pa.array([e.partition[i] for e in entries], t)
-    for f in data_schema:
+    for f in stats_schema(data_schema):
         lt = logical_type_from_arrow(f.type)
         bt = schema.field(f"{f.name}.min").type
         stats = []
@@ -262,7 +268,8 @@ class Snapshot:
         self.index_path = index_path
         self.index_size = index_size  # bytes of the index file, when listed with it
         self.schema = pa.schema(list(data_schema) + partitioning.fields)
-        self._ltypes = {f.name: logical_type_from_arrow(f.type) for f in self.schema}
+        self.stats_schema = stats_schema(data_schema)  # the data columns with statistics in the index
+        self._ltypes = {f.name: logical_type_from_arrow(f.type) for f in [*self.stats_schema, *partitioning.fields]}
 
     # ---- files
     def __len__(self) -> int:
@@ -282,7 +289,7 @@ class Snapshot:
     # ---- stats
     def load_stats(self, columns) -> None:
         """Make sure the stats columns of the data ``columns`` are in ``table``."""
-        want = [f"{c}.{s}" for c in columns if self.data_schema.get_field_index(c) >= 0 for s in STATS_FIELDS]
+        want = [f"{c}.{s}" for c in columns if self.stats_schema.get_field_index(c) >= 0 for s in STATS_FIELDS]
         missing = [n for n in want if self.table.schema.get_field_index(n) < 0]
         if not missing:
             return

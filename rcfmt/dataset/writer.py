@@ -21,6 +21,7 @@ from ..errors import CommitConflictError, InvalidOptionError, RcfmtError, Schema
 from ..file.reader import RcfmtFile
 from ..file.writer import Writer, WriteOptions, arrow_stream, as_table, storage_schema
 from ..layout import METADATA_KEY, ClusteringSpec
+from .. import nested
 from ..types import logical_type_from_arrow, same_logical_type
 from ..storage import check_commit_support, delete_files, is_remote, list_names, local_path, open_output, remote_kind
 from . import log
@@ -83,8 +84,8 @@ def same_types(a: pa.Schema, b: pa.Schema) -> bool:
     """Same names and logical types (offset width of strings/binary and nullability aside)."""
     if a.names != b.names:
         return False
-    return all(same_logical_type(logical_type_from_arrow(fa.type), logical_type_from_arrow(fb.type))
-               for fa, fb in zip(a, b))
+    return all(nested.same_shape(fa.type, fb.type, lambda x, y: same_logical_type(
+        logical_type_from_arrow(x), logical_type_from_arrow(y))) for fa, fb in zip(a, b))
 
 
 def merge_nullability(a: pa.Schema, b: pa.Schema) -> pa.Schema:
@@ -528,11 +529,7 @@ def begin_write(path, schema: pa.Schema, *, partition_by=None, mode: str = "appe
         root = os.path.abspath(local_path(path))
     if not is_remote(root) and os.path.isfile(root):
         raise InvalidOptionError(f"{root!r} is a file; a dataset is a directory")
-    schema, types = storage_schema(schema)
-    nested = [f.name for f, t in zip(schema, types) if t is None]
-    if nested:  # the stats index and schema evolution do not know nested fields yet
-        raise SchemaError(f"datasets cannot hold nested columns yet ({nested}); write them to single files "
-                          f"with rcfmt.write_table")
+    schema, _ = storage_schema(schema)
     schema = pa.schema([f.remove_metadata() for f in schema])
     if isinstance(partition_by, str):
         partition_by = [partition_by]

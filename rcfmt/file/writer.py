@@ -217,23 +217,12 @@ def storage_schema(schema: pa.Schema) -> tuple[pa.Schema, list[LogicalType | Non
 def physical_columns(schema: pa.Schema, types) -> tuple[tuple | None, list[tuple[str, LogicalType, bool]]]:
     """The stored columns ``(name, type, nullable)`` of a storage schema, and the tree of
     every field when one of them is nested (None otherwise; see :mod:`rcfmt.nested`)."""
-    nodes, columns = [], []
-    for f, ltype in zip(schema, types):
-        if ltype is not None:
-            nodes.append(nested.Node(f.name, f.nullable, nested.LEAF, len(columns), leaf_type=ltype.to_arrow()))
-            columns.append((f.name, ltype, f.nullable))
-        else:
-            try:
-                node, cols = nested.plan_columns(f, len(columns))
-            except SchemaError as exc:
-                raise SchemaError(f"column {f.name!r}: {exc}") from None
-            nodes.append(node)
-            columns += cols
+    nodes, columns = nested.plan_schema(schema)
     names = [c[0] for c in columns]
     if len(set(names)) != len(names):
         dup = sorted({n for n in names if names.count(n) > 1})
         raise SchemaError(f"nested field paths collide with other columns: {dup}")
-    return (tuple(nodes) if any(t is None for t in types) else None), columns
+    return (nodes if any(t is None for t in types) else None), columns
 
 
 def physical_schema(schema: pa.Schema) -> pa.Schema:
