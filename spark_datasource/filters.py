@@ -28,6 +28,7 @@ import pyarrow as pa
 from pyspark.sql import datasource as D
 
 from rcfmt.errors import RcfmtError
+from rcfmt.nested import filter_schema
 from rcfmt.scan.expr import And, Not, Or, bind, col
 
 __all__ = ["translate", "translate_all"]
@@ -81,9 +82,12 @@ def _translate(f, types: dict, names: dict):
         child = _translate(f.child, types, names)
         return None if child is None else Not(child)
     attr = getattr(f, "attribute", None)
-    if not isinstance(attr, tuple) or len(attr) != 1 or attr[0] not in names:
+    if not isinstance(attr, tuple) or not attr or attr[0] not in names:
         return None
-    name = names[attr[0]]
+    # a path under structs arrives as the tuple of its names: ("payload", "user", "id")
+    name = ".".join([names[attr[0]], *attr[1:]])
+    if name not in types:
+        return None
     t = types[name]
     if pa.types.is_dictionary(t):
         t = t.value_type
@@ -127,9 +131,10 @@ def translate(f, schema: pa.Schema, names: dict | None = None):
     """The rcfmt expression equivalent to Spark filter ``f`` over ``schema`` (the
     dataset's Arrow schema), or None when it cannot be pushed exactly. ``names`` maps
     Spark column names to dataset column names (default: the same names)."""
-    types = {field.name: field.type for field in schema}
     if names is None:
-        names = {n: n for n in types}
+        names = {n: n for n in schema.names}
+    schema = filter_schema(schema)  # leaves under structs by dotted path
+    types = {field.name: field.type for field in schema}
     try:
         expr = _translate(f, types, names)
         if expr is None:

@@ -27,8 +27,10 @@ Every Spark field is nullable.
 Writing (Spark -> rcfmt) is the inverse: BYTE..BIGINT -> int8..int64, FLOAT/DOUBLE ->
 float32/float64, DECIMAL(p, s) -> decimal128(p, s), DATE -> date32, TIMESTAMP ->
 timestamp('us', tz='UTC') (instants, whatever the session time zone), TIMESTAMP_NTZ ->
-timestamp('us'), STRING -> string, BINARY -> binary, BOOLEAN -> bool. Other Spark types
-(arrays, maps, structs, intervals, variant, NULL) are refused when the write starts.
+timestamp('us'), STRING -> string, BINARY -> binary, BOOLEAN -> bool, and nested: ARRAY ->
+list<element>, STRUCT -> struct, MAP -> map (read back as the same Spark types; lists,
+large lists and fixed-size lists of rcfmt data read as ARRAY). Other Spark types
+(intervals, variant, NULL) are refused when the write starts.
 """
 from __future__ import annotations
 
@@ -67,6 +69,12 @@ def to_spark_type(t: pa.DataType, name: str = "?") -> T.DataType:
         return T.StringType()
     if pa.types.is_binary(t) or pa.types.is_large_binary(t):
         return T.BinaryType()
+    if pa.types.is_struct(t):
+        return T.StructType([T.StructField(f.name, to_spark_type(f.type, f"{name}.{f.name}"), True) for f in t])
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return T.ArrayType(to_spark_type(t.value_type, f"{name}.{t.value_field.name}"), True)
+    if pa.types.is_map(t):
+        return T.MapType(to_spark_type(t.key_type, f"{name}.key"), to_spark_type(t.item_type, f"{name}.value"), True)
     raise TypeError(f"column {name!r}: type {t} has no Spark mapping")
 
 
@@ -99,6 +107,14 @@ def to_rcfmt_type(t: T.DataType, name: str = "?") -> pa.DataType:
         return pa.timestamp("us", tz="UTC")
     if isinstance(t, T.StringType):  # (collated strings are stored as their UTF-8 bytes)
         return pa.string()
+    if isinstance(t, T.StructType):
+        return pa.struct([pa.field(f.name, to_rcfmt_type(f.dataType, f"{name}.{f.name}"), f.nullable)
+                          for f in t.fields])
+    if isinstance(t, T.ArrayType):  # named as Spark's (and Parquet's) Arrow batches name it
+        return pa.list_(pa.field("element", to_rcfmt_type(t.elementType, f"{name}.element"), t.containsNull))
+    if isinstance(t, T.MapType):
+        return pa.map_(pa.field("key", to_rcfmt_type(t.keyType, f"{name}.key"), False),
+                       pa.field("value", to_rcfmt_type(t.valueType, f"{name}.value"), t.valueContainsNull))
     raise TypeError(f"column {name!r}: Spark type {t.simpleString()} cannot be stored in rcfmt")
 
 
