@@ -21,6 +21,7 @@ from typing import Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..errors import CorruptFileError, InvalidOptionError, RcfmtError, SchemaError, UnsupportedError
 from ..file.arrow_io import export_stream
@@ -30,6 +31,7 @@ from ..scan.prune import may_match
 from ..scan.scanner import ScanStats
 from .. import nested
 from ..types import logical_type_from_arrow, same_logical_type
+from .evolution import widens
 from ..storage import COMMIT_SCHEMES, delete_files, is_remote, list_tree, local_path, remote_kind
 from . import log
 from .index import (BASE_COLUMNS, INDEX_METADATA_KEY, FileEntry, Snapshot, check_inside, check_relpath,
@@ -279,25 +281,46 @@ class DatasetScan:
 
     # ---------------------------------------------------------------- one fragment
     def _file_scan(self, frag: Fragment, use_threads: bool):
-        """(FileScan or None if the fragment cannot match, partition dict)."""
+        """(FileScan or None if the fragment cannot match, partition dict, filter left
+        to apply after the file scan or None)."""
         partition = dict(frag.partition)
         residual = _residual(self.nnf, partition, self.schema)
         if residual is _FALSE:
-            return None, partition
+            return None, partition, None
         f = open_data_file(frag.path, self.verify_checksums, frag.size)
         try:
             opened = f.requests  # the open's reads (its footer): part of what the scan costs
             _check_against_index(f, frag)
-            check_types(f, self.schema, self._data_columns)
-            scan = f.scan(self._data_columns, None if residual is _TRUE else residual, use_threads=use_threads,
+            # columns added to the dataset after this file was written read as NULL
+            residual = _without_missing(residual, f, self.schema)
+            if residual is _FALSE:
+                f.close()
+                return None, partition, None
+            columns = [c for c in self._data_columns if not check_types(f, self.schema, [c])]
+            pushed, post = None if residual is _TRUE else residual, None
+            narrower = _narrower_columns(f, self.schema, pushed)
+            if narrower:  # columns widened since the file was written: those leaves are applied after
+                pushed, post = _pushable(pushed, narrower), pushed
+                columns += [c for c in sorted(expr_columns(post)) if c not in columns]
+            scan = f.scan(columns, pushed, use_threads=use_threads,
                           blocks=None if frag.blocks is None else _clamp(frag.blocks, f.num_blocks))
             scan.stats.requests += opened
         except BaseException:
             f.close()
             raise
-        return scan, partition
+        return scan, partition, post
 
-    def _assemble(self, batch: pa.RecordBatch, partition: dict) -> pa.RecordBatch:
+    def _post_filter(self, batch: pa.RecordBatch, post) -> pa.RecordBatch:
+        """Rows of ``batch`` matching ``post`` (leaves on columns the file holds in a
+        narrower type, evaluated on the values widened to the dataset's types)."""
+        types = nested.filter_schema(self.schema)
+        names = sorted(expr_columns(post))
+        table = pa.table({name: _leaf_values(batch, name).cast(types.field(name).type) for name in names})
+        return batch.filter(pc.fill_null(evaluate(post, table), False))
+
+    def _assemble(self, batch: pa.RecordBatch, partition: dict, post=None) -> pa.RecordBatch:
+        if post is not None:
+            batch = self._post_filter(batch, post)
         n = batch.num_rows
         arrays = []
         for field in self.output_schema:
@@ -305,9 +328,11 @@ class DatasetScan:
                 value = partition.get(field.name)
                 arrays.append(pa.nulls(n, field.type) if value is None else
                               pa.repeat(pa.scalar(value, field.type), n))
+            elif batch.schema.get_field_index(field.name) < 0:  # a column the file predates
+                arrays.append(pa.nulls(n, field.type))
             else:
                 arr = batch.column(batch.schema.get_field_index(field.name))
-                if arr.type != field.type:
+                if arr.type != field.type:  # a column widened since the file was written
                     arr = arr.cast(field.type)
                 arrays.append(arr)
         if not arrays:
@@ -323,7 +348,7 @@ class DatasetScan:
                 setattr(self.stats, f.name, getattr(self.stats, f.name) + getattr(scan.stats, f.name))
 
     def _read_fragment(self, frag: Fragment, use_threads: bool):
-        scan, partition = self._file_scan(frag, use_threads)
+        scan, partition, post = self._file_scan(frag, use_threads)
         if scan is None:
             return None, []
         try:
@@ -331,7 +356,7 @@ class DatasetScan:
                 table = scan.read()
         finally:
             scan.file.close()
-        batches = [self._assemble(b, partition) for b in table.to_batches()] if table.num_rows else []
+        batches = [self._assemble(b, partition, post) for b in table.to_batches()] if table.num_rows else []
         return scan, batches
 
     # ---------------------------------------------------------------- driving
@@ -362,14 +387,14 @@ class DatasetScan:
         if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
             raise InvalidOptionError(f"batch_size must be a positive integer, got {batch_size!r}")
         for frag in self.fragments:
-            scan, partition = self._file_scan(frag, False)
+            scan, partition, post = self._file_scan(frag, False)
             if scan is None:
                 self._count(None)
                 continue
             try:
                 with missing_is_corrupt(frag.path):
                     for batch in scan.iter_batches(batch_size):
-                        yield self._assemble(batch, partition)
+                        yield self._assemble(batch, partition, post)
             finally:
                 scan.file.close()
                 self._count(scan)
@@ -398,22 +423,82 @@ def _check_against_index(f: RcfmtFile, frag: Fragment) -> None:
                                f"it holds {f.num_rows} rows in {size} bytes", path=frag.path)
 
 
-def check_types(f: RcfmtFile, schema: pa.Schema, columns: Sequence[str]) -> None:
-    """The file holds ``columns`` with the types the dataset's schema gives them (string
-    offset widths and nullability aside); otherwise it is not the file the index
-    describes: a CorruptFileError naming file and column, not an Arrow cast error."""
+def _top(schema: pa.Schema, name: str) -> str:
+    """The field of ``schema`` that column name ``name`` (maybe a dotted path) is in."""
+    if schema.get_field_index(name) >= 0:
+        return name
+    for f in schema:
+        if name.startswith(f.name + "."):
+            return f.name
+    return name
+
+
+def check_types(f: RcfmtFile, schema: pa.Schema, columns: Sequence[str]) -> list[str]:
+    """The columns of ``columns`` (names or dotted paths) that ``f`` lacks: written
+    before they were added to the dataset, they read as NULL. Those it holds must have
+    the dataset's type or one it widens (docs/DATASET.md, schema evolution); otherwise
+    the file is not the file the index describes: a CorruptFileError naming file and
+    column, not an Arrow cast error."""
+    missing = []
     for name in columns:
-        top = name if schema.get_field_index(name) >= 0 else name.split(".")[0]
-        if schema.get_field_index(top) < 0 or f.schema.get_field_index(top) < 0:
-            raise CorruptFileError("data file lacks a column of the dataset", path=f.path, column=name)
+        top = _top(schema, name)
+        if schema.get_field_index(top) < 0:
+            raise SchemaError(f"unknown column {name!r}; the dataset has {schema.names}")
+        if f.schema.get_field_index(top) < 0:
+            missing.append(name)
+            continue
         want, got = schema.field(top).type, f.schema.field(top).type
-        if not nested.same_shape(got, want, _same_flat):
-            raise CorruptFileError(f"data file holds {got} values where the dataset has {want}",
-                                   path=f.path, column=top)
+        if not widens(got, want):
+            raise CorruptFileError(f"data file holds {_type_name(got)} values where the dataset has "
+                                   f"{_type_name(want)}", path=f.path, column=top)
+    return missing
 
 
-def _same_flat(a: pa.DataType, b: pa.DataType) -> bool:
-    return same_logical_type(logical_type_from_arrow(a), logical_type_from_arrow(b))
+def _narrower_columns(f: RcfmtFile, schema: pa.Schema, expr) -> set[str]:
+    """Columns of ``expr`` that ``f`` holds in a type the dataset has since widened."""
+    if expr is None:
+        return set()
+    wanted = nested.filter_schema(schema)
+    out = set()
+    for name in expr_columns(expr):
+        ours, theirs = wanted.field(name).type, f.filter_schema.field(name).type
+        if not same_logical_type(logical_type_from_arrow(ours), logical_type_from_arrow(theirs)):
+            out.add(name)
+    return out
+
+
+def _pushable(expr, columns: set[str]):
+    """The AND-ed parts of ``expr`` that name none of ``columns`` (None if no part)."""
+    parts = expr.children if isinstance(expr, BoundAnd) else (expr,)
+    keep = [p for p in parts if not (expr_columns(p) & columns)]
+    return None if not keep else keep[0] if len(keep) == 1 else BoundAnd.of(*keep)
+
+
+def _leaf_values(batch: pa.RecordBatch, name: str) -> pa.Array:
+    """Column ``name`` of ``batch``, or the leaf at dotted path ``name`` under its
+    structs, NULL where a struct on the way is NULL."""
+    if batch.schema.get_field_index(name) >= 0:
+        return batch.column(batch.schema.get_field_index(name))
+    top = _top(batch.schema, name)
+    arr = batch.column(batch.schema.get_field_index(top))
+    for part in name[len(top) + 1:].split("."):
+        arr = arr.flatten()[arr.type.get_field_index(part)]  # flatten() ANDs the struct's validity
+    return arr
+
+
+def _type_name(t: pa.DataType) -> str:
+    return str(t) if nested.is_nested(t) else logical_type_from_arrow(t).name
+
+
+def _without_missing(residual, f: RcfmtFile, schema: pa.Schema):
+    """``residual`` for file ``f``: leaves on columns the file lacks (added later) are
+    decided now, as on a column of NULLs (``_TRUE``/``_FALSE`` when nothing is left)."""
+    if residual is _TRUE or residual is _FALSE or residual is None:
+        return residual
+    missing = check_types(f, schema, sorted(expr_columns(residual)))
+    if not missing:
+        return residual
+    return _residual(residual, {name: None for name in missing}, nested.filter_schema(schema))
 
 
 def prune_blocks(fragments: Sequence[Fragment], schema: pa.Schema, filter, *, partition_names=(),
@@ -443,9 +528,12 @@ def prune_blocks(fragments: Sequence[Fragment], schema: pa.Schema, filter, *, pa
             n = f.num_blocks
             if n != frag.num_blocks:
                 raise CorruptFileError(f"the index says {frag.num_blocks} blocks, the footer {n}", path=frag.path)
-            names = sorted(expr_columns(residual))
-            check_types(f, schema, names)
-            mask = may_match(residual, {c: f.block_stats(c) for c in names}, n)[lo:hi]
+            residual = _without_missing(residual, f, schema)
+            if residual is _TRUE or residual is _FALSE:
+                mask = np.full(hi - lo, residual is _TRUE)
+            else:
+                names = sorted(expr_columns(residual))
+                mask = may_match(residual, {c: f.block_stats(c) for c in names}, n)[lo:hi]
         for a, b in _runs(mask, lo):
             kept.append(Fragment(frag.path, frag.partition, frag.num_rows, frag.size, frag.num_blocks, (a, b)))
         for a, b in _runs(~mask, lo):

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from ..errors import CorruptFileError, SchemaError
+from ..errors import CorruptFileError
 from ..file.arrow_io import to_numpy, validity
 from ..storage import is_remote
 from ..statistics import ColumnStats, StatsArrays, truncate_max, truncate_min
@@ -206,8 +206,8 @@ def entries_table(entries: list[FileEntry], data_schema: pa.Schema, partitioning
         stats = []
         for e in entries:
             s = e.stats.get(f.name)
-            if s is None:
-                raise SchemaError(f"file {e.path!r} has no statistics for column {f.name!r}")
+            if s is None:  # a file written before the column was added: every value NULL
+                s = ColumnStats(null_count=e.num_rows)
             stats.append(s)
         has = [s.has_min_max for s in stats]
         cols[f"{f.name}.min"] = domain_to_arrow([s.min if h else None for s, h in zip(stats, has)], lt, bt)
@@ -217,6 +217,28 @@ def entries_table(entries: list[FileEntry], data_schema: pa.Schema, partitioning
         cols[f"{f.name}.min_exact"] = pa.array([bool(h and s.min_exact) for s, h in zip(stats, has)], pa.bool_())
         cols[f"{f.name}.max_exact"] = pa.array([bool(h and s.max_exact) for s, h in zip(stats, has)], pa.bool_())
     return pa.Table.from_arrays([cols[n] for n in schema.names], schema=schema)
+
+
+def conform_index(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """Index rows of an older version (or of files lacking columns) under the index
+    ``schema`` of a newer data schema: statistics of columns the files lack say every
+    value is NULL, those of widened columns are converted (schema evolution)."""
+    n = table.num_rows
+    rows = table.column("num_rows")
+    cols = []
+    for f in schema:
+        if table.schema.get_field_index(f.name) >= 0:
+            c = table.column(f.name)
+            cols.append(c if c.type == f.type else c.cast(f.type))
+        elif f.name.endswith(".null_count"):
+            cols.append(rows)
+        elif f.name.endswith(".nan_count"):
+            cols.append(pa.array([0] * n, pa.int64()))
+        elif f.name.endswith((".min_exact", ".max_exact")):
+            cols.append(pa.array([False] * n, pa.bool_()))
+        else:
+            cols.append(pa.nulls(n, f.type))
+    return pa.Table.from_arrays(cols, schema=schema)
 
 
 # ------------------------------------------------------------------ a loaded index

@@ -366,12 +366,21 @@ def _unlink(path: str) -> None:
 
 
 def _read(path: str, schema: pa.Schema) -> pa.Table:
-    """A file's rows as ``schema`` (files of one dataset may differ in nullability)."""
+    """A file's rows as ``schema`` (files of one dataset may differ in nullability,
+    predate added columns or hold narrower types: rcfmt.dataset.evolution)."""
     with RcfmtFile(path) as f:
-        return f.read(use_threads=False).cast(schema)
+        return pa.Table.from_batches([_as_schema(b, schema) for b in f.read(use_threads=False).to_batches()],
+                                     schema=schema)
 
 
 def _batches(path: str, schema: pa.Schema):
     with RcfmtFile(path) as f:
         for batch in f.iter_batches(READ_BATCH_ROWS):
-            yield batch.cast(schema)
+            yield _as_schema(batch, schema)
+
+
+def _as_schema(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    n = batch.num_rows
+    arrays = [batch.column(batch.schema.get_field_index(f.name)).cast(f.type)
+              if batch.schema.get_field_index(f.name) >= 0 else pa.nulls(n, f.type) for f in schema]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)

@@ -22,11 +22,12 @@ from ..file.reader import RcfmtFile
 from ..file.writer import Writer, WriteOptions, arrow_stream, as_table, storage_schema
 from ..layout import METADATA_KEY, ClusteringSpec
 from .. import nested
+from .evolution import keeps_columns, merge_schemas
 from ..types import logical_type_from_arrow, same_logical_type
 from ..storage import check_commit_support, delete_files, is_remote, list_names, local_path, open_output, remote_kind
 from . import log
 from .index import (DEFAULT_INDEX_TRUNCATE, INDEX_METADATA_KEY, FileEntry, dumps_info, entries_table,
-                    entry_from_file, index_schema, schema_to_json)
+                    conform_index, entry_from_file, index_schema, schema_to_json)
 from .partitioning import Partitioning
 
 __all__ = ["write_dataset", "begin_write", "WritePlan", "FileSetWriter", "commit", "clustering_spec", "clustering_info",
@@ -404,11 +405,21 @@ def commit(root: str, entries: list[FileEntry], *, mode: str, read_version: int,
                     prev = base_table_unindexed
                 else:
                     snap = read_snapshot(root, base, columns=None)
-                    if (not same_types(snap.data_schema, data_schema) or snap.partitioning != partitioning):
+                    if snap.partitioning != partitioning:
                         raise CommitConflictError(
-                            f"append to {root!r} conflicts with version {base}, which changed the schema or "
+                            f"append to {root!r} conflicts with version {base}, which changed the "
                             "partitioning; nothing was written")
-                    schema = merge_nullability(snap.data_schema, data_schema)
+                    if base != read_version and read_version and not keeps_columns(
+                            read_snapshot(root, read_version, columns=[]).data_schema, snap.data_schema):
+                        raise CommitConflictError(  # e.g. an overwrite with other columns
+                            f"append to {root!r} conflicts with version {base}, which changed the schema; "
+                            "nothing was written")
+                    try:  # concurrent appends may each add or widen columns: the union is committed
+                        schema = merge_schemas(snap.data_schema, data_schema)
+                    except SchemaError as exc:
+                        raise CommitConflictError(
+                            f"append to {root!r} conflicts with version {base}, which changed the schema "
+                            f"({exc}); nothing was written") from None
                     prev = snap.table
                     if recorded is None and mode == "append" and snap.info.get("clustering"):
                         # the policy stays; appended files are at best clustered within themselves
@@ -416,12 +427,10 @@ def commit(root: str, entries: list[FileEntry], *, mode: str, read_version: int,
                 if mode == "rewrite":
                     prev = _without_files(prev, remove, {e.path for e in entries}, root, base)
                     removed = len(remove)
+                ischema = index_schema(schema, partitioning)
+                table = conform_index(new_rows, ischema)
                 if prev is not None and prev.num_rows:
-                    ischema = index_schema(data_schema, partitioning)
-                    prev = pa.Table.from_arrays([prev.column(n) for n in ischema.names], schema=ischema)
-                    table = pa.concat_tables([prev, new_rows])
-                else:
-                    table = new_rows
+                    table = pa.concat_tables([conform_index(prev, ischema), table])
                 schema_json = schema_to_json(schema)
             info = {
                 "format": "rcfmt-dataset", "format_version": 1,
@@ -483,7 +492,9 @@ class WritePlan:
     the base version (``read_version``), the full input ``schema`` (as the dataset
     stores it), its ``data_schema`` (without partition columns) and ``partitioning``,
     ``adopt`` (index rows of the files of a directory without index, which a first
-    append keeps) and the ``clustering`` the base version records."""
+    append keeps) and the ``clustering`` the base version records. The files hold
+    ``data_schema``'s columns; the commit merges it into the latest version's schema
+    (:func:`rcfmt.dataset.evolution.merge_schemas`)."""
 
     root: str
     mode: str
@@ -493,6 +504,8 @@ class WritePlan:
     partitioning: Partitioning
     adopt: pa.Table | None = None
     clustering: ClusteringSpec | None = None
+    #: the dataset's data schema once this write commits (evolved: columns added or widened)
+    dataset_schema: pa.Schema | None = None
 
     def clustering_for(self, cluster_by, curve: str = "zorder", mapping: str = "rank") -> ClusteringSpec | None:
         """The clustering of this write's files: ``cluster_by`` (names or a spec; an
@@ -538,20 +551,23 @@ def begin_write(path, schema: pa.Schema, *, partition_by=None, mode: str = "appe
         partition_by = list(base_snap.partitioning.names)
     partitioning = Partitioning.from_schema(schema, partition_by)
     data_schema = split_schema(schema, partitioning)
+    dataset_schema = data_schema
     if mode == "append" and base_snap is not None and (len(base_snap) or base_snap.data_schema.names):
-        if not same_types(base_snap.data_schema, data_schema):
-            raise SchemaError(f"cannot append: the data columns {data_schema} differ from the dataset's "
-                              f"{base_snap.data_schema}")
         if base_snap.partitioning != partitioning:
             raise SchemaError(f"cannot append: partitioning {list(partitioning.names)} "
                               f"({[str(t) for t in partitioning.types]}) differs from the dataset's "
                               f"{list(base_snap.partitioning.names)}")
-        cast = {f.name: f.type for f in base_snap.data_schema}  # keep string vs large_string as stored
+        try:  # columns may be added, left out or widened (rcfmt.dataset.evolution)
+            dataset_schema = merge_schemas(base_snap.data_schema, data_schema)
+        except SchemaError as exc:
+            raise SchemaError(f"cannot append: {exc}") from None
+        # the files hold the dataset's types (string vs large_string as stored, widened ones)
+        cast = {f.name: f.type for f in dataset_schema}
         schema = pa.schema([f.with_type(cast.get(f.name, f.type)) for f in schema])
         data_schema = split_schema(schema, partitioning)
     recorded = recorded_clustering(base_snap.info) if base_snap is not None else None
     return WritePlan(root, mode, base_version, schema, data_schema, partitioning,
-                     unindexed if mode == "append" else None, recorded)
+                     unindexed if mode == "append" else None, recorded, dataset_schema)
 
 
 def write_dataset(data, path, *, partition_by=None, mode: str = "append",

@@ -268,8 +268,8 @@ def test_append_uses_partitioning_and_checks_schema(tmp_path, table):
     ds = rcfmt.write_dataset(table, tmp_path)  # keeps partition_by=day
     assert ds.version == 2 and ds.partition_by == ["day"] and ds.num_rows == 2000
     before = _files(tmp_path)
-    with pytest.raises(rcfmt.SchemaError):
-        rcfmt.write_dataset(table.drop_columns(["s"]), tmp_path)
+    with pytest.raises(rcfmt.SchemaError, match="'s'"):  # string -> int64 would lose every value
+        rcfmt.write_dataset(table.set_column(table.schema.get_field_index("s"), "s", table["id"]), tmp_path)
     with pytest.raises(rcfmt.SchemaError):
         rcfmt.write_dataset(table, tmp_path, partition_by=["region"])
     with pytest.raises(rcfmt.InvalidOptionError):

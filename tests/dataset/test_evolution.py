@@ -1,0 +1,195 @@
+"""Schema evolution of datasets: appends that add, leave out or widen columns; files
+written under older schemas read (and pruned) under the newer one, against a brute-force
+oracle; lossy changes refused; concurrent appends adding different columns."""
+from __future__ import annotations
+
+import threading
+from decimal import Decimal
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import rcfmt
+import strategies as S
+from rcfmt import col
+from rcfmt.dataset import writer as dataset_writer
+from rcfmt.dataset.evolution import merge_schemas, widens
+
+
+# ---------------------------------------------------------------------- the rules
+@pytest.mark.parametrize("a, b", [
+    (pa.int8(), pa.int64()), (pa.int32(), pa.int64()), (pa.uint8(), pa.uint32()), (pa.uint16(), pa.int32()),
+    (pa.float32(), pa.float64()), (pa.decimal128(5, 2), pa.decimal128(20, 2)), (pa.string(), pa.large_string()),
+    (pa.large_binary(), pa.binary()), (pa.list_(pa.int32()), pa.list_(pa.int32())),
+])
+def test_widenings(a, b):
+    assert widens(a, b)
+
+
+@pytest.mark.parametrize("a, b", [
+    (pa.int64(), pa.int32()), (pa.int32(), pa.uint64()), (pa.uint32(), pa.int32()), (pa.float64(), pa.float32()),
+    (pa.int32(), pa.float64()), (pa.decimal128(5, 2), pa.decimal128(20, 3)), (pa.decimal128(9, 2), pa.decimal128(5, 2)),
+    (pa.string(), pa.binary()), (pa.date32(), pa.int32()), (pa.timestamp("ms"), pa.timestamp("us")),
+    (pa.list_(pa.int32()), pa.list_(pa.int64())), (pa.struct([("a", pa.int8())]), pa.struct([("b", pa.int8())])),
+])
+def test_changes_that_lose_or_change_values(a, b):
+    assert not widens(a, b)
+
+
+def test_merge_keeps_order_adds_at_the_end_and_refuses_lossy_changes():
+    old = pa.schema([pa.field("a", pa.int32(), False), ("b", pa.string()), ("c", pa.float32())])
+    new = pa.schema([("x", pa.int8()), ("c", pa.float64()), pa.field("a", pa.int64(), False), ("b", pa.large_string())])
+    merged = merge_schemas(old, new)
+    assert merged == pa.schema([pa.field("a", pa.int64(), False), ("b", pa.string()), ("c", pa.float64()),
+                                pa.field("x", pa.int8(), True)])
+    assert merge_schemas(old, pa.schema([pa.field("a", pa.int32(), False)])) == old  # b, c left out
+    with pytest.raises(rcfmt.SchemaError, match="'a' is not nullable"):
+        merge_schemas(old, pa.schema([("b", pa.string())]))
+    with pytest.raises(rcfmt.SchemaError, match="'c'"):
+        merge_schemas(old, pa.schema([pa.field("a", pa.int32(), False), ("c", pa.int64())]))
+
+
+# ---------------------------------------------------------------------- appends
+def test_appends_add_leave_out_and_widen_columns(tmp_path):
+    root = tmp_path / "ds"
+    rcfmt.write_dataset(pa.table({"id": pa.array([1, 2], pa.int32()), "price": pa.array([Decimal("1.50"), None],
+                                                                                        pa.decimal128(5, 2)),
+                                  "w": pa.array([0.5, 1.5], pa.float32())}), root)
+    rcfmt.write_dataset(pa.table({"id": pa.array([3], pa.int64()), "tag": ["new"],
+                                  "price": pa.array([Decimal("123456789.25")], pa.decimal128(12, 2))}), root)
+    ds = rcfmt.dataset(root)
+    assert ds.schema == pa.schema([("id", pa.int64()), ("price", pa.decimal128(12, 2)), ("w", pa.float32()),
+                                   ("tag", pa.string())])
+    assert ds.read().sort_by("id").to_pylist() == [
+        {"id": 1, "price": Decimal("1.50"), "w": 0.5, "tag": None},
+        {"id": 2, "price": None, "w": 1.5, "tag": None},
+        {"id": 3, "price": Decimal("123456789.25"), "w": None, "tag": "new"}]
+    # the index: the older file's statistics of the added column say every value is NULL
+    tag = ds.stats_arrays("tag")
+    assert sorted(tag.null_count.tolist()) == [0, 2]
+    scan = ds.scan(filter=col("tag") == "new")
+    assert scan.read()["id"].to_pylist() == [3] and scan.stats.files_pruned == 1
+    # filters on widened columns: old files hold int32 ids and decimal(5, 2) prices
+    assert ds.read(filter=col("id") >= 2, columns=["id"])["id"].to_pylist() == [2, 3]
+    assert ds.read(filter=col("price") > Decimal("100"), columns=["id"])["id"].to_pylist() == [3]
+    assert ds.read(filter=(col("id") < 3) & col("tag").is_null(), columns=["id"]).sort_by("id")["id"].to_pylist() == [1, 2]
+    # the evolved schema survives optimize, which rewrites the old files in it
+    ds.optimize()
+    assert rcfmt.dataset(root).read().sort_by("id").equals(ds.read().sort_by("id"))
+
+
+def test_lossy_appends_are_refused_before_anything_is_written(tmp_path):
+    root = tmp_path / "ds"
+    rcfmt.write_dataset(pa.table({"id": pa.array([1], pa.int64()), "s": ["a"],
+                                  "n": pa.array([1], pa.int32())}).cast(
+        pa.schema([pa.field("id", pa.int64(), False), ("s", pa.string()), ("n", pa.int32())])), root)
+    files = sorted(p for p in root.rglob("*") if p.is_file())
+    for bad, match in [(pa.table({"id": pa.array([2]), "s": pa.array([1])}), "'s'"),
+                       (pa.table({"id": pa.array([2]), "n": pa.array([1.5])}), "'n'"),
+                       (pa.table({"s": ["only"]}), "'id' is not nullable")]:
+        with pytest.raises(rcfmt.SchemaError, match=match):
+            rcfmt.write_dataset(bad, root)
+    assert sorted(p for p in root.rglob("*") if p.is_file()) == files
+    assert rcfmt.dataset(root).version == 1
+
+
+def test_concurrent_appends_adding_different_columns_both_commit(tmp_path):
+    root = str(tmp_path / "ds")
+    rcfmt.write_dataset(pa.table({"id": pa.array(range(10))}), root)
+    barrier = threading.Barrier(2)
+    errors = []
+
+    def append(name: str, first: int):
+        try:
+            data = pa.table({"id": pa.array(range(first, first + 10)), name: pa.array([name] * 10)})
+            barrier.wait()
+            rcfmt.write_dataset(data, root)
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=append, args=(n, k)) for n, k in (("a", 100), ("b", 200))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    ds = rcfmt.dataset(root)
+    assert ds.version == 3 and set(ds.schema.names) == {"id", "a", "b"}
+    t = ds.read().sort_by("id")
+    assert t["id"].to_pylist() == [*range(10), *range(100, 110), *range(200, 210)]
+    assert t["a"].to_pylist() == [None] * 10 + ["a"] * 10 + [None] * 10
+    assert t["b"].to_pylist() == [None] * 20 + ["b"] * 10
+
+
+def test_append_rebased_over_a_concurrent_widening(tmp_path, monkeypatch):
+    root = str(tmp_path / "ds")
+    rcfmt.write_dataset(pa.table({"x": pa.array([1], pa.int32())}), root)
+    original = dataset_writer.FileSetWriter.close
+    done = []
+
+    def close(self):
+        files = original(self)
+        if not done:
+            done.append(True)
+            monkeypatch.setattr(dataset_writer.FileSetWriter, "close", original)
+            rcfmt.write_dataset(pa.table({"x": pa.array([2**40], pa.int64())}), root)
+        return files
+
+    monkeypatch.setattr(dataset_writer.FileSetWriter, "close", close)
+    rcfmt.write_dataset(pa.table({"x": pa.array([3], pa.int32()), "y": ["y"]}), root)
+    ds = rcfmt.dataset(root)
+    assert ds.schema == pa.schema([("x", pa.int64()), ("y", pa.string())])
+    assert sorted(ds.read()["x"].to_pylist()) == [1, 3, 2**40]
+
+
+# ---------------------------------------------------------------------- pruning soundness
+TYPES = [(pa.int8(), pa.int32()), (pa.int32(), pa.int64()), (pa.uint8(), pa.int16()), (pa.float32(), pa.float64()),
+         (pa.decimal128(5, 1), pa.decimal128(15, 1)), (pa.string(), pa.string())]
+
+
+@settings(max_examples=S.examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_filters_across_evolved_files_match_brute_force(tmp_path_factory, data):
+    """Files written before a column was added or widened are pruned and filtered as if
+    they held NULLs / the widened values: the rows equal a brute-force filter over the
+    whole dataset read without filter."""
+    narrow, wide = data.draw(st.sampled_from(TYPES))
+    root = tmp_path_factory.mktemp("evo") / "ds"
+    n1, n2 = data.draw(st.integers(0, 30)), data.draw(st.integers(1, 30))
+    v1 = data.draw(S.arrays(narrow, n1, nullable=True, sliced=False))
+    v2 = data.draw(S.arrays(wide, n2, nullable=True, sliced=False))
+    extra = data.draw(S.arrays(pa.int64(), n2, nullable=True, sliced=False))
+    opts = {"block_rows": data.draw(st.sampled_from([4, 100])), "page_rows": 3}
+    rcfmt.write_dataset(pa.table({"k": pa.array(np.arange(n1)), "v": v1}), root, **opts)
+    rcfmt.write_dataset(pa.table({"k": pa.array(np.arange(n1, n1 + n2)), "v": v2, "e": extra}), root, **opts)
+    ds = rcfmt.dataset(root)
+    assert ds.schema.field("v").type == wide
+    everything = ds.read()
+    values = [x for x in pc.drop_null(everything["v"]).to_pylist() if x == x]
+    lit_v = data.draw(st.sampled_from(values)) if values else None
+    present_e = [x for x in extra.to_pylist() if x is not None]
+    lit_e = data.draw(st.sampled_from(present_e)) if present_e else 0
+    op = data.draw(st.sampled_from(["<", "<=", "==", ">", ">=", "!="]))
+    pyop = {"<": pc.less, "<=": pc.less_equal, "==": pc.equal, ">": pc.greater, ">=": pc.greater_equal,
+            "!=": pc.not_equal}[op]
+    exprs = {"<": col("e") < lit_e, "<=": col("e") <= lit_e, "==": col("e") == lit_e, ">": col("e") > lit_e,
+             ">=": col("e") >= lit_e, "!=": col("e") != lit_e}
+    cases = [(exprs[op], pyop(everything["e"], pa.scalar(lit_e, pa.int64()))),
+             (col("e").is_null(), pc.is_null(everything["e"])),
+             (col("e").is_valid() | (col("k") < 3), pc.or_kleene(pc.is_valid(everything["e"]),
+                                                                   pc.less(everything["k"], 3)))]
+    if lit_v is not None:
+        v_exprs = {"<": col("v") < lit_v, "<=": col("v") <= lit_v, "==": col("v") == lit_v, ">": col("v") > lit_v,
+                   ">=": col("v") >= lit_v, "!=": col("v") != lit_v}
+        cases.append((v_exprs[op], pyop(everything["v"], pa.scalar(lit_v, wide))))
+        cases.append((v_exprs[op] & col("e").is_null(),
+                      pc.and_kleene(pyop(everything["v"], pa.scalar(lit_v, wide)), pc.is_null(everything["e"]))))
+    for expr, oracle in cases:
+        want = everything.filter(pc.fill_null(oracle, False)).sort_by("k")["k"].to_pylist()
+        got = ds.read(filter=expr).sort_by("k")
+        assert got["k"].to_pylist() == want, expr
+        assert got.schema == ds.schema
