@@ -58,7 +58,7 @@ CHILD = textwrap.dedent("""
         with rcfmt.open(path, verify_checksums=verify) as f:
             for b in range(f.num_blocks):
                 yield f.read_block(b)
-            for c in range(len(f.schema)):
+            for c in range(len(f.footer.columns)):  # stored columns (a nested field's too)
                 yield rcfmt_table(f.read_column_chunk(f.num_blocks - 1, c)) if f.num_blocks else None
             names = f.schema.names
             yield f.scan(filter=col(names[0]).is_valid() | col(names[-1]).is_null()).read()
@@ -95,7 +95,7 @@ CHILD = textwrap.dedent("""
 
 
 def base_files(work: Path) -> list[Path]:
-    """Small files covering every encoding and codec, with nulls."""
+    """Small files covering every encoding and codec, with nulls, and nested fields."""
     import decimal
 
     import pyarrow as pa
@@ -133,6 +133,22 @@ def base_files(work: Path) -> list[Path]:
         if enc:
             opts["encoding"] = enc
         rcfmt.write_table(table, path, **opts)
+        out.append(path)
+    # nested fields (FORMAT.md 3a): presence and lengths columns, element columns, a map
+    lists = pa.array([None if v % 7 == 0 else [int(v), None][: 1 + v % 3] for v in ints])
+    nested = pa.table({
+        "i": table["i"],
+        "st": pa.StructArray.from_arrays([table["i"].combine_chunks(),
+                                          pa.StructArray.from_arrays([table["s"].combine_chunks()], names=["s"])],
+                                         names=["a", "in"], mask=pa.array(~valid)),
+        "l": lists,
+        "m": pa.array([[(f"k{v % 5}", int(v))] * int(v % 3) for v in ints], pa.map_(pa.string(), pa.int64())),
+        "fx": pa.array([[int(v), int(v) + 1] for v in ints], pa.list_(pa.int16(), 2)),
+        "s": table["s"],
+    })
+    for k, codec in enumerate(("none", "zstd")):
+        path = work / f"nested{k}.rcfmt"
+        rcfmt.write_table(nested, path, block_rows=128, page_rows=40, compression=codec)
         out.append(path)
     return out
 

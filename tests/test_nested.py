@@ -546,3 +546,16 @@ def test_datasets_refuse_appends_whose_nesting_differs(tmp_path):
     with pytest.raises(SchemaError):
         rcfmt.write_dataset(pa.table({"s": pa.array([[1]])}), tmp_path / "ds")
     assert rcfmt.dataset(tmp_path / "ds").read().num_rows == 1
+
+
+def test_read_dictionary_naming_a_stored_column_of_a_nested_field(tmp_path):
+    """Found by fuzzing: ``read_dictionary`` naming a column under a struct (by its
+    stored name) returned a struct whose child was a DictionaryArray its type did not
+    declare. Parts of a nested field come back as the schema says."""
+    t = pa.table({"st": pa.array([{"a": i % 3, "b": "x"} for i in range(50)]), "k": pa.array(["p", "q"] * 25)})
+    rcfmt.write_table(t, tmp_path / "t.rcfmt")
+    with rcfmt.open(tmp_path / "t.rcfmt") as f:
+        got = f.scan(read_dictionary=["st.a", "k"], filter=col("st.a") >= 0).read()
+    assert got.schema.field("st").type == t.schema.field("st").type
+    assert got["st"].to_pylist() == t["st"].to_pylist()
+    assert pa.types.is_dictionary(got.schema.field("k").type)

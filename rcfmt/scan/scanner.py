@@ -565,11 +565,14 @@ class FileScan:
                 return plans, self._fetch(block, {**plans, **ride}, cache, stats), True
         return plans, self._fetch(block, plans, cache, stats), False
 
-    def _to_arrow(self, col: int, data: ColumnData) -> pa.Array:
+    def _to_arrow(self, col: int, data: ColumnData, as_requested: bool = True) -> pa.Array:
+        """Column ``col``'s values as Arrow: a DictionaryArray when ``read_dictionary``
+        names it (and ``as_requested``; parts of a nested field never are)."""
         ltype = data.ltype
         field_type = self.file.physical_schema.field(col).type
+        dictionary = as_requested and col in self.dictionary_ids
         if data.codes is not None:
-            if col in self.dictionary_ids:
+            if dictionary:
                 indices = pa.Array.from_buffers(
                     pa.int32(), len(data.codes),
                     [None if data.valid is None else pa.py_buffer(np.packbits(data.valid, bitorder="little")),
@@ -580,7 +583,7 @@ class FileScan:
             values = dictionary_take(data.dictionary, data.codes, ltype)
             return to_arrow(values, data.valid, ltype)
         arr = to_arrow(data.values, data.valid, ltype)
-        if col in self.dictionary_ids:
+        if dictionary:
             arr = arr.dictionary_encode()
             if arr.type != pa.dictionary(pa.int32(), field_type):
                 arr = arr.cast(pa.dictionary(pa.int32(), field_type))
@@ -596,7 +599,7 @@ class FileScan:
         columns = node.columns()
         if not any(file.is_element_column(c) for c in columns):
             parts = self._columns_at(block, columns, selection, cache, stats)
-            arrays = {c: self._to_arrow(c, data) for c, data in parts.items()}
+            arrays = {c: self._to_arrow(c, data, as_requested=False) for c, data in parts.items()}
             return self._assembled(node, lambda col, slots: arrays[col], selection.row_count, block)
         plans = {c: ("whole",) for c in columns}
         for c in columns:

@@ -328,9 +328,14 @@ def test_append_overwrite_and_options(spark, tmp_path):
     df.limit(10).write.format("rcfmt").mode("overwrite").save(path)
     assert spark.read.format("rcfmt").load(path).count() == 10
     assert not os.listdir(log.staging_root(path))
-    with pytest.raises(Exception):  # appending other columns is refused on the driver
-        spark.range(3).selectExpr("id as other").write.format("rcfmt").mode("append").save(path)
+    with pytest.raises(Exception, match="cannot append"):  # a lossy schema change is refused on the driver
+        spark.range(3).selectExpr("cast(id as string) as id").write.format("rcfmt").mode("append").save(path)
     assert rcfmt.dataset(path).num_rows == 10
+    # an append adding a column evolves the schema: earlier rows read it as NULL
+    spark.range(3).selectExpr("id", "'new' as tag").write.format("rcfmt").mode("append").save(path)
+    back = spark.read.format("rcfmt").load(path)
+    assert back.columns == ["id", "k", "s", "tag"] and back.count() == 13
+    assert back.filter("tag IS NULL").count() == 10 and back.filter("k IS NULL").count() == 3
 
 
 def test_failed_task_leaves_the_dataset_as_it_was(spark, tmp_path):

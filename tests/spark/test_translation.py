@@ -174,7 +174,7 @@ def test_spark_type_mapping_both_ways():
         T.StructField("d", T.DecimalType(38, 10)), T.StructField("b", T.ByteType())]))
     assert back.types == [pa.timestamp("us", tz="UTC"), pa.timestamp("us"), pa.decimal128(38, 10), pa.int8()]
     with pytest.raises(TypeError, match="cannot be stored"):
-        to_rcfmt_schema(T.StructType([T.StructField("a", T.ArrayType(T.IntegerType()))]))
+        to_rcfmt_schema(T.StructType([T.StructField("a", T.ArrayType(T.DayTimeIntervalType()))]))
 
 
 def test_partition_planning_splits_and_packs():
