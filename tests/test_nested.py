@@ -4,7 +4,6 @@ structs against a brute-force oracle, and damaged files."""
 from __future__ import annotations
 
 import json
-import math
 import struct
 
 import numpy as np
