@@ -28,6 +28,7 @@ _LAZY = {
     "open": "rcfmt.file.reader",
     "RcfmtFile": "rcfmt.file.reader",
     "col": "rcfmt.scan.expr",
+    "list_contains": "rcfmt.scan.expr",
     "ScanStats": "rcfmt.scan.scanner",
     "Expr": "rcfmt.scan.expr",
     "dataset": "rcfmt.dataset",

@@ -466,6 +466,48 @@ def filter_schema(schema: pa.Schema) -> pa.Schema:
     return pa.schema(out, metadata=schema.metadata)
 
 
+def bind_schema(schema: pa.Schema) -> pa.Schema:
+    """What a filter binds to: :func:`filter_schema`, plus the lists at the top level
+    or under structs (by dotted path, with their list type), which ``list_contains``
+    names. ``schema`` itself when it has no nested field."""
+    if not any(is_nested(f.type) for f in schema):
+        return schema
+    lists = []
+
+    def walk(f: pa.Field, path: str) -> None:
+        t = f.type
+        if pa.types.is_struct(t):
+            for c in t:
+                walk(c, f"{path}.{c.name}")
+        elif pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+            lists.append(pa.field(path, t, True))  # (list_contains refuses lists of nested values)
+
+    for f in schema:
+        walk(f, f.name)
+    base = filter_schema(schema)
+    return pa.schema([*base, *lists], metadata=base.metadata)
+
+
+def list_node(nodes, path: str):
+    """``(pruned top-level node, names below it)`` of the list at dotted ``path`` (a
+    top-level list or one under structs), or None."""
+    for i, top in enumerate(nodes):
+        if path == top.name:
+            return top, ()
+        if path.startswith(top.name + "."):
+            rest = path[len(top.name) + 1:]
+            node, names = top, []
+            while node.kind == STRUCT:
+                kid = next((c for c in node.children if rest == c.name or rest.startswith(c.name + ".")), None)
+                if kid is None:
+                    return None
+                names.append(kid.name)
+                if rest == kid.name:
+                    return project(nodes, [path])[0], tuple(names)
+                rest, node = rest[len(kid.name) + 1:], kid
+    return None
+
+
 def same_shape(a: pa.DataType, b: pa.DataType, same_leaf: Callable[[pa.DataType, pa.DataType], bool]) -> bool:
     """Whether two types nest the same way (kinds, field names, list sizes) with leaves
     that ``same_leaf`` accepts; nullability aside."""

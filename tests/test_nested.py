@@ -558,3 +558,101 @@ def test_read_dictionary_naming_a_stored_column_of_a_nested_field(tmp_path):
     assert got.schema.field("st").type == t.schema.field("st").type
     assert got["st"].to_pylist() == t["st"].to_pylist()
     assert pa.types.is_dictionary(got.schema.field("k").type)
+
+
+# ---------------------------------------------------------------------- list_contains
+def _contains_3vl(lst, value):
+    """SQL array_contains: NULL for a NULL list; TRUE on a hit; else NULL if an element is
+    NULL, FALSE otherwise."""
+    if lst is None:
+        return None
+    if any(x is not None and x == value for x in lst):
+        return True
+    return None if any(x is None for x in lst) else False
+
+
+@settings(max_examples=S.examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_list_contains_matches_brute_force(tmp_path_factory, data):
+    """Block statistics and bloom filters of the elements prune, rows are decided on the
+    lists: the rows equal SQL array_contains on the same data, negated and combined too."""
+    from rcfmt import list_contains
+
+    item = data.draw(st.sampled_from([pa.int32(), pa.int64(), pa.string(), pa.date32()]))
+    kind = data.draw(st.sampled_from(["list", "large_list", "fixed", "under_struct"]))
+    list_type = {"list": pa.list_(item), "large_list": pa.large_list(item), "fixed": pa.list_(item, 2),
+                 "under_struct": pa.list_(item)}[kind]
+    n = data.draw(st.integers(0, 50))
+    lists = data.draw(nested_arrays(list_type, n))
+    if kind == "under_struct":
+        outer = data.draw(_mask_strategy(n))
+        column = pa.StructArray.from_arrays([lists], names=["l"], mask=outer)
+        name, values = "s.l", _leaf_under_structs(pa.table({"s": column}), ["s", "l"])
+    else:
+        column, name, values = lists, "l", lists
+    table = pa.table({"id": pa.array(np.arange(n)), name.split(".")[0]: column})
+    path = tmp_path_factory.mktemp("lc") / "t.rcfmt"
+    element = f"{name}.item"
+    rcfmt.write_table(table, path, block_rows=data.draw(st.sampled_from([4, 16, 64])), page_rows=3,
+                      bloom_filter_columns=data.draw(st.sampled_from([None, [element]])))
+    py = values.cast(_plain(values.type)).to_pylist()
+    present = [x for lst in py if lst for x in lst if x is not None]
+    if present and data.draw(st.booleans()):
+        literal = data.draw(st.sampled_from(present))
+    else:
+        literal = data.draw(st.integers(-5, 5)) if item != pa.string() else data.draw(st.text(max_size=3))
+    arg = pa.scalar(literal, pa.int32()).cast(item) if item == pa.date32() else literal
+    truth = [_contains_3vl(lst, literal) for lst in py]
+    negate = data.draw(st.booleans())
+    expr = list_contains(col(name), arg)
+    want = [i for i, t in enumerate(truth) if t is (not negate)]
+    if negate:
+        expr = ~expr
+    if data.draw(st.booleans()):  # combined with a row column
+        cut = data.draw(st.integers(0, max(n, 1)))
+        expr = expr & (col("id") < cut) if data.draw(st.booleans()) else expr | (col("id") == cut)
+        want = sorted({i for i in range(n) if ((truth[i] is (not negate)) and i < cut)}
+                      if "&" in repr(expr) else {i for i in range(n) if truth[i] is (not negate) or i == cut})
+    with rcfmt.open(path) as f:
+        got = f.scan(filter=expr).read()
+    assert got["id"].to_pylist() == want, (expr, py)
+    got.validate(full=True)
+
+
+@st.composite
+def _mask_strategy(draw, n):
+    return _mask(draw, n, True)
+
+
+def test_list_contains_refuses_what_it_cannot_mean(tmp_path):
+    from rcfmt import list_contains
+
+    rcfmt.write_table(pa.table({"l": pa.array([[[1]]]), "x": pa.array([1]), "m": pa.array([[("a", 1)]],
+                                                                                    pa.map_(pa.string(), pa.int64()))}),
+                      tmp_path / "t.rcfmt")
+    with rcfmt.open(tmp_path / "t.rcfmt") as f:
+        for bad, err in [(list_contains("l", 1), rcfmt.FilterError), (list_contains("x", 1), rcfmt.FilterError),
+                         (list_contains("m", "a"), rcfmt.SchemaError), (list_contains("zz", 1), rcfmt.SchemaError)]:
+            with pytest.raises(err):
+                f.read(filter=bad)
+    with pytest.raises(rcfmt.FilterError, match="non-null"):
+        list_contains("l", None)
+
+
+def test_list_contains_on_datasets_with_files_lacking_the_list(tmp_path):
+    from rcfmt import list_contains
+
+    n = 300
+    t = pa.table({"id": pa.array(range(n)), "tags": pa.array([[f"t{i % 50}", f"u{i}"] if i % 9 else None
+                                                            for i in range(n)])})
+    root = tmp_path / "ds"
+    rcfmt.write_dataset(t, root, block_rows=50, bloom_filter_columns=["tags.item"])
+    rcfmt.write_dataset(pa.table({"id": pa.array([1000])}), root)  # a file without the list
+    ds = rcfmt.dataset(root)
+    scan = ds.scan(filter=list_contains("tags", "u123"))
+    assert scan.read().to_pylist() == [{"id": 123, "tags": ["t23", "u123"]}]
+    assert scan.stats.blocks_pruned_bloom + scan.stats.blocks_pruned_stats == 5  # 6 blocks, one holds u123
+    assert scan.stats.files_pruned == 1  # the file without the list (the index has no stats of elements)
+    # NULL lists, and the file without the column, are NULL under negation too
+    got = ds.read(filter=~list_contains("tags", "u1"), columns=["id"])["id"].to_pylist()
+    assert sorted(got) == [i for i in range(n) if i % 9 and i != 1]

@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 from ..errors import CorruptFileError, InvalidOptionError, RcfmtError, SchemaError, UnsupportedError
 from ..file.arrow_io import export_stream
 from ..file.reader import RcfmtFile
-from ..scan.expr import BoundAnd, BoundExpr, BoundOr, Leaf, bind, columns as expr_columns, evaluate, to_nnf
+from ..scan.expr import BoundAnd, BoundExpr, BoundListContains, BoundOr, Leaf, bind, columns as expr_columns, evaluate, to_nnf
 from ..scan.prune import may_match
 from ..scan.scanner import ScanStats
 from .. import nested
@@ -239,6 +239,8 @@ def _residual(expr: BoundExpr | None, partition: dict, schema: pa.Schema):
         if not kids:
             return _TRUE if is_and else _FALSE
         return (BoundAnd if is_and else BoundOr).of(*kids)
+    if isinstance(expr, BoundListContains) and expr.column.name in partition:
+        return _FALSE  # a list the file lacks is NULL: list_contains and its negation are NULL
     if isinstance(expr, Leaf) and expr.column.name in partition:
         name = expr.column.name
         one = pa.table({name: pa.array([partition[name]], schema.field(name).type)})
@@ -247,7 +249,7 @@ def _residual(expr: BoundExpr | None, partition: dict, schema: pa.Schema):
 
 
 def _prepare_filter(filter, schema: pa.Schema):
-    bound = bind(filter, nested.filter_schema(schema))  # leaves under structs by dotted path
+    bound = bind(filter, nested.bind_schema(schema))  # leaves under structs by dotted path, lists
     return None if bound is None else to_nnf(bound)
 
 
@@ -461,6 +463,8 @@ def _narrower_columns(f: RcfmtFile, schema: pa.Schema, expr) -> set[str]:
     wanted = nested.filter_schema(schema)
     out = set()
     for name in expr_columns(expr):
+        if wanted.get_field_index(name) < 0:  # a list's elements: nested types do not widen
+            continue
         ours, theirs = wanted.field(name).type, f.filter_schema.field(name).type
         if not same_logical_type(logical_type_from_arrow(ours), logical_type_from_arrow(theirs)):
             out.add(name)
@@ -668,7 +672,8 @@ class Dataset:
         n = len(self._snap)
         if nnf is None:
             return np.ones(n, bool)
-        names = sorted(expr_columns(nnf))
+        known = {*self._snap.stats_schema.names, *self.partitioning.names}
+        names = sorted(c for c in expr_columns(nnf) if c in known)  # (no index stats of list elements)
         return may_match(nnf, {c: self._snap.stats_arrays(c) for c in names}, n)
 
     def get_fragments(self, filter=None) -> list[Fragment]:

@@ -113,11 +113,12 @@ class RcfmtFile:
         self.nested = self.footer.nested  # the tree of every field when one is nested, else None
         self._elements = frozenset(nested_mod.element_columns(self.nested)) if self.nested else frozenset()
         if self.nested is None:
-            self.filter_schema = self.schema
+            self.filter_schema = self.bind_schema = self.schema
         else:  # filters name top-level leaves and leaves under structs (their slots are rows)
             paths = nested_mod.filter_columns(self.nested)
             self.filter_schema = pa.schema([self.physical_schema.field(c) for c in paths.values()],
                                            metadata=self.schema.metadata)
+            self.bind_schema = nested_mod.bind_schema(self.schema)  # and lists, for list_contains
 
     # ------------------------------------------------------------------ basics
     @property

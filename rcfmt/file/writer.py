@@ -103,6 +103,7 @@ class WriteOptions:
                 raise InvalidOptionError(f"{name} must be an integer >= {lo}{bound}, got {value!r}")
             return int(value)
 
+        schema = physical_schema(schema)  # options name stored columns: nested leaves by dotted path
         block_rows = positive_int("block_rows", block_rows)
         page_size = positive_int("page_size", page_size, 64, 1 << 30)
         page_rows = positive_int("page_rows", page_rows, 1, 1 << 20)
@@ -692,7 +693,7 @@ def write_table(table, where, *, metadata: dict | None = None, cluster_by=None, 
         if missing:
             raise SchemaError(f"cluster_by names unknown columns {missing}; columns: {table.column_names}")
         # unsupported types and bad options fail before the (costly) sort
-        WriteOptions.create(physical_schema(table.schema), **{k: v for k, v in options.items() if k != "filesystem"})
+        WriteOptions.create(table.schema, **{k: v for k, v in options.items() if k != "filesystem"})
         table = spec.fit(table).apply(table)
         metadata = {**(metadata or {}), METADATA_KEY: spec.to_json(include_bounds=False)}
     show = progress if progress is not None or table.num_rows >= PROGRESS_MIN_ROWS else False

@@ -15,7 +15,7 @@ from ..encodings.base import ColumnValues
 from ..errors import ChecksumError, CorruptFileError, InvalidOptionError
 from ..types import LogicalType, PhysicalKind
 from .bloom import MIN_BYTES, BloomFilter, expected_fpp, hash_binary, hash_fixed, hash_values, optimal_num_bytes
-from .expr import Cmp, InSet
+from .expr import BoundListContains, Cmp, InSet
 
 __all__ = ["BloomPolicy", "build_filter", "read_filter", "can_probe", "may_contain"]
 
@@ -114,7 +114,10 @@ def read_filter(file, block: int, column: int, buf=None, base: int = 0) -> Bloom
 
 
 def can_probe(leaf) -> bool:
-    """Leaves a bloom filter can refute: ``==`` and (not negated) ``isin``."""
+    """Leaves a bloom filter can refute: ``==``, (not negated) ``isin`` and
+    ``list_contains`` (on the filter of the list's elements)."""
+    if isinstance(leaf, BoundListContains):
+        return not leaf.negated and can_probe(leaf.element)
     if isinstance(leaf, Cmp):
         return leaf.op == "==" and _eligible_type(leaf.column.ltype)
     if isinstance(leaf, InSet):
@@ -124,5 +127,7 @@ def can_probe(leaf) -> bool:
 
 def may_contain(bf: BloomFilter, leaf) -> bool:
     """False only if the chunk certainly holds no row where ``leaf`` is TRUE."""
+    if isinstance(leaf, BoundListContains):
+        leaf = leaf.element
     members = [leaf.value] if isinstance(leaf, Cmp) else list(leaf.values)
     return bool(bf.might_contain_hashes(hash_values(members, leaf.column.ltype)).any())

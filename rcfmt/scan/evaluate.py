@@ -25,7 +25,7 @@ from ..encodings.base import ColumnValues
 from ..errors import CorruptFileError
 from ..file.arrow_io import to_arrow
 from ..types import LogicalType, PhysicalKind
-from .expr import BoundAnd, BoundOr, Cmp, Leaf, selection_mask
+from .expr import BoundAnd, BoundListContains, BoundOr, Cmp, Leaf, _to_numpy, list_contains_result, selection_mask
 from .intervals import Interval
 
 __all__ = ["ColumnData", "leaf_mask", "eval_nnf"]
@@ -139,7 +139,10 @@ def _codes_mask(data: ColumnData, dict_mask: np.ndarray, null_true: bool, out: n
 
 
 def leaf_mask(leaf: Leaf, data: ColumnData) -> np.ndarray:
-    """numpy bool per row: is ``leaf`` TRUE?"""
+    """numpy bool per row: is ``leaf`` TRUE? (For ``list_contains``, ``data`` is the
+    Arrow array of the lists.)"""
+    if isinstance(leaf, BoundListContains):
+        return _to_numpy(list_contains_result(leaf, data))
     if data.codes is None:
         return _values_mask(leaf, data.values, data.valid, data.ltype)
     return _codes_mask(data, *_dictionary_leaf(leaf, data), None)
@@ -187,7 +190,7 @@ def _eval_and(expr: BoundAnd, column_data: Callable[[str], ColumnData], n: int) 
     dictionaries: dict[str, list] = {}
     rest = []
     for child in expr.children:
-        if isinstance(child, (BoundAnd, BoundOr)):
+        if isinstance(child, (BoundAnd, BoundOr, BoundListContains)):
             rest.append(child)
             continue
         name = child.column.name

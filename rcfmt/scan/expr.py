@@ -50,6 +50,7 @@ __all__ = [
     "And", "Or", "Not", "to_expr",
     "Ref", "BoundExpr", "Leaf", "Cmp", "Folded", "InSet", "NullCheck", "NanCheck", "Prefix",
     "BoundAnd", "BoundOr", "BoundNot", "bind", "to_nnf", "evaluate", "selection_mask", "columns",
+    "ListContains", "list_contains", "BoundListContains", "list_contains_result",
 ]
 
 OPS = ("==", "!=", "<", "<=", ">", ">=")
@@ -192,6 +193,29 @@ class Comparison(Expr):
 
     def __repr__(self):
         return f"col({self.column!r}) {self.op} {self.value!r}"
+
+
+@dataclass(frozen=True, repr=False)
+class ListContains(Expr):
+    """``list_contains(col(column), value)``: the list holds an element equal to ``value``."""
+
+    column: str
+    value: object
+
+    def __repr__(self):
+        return f"list_contains(col({self.column!r}), {self.value!r})"
+
+
+def list_contains(column, value) -> ListContains:
+    """TRUE where the list (list, large_list or fixed_size_list of a flat type, at the
+    top level or under structs) holds an element equal to ``value``; NULL where the list
+    is NULL, or holds no such element but a NULL one (SQL ``array_contains``)."""
+    name = column.name if isinstance(column, Column) else column
+    if not isinstance(name, str):
+        raise FilterError(f"list_contains() needs a column or column name, got {column!r}")
+    if value is None or (isinstance(value, pa.Scalar) and not value.is_valid):
+        raise FilterError("list_contains() needs a non-null value")
+    return ListContains(name, _check_literal(value))
 
 
 @dataclass(frozen=True, repr=False)
@@ -470,6 +494,34 @@ class Prefix(Leaf):
 
 
 @dataclass(frozen=True, repr=False)
+class BoundListContains(Leaf):
+    """``list_contains`` (``negated``: its 3VL negation). ``column`` is the list's
+    element column (its statistics and bloom filters prune blocks: ``element`` is the
+    membership test on it); ``list_name`` and ``list_type`` name the list itself, whose
+    rows the leaf is TRUE/FALSE/NULL for."""
+
+    column: Ref
+    list_name: str
+    list_type: pa.DataType = field(compare=False)
+    element: InSet = field(compare=False)
+    negated: bool = False
+
+    @property
+    def list_ref(self) -> Ref:
+        return Ref(self.list_name, self.list_type, self.column.ltype)
+
+    def negate(self):
+        return replace(self, negated=not self.negated)
+
+    def __repr__(self):
+        return f"{'~' * self.negated}list_contains(col({self.list_name!r}), {list(self.element.values)!r})"
+
+
+def is_list_type(t: pa.DataType) -> bool:
+    return pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
+
+
+@dataclass(frozen=True, repr=False)
 class BoundAnd(BoundExpr):
     children: tuple
 
@@ -506,28 +558,42 @@ def bind(filter, schema: pa.Schema) -> BoundExpr | None:
     :class:`FilterError`. The tree keeps its shape (``~`` stays a :class:`BoundNot`).
     """
     if isinstance(filter, BoundExpr):
-        for ref in _refs(filter):
-            _check_type(ref, _resolve(schema, ref.name).type)
+        for leaf in _leaves(filter):
+            if isinstance(leaf, BoundListContains):
+                _check_type(leaf.list_ref, _field(schema, leaf.list_name).type)
+            else:
+                _check_type(leaf.column, _resolve(schema, leaf.column.name).type)
         return filter
     expr = to_expr(filter)
     return None if expr is None else _bind(expr, schema)
 
 
 def _check_type(ref: Ref, t: pa.DataType) -> None:
-    """Raise SchemaError unless ``t`` has the logical type ``ref`` was bound to (any offsets)."""
+    """Raise SchemaError unless ``t`` has the logical type ``ref`` was bound to (any
+    offsets; a list's elements for a list)."""
+    if is_list_type(ref.type) != is_list_type(t):
+        raise SchemaError(f"column {ref.name!r} was bound as {ref.type}, but is {t} here")
+    if is_list_type(t):
+        t = t.value_type
     if pa.types.is_dictionary(t):
         t = t.value_type
     if replace(logical_type_from_arrow(t), large=False) != replace(ref.ltype, large=False):
         raise SchemaError(f"column {ref.name!r} was bound as {ref.ltype}, but is {t} here")
 
 
-def _resolve(schema: pa.Schema, name: str) -> Ref:
+def _field(schema: pa.Schema, name: str) -> pa.Field:
     matches = [f for f in schema if f.name == name]
     if not matches:
         raise SchemaError(f"unknown column {name!r} in filter; available columns: {', '.join(map(repr, schema.names)) or '(none)'}")
     if len(matches) > 1:
         raise SchemaError(f"column {name!r} in filter is ambiguous: the schema has {len(matches)} columns of that name")
-    t = matches[0].type
+    return matches[0]
+
+
+def _resolve(schema: pa.Schema, name: str) -> Ref:
+    t = _field(schema, name).type
+    if is_list_type(t):
+        raise SchemaError(f"column {name!r} is a list: filter it with list_contains(col({name!r}), value)")
     if pa.types.is_dictionary(t):
         t = t.value_type
     try:
@@ -544,6 +610,8 @@ def _bind(e: Expr, schema) -> BoundExpr:
         return BoundOr.of(*(_bind(c, schema) for c in e.children))
     if isinstance(e, Not):
         return BoundNot(_bind(e.child, schema))
+    if isinstance(e, ListContains):
+        return _bind_list_contains(schema, e)
     ref = _resolve(schema, e.column)
     if isinstance(e, Comparison):
         if e.op not in OPS:
@@ -560,6 +628,27 @@ def _bind(e: Expr, schema) -> BoundExpr:
     if isinstance(e, StartsWith):
         return _bind_prefix(ref, e)
     raise FilterError(f"not a predicate: {e!r}")
+
+
+def _bind_list_contains(schema: pa.Schema, e: ListContains) -> BoundListContains:
+    t = _field(schema, e.column).type
+    if not is_list_type(t) or is_list_type(t.value_type):
+        raise FilterError(f"list_contains() needs a list of flat values; {e.column!r} is {t}")
+    item = f"{e.column}.{t.value_field.name}"
+    ref = _resolve(pa.schema([pa.field(item, t.value_type)]), item)
+    return BoundListContains(ref, e.column, t, _bind_isin(ref, IsIn(item, (e.value,))))
+
+
+def _leaves(e):
+    if isinstance(e, (BoundAnd, BoundOr)):
+        for c in e.children:
+            yield from _leaves(c)
+    elif isinstance(e, BoundNot):
+        yield from _leaves(e.child)
+    elif isinstance(e, Leaf):
+        yield e
+    else:
+        raise TypeError(f"not a bound expression: {e!r}")
 
 
 def _bind_prefix(ref: Ref, e: StartsWith) -> Prefix:
@@ -921,7 +1010,7 @@ def evaluate(expr, table: pa.Table | pa.RecordBatch) -> pa.BooleanArray:
                 arr = pc.cast(arr, arr.type.value_type)
             if isinstance(arr, pa.ChunkedArray):
                 arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
-            if ref.ltype.name == "decimal128":
+            if ref.ltype.name == "decimal128" and not is_list_type(arr.type):
                 arr = arr.view(_unscaled_type(ref.ltype))
             cache[ref.name] = arr
         return cache[ref.name]
@@ -942,6 +1031,8 @@ def _eval(e: BoundExpr, column) -> pa.BooleanArray:
         return out
     if isinstance(e, BoundNot):
         return pc.invert(_eval(e.child, column))
+    if isinstance(e, BoundListContains):
+        return list_contains_result(e, column(e.list_ref))
     arr = column(e.column)
     if isinstance(e, Cmp):
         return _PC_OPS[e.op](arr, e.scalar)
@@ -965,6 +1056,32 @@ def _eval(e: BoundExpr, column) -> pa.BooleanArray:
         known = valid & (hit | (not e.has_null))  # a miss is NULL when the list holds None
         return _bool_array(hit != e.negated, known)
     raise TypeError(f"not a bound expression: {e!r}")
+
+
+def list_contains_result(leaf: BoundListContains, lists: pa.Array) -> pa.BooleanArray:
+    """TRUE/FALSE/NULL of ``leaf`` for each list of ``lists`` (see :func:`list_contains`)."""
+    if isinstance(lists, pa.ChunkedArray):
+        lists = lists.combine_chunks()
+    n = len(lists)
+    if pa.types.is_fixed_size_list(lists.type):
+        size = lists.type.list_size
+        offsets = (np.arange(n + 1, dtype=np.int64) + lists.offset) * size
+    else:
+        offsets = np.asarray(lists.offsets, np.int64)
+    lo, hi = int(offsets[0]), int(offsets[-1])
+    values = lists.values.slice(lo, hi - lo)
+    if pa.types.is_dictionary(values.type):
+        values = values.cast(values.type.value_type)
+    found = evaluate(leaf.element, pa.table({leaf.element.column.name: values}))
+    hits = np.concatenate(([0], np.cumsum(_to_numpy(found), dtype=np.int64)))
+    nulls = np.concatenate(([0], np.cumsum(_to_numpy(pc.is_null(found)), dtype=np.int64)))
+    start, stop = offsets[:-1] - lo, offsets[1:] - lo
+    hit = hits[stop] - hits[start] > 0
+    has_null = nulls[stop] - nulls[start] > 0
+    valid = _to_numpy(pc.is_valid(lists))
+    if leaf.negated:  # NOT contains: TRUE without a hit or a NULL element
+        return _bool_array(~hit, valid & (hit | ~has_null))
+    return _bool_array(hit, valid & (hit | ~has_null))
 
 
 # a Scalar, so that pc.fill_null does not convert a Python False (which imports pandas)

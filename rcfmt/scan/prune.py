@@ -24,7 +24,7 @@ import numpy as np
 
 from ..statistics import StatsArrays
 from .expr import (
-    BoundExpr, Cmp, Folded, InSet, Leaf, NanCheck, NullCheck, Prefix, fold, to_nnf,
+    BoundExpr, BoundListContains, Cmp, Folded, InSet, Leaf, NanCheck, NullCheck, Prefix, fold, to_nnf,
 )
 
 __all__ = ["leaf_may_match", "may_match", "prefix_successor"]
@@ -68,6 +68,15 @@ def leaf_may_match(leaf: Leaf, stats: StatsArrays) -> np.ndarray:
     ordered = valid - nans  # non-null, non-NaN values: the ones min/max bound
     has = np.asarray(stats.has_min_max, bool) & (ordered > 0)
 
+    if isinstance(leaf, BoundListContains):
+        # the stats are of the list's elements (their counts are not rows): only bounds are
+        # used. A list holds an element equal to the value only where one lies within them.
+        if leaf.negated:
+            return np.ones(len(rows), bool)
+        has = np.asarray(stats.has_min_max, bool)
+        if not leaf.element.values:
+            return np.zeros(len(rows), bool)
+        return _any_member_within(leaf.element, stats, has) | ~has
     if isinstance(leaf, Folded):
         return valid > 0 if leaf.value else np.zeros(len(rows), bool)
     if isinstance(leaf, NullCheck):

@@ -21,6 +21,7 @@ from ..encodings.dictionary import take as dictionary_take
 from ..errors import CorruptFileError, InvalidOptionError
 from ..file.arrow_io import export_stream, to_arrow
 from ..nested import assemble as nested_assemble
+from ..nested import list_node as nested_list_node
 from ..types import PhysicalKind
 from .._native import pageindex as _pageindex
 from .._native import select as _select
@@ -29,7 +30,7 @@ from . import bloom_filters
 from .evaluate import ColumnData, eval_nnf
 from . import fetch_plan
 from .fetch_plan import BlockGroups
-from .expr import BoundAnd, BoundOr, bind, columns as expr_columns, fold, to_nnf
+from .expr import BoundAnd, BoundListContains, BoundOr, bind, columns as expr_columns, fold, to_nnf
 from .intervals import Interval
 from .prune import leaf_may_match, may_match
 from .selection import RowRanges, Selection
@@ -170,10 +171,15 @@ class FileScan:
         #: per output field: a stored column's index, or a nested field's (pruned) node
         self.outputs = file.resolve_outputs(columns)
         self.col_ids = [o for o in self.outputs if isinstance(o, int)]
-        self.bound = bind(filter, file.filter_schema)
+        self.bound = bind(filter, file.bind_schema)
         self.nnf = None if self.bound is None else to_nnf(self.bound)
         self.filter_names = sorted(expr_columns(self.nnf)) if self.nnf is not None else []
         self.filter_ids = {name: file.column_index(name) for name in self.filter_names}
+        # list_contains leaves: their element columns prune blocks (stats, bloom filters);
+        # rows are decided on the lists, decoded for the candidate rows (not the elements)
+        self.list_filters = {leaf.column.name: leaf.list_name for leaf in _leaves(self.nnf)
+                             if isinstance(leaf, BoundListContains)} if self.nnf is not None else {}
+        self.row_filter_ids = {name: c for name, c in self.filter_ids.items() if name not in self.list_filters}
         if read_dictionary is not None and (isinstance(read_dictionary, str) or not isinstance(read_dictionary, Sequence)):
             raise InvalidOptionError("read_dictionary must be a list of column names")
         self.dictionary_ids = {file.column_index(name) for name in (read_dictionary or ())}
@@ -290,7 +296,7 @@ class FileScan:
         key = (block, col)
         if key not in cache:
             # first use in this block: fetch the entries of every column the scan needs
-            wanted = [c for c in {*self.filter_ids.values(), *self.col_ids} if (block, c) not in cache]
+            wanted = [c for c in {*self.row_filter_ids.values(), *self.col_ids} if (block, c) not in cache]
             if col not in wanted:
                 wanted.append(col)
             prefetched = self._prefetched_page_indexes(block)
@@ -322,7 +328,7 @@ class FileScan:
         with self._prefetch_lock:
             if self._page_index_bytes is None:
                 footer = self.file.footer
-                cols = sorted({*self.filter_ids.values(), *self.col_ids})
+                cols = sorted({*self.row_filter_ids.values(), *self.col_ids})
                 spans = []
                 for b in blocks:
                     for c in cols:
@@ -378,6 +384,8 @@ class FileScan:
             for r in ranges[1:]:
                 out = out.intersect(r) if is_and else out.union(r)
             return out
+        if isinstance(expr, BoundListContains):  # element pages count elements, not rows
+            return RowRanges.full(int(self.file.footer.blocks[block]["row_count"]))
         col = self.filter_ids[expr.column.name]
         return {col: leaf_may_match(expr, self._page_index(block, col, cache).stats(self.file, block, col))}
 
@@ -556,7 +564,7 @@ class FileScan:
         (all of them). Otherwise, on object storage, the projected columns' pages that
         may hold matching rows ride along with the filter columns' when they are few
         (:data:`SPECULATIVE_FETCH_BYTES`): the rows the filter selects lie in them."""
-        plans = {col: self._plan_column(block, col, candidates, cache, stats) for col in self.filter_ids.values()}
+        plans = {col: self._plan_column(block, col, candidates, cache, stats) for col in self.row_filter_ids.values()}
         if fetched is not None:
             return plans, fetched, True
         if self.file.remote and projected:
@@ -617,6 +625,15 @@ class FileScan:
             return arr
         return arr.take(pa.array(selection.to_indices()))
 
+    def _list_at(self, block: int, path: str, selection: Selection, cache: dict, stats: ScanStats) -> pa.Array:
+        """The list at dotted ``path`` (top level or under structs) for the selected rows
+        of ``block``: NULL where it or a struct above it is NULL."""
+        node, names = nested_list_node(self.file.nested, path)
+        arr = self._nested_at(block, node, selection, cache, stats)
+        for name in names:
+            arr = arr.flatten()[arr.type.get_field_index(name)]  # flatten() ANDs the struct's validity
+        return arr
+
     def _assembled(self, node, decode, rows: int, block: int) -> pa.Array:
         try:
             return nested_assemble(node, decode, rows)
@@ -641,7 +658,7 @@ class FileScan:
         reads), grouped so that consecutive blocks needing most of their bytes are read
         with one request (:mod:`rcfmt.scan.fetch_plan`)."""
         spans = {}
-        needed = list(dict.fromkeys([*self.filter_ids.values(), *self.col_ids]))
+        needed = list(dict.fromkeys([*self.row_filter_ids.values(), *self.col_ids]))
         scratch = ScanStats()
         for block in blocks:
             cache: dict = {}
@@ -666,7 +683,7 @@ class FileScan:
         candidates = Selection.from_ranges(ranges, rows)
         filter_data: dict[int, ColumnData] = {}
         mask = None
-        rest = [c for c in self.col_ids if c not in self.filter_ids.values()]
+        rest = [c for c in self.col_ids if c not in self.row_filter_ids.values()]
         fetched = None
         if self._groups is not None and block in self._groups:  # read with its neighbours
             buf, base, nbytes = self._groups.fetch(block, self.file)
@@ -677,7 +694,10 @@ class FileScan:
                                                                         fetched)
             filter_data = {col: self._column_from(block, col, plan, candidates, buf, base, cache, stats)
                            for col, plan in plans.items()}
-            mask = eval_nnf(self.nnf, lambda name: filter_data[self.filter_ids[name]], candidates.row_count)
+            lists = {name: self._list_at(block, path, candidates, cache, stats)
+                     for name, path in self.list_filters.items()}
+            mask = eval_nnf(self.nnf, lambda name: lists[name] if name in lists else filter_data[self.filter_ids[name]],
+                            candidates.row_count)
             selection = candidates.refine(mask)
             fetched = (buf, base) if rode_along else None
         else:
