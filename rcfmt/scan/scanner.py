@@ -623,7 +623,7 @@ class FileScan:
         arr = self._assembled(node, decode, rows, block)
         if selection.row_count == rows:
             return arr
-        return arr.take(pa.array(selection.to_indices()))
+        return _select_rows(arr, selection.to_indices())
 
     def _list_at(self, block: int, path: str, selection: Selection, cache: dict, stats: ScanStats) -> pa.Array:
         """The list at dotted ``path`` (top level or under structs) for the selected rows
@@ -758,6 +758,18 @@ class FileScan:
         """The selected rows as an Arrow C stream (the Arrow PyCapsule interface), block
         by block: ``polars.DataFrame(scan)``, ``pyarrow.table(scan)``, DuckDB."""
         return export_stream(self.output_schema, self.iter_batches(), requested_schema)
+
+
+def _select_rows(arr: pa.Array, rows: np.ndarray) -> pa.Array:
+    """``arr`` at ``rows`` (ascending), as slices of its runs put together. (Arrow's
+    ``take`` of a fixed-size list with NULL entries writes NULLs into the children of
+    their structs, fields declared non-nullable included.)"""
+    if not len(rows):
+        return arr.slice(0, 0)
+    cut = np.flatnonzero(np.diff(rows) != 1) + 1
+    starts, ends = rows[np.r_[0, cut]], rows[np.r_[cut - 1, len(rows) - 1]] + 1
+    pieces = [arr.slice(int(a), int(b - a)) for a, b in zip(starts, ends)]
+    return pieces[0] if len(pieces) == 1 else pa.concat_arrays(pieces)
 
 
 def _coalesce(lo: np.ndarray, hi: np.ndarray, gap: int) -> tuple[np.ndarray, np.ndarray]:
