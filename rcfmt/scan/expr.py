@@ -98,6 +98,16 @@ def _check_expr(other) -> "Expr":
     raise FilterError(f"cannot combine an expression with {type(other).__name__} {other!r}")
 
 
+def _literal_repr(value) -> str:
+    """repr of a literal; a pyarrow scalar Python cannot show (a date past year 9999)
+    by its stored value."""
+    try:
+        return repr(value)
+    except (OverflowError, ValueError):
+        stored = pa.array([value]).view(pa.int32() if value.type.bit_width == 32 else pa.int64())[0].as_py()
+        return f"pa.scalar({stored!r}, {value.type})"
+
+
 def _check_literal(value):
     if isinstance(value, (Expr, Column, BoundExpr)):
         raise FilterError(f"comparing with {value!r} is not supported: compare a column with a literal")
@@ -192,7 +202,7 @@ class Comparison(Expr):
     value: object
 
     def __repr__(self):
-        return f"col({self.column!r}) {self.op} {self.value!r}"
+        return f"col({self.column!r}) {self.op} {_literal_repr(self.value)}"
 
 
 @dataclass(frozen=True, repr=False)
@@ -203,7 +213,7 @@ class ListContains(Expr):
     value: object
 
     def __repr__(self):
-        return f"list_contains(col({self.column!r}), {self.value!r})"
+        return f"list_contains(col({self.column!r}), {_literal_repr(self.value)})"
 
 
 def list_contains(column, value) -> ListContains:
@@ -224,7 +234,7 @@ class IsIn(Expr):
     values: tuple
 
     def __repr__(self):
-        return f"col({self.column!r}).isin({list(self.values)!r})"
+        return f"col({self.column!r}).isin([{', '.join(_literal_repr(v) for v in self.values)}])"
 
 
 @dataclass(frozen=True, repr=False)
@@ -884,6 +894,10 @@ def _from_scalar(s: pa.Scalar):
         return None
     if pa.types.is_timestamp(s.type):
         return np.datetime64(s.cast(pa.int64()).as_py(), s.type.unit)
+    if pa.types.is_date32(s.type):  # (Python dates stop at year 9999; days do not)
+        return np.datetime64(s.cast(pa.int32()).as_py(), "D")
+    if pa.types.is_date64(s.type):
+        return np.datetime64(s.cast(pa.int64()).as_py(), "ms")
     return s.as_py()
 
 

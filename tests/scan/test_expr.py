@@ -527,3 +527,16 @@ def test_evaluate_matches_exact_python_model(data):
     types = {f.name: f.type for f in d.schema}
     expected = [model_eval(expr, {k: v[i] for k, v in d.values.items()}, types) for i in range(d.table.num_rows)]
     assert ev(expr, d.table) == expected
+
+
+def test_date_scalars_beyond_python_dates_bind_and_show(tmp_path):
+    """pyarrow date32 scalars past year 9999 (or before year 1) are literals like any
+    other: they bind by their days and print by their stored value (found by hypothesis:
+    binding and repr raised Python's OverflowError)."""
+    t = pa.table({"d": pa.array([-2**31, 5, 2**31 - 1], pa.date32())})
+    rcfmt.write_table(t, tmp_path / "d.rcfmt")
+    for days in (-2**31, 5, 2**31 - 1):
+        e = col("d") == pa.scalar(days, pa.date32())
+        assert rcfmt.read_table(tmp_path / "d.rcfmt", filter=e).num_rows == 1
+        assert str(days) in repr(e) or days == 5
+    assert rcfmt.read_table(tmp_path / "d.rcfmt", filter=col("d") >= pa.scalar(0, pa.date64())).num_rows == 2
