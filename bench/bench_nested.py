@@ -6,7 +6,8 @@ flights as a list of structs; rows sorted by tail number. Measured: file size, a
 scan, a projection of one leaf under structs (``plane.stats.total_distance``; bytes
 read shown by rcfmt's ScanStats) and a selective filter on a nested leaf
 (``plane.tailnum == <one plane>``). Parquet is written by pyarrow with zstd and a page
-index, row groups of the same size as rcfmt's blocks.
+index, row groups of the same size as rcfmt's blocks; two sizes are compared (small
+blocks show the fixed cost per stored column chunk).
 
     python bench/bench_nested.py --repeat 5
 """
@@ -62,21 +63,12 @@ def nested_flights() -> pa.Table:
     return pa.table({"plane": plane, "flights": lists})
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeat", type=int, default=5)
-    args = ap.parse_args(argv)
-    print_header("nested data: rcfmt vs pyarrow Parquet")
-    table = nested_flights()
+def run(table: pa.Table, block_rows: int, repeat: int, target: str) -> list[list]:
+    """Rows of the report for one block (row group) size."""
     out = scratch_dir("nested")
-    rpath, ppath = out / "planes.rcfmt", out / "planes.parquet"
-    rcfmt.write_table(table, rpath, block_rows=BLOCK_ROWS)
-    pq.write_table(table, ppath, row_group_size=BLOCK_ROWS, compression="zstd", write_page_index=True)
-    tails = table["plane"].combine_chunks().field("tailnum")
-    target = tails[len(tails) // 2].as_py()
-    nflights = int(pc.sum(pc.list_value_length(table["flights"])).as_py())
-    print(f"{table.num_rows:,} rows (plane x month), {nflights:,} flights; filter tailnum == {target!r}\n",
-          flush=True)
+    rpath, ppath = out / f"planes_{block_rows}.rcfmt", out / f"planes_{block_rows}.parquet"
+    rcfmt.write_table(table, rpath, block_rows=block_rows)
+    pq.write_table(table, ppath, row_group_size=block_rows, compression="zstd", write_page_index=True)
 
     def rc_full():
         return rcfmt.read_table(rpath)
@@ -103,7 +95,7 @@ def main(argv=None) -> int:
     results = {}
     for name, fn in [("rc_full", rc_full), ("pq_full", pq_full), ("rc_leaf", rc_leaf), ("pq_leaf", pq_leaf),
                      ("rc_filter", rc_filter), ("pq_filter", pq_filter)]:
-        results[name] = measure(fn, repeat=args.repeat)
+        results[name] = measure(fn, repeat=repeat)
     assert results["rc_full"][1].equals(table)
     assert results["pq_full"][1].cast(table.schema).equals(table)
     rc_f, stats_f = results["rc_filter"][1]
@@ -113,19 +105,38 @@ def main(argv=None) -> int:
         results["pq_leaf"][1].column(0).combine_chunks())  # pyarrow returns the leaf flat
     with rcfmt.open(rpath) as f:
         leaf_bytes = int(f.footer.chunks[f.column_index("plane.stats.total_distance")]["length"].sum())
+        blocks = f.num_blocks
     rsize, psize = rpath.stat().st_size, ppath.stat().st_size
-    rows = [
-        ["size", fmt_bytes(rsize), fmt_bytes(psize), f"{rsize / psize:.2f}x", ""],
-        *[[label, f"{results['rc_' + k][0].best * 1e3:.1f} ms", f"{results['pq_' + k][0].best * 1e3:.1f} ms",
-           f"{results['pq_' + k][0].best / results['rc_' + k][0].best:.2f}x faster", note]
-          for label, k, note in [
-              ("full scan", "full", ""),
-              ("leaf projection", "leaf", f"rcfmt read {fmt_bytes(stats_l.bytes_read)}; the leaf's chunks hold "
-                                          f"{fmt_bytes(leaf_bytes)}"),
-              ("tailnum filter", "filter", f"{stats_f.blocks_total - stats_f.blocks_pruned_stats}/"
-                                           f"{stats_f.blocks_total} blocks, {stats_f.rows_selected} rows")]],
-    ]
-    print(md_table(["measure", "rcfmt", "parquet", "ratio", "notes"], rows))
+    label = f"{block_rows:,} ({blocks} blocks)"
+    rows = [[label, "size", fmt_bytes(rsize), fmt_bytes(psize), f"{rsize / psize:.2f}", ""]]
+    for what, k, note in [
+            ("full scan", "full", ""),
+            ("leaf projection", "leaf", f"rcfmt read {fmt_bytes(stats_l.bytes_read)}; the leaf's chunks hold "
+                                        f"{fmt_bytes(leaf_bytes)}"),
+            ("tailnum filter", "filter", f"{stats_f.blocks_total - stats_f.blocks_pruned_stats}/"
+                                         f"{stats_f.blocks_total} blocks, {stats_f.rows_selected} rows")]:
+        rc, parquet = results["rc_" + k][0].best, results["pq_" + k][0].best
+        rows.append([label, what, f"{rc * 1e3:.1f} ms", f"{parquet * 1e3:.1f} ms", f"{parquet / rc:.2f}", note])
+    return rows
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--block-rows", default="4096,65536", help="block (row group) sizes to compare, comma-separated")
+    args = ap.parse_args(argv)
+    print_header("nested data: rcfmt vs pyarrow Parquet")
+    table = nested_flights()
+    tails = table["plane"].combine_chunks().field("tailnum")
+    target = tails[len(tails) // 2].as_py()
+    nflights = int(pc.sum(pc.list_value_length(table["flights"])).as_py())
+    print(f"{table.num_rows:,} rows (plane x month), {nflights:,} flights; filter tailnum == {target!r}\n",
+          flush=True)
+    rows = []
+    for block_rows in (int(x) for x in args.block_rows.split(",")):
+        rows += run(table, block_rows, args.repeat, target)
+    print(md_table(["block rows", "measure", "rcfmt", "parquet", "parquet / rcfmt (size: rcfmt / parquet)",
+                    "notes"], rows))
     return 0
 
 
