@@ -202,43 +202,61 @@ def _presence(arr: pa.Array) -> pa.Array:
 
 
 # ---------------------------------------------------------------------- reading
-def assemble(node: Node, decode: Callable[[int, int], pa.Array], slots: int) -> pa.Array:
-    """The Arrow array of ``node`` with ``slots`` slots; ``decode(column, slots)`` gives
-    a physical column's flat array of exactly that many values (or raises).
+def assemble(node: Node, decode: Callable, slots: int, rows: np.ndarray | None = None) -> pa.Array:
+    """The Arrow array of ``node`` at ``rows`` (ascending positions among its ``slots``
+    slots; None: all of them). ``decode(column, slots, rows)`` gives a stored column's
+    flat values at those positions (all when None) of its ``slots`` (or raises).
 
-    Counts read from the file are checked before they size anything: list lengths are
-    non-negative and add up to what the element columns hold (their pages say it, and
-    :func:`decode` checks them)."""
+    Below a list the positions are those of the selected lists' elements (found through
+    the list's lengths, decoded whole): a selection reads, at every level, only what its
+    rows need. Counts read from the file are checked before they size anything: list
+    lengths are non-negative and add up to what the element columns hold (``decode``
+    checks that against their pages)."""
     k = node.kind
     if k == LEAF:
-        return _declared(decode(node.column, slots), node)
-    own = decode(node.column, slots)
+        return _declared(decode(node.column, slots, rows), node)
+    if k in (STRUCT, FIXED_SIZE_LIST):
+        own = decode(node.column, slots, rows)
+    else:  # the lengths of every list: the elements of a selected one start after all before it
+        everything = decode(node.column, slots, None)
+        own = everything if rows is None else everything.take(pa.array(rows, pa.int64()))
     # a field declared non-nullable is null only where a struct above it is: Arrow wants no
     # validity there (the struct's own says it)
     mask = own.is_null() if own.null_count and node.nullable else None
+    n = len(own)
     if k == STRUCT:
-        children = [assemble(c, decode, slots) for c in node.children]
+        children = [assemble(c, decode, slots, rows) for c in node.children]
         return pa.StructArray.from_arrays(children, fields=[c.field for c in node.children], mask=mask)
     if k == FIXED_SIZE_LIST:
-        values = assemble(node.children[0], decode, slots * node.size)
+        size = node.size
+        inner = None if rows is None else (rows[:, None] * size + np.arange(size)).ravel()
+        values = assemble(node.children[0], decode, slots * size, inner)
         return pa.FixedSizeListArray.from_arrays(values, type=node.arrow_type, mask=mask)
-    lengths = np.asarray(own.fill_null(0) if own.null_count else own, np.int64)
+    lengths = np.asarray(everything.fill_null(0) if everything.null_count else everything, np.int64)
     if len(lengths) and int(lengths.min()) < 0:
         raise CorruptFileError(f"negative list length in column of {node.name!r}")
-    offsets = np.zeros(slots + 1, np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    total = int(offsets[-1])
+    total = int(lengths.sum())
     if k != LARGE_LIST and total > np.iinfo(np.int32).max:
         raise CorruptFileError(f"list lengths of {node.name!r} add up to {total}, beyond 32-bit offsets")
+    if rows is None:
+        inner, counts = None, lengths
+    else:
+        starts = np.cumsum(lengths) - lengths
+        counts = lengths[rows]
+        picked = int(counts.sum())
+        ends = np.cumsum(counts)
+        inner = np.arange(picked, dtype=np.int64) + np.repeat(starts[rows] - (ends - counts), counts)
+    offsets = np.zeros(n + 1, np.int64)
+    np.cumsum(counts, out=offsets[1:])
     offsets_arr = pa.array(offsets, pa.int64() if k == LARGE_LIST else pa.int32())
     if k == MAP:
         key, value = node.children
-        keys = assemble(key, decode, total)
+        keys = assemble(key, decode, total, inner)
         if keys.null_count:
             raise CorruptFileError(f"null map key in {node.name!r}")
-        items = assemble(value, decode, total)
+        items = assemble(value, decode, total, inner)
         return pa.MapArray.from_arrays(offsets_arr, keys, items, type=node.arrow_type, mask=mask)
-    values = assemble(node.children[0], decode, total)
+    values = assemble(node.children[0], decode, total, inner)
     cls = pa.LargeListArray if k == LARGE_LIST else pa.ListArray
     return cls.from_arrays(offsets_arr, values, type=node.arrow_type, mask=mask)
 

@@ -316,7 +316,7 @@ class RcfmtFile:
             return {}
         out: dict[int, int] = {}
 
-        def decode(col: int, slots: int) -> pa.Array:
+        def decode(col: int, slots: int, rows) -> pa.Array:
             out[col] = slots
             return self._read_chunk(block, col, slots)
 

@@ -20,6 +20,7 @@ from ..encodings.base import ColumnValues
 from ..encodings.dictionary import take as dictionary_take
 from ..errors import CorruptFileError, InvalidOptionError
 from ..file.arrow_io import export_stream, to_arrow
+from ..format.layout import MAX_PAGE_ROWS
 from ..nested import assemble as nested_assemble
 from ..nested import list_node as nested_list_node
 from ..types import PhysicalKind
@@ -507,7 +508,7 @@ class FileScan:
         try:
             decoder = file.chunk_decoder(block, col, buf, base)
             if plan[0] == "whole":
-                rows = int(file.footer.blocks[block]["row_count"])
+                rows = selection.num_rows  # the block's rows (a list's elements for an element column)
                 values, valid = decoder.decode_all(rows, codes=True)
                 stats.pages_read += int(file.footer.chunks[col][block]["page_count"])
                 stats.rows_decoded += rows
@@ -599,31 +600,27 @@ class FileScan:
 
     def _nested_at(self, block: int, node, selection: Selection, cache: dict, stats: ScanStats) -> pa.Array:
         """A nested field at the selected rows of ``block``, assembled from its stored
-        columns (:func:`rcfmt.nested.assemble`). Under structs only, each column is one
-        slot per row: only the pages holding selected rows are read, as for a flat
-        column. With lists below, the chunks are read whole (one read), assembled, and
-        the selected rows taken."""
+        columns (:func:`rcfmt.nested.assemble`). Every stored column is read like a flat
+        one at the positions the selection needs in it (rows, or below a list the
+        selected lists' elements, found through its lengths): only the pages holding
+        them are read and decoded."""
         file = self.file
-        columns = node.columns()
-        if not any(file.is_element_column(c) for c in columns):
-            parts = self._columns_at(block, columns, selection, cache, stats)
-            arrays = {c: self._to_arrow(c, data, as_requested=False) for c, data in parts.items()}
-            return self._assembled(node, lambda col, slots: arrays[col], selection.row_count, block)
-        plans = {c: ("whole",) for c in columns}
-        for c in columns:
-            stats.pages_total += int(file.footer.chunks[c][block]["page_count"])
-        buf, base = self._fetch(block, plans, cache, stats)
+        rows = None if selection.row_count == selection.num_rows else selection.to_indices()
+        # every row: every stored column is read whole, all of them with one read
+        fetched = self._fetch(block, {c: ("whole",) for c in node.columns()}, cache, stats) if rows is None else None
 
-        def decode(col: int, slots: int) -> pa.Array:
-            stats.pages_read += int(file.footer.chunks[col][block]["page_count"])
-            stats.rows_decoded += slots
-            return file._read_chunk(block, col, slots, buf, base)
+        def decode(col: int, slots: int, rows) -> pa.Array:
+            if file.is_element_column(col):  # slots from the lengths: check them against the pages
+                limit = int(file.footer.chunks[col][block]["page_count"]) * MAX_PAGE_ROWS
+                index = self._page_index(block, col, cache)
+                if slots > limit or int(index.counts.sum()) != slots:
+                    raise CorruptFileError(f"list lengths say {slots} values, the pages of "
+                                           f"{file.footer.columns[col].name!r} hold {int(index.counts.sum())}")
+            sel = Selection.all(slots) if rows is None else Selection.from_indices(rows, slots)
+            data = self._columns_at(block, [col], sel, cache, stats, fetched)[col]
+            return self._to_arrow(col, data, as_requested=False)
 
-        rows = selection.num_rows
-        arr = self._assembled(node, decode, rows, block)
-        if selection.row_count == rows:
-            return arr
-        return _select_rows(arr, selection.to_indices())
+        return self._assembled(node, decode, selection.num_rows, rows, block)
 
     def _list_at(self, block: int, path: str, selection: Selection, cache: dict, stats: ScanStats) -> pa.Array:
         """The list at dotted ``path`` (top level or under structs) for the selected rows
@@ -634,9 +631,9 @@ class FileScan:
             arr = arr.flatten()[arr.type.get_field_index(name)]  # flatten() ANDs the struct's validity
         return arr
 
-    def _assembled(self, node, decode, rows: int, block: int) -> pa.Array:
+    def _assembled(self, node, decode, slots: int, rows, block: int) -> pa.Array:
         try:
-            return nested_assemble(node, decode, rows)
+            return nested_assemble(node, decode, slots, rows)
         except CorruptFileError as exc:
             raise exc.with_context(path=self.file.path, column=node.name, block=block) from None
 
@@ -758,18 +755,6 @@ class FileScan:
         """The selected rows as an Arrow C stream (the Arrow PyCapsule interface), block
         by block: ``polars.DataFrame(scan)``, ``pyarrow.table(scan)``, DuckDB."""
         return export_stream(self.output_schema, self.iter_batches(), requested_schema)
-
-
-def _select_rows(arr: pa.Array, rows: np.ndarray) -> pa.Array:
-    """``arr`` at ``rows`` (ascending), as slices of its runs put together. (Arrow's
-    ``take`` of a fixed-size list with NULL entries writes NULLs into the children of
-    their structs, fields declared non-nullable included.)"""
-    if not len(rows):
-        return arr.slice(0, 0)
-    cut = np.flatnonzero(np.diff(rows) != 1) + 1
-    starts, ends = rows[np.r_[0, cut]], rows[np.r_[cut - 1, len(rows) - 1]] + 1
-    pieces = [arr.slice(int(a), int(b - a)) for a, b in zip(starts, ends)]
-    return pieces[0] if len(pieces) == 1 else pa.concat_arrays(pieces)
 
 
 def _coalesce(lo: np.ndarray, hi: np.ndarray, gap: int) -> tuple[np.ndarray, np.ndarray]:
