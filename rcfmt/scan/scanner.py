@@ -612,10 +612,11 @@ class FileScan:
         def decode(col: int, slots: int, rows) -> pa.Array:
             if file.is_element_column(col):  # slots from the lengths: check them against the pages
                 limit = int(file.footer.chunks[col][block]["page_count"]) * MAX_PAGE_ROWS
-                index = self._page_index(block, col, cache)
-                if slots > limit or int(index.counts.sum()) != slots:
+                # (a whole chunk's pages are checked to hold exactly ``slots`` when decoded)
+                held = limit if rows is None else int(self._page_index(block, col, cache).counts.sum())
+                if slots > limit or (rows is not None and held != slots):
                     raise CorruptFileError(f"list lengths say {slots} values, the pages of "
-                                           f"{file.footer.columns[col].name!r} hold {int(index.counts.sum())}")
+                                           f"{file.footer.columns[col].name!r} hold {held}")
             sel = Selection.all(slots) if rows is None else Selection.from_indices(rows, slots)
             data = self._columns_at(block, [col], sel, cache, stats, fetched)[col]
             return self._to_arrow(col, data, as_requested=False)
