@@ -15,6 +15,7 @@ import json
 import os
 import re
 import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields as dc_fields
 from typing import Iterator, Sequence
@@ -739,6 +740,41 @@ class Dataset:
         return optimize(self, cluster_by, curve=curve, mapping=mapping,
                         target_file_rows=DEFAULT_TARGET_FILE_ROWS if target_file_rows is None else target_file_rows,
                         where=where, force=force, progress=progress, **write_options)
+
+    def evolve(self, add=None, drop=None) -> "Dataset":
+        """Change the data columns without rewriting a file, committed against this
+        version (:class:`CommitConflictError` if another commit came first); returns
+        the new version.
+
+        ``add``: pyarrow fields (or ``(name, type)`` pairs) appended to the schema,
+        nullable; the files read them as NULL. ``drop``: names of data columns no
+        longer seen (their bytes stay in the files until ``optimize`` rewrites them, so
+        a dropped name cannot be used again: appends and adds naming it are refused).
+        Renaming is not supported (it needs column ids recorded per file)."""
+        from .writer import commit, storage_schema
+
+        add = [f if isinstance(f, pa.Field) else pa.field(*f) for f in (add or [])]
+        drop = [drop] if isinstance(drop, str) else list(drop or [])
+        schema = self._snap.data_schema
+        tombstones = set(self.info.get("dropped_columns", []))
+        taken = set(schema.names) | set(self.partitioning.names) | tombstones
+        for name in drop:
+            if name in self.partitioning.names:
+                raise SchemaError(f"cannot drop partition column {name!r}")
+            if name not in schema.names:
+                raise SchemaError(f"cannot drop {name!r}: not a data column of {schema.names}")
+        for f in add:
+            if f.name in taken or [g.name for g in add].count(f.name) > 1:
+                why = "was dropped and its values may remain in files" if f.name in tombstones else "exists"
+                raise SchemaError(f"cannot add column {f.name!r}: it {why}")
+        added, _ = storage_schema(pa.schema([f.with_nullable(True) for f in add]))
+        new = pa.schema([f for f in schema if f.name not in drop] + list(added))
+        if not add and not drop:
+            return self
+        version = commit(self.root, [], mode="evolve", read_version=self.version or 0, data_schema=new,
+                         partitioning=self.partitioning, txn_id=f"evolve-{uuid.uuid4().hex}",
+                         operation_info={"added_columns": [f.name for f in add], "dropped_columns_now": drop})
+        return Dataset.open(self.root, version=version)
 
     def history(self) -> list[dict]:
         """Commit metadata of every version still present, oldest first."""

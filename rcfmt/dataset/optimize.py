@@ -99,12 +99,15 @@ def optimize(dataset, cluster_by=None, *, curve: str = "zorder", mapping: str = 
     groups = _partition_groups(snap, dataset.root)
     if where is not None:
         groups = _selected_partitions(groups, where, snap)
+    # files written under an older schema (columns added, dropped or widened since) are
+    # rewritten in the current one, whatever their layout
     if spec is None:
         todo = {key: files for key, files in groups.items()
-                if math.ceil(sum(r for _, _, r in files) / target_file_rows) < len(files)}
+                if math.ceil(sum(r for _, _, r in files) / target_file_rows) < len(files)
+                or _stale(files, snap.data_schema)}
     else:
         todo = {key: files for key, files in groups.items()
-                if force or not _already_optimized(files, spec, target_file_rows)}
+                if force or not _already_optimized(files, spec, target_file_rows) or _stale(files, snap.data_schema)}
     if not todo:
         return dataset
     read_version = dataset.version or 0
@@ -175,6 +178,22 @@ def _selected_partitions(groups: dict, where, snap) -> dict:
         if verdict is _TRUE:
             out[key] = files
     return out
+
+
+def _stale(files, data_schema: pa.Schema) -> bool:
+    """Whether a file of the partition holds other columns or types than the dataset's
+    data columns (footers only; nullability and string offset widths aside)."""
+    want = [(f.name, str(storage_type(f.type))) for f in data_schema]
+    for _, path, _ in files:
+        with RcfmtFile(path) as f:
+            if [(g.name, str(storage_type(g.type))) for g in f.schema] != want:
+                return True
+    return False
+
+
+def storage_type(t: pa.DataType) -> pa.DataType:
+    """``t`` with 32- and 64-bit string/binary offsets alike."""
+    return {pa.large_string(): pa.string(), pa.large_binary(): pa.binary()}.get(t, t)
 
 
 def _already_optimized(files, spec: ClusteringSpec, target_file_rows: int) -> bool:

@@ -379,8 +379,8 @@ def commit(root: str, entries: list[FileEntry], *, mode: str, read_version: int,
     clustering its base version records."""
     from .dataset import read_snapshot
 
-    if mode not in ("append", "overwrite", "rewrite"):
-        raise InvalidOptionError(f"mode must be 'append', 'overwrite' or 'rewrite', got {mode!r}")
+    if mode not in ("append", "overwrite", "rewrite", "evolve"):
+        raise InvalidOptionError(f"mode must be 'append', 'overwrite', 'rewrite' or 'evolve', got {mode!r}")
     remove = set(remove)
     published = publish_files(root, list(staged))
     try:
@@ -392,7 +392,19 @@ def commit(root: str, entries: list[FileEntry], *, mode: str, read_version: int,
             schema = data_schema
             removed = 0
             recorded = clustering
-            if mode == "overwrite":
+            dropped: list = []  # names dropped by Dataset.evolve while their bytes may remain in files
+            if mode in ("overwrite", "evolve") and base != read_version:
+                raise CommitConflictError(
+                    f"{mode} of {root!r} based on version {read_version} conflicts with version {base} "
+                    "committed meanwhile; nothing was written")
+            if mode == "evolve":  # the schema changes, the files stay
+                snap = read_snapshot(root, base, columns=None)
+                dropped = list(snap.info.get("dropped_columns", [])) + [n for n in snap.data_schema.names
+                                                                       if n not in data_schema.names]
+                recorded = snap.info.get("clustering")
+                table = conform_index(snap.table, index_schema(schema, partitioning))
+                schema_json = schema_to_json(schema)
+            elif mode == "overwrite":
                 if base != read_version:
                     raise CommitConflictError(
                         f"overwrite of {root!r} based on version {read_version} conflicts with version {base} "
@@ -405,6 +417,11 @@ def commit(root: str, entries: list[FileEntry], *, mode: str, read_version: int,
                     prev = base_table_unindexed
                 else:
                     snap = read_snapshot(root, base, columns=None)
+                    dropped = list(snap.info.get("dropped_columns", []))
+                    if set(dropped) & set(data_schema.names):
+                        raise CommitConflictError(
+                            f"append to {root!r} conflicts with version {base}, which dropped column(s) "
+                            f"{sorted(set(dropped) & set(data_schema.names))}; nothing was written")
                     if snap.partitioning != partitioning:
                         raise CommitConflictError(
                             f"append to {root!r} conflicts with version {base}, which changed the "
@@ -440,6 +457,7 @@ def commit(root: str, entries: list[FileEntry], *, mode: str, read_version: int,
                 "num_files": table.num_rows, "num_rows": int(np.asarray(table.column("num_rows").to_numpy()).sum())
                 if table.num_rows else 0,
                 "added_files": len(entries), "removed_files": removed,
+                **({"dropped_columns": dropped} if dropped else {}),
                 **(operation_info or {}),
             }
             if is_remote(root):
@@ -557,6 +575,10 @@ def begin_write(path, schema: pa.Schema, *, partition_by=None, mode: str = "appe
             raise SchemaError(f"cannot append: partitioning {list(partitioning.names)} "
                               f"({[str(t) for t in partitioning.types]}) differs from the dataset's "
                               f"{list(base_snap.partitioning.names)}")
+        dropped = sorted(set(base_snap.info.get("dropped_columns", [])) & set(data_schema.names))
+        if dropped:
+            raise SchemaError(f"cannot append: column(s) {dropped} were dropped from the dataset and their values "
+                              f"may remain in its files; name the data otherwise (an overwrite clears this)")
         try:  # columns may be added, left out or widened (rcfmt.dataset.evolution)
             dataset_schema = merge_schemas(base_snap.data_schema, data_schema)
         except SchemaError as exc:

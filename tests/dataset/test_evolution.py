@@ -193,3 +193,51 @@ def test_filters_across_evolved_files_match_brute_force(tmp_path_factory, data):
         got = ds.read(filter=expr).sort_by("k")
         assert got["k"].to_pylist() == want, expr
         assert got.schema == ds.schema
+
+
+# ---------------------------------------------------------------------- Dataset.evolve
+def test_evolve_adds_and_drops_columns_without_rewriting(tmp_path):
+    root = tmp_path / "ds"
+    ds = rcfmt.write_dataset(pa.table({"id": pa.array([1, 2, 3]), "x": [1.0, 2.0, 3.0], "p": ["a", "b", "a"]}),
+                             root, partition_by=["p"])
+    files = sorted(p.name for p in root.rglob("*.rcfmt") if "_rcfmt" not in p.parts)
+    ds2 = ds.evolve(add=[("note", pa.string()), pa.field("n", pa.int32(), nullable=False)], drop=["x"])
+    assert ds2.version == 2 and ds2.info["operation"] == "evolve"
+    assert ds2.schema == pa.schema([("id", pa.int64()), ("note", pa.string()), ("n", pa.int32()), ("p", pa.string())])
+    assert sorted(p.name for p in root.rglob("*.rcfmt") if "_rcfmt" not in p.parts) == files  # nothing rewritten
+    assert ds2.read().sort_by("id").to_pylist() == [
+        {"id": i, "note": None, "n": None, "p": p} for i, p in [(1, "a"), (2, "b"), (3, "a")]]
+    assert ds.read().column_names == ["id", "x", "p"]  # version 1 is unchanged (time travel)
+    with pytest.raises(rcfmt.SchemaError, match="unknown column"):
+        ds2.read(filter=col("x") > 1)
+    # the added column's statistics say NULL for the older files: they are pruned
+    rcfmt.write_dataset(pa.table({"id": [4], "note": ["hi"], "n": pa.array([7], pa.int32()), "p": ["a"]}), root)
+    ds3 = rcfmt.dataset(root)
+    scan = ds3.scan(filter=col("note") == "hi")
+    assert scan.read()["id"].to_pylist() == [4] and scan.stats.files_pruned == 2
+    # a dropped name cannot come back while its values may remain in files
+    with pytest.raises(rcfmt.SchemaError, match="dropped"):
+        rcfmt.write_dataset(pa.table({"id": [5], "x": [5.0], "p": ["a"]}), root)
+    with pytest.raises(rcfmt.SchemaError, match="dropped"):
+        ds3.evolve(add=[("x", pa.int8())])
+    for bad, match in [({"drop": ["p"]}, "partition"), ({"drop": ["zz"]}, "not a data column"),
+                       ({"add": [("id", pa.int8())]}, "exists")]:
+        with pytest.raises(rcfmt.SchemaError, match=match):
+            ds3.evolve(**bad)
+    # optimize rewrites the files in the current schema: the dropped bytes are gone
+    ds3.optimize()
+    final = rcfmt.dataset(root)
+    for info in final.files:
+        with rcfmt.open(info.path) as f:
+            assert "x" not in f.schema.names
+    assert final.read().sort_by("id").equals(ds3.read().sort_by("id"))
+
+
+def test_evolve_conflicts_with_a_commit_since_its_version(tmp_path):
+    root = tmp_path / "ds"
+    ds = rcfmt.write_dataset(pa.table({"id": [1]}), root)
+    rcfmt.write_dataset(pa.table({"id": [2]}), root)
+    with pytest.raises(rcfmt.CommitConflictError, match="conflicts with version 2"):
+        ds.evolve(add=[("y", pa.int8())])
+    assert rcfmt.dataset(root).schema.names == ["id"]
+    assert rcfmt.dataset(root).evolve(add=[("y", pa.int8())]).schema.names == ["id", "y"]
