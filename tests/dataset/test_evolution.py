@@ -16,7 +16,6 @@ from hypothesis import strategies as st
 import rcfmt
 import strategies as S
 from rcfmt import col
-from rcfmt.dataset import writer as dataset_writer
 from rcfmt.dataset.evolution import merge_schemas, widens
 
 
@@ -126,20 +125,11 @@ def test_concurrent_appends_adding_different_columns_both_commit(tmp_path):
 
 
 def test_append_rebased_over_a_concurrent_widening(tmp_path, monkeypatch):
+    from .test_commit import _commit_meanwhile
+
     root = str(tmp_path / "ds")
     rcfmt.write_dataset(pa.table({"x": pa.array([1], pa.int32())}), root)
-    original = dataset_writer.FileSetWriter.close
-    done = []
-
-    def close(self):
-        files = original(self)
-        if not done:
-            done.append(True)
-            monkeypatch.setattr(dataset_writer.FileSetWriter, "close", original)
-            rcfmt.write_dataset(pa.table({"x": pa.array([2**40], pa.int64())}), root)
-        return files
-
-    monkeypatch.setattr(dataset_writer.FileSetWriter, "close", close)
+    _commit_meanwhile(monkeypatch, lambda: rcfmt.write_dataset(pa.table({"x": pa.array([2**40], pa.int64())}), root))
     rcfmt.write_dataset(pa.table({"x": pa.array([3], pa.int32()), "y": ["y"]}), root)
     ds = rcfmt.dataset(root)
     assert ds.schema == pa.schema([("x", pa.int64()), ("y", pa.string())])
