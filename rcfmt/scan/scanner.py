@@ -617,6 +617,12 @@ class FileScan:
                 if slots > limit or (rows is not None and held != slots):
                     raise CorruptFileError(f"list lengths say {slots} values, the pages of "
                                            f"{file.footer.columns[col].name!r} hold {held}")
+            if rows is None and fetched is not None:  # a whole read: the chunk straight to Arrow
+                rec = file.footer.chunks[col][block]
+                stats.pages_total += int(rec["page_count"])
+                stats.pages_read += int(rec["page_count"])
+                stats.rows_decoded += slots
+                return file._read_chunk(block, col, slots, *fetched)
             sel = Selection.all(slots) if rows is None else Selection.from_indices(rows, slots)
             data = self._columns_at(block, [col], sel, cache, stats, fetched)[col]
             return self._to_arrow(col, data, as_requested=False)
