@@ -25,7 +25,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
-from rcfmt.nested import filter_schema
+from rcfmt.nested import bind_schema
 
 from .filters import translate_all
 from .options import ReadOptions, with_s3_settings
@@ -184,11 +184,11 @@ class RcfmtReader(DataSourceReader):
         if self.options.filter is not None:
             from rcfmt.scan.sql_filter import parse_filter
 
-            self.relation_filter = parse_filter(self.options.filter, filter_schema(ds.schema))
+            self.relation_filter = parse_filter(self.options.filter, bind_schema(ds.schema))
         if self.options.filter_expr is not None:
             from rcfmt.scan.sql_filter import parse_filter_expr
 
-            expr = parse_filter_expr(self.options.filter_expr, filter_schema(ds.schema))
+            expr = parse_filter_expr(self.options.filter_expr, bind_schema(ds.schema))
             self.relation_filter = expr if self.relation_filter is None else self.relation_filter & expr
         self.plan_id = uuid.uuid4().hex
         self.guarded = not SCAN_SCOPED_READ_INFO

@@ -491,6 +491,10 @@ def test_cli_describes_filters_and_prints_nested_files(tmp_path):
     assert rows == [{"id": i, "payload": {"user": {"id": i}, "tags": ["a"] * i}, "m": [["k", i]]} for i in (4, 5)]
     csv_text = run("cat", "--filter", "`payload.user.id` = 1")
     assert csv_text.splitlines()[1] == '1,"{""user"": {""id"": 1}, ""tags"": [""a""]}","[[""k"", 1]]"'
+    rows = [json.loads(line)["id"] for line in run("cat", "--format", "json", "--filter",
+                                                    "array_contains(payload.tags, 'a') AND payload.user.id < 3")
+            .splitlines()]
+    assert rows == [1, 2]
     pages = json.loads(run("pages", "--json"))
     assert {p["column"] for p in pages} >= {"payload.tags.item", "m.key"}
 
@@ -659,3 +663,22 @@ def test_list_contains_on_datasets_with_files_lacking_the_list(tmp_path):
     # NULL lists, and the file without the column, are NULL under negation too
     got = ds.read(filter=~list_contains("tags", "u1"), columns=["id"])["id"].to_pylist()
     assert sorted(got) == [i for i in range(n) if i % 9 and i != 1]
+
+
+def test_sql_filters_name_struct_paths_and_array_contains():
+    from rcfmt.nested import bind_schema
+    from rcfmt.scan.sql_filter import parse_filter
+
+    schema = bind_schema(pa.schema([("p", pa.struct([("u", pa.struct([("id", pa.int64())])),
+                                                     ("tags", pa.list_(pa.string()))])),
+                                    ("d", pa.list_(pa.date32()))]))
+    assert repr(parse_filter("p.u.id = 3", schema)) == repr(col("p.u.id") == 3)
+    from rcfmt import list_contains
+    import datetime as dt
+
+    assert repr(parse_filter("array_contains(p.tags, 'x')", schema)) == repr(list_contains("p.tags", "x"))
+    assert repr(parse_filter("NOT array_contains(d, DATE '2024-01-02')", schema)) == \
+        repr(~list_contains("d", dt.date(2024, 1, 2)))
+    for bad in ["array_contains(p.u.id, 1)", "array_contains(nope, 1)", "p.tags = 'x'"]:
+        with pytest.raises(RcfmtError):
+            parse_filter(bad, schema)

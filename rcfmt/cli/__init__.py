@@ -54,11 +54,13 @@ def _source(path: str):
         from ..dataset import open_dataset
 
         ds = open_dataset(path)
-        return ds.schema, lambda columns, flt: (ds.scan(columns, flt), None)
+        from ..nested import bind_schema
+
+        return bind_schema(ds.schema), lambda columns, flt: (ds.scan(columns, flt), None)
     from ..file.reader import RcfmtFile
 
     f = RcfmtFile(path)
-    return f.filter_schema, lambda columns, flt: (f.scan(columns, flt), f)
+    return f.bind_schema, lambda columns, flt: (f.scan(columns, flt), f)
 
 
 def _head(args) -> int:

@@ -24,6 +24,7 @@ import decimal
 import pyarrow as pa
 
 from rcfmt import col
+from rcfmt.scan.expr import is_list_type, list_contains
 from rcfmt.errors import FilterError, InvalidOptionError, SchemaError
 
 __all__ = ["parse_filter", "parse_filter_expr"]
@@ -122,6 +123,12 @@ class _Translator:
             return col(name).isin([self._literal(v, name) for v in node.expressions])
         if isinstance(node, exp.Like):
             return self._like(node)
+        if isinstance(node, exp.ArrayContains):  # array_contains(tags, 'x')
+            name = self._column(node.this)
+            t = self.schema.field(name).type
+            if not is_list_type(t):
+                raise _fail(node, "needs a list column")
+            return list_contains(col(name), self._literal_of(node.expression, t.value_type))
         if isinstance(node, exp.Column):
             name = self._column(node)
             if not pa.types.is_boolean(self.schema.field(name).type):
@@ -171,8 +178,11 @@ class _Translator:
         return found
 
     def _literal(self, node, name: str):
+        return self._literal_of(node, self.schema.field(name).type)
+
+    def _literal_of(self, node, t: pa.DataType):
+        """The literal ``node`` as a value of Arrow type ``t``."""
         exp = self.exp
-        t = self.schema.field(name).type
         while isinstance(node, exp.Paren):
             node = node.this
         if isinstance(node, exp.Null):

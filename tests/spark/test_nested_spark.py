@@ -83,6 +83,10 @@ def test_spark_reads_nested_files_rcfmt_wrote(spark, tmp_path):
     assert rows[8]["s"] is None
     assert df.filter("s.a >= 290").count() == sum(1 for i in range(290, n) if i % 4)
     assert df.filter("s.a IS NULL").count() == n // 4
+    # the relation's filter option takes array_contains and struct paths (sqlglot, exactly)
+    opt = (spark.read.format("rcfmt").option("filter", "array_contains(pair, -7) OR s.a = 9")
+           .load(str(tmp_path / "ds")))
+    assert sorted(r.id for r in opt.collect()) == [7, 9]
 
 
 def test_filters_on_nested_paths_translate_exactly():
