@@ -83,14 +83,34 @@ def _integer_like(ltype: LogicalType) -> bool:
     return ltype.is_integer or ltype.name in ("date32", "timestamp")
 
 
-def _dictionary_worthwhile(chunk: ColumnValues, ltype: LogicalType) -> bool:
+def _dictionary_worthwhile(chunk: ColumnValues, ltype: LogicalType, stats: ColumnStats | None = None) -> bool:
+    """Whether the chunk is worth a full dictionary build: its first rows are at most
+    half distinct, or -- for a chunk much larger than that sample, whose values may
+    repeat only across it (hours of flights sorted by plane) -- rows spread over it let
+    the Chao1 estimator (distinct + singletons^2 / (2 doubletons)) put the chunk's
+    distinct values at most at half its rows, with codes at least a byte narrower than
+    the values' range needs (else bit-packing the values does as well)."""
     n = len(chunk)
     if n == 0 or ltype.kind == PhysicalKind.BOOL:
         return False
     if n <= DICTIONARY_SAMPLE:
         return True
     codes, dictionary = build_dictionary(chunk.slice(0, DICTIONARY_SAMPLE), ltype)
-    return len(dictionary) <= DICTIONARY_SAMPLE * DICTIONARY_MAX_DISTINCT_FRACTION
+    if len(dictionary) <= DICTIONARY_SAMPLE * DICTIONARY_MAX_DISTINCT_FRACTION:
+        return True
+    if n < 4 * DICTIONARY_SAMPLE or ltype.kind != PhysicalKind.FIXED:
+        return False
+    spread = ColumnValues(np.ascontiguousarray(chunk.values[:: n // DICTIONARY_SAMPLE][:DICTIONARY_SAMPLE]))
+    codes, dictionary = build_dictionary(spread, ltype)
+    seen = np.bincount(codes)
+    once, twice = int((seen == 1).sum()), int((seen == 2).sum())
+    estimate = len(dictionary) + (once * once / (2 * twice) if twice else once * (once - 1) / 2)
+    if estimate > n * DICTIONARY_MAX_DISTINCT_FRACTION:
+        return False
+    value_bits = ltype.width * 8
+    if _integer_like(ltype) and stats is not None and stats.has_min_max:
+        value_bits = (int(stats.max) - int(stats.min)).bit_length()
+    return value_bits >= int(estimate).bit_length() + 8
 
 
 def _runs_and_order(values: np.ndarray, integer: bool) -> tuple[int, bool | None]:
@@ -124,7 +144,7 @@ def analyze(chunk: ColumnValues, ltype: LogicalType, stats: ColumnStats, *, dict
         lo, hi = (int(stats.min), int(stats.max)) if stats.has_min_max else (0, 0)
         if -(1 << 63) <= lo and hi < (1 << 63):
             a.min_int, a.max_int = lo, hi
-    if dictionary and _dictionary_worthwhile(chunk, ltype):
+    if dictionary and _dictionary_worthwhile(chunk, ltype, stats):
         a.dictionary = build_dictionary(chunk, ltype)
         # Filled null slots repeat valid values and add no distinct value; VARBINARY null
         # slots hold arbitrary (usually empty) values, so the count is exact only without nulls.

@@ -196,3 +196,31 @@ def test_runs_and_order_match_numpy(dtype, n, levels, seed):
         assert ordered == bool(np.all(values[1:] >= values[:-1]))
     else:
         assert ordered is None
+
+
+def test_dictionary_for_values_that_repeat_only_across_the_chunk(tmp_path):
+    """Hourly timestamps of flights grouped by plane: the first 4,096 values are mostly
+    distinct, the chunk is not (8,760 hours in 60,000 values). The spread sample's Chao1
+    estimate finds it and DICTIONARY is chosen; integers whose range needs no more bits
+    than their codes would (10,000 suppliers) get no dictionary build."""
+    from rcfmt.statistics import compute_stats
+    from rcfmt.types import LogicalType
+
+    rng = np.random.default_rng(1)
+    hours = np.sort(rng.integers(0, 8760, (60, 1000)), axis=1).ravel()  # 60 planes, sorted within each
+    ts = (np.int64(1_356_998_400) + hours * 3600) * 1_000_000
+    lt = LogicalType("timestamp", unit="us", tz="UTC")
+    chunk = ColumnValues(ts.astype("<i8"))
+    stats = compute_stats(chunk, None, lt, 32)
+    analysis = selector.analyze(chunk, lt, stats)
+    assert analysis.dictionary is not None and analysis.distinct_count <= 8760
+    assert selector.choose(chunk, lt, analysis).name == "dictionary"
+    keys = ColumnValues(rng.integers(1, 10_001, 131_072).astype("<i8"))
+    lt64 = LogicalType("int64")
+    assert selector.analyze(keys, lt64, compute_stats(keys, None, lt64, 32)).dictionary is None
+    # and a file of such timestamps is smaller than before (PLAIN/DELTA + zstd)
+    table = pa.table({"t": pa.array(ts, pa.timestamp("us", tz="UTC"))})
+    rcfmt.write_table(table, tmp_path / "a.rcfmt")
+    rcfmt.write_table(table, tmp_path / "b.rcfmt", encoding={"t": "delta"})
+    assert (tmp_path / "a.rcfmt").stat().st_size < 0.9 * (tmp_path / "b.rcfmt").stat().st_size
+    assert rcfmt.read_table(tmp_path / "a.rcfmt").equals(table)
