@@ -248,7 +248,9 @@ def _struct_paths(t: pa.DataType, prefix: tuple = ()) -> list[tuple]:
 @settings(max_examples=S.examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_sub_field_projection(tmp_path_factory, data):
-    t = data.draw(nested_types(max_leaves=5).filter(pa.types.is_struct))
+    fields = st.lists(st.tuples(NAMES, nested_types(max_leaves=4), st.booleans()), min_size=1, max_size=3,
+                      unique_by=lambda f: f[0])
+    t = data.draw(fields.map(lambda fs: pa.struct([pa.field(n, ft, nl) for n, ft, nl in fs])))
     n = data.draw(st.integers(0, 30))
     arr = data.draw(nested_arrays(t, n))
     table = pa.table({"s": arr, "k": pa.array(np.arange(n))})
