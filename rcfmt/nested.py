@@ -26,7 +26,9 @@ from typing import Callable
 import numpy as np
 import pyarrow as pa
 
+from .encodings.base import ColumnValues
 from .errors import CorruptFileError, SchemaError
+from .file.arrow_io import to_arrow, to_numpy, validity
 from .types import LogicalType, logical_type_from_arrow
 
 __all__ = ["Node", "is_nested", "plan_columns", "shred", "assemble", "nodes_to_json", "nodes_from_json",
@@ -39,6 +41,9 @@ MAX_DEPTH = 64
 #: largest fixed_size_list size a file may declare
 MAX_LIST_SIZE = 1 << 20
 _VIEWS = {pa.string_view(): pa.string(), pa.binary_view(): pa.binary()}
+# (arrays are built from buffers: pyarrow's conversions of numpy import pandas on first use)
+_BOOL = LogicalType("bool")
+_LENGTHS = {False: LogicalType("int32"), True: LogicalType("int64")}
 
 
 def is_nested(t: pa.DataType) -> bool:
@@ -169,11 +174,11 @@ def shred(arr: pa.Array, node: Node, out: dict[int, pa.Array]) -> None:
             size = node.size
             shred(arr.values.slice(arr.offset * size, n * size), node.children[0], out)
         return
-    offsets = np.asarray(arr.offsets)  # n + 1 entries (a sliced array's own window)
+    offsets = to_numpy(arr.offsets)  # n + 1 entries (a sliced array's own window)
     lengths = (offsets[1:] - offsets[:-1]).astype(np.int64 if k == LARGE_LIST else np.int32)
-    nulls = np.asarray(arr.is_null()) if arr.null_count else None
-    out[node.column] = pa.array(lengths, mask=nulls)
-    flat = _elements(arr.values, offsets, nulls)
+    valid = validity(arr) if arr.null_count else None
+    out[node.column] = to_arrow(ColumnValues(lengths), valid, _LENGTHS[k == LARGE_LIST])
+    flat = _elements(arr.values, offsets, None if valid is None else ~valid)
     if k == MAP:
         shred(flat.field(0), node.children[0], out)
         shred(flat.field(1), node.children[1], out)
@@ -190,15 +195,12 @@ def _elements(values: pa.Array, offsets: np.ndarray, nulls: np.ndarray | None) -
     keep = np.zeros(hi - lo, bool)
     for a, b in zip(offsets[:-1][~nulls], offsets[1:][~nulls]):
         keep[a - lo:b - lo] = True
-    return values.slice(lo, hi - lo).filter(pa.array(keep))
+    return values.slice(lo, hi - lo).filter(to_arrow(ColumnValues(keep), None, _BOOL))
 
 
 def _presence(arr: pa.Array) -> pa.Array:
     """A bool array, true where ``arr`` is valid and null where it is null."""
-    n = len(arr)
-    if not arr.null_count:
-        return pa.array(np.ones(n, bool))
-    return pa.array(np.ones(n, bool), mask=np.asarray(arr.is_null()))
+    return to_arrow(ColumnValues(np.ones(len(arr), bool)), validity(arr) if arr.null_count else None, _BOOL)
 
 
 # ---------------------------------------------------------------------- reading
@@ -219,7 +221,7 @@ def assemble(node: Node, decode: Callable, slots: int, rows: np.ndarray | None =
         own = decode(node.column, slots, rows)
     else:  # the lengths of every list: the elements of a selected one start after all before it
         everything = decode(node.column, slots, None)
-        own = everything if rows is None else everything.take(pa.array(rows, pa.int64()))
+        own = everything if rows is None else everything.take(to_arrow(ColumnValues(rows), None, _LENGTHS[True]))
     # a field declared non-nullable is null only where a struct above it is: Arrow wants no
     # validity there (the struct's own says it)
     mask = own.is_null() if own.null_count and node.nullable else None
@@ -232,7 +234,9 @@ def assemble(node: Node, decode: Callable, slots: int, rows: np.ndarray | None =
         inner = None if rows is None else (rows[:, None] * size + np.arange(size)).ravel()
         values = assemble(node.children[0], decode, slots * size, inner)
         return pa.FixedSizeListArray.from_arrays(values, type=node.arrow_type, mask=mask)
-    lengths = np.asarray(everything.fill_null(0) if everything.null_count else everything, np.int64)
+    lengths = to_numpy(everything).astype(np.int64)  # (entries under NULL: 0 below)
+    if everything.null_count:
+        lengths[~validity(everything)] = 0
     if len(lengths) and int(lengths.min()) < 0:
         raise CorruptFileError(f"negative list length in column of {node.name!r}")
     total = int(lengths.sum())
@@ -248,7 +252,8 @@ def assemble(node: Node, decode: Callable, slots: int, rows: np.ndarray | None =
         inner = np.arange(picked, dtype=np.int64) + np.repeat(starts[rows] - (ends - counts), counts)
     offsets = np.zeros(n + 1, np.int64)
     np.cumsum(counts, out=offsets[1:])
-    offsets_arr = pa.array(offsets, pa.int64() if k == LARGE_LIST else pa.int32())
+    offsets_arr = to_arrow(ColumnValues(offsets.astype(np.int64 if k == LARGE_LIST else np.int32)), None,
+                           _LENGTHS[k == LARGE_LIST])
     if k == MAP:
         key, value = node.children
         keys = assemble(key, decode, total, inner)

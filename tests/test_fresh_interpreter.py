@@ -142,3 +142,53 @@ def test_first_dataset_read_and_spark_planning_do_not_import_pandas(tmp_path):
     assert proc.returncode == 0, proc.stderr
     rows, first, spark, imported = proc.stdout.split()
     assert int(rows) > 0 and first == "False" and imported == "False", proc.stdout
+
+
+NESTED_CHILD = textwrap.dedent("""
+    import sys, threading
+    import rcfmt
+    from rcfmt import col, list_contains
+    path = sys.argv[1]
+    reads = [lambda: rcfmt.read_table(path),
+             lambda: rcfmt.read_table(path, filter=col("payload.user.id") >= 30),
+             lambda: rcfmt.read_table(path, filter=list_contains(col("tags"), "t2")),
+             lambda: rcfmt.read_table(path, columns=["payload.user.name", "deep"], filter=col("id") > 20),
+             lambda: rcfmt.read_table(path, filter=~list_contains(col("tags"), "t1") & (col("id") < 30)),
+             lambda: rcfmt.open(path).read_block(1)]
+    barrier = threading.Barrier(len(reads))
+    out, errors = [None] * len(reads), []
+    def run(k):
+        try:
+            barrier.wait()
+            t = reads[k]()
+            t.validate(full=True)
+            out[k] = t.num_rows
+        except Exception as exc:
+            errors.append(f"{type(exc).__name__}: {exc}")
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(len(reads))]
+    for t in threads: t.start()
+    for t in threads: t.join()
+    if errors:
+        print(errors[0]); sys.exit(1)
+    print(*out, "pandas" in sys.modules)
+""")
+
+
+def test_threaded_first_nested_reads_in_fresh_interpreters():
+    """A new process whose first act is six threads reading nested fields at once (the
+    tree parsed from the footer, the bind schema with lists, list_contains, reads at a
+    selection): every result is what this process reads, valid Arrow, without pandas."""
+    from rcfmt import col, list_contains
+
+    golden = ROOT / "tests" / "data" / "golden_nested.rcfmt"
+    want = [rcfmt.read_table(golden).num_rows,
+            rcfmt.read_table(golden, filter=col("payload.user.id") >= 30).num_rows,
+            rcfmt.read_table(golden, filter=list_contains(col("tags"), "t2")).num_rows,
+            rcfmt.read_table(golden, columns=["payload.user.name", "deep"], filter=col("id") > 20).num_rows,
+            rcfmt.read_table(golden, filter=~list_contains(col("tags"), "t1") & (col("id") < 30)).num_rows,
+            rcfmt.open(golden).read_block(1).num_rows]
+    for _ in range(4):
+        proc = subprocess.run([sys.executable, "-c", NESTED_CHILD, str(golden)], capture_output=True, text=True,
+                              cwd=ROOT, timeout=120)
+        assert proc.returncode == 0, (proc.stdout + proc.stderr)[-2000:]
+        assert proc.stdout.split() == [*map(str, want), "False"]

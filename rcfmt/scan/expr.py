@@ -43,6 +43,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import FilterError, SchemaError
+from ..file.arrow_io import to_numpy
 from ..types import LogicalType, logical_type_from_arrow
 
 __all__ = [
@@ -1081,7 +1082,7 @@ def list_contains_result(leaf: BoundListContains, lists: pa.Array) -> pa.Boolean
         size = lists.type.list_size
         offsets = (np.arange(n + 1, dtype=np.int64) + lists.offset) * size
     else:
-        offsets = np.asarray(lists.offsets, np.int64)
+        offsets = to_numpy(lists.offsets).astype(np.int64)
     lo, hi = int(offsets[0]), int(offsets[-1])
     values = lists.values.slice(lo, hi - lo)
     if pa.types.is_dictionary(values.type):
