@@ -662,27 +662,54 @@ def test_optimize_on_s3_clusters_and_commits_and_a_failure_leaves_nothing(s3, mo
     assert rcfmt.dataset(uri).to_table().num_rows == n
 
 
-_FRESH_THREADED = r"""
+#: the preamble of the fresh-interpreter scripts: ``race(calls)`` runs the calls from one
+#: thread each, released together, and returns their results (asserting none raised)
+_RACE = r"""
 import sys, threading
 import rcfmt
+
+def race(calls):
+    barrier = threading.Barrier(len(calls))
+    results, errors = [None] * len(calls), []
+
+    def run(k):
+        try:
+            barrier.wait()
+            results[k] = calls[k]()
+        except BaseException as exc:
+            errors.append(repr(exc))
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(len(calls))]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    assert not errors, errors
+    return results
+"""
+
+
+def _run_fresh(script: str, *args) -> None:
+    """Run ``_RACE + script`` in a new interpreter (this checkout importable); it must
+    print a line starting with OK."""
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, *filter(None, [os.environ.get("PYTHONPATH")])])}
+    proc = subprocess.run([sys.executable, "-c", _RACE + script, *map(str, args)], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.startswith("OK"), proc.stderr[-3000:]
+
+
+_FRESH_THREADED = r"""
 uri, local = sys.argv[1], sys.argv[2]
 exprs = [rcfmt.col("id").isin([10, 200_500, 399_000]), rcfmt.col("id") >= 390_000,
          (rcfmt.col("v") < 0.001), rcfmt.col("id") < 50]
-barrier = threading.Barrier(len(exprs))
-results, errors = [None] * len(exprs), []
 
-def run(k):
-    try:
-        barrier.wait()
-        with rcfmt.open(uri) as f:  # first calls race: the fetch pool, the page-index prefetch
-            results[k] = f.scan(filter=exprs[k], use_threads=True).read()
-    except BaseException as exc:
-        errors.append(repr(exc))
+def scan(expr):
+    with rcfmt.open(uri) as f:  # first calls race: the fetch pool, the page-index prefetch
+        return f.scan(filter=expr, use_threads=True).read()
 
-threads = [threading.Thread(target=run, args=(k,)) for k in range(len(exprs))]
-[t.start() for t in threads]
-[t.join() for t in threads]
-assert not errors, errors
+results = race([lambda e=e: scan(e) for e in exprs])
 for k, expr in enumerate(exprs):
     assert results[k].equals(rcfmt.read_table(local, filter=expr)), k
 print("OK", [r.num_rows for r in results])
@@ -693,20 +720,13 @@ def test_first_remote_scans_in_a_fresh_interpreter_race_safely(s3, tmp_path):
     """A user's first calls, at once from four threads in a new process: threaded scans of
     one S3 file create the concurrent-fetch pool and the page-index prefetch lazily, and
     every result equals the local file's."""
-    import subprocess
-    import sys
-
     n = 400_000
     t = pa.table({"id": np.arange(n), "v": np.random.default_rng(3).random(n)})
     local = tmp_path / "fresh.rcfmt"
     rcfmt.write_table(t, local, block_rows=50_000, page_rows=1000, compression="none")
     uri = f"s3://{BUCKET}/fresh/f.rcfmt"
     rcfmt.write_table(t, uri, block_rows=50_000, page_rows=1000, compression="none")
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, *filter(None, [os.environ.get("PYTHONPATH")])])}
-    proc = subprocess.run([sys.executable, "-c", _FRESH_THREADED, uri, str(local)], env=env, capture_output=True,
-                          text=True, timeout=300)
-    assert proc.returncode == 0 and proc.stdout.startswith("OK"), proc.stderr[-3000:]
+    _run_fresh(_FRESH_THREADED, uri, local)
 
 
 # ------------------------------------------------------------------ what an open reads, and the footer cache
@@ -935,27 +955,12 @@ def test_the_footer_cache_tells_stores_apart(s3, proxy, monkeypatch):
 
 
 _FRESH_DATASET = r"""
-import sys, threading
-import rcfmt
 from rcfmt.file.footer_cache import FOOTERS
 uri, local = sys.argv[1], sys.argv[2]
 exprs = [rcfmt.col("id") < 5000, rcfmt.col("id").isin([7, 123_456, 299_999]), rcfmt.col("v") > 0.999, None]
 want = [rcfmt.dataset(local).to_table(filter=e).sort_by("id") for e in exprs]
 for round in range(2):  # first: footers read and cached; second: files opened lazily, from the cache
-    barrier = threading.Barrier(len(exprs))
-    results, errors = [None] * len(exprs), []
-
-    def run(k):
-        try:
-            barrier.wait()
-            results[k] = rcfmt.dataset(uri).to_table(filter=exprs[k]).sort_by("id")
-        except BaseException as exc:
-            errors.append(repr(exc))
-
-    threads = [threading.Thread(target=run, args=(k,)) for k in range(len(exprs))]
-    [t.start() for t in threads]
-    [t.join() for t in threads]
-    assert not errors, errors
+    results = race([lambda e=e: rcfmt.dataset(uri).to_table(filter=e).sort_by("id") for e in exprs])
     for k in range(len(exprs)):
         assert results[k].equals(want[k]), (round, k)
     assert len(FOOTERS) > 0
@@ -969,9 +974,6 @@ def test_first_dataset_reads_in_a_fresh_interpreter_share_the_footer_cache_safel
     pools); the second opens every file from the cache, so each file object's client
     file is opened lazily by whichever of its fetch threads reads first. Every result
     equals the local copy's."""
-    import subprocess
-    import sys
-
     n = 300_000
     t = pa.table({"id": np.arange(n), "v": np.random.default_rng(9).random(n)})
     local = tmp_path / "ds"
@@ -979,11 +981,7 @@ def test_first_dataset_reads_in_a_fresh_interpreter_share_the_footer_cache_safel
     for where in (local, uri):
         rcfmt.write_dataset(t, where, target_file_rows=150_000, block_rows=20_000, compression="none")
     assert all(f.size > 1 << 20 for f in rcfmt.dataset(uri).files)  # not read whole at the open
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, *filter(None, [os.environ.get("PYTHONPATH")])])}
-    proc = subprocess.run([sys.executable, "-c", _FRESH_DATASET, uri, str(local)], env=env, capture_output=True,
-                          text=True, timeout=300)
-    assert proc.returncode == 0 and proc.stdout.startswith("OK"), proc.stderr[-3000:]
+    _run_fresh(_FRESH_DATASET, uri, local)
 
 
 def test_nested_file_and_dataset_on_s3(s3, tmp_path, large_file_reads):
