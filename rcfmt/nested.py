@@ -273,6 +273,14 @@ def _declared(arr: pa.Array, node: Node) -> pa.Array:
     return pa.Array.from_buffers(arr.type, len(arr), [None, *arr.buffers()[1:]], 0, arr.offset)
 
 
+def under_structs(arr: pa.Array, names) -> pa.Array:
+    """The field reached from struct array ``arr`` through ``names``, NULL wherever a
+    struct on the way is NULL (how a filter sees ``payload.user.id``)."""
+    for name in names:
+        arr = arr.flatten()[arr.type.get_field_index(name)]  # flatten() ANDs the struct's validity
+    return arr
+
+
 def element_columns(nodes) -> set[int]:
     """Physical columns whose slots are list elements, not rows."""
     out: set[int] = set()

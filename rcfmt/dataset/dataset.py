@@ -485,10 +485,7 @@ def _leaf_values(batch: pa.RecordBatch, name: str) -> pa.Array:
     if batch.schema.get_field_index(name) >= 0:
         return batch.column(batch.schema.get_field_index(name))
     top = _top(batch.schema, name)
-    arr = batch.column(batch.schema.get_field_index(top))
-    for part in name[len(top) + 1:].split("."):
-        arr = arr.flatten()[arr.type.get_field_index(part)]  # flatten() ANDs the struct's validity
-    return arr
+    return nested.under_structs(batch.column(batch.schema.get_field_index(top)), name[len(top) + 1:].split("."))
 
 
 def _type_name(t: pa.DataType) -> str:

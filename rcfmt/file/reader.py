@@ -408,6 +408,16 @@ class RcfmtFile:
         """Whether stored column ``column`` holds list elements (not one slot per row)."""
         return column in self._elements
 
+    def check_slots(self, block: int, column: int, slots: int, held: int | None = None) -> None:
+        """Raise CorruptFileError unless chunk ``column`` of ``block`` can hold ``slots``
+        values (list lengths say how many an element column holds): at most 2^20 per
+        page, and exactly ``held`` when its page index (which counts them) is given.
+        Checked before anything is allocated for them."""
+        limit = int(self.footer.chunks[column][block]["page_count"]) * MAX_PAGE_ROWS
+        if slots > limit or (held is not None and held != slots):
+            raise CorruptFileError(f"list lengths say {slots} values, the pages of {self._names[column]!r} hold "
+                                   f"{'at most ' + str(limit) if held is None else held}")
+
     def read_column_chunk(self, block: int, column: int) -> pa.Array:
         """Decode one whole stored column chunk into an Arrow array (for a column of list
         elements, one value per element)."""
@@ -420,9 +430,7 @@ class RcfmtFile:
         before anything is allocated for them) as a flat Arrow array."""
         col = self.footer.columns[column]
         try:
-            limit = int(self.footer.chunks[column][block]["page_count"]) * MAX_PAGE_ROWS
-            if rows > limit:
-                raise CorruptFileError(f"list lengths say the chunk holds {rows} values, its pages at most {limit}")
+            self.check_slots(block, column, rows)
             values, valid = self.chunk_decoder(block, column, buf, base).decode_all(rows)
             if valid is not None and not col.nullable:
                 raise CorruptFileError("nulls in a column declared not nullable")

@@ -20,9 +20,9 @@ from ..encodings.base import ColumnValues
 from ..encodings.dictionary import take as dictionary_take
 from ..errors import CorruptFileError, InvalidOptionError
 from ..file.arrow_io import export_stream, to_arrow
-from ..format.layout import MAX_PAGE_ROWS
 from ..nested import assemble as nested_assemble
 from ..nested import list_node as nested_list_node
+from ..nested import under_structs as nested_under_structs
 from ..types import PhysicalKind
 from .._native import pageindex as _pageindex
 from .._native import select as _select
@@ -611,12 +611,9 @@ class FileScan:
 
         def decode(col: int, slots: int, rows) -> pa.Array:
             if file.is_element_column(col):  # slots from the lengths: check them against the pages
-                limit = int(file.footer.chunks[col][block]["page_count"]) * MAX_PAGE_ROWS
                 # (a whole chunk's pages are checked to hold exactly ``slots`` when decoded)
-                held = limit if rows is None else int(self._page_index(block, col, cache).counts.sum())
-                if slots > limit or (rows is not None and held != slots):
-                    raise CorruptFileError(f"list lengths say {slots} values, the pages of "
-                                           f"{file.footer.columns[col].name!r} hold {held}")
+                held = None if rows is None else int(self._page_index(block, col, cache).counts.sum())
+                file.check_slots(block, col, slots, held)
             if rows is None and fetched is not None:  # a whole read: the chunk straight to Arrow
                 rec = file.footer.chunks[col][block]
                 stats.pages_total += int(rec["page_count"])
@@ -633,10 +630,7 @@ class FileScan:
         """The list at dotted ``path`` (top level or under structs) for the selected rows
         of ``block``: NULL where it or a struct above it is NULL."""
         node, names = nested_list_node(self.file.nested, path)
-        arr = self._nested_at(block, node, selection, cache, stats)
-        for name in names:
-            arr = arr.flatten()[arr.type.get_field_index(name)]  # flatten() ANDs the struct's validity
-        return arr
+        return nested_under_structs(self._nested_at(block, node, selection, cache, stats), names)
 
     def _assembled(self, node, decode, slots: int, rows, block: int) -> pa.Array:
         try:
