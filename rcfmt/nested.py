@@ -20,6 +20,7 @@ footer under the JSON key ``nested``.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 from typing import Callable
 
@@ -477,6 +478,7 @@ def plan_schema(schema: pa.Schema) -> tuple[tuple, list[tuple[str, LogicalType, 
     return tuple(nodes), columns
 
 
+@functools.lru_cache(maxsize=256)
 def filter_schema(schema: pa.Schema) -> pa.Schema:
     """The columns a filter may name in data of ``schema``: its flat fields and the
     leaves under its structs (by dotted path). ``schema`` itself when it has no nested
@@ -497,6 +499,7 @@ def filter_schema(schema: pa.Schema) -> pa.Schema:
     return pa.schema(out, metadata=schema.metadata)
 
 
+@functools.lru_cache(maxsize=256)
 def bind_schema(schema: pa.Schema) -> pa.Schema:
     """What a filter binds to: :func:`filter_schema`, plus the lists at the top level
     or under structs (by dotted path, with their list type), which ``list_contains``

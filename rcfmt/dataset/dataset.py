@@ -299,7 +299,8 @@ class DatasetScan:
             if residual is _FALSE:
                 f.close()
                 return None, partition, None
-            columns = [c for c in self._data_columns if not check_types(f, self.schema, [c])]
+            absent = set(check_types(f, self.schema, self._data_columns))
+            columns = [c for c in self._data_columns if c not in absent]
             pushed, post = None if residual is _TRUE else residual, None
             narrower = _narrower_columns(f, self.schema, pushed)
             if narrower:  # columns widened since the file was written: those leaves are applied after
