@@ -129,6 +129,14 @@ def _is_discrete(leaf: InSet) -> bool:
     return lt.is_integer or lt.name in ("bool", "date32", "timestamp", "decimal128")
 
 
+def _alike(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Bounds of one dtype: decimal bounds are int64 only when every slot fits, which
+    the mins may and the maxes may not -- then both as Python ints."""
+    if lo.dtype == hi.dtype:
+        return lo, hi
+    return lo.astype(object), hi.astype(object)
+
+
 def _sorted_members(leaf: InSet, dtype: np.dtype) -> np.ndarray:
     """The members (already sorted and distinct) as ``dtype``; for integer stats
     (decimals held as int64 among them) members outside the dtype's range are dropped:
@@ -157,7 +165,7 @@ def _in_may_match(leaf: InSet, s: StatsArrays, has, ordered, valid, nans, discre
 
 def _any_member_within(leaf: InSet, s: StatsArrays, has) -> np.ndarray:
     """Units (where ``has``) whose [min, max] contains a member."""
-    lo, hi = s.min, s.max
+    lo, hi = _alike(s.min, s.max)
     if lo.dtype != object:
         members = _sorted_members(leaf, lo.dtype)
         if not len(members):
@@ -179,7 +187,7 @@ def _all_within_members(leaf: InSet, s: StatsArrays, where, discrete: bool) -> n
     Discrete types: the members cover every integer of [min, max]; others: min == max
     and it is a member.
     """
-    lo, hi = s.min, s.max
+    lo, hi = _alike(s.min, s.max)
     if lo.dtype != object:
         members = _sorted_members(leaf, lo.dtype)
         first = np.searchsorted(members, lo, side="left")

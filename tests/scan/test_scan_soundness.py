@@ -187,3 +187,17 @@ def test_filter_errors(tmp_path):
         rcfmt.read_table(path, filter=[("a", "~", 1)])
     assert rcfmt.read_table(path, filter=[("a", ">", 1)]).column("a").to_pylist() == [2, 3]
     assert rcfmt.read_table(path, filter=[[("a", "<", 2)], [("a", "==", 3)]]).column("a").to_pylist() == [1, 3]
+
+
+def test_in_list_on_decimal_bounds_of_two_widths(tmp_path):
+    """Decimal block bounds are int64 where every min fits and Python ints where a max
+    does not: an IN list that tests both against its members must not overflow."""
+    import decimal
+
+    big = decimal.Decimal("9999999999999999999999999999.9999999999")
+    table = pa.table({"c0": pa.array([decimal.Decimal(0)] * 5 + [big], pa.decimal128(38, 10))})
+    path = tmp_path / "t.rcfmt"
+    rcfmt.write_table(table, path, block_rows=2, page_rows=1)
+    expr = (rcfmt.col("c0") == decimal.Decimal(0)) & ~rcfmt.col("c0").isin([-big])
+    assert rcfmt.read_table(path, filter=expr).num_rows == 5
+    assert rcfmt.read_table(path, filter=rcfmt.col("c0").isin([big, decimal.Decimal(0)])).num_rows == 6
