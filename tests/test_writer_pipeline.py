@@ -54,11 +54,11 @@ def test_failure_in_a_later_block_leaves_no_file(tmp_path, monkeypatch):
     real = writer_mod.encode_chunk
     calls = {"n": 0}
 
-    def failing(values, valid, col, options, forced=None):
+    def failing(values, valid, col, options, forced=None, bitmap_request=None):
         calls["n"] += 1
         if col.name == "f" and int(values.values[0]) > 0 and len(values) and calls["n"] > 8:
             raise RuntimeError("disk on fire")
-        return real(values, valid, col, options, forced)
+        return real(values, valid, col, options, forced, bitmap_request)
 
     monkeypatch.setattr(writer_mod, "encode_chunk", failing)
     t = _table(60_000).set_column(2, "f", pa.array(np.arange(60_000, dtype=np.float64)))

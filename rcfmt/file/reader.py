@@ -19,6 +19,7 @@ from .._native import pageindex as _pageindex
 from .._native.pages import crc32
 from ..errors import ChecksumError, CorruptFileError, InvalidOptionError, SchemaError, UnsupportedError
 from ..encodings import holds_type
+from ..format.bitmap_index import IndexEntry, keys_parser, parse_directory, parse_entry
 from ..format.footer import FileMetaData, parse_footer
 from ..format.layout import (FORMAT_VERSION, HEADER, HEADER_SIZE, MAGIC, MAX_PAGE_ROWS, TAIL, TAIL_SIZE, page_record,
                              view_records)
@@ -387,6 +388,61 @@ class RcfmtFile:
             entries = self.page_index(block, column)
         return stats_arrays(entries, self.footer.columns[column].type, entries["row_count"])
 
+    # ------------------------------------------------------------------ bitmap indexes
+    @property
+    def bitmap_columns(self) -> dict[int, int]:
+        """``{column: row of the bitmap-index directory}`` of the columns with a bitmap
+        index in at least one block (docs/FORMAT.md section 6b)."""
+        region = self.footer.bitmap_index
+        if region is None or "columns" not in region:
+            return {}
+        return {c: j for j, c in enumerate(region["columns"])}
+
+    def bitmap_directory(self) -> np.ndarray:
+        """The bitmap-index directory, ``(indexed columns, blocks)`` records (read once,
+        checked)."""
+        directory = getattr(self, "_bitmap_directory", None)
+        if directory is None:
+            region = self.footer.bitmap_index
+            start, end = region["offset"], region["offset"] + region["length"]
+            raw = self.read_range(region["directory_offset"], end - region["directory_offset"])
+            try:
+                directory = parse_directory(raw, len(region["columns"]), self.num_blocks,
+                                            (start, region["directory_offset"]), self.verify_checksums)
+            except CorruptFileError as exc:
+                raise exc.with_context(path=self.path) from None
+            self._bitmap_directory = directory
+        return directory
+
+    def bitmap_span(self, block: int, column: int) -> tuple[int, int]:
+        """``(offset, length)`` of the chunk's bitmap-index entry; length 0 if none."""
+        row = self.bitmap_columns.get(column)
+        if row is None:
+            return 0, 0
+        rec = self.bitmap_directory()[row, block]
+        return int(rec["offset"]), int(rec["length"])
+
+    def bitmap_entry(self, block: int, column: int, buf=None, base: int = 0) -> IndexEntry | None:
+        """The chunk's bitmap index (checksum verified, layout checked), or None if it
+        has none. ``buf`` may hold already read bytes of the file from offset ``base``."""
+        offset, length = self.bitmap_span(block, column)
+        if not length:
+            return None
+        name = self._names[column]
+        if buf is not None and base <= offset and offset + length <= base + len(buf):
+            raw = bytes(memoryview(buf)[offset - base : offset - base + length])
+        else:
+            raw = self.read_range(offset, length)
+        row = self.bitmap_columns[column]
+        if self.verify_checksums and crc32(raw) != int(self.bitmap_directory()[row, block]["crc32"]):
+            raise ChecksumError("bitmap index checksum mismatch", path=self.path, column=name, block=block,
+                                offset=offset)
+        try:
+            return parse_entry(raw, int(self.footer.blocks[block]["row_count"]),
+                               keys_parser(self.footer.columns[column].type))
+        except CorruptFileError as exc:
+            raise exc.with_context(path=self.path, column=name, block=block) from None
+
     # ------------------------------------------------------------------ decoding
     def chunk_decoder(self, block: int, column: int, buf: bytes | None = None, base: int | None = None,
                       dictionary=None) -> ChunkDecoder:
@@ -474,18 +530,21 @@ class RcfmtFile:
 
     def scan(self, columns: Sequence[str] | None = None, filter=None, *, use_threads: bool = True,
              read_dictionary: Sequence[str] | None = None, use_bloom: bool = True, use_page_index: bool = True,
-             blocks: tuple[int, int] | None = None):
+             blocks: tuple[int, int] | None = None, use_bitmap_index: bool = True):
         """Plan a skipping scan; returns a :class:`~rcfmt.scan.scanner.FileScan` with
-        ``read()``, ``iter_batches()`` and ``stats`` (what was pruned, read, decoded).
+        ``read()``, ``iter_batches()``, ``count()`` and ``stats`` (what was pruned, read,
+        decoded).
 
         ``filter`` is an expression (``rcfmt.col("x") > 5``) or pyarrow-style DNF list.
         ``read_dictionary`` lists columns to return as ``pyarrow.DictionaryArray``.
-        ``blocks=(start, stop)`` scans only those blocks (e.g. one task's share)."""
+        ``blocks=(start, stop)`` scans only those blocks (e.g. one task's share).
+        ``use_bloom``, ``use_page_index``, ``use_bitmap_index`` turn a skipping
+        structure off (for comparisons; results are the same)."""
         from ..scan.scanner import scan_file
 
         return scan_file(self, columns=columns, filter=filter, use_threads=use_threads,
                          read_dictionary=read_dictionary, use_bloom=use_bloom, use_page_index=use_page_index,
-                         blocks=blocks)
+                         blocks=blocks, use_bitmap_index=use_bitmap_index)
 
     def read(self, columns: Sequence[str] | None = None, filter=None, *, use_threads: bool = True,
              read_dictionary: Sequence[str] | None = None) -> pa.Table:

@@ -13,7 +13,7 @@ import inspect
 import os
 import threading
 import zlib
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,6 +41,8 @@ from ..format.layout import (
 from ..format.page import build_page, pack_validity
 from ..format.stats_slots import DEFAULT_TRUNCATE, encode_slots, stat_width
 from ..scan.bloom_filters import DEFAULT_FPP, BloomPolicy, build_filter
+from .bitmap_build import BitmapPolicy, Proposal, propose, within_budget
+from ..format.bitmap_index import DIRECTORY_RECORD, encode_directory
 from ..statistics import compute_page_stats, compute_stats
 from ..types import LogicalType, PhysicalKind, logical_type_from_arrow
 from .. import nested
@@ -88,12 +90,13 @@ class WriteOptions:
     stats_truncate: int = DEFAULT_TRUNCATE
     bloom: BloomPolicy | None = None
     use_threads: bool = True
+    bitmaps: BitmapPolicy | None = None
 
     @classmethod
     def create(cls, schema: pa.Schema, *, block_rows=DEFAULT_BLOCK_ROWS, page_size=DEFAULT_PAGE_SIZE,
                page_rows=DEFAULT_PAGE_ROWS, compression="auto", compression_level=None, encoding=None,
                dictionary=True, stats_truncate=DEFAULT_TRUNCATE, bloom_filter_columns="auto",
-               bloom_filter_fpp=DEFAULT_FPP, use_threads=True, **unknown) -> "WriteOptions":
+               bloom_filter_fpp=DEFAULT_FPP, use_threads=True, bitmap_indexes="auto", **unknown) -> "WriteOptions":
         if unknown:
             known = [p for p in inspect.signature(cls.create).parameters if p not in ("schema", "unknown")]
             raise UnknownOptionError(f"unknown write option(s) {sorted(unknown)}; write options are {known}")
@@ -134,8 +137,10 @@ class WriteOptions:
         bloom = BloomPolicy(bloom_filter_columns, bloom_filter_fpp, names)
         if not isinstance(use_threads, bool):
             raise InvalidOptionError(f"use_threads must be True or False, got {use_threads!r}")
+        bitmaps = BitmapPolicy(bitmap_indexes, schema,
+                               {f.name: logical_type_from_arrow(f.type) for f in schema})
         return cls(block_rows, page_size, page_rows, compression, compression_level, forced, dictionary,
-                   stats_truncate, bloom, use_threads)
+                   stats_truncate, bloom, use_threads, bitmaps)
 
 
 def as_table(data) -> pa.Table:
@@ -271,6 +276,13 @@ class Writer:
         small (see :class:`~rcfmt.scan.bloom_filters.BloomPolicy`).
     bloom_filter_fpp : float
         Target false-positive rate of named bloom filters (default 0.01).
+    bitmap_indexes : "auto", dict or None
+        Per-chunk bitmap indexes (docs/FORMAT.md section 6b) that answer comparisons,
+        IN and IS NULL, and their AND/OR/NOT across columns, without reading pages: a
+        dict of column name -> "equality" | "range" | "bitsliced" | "auto", or "auto"
+        (default) for every column where it pays (few distinct values or a narrow
+        integer range, unsorted; at most about a tenth of each block's bytes, see
+        :mod:`rcfmt.file.bitmap_build`). None: no indexes.
     use_threads : bool
         Encode the column chunks of a block in parallel (default True).
     metadata : dict, optional
@@ -297,6 +309,14 @@ class Writer:
         self._chunks: list[list[np.ndarray]] = [[] for _ in self._columns]
         self._page_index: list[bytes] = []  # per (block, column), in write order
         self._blooms: list[bytes | None] = []  # per (block, column), in write order
+        self._bitmaps: list[bytes | None] = []  # per (block, column), in write order
+        self._bitmap_report: dict[str, dict] = {}  # per column: kinds built, reasons for none
+        self._element_ids = nested.element_columns(self._nodes) if self._nodes is not None else set()
+        named_elements = [self._columns[i].name for i in self._element_ids
+                          if self._columns[i].name in self.options.bitmaps.named]
+        if named_elements:
+            raise InvalidOptionError(f"bitmap_indexes: column(s) {named_elements} hold list elements; "
+                                     "bitmap indexes cover rows")
         self._closed = False
         self._write(HEADER.pack(MAGIC, FORMAT_VERSION))
 
@@ -419,7 +439,8 @@ class Writer:
     def _encode_column(self, arrays: list, i: int):
         col = self._columns[i]
         values, valid = from_arrow(arrays[i], col.type)
-        return encode_chunk(values, valid, col, self.options, self._forced(col.name))
+        request = None if i in self._element_ids else self.options.bitmaps.requested(col.name)
+        return encode_chunk(values, valid, col, self.options, self._forced(col.name), request)
 
     def _write_block(self, block: pa.Table) -> None:
         """Encode ``block`` and write it after the blocks before it. With threads, its
@@ -456,7 +477,7 @@ class Writer:
     def _write_encoded(self, rows: int, encoded: list) -> None:
         start = self._pos
         first_row = self._blocks[-1][0] + self._blocks[-1][1] if self._blocks else 0
-        for i, (chunk_bytes, record, page_index, bloom) in enumerate(encoded):
+        for i, (chunk_bytes, record, page_index, bloom, _) in enumerate(encoded):
             record["offset"] = self._pos
             page_index["offset"] += self._pos
             self._write(chunk_bytes)
@@ -464,6 +485,27 @@ class Writer:
             self._page_index.append(page_index.tobytes())
             self._blooms.append(bloom)
         self._blocks.append((first_row, rows, start, self._pos - start))
+        proposals = [e[4] for e in encoded]
+        keep = within_budget(proposals, self._pos - start)
+        threaded = self.options.use_threads and rows >= PARALLEL_MIN_ROWS
+        for i, (proposal, kept) in enumerate(zip(proposals, keep)):
+            entry = None
+            if kept:  # built on the pool while the next blocks encode; written by _finish
+                entry = _pool().submit(proposal.build) if threaded and not proposal.named else proposal.build()
+            self._bitmaps.append(entry)
+            self._note_bitmap(self._columns[i].name, proposal, kept)
+
+    def _note_bitmap(self, name: str, proposal: Proposal | None, kept: bool) -> None:
+        """Count what became of a chunk's index, for the footer's ``bitmap_indexes``
+        report: the kinds built, and why the others were not."""
+        if proposal is None:
+            return
+        report = self._bitmap_report.setdefault(name, {"kinds": {}, "not_indexed": {}})
+        if kept:
+            report["kinds"][proposal.kind] = report["kinds"].get(proposal.kind, 0) + 1
+        else:
+            why = proposal.reason if proposal.build is None else "auto: over the block's index budget"
+            report["not_indexed"][why] = report["not_indexed"].get(why, 0) + 1
 
     def _forced(self, name: str) -> Encoding | None:
         return None if self.options.encoding is None else self.options.encoding.get(name)
@@ -496,16 +538,43 @@ class Writer:
                     rec["bloom_length"] = len(bloom)
                     self._write(bloom)
         bloom_region = (bloom_start, self._pos - bloom_start)
+        bitmap_region = self._write_bitmap_region()
         blocks = np.array(self._blocks, dtype=BLOCK_RECORD) if self._blocks else np.empty(0, BLOCK_RECORD)
         chunks = [
             np.concatenate(recs) if recs else np.empty(0, chunk_record(col.stat_width))
             for col, recs in zip(self._columns, self._chunks)
         ]
+        if self._bitmap_report:
+            bitmap_region = {**(bitmap_region or {}), "report": self._bitmap_report}
         meta = FileMetaData(self._columns, blocks, chunks, self._metadata, f"rcfmt {__version__}", region,
-                            bloom_region=bloom_region, nested=self._nodes)
+                            bloom_region=bloom_region, nested=self._nodes, bitmap_index=bitmap_region)
         footer = serialize_footer(meta)
         self._write(footer)
         self._write(TAIL.pack(len(footer), zlib.crc32(footer), MAGIC))
+
+
+    def _write_bitmap_region(self):
+        """The bitmap-index region: every kept entry (block-major), then the directory
+        of the columns with at least one (docs/FORMAT.md section 6b). Returns its
+        footer description, or None when no chunk has an index."""
+        ncols, nblocks = len(self._columns), len(self._blocks)
+        self._bitmaps = [e.result() if isinstance(e, Future) else e for e in self._bitmaps]
+        indexed = sorted({k % ncols for k, entry in enumerate(self._bitmaps) if entry is not None}) if ncols else []
+        if not indexed:
+            return None
+        start = self._pos
+        directory = np.zeros((len(indexed), nblocks), DIRECTORY_RECORD)
+        row_of = {c: j for j, c in enumerate(indexed)}
+        for k, entry in enumerate(self._bitmaps):
+            if entry is None:
+                continue
+            b, c = divmod(k, ncols)
+            directory[row_of[c], b] = (self._pos, len(entry), zlib.crc32(entry))
+            self._write(entry)
+        directory_offset = self._pos
+        self._write(encode_directory(directory))
+        return {"offset": start, "length": self._pos - start, "directory_offset": directory_offset,
+                "columns": indexed}
 
 
 def _merge_metadata(schema_meta, user_meta) -> dict[str, bytes]:
@@ -554,8 +623,9 @@ def page_bounds(chunk: ColumnValues, ltype: LogicalType, encoding: Encoding, est
 
 
 def encode_chunk(values: ColumnValues, valid, col: ColumnSchema, options: WriteOptions,
-                 forced: Encoding | None = None):
-    """Encode one column chunk; return ``(bytes, chunk record, page-index records, bloom)``.
+                 forced: Encoding | None = None, bitmap_request: str | None = None):
+    """Encode one column chunk; return ``(bytes, chunk record, page-index records, bloom,
+    bitmap-index proposal or None)``; ``bitmap_request``: "auto", a kind, or None.
 
     Offsets in the record and the page-index records are relative to the chunk's start;
     the caller adds the chunk's file offset once it knows where the chunk lands.
@@ -631,7 +701,9 @@ def encode_chunk(values: ColumnValues, valid, col: ColumnSchema, options: WriteO
     bloom_size = options.bloom.filter_size(col.name, ltype, n, distinct, len(out), encoded.dictionary is not None,
                                            analysis.is_sorted)
     bloom = None if bloom_size is None else build_filter(values, valid, ltype, bloom_size)
-    return bytes(out), record, entries, bloom
+    proposal = None if bitmap_request is None else propose(values, valid, ltype, bitmap_request,
+                                                             distinct=distinct, is_sorted=analysis.is_sorted)
+    return bytes(out), record, entries, bloom, proposal
 
 
 def _compress(options: WriteOptions, bodies: list[bytes], dictionary: bytes | None, advice: str | None = None):

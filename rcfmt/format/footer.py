@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from .._native import footer as _footer
 from ..errors import CorruptFileError, UnsupportedError
+from .bitmap_index import DIRECTORY_RECORD
 from ..nested import element_columns, nodes_from_json, nodes_to_json
 from ..types import LogicalType, logical_type_from_json
 from .layout import (
@@ -61,6 +62,10 @@ class FileMetaData:
     arrow_schema: pa.Schema | None = None  # the fields as Arrow sees them, nested ones whole (set when parsed)
     nested: tuple | None = None  # rcfmt.nested.Node per top-level field, when any field is nested
     physical_schema: pa.Schema | None = None  # the stored columns as Arrow sees them (set when parsed)
+    #: the footer's ``bitmap_indexes`` (section 6b): the region {"offset", "length",
+    #: "directory_offset", "columns": [column index, ...]} when any chunk has an index,
+    #: and the writer's "report" (per column: kinds built, reasons for none); or None
+    bitmap_index: dict | None = None
 
     @property
     def num_rows(self) -> int:
@@ -95,6 +100,8 @@ def serialize_footer(meta: FileMetaData) -> bytes:
     }
     if meta.nested is not None:
         doc["nested"] = nodes_to_json(meta.nested)
+    if meta.bitmap_index is not None:
+        doc["bitmap_indexes"] = meta.bitmap_index
     # table offsets depend on the JSON length: lay out with placeholders, then fix up
     doc["blocks"] = {"offset": 0, "count": meta.num_blocks, "record_size": BLOCK_RECORD.itemsize}
     doc["chunks"] = [{"offset": 0, "record_size": c.dtype.itemsize} for c in meta.chunks]
@@ -146,7 +153,8 @@ def parse_footer(buf: bytes, footer_offset: int, encodings_ok=None) -> FileMetaD
     except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
         raise _fail(f"malformed ({type(exc).__name__}: {exc})") from None
     meta = FileMetaData(list(head.columns), blocks, chunks, dict(head.metadata), head.created_by, head.page_index,
-                        head.bloom, dict(head.extra), head.arrow_schema, head.nested, head.physical_schema)
+                        head.bloom, dict(head.extra), head.arrow_schema, head.nested, head.physical_schema,
+                        head.bitmap_index)
     _validate(meta, footer_offset, head, np.frombuffer(buf, np.uint8), layout)
     return meta
 
@@ -170,6 +178,7 @@ class _Head:
     nested: tuple | None
     physical_schema: pa.Schema
     element: np.ndarray  # (columns,) uint8: 1 for element columns (slots are list elements, not rows)
+    bitmap_index: dict | None
 
 
 @functools.lru_cache(maxsize=128)
@@ -249,12 +258,13 @@ def _head(doc: dict, encodings_ok) -> _Head:
         logical = pa.schema([n.field for n in nested], metadata=metadata or None)
     else:
         logical = physical
+    bitmap_index = _bitmap_index(doc.get("bitmap_indexes"), len(columns), element)
     return _Head(doc, tuple(columns), tuple(chunk_record(c.stat_width) for c in columns),
                  np.array([page_record(c.stat_width).itemsize for c in columns], np.intp),
                  np.stack(allowed) if allowed else np.ones((0, 256), np.uint8), metadata,
                  str(doc.get("created_by", "")), (int(pi["offset"]), int(pi["length"])),
                  (int(bf["offset"]), int(bf["length"])), {k: v for k, v in doc.items() if k not in _KNOWN_KEYS},
-                 logical, nested, physical, element)
+                 logical, nested, physical, element, bitmap_index)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -276,7 +286,28 @@ def _column(items: tuple, encodings_ok) -> tuple:
 
 
 _KNOWN_KEYS = {"format_version", "required_features", "created_by", "num_rows", "schema", "metadata",
-               "page_index", "bloom_filters", "blocks", "chunks", "nested"}
+               "page_index", "bloom_filters", "blocks", "chunks", "nested", "bitmap_indexes"}
+
+
+def _bitmap_index(entry, ncols: int, element: np.ndarray) -> dict | None:
+    """The ``bitmap_indexes`` key checked for shape (its locations are checked with the
+    other regions in :func:`_validate`)."""
+    if entry is None:
+        return None
+    if not isinstance(entry, dict):
+        raise _fail("bitmap_indexes is not an object")
+    report = entry.get("report", {})
+    if "columns" not in entry:
+        return {"report": report}
+    out = {k: int(entry[k]) for k in ("offset", "length", "directory_offset")}
+    out["report"] = report
+    cols = entry["columns"]
+    if not isinstance(cols, list) or not cols or any(
+            not isinstance(c, int) or isinstance(c, bool) or not 0 <= c < ncols or element[c] for c in cols) \
+            or sorted(set(cols)) != cols:
+        raise _fail("bitmap_indexes names bad columns")
+    out["columns"] = list(cols)
+    return out
 
 
 def _region(region: tuple[int, int]) -> tuple[int, int]:
@@ -304,6 +335,17 @@ _MESSAGES = {
 }
 
 
+def _validate_bitmap_region(region: dict, nblocks: int, footer_offset: int, after: int) -> None:
+    """The bitmap-index region lies after the blocks, page index and blooms and before
+    the footer; its directory (columns x blocks records + crc32) ends it."""
+    off, length, directory = region["offset"], region["length"], region["directory_offset"]
+    size = len(region["columns"]) * nblocks * DIRECTORY_RECORD.itemsize + 4
+    if not (after <= off and 0 <= length and off + length <= footer_offset):
+        raise _fail("bitmap index region outside the file")
+    if directory < off or directory + size != off + length:
+        raise _fail("bitmap index directory does not end its region")
+
+
 def _validate(meta: FileMetaData, footer_offset: int, head: _Head, footer, layout) -> None:
     """Check that counts add up and every location lies inside the data region (one
     native pass over the tables in ``footer``, laid out as ``layout`` = (blocks offset,
@@ -322,6 +364,9 @@ def _validate(meta: FileMetaData, footer_offset: int, head: _Head, footer, layou
         raise _fail("bloom filter region overlaps the page index")
     if bf_len and not pi_len:
         data_end = min(data_end, bf_off)
+    if meta.bitmap_index is not None and "columns" in meta.bitmap_index:
+        _validate_bitmap_region(meta.bitmap_index, len(meta.blocks), footer_offset,
+                                max(pi_off + pi_len, bf_off + bf_len, data_end))
     columns = meta.columns
     try:
         code, col, block = _footer.check_tables(

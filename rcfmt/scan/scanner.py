@@ -28,6 +28,7 @@ from .._native import pageindex as _pageindex
 from .._native import select as _select
 from .._native import varbinary as _vb
 from . import bloom_filters
+from .bitmap_eval import BlockAnswer, answer_block, leaf_columns, popcount, to_mask
 from .evaluate import ColumnData, eval_nnf
 from . import fetch_plan
 from .fetch_plan import BlockGroups
@@ -58,11 +59,13 @@ class ScanStats:
     blocks_pruned_stats: int = 0
     blocks_pruned_bloom: int = 0
     blocks_pruned_pages: int = 0
+    blocks_pruned_index: int = 0  # by bitmap indexes
     pages_total: int = 0
     pages_read: int = 0
     rows_total: int = 0
     rows_decoded: int = 0
     rows_selected: int = 0
+    rows_selected_index: int = 0  # rows selected by bitmap indexes alone (the filter decided without decoding)
     bytes_read: int = 0
     requests: int = 0  # reads from files (on object storage, one request each)
 
@@ -74,11 +77,13 @@ class ScanStats:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
     def __str__(self) -> str:
+        pruned = self.blocks_pruned_stats + self.blocks_pruned_bloom + self.blocks_pruned_index + self.blocks_pruned_pages
         return (f"files {self.files_total - self.files_pruned}/{self.files_total}, "
-                f"blocks {self.blocks_total - self.blocks_pruned_stats - self.blocks_pruned_bloom - self.blocks_pruned_pages}"
+                f"blocks {self.blocks_total - pruned}"
                 f"/{self.blocks_total} (pruned: stats {self.blocks_pruned_stats}, bloom {self.blocks_pruned_bloom}, "
-                f"pages {self.blocks_pruned_pages}), pages read {self.pages_read}/{self.pages_total}, "
-                f"rows decoded {self.rows_decoded}, selected {self.rows_selected}/{self.rows_total}, "
+                f"index {self.blocks_pruned_index}, pages {self.blocks_pruned_pages}), "
+                f"pages read {self.pages_read}/{self.pages_total}, rows decoded {self.rows_decoded}, "
+                f"selected {self.rows_selected}/{self.rows_total} ({self.rows_selected_index} by index), "
                 f"bytes read {self.bytes_read} in {self.requests} requests")
 
 
@@ -167,7 +172,7 @@ class FileScan:
 
     def __init__(self, file, columns: Sequence[str] | None = None, filter=None, *, use_threads: bool = True,
                  read_dictionary: Sequence[str] | None = None, use_bloom: bool = True, use_page_index: bool = True,
-                 blocks: tuple[int, int] | None = None):
+                 blocks: tuple[int, int] | None = None, use_bitmap_index: bool = True):
         self.file = file
         #: per output field: a stored column's index, or a nested field's (pruned) node
         self.outputs = file.resolve_outputs(columns)
@@ -187,6 +192,8 @@ class FileScan:
         self.use_threads = use_threads
         self.use_bloom = use_bloom
         self.use_page_index = use_page_index
+        self.use_bitmap_index = use_bitmap_index
+        self._answers: dict[int, BlockAnswer] = {}  # what bitmap indexes said of the blocks kept
         self.block_range = _block_range(blocks, file.num_blocks)
         lo, hi = self.block_range
         rows = file.num_rows if (lo, hi) == (0, file.num_blocks) else int(
@@ -230,7 +237,44 @@ class FileScan:
             by_bloom = self._bloom_keep(np.flatnonzero(keep))
             self.stats.blocks_pruned_bloom += int(keep.sum() - by_bloom.sum())
             keep = by_bloom
-        return [int(b) for b in np.flatnonzero(keep)]
+        kept = [int(b) for b in np.flatnonzero(keep)]
+        if self.use_bitmap_index and kept and self.file.bitmap_columns:
+            kept = self._index_keep(kept)
+        return kept
+
+    def _index_keep(self, blocks: list[int]) -> list[int]:
+        """Among ``blocks``, those whose bitmap indexes leave rows that may match; what
+        the indexes said of each is kept for the scan of the block (``_answers``)."""
+        file = self.file
+        cols = {name: c for name in leaf_columns(self.nnf)
+                if (c := self.filter_ids.get(name)) is not None and c in file.bitmap_columns}
+        if not cols:
+            return blocks
+        buf, base = self._prefetch_spans([file.bitmap_span(b, c) for b in blocks for c in cols.values()])
+        kept = []
+        for b in blocks:
+            entries = {name: e for name, c in cols.items() if (e := file.bitmap_entry(b, c, buf, base)) is not None}
+            if not entries:
+                kept.append(b)
+                continue
+            answer = answer_block(self.nnf, entries, int(file.footer.blocks[b]["row_count"]))
+            if not popcount(answer.maybe):
+                self.stats.blocks_pruned_index += 1
+                continue
+            self._answers[b] = answer
+            kept.append(b)
+        return kept
+
+    def _prefetch_spans(self, spans):
+        """On object storage, the bytes of ``spans`` (``(offset, length)``; length 0:
+        none) in as few requests as their coalesced ranges allow, as ``(buffer,
+        base)``; ``(None, 0)`` locally or for a single span (each is then read apart)."""
+        spans = sorted((o, n) for o, n in spans if n)
+        if not self.file.remote or len(spans) < 2:
+            return None, 0
+        lo = np.array([o for o, _ in spans], np.int64)
+        starts, ends = _coalesce(lo, lo + np.array([n for _, n in spans], np.int64), REMOTE_COALESCE_GAP)
+        return self.file.read_ranges(starts, ends), int(starts[0])
 
     def _remote_page_keep(self, keep: np.ndarray) -> np.ndarray:
         """On object storage, blocks are pruned by their page indexes before any bloom
@@ -285,13 +329,8 @@ class FileScan:
         if not self.file.remote or len(blocks) < 2:
             return None, 0
         footer = self.file.footer
-        spans = sorted((int(footer.chunks[c][b]["bloom_offset"]), int(footer.chunks[c][b]["bloom_length"]))
-                       for b in blocks for c in cols if int(footer.chunks[c][b]["bloom_length"]))
-        if not spans:
-            return None, 0
-        lo = np.array([o for o, _ in spans], np.int64)
-        starts, ends = _coalesce(lo, lo + np.array([n for _, n in spans], np.int64), REMOTE_COALESCE_GAP)
-        return self.file.read_ranges(starts, ends), int(starts[0])
+        return self._prefetch_spans((int(footer.chunks[c][b]["bloom_offset"]), int(footer.chunks[c][b]["bloom_length"]))
+                                    for b in blocks for c in cols)
 
     def _page_index(self, block: int, col: int, cache: dict) -> "PageIndex":
         key = (block, col)
@@ -558,14 +597,14 @@ class FileScan:
         parts = (self._column_ranges(block, col, plan, cache) for col, plan in plans.items())
         return sum(int((hi - lo).sum()) for r in parts if r is not None for lo, hi in [r])
 
-    def _filter_columns_fetch(self, block: int, candidates: Selection, projected: list, cache: dict,
+    def _filter_columns_fetch(self, block: int, candidates: Selection, filter_ids, projected: list, cache: dict,
                               stats: ScanStats, fetched: tuple | None = None):
         """``(filter plans, (buffer, base), whether the projected columns' candidate pages
         came with them)``. ``fetched``: the block's bytes, read already with its group
         (all of them). Otherwise, on object storage, the projected columns' pages that
         may hold matching rows ride along with the filter columns' when they are few
         (:data:`SPECULATIVE_FETCH_BYTES`): the rows the filter selects lie in them."""
-        plans = {col: self._plan_column(block, col, candidates, cache, stats) for col in self.row_filter_ids.values()}
+        plans = {col: self._plan_column(block, col, candidates, cache, stats) for col in filter_ids}
         if fetched is not None:
             return plans, fetched, True
         if self.file.remote and projected:
@@ -671,30 +710,61 @@ class FileScan:
         groups = BlockGroups(spans, REMOTE_COALESCE_GAP, fetch_plan.GROUP_MAX_BYTES)
         return groups if len(groups) else None
 
-    def _scan_block(self, block: int, stats: ScanStats) -> tuple[pa.RecordBatch | None, ScanStats]:
-        rows = int(self.file.footer.blocks[block]["row_count"])
-        cache: dict = {}
+    def _block_filter(self, block: int, rows: int, cache: dict, stats: ScanStats):
+        """``(candidates, predicate left to evaluate or None)`` of ``block``: the rows
+        that may match, from its page index and its bitmap indexes; with the conjuncts
+        the indexes decided exactly taken out of the predicate (None when they decided
+        all of it: the candidates are then exactly the matching rows). ``candidates``
+        is None when no row can match."""
+        answer = self._answers.get(block)
+        if answer is not None and answer.exact:  # no filter column to decode, no page index to ask
+            stats.rows_selected_index += popcount(answer.maybe)
+            return Selection.from_mask(to_mask(answer.maybe, rows)), None
         ranges = self.row_ranges(block, cache)
         if ranges.row_count == 0:
             stats.blocks_pruned_pages += 1
-            return None, stats
+            return None, None
         candidates = Selection.from_ranges(ranges, rows)
+        if answer is None:
+            return candidates, self.nnf
+        candidates = candidates.intersect(Selection.from_mask(to_mask(answer.maybe, rows)))
+        if candidates.row_count == 0:
+            stats.blocks_pruned_index += 1
+            return None, None
+        residual = answer.residual
+        return candidates, residual[0] if len(residual) == 1 else BoundAnd.of(*residual)
+
+    def _scan_block(self, block: int, stats: ScanStats, count_only: bool = False):
+        rows = int(self.file.footer.blocks[block]["row_count"])
+        cache: dict = {}
+        if self.nnf is None:
+            candidates, nnf = Selection.from_ranges(self.row_ranges(block, cache), rows), None
+        else:
+            candidates, nnf = self._block_filter(block, rows, cache, stats)
+            if candidates is None:
+                return (0 if count_only else None), stats
+        filter_names = set() if nnf is None or nnf is self.nnf else expr_columns(nnf)
+        if nnf is self.nnf:
+            filter_ids, list_filters = self.row_filter_ids, self.list_filters
+        else:
+            filter_ids = {n: c for n, c in self.row_filter_ids.items() if n in filter_names}
+            list_filters = {n: p for n, p in self.list_filters.items() if n in filter_names}
         filter_data: dict[int, ColumnData] = {}
         mask = None
-        rest = [c for c in self.col_ids if c not in self.row_filter_ids.values()]
+        rest = [c for c in self.col_ids if c not in filter_ids.values()]
         fetched = None
         if self._groups is not None and block in self._groups:  # read with its neighbours
             buf, base, nbytes = self._groups.fetch(block, self.file)
             stats.bytes_read += nbytes
             fetched = (buf, base)
-        if self.nnf is not None:
-            plans, (buf, base), rode_along = self._filter_columns_fetch(block, candidates, rest, cache, stats,
-                                                                        fetched)
+        if nnf is not None:
+            plans, (buf, base), rode_along = self._filter_columns_fetch(
+                block, candidates, filter_ids.values(), [] if count_only else rest, cache, stats, fetched)
             filter_data = {col: self._column_from(block, col, plan, candidates, buf, base, cache, stats)
                            for col, plan in plans.items()}
             lists = {name: self._list_at(block, path, candidates, cache, stats)
-                     for name, path in self.list_filters.items()}
-            mask = eval_nnf(self.nnf, lambda name: lists[name] if name in lists else filter_data[self.filter_ids[name]],
+                     for name, path in list_filters.items()}
+            mask = eval_nnf(nnf, lambda name: lists[name] if name in lists else filter_data[self.filter_ids[name]],
                             candidates.row_count)
             selection = candidates.refine(mask)
             fetched = (buf, base) if rode_along else None
@@ -702,6 +772,8 @@ class FileScan:
             selection = candidates
         selected = selection.row_count
         stats.rows_selected += selected
+        if count_only:
+            return selected, stats
         if not selected:
             return None, stats
         arrays = []
@@ -717,6 +789,19 @@ class FileScan:
         if not self.outputs:  # no columns projected: only the row count matters
             return pa.record_batch([pa.nulls(selected)], names=["_"]).select([]), stats
         return pa.RecordBatch.from_arrays(arrays, schema=self.output_schema), stats
+
+    def count_block(self, block: int) -> tuple[int, ScanStats]:
+        """The number of rows of ``block`` the filter selects, and what it cost: from
+        the bitmap indexes alone when they decide the whole filter there, else from
+        the filter columns only."""
+        stats = ScanStats()
+        before = self.file.thread_requests()
+        try:
+            return self._scan_block(block, stats, count_only=True)
+        finally:
+            stats.requests += self.file.thread_requests() - before
+            if self._groups is not None:
+                self._groups.done(block)
 
     # ---------------------------------------------------------------- driving
     def _run(self, blocks: list[int], use_threads: bool) -> Iterator[pa.RecordBatch]:
@@ -745,6 +830,21 @@ class FileScan:
             # (replace_schema_metadata would drop the row count of a table without columns)
             return pa.table({"_": pa.nulls(rows)}, metadata=self.output_schema.metadata).select([])
         return pa.Table.from_batches(batches, schema=self.output_schema)
+
+    def count(self) -> int:
+        """The number of rows the filter selects (``len(read())`` without decoding the
+        projected columns; answered from bitmap indexes where they decide the filter)."""
+        if self.nnf is None:
+            return sum(int(self.file.footer.blocks[b]["row_count"]) for b in self.blocks)
+        blocks = self.blocks
+        if self.use_threads and len(blocks) > 1:
+            with ThreadPoolExecutor(min(os.cpu_count() or 1, 8, len(blocks))) as pool:
+                results = list(pool.map(self.count_block, blocks))
+        else:
+            results = [self.count_block(b) for b in blocks]
+        for _, stats in results:
+            self.stats.add(stats)
+        return sum(n for n, _ in results)
 
     def iter_batches(self, batch_size: int = 65536) -> Iterator[pa.RecordBatch]:
         """Stream selected rows block by block, in batches of at most ``batch_size``."""
@@ -785,7 +885,9 @@ def _empty_values(ltype) -> ColumnValues:
 
 
 def scan_file(file, columns=None, filter=None, *, use_threads: bool = True, read_dictionary=None,
-              use_bloom: bool = True, use_page_index: bool = True, blocks=None) -> FileScan:
+              use_bloom: bool = True, use_page_index: bool = True, blocks=None,
+              use_bitmap_index: bool = True) -> FileScan:
     """Plan a scan of ``file`` (pruning blocks now, pages and rows as it runs)."""
     return FileScan(file, columns, filter, use_threads=use_threads, read_dictionary=read_dictionary,
-                    use_bloom=use_bloom, use_page_index=use_page_index, blocks=blocks)
+                    use_bloom=use_bloom, use_page_index=use_page_index, blocks=blocks,
+                    use_bitmap_index=use_bitmap_index)

@@ -1,0 +1,315 @@
+"""Building bitmap indexes (docs/FORMAT.md section 6b) while a file is written: which
+chunks get one and of which kind (:class:`BitmapPolicy`), and the entry bytes
+(:func:`propose`).
+
+"auto" (the default) proposes, per chunk, the cheapest index that can answer
+comparisons: equality-encoded for a handful of distinct values, bit-sliced for an
+integer-like column with a narrow value range, whichever is smaller when both apply.
+It proposes none for a chunk whose statistics already answer everything (a single
+value, all NULL) or whose rows are sorted (its page index skips as well). The writer then
+keeps auto-proposed indexes of a block, cheapest first, while they fit
+:data:`AUTO_BUDGET` of the block's bytes, equality indexes first
+(:func:`within_budget`); columns named
+explicitly are always indexed where their type allows.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..encodings.base import ColumnValues
+from ..errors import InvalidOptionError, SchemaError
+from ..format.bitmap_index import BITSLICED, EQUALITY, RANGE, encode_bitmap, encode_entry, encode_keys, encode_mask
+from ..types import LogicalType, PhysicalKind
+from .arrow_io import to_arrow
+
+__all__ = ["BitmapPolicy", "Proposal", "propose", "within_budget", "supported_kinds", "AUTO_BUDGET"]
+
+#: auto indexes of a block together take at most this fraction of the block's bytes, so
+#: that they are at most a tenth of the file (1/9 of the rest)
+AUTO_BUDGET = 1 / 9
+#: auto: equality-encoded only up to this many distinct values in a chunk
+AUTO_EQUALITY_MAX_KEYS = 32
+#: auto: bit-sliced only up to this many slices (value range < 2^32)
+AUTO_MAX_SLICES = 32
+#: auto: chunks with fewer rows get no index (their pages are read whole anyway)
+AUTO_MIN_ROWS = 4096
+#: named equality/range indexes hold at most this many keys (beyond, the chunk has none)
+MAX_KEYS = 1 << 16
+#: ... and range-encoded ones this many (each of its bitmaps may be dense)
+MAX_RANGE_KEYS = 1024
+
+_KINDS = ("equality", "range", "bitsliced", "auto")
+
+
+def _integer_like(ltype: LogicalType) -> bool:
+    return ltype.is_integer or ltype.name in ("date32", "timestamp", "decimal128")
+
+
+def supported_kinds(ltype: LogicalType) -> tuple[str, ...]:
+    if _integer_like(ltype):
+        return ("equality", "range", "bitsliced")
+    return ("equality", "range")
+
+
+class BitmapPolicy:
+    """Which chunks get a bitmap index, from the ``bitmap_indexes`` write option:
+    "auto" (every column, where it pays), None / {} (none), or a dict of column name ->
+    "equality" | "range" | "bitsliced" | "auto" (those columns; a named kind is always
+    built where the chunk allows it)."""
+
+    def __init__(self, option, schema: pa.Schema, types: dict, element_columns=frozenset()):
+        self.auto_all = option == "auto"
+        self.named: dict[str, str] = {}
+        if self.auto_all or option is None:
+            return
+        if not isinstance(option, dict):
+            raise InvalidOptionError("bitmap_indexes must be 'auto', None or a dict of column name -> "
+                                     f"one of {_KINDS}, got {option!r}")
+        for name, kind in option.items():
+            if name not in types:
+                raise SchemaError(f"bitmap_indexes names unknown column {name!r}; columns: {schema.names}")
+            if kind not in _KINDS:
+                raise InvalidOptionError(f"bitmap index kind for {name!r} must be one of {_KINDS}, got {kind!r}")
+            if name in element_columns:
+                raise InvalidOptionError(f"column {name!r} holds list elements; bitmap indexes cover rows")
+            if kind != "auto" and kind not in supported_kinds(types[name]):
+                raise InvalidOptionError(f"a {kind} bitmap index cannot index column {name!r} of type {types[name]}")
+            self.named[name] = kind
+
+    def requested(self, name: str) -> str | None:
+        """The kind asked for a column ("auto" or a kind), or None."""
+        if name in self.named:
+            return self.named[name]
+        return "auto" if self.auto_all else None
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """A chunk's index: its kind (None: no index) and why, its size in bytes (built, or
+    estimated for an auto proposal not built yet) and ``build()`` giving its entry."""
+
+    kind: str | None
+    reason: str
+    named: bool  # asked for by name (kept whatever its size)
+    size: int = 0
+    build: Callable[[], bytes] | None = None
+
+
+def _none(reason: str, named: bool = False) -> Proposal:
+    return Proposal(None, reason, named)
+
+
+def _built(kind: str, reason: str, named: bool, entry: bytes) -> Proposal:
+    return Proposal(kind, reason, named, len(entry), lambda: entry)
+
+
+# ------------------------------------------------------------------ the chunk's values
+class _Chunk:
+    """One chunk's values prepared for indexing (computed once, shared by the kinds)."""
+
+    def __init__(self, values: ColumnValues, valid, ltype: LogicalType):
+        self.values, self.ltype = values, ltype
+        self.rows = rows = len(values)
+        self.valid = np.ones(rows, bool) if valid is None else np.asarray(valid, bool)
+        self.nonnan = self.valid
+        self.nans = None
+        if ltype.is_float:
+            isnan = np.isnan(values.values) & self.valid
+            self.nans = isnan
+            self.nonnan = self.valid & ~isnan
+        self._codes = None
+        self._frame = None
+
+    def null_containers(self) -> tuple[bytes, bytes | None]:
+        return encode_mask(~self.valid), None if self.nans is None else encode_mask(self.nans)
+
+    def codes(self):
+        """``(keys, codes)``: the distinct non-null, non-NaN values ascending (stats
+        domain) and per row its key number (-1 for NULL and NaN rows)."""
+        if self._codes is None:
+            keys, sub = _key_codes(self.values, self.nonnan, self.ltype)
+            codes = np.full(self.rows, -1, np.int64)
+            codes[self.nonnan] = sub
+            self._codes = keys, codes
+        return self._codes
+
+    def frame(self):
+        """``(base, step, u)`` with every non-null value ``base + step * u`` (u uint64),
+        or None for values beyond 64 bits (wide decimals)."""
+        if self._frame is None:
+            numbers = _integers(self.values, self.ltype)
+            if numbers is None:
+                self._frame = (None,)
+            else:
+                live = numbers[self.valid]
+                base = int(live.min()) if len(live) else 0
+                diff = numbers.astype(np.uint64, copy=False) - np.uint64(base & 0xFFFF_FFFF_FFFF_FFFF)
+                step = int(np.gcd.reduce(diff[self.valid])) if len(live) else 0
+                step = step or 1
+                u = diff // np.uint64(step) if step > 1 else diff
+                self._frame = (base, step, u, int(u[self.valid].max()) if len(live) else 0)
+        return None if self._frame[0] is None else self._frame
+
+
+# ------------------------------------------------------------------ values as keys
+def _key_codes(values: ColumnValues, valid: np.ndarray, ltype: LogicalType):
+    """``(keys, codes)``: the distinct values of the rows in ``valid`` ascending (as
+    stats-domain values) and each such row's key number."""
+    if ltype.kind == PhysicalKind.VARBINARY:
+        arr = to_arrow(values, None, ltype).filter(pa.array(valid))
+        encoded = pc.dictionary_encode(arr)
+        dictionary = encoded.dictionary
+        order = pc.sort_indices(dictionary).to_numpy()
+        rank = np.empty(len(order), np.int64)
+        rank[order] = np.arange(len(order))
+        codes = rank[encoded.indices.to_numpy(zero_copy_only=False)]
+        keys = dictionary.take(pa.array(order)).to_pylist()
+        if ltype.is_string:
+            keys = [k.encode("utf-8") for k in keys]
+        return keys, codes
+    v = values.values[valid]
+    if ltype.name == "decimal128":
+        pairs = np.ascontiguousarray(v).view("<u8").reshape(-1, 2)
+        sortable = np.empty(len(v), [("hi", "<i8"), ("lo", "<u8")])
+        sortable["hi"], sortable["lo"] = pairs[:, 1].view("<i8"), pairs[:, 0]
+        uniq, codes = np.unique(sortable, return_inverse=True)
+        keys = [(int(h) << 64) | int(lo) for h, lo in zip(uniq["hi"].tolist(), uniq["lo"].tolist())]
+        return keys, codes.reshape(-1)
+    if ltype.is_float:
+        v = v + v.dtype.type(0.0)  # -0.0 and +0.0 are one key (+0.0)
+    uniq, codes = np.unique(v, return_inverse=True)
+    return uniq.tolist(), codes.reshape(-1)
+
+
+def _integers(values: ColumnValues, ltype: LogicalType) -> np.ndarray | None:
+    """The values as int64/uint64 numbers (decimals: when every unscaled value fits in
+    int64), or None."""
+    v = values.values
+    if ltype.name == "decimal128":
+        pairs = np.ascontiguousarray(v).view("<u8").reshape(-1, 2)
+        lo = pairs[:, 0].view("<i8")
+        if not (pairs[:, 1].view("<i8") == (lo >> 63)).all():
+            return None
+        return lo
+    if ltype.name == "bool":
+        return v.view(np.uint8)
+    return v
+
+
+# ------------------------------------------------------------------ entries
+def _equality(chunk: _Chunk, key_limit: int) -> bytes | None:
+    keys, codes = chunk.codes()
+    d = len(keys)
+    if d > key_limit:
+        return None
+    counts = np.bincount(codes[codes >= 0], minlength=d)
+    implied = int(np.argmax(counts)) if d else None  # the biggest bitmap is left out
+    if d <= 64:
+        bitmaps = [encode_mask(codes == k) for k in range(d) if k != implied]
+    else:  # many keys: list each key's rows once
+        order = np.argsort(codes, kind="stable")[len(codes) - int(counts.sum()):]
+        groups = np.split(order, np.cumsum(counts)[:-1])
+        bitmaps = [encode_bitmap(g, chunk.rows) for k, g in enumerate(groups) if k != implied]
+    nulls, nans = chunk.null_containers()
+    return encode_entry(EQUALITY, chunk.rows, encode_keys(EQUALITY, chunk.ltype, keys), d, nulls, nans, bitmaps,
+                        implied)
+
+
+def _range(chunk: _Chunk, key_limit: int) -> bytes | None:
+    keys, codes = chunk.codes()
+    if len(keys) > key_limit:
+        return None
+    live = codes >= 0
+    bitmaps = [encode_mask(live & (codes <= k)) for k in range(len(keys))]
+    nulls, nans = chunk.null_containers()
+    return encode_entry(RANGE, chunk.rows, encode_keys(RANGE, chunk.ltype, keys), len(keys), nulls, nans, bitmaps)
+
+
+def _bitsliced(chunk: _Chunk, slice_limit: int) -> bytes | None:
+    frame = chunk.frame()
+    if frame is None:
+        return None
+    base, step, u, top = frame
+    width = top.bit_length()
+    if width > slice_limit:
+        return None
+    has_nulls = not chunk.valid.all()
+    bitmaps = []
+    for j in range(width):
+        mask = ((u >> np.uint64(j)) & np.uint64(1)).astype(bool)
+        if has_nulls:
+            mask &= chunk.valid
+        bitmaps.append(encode_mask(mask))
+    nulls, _ = chunk.null_containers()
+    return encode_entry(BITSLICED, chunk.rows, encode_keys(BITSLICED, chunk.ltype, (base, step)), width, nulls,
+                        None, bitmaps)
+
+
+def _estimate_equality(rows: int, distinct: int, ltype: LogicalType) -> int:
+    """Bytes of an equality index of ``distinct`` evenly spread keys (one left out)."""
+    per_key = min((rows + 7) >> 3, 4 * rows // max(distinct, 1))
+    return max(distinct - 1, 0) * (per_key + 5) + distinct * (ltype.width or 16) + 32
+
+
+def propose(values: ColumnValues, valid, ltype: LogicalType, request: str, *, distinct: int | None,
+            is_sorted: bool | None) -> Proposal:
+    """The index of one chunk (null slots of ``values`` already filled) for a
+    ``request`` of "auto" or a kind named by the user: built now when named; for auto,
+    its size estimated and its building deferred until the block's budget keeps it."""
+    named = request != "auto"
+    chunk = _Chunk(values, valid, ltype)
+    rows = chunk.rows
+    if named:
+        if request == "bitsliced":
+            entry = _bitsliced(chunk, 64)
+            if entry is None:
+                return _none("bitsliced: decimal values beyond 64 bits", True)
+            return _built("bitsliced", "named", True, entry)
+        build, limit = (_equality, MAX_KEYS) if request == "equality" else (_range, MAX_RANGE_KEYS)
+        entry = build(chunk, limit)
+        if entry is None:
+            return _none(f"{request}: {len(chunk.codes()[0])} distinct values exceed {limit}", True)
+        return _built(request, "named", True, entry)
+    if rows < AUTO_MIN_ROWS:
+        return _none("auto: too few rows")
+    if not chunk.nonnan.any():
+        return _none("auto: no values (statistics answer)")
+    if distinct is not None and distinct <= 1:
+        return _none("auto: one value (statistics answer)")
+    if is_sorted:
+        return _none("auto: sorted (the page index answers)")
+    candidates = []
+    if distinct is not None and distinct <= AUTO_EQUALITY_MAX_KEYS:
+        candidates.append((_estimate_equality(rows, distinct, ltype), 0, "equality",
+                           lambda: _equality(chunk, AUTO_EQUALITY_MAX_KEYS)))
+    if _integer_like(ltype) and (frame := chunk.frame()) is not None:
+        width = frame[3].bit_length()
+        if width <= AUTO_MAX_SLICES:
+            candidates.append((width * (((rows + 7) >> 3) + 5) + 40, 1, "bitsliced",
+                               lambda: _bitsliced(chunk, AUTO_MAX_SLICES)))
+    if not candidates:
+        return _none("auto: too many distinct values for an equality index, no narrow integer range")
+    size, _, kind, build = min(candidates, key=lambda c: (c[0], c[1]))
+    return Proposal(kind, f"auto: {kind}, the smallest that answers comparisons", False, size, build)
+
+
+def within_budget(proposals: list[Proposal | None], block_bytes: int) -> list[bool]:
+    """Which of a block's proposals to keep: every named one, and auto ones while all
+    auto entries together stay within :data:`AUTO_BUDGET` of the block's bytes --
+    equality indexes first (their conjunctions are what statistics cannot answer),
+    then bit-sliced ones, each kind smallest first."""
+    keep = [p is not None and p.build is not None and p.named for p in proposals]
+    budget = int(block_bytes * AUTO_BUDGET)
+    auto = sorted((p.kind != "equality", p.size, i) for i, p in enumerate(proposals)
+                  if p is not None and p.build is not None and not p.named)
+    spent = 0
+    for _, size, i in auto:
+        if spent + size <= budget:
+            spent += size
+            keep[i] = True
+    return keep
