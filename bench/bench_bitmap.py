@@ -100,7 +100,7 @@ def run_pyarrow(path, q, mode):
 def run_duckdb(path, q, mode):
     con = peers.duckdb_connection(True)
     if mode == "count":
-        (n,) = con.execute(f"select count(*) from read_parquet('{path}') where {sql_where(q)}").fetchone()
+        ((n,),) = con.execute(f"select count(*) from read_parquet('{path}') where {sql_where(q)}").fetchall()
         return n, None, None
     t = con.sql(f"select {', '.join(PROJECT)} from read_parquet('{path}') where {sql_where(q)}").to_arrow_table()
     return t.num_rows, int(pc.sum(t.column("l_orderkey")).as_py() or 0), None

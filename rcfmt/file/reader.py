@@ -393,10 +393,13 @@ class RcfmtFile:
     def bitmap_columns(self) -> dict[int, int]:
         """``{column: row of the bitmap-index directory}`` of the columns with a bitmap
         index in at least one block (docs/FORMAT.md section 6b)."""
-        region = self.footer.bitmap_index
-        if region is None or "columns" not in region:
-            return {}
-        return {c: j for j, c in enumerate(region["columns"])}
+        columns = getattr(self, "_bitmap_columns", None)
+        if columns is None:
+            region = self.footer.bitmap_index
+            columns = {} if region is None or "columns" not in region else {
+                c: j for j, c in enumerate(region["columns"])}
+            self._bitmap_columns = columns
+        return columns
 
     def bitmap_directory(self) -> np.ndarray:
         """The bitmap-index directory, ``(indexed columns, blocks)`` records (read once,
@@ -430,7 +433,7 @@ class RcfmtFile:
             return None
         name = self._names[column]
         if buf is not None and base <= offset and offset + length <= base + len(buf):
-            raw = bytes(memoryview(buf)[offset - base : offset - base + length])
+            raw = memoryview(buf)[offset - base : offset - base + length]  # (no copy: the entry views it)
         else:
             raw = self.read_range(offset, length)
         row = self.bitmap_columns[column]

@@ -9,11 +9,13 @@ the block's rows 0), so combining two is one numpy pass over ``rows / 64`` words
 """
 from __future__ import annotations
 
+import functools
 import struct
 import zlib
 
 import numpy as np
 
+from .._native import bitmaps as _bitmaps
 from ..errors import CorruptFileError
 
 __all__ = [
@@ -87,75 +89,34 @@ def encode_bitmap(positions: np.ndarray, rows: int) -> bytes:
     return _CONTAINER.pack(FORM_DENSE, dense_size) + np.packbits(mask, bitorder="little").tobytes()
 
 
+_ERRORS = {
+    _bitmaps.ERR_TRUNCATED: "bitmap runs past its entry",
+    _bitmaps.ERR_DENSE_LENGTH: "dense bitmap of the wrong length for its block",
+    _bitmaps.ERR_PAYLOAD_LENGTH: "bitmap payload not a whole number of positions or runs",
+    _bitmaps.ERR_FORM: "unknown bitmap form",
+    _bitmaps.ERR_DENSE_TAIL: "bits set past the block's rows",
+    _bitmaps.ERR_POSITIONS: "positions not ascending within the block",
+    _bitmaps.ERR_RUNS: "runs overlap, are empty or pass the block's rows",
+}
+
+
 def _containers(buf: memoryview, pos: int, count: int, rows: int) -> tuple[np.ndarray, int]:
     """Locate ``count`` containers from ``pos`` (forms and payload lengths checked, not
     their contents): ``(records [form, payload offset, payload length], end)``."""
     out = np.empty((count, 3), np.int64)
-    dense = (rows + 7) >> 3
-    for i in range(count):
-        if pos + _CONTAINER.size > len(buf):
-            raise _fail("bitmap runs past its entry")
-        form, length = _CONTAINER.unpack_from(buf, pos)
-        pos += _CONTAINER.size
-        if pos + length > len(buf):
-            raise _fail("bitmap runs past its entry")
-        if form == FORM_DENSE and length != dense:
-            raise _fail(f"dense bitmap of {length} bytes for {rows} rows")
-        if (form == FORM_POSITIONS and length & 3) or (form == FORM_RUNS and length & 7):
-            raise _fail("bitmap payload not a whole number of positions or runs")
-        if form not in (FORM_DENSE, FORM_POSITIONS, FORM_RUNS):
-            raise _fail(f"unknown bitmap form {form}")
-        out[i] = form, pos, length
-        pos += length
-    return out, pos
-
-
-def _positions(buf: memoryview, offset: int, length: int, rows: int) -> np.ndarray:
-    p = np.frombuffer(buf, "<u4", length >> 2, offset).astype(np.int64)
-    if len(p) and (p[-1] >= rows or (len(p) > 1 and not (p[1:] > p[:-1]).all())):
-        raise _fail("positions not ascending within the block")
-    return p
-
-
-def _runs(buf: memoryview, offset: int, length: int, rows: int) -> tuple[np.ndarray, np.ndarray]:
-    pairs = np.frombuffer(buf, "<u4", length >> 2, offset).reshape(-1, 2).astype(np.int64)
-    starts, ends = pairs[:, 0], pairs[:, 0] + pairs[:, 1]
-    if len(pairs) and ((pairs[:, 1] == 0).any() or ends[-1] > rows or (starts[1:] < ends[:-1]).any()):
-        raise _fail("runs overlap, are empty or pass the block's rows")
-    return starts, ends
+    code, end = _bitmaps.locate(np.frombuffer(buf, np.uint8), pos, count, rows, out)
+    if code != _bitmaps.OK:
+        raise _fail(_ERRORS[code])
+    return out, end
 
 
 def _union(buf: memoryview, records: np.ndarray, rows: int) -> np.ndarray:
-    """The union of containers (rows of ``records``) as words: dense ones ORed in,
-    positions and runs of all the others set in one pass each (work proportional to
-    their bytes, not to their number)."""
+    """The union of containers (rows of ``records``) as words, their contents checked
+    as they are read (one native pass each)."""
     out = np.zeros(words(rows), np.uint64)
-    bits = out.view(np.uint8)
-    nbytes = (rows + 7) >> 3
-    tail = rows & 7
-    positions, starts, ends = [], [], []
-    for form, offset, length in records.tolist():
-        if form == FORM_DENSE:
-            payload = np.frombuffer(buf, np.uint8, length, offset)
-            if tail and payload[-1] >> tail:
-                raise _fail("bits set past the block's rows")
-            np.bitwise_or(bits[:nbytes], payload, out=bits[:nbytes])
-        elif form == FORM_POSITIONS:
-            positions.append(_positions(buf, offset, length, rows))
-        else:
-            s, e = _runs(buf, offset, length, rows)
-            starts.append(s)
-            ends.append(e)
-    if positions:
-        p = np.concatenate(positions)
-        np.bitwise_or.at(bits, p >> 3, np.left_shift(1, p & 7).astype(np.uint8))
-    if starts:
-        s, e = np.concatenate(starts), np.concatenate(ends)
-        delta = np.zeros(rows + 1, np.int32)
-        np.add.at(delta, s, 1)
-        np.add.at(delta, e, -1)
-        packed = np.packbits(np.cumsum(delta[:rows]) > 0, bitorder="little")
-        np.bitwise_or(bits[: len(packed)], packed, out=bits[: len(packed)])
+    code = _bitmaps.union_into(np.frombuffer(buf, np.uint8), np.ascontiguousarray(records, np.int64), rows, out)
+    if code != _bitmaps.OK:
+        raise _fail(_ERRORS[code])
     return out
 
 
@@ -174,13 +135,14 @@ class IndexEntry:
     entry has no NaN bitmap). Bitmaps are words (:func:`words`).
     """
 
-    __slots__ = ("kind", "rows", "keys", "count", "implied", "_buf", "_records", "_nulls", "_nans", "_stored")
+    __slots__ = ("kind", "rows", "keys", "count", "implied", "_buf", "_records", "_nulls", "_nans", "_stored",
+                 "_matrix")
 
     def __init__(self, kind: int, rows: int, keys: tuple, count: int, buf: memoryview, records: np.ndarray,
                  has_nans: bool, implied: int | None):
         self.kind, self.rows, self.keys, self.count, self.implied = kind, rows, keys, count, implied
         self._buf, self._records = buf, records
-        self._nulls = self._nans = None
+        self._nulls = self._nans = self._matrix = None
         self._stored = 2 if has_nans else 1  # records before the first key's
 
     @property
@@ -203,13 +165,28 @@ class IndexEntry:
             self._nans = _union(self._buf, self._records[1:2], self.rows)
         return self._nans
 
+    def matrix(self) -> np.ndarray:
+        """Every stored key/slice bitmap decoded once, as ``(count, words)``."""
+        if self._matrix is None:
+            n = words(self.rows)
+            out = np.zeros((len(self._records) - self._stored, n), np.uint64)
+            for i, rec in enumerate(self._records[self._stored :]):
+                code = _bitmaps.union_into(np.frombuffer(self._buf, np.uint8), rec.reshape(1, 3), self.rows, out[i])
+                if code != _bitmaps.OK:
+                    raise _fail(_ERRORS[code])
+            self._matrix = out
+        return self._matrix
+
     def bitmap(self, i: int) -> np.ndarray:
         return self.union([i])
 
     def union(self, ids) -> np.ndarray:
         """The union of bitmaps ``ids`` (indexes of keys or slices)."""
-        ids = np.asarray(ids, np.int64)
         implied = self.implied
+        if isinstance(ids, list) and len(ids) == 1 and ids[0] != implied:  # one bitmap
+            i = ids[0] - (implied is not None and ids[0] > implied)
+            return _union(self._buf, self._records[self._stored + i : self._stored + i + 1], self.rows)
+        ids = np.asarray(ids, np.int64)
         if implied is None:
             return _union(self._buf, self._records[self._stored + ids], self.rows)
         if (ids == implied).any():  # the rows of no other key: the complement of the others' union
@@ -327,8 +304,21 @@ def encode_keys(kind: int, ltype, keys) -> bytes:
 
 def keys_parser(ltype):
     """``parse_keys`` for :func:`parse_entry` on a column of ``ltype``: the keys as a
-    tuple of stats-domain values, checked strictly ascending (floats: no NaN, no -0.0)."""
+    tuple of stats-domain values, checked strictly ascending (floats: no NaN, no -0.0).
+    The chunks of a column often hold the same keys: parsed once per distinct bytes."""
+    return functools.partial(_parse_keys_cached, ltype)
 
+
+def _parse_keys_cached(ltype, kind: int, buf: memoryview, count: int) -> tuple:
+    return _parse_keys(ltype, kind, bytes(buf), count)
+
+
+@functools.lru_cache(maxsize=1024)
+def _parse_keys(ltype, kind: int, buf: bytes, count: int) -> tuple:
+    return _keys_parser(ltype)(kind, memoryview(buf), count)
+
+
+def _keys_parser(ltype):
     def parse(kind: int, buf: memoryview, count: int) -> tuple:
         if kind == BITSLICED:
             if len(buf) != _BITSLICED_KEYS.size or not (ltype.is_integer or ltype.name in ("date32", "timestamp",

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._native import bitmaps as _bitmaps
 from ..format.bitmap_index import BITSLICED, EQUALITY, RANGE, IndexEntry, words
 from .expr import BoundAnd, BoundOr, Cmp, Folded, InSet, NanCheck, NullCheck, Prefix
 
@@ -28,9 +29,8 @@ BITSLICED_MAX_IN = 64
 
 
 def popcount(bits: np.ndarray) -> int:
-    if hasattr(np, "bitwise_count"):
-        return int(np.bitwise_count(bits).sum())
-    return int(np.unpackbits(bits.view(np.uint8)).sum())  # numpy < 2
+    """Rows marked in a bitmap of words."""
+    return _bitmaps.popcount(bits)
 
 
 def to_mask(bits: np.ndarray, rows: int) -> np.ndarray:
@@ -55,9 +55,20 @@ class _Column:
     def __init__(self, entry: IndexEntry, everything: np.ndarray):
         self.entry = entry
         self.all = everything
-        self.valid = everything & ~entry.nulls
-        nans = entry.nans
-        self.numbers = self.valid if nans is None else self.valid & ~nans
+        self._valid = self._numbers = None
+
+    @property
+    def valid(self) -> np.ndarray:
+        if self._valid is None:
+            self._valid = self.all & ~self.entry.nulls
+        return self._valid
+
+    @property
+    def numbers(self) -> np.ndarray:
+        if self._numbers is None:
+            nans = self.entry.nans
+            self._numbers = self.valid if nans is None else self.valid & ~nans
+        return self._numbers
 
     # ---- keys kinds (equality, range)
     def _key_range(self, i: int, j: int) -> np.ndarray:
@@ -68,23 +79,15 @@ class _Column:
         if entry.kind == EQUALITY:
             if j - i > len(entry.keys) // 2:  # fewer bitmaps through the complement
                 return self.numbers & ~entry.union(list(range(0, i)) + list(range(j, len(entry.keys))))
-            return entry.union(range(i, j))
+            return entry.union(list(range(i, j)))
         upper = entry.bitmap(j - 1)  # RANGE: rows <= key j-1, minus rows <= key i-1
         return upper if i == 0 else upper & ~entry.bitmap(i - 1)
 
     def _slices(self, c: int) -> tuple[np.ndarray, np.ndarray]:
         """Bit-sliced ``(rows < base + c, rows == base + c)`` for ``0 <= c < 2^w``
         (O'Neil and Quass's comparison: from the highest slice down)."""
-        entry = self.entry
-        lt = np.zeros_like(self.all)
-        eq = self.numbers.copy()
-        for j in range(entry.count - 1, -1, -1):
-            s = entry.bitmap(j)
-            if (c >> j) & 1:
-                lt |= eq & ~s
-                eq &= s
-            else:
-                eq &= ~s
+        lt, eq = np.empty_like(self.all), np.empty_like(self.all)
+        _bitmaps.slices_compare(self.entry.matrix(), self.numbers, c, lt, eq)
         return lt, eq
 
     def compare(self, op: str, v) -> np.ndarray:
@@ -230,7 +233,7 @@ def answer_block(nnf, entries: dict, rows: int) -> BlockAnswer:
         true, m = fold(c)
         if m is not None:
             maybe = maybe & m
-        if true is None or m is None or not np.array_equal(true, m):
+        if true is None or m is None or (true is not m and not np.array_equal(true, m)):
             residual.append(c)
     return BlockAnswer(maybe, tuple(residual))
 

@@ -250,30 +250,37 @@ class FileScan:
                 if (c := self.filter_ids.get(name)) is not None and c in file.bitmap_columns}
         if not cols:
             return blocks
-        buf, base = self._prefetch_spans([file.bitmap_span(b, c) for b in blocks for c in cols.values()])
-        kept = []
-        for b in blocks:
+        # the entries of every block, coalesced: few reads (a block's entries are adjacent)
+        buf, base = self._prefetch_spans([file.bitmap_span(b, c) for b in blocks for c in cols.values()], local=True)
+
+        def answer(b: int) -> BlockAnswer | None:
             entries = {name: e for name, c in cols.items() if (e := file.bitmap_entry(b, c, buf, base)) is not None}
-            if not entries:
-                kept.append(b)
-                continue
-            answer = answer_block(self.nnf, entries, int(file.footer.blocks[b]["row_count"]))
-            if not popcount(answer.maybe):
-                self.stats.blocks_pruned_index += 1
-                continue
-            self._answers[b] = answer
+            return answer_block(self.nnf, entries, int(file.footer.blocks[b]["row_count"])) if entries else None
+
+        # (one thread: per block the Python around the native passes is most of the time,
+        # and threads measured slower, contending for the GIL)
+        answers = [answer(b) for b in blocks]
+        kept = []
+        for b, a in zip(blocks, answers):
+            if a is not None:
+                if not popcount(a.maybe):
+                    self.stats.blocks_pruned_index += 1
+                    continue
+                self._answers[b] = a
             kept.append(b)
         return kept
 
-    def _prefetch_spans(self, spans):
-        """On object storage, the bytes of ``spans`` (``(offset, length)``; length 0:
-        none) in as few requests as their coalesced ranges allow, as ``(buffer,
-        base)``; ``(None, 0)`` locally or for a single span (each is then read apart)."""
+    def _prefetch_spans(self, spans, local: bool = False):
+        """On object storage (and locally if ``local``), the bytes of ``spans``
+        (``(offset, length)``; length 0: none) in as few reads as their coalesced
+        ranges allow, as ``(buffer, base)``; ``(None, 0)`` otherwise or for a single
+        span (each is then read apart)."""
         spans = sorted((o, n) for o, n in spans if n)
-        if not self.file.remote or len(spans) < 2:
+        if not (self.file.remote or local) or len(spans) < 2:
             return None, 0
         lo = np.array([o for o, _ in spans], np.int64)
-        starts, ends = _coalesce(lo, lo + np.array([n for _, n in spans], np.int64), REMOTE_COALESCE_GAP)
+        gap = REMOTE_COALESCE_GAP if self.file.remote else COALESCE_GAP
+        starts, ends = _coalesce(lo, lo + np.array([n for _, n in spans], np.int64), gap)
         return self.file.read_ranges(starts, ends), int(starts[0])
 
     def _remote_page_keep(self, keep: np.ndarray) -> np.ndarray:
@@ -719,7 +726,7 @@ class FileScan:
         answer = self._answers.get(block)
         if answer is not None and answer.exact:  # no filter column to decode, no page index to ask
             stats.rows_selected_index += popcount(answer.maybe)
-            return Selection.from_mask(to_mask(answer.maybe, rows)), None
+            return Selection.from_mask(to_mask(answer.maybe, rows), kind="bitmap"), None
         ranges = self.row_ranges(block, cache)
         if ranges.row_count == 0:
             stats.blocks_pruned_pages += 1
@@ -727,7 +734,7 @@ class FileScan:
         candidates = Selection.from_ranges(ranges, rows)
         if answer is None:
             return candidates, self.nnf
-        candidates = candidates.intersect(Selection.from_mask(to_mask(answer.maybe, rows)))
+        candidates = candidates.intersect(Selection.from_mask(to_mask(answer.maybe, rows), kind="bitmap"))
         if candidates.row_count == 0:
             stats.blocks_pruned_index += 1
             return None, None
@@ -836,7 +843,17 @@ class FileScan:
         projected columns; answered from bitmap indexes where they decide the filter)."""
         if self.nnf is None:
             return sum(int(self.file.footer.blocks[b]["row_count"]) for b in self.blocks)
-        blocks = self.blocks
+        total = 0
+        blocks = []
+        for b in self.blocks:
+            answer = self._answers.get(b)
+            if answer is not None and answer.exact:  # counted from the index
+                n = popcount(answer.maybe)
+                total += n
+                self.stats.rows_selected += n
+                self.stats.rows_selected_index += n
+            else:
+                blocks.append(b)
         if self.use_threads and len(blocks) > 1:
             with ThreadPoolExecutor(min(os.cpu_count() or 1, 8, len(blocks))) as pool:
                 results = list(pool.map(self.count_block, blocks))
@@ -844,7 +861,7 @@ class FileScan:
             results = [self.count_block(b) for b in blocks]
         for _, stats in results:
             self.stats.add(stats)
-        return sum(n for n, _ in results)
+        return total + sum(n for n, _ in results)
 
     def iter_batches(self, batch_size: int = 65536) -> Iterator[pa.RecordBatch]:
         """Stream selected rows block by block, in batches of at most ``batch_size``."""
