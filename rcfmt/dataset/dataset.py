@@ -363,7 +363,34 @@ class DatasetScan:
         batches = [self._assemble(b, partition, post) for b in table.to_batches()] if table.num_rows else []
         return scan, batches
 
+    def _count_fragment(self, frag: Fragment, use_threads: bool):
+        scan, partition, post = self._file_scan(frag, use_threads)
+        if scan is None:
+            return None, 0
+        try:
+            with missing_is_corrupt(frag.path):
+                if post is not None:  # leaves applied after the file scan need the rows
+                    n = sum(self._post_filter(b, post).num_rows for b in scan.read().to_batches())
+                else:
+                    n = scan.count()
+        finally:
+            scan.file.close()
+        return scan, n
+
     # ---------------------------------------------------------------- driving
+    def count(self) -> int:
+        """The number of selected rows, without decoding the projected columns (per
+        file :meth:`FileScan.count`: from bitmap indexes where they decide the filter)."""
+        frags = self.fragments
+        if self.use_threads and len(frags) > 1:
+            with ThreadPoolExecutor(_threads()) as pool:
+                results = list(pool.map(lambda fr: self._count_fragment(fr, False), frags))
+        else:
+            results = [self._count_fragment(fr, self.use_threads) for fr in frags]
+        for scan, _ in results:
+            self._count(scan)
+        return sum(n for _, n in results)
+
     def read(self) -> pa.Table:
         """Every selected row, as one table (fragments in order)."""
         frags = self.fragments
@@ -713,9 +740,10 @@ class Dataset:
         return self.scan(use_threads=False).__arrow_c_stream__(requested_schema)
 
     def count_rows(self, filter=None) -> int:
+        """Rows matching ``filter`` (all rows: from the index, reading no file)."""
         if filter is None:
             return self.num_rows
-        return self.scan([], filter).read().num_rows
+        return self.scan([], filter).count()
 
     # ---------------------------------------------------------------- maintenance
     def optimize(self, cluster_by=None, *, curve: str = "zorder", mapping: str = "rank",
