@@ -11,6 +11,8 @@ Targets:
   for every type it holds, and dictionary codes against a dictionary size (the first
   input bytes choose encoding, type and rows);
 - ``bloom``: the bloom filter reader and its probes;
+- ``bitmaps``: a bitmap-index entry (byte 0: column type, bytes 1-2: block rows) parsed
+  and asked comparisons, IN, IS NULL and NaN checks;
 - ``index``: a dataset's stats index (an index version file) opened as the dataset;
 - ``scan``: a whole file read through filtered scans, ``read_dictionary`` and batches.
 
@@ -49,7 +51,10 @@ with atheris.instrument_imports(include=["rcfmt"]):
     from rcfmt.encodings import all_encodings
     from rcfmt.file.chunks import ChunkDecoder
     from rcfmt.format.layout import chunk_record
+    from rcfmt.format.bitmap_index import keys_parser, parse_entry
+    from rcfmt.scan.bitmap_eval import answer_block
     from rcfmt.scan.bloom import BloomFilter, hash_values
+    from rcfmt.scan.expr import BoundAnd, BoundOr, Cmp, InSet, NanCheck, NullCheck, Ref
     from rcfmt.types import logical_type_from_arrow
 
 _SCRATCH = Path(tempfile.mkdtemp(prefix="rcfmt-fuzz-"))
@@ -88,6 +93,7 @@ def scan(data: bytes) -> None:
             if not names:
                 return
             _validate(f.scan(filter=col(names[0]).is_valid() | col(names[-1]).is_null()).read())
+            f.scan([], filter=col(names[0]).is_null() & col(names[-1]).is_valid()).count()
             _validate(f.scan(read_dictionary=names, use_threads=False).read())
             for batch in f.iter_batches(batch_size=50, filter=col(names[0]).is_null()):
                 _validate(pa.Table.from_batches([batch]))
@@ -232,6 +238,38 @@ def bloom(data: bytes) -> None:
         bf.might_contain_hashes(hash_values(values, ltype))
 
 
+def _domain_values(ltype) -> list:
+    if ltype.is_float:
+        return [-1.5, 0.0, 2.0]
+    if ltype.name == "bool":
+        return [False, True]
+    if ltype.name in ("string", "binary"):
+        return [b"", b"a", b"zz"]
+    return [-3, 0, 7]
+
+
+def bitmaps(data: bytes) -> None:
+    if len(data) < 3:
+        return
+    t, lt = _TYPES[data[0] % len(_TYPES)], _LTYPES[data[0] % len(_LTYPES)]
+    rows = int.from_bytes(data[1:3], "little")
+    try:
+        entry = parse_entry(data[3:], rows, keys_parser(lt))
+    except RcfmtError:
+        return
+    ref = Ref("x", t, lt)
+    values = _domain_values(lt)
+    leaves = [Cmp(ref, op, v, None) for op in ("==", "!=", "<", "<=", ">", ">=") for v in values]
+    leaves += [InSet(ref, tuple(values), False, negated, None) for negated in (False, True)]
+    leaves += [NullCheck(ref, False), NullCheck(ref, True), NanCheck(ref, False), NanCheck(ref, True)]
+    try:
+        answer_block(BoundOr.of(*leaves[:6]) if data[0] & 0x80 else BoundAnd.of(*leaves[6:12]), {"x": entry}, rows)
+        for leaf in leaves:
+            answer_block(leaf, {"x": entry}, rows)
+    except RcfmtError:
+        pass
+
+
 _INDEX_ROOT = _SCRATCH / "ds"
 
 
@@ -255,7 +293,8 @@ def index(data: bytes) -> None:
         pass
 
 
-TARGETS = {"footer": footer, "pages": pages, "decoders": decoders, "bloom": bloom, "index": index, "scan": scan}
+TARGETS = {"footer": footer, "pages": pages, "decoders": decoders, "bloom": bloom, "bitmaps": bitmaps, "index": index,
+           "scan": scan}
 
 
 # ------------------------------------------------------------------ seed corpora
@@ -277,7 +316,8 @@ def make_corpus() -> None:
     for target in TARGETS:
         (CORPUS / target).mkdir(parents=True)
     variants = [dict(compression="none"), dict(compression="zstd", encoding={"i": "bitpack", "s": "dictionary"}),
-                dict(compression="lz4", encoding={"i": "rle", "d": "delta_length", "f": "alp"}, bloom_filter_columns=["d"])]
+                dict(compression="lz4", encoding={"i": "rle", "d": "delta_length", "f": "alp"}, bloom_filter_columns=["d"]),
+                dict(bitmap_indexes={"i": "bitsliced", "s": "equality", "f": "range", "d": "equality"})]
     for k, opts in enumerate(variants):
         path = _SCRATCH / f"seed{k}.rcfmt"
         rcfmt.write_table(table, path, block_rows=32, page_rows=16, **opts)
@@ -301,12 +341,33 @@ def make_corpus() -> None:
                     t = [str(x) for x in _TYPES].index(str(table.schema.field(c).type)) \
                         if str(table.schema.field(c).type) in [str(x) for x in _TYPES] else 0
                     (CORPUS / "decoders" / f"seed{k}-{c}").write_bytes(bytes([e, t, head[4]]) + body)
+    make_bitmap_corpus(table)
     ds_root = _SCRATCH / "seed-ds"
     rcfmt.write_dataset(table, ds_root, partition_by=["s"])
     rcfmt.write_dataset(table.slice(0, 7), ds_root, mode="append")
     for v in sorted((ds_root / "_rcfmt").glob("v*.rcfmt")):
         (CORPUS / "index" / v.name).write_bytes(v.read_bytes())
     shutil.copytree(ds_root, CORPUS / "index-data", ignore=shutil.ignore_patterns("_rcfmt"))
+
+
+def make_bitmap_corpus(table) -> None:
+    """Seeds of the ``bitmaps`` target: every kind of entry of the seed table's columns."""
+    import shutil
+
+    out = CORPUS / "bitmaps"
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    path = _SCRATCH / "seed-bitmaps.rcfmt"
+    for kind in ("equality", "range", "bitsliced"):
+        kinds = {name: kind for name in table.column_names if kind != "bitsliced" or name == "i"}
+        rcfmt.write_table(table, path, block_rows=40, bitmap_indexes=kinds)
+        raw = path.read_bytes()
+        with rcfmt.open(path) as f:
+            for c in f.bitmap_columns:
+                offset, length = f.bitmap_span(0, c)
+                t = [str(x) for x in _TYPES].index(str(table.schema.field(c).type))
+                rows = int(f.footer.blocks[0]["row_count"])
+                (out / f"{kind}-{c}").write_bytes(bytes([t]) + rows.to_bytes(2, "little") + raw[offset : offset + length])
 
 
 # ------------------------------------------------------------------ driver
