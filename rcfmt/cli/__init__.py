@@ -209,7 +209,11 @@ def _run(args) -> int:
         rows = [{"block": b["block"], "rows": b["num_rows"], "stored_bytes": b["stored_bytes"], **c}
                 for b in out["blocks"] for c in b["chunks"]]
         print(_table_text(rows, ["block", "rows", "column", "encoding", "compression", "stored_bytes",
-                                 "uncompressed_bytes", "pages", "null_count", "min", "max"]))
+                                 "uncompressed_bytes", "pages", "null_count", "min", "max", "bitmap_index_bytes"]))
+        for name, report in out.get("bitmap_indexes", {}).items():  # why each column has an index or none
+            built = ", ".join(f"{kind} in {n} blocks" for kind, n in report["kinds"].items())
+            skipped = "; ".join(f"{why} ({n} blocks)" for why, n in report["not_indexed"].items())
+            print(f"bitmap index {name}: {built or 'none'}{'; ' + skipped if skipped else ''}")
         return 0
     if cmd == "pages":
         out = _file_report(args, lambda f: reports.pages_report(f, args.column, args.block))

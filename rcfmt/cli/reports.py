@@ -99,12 +99,14 @@ def _chunk(f: RcfmtFile, block: int, col: int) -> dict:
         "min": json_value(stats.min[block], column.type) if has else None,
         "max": json_value(stats.max[block], column.type) if has else None,
         "bloom_filter_bytes": int(rec["bloom_length"]),
+        "bitmap_index_bytes": f.bitmap_span(block, col)[1],
     }
 
 
 def meta_report(f: RcfmtFile) -> dict:
     """The file and every block: ``{"path", "size", "num_rows", "num_blocks",
     "format_version", "created_by", "metadata_keys", "columns": [per-column summary],
+    "bitmap_indexes": {column: {"kinds", "not_indexed"}} (the writer's report),
     "blocks": [{"block", "num_rows", "stored_bytes", "chunks": [...]}]}``."""
     columns = []
     for s in column_summary(f):
@@ -117,7 +119,7 @@ def meta_report(f: RcfmtFile) -> dict:
                        "stored_bytes": sum(c["stored_bytes"] for c in chunks), "chunks": chunks})
     return {"path": f.path, "size": f.size, "num_rows": f.num_rows, "num_blocks": f.num_blocks,
             "created_by": f.footer.created_by, "metadata_keys": sorted(f.metadata), "columns": columns,
-            "blocks": blocks}
+            "bitmap_indexes": (f.footer.bitmap_index or {}).get("report", {}), "blocks": blocks}
 
 
 def _selected(f: RcfmtFile, column: str | None, block: int | None) -> tuple[list[int], list[int]]:
@@ -246,7 +248,7 @@ def bloom_report(f: RcfmtFile, column: str, value: str) -> dict:
 
 def check_file(path) -> dict:
     """Every checksum and structural rule of one file: the footer, each page index, bloom
-    filter and page (decoded). ``{"path", "ok", "error": null or the located message,
+    filter, bitmap index (every bitmap decoded) and page (decoded). ``{"path", "ok", "error": null or the located message,
     "blocks", "pages", "size", "num_rows"}``."""
     from ..scan import bloom_filters
 
@@ -257,6 +259,9 @@ def check_file(path) -> dict:
                 for c in range(len(f.footer.columns)):
                     pages += len(f.page_index(b, c))
                     bloom_filters.read_filter(f, b, c)
+                    entry = f.bitmap_entry(b, c)
+                    if entry is not None:
+                        entry.nulls, entry.nans, entry.union(list(range(entry.count)))
                     f.read_column_chunk(b, c)
             return {"path": str(path), "ok": True, "error": None, "blocks": f.num_blocks, "pages": pages,
                     "size": f.size, "num_rows": f.num_rows}

@@ -293,3 +293,23 @@ def test_worked_examples_of_the_spec():
     tens = ColumnValues(np.array([30, 10, 30, 0, 20, 30, 10, 20, 30, 30], np.int32))
     entry = propose(tens, valid, lt, "bitsliced", distinct=None, is_sorted=False).build()
     assert entry == bytes.fromhex(expected["bitsliced"].replace("01" + "00" * 15 + "01", "0a" + "00" * 15 + "0a"))
+
+
+def test_cli_check_reads_every_bitmap_and_meta_reports_them(tmp_path):
+    from rcfmt.cli import reports
+
+    table = _lineitem_like(9000, seed=4).select(["mode", "qty"])
+    path = tmp_path / "t.rcfmt"
+    rcfmt.write_table(table, path, block_rows=4500, bitmap_indexes={"mode": "equality", "qty": "bitsliced"})
+    assert reports.check_file(path)["ok"]
+    with rcfmt.open(path) as f:
+        meta = reports.meta_report(f)
+        offset, length = f.bitmap_span(1, 1)
+    assert meta["bitmap_indexes"]["qty"]["kinds"] == {"bitsliced": 2}
+    assert meta["blocks"][1]["chunks"][1]["bitmap_index_bytes"] == length > 0
+    raw = bytearray(path.read_bytes())
+    raw[offset + length - 1] ^= 0xFF  # the last bitmap of the last entry
+    bad = tmp_path / "bad.rcfmt"
+    bad.write_bytes(bytes(raw))
+    result = reports.check_file(bad)
+    assert not result["ok"] and "bitmap index" in result["error"] and "'qty'" in result["error"]
