@@ -51,7 +51,7 @@ from ..storage import check_commit_support, is_remote
 from . import log
 from .index import DEFAULT_INDEX_TRUNCATE
 from .writer import (DEFAULT_TARGET_FILE_ROWS, FileSetWriter, _positive, check_clustering_columns, clustering_info,
-                     clustering_spec, commit, recorded_clustering)
+                     clustering_spec, commit, inherited_bitmap_indexes, recorded_clustering)
 
 __all__ = ["optimize", "IN_MEMORY_ROWS", "OPTIMIZE_METADATA_KEY"]
 
@@ -110,6 +110,10 @@ def optimize(dataset, cluster_by=None, *, curve: str = "zorder", mapping: str = 
                 if force or not _already_optimized(files, spec, target_file_rows) or _stale(files, snap.data_schema)}
     if not todo:
         return dataset
+    if "bitmap_indexes" not in write_options:  # the rewritten files keep the indexes they had
+        inherited = inherited_bitmap_indexes([p for files in todo.values() for _, p, _ in files], snap.data_schema)
+        if inherited is not None:
+            write_options["bitmap_indexes"] = inherited
     read_version = dataset.version or 0
     adopt = snap.table if dataset.version is None else None
     txn = uuid.uuid4().hex

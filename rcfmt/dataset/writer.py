@@ -39,6 +39,26 @@ MAX_COMMIT_ATTEMPTS = 1000
 DATA_SUFFIXES = (".rcfmt", ".rcf")
 
 
+# ------------------------------------------------------------------ bitmap indexes
+def _join(root: str, rel: str) -> str:
+    return f"{root}/{rel}" if is_remote(root) else os.path.join(root, *rel.split("/"))
+
+
+def inherited_bitmap_indexes(paths, data_schema: pa.Schema) -> dict | None:
+    """The ``bitmap_indexes`` write option that the files at ``paths`` were written with,
+    from their footers' reports (named kinds, "auto" for the columns considered without
+    one), for rewrites and appends that do not name it: the files they write keep the
+    indexes. None when no file reports one (written before indexes, or without)."""
+    option: dict = {}
+    for path in paths:
+        with RcfmtFile(path) as f:
+            report = (f.footer.bitmap_index or {}).get("report", {})
+        for column, entry in report.items():
+            if data_schema.get_field_index(column.split(".")[0]) >= 0 and column not in option:
+                option[column] = entry.get("named", "auto")
+    return option or None
+
+
 # ------------------------------------------------------------------ clustering
 def clustering_spec(cluster_by, curve: str = "zorder", mapping: str = "rank") -> ClusteringSpec | None:
     """The :class:`~rcfmt.layout.ClusteringSpec` of ``cluster_by`` (a name, a list of
@@ -622,6 +642,13 @@ def write_dataset(data, path, *, partition_by=None, mode: str = "append",
     truncate = DEFAULT_INDEX_TRUNCATE if stats_truncate is None else stats_truncate
     if stats_truncate is not None:
         write_options["stats_truncate"] = stats_truncate
+    if "bitmap_indexes" not in write_options and plan.mode == "append" and plan.read_version:
+        from .dataset import read_snapshot
+
+        latest = read_snapshot(plan.root, plan.read_version, columns=[]).paths[-1:]
+        inherited = inherited_bitmap_indexes([_join(plan.root, rel) for rel in latest], plan.data_schema)
+        if inherited is not None:  # an append keeps the indexes the dataset's files have
+            write_options["bitmap_indexes"] = inherited
     WriteOptions.create(plan.data_schema, **write_options)  # bad options raise before anything is written
     clustering = plan.clustering_for(cluster_by, curve, mapping)
     inherited = cluster_by is None and clustering is not None

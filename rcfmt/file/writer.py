@@ -501,6 +501,8 @@ class Writer:
         if proposal is None:
             return
         report = self._bitmap_report.setdefault(name, {"kinds": {}, "not_indexed": {}})
+        if proposal.named:  # what was asked, so that rewrites of the file can ask the same
+            report["named"] = self.options.bitmaps.named[name]
         if kept:
             report["kinds"][proposal.kind] = report["kinds"].get(proposal.kind, 0) + 1
         else:

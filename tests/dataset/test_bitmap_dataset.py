@@ -33,7 +33,7 @@ def test_dataset_files_carry_indexes_through_append_and_optimize(tmp_path):
     path = str(tmp_path / "ds")
     options = dict(block_rows=5000, bitmap_indexes={"mode": "equality", "flag": "equality", "qty": "bitsliced"})
     rcfmt.write_dataset(first, path, **options)
-    rcfmt.write_dataset(second, path, **options)
+    rcfmt.write_dataset(second, path, block_rows=5000)  # an append keeps the dataset's indexes
     ds = rcfmt.dataset(path)
     assert _indexed_columns(ds) == {"mode", "flag", "qty"}
     table = pa.concat_tables([first, second])
@@ -48,7 +48,15 @@ def test_dataset_files_carry_indexes_through_append_and_optimize(tmp_path):
     counted = ds.scan([], expr)
     assert counted.count() == expected and counted.stats.rows_decoded == 0
     assert ds.count_rows(expr) == expected
-    # optimize rewrites the files with the write options it is given (auto indexes by default)
-    optimized = ds.optimize(["qty"], force=True, **options)
+    # optimize rewrites the files with the indexes they had
+    optimized = ds.optimize(["qty"], force=True, block_rows=5000)
     assert _indexed_columns(optimized) == {"mode", "flag", "qty"}
     assert optimized.count_rows(expr) == expected
+    for info in optimized.files:
+        with rcfmt.open(info.path) as f:
+            report = f.footer.bitmap_index["report"]
+        assert {c: r.get("named") for c, r in report.items()} == {"mode": "equality", "flag": "equality",
+                                                                   "qty": "bitsliced"}
+    # naming the option replaces what the files had
+    replaced = optimized.optimize(["qty"], force=True, bitmap_indexes=None)
+    assert _indexed_columns(replaced) == set()
