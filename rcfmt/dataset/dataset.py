@@ -27,7 +27,8 @@ import pyarrow.compute as pc
 from ..errors import CorruptFileError, InvalidOptionError, RcfmtError, SchemaError, UnsupportedError
 from ..file.arrow_io import export_stream
 from ..file.reader import RcfmtFile
-from ..scan.expr import BoundAnd, BoundExpr, BoundListContains, BoundOr, Leaf, bind, columns as expr_columns, evaluate, to_nnf
+from ..scan.expr import (BoundAnd, BoundExpr, BoundListContains, BoundOr, Leaf, bind, columns as expr_columns, evaluate,
+                         fold, selection_mask, to_nnf)
 from ..scan.prune import may_match
 from ..scan.scanner import ScanStats
 from .. import nested
@@ -36,7 +37,7 @@ from .evolution import widens
 from ..storage import COMMIT_SCHEMES, delete_files, is_remote, list_tree, local_path, remote_kind
 from . import log
 from .index import (BASE_COLUMNS, INDEX_METADATA_KEY, FileEntry, Snapshot, check_inside, check_relpath,
-                    entries_table, entry_from_file,
+                    domain_to_arrow, entries_table, entry_from_file,
                     schema_from_json)
 from .partitioning import Partitioning, infer_partitioning
 
@@ -531,6 +532,44 @@ def _without_missing(residual, f: RcfmtFile, schema: pa.Schema):
     return _residual(residual, {name: None for name in missing}, nested.filter_schema(schema))
 
 
+def _value_sets_keep(nnf, snap: Snapshot, candidates: np.ndarray) -> np.ndarray:
+    """Bool per file: may the file match, asked of the distinct values the index knows
+    of its columns (docs/DATASET.md §3.2): each leaf is evaluated on those values (and a
+    NULL / NaN when the file holds one); a file is kept where the tree may be TRUE.
+    Files (among ``candidates``) or columns without known values may match."""
+    n = len(candidates)
+    files = np.flatnonzero(candidates)
+    types = snap.stats_schema
+    known = {}
+    for name in expr_columns(nnf):
+        if types.get_field_index(name) >= 0:
+            sets = snap.value_sets(name)
+            if any(v is not None for v in sets):
+                known[name] = sets
+    if not known:
+        return np.ones(n, bool)
+
+    def leaf_fn(leaf) -> np.ndarray:
+        out = np.ones(n, bool)
+        name = getattr(leaf, "column", None) and leaf.column.name
+        if isinstance(leaf, BoundListContains) or name not in known:
+            return out
+        sets, stats = known[name], snap.stats_arrays(name)
+        t = types.field(name).type
+        lt = logical_type_from_arrow(t)
+        for i in files:
+            if sets[i] is None:
+                continue
+            values = [*sets[i], *([None] * bool(stats.null_count[i]))]
+            arr = domain_to_arrow(values, lt, t)
+            if stats.nan_count[i]:
+                arr = pa.concat_arrays([arr, pa.array([float("nan")], t)])
+            out[i] = bool(selection_mask(leaf, pa.table({name: arr})).any())
+        return out
+
+    return fold(nnf, leaf_fn, np.logical_and, np.logical_or)
+
+
 def prune_blocks(fragments: Sequence[Fragment], schema: pa.Schema, filter, *, partition_names=(),
                  verify_checksums: bool = True) -> tuple[list[Fragment], list[Fragment], int]:
     """Refine fragments with their files' block statistics (reads each footer).
@@ -669,7 +708,7 @@ class Dataset:
         t = snap.table
         out = []
         parts = snap.partition_values()
-        cols = {name: _pylist(t.column(name)) for name in t.schema.names}
+        cols = {name: _pylist(t.column(name)) for name in t.schema.names if not pa.types.is_list(t.schema.field(name).type)}
         for i, rel in enumerate(cols["path"]):
             stats = {}
             for c in snap.stats_schema.names:
@@ -700,7 +739,10 @@ class Dataset:
             return np.ones(n, bool)
         known = {*self._snap.stats_schema.names, *self.partitioning.names}
         names = sorted(c for c in expr_columns(nnf) if c in known)  # (no index stats of list elements)
-        return may_match(nnf, {c: self._snap.stats_arrays(c) for c in names}, n)
+        keep = may_match(nnf, {c: self._snap.stats_arrays(c) for c in names}, n)
+        if keep.any():
+            keep &= _value_sets_keep(nnf, self._snap, keep)
+        return keep
 
     def get_fragments(self, filter=None) -> list[Fragment]:
         """The files that may hold rows matching ``filter``, as fragments (index only)."""

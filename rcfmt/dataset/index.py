@@ -15,6 +15,10 @@ Index schema (``c`` ranges over the data columns, ``p`` over the partition colum
     c.nan_count     int64    (0 for non-float columns)
     c.min_exact     bool     the bound is a value of the file (False: truncated bound)
     c.max_exact     bool
+    c.values        list     the file's distinct non-null, non-NaN values (bound type),
+                             when its bitmap indexes know them all and they are few
+                             (docs/DATASET.md §3.2); NULL otherwise. Loaded only by
+                             pruning; index versions written before it lack it.
 
 A name ``x.suffix`` cannot collide: suffixes contain no dot and the base columns have no
 dot, so ``name.rsplit('.', 1)`` recovers (column, field); partition columns use the
@@ -45,6 +49,7 @@ from ..storage import is_remote
 from ..statistics import ColumnStats, StatsArrays, truncate_max, truncate_min
 from .. import nested
 from ..types import LogicalType, PhysicalKind, logical_type_from_arrow, logical_type_from_json
+from ..format.bitmap_index import RANGE, keys_parser
 from .partitioning import Partitioning
 
 __all__ = [
@@ -58,6 +63,7 @@ INDEX_METADATA_KEY = "rcfmt.dataset"
 DEFAULT_INDEX_TRUNCATE = 32
 BASE_COLUMNS = ("path", "size", "num_rows", "num_blocks")
 STATS_FIELDS = ("min", "max", "null_count", "nan_count", "min_exact", "max_exact")
+VALUES_FIELD = "values"
 _DEC_CTX = decimal.Context(prec=200)
 
 
@@ -73,6 +79,7 @@ class FileEntry:
     num_blocks: int
     partition: tuple = ()
     stats: dict = field(default_factory=dict)
+    values: dict = field(default_factory=dict)  # column -> tuple of distinct values (stats domain), when known
 
 
 # ------------------------------------------------------------------ building entries
@@ -113,10 +120,23 @@ def file_stats(sa: StatsArrays, ltype: LogicalType, truncate: int = DEFAULT_INDE
 def entry_from_file(f, relpath: str, partition: tuple = (), truncate: int = DEFAULT_INDEX_TRUNCATE) -> FileEntry:
     """The index entry of an open :class:`~rcfmt.file.reader.RcfmtFile` (its footer only)."""
     stats = {}
+    report = (f.footer.bitmap_index or {}).get("report", {})
+    values = {}
     for name in f.filter_schema.names:  # flat columns, and leaves under structs (by path)
         c = f.footer.columns[f.column_index(name)]
         stats[c.name] = file_stats(f.block_stats(c.name), c.type, truncate)
-    return FileEntry(relpath, int(f.size), int(f.num_rows), int(f.num_blocks), tuple(partition), stats)
+        known = report.get(c.name, {}).get("values")
+        if known is not None:
+            values[c.name] = _file_values(known, c.type, f.path)
+    return FileEntry(relpath, int(f.size), int(f.num_rows), int(f.num_blocks), tuple(partition), stats, values)
+
+
+def _file_values(known: dict, ltype: LogicalType, path: str) -> tuple:
+    """The distinct values a file's footer reports for a column (keys, hex-encoded)."""
+    try:
+        return keys_parser(ltype)(RANGE, memoryview(bytes.fromhex(known["keys"])), int(known["count"]))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CorruptFileError(f"bitmap index report: bad values ({exc})", path=path) from None
 
 
 # ------------------------------------------------------------------ schema (de)serialization
@@ -151,7 +171,8 @@ def index_schema(data_schema: pa.Schema, partitioning: Partitioning) -> pa.Schem
                    pa.field(f"{f.name}.null_count", pa.int64(), False),
                    pa.field(f"{f.name}.nan_count", pa.int64(), False),
                    pa.field(f"{f.name}.min_exact", pa.bool_(), False),
-                   pa.field(f"{f.name}.max_exact", pa.bool_(), False)]
+                   pa.field(f"{f.name}.max_exact", pa.bool_(), False),
+                   pa.field(f"{f.name}.{VALUES_FIELD}", pa.list_(bt), True)]
     return pa.schema(fields)
 
 
@@ -216,6 +237,11 @@ def entries_table(entries: list[FileEntry], data_schema: pa.Schema, partitioning
         cols[f"{f.name}.nan_count"] = pa.array([s.nan_count for s in stats], pa.int64())
         cols[f"{f.name}.min_exact"] = pa.array([bool(h and s.min_exact) for s, h in zip(stats, has)], pa.bool_())
         cols[f"{f.name}.max_exact"] = pa.array([bool(h and s.max_exact) for s, h in zip(stats, has)], pa.bool_())
+        sets = [e.values.get(f.name) for e in entries]
+        flat = domain_to_arrow([v for vs in sets if vs is not None for v in vs], lt, bt)
+        offsets = np.concatenate(([0], np.cumsum([0 if vs is None else len(vs) for vs in sets]))).astype(np.int32)
+        cols[f"{f.name}.{VALUES_FIELD}"] = pa.ListArray.from_arrays(
+            pa.array(offsets), flat, mask=pa.array([vs is None for vs in sets], pa.bool_()))
     return pa.Table.from_arrays([cols[n] for n in schema.names], schema=schema)
 
 
@@ -323,6 +349,34 @@ class Snapshot:
             raise CorruptFileError("index columns disagree in length", path=self.index_path)
         for name in missing:
             self.table = self.table.append_column(extra.schema.field(name), extra.column(name))
+
+    def value_sets(self, name: str) -> list:
+        """Per file, the distinct non-null, non-NaN values of column ``name`` (a sorted
+        list in the stats domain) when the index knows them, else None."""
+        column = f"{name}.{VALUES_FIELD}"
+        if self.stats_schema.get_field_index(name) < 0:
+            return [None] * len(self)
+        if self.table.schema.get_field_index(column) < 0:
+            extra = None
+            if self.index_path is not None:
+                from ..file.reader import RcfmtFile
+
+                with RcfmtFile(self.index_path, size=self.index_size, immutable=True) as f:
+                    if f.schema.get_field_index(column) >= 0:  # (versions written before it lack it)
+                        extra = f.read(columns=[column]).column(column)
+            if extra is None:
+                return [None] * len(self)
+            if len(extra) != self.table.num_rows:
+                raise CorruptFileError("index columns disagree in length", path=self.index_path)
+            self.table = self.table.append_column(pa.field(column, extra.type), extra)
+        lt = self._ltypes[name]
+        lists = self.table.column(column)
+        lists = lists.combine_chunks() if isinstance(lists, pa.ChunkedArray) else lists
+        flat = arrow_to_domain(lists.flatten(), lt)
+        lengths = np.asarray(lists.value_lengths().fill_null(0), np.int64)
+        starts = np.concatenate(([0], np.cumsum(lengths)))
+        present = validity(lists)
+        return [list(flat[starts[i] : starts[i + 1]]) if present[i] else None for i in range(len(lengths))]
 
     def stats_arrays(self, name: str) -> StatsArrays:
         """Statistics of column ``name`` with one unit per file (partition columns too)."""

@@ -42,7 +42,7 @@ from ..format.page import build_page, pack_validity
 from ..format.stats_slots import DEFAULT_TRUNCATE, encode_slots, stat_width
 from ..scan.bloom_filters import DEFAULT_FPP, BloomPolicy, build_filter
 from .bitmap_build import BitmapPolicy, Proposal, propose, within_budget
-from ..format.bitmap_index import DIRECTORY_RECORD, encode_directory
+from ..format.bitmap_index import DIRECTORY_RECORD, EQUALITY, RANGE, encode_directory, encode_keys, entry_keys
 from ..statistics import compute_page_stats, compute_stats
 from ..types import LogicalType, PhysicalKind, logical_type_from_arrow
 from .. import nested
@@ -59,6 +59,9 @@ AUTO_MIN_SAVING = 0.10
 _COMPRESSIONS = ("auto", "none", "zstd", "lz4")
 #: blocks smaller than this are encoded on the calling thread
 PARALLEL_MIN_ROWS = 8192
+#: a column's distinct values are reported for the whole file (from its equality and
+#: range indexes) up to this many
+FILE_VALUES_MAX = 64
 #: blocks whose chunks may be encoding at once (each holds its rows and its encoded
 #: bytes until it is written)
 MAX_BLOCKS_IN_FLIGHT = 2
@@ -555,6 +558,30 @@ class Writer:
         self._write(TAIL.pack(len(footer), zlib.crc32(footer), MAGIC))
 
 
+    def _note_file_values(self) -> None:
+        """Per column whose every block has an equality or range index: the file's
+        distinct values (their keys' union), in its report when at most
+        :data:`FILE_VALUES_MAX` (for a dataset's stats index, docs/DATASET.md §3.2)."""
+        ncols = len(self._columns)
+        for c, column in enumerate(self._columns):
+            entries = self._bitmaps[c::ncols]
+            report = self._bitmap_report.get(column.name)
+            if report is None or not entries or any(e is None for e in entries):
+                continue
+            values: set = set()
+            for entry in entries:
+                kind, keys = entry_keys(entry, column.type)
+                if kind not in (EQUALITY, RANGE):
+                    values = None
+                    break
+                values.update(keys)
+                if len(values) > FILE_VALUES_MAX:
+                    values = None
+                    break
+            if values is not None:
+                ordered = sorted(values)
+                report["values"] = {"count": len(ordered), "keys": encode_keys(RANGE, column.type, ordered).hex()}
+
     def _write_bitmap_region(self):
         """The bitmap-index region: every kept entry (block-major), then the directory
         of the columns with at least one (docs/FORMAT.md section 6b). Returns its
@@ -575,6 +602,7 @@ class Writer:
             self._write(entry)
         directory_offset = self._pos
         self._write(encode_directory(directory))
+        self._note_file_values()
         return {"offset": start, "length": self._pos - start, "directory_offset": directory_offset,
                 "columns": indexed}
 

@@ -21,7 +21,7 @@ from ..errors import CorruptFileError
 __all__ = [
     "EQUALITY", "RANGE", "BITSLICED", "KIND_NAMES", "KIND_IDS", "FORM_DENSE", "FORM_POSITIONS", "FORM_RUNS",
     "DIRECTORY_RECORD", "words", "encode_mask", "encode_bitmap", "IndexEntry", "encode_entry", "parse_entry",
-    "encode_directory", "parse_directory",
+    "encode_directory", "parse_directory", "entry_keys", "encode_keys", "keys_parser",
 ]
 
 EQUALITY, RANGE, BITSLICED = 1, 2, 3
@@ -256,6 +256,17 @@ def parse_entry(raw: bytes, rows: int, parse_keys) -> IndexEntry:
         raise _fail(f"{len(buf) - pos} bytes after the last bitmap")
     return IndexEntry(kind, rows, keys, key_count, buf, records, has_nans,
                       implied if flags & ENTRY_FLAG_IMPLIED else None)
+
+
+def entry_keys(raw: bytes, ltype) -> tuple[int, tuple]:
+    """``(kind, keys)`` of an entry, reading only its header and keys (checked)."""
+    buf = memoryview(raw)
+    if len(buf) < _ENTRY.size:
+        raise _fail("entry shorter than its header")
+    kind, _, _, _, key_count, keys_length = _ENTRY.unpack_from(buf, 0)
+    if kind not in KIND_NAMES or _ENTRY.size + keys_length > len(buf):
+        raise _fail("bad entry header")
+    return kind, keys_parser(ltype)(kind, buf[_ENTRY.size : _ENTRY.size + keys_length], key_count)
 
 
 # ------------------------------------------------------------------ the directory

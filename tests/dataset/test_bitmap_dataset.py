@@ -60,3 +60,35 @@ def test_dataset_files_carry_indexes_through_append_and_optimize(tmp_path):
     # naming the option replaces what the files had
     replaced = optimized.optimize(["qty"], force=True, bitmap_indexes=None)
     assert _indexed_columns(replaced) == set()
+
+
+def test_index_skips_files_by_their_distinct_values(tmp_path):
+    """Files whose indexes know all their values report them to the stats index: a
+    file is skipped when a leaf cannot hold for any of its values (or its NULLs, NaN)."""
+    rng = np.random.default_rng(3)
+    path = str(tmp_path / "ds")
+    pieces = [(["AIR", "MAIL"], ["A", "N"], [0.5, float("nan")]), (["SHIP", "MAIL"], ["R", None], [1.5]),
+              (["AIR", "RAIL"], ["R"], [0.5])]
+    tables = []
+    for modes, flags, floats in pieces:
+        n = 12_000
+        t = pa.table({"mode": pa.array(rng.choice(modes, n)), "flag": pa.array(list(rng.choice(flags, n))),
+                      "f": pa.array(rng.choice(floats, n)), "v": pa.array(rng.integers(0, 1 << 40, n))})
+        rcfmt.write_dataset(t, path, block_rows=4000, bitmap_indexes={"mode": "equality", "flag": "range",
+                                                                       "f": "equality"})
+        tables.append(t)
+    ds = rcfmt.dataset(path)
+    cases = {
+        (col("mode") == "AIR") & (col("flag") == "R"): [False, False, True],  # a conjunction no file alone...
+        col("mode") == "MAIL": [True, True, False],
+        col("flag").is_null(): [False, True, False],
+        col("f").is_nan(): [True, False, False],
+        (col("f") > 1.0) | (col("mode") == "RAIL"): [False, True, True],
+        ~col("mode").isin(["AIR", "MAIL"]): [False, True, True],
+        col("mode").startswith("S"): [False, True, False],
+    }
+    for expr, expected in cases.items():
+        assert ds.prune(expr).tolist() == expected, expr
+        got = ds.read(["v"], expr).num_rows
+        truth = sum(int(rcfmt.scan.expr.selection_mask(expr, t).sum()) for t in tables)
+        assert got == truth, expr

@@ -2,7 +2,8 @@
 random predicate is kept, and a scan returns exactly the brute-force result.
 
 Random tables (every type, NULLs, NaN, -0.0, long common string prefixes) are cut into
-files (some empty), each under a Hive partition directory ``p=<int>`` or
+files (some empty, some with equality or range bitmap indexes, whose distinct values
+the index then knows), each under a Hive partition directory ``p=<int>`` or
 ``q=<string>``; the files are adopted into an index by an append (so the bounds go
 through the index file), with string bounds truncated to 1..32 bytes.
 """
@@ -47,10 +48,14 @@ def cases(draw):
     expr = draw(exprs(full, max_leaves=5))
     truncate = draw(st.sampled_from([1, 2, 32]))
     block_rows = draw(st.integers(1, 30))
-    return full, units, kind, pvalues, expr, truncate, block_rows
+    # equality/range indexes make the files report their distinct values to the index
+    kinds = {name: k for name in data.table.column_names
+             if (k := draw(st.sampled_from(["equality", "range", None]))) is not None}
+    return full, units, kind, pvalues, expr, truncate, (block_rows, kinds)
 
 
-def _write_files(root, table, units, kind, pvalues, truncate, block_rows):
+def _write_files(root, table, units, kind, pvalues, truncate, layout):
+    block_rows, kinds = layout
     data_cols = [c for c in table.column_names if c not in ("p", "q")]
     for i, (a, b) in enumerate(units):
         d = root
@@ -59,7 +64,7 @@ def _write_files(root, table, units, kind, pvalues, truncate, block_rows):
             d = os.path.join(root, f"{name}={rcfmt.dataset.Partitioning((name,), (pa.string(),)).format_value(0, pvalues[i]) if kind == 'string' else pvalues[i]}")
         os.makedirs(d, exist_ok=True)
         rcfmt.write_table(table.select(data_cols).slice(a, b - a), os.path.join(d, f"f{i:03d}.rcfmt"),
-                          block_rows=block_rows, stats_truncate=truncate)
+                          block_rows=block_rows, stats_truncate=truncate, bitmap_indexes=kinds)
 
 
 def _raw(column) -> pa.Array:
