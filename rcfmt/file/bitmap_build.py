@@ -112,8 +112,9 @@ def _built(kind: str, reason: str, named: bool, entry: bytes) -> Proposal:
 class _Chunk:
     """One chunk's values prepared for indexing (computed once, shared by the kinds)."""
 
-    def __init__(self, values: ColumnValues, valid, ltype: LogicalType):
+    def __init__(self, values: ColumnValues, valid, ltype: LogicalType, dictionary=None):
         self.values, self.ltype = values, ltype
+        self.dictionary = dictionary  # the writer's (codes per slot, distinct values), if it built one
         self.rows = rows = len(values)
         self.valid = np.ones(rows, bool) if valid is None else np.asarray(valid, bool)
         self.nonnan = self.valid
@@ -132,11 +133,31 @@ class _Chunk:
         """``(keys, codes)``: the distinct non-null, non-NaN values ascending (stats
         domain) and per row its key number (-1 for NULL and NaN rows)."""
         if self._codes is None:
-            keys, sub = _key_codes(self.values, self.nonnan, self.ltype)
-            codes = np.full(self.rows, -1, np.int64)
-            codes[self.nonnan] = sub
-            self._codes = keys, codes
+            if self.dictionary is not None and _reusable(self.ltype):
+                self._codes = self._from_dictionary()
+            else:
+                keys, sub = _key_codes(self.values, self.nonnan, self.ltype)
+                codes = np.full(self.rows, -1, np.int64)
+                codes[self.nonnan] = sub
+                self._codes = keys, codes
         return self._codes
+
+    def _from_dictionary(self):
+        """Keys and codes from the writer's dictionary: its entries used by non-null
+        rows (null slots may hold values of their own), ranked in key order."""
+        dcodes, dvalues = self.dictionary
+        used = np.flatnonzero(np.bincount(dcodes[self.nonnan], minlength=len(dvalues)))
+        if self.ltype.kind == PhysicalKind.VARBINARY:
+            data, offsets = bytes(np.ascontiguousarray(dvalues.values).view(np.uint8)), dvalues.offsets.tolist()
+            values = [data[offsets[i] : offsets[i + 1]] for i in used.tolist()]
+        else:
+            values = np.asarray(dvalues.values)[used].tolist()
+        order = sorted(range(len(used)), key=values.__getitem__)
+        rank = np.full(len(dvalues), -1, np.int64)
+        rank[used[order]] = np.arange(len(order))
+        codes = rank[dcodes]
+        codes[~self.nonnan] = -1
+        return [values[i] for i in order], codes
 
     def frame(self):
         """``(base, step, u)`` with every non-null value ``base + step * u`` (u uint64),
@@ -146,14 +167,35 @@ class _Chunk:
             if numbers is None:
                 self._frame = (None,)
             else:
-                live = numbers[self.valid]
-                base = int(live.min()) if len(live) else 0
-                diff = numbers.astype(np.uint64, copy=False) - np.uint64(base & 0xFFFF_FFFF_FFFF_FFFF)
-                step = int(np.gcd.reduce(diff[self.valid])) if len(live) else 0
-                step = step or 1
-                u = diff // np.uint64(step) if step > 1 else diff
-                self._frame = (base, step, u, int(u[self.valid].max()) if len(live) else 0)
+                all_valid = bool(self.valid.all())
+                live = numbers if all_valid else numbers[self.valid]
+                if not len(live):
+                    self._frame = (0, 1, np.zeros(self.rows, np.uint64), 0)
+                else:
+                    base, top = int(live.min()), int(live.max())
+                    diff = numbers.astype(np.uint64, copy=False) - np.uint64(base & 0xFFFF_FFFF_FFFF_FFFF)
+                    step = _step(diff if all_valid else diff[self.valid]) if top > base else 1
+                    u = diff // np.uint64(step) if step > 1 else diff
+                    self._frame = (base, step, u, (top - base) // step)
         return None if self._frame[0] is None else self._frame
+
+
+def _reusable(ltype: LogicalType) -> bool:
+    """Types whose dictionary entries are their keys (floats are not: -0.0 and NaN
+    payloads are entries of their own)."""
+    return ltype.kind == PhysicalKind.VARBINARY or ltype.is_integer or ltype.name in ("date32", "timestamp")
+
+
+def _step(diff: np.ndarray) -> int:
+    """The greatest common divisor of ``diff`` (uint64 offsets from the minimum; 1 when
+    they are all 0): asked of a sample first, which is 1 for most columns, and checked
+    on every value before it is trusted."""
+    sample = np.gcd.reduce(diff[:: max(1, len(diff) // 1024)])
+    if sample <= 1:
+        return 1
+    if not (diff % sample).any():
+        return int(sample)
+    return int(np.gcd.reduce(diff)) or 1
 
 
 # ------------------------------------------------------------------ values as keys
@@ -257,12 +299,13 @@ def _estimate_equality(rows: int, distinct: int, ltype: LogicalType) -> int:
 
 
 def propose(values: ColumnValues, valid, ltype: LogicalType, request: str, *, distinct: int | None,
-            is_sorted: bool | None) -> Proposal:
+            is_sorted: bool | None, dictionary=None) -> Proposal:
     """The index of one chunk (null slots of ``values`` already filled) for a
     ``request`` of "auto" or a kind named by the user: built now when named; for auto,
-    its size estimated and its building deferred until the block's budget keeps it."""
+    its size estimated and its building deferred until the block's budget keeps it.
+    ``dictionary``: the writer's ``(codes, values)`` of the chunk, reused for keys."""
     named = request != "auto"
-    chunk = _Chunk(values, valid, ltype)
+    chunk = _Chunk(values, valid, ltype, dictionary)
     rows = chunk.rows
     if named:
         if request == "bitsliced":

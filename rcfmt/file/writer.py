@@ -732,7 +732,8 @@ def encode_chunk(values: ColumnValues, valid, col: ColumnSchema, options: WriteO
                                            analysis.is_sorted)
     bloom = None if bloom_size is None else build_filter(values, valid, ltype, bloom_size)
     proposal = None if bitmap_request is None else propose(values, valid, ltype, bitmap_request,
-                                                             distinct=distinct, is_sorted=analysis.is_sorted)
+                                                             distinct=distinct, is_sorted=analysis.is_sorted,
+                                                             dictionary=analysis.dictionary)
     return bytes(out), record, entries, bloom, proposal
 
 
