@@ -47,6 +47,9 @@ REMOTE_COALESCE_GAP = 1 << 20
 #: (one round trip instead of two) when the pages that may hold matching rows hold at
 #: most this much: for the same reason
 SPECULATIVE_FETCH_BYTES = 1 << 20
+#: a bitmap index that leaves some of a block's filter undecided narrows the rows the
+#: rest is evaluated on only when it leaves at most 1/INDEX_NARROWS of them
+INDEX_NARROWS = 8
 
 
 @dataclass
@@ -732,7 +735,9 @@ class FileScan:
             stats.blocks_pruned_pages += 1
             return None, None
         candidates = Selection.from_ranges(ranges, rows)
-        if answer is None:
+        if answer is None or popcount(answer.maybe) * INDEX_NARROWS > rows:
+            # (an index that leaves many rows would only add gathers to a filter that
+            # decodes its columns' pages anyway: it served to prune the block)
             return candidates, self.nnf
         candidates = candidates.intersect(Selection.from_mask(to_mask(answer.maybe, rows), kind="bitmap"))
         if candidates.row_count == 0:
