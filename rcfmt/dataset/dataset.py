@@ -382,24 +382,23 @@ class DatasetScan:
     def count(self) -> int:
         """The number of selected rows, without decoding the projected columns (per
         file :meth:`FileScan.count`: from bitmap indexes where they decide the filter)."""
-        frags = self.fragments
-        if self.use_threads and len(frags) > 1:
-            with ThreadPoolExecutor(_threads()) as pool:
-                results = list(pool.map(lambda fr: self._count_fragment(fr, False), frags))
-        else:
-            results = [self._count_fragment(fr, self.use_threads) for fr in frags]
+        results = self._each_fragment(self._count_fragment)
         for scan, _ in results:
             self._count(scan)
         return sum(n for _, n in results)
 
-    def read(self) -> pa.Table:
-        """Every selected row, as one table (fragments in order)."""
+    def _each_fragment(self, fn) -> list:
+        """``fn(fragment, use_threads)`` of every fragment, in order: fragments in
+        parallel (each scanned on one thread), or one at a time with threaded scans."""
         frags = self.fragments
         if self.use_threads and len(frags) > 1:
             with ThreadPoolExecutor(_threads()) as pool:
-                results = list(pool.map(lambda fr: self._read_fragment(fr, False), frags))
-        else:
-            results = [self._read_fragment(fr, self.use_threads) for fr in frags]
+                return list(pool.map(lambda fr: fn(fr, False), frags))
+        return [fn(fr, self.use_threads) for fr in frags]
+
+    def read(self) -> pa.Table:
+        """Every selected row, as one table (fragments in order)."""
+        results = self._each_fragment(self._read_fragment)
         batches = []
         for scan, bs in results:
             self._count(scan)
