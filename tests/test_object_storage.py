@@ -1008,3 +1008,28 @@ def test_nested_file_and_dataset_on_s3(s3, tmp_path, large_file_reads):
     rcfmt.write_dataset(table, f"s3://{BUCKET}/nested-ds", block_rows=1000)
     ds = rcfmt.dataset(f"s3://{BUCKET}/nested-ds")
     assert ds.read(filter=col("p.u.id") >= 2990).sort_by("id").equals(table.slice(2990).cast(ds.schema))
+
+
+def test_bitmap_indexes_cost_two_requests_on_object_storage(s3, server_log, large_file_reads, tmp_path):
+    """A count that bitmap indexes decide reads, after the open, the index directory and
+    the entries of every block (coalesced): two requests, whatever the number of blocks;
+    a read of the selected rows adds the projected pages."""
+    _, client = s3
+    rng = np.random.default_rng(11)
+    n = 5 * 8192
+    table = pa.table({"mode": pa.array(rng.choice(["AIR", "MAIL", "SHIP"], n)),
+                      "flag": pa.array(rng.choice(["A", "N", "R"], n)), "v": rng.integers(0, 1 << 40, n)})
+    local = tmp_path / "b.rcfmt"
+    rcfmt.write_table(table, local, block_rows=8192, bitmap_indexes={"mode": "equality", "flag": "equality"})
+    client.put_object(Bucket=BUCKET, Key="data/b.rcfmt", Body=local.read_bytes())
+    expr = (rcfmt.col("mode") == "AIR") & (rcfmt.col("flag") == "R")
+    expected = table.filter(pc.and_(pc.equal(table["mode"], "AIR"), pc.equal(table["flag"], "R")))
+    with rcfmt.open(f"s3://{BUCKET}/data/b.rcfmt") as f:
+        opened = f.requests
+        scan = f.scan([], filter=expr)
+        assert scan.count() == expected.num_rows
+        assert f.requests - opened == 2 and scan.stats.rows_decoded == 0
+        assert scan.stats.rows_selected_index == expected.num_rows
+        assert server_log.gets("data/b.rcfmt") == f.requests
+        got = f.scan(["v"], filter=expr).read()
+        assert got.column("v").to_pylist() == expected.column("v").to_pylist()
