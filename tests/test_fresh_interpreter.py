@@ -103,12 +103,18 @@ def test_first_filtered_read_does_not_import_pandas(tmp_path):
         f = (col("month") >= 3) & (col("price") < 500.5) & col("carrier").isin(["UA", "AA"]) \\
             & col("tail").startswith("N1") & ~col("day").is_null() & (col("dep") != 7)
         n = rcfmt.read_table({str(path)!r}, filter=f).num_rows
-        print(n, "pandas" in sys.modules)
+        with rcfmt.open({str(path)!r}) as file:  # default writes index these columns: counts ask them
+            m = file.scan([], filter=(col("carrier") == "UA") & (col("day") < 9)).count()
+            used = bool(file.bitmap_columns)
+        print(n, m, used, "pandas" in sys.modules)
     """)
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    rows, imported = proc.stdout.split()
+    rows, counted, used, imported = proc.stdout.split()
     assert int(rows) > 0 and imported == "False", proc.stdout
+    table = _table()
+    truth = sum(1 for c, d in zip(table["carrier"].to_pylist(), table["day"].to_pylist()) if c == "UA" and d < 9)
+    assert int(counted) == truth and used == "True", proc.stdout
 
 
 def test_first_dataset_read_and_spark_planning_do_not_import_pandas(tmp_path):

@@ -28,7 +28,7 @@ from ..errors import CorruptFileError, InvalidOptionError, RcfmtError, SchemaErr
 from ..file.arrow_io import export_stream
 from ..file.reader import RcfmtFile
 from ..scan.expr import (BoundAnd, BoundExpr, BoundListContains, BoundOr, Leaf, bind, columns as expr_columns, evaluate,
-                         fold, selection_mask, to_nnf)
+                         _arrow_values, fold, selection_mask, to_nnf)
 from ..scan.prune import may_match
 from ..scan.scanner import ScanStats
 from .. import nested
@@ -37,7 +37,7 @@ from .evolution import widens
 from ..storage import COMMIT_SCHEMES, delete_files, is_remote, list_tree, local_path, remote_kind
 from . import log
 from .index import (BASE_COLUMNS, INDEX_METADATA_KEY, FileEntry, Snapshot, check_inside, check_relpath,
-                    domain_to_arrow, entries_table, entry_from_file,
+                    entries_table, entry_from_file,
                     schema_from_json)
 from .partitioning import Partitioning, infer_partitioning
 
@@ -554,19 +554,29 @@ def _value_sets_keep(nnf, snap: Snapshot, candidates: np.ndarray) -> np.ndarray:
         if isinstance(leaf, BoundListContains) or name not in known:
             return out
         sets, stats = known[name], snap.stats_arrays(name)
-        t = types.field(name).type
-        lt = logical_type_from_arrow(t)
+        ref = leaf.column
         for i in files:
             if sets[i] is None:
                 continue
-            values = [*sets[i], *([None] * bool(stats.null_count[i]))]
-            arr = domain_to_arrow(values, lt, t)
+            parts = [_values_array(ref, sets[i])]  # (from buffers: no pandas import on a first query)
+            if stats.null_count[i]:
+                parts.append(pa.nulls(1, ref.type))
             if stats.nan_count[i]:
-                arr = pa.concat_arrays([arr, pa.array([float("nan")], t)])
+                parts.append(pa.Array.from_buffers(ref.type, 1, [None, pa.py_buffer(
+                    np.array([np.nan], ref.ltype.numpy_dtype))]))
+            arr = pa.concat_arrays(parts) if len(parts) > 1 else parts[0]
             out[i] = bool(selection_mask(leaf, pa.table({name: arr})).any())
         return out
 
     return fold(nnf, leaf_fn, np.logical_and, np.logical_or)
+
+
+def _values_array(ref, values) -> pa.Array:
+    """Stats-domain ``values`` as an Arrow array of the column's type, from buffers."""
+    if ref.ltype.name == "decimal128":
+        data = b"".join(int(v).to_bytes(16, "little", signed=True) for v in values)
+        return pa.Array.from_buffers(ref.type, len(values), [None, pa.py_buffer(data)])
+    return _arrow_values(ref, values)
 
 
 def prune_blocks(fragments: Sequence[Fragment], schema: pa.Schema, filter, *, partition_names=(),

@@ -372,11 +372,10 @@ class Snapshot:
         lt = self._ltypes[name]
         lists = self.table.column(column)
         lists = lists.combine_chunks() if isinstance(lists, pa.ChunkedArray) else lists
-        flat = arrow_to_domain(lists.flatten(), lt)
-        lengths = np.asarray(lists.value_lengths().fill_null(0), np.int64)
-        starts = np.concatenate(([0], np.cumsum(lengths)))
+        flat = arrow_to_domain(lists.values, lt)  # (offsets index the child array itself)
+        offsets = to_numpy(lists.offsets).astype(np.int64)
         present = validity(lists)
-        return [list(flat[starts[i] : starts[i + 1]]) if present[i] else None for i in range(len(lengths))]
+        return [list(flat[offsets[i] : offsets[i + 1]]) if present[i] else None for i in range(len(lists))]
 
     def stats_arrays(self, name: str) -> StatsArrays:
         """Statistics of column ``name`` with one unit per file (partition columns too)."""
