@@ -178,6 +178,21 @@ class RcfmtFile:
         self._count(1, length)
         return data
 
+    def read_into(self, offset: int, out: memoryview) -> None:
+        """Fill ``out`` with the bytes at ``offset`` (a caller's reused buffer: no fresh
+        memory to fault in; CorruptFileError if the file is shorter)."""
+        length = len(out)
+        if offset < 0 or offset + length > self.size:
+            raise CorruptFileError(f"range [{offset}, {offset + length}) lies outside the file of {self.size} bytes",
+                                   path=self.path, offset=offset)
+        held = self._from_tail(offset, length)
+        if held is not None:
+            out[:] = held
+            return
+        if self._source.read_into(offset, out) != length:
+            raise CorruptFileError("file shrank while reading", path=self.path, offset=offset)
+        self._count(1, length)
+
     def _count(self, requests: int, nbytes: int) -> None:
         with self._lock:
             self.bytes_read += nbytes

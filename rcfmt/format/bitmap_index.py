@@ -190,7 +190,9 @@ class IndexEntry:
         if implied is None:
             return _union(self._buf, self._records[self._stored + ids], self.rows)
         if (ids == implied).any():  # the rows of no other key: the complement of the others' union
-            others = np.setdiff1d(np.arange(self.count), ids)
+            wanted = np.zeros(self.count, bool)
+            wanted[ids] = True
+            others = np.flatnonzero(~wanted)
             out = ~self._stored_union(others)
             out &= ~self.nulls
             if self.has_nans:

@@ -253,11 +253,24 @@ class FileScan:
                 if (c := self.filter_ids.get(name)) is not None and c in file.bitmap_columns}
         if not cols:
             return blocks
-        # the entries of every block, coalesced: few reads (a block's entries are adjacent)
-        buf, base = self._prefetch_spans([file.bitmap_span(b, c) for b in blocks for c in cols.values()], local=True)
+        # on object storage the entries of every block come in few requests (coalesced);
+        # locally each block's (adjacent) entries are read with one read into a reused buffer
+        buf, base = self._prefetch_spans([file.bitmap_span(b, c) for b in blocks for c in cols.values()]) \
+            if file.remote else (None, 0)
+        scratch = bytearray()
 
         def answer(b: int) -> BlockAnswer | None:
-            entries = {name: e for name, c in cols.items() if (e := file.bitmap_entry(b, c, buf, base)) is not None}
+            nonlocal scratch
+            here, at = buf, base
+            if here is None:
+                spans = [s for c in cols.values() if (s := file.bitmap_span(b, c))[1]]
+                lo, hi = (min(o for o, _ in spans), max(o + n for o, n in spans)) if spans else (0, 0)
+                if spans and hi - lo <= 2 * sum(n for _, n in spans):
+                    if len(scratch) < hi - lo:
+                        scratch = bytearray(hi - lo)
+                    here, at = memoryview(scratch)[: hi - lo], lo
+                    file.read_into(lo, here)
+            entries = {name: e for name, c in cols.items() if (e := file.bitmap_entry(b, c, here, at)) is not None}
             return answer_block(self.nnf, entries, int(file.footer.blocks[b]["row_count"])) if entries else None
 
         # (one thread: per block the Python around the native passes is most of the time,
