@@ -203,3 +203,19 @@ def slices_compare(const uint64_t[:, ::1] slices, const uint64_t[::1] numbers, u
             else:
                 for i in range(nwords):
                     e[i] &= ~sp[i]
+
+
+def decode_rows(const uint8_t[::1] buf, const int64_t[:, ::1] records, int64_t rows, uint64_t[:, ::1] out):
+    """Decode container ``i`` of ``records`` into row ``i`` of ``out`` (zeroed, ``(n,
+    (rows + 63) // 64)``): every bitmap of an entry in one call. Returns the ``ERR_*``
+    code of the first bad container (``OK``: all valid)."""
+    cdef Py_ssize_t i, n = records.shape[0]
+    cdef int code = C_OK
+    if out.shape[0] != n or (n and out.shape[1] != (rows + 63) >> 6):
+        raise ValueError("out has the wrong shape")
+    with nogil:
+        for i in range(n):
+            code = _union(buf, records[i : i + 1, :], rows, out[i, :])
+            if code != C_OK:
+                break
+    return code

@@ -168,12 +168,11 @@ class IndexEntry:
     def matrix(self) -> np.ndarray:
         """Every stored key/slice bitmap decoded once, as ``(count, words)``."""
         if self._matrix is None:
-            n = words(self.rows)
-            out = np.zeros((len(self._records) - self._stored, n), np.uint64)
-            for i, rec in enumerate(self._records[self._stored :]):
-                code = _bitmaps.union_into(np.frombuffer(self._buf, np.uint8), rec.reshape(1, 3), self.rows, out[i])
-                if code != _bitmaps.OK:
-                    raise _fail(_ERRORS[code])
+            records = np.ascontiguousarray(self._records[self._stored :])
+            out = np.zeros((len(records), words(self.rows)), np.uint64)
+            code = _bitmaps.decode_rows(np.frombuffer(self._buf, np.uint8), records, self.rows, out)
+            if code != _bitmaps.OK:
+                raise _fail(_ERRORS[code])
             self._matrix = out
         return self._matrix
 
