@@ -51,6 +51,13 @@ def main() -> None:
             for i in range(f.num_blocks):
                 print(f"  block {i}: rows={stats.row_count[i]:>6}  nulls={stats.null_count[i]:>5}  "
                       f"min={stats.min[i]:>7}  max={stats.max[i]:>7}")
+            # bitmap indexes ("auto": few distinct values or a narrow range, unsorted)
+            # answer this without decoding a value
+            where = (rcfmt.col("origin") == "JFK") & (rcfmt.col("hour") >= 20)
+            scan = f.scan([], filter=where)
+            print(f"\nflights from JFK leaving at 20:00 or later: {scan.count():,} "
+                  f"({scan.stats.rows_selected_index:,} rows counted from bitmap indexes, "
+                  f"{scan.stats.rows_decoded:,} values decoded)")
             try:
                 selected = f.read(columns=["carrier", "flight", "dep_delay"], filter=rcfmt.col("dep_delay") > 600)
                 print(f"\nflights delayed by more than 10 hours: {selected.num_rows}")
