@@ -25,7 +25,6 @@ import time
 from decimal import Decimal
 from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq

@@ -7,10 +7,9 @@ comparisons: equality-encoded for a handful of distinct values, bit-sliced for a
 integer-like column with a narrow value range, whichever is smaller when both apply.
 It proposes none for a chunk whose statistics already answer everything (a single
 value, all NULL) or whose rows are sorted (its page index skips as well). The writer then
-keeps auto-proposed indexes of a block, cheapest first, while they fit
-:data:`AUTO_BUDGET` of the block's bytes, equality indexes first
-(:func:`within_budget`); columns named
-explicitly are always indexed where their type allows.
+keeps auto-proposed indexes of a block while they fit :data:`AUTO_BUDGET` of the block's
+bytes, equality indexes first, each kind smallest first (:func:`within_budget`); columns
+named explicitly are always indexed where their type allows.
 """
 from __future__ import annotations
 
@@ -329,7 +328,7 @@ def propose(values: ColumnValues, valid, ltype: LogicalType, request: str, *, di
     candidates = []
     if distinct is not None and distinct <= AUTO_EQUALITY_MAX_KEYS:
         candidates.append((_estimate_equality(rows, distinct, ltype), 0, "equality",
-                           lambda: _equality(chunk, AUTO_EQUALITY_MAX_KEYS)))
+                           lambda: _equality(chunk, MAX_KEYS)))  # (``distinct`` may be an estimate)
     if _integer_like(ltype) and (frame := chunk.frame()) is not None:
         width = frame[3].bit_length()
         if width <= AUTO_MAX_SLICES:

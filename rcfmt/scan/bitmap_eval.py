@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._native import bitmaps as _bitmaps
-from ..format.bitmap_index import BITSLICED, EQUALITY, RANGE, IndexEntry, words
+from ..format.bitmap_index import BITSLICED, EQUALITY, IndexEntry, words
 from .expr import BoundAnd, BoundOr, Cmp, Folded, InSet, NanCheck, NullCheck, Prefix
 
 __all__ = ["BlockAnswer", "answer_block", "popcount", "to_mask", "leaf_columns"]
