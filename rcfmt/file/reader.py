@@ -437,8 +437,17 @@ class RcfmtFile:
         row = self.bitmap_columns.get(column)
         if row is None:
             return 0, 0
-        rec = self.bitmap_directory()[row, block]
-        return int(rec["offset"]), int(rec["length"])
+        offsets, lengths, _ = self._bitmap_records()
+        return offsets[row][block], lengths[row][block]
+
+    def _bitmap_records(self) -> tuple[list, list, list]:
+        """The directory as Python lists (offsets, lengths, crc32s per indexed column):
+        looked up per entry, many times per scan."""
+        records = getattr(self, "_bitmap_lists", None)
+        if records is None:
+            d = self.bitmap_directory()
+            records = self._bitmap_lists = (d["offset"].tolist(), d["length"].tolist(), d["crc32"].tolist())
+        return records
 
     def bitmap_entry(self, block: int, column: int, buf=None, base: int = 0) -> IndexEntry | None:
         """The chunk's bitmap index (checksum verified, layout checked), or None if it
@@ -452,7 +461,7 @@ class RcfmtFile:
         else:
             raw = self.read_range(offset, length)
         row = self.bitmap_columns[column]
-        if self.verify_checksums and crc32(raw) != int(self.bitmap_directory()[row, block]["crc32"]):
+        if self.verify_checksums and crc32(raw) != self._bitmap_records()[2][row][block]:
             raise ChecksumError("bitmap index checksum mismatch", path=self.path, column=name, block=block,
                                 offset=offset)
         try:

@@ -12,6 +12,7 @@ is decided exactly, so its columns need not be decoded.
 """
 from __future__ import annotations
 
+import functools
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
@@ -38,12 +39,13 @@ def to_mask(bits: np.ndarray, rows: int) -> np.ndarray:
     return np.unpackbits(bits.view(np.uint8), count=rows, bitorder="little").view(bool)
 
 
+@functools.lru_cache(maxsize=16)
 def _all(rows: int) -> np.ndarray:
+    """Every row of a block (shared, read-only: blocks of a file mostly have one size)."""
     out = np.full(words(rows), np.uint64(0xFFFF_FFFF_FFFF_FFFF), np.uint64)
     if rows & 63:
         out[-1] = np.uint64((1 << (rows & 63)) - 1)
-    if rows == 0:
-        return np.zeros(0, np.uint64)
+    out.flags.writeable = False
     return out
 
 
