@@ -202,6 +202,7 @@ class BlockAnswer:
 
     maybe: np.ndarray
     residual: tuple
+    count: int  # rows in ``maybe``
 
     @property
     def exact(self) -> bool:
@@ -237,7 +238,7 @@ def answer_block(nnf, entries: dict, rows: int) -> BlockAnswer:
             maybe = maybe & m
         if true is None or m is None or (true is not m and not np.array_equal(true, m)):
             residual.append(c)
-    return BlockAnswer(maybe, tuple(residual))
+    return BlockAnswer(maybe, tuple(residual), popcount(maybe))
 
 
 def _combine(parts: list, op, none_wins: bool):

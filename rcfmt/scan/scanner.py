@@ -28,7 +28,7 @@ from .._native import pageindex as _pageindex
 from .._native import select as _select
 from .._native import varbinary as _vb
 from . import bloom_filters
-from .bitmap_eval import BlockAnswer, answer_block, leaf_columns, popcount, to_mask
+from .bitmap_eval import BlockAnswer, answer_block, leaf_columns, to_mask
 from .evaluate import ColumnData, eval_nnf
 from . import fetch_plan
 from .fetch_plan import BlockGroups
@@ -279,7 +279,7 @@ class FileScan:
         kept = []
         for b, a in zip(blocks, answers):
             if a is not None:
-                if not popcount(a.maybe):
+                if not a.count:
                     self.stats.blocks_pruned_index += 1
                     continue
                 self._answers[b] = a
@@ -741,14 +741,14 @@ class FileScan:
         is None when no row can match."""
         answer = self._answers.get(block)
         if answer is not None and answer.exact:  # no filter column to decode, no page index to ask
-            stats.rows_selected_index += popcount(answer.maybe)
+            stats.rows_selected_index += answer.count
             return Selection.from_mask(to_mask(answer.maybe, rows), kind="bitmap"), None
         ranges = self.row_ranges(block, cache)
         if ranges.row_count == 0:
             stats.blocks_pruned_pages += 1
             return None, None
         candidates = Selection.from_ranges(ranges, rows)
-        if answer is None or popcount(answer.maybe) * INDEX_NARROWS > rows:
+        if answer is None or answer.count * INDEX_NARROWS > rows:
             # (an index that leaves many rows would only add gathers to a filter that
             # decodes its columns' pages anyway: it served to prune the block)
             return candidates, self.nnf
@@ -866,7 +866,7 @@ class FileScan:
         for b in self.blocks:
             answer = self._answers.get(b)
             if answer is not None and answer.exact:  # counted from the index
-                n = popcount(answer.maybe)
+                n = answer.count
                 total += n
                 self.stats.rows_selected += n
                 self.stats.rows_selected_index += n
