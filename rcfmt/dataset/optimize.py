@@ -110,10 +110,8 @@ def optimize(dataset, cluster_by=None, *, curve: str = "zorder", mapping: str = 
                 if force or not _already_optimized(files, spec, target_file_rows) or _stale(files, snap.data_schema)}
     if not todo:
         return dataset
-    if "bitmap_indexes" not in write_options:  # the rewritten files keep the indexes they had
-        inherited = inherited_bitmap_indexes([p for files in todo.values() for _, p, _ in files], snap.data_schema)
-        if inherited is not None:
-            write_options["bitmap_indexes"] = inherited
+    # the rewritten files keep the indexes they had
+    inherited_bitmap_indexes([p for files in todo.values() for _, p, _ in files], snap.data_schema, write_options)
     read_version = dataset.version or 0
     adopt = snap.table if dataset.version is None else None
     txn = uuid.uuid4().hex

@@ -44,19 +44,27 @@ def _join(root: str, rel: str) -> str:
     return f"{root}/{rel}" if is_remote(root) else os.path.join(root, *rel.split("/"))
 
 
-def inherited_bitmap_indexes(paths, data_schema: pa.Schema) -> dict | None:
-    """The ``bitmap_indexes`` write option that the files at ``paths`` were written with,
-    from their footers' reports (named kinds, "auto" for the columns considered without
-    one), for rewrites and appends that do not name it: the files they write keep the
-    indexes. None when no file reports one (written before indexes, or without)."""
+def inherited_bitmap_indexes(paths, data_schema: pa.Schema, write_options: dict) -> None:
+    """Unless ``write_options`` names ``bitmap_indexes``, set it to what the files at
+    ``paths`` were written with, from their footers' reports (per column the kind named,
+    "auto" for the columns considered without one; an empty report: None), so that
+    rewrites and appends keep the indexes. Files written before indexes report nothing:
+    then the default stays."""
+    if "bitmap_indexes" in write_options:
+        return
     option: dict = {}
+    reported = False
     for path in paths:
         with RcfmtFile(path) as f:
-            report = (f.footer.bitmap_index or {}).get("report", {})
-        for column, entry in report.items():
+            region = f.footer.bitmap_index
+        if region is None:
+            continue
+        reported = True
+        for column, entry in region.get("report", {}).items():
             if data_schema.get_field_index(column.split(".")[0]) >= 0 and column not in option:
                 option[column] = entry.get("named", "auto")
-    return option or None
+    if reported:
+        write_options["bitmap_indexes"] = option or None
 
 
 # ------------------------------------------------------------------ clustering
@@ -645,10 +653,9 @@ def write_dataset(data, path, *, partition_by=None, mode: str = "append",
     if "bitmap_indexes" not in write_options and plan.mode == "append" and plan.read_version:
         from .dataset import read_snapshot
 
+        # an append keeps the indexes the dataset's (latest) files have
         latest = read_snapshot(plan.root, plan.read_version, columns=[]).paths[-1:]
-        inherited = inherited_bitmap_indexes([_join(plan.root, rel) for rel in latest], plan.data_schema)
-        if inherited is not None:  # an append keeps the indexes the dataset's files have
-            write_options["bitmap_indexes"] = inherited
+        inherited_bitmap_indexes([_join(plan.root, rel) for rel in latest], plan.data_schema, write_options)
     WriteOptions.create(plan.data_schema, **write_options)  # bad options raise before anything is written
     clustering = plan.clustering_for(cluster_by, curve, mapping)
     inherited = cluster_by is None and clustering is not None

@@ -549,8 +549,8 @@ class Writer:
             np.concatenate(recs) if recs else np.empty(0, chunk_record(col.stat_width))
             for col, recs in zip(self._columns, self._chunks)
         ]
-        if self._bitmap_report:
-            bitmap_region = {**(bitmap_region or {}), "report": self._bitmap_report}
+        # (an empty report says "written without indexes": rewrites keep that too)
+        bitmap_region = {**(bitmap_region or {}), "report": self._bitmap_report}
         meta = FileMetaData(self._columns, blocks, chunks, self._metadata, f"rcfmt {__version__}", region,
                             bloom_region=bloom_region, nested=self._nodes, bitmap_index=bitmap_region)
         footer = serialize_footer(meta)

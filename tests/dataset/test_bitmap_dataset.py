@@ -57,9 +57,11 @@ def test_dataset_files_carry_indexes_through_append_and_optimize(tmp_path):
             report = f.footer.bitmap_index["report"]
         assert {c: r.get("named") for c, r in report.items()} == {"mode": "equality", "flag": "equality",
                                                                    "qty": "bitsliced"}
-    # naming the option replaces what the files had
+    # naming the option replaces what the files had, and later writes keep that
     replaced = optimized.optimize(["qty"], force=True, bitmap_indexes=None)
     assert _indexed_columns(replaced) == set()
+    appended = rcfmt.write_dataset(_table(20_000, 5), path, block_rows=5000)
+    assert _indexed_columns(appended) == set()
 
 
 def test_index_skips_files_by_their_distinct_values(tmp_path):
