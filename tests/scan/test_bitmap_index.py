@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import rcfmt
@@ -20,11 +20,10 @@ from rcfmt.scan.expr import bind, selection_mask, to_nnf
 from rcfmt.scan.scanner import scan_file
 from strategies import examples
 from strategies_expr import exprs, ltype, tables
+from .test_scan_soundness import SETTINGS as SOUNDNESS_SETTINGS
 from .test_scan_soundness import assert_same
 
-SETTINGS = settings(max_examples=examples(150), deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
-                                           HealthCheck.data_too_large])
+SETTINGS = settings(SOUNDNESS_SETTINGS, max_examples=examples(150))
 
 
 @st.composite
