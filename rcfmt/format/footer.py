@@ -296,7 +296,7 @@ def _bitmap_index(entry, ncols: int, element: np.ndarray) -> dict | None:
         return None
     if not isinstance(entry, dict):
         raise _fail("bitmap_indexes is not an object")
-    report = entry.get("report", {})
+    report = _bitmap_report(entry.get("report", {}))
     if "columns" not in entry:
         return {"report": report}
     out = {k: int(entry[k]) for k in ("offset", "length", "directory_offset")}
@@ -308,6 +308,28 @@ def _bitmap_index(entry, ncols: int, element: np.ndarray) -> dict | None:
         raise _fail("bitmap_indexes names bad columns")
     out["columns"] = list(cols)
     return out
+
+
+_REPORT_KINDS = ("equality", "range", "bitsliced", "auto")
+
+
+def _bitmap_report(report) -> dict:
+    """The writer's report checked for shape (it is informative, but tools show it and
+    rewrites follow its named kinds): ``{column: {"kinds": {kind: int}, "not_indexed":
+    {reason: int}, ["named": kind], ["values": {"count": int, "keys": hex}]}}``."""
+    def counts(d) -> bool:
+        return isinstance(d, dict) and all(isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool)
+                                           for k, v in d.items())
+
+    ok = isinstance(report, dict) and all(
+        isinstance(name, str) and isinstance(r, dict) and counts(r.get("kinds", {}))
+        and counts(r.get("not_indexed", {})) and r.get("named", "auto") in _REPORT_KINDS
+        and (lambda v: v is None or (isinstance(v, dict) and isinstance(v.get("keys"), str)
+                                     and isinstance(v.get("count"), int)))(r.get("values"))
+        for name, r in report.items())
+    if not ok:
+        raise _fail("bitmap_indexes report is malformed")
+    return report
 
 
 def _region(region: tuple[int, int]) -> tuple[int, int]:

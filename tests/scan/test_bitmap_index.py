@@ -315,3 +315,44 @@ def test_cli_check_reads_every_bitmap_and_meta_reports_them(tmp_path):
     bad.write_bytes(bytes(raw))
     result = reports.check_file(bad)
     assert not result["ok"] and "bitmap index" in result["error"] and "'qty'" in result["error"]
+
+
+@pytest.mark.parametrize("forged", [
+    {"report": []},
+    {"report": {"x": []}},
+    {"report": {"x": {"kinds": {"equality": "2"}}}},
+    {"report": {"x": {"named": "btree"}}},
+    {"report": {"x": {"values": {"count": "3", "keys": "00"}}}},
+    {"offset": "a", "length": 0, "directory_offset": 0, "columns": [0]},
+    {"offset": 8, "length": 4, "directory_offset": 8, "columns": [0, 0]},
+    {"offset": 8, "length": 4, "directory_offset": 8, "columns": [True]},
+    [],
+])
+def test_forged_footer_keys_are_corrupt_files(tmp_path, forged):
+    """A footer whose ``bitmap_indexes`` key is malformed (checksums recomputed, as a
+    forger would) is refused when opened: a clear CorruptFileError, nothing else."""
+    import json
+    import struct
+    import zlib
+
+    from rcfmt.errors import CorruptFileError
+
+    path = tmp_path / "t.rcfmt"
+    rcfmt.write_table(pa.table({"x": pa.array(np.arange(10))}), path, metadata={"pad": "p" * 400})
+    raw = path.read_bytes()
+    footer_len = struct.unpack_from("<Q", raw, len(raw) - 16)[0]
+    footer = raw[len(raw) - 16 - footer_len : len(raw) - 16]
+    json_len = struct.unpack_from("<I", footer, 0)[0]
+    doc = json.loads(footer[4 : 4 + json_len])
+    doc["bitmap_indexes"] = forged
+    doc["metadata"] = []  # (room: the binary tables stay where the JSON says they are)
+    text = json.dumps(doc).encode()
+    assert len(text) <= json_len
+    text = text + b" " * (json_len - len(text))
+    new_footer = footer[:4] + text + footer[4 + json_len :]
+    body = raw[: len(raw) - 16 - footer_len]
+    bad = tmp_path / "bad.rcfmt"
+    bad.write_bytes(body + new_footer + struct.pack("<QI4s", len(new_footer), zlib.crc32(new_footer), b"RCFM"))
+    with pytest.raises(CorruptFileError):
+        with rcfmt.open(bad) as f:
+            f.scan([], filter=col("x") == 3).count()
