@@ -339,15 +339,24 @@ class Snapshot:
         """Make sure the stats columns of the data ``columns`` are in ``table``."""
         want = [f"{c}.{s}" for c in columns if self.stats_schema.get_field_index(c) >= 0 for s in STATS_FIELDS]
         missing = [n for n in want if self.table.schema.get_field_index(n) < 0]
-        if not missing:
-            return
+        if missing:
+            self._load_columns(missing)
+
+    def _load_columns(self, names: list, optional: bool = False) -> None:
+        """Append index columns ``names`` to ``table``, read from the index file (a
+        version is never replaced); with ``optional``, those the file lacks are skipped
+        (columns added to the index after that version was written)."""
         from ..file.reader import RcfmtFile
 
-        with RcfmtFile(self.index_path, size=self.index_size, immutable=True) as f:  # a version is never replaced
-            extra = f.read(columns=missing)
+        with RcfmtFile(self.index_path, size=self.index_size, immutable=True) as f:
+            if optional:
+                names = [n for n in names if f.schema.get_field_index(n) >= 0]
+            if not names:
+                return
+            extra = f.read(columns=names)
         if extra.num_rows != self.table.num_rows:
             raise CorruptFileError("index columns disagree in length", path=self.index_path)
-        for name in missing:
+        for name in names:
             self.table = self.table.append_column(extra.schema.field(name), extra.column(name))
 
     def value_sets(self, name: str) -> list:
@@ -356,19 +365,10 @@ class Snapshot:
         column = f"{name}.{VALUES_FIELD}"
         if self.stats_schema.get_field_index(name) < 0:
             return [None] * len(self)
+        if self.table.schema.get_field_index(column) < 0 and self.index_path is not None:
+            self._load_columns([column], optional=True)  # (versions written before it lack it)
         if self.table.schema.get_field_index(column) < 0:
-            extra = None
-            if self.index_path is not None:
-                from ..file.reader import RcfmtFile
-
-                with RcfmtFile(self.index_path, size=self.index_size, immutable=True) as f:
-                    if f.schema.get_field_index(column) >= 0:  # (versions written before it lack it)
-                        extra = f.read(columns=[column]).column(column)
-            if extra is None:
-                return [None] * len(self)
-            if len(extra) != self.table.num_rows:
-                raise CorruptFileError("index columns disagree in length", path=self.index_path)
-            self.table = self.table.append_column(pa.field(column, extra.type), extra)
+            return [None] * len(self)
         lt = self._ltypes[name]
         lists = self.table.column(column)
         lists = lists.combine_chunks() if isinstance(lists, pa.ChunkedArray) else lists

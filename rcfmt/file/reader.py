@@ -166,9 +166,7 @@ class RcfmtFile:
 
     def read_range(self, offset: int, length: int) -> bytes:
         """Exactly ``length`` bytes at ``offset`` (CorruptFileError if the file is shorter)."""
-        if offset < 0 or length < 0 or offset + length > self.size:
-            raise CorruptFileError(f"range [{offset}, {offset + length}) lies outside the file of {self.size} bytes",
-                                   path=self.path, offset=offset)
+        self._check_range(offset, length)
         held = self._from_tail(offset, length)
         if held is not None:
             return held.tobytes()
@@ -178,13 +176,16 @@ class RcfmtFile:
         self._count(1, length)
         return data
 
+    def _check_range(self, offset: int, length: int) -> None:
+        if offset < 0 or length < 0 or offset + length > self.size:
+            raise CorruptFileError(f"range [{offset}, {offset + length}) lies outside the file of {self.size} bytes",
+                                   path=self.path, offset=offset)
+
     def read_into(self, offset: int, out: memoryview) -> None:
         """Fill ``out`` with the bytes at ``offset`` (a caller's reused buffer: no fresh
         memory to fault in; CorruptFileError if the file is shorter)."""
         length = len(out)
-        if offset < 0 or offset + length > self.size:
-            raise CorruptFileError(f"range [{offset}, {offset + length}) lies outside the file of {self.size} bytes",
-                                   path=self.path, offset=offset)
+        self._check_range(offset, length)
         held = self._from_tail(offset, length)
         if held is not None:
             out[:] = held

@@ -703,10 +703,19 @@ class FileScan:
     # ---------------------------------------------------------------- one block
     def scan_block(self, block: int) -> tuple[pa.RecordBatch | None, ScanStats]:
         """Selected rows of one block (None if none), and what it cost."""
+        return self._block(block, False)
+
+    def count_block(self, block: int) -> tuple[int, ScanStats]:
+        """The number of rows of ``block`` the filter selects, and what it cost: from
+        the bitmap indexes alone when they decide the whole filter there, else from
+        the filter columns only."""
+        return self._block(block, True)
+
+    def _block(self, block: int, count_only: bool):
         stats = ScanStats()
         before = self.file.thread_requests()
         try:
-            return self._scan_block(block, stats)
+            return self._scan_block(block, stats, count_only)
         finally:
             stats.requests += self.file.thread_requests() - before
             if self._groups is not None:
@@ -815,37 +824,14 @@ class FileScan:
             return pa.record_batch([pa.nulls(selected)], names=["_"]).select([]), stats
         return pa.RecordBatch.from_arrays(arrays, schema=self.output_schema), stats
 
-    def count_block(self, block: int) -> tuple[int, ScanStats]:
-        """The number of rows of ``block`` the filter selects, and what it cost: from
-        the bitmap indexes alone when they decide the whole filter there, else from
-        the filter columns only."""
-        stats = ScanStats()
-        before = self.file.thread_requests()
-        try:
-            return self._scan_block(block, stats, count_only=True)
-        finally:
-            stats.requests += self.file.thread_requests() - before
-            if self._groups is not None:
-                self._groups.done(block)
-
     # ---------------------------------------------------------------- driving
     def _run(self, blocks: list[int], use_threads: bool) -> Iterator[pa.RecordBatch]:
         if self.file.remote and len(blocks) > 1:
             self._groups = self._plan_groups(blocks)
-        if use_threads and len(blocks) > 1:
-            # one worker per core: more only contend for the GIL between native passes
-            with ThreadPoolExecutor(min(os.cpu_count() or 1, 8, len(blocks))) as pool:
-                results = pool.map(self.scan_block, blocks)
-                for batch, stats in results:
-                    self.stats.add(stats)
-                    if batch is not None:
-                        yield batch
-        else:
-            for b in blocks:
-                batch, stats = self.scan_block(b)
-                self.stats.add(stats)
-                if batch is not None:
-                    yield batch
+        for batch, stats in _map_blocks(self.scan_block, blocks, use_threads):
+            self.stats.add(stats)
+            if batch is not None:
+                yield batch
 
     def read(self) -> pa.Table:
         """All selected rows as one table (blocks decoded in parallel if use_threads)."""
@@ -872,11 +858,7 @@ class FileScan:
                 self.stats.rows_selected_index += n
             else:
                 blocks.append(b)
-        if self.use_threads and len(blocks) > 1:
-            with ThreadPoolExecutor(min(os.cpu_count() or 1, 8, len(blocks))) as pool:
-                results = list(pool.map(self.count_block, blocks))
-        else:
-            results = [self.count_block(b) for b in blocks]
+        results = list(_map_blocks(self.count_block, blocks, self.use_threads))
         for _, stats in results:
             self.stats.add(stats)
         return total + sum(n for n, _ in results)
@@ -891,6 +873,17 @@ class FileScan:
         """The selected rows as an Arrow C stream (the Arrow PyCapsule interface), block
         by block: ``polars.DataFrame(scan)``, ``pyarrow.table(scan)``, DuckDB."""
         return export_stream(self.output_schema, self.iter_batches(), requested_schema)
+
+
+def _map_blocks(fn, blocks: list[int], use_threads: bool) -> Iterator:
+    """``fn(block)`` of every block, in order: on a pool (one worker per core: more only
+    contend for the GIL between native passes) when ``use_threads`` and there are several."""
+    if use_threads and len(blocks) > 1:
+        with ThreadPoolExecutor(min(os.cpu_count() or 1, 8, len(blocks))) as pool:
+            yield from pool.map(fn, blocks)
+    else:
+        for b in blocks:
+            yield fn(b)
 
 
 def _coalesce(lo: np.ndarray, hi: np.ndarray, gap: int) -> tuple[np.ndarray, np.ndarray]:
