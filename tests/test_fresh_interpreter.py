@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -198,3 +199,52 @@ def test_threaded_first_nested_reads_in_fresh_interpreters():
                               cwd=ROOT, timeout=120)
         assert proc.returncode == 0, (proc.stdout + proc.stderr)[-2000:]
         assert proc.stdout.split() == [*map(str, want), "False"]
+
+
+INDEXED_CHILD = textwrap.dedent("""
+    import sys, threading
+    import rcfmt
+    from rcfmt import col
+    f = rcfmt.open(sys.argv[1])  # one open file shared by every thread: its index directory is loaded lazily
+    filters = [(col("carrier") == "UA") & (col("day") < 9), col("carrier").isin(["AA", "DL"]),
+               ~(col("carrier") == "EV") & (col("day") >= 20), col("day") == 3]
+    barrier = threading.Barrier(8)
+    out, errors = {}, []
+    def run(k):
+        try:
+            barrier.wait()
+            scan = f.scan([], filter=filters[k % 4])
+            out[k] = (scan.count(), scan.stats.rows_selected_index)
+        except Exception as exc:
+            errors.append(f"{type(exc).__name__}: {exc}")
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(8)]
+    for t in threads: t.start()
+    for t in threads: t.join()
+    if errors:
+        print(errors[0]); sys.exit(1)
+    print(" ".join(f"{out[k][0]},{out[k][1]}" for k in range(8)))
+""")
+
+
+def test_threaded_first_indexed_counts_share_one_file():
+    """Threads' first indexed counts on one open file in a fresh interpreter: the lazily
+    loaded bitmap-index directory and the parsed keys are shared, and every count is
+    right and answered from the indexes."""
+    import pyarrow.compute as pc
+
+    table = _table()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "f.rcfmt"
+        rcfmt.write_table(table, path, block_rows=4096, page_rows=1024,
+                          bitmap_indexes={"carrier": "equality", "day": "bitsliced"})
+        exprs = [pc.and_(pc.equal(table["carrier"], "UA"), pc.less(table["day"], 9)),
+                 pc.is_in(table["carrier"], pa.array(["AA", "DL"])),
+                 pc.and_(pc.not_equal(table["carrier"], "EV"), pc.greater_equal(table["day"], 20)),
+                 pc.equal(table["day"], 3)]
+        truth = [int(pc.sum(e.cast(pa.int64())).as_py()) for e in exprs]
+        for _ in range(4):
+            proc = subprocess.run([sys.executable, "-c", INDEXED_CHILD, str(path)], capture_output=True, text=True,
+                                  cwd=ROOT, timeout=120)
+            assert proc.returncode == 0, proc.stdout + proc.stderr
+            pairs = [tuple(map(int, p.split(","))) for p in proc.stdout.split()]
+            assert pairs == [(truth[k % 4], truth[k % 4]) for k in range(8)], proc.stdout
