@@ -174,6 +174,7 @@ class RcfmtReader(DataSourceReader):
         self._ds = ds
         self.version = ds.version
         self.dataset_schema = ds.schema
+        self.column_ids = ds.column_ids  # (files written before a rename hold old names)
         self.partition_names = list(ds.partitioning.names)
         self.columns = _resolve_columns(schema, ds.schema)
         self.spark_names = [f.name for f in schema.fields]
@@ -232,7 +233,8 @@ class RcfmtReader(DataSourceReader):
             # tasks are planned for the surviving blocks only
             fragments, dropped, _ = prune_blocks(fragments, self.dataset_schema, plan_filter,
                                                  partition_names=self.partition_names,
-                                                 verify_checksums=self.options.verify_checksums)
+                                                 verify_checksums=self.options.verify_checksums,
+                                                 column_ids=self.column_ids)
             blocks_pruned = sum(f.blocks[1] - f.blocks[0] if f.blocks else f.num_blocks for f in dropped)
         groups = plan_partitions(fragments, self.options.max_partition_bytes, self.options.min_partitions)
         pruned_groups = [[] for _ in groups]
@@ -261,7 +263,8 @@ class RcfmtReader(DataSourceReader):
                 expr = self.relation_filter
         scan = scan_fragments(fragments, self.dataset_schema, self.columns, expr,
                               partition_names=self.partition_names, files_total=0, files_pruned=0,
-                              use_threads=False, verify_checksums=self.options.verify_checksums)
+                              use_threads=False, verify_checksums=self.options.verify_checksums,
+                              column_ids=self.column_ids)
         target = self.target
         convert = BatchConverter(target)
         try:

@@ -33,7 +33,8 @@ from ..scan.prune import may_match
 from ..scan.scanner import ScanStats
 from .. import nested
 from ..types import logical_type_from_arrow, same_logical_type
-from .evolution import widens
+from .evolution import (check_column_ids, extend_column_ids, file_renames, renamed_expr, renamed_path,
+                        renamed_schema, widens)
 from ..storage import COMMIT_SCHEMES, delete_files, is_remote, list_tree, local_path, remote_kind
 from . import log
 from .index import (BASE_COLUMNS, INDEX_METADATA_KEY, FileEntry, Snapshot, check_inside, check_relpath,
@@ -79,6 +80,9 @@ def read_snapshot(root: str, version: int, columns: Sequence[str] | None = (), s
         if info.get("format_version", 1) > 1:
             raise RcfmtError(f"{path}: dataset format version {info['format_version']} is newer than this rcfmt")
         check_version_info(info, version, path)
+        bad_ids = check_column_ids(info, data_schema)
+        if bad_ids:
+            raise CorruptFileError(f"malformed dataset metadata: {bad_ids}", path=path)
         if columns is None:
             table = f.read()
         else:
@@ -263,9 +267,11 @@ class DatasetScan:
 
     def __init__(self, schema: pa.Schema, fragments: Sequence[Fragment], columns: Sequence[str] | None = None,
                  filter=None, *, partition_names: Sequence[str] = (), files_total: int | None = None,
-                 files_pruned: int = 0, use_threads: bool = True, verify_checksums: bool = True):
+                 files_pruned: int = 0, use_threads: bool = True, verify_checksums: bool = True,
+                 column_ids: dict | None = None):
         self.schema = schema
         self.fragments = list(fragments)
+        self.column_ids = column_ids  # (None: no column was ever renamed)
         if columns is None:
             columns = schema.names
         elif isinstance(columns, str) or not isinstance(columns, Sequence):
@@ -286,24 +292,30 @@ class DatasetScan:
     # ---------------------------------------------------------------- one fragment
     def _file_scan(self, frag: Fragment, use_threads: bool):
         """(FileScan or None if the fragment cannot match, partition dict, filter left
-        to apply after the file scan or None)."""
+        to apply after the file scan or None, the file's view of the dataset: the
+        schema under the names the file holds the columns by, and ``{dataset column:
+        name in the file}`` for those renamed since it was written)."""
         partition = dict(frag.partition)
         residual = _residual(self.nnf, partition, self.schema)
         if residual is _FALSE:
-            return None, partition, None
+            return None, partition, None, None
         f = open_data_file(frag.path, self.verify_checksums, frag.size)
         try:
             opened = f.requests  # the open's reads (its footer): part of what the scan costs
             _check_against_index(f, frag)
+            view = file_view(f, self.schema, self.column_ids)
+            schema, renames = view
+            residual = renamed_expr(residual, renames)
             # columns added to the dataset after this file was written read as NULL
-            residual = _without_missing(residual, f, self.schema)
+            residual = _without_missing(residual, f, schema)
             if residual is _FALSE:
                 f.close()
-                return None, partition, None
-            absent = set(check_types(f, self.schema, self._data_columns))
-            columns = [c for c in self._data_columns if c not in absent]
+                return None, partition, None, None
+            wanted = [renamed_path(c, renames) for c in self._data_columns]
+            absent = set(check_types(f, schema, wanted))
+            columns = [c for c in wanted if c not in absent]
             pushed, post = None if residual is _TRUE else residual, None
-            narrower = _narrower_columns(f, self.schema, pushed)
+            narrower = _narrower_columns(f, schema, pushed)
             if narrower:  # columns widened since the file was written: those leaves are applied after
                 pushed, post = _pushable(pushed, narrower), pushed
                 columns += [c for c in sorted(expr_columns(post)) if c not in columns]
@@ -313,19 +325,23 @@ class DatasetScan:
         except BaseException:
             f.close()
             raise
-        return scan, partition, post
+        return scan, partition, post, view
 
-    def _post_filter(self, batch: pa.RecordBatch, post) -> pa.RecordBatch:
+    def _post_filter(self, batch: pa.RecordBatch, post, schema: pa.Schema) -> pa.RecordBatch:
         """Rows of ``batch`` matching ``post`` (leaves on columns the file holds in a
-        narrower type, evaluated on the values widened to the dataset's types)."""
-        types = nested.filter_schema(self.schema)
+        narrower type, evaluated on the values widened to the dataset's types;
+        ``schema``: the dataset's, under the file's names)."""
+        types = nested.filter_schema(schema)
         names = sorted(expr_columns(post))
         table = pa.table({name: _leaf_values(batch, name).cast(types.field(name).type) for name in names})
         return batch.filter(pc.fill_null(evaluate(post, table), False))
 
-    def _assemble(self, batch: pa.RecordBatch, partition: dict, post=None) -> pa.RecordBatch:
+    def _assemble(self, batch: pa.RecordBatch, partition: dict, post=None, view=None) -> pa.RecordBatch:
         if post is not None:
-            batch = self._post_filter(batch, post)
+            batch = self._post_filter(batch, post, view[0])
+        if view is not None and view[1]:  # back to the dataset's names
+            back = {old: new for new, old in view[1].items()}
+            batch = batch.rename_columns([back.get(n, n) for n in batch.schema.names])
         n = batch.num_rows
         arrays = []
         for field in self.output_schema:
@@ -353,7 +369,7 @@ class DatasetScan:
                 setattr(self.stats, f.name, getattr(self.stats, f.name) + getattr(scan.stats, f.name))
 
     def _read_fragment(self, frag: Fragment, use_threads: bool):
-        scan, partition, post = self._file_scan(frag, use_threads)
+        scan, partition, post, view = self._file_scan(frag, use_threads)
         if scan is None:
             return None, []
         try:
@@ -361,17 +377,17 @@ class DatasetScan:
                 table = scan.read()
         finally:
             scan.file.close()
-        batches = [self._assemble(b, partition, post) for b in table.to_batches()] if table.num_rows else []
+        batches = [self._assemble(b, partition, post, view) for b in table.to_batches()] if table.num_rows else []
         return scan, batches
 
     def _count_fragment(self, frag: Fragment, use_threads: bool):
-        scan, partition, post = self._file_scan(frag, use_threads)
+        scan, partition, post, view = self._file_scan(frag, use_threads)
         if scan is None:
             return None, 0
         try:
             with missing_is_corrupt(frag.path):
                 if post is not None:  # leaves applied after the file scan need the rows
-                    n = sum(self._post_filter(b, post).num_rows for b in scan.read().to_batches())
+                    n = sum(self._post_filter(b, post, view[0]).num_rows for b in scan.read().to_batches())
                 else:
                     n = scan.count()
         finally:
@@ -418,14 +434,14 @@ class DatasetScan:
         if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
             raise InvalidOptionError(f"batch_size must be a positive integer, got {batch_size!r}")
         for frag in self.fragments:
-            scan, partition, post = self._file_scan(frag, False)
+            scan, partition, post, view = self._file_scan(frag, False)
             if scan is None:
                 self._count(None)
                 continue
             try:
                 with missing_is_corrupt(frag.path):
                     for batch in scan.iter_batches(batch_size):
-                        yield self._assemble(batch, partition, post)
+                        yield self._assemble(batch, partition, post, view)
             finally:
                 scan.file.close()
                 self._count(scan)
@@ -441,6 +457,14 @@ def _runs(mask: np.ndarray, lo: int) -> list[tuple[int, int]]:
         return []
     edges = np.flatnonzero(np.diff(np.concatenate(([0], mask.astype(np.int8), [0]))))
     return [(lo + int(a), lo + int(b)) for a, b in zip(edges[::2], edges[1::2])]
+
+
+def file_view(f: RcfmtFile, schema: pa.Schema, column_ids: dict | None):
+    """``(schema, renames)``: the dataset ``schema`` under the names file ``f`` holds its
+    columns by, and ``{dataset column: name in the file}`` for the columns renamed
+    since it was written (found by their stable ids, ``column_ids``)."""
+    renames = file_renames(f.schema.names, column_ids, schema.names) if column_ids else {}
+    return (renamed_schema(schema, renames), renames) if renames else (schema, {})
 
 
 def _check_against_index(f: RcfmtFile, frag: Fragment) -> None:
@@ -580,13 +604,15 @@ def _values_array(ref, values) -> pa.Array:
 
 
 def prune_blocks(fragments: Sequence[Fragment], schema: pa.Schema, filter, *, partition_names=(),
-                 verify_checksums: bool = True) -> tuple[list[Fragment], list[Fragment], int]:
+                 verify_checksums: bool = True,
+                 column_ids: dict | None = None) -> tuple[list[Fragment], list[Fragment], int]:
     """Refine fragments with their files' block statistics (reads each footer).
 
     Returns ``(kept, dropped, blocks_total)``: ``kept`` holds one fragment per run of
     blocks that may match ``filter`` (block statistics only; bloom filters, pages and
     rows are left to the scan), ``dropped`` the complementary block ranges. For
-    planners that want as many tasks as there are surviving blocks, not files."""
+    planners that want as many tasks as there are surviving blocks, not files.
+    ``column_ids``: :attr:`Dataset.column_ids` (files written before a rename)."""
     nnf = _prepare_filter(filter, schema)
     if nnf is None:
         return list(fragments), [], sum(
@@ -606,7 +632,8 @@ def prune_blocks(fragments: Sequence[Fragment], schema: pa.Schema, filter, *, pa
             n = f.num_blocks
             if n != frag.num_blocks:
                 raise CorruptFileError(f"the index says {frag.num_blocks} blocks, the footer {n}", path=frag.path)
-            residual = _without_missing(residual, f, schema)
+            fschema, renames = file_view(f, schema, column_ids)
+            residual = _without_missing(renamed_expr(residual, renames), f, fschema)
             if residual is _TRUE or residual is _FALSE:
                 mask = np.full(hi - lo, residual is _TRUE)
             else:
@@ -621,13 +648,15 @@ def prune_blocks(fragments: Sequence[Fragment], schema: pa.Schema, filter, *, pa
 
 def scan_fragments(fragments: Sequence[Fragment], schema: pa.Schema, columns: Sequence[str] | None = None,
                    filter=None, *, partition_names: Sequence[str] = (), files_total: int | None = None,
-                   files_pruned: int = 0, use_threads: bool = True, verify_checksums: bool = True) -> DatasetScan:
+                   files_pruned: int = 0, use_threads: bool = True, verify_checksums: bool = True,
+                   column_ids: dict | None = None) -> DatasetScan:
     """A :class:`DatasetScan` of fragments planned elsewhere (e.g. on a Spark driver):
     needs only the files, not the index. ``schema`` is the dataset schema (data columns,
-    then partition columns ``partition_names``)."""
+    then partition columns ``partition_names``); ``column_ids`` its
+    :attr:`Dataset.column_ids` (so files written before a rename are read right)."""
     return DatasetScan(schema, fragments, columns, filter, partition_names=partition_names,
                        files_total=files_total, files_pruned=files_pruned, use_threads=use_threads,
-                       verify_checksums=verify_checksums)
+                       verify_checksums=verify_checksums, column_ids=column_ids)
 
 
 # ------------------------------------------------------------------ the dataset
@@ -646,6 +675,15 @@ class Dataset:
         self.schema = snapshot.schema
         self.partitioning = snapshot.partitioning
         self.info = dict(snapshot.info)
+
+    @property
+    def column_ids(self) -> dict | None:
+        """``{name: id}`` of every name a data column has had since a column was first
+        renamed (None before: every file holds its columns under the current names).
+        Pass it to :func:`scan_fragments` and :func:`prune_blocks` with fragments
+        planned elsewhere."""
+        ids = self.info.get("column_ids")
+        return dict(ids) if ids is not None else None
 
     @classmethod
     def open(cls, path, *, version: int | None = None) -> "Dataset":
@@ -773,7 +811,7 @@ class Dataset:
         fragments = self.get_fragments(filter)
         return DatasetScan(self.schema, fragments, columns, filter, partition_names=self.partitioning.names,
                            files_total=self.num_files, files_pruned=self.num_files - len(fragments),
-                           use_threads=use_threads, verify_checksums=verify_checksums)
+                           use_threads=use_threads, verify_checksums=verify_checksums, column_ids=self.column_ids)
 
     def read(self, columns: Sequence[str] | None = None, filter=None, *, use_threads: bool = True) -> pa.Table:
         """The selected ``columns`` of the rows matching ``filter``, files in index order."""
@@ -818,39 +856,61 @@ class Dataset:
                         target_file_rows=DEFAULT_TARGET_FILE_ROWS if target_file_rows is None else target_file_rows,
                         where=where, force=force, progress=progress, **write_options)
 
-    def evolve(self, add=None, drop=None) -> "Dataset":
+    def evolve(self, add=None, drop=None, rename=None) -> "Dataset":
         """Change the data columns without rewriting a file, committed against this
         version (:class:`CommitConflictError` if another commit came first); returns
         the new version.
 
         ``add``: pyarrow fields (or ``(name, type)`` pairs) appended to the schema,
         nullable; the files read them as NULL. ``drop``: names of data columns no
-        longer seen (their bytes stay in the files until ``optimize`` rewrites them, so
-        a dropped name cannot be used again: appends and adds naming it are refused).
-        Renaming is not supported (it needs column ids recorded per file)."""
+        longer seen. ``rename``: ``{old name: new name}`` of data columns (top level),
+        which keep their place, type and values: each column has a stable id
+        (:attr:`column_ids`), so files written before find it under the old name.
+        Dropped and renamed-away names stay in the files until ``optimize`` rewrites
+        them, so such a name cannot be used again: appends, adds and renames naming
+        it are refused (``dropped_columns``)."""
         from .writer import commit, storage_schema
 
         add = [f if isinstance(f, pa.Field) else pa.field(*f) for f in (add or [])]
         drop = [drop] if isinstance(drop, str) else list(drop or [])
+        if rename is not None and not isinstance(rename, dict):
+            raise InvalidOptionError(f"rename must be a dict of old to new column names, got {rename!r}")
+        rename = dict(rename or {})
         schema = self._snap.data_schema
         tombstones = set(self.info.get("dropped_columns", []))
-        taken = set(schema.names) | set(self.partitioning.names) | tombstones
+        taken = set(schema.names) | set(self.partitioning.names) | tombstones | set(self.column_ids or ())
         for name in drop:
             if name in self.partitioning.names:
                 raise SchemaError(f"cannot drop partition column {name!r}")
             if name not in schema.names:
                 raise SchemaError(f"cannot drop {name!r}: not a data column of {schema.names}")
+        for old, new in rename.items():
+            if old in self.partitioning.names:
+                raise SchemaError(f"cannot rename partition column {old!r}: its values are in the file paths")
+            if old not in schema.names:
+                raise SchemaError(f"cannot rename {old!r}: not a data column of {schema.names}")
+            if old in drop:
+                raise SchemaError(f"cannot both drop and rename {old!r}")
+            if not isinstance(new, str) or not new:
+                raise SchemaError(f"cannot rename {old!r} to {new!r}: a column name is a non-empty string")
+            if new in taken or list(rename.values()).count(new) > 1 or new in {f.name for f in add}:
+                why = "was dropped or renamed and its values may remain in files" if new in taken - set(
+                    schema.names) - set(self.partitioning.names) else "exists"
+                raise SchemaError(f"cannot rename {old!r} to {new!r}: a column named {new!r} {why}")
         for f in add:
-            if f.name in taken or [g.name for g in add].count(f.name) > 1:
-                why = "was dropped and its values may remain in files" if f.name in tombstones else "exists"
+            if f.name in taken or [g.name for g in add].count(f.name) > 1 or f.name in rename.values():
+                why = ("was dropped or renamed and its values may remain in files"
+                       if f.name in tombstones or f.name in (self.column_ids or ()) else "exists")
                 raise SchemaError(f"cannot add column {f.name!r}: it {why}")
         added, _ = storage_schema(pa.schema([f.with_nullable(True) for f in add]))
-        new = pa.schema([f for f in schema if f.name not in drop] + list(added))
-        if not add and not drop:
+        kept = [f.with_name(rename.get(f.name, f.name)) for f in schema if f.name not in drop]
+        new = pa.schema(kept + list(added))
+        if not add and not drop and not rename:
             return self
         version = commit(self.root, [], mode="evolve", read_version=self.version or 0, data_schema=new,
-                         partitioning=self.partitioning, txn_id=f"evolve-{uuid.uuid4().hex}",
-                         operation_info={"added_columns": [f.name for f in add], "dropped_columns_now": drop})
+                         partitioning=self.partitioning, txn_id=f"evolve-{uuid.uuid4().hex}", renames=rename,
+                         operation_info={"added_columns": [f.name for f in add], "dropped_columns_now": drop,
+                                         **({"renamed_columns_now": rename} if rename else {})})
         return Dataset.open(self.root, version=version)
 
     def history(self) -> list[dict]:

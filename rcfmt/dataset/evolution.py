@@ -23,7 +23,7 @@ from .. import nested
 from ..errors import SchemaError
 from ..types import logical_type_from_arrow, same_logical_type
 
-__all__ = ["widens", "merge_schemas"]
+__all__ = ["widens", "merge_schemas", "column_ids", "file_renames", "renamed_expr"]
 
 _SIGNED = [pa.int8(), pa.int16(), pa.int32(), pa.int64()]
 _UNSIGNED = [pa.uint8(), pa.uint16(), pa.uint32(), pa.uint64()]
@@ -93,3 +93,111 @@ def keeps_columns(before: pa.Schema, after: pa.Schema) -> bool:
     wider one: what appends may do to a schema (an overwrite may do anything)."""
     names = set(after.names)
     return all(f.name in names and widens(f.type, after.field(f.name).type) for f in before)
+
+
+# ------------------------------------------------------------------ renames: column ids
+def column_ids(info: dict, schema: pa.Schema) -> dict[str, int]:
+    """The id of every name a data column has had since the dataset recorded ids (its
+    current names and the names renamed columns had before), from a version's info
+    (``column_ids``); a version without them numbers its current names in order (no
+    column of it was ever renamed, so every file holds its columns under these names).
+
+    Ids are stable: a rename moves a column's id to its new name and keeps the old
+    name, so each file's columns are found by the names it was written with. Names
+    are never reused (dropped and renamed-away names are tombstones,
+    ``dropped_columns``), so a name identifies one column over the dataset's history."""
+    ids = info.get("column_ids")
+    if ids is None:
+        return {name: i for i, name in enumerate(schema.names)}
+    return dict(ids)
+
+
+def check_column_ids(info: dict, schema: pa.Schema) -> str | None:
+    """What is wrong with a version's ``column_ids`` (None: nothing): an object of
+    names to non-negative integer ids below ``next_column_id``, holding every data
+    column, current columns with distinct ids."""
+    ids = info.get("column_ids")
+    if ids is None:
+        return None
+    top = info.get("next_column_id")
+    if not isinstance(ids, dict) or not isinstance(top, int) or isinstance(top, bool):
+        return "column_ids must be an object with an integer next_column_id"
+    for name, i in ids.items():
+        if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < top:
+            return f"column id {i!r} of {name!r} is not an integer in [0, {top})"
+    missing = [n for n in schema.names if n not in ids]
+    if missing:
+        return f"data columns {missing} have no column id"
+    if len({ids[n] for n in schema.names}) != len(schema):
+        return "two data columns share a column id"
+    return None
+
+
+def extend_column_ids(ids: dict[str, int], schema: pa.Schema) -> tuple[dict[str, int], int]:
+    """``ids`` with a new id for every column of ``schema`` that has none (columns added
+    by an append or ``evolve``), and the next free id."""
+    out = dict(ids)
+    nxt = max(out.values(), default=-1) + 1
+    for name in schema.names:
+        if name not in out:
+            out[name] = nxt
+            nxt += 1
+    return out, nxt
+
+
+def file_renames(file_names, ids: dict[str, int], current) -> dict[str, str]:
+    """``{dataset column: name in the file}`` for the columns a file holds under a name
+    they had before a rename (``ids``: :func:`column_ids`; ``current``: the data
+    columns now)."""
+    now = {ids[n]: n for n in current if n in ids}
+    have = set(file_names)
+    out = {}
+    for name in file_names:
+        i = ids.get(name)
+        new = now.get(i) if i is not None else None
+        if new is not None and new != name and new not in have:
+            out[new] = name
+    return out
+
+
+def renamed_path(name: str, names: dict[str, str]) -> str:
+    """Column name or dotted path ``name`` with its top-level column renamed by
+    ``names`` (``{old: new}``)."""
+    if name in names:
+        return names[name]
+    for top, new in names.items():
+        if name.startswith(top + "."):
+            return new + name[len(top):]
+    return name
+
+
+def renamed_schema(schema: pa.Schema, names: dict[str, str]) -> pa.Schema:
+    """``schema`` with the top-level fields ``names`` says renamed."""
+    return pa.schema([f.with_name(names.get(f.name, f.name)) for f in schema], metadata=schema.metadata)
+
+
+def renamed_expr(expr, names: dict[str, str]):
+    """Bound expression ``expr`` naming columns (and paths under them) renamed by
+    ``names``: a filter on dataset columns as it reads a file that holds some of them
+    under earlier names."""
+    from dataclasses import replace
+
+    from ..scan.expr import BoundAnd, BoundListContains, BoundNot, BoundOr, Leaf
+
+    def ref(r):
+        new = renamed_path(r.name, names)
+        return r if new == r.name else replace(r, name=new)
+
+    def walk(e):
+        if isinstance(e, (BoundAnd, BoundOr)):
+            return type(e)(tuple(walk(c) for c in e.children))
+        if isinstance(e, BoundNot):
+            return BoundNot(walk(e.child))
+        if isinstance(e, BoundListContains):
+            return replace(e, column=ref(e.column), list_name=renamed_path(e.list_name, names),
+                           element=replace(e.element, column=ref(e.element.column)))
+        if isinstance(e, Leaf):
+            return replace(e, column=ref(e.column))
+        return e
+
+    return walk(expr) if names and expr is not None else expr

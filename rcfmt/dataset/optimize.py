@@ -49,6 +49,7 @@ from ..layout import METADATA_KEY, ClusteringSpec, cluster_order
 from ..scan.expr import columns as expr_columns
 from ..storage import check_commit_support, is_remote
 from . import log
+from .evolution import file_renames
 from .index import DEFAULT_INDEX_TRUNCATE
 from .writer import (DEFAULT_TARGET_FILE_ROWS, FileSetWriter, _positive, check_clustering_columns, clustering_info,
                      clustering_spec, commit, inherited_bitmap_indexes, recorded_clustering)
@@ -134,7 +135,7 @@ def optimize(dataset, cluster_by=None, *, curve: str = "zorder", mapping: str = 
                               desc="optimize") as step:
                 for key, files in todo.items():
                     _rewrite_partition(writer, key, files, snap.data_schema, spec, target_file_rows,
-                                       os.path.join(staging, "spill"))
+                                       os.path.join(staging, "spill"), snap.info.get("column_ids"))
                     removed.extend(rel for rel, _, _ in files)
                     step(sum(n for _, _, n in files))
             written = writer.close()
@@ -218,9 +219,10 @@ def _already_optimized(files, spec: ClusteringSpec, target_file_rows: int) -> bo
     return len(txns) == 1 and None not in txns
 
 
-def _sample(spec: ClusteringSpec, files, total: int, schema: pa.Schema) -> pa.Table:
+def _sample(spec: ClusteringSpec, files, total: int, schema: pa.Schema, ids: dict | None = None) -> pa.Table:
     """A deterministic sample of about ``spec.sample_size`` rows of the clustering
-    columns of a partition, rows drawn from each file in proportion to its size."""
+    columns of a partition, rows drawn from each file in proportion to its size
+    (``ids``: the dataset's column ids, for files written before a rename)."""
     rng = np.random.default_rng(spec.seed)
     columns = pa.schema([schema.field(c) for c in spec.columns])
     pieces = []
@@ -229,7 +231,9 @@ def _sample(spec: ClusteringSpec, files, total: int, schema: pa.Schema) -> pa.Ta
         if not take:
             continue
         with RcfmtFile(path) as f:
-            t = f.read(columns=list(spec.columns), use_threads=False).cast(columns)
+            renames = _renames(f, schema, ids)
+            t = _as_schema(f.read(columns=[renames.get(c, c) for c in spec.columns], use_threads=False), columns,
+                           renames)
         idx = np.sort(rng.choice(n, size=take, replace=False)) if take < n else np.arange(n)
         pieces.append(t.take(pa.array(idx)))
     return pa.concat_tables(pieces) if pieces else columns.empty_table()
@@ -291,23 +295,26 @@ def _split_keys(spec: ClusteringSpec, table) -> np.ndarray:
 
 # ------------------------------------------------------------------ rewriting
 def _rewrite_partition(writer: FileSetWriter, key: tuple, files, data_schema: pa.Schema,
-                       spec: ClusteringSpec | None, target_file_rows: int, spill_dir: str) -> None:
+                       spec: ClusteringSpec | None, target_file_rows: int, spill_dir: str,
+                       ids: dict | None = None) -> None:
+    """Rewrite the ``files`` of partition ``key`` in the dataset's current schema
+    (``ids``: its column ids, for files written before a rename)."""
     total = sum(n for _, _, n in files)
     if spec is None:  # compaction: same order, fewer files
         for _, path, _ in files:
-            for batch in _batches(path, data_schema):
+            for batch in _batches(path, data_schema, ids):
                 writer.write_partition(key, pa.Table.from_batches([batch]))
         writer.finish_partition(key)
         return
     if total <= IN_MEMORY_ROWS or total <= target_file_rows:
-        table = pa.concat_tables([_read(path, data_schema) for _, path, _ in files]).combine_chunks()
+        table = pa.concat_tables([_read(path, data_schema, ids) for _, path, _ in files]).combine_chunks()
         fitted = spec.fit(table)
         writer.metadata[METADATA_KEY] = fitted.to_json(include_bounds=False)
         writer.write_partition(key, fitted.apply(table))
         writer.finish_partition(key)
         return
     ranges = math.ceil(total / (RANGE_FILL * target_file_rows))
-    sample = _sample(spec, files, total, data_schema)
+    sample = _sample(spec, files, total, data_schema, ids)
     fitted = spec.fit(sample)
     writer.metadata[METADATA_KEY] = fitted.to_json(include_bounds=False)
     router = _Router(fitted, sample, ranges)
@@ -321,7 +328,7 @@ def _rewrite_partition(writer: FileSetWriter, key: tuple, files, data_schema: pa
             writer.finish_partition(key)
 
     sources = [path for _, path, _ in files]
-    _split(lambda: (b for p in sources for b in _batches(p, data_schema)), router, 0, ranges, data_schema,
+    _split(lambda: (b for p in sources for b in _batches(p, data_schema, ids)), router, 0, ranges, data_schema,
            spill_dir, emit)
 
 
@@ -386,22 +393,34 @@ def _unlink(path: str) -> None:
         pass
 
 
-def _read(path: str, schema: pa.Schema) -> pa.Table:
+def _read(path: str, schema: pa.Schema, ids: dict | None = None) -> pa.Table:
     """A file's rows as ``schema`` (files of one dataset may differ in nullability,
-    predate added columns or hold narrower types: rcfmt.dataset.evolution)."""
+    predate added columns, hold narrower types or, with the dataset's column ``ids``,
+    hold columns under the names they had before a rename: rcfmt.dataset.evolution)."""
     with RcfmtFile(path) as f:
-        return pa.Table.from_batches([_as_schema(b, schema) for b in f.read(use_threads=False).to_batches()],
+        renames = _renames(f, schema, ids)
+        return pa.Table.from_batches([_as_schema(b, schema, renames) for b in f.read(use_threads=False).to_batches()],
                                      schema=schema)
 
 
-def _batches(path: str, schema: pa.Schema):
+def _batches(path: str, schema: pa.Schema, ids: dict | None = None):
     with RcfmtFile(path) as f:
+        renames = _renames(f, schema, ids)
         for batch in f.iter_batches(READ_BATCH_ROWS):
-            yield _as_schema(batch, schema)
+            yield _as_schema(batch, schema, renames)
 
 
-def _as_schema(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+def _renames(f: RcfmtFile, schema: pa.Schema, ids: dict | None) -> dict:
+    return file_renames(f.schema.names, ids, schema.names) if ids else {}
+
+
+def _as_schema(batch, schema: pa.Schema, renames: dict | None = None):
+    """``batch`` (or table) as ``schema``: ``renames`` (``{column: name in the batch}``)
+    names columns held under an earlier name; columns it lacks are NULL."""
     n = batch.num_rows
-    arrays = [batch.column(batch.schema.get_field_index(f.name)).cast(f.type)
-              if batch.schema.get_field_index(f.name) >= 0 else pa.nulls(n, f.type) for f in schema]
+    where = {f.name: batch.schema.get_field_index((renames or {}).get(f.name, f.name)) for f in schema}
+    arrays = [batch.column(where[f.name]).cast(f.type) if where[f.name] >= 0 else pa.nulls(n, f.type)
+              for f in schema]
+    if isinstance(batch, pa.Table):
+        return pa.Table.from_arrays(arrays, schema=schema)
     return pa.RecordBatch.from_arrays(arrays, schema=schema)

@@ -22,12 +22,12 @@ from ..file.reader import RcfmtFile
 from ..file.writer import Writer, WriteOptions, arrow_stream, as_table, storage_schema
 from ..layout import METADATA_KEY, ClusteringSpec
 from .. import nested
-from .evolution import keeps_columns, merge_schemas
+from .evolution import column_ids, extend_column_ids, keeps_columns, merge_schemas, renamed_path
 from ..types import logical_type_from_arrow, same_logical_type
 from ..storage import check_commit_support, delete_files, is_remote, list_names, local_path, open_output, remote_kind
 from . import log
-from .index import (DEFAULT_INDEX_TRUNCATE, INDEX_METADATA_KEY, FileEntry, dumps_info, entries_table,
-                    conform_index, entry_from_file, index_schema, schema_to_json)
+from .index import (DEFAULT_INDEX_TRUNCATE, INDEX_METADATA_KEY, STATS_FIELDS, VALUES_FIELD, FileEntry, conform_index,
+                    dumps_info, entries_table, entry_from_file, index_schema, schema_to_json, stats_schema)
 from .partitioning import Partitioning
 
 __all__ = ["write_dataset", "begin_write", "WritePlan", "FileSetWriter", "commit", "clustering_spec", "clustering_info",
@@ -389,10 +389,31 @@ def remove_files(paths) -> None:
     delete_files(paths)
 
 
+def _ids_info(ids: dict | None, schema: pa.Schema) -> dict:
+    """The version info keys of the column ids (none while no column was ever renamed):
+    ``column_ids``, with ids for the columns added by this commit, and
+    ``next_column_id``."""
+    if ids is None:
+        return {}
+    ids, nxt = extend_column_ids(ids, schema)
+    return {"column_ids": ids, "next_column_id": nxt}
+
+
+def _renamed_index(table: pa.Table, data_schema: pa.Schema, renames: dict) -> pa.Table:
+    """Index rows whose statistics columns (``<column or path>.<statistic>`` for the
+    columns of ``data_schema``) follow the data columns ``renames`` renames."""
+    names = {}
+    for path in stats_schema(data_schema).names:
+        new = renamed_path(path, renames)
+        if new != path:
+            names.update({f"{path}.{s}": f"{new}.{s}" for s in (*STATS_FIELDS, VALUES_FIELD)})
+    return table.rename_columns([names.get(n, n) for n in table.column_names])
+
+
 def commit(root: str, entries: list[FileEntry], *, mode: str, read_version: int, data_schema: pa.Schema,
            partitioning: Partitioning, txn_id: str, staged: list[tuple[str, str]] = (),
            clustering: dict | None = None, base_table_unindexed: pa.Table | None = None,
-           operation_info: dict | None = None, remove: Iterable[str] = ()) -> int:
+           operation_info: dict | None = None, remove: Iterable[str] = (), renames: dict | None = None) -> int:
     """Publish ``staged`` data files and commit ``entries`` as a new version; return it.
 
     ``mode`` "append" rebases onto concurrent commits; "overwrite" raises
@@ -404,7 +425,9 @@ def commit(root: str, entries: list[FileEntry], *, mode: str, read_version: int,
     ``base_table_unindexed``: index rows of the files of a plain directory that this
     first commit adopts (append to a directory without index). ``clustering``: what
     the version records (:func:`clustering_info`); an append without it keeps the
-    clustering its base version records."""
+    clustering its base version records. ``renames`` (``{old: new}``, mode "evolve"):
+    columns whose stable ids move to new names (``column_ids``, see
+    :func:`rcfmt.dataset.evolution.column_ids`); their index statistics are renamed."""
     from .dataset import read_snapshot
 
     if mode not in ("append", "overwrite", "rewrite", "evolve"):
@@ -421,6 +444,7 @@ def commit(root: str, entries: list[FileEntry], *, mode: str, read_version: int,
             removed = 0
             recorded = clustering
             dropped: list = []  # names dropped by Dataset.evolve while their bytes may remain in files
+            ids = None  # the base version's column ids, when it records them (or a rename starts them)
             if mode in ("overwrite", "evolve") and base != read_version:
                 raise CommitConflictError(
                     f"{mode} of {root!r} based on version {read_version} conflicts with version {base} "
@@ -430,7 +454,13 @@ def commit(root: str, entries: list[FileEntry], *, mode: str, read_version: int,
                 dropped = list(snap.info.get("dropped_columns", [])) + [n for n in snap.data_schema.names
                                                                        if n not in data_schema.names]
                 recorded = snap.info.get("clustering")
-                table = conform_index(snap.table, index_schema(schema, partitioning))
+                table = snap.table
+                if renames or snap.info.get("column_ids") is not None:
+                    ids = column_ids(snap.info, snap.data_schema)
+                    for old, new in (renames or {}).items():
+                        ids[new] = ids[old]  # the old name stays: files written before hold it
+                    table = _renamed_index(table, snap.data_schema, renames or {})
+                table = conform_index(table, index_schema(schema, partitioning))
                 schema_json = schema_to_json(schema)
             elif mode == "overwrite":
                 if base != read_version:
@@ -466,6 +496,8 @@ def commit(root: str, entries: list[FileEntry], *, mode: str, read_version: int,
                             f"append to {root!r} conflicts with version {base}, which changed the schema "
                             f"({exc}); nothing was written") from None
                     prev = snap.table
+                    if snap.info.get("column_ids") is not None:
+                        ids = column_ids(snap.info, snap.data_schema)
                     if recorded is None and mode == "append" and snap.info.get("clustering"):
                         # the policy stays; appended files are at best clustered within themselves
                         recorded = {**snap.info["clustering"], "scope": "file"}
@@ -486,6 +518,7 @@ def commit(root: str, entries: list[FileEntry], *, mode: str, read_version: int,
                 if table.num_rows else 0,
                 "added_files": len(entries), "removed_files": removed,
                 **({"dropped_columns": dropped} if dropped else {}),
+                **_ids_info(ids, schema),
                 **(operation_info or {}),
             }
             if is_remote(root):
@@ -605,8 +638,9 @@ def begin_write(path, schema: pa.Schema, *, partition_by=None, mode: str = "appe
                               f"{list(base_snap.partitioning.names)}")
         dropped = sorted(set(base_snap.info.get("dropped_columns", [])) & set(data_schema.names))
         if dropped:
-            raise SchemaError(f"cannot append: column(s) {dropped} were dropped from the dataset and their values "
-                              f"may remain in its files; name the data otherwise (an overwrite clears this)")
+            raise SchemaError(f"cannot append: column(s) {dropped} were dropped from the dataset (or renamed) and "
+                              f"their values may remain in its files; name the data otherwise (an overwrite clears "
+                              f"this)")
         try:  # columns may be added, left out or widened (rcfmt.dataset.evolution)
             dataset_schema = merge_schemas(base_snap.data_schema, data_schema)
         except SchemaError as exc:

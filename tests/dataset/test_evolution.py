@@ -231,3 +231,190 @@ def test_evolve_conflicts_with_a_commit_since_its_version(tmp_path):
         ds.evolve(add=[("y", pa.int8())])
     assert rcfmt.dataset(root).schema.names == ["id"]
     assert rcfmt.dataset(root).evolve(add=[("y", pa.int8())]).schema.names == ["id", "y"]
+
+
+# ---------------------------------------------------------------------- renames
+def _data_files(root):
+    return sorted(p.name for p in root.rglob("*.rcfmt") if "_rcfmt" not in p.parts)
+
+
+def test_evolve_renames_columns_through_stable_ids(tmp_path):
+    root = tmp_path / "ds"
+    n = 600
+    t = pa.table({"id": pa.array(np.arange(n)), "v": pa.array(np.arange(n) % 50, pa.int32()),
+                  "st": pa.array([{"u": i % 9, "w": f"s{i}"} for i in range(n)]),
+                  "p": pa.array(["a", "b", "c"] * (n // 3))})
+    ds = rcfmt.write_dataset(t, root, partition_by=["p"], block_rows=64, page_rows=16)
+    assert ds.column_ids is None  # no rename yet: files hold the current names
+    files = _data_files(root)
+    ds2 = ds.evolve(rename={"v": "value", "st": "payload"})
+    assert _data_files(root) == files  # nothing rewritten
+    assert ds2.schema.names == ["id", "value", "payload", "p"]
+    assert ds2.schema.field("value").type == pa.int32() and ds2.schema.field("payload").type == t["st"].type
+    assert ds2.column_ids == {"id": 0, "v": 1, "st": 2, "value": 1, "payload": 2}
+    assert ds2.info["renamed_columns_now"] == {"v": "value", "st": "payload"}
+    assert sorted(ds2.info["dropped_columns"]) == ["st", "v"]
+    # every value reads under its new name, projected alone or with others, filtered or not
+    expect = t.rename_columns(["id", "value", "payload", "p"])
+    assert ds2.read().sort_by("id").equals(expect.select(ds2.schema.names))
+    assert ds2.read(columns=["value"]).column("value").to_pylist() == ds2.read().column("value").to_pylist()
+    got = ds2.read(columns=["id", "payload.u"], filter=(col("payload.u") == 3) & (col("value") < 20)).sort_by("id")
+    mask = pc.and_(pc.equal(pc.struct_field(t["st"], "u"), 3), pc.less(t["v"], 20))
+    assert got["id"].to_pylist() == t.filter(mask)["id"].to_pylist()
+    assert got.schema.field("payload").type == pa.struct([("u", pa.int64())])
+    # the index statistics were renamed with the columns: files, blocks and pages prune on them
+    scan = ds2.scan(columns=["id"], filter=col("value") == 7)
+    assert sorted(scan.read()["id"].to_pylist()) == [i for i in range(n) if i % 50 == 7]
+    assert scan.stats.blocks_pruned_stats + scan.stats.pages_total - scan.stats.pages_read > 0
+    assert ds2.count_rows(col("value") > 100) == 0
+    assert ds2.prune(col("value") > 100).sum() == 0 and ds2.prune(col("value") == 3).all()
+    assert ds2.stats_arrays("value").max.max() == 49
+    with pytest.raises(rcfmt.SchemaError, match="unknown column"):
+        ds2.read(filter=col("v") == 1)
+    assert ds.read().column_names == ["id", "v", "st", "p"]  # version 1 is unchanged (time travel)
+    # files appended after the rename hold the new names; the old names are never reused
+    rcfmt.write_dataset(pa.table({"id": [n], "value": pa.array([7], pa.int32()), "payload": t["st"].slice(0, 1),
+                                  "p": ["a"]}), root)
+    ds3 = rcfmt.dataset(root)
+    assert sorted(ds3.read(columns=["id"], filter=col("value") == 7)["id"].to_pylist()) == [
+        i for i in range(n) if i % 50 == 7] + [n]
+    with pytest.raises(rcfmt.SchemaError, match="dropped from the dataset \\(or renamed\\)"):
+        rcfmt.write_dataset(pa.table({"id": [1], "v": pa.array([1], pa.int32()), "p": ["a"]}), root)
+    for bad, match in [({"rename": {"value": "v"}}, "was dropped or renamed"), ({"rename": {"value": "id"}}, "exists"),
+                       ({"rename": {"p": "q"}}, "partition"), ({"rename": {"zz": "q"}}, "not a data column"),
+                       ({"rename": {"value": "q", "id": "q"}}, "exists"), ({"rename": {"value": ""}}, "non-empty"),
+                       ({"rename": {"value": "q"}, "drop": ["value"]}, "both drop and rename"),
+                       ({"rename": {"value": "q"}, "add": [("q", pa.int8())]}, "exists|'q'"),
+                       ({"add": [("v", pa.int8())]}, "dropped or renamed")]:
+        with pytest.raises(rcfmt.SchemaError, match=match):
+            ds3.evolve(**bad)
+    with pytest.raises(rcfmt.InvalidOptionError, match="dict"):
+        ds3.evolve(rename=[("value", "q")])
+    # a second rename of the same column: files of either earlier name are found
+    ds4 = ds3.evolve(rename={"value": "amount"}, add=[("note", pa.string())])
+    assert ds4.column_ids["amount"] == 1 and ds4.column_ids["note"] == 3 and ds4.info["next_column_id"] == 4
+    assert sorted(ds4.read(columns=["id"], filter=col("amount") == 7)["id"].to_pylist()) == [
+        i for i in range(n) if i % 50 == 7] + [n]
+    # optimize rewrites every file in the current names; reads are the same
+    before = ds4.read().sort_by("id")
+    ds4.optimize()
+    final = rcfmt.dataset(root)
+    for info in final.files:
+        with rcfmt.open(info.path) as f:
+            assert f.schema.names == ["id", "amount", "payload", "note"]
+    assert final.read().sort_by("id").equals(before)
+
+
+def test_renamed_columns_through_fragments_planned_elsewhere(tmp_path):
+    """What the Spark source does: fragments pruned by block statistics and scanned by
+    :func:`scan_fragments` with the dataset's column ids."""
+    from rcfmt.dataset import prune_blocks, scan_fragments
+
+    root = tmp_path / "ds"
+    t = pa.table({"k": pa.array(np.arange(1000)), "v": pa.array(np.arange(1000) // 10)})
+    rcfmt.write_dataset(t, root, block_rows=100)
+    ds = rcfmt.dataset(root).evolve(rename={"v": "w"})
+    expr = col("w").between(20, 29)
+    kept, dropped, total = prune_blocks(ds.get_fragments(expr), ds.schema, expr, column_ids=ds.column_ids)
+    assert total == 10 and len(kept) == 1 and kept[0].blocks == (2, 3)
+    got = scan_fragments(kept, ds.schema, ["k", "w"], expr, column_ids=ds.column_ids).read()
+    assert got["k"].to_pylist() == list(range(200, 300)) and got.column_names == ["k", "w"]
+    # without the ids the old files do not hold the column: read as NULL, so nothing matches
+    assert scan_fragments(kept, ds.schema, ["k"], expr).read().num_rows == 0
+
+
+@settings(max_examples=S.examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_filters_across_renamed_files_match_brute_force(tmp_path_factory, data):
+    """Files written before one or two renames (and a widening) are pruned and filtered
+    as the dataset names them now: rows equal a brute-force filter of everything read."""
+    narrow, wide = data.draw(st.sampled_from(TYPES))
+    root = tmp_path_factory.mktemp("ren") / "ds"
+    n1, n2 = data.draw(st.integers(0, 30)), data.draw(st.integers(1, 30))
+    opts = {"block_rows": data.draw(st.sampled_from([4, 100])), "page_rows": 3}
+    v1 = data.draw(S.arrays(narrow, n1, nullable=True, sliced=False))
+    rcfmt.write_dataset(pa.table({"k": pa.array(np.arange(n1)), "v": v1}), root, **opts)
+    names = ["v"]
+    for _ in range(data.draw(st.integers(1, 2))):
+        names.append(names[-1] + "x")
+        rcfmt.dataset(root).evolve(rename={names[-2]: names[-1]})
+        if data.draw(st.booleans()):  # files written under each name
+            extra = data.draw(S.arrays(narrow, 3, nullable=True, sliced=False))
+            rcfmt.write_dataset(pa.table({"k": pa.array(np.arange(100, 103)), names[-1]: extra}), root, **opts)
+    name = names[-1]
+    v2 = data.draw(S.arrays(wide, n2, nullable=True, sliced=False))
+    rcfmt.write_dataset(pa.table({"k": pa.array(np.arange(n1, n1 + n2)), name: v2}), root, **opts)
+    ds = rcfmt.dataset(root)
+    assert ds.schema.names == ["k", name] and ds.schema.field(name).type == wide
+    everything = ds.read()
+    assert everything.num_rows == ds.num_rows
+    old = [x for x in v1.cast(wide).to_pylist() if x is not None]  # every file's values, found by id
+    assert sorted(map(repr, pc.drop_null(everything.filter(pc.less(everything["k"], n1)))[name].to_pylist())) == \
+        sorted(map(repr, old))
+    values = [x for x in pc.drop_null(everything[name]).to_pylist() if x == x]
+    op = data.draw(st.sampled_from(["<", "<=", "==", ">", ">=", "!="]))
+    pyop = {"<": pc.less, "<=": pc.less_equal, "==": pc.equal, ">": pc.greater, ">=": pc.greater_equal,
+            "!=": pc.not_equal}[op]
+    cases = [(col(name).is_null(), pc.is_null(everything[name]))]
+    if values:
+        lit = data.draw(st.sampled_from(values))
+        c = col(name)
+        expr = {"<": c < lit, "<=": c <= lit, "==": c == lit, ">": c > lit, ">=": c >= lit, "!=": c != lit}[op]
+        oracle = pyop(everything[name], pa.scalar(lit, wide))
+        cases += [(expr, oracle), (expr | (col("k") < 2), pc.or_kleene(oracle, pc.less(everything["k"], 2)))]
+    for expr, oracle in cases:
+        want = sorted(everything.filter(pc.fill_null(oracle, False))["k"].to_pylist())
+        got = ds.read(filter=expr)
+        assert sorted(got["k"].to_pylist()) == want, expr
+        assert got.schema == ds.schema
+        assert ds.count_rows(expr) == len(want)
+
+
+def test_an_append_racing_a_rename_conflicts_and_loses_no_row(tmp_path, monkeypatch):
+    from rcfmt.dataset import writer as dswriter
+
+    root = tmp_path / "ds"
+    rcfmt.write_dataset(pa.table({"id": [1, 2], "v": [10, 20]}), root)
+    real = dswriter.commit
+    fired = []
+
+    def commit(*args, **kwargs):  # the rename commits while the append is about to
+        if kwargs.get("mode") == "append" and not fired:
+            fired.append(1)
+            rcfmt.dataset(root).evolve(rename={"v": "w"})
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(dswriter, "commit", commit)
+    with pytest.raises(rcfmt.CommitConflictError):
+        rcfmt.write_dataset(pa.table({"id": [3], "v": [30]}), root)
+    monkeypatch.setattr(dswriter, "commit", real)
+    ds = rcfmt.dataset(root)
+    assert ds.schema.names == ["id", "w"] and ds.read().sort_by("id").to_pydict() == {"id": [1, 2], "w": [10, 20]}
+    rcfmt.write_dataset(pa.table({"id": [3], "w": [30]}), root)  # the retry under the new name
+    assert rcfmt.dataset(root).read().sort_by("id").to_pydict() == {"id": [1, 2, 3], "w": [10, 20, 30]}
+
+
+@pytest.mark.parametrize("ids, nxt", [([1], 2), ({"id": "0", "v": 1}, 2), ({"id": 0, "v": 5}, 2), ({"id": 0}, 2),
+                                      ({"id": 0, "v": 0}, 2), ({"id": 0, "v": 1}, None), ({"id": True, "v": 1}, 2)])
+def test_forged_column_ids_are_a_corrupt_index(tmp_path, ids, nxt):
+    import json
+    import os
+
+    from rcfmt.dataset.index import INDEX_METADATA_KEY
+    from rcfmt.dataset.log import latest_version, version_path
+
+    root = tmp_path / "ds"
+    rcfmt.write_dataset(pa.table({"id": [1], "v": [2]}), root)
+    rcfmt.dataset(root).evolve(rename={"v": "w"})
+    rcfmt.dataset(root).evolve(rename={"w": "v2"})
+    path = version_path(str(root), latest_version(str(root)))
+    with rcfmt.open(path) as f:
+        table, metadata = f.read(), dict(f.metadata)
+    info = json.loads(metadata[INDEX_METADATA_KEY])
+    info["schema"][1]["name"] = "v"  # the data columns are id, v
+    info["column_ids"], info["next_column_id"] = ids, nxt
+    metadata[INDEX_METADATA_KEY] = json.dumps(info)
+    os.remove(path)
+    rcfmt.write_table(table, path, metadata=metadata)
+    with pytest.raises(rcfmt.CorruptFileError, match="column id|column_ids"):
+        rcfmt.dataset(root)

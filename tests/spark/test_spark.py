@@ -338,6 +338,24 @@ def test_append_overwrite_and_options(spark, tmp_path):
     assert back.filter("tag IS NULL").count() == 10 and back.filter("k IS NULL").count() == 3
 
 
+def test_renamed_columns_read_and_write_through_spark(spark, tmp_path, pushdown):
+    """After ``Dataset.evolve(rename=...)`` Spark reads the files written before under the
+    new names (pushed filters prune on them), and appends under the new names."""
+    path = str(tmp_path / "r")
+    spark.range(0, 1000).selectExpr("id", "cast(id % 10 as int) as k", "cast(id % 3 as string) as p") \
+        .write.format("rcfmt").mode("append").option("blockRows", "100").option("partitionBy", "p").save(path)
+    rcfmt.dataset(path).evolve(rename={"k": "bucket"})
+    df = spark.read.format("rcfmt").load(path)
+    assert df.columns == ["id", "bucket", "p"]
+    assert df.filter("bucket = 7").count() == 100
+    assert sorted(r.id for r in df.filter("bucket = 7 AND id < 100").collect()) == [7, 17, 27, 37, 47, 57, 67, 77,
+                                                                                   87, 97]
+    spark.range(1000, 1010).selectExpr("id", "cast(7 as int) as bucket", "'0' as p") \
+        .write.format("rcfmt").mode("append").save(path)
+    back = spark.read.format("rcfmt").load(path)
+    assert back.filter("bucket = 7").count() == 110 and back.filter("bucket IS NULL").count() == 0
+
+
 def test_failed_task_leaves_the_dataset_as_it_was(spark, tmp_path):
     path = str(tmp_path / "f")
     spark.range(0, 100).write.format("rcfmt").mode("append").save(path)
