@@ -33,8 +33,7 @@ from ..scan.prune import may_match
 from ..scan.scanner import ScanStats
 from .. import nested
 from ..types import logical_type_from_arrow, same_logical_type
-from .evolution import (check_column_ids, extend_column_ids, file_renames, renamed_expr, renamed_path,
-                        renamed_schema, widens)
+from .evolution import check_column_ids, file_renames, renamed_expr, renamed_path, renamed_schema, widens
 from ..storage import COMMIT_SCHEMES, delete_files, is_remote, list_tree, local_path, remote_kind
 from . import log
 from .index import (BASE_COLUMNS, INDEX_METADATA_KEY, FileEntry, Snapshot, check_inside, check_relpath,
@@ -894,8 +893,8 @@ class Dataset:
             if not isinstance(new, str) or not new:
                 raise SchemaError(f"cannot rename {old!r} to {new!r}: a column name is a non-empty string")
             if new in taken or list(rename.values()).count(new) > 1 or new in {f.name for f in add}:
-                why = "was dropped or renamed and its values may remain in files" if new in taken - set(
-                    schema.names) - set(self.partitioning.names) else "exists"
+                retired = new in tombstones or new in (self.column_ids or ()) and new not in schema.names
+                why = "was dropped or renamed and its values may remain in files" if retired else "exists"
                 raise SchemaError(f"cannot rename {old!r} to {new!r}: a column named {new!r} {why}")
         for f in add:
             if f.name in taken or [g.name for g in add].count(f.name) > 1 or f.name in rename.values():
