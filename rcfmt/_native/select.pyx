@@ -10,16 +10,22 @@
   and build a selection's row ranges (numpy needs a ``diff`` and two ``flatnonzero``).
 * :func:`sparse_positions`: for a few selected rows, the pages to decode and where each
   row lands among their values (a dozen numpy calls on a handful of rows cost ~60 µs).
+* :func:`runs_to_rows`: runs of a mask over the rows of a few ranges, back to row ranges
+  (a refined selection without materializing its candidate rows).
+* :func:`take`: fixed-width values gathered by uint32 dictionary codes or int64 row
+  positions (numpy's ``take`` holds the GIL and first casts uint32 indices to intp:
+  ~290 µs for 50,000 int64 values from a 6,000-entry dictionary).
 """
 from libc.math cimport INFINITY, nextafter
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.string cimport memcpy
 
 cimport numpy as cnp
 import numpy as np
 
 cnp.import_array()
 
-__all__ = ["codes_mask", "range_mask", "count_runs", "mask_runs", "sparse_positions"]
+__all__ = ["codes_mask", "range_mask", "count_runs", "mask_runs", "sparse_positions", "take", "runs_to_rows"]
 
 
 cdef Py_ssize_t _lookup(const uint8_t* t, uint32_t size, const uint32_t* c, const uint8_t* v, uint8_t nv,
@@ -363,3 +369,108 @@ def sparse_positions(const int64_t[::1] rows, const int64_t[::1] first, const in
     if bad:
         raise ValueError("rows must be sorted and inside the pages")
     return page_ids[:pages], positions
+
+
+# ------------------------------------------------------------------ gathers
+ctypedef fused _index_t:
+    uint32_t
+    int64_t
+
+
+cdef inline Py_ssize_t _take_items(const uint8_t* v, uint64_t nv, const _index_t* idx, Py_ssize_t n, uint8_t* o,
+                                   Py_ssize_t size) noexcept nogil:
+    """o[i] = item idx[i] of v (items of ``size`` bytes, a constant in each caller's
+    copy, so the copies become single moves); -1, or the first i whose index is not
+    below ``nv``."""
+    cdef Py_ssize_t i
+    cdef uint64_t k
+    for i in range(n):
+        k = <uint64_t>idx[i]
+        if k >= nv:
+            return i
+        memcpy(o + i * size, v + k * size, size)
+    return -1
+
+
+cdef Py_ssize_t _take(const uint8_t* v, uint64_t nv, const _index_t* idx, Py_ssize_t n, uint8_t* o,
+                      Py_ssize_t size) noexcept nogil:
+    if size == 1:
+        return _take_items(v, nv, idx, n, o, 1)
+    if size == 2:
+        return _take_items(v, nv, idx, n, o, 2)
+    if size == 4:
+        return _take_items(v, nv, idx, n, o, 4)
+    if size == 8:
+        return _take_items(v, nv, idx, n, o, 8)
+    return _take_items(v, nv, idx, n, o, 16)
+
+
+def take(values, const _index_t[::1] indices, out):
+    """``out[i] = values[indices[i]]`` for contiguous fixed-width arrays ``values`` and
+    ``out`` of one item size (1, 2, 4, 8 or 16 bytes; ``out`` holds ``len(indices)``
+    items), GIL-free. An index outside ``values`` raises IndexError (callers pass
+    checked codes and positions: it would be a bug, never read out of bounds)."""
+    cdef cnp.ndarray src = values
+    cdef cnp.ndarray dst = out
+    cdef Py_ssize_t size = cnp.PyArray_ITEMSIZE(src), n = indices.shape[0], bad
+    if (size not in (1, 2, 4, 8, 16) or cnp.PyArray_ITEMSIZE(dst) != size or not cnp.PyArray_IS_C_CONTIGUOUS(src)
+            or not cnp.PyArray_IS_C_CONTIGUOUS(dst) or not cnp.PyArray_ISWRITEABLE(dst) or cnp.PyArray_SIZE(dst) < n):
+        raise ValueError("take needs contiguous arrays of one item size (1, 2, 4, 8 or 16 bytes), out writable "
+                         "and holding an item per index")
+    cdef const uint8_t* v = <const uint8_t*>cnp.PyArray_DATA(src)
+    cdef uint8_t* o = <uint8_t*>cnp.PyArray_DATA(dst)
+    cdef uint64_t nv = <uint64_t>cnp.PyArray_SIZE(src)
+    if n == 0:
+        return out
+    with nogil:
+        bad = _take(v, nv, &indices[0], n, o, size)
+    if bad >= 0:
+        raise IndexError(f"index {indices[bad]} outside {nv} values")
+    return out
+
+
+def runs_to_rows(const int64_t[::1] run_starts, const int64_t[::1] run_ends, const int64_t[::1] starts,
+                 const int64_t[::1] ends):
+    """``(row_starts, row_ends)`` of the rows that the runs ``[run_starts[i],
+    run_ends[i])`` (sorted, disjoint) of positions among the rows of the ranges
+    ``[starts[j], ends[j])`` (sorted, disjoint, laid back to back) stand for: a run that
+    crosses from one range into the next is split there. Positions past the ranges'
+    rows raise ValueError."""
+    cdef Py_ssize_t n = run_starts.shape[0], m = starts.shape[0], i, j = 0, k = 0
+    cdef int64_t a, b, base = 0, length, lo, hi
+    cdef bint bad = False
+    if run_ends.shape[0] != n or ends.shape[0] != m:
+        raise ValueError("starts and ends differ in length")
+    # a run splits at most once per range boundary it crosses
+    cdef cnp.ndarray out_s = np.empty(n + m, np.int64)
+    cdef cnp.ndarray out_e = np.empty(n + m, np.int64)
+    cdef int64_t* os_ = <int64_t*>cnp.PyArray_DATA(out_s)
+    cdef int64_t* oe = <int64_t*>cnp.PyArray_DATA(out_e)
+    with nogil:
+        for i in range(n):
+            a, b = run_starts[i], run_ends[i]
+            if a < 0 or b < a:
+                bad = True
+                break
+            while a < b:
+                while j < m and a >= base + (ends[j] - starts[j]):
+                    base += ends[j] - starts[j]
+                    j += 1
+                if j == m or k == n + m:
+                    bad = True
+                    break
+                length = ends[j] - starts[j]
+                lo = starts[j] + (a - base)
+                hi = starts[j] + (min(b, base + length) - base)
+                if k and oe[k - 1] == lo:  # (ranges are apart: only runs split at nothing meet)
+                    oe[k - 1] = hi
+                else:
+                    os_[k] = lo
+                    oe[k] = hi
+                    k += 1
+                a = min(b, base + length)
+            if bad:
+                break
+    if bad:
+        raise ValueError("mask runs lie outside the ranges' rows")
+    return out_s[:k], out_e[:k]

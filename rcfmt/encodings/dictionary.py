@@ -33,7 +33,9 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from .. import memory
 from .._native import dictbuild as _dictbuild
+from .._native import select as _select
 from .._native import varbinary as _vb
 from ..errors import CorruptFileError
 from ..types import LogicalType, PhysicalKind
@@ -112,11 +114,14 @@ def take(dictionary: ColumnValues, codes: np.ndarray, ltype: LogicalType) -> Col
         offsets = np.ascontiguousarray(dictionary.offsets, dtype=np.int64)
         new_offsets, data = _vb.gather(offsets, dictionary.values, np.ascontiguousarray(codes))
         return ColumnValues(data, new_offsets)
-    values = dictionary.values
-    if values.dtype.itemsize == 16:  # numpy's take on void dtypes copies item by item
-        wide = np.ascontiguousarray(values).view("<u8").reshape(-1, 2)
-        return ColumnValues(np.ascontiguousarray(wide.take(codes, axis=0)).view(values.dtype).reshape(-1))
-    return ColumnValues(values.take(codes))
+    values = np.ascontiguousarray(dictionary.values)
+    if len(codes) < 1024:
+        return ColumnValues(values[codes])
+    # natively, GIL-free: numpy's take casts uint32 codes to intp first and holds the GIL
+    # (~290 µs for 50,000 int64 values from a 6,000-entry dictionary, against ~30 µs)
+    if codes.dtype != np.uint32 and codes.dtype != np.int64:
+        codes = codes.astype(np.uint32)
+    return ColumnValues(_select.take(values, np.ascontiguousarray(codes), memory.empty(len(codes), values.dtype)))
 
 
 class Dictionary(Encoding):

@@ -694,7 +694,9 @@ class Selection:
             # one run: the refined rows are the mask's runs moved to the run's start
             start = int(self._ranges.starts[0]) if len(self._ranges) else 0
             return Selection._choose_from_ranges(RowRanges.from_mask(m).shift(start), self._n, None)
-        return Selection._choose_from_ranges(RowRanges.from_indices(self.to_indices()[m]), self._n, None)
+        # the mask's runs, mapped back to rows (split where the candidate ranges break)
+        starts, ends = _select.runs_to_rows(*_mask_runs(m), self._ranges.starts, self._ranges.ends)
+        return Selection._choose_from_ranges(RowRanges._make(starts, ends), self._n, None)
 
     def _check_selection(self, other) -> "Selection":
         if not isinstance(other, Selection):

@@ -4,6 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rcfmt._native import select as _select
 from rcfmt._native.select import codes_mask, count_runs, mask_runs
 
 
@@ -76,3 +77,18 @@ def test_mask_runs_treat_any_nonzero_byte_as_true():
         assert count_runs(b) == len(starts)
         assert starts.tolist() == np.flatnonzero(edges == 1).tolist()
         assert ends.tolist() == np.flatnonzero(edges == -1).tolist()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(["i1", "u2", "i4", "f8", "i8", "V16"]), st.integers(1, 50), st.data())
+def test_take_matches_numpy_and_refuses_indices_outside(dtype, size, data):
+    values = np.frombuffer(np.random.default_rng(size).bytes(size * np.dtype(dtype).itemsize), dtype)
+    kind = data.draw(st.sampled_from([np.uint32, np.int64]))
+    idx = np.array(data.draw(st.lists(st.integers(0, size - 1), max_size=200)), dtype=kind)
+    out = _select.take(values, idx, np.empty(len(idx), values.dtype))
+    assert out.tobytes() == values[idx.astype(np.int64)].tobytes()
+    bad = np.append(idx, size if kind == np.uint32 else data.draw(st.sampled_from([size, -1]))).astype(kind)
+    with pytest.raises(IndexError):
+        _select.take(values, bad, np.empty(len(bad), values.dtype))
+    with pytest.raises(ValueError):
+        _select.take(values, idx, np.empty(max(len(idx) - 1, 0) if len(idx) else 0, "V3"))

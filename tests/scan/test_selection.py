@@ -532,3 +532,21 @@ def test_sparse_positions_match_brute_force(page_rows, data):
     decoded = [r for p in pages for r in range(first[p], first[p] + counts[p])]
     assert page_ids.tolist() == pages
     assert positions.tolist() == [decoded.index(r) for r in rows]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_refine_of_many_ranges_matches_brute_force(data):
+    """A selection of several ranges refined by a mask over its rows (runs crossing from
+    one range into the next, ranges of one row, masks all True or all False) keeps
+    exactly the rows a brute-force mask keeps."""
+    n = data.draw(st.integers(1, 400))
+    block = data.draw(st.lists(st.booleans(), min_size=n, max_size=n))
+    sel = Selection.from_ranges(RowRanges.from_mask(np.array(block)), n, kind="ranges")
+    rows = sel.to_indices()
+    keep = np.array(data.draw(st.lists(st.booleans(), min_size=len(rows), max_size=len(rows))), dtype=bool)
+    out = sel.refine(keep)
+    assert out.to_indices().tolist() == rows[keep].tolist()
+    assert out.row_count == int(keep.sum())
+    r = out.to_ranges()
+    assert np.all(r.starts < r.ends) and np.all(r.ends[:-1] < r.starts[1:])  # normalized: apart, sorted
