@@ -15,7 +15,7 @@ from ..types import LogicalType, PhysicalKind, logical_type_from_arrow
 from .._native import floats as _fl
 from .._native import varbinary as _vb
 
-__all__ = ["from_arrow", "to_arrow", "to_numpy", "validity", "wide_decimals", "fill_null_slots", "concat_values"]
+__all__ = ["one_array", "from_arrow", "to_arrow", "to_numpy", "validity", "wide_decimals", "fill_null_slots", "concat_values"]
 
 
 def _bits(buf: pa.Buffer, offset: int, n: int) -> np.ndarray:
@@ -23,10 +23,19 @@ def _bits(buf: pa.Buffer, offset: int, n: int) -> np.ndarray:
     return np.unpackbits(raw, count=offset + n, bitorder="little")[offset:].view(bool)
 
 
+def one_array(arr) -> pa.Array:
+    """An Array of the values of an Array or ChunkedArray: the chunk itself when there is
+    one (``combine_chunks`` copies even then: a fresh megabyte buffer per column of every
+    block a writer encodes, first-touch page faults included), else the chunks
+    concatenated."""
+    if not isinstance(arr, pa.ChunkedArray):
+        return arr
+    return arr.chunk(0) if arr.num_chunks == 1 else arr.combine_chunks()
+
+
 def from_arrow(arr: pa.Array, ltype: LogicalType) -> tuple[ColumnValues, np.ndarray | None]:
     """Storage values and validity (None when there are no nulls) of one Arrow array."""
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks()
+    arr = one_array(arr)
     if pa.types.is_dictionary(arr.type):
         arr = arr.dictionary_decode()
     n, off = len(arr), arr.offset
@@ -62,8 +71,7 @@ def to_numpy(arr) -> np.ndarray:
 
 def validity(arr) -> np.ndarray:
     """numpy bool per row of an Arrow array (or chunked array): True where not NULL."""
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks()
+    arr = one_array(arr)
     n = len(arr)
     if arr.null_count == 0:
         return np.ones(n, bool)

@@ -47,7 +47,7 @@ from ..statistics import compute_page_stats, compute_stats
 from ..types import LogicalType, PhysicalKind, logical_type_from_arrow
 from .. import nested
 from ..storage import ByteSink, open_output
-from .arrow_io import fill_null_slots, from_arrow
+from .arrow_io import fill_null_slots, from_arrow, one_array
 
 __all__ = ["Writer", "write_table", "WriteOptions"]
 
@@ -436,7 +436,7 @@ class Writer:
             if node.kind == nested.LEAF:
                 out[node.column] = column
             else:
-                nested.shred(column.combine_chunks(), node, out)
+                nested.shred(one_array(column), node, out)
         return [out[i] for i in range(len(self._columns))]
 
     def _encode_column(self, arrays: list, i: int):
