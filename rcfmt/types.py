@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pyarrow as pa
@@ -68,7 +69,9 @@ class LogicalType:
     large: bool = False  # string/binary with 64-bit offsets in Arrow
 
     # ---------------------------------------------------------------- properties
-    @property
+    # (cached: asked per column chunk and per page by readers and writers; a frozen
+    # dataclass still has an instance __dict__, which cached_property writes directly)
+    @cached_property
     def kind(self) -> PhysicalKind:
         if self.name == "bool":
             return PhysicalKind.BOOL
@@ -76,12 +79,12 @@ class LogicalType:
             return PhysicalKind.VARBINARY
         return PhysicalKind.FIXED
 
-    @property
+    @cached_property
     def numpy_dtype(self) -> np.dtype:
         """Storage dtype of one value (bool for BOOL; uint8 bytes for VARBINARY)."""
         return _NUMPY_DTYPES[self.name]
 
-    @property
+    @cached_property
     def width(self) -> int:
         """Bytes per value for FIXED kinds, 1 for BOOL, 0 for VARBINARY."""
         return 0 if self.kind == PhysicalKind.VARBINARY else self.numpy_dtype.itemsize

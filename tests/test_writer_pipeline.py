@@ -54,11 +54,11 @@ def test_failure_in_a_later_block_leaves_no_file(tmp_path, monkeypatch):
     real = writer_mod.encode_chunk
     calls = {"n": 0}
 
-    def failing(values, valid, col, options, forced=None, bitmap_request=None):
+    def failing(values, valid, col, options, forced=None, bitmap_request=None, hint=None):
         calls["n"] += 1
         if col.name == "f" and int(values.values[0]) > 0 and len(values) and calls["n"] > 8:
             raise RuntimeError("disk on fire")
-        return real(values, valid, col, options, forced, bitmap_request)
+        return real(values, valid, col, options, forced, bitmap_request, hint)
 
     monkeypatch.setattr(writer_mod, "encode_chunk", failing)
     t = _table(60_000).set_column(2, "f", pa.array(np.arange(60_000, dtype=np.float64)))
@@ -79,3 +79,34 @@ def test_blocks_in_flight_are_bounded(tmp_path, monkeypatch):
     monkeypatch.setattr(writer_mod.Writer, "_write_oldest", spy)
     rcfmt.write_table(_table(90_000), tmp_path / "x.rcfmt", block_rows=9000, use_threads=True)
     assert seen and max(seen) == writer_mod.MAX_BLOCKS_IN_FLIGHT + 1
+
+
+def _encodings(path, column: str) -> list[int]:
+    with rcfmt.open(path) as f:
+        i = f.schema.names.index(column)
+        return [int(r["encoding"]) for r in f.footer.chunks[i]]
+
+
+def test_sampled_decisions_are_reused_only_while_the_data_looks_alike(tmp_path, monkeypatch):
+    """Later blocks of a column take the encoding sampled a few blocks back, unless its
+    raw size drifted or it cannot hold the block: where the data changes character the
+    choice follows it, as if every block were sampled; files stay as small."""
+    rng = np.random.default_rng(11)
+    rows, blocks = 5000, 24
+    parts = []
+    for b in range(blocks):
+        if b < 8:
+            parts.append(rng.integers(0, 5, rows))  # few values: a dictionary
+        elif b < 16:
+            parts.append(rng.integers(-(1 << 62), 1 << 62, rows))  # wide random: plain or bit-packed
+        else:
+            parts.append(np.sort(rng.integers(0, 1 << 40, rows)))  # sorted: delta
+    t = pa.table({"x": np.concatenate(parts), "s": pa.array([f"v{i % 13}" for i in range(rows * blocks)])})
+    hinted, sampled = tmp_path / "hinted.rcfmt", tmp_path / "sampled.rcfmt"
+    rcfmt.write_table(t, hinted, block_rows=rows)
+    monkeypatch.setattr(writer_mod, "RESAMPLE_BLOCKS", 0)  # never reuse: sample every chunk
+    rcfmt.write_table(t, sampled, block_rows=rows)
+    assert _encodings(hinted, "x") == _encodings(sampled, "x")
+    assert len(set(_encodings(sampled, "x"))) == 3
+    assert hinted.stat().st_size <= sampled.stat().st_size * 1.01
+    assert rcfmt.read_table(hinted).equals(t)

@@ -36,3 +36,6 @@ class ChunkAnalysis:
     estimated_size: int | None = None
     #: every candidate the selector scored: ``(name, variant, est. bytes, score)``
     candidates: list = field(default_factory=list)
+    #: the selector's :class:`~rcfmt.encodings.selector.Decision` when it sampled the
+    #: chunk (None when it took a hint or had nothing to sample)
+    decision: object = None

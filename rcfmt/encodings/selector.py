@@ -28,6 +28,7 @@ decompressing costs more time than the bytes it saves. Every scored candidate is
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 
 import numpy as np
 import zstandard
@@ -303,12 +304,37 @@ def _bounds_of(sample: _Sample) -> list[int]:
     return bounds
 
 
+@dataclass(frozen=True)
+class Decision:
+    """What :func:`choose` settled on by sampling a chunk, for later chunks of the same
+    column to reuse (see ``hint``): the encoding and variant, the compression advice,
+    and the winner's raw score relative to the best raw score of that chunk."""
+
+    name: str
+    variant: str
+    compression: str | None
+    relative: float
+
+
+#: a hint is taken while the hinted variant's raw score, relative to the chunk's best,
+#: has grown by at most this factor since the chunk it was sampled on
+HINT_DRIFT = 1.1
+
+
 def choose(chunk: ColumnValues, ltype: LogicalType, analysis: ChunkAnalysis,
-           candidates: list[Encoding] | None = None, *, compression: str = "auto") -> Encoding:
+           candidates: list[Encoding] | None = None, *, compression: str = "auto",
+           hint: Decision | None = None) -> Encoding:
     """The encoding with the lowest score among ``candidates`` (default: all) for a
     chunk written with ``compression`` ("auto", "zstd", "lz4" or "none"; lz4 is scored
     like zstd). Sets ``analysis.params``, ``analysis.compression``,
-    ``analysis.estimated_size`` and ``analysis.candidates``."""
+    ``analysis.estimated_size``, ``analysis.candidates`` and, when it sampled,
+    ``analysis.decision``.
+
+    ``hint``: the decision sampled on an earlier chunk of the column. When the hinted
+    variant is among this chunk's and its raw score has not drifted (``HINT_DRIFT``)
+    relative to the best raw score, it is taken without sampling: compressing samples of
+    every candidate is most of the choice's cost, and consecutive chunks of a column
+    almost always choose alike (the writer samples again every few blocks)."""
     plain = by_name("plain")
     n = analysis.rows
     pool = [enc for enc in (candidates if candidates is not None else all_encodings())
@@ -328,6 +354,23 @@ def choose(chunk: ColumnValues, ltype: LogicalType, analysis: ChunkAnalysis,
     # step 2: rules that need no sample
     sample_it = (compression != "none" and n > 0 and ltype.kind != PhysicalKind.BOOL
                  and best_raw > TINY_BYTES and best_raw > analysis.plain_size * TINY_FRACTION)
+    if sample_it and hint is not None:
+        for enc, variant, params, size in raw:
+            if enc.name == hint.name and variant == hint.variant:
+                if size * _cost(enc.name) <= best_raw * hint.relative * HINT_DRIFT:
+                    # only the hinted variant's sample is compressed: whether zstd pays
+                    # changes from chunk to chunk more than which encoding wins
+                    est = _compressed_estimate(enc, params, ltype, analysis, _Sample(chunk, ltype), size)
+                    compressed = est * ZSTD_COST < size
+                    analysis.candidates = [(s[1].name, s[2], s[4], round(s[0])) for s in scored]
+                    analysis.candidates.append((enc.name, variant + "+zstd", est, round(est * _cost(enc.name)
+                                                                                        * ZSTD_COST)))
+                    if params is not None:
+                        analysis.params[enc.name] = params
+                    analysis.compression = "zstd" if compressed else "none"
+                    analysis.estimated_size = est if compressed else size
+                    return enc
+                break
     # step 3: sampled compression ratios
     if sample_it:
         sample = _Sample(chunk, ltype)
@@ -336,14 +379,7 @@ def choose(chunk: ColumnValues, ltype: LogicalType, analysis: ChunkAnalysis,
                 continue
             if enc is plain and ltype.kind == PhysicalKind.VARBINARY and any(r[0].name == "delta_length" for r in raw):
                 continue  # DELTA_LENGTH + zstd is never larger than PLAIN + zstd
-            ratio = _ratio(_sample_bodies(enc, params, ltype, analysis, sample))
-            if enc.name == "dictionary":  # the dictionary page compresses on its own
-                _, dictionary = analysis.dictionary
-                dict_bytes = enc.dictionary_page_size(dictionary, ltype)
-                dict_ratio = _dictionary_ratio(dictionary, ltype) if dict_bytes > TINY_BYTES else 1.0
-                est = int(dict_bytes * dict_ratio + (size - dict_bytes) * ratio)
-            else:
-                est = int(size * ratio)
+            est = _compressed_estimate(enc, params, ltype, analysis, sample, size)
             scored.append((est * _cost(enc.name) * ZSTD_COST, enc, variant, params, est, True))
     if compression in ("zstd", "lz4"):
         # every page will be compressed: compare compressed estimates where known
@@ -359,7 +395,23 @@ def choose(chunk: ColumnValues, ltype: LogicalType, analysis: ChunkAnalysis,
         analysis.params[enc.name] = params
     analysis.compression = ("zstd" if compressed else "none") if sample_it else None
     analysis.estimated_size = size
+    if sample_it:
+        raw_size = next(r[3] for r in raw if r[0] is enc and r[1] == variant)
+        analysis.decision = Decision(enc.name, variant, analysis.compression, raw_size * _cost(enc.name) / best_raw)
     return enc
+
+
+def _compressed_estimate(enc: Encoding, params, ltype: LogicalType, analysis: ChunkAnalysis, sample: _Sample,
+                         size: int) -> int:
+    """Stored bytes of the chunk in this variant (``size`` raw bytes) once compressed,
+    estimated from its sample (the dictionary page of DICTIONARY on its own)."""
+    ratio = _ratio(_sample_bodies(enc, params, ltype, analysis, sample))
+    if enc.name == "dictionary":  # the dictionary page compresses on its own
+        _, dictionary = analysis.dictionary
+        dict_bytes = enc.dictionary_page_size(dictionary, ltype)
+        dict_ratio = _dictionary_ratio(dictionary, ltype) if dict_bytes > TINY_BYTES else 1.0
+        return int(dict_bytes * dict_ratio + (size - dict_bytes) * ratio)
+    return int(size * ratio)
 
 
 def _dictionary_ratio(dictionary: ColumnValues, ltype: LogicalType) -> float:

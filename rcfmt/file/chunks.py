@@ -12,6 +12,8 @@ the reader adds file, column and block.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .. import memory
@@ -33,6 +35,7 @@ _I32_MAX = (1 << 31) - 1
 ARENA_HINT_MAX = 256 << 20
 
 
+@functools.lru_cache(maxsize=1024)
 def _native_mode(encoding_id: int, ltype: LogicalType):
     """``(mode, itemsize, signed)`` of the values kernel for this encoding and type
     (None: DICTIONARY, or strings/binary, which have kernels of their own)."""

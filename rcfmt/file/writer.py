@@ -65,6 +65,13 @@ FILE_VALUES_MAX = 64
 #: blocks whose chunks may be encoding at once (each holds its rows and its encoded
 #: bytes until it is written)
 MAX_BLOCKS_IN_FLIGHT = 2
+#: the selector samples a column's chunk again after this many blocks; between, a chunk
+#: takes the decision last sampled (if its raw sizes did not drift: selector.choose's
+#: ``hint``) ...
+RESAMPLE_BLOCKS = 16
+#: ... of a block at least this many blocks back: with blocks encoded in parallel, the
+#: blocks written when a block is submitted, so a file is the same whatever the threads
+HINT_LAG = MAX_BLOCKS_IN_FLIGHT + 1
 
 _POOL: ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
@@ -314,6 +321,7 @@ class Writer:
         self._blooms: list[bytes | None] = []  # per (block, column), in write order
         self._bitmaps: list[bytes | None] = []  # per (block, column), in write order
         self._bitmap_report: dict[str, dict] = {}  # per column: kinds built, reasons for none
+        self._decisions: list[list] = [[] for _ in self._columns]  # per column: (block, sampled Decision)
         self._element_ids = nested.element_columns(self._nodes) if self._nodes is not None else set()
         named_elements = [self._columns[i].name for i in self._element_ids
                           if self._columns[i].name in self.options.bitmaps.named]
@@ -439,11 +447,19 @@ class Writer:
                 nested.shred(one_array(column), node, out)
         return [out[i] for i in range(len(self._columns))]
 
-    def _encode_column(self, arrays: list, i: int):
+    def _encode_column(self, arrays: list, i: int, hint=None):
         col = self._columns[i]
         values, valid = from_arrow(arrays[i], col.type)
         request = None if i in self._element_ids else self.options.bitmaps.requested(col.name)
-        return encode_chunk(values, valid, col, self.options, self._forced(col.name), request)
+        return encode_chunk(values, valid, col, self.options, self._forced(col.name), request, hint)
+
+    def _hint(self, i: int, block: int):
+        """The selector's decision for column ``i`` sampled on a block at least
+        ``HINT_LAG`` and less than ``RESAMPLE_BLOCKS`` blocks before ``block`` (None: sample)."""
+        for b, decision in reversed(self._decisions[i]):
+            if b <= block - HINT_LAG:
+                return decision if block - b < RESAMPLE_BLOCKS else None
+        return None
 
     def _write_block(self, block: pa.Table) -> None:
         """Encode ``block`` and write it after the blocks before it. With threads, its
@@ -452,16 +468,19 @@ class Writer:
         other workers idle at the end of every block."""
         columns = range(len(self._columns))
         arrays = self._physical_arrays(block)
+        index = len(self._blocks) + len(self._in_flight)
+        hints = [self._hint(i, index) for i in columns]
         if self.options.use_threads and len(self._columns) > 1 and block.num_rows >= PARALLEL_MIN_ROWS:
             # statistics, encoding and compression release the GIL in numpy, the
             # kernels and zstd: encode chunks in parallel, write blocks in order
             pool = _pool()
-            self._in_flight.append((block.num_rows, [pool.submit(self._encode_column, arrays, i) for i in columns]))
+            self._in_flight.append((block.num_rows, [pool.submit(self._encode_column, arrays, i, hints[i])
+                                                     for i in columns]))
             while len(self._in_flight) > MAX_BLOCKS_IN_FLIGHT:
                 self._write_oldest()
             return
         self._drain()
-        self._write_encoded(block.num_rows, [self._encode_column(arrays, i) for i in columns])
+        self._write_encoded(block.num_rows, [self._encode_column(arrays, i, hints[i]) for i in columns])
 
     def _write_oldest(self) -> None:
         rows, futures = self._in_flight.popleft()
@@ -480,7 +499,10 @@ class Writer:
     def _write_encoded(self, rows: int, encoded: list) -> None:
         start = self._pos
         first_row = self._blocks[-1][0] + self._blocks[-1][1] if self._blocks else 0
-        for i, (chunk_bytes, record, page_index, bloom, _) in enumerate(encoded):
+        for i, e in enumerate(encoded):
+            if e[5] is not None:
+                self._decisions[i].append((len(self._blocks), e[5]))
+        for i, (chunk_bytes, record, page_index, bloom, _, _) in enumerate(encoded):
             record["offset"] = self._pos
             page_index["offset"] += self._pos
             self._write(chunk_bytes)
@@ -653,9 +675,11 @@ def page_bounds(chunk: ColumnValues, ltype: LogicalType, encoding: Encoding, est
 
 
 def encode_chunk(values: ColumnValues, valid, col: ColumnSchema, options: WriteOptions,
-                 forced: Encoding | None = None, bitmap_request: str | None = None):
+                 forced: Encoding | None = None, bitmap_request: str | None = None, hint=None):
     """Encode one column chunk; return ``(bytes, chunk record, page-index records, bloom,
-    bitmap-index proposal or None)``; ``bitmap_request``: "auto", a kind, or None.
+    bitmap-index proposal or None, the selector's sampled decision or None)``;
+    ``bitmap_request``: "auto", a kind, or None; ``hint``: a decision sampled on an
+    earlier chunk of the column (:func:`rcfmt.encodings.selector.choose`).
 
     Offsets in the record and the page-index records are relative to the chunk's start;
     the caller adds the chunk's file offset once it knows where the chunk lands.
@@ -669,7 +693,7 @@ def encode_chunk(values: ColumnValues, valid, col: ColumnSchema, options: WriteO
     use_dict = options.dictionary and (forced is None or forced.name == "dictionary")
     analysis = analyze(values, ltype, stats, dictionary=use_dict)
     if forced is None:
-        encoding = choose(values, ltype, analysis, compression=options.compression)
+        encoding = choose(values, ltype, analysis, compression=options.compression, hint=hint)
     elif forced.name != "dictionary" and forced.estimate_size(values, ltype, analysis) is None:
         encoding = by_name("plain")  # e.g. bitpack forced on decimals beyond 64 bits
     else:
@@ -734,7 +758,7 @@ def encode_chunk(values: ColumnValues, valid, col: ColumnSchema, options: WriteO
     proposal = None if bitmap_request is None else propose(values, valid, ltype, bitmap_request,
                                                              distinct=distinct, is_sorted=analysis.is_sorted,
                                                              dictionary=analysis.dictionary)
-    return bytes(out), record, entries, bloom, proposal
+    return bytes(out), record, entries, bloom, proposal, analysis.decision
 
 
 def _compress(options: WriteOptions, bodies: list[bytes], dictionary: bytes | None, advice: str | None = None):

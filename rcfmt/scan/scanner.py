@@ -921,6 +921,8 @@ def _map_blocks(fn, blocks: list[int], use_threads: bool) -> Iterator:
 def _coalesce(lo: np.ndarray, hi: np.ndarray, gap: int) -> tuple[np.ndarray, np.ndarray]:
     """Ranges ``[lo[i], hi[i])`` (sorted by ``lo``) merged where the next one begins at
     most ``gap`` bytes past the end of all before it: ``(starts, ends)``."""
+    if len(lo) <= 1:
+        return lo, hi
     hi = np.maximum.accumulate(hi)
     cut = np.flatnonzero(lo[1:] - hi[:-1] > gap) + 1
     return lo[np.concatenate(([0], cut))], hi[np.concatenate((cut - 1, [len(hi) - 1]))]
