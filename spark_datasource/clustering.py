@@ -161,7 +161,7 @@ def optimize(spark, path: str, cluster_by, *, curve: str = "zorder", mapping: st
 
     from .source import RcfmtDataSource
 
-    from rcfmt.dataset.writer import same_types
+    from rcfmt.dataset.evolution import same_types
     from rcfmt.errors import UnsupportedError
 
     from .types import to_rcfmt_schema

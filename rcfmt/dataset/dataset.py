@@ -13,7 +13,6 @@ import contextlib
 
 import json
 import os
-import re
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -24,27 +23,24 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import CorruptFileError, InvalidOptionError, RcfmtError, SchemaError, UnsupportedError
+from ..errors import CorruptFileError, InvalidOptionError, SchemaError, UnsupportedError
 from ..file.arrow_io import export_stream
 from ..file.reader import RcfmtFile
-from ..scan.expr import (BoundAnd, BoundExpr, BoundListContains, BoundOr, Leaf, bind, columns as expr_columns, evaluate,
-                         _arrow_values, fold, selection_mask, to_nnf)
+from ..scan.expr import BoundAnd, BoundListContains, columns as expr_columns, evaluate, _arrow_values, fold, selection_mask
 from ..scan.prune import may_match
+from ..scan.residual import FALSE, TRUE, prepare_filter, residual_of
 from ..scan.scanner import ScanStats
 from .. import nested
 from ..types import logical_type_from_arrow, same_logical_type
-from .evolution import check_column_ids, file_renames, renamed_expr, renamed_path, renamed_schema, widens
+from .evolution import file_renames, renamed_expr, renamed_path, renamed_schema, widens
 from ..storage import COMMIT_SCHEMES, delete_files, is_remote, list_tree, local_path, remote_kind
 from . import log
-from .index import (BASE_COLUMNS, INDEX_METADATA_KEY, FileEntry, Snapshot, check_inside, check_relpath,
-                    entries_table, entry_from_file,
-                    schema_from_json)
-from .partitioning import Partitioning, infer_partitioning
+from .index import INDEX_METADATA_KEY, Snapshot, check_inside
+from .snapshot import DATA_SUFFIXES, check_version_info, discover, load_base, read_snapshot
 
 __all__ = ["Dataset", "DatasetScan", "Fragment", "FileInfo", "open_dataset", "scan_fragments", "prune_blocks",
            "read_snapshot", "load_base", "vacuum"]
 
-DATA_SUFFIXES = (".rcfmt", ".rcf")
 
 
 def _threads() -> int:
@@ -52,109 +48,6 @@ def _threads() -> int:
 
 
 # ------------------------------------------------------------------ snapshots
-def check_version_info(info: dict, version: int, path: str) -> None:
-    """An index version must say it is the version its name says, and that its parent
-    is the one before (a version copied over another, or renamed, is refused)."""
-    recorded, parent = info.get("version", version), info.get("parent_version", version - 1)
-    if recorded != version or parent != version - 1:
-        raise CorruptFileError(f"index version file is version {version} but records version {recorded!r} "
-                               f"with parent {parent!r}", path=path)
-
-
-def read_snapshot(root: str, version: int, columns: Sequence[str] | None = (), size: int | None = None) -> Snapshot:
-    """Version ``version`` of the index. ``columns``: extra index columns to load besides
-    the base and partition columns (None = all); ``size``: the index file's size, if
-    listed (on object storage a cached index is then opened without a request)."""
-    path = log.version_path(root, version)
-    with RcfmtFile(path, size=size, immutable=True) as f:  # a version is written once, never replaced
-        raw = f.metadata.get(INDEX_METADATA_KEY)
-        if raw is None:
-            raise CorruptFileError("index file has no dataset metadata", path=path)
-        try:
-            info = json.loads(raw)
-            data_schema = schema_from_json(info["schema"])
-            partitioning = Partitioning.from_json(info["partitioning"])
-        except (ValueError, KeyError, TypeError) as exc:
-            raise CorruptFileError(f"malformed dataset metadata: {exc}", path=path) from None
-        if info.get("format_version", 1) > 1:
-            raise RcfmtError(f"{path}: dataset format version {info['format_version']} is newer than this rcfmt")
-        check_version_info(info, version, path)
-        bad_ids = check_column_ids(info, data_schema)
-        if bad_ids:
-            raise CorruptFileError(f"malformed dataset metadata: {bad_ids}", path=path)
-        if columns is None:
-            table = f.read()
-        else:
-            want = [*BASE_COLUMNS, *(f"{n}.value" for n in partitioning.names), *columns]
-            table = f.read(columns=want)
-    for rel in table.column("path").to_pylist():
-        check_relpath(rel, path)
-    return Snapshot(root, data_schema, partitioning, table, info, version, path, size)
-
-
-#: the names :class:`~rcfmt.dataset.writer.FileSetWriter` gives data files (Python and
-#: Spark writers: ``part-<transaction hex>-<numbers>.rcfmt``)
-_WRITER_FILE = re.compile(r"part-[0-9a-f]{12,}(?:-[0-9]+)+\.rcfmt\Z")
-
-
-def _discover(root: str, single_file: str | None = None) -> Snapshot:
-    """A snapshot of a directory without index (or of one file): footers are read now."""
-    if single_file is not None:
-        relpaths = [os.path.basename(single_file)]
-        partitioning = Partitioning()
-    else:
-        relpaths = []
-        # A dataset writer publishes its files before it commits the first version: while
-        # _rcfmt/ exists without a version, files named as it names them are uncommitted
-        # (in flight, or left by a crashed writer) and are neither read nor adopted.
-        uncommitted = os.path.isdir(log.meta_dir(root)) and not log.list_versions(root)
-        for dirpath, dirnames, filenames in os.walk(root):
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith(("_", ".")))
-            rel_dir = os.path.relpath(dirpath, root)
-            for name in sorted(filenames):
-                if name.startswith(("_", ".")) or not name.endswith(DATA_SUFFIXES):
-                    continue
-                if uncommitted and _WRITER_FILE.match(name):
-                    continue
-                rel = name if rel_dir == "." else f"{rel_dir.replace(os.sep, '/')}/{name}"
-                relpaths.append(rel)
-        partitioning = infer_partitioning(relpaths)
-    entries: list[FileEntry] = []
-    data_schema = None
-    for rel in relpaths:
-        with RcfmtFile(os.path.join(root, *rel.split("/"))) as f:
-            schema = pa.schema([fl.remove_metadata() for fl in f.schema])
-            if data_schema is None:
-                data_schema = schema
-                clash = [n for n in partitioning.names if n in schema.names]
-                if clash:
-                    raise SchemaError(f"partition columns {clash} are also columns of {rel!r}")
-            else:
-                from .writer import merge_nullability, same_types
-
-                if not same_types(data_schema, schema):
-                    raise SchemaError(f"file {rel!r} has schema {schema}, other files of {root!r} have {data_schema}")
-                data_schema = merge_nullability(data_schema, schema)
-            entries.append(entry_from_file(f, rel, partitioning.parse_path(rel)))
-    if data_schema is None:
-        data_schema = pa.schema([])
-    return Snapshot(root, data_schema, partitioning, entries_table(entries, data_schema, partitioning),
-                    {"operation": "discovered"}, None, None)
-
-
-def load_base(root: str):
-    """``(version, snapshot or None, index rows of an unindexed directory or None)`` of
-    the dataset at ``root`` as a writer finds it."""
-    version = log.latest_version(root)
-    if version:
-        return version, read_snapshot(root, version), None
-    if os.path.isdir(root):
-        snap = _discover(root)
-        if len(snap):
-            return 0, snap, snap.table
-    return 0, None, None
-
-
 # ------------------------------------------------------------------ fragments
 def open_data_file(path: str, verify_checksums: bool = True, size: int = 0) -> RcfmtFile:
     """A data file the index lists (``size``: its size there, 0 if unknown); one that is
@@ -221,43 +114,6 @@ class FileInfo:
     stats: dict
 
 
-# ------------------------------------------------------------------ filter helpers
-_TRUE, _FALSE = object(), object()
-
-
-def _residual(expr: BoundExpr | None, partition: dict, schema: pa.Schema):
-    """``expr`` with every leaf on a partition column replaced by its value for a file
-    whose partition values are ``partition``: a BoundExpr on data columns, _TRUE (no
-    filter left) or _FALSE (no row can match). ``expr`` is in NNF, where a NULL leaf
-    selects no more rows than a FALSE one."""
-    if expr is None:
-        return _TRUE
-    if isinstance(expr, (BoundAnd, BoundOr)):
-        is_and = isinstance(expr, BoundAnd)
-        kids = []
-        for child in expr.children:
-            r = _residual(child, partition, schema)
-            if r is (_FALSE if is_and else _TRUE):
-                return r
-            if r is not (_TRUE if is_and else _FALSE):
-                kids.append(r)
-        if not kids:
-            return _TRUE if is_and else _FALSE
-        return (BoundAnd if is_and else BoundOr).of(*kids)
-    if isinstance(expr, BoundListContains) and expr.column.name in partition:
-        return _FALSE  # a list the file lacks is NULL: list_contains and its negation are NULL
-    if isinstance(expr, Leaf) and expr.column.name in partition:
-        name = expr.column.name
-        one = pa.table({name: pa.array([partition[name]], schema.field(name).type)})
-        return _TRUE if evaluate(expr, one)[0].as_py() is True else _FALSE
-    return expr
-
-
-def _prepare_filter(filter, schema: pa.Schema):
-    bound = bind(filter, nested.bind_schema(schema))  # leaves under structs by dotted path, lists
-    return None if bound is None else to_nnf(bound)
-
-
 # ------------------------------------------------------------------ scanning
 class DatasetScan:
     """A planned scan of fragments of a dataset; ``read()``, ``iter_batches()`` and
@@ -281,7 +137,7 @@ class DatasetScan:
         self.output_schema = pa.schema([schema.field(n.name) if n.kind == nested.LEAF else n.field
                                         for n in projected])
         self.partition_names = set(partition_names)
-        self.nnf = _prepare_filter(filter, schema)
+        self.nnf = prepare_filter(filter, schema)
         self.use_threads = use_threads
         self.verify_checksums = verify_checksums
         self.stats = ScanStats(files_total=len(self.fragments) + files_pruned if files_total is None else files_total,
@@ -295,8 +151,8 @@ class DatasetScan:
         schema under the names the file holds the columns by, and ``{dataset column:
         name in the file}`` for those renamed since it was written)."""
         partition = dict(frag.partition)
-        residual = _residual(self.nnf, partition, self.schema)
-        if residual is _FALSE:
+        residual = residual_of(self.nnf, partition, self.schema)
+        if residual is FALSE:
             return None, partition, None, None
         f = open_data_file(frag.path, self.verify_checksums, frag.size)
         try:
@@ -307,13 +163,13 @@ class DatasetScan:
             residual = renamed_expr(residual, renames)
             # columns added to the dataset after this file was written read as NULL
             residual = _without_missing(residual, f, schema)
-            if residual is _FALSE:
+            if residual is FALSE:
                 f.close()
                 return None, partition, None, None
             wanted = [renamed_path(c, renames) for c in self._data_columns]
             absent = set(check_types(f, schema, wanted))
             columns = [c for c in wanted if c not in absent]
-            pushed, post = None if residual is _TRUE else residual, None
+            pushed, post = None if residual is TRUE else residual, None
             narrower = _narrower_columns(f, schema, pushed)
             if narrower:  # columns widened since the file was written: those leaves are applied after
                 pushed, post = _pushable(pushed, narrower), pushed
@@ -545,13 +401,13 @@ def _type_name(t: pa.DataType) -> str:
 
 def _without_missing(residual, f: RcfmtFile, schema: pa.Schema):
     """``residual`` for file ``f``: leaves on columns the file lacks (added later) are
-    decided now, as on a column of NULLs (``_TRUE``/``_FALSE`` when nothing is left)."""
-    if residual is _TRUE or residual is _FALSE or residual is None:
+    decided now, as on a column of NULLs (``TRUE``/``FALSE`` when nothing is left)."""
+    if residual is TRUE or residual is FALSE or residual is None:
         return residual
     missing = check_types(f, schema, sorted(expr_columns(residual)))
     if not missing:
         return residual
-    return _residual(residual, {name: None for name in missing}, nested.filter_schema(schema))
+    return residual_of(residual, {name: None for name in missing}, nested.filter_schema(schema))
 
 
 def _value_sets_keep(nnf, snap: Snapshot, candidates: np.ndarray) -> np.ndarray:
@@ -612,7 +468,7 @@ def prune_blocks(fragments: Sequence[Fragment], schema: pa.Schema, filter, *, pa
     rows are left to the scan), ``dropped`` the complementary block ranges. For
     planners that want as many tasks as there are surviving blocks, not files.
     ``column_ids``: :attr:`Dataset.column_ids` (files written before a rename)."""
-    nnf = _prepare_filter(filter, schema)
+    nnf = prepare_filter(filter, schema)
     if nnf is None:
         return list(fragments), [], sum(
             (f.blocks[1] - f.blocks[0]) if f.blocks else f.num_blocks for f in fragments)
@@ -620,11 +476,11 @@ def prune_blocks(fragments: Sequence[Fragment], schema: pa.Schema, filter, *, pa
     for frag in fragments:
         lo, hi = frag.blocks if frag.blocks is not None else (0, frag.num_blocks)
         total += hi - lo
-        residual = _residual(nnf, dict(frag.partition), schema)
-        if residual is _FALSE:
+        residual = residual_of(nnf, dict(frag.partition), schema)
+        if residual is FALSE:
             dropped.append(frag)
             continue
-        if residual is _TRUE:
+        if residual is TRUE:
             kept.append(frag)
             continue
         with open_data_file(frag.path, verify_checksums, frag.size) as f:
@@ -633,8 +489,8 @@ def prune_blocks(fragments: Sequence[Fragment], schema: pa.Schema, filter, *, pa
                 raise CorruptFileError(f"the index says {frag.num_blocks} blocks, the footer {n}", path=frag.path)
             fschema, renames = file_view(f, schema, column_ids)
             residual = _without_missing(renamed_expr(residual, renames), f, fschema)
-            if residual is _TRUE or residual is _FALSE:
-                mask = np.full(hi - lo, residual is _TRUE)
+            if residual is TRUE or residual is FALSE:
+                mask = np.full(hi - lo, residual is TRUE)
             else:
                 names = sorted(expr_columns(residual))
                 mask = may_match(residual, {c: f.block_stats(c) for c in names}, n)[lo:hi]
@@ -692,7 +548,7 @@ class Dataset:
         if os.path.isfile(path):
             if version is not None:
                 raise InvalidOptionError("version= applies to dataset directories, not files")
-            return cls(_discover(os.path.dirname(path), single_file=path), path)
+            return cls(discover(os.path.dirname(path), single_file=path), path)
         if not os.path.isdir(path):
             raise FileNotFoundError(f"no dataset or rcfmt file at {path!r}")
         versions = log.list_versions(path)
@@ -702,7 +558,7 @@ class Dataset:
             return cls(read_snapshot(path, version))
         if versions:
             return cls(read_snapshot(path, versions[-1]))
-        return cls(_discover(path))
+        return cls(discover(path))
 
     @classmethod
     def _open_remote(cls, uri: str, version: int | None) -> "Dataset":
@@ -713,7 +569,7 @@ class Dataset:
             if kind == "file":
                 if version is not None:
                     raise InvalidOptionError("version= applies to dataset directories, not files")
-                return cls(_discover(os.path.dirname(uri), single_file=uri), uri)
+                return cls(discover(os.path.dirname(uri), single_file=uri), uri)
             if kind is None:
                 raise FileNotFoundError(f"no dataset or rcfmt file at {uri!r}")
             raise UnsupportedError(f"{uri!r} has no dataset index: on object storage rcfmt reads datasets that have "
@@ -779,7 +635,7 @@ class Dataset:
     # ---------------------------------------------------------------- pruning and scanning
     def prune(self, filter) -> np.ndarray:
         """Bool per file: may the file hold a row matching ``filter``? (index only)."""
-        nnf = _prepare_filter(filter, self.schema)
+        nnf = prepare_filter(filter, self.schema)
         n = len(self._snap)
         if nnf is None:
             return np.ones(n, bool)
@@ -998,7 +854,7 @@ def vacuum(root, retention_seconds: float = 3600.0, *, dry_run: bool = False, pr
     for v in keep:
         referenced.update(read_snapshot(root, v).paths)
     if not versions:  # no commit yet: only what a writer left (plain files stay, as read)
-        referenced.update(_discover(root).paths)
+        referenced.update(discover(root).paths)
     removed = []
     for v in versions:
         if v not in keep:

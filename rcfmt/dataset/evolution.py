@@ -17,10 +17,13 @@ in nullability.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pyarrow as pa
 
 from .. import nested
 from ..errors import SchemaError
+from ..scan.expr import BoundAnd, BoundListContains, BoundNot, BoundOr, Leaf
 from ..types import logical_type_from_arrow, same_logical_type
 
 __all__ = ["widens", "merge_schemas", "column_ids", "file_renames", "renamed_expr"]
@@ -93,6 +96,18 @@ def keeps_columns(before: pa.Schema, after: pa.Schema) -> bool:
     wider one: what appends may do to a schema (an overwrite may do anything)."""
     names = set(after.names)
     return all(f.name in names and widens(f.type, after.field(f.name).type) for f in before)
+
+
+def same_types(a: pa.Schema, b: pa.Schema) -> bool:
+    """Same names and logical types (offset width of strings/binary and nullability aside)."""
+    if a.names != b.names:
+        return False
+    return all(nested.same_shape(fa.type, fb.type, lambda x, y: same_logical_type(
+        logical_type_from_arrow(x), logical_type_from_arrow(y))) for fa, fb in zip(a, b))
+
+
+def merge_nullability(a: pa.Schema, b: pa.Schema) -> pa.Schema:
+    return pa.schema([fa.with_nullable(fa.nullable or fb.nullable) for fa, fb in zip(a, b)])
 
 
 # ------------------------------------------------------------------ renames: column ids
@@ -180,10 +195,6 @@ def renamed_expr(expr, names: dict[str, str]):
     """Bound expression ``expr`` naming columns (and paths under them) renamed by
     ``names``: a filter on dataset columns as it reads a file that holds some of them
     under earlier names."""
-    from dataclasses import replace
-
-    from ..scan.expr import BoundAnd, BoundListContains, BoundNot, BoundOr, Leaf
-
     def ref(r):
         new = renamed_path(r.name, names)
         return r if new == r.name else replace(r, name=new)

@@ -47,6 +47,7 @@ from ..file.reader import RcfmtFile
 from ..file.writer import Writer, WriteOptions
 from ..layout import METADATA_KEY, ClusteringSpec, cluster_order
 from ..scan.expr import columns as expr_columns
+from ..scan.residual import FALSE, TRUE, prepare_filter, residual_of
 from ..storage import check_commit_support, is_remote
 from . import log
 from .evolution import file_renames
@@ -166,19 +167,18 @@ def _partition_groups(snap, root: str) -> dict[tuple, list[tuple[str, str, int]]
 
 def _selected_partitions(groups: dict, where, snap) -> dict:
     """The partitions whose values satisfy ``where`` (a filter on partition columns)."""
-    from .dataset import _FALSE, _TRUE, _prepare_filter, _residual
 
-    nnf = _prepare_filter(where, snap.schema)
+    nnf = prepare_filter(where, snap.schema)
     others = sorted(set(expr_columns(nnf)) - set(snap.partitioning.names)) if nnf is not None else []
     if others:
         raise InvalidOptionError(f"optimize(where=...) may only use partition columns "
                                  f"{list(snap.partitioning.names)}; it names {others}")
     out = {}
     for key, files in groups.items():
-        verdict = _residual(nnf, dict(zip(snap.partitioning.names, key)), snap.schema)
-        if verdict is not _TRUE and verdict is not _FALSE:  # cannot happen: only partition columns
+        verdict = residual_of(nnf, dict(zip(snap.partitioning.names, key)), snap.schema)
+        if verdict is not TRUE and verdict is not FALSE:  # cannot happen: only partition columns
             raise InvalidOptionError(f"optimize(where=...) could not be decided on partition {key}")
-        if verdict is _TRUE:
+        if verdict is TRUE:
             out[key] = files
     return out
 

@@ -21,14 +21,13 @@ from ..errors import CommitConflictError, InvalidOptionError, RcfmtError, Schema
 from ..file.reader import RcfmtFile
 from ..file.writer import Writer, WriteOptions, arrow_stream, as_table, storage_schema
 from ..layout import METADATA_KEY, ClusteringSpec
-from .. import nested
 from .evolution import column_ids, extend_column_ids, keeps_columns, merge_schemas, renamed_path
-from ..types import logical_type_from_arrow, same_logical_type
 from ..storage import check_commit_support, delete_files, is_remote, list_names, local_path, open_output, remote_kind
 from . import log
 from .index import (DEFAULT_INDEX_TRUNCATE, INDEX_METADATA_KEY, STATS_FIELDS, VALUES_FIELD, FileEntry, conform_index,
                     dumps_info, entries_table, entry_from_file, index_schema, schema_to_json, stats_schema)
 from .partitioning import Partitioning
+from .snapshot import load_base, read_snapshot
 
 __all__ = ["write_dataset", "begin_write", "WritePlan", "FileSetWriter", "commit", "clustering_spec", "clustering_info",
            "recorded_clustering", "cluster_file", "check_clustering_columns", "DEFAULT_TARGET_FILE_ROWS"]
@@ -109,18 +108,6 @@ def cluster_file(table: pa.Table, spec: ClusteringSpec) -> tuple[pa.Table, dict]
 
 
 # ------------------------------------------------------------------ schemas
-def same_types(a: pa.Schema, b: pa.Schema) -> bool:
-    """Same names and logical types (offset width of strings/binary and nullability aside)."""
-    if a.names != b.names:
-        return False
-    return all(nested.same_shape(fa.type, fb.type, lambda x, y: same_logical_type(
-        logical_type_from_arrow(x), logical_type_from_arrow(y))) for fa, fb in zip(a, b))
-
-
-def merge_nullability(a: pa.Schema, b: pa.Schema) -> pa.Schema:
-    return pa.schema([fa.with_nullable(fa.nullable or fb.nullable) for fa, fb in zip(a, b)])
-
-
 def split_schema(schema: pa.Schema, partitioning: Partitioning) -> pa.Schema:
     """The data columns: ``schema`` without the partition columns."""
     return pa.schema([f for f in schema if f.name not in partitioning.names])
@@ -428,8 +415,6 @@ def commit(root: str, entries: list[FileEntry], *, mode: str, read_version: int,
     clustering its base version records. ``renames`` (``{old: new}``, mode "evolve"):
     columns whose stable ids move to new names (``column_ids``, see
     :func:`rcfmt.dataset.evolution.column_ids`); their index statistics are renamed."""
-    from .dataset import read_snapshot
-
     if mode not in ("append", "overwrite", "rewrite", "evolve"):
         raise InvalidOptionError(f"mode must be 'append', 'overwrite', 'rewrite' or 'evolve', got {mode!r}")
     remove = set(remove)
@@ -605,7 +590,6 @@ def begin_write(path, schema: pa.Schema, *, partition_by=None, mode: str = "appe
     """Check a write of data with ``schema`` to the dataset at ``path`` (created if
     missing) and return its :class:`WritePlan`. Raises SchemaError when an append does
     not fit the dataset (columns, types or partitioning)."""
-    from .dataset import load_base
 
     if mode not in ("append", "overwrite"):
         raise InvalidOptionError(f"mode must be 'append' or 'overwrite', got {mode!r}")
@@ -685,7 +669,6 @@ def write_dataset(data, path, *, partition_by=None, mode: str = "append",
     if stats_truncate is not None:
         write_options["stats_truncate"] = stats_truncate
     if "bitmap_indexes" not in write_options and plan.mode == "append" and plan.read_version:
-        from .dataset import read_snapshot
 
         # an append keeps the indexes the dataset's (latest) files have
         latest = read_snapshot(plan.root, plan.read_version, columns=[]).paths[-1:]

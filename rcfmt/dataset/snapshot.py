@@ -1,0 +1,125 @@
+"""Versions of a dataset as readers and writers load them: an index version
+(:func:`read_snapshot`, checked against its name and holding valid metadata), a
+directory without index (:func:`discover`: footers read now, Hive partitions
+inferred), and what a writer starts from (:func:`load_base`)."""
+from __future__ import annotations
+
+import json
+import os
+import re
+from typing import Sequence
+
+import pyarrow as pa
+
+from ..errors import CorruptFileError, RcfmtError, SchemaError
+from ..file.reader import RcfmtFile
+from . import log
+from .evolution import check_column_ids, merge_nullability, same_types
+from .index import (BASE_COLUMNS, INDEX_METADATA_KEY, FileEntry, Snapshot, check_relpath, entries_table,
+                    entry_from_file, schema_from_json)
+from .partitioning import Partitioning, infer_partitioning
+
+__all__ = ["check_version_info", "read_snapshot", "discover", "load_base", "DATA_SUFFIXES"]
+
+DATA_SUFFIXES = (".rcfmt", ".rcf")
+
+
+def check_version_info(info: dict, version: int, path: str) -> None:
+    """An index version must say it is the version its name says, and that its parent
+    is the one before (a version copied over another, or renamed, is refused)."""
+    recorded, parent = info.get("version", version), info.get("parent_version", version - 1)
+    if recorded != version or parent != version - 1:
+        raise CorruptFileError(f"index version file is version {version} but records version {recorded!r} "
+                               f"with parent {parent!r}", path=path)
+
+
+def read_snapshot(root: str, version: int, columns: Sequence[str] | None = (), size: int | None = None) -> Snapshot:
+    """Version ``version`` of the index. ``columns``: extra index columns to load besides
+    the base and partition columns (None = all); ``size``: the index file's size, if
+    listed (on object storage a cached index is then opened without a request)."""
+    path = log.version_path(root, version)
+    with RcfmtFile(path, size=size, immutable=True) as f:  # a version is written once, never replaced
+        raw = f.metadata.get(INDEX_METADATA_KEY)
+        if raw is None:
+            raise CorruptFileError("index file has no dataset metadata", path=path)
+        try:
+            info = json.loads(raw)
+            data_schema = schema_from_json(info["schema"])
+            partitioning = Partitioning.from_json(info["partitioning"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise CorruptFileError(f"malformed dataset metadata: {exc}", path=path) from None
+        if info.get("format_version", 1) > 1:
+            raise RcfmtError(f"{path}: dataset format version {info['format_version']} is newer than this rcfmt")
+        check_version_info(info, version, path)
+        bad_ids = check_column_ids(info, data_schema)
+        if bad_ids:
+            raise CorruptFileError(f"malformed dataset metadata: {bad_ids}", path=path)
+        if columns is None:
+            table = f.read()
+        else:
+            want = [*BASE_COLUMNS, *(f"{n}.value" for n in partitioning.names), *columns]
+            table = f.read(columns=want)
+    for rel in table.column("path").to_pylist():
+        check_relpath(rel, path)
+    return Snapshot(root, data_schema, partitioning, table, info, version, path, size)
+
+
+#: the names :class:`~rcfmt.dataset.writer.FileSetWriter` gives data files (Python and
+#: Spark writers: ``part-<transaction hex>-<numbers>.rcfmt``)
+_WRITER_FILE = re.compile(r"part-[0-9a-f]{12,}(?:-[0-9]+)+\.rcfmt\Z")
+
+
+def discover(root: str, single_file: str | None = None) -> Snapshot:
+    """A snapshot of a directory without index (or of one file): footers are read now."""
+    if single_file is not None:
+        relpaths = [os.path.basename(single_file)]
+        partitioning = Partitioning()
+    else:
+        relpaths = []
+        # A dataset writer publishes its files before it commits the first version: while
+        # _rcfmt/ exists without a version, files named as it names them are uncommitted
+        # (in flight, or left by a crashed writer) and are neither read nor adopted.
+        uncommitted = os.path.isdir(log.meta_dir(root)) and not log.list_versions(root)
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith(("_", ".")))
+            rel_dir = os.path.relpath(dirpath, root)
+            for name in sorted(filenames):
+                if name.startswith(("_", ".")) or not name.endswith(DATA_SUFFIXES):
+                    continue
+                if uncommitted and _WRITER_FILE.match(name):
+                    continue
+                rel = name if rel_dir == "." else f"{rel_dir.replace(os.sep, '/')}/{name}"
+                relpaths.append(rel)
+        partitioning = infer_partitioning(relpaths)
+    entries: list[FileEntry] = []
+    data_schema = None
+    for rel in relpaths:
+        with RcfmtFile(os.path.join(root, *rel.split("/"))) as f:
+            schema = pa.schema([fl.remove_metadata() for fl in f.schema])
+            if data_schema is None:
+                data_schema = schema
+                clash = [n for n in partitioning.names if n in schema.names]
+                if clash:
+                    raise SchemaError(f"partition columns {clash} are also columns of {rel!r}")
+            else:
+                if not same_types(data_schema, schema):
+                    raise SchemaError(f"file {rel!r} has schema {schema}, other files of {root!r} have {data_schema}")
+                data_schema = merge_nullability(data_schema, schema)
+            entries.append(entry_from_file(f, rel, partitioning.parse_path(rel)))
+    if data_schema is None:
+        data_schema = pa.schema([])
+    return Snapshot(root, data_schema, partitioning, entries_table(entries, data_schema, partitioning),
+                    {"operation": "discovered"}, None, None)
+
+
+def load_base(root: str):
+    """``(version, snapshot or None, index rows of an unindexed directory or None)`` of
+    the dataset at ``root`` as a writer finds it."""
+    version = log.latest_version(root)
+    if version:
+        return version, read_snapshot(root, version), None
+    if os.path.isdir(root):
+        snap = discover(root)
+        if len(snap):
+            return 0, snap, snap.table
+    return 0, None, None
