@@ -113,7 +113,8 @@ def optimize(dataset, cluster_by=None, *, curve: str = "zorder", mapping: str = 
     if not todo:
         return dataset
     # the rewritten files keep the indexes they had
-    inherited_bitmap_indexes([p for files in todo.values() for _, p, _ in files], snap.data_schema, write_options)
+    inherited_bitmap_indexes([p for files in todo.values() for _, p, _ in files], snap.data_schema, write_options,
+                             snap.info.get("column_ids"))
     read_version = dataset.version or 0
     adopt = snap.table if dataset.version is None else None
     txn = uuid.uuid4().hex

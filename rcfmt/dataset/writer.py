@@ -21,7 +21,7 @@ from ..errors import CommitConflictError, InvalidOptionError, RcfmtError, Schema
 from ..file.reader import RcfmtFile
 from ..file.writer import Writer, WriteOptions, arrow_stream, as_table, storage_schema
 from ..layout import METADATA_KEY, ClusteringSpec
-from .evolution import column_ids, extend_column_ids, keeps_columns, merge_schemas, renamed_path
+from .evolution import column_ids, extend_column_ids, file_renames, keeps_columns, merge_schemas, renamed_path
 from ..storage import check_commit_support, delete_files, is_remote, list_names, local_path, open_output, remote_kind
 from . import log
 from .index import (DEFAULT_INDEX_TRUNCATE, INDEX_METADATA_KEY, STATS_FIELDS, VALUES_FIELD, FileEntry, conform_index,
@@ -43,12 +43,13 @@ def _join(root: str, rel: str) -> str:
     return f"{root}/{rel}" if is_remote(root) else os.path.join(root, *rel.split("/"))
 
 
-def inherited_bitmap_indexes(paths, data_schema: pa.Schema, write_options: dict) -> None:
+def inherited_bitmap_indexes(paths, data_schema: pa.Schema, write_options: dict, ids: dict | None = None) -> None:
     """Unless ``write_options`` names ``bitmap_indexes``, set it to what the files at
     ``paths`` were written with, from their footers' reports (per column the kind named,
     "auto" for the columns considered without one; an empty report: None), so that
     rewrites and appends keep the indexes. Files written before indexes report nothing:
-    then the default stays."""
+    then the default stays. ``ids``: the dataset's column ids, so that a column renamed
+    since a file was written keeps its file's indexes under its new name."""
     if "bitmap_indexes" in write_options:
         return
     option: dict = {}
@@ -56,10 +57,13 @@ def inherited_bitmap_indexes(paths, data_schema: pa.Schema, write_options: dict)
     for path in paths:
         with RcfmtFile(path) as f:
             region = f.footer.bitmap_index
+            back = {old: new for new, old in file_renames(f.schema.names, ids, data_schema.names).items()} \
+                if ids else {}
         if region is None:
             continue
         reported = True
         for column, entry in region.get("report", {}).items():
+            column = renamed_path(column, back)
             if data_schema.get_field_index(column.split(".")[0]) >= 0 and column not in option:
                 option[column] = entry.get("named", "auto")
     if reported:
@@ -669,10 +673,10 @@ def write_dataset(data, path, *, partition_by=None, mode: str = "append",
     if stats_truncate is not None:
         write_options["stats_truncate"] = stats_truncate
     if "bitmap_indexes" not in write_options and plan.mode == "append" and plan.read_version:
-
         # an append keeps the indexes the dataset's (latest) files have
-        latest = read_snapshot(plan.root, plan.read_version, columns=[]).paths[-1:]
-        inherited_bitmap_indexes([_join(plan.root, rel) for rel in latest], plan.data_schema, write_options)
+        base = read_snapshot(plan.root, plan.read_version, columns=[])
+        inherited_bitmap_indexes([_join(plan.root, rel) for rel in base.paths[-1:]], plan.data_schema, write_options,
+                                 base.info.get("column_ids"))
     WriteOptions.create(plan.data_schema, **write_options)  # bad options raise before anything is written
     clustering = plan.clustering_for(cluster_by, curve, mapping)
     inherited = cluster_by is None and clustering is not None

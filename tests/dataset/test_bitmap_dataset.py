@@ -94,3 +94,23 @@ def test_index_skips_files_by_their_distinct_values(tmp_path):
         got = ds.read(["v"], expr).num_rows
         truth = sum(int(rcfmt.scan.expr.selection_mask(expr, t).sum()) for t in tables)
         assert got == truth, expr
+
+
+def test_indexes_named_for_a_column_follow_it_through_a_rename(tmp_path):
+    """An append and an optimize after ``evolve(rename=...)`` keep the kinds the files
+    were written with for the renamed column (their footers report the old name)."""
+    path = str(tmp_path / "ds")
+    rcfmt.write_dataset(_table(20_000, 1), path, block_rows=5000,
+                        bitmap_indexes={"mode": "equality", "flag": "range"})
+    ds = rcfmt.dataset(path).evolve(rename={"flag": "status"})
+    rcfmt.write_dataset(_table(20_000, 2).rename_columns(ds.schema.names), path, block_rows=5000)
+    ds = rcfmt.dataset(path)
+    with rcfmt.open(ds.files[-1].path) as f:  # the appended file, written under the new name
+        assert {c: r.get("named") for c, r in f.footer.bitmap_index["report"].items()} == {
+            "mode": "equality", "status": "range"}
+    optimized = ds.optimize(["qty"], force=True, block_rows=5000)
+    for info in optimized.files:
+        with rcfmt.open(info.path) as f:
+            assert {c: r.get("named") for c, r in f.footer.bitmap_index["report"].items()} == {
+                "mode": "equality", "status": "range"}
+    assert optimized.count_rows(col("status") == "R") == ds.count_rows(col("status") == "R") > 0
