@@ -107,6 +107,11 @@ class LogicalType:
 
     # ---------------------------------------------------------------- conversions
     def to_arrow(self) -> pa.DataType:
+        """The Arrow type (built once per instance: readers ask per column chunk)."""
+        return self._arrow
+
+    @cached_property
+    def _arrow(self) -> pa.DataType:
         if self.name == "bool":
             return pa.bool_()
         if self.name in _INT_NAMES:

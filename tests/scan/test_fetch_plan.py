@@ -3,6 +3,8 @@ read together, and that a group's buffer is shared and released."""
 from __future__ import annotations
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rcfmt.scan.fetch_plan import BlockGroups
 
@@ -50,3 +52,26 @@ def test_a_group_is_read_once_shared_and_freed_after_its_last_block():
     assert groups._of[2].buf is buf  # block 2 still needs it
     groups.done(2)
     assert groups._of[2].buf is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 1000), st.integers(1, 100)), min_size=1, max_size=40),
+       st.integers(0, 60))
+def test_coalescing_merges_exactly_the_ranges_within_the_gap(spans, gap):
+    """Both paths of the scanner's range coalescing (a loop for a column's few ranges,
+    numpy for many) merge a range into the one before when it begins at most ``gap``
+    past the end of everything before it, and nothing else."""
+    from rcfmt.scan.scanner import _coalesce
+
+    spans.sort()
+    lo = np.array([a for a, _ in spans], np.int64)
+    hi = lo + np.array([n for _, n in spans], np.int64)
+    starts, ends = _coalesce(lo, hi, gap)
+    want_s, want_e = [int(lo[0])], [int(hi[0])]
+    for a, b in zip(lo[1:].tolist(), hi[1:].tolist()):
+        if a > want_e[-1] + gap:
+            want_s.append(a)
+            want_e.append(b)
+        else:
+            want_e[-1] = max(want_e[-1], b)
+    assert starts.tolist() == want_s and ends.tolist() == want_e
