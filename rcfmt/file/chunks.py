@@ -84,8 +84,10 @@ class ChunkDecoder:
     @property
     def dictionary(self) -> ColumnValues | None:
         """The chunk's decoded dictionary (DICTIONARY encoding), else None."""
+        if self._dictionary is not None:
+            return self._dictionary
         length = int(self.record["dictionary_length"])
-        if self._dictionary is None and length:
+        if length:
             pos = int(self.record["offset"]) - self.base
             run = _pages.read_pages(self.buf, self.base, positions=[pos], max_rows=MAX_PAGE_ROWS,
                                     page_type=PAGE_DICTIONARY, verify=self.verify)
