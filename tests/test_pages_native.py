@@ -180,8 +180,18 @@ def test_selected_pages_decode_like_the_whole_chunk(data):
             picked = sorted(data.draw(st.sets(st.integers(0, len(entries) - 1), min_size=1), label="pages"))
             decoder = f.chunk_decoder(0, 0)
             whole_values, whole_valid = decoder.decode_all(n)
-            values, valid = decoder.decode_run(entries["offset"][picked].astype(np.int64) - decoder.base,
-                                               np.array(picked), entries["row_count"][picked])
+            values, valid, _ = decoder.decode_run(entries["offset"][picked].astype(np.int64) - decoder.base,
+                                                  np.array(picked), entries["row_count"][picked])
+            # some rows of those pages (BITPACK: only their 1,024-value blocks unpacked)
+            held = int(entries["row_count"][picked].sum())
+            rows_wanted = np.array(sorted(data.draw(st.sets(st.integers(0, max(held - 1, 0)), max_size=held),
+                                          label="rows")), np.int64)
+            some, some_valid, gathered = decoder.decode_run(
+                entries["offset"][picked].astype(np.int64) - decoder.base, np.array(picked),
+                entries["row_count"][picked], selected=rows_wanted)
+            if gathered:
+                assert some.values.tobytes() == values.values[rows_wanted].tobytes()
+            assert (some_valid is None) == (valid is None)
             at = 0
             for p in picked:
                 first, rows = int(entries["first_row"][p]), int(entries["row_count"][p])
@@ -324,3 +334,36 @@ def test_decoded_columns_live_in_arrow_memory(tmp_path):
     del got
     gc.collect()
     assert pool.bytes_allocated() == before
+
+
+@pytest.mark.parametrize("values", [
+    pa.array(np.random.default_rng(1).integers(-10**12, 10**12, 30_000)),
+    pa.array(np.random.default_rng(2).integers(0, 1000, 30_000).astype(np.int32)),
+    pa.array(np.random.default_rng(3).integers(-10**9, 10**9, 30_000)).cast(pa.decimal128(22, 0)),
+    pa.array(np.random.default_rng(5).integers(-10**9, 10**9, 30_000).astype(np.int32)).cast(pa.decimal128(12, 2)),
+    pa.array([None if i % 7 == 0 else i * 3 for i in range(30_000)], pa.int64()),
+])
+def test_selected_rows_of_bitpack_pages_decode_like_the_whole_run(tmp_path, values):
+    """Rows picked across pages of several 1,024-value blocks (first and last rows of
+    blocks and pages, runs, singles, none) decode to the values the whole run holds."""
+    path = tmp_path / "t.rcfmt"
+    rcfmt.write_table(pa.table({"c": values}), path, block_rows=30_000, page_rows=7_000, encoding="bitpack",
+                      compression="none")
+    rng = np.random.default_rng(4)
+    with rcfmt.open(path) as f:
+        entries = f.page_index(0, 0)
+        pages = np.arange(len(entries))
+        decoder = f.chunk_decoder(0, 0)
+        args = (entries["offset"].astype(np.int64) - decoder.base, pages, entries["row_count"])
+        whole, valid, _ = decoder.decode_run(*args)
+        edges = [0, 1023, 1024, 2047, 6999, 7000, 7001, 29_999]
+        for wanted in [np.array([], np.int64), np.array(edges, np.int64), np.arange(3000, 9000, dtype=np.int64),
+                       np.unique(rng.integers(0, 30_000, 50)).astype(np.int64), np.arange(30_000, dtype=np.int64)]:
+            got, got_valid, gathered = decoder.decode_run(*args, selected=wanted)
+            assert gathered
+            assert got.values.tobytes() == whole.values[wanted].tobytes()
+            assert (got_valid is None) == (valid is None)
+        with pytest.raises(ValueError, match="strictly increasing"):
+            decoder.decode_run(*args, selected=np.array([5, 5], np.int64))
+        with pytest.raises(ValueError, match="strictly increasing"):
+            decoder.decode_run(*args, selected=np.array([30_000], np.int64))

@@ -778,7 +778,9 @@ def read_pages(buf, Py_ssize_t base, *, Py_ssize_t start=0, end=None, Py_ssize_t
     With ``values = (mode, itemsize, signed, out, limit, precision)`` (as for
     :func:`decode_values`, ``out`` holding ``max_rows`` values) the values are decoded in
     the same GIL-free call and ``run.bad`` is -1 or the first page whose values failed
-    their checks. Everything then happens in one GIL-free section when the
+    their checks. A seventh item, for BITPACK modes, names the rows of the run wanted
+    (int64, strictly increasing): ``out`` then receives only their values, in order,
+    and only the 1,024-value blocks holding them are unpacked (and checked). Everything then happens in one GIL-free section when the
     decompressed bodies fit ``arena_hint`` bytes (an estimate the caller makes; a larger
     need is allocated between the passes, as without a hint)."""
     cdef const uint8_t[::1] view = memoryview(buf).cast("B") if not isinstance(buf, np.ndarray) else buf
@@ -821,9 +823,22 @@ def read_pages(buf, Py_ssize_t base, *, Py_ssize_t start=0, end=None, Py_ssize_t
     cdef int64_t[:, ::1] t = table
     cdef ValuesSpec spec
     cdef bint decode = values is not None
-    cdef Py_ssize_t bad = -1
-    if decode:
+    cdef Py_ssize_t bad = -1, i_sel
+    cdef const int64_t[::1] sel_view
+    selected = values[6] if decode and len(values) > 6 else None
+    if decode and selected is None:
         _values_spec(&spec, values[0], values[1], values[2], values[3], max_rows, values[4], values[5])
+    elif decode:  # only these rows of the run, BITPACK pages only (checked here: the kernel trusts them)
+        if values[0] not in (MODE_BITPACK, MODE_BITPACK_DECIMAL):
+            raise ValueError("selected rows are decoded for BITPACK pages only")
+        sel_view = np.ascontiguousarray(selected, dtype=np.int64)
+        for i_sel in range(sel_view.shape[0]):
+            if sel_view[i_sel] < 0 or sel_view[i_sel] >= max_rows or (i_sel and sel_view[i_sel] <= sel_view[i_sel - 1]):
+                raise ValueError("selected rows must be strictly increasing and below max_rows")
+        _values_spec(&spec, values[0], values[1], values[2], values[3], sel_view.shape[0], values[4], values[5])
+        spec.selective = True
+        spec.positions = &sel_view[0] if sel_view.shape[0] else NULL
+        spec.npos = sel_view.shape[0]
     # preallocated when the caller knows enough: then one GIL-free section does it all
     arena = _memory.empty(arena_hint // 8 + 1, np.uint64) if arena_hint > 0 else None
     validity = np.empty((max_rows + 7) // 8, dtype=np.uint8) if decode else None
@@ -866,6 +881,8 @@ def read_pages(buf, Py_ssize_t base, *, Py_ssize_t start=0, end=None, Py_ssize_t
             raise _error(&f, base, page_numbers, page_type, p)
     if bad == -2:
         raise MemoryError()
+    if bad == -3:
+        raise ValueError("selected rows lie past the run's pages")
     if not any_nulls:
         validity = None
     elif validity.shape[0] != (rows + 7) // 8:
@@ -1177,6 +1194,11 @@ cdef struct ValuesSpec:
     uint32_t limit     # dictionary size (MODE_CODES)
     int64_t decimal_lim
     uint8_t* out
+    # BITPACK modes only, when ``selective``: decode just these rows of the run
+    # (strictly increasing), value i of the output being row positions[i]
+    bint selective
+    const int64_t* positions
+    Py_ssize_t npos
 
 
 cdef int _values_spec(ValuesSpec* v, int mode, int itemsize, bint signed, out, Py_ssize_t rows, uint32_t limit,
@@ -1208,22 +1230,76 @@ cdef int _values_spec(ValuesSpec* v, int mode, int itemsize, bint signed, out, P
     v.signed = signed
     v.limit = limit
     v.out = <uint8_t*>cnp.PyArray_DATA(o)
+    v.selective = False
+    v.positions = NULL
+    v.npos = 0
+    return 0
+
+
+cdef int _bitpack_selected(int mode, const uint8_t* body, Py_ssize_t size, Py_ssize_t rows, int itemsize,
+                           bint signed, int64_t decimal_lim, const int64_t* pos, Py_ssize_t count,
+                           int64_t first, uint8_t* out, uint64_t* scratch) noexcept nogil:
+    """The values of a BITPACK page (its rows start at run row ``first``) at the
+    ``count`` run rows ``pos`` (sorted, all in the page) into ``out``, one after another:
+    the header is checked as for a whole page, and only the 1,024-value blocks holding a
+    wanted row are unpacked (into ``scratch``, 1,024 values), each checked against the
+    decimal precision when it applies. 0, or 1 if a check fails."""
+    cdef int width, bits = itemsize * 8, size_out = itemsize
+    cdef uint64_t ref
+    cdef Py_ssize_t i = 0, block, start, m, j
+    if mode == MODE_BITPACK_DECIMAL:
+        bits = 64
+        signed = True
+        size_out = 8
+    if size < 16 or not _zero(body + 1, 7):
+        return 1
+    width = body[0]
+    ref = _le64(body + 8)
+    if width > bits or not _fits(ref, bits, signed) or size != 16 + packed_nbytes(rows, width, bits // 8):
+        return 1
+    while i < count:
+        block = (pos[i] - first) >> 10
+        start = block << 10
+        m = min(<Py_ssize_t>1024, rows - start)
+        unpack_raw(body + 16 + block * 128 * width, m, width, bits // 8, ref, 0, False, scratch)
+        if decimal_lim > 0 and not _decimals_fit(scratch, m, ref, width, decimal_lim):
+            return 1
+        while i < count and ((pos[i] - first) >> 10) == block:
+            j = pos[i] - first - start
+            memcpy(out + i * size_out, (<uint8_t*>scratch) + j * size_out, size_out)
+            i += 1
     return 0
 
 
 cdef Py_ssize_t _decode_run(int64_t[:, ::1] t, Py_ssize_t n, const uint8_t* buf, const uint8_t* arena,
                             ValuesSpec* v) noexcept nogil:
-    """Decode every page's values into ``v.out``: -1, the first page whose values fail a
-    check, or -2 when memory runs out."""
+    """Decode every page's values into ``v.out`` (or, with ``v.positions``, those rows'
+    values one after another): -1, the first page whose values fail a check, or -2 when
+    memory runs out."""
     cdef RunAccess a
-    cdef Py_ssize_t k, bad = -1
+    cdef Py_ssize_t k, bad = -1, at = 0, end
+    cdef int64_t lo, hi
     if _access(t, n, buf, arena, &a):
         return -2
     for k in range(n):
-        if _page_values(v.mode, _body(&a, t, k), t[k, P_LEN], t[k, P_ROWS], v.itemsize, v.signed, v.limit,
-                        v.decimal_lim, v.out + t[k, P_FIRST] * v.out_size, a.scratch):
+        if v.selective:
+            lo = t[k, P_FIRST]
+            hi = lo + t[k, P_ROWS]
+            end = at
+            while end < v.npos and v.positions[end] < hi:
+                end += 1
+            if end > at and _bitpack_selected(v.mode, _body(&a, t, k), t[k, P_LEN], t[k, P_ROWS], v.itemsize,
+                                              v.signed, v.decimal_lim, v.positions + at, end - at, lo,
+                                              v.out + at * v.out_size, a.scratch):
+                bad = k
+                break
+            at = end
+        elif _page_values(v.mode, _body(&a, t, k), t[k, P_LEN], t[k, P_ROWS], v.itemsize, v.signed, v.limit,
+                          v.decimal_lim, v.out + t[k, P_FIRST] * v.out_size, a.scratch):
             bad = k
             break
+    if bad == -1 and v.selective and at != v.npos:
+        bad = -3  # rows past the pages: nothing was written for them
     free(a.scratch)
     return bad
 

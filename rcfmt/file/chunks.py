@@ -119,12 +119,23 @@ class ChunkDecoder:
         estimate = stored * int(rec["uncompressed_size"]) // length + stored // 8 + 16 * pages + 64
         return min(estimate, 64 * stored + 64, ARENA_HINT_MAX)
 
-    def _read_run(self, rows: int, **where):
+    def _read_run(self, rows: int, selected=None, **where):
         """The pages ``where`` says (see :func:`rcfmt._native.pages.read_pages`), holding at
         most ``rows`` rows, through the pipeline, their values decoded in the same native
         call where a kernel exists: ``(run, values)``, values None for strings/binary
-        (decoded afterwards, from the run)."""
+        (decoded afterwards, from the run). ``selected`` (int64 rows of the run, strictly
+        increasing; BITPACK chunks only): decode only those rows' values."""
         out, spec = None, None
+        if selected is not None:
+            mode, itemsize, signed = self._mode
+            out = memory.empty(len(selected), np.int64 if mode == _pages.MODE_BITPACK_DECIMAL else
+                               self.ltype.numpy_dtype)
+            spec = (mode, itemsize, signed, out, 0, self.ltype.precision or 0, selected)
+            run = _pages.read_pages(self.buf, self.base, max_rows=rows, page_type=PAGE_DATA,
+                                    encoding=self.encoding.id, verify=self.verify, values=spec, **where)
+            if run.bad >= 0:
+                self._describe(run, run.bad)
+            return run, out
         if self.is_dictionary:
             limit = int(self.record["dictionary_size"])  # the dictionary page is checked to hold as many
             out = memory.empty(rows, np.uint32)
@@ -234,15 +245,24 @@ class ChunkDecoder:
         run, decoded = self._whole_run(rows)
         return self._values(run, decoded, codes), run.valid()
 
-    def decode_run(self, positions, page_numbers, expected_rows, codes: bool = False, expected_lengths=None):
+    def decode_run(self, positions, page_numbers, expected_rows, codes: bool = False, expected_lengths=None,
+                   selected=None):
         """Decode the data pages whose headers are at ``positions`` in ``buf`` (their
         numbers in the chunk and the page index's row counts given, and its byte lengths
-        when only the pages' own bytes were read) in one run: ``(values, valid)``, the
-        pages' rows back to back. ``values`` is a :class:`ColumnValues`, or the uint32
-        codes of a dictionary chunk with ``codes``."""
+        when only the pages' own bytes were read) in one run: ``(values, valid,
+        gathered)``, the pages' rows back to back. ``values`` is a :class:`ColumnValues`,
+        or the uint32 codes of a dictionary chunk with ``codes``. ``selected``: the rows
+        of the run wanted (int64, strictly increasing); for a BITPACK chunk only their
+        values are decoded (only the 1,024-value blocks holding them are unpacked) and
+        ``gathered`` is True; ``valid`` always covers every row of the run."""
         expected = np.asarray(expected_rows, dtype=np.int64)
         stored = int(np.sum(expected_lengths)) if expected_lengths is not None else len(self.buf)
-        run, decoded = self._read_run(int(expected.sum()), positions=positions, expected_rows=expected,
-                                      expected_lengths=expected_lengths, page_numbers=page_numbers,
-                                      arena_hint=self._arena_hint(stored, len(expected)))
-        return self._values(run, decoded, codes), run.valid()
+        if selected is not None and not (self._mode is not None and not self.is_dictionary and self._mode[0] in (
+                _pages.MODE_BITPACK, _pages.MODE_BITPACK_DECIMAL)):
+            selected = None
+        run, decoded = self._read_run(int(expected.sum()), selected=selected, positions=positions,
+                                      expected_rows=expected, expected_lengths=expected_lengths,
+                                      page_numbers=page_numbers, arena_hint=self._arena_hint(stored, len(expected)))
+        if selected is not None:
+            return ColumnValues(decoded), run.valid(), True
+        return self._values(run, decoded, codes), run.valid(), False

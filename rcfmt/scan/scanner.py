@@ -580,6 +580,8 @@ class FileScan:
         ltype = file.footer.columns[col].type
         if plan[0] == "none":
             return ColumnData(ltype, _empty_values(ltype), None)
+        gather = None if plan[0] == "whole" else self._gather_positions(block, col, plan, selection, cache)
+        gathered = False
         try:
             decoder = file.chunk_decoder(block, col, buf, base)
             if plan[0] == "whole":
@@ -591,31 +593,38 @@ class FileScan:
                 entries = self._page_index(block, col, cache).entries
                 page_ids = plan[1]
                 counts = entries["row_count"][page_ids]
-                values, valid = decoder.decode_run(entries["offset"][page_ids].astype(np.int64) - base, page_ids, counts,
-                                                   codes=True, expected_lengths=entries["length"][page_ids])
+                values, valid, gathered = decoder.decode_run(
+                    entries["offset"][page_ids].astype(np.int64) - base, page_ids, counts, codes=True,
+                    expected_lengths=entries["length"][page_ids], selected=gather)
                 stats.pages_read += len(page_ids)
                 stats.rows_decoded += int(counts.sum())
             dictionary = decoder.dictionary
         except CorruptFileError as exc:
             raise file._locate(exc, block, col) from None
+        if gathered:  # the kernel decoded only the selected values: their validity is left
+            valid = None if valid is None else valid[gather]
+            return ColumnData(ltype, values, None if valid is None or valid.all() else valid)
         codes = values if isinstance(values, np.ndarray) else None
         data = ColumnData(ltype, None if codes is not None else values, valid, codes,
                           dictionary if codes is not None else None)
-        if plan[0] == "whole":
-            return data
-        positions = plan[2]
-        if positions is not None:
-            return data if len(positions) == len(data) else _gather_data(data, positions)
+        return data if gather is None else _gather_data(data, gather)
+
+    def _gather_positions(self, block: int, col: int, plan: tuple, selection: Selection, cache: dict):
+        """Where the selected rows of ``block`` lie among the rows of the pages ``plan``
+        decodes (int64), or None when they are all of those rows."""
         index = self._page_index(block, col, cache)
         page_ids = plan[1]
-        if selection.row_count == int(index.counts[page_ids].sum()):  # every row of the decoded pages
-            return data
-        # positions of the selected rows among the decoded pages' rows
+        decoded = int(index.counts[page_ids].sum())
+        positions = plan[2]
+        if positions is not None:
+            return None if len(positions) == decoded else positions
+        if selection.row_count == decoded:  # every row of the decoded pages
+            return None
         rows = selection.to_indices()
         page_first = index.first[page_ids]
         offsets = np.concatenate(([0], np.cumsum(index.counts[page_ids])[:-1]))
         k = np.searchsorted(page_first, rows, side="right") - 1
-        return _gather_data(data, rows - page_first[k] + offsets[k])
+        return rows - page_first[k] + offsets[k]
 
     def _columns_at(self, block: int, cols, selection: Selection, cache: dict, stats: ScanStats,
                     fetched: tuple | None = None) -> dict:
