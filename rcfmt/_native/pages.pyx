@@ -1052,6 +1052,23 @@ cdef int _rle(const uint8_t* body, Py_ssize_t size, Py_ssize_t rows, int itemsiz
     return 0
 
 
+cdef inline int _bitpack_header(int mode, const uint8_t* body, Py_ssize_t size, Py_ssize_t rows, int itemsize,
+                                bint signed, int* width, uint64_t* ref) noexcept nogil:
+    """Check a BITPACK page's header (width, zero padding, reference value in range for
+    the values' type, body exactly as long as its packed values) and read it; 0, or 1
+    if a check fails. Decimals are int64 low words."""
+    cdef int bits = 64 if mode == MODE_BITPACK_DECIMAL else itemsize * 8
+    if mode == MODE_BITPACK_DECIMAL:
+        signed = True
+    if size < 16 or not _zero(body + 1, 7):
+        return 1
+    width[0] = body[0]
+    ref[0] = _le64(body + 8)
+    if width[0] > bits or not _fits(ref[0], bits, signed) or size != 16 + packed_nbytes(rows, width[0], bits // 8):
+        return 1
+    return 0
+
+
 cdef int _page_values(int mode, const uint8_t* body, Py_ssize_t size, Py_ssize_t rows, int itemsize,
                       bint signed, uint32_t limit, int64_t decimal_lim, uint8_t* out,
                       uint64_t* scratch) noexcept nogil:
@@ -1068,14 +1085,7 @@ cdef int _page_values(int mode, const uint8_t* body, Py_ssize_t size, Py_ssize_t
         memcpy(out, body, size)
         return 0
     if mode == MODE_BITPACK or mode == MODE_BITPACK_DECIMAL:
-        if mode == MODE_BITPACK_DECIMAL:
-            bits = 64
-            signed = True
-        if size < 16 or not _zero(body + 1, 7):
-            return 1
-        width = body[0]
-        ref = _le64(body + 8)
-        if width > bits or not _fits(ref, bits, signed) or size != 16 + packed_nbytes(rows, width, bits // 8):
+        if _bitpack_header(mode, body, size, rows, itemsize, signed, &width, &ref):
             return 1
         if mode == MODE_BITPACK:
             unpack_raw(body + 16, rows, width, itemsize, ref, 0, False, out)
@@ -1244,24 +1254,16 @@ cdef int _bitpack_selected(int mode, const uint8_t* body, Py_ssize_t size, Py_ss
     the header is checked as for a whole page, and only the 1,024-value blocks holding a
     wanted row are unpacked (into ``scratch``, 1,024 values), each checked against the
     decimal precision when it applies. 0, or 1 if a check fails."""
-    cdef int width, bits = itemsize * 8, size_out = itemsize
+    cdef int width, size_out = 8 if mode == MODE_BITPACK_DECIMAL else itemsize
     cdef uint64_t ref
     cdef Py_ssize_t i = 0, block, start, m, j
-    if mode == MODE_BITPACK_DECIMAL:
-        bits = 64
-        signed = True
-        size_out = 8
-    if size < 16 or not _zero(body + 1, 7):
-        return 1
-    width = body[0]
-    ref = _le64(body + 8)
-    if width > bits or not _fits(ref, bits, signed) or size != 16 + packed_nbytes(rows, width, bits // 8):
+    if _bitpack_header(mode, body, size, rows, itemsize, signed, &width, &ref):
         return 1
     while i < count:
         block = (pos[i] - first) >> 10
         start = block << 10
         m = min(<Py_ssize_t>1024, rows - start)
-        unpack_raw(body + 16 + block * 128 * width, m, width, bits // 8, ref, 0, False, scratch)
+        unpack_raw(body + 16 + block * 128 * width, m, width, size_out, ref, 0, False, scratch)
         if decimal_lim > 0 and not _decimals_fit(scratch, m, ref, width, decimal_lim):
             return 1
         while i < count and ((pos[i] - first) >> 10) == block:
