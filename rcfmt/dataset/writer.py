@@ -390,6 +390,18 @@ def _ids_info(ids: dict | None, schema: pa.Schema) -> dict:
     return {"column_ids": ids, "next_column_id": nxt}
 
 
+def _evolved_clustering(recorded: dict | None, renames: dict, data_schema: pa.Schema) -> dict | None:
+    """The recorded clustering policy after ``Dataset.evolve``: its columns renamed with
+    theirs; none when it names a column that is gone (a policy on a dropped column cannot
+    be followed by later appends and optimize)."""
+    if not recorded:
+        return recorded
+    columns = [renames.get(c, c) for c in recorded.get("columns", [])]
+    if any(data_schema.get_field_index(c) < 0 for c in columns):
+        return None
+    return {**recorded, "columns": columns}
+
+
 def _renamed_index(table: pa.Table, data_schema: pa.Schema, renames: dict) -> pa.Table:
     """Index rows whose statistics columns (``<column or path>.<statistic>`` for the
     columns of ``data_schema``) follow the data columns ``renames`` renames."""
@@ -442,7 +454,7 @@ def commit(root: str, entries: list[FileEntry], *, mode: str, read_version: int,
                 snap = read_snapshot(root, base, columns=None)
                 dropped = list(snap.info.get("dropped_columns", [])) + [n for n in snap.data_schema.names
                                                                        if n not in data_schema.names]
-                recorded = snap.info.get("clustering")
+                recorded = _evolved_clustering(snap.info.get("clustering"), renames or {}, data_schema)
                 table = snap.table
                 if renames or snap.info.get("column_ids") is not None:
                     ids = column_ids(snap.info, snap.data_schema)

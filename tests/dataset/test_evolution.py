@@ -418,3 +418,25 @@ def test_forged_column_ids_are_a_corrupt_index(tmp_path, ids, nxt):
     rcfmt.write_table(table, path, metadata=metadata)
     with pytest.raises(rcfmt.CorruptFileError, match="column id|column_ids"):
         rcfmt.dataset(root)
+
+
+def test_the_clustering_policy_follows_renames_and_ends_with_a_dropped_column(tmp_path):
+    """Appends and optimize follow the recorded clustering: after a rename it names the
+    new column; after a clustering column is dropped there is no policy left to follow
+    (before, both made every later append and optimize raise SchemaError)."""
+    root = tmp_path / "ds"
+    n = 2000
+    t = pa.table({"a": np.arange(n), "b": np.arange(n) % 7, "c": np.arange(n) % 3})
+    rcfmt.write_dataset(t, root, cluster_by=["b", "a"])
+    ds = rcfmt.dataset(root).evolve(rename={"b": "bb"})
+    assert ds.info["clustering"]["columns"] == ["bb", "a"]
+    rcfmt.write_dataset(pa.table({"a": [n], "bb": [3], "c": [0]}), root)
+    appended = rcfmt.dataset(root)
+    assert appended.info["clustering"]["columns"] == ["bb", "a"] and appended.num_rows == n + 1
+    optimized = appended.optimize()
+    assert optimized.info["clustering"]["columns"] == ["bb", "a"]
+    assert sorted(optimized.read(filter=col("bb") == 3)["a"].to_pylist()) == [i for i in range(n) if i % 7 == 3] + [n]
+    dropped = optimized.evolve(drop=["bb"])
+    assert dropped.info.get("clustering") is None
+    rcfmt.write_dataset(pa.table({"a": [n + 1], "c": [1]}), root)
+    assert rcfmt.dataset(root).optimize().num_rows == n + 2
