@@ -238,6 +238,27 @@ def test_datasets_are_written_appended_and_overwritten_on_s3(s3, tmp_path):
     assert rcfmt.dataset(uri, version=2).num_rows == ROWS
 
 
+def test_a_dataset_on_s3_renames_a_column_and_reads_every_file_by_it(s3):
+    """``evolve(rename=...)`` on an s3:// dataset commits by a conditional PUT like every
+    version; files written before and after are read, filtered and pruned by the new
+    name, and optimize rewrites them in it."""
+    t = _table().append_column("p", pa.array(np.arange(ROWS) % 3))
+    uri = f"s3://{BUCKET}/dsr/t"
+    rcfmt.write_dataset(t.slice(0, 10_000), uri, partition_by="p", target_file_rows=5000)
+    ds = rcfmt.dataset(uri).evolve(rename={"x": "score"})
+    assert ds.schema.names == ["id", "score", "s", "p"] and ds.column_ids["score"] == ds.column_ids["x"]
+    rcfmt.write_dataset(t.slice(10_000).rename_columns(["id", "score", "s", "p"]), uri)
+    ds = rcfmt.dataset(uri)
+    want = t.rename_columns(["id", "score", "s", "p"])
+    assert _sorted(ds.to_table()).equals(_sorted(want.select(ds.schema.names)))
+    scan = ds.scan(columns=["id"], filter=(rcfmt.col("score") < 0.01) & (rcfmt.col("id") < 10_000))
+    expected = [i for i, v in enumerate(t.column("x").to_pylist()) if v < 0.01 and i < 10_000]
+    assert sorted(scan.read().column("id").to_pylist()) == expected
+    assert scan.stats.files_pruned > 0  # the files written after hold ids from 10,000 on
+    optimized = ds.optimize(target_file_rows=ROWS)
+    assert _sorted(optimized.to_table()).equals(_sorted(want.select(ds.schema.names)))
+
+
 def test_a_failed_dataset_write_leaves_no_object_and_no_version(s3):
     _, client = s3
     uri = f"s3://{BUCKET}/dsfail/t"
