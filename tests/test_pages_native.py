@@ -367,3 +367,45 @@ def test_selected_rows_of_bitpack_pages_decode_like_the_whole_run(tmp_path, valu
             decoder.decode_run(*args, selected=np.array([5, 5], np.int64))
         with pytest.raises(ValueError, match="strictly increasing"):
             decoder.decode_run(*args, selected=np.array([30_000], np.int64))
+
+
+def test_selected_bitpack_rows_refuse_forged_pages_and_decimals_past_their_precision(tmp_path):
+    """The selective BITPACK decoder checks a page's header like the whole-page one, and
+    the precision of every block it unpacks: a scan selecting a row in a block holding a
+    decimal past its precision raises CorruptFileError; one selecting rows of other
+    blocks only never decodes that value. A forged width (checksums recomputed) is a
+    CorruptFileError located at the page."""
+    import decimal
+    import zlib
+
+    from test_valid_arrow import PAGE_HEADER, _page_bodies, forge_footer
+
+    n, bad_row, precision = 3000, 2500, 9
+    raw = [i % 1000 for i in range(n)]
+    raw[bad_row] = 10**precision  # one digit too wide
+    wide = pa.decimal128(38, 0)
+    buf = b"".join(v.to_bytes(16, "little", signed=True) for v in raw)
+    table = pa.table({"k": pa.array(np.arange(n)), "x": pa.Array.from_buffers(wide, n, [None, pa.py_buffer(buf)])})
+    path = tmp_path / "d.rcfmt"
+    rcfmt.write_table(table, path, encoding={"x": "bitpack"}, compression="none", page_rows=n, bitmap_indexes=None)
+    forge_footer(path, b'"precision":38', f'"precision":{precision:2d}'.encode())
+    with rcfmt.open(path) as f:
+        got = f.scan(columns=["x"], filter=rcfmt.col("k") == 5).read()
+        assert got.column("x").to_pylist() == [decimal.Decimal(5)]
+        with pytest.raises(rcfmt.CorruptFileError, match="precision"):
+            f.scan(columns=["x"], filter=rcfmt.col("k") == bad_row).read()
+
+    # a forged width byte in x's page, both checksums made to agree
+    rcfmt.write_table(table.set_column(1, "x", pa.array(np.arange(n) * 3)), path, encoding={"x": "bitpack"},
+                      compression="none", page_rows=n, bitmap_indexes=None)
+    data = bytearray(path.read_bytes())
+    pos, length = _page_bodies(path)[-1]  # the last chunk's page: x
+    data[pos + 32] = 0xFF
+    head = list(PAGE_HEADER.unpack_from(data, pos))
+    head[9] = zlib.crc32(data[pos + 32 : pos + 32 + length])
+    packed = PAGE_HEADER.pack(*head[:10], 0)
+    data[pos : pos + 32] = packed[:28] + zlib.crc32(packed[:28]).to_bytes(4, "little")
+    path.write_bytes(bytes(data))
+    with rcfmt.open(path) as f:
+        with pytest.raises(rcfmt.CorruptFileError, match="column='x'"):
+            f.scan(columns=["x"], filter=rcfmt.col("k") == 7).read()
