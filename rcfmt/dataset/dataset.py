@@ -17,7 +17,7 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields as dc_fields
-from typing import Iterator, Sequence
+from typing import Iterator, NamedTuple, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -159,7 +159,7 @@ class DatasetScan:
             opened = f.requests  # the open's reads (its footer): part of what the scan costs
             _check_against_index(f, frag)
             view = file_view(f, self.schema, self.column_ids)
-            schema, renames = view
+            schema, renames = view.schema, view.renames
             residual = renamed_expr(residual, renames)
             # columns added to the dataset after this file was written read as NULL
             residual = _without_missing(residual, f, schema)
@@ -191,11 +191,12 @@ class DatasetScan:
         table = pa.table({name: _leaf_values(batch, name).cast(types.field(name).type) for name in names})
         return batch.filter(pc.fill_null(evaluate(post, table), False))
 
-    def _assemble(self, batch: pa.RecordBatch, partition: dict, post=None, view=None) -> pa.RecordBatch:
+    def _assemble(self, batch: pa.RecordBatch, partition: dict, post=None, view: "FileView | None" = None
+                  ) -> pa.RecordBatch:
         if post is not None:
-            batch = self._post_filter(batch, post, view[0])
-        if view is not None and view[1]:  # back to the dataset's names
-            back = {old: new for new, old in view[1].items()}
+            batch = self._post_filter(batch, post, view.schema)
+        if view is not None and view.renames:  # back to the dataset's names
+            back = {old: new for new, old in view.renames.items()}
             batch = batch.rename_columns([back.get(n, n) for n in batch.schema.names])
         n = batch.num_rows
         arrays = []
@@ -242,7 +243,7 @@ class DatasetScan:
         try:
             with missing_is_corrupt(frag.path):
                 if post is not None:  # leaves applied after the file scan need the rows
-                    n = sum(self._post_filter(b, post, view[0]).num_rows for b in scan.read().to_batches())
+                    n = sum(self._post_filter(b, post, view.schema).num_rows for b in scan.read().to_batches())
                 else:
                     n = scan.count()
         finally:
@@ -314,12 +315,20 @@ def _runs(mask: np.ndarray, lo: int) -> list[tuple[int, int]]:
     return [(lo + int(a), lo + int(b)) for a, b in zip(edges[::2], edges[1::2])]
 
 
-def file_view(f: RcfmtFile, schema: pa.Schema, column_ids: dict | None):
-    """``(schema, renames)``: the dataset ``schema`` under the names file ``f`` holds its
-    columns by, and ``{dataset column: name in the file}`` for the columns renamed
-    since it was written (found by their stable ids, ``column_ids``)."""
-    renames = file_renames(f.schema.names, column_ids, schema.names) if column_ids else {}
-    return (renamed_schema(schema, renames), renames) if renames else (schema, {})
+class FileView(NamedTuple):
+    """A dataset as one of its files holds it: ``schema`` under the names the file holds
+    its columns by, and ``renames``, ``{dataset column: name in the file}`` for the
+    columns renamed since it was written."""
+
+    schema: pa.Schema
+    renames: dict
+
+
+def file_view(f: RcfmtFile, schema: pa.Schema, column_ids: dict | None) -> FileView:
+    """The dataset ``schema`` as file ``f`` holds it (columns found by their stable ids,
+    ``column_ids``)."""
+    renames = file_renames(f.schema.names, column_ids, schema.names)
+    return FileView(renamed_schema(schema, renames) if renames else schema, renames)
 
 
 def _check_against_index(f: RcfmtFile, frag: Fragment) -> None:
@@ -487,8 +496,8 @@ def prune_blocks(fragments: Sequence[Fragment], schema: pa.Schema, filter, *, pa
             n = f.num_blocks
             if n != frag.num_blocks:
                 raise CorruptFileError(f"the index says {frag.num_blocks} blocks, the footer {n}", path=frag.path)
-            fschema, renames = file_view(f, schema, column_ids)
-            residual = _without_missing(renamed_expr(residual, renames), f, fschema)
+            view = file_view(f, schema, column_ids)
+            residual = _without_missing(renamed_expr(residual, view.renames), f, view.schema)
             if residual is TRUE or residual is FALSE:
                 mask = np.full(hi - lo, residual is TRUE)
             else:

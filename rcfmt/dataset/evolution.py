@@ -160,10 +160,12 @@ def extend_column_ids(ids: dict[str, int], schema: pa.Schema) -> tuple[dict[str,
     return out, nxt
 
 
-def file_renames(file_names, ids: dict[str, int], current) -> dict[str, str]:
+def file_renames(file_names, ids: dict[str, int] | None, current) -> dict[str, str]:
     """``{dataset column: name in the file}`` for the columns a file holds under a name
-    they had before a rename (``ids``: :func:`column_ids`; ``current``: the data
-    columns now)."""
+    they had before a rename (``ids``: the dataset's recorded column ids, None while no
+    column was ever renamed; ``current``: the data columns now)."""
+    if not ids:
+        return {}
     now = {ids[n]: n for n in current if n in ids}
     have = set(file_names)
     out = {}

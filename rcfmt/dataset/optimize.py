@@ -232,7 +232,7 @@ def _sample(spec: ClusteringSpec, files, total: int, schema: pa.Schema, ids: dic
         if not take:
             continue
         with RcfmtFile(path) as f:
-            renames = _renames(f, schema, ids)
+            renames = file_renames(f.schema.names, ids, schema.names)
             t = _as_schema(f.read(columns=[renames.get(c, c) for c in spec.columns], use_threads=False), columns,
                            renames)
         idx = np.sort(rng.choice(n, size=take, replace=False)) if take < n else np.arange(n)
@@ -399,20 +399,16 @@ def _read(path: str, schema: pa.Schema, ids: dict | None = None) -> pa.Table:
     predate added columns, hold narrower types or, with the dataset's column ``ids``,
     hold columns under the names they had before a rename: rcfmt.dataset.evolution)."""
     with RcfmtFile(path) as f:
-        renames = _renames(f, schema, ids)
+        renames = file_renames(f.schema.names, ids, schema.names)
         return pa.Table.from_batches([_as_schema(b, schema, renames) for b in f.read(use_threads=False).to_batches()],
                                      schema=schema)
 
 
 def _batches(path: str, schema: pa.Schema, ids: dict | None = None):
     with RcfmtFile(path) as f:
-        renames = _renames(f, schema, ids)
+        renames = file_renames(f.schema.names, ids, schema.names)
         for batch in f.iter_batches(READ_BATCH_ROWS):
             yield _as_schema(batch, schema, renames)
-
-
-def _renames(f: RcfmtFile, schema: pa.Schema, ids: dict | None) -> dict:
-    return file_renames(f.schema.names, ids, schema.names) if ids else {}
 
 
 def _as_schema(batch, schema: pa.Schema, renames: dict | None = None):

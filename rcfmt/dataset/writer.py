@@ -57,8 +57,7 @@ def inherited_bitmap_indexes(paths, data_schema: pa.Schema, write_options: dict,
     for path in paths:
         with RcfmtFile(path) as f:
             region = f.footer.bitmap_index
-            back = {old: new for new, old in file_renames(f.schema.names, ids, data_schema.names).items()} \
-                if ids else {}
+            back = {old: new for new, old in file_renames(f.schema.names, ids, data_schema.names).items()}
         if region is None:
             continue
         reported = True

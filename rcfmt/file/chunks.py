@@ -126,16 +126,6 @@ class ChunkDecoder:
         (decoded afterwards, from the run). ``selected`` (int64 rows of the run, strictly
         increasing; BITPACK chunks only): decode only those rows' values."""
         out, spec = None, None
-        if selected is not None:
-            mode, itemsize, signed = self._mode
-            out = memory.empty(len(selected), np.int64 if mode == _pages.MODE_BITPACK_DECIMAL else
-                               self.ltype.numpy_dtype)
-            spec = (mode, itemsize, signed, out, 0, self.ltype.precision or 0, selected)
-            run = _pages.read_pages(self.buf, self.base, max_rows=rows, page_type=PAGE_DATA,
-                                    encoding=self.encoding.id, verify=self.verify, values=spec, **where)
-            if run.bad >= 0:
-                self._describe(run, run.bad)
-            return run, out
         if self.is_dictionary:
             limit = int(self.record["dictionary_size"])  # the dictionary page is checked to hold as many
             out = memory.empty(rows, np.uint32)
@@ -144,13 +134,21 @@ class ChunkDecoder:
             mode, itemsize, signed = self._mode
             # BITPACK decimals stay int64 low words ("narrow" decimals): comparisons run on
             # them, and rcfmt.file.arrow_io widens them when it builds Arrow arrays
-            out = memory.empty(rows, np.int64 if mode == _pages.MODE_BITPACK_DECIMAL else self.ltype.numpy_dtype)
+            out = memory.empty(rows if selected is None else len(selected),
+                               np.int64 if mode == _pages.MODE_BITPACK_DECIMAL else self.ltype.numpy_dtype)
             spec = (mode, itemsize, signed, out, 0, self.ltype.precision or 0)
+            if selected is not None:
+                spec += (selected,)
         run = _pages.read_pages(self.buf, self.base, max_rows=rows, page_type=PAGE_DATA, encoding=self.encoding.id,
                                 verify=self.verify, values=spec, **where)
         if spec is not None and run.bad >= 0:
             self._describe(run, run.bad, spec[4])
-        return run, (None if out is None else out[: run.rows])
+        return run, (None if out is None else out if selected is not None else out[: run.rows])
+
+    @property
+    def selective(self) -> bool:
+        """Whether :meth:`decode_run` can decode only selected rows (BITPACK chunks)."""
+        return self._mode is not None and self._mode[0] in (_pages.MODE_BITPACK, _pages.MODE_BITPACK_DECIMAL)
 
     def _whole_run(self, rows: int):
         """Every data page of the chunk through the pipeline, counts checked against the
@@ -257,8 +255,7 @@ class ChunkDecoder:
         ``gathered`` is True; ``valid`` always covers every row of the run."""
         expected = np.asarray(expected_rows, dtype=np.int64)
         stored = int(np.sum(expected_lengths)) if expected_lengths is not None else len(self.buf)
-        if selected is not None and not (self._mode is not None and not self.is_dictionary and self._mode[0] in (
-                _pages.MODE_BITPACK, _pages.MODE_BITPACK_DECIMAL)):
+        if not self.selective:
             selected = None
         run, decoded = self._read_run(int(expected.sum()), selected=selected, positions=positions,
                                       expected_rows=expected, expected_lengths=expected_lengths,

@@ -499,10 +499,9 @@ class Writer:
     def _write_encoded(self, rows: int, encoded: list) -> None:
         start = self._pos
         first_row = self._blocks[-1][0] + self._blocks[-1][1] if self._blocks else 0
-        for i, e in enumerate(encoded):
-            if e[5] is not None:
-                self._decisions[i].append((len(self._blocks), e[5]))
-        for i, (chunk_bytes, record, page_index, bloom, _, _) in enumerate(encoded):
+        for i, (chunk_bytes, record, page_index, bloom, _, decision) in enumerate(encoded):
+            if decision is not None:
+                self._decisions[i].append((len(self._blocks), decision))
             record["offset"] = self._pos
             page_index["offset"] += self._pos
             self._write(chunk_bytes)

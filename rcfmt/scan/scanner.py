@@ -212,7 +212,8 @@ class FileScan:
         self._page_index_bytes = None
         self._groups: BlockGroups | None = None  # remote files: blocks read together (_plan_groups)
         self._planned_ranges: dict[int, RowRanges] = {}  # remote files: row ranges found while planning
-        self._page_probe = _Probe()  # does the page index prune pages for this filter here?
+        # does the page index prune pages for this filter here? (remote: fetched with the plan)
+        self._page_probe = _Probe(enabled=not file.remote)
         before = file.thread_requests()
         self.blocks = self._prune_blocks()
         self.stats.requests += file.thread_requests() - before  # bloom filters
@@ -428,12 +429,11 @@ class FileScan:
         planned = self._planned_ranges.get(block)
         if planned is not None:
             return planned
-        probe = self._page_probe
-        if self.file.remote or probe.worth_asking():
-            ranges = self._as_ranges(self._page_masks(self.nnf, block, cache), block, cache, rows)
-            probe.note(ranges.row_count < rows)
-            return ranges
-        return RowRanges.full(rows)
+        if not self._page_probe.worth_asking():
+            return RowRanges.full(rows)
+        ranges = self._as_ranges(self._page_masks(self.nnf, block, cache), block, cache, rows)
+        self._page_probe.note(ranges.row_count < rows)
+        return ranges
 
     def _page_masks(self, expr, block: int, cache: dict):
         """``{column: page keep mask}`` when every leaf of ``expr`` is on one column,
