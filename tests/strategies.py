@@ -628,7 +628,7 @@ def native_decode(encoding, body, rows, ltype):
     from rcfmt.types import PhysicalKind
 
     body = bytes(body)
-    page = build_page(0, encoding.id, rows, 0, body, 0)
+    page = build_page(0, encoding.id, rows, body)
     buf = b"\0" * 3 + page  # an odd position, as inside a file
     run = pages.read_pages(buf, 0, start=3, end=len(buf), max_pages=1, max_rows=rows, encoding=encoding.id)
     assert _zlib.crc32(page[32:]) == int.from_bytes(page[24:28], "little")

@@ -38,8 +38,8 @@ from ..format.layout import (
     chunk_record,
     page_record,
 )
-from ..format.page import build_page, pack_validity
-from ..format.stats_slots import DEFAULT_TRUNCATE, encode_slots, stat_width
+from ..format.page import assemble_pages
+from ..format.stats_slots import DEFAULT_TRUNCATE, encode_slots, fill_slots, stat_width
 from ..scan.bloom_filters import DEFAULT_FPP, BloomPolicy, build_filter
 from .bitmap_build import BitmapPolicy, Proposal, propose, within_budget
 from ..format.bitmap_index import DIRECTORY_RECORD, EQUALITY, RANGE, encode_directory, encode_keys, entry_keys
@@ -701,40 +701,35 @@ def encode_chunk(values: ColumnValues, valid, col: ColumnSchema, options: WriteO
     bounds = page_bounds(values, ltype, encoding, estimate, options.page_size, options.page_rows)
     encoded = encoding.encode_chunk(values, ltype, bounds, analysis=analysis)
 
-    # page bodies: [validity bitmap] + encoded values
+    # pages: [validity bitmap] + encoded values, compressed and checksummed in one native call
     page_stats = compute_page_stats(values, valid, ltype, bounds, options.stats_truncate)
-    bodies = []
-    for start, stop, enc_body, pstats in zip(bounds[:-1], bounds[1:], encoded.pages, page_stats):
-        if pstats.null_count:
-            enc_body = pack_validity(valid[start:stop]) + enc_body
-        bodies.append(enc_body)
-
-    codec, compressed = _compress(options, bodies, encoded.dictionary, analysis.compression)
-    out = bytearray()
-    dict_len = 0
-    uncompressed = 0
-    if encoded.dictionary is not None:
-        page = build_page(PAGE_DICTIONARY, encoding.id, encoded.dictionary_size, 0, encoded.dictionary, codec,
-                          options.compression_level, compressed[-1] if compressed else None)
-        out += page
-        dict_len = len(page)
-        uncompressed += len(encoded.dictionary)
+    starts = np.asarray(bounds[:-1], dtype=np.int64)
+    rows = np.diff(np.asarray(bounds, dtype=np.int64))
+    nulls = np.fromiter((p.null_count for p in page_stats), np.int64, len(page_stats))
+    bodies = list(encoded.pages)
+    types = np.full(len(bodies), PAGE_DATA, np.uint8)
+    has_dict = encoded.dictionary is not None
+    if has_dict:  # the dictionary page comes first
+        bodies.insert(0, encoded.dictionary)
+        types = np.concatenate(([PAGE_DICTIONARY], types)).astype(np.uint8)
+        rows = np.concatenate(([encoded.dictionary_size], rows))
+        nulls = np.concatenate(([0], nulls))
+        starts = np.concatenate(([0], starts))
+    codec, min_saving = _codec(options, analysis.compression)
+    out, codec, lengths, raw = assemble_pages(bodies, types, rows, nulls, starts, valid if stats.null_count else None,
+                                              encoding.id, codec, options.compression_level, min_saving)
+    dict_len = int(lengths[0]) if has_dict else 0
+    data_lengths = lengths[1:] if has_dict else lengths
     width = col.stat_width
-    entries = np.zeros(len(bodies), dtype=page_record(width))
-    for p, (body, pstats, start, stop) in enumerate(zip(bodies, page_stats, bounds[:-1], bounds[1:])):
-        page = build_page(PAGE_DATA, encoding.id, stop - start, pstats.null_count, body, codec,
-                          options.compression_level, compressed[p] if compressed else None)
-        e = entries[p]
-        e["first_row"] = start
-        e["offset"] = len(out)  # relative for now; made absolute below
-        e["length"] = len(page)
-        e["row_count"] = stop - start
-        e["null_count"] = pstats.null_count
-        e["nan_count"] = pstats.nan_count
-        for key, value in encode_slots(pstats, ltype, width).items():
-            e[key] = value
-        out += page
-        uncompressed += len(body)
+    entries = np.zeros(len(page_stats), dtype=page_record(width))
+    entries["first_row"] = bounds[:-1]
+    entries["offset"] = dict_len + np.cumsum(data_lengths) - data_lengths  # relative for now; made absolute below
+    entries["length"] = data_lengths
+    entries["row_count"] = rows[1:] if has_dict else rows
+    entries["null_count"] = nulls[1:] if has_dict else nulls
+    entries["nan_count"] = np.fromiter((p.nan_count for p in page_stats), np.int64, len(page_stats))
+    fill_slots(entries, page_stats, ltype, width)
+    uncompressed = int(raw.sum())
 
     record = np.zeros(1, dtype=chunk_record(width))
     r = record[0]
@@ -746,7 +741,7 @@ def encode_chunk(values: ColumnValues, valid, col: ColumnSchema, options: WriteO
     r["distinct_count"] = UNKNOWN_COUNT if distinct is None else distinct
     r["dictionary_length"] = dict_len
     r["dictionary_size"] = encoded.dictionary_size
-    r["page_count"] = len(bodies)
+    r["page_count"] = len(page_stats)
     r["encoding"] = encoding.id
     r["compression"] = codec
     for key, value in encode_slots(stats, ltype, width).items():
@@ -757,26 +752,18 @@ def encode_chunk(values: ColumnValues, valid, col: ColumnSchema, options: WriteO
     proposal = None if bitmap_request is None else propose(values, valid, ltype, bitmap_request,
                                                              distinct=distinct, is_sorted=analysis.is_sorted,
                                                              dictionary=analysis.dictionary)
-    return bytes(out), record, entries, bloom, proposal, analysis.decision
+    return out, record, entries, bloom, proposal, analysis.decision
 
 
-def _compress(options: WriteOptions, bodies: list[bytes], dictionary: bytes | None, advice: str | None = None):
-    """Choose the chunk's codec; return ``(codec, compressed bodies or None)``.
-
-    With "auto", the selector's advice (from compressing a sample) decides first: dense
-    chunks are not compressed at all; otherwise the codec is kept only if it saves at
-    least ``AUTO_MIN_SAVING`` of the chunk. Compressed bodies are in page order, the
-    dictionary's last."""
+def _codec(options: WriteOptions, advice: str | None) -> tuple[int, float | None]:
+    """The chunk's codec, and the share of its bytes the codec must save to be kept
+    (None: kept whatever it saves). With "auto", the selector's advice (from compressing
+    a sample) decides first: dense chunks are not compressed at all; otherwise the codec
+    is kept only if it saves at least ``AUTO_MIN_SAVING`` of the chunk."""
     if options.compression == "none" or (options.compression == "auto" and advice == "none"):
         return codecs.NONE, None
     codec = codecs.LZ4 if options.compression == "lz4" else codecs.ZSTD
-    items = bodies + ([dictionary] if dictionary is not None else [])
-    compressed = [codecs.compress(codec, b, options.compression_level) for b in items]
-    if options.compression == "auto":
-        raw = sum(len(b) for b in items)
-        if sum(len(c) for c in compressed) > raw * (1 - AUTO_MIN_SAVING):
-            return codecs.NONE, None
-    return codec, compressed
+    return codec, AUTO_MIN_SAVING if options.compression == "auto" else None
 
 
 #: a table with at least this many rows gets a progress bar on a terminal (progress=None)

@@ -2,35 +2,46 @@
 compression and checksums -- the writer's side.
 
 A page is ``header | stored body``; the stored body is the compressed (or not) form
-of ``[validity bitmap] encoded values``. See docs/FORMAT.md, "Pages". Readers parse
-and check pages in the native page pipeline, :mod:`rcfmt._native.pages`.
+of ``[validity bitmap] encoded values``. See docs/FORMAT.md, "Pages". A chunk's pages
+are assembled in one native call (:func:`rcfmt._native.page_writer.write_pages`:
+validity packed, bodies compressed and checksummed without the GIL); readers parse and
+check them in the native page pipeline, :mod:`rcfmt._native.pages`.
 """
 from __future__ import annotations
 
-import zlib
+import threading
 
 import numpy as np
 
 from .. import codecs
-from .layout import MAX_PAGE_BYTES, MAX_PAGE_ROWS, PAGE_FLAG_VALIDITY, PAGE_HEADER
+from .._native.page_writer import Compressor, write_pages
 
-__all__ = ["build_page", "pack_validity"]
+__all__ = ["assemble_pages", "build_page"]
 
-
-def pack_validity(valid: np.ndarray) -> bytes:
-    """Pack a bool array into an LSB-first bitmap (Arrow's bit order)."""
-    return np.packbits(valid, bitorder="little").tobytes()
+_local = threading.local()  # a zstd context per thread, reused chunk after chunk
 
 
-def build_page(page_type: int, encoding: int, rows: int, null_count: int, body: bytes,
-               codec: int, level: int | None = None, compressed: bytes | None = None) -> bytes:
-    """Assemble a page from its uncompressed ``body`` (validity bitmap already included
-    when ``null_count > 0``). ``compressed`` may pass an already compressed body."""
-    if rows > MAX_PAGE_ROWS or len(body) > MAX_PAGE_BYTES:
-        raise ValueError("page too large")  # writer bug: it cuts pages well below this
-    stored = body if codec == codecs.NONE else (compressed if compressed is not None else codecs.compress(codec, body, level))
-    flags = PAGE_FLAG_VALIDITY if null_count > 0 else 0
-    head = PAGE_HEADER.pack(page_type, encoding, codec, flags, rows, rows, null_count,
-                            len(stored), len(body), zlib.crc32(stored), 0)
-    head = head[:-4] + zlib.crc32(head[:-4]).to_bytes(4, "little")
-    return head + stored
+def _compressor() -> Compressor:
+    comp = getattr(_local, "compressor", None)
+    if comp is None:
+        comp = _local.compressor = Compressor()
+    return comp
+
+
+def assemble_pages(bodies: list, page_types, rows, nulls, first_rows, valid: np.ndarray | None, encoding: int,
+                   codec: int, level: int | None = None, min_saving: float | None = None):
+    """A chunk's pages laid out back to back: ``(bytes, codec used, page lengths,
+    uncompressed body sizes)`` (see :func:`rcfmt._native.page_writer.write_pages`).
+    ``valid``: the chunk's validity (bool per row; a page with nulls gets the bitmap of
+    its rows in front of its body); ``min_saving``: keep ``codec`` only if it saves at
+    least this share of the bytes."""
+    level = codecs.DEFAULT_ZSTD_LEVEL if level is None else level
+    return write_pages(bodies, page_types, rows, nulls, first_rows, valid, encoding, codec, level,
+                       -1.0 if min_saving is None else min_saving, _compressor())
+
+
+def build_page(page_type: int, encoding: int, rows: int, body: bytes, codec: int = codecs.NONE,
+               level: int | None = None) -> bytes:
+    """One page without nulls from its encoded ``body``, as the writer lays pages out."""
+    out, _, _, _ = assemble_pages([body], [page_type], [rows], [0], [0], None, encoding, codec, level)
+    return bytes(out)

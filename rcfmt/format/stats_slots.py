@@ -13,7 +13,7 @@ from ..statistics import ColumnStats, StatsArrays
 from ..types import LogicalType, PhysicalKind
 from .layout import STATS_HAS_MIN_MAX, STATS_MAX_EXACT, STATS_MIN_EXACT
 
-__all__ = ["stat_width", "encode_slots", "stats_arrays"]
+__all__ = ["stat_width", "encode_slots", "fill_slots", "stats_arrays"]
 
 DEFAULT_TRUNCATE = 32
 
@@ -45,6 +45,26 @@ def encode_slots(stats: ColumnStats, ltype: LogicalType, width: int) -> dict:
         "min": _slot(stats.min, ltype, width),
         "max": _slot(stats.max, ltype, width),
     }
+
+
+def fill_slots(records: np.ndarray, stats: list[ColumnStats], ltype: LogicalType, width: int) -> None:
+    """Set the statistics fields of ``records[k]`` from ``stats[k]``, as
+    :func:`encode_slots` encodes them (fixed-width values in a few vectorized passes)."""
+    if ltype.kind == PhysicalKind.VARBINARY or ltype.name == "decimal128" or not len(stats):
+        for record, st in zip(records, stats):
+            for key, value in encode_slots(st, ltype, width).items():
+                record[key] = value
+        return
+    n = len(stats)
+    has = np.fromiter((st.has_min_max for st in stats), bool, n)
+    min_exact = np.fromiter((st.min_exact for st in stats), bool, n)
+    max_exact = np.fromiter((st.max_exact for st in stats), bool, n)
+    records["stats_flags"] = np.where(has, STATS_HAS_MIN_MAX | np.where(min_exact, STATS_MIN_EXACT, 0)
+                                      | np.where(max_exact, STATS_MAX_EXACT, 0), 0)
+    records["min_len"] = records["max_len"] = np.where(has, width, 0)
+    for field in ("min", "max"):
+        values = np.fromiter((getattr(st, field) if ok else 0 for st, ok in zip(stats, has)), ltype.numpy_dtype, n)
+        records[field] = values.view(f"V{width}")
 
 
 def _values(records: np.ndarray, field: str, lengths: np.ndarray, ltype: LogicalType) -> np.ndarray:
