@@ -53,19 +53,6 @@ cdef inline uint64_t _tail(const uint8_t* p, int64_t n) noexcept nogil:
     return w
 
 
-cdef inline uint64_t _hash_bytes(const uint8_t* p, int64_t n) noexcept nogil:
-    cdef uint64_t h = (<uint64_t>n) * 0x9e3779b97f4a7c15ULL, w
-    cdef int64_t i = 0
-    while i + 8 <= n:
-        memcpy(&w, p + i, 8)
-        h = (h ^ w) * 0xff51afd7ed558ccdULL
-        h ^= h >> 29
-        i += 8
-    if i < n:
-        h = (h ^ _tail(p + i, n - i)) * 0xc4ceb9fe1a85ec53ULL
-    return _mix(h)
-
-
 cdef Py_ssize_t _small(const uint8_t* v, Py_ssize_t n, int width, int32_t* codes, int64_t* first) noexcept nogil:
     """1- and 2-byte values: a direct table indexed by the value."""
     cdef Py_ssize_t size = 256 if width == 1 else 65536, i, count = 0
@@ -216,30 +203,67 @@ cdef Py_ssize_t _wide(const uint8_t* v, Py_ssize_t n, int32_t* codes, int64_t* f
     return count
 
 
-cdef Py_ssize_t _varbinary(const offset_t* offsets, const uint8_t* data, Py_ssize_t n, int32_t* codes,
-                           int64_t* first) noexcept nogil:
-    """Strings/binary: the table keeps each value's hash (placed by the same rule as a
-    key, so growing needs no rehash of the bytes); equal hashes compare the bytes."""
+cdef enum:
+    LONG = 0xFFFF  # Keys.hi of a value longer than 8 bytes (its lo is its hash)
+
+
+cdef inline uint64_t _short_word(const uint8_t* p, int64_t n, const uint8_t* end) noexcept nogil:
+    """The ``n`` (<= 8) bytes at ``p`` as a little-endian integer: one 8-byte load when
+    the buffer allows it."""
+    cdef uint64_t w
+    if n == 8 or (n and p + 8 <= end):
+        memcpy(&w, p, 8)
+        return w if n == 8 else w & ((1ULL << (8 * n)) - 1)
+    return _tail(p, n)
+
+
+cdef inline uint64_t _hash_bytes(const uint8_t* p, int64_t n, const uint8_t* end) noexcept nogil:
+    cdef uint64_t h = (<uint64_t>n) * 0x9e3779b97f4a7c15ULL, w
+    cdef int64_t i = 0
+    while i + 8 <= n:
+        memcpy(&w, p + i, 8)
+        h = (h ^ w) * 0xff51afd7ed558ccdULL
+        h ^= h >> 29
+        i += 8
+    if i < n:
+        h = (h ^ _short_word(p + i, n - i, end)) * 0xc4ceb9fe1a85ec53ULL
+    return _mix(h)
+
+
+cdef Py_ssize_t _varbinary(const offset_t* offsets, const uint8_t* data, Py_ssize_t size, Py_ssize_t n,
+                           int32_t* codes, int64_t* first) noexcept nogil:
+    """Strings/binary. A value of at most 8 bytes is its own key (its bytes as a word, and
+    its length): compared without touching the data again. A longer value is keyed by
+    its hash (placed by the same rule as a key, so growing needs no rehash of the
+    bytes); equal hashes compare the bytes."""
     cdef Keys t
     cdef Py_ssize_t i, j, count = 0
-    cdef uint64_t h
+    cdef uint64_t lo, hi
     cdef int32_t c
     cdef int64_t start, length, other
-    if _keys_init(&t, _FIRST_CAPACITY, False):
+    cdef const uint8_t* end = data + size
+    if _keys_init(&t, _FIRST_CAPACITY, True):
         return -1
     for i in range(n):
         start = offsets[i]
         length = offsets[i + 1] - start
-        h = _hash_bytes(data + start, length)
-        j = <Py_ssize_t>(_mix(h) & <uint64_t>t.mask)
+        if length <= 8:
+            lo = _short_word(data + start, length, end)
+            hi = <uint64_t>length
+        else:
+            lo = _hash_bytes(data + start, length, end)
+            hi = LONG
+        j = <Py_ssize_t>(_hash_key(lo, hi) & <uint64_t>t.mask)
         while True:
             c = t.codes[j]
             if c < 0:
-                c = _add(&t, j, h, 0, i, first, &count)
+                c = _add(&t, j, lo, hi, i, first, &count)
                 if c < 0:
                     return -1
                 break
-            if t.lo[j] == h:
+            if t.lo[j] == lo and t.hi[j] == hi:
+                if hi != LONG:
+                    break
                 other = offsets[first[c]]
                 if offsets[first[c] + 1] - other == length and memcmp(data + other, data + start, length) == 0:
                     break
@@ -294,7 +318,7 @@ def encode_varbinary(const offset_t[::1] offsets, const uint8_t[::1] data):
     if n == 0:
         return codes_arr, first_arr
     with nogil:
-        count = _varbinary(&offsets[0], d, n, &codes[0], &first[0])
+        count = _varbinary(&offsets[0], d, data.shape[0], n, &codes[0], &first[0])
     if count < 0:
         raise MemoryError("no memory for the dictionary's hash table")
     return codes_arr, first_arr[:count]

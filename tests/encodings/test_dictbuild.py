@@ -74,6 +74,20 @@ def test_many_distinct_values_grow_the_table(n):
     assert codes.tolist() == list(range(n)) and first.tolist() == list(range(n))
 
 
+def test_many_distinct_strings_short_and_long_grow_the_table():
+    # values of at most 8 bytes are keyed by their bytes, longer ones by a hash: both kinds
+    # in one table, growing many times, with a short value and a long one sharing a prefix
+    rng = np.random.default_rng(5)
+    items = [rng.integers(0, 256, int(k), dtype=np.uint8).tobytes() for k in rng.integers(0, 17, 60_000)]
+    items += [b"abcdefgh", b"abcdefgh" + b"\0", b"abcdefg", b"abcdefg\0"] * 3
+    arr = pa.array(items, pa.binary())
+    offsets = np.frombuffer(arr.buffers()[1], np.int32, count=len(items) + 1)
+    codes, first = dictbuild.encode_varbinary(offsets, np.frombuffer(arr.buffers()[2], np.uint8))
+    enc = arr.dictionary_encode()
+    assert codes.tolist() == enc.indices.to_pylist()
+    assert [items[i] for i in first] == enc.dictionary.to_pylist()
+
+
 def test_decimals_and_strings_through_build_dictionary():
     dec = pa.array([1, 2, 1, None, -5], pa.decimal128(20, 2))
     lt = logical_type(dec.type)
