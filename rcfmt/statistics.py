@@ -158,7 +158,37 @@ def _binary_stats(data: np.ndarray, offsets: np.ndarray, null_count: int, lo_i: 
     return ColumnStats(null_count, 0, lo, hi, lo_exact, hi_exact)
 
 
-__all__ += ["compute_page_stats"]
+__all__ += ["compute_page_stats", "binary_chunk_and_page_stats"]
+
+
+def binary_chunk_and_page_stats(values, valid, bounds, truncate: int) -> tuple[ColumnStats, list[ColumnStats]] | None:
+    """Statistics of a string/binary chunk and of each of its pages ``[bounds[k],
+    bounds[k+1])`` from one native pass over the pages: the chunk's bounds are the
+    smallest page minimum and the largest page maximum, compared untruncated, so they
+    equal :func:`compute_stats` of the chunk. None when the pages do not tile the
+    chunk or one is empty (then compute each apart)."""
+    starts = np.asarray(bounds[:-1], dtype=np.int64)
+    stops = np.asarray(bounds[1:], dtype=np.int64)
+    n = len(values)
+    if not len(starts) or not (np.array_equal(starts[1:], stops[:-1]) and starts[0] == 0 and stops[-1] == n
+                               and not np.any(stops == starts)):
+        return None
+    offsets = _offsets(values)
+    data = values.values
+    valid_u8 = None if valid is None else valid.view(np.uint8)
+    _, lo_i, hi_i = _stats.minmax_binary(offsets, data, valid_u8, np.concatenate((starts, stops[-1:])))
+    rows = stops - starts
+    nulls = np.zeros(len(starts), np.int64) if valid is None else rows - np.add.reduceat(valid, starts)
+    pages = [_binary_stats(data, offsets, int(nulls[k]), int(lo_i[k]), int(hi_i[k]), truncate)
+             for k in range(len(starts))]
+
+    def value(i):
+        return data[offsets[i]:offsets[i + 1]].tobytes()
+
+    lo_rows = [int(i) for i in lo_i if i >= 0]
+    lo = min(lo_rows, key=value) if lo_rows else -1
+    hi = max((int(i) for i in hi_i if i >= 0), key=value) if lo_rows else -1
+    return _binary_stats(data, offsets, int(nulls.sum()), lo, hi, truncate), pages
 
 
 class _Int64View:
@@ -189,16 +219,10 @@ def compute_page_stats(values, valid, ltype: LogicalType, bounds, truncate: int)
             stats = compute_page_stats(_Int64View(words[:, 0].copy()), valid, _INT64, bounds, truncate)
             return [ColumnStats(st.null_count, 0, None if st.min is None else int(st.min),
                                 None if st.max is None else int(st.max)) for st in stats]
-    if ltype.kind == PhysicalKind.VARBINARY and len(starts):  # every page in one native pass
-        offsets = _offsets(values)
-        bounds_arr = np.concatenate((starts, stops[-1:]))
-        if np.array_equal(starts[1:], stops[:-1]) and stops[-1] == len(values) and not np.any(stops == starts):
-            valid_u8 = None if valid is None else valid.view(np.uint8)
-            _, lo_i, hi_i = _stats.minmax_binary(offsets, values.values, valid_u8, bounds_arr)
-            rows = stops - starts
-            nulls = np.zeros(len(starts), np.int64) if valid is None else rows - np.add.reduceat(valid, starts)
-            return [_binary_stats(values.values, offsets, int(nulls[k]), int(lo_i[k]), int(hi_i[k]), truncate)
-                    for k in range(len(starts))]
+    if ltype.kind == PhysicalKind.VARBINARY:
+        both = binary_chunk_and_page_stats(values, valid, bounds, truncate)
+        if both is not None:
+            return both[1]
     if not _vectorizable(ltype) or len(starts) == 0 or np.any(stops == starts):
         return [compute_stats(values.slice(a, b), None if valid is None else valid[a:b], ltype, truncate)
                 for a, b in zip(starts, stops)]

@@ -43,7 +43,7 @@ from ..format.stats_slots import DEFAULT_TRUNCATE, encode_slots, fill_slots, sta
 from ..scan.bloom_filters import DEFAULT_FPP, BloomPolicy, build_filter
 from .bitmap_build import BitmapPolicy, Proposal, propose, within_budget
 from ..format.bitmap_index import DIRECTORY_RECORD, EQUALITY, RANGE, encode_directory, encode_keys, entry_keys
-from ..statistics import compute_page_stats, compute_stats
+from ..statistics import ColumnStats, binary_chunk_and_page_stats, compute_page_stats, compute_stats
 from ..types import LogicalType, PhysicalKind, logical_type_from_arrow
 from .. import nested
 from ..storage import ByteSink, open_output
@@ -686,7 +686,11 @@ def encode_chunk(values: ColumnValues, valid, col: ColumnSchema, options: WriteO
     ltype = col.type
     n = len(values)
     values = fill_null_slots(values, valid)
-    stats = compute_stats(values, valid, ltype, options.stats_truncate)
+    by_pages = ltype.kind == PhysicalKind.VARBINARY  # min/max found with the pages' (below)
+    if by_pages:  # (choosing the encoding of strings needs their null count only)
+        stats = ColumnStats(0 if valid is None else n - int(np.count_nonzero(valid)))
+    else:
+        stats = compute_stats(values, valid, ltype, options.stats_truncate)
     if stats.null_count and not col.nullable:
         raise SchemaError(f"column {col.name!r} is not nullable but holds nulls")
     use_dict = options.dictionary and (forced is None or forced.name == "dictionary")
@@ -702,7 +706,13 @@ def encode_chunk(values: ColumnValues, valid, col: ColumnSchema, options: WriteO
     encoded = encoding.encode_chunk(values, ltype, bounds, analysis=analysis)
 
     # pages: [validity bitmap] + encoded values, compressed and checksummed in one native call
-    page_stats = compute_page_stats(values, valid, ltype, bounds, options.stats_truncate)
+    both = binary_chunk_and_page_stats(values, valid, bounds, options.stats_truncate) if by_pages else None
+    if both is not None:  # strings: chunk and pages from one pass
+        stats, page_stats = both
+    else:
+        if by_pages:
+            stats = compute_stats(values, valid, ltype, options.stats_truncate)
+        page_stats = compute_page_stats(values, valid, ltype, bounds, options.stats_truncate)
     starts = np.asarray(bounds[:-1], dtype=np.int64)
     rows = np.diff(np.asarray(bounds, dtype=np.int64))
     nulls = np.fromiter((p.null_count for p in page_stats), np.int64, len(page_stats))
