@@ -100,8 +100,7 @@ def cluster_dataframe(df, cluster_by, *, curve: str = "zorder", mapping: str = "
     ahead of the key so a task holds few partitions."""
     from pyspark.sql.types import LongType, StructField, StructType
 
-    from rcfmt.dataset.optimize import RANGE_FILL
-    from rcfmt.dataset.writer import DEFAULT_TARGET_FILE_ROWS
+    from rcfmt.dataset import DEFAULT_TARGET_FILE_ROWS, RANGE_FILL
     from rcfmt.errors import InvalidOptionError
 
     spec = _spec(cluster_by, curve, mapping, sample_size, seed)
@@ -161,7 +160,7 @@ def optimize(spark, path: str, cluster_by, *, curve: str = "zorder", mapping: st
 
     from .source import RcfmtDataSource
 
-    from rcfmt.dataset.evolution import same_types
+    from rcfmt.dataset import same_types
     from rcfmt.errors import UnsupportedError
 
     from .types import to_rcfmt_schema

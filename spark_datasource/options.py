@@ -10,6 +10,8 @@ import pyarrow as pa
 
 from rcfmt.errors import InvalidOptionError
 
+from .compat import SCAN_SCOPED_READ_INFO
+
 __all__ = ["ReadOptions", "WriteOptions", "lower_keys", "s3_options", "with_s3_settings"]
 
 #: options that set the S3 client: rcfmt's names, and the Hadoop S3A names users already
@@ -167,8 +169,6 @@ class ReadOptions:
         """Whether the reader offers filter pushdown: "auto" does where Spark keeps the
         pushdown read plan scoped to its scan (see spark_datasource.source)."""
         if self.pushdown_option == "auto":
-            from .reader import SCAN_SCOPED_READ_INFO
-
             return SCAN_SCOPED_READ_INFO
         return self.pushdown_option == "true"
 
@@ -194,7 +194,7 @@ class WriteOptions:
                 self.writer_options[name] = value
         if opts.get("compression") is not None:
             self.writer_options["compression"] = str(opts["compression"]).strip().lower()
-        from rcfmt.dataset.writer import DEFAULT_TARGET_FILE_ROWS
+        from rcfmt.dataset import DEFAULT_TARGET_FILE_ROWS
 
         self.target_file_rows = _int(opts, "targetFileRows", DEFAULT_TARGET_FILE_ROWS)
         self.partition_by = _list(opts, "partitionBy")

@@ -27,6 +27,7 @@ from pyspark.sql.types import StructType
 
 from rcfmt.nested import bind_schema
 
+from .compat import SCAN_SCOPED_READ_INFO
 from .filters import translate_all
 from .options import ReadOptions, with_s3_settings
 from .types import BatchConverter, spark_arrow_schema, to_spark_type
@@ -108,7 +109,7 @@ def read_scan_stats(stats_dir: str):
     :class:`rcfmt.ScanStats` summed over every plan of which at least one task ran
     (files_total/files_pruned from the driver's planning, the rest from the tasks).
     Use a fresh directory per query. None if no task wrote statistics."""
-    from rcfmt.scan.scanner import ScanStats
+    from rcfmt import ScanStats
 
     plans = {}
     for p in glob.glob(os.path.join(stats_dir, "plan-*.json")):
@@ -301,14 +302,6 @@ class RcfmtPushdownReader(RcfmtReader):
 
 
 # ------------------------------------------------------------------ plan ownership (Spark 4.1-4.3)
-def _scan_scoped_read_info() -> bool:
-    """Whether this Spark keeps a pushdown read plan scoped to its scan. Spark 4.1-4.3
-    store it on the relation and hand it to later scans of the same DataFrame that push
-    no filter (fixed together with limit pushdown, which added ``DataSourceReader.pushLimit``)."""
-    return hasattr(DataSourceReader, "pushLimit")
-
-
-SCAN_SCOPED_READ_INFO = _scan_scoped_read_info()
 CLAIMS = "_scans"
 
 
@@ -318,7 +311,7 @@ def claims_directory(ds) -> str:
     object-store datasets) a local temp dir."""
     import tempfile
 
-    from rcfmt.dataset.log import META_DIR
+    from rcfmt.dataset import META_DIR
 
     from rcfmt.storage import is_remote
 

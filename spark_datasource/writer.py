@@ -43,10 +43,8 @@ class RcfmtWriter(DataSourceArrowWriter):
     @with_s3_settings
     def _begin(self, schema: StructType, overwrite: bool) -> None:
         from rcfmt.dataset import begin_write
-        from rcfmt.dataset.log import staging_root
-        from rcfmt.storage import is_remote
         from rcfmt.errors import CommitConflictError
-        from rcfmt.file.writer import WriteOptions as FileWriteOptions
+        from rcfmt.storage import is_remote
 
         self.mode = "overwrite" if overwrite else "append"
         arrow_schema = to_rcfmt_schema(schema)
@@ -56,7 +54,7 @@ class RcfmtWriter(DataSourceArrowWriter):
         if expected is not None and self.plan.read_version != expected:
             raise CommitConflictError(f"{self.options.path!r} is at version {self.plan.read_version}, the write "
                                       f"expected version {expected}; nothing was written")
-        FileWriteOptions.create(self.plan.data_schema, **self.options.writer_options)  # fail before any task
+        self.plan.check_write_options(self.options.writer_options)  # fail before any task
         cluster_by = self.options.clustering_spec or self.options.cluster_by
         self.clustering = self.plan.clustering_for(cluster_by, self.options.curve, self.options.mapping)
         self.inherited = cluster_by is None and self.clustering is not None
@@ -64,18 +62,14 @@ class RcfmtWriter(DataSourceArrowWriter):
         self.scope = "partition" if self.options.clustering_spec is not None else "file"
         self.job_id = uuid.uuid4().hex
         self.remote = is_remote(self.plan.root)
-        if self.remote:  # object stores: tasks write straight to the final keys, nothing names them before commit
-            self.staging = self.plan.root
-        else:
-            self.staging = os.path.join(staging_root(self.plan.root), f"spark-{self.job_id}")
-            os.makedirs(self.staging, exist_ok=True)
+        # object stores: tasks write straight to the final keys, nothing names them before commit
+        self.staging = self.plan.staging_dir(f"spark-{self.job_id}")
 
     # ------------------------------------------------------------------ executors
     @with_s3_settings
     def write(self, iterator) -> RcfmtCommitMessage:
         from pyspark import TaskContext
         from rcfmt.dataset import FileSetWriter
-        from rcfmt.dataset.log import remove_tree
 
         ctx = TaskContext.get()
         part = ctx.partitionId() if ctx is not None else 0
@@ -91,17 +85,14 @@ class RcfmtWriter(DataSourceArrowWriter):
             files = writer.close()
         except BaseException:
             writer.abort()  # deletes what this attempt wrote (objects too)
-            if not self.remote:
-                remove_tree(staging)
+            self.plan.discard(staging)
             raise
         return RcfmtCommitMessage(files)
 
     # ------------------------------------------------------------------ driver
     @with_s3_settings
     def commit(self, messages) -> None:
-        from rcfmt.dataset import commit
-        from rcfmt.dataset.log import remove_tree
-        from rcfmt.dataset.writer import clustering_info
+        from rcfmt.dataset import clustering_info, commit
 
         try:
             files = [f for m in messages if m is not None for f in m.files]
@@ -111,15 +102,10 @@ class RcfmtWriter(DataSourceArrowWriter):
                    clustering=None if self.inherited else clustering_info(self.clustering, self.scope),
                    base_table_unindexed=self.plan.adopt)
         finally:
-            if not self.remote:
-                remove_tree(self.staging)
+            if not self.remote:  # (on object storage the files are in place now)
+                self.plan.discard(self.staging)
 
     @with_s3_settings
     def abort(self, messages) -> None:
-        from rcfmt.dataset.log import remove_tree
-        from rcfmt.storage import delete_files
-
-        if self.remote:  # the files of the attempts that succeeded (failed ones deleted their own)
-            delete_files(p for m in messages or () if m is not None for _, p in m.files)
-        else:
-            remove_tree(self.staging)
+        # on object storage, the files of the attempts that succeeded (failed ones deleted their own)
+        self.plan.discard(self.staging, [p for m in messages or () if m is not None for _, p in m.files])

@@ -17,13 +17,19 @@ import types
 from ..errors import CommitConflictError
 from .dataset import (Dataset, DatasetScan, FileInfo, Fragment, open_dataset, prune_blocks, scan_fragments,
                       vacuum)
+from .evolution import same_types
 from .index import FileEntry
+from .log import META_DIR
+from .optimize import RANGE_FILL
 from .partitioning import Partitioning
-from .writer import FileSetWriter, WritePlan, begin_write, commit, write_dataset
+from .writer import DEFAULT_TARGET_FILE_ROWS, FileSetWriter, WritePlan, begin_write, clustering_info, commit, write_dataset
 
 __all__ = [
     "dataset", "open_dataset", "write_dataset", "Dataset", "DatasetScan", "Fragment", "FileInfo", "FileEntry",
-    "prune_blocks", "Partitioning", "FileSetWriter", "WritePlan", "begin_write", "commit", "scan_fragments", "vacuum", "CommitConflictError",
+    "prune_blocks", "Partitioning", "FileSetWriter", "WritePlan", "begin_write", "commit", "scan_fragments", "vacuum",
+    "CommitConflictError",
+    # for engines that write and read datasets in parallel (the Spark source)
+    "DEFAULT_TARGET_FILE_ROWS", "RANGE_FILL", "META_DIR", "clustering_info", "same_types",
 ]
 
 

@@ -600,6 +600,32 @@ class WritePlan:
             check_clustering_columns(spec, self.data_schema)
         return spec
 
+    # ---------------------------------------------- distributed writes (Spark's tasks)
+    def check_write_options(self, options: dict) -> None:
+        """Raise InvalidOptionError unless ``options`` are valid file-writer options
+        for this write's files (before any task writes one)."""
+        WriteOptions.create(self.data_schema, **options)
+
+    def staging_dir(self, name: str) -> str:
+        """Where the tasks of one distributed write (``name``: unique per job) stage their
+        files: a new local directory under the dataset's metadata (the commit moves the
+        files into place), or on object storage the dataset's root itself (tasks write
+        to the final keys; no version names a file before its commit)."""
+        if is_remote(self.root):
+            return self.root
+        path = os.path.join(log.staging_root(self.root), name)
+        os.makedirs(path, exist_ok=True)
+        return path
+
+    def discard(self, staging: str, staged_paths: Iterable[str] = ()) -> None:
+        """Remove what a failed or abandoned distributed write staged: a local staging
+        directory (``staging``, or a task's directory under it) with everything in it;
+        on object storage, the files ``staged_paths`` written to their final keys."""
+        if is_remote(self.root):
+            delete_files(staged_paths)
+        else:
+            log.remove_tree(staging)
+
 
 def begin_write(path, schema: pa.Schema, *, partition_by=None, mode: str = "append") -> WritePlan:
     """Check a write of data with ``schema`` to the dataset at ``path`` (created if

@@ -19,7 +19,7 @@ import pytest
 
 pytest.importorskip("pyspark")
 
-from spark_datasource.reader import SCAN_SCOPED_READ_INFO  # noqa: E402
+from spark_datasource.compat import SCAN_SCOPED_READ_INFO  # noqa: E402
 from .test_spark import N, data  # noqa: F401,E402 - the module's fixture
 
 A, B = "id < 300", "id >= 200"  # overlapping, each prunes files of the id-sorted partitions
