@@ -5,6 +5,8 @@ decoded numpy buffers into Arrow arrays without another copy where it can.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import pyarrow as pa
 
@@ -15,7 +17,22 @@ from ..types import LogicalType, PhysicalKind, logical_type_from_arrow
 from .._native import floats as _fl
 from .._native import varbinary as _vb
 
-__all__ = ["one_array", "from_arrow", "to_arrow", "to_numpy", "validity", "wide_decimals", "fill_null_slots", "concat_values"]
+__all__ = ["Bitmap", "one_array", "from_arrow", "to_arrow", "to_numpy", "validity", "wide_decimals", "fill_null_slots",
+           "concat_values"]
+
+
+class Bitmap(NamedTuple):
+    """Validity as Arrow lays it out (LSB first, unused trailing bits 0), as the page
+    pipeline writes it: ``bits`` (uint8, ``ceil(length / 8)`` bytes) and how many of
+    the ``length`` rows are null (> 0: a column without nulls has no bitmap)."""
+
+    bits: np.ndarray
+    length: int
+    null_count: int
+
+    def bools(self) -> np.ndarray:
+        """One bool per row."""
+        return np.unpackbits(self.bits, count=self.length, bitorder="little").view(bool)
 
 
 def _bits(buf: pa.Buffer, offset: int, n: int) -> np.ndarray:
@@ -123,13 +140,17 @@ def wide_decimals(values: np.ndarray) -> np.ndarray:
     return out
 
 
-def to_arrow(values: ColumnValues, valid: np.ndarray | None, ltype: LogicalType) -> pa.Array:
-    """Wrap storage values (and validity) as an Arrow array of ``ltype``. Decimals may
-    be int64 low words (see :func:`wide_decimals`)."""
+def to_arrow(values: ColumnValues, valid: np.ndarray | Bitmap | None, ltype: LogicalType) -> pa.Array:
+    """Wrap storage values (and validity: bools, or a :class:`Bitmap`, used as it is) as
+    an Arrow array of ``ltype``. Decimals may be int64 low words (see
+    :func:`wide_decimals`)."""
     atype = ltype.to_arrow()
     n = len(values)
-    null_count = 0 if valid is None else n - int(np.count_nonzero(valid))
-    validity = None if not null_count else pa.py_buffer(np.packbits(valid, bitorder="little"))
+    if isinstance(valid, Bitmap):
+        null_count, validity = valid.null_count, pa.py_buffer(valid.bits)
+    else:
+        null_count = 0 if valid is None else n - int(np.count_nonzero(valid))
+        validity = None if not null_count else pa.py_buffer(np.packbits(valid, bitorder="little"))
     kind = ltype.kind
     if kind == PhysicalKind.BOOL:
         data = pa.py_buffer(np.packbits(values.values, bitorder="little"))

@@ -24,6 +24,7 @@ from ..encodings.base import ColumnValues
 from ..encodings.dictionary import decode_codes, take
 from ..encodings.plain import decode_plain
 from ..errors import CorruptFileError
+from .arrow_io import Bitmap
 from ..format.layout import MAX_PAGE_ROWS, PAGE_DATA, PAGE_DICTIONARY
 from ..types import LogicalType, PhysicalKind
 
@@ -237,11 +238,13 @@ class ChunkDecoder:
         return exc.with_context(page=run.page_number(k), offset=self.base + int(run.pages[k, 0]))
 
     # ------------------------------------------------------------------ public
-    def decode_all(self, rows: int, codes: bool = False) -> tuple[ColumnValues, np.ndarray | None]:
-        """Decode every data page (checked to add up to ``rows``): values and validity
-        (the uint32 codes of a dictionary chunk instead of values with ``codes``)."""
+    def decode_all(self, rows: int, codes: bool = False) -> tuple[ColumnValues, Bitmap | None]:
+        """Decode every data page (checked to add up to ``rows``): values and validity,
+        the Arrow bitmap the pipeline wrote (None without nulls); the uint32 codes of a
+        dictionary chunk instead of values with ``codes``."""
         run, decoded = self._whole_run(rows)
-        return self._values(run, decoded, codes), run.valid()
+        bitmap = None if run.validity is None else Bitmap(run.validity, run.rows, run.null_count)
+        return self._values(run, decoded, codes), bitmap
 
     def decode_run(self, positions, page_numbers, expected_rows, codes: bool = False, expected_lengths=None,
                    selected=None):

@@ -23,7 +23,7 @@ from .. import memory
 from .._native import select as _select
 from ..encodings.base import ColumnValues
 from ..errors import CorruptFileError
-from ..file.arrow_io import to_arrow
+from ..file.arrow_io import Bitmap, to_arrow
 from ..types import LogicalType, PhysicalKind
 from .expr import BoundAnd, BoundListContains, BoundOr, Cmp, Leaf, _to_numpy, list_contains_result, selection_mask
 from .intervals import Interval
@@ -36,18 +36,33 @@ _NP_OPS = {"==": np.equal, "!=": np.not_equal, "<": np.less, "<=": np.less_equal
 
 class ColumnData:
     """Decoded rows of one column for evaluation: values + validity, or dictionary
-    codes + the chunk's dictionary (then ``values`` is None)."""
+    codes + the chunk's dictionary (then ``values`` is None). Validity is bools, or the
+    Arrow bitmap the page pipeline wrote (:class:`~rcfmt.file.arrow_io.Bitmap`), turned
+    into bools only when a predicate or a gather asks (:attr:`valid`); Arrow output
+    takes the bitmap as it is (:attr:`validity`)."""
 
-    __slots__ = ("ltype", "values", "valid", "codes", "dictionary", "_dict_masks")
+    __slots__ = ("ltype", "values", "_valid", "bitmap", "codes", "dictionary", "_dict_masks")
 
-    def __init__(self, ltype: LogicalType, values: ColumnValues | None, valid: np.ndarray | None,
+    def __init__(self, ltype: LogicalType, values: ColumnValues | None, valid: np.ndarray | Bitmap | None,
                  codes: np.ndarray | None = None, dictionary: ColumnValues | None = None):
         self.ltype = ltype
         self.values = values
-        self.valid = valid
+        self.bitmap, self._valid = (valid, None) if isinstance(valid, Bitmap) else (None, valid)
         self.codes = codes
         self.dictionary = dictionary
         self._dict_masks: dict = {}
+
+    @property
+    def valid(self) -> np.ndarray | None:
+        """One bool per row (None: no nulls)."""
+        if self._valid is None and self.bitmap is not None:
+            self._valid = self.bitmap.bools()
+        return self._valid
+
+    @property
+    def validity(self) -> np.ndarray | Bitmap | None:
+        """Validity in the form at hand, for :func:`~rcfmt.file.arrow_io.to_arrow`."""
+        return self.bitmap if self.bitmap is not None else self._valid
 
     def __len__(self) -> int:
         return len(self.codes) if self.codes is not None else len(self.values)

@@ -23,7 +23,7 @@ from ..file.arrow_io import export_stream, to_arrow
 from ..nested import assemble as nested_assemble
 from ..nested import list_node as nested_list_node
 from ..nested import under_structs as nested_under_structs
-from ..types import PhysicalKind
+from ..types import LogicalType, PhysicalKind
 from .._native import pageindex as _pageindex
 from .._native import select as _select
 from .._native import varbinary as _vb
@@ -93,6 +93,9 @@ class ScanStats:
                 f"pages read {self.pages_read}/{self.pages_total}, rows decoded {self.rows_decoded}, "
                 f"selected {self.rows_selected}/{self.rows_total} ({self.rows_selected_index} by index), "
                 f"bytes read {self.bytes_read} in {self.requests} requests")
+
+
+_INT32 = LogicalType("int32")  # dictionary indices
 
 
 # ------------------------------------------------------------------ value helpers
@@ -666,16 +669,11 @@ class FileScan:
         dictionary = as_requested and col in self.dictionary_ids
         if data.codes is not None:
             if dictionary:
-                indices = pa.Array.from_buffers(
-                    pa.int32(), len(data.codes),
-                    [None if data.valid is None else pa.py_buffer(np.packbits(data.valid, bitorder="little")),
-                     pa.py_buffer(data.codes.astype(np.int32))],
-                    0 if data.valid is None else len(data.valid) - int(np.count_nonzero(data.valid)))
-                dictionary = to_arrow(data.dictionary, None, ltype)
-                return pa.DictionaryArray.from_arrays(indices, dictionary)
+                indices = to_arrow(ColumnValues(data.codes.astype(np.int32)), data.validity, _INT32)
+                return pa.DictionaryArray.from_arrays(indices, to_arrow(data.dictionary, None, ltype))
             values = dictionary_take(data.dictionary, data.codes, ltype)
-            return to_arrow(values, data.valid, ltype)
-        arr = to_arrow(data.values, data.valid, ltype)
+            return to_arrow(values, data.validity, ltype)
+        arr = to_arrow(data.values, data.validity, ltype)
         if dictionary:
             arr = arr.dictionary_encode()
             if arr.type != pa.dictionary(pa.int32(), field_type):
