@@ -54,7 +54,7 @@ with atheris.instrument_imports(include=["rcfmt"]):
     from rcfmt.format.bitmap_index import keys_parser, parse_entry
     from rcfmt.scan.bitmap_eval import answer_block
     from rcfmt.scan.bloom import BloomFilter, hash_values
-    from rcfmt.scan.expr import BoundAnd, BoundOr, Cmp, InSet, NanCheck, NullCheck, Ref
+    from rcfmt.scan.nnf import BoundAnd, BoundOr, Cmp, InSet, NanCheck, NullCheck, Ref
     from rcfmt.types import logical_type_from_arrow
 
 _SCRATCH = Path(tempfile.mkdtemp(prefix="rcfmt-fuzz-"))

@@ -29,7 +29,8 @@ from pyspark.sql import datasource as D
 
 from rcfmt.errors import RcfmtError
 from rcfmt.nested import filter_schema
-from rcfmt.scan.expr import And, Not, Or, bind, col
+from rcfmt.scan.expr import And, Not, Or, col
+from rcfmt.scan.bind import bind
 
 __all__ = ["translate", "translate_all"]
 

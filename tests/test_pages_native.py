@@ -179,7 +179,11 @@ def test_selected_pages_decode_like_the_whole_chunk(data):
             entries = f.page_index(0, 0)
             picked = sorted(data.draw(st.sets(st.integers(0, len(entries) - 1), min_size=1), label="pages"))
             decoder = f.chunk_decoder(0, 0)
-            whole_values, whole_valid = decoder.decode_all(n)
+            whole_values, bitmap = decoder.decode_all(n)  # validity as the pipeline's Arrow bitmap
+            whole_valid = None if bitmap is None else bitmap.bools()
+            if bitmap is not None:  # Arrow's layout: LSB first, unused trailing bits 0, the nulls counted
+                assert len(bitmap.bits) == (n + 7) // 8 and bitmap.null_count == n - int(whole_valid.sum()) > 0
+                assert np.unpackbits(bitmap.bits, bitorder="little")[n:].sum() == 0
             values, valid, _ = decoder.decode_run(entries["offset"][picked].astype(np.int64) - decoder.base,
                                                   np.array(picked), entries["row_count"][picked])
             # some rows of those pages (BITPACK: only their 1,024-value blocks unpacked)

@@ -26,7 +26,9 @@ import pyarrow.compute as pc
 from ..errors import CorruptFileError, InvalidOptionError, SchemaError, UnsupportedError
 from ..file.arrow_io import export_stream
 from ..file.reader import RcfmtFile
-from ..scan.expr import BoundAnd, BoundListContains, columns as expr_columns, evaluate, _arrow_values, fold, selection_mask
+from ..scan.nnf import BoundAnd, BoundListContains, columns as expr_columns, fold
+from ..scan.bind import arrow_values
+from ..scan.oracle import evaluate, selection_mask
 from ..scan.prune import may_match
 from ..scan.residual import FALSE, TRUE, prepare_filter, residual_of
 from ..scan.scanner import ScanStats
@@ -464,7 +466,7 @@ def _values_array(ref, values) -> pa.Array:
     if ref.ltype.name == "decimal128":
         data = b"".join(int(v).to_bytes(16, "little", signed=True) for v in values)
         return pa.Array.from_buffers(ref.type, len(values), [None, pa.py_buffer(data)])
-    return _arrow_values(ref, values)
+    return arrow_values(ref, values)
 
 
 def prune_blocks(fragments: Sequence[Fragment], schema: pa.Schema, filter, *, partition_names=(),

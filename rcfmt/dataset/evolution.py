@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from .. import nested
 from ..errors import SchemaError
-from ..scan.expr import BoundAnd, BoundListContains, BoundNot, BoundOr, Leaf
+from ..scan.nnf import BoundAnd, BoundListContains, BoundNot, BoundOr, Leaf
 from ..types import logical_type_from_arrow, same_logical_type
 
 __all__ = ["widens", "merge_schemas", "column_ids", "file_renames", "renamed_expr"]

@@ -46,7 +46,7 @@ from ..errors import InvalidOptionError, RcfmtError
 from ..file.reader import RcfmtFile
 from ..file.writer import Writer, WriteOptions
 from ..layout import METADATA_KEY, ClusteringSpec, cluster_order
-from ..scan.expr import columns as expr_columns
+from ..scan.nnf import columns as expr_columns
 from ..scan.residual import FALSE, TRUE, prepare_filter, residual_of
 from ..storage import check_commit_support, is_remote
 from . import log

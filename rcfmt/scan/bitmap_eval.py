@@ -20,7 +20,7 @@ import numpy as np
 
 from .._native import bitmaps as _bitmaps
 from ..format.bitmap_index import BITSLICED, EQUALITY, IndexEntry, words
-from .expr import BoundAnd, BoundOr, Cmp, Folded, InSet, NanCheck, NullCheck, Prefix
+from .nnf import BoundAnd, BoundOr, Cmp, Folded, InSet, NanCheck, NullCheck, Prefix
 
 __all__ = ["BlockAnswer", "answer_block", "popcount", "to_mask", "leaf_columns"]
 

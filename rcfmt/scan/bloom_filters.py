@@ -15,7 +15,7 @@ from ..encodings.base import ColumnValues
 from ..errors import ChecksumError, CorruptFileError, InvalidOptionError
 from ..types import LogicalType, PhysicalKind
 from .bloom import MIN_BYTES, BloomFilter, expected_fpp, hash_binary, hash_fixed, hash_values, optimal_num_bytes
-from .expr import BoundListContains, Cmp, InSet
+from .nnf import BoundListContains, Cmp, InSet
 
 __all__ = ["BloomPolicy", "build_filter", "read_filter", "can_probe", "may_contain"]
 

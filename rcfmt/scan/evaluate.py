@@ -25,7 +25,8 @@ from ..encodings.base import ColumnValues
 from ..errors import CorruptFileError
 from ..file.arrow_io import Bitmap, to_arrow
 from ..types import LogicalType, PhysicalKind
-from .expr import BoundAnd, BoundListContains, BoundOr, Cmp, Leaf, _to_numpy, list_contains_result, selection_mask
+from .nnf import BoundAnd, BoundListContains, BoundOr, Cmp, Leaf
+from .oracle import _to_numpy, list_contains_result, selection_mask
 from .intervals import Interval
 
 __all__ = ["ColumnData", "leaf_mask", "eval_nnf"]

@@ -9,7 +9,7 @@ floats other than NaN, which callers keep out).
 from __future__ import annotations
 
 from .._native.select import BOUND_INCLUSIVE, BOUND_NONE, BOUND_STRICT
-from .expr import Cmp
+from .nnf import Cmp
 
 __all__ = ["Interval", "INTERVAL_OPS"]
 

@@ -23,9 +23,7 @@ import operator
 import numpy as np
 
 from ..statistics import StatsArrays
-from .expr import (
-    BoundExpr, BoundListContains, Cmp, Folded, InSet, Leaf, NanCheck, NullCheck, Prefix, fold, to_nnf,
-)
+from .nnf import BoundExpr, BoundListContains, Cmp, Folded, InSet, Leaf, NanCheck, NullCheck, Prefix, fold, to_nnf
 
 __all__ = ["leaf_may_match", "may_match", "prefix_successor"]
 

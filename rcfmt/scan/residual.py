@@ -7,7 +7,9 @@ from __future__ import annotations
 import pyarrow as pa
 
 from .. import nested
-from .expr import BoundAnd, BoundExpr, BoundListContains, BoundOr, Leaf, bind, evaluate, to_nnf
+from .nnf import BoundAnd, BoundExpr, BoundListContains, BoundOr, Leaf, to_nnf
+from .bind import bind
+from .oracle import evaluate
 
 __all__ = ["TRUE", "FALSE", "residual_of", "prepare_filter"]
 

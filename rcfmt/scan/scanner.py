@@ -32,7 +32,8 @@ from .bitmap_eval import BlockAnswer, answer_block, leaf_columns, to_mask
 from .evaluate import ColumnData, eval_nnf
 from . import fetch_plan
 from .fetch_plan import BlockGroups
-from .expr import BoundAnd, BoundListContains, BoundOr, bind, columns as expr_columns, fold, to_nnf
+from .nnf import BoundAnd, BoundListContains, BoundOr, columns as expr_columns, fold, leaves, to_nnf
+from .bind import bind
 from .intervals import Interval
 from .prune import leaf_may_match, may_match
 from .selection import RowRanges, Selection
@@ -164,14 +165,6 @@ def _page_interval_kind(leaf) -> int | None:
     return kind if isinstance(value, (int, np.integer)) else None
 
 
-def _leaves(expr):
-    if isinstance(expr, (BoundAnd, BoundOr)):
-        for child in expr.children:
-            yield from _leaves(child)
-    else:
-        yield expr
-
-
 class FileScan:
     """A planned scan of one open :class:`~rcfmt.file.reader.RcfmtFile`.
 
@@ -194,7 +187,7 @@ class FileScan:
         self.filter_ids = {name: file.column_index(name) for name in self.filter_names}
         # list_contains leaves: their element columns prune blocks (stats, bloom filters);
         # rows are decided on the lists, decoded for the candidate rows (not the elements)
-        self.list_filters = {leaf.column.name: leaf.list_name for leaf in _leaves(self.nnf)
+        self.list_filters = {leaf.column.name: leaf.list_name for leaf in leaves(self.nnf)
                              if isinstance(leaf, BoundListContains)} if self.nnf is not None else {}
         self.row_filter_ids = {name: c for name, c in self.filter_ids.items() if name not in self.list_filters}
         if read_dictionary is not None and (isinstance(read_dictionary, str) or not isinstance(read_dictionary, Sequence)):
@@ -332,7 +325,7 @@ class FileScan:
         Returns a mask over all blocks."""
         keep = np.zeros(self.file.num_blocks, bool)
         keep[blocks] = True
-        probes = [leaf for leaf in _leaves(self.nnf) if bloom_filters.can_probe(leaf)]
+        probes = [leaf for leaf in leaves(self.nnf) if bloom_filters.can_probe(leaf)]
         if not probes:
             return keep
         cache = {}

@@ -24,7 +24,8 @@ import decimal
 import pyarrow as pa
 
 from rcfmt import col
-from rcfmt.scan.expr import is_list_type, list_contains
+from rcfmt.scan.expr import list_contains
+from rcfmt.scan.nnf import is_list_type
 from rcfmt.errors import FilterError, InvalidOptionError, SchemaError
 
 __all__ = ["parse_filter", "parse_filter_expr"]
@@ -51,7 +52,7 @@ def parse_filter(text: str, schema: pa.Schema):
     except ParseError as exc:
         raise InvalidOptionError(f"filter option: not a SQL predicate: {exc}") from None
     expr = _Translator(exp, schema).predicate(tree)
-    from rcfmt.scan.expr import bind
+    from rcfmt.scan.bind import bind
 
     try:
         bind(expr, schema)
@@ -64,7 +65,7 @@ def parse_filter_expr(text: str, schema: pa.Schema):
     """The rcfmt expression of the ``filterExpr`` option (JSON written by
     :func:`rcfmt.scan.expr_json.dumps`), bound once to check columns and literals. It
     keeps rcfmt's semantics (e.g. NaN matches no comparison), not Spark SQL's."""
-    from rcfmt.scan.expr import bind
+    from rcfmt.scan.bind import bind
     from rcfmt.scan.expr_json import loads
 
     try:

@@ -92,7 +92,7 @@ def test_index_skips_files_by_their_distinct_values(tmp_path):
     for expr, expected in cases.items():
         assert ds.prune(expr).tolist() == expected, expr
         got = ds.read(["v"], expr).num_rows
-        truth = sum(int(rcfmt.scan.expr.selection_mask(expr, t).sum()) for t in tables)
+        truth = sum(int(rcfmt.scan.oracle.selection_mask(expr, t).sum()) for t in tables)
         assert got == truth, expr
 
 

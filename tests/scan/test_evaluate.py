@@ -41,7 +41,9 @@ import pyarrow as pa  # noqa: E402
 import rcfmt  # noqa: E402
 from rcfmt.file.arrow_io import from_arrow  # noqa: E402
 from rcfmt.scan.evaluate import ColumnData, eval_nnf  # noqa: E402
-from rcfmt.scan.expr import bind, selection_mask, to_nnf  # noqa: E402
+from rcfmt.scan.nnf import to_nnf  # noqa: E402
+from rcfmt.scan.bind import bind  # noqa: E402
+from rcfmt.scan.oracle import selection_mask  # noqa: E402
 from rcfmt.types import logical_type_from_arrow  # noqa: E402
 
 N_ROWS = 40

@@ -20,10 +20,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rcfmt.errors import FilterError, SchemaError
-from rcfmt.scan.expr import (
-    And, BoundAnd, BoundNot, BoundOr, Cmp, Comparison, Folded, InSet, IsIn, IsNan, IsNull, IsValid, NanCheck,
-    Not, NullCheck, Or, Prefix, StartsWith, bind, col, columns, evaluate, selection_mask, to_expr, to_nnf,
-)
+from rcfmt.scan.expr import And, Comparison, IsIn, IsNan, IsNull, IsValid, Not, Or, StartsWith, col, to_expr
+from rcfmt.scan.nnf import BoundAnd, BoundNot, BoundOr, Cmp, Folded, InSet, NanCheck, NullCheck, Prefix, columns, to_nnf
+from rcfmt.scan.bind import bind
+from rcfmt.scan.oracle import evaluate, selection_mask
 
 import strategies_expr as sx  # tests/ is on sys.path (tests/conftest.py)
 from strategies import examples

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from rcfmt import col
 from rcfmt.errors import FilterError
-from rcfmt.scan.expr import selection_mask
+from rcfmt.scan.oracle import selection_mask
 from rcfmt.scan.expr_json import dumps, loads
 from strategies_expr import exprs, tables
 

@@ -14,7 +14,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import rcfmt
-from rcfmt.scan.expr import BoundAnd, BoundOr, Cmp, Leaf, bind, col, selection_mask, to_nnf
+from rcfmt.scan.expr import col
+from rcfmt.scan.nnf import BoundAnd, BoundOr, Cmp, Leaf, to_nnf
+from rcfmt.scan.bind import bind
+from rcfmt.scan.oracle import selection_mask
 from rcfmt.scan.prune import leaf_may_match, may_match, prefix_successor
 from rcfmt.scan.scanner import FileScan
 from rcfmt.statistics import StatsArrays

@@ -1,0 +1,292 @@
+"""Bound predicates: the tree :func:`rcfmt.scan.bind.bind` produces (columns resolved,
+literals in the stats domain), its negation normal form, and helpers over trees.
+
+Semantics are those of :mod:`rcfmt.scan.expr`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import pyarrow as pa
+
+from ..errors import FilterError
+from ..types import LogicalType
+from .expr import _COMPLEMENT, _NO_TRUTH, And, Not, Or, to_expr
+
+
+def _paren(e) -> str:
+    return f"({e!r})" if isinstance(e, (Cmp, Folded, BoundAnd, BoundOr)) else repr(e)
+
+__all__ = [
+    "Ref", "BoundExpr", "Leaf", "Cmp", "Folded", "InSet", "NullCheck", "NanCheck", "Prefix", "BoundListContains",
+    "BoundAnd", "BoundOr", "BoundNot", "is_list_type", "to_nnf", "fold", "columns", "leaves",
+]
+
+
+# =============================================================== bound expressions
+@dataclass(frozen=True)
+class Ref:
+    """A resolved column: name, Arrow value type (dictionary unwrapped), logical type."""
+
+    name: str
+    type: pa.DataType
+    ltype: LogicalType
+
+    def __repr__(self):
+        return f"col({self.name!r})"
+
+
+class BoundExpr:
+    """A predicate bound to a schema; literals are in the column's stats domain."""
+
+    __slots__ = ()
+
+    def __and__(self, other):
+        return BoundAnd.of(self, _check_bound(other))
+
+    def __or__(self, other):
+        return BoundOr.of(self, _check_bound(other))
+
+    def __invert__(self):
+        return BoundNot(self)
+
+    def __bool__(self):
+        raise FilterError(_NO_TRUTH)
+
+
+def _check_bound(other):
+    if not isinstance(other, BoundExpr):
+        raise FilterError(f"cannot combine a bound expression with {type(other).__name__} {other!r}")
+    return other
+
+
+class Leaf(BoundExpr):
+    """A predicate on one column (attribute ``column``: :class:`Ref`)."""
+
+    __slots__ = ()
+
+    def negate(self) -> BoundExpr:
+        """The 3VL-exact negation, as leaves (and an Or for floats) without BoundNot."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True, repr=False)
+class Cmp(Leaf):
+    """``column op value``; ``value`` is exact in the column's domain (never NaN)."""
+
+    column: Ref
+    op: str
+    value: object
+    scalar: pa.Scalar = field(compare=False)
+
+    def negate(self):
+        flipped = replace(self, op=_COMPLEMENT[self.op])
+        if self.op in ("==", "!=") or not self.column.ltype.is_float:
+            return flipped
+        return BoundOr((flipped, NanCheck(self.column)))  # NOT(x < 5) is TRUE for NaN
+
+    def __repr__(self):
+        return f"{self.column!r} {self.op} {self.value!r}"
+
+
+@dataclass(frozen=True, repr=False)
+class Folded(Leaf):
+    """``value`` for every non-null row, NULL for null rows (a comparison decided by types)."""
+
+    column: Ref
+    value: bool
+    origin: str = field(compare=False)
+
+    def negate(self):
+        return Folded(self.column, not self.value, f"~({self.origin})")
+
+    def __repr__(self):
+        return f"{'TRUE' if self.value else 'FALSE'} if {self.column!r} is valid [{self.origin}]"
+
+
+@dataclass(frozen=True, repr=False)
+class InSet(Leaf):
+    """``column IN values`` (``negated``: NOT IN) with SQL NULL semantics (``has_null``).
+
+    ``values`` are sorted, distinct, in the stats domain; ``value_set`` is the same as an
+    Arrow array of the column type.
+    """
+
+    column: Ref
+    values: tuple
+    has_null: bool
+    negated: bool
+    value_set: pa.Array = field(compare=False)
+
+    def negate(self):
+        return replace(self, negated=not self.negated)
+
+    def __repr__(self):
+        members = list(self.values) + [None] * self.has_null
+        return f"{'~' * self.negated}{self.column!r}.isin({members!r})"
+
+
+@dataclass(frozen=True, repr=False)
+class NullCheck(Leaf):
+    """is_null (``negated``: is_valid); never NULL."""
+
+    column: Ref
+    negated: bool = False
+
+    def negate(self):
+        return replace(self, negated=not self.negated)
+
+    def __repr__(self):
+        return f"{self.column!r}.{'is_valid' if self.negated else 'is_null'}()"
+
+
+@dataclass(frozen=True, repr=False)
+class NanCheck(Leaf):
+    """is_nan (``negated``: NULL or not NaN); never NULL."""
+
+    column: Ref
+    negated: bool = False
+
+    def negate(self):
+        return replace(self, negated=not self.negated)
+
+    def __repr__(self):
+        return f"{'~' * self.negated}{self.column!r}.is_nan()"
+
+
+@dataclass(frozen=True, repr=False)
+class Prefix(Leaf):
+    """startswith (``negated``: NOT startswith); ``prefix`` is bytes (UTF-8 for strings)."""
+
+    column: Ref
+    prefix: bytes
+    negated: bool = False
+
+    def negate(self):
+        return replace(self, negated=not self.negated)
+
+    def __repr__(self):
+        return f"{'~' * self.negated}{self.column!r}.startswith({self.prefix!r})"
+
+
+@dataclass(frozen=True, repr=False)
+class BoundListContains(Leaf):
+    """``list_contains`` (``negated``: its 3VL negation). ``column`` is the list's
+    element column (its statistics and bloom filters prune blocks: ``element`` is the
+    membership test on it); ``list_name`` and ``list_type`` name the list itself, whose
+    rows the leaf is TRUE/FALSE/NULL for."""
+
+    column: Ref
+    list_name: str
+    list_type: pa.DataType = field(compare=False)
+    element: InSet = field(compare=False)
+    negated: bool = False
+
+    @property
+    def list_ref(self) -> Ref:
+        return Ref(self.list_name, self.list_type, self.column.ltype)
+
+    def negate(self):
+        return replace(self, negated=not self.negated)
+
+    def __repr__(self):
+        return f"{'~' * self.negated}list_contains(col({self.list_name!r}), {list(self.element.values)!r})"
+
+
+def is_list_type(t: pa.DataType) -> bool:
+    return pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
+
+
+@dataclass(frozen=True, repr=False)
+class BoundAnd(BoundExpr):
+    children: tuple
+
+    of = classmethod(And.of.__func__)
+
+    def __repr__(self):
+        return " & ".join(_paren(c) for c in self.children)
+
+
+@dataclass(frozen=True, repr=False)
+class BoundOr(BoundExpr):
+    children: tuple
+
+    of = classmethod(And.of.__func__)
+
+    def __repr__(self):
+        return " | ".join(_paren(c) for c in self.children)
+
+
+@dataclass(frozen=True, repr=False)
+class BoundNot(BoundExpr):
+    child: BoundExpr
+
+    def __repr__(self):
+        return f"~{_paren(self.child)}"
+
+
+# =============================================================== NNF
+def to_nnf(expr: BoundExpr) -> BoundExpr:
+    """An equivalent tree (same TRUE/FALSE/NULL per row) with no :class:`BoundNot`.
+
+    Negations are pushed to the leaves by De Morgan and :meth:`Leaf.negate`; And/Or are
+    flattened.
+    """
+    return _nnf(expr, False)
+
+
+def _nnf(e: BoundExpr, neg: bool) -> BoundExpr:
+    if isinstance(e, BoundNot):
+        return _nnf(e.child, not neg)
+    if isinstance(e, (BoundAnd, BoundOr)):
+        kids = [_nnf(c, neg) for c in e.children]
+        return (BoundOr if isinstance(e, BoundOr) != neg else BoundAnd).of(*kids)
+    if isinstance(e, Leaf):
+        return _nnf(e.negate(), False) if neg else e
+    raise TypeError(f"not a bound expression: {e!r}")
+
+
+# =============================================================== helpers over trees
+def fold(expr: BoundExpr, leaf_fn, and_fn, or_fn):
+    """Fold an NNF tree bottom-up: leaves through ``leaf_fn``, And/Or children combined
+    pairwise with ``and_fn`` / ``or_fn`` (e.g. masks with ``&``/``|``, row ranges with
+    intersect/union)."""
+    if isinstance(expr, (BoundAnd, BoundOr)):
+        combine = and_fn if isinstance(expr, BoundAnd) else or_fn
+        out = fold(expr.children[0], leaf_fn, and_fn, or_fn)
+        for child in expr.children[1:]:
+            out = combine(out, fold(child, leaf_fn, and_fn, or_fn))
+        return out
+    if isinstance(expr, Leaf):
+        return leaf_fn(expr)
+    raise TypeError(f"not an NNF expression: {expr!r}")
+
+
+def leaves(e):
+    """The leaves of a bound tree, left to right."""
+    if isinstance(e, (BoundAnd, BoundOr)):
+        for c in e.children:
+            yield from leaves(c)
+    elif isinstance(e, BoundNot):
+        yield from leaves(e.child)
+    elif isinstance(e, Leaf):
+        yield e
+    else:
+        raise TypeError(f"not a bound expression: {e!r}")
+
+
+def columns(expr) -> set[str]:
+    """Names of the columns ``expr`` (Expr, BoundExpr, DNF or None) refers to."""
+    if isinstance(expr, BoundExpr):
+        return {leaf.column.name for leaf in leaves(expr)}
+    out: set[str] = set()
+    stack = [to_expr(expr)] if expr is not None else []
+    while stack:
+        e = stack.pop()
+        if isinstance(e, (And, Or)):
+            stack.extend(e.children)
+        elif isinstance(e, Not):
+            stack.append(e.child)
+        else:
+            out.add(e.column)
+    return out
