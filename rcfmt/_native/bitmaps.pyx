@@ -6,6 +6,8 @@
   uint64 words, checking their contents: dense bits past the block's rows, positions
   not ascending or past the rows, runs empty, overlapping or past the rows.
 * :func:`popcount`: set bits of a word array.
+* :func:`equality_containers`: the writer's side, every key's container of an
+  equality index from the rows' key codes, in two passes.
 
 Errors are returned as codes (``ERR_*``) for the caller to raise; nothing is read
 outside the buffer given.
@@ -13,7 +15,12 @@ outside the buffer given.
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 
-__all__ = ["locate", "union_into", "popcount", "OK", "ERR_TRUNCATED", "ERR_DENSE_LENGTH", "ERR_PAYLOAD_LENGTH",
+import numpy as np
+cimport numpy as cnp
+
+cnp.import_array()
+
+__all__ = ["locate", "union_into", "popcount", "equality_containers", "OK", "ERR_TRUNCATED", "ERR_DENSE_LENGTH", "ERR_PAYLOAD_LENGTH",
            "ERR_FORM", "ERR_DENSE_TAIL", "ERR_POSITIONS", "ERR_RUNS"]
 
 cdef enum:
@@ -219,3 +226,100 @@ def decode_rows(const uint8_t[::1] buf, const int64_t[:, ::1] records, int64_t r
             if code != C_OK:
                 break
     return code
+
+
+# ------------------------------------------------------------------ writing equality bitmaps
+cdef enum:
+    FORM_DENSE = 0
+    FORM_POSITIONS = 1
+    FORM_RUNS = 2
+    CONTAINER_HEAD = 5  # form (u8), payload length (u32)
+
+
+cdef inline int _form(int64_t rows, int64_t k, int64_t runs, bint mask_rule) noexcept nogil:
+    """The container of a key with ``k`` rows in ``runs`` runs: the smallest of dense
+    bits, u32 positions and u32 runs (ties in that order: positions, runs, dense); with
+    ``mask_rule`` a sparse form only where positions or runs beat a quarter of the dense
+    size first (as ``format.bitmap_index.encode_mask`` decides)."""
+    cdef int64_t dense = (rows + 7) >> 3, best
+    if mask_rule and not (4 * k < dense or (k and rows > 1 and 8 * runs < dense)):
+        return FORM_DENSE
+    best = min(dense, min(4 * k, 8 * runs))
+    if best == 4 * k:
+        return FORM_POSITIONS
+    if best == 8 * runs:
+        return FORM_RUNS
+    return FORM_DENSE
+
+
+def equality_containers(const int64_t[::1] codes, Py_ssize_t keys, Py_ssize_t implied, bint mask_rule):
+    """The bitmap containers of an equality index: for each key ``0 .. keys - 1`` but
+    ``implied`` (-1: none), the rows whose code is that key, as the smallest container
+    (see :func:`_form`), in two passes over ``codes`` (-1 for rows of no key). Returns
+    ``(bytes, offsets)``: the containers back to back and where each starts (one
+    offset per key written, plus the end)."""
+    cdef Py_ssize_t rows = codes.shape[0], i, j
+    if keys < 0 or keys > 0xFFFFFFF or not -1 <= implied < max(keys, 1):
+        raise ValueError("bad key count or implied key")
+    for i in range(rows):
+        if not -1 <= codes[i] < keys:
+            raise ValueError(f"code {codes[i]} outside {keys} keys")
+    count_arr = np.zeros(keys, np.int64)
+    runs_arr = np.zeros(keys, np.int64)
+    cdef int64_t[::1] count = count_arr, runs = runs_arr
+    cdef int64_t c, prev = -1
+    with nogil:
+        for i in range(rows):
+            c = codes[i]
+            if c >= 0:
+                count[c] += 1
+                if c != prev:
+                    runs[c] += 1
+            prev = c
+    form_arr = np.empty(keys, np.int64)
+    size_arr = np.empty(keys, np.int64)
+    cdef int64_t[::1] form = form_arr, size = size_arr
+    cdef int64_t dense = (rows + 7) >> 3
+    for j in range(keys):
+        form[j] = _form(rows, count[j], runs[j], mask_rule)
+        size[j] = 0 if j == implied else CONTAINER_HEAD + (
+            dense if form[j] == FORM_DENSE else 4 * count[j] if form[j] == FORM_POSITIONS else 8 * runs[j])
+    starts_arr = np.zeros(keys + 1, np.int64)
+    np.cumsum(size_arr, out=starts_arr[1:])
+    out_arr = np.zeros(int(starts_arr[keys]), np.uint8)
+    cursor_arr = starts_arr[:keys] + CONTAINER_HEAD
+    cdef int64_t[::1] start = starts_arr, cursor = cursor_arr
+    cdef uint8_t* out = <uint8_t*>cnp.PyArray_DATA(out_arr)
+    cdef uint32_t v, length
+    cdef uint8_t* p
+    with nogil:
+        for j in range(keys):
+            if j == implied:
+                continue
+            out[start[j]] = <uint8_t>form[j]
+            length = <uint32_t>(size[j] - CONTAINER_HEAD)
+            memcpy(out + start[j] + 1, &length, 4)
+        prev = -1
+        for i in range(rows):
+            c = codes[i]
+            if c >= 0 and c != implied:
+                if form[c] == FORM_DENSE:
+                    out[start[c] + CONTAINER_HEAD + (i >> 3)] |= <uint8_t>(1 << (i & 7))
+                elif form[c] == FORM_POSITIONS:
+                    v = <uint32_t>i
+                    memcpy(out + cursor[c], &v, 4)
+                    cursor[c] += 4
+                elif c != prev:  # a run starts: (start, length 1)
+                    v = <uint32_t>i
+                    memcpy(out + cursor[c], &v, 4)
+                    v = 1
+                    memcpy(out + cursor[c] + 4, &v, 4)
+                    cursor[c] += 8
+                else:  # the run goes on
+                    p = out + cursor[c] - 4
+                    memcpy(&v, p, 4)
+                    v += 1
+                    memcpy(p, &v, 4)
+            prev = c
+    kept = np.array([j for j in range(keys) if j != implied] + [keys], np.int64)
+    return out_arr, starts_arr[kept]

@@ -22,8 +22,9 @@ import pyarrow.compute as pc
 
 from ..encodings.base import ColumnValues
 from ..errors import InvalidOptionError, SchemaError
-from ..format.bitmap_index import BITSLICED, EQUALITY, RANGE, encode_bitmap, encode_entry, encode_keys, encode_mask
+from ..format.bitmap_index import BITSLICED, EQUALITY, RANGE, encode_entry, encode_keys, encode_mask
 from ..types import LogicalType, PhysicalKind
+from .._native import bitmaps as _bitmaps
 from .arrow_io import to_arrow
 
 __all__ = ["BitmapPolicy", "Proposal", "propose", "within_budget", "supported_kinds", "AUTO_BUDGET"]
@@ -145,7 +146,8 @@ class _Chunk:
         """Keys and codes from the writer's dictionary: its entries used by non-null
         rows (null slots may hold values of their own), ranked in key order."""
         dcodes, dvalues = self.dictionary
-        used = np.flatnonzero(np.bincount(dcodes[self.nonnan], minlength=len(dvalues)))
+        every = bool(self.nonnan.all())
+        used = np.flatnonzero(np.bincount(dcodes if every else dcodes[self.nonnan], minlength=len(dvalues)))
         if self.ltype.kind == PhysicalKind.VARBINARY:
             data, offsets = bytes(np.ascontiguousarray(dvalues.values).view(np.uint8)), dvalues.offsets.tolist()
             values = [data[offsets[i] : offsets[i + 1]] for i in used.tolist()]
@@ -155,7 +157,8 @@ class _Chunk:
         rank = np.full(len(dvalues), -1, np.int64)
         rank[used[order]] = np.arange(len(order))
         codes = rank[dcodes]
-        codes[~self.nonnan] = -1
+        if not every:
+            codes[~self.nonnan] = -1
         return [values[i] for i in order], codes
 
     def frame(self):
@@ -250,15 +253,13 @@ def _equality(chunk: _Chunk, key_limit: int) -> bytes | None:
         return None
     counts = np.bincount(codes[codes >= 0], minlength=d)
     implied = int(np.argmax(counts)) if d else None  # the biggest bitmap is left out
-    if d <= 64:
-        bitmaps = [encode_mask(codes == k) for k in range(d) if k != implied]
-    else:  # many keys: list each key's rows once
-        order = np.argsort(codes, kind="stable")[len(codes) - int(counts.sum()):]
-        groups = np.split(order, np.cumsum(counts)[:-1])
-        bitmaps = [encode_bitmap(g, chunk.rows) for k, g in enumerate(groups) if k != implied]
+    # every key's container in two native passes: as encode_mask decides for up to 64
+    # keys, as encode_bitmap (the smallest form) beyond
+    bitmaps, _ = _bitmaps.equality_containers(np.ascontiguousarray(codes, np.int64), d,
+                                              -1 if implied is None else implied, d <= 64)
     nulls, nans = chunk.null_containers()
-    return encode_entry(EQUALITY, chunk.rows, encode_keys(EQUALITY, chunk.ltype, keys), d, nulls, nans, bitmaps,
-                        implied)
+    return encode_entry(EQUALITY, chunk.rows, encode_keys(EQUALITY, chunk.ltype, keys), d, nulls, nans,
+                        [bitmaps.tobytes()], implied)
 
 
 def _range(chunk: _Chunk, key_limit: int) -> bytes | None:

@@ -358,3 +358,26 @@ def test_forged_footer_keys_are_corrupt_files(tmp_path, forged):
     with pytest.raises(CorruptFileError):
         with rcfmt.open(bad) as f:
             f.scan([], filter=col("x") == 3).count()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_native_equality_containers_match_the_container_rules(data):
+    """The writer's native equality containers (two passes over the key codes) are, key
+    by key, what encode_mask (up to 64 keys) and encode_bitmap (beyond) give."""
+    from rcfmt._native.bitmaps import equality_containers
+    from rcfmt.format.bitmap_index import encode_bitmap, encode_mask
+
+    keys = data.draw(st.integers(1, 80))
+    rows = data.draw(st.integers(0, 300))
+    run = data.draw(st.sampled_from([1, 3, 40]))  # random, short runs, long runs
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    codes = np.repeat(rng.integers(-1, keys, rows // run + 1), run)[:rows].astype(np.int64)
+    counts = np.bincount(codes[codes >= 0], minlength=keys)
+    implied = data.draw(st.sampled_from([-1, int(np.argmax(counts))]))
+    for mask_rule in (True, False):
+        out, offsets = equality_containers(codes, keys, implied, mask_rule)
+        got = [bytes(out[a:b]) for a, b in zip(offsets[:-1], offsets[1:])]
+        want = [encode_mask(codes == k) if mask_rule else encode_bitmap(np.flatnonzero(codes == k), rows)
+                for k in range(keys) if k != implied]
+        assert got == want
