@@ -252,6 +252,22 @@ cdef inline int _form(int64_t rows, int64_t k, int64_t runs, bint mask_rule) noe
     return FORM_DENSE
 
 
+cdef void _dense_bits(const int64_t* codes, Py_ssize_t rows, int64_t key, uint8_t* out) noexcept nogil:
+    """Bit ``i`` of ``out`` (LSB first) set where ``codes[i] == key``."""
+    cdef Py_ssize_t g, t, full = rows >> 3
+    cdef uint8_t b
+    for g in range(full):
+        b = 0
+        for t in range(8):
+            b |= <uint8_t>((codes[8 * g + t] == key) << t)
+        out[g] = b
+    if rows & 7:
+        b = 0
+        for t in range(rows & 7):
+            b |= <uint8_t>((codes[8 * full + t] == key) << t)
+        out[full] = b
+
+
 def equality_containers(const int64_t[::1] codes, Py_ssize_t keys, Py_ssize_t implied, bint mask_rule):
     """The bitmap containers of an equality index: for each key ``0 .. keys - 1`` but
     ``implied`` (-1: none), the rows whose code is that key, as the smallest container
@@ -264,24 +280,26 @@ def equality_containers(const int64_t[::1] codes, Py_ssize_t keys, Py_ssize_t im
     for i in range(rows):
         if not -1 <= codes[i] < keys:
             raise ValueError(f"code {codes[i]} outside {keys} keys")
-    count_arr = np.zeros(keys, np.int64)
-    runs_arr = np.zeros(keys, np.int64)
-    cdef int64_t[::1] count = count_arr, runs = runs_arr
+    # (slot 0 counts the rows of no key: no branch per row)
+    count_arr = np.zeros(keys + 1, np.int64)
+    runs_arr = np.zeros(keys + 1, np.int64)
+    cdef int64_t[::1] count1 = count_arr, runs1 = runs_arr
     cdef int64_t c, prev = -1
     with nogil:
         for i in range(rows):
             c = codes[i]
-            if c >= 0:
-                count[c] += 1
-                if c != prev:
-                    runs[c] += 1
+            count1[c + 1] += 1
+            runs1[c + 1] += c != prev
             prev = c
+    cdef int64_t[::1] count = count_arr[1:], runs = runs_arr[1:]
+    cdef bint listed = False  # some key in positions or runs
     form_arr = np.empty(keys, np.int64)
     size_arr = np.empty(keys, np.int64)
     cdef int64_t[::1] form = form_arr, size = size_arr
     cdef int64_t dense = (rows + 7) >> 3
     for j in range(keys):
         form[j] = _form(rows, count[j], runs[j], mask_rule)
+        listed = listed or (j != implied and form[j] != FORM_DENSE)
         size[j] = 0 if j == implied else CONTAINER_HEAD + (
             dense if form[j] == FORM_DENSE else 4 * count[j] if form[j] == FORM_POSITIONS else 8 * runs[j])
     starts_arr = np.zeros(keys + 1, np.int64)
@@ -299,13 +317,14 @@ def equality_containers(const int64_t[::1] codes, Py_ssize_t keys, Py_ssize_t im
             out[start[j]] = <uint8_t>form[j]
             length = <uint32_t>(size[j] - CONTAINER_HEAD)
             memcpy(out + start[j] + 1, &length, 4)
+        for j in range(keys):  # dense keys: one packing pass each (no read-modify-write chains)
+            if j != implied and form[j] == FORM_DENSE:
+                _dense_bits(&codes[0] if rows else NULL, rows, j, out + start[j] + CONTAINER_HEAD)
         prev = -1
-        for i in range(rows):
+        for i in range(rows if listed else 0):
             c = codes[i]
-            if c >= 0 and c != implied:
-                if form[c] == FORM_DENSE:
-                    out[start[c] + CONTAINER_HEAD + (i >> 3)] |= <uint8_t>(1 << (i & 7))
-                elif form[c] == FORM_POSITIONS:
+            if c >= 0 and c != implied and form[c] != FORM_DENSE:
+                if form[c] == FORM_POSITIONS:
                     v = <uint32_t>i
                     memcpy(out + cursor[c], &v, 4)
                     cursor[c] += 4
