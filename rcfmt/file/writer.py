@@ -758,7 +758,7 @@ def encode_chunk(values: ColumnValues, valid, col: ColumnSchema, options: WriteO
         r[key] = value
     bloom_size = options.bloom.filter_size(col.name, ltype, n, distinct, len(out), encoded.dictionary is not None,
                                            analysis.is_sorted)
-    bloom = None if bloom_size is None else build_filter(values, valid, ltype, bloom_size)
+    bloom = None if bloom_size is None else build_filter(values, valid, ltype, bloom_size, analysis.dictionary)
     proposal = None if bitmap_request is None else propose(values, valid, ltype, bitmap_request,
                                                              distinct=distinct, is_sorted=analysis.is_sorted,
                                                              dictionary=analysis.dictionary)

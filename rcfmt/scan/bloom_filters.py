@@ -82,10 +82,18 @@ def _hashes(values: ColumnValues, valid, ltype: LogicalType) -> np.ndarray:
     return h if valid is None else h[valid]
 
 
-def build_filter(values: ColumnValues, valid, ltype: LogicalType, num_bytes: int) -> bytes:
-    """The stored form (bitset + crc32) of a filter holding the chunk's non-null values."""
+def build_filter(values: ColumnValues, valid, ltype: LogicalType, num_bytes: int, dictionary=None) -> bytes:
+    """The stored form (bitset + crc32) of a filter holding the chunk's non-null values.
+    ``dictionary``: the chunk's ``(codes per row, distinct values)`` when the writer
+    built one; then only the distinct values the non-null rows use are hashed (a
+    duplicate sets the same bits: the filter is the same)."""
     bf = BloomFilter(num_bytes)
-    bf.insert_hashes(_hashes(values, valid, ltype))  # duplicates set the same bits
+    if dictionary is not None:
+        codes, distinct = dictionary
+        used = np.bincount(codes if valid is None else codes[valid], minlength=len(distinct)) > 0
+        bf.insert_hashes(_hashes(distinct, None, ltype)[used])
+    else:
+        bf.insert_hashes(_hashes(values, valid, ltype))  # duplicates set the same bits
     bits = bf.to_bytes()
     return bits + zlib.crc32(bits).to_bytes(4, "little")
 

@@ -550,3 +550,26 @@ def test_bit_compatible_with_parquet():
                 if f.to_bytes() in data:
                     matches.append(size)
             assert matches, name
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.sampled_from([pa.int64(), pa.float64(), pa.date32(), pa.string(), pa.bool_()]),
+       st.integers(0, 400), st.sampled_from([0.0, 0.3]), st.integers(0, 2**32 - 1))
+def test_a_filter_built_from_the_writers_dictionary_is_the_same(atype, n, null_share, seed):
+    """The writer hashes only the distinct values its dictionary holds (those non-null
+    rows use): the filter's bytes are those of hashing every non-null row."""
+    from rcfmt.encodings.dictionary import build_dictionary
+    from rcfmt.file.arrow_io import fill_null_slots, from_arrow
+    from rcfmt.scan.bloom_filters import build_filter
+    from rcfmt.types import logical_type_from_arrow
+
+    rng = np.random.default_rng(seed)
+    pool = {pa.int64(): [1, 2, 3, -(2**63)], pa.float64(): [0.0, -0.0, 1.5, float("nan")],
+            pa.date32(): [0, 1, 19000], pa.string(): ["", "a", "x" * 20], pa.bool_(): [True, False]}[atype]
+    items = [None if rng.random() < null_share else pool[int(rng.integers(0, len(pool)))] for _ in range(n)]
+    arr = pa.array(items, atype)
+    lt = logical_type_from_arrow(atype)
+    values, valid = from_arrow(arr, lt)
+    values = fill_null_slots(values, valid)
+    plain = build_filter(values, valid, lt, 256)
+    assert build_filter(values, valid, lt, 256, build_dictionary(values, lt)) == plain
