@@ -705,7 +705,7 @@ def encode_chunk(values: ColumnValues, valid, col: ColumnSchema, options: WriteO
     bounds = page_bounds(values, ltype, encoding, estimate, options.page_size, options.page_rows)
     encoded = encoding.encode_chunk(values, ltype, bounds, analysis=analysis)
 
-    # pages: [validity bitmap] + encoded values, compressed and checksummed in one native call
+    # statistics of the pages (and, for strings, of the chunk from theirs)
     both = binary_chunk_and_page_stats(values, valid, bounds, options.stats_truncate) if by_pages else None
     if both is not None:  # strings: chunk and pages from one pass
         stats, page_stats = both
@@ -713,33 +713,12 @@ def encode_chunk(values: ColumnValues, valid, col: ColumnSchema, options: WriteO
         if by_pages:
             stats = compute_stats(values, valid, ltype, options.stats_truncate)
         page_stats = compute_page_stats(values, valid, ltype, bounds, options.stats_truncate)
-    starts = np.asarray(bounds[:-1], dtype=np.int64)
-    rows = np.diff(np.asarray(bounds, dtype=np.int64))
-    nulls = np.fromiter((p.null_count for p in page_stats), np.int64, len(page_stats))
-    bodies = list(encoded.pages)
-    types = np.full(len(bodies), PAGE_DATA, np.uint8)
-    has_dict = encoded.dictionary is not None
-    if has_dict:  # the dictionary page comes first
-        bodies.insert(0, encoded.dictionary)
-        types = np.concatenate(([PAGE_DICTIONARY], types)).astype(np.uint8)
-        rows = np.concatenate(([encoded.dictionary_size], rows))
-        nulls = np.concatenate(([0], nulls))
-        starts = np.concatenate(([0], starts))
+    # pages: [validity bitmap] + encoded values, compressed and checksummed in one native call
     codec, min_saving = _codec(options, analysis.compression)
-    out, codec, lengths, raw = assemble_pages(bodies, types, rows, nulls, starts, valid if stats.null_count else None,
-                                              encoding.id, codec, options.compression_level, min_saving)
-    dict_len = int(lengths[0]) if has_dict else 0
-    data_lengths = lengths[1:] if has_dict else lengths
+    out, codec, dict_len, entries, uncompressed = _pages(encoded, encoding.id, bounds, page_stats,
+                                                          valid if stats.null_count else None, col, codec,
+                                                          options.compression_level, min_saving)
     width = col.stat_width
-    entries = np.zeros(len(page_stats), dtype=page_record(width))
-    entries["first_row"] = bounds[:-1]
-    entries["offset"] = dict_len + np.cumsum(data_lengths) - data_lengths  # relative for now; made absolute below
-    entries["length"] = data_lengths
-    entries["row_count"] = rows[1:] if has_dict else rows
-    entries["null_count"] = nulls[1:] if has_dict else nulls
-    entries["nan_count"] = np.fromiter((p.nan_count for p in page_stats), np.int64, len(page_stats))
-    fill_slots(entries, page_stats, ltype, width)
-    uncompressed = int(raw.sum())
 
     record = np.zeros(1, dtype=chunk_record(width))
     r = record[0]
@@ -763,6 +742,38 @@ def encode_chunk(values: ColumnValues, valid, col: ColumnSchema, options: WriteO
                                                              distinct=distinct, is_sorted=analysis.is_sorted,
                                                              dictionary=analysis.dictionary)
     return out, record, entries, bloom, proposal, analysis.decision
+
+
+def _pages(encoded, encoding_id: int, bounds: list[int], page_stats: list, valid, col: ColumnSchema, codec: int,
+           level: int | None, min_saving: float | None):
+    """The chunk's pages laid out (its dictionary page first) in one native call, and
+    their page-index records: ``(bytes, codec used, dictionary page length, records with
+    offsets relative to the chunk, uncompressed bytes)``."""
+    starts = np.asarray(bounds[:-1], dtype=np.int64)
+    rows = np.diff(np.asarray(bounds, dtype=np.int64))
+    nulls = np.fromiter((p.null_count for p in page_stats), np.int64, len(page_stats))
+    bodies = list(encoded.pages)
+    types = np.full(len(bodies), PAGE_DATA, np.uint8)
+    has_dict = encoded.dictionary is not None
+    if has_dict:  # the dictionary page comes first
+        bodies.insert(0, encoded.dictionary)
+        types = np.concatenate(([PAGE_DICTIONARY], types)).astype(np.uint8)
+        rows = np.concatenate(([encoded.dictionary_size], rows))
+        nulls = np.concatenate(([0], nulls))
+        starts = np.concatenate(([0], starts))
+    out, codec, lengths, raw = assemble_pages(bodies, types, rows, nulls, starts, valid, encoding_id, codec, level,
+                                              min_saving)
+    dict_len = int(lengths[0]) if has_dict else 0
+    data = slice(1, None) if has_dict else slice(None)
+    entries = np.zeros(len(page_stats), dtype=page_record(col.stat_width))
+    entries["first_row"] = starts[data]
+    entries["offset"] = dict_len + np.cumsum(lengths[data]) - lengths[data]
+    entries["length"] = lengths[data]
+    entries["row_count"] = rows[data]
+    entries["null_count"] = nulls[data]
+    entries["nan_count"] = np.fromiter((p.nan_count for p in page_stats), np.int64, len(page_stats))
+    fill_slots(entries, page_stats, col.type, col.stat_width)
+    return out, codec, dict_len, entries, int(raw.sum())
 
 
 def _codec(options: WriteOptions, advice: str | None) -> tuple[int, float | None]:
