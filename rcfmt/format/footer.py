@@ -313,22 +313,24 @@ def _bitmap_index(entry, ncols: int, element: np.ndarray) -> dict | None:
 _REPORT_KINDS = ("equality", "range", "bitsliced", "auto")
 
 
+def _counts(d) -> bool:
+    return isinstance(d, dict) and all(type(k) is str and type(v) is int for k, v in d.items())
+
+
 def _bitmap_report(report) -> dict:
     """The writer's report checked for shape (it is informative, but tools show it and
     rewrites follow its named kinds): ``{column: {"kinds": {kind: int}, "not_indexed":
     {reason: int}, ["named": kind], ["values": {"count": int, "keys": hex}]}}``."""
-    def counts(d) -> bool:
-        return isinstance(d, dict) and all(isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool)
-                                           for k, v in d.items())
-
-    ok = isinstance(report, dict) and all(
-        isinstance(name, str) and isinstance(r, dict) and counts(r.get("kinds", {}))
-        and counts(r.get("not_indexed", {})) and r.get("named", "auto") in _REPORT_KINDS
-        and (lambda v: v is None or (isinstance(v, dict) and isinstance(v.get("keys"), str)
-                                     and isinstance(v.get("count"), int)))(r.get("values"))
-        for name, r in report.items())
-    if not ok:
+    if not isinstance(report, dict):
         raise _fail("bitmap_indexes report is malformed")
+    for name, r in report.items():
+        if not (isinstance(name, str) and isinstance(r, dict) and _counts(r.get("kinds", {}))
+                and _counts(r.get("not_indexed", {})) and r.get("named", "auto") in _REPORT_KINDS):
+            raise _fail("bitmap_indexes report is malformed")
+        values = r.get("values")
+        if values is not None and not (isinstance(values, dict) and isinstance(values.get("keys"), str)
+                                       and isinstance(values.get("count"), int)):
+            raise _fail("bitmap_indexes report is malformed")
     return report
 
 

@@ -323,6 +323,8 @@ def test_cli_check_reads_every_bitmap_and_meta_reports_them(tmp_path):
     {"report": []},
     {"report": {"x": []}},
     {"report": {"x": {"kinds": {"equality": "2"}}}},
+    {"report": {"x": {"not_indexed": {"too many keys": True}}}},
+    {"report": {"x": {"values": {"keys": "00"}}}},
     {"report": {"x": {"named": "btree"}}},
     {"report": {"x": {"values": {"count": "3", "keys": "00"}}}},
     {"offset": "a", "length": 0, "directory_offset": 0, "columns": [0]},
