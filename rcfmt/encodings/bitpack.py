@@ -198,22 +198,27 @@ class Bitpack(Encoding):
         return ltype.name in SUPPORTED_TYPES or ltype.name == "decimal128"
 
     # ------------------------------------------------------------------ encode
-    def encode(self, values: ColumnValues, ltype: LogicalType, params=None) -> bytes:
+    @staticmethod
+    def _storage(values: ColumnValues, ltype: LogicalType) -> tuple[IntType, np.ndarray]:
         if ltype.name == "decimal128":
-            info = _DECIMAL
             arr = decimal_low_words(values.values)
             if arr is None:
                 raise ValueError("BITPACK stores decimal128 values only when they all fit in int64")
-        else:
-            info = int_type(ltype, "BITPACK")
-            arr = storage_array(values, info)
-        if len(arr):
-            lo, hi = int(arr.min()), int(arr.max())
-        else:
-            lo = hi = 0
+            return _DECIMAL, arr
+        info = int_type(ltype, "BITPACK")
+        return info, storage_array(values, info)
+
+    @staticmethod
+    def _width(lo: int, hi: int, info: IntType, params) -> int:
         width = (hi - lo).bit_length()
         if params is not None and params.get("aligned"):
             width = min(info.bits, next((b for b in (8, 16, 32, 64) if width <= b), 64)) if width else 0
+        return width
+
+    def encode(self, values: ColumnValues, ltype: LogicalType, params=None) -> bytes:
+        info, arr = self._storage(values, ltype)
+        lo, hi = (int(arr.min()), int(arr.max())) if len(arr) else (0, 0)
+        width = self._width(lo, hi, info, params)
         size = packed_size(len(arr), width, info.itemsize)
         buf = np.empty((HEADER_SIZE + size) // 8, dtype=np.uint64)  # 8-byte aligned
         raw = buf.view(np.uint8)
@@ -221,10 +226,32 @@ class Bitpack(Encoding):
         _bp.for_pack_into(arr, lo, width, raw[HEADER_SIZE:])
         return raw.tobytes()
 
-    # ------------------------------------------------------------------ decode
     def encode_chunk(self, chunk, ltype, page_bounds, analysis=None):
+        """Every page as :meth:`encode` writes it, from one storage array, the pages'
+        bounds found in two reductions over the chunk and their bodies laid out in one
+        buffer (views of it, 8-byte aligned)."""
         params = analysis.params.get(self.name) if analysis is not None else None
-        pages = [self.encode(chunk.slice(a, b), ltype, params) for a, b in zip(page_bounds[:-1], page_bounds[1:])]
+        starts = np.asarray(page_bounds[:-1], dtype=np.int64)
+        rows = np.diff(np.asarray(page_bounds, dtype=np.int64))
+        if not len(starts) or not rows.all():  # (an empty page: no reduction for it)
+            return EncodedChunk(self, [self.encode(chunk.slice(a, b), ltype, params)
+                                       for a, b in zip(page_bounds[:-1], page_bounds[1:])])
+        info, arr = self._storage(chunk, ltype)
+        arr = arr[int(starts[0]):int(page_bounds[-1])]
+        starts = starts - starts[0]
+        los = np.minimum.reduceat(arr, starts).tolist()
+        his = np.maximum.reduceat(arr, starts).tolist()
+        widths = [self._width(lo, hi, info, params) for lo, hi in zip(los, his)]
+        sizes = [HEADER_SIZE + packed_size(int(n), w, info.itemsize) for n, w in zip(rows.tolist(), widths)]
+        raw = np.empty(sum(sizes) // 8, dtype=np.uint64).view(np.uint8)  # every size is a multiple of 8
+        header = _HEADER if info.signed else _HEADER_U
+        pages, at = [], 0
+        for a, n, lo, width, size in zip(starts.tolist(), rows.tolist(), los, widths, sizes):
+            body = raw[at:at + size]
+            header.pack_into(body, 0, width, 0, lo)
+            _bp.for_pack_into(arr[a:a + n], lo, width, body[HEADER_SIZE:])
+            pages.append(body)
+            at += size
         return EncodedChunk(self, pages)
 
     def decode(self, body, rows: int, ltype: LogicalType, dictionary: ColumnValues | None = None) -> ColumnValues:

@@ -428,3 +428,34 @@ def test_random_mutations(data):
             body[pos] = data.draw(st.integers(0, 255))
     cut = data.draw(st.integers(0, len(body)))
     decode_or_corrupt(bytes(body[:cut]), n, ltype)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.sampled_from(["int8", "uint16", "int32", "uint32", "int64", "uint64", "date32", "decimal128"]),
+       st.lists(st.integers(0, 3000), min_size=1, max_size=6), st.booleans(), st.integers(0, 2**32 - 1))
+def test_chunk_encoding_is_page_by_page_encoding(name, page_rows, aligned, seed):
+    """encode_chunk (one storage array, two reductions, one buffer) writes every page as
+    encode() writes it alone, aligned widths and empty pages included."""
+    rng = np.random.default_rng(seed)
+    n = sum(page_rows)
+    if name == "decimal128":
+        lt = LogicalType("decimal128", precision=18, scale=2)
+        low = rng.integers(-(10**17), 10**17, n)
+        values = np.empty(n, "V16")
+        words = values.view("<i8").reshape(-1, 2)
+        words[:, 0], words[:, 1] = low, low >> 63
+    else:
+        lt = LogicalType(name)
+        dtype = np.int32 if name == "date32" else np.dtype(name)
+        info = np.iinfo(dtype)
+        span = min(int(rng.choice([0, 100, 2**20, 2**64])), int(info.max) - int(info.min))
+        lo = int(info.min) + int(rng.random() * (int(info.max) - int(info.min) - span))
+        values = rng.integers(lo, lo + span, n, endpoint=True, dtype=dtype)
+    chunk = ColumnValues(values)
+    bounds = np.concatenate(([0], np.cumsum(page_rows))).tolist()
+    enc = by_name("bitpack")
+    analysis = ChunkAnalysis(rows=n, null_count=0, plain_size=0)
+    analysis.params["bitpack"] = {"aligned": aligned}
+    got = [bytes(p) for p in enc.encode_chunk(chunk, lt, bounds, analysis=analysis).pages]
+    want = [enc.encode(chunk.slice(a, b), lt, {"aligned": aligned}) for a, b in zip(bounds[:-1], bounds[1:])]
+    assert got == want
