@@ -229,7 +229,7 @@ class Bitpack(Encoding):
     def encode_chunk(self, chunk, ltype, page_bounds, analysis=None):
         """Every page as :meth:`encode` writes it, from one storage array, the pages'
         bounds found in two reductions over the chunk and their bodies laid out in one
-        buffer (views of it, 8-byte aligned)."""
+        buffer (a memoryview per page, 8-byte aligned)."""
         params = analysis.params.get(self.name) if analysis is not None else None
         starts = np.asarray(page_bounds[:-1], dtype=np.int64)
         rows = np.diff(np.asarray(page_bounds, dtype=np.int64))
@@ -250,7 +250,7 @@ class Bitpack(Encoding):
             body = raw[at:at + size]
             header.pack_into(body, 0, width, 0, lo)
             _bp.for_pack_into(arr[a:a + n], lo, width, body[HEADER_SIZE:])
-            pages.append(body)
+            pages.append(memoryview(body))
             at += size
         return EncodedChunk(self, pages)
 
@@ -324,6 +324,31 @@ def pack_codes(codes, max_code: int) -> bytes:
     _CODES_HEADER.pack_into(raw, 0, width, 0)
     _bp.for_pack_into(codes, 0, width, raw[CODES_HEADER_SIZE:])
     return raw.tobytes()
+
+
+def pack_code_pages(codes, max_code: int, bounds, lead: int = 0) -> list[memoryview]:
+    """:func:`pack_codes` of each page ``codes[bounds[k]:bounds[k + 1]]``, after ``lead``
+    zero bytes (a multiple of 8), laid out in one buffer: a memoryview per page. The
+    codes are checked once, for the whole chunk."""
+    codes = np.asarray(codes)
+    max_code = int(max_code)
+    if not 0 <= max_code < 1 << 32 or lead % 8:
+        raise ValueError(f"max_code {max_code} out of range 0..2**32-1, or lead {lead} not a multiple of 8")
+    if len(codes) and (int(codes.min()) < 0 or int(codes.max()) > max_code):
+        raise ValueError(f"codes out of range 0..{max_code}")
+    codes = np.ascontiguousarray(codes, dtype=np.uint32)
+    width = max_code.bit_length()
+    starts, stops = list(bounds[:-1]), list(bounds[1:])
+    sizes = [lead + CODES_HEADER_SIZE + packed_size(b - a, width, 4) for a, b in zip(starts, stops)]
+    raw = np.zeros(sum(sizes) // 8, dtype=np.uint64).view(np.uint8)
+    pages, at = [], 0
+    for a, b, size in zip(starts, stops, sizes):
+        page = raw[at:at + size]
+        _CODES_HEADER.pack_into(page, lead, width, 0)
+        _bp.for_pack_into(codes[a:b], 0, width, page[lead + CODES_HEADER_SIZE:])
+        pages.append(memoryview(page))
+        at += size
+    return pages
 
 
 def _codes_width(buf, n: int) -> int:

@@ -40,7 +40,7 @@ from .._native import varbinary as _vb
 from ..errors import CorruptFileError
 from ..types import LogicalType, PhysicalKind
 from .base import ColumnValues, EncodedChunk, Encoding
-from .bitpack import pack_codes, unpack_codes
+from .bitpack import pack_code_pages, unpack_codes
 from .bitpack import packed_size as _packed_size
 from .plain import encode_plain
 
@@ -157,8 +157,7 @@ class Dictionary(Encoding):
         params = (analysis.params.get(self.name) if analysis is not None else None) or {}
         bounds = list(zip(page_bounds[:-1], page_bounds[1:]))
         if params.get("layout") == LAYOUT_BITPACKED:
-            top = max(len(dictionary) - 1, 0)
-            pages = [_BITPACKED_HEAD + pack_codes(codes[start:stop], top) for start, stop in bounds]
+            pages = pack_code_pages(codes, max(len(dictionary) - 1, 0), page_bounds, lead=len(_BITPACKED_HEAD))
         else:
             width = code_width(len(dictionary))
             packed = codes.astype(_CODE_DTYPES[width])

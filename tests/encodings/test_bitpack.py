@@ -459,3 +459,19 @@ def test_chunk_encoding_is_page_by_page_encoding(name, page_rows, aligned, seed)
     got = [bytes(p) for p in enc.encode_chunk(chunk, lt, bounds, analysis=analysis).pages]
     want = [enc.encode(chunk.slice(a, b), lt, {"aligned": aligned}) for a, b in zip(bounds[:-1], bounds[1:])]
     assert got == want
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.lists(st.integers(0, 3000), min_size=1, max_size=6),
+       st.sampled_from([0, 8, 16]), st.integers(0, 2**32 - 1))
+def test_code_pages_are_pack_codes_page_by_page(max_code, page_rows, lead, seed):
+    rng = np.random.default_rng(seed)
+    codes = rng.integers(0, max_code, sum(page_rows), endpoint=True).astype(np.int64)
+    bounds = np.concatenate(([0], np.cumsum(page_rows))).tolist()
+    got = [bytes(p) for p in bitpack_mod.pack_code_pages(codes, max_code, bounds, lead=lead)]
+    assert got == [bytes(lead) + pack_codes(codes[a:b], max_code) for a, b in zip(bounds[:-1], bounds[1:])]
+    with pytest.raises(ValueError):
+        bitpack_mod.pack_code_pages(codes, max_code, bounds, lead=3)
+    if max_code < 2**32 - 1:
+        with pytest.raises(ValueError):
+            bitpack_mod.pack_code_pages(np.array([max_code + 1]), max_code, [0, 1])
