@@ -19,7 +19,7 @@ cimport numpy as cnp
 
 cnp.import_array()
 
-__all__ = ["encode_fixed", "encode_varbinary"]
+__all__ = ["encode_fixed", "encode_range", "encode_varbinary"]
 
 #: first table size (slots); the table doubles when half full
 cdef Py_ssize_t _FIRST_CAPACITY = 1024
@@ -271,6 +271,60 @@ cdef Py_ssize_t _varbinary(const offset_t* offsets, const uint8_t* data, Py_ssiz
         codes[i] = c
     _keys_free(&t)
     return count
+
+
+ctypedef fused int_t:
+    int32_t
+    int64_t
+
+
+cdef Py_ssize_t _range(const int_t* v, Py_ssize_t n, int64_t lo, int64_t span, int32_t* codes,
+                       int64_t* first) noexcept nogil:
+    """Integers within ``[lo, lo + span)``: a direct table indexed by ``value - lo`` (no
+    hashing, no probing). -1: out of memory; -2: a value outside the range."""
+    cdef int32_t* slot = <int32_t*>malloc(span * sizeof(int32_t))
+    cdef Py_ssize_t i, count = 0
+    cdef int64_t k
+    if slot == NULL:
+        return -1
+    memset(slot, 0xFF, span * sizeof(int32_t))
+    for i in range(n):
+        k = <int64_t>v[i] - lo
+        if k < 0 or k >= span:
+            free(slot)
+            return -2
+        if slot[k] < 0:
+            slot[k] = <int32_t>count
+            first[count] = i
+            count += 1
+        codes[i] = slot[k]
+    free(slot)
+    return count
+
+
+def encode_range(const int_t[::1] values, int64_t lo, int64_t hi):
+    """``(codes, first_rows)`` of integers all within ``[lo, hi]`` (a span of at most
+    2**26), as :func:`encode_fixed` gives them for the same values' bytes (integers are
+    equal exactly when their bytes are), from a direct table instead of a hash table.
+    ValueError if a value lies outside the range."""
+    cdef Py_ssize_t n = values.shape[0], count
+    if not 0 <= hi - lo < 1 << 26:
+        raise ValueError(f"range [{lo}, {hi}] is empty or too wide for a direct table")
+    if n >= 2**31:
+        raise ValueError("more than 2**31 - 1 values in one chunk")
+    codes_arr = np.empty(n, np.int32)
+    first_arr = np.empty(n, np.int64)
+    cdef int32_t[::1] codes = codes_arr
+    cdef int64_t[::1] first = first_arr
+    if n == 0:
+        return codes_arr, first_arr
+    with nogil:
+        count = _range(&values[0], n, lo, hi - lo + 1, &codes[0], &first[0])
+    if count == -1:
+        raise MemoryError("no memory for the dictionary's table")
+    if count == -2:
+        raise ValueError(f"a value lies outside [{lo}, {hi}]")
+    return codes_arr, first_arr[:count]
 
 
 def encode_fixed(const uint8_t[::1] values, int width):

@@ -64,11 +64,14 @@ def code_width(dictionary_size: int) -> int:
     return 1 if dictionary_size <= 1 << 8 else 2 if dictionary_size <= 1 << 16 else 4
 
 
-def build_dictionary(chunk: ColumnValues, ltype: LogicalType) -> tuple[np.ndarray, ColumnValues]:
+def build_dictionary(chunk: ColumnValues, ltype: LogicalType, value_range: tuple[int, int] | None = None
+                     ) -> tuple[np.ndarray, ColumnValues]:
     """Return ``(codes int32[rows], dictionary values)`` for a chunk (all slots): the
     distinct values in order of first appearance, equal when their bytes are equal
     (NaN payloads and -0.0 stay apart). One GIL-free native pass
-    (:mod:`rcfmt._native.dictbuild`); BOOL chunks go through Arrow."""
+    (:mod:`rcfmt._native.dictbuild`); BOOL chunks go through Arrow. ``value_range``:
+    the least and greatest value of an integer-like chunk (decimals unscaled), when
+    known; a range narrower than the chunk's rows is built with a direct table."""
     if ltype.kind == PhysicalKind.VARBINARY:
         offsets = chunk.offsets
         if offsets.dtype not in (np.int32, np.int64) or not offsets.flags.c_contiguous:
@@ -80,8 +83,34 @@ def build_dictionary(chunk: ColumnValues, ltype: LogicalType) -> tuple[np.ndarra
         codes = np.frombuffer(encoded.indices.buffers()[1], dtype=np.int32, count=len(encoded))
         return codes, ColumnValues(encoded.dictionary.to_numpy(zero_copy_only=False).astype(bool))
     values = np.ascontiguousarray(chunk.values)
+    n = len(values)
+    if value_range is not None and n >= RANGE_MIN_ROWS and 0 <= value_range[1] - value_range[0] < n:
+        numbers = _as_integers(values)  # a direct table no larger than the codes
+        if numbers is not None:
+            codes, first = _dictbuild.encode_range(numbers, *value_range)
+            return codes, take(ColumnValues(values), first, ltype)
     codes, first = _dictbuild.encode_fixed(values.reshape(-1).view(np.uint8), values.dtype.itemsize)
     return codes, take(ColumnValues(values), first, ltype)
+
+
+#: chunks shorter than this are always hashed (a table and two reductions do not pay)
+RANGE_MIN_ROWS = 4096
+
+
+def _as_integers(values: np.ndarray) -> np.ndarray | None:
+    """``values`` as int32/int64 numbers whose equality is their bytes' equality:
+    integers, dates and times as they are, decimal128 as its low words when every high
+    word is the sign extension; None otherwise (floats: -0.0 and NaN payloads)."""
+    if values.dtype.kind in "Mm":
+        return values.view(np.int64)
+    if values.dtype in (np.int32, np.int64):
+        return values
+    if values.dtype.kind == "V" and values.dtype.itemsize == 16:
+        words = values.view("<i8").reshape(-1, 2)
+        low = words[:, 0]
+        if np.array_equal(words[:, 1], low >> 63):
+            return np.ascontiguousarray(low)
+    return None
 
 
 def decode_codes(body, rows: int, dictionary_size: int) -> np.ndarray:

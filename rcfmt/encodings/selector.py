@@ -84,6 +84,14 @@ def _integer_like(ltype: LogicalType) -> bool:
     return ltype.is_integer or ltype.name in ("date32", "timestamp")
 
 
+def _value_range(ltype: LogicalType, stats: ColumnStats, n: int) -> tuple[int, int] | None:
+    """The least and greatest slot value of an integer-like chunk from its statistics
+    (null slots repeat valid values), for a direct-table dictionary; else None."""
+    if stats.null_count == n or not stats.has_min_max or not (_integer_like(ltype) or ltype.name == "decimal128"):
+        return None
+    return int(stats.min), int(stats.max)
+
+
 def _dictionary_worthwhile(chunk: ColumnValues, ltype: LogicalType, stats: ColumnStats | None = None) -> bool:
     """Whether the chunk is worth a full dictionary build: its first rows are at most
     half distinct, or -- for a chunk much larger than that sample, whose values may
@@ -146,7 +154,7 @@ def analyze(chunk: ColumnValues, ltype: LogicalType, stats: ColumnStats, *, dict
         if -(1 << 63) <= lo and hi < (1 << 63):
             a.min_int, a.max_int = lo, hi
     if dictionary and _dictionary_worthwhile(chunk, ltype, stats):
-        a.dictionary = build_dictionary(chunk, ltype)
+        a.dictionary = build_dictionary(chunk, ltype, _value_range(ltype, stats, n))
         # Filled null slots repeat valid values and add no distinct value; VARBINARY null
         # slots hold arbitrary (usually empty) values, so the count is exact only without nulls.
         if stats.null_count == 0 or (ltype.kind == PhysicalKind.FIXED and stats.null_count < n):

@@ -107,3 +107,34 @@ def test_bad_arguments():
         dictbuild.encode_fixed(np.zeros(6, np.uint8), 3)
     with pytest.raises(ValueError):
         dictbuild.encode_varbinary(np.empty(0, np.int64), np.empty(0, np.uint8))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from([np.int32, np.int64]), st.integers(0, 3000), st.integers(1, 3000),
+       st.integers(-(2**31), 2**31 - 4000), st.integers(0, 2**32 - 1))
+def test_range_table_matches_the_hash_table(dtype, n, span, lo, seed):
+    """Integers within a narrow range get, from a direct table, the codes and first rows
+    the hash table gives; a value outside the range given is refused."""
+    values = np.random.default_rng(seed).integers(lo, lo + span, n).astype(dtype)
+    codes, first = dictbuild.encode_range(values, lo, lo + span - 1)
+    want_codes, want_first = dictbuild.encode_fixed(values.view(np.uint8), values.dtype.itemsize)
+    assert codes.tolist() == want_codes.tolist() and first.tolist() == want_first.tolist()
+    if n:
+        with pytest.raises(ValueError, match="outside"):
+            dictbuild.encode_range(values, int(values.min()) + 1, int(values.min()) + span)
+
+
+def test_build_dictionary_takes_the_range_path_for_dates_and_decimals():
+    rng = np.random.default_rng(9)
+    days = rng.integers(9000, 9100, 10_000).astype(np.int32)
+    lt = logical_type(pa.date32())
+    ranged = build_dictionary(ColumnValues(days), lt, (9000, 9099))
+    hashed = build_dictionary(ColumnValues(days), lt)
+    assert ranged[0].tolist() == hashed[0].tolist() and ranged[1].values.tolist() == hashed[1].values.tolist()
+    from decimal import Decimal
+    dec = pa.array([Decimal(int(v)) for v in rng.integers(-50, 50, 10_000)], pa.decimal128(10, 0))
+    raw = np.frombuffer(dec.buffers()[1], "V16", count=len(dec))
+    lt = logical_type(dec.type)
+    ranged = build_dictionary(ColumnValues(raw), lt, (-50, 49))
+    hashed = build_dictionary(ColumnValues(raw), lt)
+    assert ranged[0].tolist() == hashed[0].tolist() and ranged[1].values.tobytes() == hashed[1].values.tobytes()
