@@ -302,29 +302,38 @@ cdef Py_ssize_t _range(const int_t* v, Py_ssize_t n, int64_t lo, int64_t span, i
     return count
 
 
+def _outputs(Py_ssize_t n):
+    """The codes (int32) and first rows (int64) arrays of ``n`` values."""
+    if n >= 2**31:
+        raise ValueError("more than 2**31 - 1 values in one chunk")
+    return np.empty(n, np.int32), np.empty(n, np.int64)
+
+
+def _result(Py_ssize_t count, codes_arr, first_arr):
+    """``(codes, first_rows)`` of a kernel that found ``count`` distinct values (-1: it
+    ran out of memory)."""
+    if count == -1:
+        raise MemoryError("no memory for the dictionary's table")
+    return codes_arr, first_arr[:count]
+
+
 def encode_range(const int_t[::1] values, int64_t lo, int64_t hi):
     """``(codes, first_rows)`` of integers all within ``[lo, hi]`` (a span of at most
     2**26), as :func:`encode_fixed` gives them for the same values' bytes (integers are
     equal exactly when their bytes are), from a direct table instead of a hash table.
     ValueError if a value lies outside the range."""
-    cdef Py_ssize_t n = values.shape[0], count
+    cdef Py_ssize_t n = values.shape[0], count = 0
     if not 0 <= hi - lo < 1 << 26:
         raise ValueError(f"range [{lo}, {hi}] is empty or too wide for a direct table")
-    if n >= 2**31:
-        raise ValueError("more than 2**31 - 1 values in one chunk")
-    codes_arr = np.empty(n, np.int32)
-    first_arr = np.empty(n, np.int64)
+    codes_arr, first_arr = _outputs(n)
     cdef int32_t[::1] codes = codes_arr
     cdef int64_t[::1] first = first_arr
-    if n == 0:
-        return codes_arr, first_arr
-    with nogil:
-        count = _range(&values[0], n, lo, hi - lo + 1, &codes[0], &first[0])
-    if count == -1:
-        raise MemoryError("no memory for the dictionary's table")
+    if n:
+        with nogil:
+            count = _range(&values[0], n, lo, hi - lo + 1, &codes[0], &first[0])
     if count == -2:
         raise ValueError(f"a value lies outside [{lo}, {hi}]")
-    return codes_arr, first_arr[:count]
+    return _result(count, codes_arr, first_arr)
 
 
 def encode_fixed(const uint8_t[::1] values, int width):
@@ -334,10 +343,7 @@ def encode_fixed(const uint8_t[::1] values, int width):
     if width not in (1, 2, 4, 8, 16):
         raise ValueError(f"width {width} is not 1, 2, 4, 8 or 16")
     cdef Py_ssize_t n = values.shape[0] // width, count
-    if n >= 2**31:
-        raise ValueError("more than 2**31 - 1 values in one chunk")
-    codes_arr = np.empty(n, np.int32)
-    first_arr = np.empty(n, np.int64)
+    codes_arr, first_arr = _outputs(n)
     cdef int32_t[::1] codes = codes_arr
     cdef int64_t[::1] first = first_arr
     if n == 0:
@@ -351,9 +357,7 @@ def encode_fixed(const uint8_t[::1] values, int width):
             count = _words(&values[0], n, <uint64_t>0, &codes[0], &first[0])
         else:
             count = _wide(&values[0], n, &codes[0], &first[0])
-    if count < 0:
-        raise MemoryError("no memory for the dictionary's hash table")
-    return codes_arr, first_arr[:count]
+    return _result(count, codes_arr, first_arr)
 
 
 def encode_varbinary(const offset_t[::1] offsets, const uint8_t[::1] data):
@@ -362,10 +366,7 @@ def encode_varbinary(const offset_t[::1] offsets, const uint8_t[::1] data):
     cdef Py_ssize_t n = offsets.shape[0] - 1, count
     if n < 0:
         raise ValueError("offsets must hold at least one entry")
-    if n >= 2**31:
-        raise ValueError("more than 2**31 - 1 values in one chunk")
-    codes_arr = np.empty(n, np.int32)
-    first_arr = np.empty(n, np.int64)
+    codes_arr, first_arr = _outputs(n)
     cdef int32_t[::1] codes = codes_arr
     cdef int64_t[::1] first = first_arr
     cdef const uint8_t* d = &data[0] if data.shape[0] else <const uint8_t*>b""
@@ -373,6 +374,4 @@ def encode_varbinary(const offset_t[::1] offsets, const uint8_t[::1] data):
         return codes_arr, first_arr
     with nogil:
         count = _varbinary(&offsets[0], d, data.shape[0], n, &codes[0], &first[0])
-    if count < 0:
-        raise MemoryError("no memory for the dictionary's hash table")
-    return codes_arr, first_arr[:count]
+    return _result(count, codes_arr, first_arr)
