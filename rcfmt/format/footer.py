@@ -314,7 +314,13 @@ _REPORT_KINDS = ("equality", "range", "bitsliced", "auto")
 
 
 def _counts(d) -> bool:
-    return isinstance(d, dict) and all(type(k) is str and type(v) is int for k, v in d.items())
+    """Whether ``d`` maps names to counts (ints, not bools)."""
+    if type(d) is not dict:
+        return False
+    for k, v in d.items():
+        if type(k) is not str or type(v) is not int:
+            return False
+    return True
 
 
 def _bitmap_report(report) -> dict:
@@ -323,9 +329,10 @@ def _bitmap_report(report) -> dict:
     {reason: int}, ["named": kind], ["values": {"count": int, "keys": hex}]}}``."""
     if not isinstance(report, dict):
         raise _fail("bitmap_indexes report is malformed")
+    empty: dict = {}
     for name, r in report.items():
-        if not (isinstance(name, str) and isinstance(r, dict) and _counts(r.get("kinds", {}))
-                and _counts(r.get("not_indexed", {})) and r.get("named", "auto") in _REPORT_KINDS):
+        if not (type(name) is str and type(r) is dict and _counts(r.get("kinds", empty))
+                and _counts(r.get("not_indexed", empty)) and r.get("named", "auto") in _REPORT_KINDS):
             raise _fail("bitmap_indexes report is malformed")
         values = r.get("values")
         if values is not None and not (isinstance(values, dict) and isinstance(values.get("keys"), str)
