@@ -10,7 +10,7 @@ gathers the dictionary from those rows.
 Kernels return the number of distinct values, or -1 when memory runs out; the wrappers
 raise.
 """
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcmp, memcpy, memset
 
@@ -51,28 +51,6 @@ cdef inline uint64_t _tail(const uint8_t* p, int64_t n) noexcept nogil:
     for k in range(n):
         w |= (<uint64_t>p[k]) << (8 * k)
     return w
-
-
-cdef Py_ssize_t _small(const uint8_t* v, Py_ssize_t n, int width, int32_t* codes, int64_t* first) noexcept nogil:
-    """1- and 2-byte values: a direct table indexed by the value."""
-    cdef Py_ssize_t size = 256 if width == 1 else 65536, i, count = 0
-    cdef int32_t* slot = <int32_t*>malloc(size * sizeof(int32_t))
-    cdef uint64_t key
-    if slot == NULL:
-        return -1
-    memset(slot, 0xFF, size * sizeof(int32_t))
-    for i in range(n):
-        if width == 1:
-            key = v[i]
-        else:
-            key = <uint64_t>v[2 * i] | (<uint64_t>v[2 * i + 1] << 8)
-        if slot[key] < 0:
-            slot[key] = <int32_t>count
-            first[count] = i
-            count += 1
-        codes[i] = slot[key]
-    free(slot)
-    return count
 
 
 cdef struct Keys:
@@ -274,6 +252,8 @@ cdef Py_ssize_t _varbinary(const offset_t* offsets, const uint8_t* data, Py_ssiz
 
 
 ctypedef fused int_t:
+    uint8_t
+    uint16_t
     int32_t
     int64_t
 
@@ -281,7 +261,8 @@ ctypedef fused int_t:
 cdef Py_ssize_t _range(const int_t* v, Py_ssize_t n, int64_t lo, int64_t span, int32_t* codes,
                        int64_t* first) noexcept nogil:
     """Integers within ``[lo, lo + span)``: a direct table indexed by ``value - lo`` (no
-    hashing, no probing). -1: out of memory; -2: a value outside the range."""
+    hashing, no probing; 1- and 2-byte values take it over their whole range). -1: out
+    of memory; -2: a value outside the range."""
     cdef int32_t* slot = <int32_t*>malloc(span * sizeof(int32_t))
     cdef Py_ssize_t i, count = 0
     cdef int64_t k
@@ -349,8 +330,10 @@ def encode_fixed(const uint8_t[::1] values, int width):
     if n == 0:
         return codes_arr, first_arr
     with nogil:
-        if width <= 2:
-            count = _small(&values[0], n, width, &codes[0], &first[0])
+        if width == 1:
+            count = _range(&values[0], n, 0, 256, &codes[0], &first[0])
+        elif width == 2:  # (little-endian hosts only, as the rest of the native layer)
+            count = _range(<const uint16_t*>&values[0], n, 0, 65536, &codes[0], &first[0])
         elif width == 4:
             count = _words(&values[0], n, <uint32_t>0, &codes[0], &first[0])
         elif width == 8:
