@@ -248,3 +248,56 @@ def test_threaded_first_indexed_counts_share_one_file():
             assert proc.returncode == 0, proc.stdout + proc.stderr
             pairs = [tuple(map(int, p.split(","))) for p in proc.stdout.split()]
             assert pairs == [(truth[k % 4], truth[k % 4]) for k in range(8)], proc.stdout
+
+
+WRITER_CHILD = textwrap.dedent("""
+    import sys, threading
+    import numpy as np, pyarrow as pa
+    import rcfmt
+    out = sys.argv[1]
+    rng = np.random.default_rng(3)
+    n = 40_000
+    table = pa.table({"x": rng.integers(0, 100, n),
+                      "y": pa.array(np.where(rng.random(n) < 0.2, None, rng.random(n)).tolist()),
+                      "s": np.array(["a", "bb", "ccc"])[rng.integers(0, 3, n)]})
+    barrier = threading.Barrier(4)
+    errors = []
+    def write(k):
+        try:
+            barrier.wait()
+            rcfmt.write_table(table, f"{out}/w{k}.rcfmt", block_rows=16_384,
+                              compression="lz4" if k % 2 else "zstd")  # threads on: the pool
+        except Exception as exc:
+            errors.append(f"{type(exc).__name__}: {exc}")
+    threads = [threading.Thread(target=write, args=(k,)) for k in range(4)]
+    for t in threads: t.start()
+    for t in threads: t.join()
+    if errors:
+        print(errors[0]); sys.exit(1)
+    print("ok")
+""")
+
+
+def test_threaded_first_writes_in_fresh_interpreters(tmp_path):
+    """A fresh interpreter whose first act is four threads writing at once, each on the
+    writer's pool: the page writer's per-thread zstd contexts and the compression entry
+    points are set up by these first calls. Every file reads back whole, and the zstd
+    files are byte for byte a warm 1-thread write of the same table."""
+    for run in range(4):
+        out = tmp_path / f"run{run}"
+        out.mkdir()
+        proc = subprocess.run([sys.executable, "-c", WRITER_CHILD, str(out)], capture_output=True, text=True,
+                              cwd=ROOT, timeout=120)
+        assert proc.returncode == 0 and proc.stdout.strip() == "ok", (proc.stdout + proc.stderr)[-800:]
+        rng = np.random.default_rng(3)  # the child's table
+        n = 40_000
+        expected = pa.table({"x": rng.integers(0, 100, n),
+                             "y": pa.array(np.where(rng.random(n) < 0.2, None, rng.random(n)).tolist()),
+                             "s": np.array(["a", "bb", "ccc"])[rng.integers(0, 3, n)]})
+        assert expected.column("y").null_count > 0
+        reference = tmp_path / f"ref{run}.rcfmt"
+        rcfmt.write_table(expected, reference, block_rows=16_384, compression="zstd", use_threads=False)
+        for k in range(4):
+            assert rcfmt.read_table(out / f"w{k}.rcfmt").equals(expected)
+        for k in (0, 2):
+            assert (out / f"w{k}.rcfmt").read_bytes() == reference.read_bytes()
