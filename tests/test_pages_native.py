@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import rcfmt
 import strategies as S
-from rcfmt._native import pages
+from rcfmt._native import pages, select
 
 PAGE_HEADER = struct.Struct("<BBBBIIIIIII")  # as docs/FORMAT.md 4.1 defines it
 
@@ -413,3 +413,126 @@ def test_selected_bitpack_rows_refuse_forged_pages_and_decimals_past_their_preci
     with rcfmt.open(path) as f:
         with pytest.raises(rcfmt.CorruptFileError, match="column='x'"):
             f.scan(columns=["x"], filter=rcfmt.col("k") == 7).read()
+
+
+# ------------------------------------------------------------------ predicates in the decode pass
+_BOUND_TYPES = [pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint16(), pa.uint32(), pa.uint64(),
+                pa.float64(), pa.date32(), pa.timestamp("us"), pa.decimal128(9, 2), pa.decimal128(20, 0)]
+
+
+def _reference_range(values: np.ndarray, valid, lo, lo_kind, hi, hi_kind) -> np.ndarray:
+    """The interval tested the plain way: Python comparisons value by value."""
+    out = np.zeros(len(values), bool)
+    for i, x in enumerate(values.tolist()):
+        if valid is not None and not valid[i]:
+            continue
+        ok = True
+        if lo_kind:
+            ok = x > lo if lo_kind == 1 else x >= lo
+        if ok and hi_kind:
+            ok = x < hi if hi_kind == 1 else x <= hi
+        out[i] = ok
+    return out
+
+
+@pytest.mark.parametrize("arrow_type", _BOUND_TYPES, ids=str)
+@settings(max_examples=S.examples(12))
+@given(data=st.data())
+def test_predicates_evaluated_in_the_decode_pass_match_a_reference(arrow_type, data):
+    """read_pages(predicate=...) fills, page by page in the decode pass, the mask a plain
+    evaluation of the decoded values gives: an interval on fixed-width values (bounds
+    strict, inclusive or absent, inside or beyond the type, NaN and -0.0 values, nulls
+    excluded), a per-entry table on dictionary codes (nulls taking the table's null
+    value), for a whole chunk and for selected rows of BITPACK pages."""
+    n = data.draw(st.integers(1, 400))
+    with tempfile.TemporaryDirectory() as d:
+        arr = data.draw(S.arrays(st.just(arrow_type), n, nullable=True, sliced=False))
+        encodings = [e for e in S.encodings_for(arrow_type) if e not in ("bitpack", "dictionary")]
+        enc = data.draw(st.sampled_from(["bitpack", "dictionary", *encodings]), label="encoding")
+        path = Path(d) / "t.rcfmt"
+        if enc == "bitpack" and arrow_type.id == pa.float64().id:
+            enc = "alp"
+        rcfmt.write_table(pa.table({"c": arr}), path, block_rows=1000, encoding=enc,
+                          page_rows=data.draw(st.integers(1, 60)), compression=data.draw(st.sampled_from(["none", "zstd"])))
+        with rcfmt.open(path) as f:
+            decoder = f.chunk_decoder(0, 0)
+            if not decoder.is_dictionary and select.dtype_code(decoder.value_dtype) is None:
+                return  # (16-byte decimals: no range kernel; a scan evaluates them after decoding)
+            values, bitmap = decoder.decode_all(n, codes=True)
+            valid = None if bitmap is None else bitmap.bools()
+            if decoder.is_dictionary:
+                size = int(decoder.record["dictionary_size"])
+                table = np.array(data.draw(st.lists(st.booleans(), min_size=size, max_size=size)), bool)
+                null_value = data.draw(st.booleans())
+                want = table[values]
+                if valid is not None:
+                    want[~valid] = null_value
+                predicate = ("codes", table, null_value)
+            else:
+                dtype = decoder.value_dtype
+                raw = values.values
+                if dtype.kind == "f":
+                    pick = st.one_of(st.floats(allow_nan=False), st.sampled_from([0.0, -0.0]),
+                                     st.sampled_from(raw.tolist()))
+                else:
+                    info = np.iinfo(dtype)
+                    pick = st.one_of(st.integers(int(info.min) - 2, int(info.max) + 2), st.sampled_from(raw.tolist()))
+                lo, hi = data.draw(pick, label="lo"), data.draw(pick, label="hi")
+                lo_kind, hi_kind = data.draw(st.sampled_from([(0, 1), (0, 2), (1, 0), (2, 0), (1, 1), (1, 2), (2, 1),
+                                                              (2, 2)]))  # (a scan's interval has a bound)
+                want = _reference_range(raw, valid, lo, lo_kind, hi, hi_kind)
+                predicate = ("range", lo, lo_kind, hi, hi_kind)
+            mask = np.full(n, 7, np.uint8)  # (every byte must be written)
+            again, _ = decoder.decode_all(n, codes=True, predicate=predicate + (mask,))
+            assert (mask == want).all()
+            mask[:] = 7  # values decoded a page at a time into scratch, only the mask kept
+            dropped, again_bitmap = decoder.decode_all(n, codes=True, predicate=predicate + (mask,), keep=False)
+            assert dropped is None and (mask == want).all()
+            assert (again_bitmap is None) == (bitmap is None)
+            got = again if isinstance(again, np.ndarray) else again.values
+            assert got.tobytes() == (values if isinstance(values, np.ndarray) else values.values).tobytes()
+            if decoder.selective:  # selected rows only: the mask follows the values decoded
+                entries = f.page_index(0, 0)
+                wanted = np.array(sorted(data.draw(st.sets(st.integers(0, n - 1)), label="rows")), np.int64)
+                some_mask = np.full(len(wanted), 7, np.uint8)
+                _, _, gathered = decoder.decode_run(entries["offset"].astype(np.int64) - decoder.base,
+                                                    np.arange(len(entries)), entries["row_count"], selected=wanted,
+                                                    predicate=predicate + (some_mask,))
+                assert gathered and (some_mask == want[wanted]).all()
+                some_mask[:] = 7
+                dropped, _, _ = decoder.decode_run(entries["offset"].astype(np.int64) - decoder.base,
+                                                   np.arange(len(entries)), entries["row_count"], selected=wanted,
+                                                   predicate=predicate + (some_mask,), keep=False)
+                assert dropped is None and (some_mask == want[wanted]).all()
+
+
+def test_predicate_arguments_are_checked(tmp_path):
+    """A predicate read_pages cannot evaluate is a ValueError before anything runs."""
+    path = tmp_path / "t.rcfmt"
+    rcfmt.write_table(pa.table({"i": pa.array(np.arange(100, dtype=np.int32)),
+                                "s": pa.array(["a", "b"] * 50)}), path, encoding={"i": "plain", "s": "dictionary"})
+    with rcfmt.open(path) as f:
+        ints, codes = f.chunk_decoder(0, 0), f.chunk_decoder(0, 1)
+        with pytest.raises(ValueError, match="one entry per row"):
+            ints.decode_all(100, predicate=("range", 1, 1, 5, 1, np.zeros(99, bool)))
+        with pytest.raises(ValueError, match="writable, contiguous"):
+            ints.decode_all(100, predicate=("range", 1, 1, 5, 1, np.zeros(200, bool)[::2]))
+        with pytest.raises(ValueError, match="needs dictionary codes"):
+            ints.decode_all(100, predicate=("codes", np.ones(2, bool), False, np.zeros(100, bool)))
+        with pytest.raises(ValueError, match="unknown predicate"):
+            ints.decode_all(100, predicate=("between", 1, 1, 5, 1, np.zeros(100, bool)))
+        with pytest.raises(ValueError, match="fixed-width numeric"):
+            codes.decode_all(100, codes=True, predicate=("range", 1, 1, 5, 1, np.zeros(100, bool)))
+        with pytest.raises(ValueError, match="need a predicate"):
+            ints.decode_all(100, keep=False)
+        with pytest.raises(ValueError, match="item size"):
+            pages.read_pages(ints.buf, ints.base, start=int(ints.record["offset"]) - ints.base,
+                             end=int(ints.record["offset"] + ints.record["length"]) - ints.base, max_pages=100,
+                             max_rows=100, encoding=int(ints.record["encoding"]),
+                             values=(pages.MODE_PLAIN, 4, True, np.dtype(np.int64), 0, 0),
+                             predicate=("range", 1, 1, 5, 1, np.zeros(100, bool)))
+        with pytest.raises(ValueError, match="one entry per dictionary entry"):
+            codes.decode_all(100, codes=True, predicate=("codes", np.ones(3, bool), False, np.zeros(100, bool)))
+        mask = np.zeros(100, bool)
+        codes.decode_all(100, codes=True, predicate=("codes", np.array([False, True]), False, mask))
+        assert mask.tolist() == [False, True] * 50

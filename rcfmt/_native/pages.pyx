@@ -7,8 +7,10 @@ count and copies it into one Arrow-layout bitmap for the whole run. The result i
 :class:`PageRun`: a table of pages (rows, nulls, where each values body is) plus the
 arena and the bitmap. :func:`decode_values` then decodes the values of every page of
 a run straight into one preallocated output array (fixed-width values, or dictionary
-codes), again without the GIL. Encodings without a kernel here are decoded page by
-page from :meth:`PageRun.body`.
+codes), again without the GIL; :func:`read_pages` can do both in one call, and evaluate
+a column's part of a filter on each page's values as they are decoded (a range, or a
+table per dictionary entry, into a row mask). Encodings without a kernel here are
+decoded page by page from :meth:`PageRun.body`.
 
 Errors. The ``nogil`` passes record the first failure (what, which page, the numbers
 involved) and stop; the ``def`` wrappers turn it into the same
@@ -46,6 +48,9 @@ cimport numpy as cnp
 
 from rcfmt._native.bitpack cimport packed_nbytes, unpack_raw
 from rcfmt._native.floats cimport alp_factors
+from rcfmt._native.select cimport lookup_into, range_into
+
+from rcfmt._native import select as _select
 
 from rcfmt.errors import ChecksumError, CorruptFileError, UnsupportedError
 
@@ -839,7 +844,7 @@ cdef object _error(Failure* f, Py_ssize_t base, object page_numbers, int page_ty
 def read_pages(buf, Py_ssize_t base, *, Py_ssize_t start=0, end=None, Py_ssize_t max_pages=0,
                Py_ssize_t max_rows=0, positions=None, expected_rows=None, expected_lengths=None,
                page_numbers=None, int page_type=0, int encoding=0, bint verify=True, Py_ssize_t arena_hint=0,
-               values=None):
+               values=None, predicate=None, bint and_into=False):
     """Run the pages of a chunk held in ``buf`` (file bytes from offset ``base`` on)
     through the pipeline; return a :class:`PageRun`.
 
@@ -860,7 +865,20 @@ def read_pages(buf, Py_ssize_t base, *, Py_ssize_t start=0, end=None, Py_ssize_t
     (int64, strictly increasing): ``out`` then receives only their values, in order,
     and only the 1,024-value blocks holding them are unpacked (and checked). Everything then happens in one GIL-free section when the
     decompressed bodies fit ``arena_hint`` bytes (an estimate the caller makes; a larger
-    need is allocated between the passes, as without a hint)."""
+    need is allocated between the passes, as without a hint).
+
+    With ``values``, ``predicate`` evaluates a column's part of a filter on each page's
+    values as soon as they are decoded, into ``mask`` (bool or uint8, one byte per
+    value ``out`` receives): ``("range", lo, lo_kind, hi, hi_kind, mask)`` tests
+    ``lo <(=) x <(=) hi`` (bound kinds of :func:`rcfmt._native.select.range_mask`; fixed-width
+    numeric modes), ``("codes", table, null_value, mask)`` looks each dictionary code up
+    in ``table`` (one byte per dictionary entry, MODE_CODES). Null rows get 0, or
+    ``null_value``; with ``and_into`` the answers are ANDed into the mask (which holds
+    another column's for the same rows). The mask is complete when no page failed
+    (``run.bad == -1``). With a
+    predicate, ``out`` may be a numpy dtype instead of an array: each page's values are
+    then decoded into a buffer of one page, evaluated and dropped (every check still
+    runs); only the mask and the validity are returned."""
     cdef const uint8_t[::1] view = memoryview(buf).cast("B") if not isinstance(buf, np.ndarray) else buf
     cdef Py_ssize_t size = view.shape[0]
     cdef const uint8_t* p = &view[0] if size else <const uint8_t*>b""
@@ -917,6 +935,15 @@ def read_pages(buf, Py_ssize_t base, *, Py_ssize_t start=0, end=None, Py_ssize_t
         spec.selective = True
         spec.positions = &sel_view[0] if sel_view.shape[0] else NULL
         spec.npos = sel_view.shape[0]
+    cdef PredSpec pred
+    cdef PredSpec* pred_ptr = NULL
+    if decode and spec.discard and predicate is None:
+        raise ValueError("values decoded without an output need a predicate")
+    if predicate is not None:
+        if not decode:
+            raise ValueError("a predicate is evaluated on the values read_pages decodes")
+        _pred_spec(&pred, predicate, &spec, values[3], spec.npos if spec.selective else max_rows, and_into)
+        pred_ptr = &pred
     # preallocated when the caller knows enough: then one GIL-free section does it all
     arena = _memory.empty(arena_hint // 8 + 1, np.uint64) if arena_hint > 0 else None
     validity = np.empty((max_rows + 7) // 8, dtype=np.uint8) if decode else None
@@ -933,7 +960,9 @@ def read_pages(buf, Py_ssize_t base, *, Py_ssize_t start=0, end=None, Py_ssize_t
                     memset(bitmap, 0xFF, (rows + 7) // 8)
                 _bodies(p, t, n, arena_ptr, bitmap if any_nulls else NULL, verify, &f)
                 if f.code == OK:
-                    bad = _decode_run(t, n, p, arena_ptr, &spec)
+                    if pred_ptr != NULL:
+                        pred.bitmap = bitmap if any_nulls else NULL
+                    bad = _decode_run(t, n, p, arena_ptr, &spec, pred_ptr)
                 done = True
     except CorruptFileError as exc:  # from the Python codec fallback
         raise exc.with_context(page=_page_label(&f, page_numbers, page_type), offset=base + f.pos) from None
@@ -952,7 +981,9 @@ def read_pages(buf, Py_ssize_t base, *, Py_ssize_t start=0, end=None, Py_ssize_t
                     memset(bitmap, 0xFF, (rows + 7) // 8)
                 _bodies(p, t, n, arena_ptr, bitmap if any_nulls else NULL, verify, &f)
                 if f.code == OK and decode:
-                    bad = _decode_run(t, n, p, arena_ptr, &spec)
+                    if pred_ptr != NULL:
+                        pred.bitmap = bitmap if any_nulls else NULL
+                    bad = _decode_run(t, n, p, arena_ptr, &spec, pred_ptr)
         except CorruptFileError as exc:  # from the Python codec fallback
             raise exc.with_context(page=_page_label(&f, page_numbers, page_type), offset=base + f.pos) from None
         if f.code:
@@ -1287,6 +1318,144 @@ cdef struct ValuesSpec:
     bint selective
     const int64_t* positions
     Py_ssize_t npos
+    # values decoded page by page into scratch and not kept (a predicate's only input)
+    bint discard
+
+
+cdef enum:
+    PRED_RANGE = 1   # lo <= value <= hi (inclusive bounds of the values' type)
+    PRED_CODES = 2   # table[code] (a leaf's answer per dictionary entry)
+
+
+# A column's part of a filter, evaluated in the decode pass: one mask byte per row
+# decoded (per selected row in selective mode), 0 on null rows for PRED_RANGE and
+# ``null_value`` for PRED_CODES.
+cdef struct PredSpec:
+    int kind
+    int dtype               # PRED_RANGE: a DT_* code of select.pxd
+    bint empty              # PRED_RANGE: no value of the type lies in the interval
+    uint64_t lo             # PRED_RANGE: one value of the type each, in the low bytes
+    uint64_t hi
+    const uint8_t* table    # PRED_CODES: one byte per dictionary entry
+    uint32_t size
+    uint8_t null_value
+    uint8_t* mask
+    bint and_into           # AND into the mask already there (another column's conjuncts)
+    const uint8_t* bitmap   # the run's validity (bit per run row); NULL: no nulls
+
+
+cdef int _pred_spec(PredSpec* p, predicate, ValuesSpec* v, object out, Py_ssize_t rows, bint and_into) except -1:
+    """Check ``predicate`` (see :func:`read_pages`) against the values spec and fill ``p``;
+    the objects it points into are kept alive by the caller's ``predicate``."""
+    cdef cnp.ndarray mask, table
+    cdef bytes raw
+    kind = predicate[0]
+    mask = np.asarray(predicate[len(predicate) - 1])
+    if not (cnp.PyArray_IS_C_CONTIGUOUS(mask) and cnp.PyArray_ISWRITEABLE(mask) and mask.dtype.itemsize == 1
+            and mask.dtype.kind in "bu"):
+        raise ValueError("the predicate's mask must be a writable, contiguous bool or uint8 array")
+    if mask.shape[0] < rows:
+        raise ValueError("the predicate's mask needs one entry per row decoded")
+    memset(p, 0, sizeof(PredSpec))
+    p.mask = <uint8_t*>cnp.PyArray_DATA(mask)
+    p.and_into = and_into
+    if kind == "codes":
+        if v.mode != MODE_CODES:
+            raise ValueError("a codes predicate needs dictionary codes")
+        table = np.asarray(predicate[1])
+        if not (cnp.PyArray_IS_C_CONTIGUOUS(table) and table.dtype.itemsize == 1 and table.dtype.kind in "bu"):
+            raise ValueError("the predicate's table must be contiguous bool or uint8")
+        if table.shape[0] != v.limit:
+            raise ValueError("the predicate's table needs one entry per dictionary entry")
+        p.kind = PRED_CODES
+        p.table = <const uint8_t*>cnp.PyArray_DATA(table) if table.shape[0] else <const uint8_t*>b""
+        p.size = v.limit
+        p.null_value = 1 if predicate[2] else 0
+        return 0
+    if kind != "range":
+        raise ValueError(f"unknown predicate kind {kind!r}")
+    if v.mode not in (MODE_PLAIN, MODE_BITPACK, MODE_BITPACK_DECIMAL, MODE_DELTA, MODE_RLE, MODE_ALP):
+        raise ValueError("a range predicate needs fixed-width numeric values")
+    dtype = out if isinstance(out, np.dtype) else np.asarray(out).dtype
+    code = _select.dtype_code(dtype)
+    if code is None or dtype.itemsize != v.out_size:
+        raise ValueError(f"no range kernel for {dtype} values")
+    p.kind = PRED_RANGE
+    p.dtype = code
+    bounds = _select.inclusive_bounds(dtype, predicate[1], predicate[2], predicate[3], predicate[4])
+    p.empty = bounds is None
+    if bounds is not None:
+        raw = np.array(bounds, dtype).tobytes()
+        memcpy(&p.lo, <const char*>raw, v.out_size)
+        memcpy(&p.hi, (<const char*>raw) + v.out_size, v.out_size)
+    return 0
+
+
+cdef void _pred_rows(PredSpec* p, const uint8_t* values, Py_ssize_t n, uint8_t* o) noexcept nogil:
+    """The predicate on ``n`` decoded values (ANDed into ``o`` with ``and_into``), null
+    rows not yet decided."""
+    if p.kind == PRED_CODES:
+        lookup_into(p.table, p.size, <const uint32_t*>values, n, o, p.and_into)
+    elif p.empty:
+        memset(o, 0, n)
+    else:
+        range_into(p.dtype, values, n, &p.lo, &p.hi, o, p.and_into)
+
+
+cdef void _pred_nulls(PredSpec* p, int64_t first, const int64_t* positions, Py_ssize_t n,
+                      uint8_t* o) noexcept nogil:
+    """Null rows among ``n`` mask bytes take ``null_value`` (ANDed: 0 clears them);
+    byte i is run row ``first + i``, or ``positions[i]`` when given."""
+    cdef Py_ssize_t i
+    cdef int64_t r
+    cdef int k
+    cdef uint8_t byte
+    if positions != NULL:
+        for i in range(n):
+            r = positions[i]
+            if not ((p.bitmap[r >> 3] >> (r & 7)) & 1):
+                o[i] = p.null_value
+        return
+    i = 0
+    while i < n:
+        r = first + i
+        if (r & 7) == 0 and i + 8 <= n:
+            byte = p.bitmap[r >> 3]
+            if byte != 0xFF:
+                for k in range(8):
+                    if not ((byte >> k) & 1):
+                        o[i + k] = p.null_value
+            i += 8
+        else:
+            if not ((p.bitmap[r >> 3] >> (r & 7)) & 1):
+                o[i] = p.null_value
+            i += 1
+
+
+cdef void _pred_codes_and_nullable(PredSpec* p, const uint32_t* codes, Py_ssize_t n, int64_t first,
+                                   const int64_t* positions, uint8_t* o) noexcept nogil:
+    """Codes ANDed into the mask where null rows are TRUE: a null row's code is
+    arbitrary, so the bytes of null rows are left as they are."""
+    cdef Py_ssize_t i
+    cdef int64_t r
+    cdef uint32_t code
+    for i in range(n):
+        r = positions[i] if positions != NULL else first + i
+        if (p.bitmap[r >> 3] >> (r & 7)) & 1:
+            code = codes[i]
+            o[i] = (o[i] != 0) & (p.table[code] if code < p.size else 0)
+
+
+cdef void _pred_page(PredSpec* p, const uint8_t* values, Py_ssize_t n, int64_t first, const int64_t* positions,
+                     bint nulls, uint8_t* o) noexcept nogil:
+    """The predicate on one page's ``n`` decoded values into ``o``: value i is run row
+    ``first + i`` (or ``positions[i]``); ``nulls``: the page has null rows."""
+    if nulls and p.bitmap != NULL and p.and_into and p.null_value:
+        _pred_codes_and_nullable(p, <const uint32_t*>values, n, first, positions, o)
+        return
+    _pred_rows(p, values, n, o)
+    if nulls and p.bitmap != NULL and not (p.and_into and p.null_value):
+        _pred_nulls(p, first, positions, n, o)
 
 
 cdef int _values_spec(ValuesSpec* v, int mode, int itemsize, bint signed, out, Py_ssize_t rows, uint32_t limit,
@@ -1299,9 +1468,8 @@ cdef int _values_spec(ValuesSpec* v, int mode, int itemsize, bint signed, out, P
         for k_digits in range(precision):
             v.decimal_lim *= 10
         v.decimal_lim -= 1
-    cdef cnp.ndarray o = out
-    if not (cnp.PyArray_IS_C_CONTIGUOUS(o) and cnp.PyArray_ISWRITEABLE(o)):
-        raise ValueError("out must be a writable, contiguous array")
+    cdef cnp.ndarray o
+    v.discard = isinstance(out, np.dtype)
     if mode == MODE_CODES:
         itemsize = 4
     v.out_size = itemsize
@@ -1309,15 +1477,23 @@ cdef int _values_spec(ValuesSpec* v, int mode, int itemsize, bint signed, out, P
         itemsize = 1
     if itemsize not in (1, 2, 4, 8) and not ((mode == MODE_PLAIN or mode == MODE_RLE) and itemsize > 0):
         raise ValueError(f"itemsize {itemsize} not supported by mode {mode}")
-    if cnp.PyArray_NBYTES(o) < rows * v.out_size:
-        raise ValueError("out is too small for the run")
-    if (<uintptr_t>cnp.PyArray_DATA(o)) % min(itemsize, 8):
-        raise ValueError("out is not aligned to its itemsize")
+    if v.discard:
+        if (<object>out).itemsize != v.out_size:
+            raise ValueError("the values' dtype does not match the mode's item size")
+        v.out = NULL
+    else:
+        o = out
+        if not (cnp.PyArray_IS_C_CONTIGUOUS(o) and cnp.PyArray_ISWRITEABLE(o)):
+            raise ValueError("out must be a writable, contiguous array")
+        if cnp.PyArray_NBYTES(o) < rows * v.out_size:
+            raise ValueError("out is too small for the run")
+        if (<uintptr_t>cnp.PyArray_DATA(o)) % min(itemsize, 8):
+            raise ValueError("out is not aligned to its itemsize")
+        v.out = <uint8_t*>cnp.PyArray_DATA(o)
     v.mode = mode
     v.itemsize = itemsize
     v.signed = signed
     v.limit = limit
-    v.out = <uint8_t*>cnp.PyArray_DATA(o)
     v.selective = False
     v.positions = NULL
     v.npos = 0
@@ -1352,14 +1528,26 @@ cdef int _bitpack_selected(int mode, const uint8_t* body, Py_ssize_t size, Py_ss
 
 
 cdef Py_ssize_t _decode_run(int64_t[:, ::1] t, Py_ssize_t n, const uint8_t* buf, const uint8_t* arena,
-                            ValuesSpec* v) noexcept nogil:
+                            ValuesSpec* v, PredSpec* pred) noexcept nogil:
     """Decode every page's values into ``v.out`` (or, with ``v.positions``, those rows'
-    values one after another): -1, the first page whose values fail a check, or -2 when
-    memory runs out."""
+    values one after another), and with ``pred`` (else NULL) evaluate it on each page's
+    values right after they are decoded, while they are in cache: -1, the first page
+    whose values fail a check, or -2 when memory runs out."""
     cdef RunAccess a
-    cdef Py_ssize_t k, bad = -1, at = 0, end
+    cdef Py_ssize_t k, bad = -1, at = 0, end, most = 0
     cdef int64_t lo, hi
+    cdef uint8_t* dst
+    cdef uint8_t* page_out = NULL
+    if v.discard:  # one page's values at a time, in a buffer of the largest page
+        if pred == NULL:
+            return -2
+        for k in range(n):
+            most = max(most, t[k, P_ROWS])
+        page_out = <uint8_t*>malloc(most * v.out_size + 8)
+        if page_out == NULL:
+            return -2
     if _access(t, n, buf, arena, &a):
+        free(page_out)
         return -2
     for k in range(n):
         if v.selective:
@@ -1368,19 +1556,27 @@ cdef Py_ssize_t _decode_run(int64_t[:, ::1] t, Py_ssize_t n, const uint8_t* buf,
             end = at
             while end < v.npos and v.positions[end] < hi:
                 end += 1
+            dst = page_out if v.discard else v.out + at * v.out_size
             if end > at and _bitpack_selected(v.mode, _body(&a, t, k), t[k, P_LEN], t[k, P_ROWS], v.itemsize,
-                                              v.signed, v.decimal_lim, v.positions + at, end - at, lo,
-                                              v.out + at * v.out_size, a.scratch):
+                                              v.signed, v.decimal_lim, v.positions + at, end - at, lo, dst,
+                                              a.scratch):
                 bad = k
                 break
+            if pred != NULL and end > at:
+                _pred_page(pred, dst, end - at, 0, v.positions + at, t[k, P_NULLS] != 0, pred.mask + at)
             at = end
-        elif _page_values(v.mode, _body(&a, t, k), t[k, P_LEN], t[k, P_ROWS], v.itemsize, v.signed, v.limit,
-                          v.decimal_lim, v.out + t[k, P_FIRST] * v.out_size, a.scratch):
+            continue
+        dst = page_out if v.discard else v.out + t[k, P_FIRST] * v.out_size
+        if _page_values(v.mode, _body(&a, t, k), t[k, P_LEN], t[k, P_ROWS], v.itemsize, v.signed, v.limit,
+                        v.decimal_lim, dst, a.scratch):
             bad = k
             break
+        if pred != NULL:
+            _pred_page(pred, dst, t[k, P_ROWS], t[k, P_FIRST], NULL, t[k, P_NULLS] != 0, pred.mask + t[k, P_FIRST])
     if bad == -1 and v.selective and at != v.npos:
         bad = -3  # rows past the pages: nothing was written for them
     free(a.scratch)
+    free(page_out)
     return bad
 
 
@@ -1392,13 +1588,15 @@ def decode_values(PageRun run, int mode, int itemsize, bint signed, out, uint32_
     index (in the run) of the first page whose values fail a check; nothing is read or
     written outside the page bodies and ``out``."""
     cdef ValuesSpec v
+    if isinstance(out, np.dtype):
+        raise ValueError("decode_values needs an output array")
     _values_spec(&v, mode, itemsize, signed, out, run.rows, limit, precision)
     cdef const uint8_t[::1] bview = memoryview(run.buf).cast("B") if not isinstance(run.buf, np.ndarray) else run.buf
     cdef const uint8_t[::1] aview = run.arena
     cdef int64_t[:, ::1] t = run.pages
     cdef Py_ssize_t bad
     with nogil:
-        bad = _decode_run(t, run.count, &bview[0] if bview.shape[0] else NULL, &aview[0], &v)
+        bad = _decode_run(t, run.count, &bview[0] if bview.shape[0] else NULL, &aview[0], &v, NULL)
     if bad == -2:
         raise MemoryError()
     return bad

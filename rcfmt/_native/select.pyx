@@ -138,6 +138,79 @@ cdef extern from *:
     void rc_range_f64(const double*, Py_ssize_t, double, double, const uint8_t*, uint8_t*, int) noexcept nogil
 
 
+def inclusive_bounds(dtype, lo, int lo_kind, hi, int hi_kind):
+    """The interval ``lo <(=) x <(=) hi`` (bound kinds as :func:`range_mask`) as
+    inclusive bounds ``(lo, hi)`` of ``dtype``, or None when no value of the type lies
+    in it: a strict bound moves to the next integer (or double) inward, a missing or
+    out-of-range one becomes the type's limit (an infinity for doubles)."""
+    if not (0 <= lo_kind <= 2 and 0 <= hi_kind <= 2):
+        raise ValueError("bound kinds are BOUND_NONE, BOUND_STRICT or BOUND_INCLUSIVE")
+    dtype = np.dtype(dtype)
+    cdef double dlo, dhi
+    if dtype.kind == "f":
+        dlo = <double>lo if lo_kind else -INFINITY
+        dhi = <double>hi if hi_kind else INFINITY
+        if (lo_kind == 1 and dlo == INFINITY) or (hi_kind == 1 and dhi == -INFINITY):
+            return None
+        if lo_kind == 1:
+            dlo = nextafter(dlo, INFINITY)
+        if hi_kind == 1:
+            dhi = nextafter(dhi, -INFINITY)
+        return dlo, dhi
+    info = np.iinfo(dtype)
+    mn, mx = int(info.min), int(info.max)
+    lo_i = max(int(lo) + (lo_kind == 1), mn) if lo_kind else mn
+    hi_i = min(int(hi) - (hi_kind == 1), mx) if hi_kind else mx
+    return None if lo_i > hi_i else (lo_i, hi_i)
+
+
+_DTYPE_CODES = {np.dtype(t): c for t, c in [(np.int8, DT_I8), (np.int16, DT_I16), (np.int32, DT_I32),
+                                            (np.int64, DT_I64), (np.uint8, DT_U8), (np.uint16, DT_U16),
+                                            (np.uint32, DT_U32), (np.uint64, DT_U64), (np.float64, DT_F64)]}
+
+
+def dtype_code(dtype):
+    """The ``DT_*`` code :func:`range_into` takes for values of ``dtype`` (None: a type
+    the range kernels do not handle)."""
+    return _DTYPE_CODES.get(np.dtype(dtype))
+
+
+cdef void range_into(int dtype, const void* x, Py_ssize_t n, const void* lo, const void* hi,
+                     uint8_t* o, bint and_into) noexcept nogil:
+    if dtype == DT_I8:
+        rc_range_i8(<const int8_t*>x, n, (<const int8_t*>lo)[0], (<const int8_t*>hi)[0], NULL, o, and_into)
+    elif dtype == DT_I16:
+        rc_range_i16(<const int16_t*>x, n, (<const int16_t*>lo)[0], (<const int16_t*>hi)[0], NULL, o, and_into)
+    elif dtype == DT_I32:
+        rc_range_i32(<const int32_t*>x, n, (<const int32_t*>lo)[0], (<const int32_t*>hi)[0], NULL, o, and_into)
+    elif dtype == DT_I64:
+        rc_range_i64(<const int64_t*>x, n, (<const int64_t*>lo)[0], (<const int64_t*>hi)[0], NULL, o, and_into)
+    elif dtype == DT_U8:
+        rc_range_u8(<const uint8_t*>x, n, (<const uint8_t*>lo)[0], (<const uint8_t*>hi)[0], NULL, o, and_into)
+    elif dtype == DT_U16:
+        rc_range_u16(<const uint16_t*>x, n, (<const uint16_t*>lo)[0], (<const uint16_t*>hi)[0], NULL, o, and_into)
+    elif dtype == DT_U32:
+        rc_range_u32(<const uint32_t*>x, n, (<const uint32_t*>lo)[0], (<const uint32_t*>hi)[0], NULL, o, and_into)
+    elif dtype == DT_U64:
+        rc_range_u64(<const uint64_t*>x, n, (<const uint64_t*>lo)[0], (<const uint64_t*>hi)[0], NULL, o, and_into)
+    elif dtype == DT_F64:
+        rc_range_f64(<const double*>x, n, (<const double*>lo)[0], (<const double*>hi)[0], NULL, o, and_into)
+
+
+cdef void lookup_into(const uint8_t* table, uint32_t size, const uint32_t* codes, Py_ssize_t n,
+                      uint8_t* o, bint and_into) noexcept nogil:
+    cdef Py_ssize_t i
+    cdef uint32_t code
+    if and_into:
+        for i in range(n):
+            code = codes[i]
+            o[i] = (o[i] != 0) & (table[code] if code < size else 0)
+        return
+    for i in range(n):
+        code = codes[i]
+        o[i] = table[code] if code < size else 0
+
+
 cdef void _range(const _value_t* x, Py_ssize_t n, _value_t lo, _value_t hi, const uint8_t* v, uint8_t* o,
                  int and_into) noexcept nogil:
     if _value_t is int8_t:
@@ -173,42 +246,28 @@ def range_mask(const _value_t[::1] values, lo, int lo_kind, hi, int hi_kind, con
         raise ValueError("bound kinds are BOUND_NONE, BOUND_STRICT or BOUND_INCLUSIVE")
     if n == 0:
         return
-    cdef _value_t lo_v, hi_v
-    cdef double dlo, dhi
-    cdef bint empty = False
-    if _value_t is double:  # strict bounds as the next double inward; none as an infinity
-        dlo = <double>lo if lo_kind else -INFINITY
-        dhi = <double>hi if hi_kind else INFINITY
-        if lo_kind == 1:
-            empty = dlo == INFINITY
-            dlo = nextafter(dlo, INFINITY)
-        if hi_kind == 1:
-            empty = empty or dhi == -INFINITY
-            dhi = nextafter(dhi, -INFINITY)
-        lo_v, hi_v = dlo, dhi
-    else:  # strict bounds as the next integer inward; none as the type's limit
-        if _value_t is int8_t:
-            mn, mx = -(1 << 7), (1 << 7) - 1
-        elif _value_t is int16_t:
-            mn, mx = -(1 << 15), (1 << 15) - 1
-        elif _value_t is int32_t:
-            mn, mx = -(1 << 31), (1 << 31) - 1
-        elif _value_t is int64_t:
-            mn, mx = -(1 << 63), (1 << 63) - 1
-        elif _value_t is uint8_t:
-            mn, mx = 0, (1 << 8) - 1
-        elif _value_t is uint16_t:
-            mn, mx = 0, (1 << 16) - 1
-        elif _value_t is uint32_t:
-            mn, mx = 0, (1 << 32) - 1
-        else:
-            mn, mx = 0, (1 << 64) - 1
-        lo_i = int(lo) + (lo_kind == 1) if lo_kind else mn
-        hi_i = int(hi) - (hi_kind == 1) if hi_kind else mx
-        lo_i, hi_i = max(lo_i, mn), min(hi_i, mx)
-        empty = lo_i > hi_i
-        lo_v = lo_i if not empty else 0
-        hi_v = hi_i if not empty else 0
+    if _value_t is double:
+        bounds = inclusive_bounds(np.float64, lo, lo_kind, hi, hi_kind)
+    elif _value_t is int8_t:
+        bounds = inclusive_bounds(np.int8, lo, lo_kind, hi, hi_kind)
+    elif _value_t is int16_t:
+        bounds = inclusive_bounds(np.int16, lo, lo_kind, hi, hi_kind)
+    elif _value_t is int32_t:
+        bounds = inclusive_bounds(np.int32, lo, lo_kind, hi, hi_kind)
+    elif _value_t is int64_t:
+        bounds = inclusive_bounds(np.int64, lo, lo_kind, hi, hi_kind)
+    elif _value_t is uint8_t:
+        bounds = inclusive_bounds(np.uint8, lo, lo_kind, hi, hi_kind)
+    elif _value_t is uint16_t:
+        bounds = inclusive_bounds(np.uint16, lo, lo_kind, hi, hi_kind)
+    elif _value_t is uint32_t:
+        bounds = inclusive_bounds(np.uint32, lo, lo_kind, hi, hi_kind)
+    else:
+        bounds = inclusive_bounds(np.uint64, lo, lo_kind, hi, hi_kind)
+    cdef bint empty = bounds is None
+    cdef _value_t lo_v = 0, hi_v = 0
+    if not empty:
+        lo_v, hi_v = bounds
     cdef const uint8_t* v = &valid[0] if valid is not None else NULL
     if empty:  # no value lies in the interval
         out[:n] = 0

@@ -11,6 +11,12 @@ column's leaves are evaluated once per dictionary entry, ANDed there, and looked
 code in one native pass, both ANDed straight into the conjunction's mask. Lone
 comparisons on fixed-width numeric columns run as numpy comparisons on the decoded
 buffers. Other leaves go through Arrow compute.
+
+Pushed down: the scanner asks :func:`native_predicate` for the same interval or
+per-entry table of a column before it decodes the column's chunk, and the page
+pipeline evaluates it on each page's values as soon as they are decoded (one GIL-free
+call decodes and filters); the mask arrives as :attr:`ColumnData.pushed` and the
+conjunction only ANDs it.
 """
 from __future__ import annotations
 
@@ -29,7 +35,7 @@ from .nnf import BoundAnd, BoundListContains, BoundOr, Cmp, Leaf
 from .oracle import _to_numpy, list_contains_result, selection_mask
 from .intervals import Interval
 
-__all__ = ["ColumnData", "leaf_mask", "eval_nnf"]
+__all__ = ["ColumnData", "leaf_mask", "eval_nnf", "column_conjuncts", "native_predicate"]
 
 _NP_OPS = {"==": np.equal, "!=": np.not_equal, "<": np.less, "<=": np.less_equal,
            ">": np.greater, ">=": np.greater_equal}
@@ -42,16 +48,21 @@ class ColumnData:
     into bools only when a predicate or a gather asks (:attr:`valid`); Arrow output
     takes the bitmap as it is (:attr:`validity`)."""
 
-    __slots__ = ("ltype", "values", "_valid", "bitmap", "codes", "dictionary", "_dict_masks")
+    __slots__ = ("ltype", "values", "_valid", "bitmap", "codes", "dictionary", "_dict_masks", "pushed")
 
     def __init__(self, ltype: LogicalType, values: ColumnValues | None, valid: np.ndarray | Bitmap | None,
-                 codes: np.ndarray | None = None, dictionary: ColumnValues | None = None):
+                 codes: np.ndarray | None = None, dictionary: ColumnValues | None = None,
+                 pushed: tuple[np.ndarray, frozenset] | None = None):
         self.ltype = ltype
         self.values = values
         self.bitmap, self._valid = (valid, None) if isinstance(valid, Bitmap) else (None, valid)
         self.codes = codes
         self.dictionary = dictionary
         self._dict_masks: dict = {}
+        #: ``(mask, leaf ids)``: the AND of these leaves of the filter's top-level
+        #: conjunction, evaluated while decoding (one bool per row); handed to the
+        #: conjunction's evaluation, which may write into it
+        self.pushed = pushed
 
     @property
     def valid(self) -> np.ndarray | None:
@@ -125,18 +136,22 @@ def _values_mask(leaf: Leaf, values: ColumnValues, valid, ltype: LogicalType) ->
     return _arrow_mask(leaf, values, valid, ltype)
 
 
+def _entry_mask(leaf: Leaf, dictionary: ColumnValues, ltype: LogicalType) -> tuple[np.ndarray, bool]:
+    """``leaf`` evaluated once per dictionary entry (uint8 0/1), and its value on a null
+    row."""
+    dict_mask = _values_mask(leaf, dictionary, None, ltype)
+    # A null row's code points at an arbitrary entry, so nulls are decided apart:
+    # evaluate the leaf once on a null value (is_null is TRUE there, comparisons not).
+    null_true = bool(len(dictionary)) and bool(
+        _values_mask(leaf, dictionary.slice(0, 1), np.zeros(1, bool), ltype)[0])
+    return np.ascontiguousarray(dict_mask, bool).view(np.uint8), null_true
+
+
 def _dictionary_leaf(leaf: Leaf, data: ColumnData) -> tuple[np.ndarray, bool]:
-    """``leaf`` evaluated once per dictionary entry (bool bytes), and its value on a
-    null row (cached per leaf on the column's data)."""
+    """:func:`_entry_mask` of the column's dictionary (cached per leaf on its data)."""
     cached = data._dict_masks.get(id(leaf))
     if cached is None:
-        dictionary = data.dictionary
-        dict_mask = _values_mask(leaf, dictionary, None, data.ltype)
-        # A null row's code points at an arbitrary entry, so nulls are decided apart:
-        # evaluate the leaf once on a null value (is_null is TRUE there, comparisons not).
-        null_true = bool(len(dictionary)) and bool(
-            _values_mask(leaf, dictionary.slice(0, 1), np.zeros(1, bool), data.ltype)[0])
-        cached = data._dict_masks[id(leaf)] = (np.ascontiguousarray(dict_mask, bool).view(np.uint8), null_true)
+        cached = data._dict_masks[id(leaf)] = _entry_mask(leaf, data.dictionary, data.ltype)
     return cached
 
 
@@ -177,25 +192,69 @@ def _interval_mask(interval: Interval, data: ColumnData, out: np.ndarray | None)
     return out
 
 
-def _interval_literal(leaf, data: ColumnData):
-    """The literal of a comparison the interval kernel evaluates exactly as
-    :func:`_values_mask` does (int, date, timestamp, float64 and narrow-decimal values,
-    a literal the values' type holds, not NaN), else None."""
-    if not Interval.holds(leaf) or data.codes is not None:
+def _interval_literal(leaf, ltype: LogicalType, dtype: np.dtype):
+    """The literal of a comparison the interval kernel evaluates on values of ``dtype``
+    exactly as :func:`_values_mask` does (int, date, timestamp, float64 and
+    narrow-decimal values, a literal the values' type holds, not NaN), else None."""
+    if not Interval.holds(leaf):
         return None
-    ltype, values = data.ltype, data.values.values
-    if not (_numeric(ltype) or (ltype.name == "decimal128" and values.dtype == np.int64)):
+    if not (_numeric(ltype) or (ltype.name == "decimal128" and dtype == np.int64)):
         return None
-    if not values.flags.c_contiguous:
-        return None
-    if values.dtype == np.float64:
+    if dtype == np.float64:
         value = float(leaf.value)
         return None if value != value else value
-    if values.dtype.kind not in "iu" or not isinstance(leaf.value, (int, np.integer)) or isinstance(leaf.value, bool):
+    if dtype.kind not in "iu" or not isinstance(leaf.value, (int, np.integer)) or isinstance(leaf.value, bool):
         return None  # (the binder gives integer columns integer literals)
     value = int(leaf.value)
-    info = np.iinfo(values.dtype)
+    info = np.iinfo(dtype)
     return value if info.min <= value <= info.max else None
+
+
+def _data_interval_literal(leaf, data: ColumnData):
+    """:func:`_interval_literal` for decoded values (contiguous ones only)."""
+    if data.codes is not None or not data.values.values.flags.c_contiguous:
+        return None
+    return _interval_literal(leaf, data.ltype, data.values.values.dtype)
+
+
+# ---------------------------------------------------------------- pushed into decoding
+def column_conjuncts(expr) -> dict[str, list[Leaf]]:
+    """The leaves of ``expr``'s top-level conjunction (``expr`` itself when it is a
+    leaf), by column: what :func:`native_predicate` may evaluate while the column is
+    decoded. Lists' ``list_contains`` and nested And/Or are left to :func:`eval_nnf`."""
+    children = expr.children if isinstance(expr, BoundAnd) else (expr,)
+    out: dict[str, list[Leaf]] = {}
+    for child in children:
+        if not isinstance(child, (BoundAnd, BoundOr, BoundListContains)):
+            out.setdefault(child.column.name, []).append(child)
+    return out
+
+
+def native_predicate(leaves: list[Leaf], ltype: LogicalType, value_dtype: np.dtype | None,
+                     dictionary: ColumnValues | None):
+    """What the page pipeline can evaluate of ``leaves`` (one column's conjuncts) while
+    it decodes a chunk: ``(spec, leaf ids)``, ``spec`` the predicate of
+    :func:`rcfmt._native.pages.read_pages` without its mask, or None. A dictionary chunk
+    (``dictionary``) takes every leaf as one per-entry table; a chunk whose values
+    decode to ``value_dtype`` takes the comparisons an interval holds."""
+    if dictionary is not None:
+        table, null_true = None, True
+        for leaf in leaves:
+            entry, null_value = _entry_mask(leaf, dictionary, ltype)
+            table = entry if table is None else table & entry
+            null_true = null_true and null_value
+        return ("codes", table, null_true), frozenset(map(id, leaves))
+    if value_dtype is None:
+        return None
+    interval, taken = Interval(), []
+    for leaf in leaves:
+        value = _interval_literal(leaf, ltype, value_dtype)
+        if value is not None:
+            interval.add(leaf.op, value)
+            taken.append(id(leaf))
+    if not taken:
+        return None
+    return ("range", interval.lo, interval.lo_kind, interval.hi, interval.hi_kind), frozenset(taken)
 
 
 def _eval_and(expr: BoundAnd, column_data: Callable[[str], ColumnData], n: int) -> np.ndarray:
@@ -204,6 +263,7 @@ def _eval_and(expr: BoundAnd, column_data: Callable[[str], ColumnData], n: int) 
     (other leaves, nested ORs) evaluated and ANDed."""
     intervals: dict[str, tuple[Interval, ColumnData]] = {}
     dictionaries: dict[str, list] = {}
+    pushed: dict[int, np.ndarray] = {}  # (columns of a block's whole chunks share one mask)
     rest = []
     for child in expr.children:
         if isinstance(child, (BoundAnd, BoundOr, BoundListContains)):
@@ -211,6 +271,9 @@ def _eval_and(expr: BoundAnd, column_data: Callable[[str], ColumnData], n: int) 
             continue
         name = child.column.name
         data = column_data(name)
+        if data.pushed is not None and id(child) in data.pushed[1]:
+            pushed[id(data.pushed[0])] = data.pushed[0]
+            continue
         if data.codes is not None:
             dict_mask, null_true = _dictionary_leaf(child, data)
             group = dictionaries.get(name)
@@ -220,12 +283,14 @@ def _eval_and(expr: BoundAnd, column_data: Callable[[str], ColumnData], n: int) 
                 group[1] = group[1] & dict_mask
                 group[2] = group[2] and null_true
             continue
-        value = _interval_literal(child, data)
+        value = _data_interval_literal(child, data)
         if value is None:
             rest.append(child)
             continue
         intervals.setdefault(name, (Interval(), data))[0].add(child.op, value)
     out = None
+    for mask in pushed.values():
+        out = mask if out is None else np.logical_and(out, mask, out=out)
     for interval, data in intervals.values():
         out = _interval_mask(interval, data, out)
     for data, dict_mask, null_true in dictionaries.values():
@@ -250,4 +315,7 @@ def eval_nnf(expr, column_data: Callable[[str], ColumnData], n: int) -> np.ndarr
                 break
             out |= eval_nnf(child, column_data, n)
         return out
-    return leaf_mask(expr, column_data(expr.column.name)).copy()
+    data = column_data(expr.column.name)
+    if isinstance(data, ColumnData) and data.pushed is not None and id(expr) in data.pushed[1]:
+        return data.pushed[0]
+    return leaf_mask(expr, data).copy()

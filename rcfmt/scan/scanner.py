@@ -16,6 +16,7 @@ from typing import Iterator, Sequence
 import numpy as np
 import pyarrow as pa
 
+from .. import memory
 from ..encodings.base import ColumnValues
 from ..encodings.dictionary import take as dictionary_take
 from ..errors import CorruptFileError, InvalidOptionError
@@ -29,7 +30,7 @@ from .._native import select as _select
 from .._native import varbinary as _vb
 from . import bloom_filters
 from .bitmap_eval import BlockAnswer, answer_block, leaf_columns, to_mask
-from .evaluate import ColumnData, eval_nnf
+from .evaluate import ColumnData, column_conjuncts, eval_nnf, native_predicate
 from . import fetch_plan
 from .fetch_plan import BlockGroups
 from .nnf import BoundAnd, BoundListContains, BoundOr, columns as expr_columns, fold, leaves, to_nnf
@@ -112,9 +113,10 @@ def _gather_data(data: ColumnData, idx: np.ndarray) -> ColumnData:
     valid = None if data.valid is None else data.valid[idx]
     if valid is not None and valid.all():
         valid = None
+    pushed = None if data.pushed is None else (data.pushed[0][idx], data.pushed[1])
     if data.codes is not None:
-        return ColumnData(data.ltype, None, valid, data.codes[idx], data.dictionary)
-    return ColumnData(data.ltype, _gather(data.values, idx), valid)
+        return ColumnData(data.ltype, None, valid, data.codes[idx], data.dictionary, pushed)
+    return ColumnData(data.ltype, _gather(data.values, idx), valid, pushed=pushed)
 
 
 class PageIndex:
@@ -190,6 +192,7 @@ class FileScan:
         self.list_filters = {leaf.column.name: leaf.list_name for leaf in leaves(self.nnf)
                              if isinstance(leaf, BoundListContains)} if self.nnf is not None else {}
         self.row_filter_ids = {name: c for name, c in self.filter_ids.items() if name not in self.list_filters}
+        self._pushdown_whole = None if self.nnf is None else self._pushdown(self.nnf)
         if read_dictionary is not None and (isinstance(read_dictionary, str) or not isinstance(read_dictionary, Sequence)):
             raise InvalidOptionError("read_dictionary must be a list of column names")
         self.dictionary_ids = {file.column_index(name) for name in (read_dictionary or ())}
@@ -495,6 +498,20 @@ class FileScan:
         return RowRanges.from_pages(index.first, index.counts, keep)
 
     # ---------------------------------------------------------------- decoding
+    def _pushdown(self, nnf) -> tuple[dict, set]:
+        """``(conjuncts, mask-only columns)`` of a predicate: the leaves of its top-level
+        AND by column (evaluated in the decode pass where the pipeline can), and the
+        columns whose values serve nothing else (not projected, no leaf elsewhere in the
+        tree): decoded only into the mask when every one of their leaves is pushed."""
+        conjuncts = column_conjuncts(nnf)
+        counts: dict[str, int] = {}
+        for leaf in leaves(nnf):
+            counts[leaf.column.name] = counts.get(leaf.column.name, 0) + 1
+        projected = set(self.col_ids)
+        only = {name for name, group in conjuncts.items()
+                if counts[name] == len(group) and self.filter_ids.get(name) not in projected}
+        return conjuncts, only
+
     def _plan_column(self, block: int, col: int, selection: Selection, cache: dict, stats: ScanStats) -> tuple:
         """What of chunk ``col`` the rows ``selection`` needs: ``("whole",)`` (every
         row: the chunk is walked without its page index), ``("pages", page_ids,
@@ -563,7 +580,8 @@ class FileScan:
         return buf, int(starts[0])
 
     def _column_from(self, block: int, col: int, plan: tuple, selection: Selection, buf, base: int, cache: dict,
-                     stats: ScanStats) -> ColumnData:
+                     stats: ScanStats, conjuncts: list | None = None, mask_only: bool = False,
+                     shared: dict | None = None) -> ColumnData:
         """Decoded values of column ``col`` at the selected rows of ``block``, from the
         bytes :meth:`_fetch` read for ``plan``.
 
@@ -571,27 +589,55 @@ class FileScan:
         they lie); within them only the selected values are gathered (pages whose rows
         are all selected are kept without copying). Dictionary chunks stay as codes:
         predicates run on the dictionary, and values are materialized once, for the
-        selected rows only."""
+        selected rows only. ``conjuncts``: the filter's top-level leaves on this column;
+        what of them the page pipeline can evaluate is evaluated in the decode pass
+        (:attr:`ColumnData.pushed`). ``mask_only``: nothing but those leaves needs the
+        values, so when the pipeline takes them all the values are not kept (a page at
+        a time in scratch; the data then holds only the mask and validity). ``shared``
+        (a dict per block): whole chunks of the block's filter columns write one mask,
+        the first column's answers ANDed with the next ones' in the decode pass."""
         file = self.file
         ltype = file.footer.columns[col].type
         if plan[0] == "none":
             return ColumnData(ltype, _empty_values(ltype), None)
         gather = None if plan[0] == "whole" else self._gather_positions(block, col, plan, selection, cache)
         gathered = False
+        pushed = None
         try:
             decoder = file.chunk_decoder(block, col, buf, base)
+            predicate, keep = None, True
+            if conjuncts:
+                native = native_predicate(conjuncts, ltype, decoder.value_dtype,
+                                          decoder.dictionary if decoder.is_dictionary else None)
+                if native is not None:
+                    predicate, ids = native
+                    keep = not mask_only or len(ids) < len(conjuncts)
             if plan[0] == "whole":
                 rows = selection.num_rows  # the block's rows (a list's elements for an element column)
-                values, valid = decoder.decode_all(rows, codes=True)
+                and_into = False
+                if predicate is not None:
+                    mask = None if shared is None else shared.get("mask")
+                    and_into = mask is not None
+                    if mask is None:
+                        mask = memory.empty(rows, bool)
+                        if shared is not None:
+                            shared["mask"] = mask
+                    pushed = (mask, ids)
+                    predicate += (mask,)
+                values, valid = decoder.decode_all(rows, codes=True, predicate=predicate, keep=keep, and_into=and_into)
                 stats.pages_read += int(file.footer.chunks[col][block]["page_count"])
                 stats.rows_decoded += rows
             else:
                 entries = self._page_index(block, col, cache).entries
                 page_ids = plan[1]
                 counts = entries["row_count"][page_ids]
+                if predicate is not None:
+                    size = len(gather) if gather is not None and decoder.selective else int(counts.sum())
+                    pushed = (memory.empty(size, bool), ids)
+                    predicate += (pushed[0],)
                 values, valid, gathered = decoder.decode_run(
                     entries["offset"][page_ids].astype(np.int64) - base, page_ids, counts, codes=True,
-                    expected_lengths=entries["length"][page_ids], selected=gather)
+                    expected_lengths=entries["length"][page_ids], selected=gather, predicate=predicate, keep=keep)
                 stats.pages_read += len(page_ids)
                 stats.rows_decoded += int(counts.sum())
             dictionary = decoder.dictionary
@@ -599,10 +645,13 @@ class FileScan:
             raise file._locate(exc, block, col) from None
         if gathered:  # the kernel decoded only the selected values: their validity is left
             valid = None if valid is None else valid[gather]
-            return ColumnData(ltype, values, None if valid is None or valid.all() else valid)
+            return ColumnData(ltype, values, None if valid is None or valid.all() else valid, pushed=pushed)
+        if not keep:
+            data = ColumnData(ltype, None, None, pushed=pushed)
+            return data if gather is None else ColumnData(ltype, None, None, pushed=(pushed[0][gather], pushed[1]))
         codes = values if isinstance(values, np.ndarray) else None
         data = ColumnData(ltype, None if codes is not None else values, valid, codes,
-                          dictionary if codes is not None else None)
+                          dictionary if codes is not None else None, pushed)
         return data if gather is None else _gather_data(data, gather)
 
     def _gather_positions(self, block: int, col: int, plan: tuple, selection: Selection, cache: dict):
@@ -807,7 +856,11 @@ class FileScan:
         if nnf is not None:
             plans, (buf, base), rode_along = self._filter_columns_fetch(
                 block, candidates, filter_ids.values(), [] if count_only else rest, cache, stats, fetched)
-            filter_data = {col: self._column_from(block, col, plan, candidates, buf, base, cache, stats)
+            conjuncts, mask_only = self._pushdown_whole if nnf is self.nnf else self._pushdown(nnf)
+            names = {c: n for n, c in filter_ids.items()}
+            shared: dict = {}
+            filter_data = {col: self._column_from(block, col, plan, candidates, buf, base, cache, stats,
+                                                  conjuncts.get(names[col]), names[col] in mask_only, shared)
                            for col, plan in plans.items()}
             lists = {name: self._list_at(block, path, candidates, cache, stats)
                      for name, path in list_filters.items()}

@@ -105,3 +105,88 @@ def test_conjunctions_match_the_arrow_oracle(case):
     data = {name: _column_data(table.column(name).combine_chunks(), dictionary[name]) for name in table.column_names}
     got = eval_nnf(nnf, data.__getitem__, table.num_rows)
     assert got.tolist() == selection_mask(nnf, table).tolist()
+
+
+# ---------------------------------------------------------------- the same, evaluated while the pages decode
+from strategies import assert_tables_identical  # noqa: E402
+
+def _leaf(name, op, value):
+    c = rcfmt.col(name)
+    return {"==": c == value, "!=": c != value, "<": c < value, "<=": c <= value, ">": c > value,
+            ">=": c >= value}[op]
+
+
+@settings(max_examples=150, deadline=None)
+@given(case=_case(), page_rows=st.integers(1, 12), block_rows=st.sampled_from([7, 40]),
+       bitpack=st.booleans(), narrow=st.booleans(), project=st.sampled_from(["all", "k", "none"]),
+       null_leaf=st.sampled_from([None, "is_null", "is_valid"]))
+def test_conjunctions_evaluated_in_the_decode_pass_match_the_arrow_oracle(tmp_path_factory, case, page_rows,
+                                                                          block_rows, bitpack, narrow, project,
+                                                                          null_leaf):
+    """A scan evaluates a column's interval or per-entry table in the page pipeline's
+    decode pass (whole chunks, selected pages, selected rows of BITPACK pages, with a
+    conjunct on another column narrowing the candidates first; filter columns projected
+    or, when not, decoded only into the mask; the columns of whole chunks ANDing into
+    one mask, null rows TRUE for is_null): the rows Arrow selects."""
+    table, leaves, dictionary = case
+    table = table.append_column("k", pa.array(np.arange(table.num_rows, dtype=np.int64)))
+    expr = None
+    for name, op, value in leaves:
+        expr = _leaf(name, op, value) if expr is None else expr & _leaf(name, op, value)
+    if null_leaf:  # on the last column: after the others' answers are in the mask
+        expr = expr & getattr(rcfmt.col(leaves[-1][0]), null_leaf)()
+    if narrow:  # page-index pruning on k: the other columns are read at some pages / rows
+        expr = expr & (rcfmt.col("k") >= 13) & (rcfmt.col("k") < 22)
+    encoding = {name: "dictionary" if dictionary[name] else ("bitpack" if bitpack and pa.types.is_integer(
+        table.schema.field(name).type) else None) for name in table.column_names if name != "k"}
+    path = tmp_path_factory.mktemp("push") / "t.rcfmt"
+    rcfmt.write_table(table, path, page_rows=page_rows, block_rows=block_rows,
+                      encoding={n: e for n, e in encoding.items() if e}, compression="none")
+    want = table.filter(pa.array(selection_mask(to_nnf(bind(expr, table.schema)), table)))
+    columns = {"all": None, "k": ["k"], "none": []}[project]
+    got = rcfmt.read_table(path, columns=columns, filter=expr)
+    assert_tables_identical(got, want if columns is None else want.select(columns), check_metadata=False)
+
+
+def test_a_conjunction_is_decided_in_the_decode_pass(tmp_path, monkeypatch):
+    """Q6's shape (two intervals and a dictionary column's leaves, nulls among the
+    values): no separate mask pass runs after decoding, and the rows are Arrow's."""
+    from rcfmt.scan import evaluate
+
+    rng = np.random.default_rng(7)
+    n = 20_000
+    table = pa.table({
+        "qty": pa.array(rng.integers(1, 50, n), pa.int32(), mask=rng.random(n) < 0.1),
+        "disc": pa.array(rng.integers(0, 11, n) / 100, pa.float64()),
+        "flag": pa.array(rng.choice(["A", "N", "R"], n)),
+        "day": pa.array(rng.integers(8000, 10000, n).astype(np.int32), pa.date32()),
+        "price": pa.array(rng.random(n) * 1000),
+        "tag": pa.array(rng.choice(["x", "y", "z"], n), mask=rng.random(n) < 0.3),
+    })
+    path = tmp_path / "q.rcfmt"
+    rcfmt.write_table(table, path, block_rows=8192, page_rows=1000,
+                      encoding={"flag": "dictionary", "day": "bitpack", "tag": "dictionary"})
+    expr = ((rcfmt.col("day") >= dt.date(1992, 1, 1)) & (rcfmt.col("day") < dt.date(1995, 1, 1))
+            & (rcfmt.col("disc") >= 0.05) & (rcfmt.col("disc") <= 0.07) & (rcfmt.col("qty") < 24)
+            & rcfmt.col("flag").isin(["A", "R"]))
+    want = table.filter(pa.array(selection_mask(to_nnf(bind(expr, table.schema)), table)))
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a mask pass ran after decoding")
+
+    monkeypatch.setattr(evaluate._select, "range_mask", refuse)
+    monkeypatch.setattr(evaluate._select, "codes_mask", refuse)
+    for threads in (False, True):
+        got = rcfmt.read_table(path, filter=expr, use_threads=threads)
+        assert got.equals(want) and 0 < got.num_rows < n
+        # the filter columns not projected are decoded into their masks only
+        got = rcfmt.read_table(path, columns=["price", "disc"], filter=expr, use_threads=threads)
+        assert got.equals(want.select(["price", "disc"]))
+    lone = rcfmt.read_table(path, columns=["price"], filter=rcfmt.col("qty") < 5)  # a lone leaf too
+    assert lone.equals(table.filter(pa.compute.less(table["qty"], 5)).select(["price"]))
+    # null rows TRUE, ANDed after another column's answers (day's, by column order)
+    for tag in (rcfmt.col("tag").is_null(), rcfmt.col("tag").isin(["x", None])):
+        expr = (rcfmt.col("day") < dt.date(1995, 1, 1)) & tag
+        want = table.filter(pa.array(selection_mask(to_nnf(bind(expr, table.schema)), table)))
+        got = rcfmt.read_table(path, columns=["price"], filter=expr)
+        assert got.equals(want.select(["price"])) and got.num_rows
