@@ -326,15 +326,7 @@ class RowRanges:
             raise InvalidOptionError(f"row ranges end at row {self.end}, past n={n}")
         if self.is_empty:
             return np.zeros(n, dtype=bool)
-        if len(self) == 1:
-            mask = np.zeros(n, dtype=bool)
-            mask[self.starts[0]:self.ends[0]] = True
-            return mask
-        # starts and ends are all distinct (non-adjacent), so plain assignment works
-        edges = np.zeros(n + 1, dtype=np.int8)
-        edges[self.starts] = 1
-        edges[self.ends] = -1
-        return np.cumsum(edges[:n], dtype=np.int8).view(bool)
+        return _select.ranges_mask(np.ascontiguousarray(self.starts, _I64), np.ascontiguousarray(self.ends, _I64), n)
 
     def to_indices(self) -> np.ndarray:
         """Sorted int64 array of the rows of the set."""
@@ -568,7 +560,10 @@ class Selection:
         """Sorted int64 array of the selected rows (read-only; computed once: a scan
         asks for it once per projected column)."""
         if self._indices is None:
-            rows = self._ranges.to_indices() if self._ranges is not None else np.flatnonzero(self._mask)
+            if self._ranges is not None:
+                rows = self._ranges.to_indices()
+            else:
+                rows = _select.mask_rows(np.ascontiguousarray(self._mask).view(np.uint8))
             self._indices = _readonly(rows.astype(_I64, copy=False))
         return self._indices
 
@@ -694,9 +689,10 @@ class Selection:
             # one run: the refined rows are the mask's runs moved to the run's start
             start = int(self._ranges.starts[0]) if len(self._ranges) else 0
             return Selection._choose_from_ranges(RowRanges.from_mask(m).shift(start), self._n, None)
-        # the mask's runs, mapped back to rows (split where the candidate ranges break)
-        starts, ends = _select.runs_to_rows(*_mask_runs(m), self._ranges.starts, self._ranges.ends)
-        return Selection._choose_from_ranges(RowRanges._make(starts, ends), self._n, None)
+        # the mask laid out over the candidate ranges' rows; its runs then decide the form
+        full = _select.scatter_ranges(np.ascontiguousarray(m).view(np.uint8), self._ranges.starts,
+                                      self._ranges.ends, self._n)
+        return Selection._choose_from_mask(full, None)
 
     def _check_selection(self, other) -> "Selection":
         if not isinstance(other, Selection):

@@ -92,3 +92,48 @@ def test_take_matches_numpy_and_refuses_indices_outside(dtype, size, data):
         _select.take(values, bad, np.empty(len(bad), values.dtype))
     with pytest.raises(ValueError):
         _select.take(values, idx, np.empty(max(len(idx) - 1, 0) if len(idx) else 0, "V3"))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 3), max_size=700), st.sampled_from([0, 1, 2, 7, 8, 9]))
+def test_mask_rows_is_flatnonzero(raw, offset):
+    """Any nonzero byte counts (a bool view of other bytes), at every alignment and length."""
+    buf = np.zeros(len(raw) + offset, np.uint8)
+    buf[offset:] = raw
+    mask = buf[offset:]
+    got = _select.mask_rows(mask)
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, np.flatnonzero(mask))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 300), st.data())
+def test_ranges_mask_matches_numpy(n, data):
+    cuts = sorted(data.draw(st.lists(st.integers(0, n), max_size=20)))
+    starts, ends = np.array(cuts[0::2][: len(cuts) // 2], np.int64), np.array(cuts[1::2], np.int64)
+    expected = np.zeros(n, bool)
+    for s, e in zip(starts, ends):
+        expected[s:e] = True
+    np.testing.assert_array_equal(_select.ranges_mask(starts, ends, n), expected)
+    if n:
+        with pytest.raises(ValueError, match="outside"):
+            _select.ranges_mask(np.array([0], np.int64), np.array([n + 1], np.int64), n)
+        with pytest.raises(ValueError, match="outside"):
+            _select.ranges_mask(np.array([1], np.int64), np.array([0], np.int64), n)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 300), st.data())
+def test_scatter_ranges_lays_a_mask_over_the_ranges_rows(n, data):
+    cuts = sorted(data.draw(st.lists(st.integers(0, n), max_size=20)))
+    starts, ends = np.array(cuts[0::2][: len(cuts) // 2], np.int64), np.array(cuts[1::2], np.int64)
+    rows = np.concatenate([np.arange(s, e) for s, e in zip(starts, ends)] + [np.zeros(0, np.int64)])
+    values = np.array(data.draw(st.lists(st.integers(0, 2), min_size=len(rows), max_size=len(rows))), np.uint8)
+    expected = np.zeros(n, bool)
+    expected[rows] = values != 0
+    np.testing.assert_array_equal(_select.scatter_ranges(values, starts, ends, n), expected)
+    with pytest.raises(ValueError, match="rows for"):
+        _select.scatter_ranges(np.zeros(len(rows) + 1, np.uint8), starts, ends, n)
+    if len(starts) > 1 and starts[1] > ends[0]:
+        with pytest.raises(ValueError, match="out of order"):
+            _select.scatter_ranges(values, starts[::-1].copy(), ends[::-1].copy(), n)
