@@ -1,0 +1,86 @@
+"""Two builds of rcfmt on the same skipping queries, in alternating fresh processes.
+
+On a noisy machine the ratio between two commits is better measured by running them
+one after the other, several times, than by comparing benchmark runs made minutes
+apart. Build the other commit in a worktree first::
+
+    git worktree add /tmp/before <commit> && (cd /tmp/before && python setup.py build_ext --inplace -q)
+    python bench/bench_ab.py --before /tmp/before --after . --rounds 5
+
+Each round runs one process per checkout (``before`` first, then ``after``); a process
+times every query best-of-``--repeat``. Printed: the median over rounds of each
+checkout's best, and the change. Queries: TPC-H Q6 (Q_c of bench_skipping) on the
+natural and Z-ordered lineitem files of ``bench/data/peers``, 1 and 2 threads.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+DATA = HERE / "data" / "peers"
+LAYOUTS = ("natural_128k", "zorder_128k")
+
+_CHILD = r"""
+import datetime, json, sys, time
+root, data, repeat = sys.argv[1], sys.argv[2], int(sys.argv[3])
+sys.path.insert(0, root)
+import rcfmt
+assert rcfmt.__file__.startswith(root), rcfmt.__file__
+col = rcfmt.col
+q6 = ((col("l_shipdate") >= datetime.date(1994, 1, 1)) & (col("l_shipdate") < datetime.date(1995, 1, 1))
+      & (col("l_discount") >= 0.05) & (col("l_discount") <= 0.07) & (col("l_quantity") < 24))
+out = {}
+for layout in json.loads(sys.argv[4]):
+    path = f"{data}/lineitem_sf1.{layout}.rcfmt"
+    for threads in (False, True):
+        run = lambda: rcfmt.read_table(path, columns=["l_extendedprice", "l_discount"], filter=q6, use_threads=threads)
+        run()
+        best = float("inf")
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            run()
+            best = min(best, time.perf_counter() - t0)
+        out[f"Q6 {layout}, {2 if threads else 1} thread{'s' if threads else ''}"] = best * 1e3
+print(json.dumps(out))
+"""
+
+
+def run_once(root: Path, repeat: int) -> dict:
+    done = subprocess.run([sys.executable, "-c", _CHILD, str(root.resolve()), str(DATA), str(repeat),
+                           json.dumps(LAYOUTS)], check=True, capture_output=True, text=True)
+    return json.loads(done.stdout)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--before", type=Path, required=True, help="checkout with built extensions")
+    ap.add_argument("--after", type=Path, default=HERE.parent)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--repeat", type=int, default=15)
+    args = ap.parse_args(argv)
+    for layout in LAYOUTS:
+        if not (DATA / f"lineitem_sf1.{layout}.rcfmt").exists():
+            sys.exit(f"missing {layout}: run bench/bench_skipping.py --scale 1 first (it writes the files)")
+    results: dict[str, dict[str, list]] = {"before": {}, "after": {}}
+    for r in range(args.rounds):
+        for side, root in (("before", args.before), ("after", args.after)):
+            for query, ms in run_once(root, args.repeat).items():
+                results[side].setdefault(query, []).append(ms)
+        print(f"round {r + 1}/{args.rounds} done", file=sys.stderr, flush=True)
+    print("| query | before ms | after ms | change | before, all rounds | after, all rounds |")
+    print("| :-- | --: | --: | --: | :-- | :-- |")
+    for query, before in results["before"].items():
+        after = results["after"][query]
+        b, a = statistics.median(before), statistics.median(after)
+        print(f"| {query} | {b:.1f} | {a:.1f} | {100 * (a - b) / b:+.0f}% | "
+              f"{', '.join(f'{x:.1f}' for x in before)} | {', '.join(f'{x:.1f}' for x in after)} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
