@@ -26,10 +26,12 @@ DATA = HERE / "data" / "peers"
 LAYOUTS = ("natural_128k", "zorder_128k")
 
 _CHILD = r"""
-import datetime, json, sys, time
+import datetime, json, sys
 root, data, repeat = sys.argv[1], sys.argv[2], int(sys.argv[3])
 sys.path.insert(0, root)
+sys.path.append(sys.argv[5])
 import rcfmt
+from common import measure
 assert rcfmt.__file__.startswith(root), rcfmt.__file__
 col = rcfmt.col
 q6 = ((col("l_shipdate") >= datetime.date(1994, 1, 1)) & (col("l_shipdate") < datetime.date(1995, 1, 1))
@@ -38,21 +40,16 @@ out = {}
 for layout in json.loads(sys.argv[4]):
     path = f"{data}/lineitem_sf1.{layout}.rcfmt"
     for threads in (False, True):
-        run = lambda: rcfmt.read_table(path, columns=["l_extendedprice", "l_discount"], filter=q6, use_threads=threads)
-        run()
-        best = float("inf")
-        for _ in range(repeat):
-            t0 = time.perf_counter()
-            run()
-            best = min(best, time.perf_counter() - t0)
-        out[f"Q6 {layout}, {2 if threads else 1} thread{'s' if threads else ''}"] = best * 1e3
+        timing, _ = measure(lambda: rcfmt.read_table(path, columns=["l_extendedprice", "l_discount"], filter=q6,
+                                                     use_threads=threads), repeat=repeat)
+        out[f"Q6 {layout}, {2 if threads else 1} thread{'s' if threads else ''}"] = timing.best * 1e3
 print(json.dumps(out))
 """
 
 
 def run_once(root: Path, repeat: int) -> dict:
     done = subprocess.run([sys.executable, "-c", _CHILD, str(root.resolve()), str(DATA), str(repeat),
-                           json.dumps(LAYOUTS)], check=True, capture_output=True, text=True)
+                           json.dumps(LAYOUTS), str(HERE)], check=True, capture_output=True, text=True)
     return json.loads(done.stdout)
 
 

@@ -251,24 +251,7 @@ def range_mask(const _value_t[::1] values, lo, int lo_kind, hi, int hi_kind, con
         raise ValueError("bound kinds are BOUND_NONE, BOUND_STRICT or BOUND_INCLUSIVE")
     if n == 0:
         return
-    if _value_t is double:
-        bounds = inclusive_bounds(np.float64, lo, lo_kind, hi, hi_kind)
-    elif _value_t is int8_t:
-        bounds = inclusive_bounds(np.int8, lo, lo_kind, hi, hi_kind)
-    elif _value_t is int16_t:
-        bounds = inclusive_bounds(np.int16, lo, lo_kind, hi, hi_kind)
-    elif _value_t is int32_t:
-        bounds = inclusive_bounds(np.int32, lo, lo_kind, hi, hi_kind)
-    elif _value_t is int64_t:
-        bounds = inclusive_bounds(np.int64, lo, lo_kind, hi, hi_kind)
-    elif _value_t is uint8_t:
-        bounds = inclusive_bounds(np.uint8, lo, lo_kind, hi, hi_kind)
-    elif _value_t is uint16_t:
-        bounds = inclusive_bounds(np.uint16, lo, lo_kind, hi, hi_kind)
-    elif _value_t is uint32_t:
-        bounds = inclusive_bounds(np.uint32, lo, lo_kind, hi, hi_kind)
-    else:
-        bounds = inclusive_bounds(np.uint64, lo, lo_kind, hi, hi_kind)
+    bounds = inclusive_bounds(np.asarray(values).dtype, lo, lo_kind, hi, hi_kind)
     cdef bint empty = bounds is None
     cdef _value_t lo_v = 0, hi_v = 0
     if not empty:
