@@ -34,7 +34,8 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
 sys.path.insert(0, str(ROOT / "tests" / "data"))
 import make_bad  # noqa: E402 - the footer forging helpers (split_file, build_file, patch_page_index)
 PAGE_HEADER = struct.Struct("<BBBBIIIIIII")  # docs/FORMAT.md 4.1
@@ -48,6 +49,8 @@ CHILD = textwrap.dedent("""
     import rcfmt
     from rcfmt import col
     from rcfmt.cli import describe
+    sys.path.insert(0, sys.argv[2])
+    from filters import pushed_conjunction
 
     def rcfmt_table(array):
         return pa.table({"c": array})
@@ -67,6 +70,10 @@ CHILD = textwrap.dedent("""
             yield f.scan(read_dictionary=names, use_threads=False).read()
             for batch in f.iter_batches(batch_size=37):
                 yield batch
+            pushed = pushed_conjunction(f.schema)
+            if pushed is not None:  # projected (values kept) and not (masks only)
+                yield f.scan(filter=pushed).read()
+                yield f.scan(columns=[], filter=pushed, use_threads=False).read()
         # the dataset path: a directory (without index) holding only this file
         root = tempfile.mkdtemp(dir=os.path.dirname(path))
         shutil.copyfile(path, os.path.join(root, "part-0.rcfmt"))
@@ -326,8 +333,8 @@ def run(cases: int, seed: int, keep: Path | None = None, timeout: float = 600.0,
                 case = work / f"case{done + k}.rcfmt"
                 case.write_bytes(mutate(raw, headers, rng, metadata_only))
                 paths.append(case)
-            proc = subprocess.run([sys.executable, "-c", CHILD, str(MEMORY_LIMIT)], input="\n".join(map(str, paths)),
-                                  capture_output=True, text=True, cwd=ROOT, timeout=timeout,
+            proc = subprocess.run([sys.executable, "-c", CHILD, str(MEMORY_LIMIT), str(HERE)],
+                                  input="\n".join(map(str, paths)), capture_output=True, text=True, cwd=ROOT, timeout=timeout,
                                   env={**os.environ, "PYTHONPATH": str(ROOT)})
             lines = proc.stdout.splitlines()
             bad = [ln for ln in lines if ln.startswith("BAD")]

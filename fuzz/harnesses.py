@@ -37,6 +37,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 CORPUS = HERE / "corpus"
 sys.path.insert(0, str(ROOT))
+sys.path.insert(1, str(HERE))
 
 import atheris  # noqa: E402
 
@@ -54,6 +55,7 @@ with atheris.instrument_imports(include=["rcfmt"]):
     from rcfmt.format.bitmap_index import keys_parser, parse_entry
     from rcfmt.scan.bitmap_eval import answer_block
     from rcfmt.scan.bloom import BloomFilter, hash_values
+    from filters import pushed_conjunction
     from rcfmt.scan.nnf import BoundAnd, BoundOr, Cmp, InSet, NanCheck, NullCheck, Ref
     from rcfmt.types import logical_type_from_arrow
 
@@ -94,6 +96,10 @@ def scan(data: bytes) -> None:
                 return
             _validate(f.scan(filter=col(names[0]).is_valid() | col(names[-1]).is_null()).read())
             f.scan([], filter=col(names[0]).is_null() & col(names[-1]).is_valid()).count()
+            pushed = pushed_conjunction(f.schema)  # evaluated in the decode pass
+            if pushed is not None:
+                _validate(f.scan(filter=pushed).read())
+                f.scan([], filter=pushed, use_threads=False).count()
             _validate(f.scan(read_dictionary=names, use_threads=False).read())
             for batch in f.iter_batches(batch_size=50, filter=col(names[0]).is_null()):
                 _validate(pa.Table.from_batches([batch]))
