@@ -301,3 +301,42 @@ def test_threaded_first_writes_in_fresh_interpreters(tmp_path):
             assert rcfmt.read_table(out / f"w{k}.rcfmt").equals(expected)
         for k in (0, 2):
             assert (out / f"w{k}.rcfmt").read_bytes() == reference.read_bytes()
+
+
+PUSHED_CHILD = textwrap.dedent("""
+    import json, sys
+    import rcfmt
+    from rcfmt import col
+    q = (col("x") >= 10) & (col("x") < 60) & col("s").isin(["a", "ccc"]) & (col("y") > 0.25)
+    projected = rcfmt.read_table(sys.argv[1], filter=q)  # threads on: the default
+    masks_only = rcfmt.read_table(sys.argv[1], columns=["y"], filter=q)
+    print(json.dumps([projected.num_rows, projected.column("x").to_pylist()[:5],
+                      masks_only.column("y").to_pylist() == projected.column("y").to_pylist()]))
+""")
+
+
+def test_first_filtered_scan_evaluates_in_the_decode_pass_in_a_fresh_interpreter(tmp_path):
+    """A fresh interpreter whose first act is a threaded scan with a conjunction the page
+    pipeline evaluates while it decodes (the range and dictionary kernels it calls from
+    another native module, set up at import; masks shared per block, filter columns
+    kept or not): the rows Arrow selects."""
+    import json
+
+    import pyarrow.compute as pc
+
+    rng = np.random.default_rng(11)
+    n = 60_000
+    table = pa.table({"x": pa.array(rng.integers(0, 100, n).astype(np.int32)),
+                      "s": pa.array(np.array(["a", "bb", "ccc"])[rng.integers(0, 3, n)]),
+                      "y": pa.array(np.where(rng.random(n) < 0.2, None, rng.random(n)).tolist(), pa.float64())})
+    path = tmp_path / "f.rcfmt"
+    rcfmt.write_table(table, path, block_rows=8_192, page_rows=1_000, encoding={"s": "dictionary"})
+    mask = pc.and_kleene(pc.and_kleene(pc.greater_equal(table["x"], 10), pc.less(table["x"], 60)),
+                         pc.and_kleene(pc.is_in(table["s"], pa.array(["a", "ccc"])), pc.greater(table["y"], 0.25)))
+    want = table.filter(pc.fill_null(mask, False))
+    for _ in range(3):
+        proc = subprocess.run([sys.executable, "-c", PUSHED_CHILD, str(path)], capture_output=True, text=True,
+                              cwd=ROOT, timeout=120)
+        assert proc.returncode == 0, proc.stderr[-800:]
+        rows, first, same = json.loads(proc.stdout)
+        assert rows == want.num_rows > 0 and first == want.column("x").to_pylist()[:5] and same
