@@ -1,9 +1,11 @@
 """Cost of opening a file (footer read, checked and parsed): rcfmt against pyarrow's
 ``ParquetFile`` (footer and schema) on the same lineitem rows, in the same run.
 
-rcfmt is timed twice: with its footer cache warm (the same file opened again, as by
-repeated queries) and cold (the parsed-footer cache cleared before every open, as for
-a file opened once). Best of ``--repeat`` loops of ``--opens`` opens each.
+rcfmt is timed three ways: with its footer cache warm (the same file opened again, as by
+repeated queries), cold (the parsed-footer cache cleared before every open, as for a
+file opened once, whose schema other files of its dataset share), and with the schema
+never seen either (every footer cache cleared: the first file of a schema in a process).
+Best of ``--repeat`` loops of ``--opens`` opens each.
 
     python bench/bench_open.py --scale 1
 """
@@ -60,6 +62,12 @@ def main(argv=None) -> int:
         _footer._parse_json.cache_clear()
         rcfmt.open(rpath).close()
 
+    def rcfmt_new_schema():
+        _footer._parse_json.cache_clear()
+        _footer._flat_schema.cache_clear()
+        _footer._column.cache_clear()
+        rcfmt.open(rpath).close()
+
     def parquet_open():
         pf = pq.ParquetFile(ppath)
         pf.schema_arrow  # noqa: B018 - what a reader needs before planning
@@ -67,6 +75,7 @@ def main(argv=None) -> int:
 
     rows = []
     for name, fn in [("rcfmt (footer seen before)", rcfmt_open), ("rcfmt (cold)", rcfmt_cold),
+                     ("rcfmt (cold, schema never seen)", rcfmt_new_schema),
                      ("pyarrow ParquetFile + schema", parquet_open)]:
         t = best_per_call(fn, args.opens, args.repeat)
         rows.append([name, f"{t * 1e6:.0f}"])

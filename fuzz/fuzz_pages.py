@@ -67,6 +67,7 @@ CHILD = textwrap.dedent("""
             yield f.scan(filter=col(names[0]).is_valid() | col(names[-1]).is_null()).read()
             yield f.scan(columns=[], filter=col(names[0]).is_valid()).read()
             describe(f)  # what `rcfmt inspect` prints
+            f.footer.bitmap_report  # noqa: B018 - what `rcfmt meta` shows (checked when read)
             yield f.scan(read_dictionary=names, use_threads=False).read()
             for batch in f.iter_batches(batch_size=37):
                 yield batch

@@ -82,6 +82,7 @@ def footer(data: bytes) -> None:
     try:
         with rcfmt.open(_as_file(data), verify_checksums=False) as f:
             describe(f)
+            f.footer.bitmap_report  # noqa: B018 - checked when read, not at the open
             for name in f.schema.names:
                 f.block_stats(name)
     except RcfmtError:

@@ -119,7 +119,7 @@ def meta_report(f: RcfmtFile) -> dict:
                        "stored_bytes": sum(c["stored_bytes"] for c in chunks), "chunks": chunks})
     return {"path": f.path, "size": f.size, "num_rows": f.num_rows, "num_blocks": f.num_blocks,
             "created_by": f.footer.created_by, "metadata_keys": sorted(f.metadata), "columns": columns,
-            "bitmap_indexes": (f.footer.bitmap_index or {}).get("report", {}), "blocks": blocks}
+            "bitmap_indexes": f.footer.bitmap_report, "blocks": blocks}
 
 
 def _selected(f: RcfmtFile, column: str | None, block: int | None) -> tuple[list[int], list[int]]:

@@ -120,7 +120,7 @@ def file_stats(sa: StatsArrays, ltype: LogicalType, truncate: int = DEFAULT_INDE
 def entry_from_file(f, relpath: str, partition: tuple = (), truncate: int = DEFAULT_INDEX_TRUNCATE) -> FileEntry:
     """The index entry of an open :class:`~rcfmt.file.reader.RcfmtFile` (its footer only)."""
     stats = {}
-    report = (f.footer.bitmap_index or {}).get("report", {})
+    report = f.footer.bitmap_report
     values = {}
     for name in f.filter_schema.names:  # flat columns, and leaves under structs (by path)
         c = f.footer.columns[f.column_index(name)]

@@ -56,12 +56,12 @@ def inherited_bitmap_indexes(paths, data_schema: pa.Schema, write_options: dict,
     reported = False
     for path in paths:
         with RcfmtFile(path) as f:
-            region = f.footer.bitmap_index
+            region, report = f.footer.bitmap_index, f.footer.bitmap_report
             back = {old: new for new, old in file_renames(f.schema.names, ids, data_schema.names).items()}
         if region is None:
             continue
         reported = True
-        for column, entry in region.get("report", {}).items():
+        for column, entry in report.items():
             column = renamed_path(column, back)
             if data_schema.get_field_index(column.split(".")[0]) >= 0 and column not in option:
                 option[column] = entry.get("named", "auto")

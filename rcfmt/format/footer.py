@@ -13,6 +13,7 @@ import struct
 from dataclasses import dataclass, field
 
 import numpy as np
+import orjson
 import pyarrow as pa
 
 from .._native import footer as _footer
@@ -28,7 +29,7 @@ from .layout import (
     MAX_PAGE_ROWS,
     chunk_record,
     page_record,
-    view_records,
+    padded_record,
 )
 
 __all__ = ["ColumnSchema", "FileMetaData", "serialize_footer", "parse_footer"]
@@ -64,7 +65,8 @@ class FileMetaData:
     physical_schema: pa.Schema | None = None  # the stored columns as Arrow sees them (set when parsed)
     #: the footer's ``bitmap_indexes`` (section 6b): the region {"offset", "length",
     #: "directory_offset", "columns": [column index, ...]} when any chunk has an index,
-    #: and the writer's "report" (per column: kinds built, reasons for none); or None
+    #: and the writer's "report" (per column: kinds built, reasons for none; read it
+    #: through :attr:`bitmap_report`, which checks it); or None
     bitmap_index: dict | None = None
 
     @property
@@ -74,6 +76,15 @@ class FileMetaData:
     @property
     def num_blocks(self) -> int:
         return len(self.blocks)
+
+    @property
+    def bitmap_report(self) -> dict:
+        """The writer's bitmap-index report, per column (``{}`` when the footer has none);
+        checked for shape here, when a tool reads it, not at every open: reading data
+        never depends on it (CorruptFileError when malformed)."""
+        if self.bitmap_index is None:
+            return {}
+        return _bitmap_report(self.bitmap_index.get("report", {}))
 
 
 def _encode_metadata(metadata: dict[str, bytes]) -> list:
@@ -142,21 +153,32 @@ def parse_footer(buf: bytes, footer_offset: int, encodings_ok=None) -> FileMetaD
     if 4 + json_len > len(buf):
         raise _fail("JSON length runs past the footer")
     head = _parse_json(bytes(buf[4 : 4 + json_len]), encodings_ok)
-    try:
-        doc = head.doc
-        nblocks = int(doc["blocks"]["count"])
-        blocks = _table(buf, doc["blocks"], BLOCK_RECORD, nblocks)
-        chunks = [_table(buf, e, dtype, nblocks) for e, dtype in zip(doc["chunks"], head.chunk_dtypes)]
-        layout = (int(doc["blocks"]["offset"]), int(doc["blocks"]["record_size"]),
-                  np.array([int(e["offset"]) for e in doc["chunks"]], np.intp),
-                  np.array([int(e["record_size"]) for e in doc["chunks"]], np.intp))
-    except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
-        raise _fail(f"malformed ({type(exc).__name__}: {exc})") from None
-    meta = FileMetaData(list(head.columns), blocks, chunks, dict(head.metadata), head.created_by, head.page_index,
-                        head.bloom, dict(head.extra), head.arrow_schema, head.nested, head.physical_schema,
-                        head.bitmap_index)
-    _validate(meta, footer_offset, head, np.frombuffer(buf, np.uint8), layout)
+    if head.tables_end > len(buf):
+        raise _fail("table runs past the footer")
+    frombuffer = np.frombuffer
+    blocks, *chunks = [frombuffer(buf, dtype, count, offset) for offset, dtype, count in head.tables]
+    schema = head.schema
+    meta = FileMetaData(list(schema.columns), blocks, chunks, dict(schema.metadata), head.created_by,
+                        head.page_index, head.bloom, dict(head.extra), schema.arrow_schema, schema.nested,
+                        schema.physical_schema, head.bitmap_index)
+    _validate(meta, footer_offset, head, frombuffer(buf, np.uint8))
     return meta
+
+
+@dataclass(frozen=True, eq=False)
+class _Schema:
+    """What a footer's schema, metadata and nested tree say, parsed and checked (shared
+    by every footer with the very same ones, as the files of a dataset: read-only)."""
+
+    columns: tuple
+    chunk_dtypes: tuple
+    page_record_sizes: np.ndarray
+    encodings_ok: np.ndarray  # (columns, 256) uint8
+    metadata: dict
+    arrow_schema: pa.Schema
+    nested: tuple | None
+    physical_schema: pa.Schema
+    element: np.ndarray  # (columns,) uint8: 1 for element columns (slots are list elements, not rows)
 
 
 @dataclass(frozen=True, eq=False)
@@ -164,20 +186,16 @@ class _Head:
     """What a footer's JSON says, parsed and checked (shared by every open of the same
     footer: treat as read-only)."""
 
-    doc: dict
-    columns: tuple
-    chunk_dtypes: tuple
-    page_record_sizes: np.ndarray
-    encodings_ok: np.ndarray  # (columns, 256) uint8
-    metadata: dict
+    schema: _Schema
+    num_rows: int
+    #: (offset, record dtype, count) of the blocks table, then of each column's chunk table
+    tables: tuple
+    tables_end: int  # the footer must hold this many bytes
+    layout: tuple  # (blocks offset, block record size, chunk table offsets, chunk record sizes)
     created_by: str
     page_index: tuple
     bloom: tuple
     extra: dict
-    arrow_schema: pa.Schema
-    nested: tuple | None
-    physical_schema: pa.Schema
-    element: np.ndarray  # (columns,) uint8: 1 for element columns (slots are list elements, not rows)
     bitmap_index: dict | None
 
 
@@ -186,8 +204,8 @@ def _parse_json(text: bytes, encodings_ok) -> _Head:
     """The footer's JSON parsed (cached by its bytes: a file opened again, or another
     with the very same footer, costs one dictionary lookup)."""
     try:
-        doc = json.loads(text.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        doc = orjson.loads(text)  # checks UTF-8 too; a JSONDecodeError is a ValueError
+    except (ValueError, RecursionError) as exc:
         raise _fail(f"malformed JSON ({exc})") from None
     if not isinstance(doc, dict):
         raise _fail("JSON is not an object")
@@ -208,18 +226,60 @@ def _parse_json(text: bytes, encodings_ok) -> _Head:
         raise _fail(f"malformed ({type(exc).__name__}: {exc})") from None
 
 
-def _table(buf, entry: dict, dtype: np.dtype, count: int) -> np.ndarray:
+def _table(entry: dict, dtype: np.dtype, count: int) -> tuple:
+    """A table's (offset, record dtype, count, end), its layout checked (a record longer
+    than this version's is viewed with the unknown tail skipped)."""
     offset, record_size = int(entry["offset"]), int(entry["record_size"])
     if record_size < dtype.itemsize or count < 0 or offset < 0:
         raise _fail(f"bad table layout {entry}")
-    if offset + count * record_size > len(buf):
-        raise _fail("table runs past the footer")
-    if record_size == dtype.itemsize:
-        return np.frombuffer(buf, dtype, count, offset)
-    return view_records(memoryview(buf)[offset : offset + count * record_size], dtype, count, record_size)
+    if record_size != dtype.itemsize:
+        dtype = padded_record(dtype, record_size)
+    return offset, dtype, count, offset + count * record_size
 
 
 def _head(doc: dict, encodings_ok) -> _Head:
+    schema = _schema(doc, encodings_ok)
+    if not isinstance(doc["blocks"], dict) or len(doc["chunks"]) != len(schema.columns):
+        raise _fail("one chunk table per column expected")
+    pi = doc.get("page_index", {"offset": 0, "length": 0})
+    bf = doc.get("bloom_filters", {"offset": 0, "length": 0})
+    num_rows = doc["num_rows"]
+    if not isinstance(num_rows, int) or not 0 <= num_rows < 1 << 64:
+        raise _fail("num_rows disagrees with the blocks")
+    nblocks = int(doc["blocks"]["count"])
+    tables = [_table(doc["blocks"], BLOCK_RECORD, nblocks)]
+    tables += [_table(e, dtype, nblocks) for e, dtype in zip(doc["chunks"], schema.chunk_dtypes)]
+    layout = (tables[0][0], int(doc["blocks"]["record_size"]), np.array([t[0] for t in tables[1:]], np.intp),
+              np.array([int(e["record_size"]) for e in doc["chunks"]], np.intp))
+    bitmap_index = _bitmap_index(doc.get("bitmap_indexes"), len(schema.columns), schema.element)
+    return _Head(schema, num_rows, tuple(t[:3] for t in tables), max(t[3] for t in tables), layout,
+                 str(doc.get("created_by", "")), (int(pi["offset"]), int(pi["length"])),
+                 (int(bf["offset"]), int(bf["length"])), {k: v for k, v in doc.items() if k not in _KNOWN_KEYS},
+                 bitmap_index)
+
+
+def _schema(doc: dict, encodings_ok) -> _Schema:
+    """The footer's schema part, from a cache keyed by the JSON values it is made of
+    when they are hashable (a flat schema: every file of a dataset shares it)."""
+    schema, metadata = doc["schema"], doc.get("metadata", [])
+    if "nested" not in doc and type(schema) is list and type(metadata) is list:
+        try:
+            key = (tuple(tuple(e.items()) if type(e) is dict else e for e in schema),
+                   tuple(tuple(m.items()) if type(m) is dict else m for m in metadata))
+            return _flat_schema(key, encodings_ok)
+        except TypeError:  # an unhashable value (unknown to this version): parse uncached
+            pass
+    return _build_schema(doc, encodings_ok)
+
+
+@functools.lru_cache(maxsize=256)
+def _flat_schema(key: tuple, encodings_ok) -> _Schema:
+    schema, metadata = key
+    return _build_schema({"schema": [dict(e) if type(e) is tuple else e for e in schema],
+                          "metadata": [dict(m) if type(m) is tuple else m for m in metadata]}, encodings_ok)
+
+
+def _build_schema(doc: dict, encodings_ok) -> _Schema:
     columns, fields, allowed = [], [], []
     names = set()
     for entry in doc["schema"]:
@@ -236,17 +296,10 @@ def _head(doc: dict, encodings_ok) -> _Head:
         columns.append(column)
         fields.append(arrow_field)
         allowed.append(ok)
-    if not isinstance(doc["blocks"], dict) or len(doc["chunks"]) != len(columns):
-        raise _fail("one chunk table per column expected")
     metadata = {}
     for item in doc.get("metadata", []):
         value = base64.b64decode(item["base64"]) if "base64" in item else item["value"].encode("utf-8")
         metadata[str(item["key"])] = value
-    pi = doc.get("page_index", {"offset": 0, "length": 0})
-    bf = doc.get("bloom_filters", {"offset": 0, "length": 0})
-    num_rows = doc["num_rows"]
-    if not isinstance(num_rows, int) or not 0 <= num_rows < 1 << 64:
-        raise _fail("num_rows disagrees with the blocks")
     physical = pa.schema(fields, metadata=metadata or None)
     element = np.zeros(len(columns), np.uint8)
     nested = None
@@ -258,13 +311,10 @@ def _head(doc: dict, encodings_ok) -> _Head:
         logical = pa.schema([n.field for n in nested], metadata=metadata or None)
     else:
         logical = physical
-    bitmap_index = _bitmap_index(doc.get("bitmap_indexes"), len(columns), element)
-    return _Head(doc, tuple(columns), tuple(chunk_record(c.stat_width) for c in columns),
-                 np.array([page_record(c.stat_width).itemsize for c in columns], np.intp),
-                 np.stack(allowed) if allowed else np.ones((0, 256), np.uint8), metadata,
-                 str(doc.get("created_by", "")), (int(pi["offset"]), int(pi["length"])),
-                 (int(bf["offset"]), int(bf["length"])), {k: v for k, v in doc.items() if k not in _KNOWN_KEYS},
-                 logical, nested, physical, element, bitmap_index)
+    return _Schema(tuple(columns), tuple(chunk_record(c.stat_width) for c in columns),
+                   np.array([page_record(c.stat_width).itemsize for c in columns], np.intp),
+                   np.stack(allowed) if allowed else np.ones((0, 256), np.uint8), metadata, logical, nested,
+                   physical, element)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -296,7 +346,7 @@ def _bitmap_index(entry, ncols: int, element: np.ndarray) -> dict | None:
         return None
     if not isinstance(entry, dict):
         raise _fail("bitmap_indexes is not an object")
-    report = _bitmap_report(entry.get("report", {}))
+    report = entry.get("report", {})  # checked when read: FileMetaData.bitmap_report
     if "columns" not in entry:
         return {"report": report}
     out = {k: int(entry[k]) for k in ("offset", "length", "directory_offset")}
@@ -310,32 +360,33 @@ def _bitmap_index(entry, ncols: int, element: np.ndarray) -> dict | None:
     return out
 
 
-_REPORT_KINDS = ("equality", "range", "bitsliced", "auto")
-
-
-def _counts(d) -> bool:
-    """Whether ``d`` maps names to counts (ints, not bools)."""
-    if type(d) is not dict:
-        return False
-    for k, v in d.items():
-        if type(k) is not str or type(v) is not int:
-            return False
-    return True
+_REPORT_KINDS = frozenset(("equality", "range", "bitsliced", "auto"))
+_REPORT_COUNTS = ("kinds", "not_indexed")
 
 
 def _bitmap_report(report) -> dict:
     """The writer's report checked for shape (it is informative, but tools show it and
     rewrites follow its named kinds): ``{column: {"kinds": {kind: int}, "not_indexed":
     {reason: int}, ["named": kind], ["values": {"count": int, "keys": hex}]}}``."""
-    if not isinstance(report, dict):
+    if type(report) is not dict:
         raise _fail("bitmap_indexes report is malformed")
-    empty: dict = {}
     for name, r in report.items():
-        if not (type(name) is str and type(r) is dict and _counts(r.get("kinds", empty))
-                and _counts(r.get("not_indexed", empty)) and r.get("named", "auto") in _REPORT_KINDS):
+        if type(name) is not str or type(r) is not dict:
+            raise _fail("bitmap_indexes report is malformed")
+        for key in _REPORT_COUNTS:  # names mapped to counts (ints, not bools)
+            counts = r.get(key)
+            if counts is None:
+                continue
+            if type(counts) is not dict:
+                raise _fail("bitmap_indexes report is malformed")
+            for k, v in counts.items():
+                if type(k) is not str or type(v) is not int:
+                    raise _fail("bitmap_indexes report is malformed")
+        named = r.get("named", "auto")
+        if type(named) is not str or named not in _REPORT_KINDS:
             raise _fail("bitmap_indexes report is malformed")
         values = r.get("values")
-        if values is not None and not (isinstance(values, dict) and isinstance(values.get("keys"), str)
+        if values is not None and not (type(values) is dict and type(values.get("keys")) is str
                                        and isinstance(values.get("count"), int)):
             raise _fail("bitmap_indexes report is malformed")
     return report
@@ -377,7 +428,7 @@ def _validate_bitmap_region(region: dict, nblocks: int, footer_offset: int, afte
         raise _fail("bitmap index directory does not end its region")
 
 
-def _validate(meta: FileMetaData, footer_offset: int, head: _Head, footer, layout) -> None:
+def _validate(meta: FileMetaData, footer_offset: int, head: _Head, footer) -> None:
     """Check that counts add up and every location lies inside the data region (one
     native pass over the tables in ``footer``, laid out as ``layout`` = (blocks offset,
     block record size, chunk table offsets, chunk record sizes); see
@@ -398,12 +449,12 @@ def _validate(meta: FileMetaData, footer_offset: int, head: _Head, footer, layou
     if meta.bitmap_index is not None and "columns" in meta.bitmap_index:
         _validate_bitmap_region(meta.bitmap_index, len(meta.blocks), footer_offset,
                                 max(pi_off + pi_len, bf_off + bf_len, data_end))
-    columns = meta.columns
+    columns, schema = meta.columns, head.schema
     try:
         code, col, block = _footer.check_tables(
-            footer, layout[0], layout[1], len(meta.blocks), layout[2], layout[3], head.page_record_sizes,
-            head.encodings_ok, head.element, head.doc["num_rows"], HEADER_SIZE, data_end, pi_off, pi_len, bf_off, bf_len,
-            MAX_PAGE_ROWS)
+            footer, *head.layout[:2], len(meta.blocks), *head.layout[2:], schema.page_record_sizes,
+            schema.encodings_ok, schema.element, head.num_rows, HEADER_SIZE, data_end, pi_off, pi_len, bf_off,
+            bf_len, MAX_PAGE_ROWS)
     except (ValueError, OverflowError) as exc:  # tables outside the footer (also refused by _table)
         raise _fail(f"malformed table layout ({exc})") from None
     if code == _footer.FOOTER_OK:

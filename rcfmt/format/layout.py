@@ -105,11 +105,17 @@ def view_records(buf, dtype: np.dtype, count: int, record_size: int) -> np.ndarr
     ``record_size`` may exceed the known layout: a newer minor version can append
     fields, which this reader then ignores.
     """
-    if record_size == dtype.itemsize:
-        return np.frombuffer(buf, dtype=dtype, count=count)
-    padded = np.dtype({"names": list(dtype.names), "formats": [dtype.fields[n][0] for n in dtype.names],
-                       "offsets": [dtype.fields[n][1] for n in dtype.names], "itemsize": record_size})
-    return np.frombuffer(buf, dtype=padded, count=count)
+    if record_size != dtype.itemsize:
+        dtype = padded_record(dtype, record_size)
+    return np.frombuffer(buf, dtype=dtype, count=count)
+
+
+@functools.lru_cache(maxsize=256)
+def padded_record(dtype: np.dtype, record_size: int) -> np.dtype:
+    """``dtype`` with its records ``record_size`` bytes apart (a newer minor version's
+    longer records, whose unknown tail this reader skips)."""
+    return np.dtype({"names": list(dtype.names), "formats": [dtype.fields[n][0] for n in dtype.names],
+                     "offsets": [dtype.fields[n][1] for n in dtype.names], "itemsize": record_size})
 
 
 assert BLOCK_RECORD.itemsize == 32

@@ -332,9 +332,10 @@ def test_cli_check_reads_every_bitmap_and_meta_reports_them(tmp_path):
     {"offset": 8, "length": 4, "directory_offset": 8, "columns": [True]},
     [],
 ])
-def test_forged_footer_keys_are_corrupt_files(tmp_path, forged):
+def test_forged_footer_keys_are_corrupt_files(tmp_path, capsys, forged):
     """A footer whose ``bitmap_indexes`` key is malformed (checksums recomputed, as a
-    forger would) is refused when opened: a clear CorruptFileError, nothing else."""
+    forger would) is refused when opened, or for a malformed report when the report is
+    read: a clear CorruptFileError, nothing else."""
     import json
     import struct
     import zlib
@@ -357,6 +358,18 @@ def test_forged_footer_keys_are_corrupt_files(tmp_path, forged):
     body = raw[: len(raw) - 16 - footer_len]
     bad = tmp_path / "bad.rcfmt"
     bad.write_bytes(body + new_footer + struct.pack("<QI4s", len(new_footer), zlib.crc32(new_footer), b"RCFM"))
+    if isinstance(forged, dict) and set(forged) == {"report"}:
+        # the writer's report is informative: reading data never depends on it, so it is
+        # checked when a tool reads it (FileMetaData.bitmap_report), not at every open
+        with rcfmt.open(bad) as f:
+            assert f.scan([], filter=col("x") == 3).count() == 1
+            with pytest.raises(CorruptFileError, match="report is malformed"):
+                f.footer.bitmap_report
+        from rcfmt.cli import main
+
+        assert main(["meta", "--json", str(bad)]) == 1
+        assert "report is malformed" in capsys.readouterr().err
+        return
     with pytest.raises(CorruptFileError):
         with rcfmt.open(bad) as f:
             f.scan([], filter=col("x") == 3).count()
