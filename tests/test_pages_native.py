@@ -442,8 +442,10 @@ def test_predicates_evaluated_in_the_decode_pass_match_a_reference(arrow_type, d
     """read_pages(predicate=...) fills, page by page in the decode pass, the mask a plain
     evaluation of the decoded values gives: an interval on fixed-width values (bounds
     strict, inclusive or absent, inside or beyond the type, NaN and -0.0 values, nulls
-    excluded), a per-entry table on dictionary codes (nulls taking the table's null
-    value), for a whole chunk and for selected rows of BITPACK pages."""
+    excluded) with sets the values must be in or not in (empty, short, longer than the
+    kernel's linear scan), validity alone (is_null / is_valid), a per-entry table on
+    dictionary codes (nulls taking the table's null value); written, or ANDed into a
+    mask there; for a whole chunk and for selected rows of BITPACK pages."""
     n = data.draw(st.integers(1, 400))
     with tempfile.TemporaryDirectory() as d:
         arr = data.draw(S.arrays(st.just(arrow_type), n, nullable=True, sliced=False))
@@ -477,17 +479,44 @@ def test_predicates_evaluated_in_the_decode_pass_match_a_reference(arrow_type, d
                 else:
                     info = np.iinfo(dtype)
                     pick = st.one_of(st.integers(int(info.min) - 2, int(info.max) + 2), st.sampled_from(raw.tolist()))
-                lo, hi = data.draw(pick, label="lo"), data.draw(pick, label="hi")
-                lo_kind, hi_kind = data.draw(st.sampled_from([(0, 1), (0, 2), (1, 0), (2, 0), (1, 1), (1, 2), (2, 1),
-                                                              (2, 2)]))  # (a scan's interval has a bound)
-                want = _reference_range(raw, valid, lo, lo_kind, hi, hi_kind)
-                predicate = ("range", lo, lo_kind, hi, hi_kind)
+                shape = data.draw(st.sampled_from(["range", "sets", "nulls"]), label="shape")
+                if shape == "nulls":  # is_null / is_valid: the validity alone
+                    want_null = data.draw(st.booleans(), label="want_null")
+                    valid_rows = np.ones(n, bool) if valid is None else valid
+                    want = ~valid_rows if want_null else valid_rows.copy()
+                    predicate = ("nulls", want_null)
+                else:
+                    lo, hi = data.draw(pick, label="lo"), data.draw(pick, label="hi")
+                    kinds = [(0, 1), (0, 2), (1, 0), (2, 0), (1, 1), (1, 2), (2, 1), (2, 2)]
+                    lo_kind, hi_kind = data.draw(st.sampled_from(kinds + [(0, 0)] * (shape == "sets")))
+                    want = _reference_range(raw, valid, lo, lo_kind, hi, hi_kind)
+                    predicate = ("range", lo, lo_kind, hi, hi_kind)
+                if shape == "sets":  # in `members` (None: no such set) and not in `excluded`
+                    sets = []
+                    for label in ("members", "excluded"):
+                        drawn = data.draw(st.none() | st.lists(pick, max_size=40), label=label)
+                        if drawn is not None and dtype.kind != "f":
+                            drawn = [v for v in drawn if info.min <= v <= info.max]
+                        elif drawn is not None:  # (a set holds no NaN: the kernel's check refuses it)
+                            drawn = [v for v in drawn if v == v]
+                        sets.append(None if drawn is None else np.array(sorted(set(drawn)), dtype))
+                    members, excluded = sets
+                    for i, x in enumerate(raw.tolist()):
+                        if members is not None and not any(x == m for m in members.tolist()):
+                            want[i] = False
+                        if excluded is not None and any(x == m for m in excluded.tolist()):
+                            want[i] = False
+                    predicate += (members, excluded)
             mask = np.full(n, 7, np.uint8)  # (every byte must be written)
             again, _ = decoder.decode_all(n, codes=True, predicate=predicate + (mask,))
             assert (mask == want).all()
             mask[:] = 7  # values decoded a page at a time into scratch, only the mask kept
             dropped, again_bitmap = decoder.decode_all(n, codes=True, predicate=predicate + (mask,), keep=False)
             assert dropped is None and (mask == want).all()
+            before = np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n), label="and_into"), bool)
+            mask = before.copy()  # ANDed into another column's answers for the same rows
+            decoder.decode_all(n, codes=True, predicate=predicate + (mask,), and_into=True)
+            assert (mask == (before & want)).all()
             assert (again_bitmap is None) == (bitmap is None)
             got = again if isinstance(again, np.ndarray) else again.values
             assert got.tobytes() == (values if isinstance(values, np.ndarray) else values.values).tobytes()
@@ -536,3 +565,14 @@ def test_predicate_arguments_are_checked(tmp_path):
         mask = np.zeros(100, bool)
         codes.decode_all(100, codes=True, predicate=("codes", np.array([False, True]), False, mask))
         assert mask.tolist() == [False, True] * 50
+        with pytest.raises(ValueError, match="sorted and distinct"):
+            ints.decode_all(100, predicate=("range", 0, 0, 0, 0, np.array([5, 3], np.int32), None, mask))
+        with pytest.raises(ValueError, match="contiguous int32 array"):
+            ints.decode_all(100, predicate=("range", 0, 0, 0, 0, None, np.array([5], np.int64), mask))
+        with pytest.raises(ValueError, match="range predicate is"):
+            ints.decode_all(100, predicate=("range", 0, 0, 0, 0, None, mask))
+        with pytest.raises(ValueError, match="nulls predicate is"):
+            ints.decode_all(100, predicate=("nulls", True, None, mask))
+        ints.decode_all(100, predicate=("range", 10, 2, 0, 0, np.array([3, 12, 40], np.int32),
+                                        np.array([40], np.int32), mask))
+        assert np.flatnonzero(mask).tolist() == [12]

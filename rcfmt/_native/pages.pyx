@@ -48,7 +48,7 @@ cimport numpy as cnp
 
 from rcfmt._native.bitpack cimport packed_nbytes, unpack_raw
 from rcfmt._native.floats cimport alp_factors
-from rcfmt._native.select cimport lookup_into, range_into
+from rcfmt._native.select cimport lookup_into, member_into, range_into
 
 from rcfmt._native import select as _select
 
@@ -1323,19 +1323,26 @@ cdef struct ValuesSpec:
 
 
 cdef enum:
-    PRED_RANGE = 1   # lo <= value <= hi (inclusive bounds of the values' type)
+    PRED_RANGE = 1   # lo <= value <= hi (inclusive bounds of the values' type), in / not in sets
     PRED_CODES = 2   # table[code] (a leaf's answer per dictionary entry)
+    PRED_NULLS = 3   # the row is null (is_null) or valid (is_valid): validity only
 
 
 # A column's part of a filter, evaluated in the decode pass: one mask byte per row
-# decoded (per selected row in selective mode), 0 on null rows for PRED_RANGE and
+# decoded (per selected row in selective mode), 0 on null rows for PRED_RANGE,
 # ``null_value`` for PRED_CODES.
 cdef struct PredSpec:
     int kind
     int dtype               # PRED_RANGE: a DT_* code of select.pxd
+    bint has_range          # PRED_RANGE: lo and hi apply (else only the sets, or every valid row)
     bint empty              # PRED_RANGE: no value of the type lies in the interval
     uint64_t lo             # PRED_RANGE: one value of the type each, in the low bytes
     uint64_t hi
+    const uint8_t* members  # PRED_RANGE: values must be one of these (sorted, distinct; NULL: any)
+    Py_ssize_t nmembers
+    const uint8_t* excluded # PRED_RANGE: values must be none of these (sorted, distinct)
+    Py_ssize_t nexcluded
+    bint want_null          # PRED_NULLS: TRUE on null rows (is_null), else on valid ones
     const uint8_t* table    # PRED_CODES: one byte per dictionary entry
     uint32_t size
     uint8_t null_value
@@ -1372,8 +1379,16 @@ cdef int _pred_spec(PredSpec* p, predicate, ValuesSpec* v, object out, Py_ssize_
         p.size = v.limit
         p.null_value = 1 if predicate[2] else 0
         return 0
+    if kind == "nulls":
+        if len(predicate) != 3:
+            raise ValueError("a nulls predicate is (\"nulls\", want_null, mask)")
+        p.kind = PRED_NULLS
+        p.want_null = bool(predicate[1])
+        return 0
     if kind != "range":
         raise ValueError(f"unknown predicate kind {kind!r}")
+    if len(predicate) not in (6, 8):
+        raise ValueError("a range predicate is (\"range\", lo, lo_kind, hi, hi_kind[, members, excluded], mask)")
     if v.mode not in (MODE_PLAIN, MODE_BITPACK, MODE_BITPACK_DECIMAL, MODE_DELTA, MODE_RLE, MODE_ALP):
         raise ValueError("a range predicate needs fixed-width numeric values")
     dtype = out if isinstance(out, np.dtype) else np.asarray(out).dtype
@@ -1382,24 +1397,58 @@ cdef int _pred_spec(PredSpec* p, predicate, ValuesSpec* v, object out, Py_ssize_
         raise ValueError(f"no range kernel for {dtype} values")
     p.kind = PRED_RANGE
     p.dtype = code
-    bounds = _select.inclusive_bounds(dtype, predicate[1], predicate[2], predicate[3], predicate[4])
-    p.empty = bounds is None
-    if bounds is not None:
-        raw = np.array(bounds, dtype).tobytes()
-        memcpy(&p.lo, <const char*>raw, v.out_size)
-        memcpy(&p.hi, (<const char*>raw) + v.out_size, v.out_size)
+    p.has_range = predicate[2] != 0 or predicate[4] != 0
+    if p.has_range:
+        bounds = _select.inclusive_bounds(dtype, predicate[1], predicate[2], predicate[3], predicate[4])
+        p.empty = bounds is None
+        if bounds is not None:
+            raw = np.array(bounds, dtype).tobytes()
+            memcpy(&p.lo, <const char*>raw, v.out_size)
+            memcpy(&p.hi, (<const char*>raw) + v.out_size, v.out_size)
+    if len(predicate) == 8:
+        p.members = _value_set(predicate[5], dtype, &p.nmembers)
+        p.excluded = _value_set(predicate[6], dtype, &p.nexcluded)
     return 0
+
+
+cdef const uint8_t* _value_set(values, dtype, Py_ssize_t* n) except? NULL:
+    """The data of ``values`` (None, or a contiguous array of ``dtype``, sorted and
+    distinct: the kernels search it) and its length in ``n``; NULL for None."""
+    cdef cnp.ndarray arr
+    n[0] = 0
+    if values is None:
+        return NULL
+    arr = values
+    if not (isinstance(values, np.ndarray) and arr.dtype == dtype and arr.ndim == 1
+            and cnp.PyArray_IS_C_CONTIGUOUS(arr)):
+        raise ValueError(f"a predicate's value set must be a contiguous {dtype} array")
+    if arr.shape[0] > 1 and not (values[1:] > values[:-1]).all():
+        raise ValueError("a predicate's value set must be sorted and distinct")
+    n[0] = arr.shape[0]
+    return <const uint8_t*>cnp.PyArray_DATA(arr) if arr.shape[0] else <const uint8_t*>b""
 
 
 cdef void _pred_rows(PredSpec* p, const uint8_t* values, Py_ssize_t n, uint8_t* o) noexcept nogil:
     """The predicate on ``n`` decoded values (ANDed into ``o`` with ``and_into``), null
     rows not yet decided."""
+    cdef bint written = p.and_into
     if p.kind == PRED_CODES:
         lookup_into(p.table, p.size, <const uint32_t*>values, n, o, p.and_into)
-    elif p.empty:
+        return
+    if p.empty or (p.members != NULL and p.nmembers == 0):
         memset(o, 0, n)
-    else:
-        range_into(p.dtype, values, n, &p.lo, &p.hi, o, p.and_into)
+        return
+    if p.has_range:
+        range_into(p.dtype, values, n, &p.lo, &p.hi, o, written)
+        written = True
+    if p.members != NULL:
+        member_into(p.dtype, values, n, p.members, p.nmembers, False, o, written)
+        written = True
+    if p.nexcluded:
+        member_into(p.dtype, values, n, p.excluded, p.nexcluded, True, o, written)
+        written = True
+    if not written:  # no constraint but validity (is_valid): every row, nulls cleared after
+        memset(o, 1, n)
 
 
 cdef void _pred_nulls(PredSpec* p, int64_t first, const int64_t* positions, Py_ssize_t n,
@@ -1446,10 +1495,32 @@ cdef void _pred_codes_and_nullable(PredSpec* p, const uint32_t* codes, Py_ssize_
             o[i] = (o[i] != 0) & (p.table[code] if code < p.size else 0)
 
 
+cdef void _pred_validity(PredSpec* p, int64_t first, const int64_t* positions, Py_ssize_t n, bint nulls,
+                         uint8_t* o) noexcept nogil:
+    """PRED_NULLS on ``n`` rows (row i is run row ``first + i``, or ``positions[i]``):
+    TRUE where the row's validity is not ``want_null``; ``nulls``: the page has nulls."""
+    cdef Py_ssize_t i
+    cdef int64_t r
+    cdef uint8_t hit
+    if not nulls:  # every row valid
+        if p.want_null:
+            memset(o, 0, n)
+        elif not p.and_into:
+            memset(o, 1, n)
+        return
+    for i in range(n):
+        r = positions[i] if positions != NULL else first + i
+        hit = ((p.bitmap[r >> 3] >> (r & 7)) & 1) ^ (1 if p.want_null else 0)
+        o[i] = (hit & (o[i] != 0)) if p.and_into else hit
+
+
 cdef void _pred_page(PredSpec* p, const uint8_t* values, Py_ssize_t n, int64_t first, const int64_t* positions,
                      bint nulls, uint8_t* o) noexcept nogil:
     """The predicate on one page's ``n`` decoded values into ``o``: value i is run row
     ``first + i`` (or ``positions[i]``); ``nulls``: the page has null rows."""
+    if p.kind == PRED_NULLS:
+        _pred_validity(p, first, positions, n, nulls and p.bitmap != NULL, o)
+        return
     if nulls and p.bitmap != NULL and p.and_into and p.null_value:
         _pred_codes_and_nullable(p, <const uint32_t*>values, n, first, positions, o)
         return

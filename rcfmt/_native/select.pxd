@@ -1,5 +1,5 @@
 # What other native modules call directly (the page pipeline evaluates predicates in its
-# decode pass): the range and dictionary-lookup kernels. Raw pointers, no checks.
+# decode pass): the range, set-membership and dictionary-lookup kernels. Raw pointers, no checks.
 from libc.stdint cimport uint8_t, uint32_t
 
 cpdef enum:
@@ -18,6 +18,9 @@ cpdef enum:
 # o[i] = (o[i] != 0) & that
 cdef void range_into(int dtype, const void* x, Py_ssize_t n, const void* lo, const void* hi,
                      uint8_t* o, bint and_into) noexcept nogil
+# o[i] = (x[i] is one of the k sorted, distinct members) != negate, or ANDed into o[i]
+cdef void member_into(int dtype, const void* x, Py_ssize_t n, const void* members, Py_ssize_t k, bint negate,
+                      uint8_t* o, bint and_into) noexcept nogil
 # o[i] = table[codes[i]] (0 for a code >= size), or ANDed into o[i]
 cdef void lookup_into(const uint8_t* table, uint32_t size, const uint32_t* codes, Py_ssize_t n,
                       uint8_t* o, bint and_into) noexcept nogil

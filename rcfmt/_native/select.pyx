@@ -17,8 +17,9 @@
   ranges as a mask, a mask's rows, and a mask over a selection's rows laid out over the
   block (numpy: a cumulative sum of edges, ~150 µs for a 131,072-row block of many
   ranges; ``flatnonzero``; runs of the mask mapped back to rows).
-* ``range_into`` / ``lookup_into`` (``select.pxd``): the range and dictionary kernels,
-  called by the page pipeline to evaluate predicates in its decode pass.
+* ``range_into`` / ``member_into`` / ``lookup_into`` (``select.pxd``): the range,
+  set-membership and dictionary kernels, called by the page pipeline to evaluate
+  predicates in its decode pass (:func:`member_mask` exposes the membership kernel).
 """
 from libc.math cimport INFINITY, nextafter
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
@@ -141,6 +142,82 @@ cdef extern from *:
     void rc_range_u32(const uint32_t*, Py_ssize_t, uint32_t, uint32_t, const uint8_t*, uint8_t*, int) noexcept nogil
     void rc_range_u64(const uint64_t*, Py_ssize_t, uint64_t, uint64_t, const uint8_t*, uint8_t*, int) noexcept nogil
     void rc_range_f64(const double*, Py_ssize_t, double, double, const uint8_t*, uint8_t*, int) noexcept nogil
+
+
+cdef extern from *:
+    """
+    /* o[i] = (x[i] is one of the k sorted, distinct members m) != negate, or that ANDed
+       into o[i]. Up to 16 members: one pass over x per member, each comparison a
+       vectorizable loop into the byte; more: a binary search per value. Equality as in
+       C (a NaN equals nothing; -0.0 equals 0.0). */
+    #define RC_MEMBER(T, NAME) \
+    RC_CLONES static void NAME(const T* x, Py_ssize_t n, const T* m, Py_ssize_t k, int negate, uint8_t* o, \
+                               int and_into) { \
+        Py_ssize_t i, j, lo, hi, mid; uint8_t neg = negate ? 1 : 0; \
+        if (k <= 16) { \
+            if (and_into) { for (i = 0; i < n; i++) o[i] = o[i] != 0 ? 2 : 0; } else memset(o, 0, n); \
+            for (j = 0; j < k; j++) { T v = m[j]; for (i = 0; i < n; i++) o[i] |= (uint8_t)(x[i] == v); } \
+            if (and_into) { for (i = 0; i < n; i++) o[i] = (uint8_t)(((o[i] & 1) ^ neg) & (o[i] >> 1)); } \
+            else { for (i = 0; i < n; i++) o[i] = (uint8_t)(o[i] ^ neg); } \
+            return; \
+        } \
+        for (i = 0; i < n; i++) { \
+            T v = x[i]; lo = 0; hi = k; \
+            while (lo < hi) { mid = (lo + hi) >> 1; if (m[mid] < v) lo = mid + 1; else hi = mid; } \
+            uint8_t r = (uint8_t)((lo < k && m[lo] == v) ^ neg); \
+            o[i] = and_into ? (uint8_t)(r & (o[i] != 0)) : r; \
+        } \
+    }
+    RC_MEMBER(int8_t, rc_member_i8) RC_MEMBER(int16_t, rc_member_i16)
+    RC_MEMBER(int32_t, rc_member_i32) RC_MEMBER(int64_t, rc_member_i64)
+    RC_MEMBER(uint8_t, rc_member_u8) RC_MEMBER(uint16_t, rc_member_u16)
+    RC_MEMBER(uint32_t, rc_member_u32) RC_MEMBER(uint64_t, rc_member_u64)
+    RC_MEMBER(double, rc_member_f64)
+    /* dispatch on the DT_* codes of select.pxd (0..8, in this order) */
+    static void rc_member(int dt, const void* x, Py_ssize_t n, const void* m, Py_ssize_t k, int negate,
+                          uint8_t* o, int and_into) {
+        switch (dt) {
+        case 0: rc_member_i8((const int8_t*)x, n, (const int8_t*)m, k, negate, o, and_into); break;
+        case 1: rc_member_i16((const int16_t*)x, n, (const int16_t*)m, k, negate, o, and_into); break;
+        case 2: rc_member_i32((const int32_t*)x, n, (const int32_t*)m, k, negate, o, and_into); break;
+        case 3: rc_member_i64((const int64_t*)x, n, (const int64_t*)m, k, negate, o, and_into); break;
+        case 4: rc_member_u8((const uint8_t*)x, n, (const uint8_t*)m, k, negate, o, and_into); break;
+        case 5: rc_member_u16((const uint16_t*)x, n, (const uint16_t*)m, k, negate, o, and_into); break;
+        case 6: rc_member_u32((const uint32_t*)x, n, (const uint32_t*)m, k, negate, o, and_into); break;
+        case 7: rc_member_u64((const uint64_t*)x, n, (const uint64_t*)m, k, negate, o, and_into); break;
+        case 8: rc_member_f64((const double*)x, n, (const double*)m, k, negate, o, and_into); break;
+        }
+    }
+    """
+    void rc_member(int, const void*, Py_ssize_t, const void*, Py_ssize_t, int, uint8_t*, int) noexcept nogil
+
+
+cdef void member_into(int dtype, const void* x, Py_ssize_t n, const void* members, Py_ssize_t k, bint negate,
+                      uint8_t* o, bint and_into) noexcept nogil:
+    rc_member(dtype, x, n, members, k, negate, o, and_into)
+
+
+def member_mask(values, members, bint negate, uint8_t[::1] out, bint and_into):
+    """``out[i] = (values[i] in members) != negate`` (ANDed into ``out`` with
+    ``and_into``): ``members`` sorted and distinct, of the dtype of the contiguous
+    ``values`` (a type :func:`dtype_code` knows); nulls are not decided here."""
+    values, members = np.asarray(values), np.asarray(members)
+    code = dtype_code(values.dtype)
+    if code is None or members.dtype != values.dtype or values.ndim != 1 or members.ndim != 1 \
+            or not values.flags.c_contiguous or not members.flags.c_contiguous:
+        raise ValueError("member_mask needs contiguous values and members of one numeric dtype")
+    if out.shape[0] != values.shape[0]:
+        raise ValueError("out needs one byte per value")
+    if members.shape[0] > 1 and not (members[1:] > members[:-1]).all():
+        raise ValueError("members must be sorted and distinct")
+    cdef Py_ssize_t n = values.shape[0], k = members.shape[0]
+    cdef int dt = code
+    cdef const void* x = cnp.PyArray_DATA(values)
+    cdef const void* m = cnp.PyArray_DATA(members)
+    cdef uint8_t* o = &out[0] if n else NULL
+    if n:
+        with nogil:
+            rc_member(dt, x, n, m, k, negate, o, and_into)
 
 
 def inclusive_bounds(dtype, lo, int lo_kind, hi, int hi_kind):

@@ -31,9 +31,9 @@ from ..encodings.base import ColumnValues
 from ..errors import CorruptFileError
 from ..file.arrow_io import Bitmap, to_arrow
 from ..types import LogicalType, PhysicalKind
-from .nnf import BoundAnd, BoundListContains, BoundOr, Cmp, Leaf
+from .nnf import BoundAnd, BoundListContains, BoundOr, Cmp, Folded, InSet, Leaf, NullCheck
 from .oracle import _to_numpy, list_contains_result, selection_mask
-from .intervals import Interval
+from .intervals import BOUND_NONE, Interval
 
 __all__ = ["ColumnData", "leaf_mask", "eval_nnf", "column_conjuncts", "native_predicate"]
 
@@ -196,16 +196,26 @@ def _interval_literal(leaf, ltype: LogicalType, dtype: np.dtype):
     """The literal of a comparison the interval kernel evaluates on values of ``dtype``
     exactly as :func:`_values_mask` does (int, date, timestamp, float64 and
     narrow-decimal values, a literal the values' type holds, not NaN), else None."""
-    if not Interval.holds(leaf):
+    if not Interval.holds(leaf) or not _exact_values(ltype, dtype):
         return None
-    if not (_numeric(ltype) or (ltype.name == "decimal128" and dtype == np.int64)):
-        return None
+    return _fit(leaf.value, dtype)
+
+
+def _exact_values(ltype: LogicalType, dtype: np.dtype) -> bool:
+    """Whether comparing decoded values of ``dtype`` with a literal is exactly the
+    leaf's meaning (see :func:`_numeric`; narrow decimals as int64 unscaled values)."""
+    return _numeric(ltype) or (ltype.name == "decimal128" and dtype == np.int64)
+
+
+def _fit(value, dtype: np.dtype):
+    """``value`` as a value of ``dtype`` (a Python int or float), or None when the type
+    holds no such value (an integer out of range, a non-integer for integers, NaN)."""
     if dtype == np.float64:
-        value = float(leaf.value)
+        value = float(value)
         return None if value != value else value
-    if dtype.kind not in "iu" or not isinstance(leaf.value, (int, np.integer)) or isinstance(leaf.value, bool):
+    if dtype.kind not in "iu" or not isinstance(value, (int, np.integer)) or isinstance(value, bool):
         return None  # (the binder gives integer columns integer literals)
-    value = int(leaf.value)
+    value = int(value)
     info = np.iinfo(dtype)
     return value if info.min <= value <= info.max else None
 
@@ -246,15 +256,78 @@ def native_predicate(leaves: list[Leaf], ltype: LogicalType, value_dtype: np.dty
         return ("codes", table, null_true), frozenset(map(id, leaves))
     if value_dtype is None:
         return None
-    interval, taken = Interval(), []
+    return _values_predicate(leaves, ltype, np.dtype(value_dtype))
+
+
+def _values_predicate(leaves: list[Leaf], ltype: LogicalType, dtype: np.dtype):
+    """:func:`native_predicate` for values decoded to ``dtype``: comparisons as one
+    interval, ``==``/``isin`` as a set the values must be in, ``!=``/``NOT isin`` as one
+    they must not be in (on the types :func:`_exact_values` names; a float set with NaN
+    stays with Arrow), and ``is_null``/``is_valid`` on the validity alone (any type)."""
+    interval, members, excluded = Interval(), None, set()
+    taken, nulls = [], []
+    valid_only = empty = False
+    exact = _exact_values(ltype, dtype) and _select.dtype_code(dtype) is not None
     for leaf in leaves:
-        value = _interval_literal(leaf, ltype, value_dtype)
-        if value is not None:
-            interval.add(leaf.op, value)
+        if isinstance(leaf, NullCheck):
+            if leaf.negated:
+                valid_only = True
+                taken.append(id(leaf))
+            else:
+                nulls.append(id(leaf))
+            continue
+        if isinstance(leaf, Folded):  # the leaf's value on valid rows, NULL on null rows
+            empty |= not leaf.value
+            valid_only = True
             taken.append(id(leaf))
+            continue
+        if not exact:
+            continue
+        if isinstance(leaf, Cmp):
+            value = _fit(leaf.value, dtype)
+            if leaf.op == "!=":
+                if value is not None:
+                    excluded.add(value)
+                elif not (dtype.kind in "iu" and isinstance(leaf.value, int)):
+                    continue  # (an integer the type cannot hold differs from every valid row)
+            elif value is None or not Interval.holds(leaf):
+                continue
+            else:
+                interval.add(leaf.op, value)
+            taken.append(id(leaf))
+        elif isinstance(leaf, InSet):
+            if dtype.kind == "f" and any(float(v) != float(v) for v in leaf.values):
+                continue  # NaN is a member to Arrow's is_in, equal to nothing here
+            fitting = {f for f in (_fit(v, dtype) for v in leaf.values) if f is not None}
+            if not leaf.negated:
+                members = fitting if members is None else members & fitting
+            elif leaf.has_null:
+                empty = True  # NOT IN (..., NULL) is never TRUE
+            else:
+                excluded |= fitting
+            taken.append(id(leaf))
+    if nulls:
+        if taken:  # every other leaf taken is FALSE or NULL on a null row
+            return _EMPTY_RANGE + (np.empty(0, dtype), None), frozenset(taken + nulls)
+        return ("nulls", True), frozenset(nulls)
     if not taken:
         return None
-    return ("range", interval.lo, interval.lo_kind, interval.hi, interval.hi_kind), frozenset(taken)
+    if valid_only and not empty and members is None and not excluded and not interval.lo_kind \
+            and not interval.hi_kind:
+        return ("nulls", False), frozenset(taken)
+    if empty:
+        members, excluded = set(), set()
+    if members is not None:
+        members -= excluded
+        excluded = set()
+    spec = ("range", interval.lo, interval.lo_kind, interval.hi, interval.hi_kind)
+    if members is not None or excluded:
+        spec += (None if members is None else np.array(sorted(members), dtype),
+                 np.array(sorted(excluded), dtype) if excluded else None)
+    return spec, frozenset(taken)
+
+
+_EMPTY_RANGE = ("range", 0, BOUND_NONE, 0, BOUND_NONE)
 
 
 def _eval_and(expr: BoundAnd, column_data: Callable[[str], ColumnData], n: int) -> np.ndarray:

@@ -119,20 +119,27 @@ def _leaf(name, op, value):
 @settings(max_examples=150, deadline=None)
 @given(case=_case(), page_rows=st.integers(1, 12), block_rows=st.sampled_from([7, 40]),
        bitpack=st.booleans(), narrow=st.booleans(), project=st.sampled_from(["all", "k", "none"]),
-       null_leaf=st.sampled_from([None, "is_null", "is_valid"]))
+       null_leaf=st.sampled_from([None, "is_null", "is_valid"]), data=st.data())
 def test_conjunctions_evaluated_in_the_decode_pass_match_the_arrow_oracle(tmp_path_factory, case, page_rows,
                                                                           block_rows, bitpack, narrow, project,
-                                                                          null_leaf):
-    """A scan evaluates a column's interval or per-entry table in the page pipeline's
-    decode pass (whole chunks, selected pages, selected rows of BITPACK pages, with a
-    conjunct on another column narrowing the candidates first; filter columns projected
-    or, when not, decoded only into the mask; the columns of whole chunks ANDing into
-    one mask, null rows TRUE for is_null): the rows Arrow selects."""
+                                                                          null_leaf, data):
+    """A scan evaluates a column's conjuncts in the page pipeline's decode pass: an
+    interval, sets the values must be in or not in (``==``, ``!=``, ``isin``, NOT
+    ``isin``, with NULL among the members), validity alone (is_null, is_valid), or a
+    per-entry table (whole chunks, selected pages, selected rows of BITPACK pages, with
+    a conjunct on another column narrowing the candidates first; filter columns
+    projected or, when not, decoded only into the mask; the columns of whole chunks
+    ANDing into one mask, null rows TRUE for is_null): the rows Arrow selects."""
     table, leaves, dictionary = case
     table = table.append_column("k", pa.array(np.arange(table.num_rows, dtype=np.int64)))
     expr = None
     for name, op, value in leaves:
         expr = _leaf(name, op, value) if expr is None else expr & _leaf(name, op, value)
+    for _ in range(data.draw(st.integers(0, 2), label="sets")):
+        name = data.draw(st.sampled_from(sorted(dictionary)), label="set column")
+        members = data.draw(st.lists(st.none() | COLUMNS[name][2], max_size=20), label="members")
+        leaf = rcfmt.col(name).isin(members)
+        expr = expr & (~leaf if data.draw(st.booleans(), label="not in") else leaf)
     if null_leaf:  # on the last column: after the others' answers are in the mask
         expr = expr & getattr(rcfmt.col(leaves[-1][0]), null_leaf)()
     if narrow:  # page-index pruning on k: the other columns are read at some pages / rows
@@ -184,6 +191,20 @@ def test_a_conjunction_is_decided_in_the_decode_pass(tmp_path, monkeypatch):
         assert got.equals(want.select(["price", "disc"]))
     lone = rcfmt.read_table(path, columns=["price"], filter=rcfmt.col("qty") < 5)  # a lone leaf too
     assert lone.equals(table.filter(pa.compute.less(table["qty"], 5)).select(["price"]))
+    # != / isin / NOT isin on columns without a dictionary, and is_null / is_valid:
+    # decided in the decode pass too (no leaf is evaluated after decoding)
+    monkeypatch.setattr(evaluate, "leaf_mask", refuse)
+    for expr in [(rcfmt.col("qty") != 7) & ~rcfmt.col("day").isin([dt.date(1992, 3, 1), dt.date(1994, 5, 2)]),
+                 rcfmt.col("qty").isin([3, 5, 7, 11, 13, None]) & (rcfmt.col("disc") != 0.05),
+                 rcfmt.col("qty").is_null() & (rcfmt.col("day") >= dt.date(1993, 1, 1)),
+                 rcfmt.col("qty").is_valid() & rcfmt.col("disc").isin([0.0, 0.1]) & (rcfmt.col("qty") > 30),
+                 rcfmt.col("qty").is_null() & (rcfmt.col("qty") > 3)]:
+        want = table.filter(pa.array(selection_mask(to_nnf(bind(expr, table.schema)), table)))
+        for threads in (False, True):
+            for columns in (None, ["price"]):
+                got = rcfmt.read_table(path, columns=columns, filter=expr, use_threads=threads)
+                assert got.equals(want if columns is None else want.select(columns))
+    monkeypatch.undo()
     # null rows TRUE, ANDed after another column's answers (day's, by column order)
     for tag in (rcfmt.col("tag").is_null(), rcfmt.col("tag").isin(["x", None])):
         expr = (rcfmt.col("day") < dt.date(1995, 1, 1)) & tag

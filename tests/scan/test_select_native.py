@@ -137,3 +137,45 @@ def test_scatter_ranges_lays_a_mask_over_the_ranges_rows(n, data):
     if len(starts) > 1 and starts[1] > ends[0]:
         with pytest.raises(ValueError, match="out of order"):
             _select.scatter_ranges(values, starts[::-1].copy(), ends[::-1].copy(), n)
+
+
+_MEMBER_DTYPES = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64, np.float64]
+
+
+@pytest.mark.parametrize("dtype", _MEMBER_DTYPES, ids=lambda t: np.dtype(t).name)
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_member_mask_is_isin(dtype, data):
+    """member_mask is numpy's isin (negated or not, written or ANDed), for sets under
+    and over the linear-scan limit, with NaN values and -0.0 / 0.0 on doubles."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        elems = st.sampled_from([0.0, -0.0, 1.5, -7.0, np.inf, -np.inf, np.nan, 3.0, 1e300])
+        member = st.sampled_from([0.0, -0.0, 1.5, -7.0, np.inf, 3.0, 2.0])
+    else:
+        info = np.iinfo(dtype)
+        small = st.integers(max(int(info.min), -40), min(int(info.max), 40))
+        elems = small | st.sampled_from([int(info.min), int(info.max)])
+        member = elems
+    values = np.array(data.draw(st.lists(elems, max_size=300)), dtype)
+    members = np.array(sorted(set(data.draw(st.lists(member, max_size=40)))), dtype)
+    if dtype.kind == "f":  # (-0.0 and 0.0 are one member)
+        members = np.unique(members)
+    negate, and_into = data.draw(st.booleans()), data.draw(st.booleans())
+    before = np.array(data.draw(st.lists(st.booleans(), min_size=len(values), max_size=len(values))), bool)
+    out = before.view(np.uint8).copy()
+    _select.member_mask(values, members, negate, out, and_into)
+    want = np.isin(values, members) != negate
+    if and_into:
+        want &= before
+    assert (out.view(bool) == want).all()
+
+
+def test_member_mask_refuses_unsorted_or_mismatched_sets():
+    out = np.zeros(3, np.uint8)
+    with pytest.raises(ValueError, match="sorted and distinct"):
+        _select.member_mask(np.arange(3), np.array([2, 1]), False, out, False)
+    with pytest.raises(ValueError, match="one numeric dtype"):
+        _select.member_mask(np.arange(3), np.array([1], np.int32), False, out, False)
+    with pytest.raises(ValueError, match="one byte per value"):
+        _select.member_mask(np.arange(4), np.array([1]), False, out, False)
