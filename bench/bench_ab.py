@@ -9,8 +9,10 @@ apart. Build the other commit in a worktree first::
 
 Each round runs one process per checkout (``before`` first, then ``after``); a process
 times every query best-of-``--repeat``. Printed: the median over rounds of each
-checkout's best, and the change. Queries: TPC-H Q6 (Q_c of bench_skipping) on the
-natural and Z-ordered lineitem files of ``bench/data/peers``, 1 and 2 threads.
+checkout's best, and the change. Queries (``--queries``): ``q6``, TPC-H Q6 (Q_c of
+bench_skipping) on the natural and Z-ordered lineitem files of ``bench/data/peers``,
+1 and 2 threads; ``sets``, on the natural file, ``l_partkey`` in 200 values and
+``l_suppkey != 17`` (columns without a dictionary: set-membership leaves), 1 thread.
 """
 from __future__ import annotations
 
@@ -37,7 +39,14 @@ col = rcfmt.col
 q6 = ((col("l_shipdate") >= datetime.date(1994, 1, 1)) & (col("l_shipdate") < datetime.date(1995, 1, 1))
       & (col("l_discount") >= 0.05) & (col("l_discount") <= 0.07) & (col("l_quantity") < 24))
 out = {}
-for layout in json.loads(sys.argv[4]):
+queries = sys.argv[6].split(",")
+if "sets" in queries:
+    path = f"{data}/lineitem_sf1.natural_128k.rcfmt"
+    sets = col("l_partkey").isin(list(range(1000, 200000, 997))) & (col("l_suppkey") != 17)
+    timing, _ = measure(lambda: rcfmt.read_table(path, columns=["l_extendedprice"], filter=sets, use_threads=False),
+                        repeat=repeat)
+    out["partkey isin 200 & suppkey != 17, natural, 1 thread"] = timing.best * 1e3
+for layout in json.loads(sys.argv[4]) if "q6" in queries else ():
     path = f"{data}/lineitem_sf1.{layout}.rcfmt"
     for threads in (False, True):
         timing, _ = measure(lambda: rcfmt.read_table(path, columns=["l_extendedprice", "l_discount"], filter=q6,
@@ -47,9 +56,9 @@ print(json.dumps(out))
 """
 
 
-def run_once(root: Path, repeat: int) -> dict:
+def run_once(root: Path, repeat: int, queries: str) -> dict:
     done = subprocess.run([sys.executable, "-c", _CHILD, str(root.resolve()), str(DATA), str(repeat),
-                           json.dumps(LAYOUTS), str(HERE)], check=True, capture_output=True, text=True)
+                           json.dumps(LAYOUTS), str(HERE), queries], check=True, capture_output=True, text=True)
     return json.loads(done.stdout)
 
 
@@ -59,6 +68,7 @@ def main(argv=None) -> int:
     ap.add_argument("--after", type=Path, default=HERE.parent)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--repeat", type=int, default=15)
+    ap.add_argument("--queries", default="q6", help="comma-separated: q6, sets")
     args = ap.parse_args(argv)
     for layout in LAYOUTS:
         if not (DATA / f"lineitem_sf1.{layout}.rcfmt").exists():
@@ -66,7 +76,7 @@ def main(argv=None) -> int:
     results: dict[str, dict[str, list]] = {"before": {}, "after": {}}
     for r in range(args.rounds):
         for side, root in (("before", args.before), ("after", args.after)):
-            for query, ms in run_once(root, args.repeat).items():
+            for query, ms in run_once(root, args.repeat, args.queries).items():
                 results[side].setdefault(query, []).append(ms)
         print(f"round {r + 1}/{args.rounds} done", file=sys.stderr, flush=True)
     print("| query | before ms | after ms | change | before, all rounds | after, all rounds |")

@@ -48,7 +48,7 @@ cimport numpy as cnp
 
 from rcfmt._native.bitpack cimport packed_nbytes, unpack_raw
 from rcfmt._native.floats cimport alp_factors
-from rcfmt._native.select cimport lookup_into, member_into, range_into
+from rcfmt._native.select cimport bits_into, lookup_into, member_into, range_into
 
 from rcfmt._native import select as _select
 
@@ -870,10 +870,14 @@ def read_pages(buf, Py_ssize_t base, *, Py_ssize_t start=0, end=None, Py_ssize_t
     With ``values``, ``predicate`` evaluates a column's part of a filter on each page's
     values as soon as they are decoded, into ``mask`` (bool or uint8, one byte per
     value ``out`` receives): ``("range", lo, lo_kind, hi, hi_kind, mask)`` tests
-    ``lo <(=) x <(=) hi`` (bound kinds of :func:`rcfmt._native.select.range_mask`; fixed-width
-    numeric modes), ``("codes", table, null_value, mask)`` looks each dictionary code up
-    in ``table`` (one byte per dictionary entry, MODE_CODES). Null rows get 0, or
-    ``null_value``; with ``and_into`` the answers are ANDed into the mask (which holds
+    ``lo <(=) x <(=) hi`` (bound kinds of :func:`rcfmt._native.select.range_mask`, both
+    BOUND_NONE for no bound; fixed-width numeric modes), and
+    ``("range", lo, lo_kind, hi, hi_kind, members, excluded, mask)`` also that ``x`` is
+    one of ``members`` and none of ``excluded`` (each None, or a sorted, distinct array
+    of the values' dtype); ``("nulls", want_null, mask)`` is the validity alone (TRUE on
+    null rows, or on valid ones); ``("codes", table, null_value, mask)`` looks each
+    dictionary code up in ``table`` (one byte per dictionary entry, MODE_CODES). Null
+    rows get 0, or ``null_value``; with ``and_into`` the answers are ANDed into the mask (which holds
     another column's for the same rows). The mask is complete when no page failed
     (``run.bad == -1``). With a
     predicate, ``out`` may be a numpy dtype instead of an array: each page's values are
@@ -937,12 +941,13 @@ def read_pages(buf, Py_ssize_t base, *, Py_ssize_t start=0, end=None, Py_ssize_t
         spec.npos = sel_view.shape[0]
     cdef PredSpec pred
     cdef PredSpec* pred_ptr = NULL
+    cdef list hold = []  # tables the predicate's kernels read (alive until the call returns)
     if decode and spec.discard and predicate is None:
         raise ValueError("values decoded without an output need a predicate")
     if predicate is not None:
         if not decode:
             raise ValueError("a predicate is evaluated on the values read_pages decodes")
-        _pred_spec(&pred, predicate, &spec, values[3], spec.npos if spec.selective else max_rows, and_into)
+        _pred_spec(&pred, predicate, &spec, values[3], spec.npos if spec.selective else max_rows, and_into, hold)
         pred_ptr = &pred
     # preallocated when the caller knows enough: then one GIL-free section does it all
     arena = _memory.empty(arena_hint // 8 + 1, np.uint64) if arena_hint > 0 else None
@@ -1331,6 +1336,17 @@ cdef enum:
 # A column's part of a filter, evaluated in the decode pass: one mask byte per row
 # decoded (per selected row in selective mode), 0 on null rows for PRED_RANGE,
 # ``null_value`` for PRED_CODES.
+# A set of values (sorted, distinct, of the values' dtype), and for integer sets with a
+# table (select.member_bits) that table: a bit per value from ``base`` on.
+cdef struct ValueSet:
+    bint given
+    const uint8_t* values
+    Py_ssize_t n
+    const uint8_t* bits     # NULL: search ``values``
+    uint64_t base
+    uint64_t span
+
+
 cdef struct PredSpec:
     int kind
     int dtype               # PRED_RANGE: a DT_* code of select.pxd
@@ -1338,10 +1354,8 @@ cdef struct PredSpec:
     bint empty              # PRED_RANGE: no value of the type lies in the interval
     uint64_t lo             # PRED_RANGE: one value of the type each, in the low bytes
     uint64_t hi
-    const uint8_t* members  # PRED_RANGE: values must be one of these (sorted, distinct; NULL: any)
-    Py_ssize_t nmembers
-    const uint8_t* excluded # PRED_RANGE: values must be none of these (sorted, distinct)
-    Py_ssize_t nexcluded
+    ValueSet members        # PRED_RANGE: values must be one of these (no set: any)
+    ValueSet excluded       # PRED_RANGE: values must be none of these
     bint want_null          # PRED_NULLS: TRUE on null rows (is_null), else on valid ones
     const uint8_t* table    # PRED_CODES: one byte per dictionary entry
     uint32_t size
@@ -1351,9 +1365,10 @@ cdef struct PredSpec:
     const uint8_t* bitmap   # the run's validity (bit per run row); NULL: no nulls
 
 
-cdef int _pred_spec(PredSpec* p, predicate, ValuesSpec* v, object out, Py_ssize_t rows, bint and_into) except -1:
+cdef int _pred_spec(PredSpec* p, predicate, ValuesSpec* v, object out, Py_ssize_t rows, bint and_into,
+                    list hold) except -1:
     """Check ``predicate`` (see :func:`read_pages`) against the values spec and fill ``p``;
-    the objects it points into are kept alive by the caller's ``predicate``."""
+    the objects it points into are kept alive by the caller's ``predicate`` and ``hold``."""
     cdef cnp.ndarray mask, table
     cdef bytes raw
     kind = predicate[0]
@@ -1406,26 +1421,41 @@ cdef int _pred_spec(PredSpec* p, predicate, ValuesSpec* v, object out, Py_ssize_
             memcpy(&p.lo, <const char*>raw, v.out_size)
             memcpy(&p.hi, (<const char*>raw) + v.out_size, v.out_size)
     if len(predicate) == 8:
-        p.members = _value_set(predicate[5], dtype, &p.nmembers)
-        p.excluded = _value_set(predicate[6], dtype, &p.nexcluded)
+        _value_set(&p.members, predicate[5], dtype, hold)
+        _value_set(&p.excluded, predicate[6], dtype, hold)
     return 0
 
 
-cdef const uint8_t* _value_set(values, dtype, Py_ssize_t* n) except? NULL:
-    """The data of ``values`` (None, or a contiguous array of ``dtype``, sorted and
-    distinct: the kernels search it) and its length in ``n``; NULL for None."""
-    cdef cnp.ndarray arr
-    n[0] = 0
+cdef int _value_set(ValueSet* out, values, dtype, list hold) except -1:
+    """Fill ``out`` from ``values`` (None, or a contiguous array of ``dtype``, sorted
+    and distinct: the kernels search it); a table it builds is kept alive in ``hold``."""
+    cdef cnp.ndarray arr, bits
+    memset(out, 0, sizeof(ValueSet))
     if values is None:
-        return NULL
+        return 0
     arr = values
     if not (isinstance(values, np.ndarray) and arr.dtype == dtype and arr.ndim == 1
             and cnp.PyArray_IS_C_CONTIGUOUS(arr)):
         raise ValueError(f"a predicate's value set must be a contiguous {dtype} array")
-    if arr.shape[0] > 1 and not (values[1:] > values[:-1]).all():
+    if arr.shape[0] > 1 and not (values[1:] > values[:arr.shape[0] - 1]).all():
         raise ValueError("a predicate's value set must be sorted and distinct")
-    n[0] = arr.shape[0]
-    return <const uint8_t*>cnp.PyArray_DATA(arr) if arr.shape[0] else <const uint8_t*>b""
+    out.given = True
+    out.n = arr.shape[0]
+    out.values = <const uint8_t*>cnp.PyArray_DATA(arr) if arr.shape[0] else <const uint8_t*>b""
+    table = _select.member_bits(arr)
+    if table is not None:
+        bits = table[2]
+        hold.append(bits)
+        out.bits, out.base, out.span = <const uint8_t*>cnp.PyArray_DATA(bits), table[0], table[1]
+    return 0
+
+
+cdef void _set_into(PredSpec* p, ValueSet* s, const uint8_t* values, Py_ssize_t n, bint negate, uint8_t* o,
+                    bint and_into) noexcept nogil:
+    if s.bits != NULL:
+        bits_into(p.dtype, values, n, s.base, s.span, s.bits, negate, o, and_into)
+    else:
+        member_into(p.dtype, values, n, s.values, s.n, negate, o, and_into)
 
 
 cdef void _pred_rows(PredSpec* p, const uint8_t* values, Py_ssize_t n, uint8_t* o) noexcept nogil:
@@ -1435,17 +1465,17 @@ cdef void _pred_rows(PredSpec* p, const uint8_t* values, Py_ssize_t n, uint8_t* 
     if p.kind == PRED_CODES:
         lookup_into(p.table, p.size, <const uint32_t*>values, n, o, p.and_into)
         return
-    if p.empty or (p.members != NULL and p.nmembers == 0):
+    if p.empty or (p.members.given and p.members.n == 0):
         memset(o, 0, n)
         return
     if p.has_range:
         range_into(p.dtype, values, n, &p.lo, &p.hi, o, written)
         written = True
-    if p.members != NULL:
-        member_into(p.dtype, values, n, p.members, p.nmembers, False, o, written)
+    if p.members.given:
+        _set_into(p, &p.members, values, n, False, o, written)
         written = True
-    if p.nexcluded:
-        member_into(p.dtype, values, n, p.excluded, p.nexcluded, True, o, written)
+    if p.excluded.n:
+        _set_into(p, &p.excluded, values, n, True, o, written)
         written = True
     if not written:  # no constraint but validity (is_valid): every row, nulls cleared after
         memset(o, 1, n)

@@ -1,6 +1,6 @@
 # What other native modules call directly (the page pipeline evaluates predicates in its
 # decode pass): the range, set-membership and dictionary-lookup kernels. Raw pointers, no checks.
-from libc.stdint cimport uint8_t, uint32_t
+from libc.stdint cimport uint8_t, uint32_t, uint64_t
 
 cpdef enum:
     DT_I8 = 0
@@ -21,6 +21,9 @@ cdef void range_into(int dtype, const void* x, Py_ssize_t n, const void* lo, con
 # o[i] = (x[i] is one of the k sorted, distinct members) != negate, or ANDed into o[i]
 cdef void member_into(int dtype, const void* x, Py_ssize_t n, const void* members, Py_ssize_t k, bint negate,
                       uint8_t* o, bint and_into) noexcept nogil
+# the same for integers through member_bits' table (base, span, bits)
+cdef void bits_into(int dtype, const void* x, Py_ssize_t n, uint64_t base, uint64_t span, const uint8_t* bits,
+                    bint negate, uint8_t* o, bint and_into) noexcept nogil
 # o[i] = table[codes[i]] (0 for a code >= size), or ANDed into o[i]
 cdef void lookup_into(const uint8_t* table, uint32_t size, const uint32_t* codes, Py_ssize_t n,
                       uint8_t* o, bint and_into) noexcept nogil

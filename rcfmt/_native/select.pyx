@@ -188,8 +188,67 @@ cdef extern from *:
         case 8: rc_member_f64((const double*)x, n, (const double*)m, k, negate, o, and_into); break;
         }
     }
+    /* The same test on integers through a bit per value of the members' span: value x
+       is a member when (uint64)x - base < span and its bit is set (C's conversion to
+       uint64 is modular for every integer type, so one formula serves signed and
+       unsigned values); one branch-free pass. */
+    #define RC_BITS(T, NAME) \
+    RC_CLONES static void NAME(const T* x, Py_ssize_t n, uint64_t base, uint64_t span, const uint8_t* bits, \
+                               int negate, uint8_t* o, int and_into) { \
+        Py_ssize_t i; uint8_t neg = negate ? 1 : 0; \
+        for (i = 0; i < n; i++) { \
+            uint64_t d = (uint64_t)x[i] - base; uint64_t inside = d < span; d = inside ? d : 0; \
+            uint8_t r = (uint8_t)((inside & (bits[d >> 3] >> (d & 7))) ^ neg); \
+            o[i] = and_into ? (uint8_t)(r & (o[i] != 0)) : r; \
+        } \
+    }
+    RC_BITS(int8_t, rc_bits_i8) RC_BITS(int16_t, rc_bits_i16) RC_BITS(int32_t, rc_bits_i32)
+    RC_BITS(int64_t, rc_bits_i64) RC_BITS(uint8_t, rc_bits_u8) RC_BITS(uint16_t, rc_bits_u16)
+    RC_BITS(uint32_t, rc_bits_u32) RC_BITS(uint64_t, rc_bits_u64)
+    static void rc_bits(int dt, const void* x, Py_ssize_t n, uint64_t base, uint64_t span, const uint8_t* bits,
+                        int negate, uint8_t* o, int and_into) {
+        switch (dt) {
+        case 0: rc_bits_i8((const int8_t*)x, n, base, span, bits, negate, o, and_into); break;
+        case 1: rc_bits_i16((const int16_t*)x, n, base, span, bits, negate, o, and_into); break;
+        case 2: rc_bits_i32((const int32_t*)x, n, base, span, bits, negate, o, and_into); break;
+        case 3: rc_bits_i64((const int64_t*)x, n, base, span, bits, negate, o, and_into); break;
+        case 4: rc_bits_u8((const uint8_t*)x, n, base, span, bits, negate, o, and_into); break;
+        case 5: rc_bits_u16((const uint16_t*)x, n, base, span, bits, negate, o, and_into); break;
+        case 6: rc_bits_u32((const uint32_t*)x, n, base, span, bits, negate, o, and_into); break;
+        case 7: rc_bits_u64((const uint64_t*)x, n, base, span, bits, negate, o, and_into); break;
+        }
+    }
     """
     void rc_member(int, const void*, Py_ssize_t, const void*, Py_ssize_t, int, uint8_t*, int) noexcept nogil
+    void rc_bits(int, const void*, Py_ssize_t, uint64_t, uint64_t, const uint8_t*, int, uint8_t*, int) noexcept nogil
+
+
+#: the most bits a member set's table may take (2 MiB); a wider span is searched
+MAX_MEMBER_BITS = 1 << 24
+
+
+def member_bits(members):
+    """``(base, span, bits)``: integer ``members`` (sorted, distinct) as a bit per value
+    of their span (bit ``x - base`` set for each member; ``bits`` uint8, little-endian
+    bit order), or None for floats, sets the linear scan serves (16 members or fewer)
+    and spans wider than :data:`MAX_MEMBER_BITS`."""
+    members = np.asarray(members)
+    k = members.shape[0]
+    if members.dtype.kind not in "iu" or k <= 16:
+        return None
+    wide = members.astype(np.uint64)  # (modular, as in the kernel)
+    base = int(wide[0])
+    span = (int(wide[k - 1]) - base) % (1 << 64) + 1
+    if span > MAX_MEMBER_BITS:
+        return None
+    flags = np.zeros(span, bool)
+    flags[(wide - np.uint64(base)).astype(np.int64)] = True
+    return base, span, np.packbits(flags, bitorder="little")
+
+
+cdef void bits_into(int dtype, const void* x, Py_ssize_t n, uint64_t base, uint64_t span, const uint8_t* bits,
+                    bint negate, uint8_t* o, bint and_into) noexcept nogil:
+    rc_bits(dtype, x, n, base, span, bits, negate, o, and_into)
 
 
 cdef void member_into(int dtype, const void* x, Py_ssize_t n, const void* members, Py_ssize_t k, bint negate,
@@ -200,7 +259,8 @@ cdef void member_into(int dtype, const void* x, Py_ssize_t n, const void* member
 def member_mask(values, members, bint negate, uint8_t[::1] out, bint and_into):
     """``out[i] = (values[i] in members) != negate`` (ANDed into ``out`` with
     ``and_into``): ``members`` sorted and distinct, of the dtype of the contiguous
-    ``values`` (a type :func:`dtype_code` knows); nulls are not decided here."""
+    ``values`` (a type :func:`dtype_code` knows); nulls are not decided here. Integer
+    sets as the page pipeline takes them (:func:`member_bits` when it gives a table)."""
     values, members = np.asarray(values), np.asarray(members)
     code = dtype_code(values.dtype)
     if code is None or members.dtype != values.dtype or values.ndim != 1 or members.ndim != 1 \
@@ -208,16 +268,25 @@ def member_mask(values, members, bint negate, uint8_t[::1] out, bint and_into):
         raise ValueError("member_mask needs contiguous values and members of one numeric dtype")
     if out.shape[0] != values.shape[0]:
         raise ValueError("out needs one byte per value")
-    if members.shape[0] > 1 and not (members[1:] > members[:-1]).all():
+    if members.shape[0] > 1 and not (members[1:] > members[:members.shape[0] - 1]).all():
         raise ValueError("members must be sorted and distinct")
     cdef Py_ssize_t n = values.shape[0], k = members.shape[0]
     cdef int dt = code
     cdef const void* x = cnp.PyArray_DATA(values)
     cdef const void* m = cnp.PyArray_DATA(members)
     cdef uint8_t* o = &out[0] if n else NULL
+    table = member_bits(members)
+    cdef const uint8_t* bits = NULL
+    cdef uint64_t base = 0, span = 0
+    if table is not None:
+        base, span = table[0], table[1]
+        bits = <const uint8_t*>cnp.PyArray_DATA(table[2])
     if n:
         with nogil:
-            rc_member(dt, x, n, m, k, negate, o, and_into)
+            if bits != NULL:
+                rc_bits(dt, x, n, base, span, bits, negate, o, and_into)
+            else:
+                rc_member(dt, x, n, m, k, negate, o, and_into)
 
 
 def inclusive_bounds(dtype, lo, int lo_kind, hi, int hi_kind):

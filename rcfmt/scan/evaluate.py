@@ -13,10 +13,12 @@ comparisons on fixed-width numeric columns run as numpy comparisons on the decod
 buffers. Other leaves go through Arrow compute.
 
 Pushed down: the scanner asks :func:`native_predicate` for the same interval or
-per-entry table of a column before it decodes the column's chunk, and the page
-pipeline evaluates it on each page's values as soon as they are decoded (one GIL-free
-call decodes and filters); the mask arrives as :attr:`ColumnData.pushed` and the
-conjunction only ANDs it.
+per-entry table of a column before it decodes the column's chunk (and, on columns
+without a dictionary, sets the values must be in or not in, for ``==``, ``!=``,
+``isin`` and NOT ``isin``, and the validity alone for ``is_null`` / ``is_valid``), and
+the page pipeline evaluates it on each page's values as soon as they are decoded (one
+GIL-free call decodes and filters); the mask arrives as :attr:`ColumnData.pushed` and
+the conjunction only ANDs it.
 """
 from __future__ import annotations
 

@@ -179,3 +179,26 @@ def test_member_mask_refuses_unsorted_or_mismatched_sets():
         _select.member_mask(np.arange(3), np.array([1], np.int32), False, out, False)
     with pytest.raises(ValueError, match="one byte per value"):
         _select.member_mask(np.arange(4), np.array([1]), False, out, False)
+
+
+@pytest.mark.parametrize("dtype", _MEMBER_DTYPES[:8], ids=lambda t: np.dtype(t).name)
+def test_member_sets_as_bit_tables_and_searched_agree(dtype):
+    """Integer sets of more than 16 members over a narrow span go through a bit table
+    (its ends, and values just outside them, included), wide ones through a search:
+    both are isin."""
+    dtype = np.dtype(dtype)
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(5)
+    values = np.concatenate([rng.integers(int(info.min), int(info.max), 5000, dtype=dtype, endpoint=True),
+                             np.array([info.min, info.max, 0, 1], dtype),
+                             np.arange(-30, 30).clip(int(info.min), int(info.max)).astype(dtype)])
+    low = 0 if dtype.kind == "u" else -20
+    narrow = np.unique(np.concatenate([rng.integers(low, low + 40, 30), [low, low + 45]]).astype(dtype))
+    wide = np.unique(np.concatenate([values[:40], np.array([info.min, info.max], dtype)]))
+    assert _select.member_bits(narrow) is not None and len(narrow) > 16
+    assert len(wide) > 16 and (_select.member_bits(wide) is None) == (dtype.itemsize > 2)
+    for members in (narrow, wide):
+        for negate in (False, True):
+            out = np.zeros(len(values), np.uint8)
+            _select.member_mask(values, members, negate, out, False)
+            assert (out.view(bool) == (np.isin(values, members) != negate)).all()
