@@ -33,7 +33,7 @@ from ..encodings.base import ColumnValues
 from ..errors import CorruptFileError
 from ..file.arrow_io import Bitmap, to_arrow
 from ..types import LogicalType, PhysicalKind
-from .nnf import BoundAnd, BoundListContains, BoundOr, Cmp, Folded, InSet, Leaf, NullCheck
+from .nnf import BoundAnd, BoundListContains, BoundOr, Cmp, Folded, InSet, Leaf, NanCheck, NullCheck, Prefix
 from .oracle import _to_numpy, list_contains_result, selection_mask
 from .intervals import BOUND_NONE, Interval
 
@@ -142,11 +142,20 @@ def _entry_mask(leaf: Leaf, dictionary: ColumnValues, ltype: LogicalType) -> tup
     """``leaf`` evaluated once per dictionary entry (uint8 0/1), and its value on a null
     row."""
     dict_mask = _values_mask(leaf, dictionary, None, ltype)
-    # A null row's code points at an arbitrary entry, so nulls are decided apart:
-    # evaluate the leaf once on a null value (is_null is TRUE there, comparisons not).
-    null_true = bool(len(dictionary)) and bool(
-        _values_mask(leaf, dictionary.slice(0, 1), np.zeros(1, bool), ltype)[0])
+    # A null row's code points at an arbitrary entry, so nulls are decided apart
+    null_true = bool(len(dictionary)) and _on_null(leaf, dictionary, ltype)
     return np.ascontiguousarray(dict_mask, bool).view(np.uint8), null_true
+
+
+def _on_null(leaf: Leaf, dictionary: ColumnValues, ltype: LogicalType) -> bool:
+    """Whether ``leaf`` is TRUE on a null row: is_null and "NULL or not NaN" are,
+    comparisons, sets, prefixes and folded comparisons are NULL there; another leaf is
+    evaluated once on a null value."""
+    if isinstance(leaf, (NullCheck, NanCheck)):
+        return leaf.negated == isinstance(leaf, NanCheck)
+    if isinstance(leaf, (Cmp, InSet, Prefix, Folded)):
+        return False
+    return bool(_values_mask(leaf, dictionary.slice(0, 1), np.zeros(1, bool), ltype)[0])
 
 
 def _dictionary_leaf(leaf: Leaf, data: ColumnData) -> tuple[np.ndarray, bool]:

@@ -211,3 +211,30 @@ def test_a_conjunction_is_decided_in_the_decode_pass(tmp_path, monkeypatch):
         want = table.filter(pa.array(selection_mask(to_nnf(bind(expr, table.schema)), table)))
         got = rcfmt.read_table(path, columns=["price"], filter=expr)
         assert got.equals(want.select(["price"])) and got.num_rows
+
+
+def test_leaves_on_a_null_row_are_decided_as_evaluated():
+    """The value each leaf takes on a null row (what a dictionary chunk's null rows get)
+    is, kind by kind, what evaluating the leaf on a null value gives."""
+    from rcfmt.scan import evaluate
+    from rcfmt.scan.nnf import Leaf
+
+    table = pa.table({"i": pa.array([3, None], pa.int8()), "f": pa.array([float("nan"), None]),
+                      "s": pa.array(["ab", None]), "d": pa.array([dt.date(2024, 1, 1), None])})
+    c = rcfmt.col
+    exprs = [c("i") == 3, c("i") != 3, c("i") < 1000, c("i") > 1000, c("i").isin([3, None]), ~c("i").isin([3, None]),
+             ~c("i").isin([4]), c("i").is_null(), c("i").is_valid(), c("f").is_nan(), ~c("f").is_nan(),
+             c("f") <= 1.0, c("s").startswith("a"), ~c("s").startswith("a"), c("s") >= "a",
+             c("d") == dt.date(2024, 1, 1)]
+    seen = set()
+    for expr in exprs:
+        leaf = to_nnf(bind(expr, table.schema))
+        children = leaf.children if not isinstance(leaf, Leaf) else (leaf,)
+        for leaf in children:
+            name = leaf.column.name
+            data = _column_data(table.column(name).combine_chunks(), False)
+            evaluated = bool(evaluate._values_mask(leaf, data.values.slice(0, 1), np.zeros(1, bool), data.ltype)[0])
+            assert evaluate._on_null(leaf, data.values, data.ltype) == evaluated, leaf
+            seen.add((type(leaf).__name__, evaluated))
+    assert {"Cmp", "InSet", "NullCheck", "NanCheck", "Prefix", "Folded"} <= {kind for kind, _ in seen}
+    assert ("NullCheck", True) in seen and ("NanCheck", True) in seen
