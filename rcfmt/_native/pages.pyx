@@ -1011,7 +1011,10 @@ def read_pages(buf, Py_ssize_t base, *, Py_ssize_t start=0, end=None, Py_ssize_t
     run.page_numbers = page_numbers
     run.count = n
     run.rows = rows
-    run.null_count = int(table[:n, P_NULLS].sum()) if n else 0
+    cdef int64_t nulls = 0
+    for i_sel in range(n):
+        nulls += t[i_sel, P_NULLS]
+    run.null_count = nulls
     run.end = run_end
     run.base = base
     run.bad = bad

@@ -363,9 +363,7 @@ def _ranges_to_indices(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """The rows of normalized ranges, as a sorted int64 array."""
     if len(starts) == 1:
         return np.arange(starts[0], ends[0], dtype=_I64)
-    lengths = ends - starts
-    first = np.cumsum(lengths) - lengths
-    return np.arange(int(lengths.sum()), dtype=_I64) + np.repeat(starts - first, lengths)
+    return _select.ranges_rows(np.ascontiguousarray(starts, _I64), np.ascontiguousarray(ends, _I64))
 
 
 def _check_ranges(other) -> RowRanges:

@@ -202,3 +202,15 @@ def test_member_sets_as_bit_tables_and_searched_agree(dtype):
             out = np.zeros(len(values), np.uint8)
             _select.member_mask(values, members, negate, out, False)
             assert (out.view(bool) == (np.isin(values, members) != negate)).all()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 30), st.integers(0, 30)), max_size=20))
+def test_ranges_rows_lists_each_ranges_rows(pairs):
+    starts = np.array([min(a, b) for a, b in pairs], np.int64)
+    ends = np.array([max(a, b) for a, b in pairs], np.int64)
+    want = [r for a, b in zip(starts.tolist(), ends.tolist()) for r in range(a, b)]
+    got = _select.ranges_rows(starts, ends)
+    assert got.dtype == np.int64 and got.tolist() == want
+    with pytest.raises(ValueError, match="ends before it starts"):
+        _select.ranges_rows(np.array([3], np.int64), np.array([2], np.int64))
