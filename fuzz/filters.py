@@ -26,15 +26,21 @@ def _bounds(t: pa.DataType):
 
 
 def pushed_conjunction(schema: pa.Schema):
-    """Comparisons and IS NOT NULL ANDed over the fields that take them (None: no field
-    does): intervals and dictionary tables the page pipeline evaluates while it decodes,
-    permissive enough that blocks survive pruning and reach the decoders."""
+    """Comparisons, ``!=``, NOT ``isin`` and IS NOT NULL ANDed over the fields that take
+    them (None: no field does): intervals, sets, validity and dictionary tables the page
+    pipeline evaluates while it decodes, permissive enough that blocks survive pruning
+    and reach the decoders."""
     out = None
     for k, field in enumerate(schema):
         found = _bounds(field.type)
         if found is None:
             continue
         c = col(field.name)
-        leaf = (c > found[0]) if k % 2 else ((c <= found[1]) & c.is_valid())
+        if k % 3 == 0:
+            leaf = (c <= found[1]) & c.is_valid()
+        elif k % 3 == 1:
+            leaf = c > found[0]
+        else:  # (values outside most columns' ranges: sets that exclude little)
+            leaf = (c != found[0]) & ~c.isin([found[0], found[1]])
         out = leaf if out is None else out & leaf
     return out

@@ -12,6 +12,7 @@ cpdef enum:
     DT_U32 = 6
     DT_U64 = 7
     DT_F64 = 8
+    DT_F32 = 9
 
 # o[i] = lo <= x[i] <= hi for n values of type ``dtype`` (a DT_* code), lo and hi
 # pointing to one value of that type each (a NaN is in no interval); with and_into,

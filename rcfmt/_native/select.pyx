@@ -21,7 +21,7 @@
   set-membership and dictionary kernels, called by the page pipeline to evaluate
   predicates in its decode pass (:func:`member_mask` exposes the membership kernel).
 """
-from libc.math cimport INFINITY, nextafter
+from libc.math cimport INFINITY, nextafter, nextafterf
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy, memset
 
@@ -101,6 +101,7 @@ ctypedef fused _value_t:
     uint32_t
     uint64_t
     double
+    float
 
 #: range_mask bound kinds
 BOUND_NONE, BOUND_STRICT, BOUND_INCLUSIVE = 0, 1, 2
@@ -131,7 +132,7 @@ cdef extern from *:
     RC_RANGE(int32_t, int32_t, rc_range_i32) RC_RANGE(int64_t, int64_t, rc_range_i64)
     RC_RANGE(uint8_t, int8_t, rc_range_u8) RC_RANGE(uint16_t, int16_t, rc_range_u16)
     RC_RANGE(uint32_t, int32_t, rc_range_u32) RC_RANGE(uint64_t, int64_t, rc_range_u64)
-    RC_RANGE(double, int64_t, rc_range_f64)
+    RC_RANGE(double, int64_t, rc_range_f64) RC_RANGE(float, int32_t, rc_range_f32)
     """
     void rc_range_i8(const int8_t*, Py_ssize_t, int8_t, int8_t, const uint8_t*, uint8_t*, int) noexcept nogil
     void rc_range_i16(const int16_t*, Py_ssize_t, int16_t, int16_t, const uint8_t*, uint8_t*, int) noexcept nogil
@@ -142,6 +143,7 @@ cdef extern from *:
     void rc_range_u32(const uint32_t*, Py_ssize_t, uint32_t, uint32_t, const uint8_t*, uint8_t*, int) noexcept nogil
     void rc_range_u64(const uint64_t*, Py_ssize_t, uint64_t, uint64_t, const uint8_t*, uint8_t*, int) noexcept nogil
     void rc_range_f64(const double*, Py_ssize_t, double, double, const uint8_t*, uint8_t*, int) noexcept nogil
+    void rc_range_f32(const float*, Py_ssize_t, float, float, const uint8_t*, uint8_t*, int) noexcept nogil
 
 
 cdef extern from *:
@@ -172,8 +174,8 @@ cdef extern from *:
     RC_MEMBER(int32_t, rc_member_i32) RC_MEMBER(int64_t, rc_member_i64)
     RC_MEMBER(uint8_t, rc_member_u8) RC_MEMBER(uint16_t, rc_member_u16)
     RC_MEMBER(uint32_t, rc_member_u32) RC_MEMBER(uint64_t, rc_member_u64)
-    RC_MEMBER(double, rc_member_f64)
-    /* dispatch on the DT_* codes of select.pxd (0..8, in this order) */
+    RC_MEMBER(double, rc_member_f64) RC_MEMBER(float, rc_member_f32)
+    /* dispatch on the DT_* codes of select.pxd (0..9, in this order) */
     static void rc_member(int dt, const void* x, Py_ssize_t n, const void* m, Py_ssize_t k, int negate,
                           uint8_t* o, int and_into) {
         switch (dt) {
@@ -186,6 +188,7 @@ cdef extern from *:
         case 6: rc_member_u32((const uint32_t*)x, n, (const uint32_t*)m, k, negate, o, and_into); break;
         case 7: rc_member_u64((const uint64_t*)x, n, (const uint64_t*)m, k, negate, o, and_into); break;
         case 8: rc_member_f64((const double*)x, n, (const double*)m, k, negate, o, and_into); break;
+        case 9: rc_member_f32((const float*)x, n, (const float*)m, k, negate, o, and_into); break;
         }
     }
     /* The same test on integers through a bit per value of the members' span: value x
@@ -292,12 +295,24 @@ def member_mask(values, members, bint negate, uint8_t[::1] out, bint and_into):
 def inclusive_bounds(dtype, lo, int lo_kind, hi, int hi_kind):
     """The interval ``lo <(=) x <(=) hi`` (bound kinds as :func:`range_mask`) as
     inclusive bounds ``(lo, hi)`` of ``dtype``, or None when no value of the type lies
-    in it: a strict bound moves to the next integer (or double) inward, a missing or
-    out-of-range one becomes the type's limit (an infinity for doubles)."""
+    in it: a strict bound moves to the next integer (or double, or float32) inward, a
+    missing or out-of-range one becomes the type's limit (an infinity for floats). A
+    float32 bound is a float32 value (as the binder gives them)."""
     if not (0 <= lo_kind <= 2 and 0 <= hi_kind <= 2):
         raise ValueError("bound kinds are BOUND_NONE, BOUND_STRICT or BOUND_INCLUSIVE")
     dtype = np.dtype(dtype)
     cdef double dlo, dhi
+    cdef float flo, fhi
+    if dtype == np.float32:
+        flo = <float>lo if lo_kind else -INFINITY
+        fhi = <float>hi if hi_kind else INFINITY
+        if (lo_kind == 1 and flo == INFINITY) or (hi_kind == 1 and fhi == -INFINITY):
+            return None
+        if lo_kind == 1:
+            flo = nextafterf(flo, INFINITY)
+        if hi_kind == 1:
+            fhi = nextafterf(fhi, -INFINITY)
+        return flo, fhi
     if dtype.kind == "f":
         dlo = <double>lo if lo_kind else -INFINITY
         dhi = <double>hi if hi_kind else INFINITY
@@ -317,7 +332,8 @@ def inclusive_bounds(dtype, lo, int lo_kind, hi, int hi_kind):
 
 _DTYPE_CODES = {np.dtype(t): c for t, c in [(np.int8, DT_I8), (np.int16, DT_I16), (np.int32, DT_I32),
                                             (np.int64, DT_I64), (np.uint8, DT_U8), (np.uint16, DT_U16),
-                                            (np.uint32, DT_U32), (np.uint64, DT_U64), (np.float64, DT_F64)]}
+                                            (np.uint32, DT_U32), (np.uint64, DT_U64), (np.float64, DT_F64),
+                                            (np.float32, DT_F32)]}
 
 
 def dtype_code(dtype):
@@ -346,6 +362,8 @@ cdef void range_into(int dtype, const void* x, Py_ssize_t n, const void* lo, con
         rc_range_u64(<const uint64_t*>x, n, (<const uint64_t*>lo)[0], (<const uint64_t*>hi)[0], NULL, o, and_into)
     elif dtype == DT_F64:
         rc_range_f64(<const double*>x, n, (<const double*>lo)[0], (<const double*>hi)[0], NULL, o, and_into)
+    elif dtype == DT_F32:
+        rc_range_f32(<const float*>x, n, (<const float*>lo)[0], (<const float*>hi)[0], NULL, o, and_into)
 
 
 cdef void lookup_into(const uint8_t* table, uint32_t size, const uint32_t* codes, Py_ssize_t n,
@@ -380,6 +398,8 @@ cdef void _range(const _value_t* x, Py_ssize_t n, _value_t lo, _value_t hi, cons
         rc_range_u32(x, n, lo, hi, v, o, and_into)
     elif _value_t is uint64_t:
         rc_range_u64(x, n, lo, hi, v, o, and_into)
+    elif _value_t is float:
+        rc_range_f32(x, n, lo, hi, v, o, and_into)
     else:
         rc_range_f64(x, n, lo, hi, v, o, and_into)
 

@@ -206,7 +206,7 @@ def _interval_mask(interval: Interval, data: ColumnData, out: np.ndarray | None)
 
 def _interval_literal(leaf, ltype: LogicalType, dtype: np.dtype):
     """The literal of a comparison the interval kernel evaluates on values of ``dtype``
-    exactly as :func:`_values_mask` does (int, date, timestamp, float64 and
+    exactly as :func:`_values_mask` does (int, date, timestamp, float64, float32 and
     narrow-decimal values, a literal the values' type holds, not NaN), else None."""
     if not Interval.holds(leaf) or not _exact_values(ltype, dtype):
         return None
@@ -215,16 +215,21 @@ def _interval_literal(leaf, ltype: LogicalType, dtype: np.dtype):
 
 def _exact_values(ltype: LogicalType, dtype: np.dtype) -> bool:
     """Whether comparing decoded values of ``dtype`` with a literal is exactly the
-    leaf's meaning (see :func:`_numeric`; narrow decimals as int64 unscaled values)."""
-    return _numeric(ltype) or (ltype.name == "decimal128" and dtype == np.int64)
+    leaf's meaning (see :func:`_numeric`; float32 against the float32 literals the
+    binder gives; narrow decimals as int64 unscaled values)."""
+    return _numeric(ltype) or (ltype.name == "float32" and dtype == np.float32) \
+        or (ltype.name == "decimal128" and dtype == np.int64)
 
 
 def _fit(value, dtype: np.dtype):
     """``value`` as a value of ``dtype`` (a Python int or float), or None when the type
-    holds no such value (an integer out of range, a non-integer for integers, NaN)."""
-    if dtype == np.float64:
+    holds no such value (an integer out of range, a non-integer for integers, NaN, a
+    double float32 cannot hold)."""
+    if dtype.kind == "f":
         value = float(value)
-        return None if value != value else value
+        if value != value or (dtype == np.float32 and float(np.float32(value)) != value):
+            return None  # (the binder gives float32 columns float32 values)
+        return value
     if dtype.kind not in "iu" or not isinstance(value, (int, np.integer)) or isinstance(value, bool):
         return None  # (the binder gives integer columns integer literals)
     value = int(value)

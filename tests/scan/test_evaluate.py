@@ -55,6 +55,7 @@ COLUMNS = {  # name: (arrow type, value strategy, literal strategy)
     "u64": (pa.uint64(), st.sampled_from([0, 1, 2**63, 2**64 - 1]), st.sampled_from([-1, 0, 1, 2**63, 2**64 - 1, 2**64])),
     "i64": (pa.int64(), st.integers(-3, 3), st.integers(-4, 4)),
     "f64": (pa.float64(), st.sampled_from(FLOATS), st.sampled_from(FLOATS + [2])),
+    "f32": (pa.float32(), st.sampled_from(FLOATS + [0.1]), st.sampled_from(FLOATS + [2, 0.1, 1e39])),
     "d": (pa.date32(), st.integers(0, 4).map(lambda k: dt.date(2024, 1, 1) + dt.timedelta(days=k)),
           st.integers(-1, 5).map(lambda k: dt.date(2024, 1, 1) + dt.timedelta(days=k))),
     "ts": (pa.timestamp("us"), st.integers(0, 4), st.integers(-1, 5)),
