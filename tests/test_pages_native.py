@@ -577,3 +577,49 @@ def test_predicate_arguments_are_checked(tmp_path):
         ints.decode_all(100, predicate=("range", 10, 2, 0, 0, np.array([3, 12, 40], np.int32),
                                         np.array([40], np.int32), mask))
         assert np.flatnonzero(mask).tolist() == [12]
+
+
+def test_a_threads_zstd_context_outlives_a_failed_page_and_its_thread(tmp_path):
+    """Each thread keeps one zstd context between calls: a page that fails to
+    decompress (checksums agree, the frame is garbage) raises CorruptFileError, and the
+    same threads then read good files exactly, on the main thread, on fresh threads and
+    on a scan's pool."""
+    import threading
+    import zlib
+
+    from rcfmt.errors import CorruptFileError
+
+    rng = np.random.default_rng(3)
+    table = pa.table({"x": pa.array(rng.integers(0, 1000, 20_000)), "s": pa.array([f"v{i % 97}" for i in range(20_000)])})
+    good = tmp_path / "good.rcfmt"
+    rcfmt.write_table(table, good, compression="zstd", block_rows=5000, page_rows=1000, encoding={"x": "plain"})
+    raw = good.read_bytes()
+    with rcfmt.open(good) as f:
+        offset = int(f.page_index(1, 0)["offset"][0])
+    head = list(PAGE_HEADER.unpack_from(raw, offset))
+    length = head[7]
+    body = bytes(rng.integers(0, 256, length, dtype=np.uint8))
+    head[9] = zlib.crc32(body)
+    packed = PAGE_HEADER.pack(*head[:10], 0)
+    bad = tmp_path / "bad.rcfmt"
+    bad.write_bytes(raw[:offset] + packed[:28] + zlib.crc32(packed[:28]).to_bytes(4, "little") + body
+                    + raw[offset + 32 + length:])
+    failures = []
+
+    def rounds():
+        try:
+            for _ in range(3):
+                assert rcfmt.read_table(good, use_threads=False).equals(table)
+                with pytest.raises(CorruptFileError, match="(?i)decompress|zstd"):
+                    rcfmt.read_table(bad, use_threads=False)
+                assert rcfmt.read_table(good, use_threads=True).equals(table)
+        except BaseException as exc:  # (reported on the main thread)
+            failures.append(exc)
+
+    rounds()
+    threads = [threading.Thread(target=rounds) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures, failures
