@@ -12,7 +12,8 @@ times every query best-of-``--repeat``. Printed: the median over rounds of each
 checkout's best, and the change. Queries (``--queries``): ``q6``, TPC-H Q6 (Q_c of
 bench_skipping) on the natural and Z-ordered lineitem files of ``bench/data/peers``,
 1 and 2 threads; ``sets``, on the natural file, ``l_partkey`` in 200 values and
-``l_suppkey != 17`` (columns without a dictionary: set-membership leaves), 1 thread.
+``l_suppkey != 17`` (columns without a dictionary: set-membership leaves), 1 thread;
+``fullscan``, every column of the natural file, 1 and 2 threads.
 """
 from __future__ import annotations
 
@@ -46,6 +47,11 @@ if "sets" in queries:
     timing, _ = measure(lambda: rcfmt.read_table(path, columns=["l_extendedprice"], filter=sets, use_threads=False),
                         repeat=repeat)
     out["partkey isin 200 & suppkey != 17, natural, 1 thread"] = timing.best * 1e3
+if "fullscan" in queries:
+    path = f"{data}/lineitem_sf1.natural_128k.rcfmt"
+    for threads in (False, True):
+        timing, _ = measure(lambda: rcfmt.read_table(path, use_threads=threads), repeat=repeat)
+        out[f"full scan natural, {2 if threads else 1} thread{'s' if threads else ''}"] = timing.best * 1e3
 for layout in json.loads(sys.argv[4]) if "q6" in queries else ():
     path = f"{data}/lineitem_sf1.{layout}.rcfmt"
     for threads in (False, True):
@@ -68,7 +74,7 @@ def main(argv=None) -> int:
     ap.add_argument("--after", type=Path, default=HERE.parent)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--repeat", type=int, default=15)
-    ap.add_argument("--queries", default="q6", help="comma-separated: q6, sets")
+    ap.add_argument("--queries", default="q6", help="comma-separated: q6, sets, fullscan")
     args = ap.parse_args(argv)
     for layout in LAYOUTS:
         if not (DATA / f"lineitem_sf1.{layout}.rcfmt").exists():
