@@ -8,6 +8,7 @@ import zlib
 
 import numpy as np
 import pyarrow as pa
+import pytest
 
 import rcfmt
 from rcfmt.format import footer as footer_mod
@@ -85,16 +86,20 @@ def test_files_of_one_schema_share_its_parse_and_keep_their_own_numbers(tmp_path
         assert fb.metadata == {"k": b"1"}
 
 
-def test_malformed_report_fails_only_the_tool_that_reads_it(tmp_path):
+@pytest.mark.parametrize("entry", [{"kinds": {"equality": True}}, {"kinds": None}, {"not_indexed": None},
+                                   {"not_indexed": {"why": 1.5}}, {"named": None}, {"values": []}])
+def test_malformed_report_fails_only_the_tool_that_reads_it(tmp_path, capsys, entry):
     """The bitmap-index report is checked when read: a file whose report is malformed
-    opens and reads; ``bitmap_report`` raises CorruptFileError."""
+    opens and reads; ``bitmap_report`` raises CorruptFileError, and ``rcfmt meta``
+    says so (no traceback)."""
+    from rcfmt.cli import main
     from rcfmt.errors import CorruptFileError
 
     path = tmp_path / "t.rcfmt"
     rcfmt.write_table(pa.table({"x": np.arange(10)}), path, metadata={"pad": "p" * 200})
     body, footer, doc = _footer_doc(path.read_bytes())
     json_len = struct.unpack_from("<I", footer, 0)[0]
-    doc["bitmap_indexes"] = {"report": {"x": {"kinds": {"equality": True}}}}
+    doc["bitmap_indexes"] = {"report": {"x": entry}}
     doc["metadata"] = []
     text = json.dumps(doc).encode()
     assert len(text) <= json_len
@@ -109,4 +114,6 @@ def test_malformed_report_fails_only_the_tool_that_reads_it(tmp_path):
             assert "report is malformed" in str(exc)
         else:
             raise AssertionError("a malformed report was returned")
+    assert main(["meta", "--json", str(bad)]) == 1
+    assert "report is malformed" in capsys.readouterr().err
     assert footer_mod.FileMetaData([], np.zeros(0, footer_mod.BLOCK_RECORD), []).bitmap_report == {}

@@ -1472,9 +1472,10 @@ cdef int _value_set(ValueSet* out, values, dtype, list hold) except -1:
     memset(out, 0, sizeof(ValueSet))
     if values is None:
         return 0
+    if not isinstance(values, np.ndarray):
+        raise ValueError(f"a predicate's value set must be a contiguous {dtype} array")
     arr = values
-    if not (isinstance(values, np.ndarray) and arr.dtype == dtype and arr.ndim == 1
-            and cnp.PyArray_IS_C_CONTIGUOUS(arr)):
+    if not (arr.dtype == dtype and arr.ndim == 1 and cnp.PyArray_IS_C_CONTIGUOUS(arr)):
         raise ValueError(f"a predicate's value set must be a contiguous {dtype} array")
     if arr.shape[0] > 1 and not (values[1:] > values[:arr.shape[0] - 1]).all():
         raise ValueError("a predicate's value set must be sorted and distinct")

@@ -26,6 +26,9 @@ from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, u
 from libc.string cimport memcpy, memset
 
 cimport numpy as cnp
+import math
+from fractions import Fraction
+
 import numpy as np
 
 cnp.import_array()
@@ -303,14 +306,17 @@ def inclusive_bounds(dtype, lo, int lo_kind, hi, int hi_kind):
     dtype = np.dtype(dtype)
     cdef double dlo, dhi
     cdef float flo, fhi
-    if dtype == np.float32:
-        flo = <float>lo if lo_kind else -INFINITY
-        fhi = <float>hi if hi_kind else INFINITY
-        if (lo_kind == 1 and flo == INFINITY) or (hi_kind == 1 and fhi == -INFINITY):
-            return None
-        if lo_kind == 1:
+    if dtype == np.float32:  # the float32 values nearest inside the (double) bounds
+        dlo = <double>lo if lo_kind else -INFINITY
+        dhi = <double>hi if hi_kind else INFINITY
+        flo, fhi = <float>dlo, <float>dhi
+        if <double>flo < dlo or (lo_kind == 1 and <double>flo == dlo):
+            if flo == INFINITY:
+                return None
             flo = nextafterf(flo, INFINITY)
-        if hi_kind == 1:
+        if <double>fhi > dhi or (hi_kind == 1 and <double>fhi == dhi):
+            if fhi == -INFINITY:
+                return None
             fhi = nextafterf(fhi, -INFINITY)
         return flo, fhi
     if dtype.kind == "f":
@@ -323,11 +329,32 @@ def inclusive_bounds(dtype, lo, int lo_kind, hi, int hi_kind):
         if hi_kind == 1:
             dhi = nextafter(dhi, -INFINITY)
         return dlo, dhi
-    info = np.iinfo(dtype)
-    mn, mx = int(info.min), int(info.max)
-    lo_i = max(int(lo) + (lo_kind == 1), mn) if lo_kind else mn
-    hi_i = min(int(hi) - (hi_kind == 1), mx) if hi_kind else mx
+    mn, mx = _INT_LIMITS[dtype] if dtype in _INT_LIMITS else (int(np.iinfo(dtype).min), int(np.iinfo(dtype).max))
+    lo_i = max(_least_above(lo, lo_kind == 1, mn, mx), mn) if lo_kind else mn
+    hi_i = min(-_least_above(-hi if type(hi) is int else _negated(hi), hi_kind == 1, -mx, -mn), mx) if hi_kind else mx
     return None if lo_i > hi_i else (lo_i, hi_i)
+
+
+_INT_LIMITS = {np.dtype(t): (int(np.iinfo(t).min), int(np.iinfo(t).max))
+               for t in (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64)}
+
+
+def _negated(v):
+    return -Fraction(v) if not (isinstance(v, float) and not math.isfinite(v)) else -v
+
+
+def _least_above(v, bint strict, mn, mx):
+    """The least integer ``x`` with ``x > v`` (``strict``) or ``x >= v``, for an integer,
+    float (a non-integer or infinite bound too), Decimal or Fraction ``v``; clamped
+    just outside ``[mn, mx]`` for infinities."""
+    if type(v) is int:
+        return v + 1 if strict else v
+    if isinstance(v, float) and not math.isfinite(v):
+        if v != v:
+            raise ValueError("a NaN bound holds no integer")
+        return mn if v < 0 else mx + 1
+    f = Fraction(v)
+    return math.floor(f) + 1 if strict else math.ceil(f)
 
 
 _DTYPE_CODES = {np.dtype(t): c for t, c in [(np.int8, DT_I8), (np.int16, DT_I16), (np.int32, DT_I32),

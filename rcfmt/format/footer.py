@@ -362,6 +362,7 @@ def _bitmap_index(entry, ncols: int, element: np.ndarray) -> dict | None:
 
 _REPORT_KINDS = frozenset(("equality", "range", "bitsliced", "auto"))
 _REPORT_COUNTS = ("kinds", "not_indexed")
+_NO_COUNTS: dict = {}
 
 
 def _bitmap_report(report) -> dict:
@@ -374,9 +375,7 @@ def _bitmap_report(report) -> dict:
         if type(name) is not str or type(r) is not dict:
             raise _fail("bitmap_indexes report is malformed")
         for key in _REPORT_COUNTS:  # names mapped to counts (ints, not bools)
-            counts = r.get(key)
-            if counts is None:
-                continue
+            counts = r.get(key, _NO_COUNTS)
             if type(counts) is not dict:
                 raise _fail("bitmap_indexes report is malformed")
             for k, v in counts.items():

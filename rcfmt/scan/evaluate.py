@@ -288,10 +288,16 @@ def _values_predicate(leaves: list[Leaf], ltype: LogicalType, dtype: np.dtype):
     interval, ``==``/``isin`` as a set the values must be in, ``!=``/``NOT isin`` as one
     they must not be in (on the types :func:`_exact_values` names; a float set with NaN
     stays with Arrow), and ``is_null``/``is_valid`` on the validity alone (any type)."""
+    if _select.dtype_code(dtype) is None:  # (16-byte decimals: no value kernel, validity only)
+        checks = [leaf for leaf in leaves if isinstance(leaf, NullCheck)]
+        kinds = {leaf.negated for leaf in checks}
+        if len(kinds) != 1:
+            return None
+        return ("nulls", not kinds.pop()), frozenset(map(id, checks))
     interval, members, excluded = Interval(), None, set()
     taken, nulls = [], []
     valid_only = empty = False
-    exact = _exact_values(ltype, dtype) and _select.dtype_code(dtype) is not None
+    exact = _exact_values(ltype, dtype)
     for leaf in leaves:
         if isinstance(leaf, NullCheck):
             if leaf.negated:

@@ -35,6 +35,7 @@ def test_decimal_compare_word_boundaries(op):
 
 # ---------------------------------------------------------------- conjunctions (native interval and dictionary passes)
 import datetime as dt  # noqa: E402
+from decimal import Decimal  # noqa: E402
 
 import pyarrow as pa  # noqa: E402
 
@@ -206,6 +207,18 @@ def test_a_conjunction_is_decided_in_the_decode_pass(tmp_path, monkeypatch):
                 got = rcfmt.read_table(path, columns=columns, filter=expr, use_threads=threads)
                 assert got.equals(want if columns is None else want.select(columns))
     monkeypatch.undo()
+    # 16-byte decimals have no value kernel: only their validity is decided in the pass
+    wide = pa.table({"w": pa.array([Decimal("123456789012345678901234.50"), None, Decimal("1.00")] * 700,
+                                   pa.decimal128(38, 2)), "k": pa.array(np.arange(2100))})
+    wide_path = tmp_path / "wide.rcfmt"
+    rcfmt.write_table(wide, wide_path, block_rows=1000, encoding={"w": "plain"})
+    w = rcfmt.col("w")
+    for expr in [w.is_null(), w.is_valid(), w.is_null() & (w != Decimal("1.005")), w.is_null() & w.is_valid(),
+                 w.is_valid() & (w > Decimal("2")), w.is_null() & (rcfmt.col("k") < 1500)]:
+        want = wide.filter(pa.array(selection_mask(to_nnf(bind(expr, wide.schema)), wide)))
+        for columns in (None, ["k"]):
+            got = rcfmt.read_table(wide_path, columns=columns, filter=expr)
+            assert got.equals(want if columns is None else want.select(columns)), expr
     # null rows TRUE, ANDed after another column's answers (day's, by column order)
     for tag in (rcfmt.col("tag").is_null(), rcfmt.col("tag").isin(["x", None])):
         expr = (rcfmt.col("day") < dt.date(1995, 1, 1)) & tag

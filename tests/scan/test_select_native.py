@@ -214,3 +214,36 @@ def test_ranges_rows_lists_each_ranges_rows(pairs):
     assert got.dtype == np.int64 and got.tolist() == want
     with pytest.raises(ValueError, match="ends before it starts"):
         _select.ranges_rows(np.array([3], np.int64), np.array([2], np.int64))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.floats(width=32), min_size=1, max_size=40), st.floats(allow_nan=False),
+       st.floats(allow_nan=False), st.sampled_from([0, 1, 2]), st.sampled_from([0, 1, 2]))
+def test_float32_intervals_take_any_double_bound(values, lo, hi, lo_kind, hi_kind):
+    """float32 values against double bounds float32 may not hold (0.1, 1e300): the rows
+    an exact comparison in double keeps, NaN in no interval."""
+    x = np.array(values, np.float32)
+    out = np.zeros(len(x), np.uint8)
+    _select.range_mask(x, lo, lo_kind, hi, hi_kind, None, out)
+    exact = [v == v and (not lo_kind or (v > lo if lo_kind == 1 else v >= lo))
+             and (not hi_kind or (v < hi if hi_kind == 1 else v <= hi)) for v in x.astype(np.float64).tolist()]
+    assert out.view(bool).tolist() == exact
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.sampled_from([np.int8, np.uint8, np.int64, np.uint64]),
+       st.one_of(st.integers(-300, 300), st.floats(-300, 300), st.sampled_from([float("inf"), float("-inf"), 2.5, -2.5])),
+       st.one_of(st.integers(-300, 300), st.floats(-300, 300), st.sampled_from([float("inf"), float("-inf"), 2.5, -2.5])),
+       st.sampled_from([0, 1, 2]), st.sampled_from([0, 1, 2]))
+def test_integer_intervals_take_non_integer_bounds(dtype, lo, hi, lo_kind, hi_kind):
+    """An integer interval from any numeric bound (2.5, -inf, beyond the type): exactly
+    the integers an exact comparison keeps, clamped to the type."""
+    info = np.iinfo(dtype)
+    got = _select.inclusive_bounds(np.dtype(dtype), lo, lo_kind, hi, hi_kind)
+    for x in list(range(-310, 311)) + [int(info.min), int(info.max)]:
+        if not info.min <= x <= info.max:
+            continue
+        inside = (not lo_kind or (x > lo if lo_kind == 1 else x >= lo)) and \
+                 (not hi_kind or (x < hi if hi_kind == 1 else x <= hi))
+        assert inside == (got is not None and got[0] <= x <= got[1]), (x, got)
+    assert _select.inclusive_bounds(np.dtype(np.int64), np.int64(4), 1, np.int32(9), 2) == (5, 9)
