@@ -340,3 +340,50 @@ def test_first_filtered_scan_evaluates_in_the_decode_pass_in_a_fresh_interpreter
         assert proc.returncode == 0, proc.stderr[-800:]
         rows, first, same = json.loads(proc.stdout)
         assert rows == want.num_rows > 0 and first == want.column("x").to_pylist()[:5] and same
+
+
+SETS_CHILD = textwrap.dedent("""
+    import json, sys, threading
+    import rcfmt
+    from rcfmt import col
+    q = col("x").isin(list(range(0, 100, 3))) & (col("z") != 7) & col("y").is_valid() & ~col("w").isin([1, 2])
+    results = [None] * 4
+    def run(k):  # four threads at once: each creates its zstd context at its first page
+        results[k] = rcfmt.read_table(sys.argv[1], columns=["z"], filter=q, use_threads=False)
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    pooled = rcfmt.read_table(sys.argv[1], columns=["z"], filter=q)  # a scan's pool
+    print(json.dumps([r.column("z").to_pylist() for r in results] + [pooled.column("z").to_pylist()]))
+""")
+
+
+def test_first_set_filters_on_zstd_pages_in_threads_of_a_fresh_interpreter(tmp_path):
+    """A fresh interpreter whose first acts are four threads scanning at once, then a
+    pooled scan, with set, != and validity leaves on columns without a dictionary (the
+    membership kernel, bit tables, each thread's zstd context made at its first page):
+    every thread gets the rows Arrow selects."""
+    import json
+
+    import pyarrow.compute as pc
+
+    rng = np.random.default_rng(12)
+    n = 50_000
+    table = pa.table({"x": pa.array(rng.integers(0, 100, n)), "z": pa.array(rng.integers(0, 20, n).astype(np.int32)),
+                      "y": pa.array(np.where(rng.random(n) < 0.2, None, rng.random(n)).tolist(), pa.float64()),
+                      "w": pa.array(rng.integers(0, 5, n).astype(np.int16))})
+    path = tmp_path / "f.rcfmt"
+    rcfmt.write_table(table, path, block_rows=8_192, page_rows=1_000, compression="zstd",
+                      encoding={"x": "plain", "z": "bitpack", "w": "plain"})
+    mask = pc.and_kleene(pc.and_kleene(pc.is_in(table["x"], pa.array(list(range(0, 100, 3)))),
+                                       pc.not_equal(table["z"], 7)),
+                         pc.and_kleene(pc.is_valid(table["y"]), pc.invert(pc.is_in(table["w"], pa.array([1, 2])))))
+    want = table.filter(pc.fill_null(mask, False)).column("z").to_pylist()
+    assert 0 < len(want) < n
+    for _ in range(2):
+        proc = subprocess.run([sys.executable, "-c", SETS_CHILD, str(path)], capture_output=True, text=True,
+                              cwd=ROOT, timeout=120)
+        assert proc.returncode == 0, proc.stderr[-800:]
+        assert all(got == want for got in json.loads(proc.stdout))
