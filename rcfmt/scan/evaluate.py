@@ -36,7 +36,7 @@ from ..file.arrow_io import Bitmap, to_arrow
 from ..types import LogicalType, PhysicalKind
 from .nnf import BoundAnd, BoundListContains, BoundOr, Cmp, Folded, InSet, Leaf, NanCheck, NullCheck, Prefix
 from .oracle import _to_numpy, list_contains_result, selection_mask
-from .intervals import BOUND_NONE, Interval
+from .intervals import Interval
 
 __all__ = ["ColumnData", "leaf_mask", "eval_nnf", "column_conjuncts", "native_predicate"]
 
@@ -296,19 +296,17 @@ def _values_predicate(leaves: list[Leaf], ltype: LogicalType, dtype: np.dtype):
         return ("nulls", not kinds.pop()), frozenset(map(id, checks))
     interval, members, excluded = Interval(), None, set()
     taken, nulls = [], []
-    valid_only = empty = False
+    empty = False
     exact = _exact_values(ltype, dtype)
     for leaf in leaves:
         if isinstance(leaf, NullCheck):
-            if leaf.negated:
-                valid_only = True
+            if leaf.negated:  # is_valid: what every taken leaf asks of a row anyway
                 taken.append(id(leaf))
             else:
                 nulls.append(id(leaf))
             continue
         if isinstance(leaf, Folded):  # the leaf's value on valid rows, NULL on null rows
             empty |= not leaf.value
-            valid_only = True
             taken.append(id(leaf))
             continue
         if not exact:
@@ -336,17 +334,16 @@ def _values_predicate(leaves: list[Leaf], ltype: LogicalType, dtype: np.dtype):
             else:
                 excluded |= fitting
             taken.append(id(leaf))
-    if nulls:
-        if taken:  # every other leaf taken is FALSE or NULL on a null row
-            return _EMPTY_RANGE + (np.empty(0, dtype), None), frozenset(taken + nulls)
+    if nulls and not taken:
         return ("nulls", True), frozenset(nulls)
     if not taken:
         return None
-    if valid_only and not empty and members is None and not excluded and not interval.lo_kind \
-            and not interval.hi_kind:
-        return ("nulls", False), frozenset(taken)
+    if nulls:  # every other leaf taken is FALSE or NULL on a null row
+        empty, taken = True, taken + nulls
     if empty:
         members, excluded = set(), set()
+    elif members is None and not excluded and not (interval.lo_kind or interval.hi_kind):
+        return ("nulls", False), frozenset(taken)  # the validity alone
     if members is not None:
         members -= excluded
         excluded = set()
@@ -356,8 +353,6 @@ def _values_predicate(leaves: list[Leaf], ltype: LogicalType, dtype: np.dtype):
                  np.array(sorted(excluded), dtype) if excluded else None)
     return spec, frozenset(taken)
 
-
-_EMPTY_RANGE = ("range", 0, BOUND_NONE, 0, BOUND_NONE)
 
 
 def _eval_and(expr: BoundAnd, column_data: Callable[[str], ColumnData], n: int) -> np.ndarray:
