@@ -193,6 +193,9 @@ class FileScan:
                              if isinstance(leaf, BoundListContains)} if self.nnf is not None else {}
         self.row_filter_ids = {name: c for name, c in self.filter_ids.items() if name not in self.list_filters}
         self._pushdown_whole = None if self.nnf is None else self._pushdown(self.nnf)
+        #: native_predicate's answers for chunks without a dictionary, by (conjuncts, value
+        #: dtype): the same for every block (conjuncts kept in the value: their id stays theirs)
+        self._value_predicates: dict = {}
         if read_dictionary is not None and (isinstance(read_dictionary, str) or not isinstance(read_dictionary, Sequence)):
             raise InvalidOptionError("read_dictionary must be a list of column names")
         self.dictionary_ids = {file.column_index(name) for name in (read_dictionary or ())}
@@ -607,8 +610,7 @@ class FileScan:
             decoder = file.chunk_decoder(block, col, buf, base)
             predicate, keep = None, True
             if conjuncts:
-                native = native_predicate(conjuncts, ltype, decoder.value_dtype,
-                                          decoder.dictionary if decoder.is_dictionary else None)
+                native = self._native_predicate(conjuncts, ltype, decoder)
                 if native is not None:
                     predicate, ids = native
                     keep = not mask_only or len(ids) < len(conjuncts)
@@ -653,6 +655,19 @@ class FileScan:
         data = ColumnData(ltype, None if codes is not None else values, valid, codes,
                           dictionary if codes is not None else None, pushed)
         return data if gather is None else _gather_data(data, gather)
+
+    def _native_predicate(self, conjuncts: list, ltype, decoder):
+        """:func:`native_predicate` of a column's ``conjuncts`` for ``decoder``'s chunk:
+        per chunk for a dictionary (its table is per dictionary), else worked out once
+        per scan (sets sorted, arrays built) and shared by every block."""
+        if decoder.is_dictionary:
+            return native_predicate(conjuncts, ltype, decoder.value_dtype, decoder.dictionary)
+        key = (id(conjuncts), decoder.value_dtype)
+        hit = self._value_predicates.get(key)
+        if hit is None or hit[0] is not conjuncts:
+            hit = self._value_predicates[key] = (conjuncts, native_predicate(conjuncts, ltype, decoder.value_dtype,
+                                                                              None))
+        return hit[1]
 
     def _gather_positions(self, block: int, col: int, plan: tuple, selection: Selection, cache: dict):
         """Where the selected rows of ``block`` lie among the rows of the pages ``plan``
