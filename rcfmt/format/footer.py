@@ -429,8 +429,8 @@ def _validate_bitmap_region(region: dict, nblocks: int, footer_offset: int, afte
 
 def _validate(meta: FileMetaData, footer_offset: int, head: _Head, footer) -> None:
     """Check that counts add up and every location lies inside the data region (one
-    native pass over the tables in ``footer``, laid out as ``layout`` = (blocks offset,
-    block record size, chunk table offsets, chunk record sizes); see
+    native pass over the tables in ``footer``, laid out as ``head.layout`` says: blocks
+    offset, block record size, chunk table offsets, chunk record sizes; see
     :mod:`rcfmt._native.footer`)."""
     pi_off, pi_len = _region(meta.page_index_region)
     bf_off, bf_len = _region(meta.bloom_region)
