@@ -16,15 +16,17 @@ sees part of a file.
 
 Datasets are read from object-store URIs too (:func:`is_remote`, :func:`remote_kind`,
 :func:`list_sizes`: the index versions are listed, the index and the data files read
-through the same layer), and written, optimized and vacuumed on S3, whose conditional
-PUT commits a version (:func:`check_commit_support`, :func:`create_if_absent`). On
-other stores those are refused with :class:`~rcfmt.errors.UnsupportedError` before
+through the same layer), and written, optimized and vacuumed on S3 and GCS, whose
+conditional creates commit a version (:func:`check_commit_support`,
+:func:`create_if_absent`). On other stores those are refused with :class:`~rcfmt.errors.UnsupportedError` before
 anything is read or created; operations that take local paths only say so through
 :func:`local_path` -- a URI is never taken for a relative local path (which would
 quietly write ``./s3:/bucket/...``).
 
 S3 clients take their endpoint, region and credentials from the environment
 (``AWS_*``) unless :func:`s3_settings` gives them (the Spark data source's options).
+GCS clients take Google's default credentials, or reach the emulator that
+``STORAGE_EMULATOR_HOST`` names anonymously (as google-cloud-storage and gcsfs do).
 """
 from __future__ import annotations
 
@@ -408,47 +410,137 @@ def delete_files(paths) -> None:
 
 # ------------------------------------------------------------------ create-if-absent (commits)
 #: object stores whose conditional create rcfmt uses to commit dataset versions
-COMMIT_SCHEMES = ("s3",)
+COMMIT_SCHEMES = ("s3", "gs")
+#: the client library each of them is committed with, and the extra that installs it
+_COMMIT_CLIENTS = {"s3": ("boto3", "s3"), "gs": ("google.cloud.storage", "gcs")}
+
+
+def _scheme(uri: str) -> str:
+    scheme = _URI.match(uri).group(1).lower()
+    return "gs" if scheme == "gcs" else scheme
 
 
 def check_commit_support(uri: str) -> None:
     """UnsupportedError, before anything is written, unless rcfmt can commit dataset
     versions at ``uri`` without risking a lost update: an atomic create-if-absent of
     the version object. S3 (and S3-compatible servers that honour it) has one, a PUT
-    with ``If-None-Match: *``, made through boto3."""
-    scheme = _URI.match(uri).group(1).lower()
+    with ``If-None-Match: *``, made through boto3; GCS an upload with
+    ``ifGenerationMatch=0``, made through google-cloud-storage."""
+    scheme = _scheme(uri)
     if scheme not in COMMIT_SCHEMES:
         raise UnsupportedError(
             f"{uri!r}: writing datasets to {scheme}:// is not supported yet. rcfmt commits a dataset version with "
-            f"an atomic create-if-absent of its index object and implements it for s3:// only so far. Nothing "
-            f"was written. Alternatives: a local or s3:// dataset path, or single files with write_table.")
+            f"an atomic create-if-absent of its index object and implements it for s3:// and gs:// so far. Nothing "
+            f"was written. Alternatives: a local, s3:// or gs:// dataset path, or single files with write_table.")
+    module, extra = _COMMIT_CLIENTS[scheme]
     try:
-        import boto3  # noqa: F401
+        __import__(module)
     except ImportError:
-        raise UnsupportedError(f"{uri!r}: committing a dataset on S3 needs boto3 (pip install 'rcfmt[s3]'); "
-                               f"nothing was written") from None
+        raise UnsupportedError(f"{uri!r}: committing a dataset on {scheme}:// needs {module.split('.')[0]} "
+                               f"(pip install 'rcfmt[{extra}]'); nothing was written") from None
 
 
 def create_if_absent(uri: str, data: bytes) -> bool:
     """Create the object ``uri`` holding ``data`` unless it exists: True if created,
     False if it existed (or another writer's create of it is in flight). Atomic on the
-    server; the caller checked :func:`check_commit_support`."""
+    server; the caller checked :func:`check_commit_support`.
+
+    A create the server refuses is told apart from one of ours whose answer was lost and
+    retried by the client (the retry finds our own object): the object is read back and
+    compared with ``data`` -- a commit is never taken for lost when it landed."""
+    parts = urlsplit(uri)
+    bucket, key = parts.netloc, unquote(parts.path).lstrip("/")
+    create, read = (_gcs_create, _gcs_read) if _scheme(uri) == "gs" else (_s3_create, _s3_read)
+    try:
+        if create(bucket, key, data):
+            return True
+        return read(bucket, key) == data
+    except StorageError as exc:
+        raise StorageError(f"committing {uri!r} failed: {exc}") from None
+
+
+def _s3_client():
     import boto3
+
+    return boto3.client("s3", **_boto3_arguments(_S3_SETTINGS))
+
+
+def _s3_create(bucket: str, key: str, data: bytes) -> bool:
     from botocore.exceptions import BotoCoreError, ClientError
 
-    parts = urlsplit(uri)
-    client = boto3.client("s3", **_boto3_arguments(_S3_SETTINGS))
     try:
-        client.put_object(Bucket=parts.netloc, Key=parts.path.lstrip("/"), Body=data, IfNoneMatch="*")
+        _s3_client().put_object(Bucket=bucket, Key=key, Body=data, IfNoneMatch="*")
     except ClientError as exc:
         status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
         code = exc.response.get("Error", {}).get("Code")
         if status in (409, 412) or code in ("PreconditionFailed", "ConditionalRequestConflict"):
             return False
-        raise StorageError(f"committing {uri!r} failed: {exc}") from None
+        raise StorageError(str(exc)) from None
     except BotoCoreError as exc:  # connection failures, after boto3's own retries
-        raise StorageError(f"committing {uri!r} failed: {exc}") from None
+        raise StorageError(str(exc)) from None
     return True
+
+
+def _s3_read(bucket: str, key: str) -> bytes | None:
+    """The object's bytes; None if it does not exist (a create still in flight)."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        return _s3_client().get_object(Bucket=bucket, Key=key)["Body"].read()
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+            return None
+        raise StorageError(str(exc)) from None
+    except BotoCoreError as exc:
+        raise StorageError(str(exc)) from None
+
+
+_GCS_CLIENTS = threading.local()  # google-cloud-storage clients: one per thread (their HTTP sessions)
+
+
+def _gcs_client():
+    """A google-cloud-storage client for this thread: the endpoint ``STORAGE_EMULATOR_HOST``
+    names (anonymously, as the library does), else Google's default credentials."""
+    from google.cloud import storage
+
+    emulator = os.environ.get("STORAGE_EMULATOR_HOST") or None
+    cached = getattr(_GCS_CLIENTS, "client", None)
+    if cached is None or cached[0] != emulator:
+        cached = _GCS_CLIENTS.client = (emulator, storage.Client())
+    return cached[1]
+
+
+def _gcs_errors() -> tuple:
+    import google.auth.exceptions
+    import requests
+    from google.api_core import exceptions
+
+    return exceptions.GoogleAPIError, google.auth.exceptions.GoogleAuthError, requests.RequestException
+
+
+def _gcs_create(bucket: str, key: str, data: bytes) -> bool:
+    from google.api_core import exceptions
+
+    try:
+        # ifGenerationMatch=0: create only if no live object has the name (a 412 otherwise)
+        _gcs_client().bucket(bucket).blob(key).upload_from_string(
+            data, content_type="application/octet-stream", if_generation_match=0)
+    except exceptions.PreconditionFailed:
+        return False
+    except _gcs_errors() as exc:  # after the library's own retries
+        raise StorageError(str(exc)) from None
+    return True
+
+
+def _gcs_read(bucket: str, key: str) -> bytes | None:
+    from google.api_core import exceptions
+
+    try:
+        return _gcs_client().bucket(bucket).blob(key).download_as_bytes()
+    except exceptions.NotFound:
+        return None
+    except _gcs_errors() as exc:
+        raise StorageError(str(exc)) from None
 
 
 # ------------------------------------------------------------------ object-store URIs
@@ -464,7 +556,7 @@ def is_remote(where) -> bool:
 #: the settings :func:`s3_settings` accepts
 S3_SETTINGS = ("endpoint", "region", "access_key", "secret_key", "session_token")
 _S3_SETTINGS: dict | None = None  # in force: they take precedence over the environment
-_S3_FILESYSTEMS: dict = {}  # one client per distinct settings
+_FILESYSTEMS: dict = {}  # one client per distinct settings
 _S3_LOCK = threading.Lock()
 
 
@@ -519,12 +611,12 @@ def _s3_filesystem(settings: dict):
 
     key = tuple(sorted(settings.items()))
     with _S3_LOCK:
-        fs = _S3_FILESYSTEMS.get(key)
+        fs = _FILESYSTEMS.get(key)
         if fs is None:
             kwargs = {k: settings[k] for k in ("region", "access_key", "secret_key", "session_token") if k in settings}
             if "endpoint" in settings:
                 kwargs["scheme"], kwargs["endpoint_override"] = _endpoint_parts(settings["endpoint"])
-            fs = _S3_FILESYSTEMS[key] = pafs.S3FileSystem(**kwargs)
+            fs = _FILESYSTEMS[key] = pafs.S3FileSystem(**kwargs)
         return fs
 
 
@@ -542,6 +634,21 @@ def _boto3_arguments(settings: dict | None) -> dict:
     return out
 
 
+def _gcs_emulator_filesystem(emulator: str):
+    """pyarrow's GCS client for the emulator at ``STORAGE_EMULATOR_HOST`` (the variable
+    google-cloud-storage and gcsfs read; ``http://`` unless it names a scheme), which
+    takes no credentials."""
+    import pyarrow.fs as pafs
+
+    scheme, host = _endpoint_parts(emulator if "://" in emulator else f"http://{emulator}")
+    key = ("gs", scheme, host)
+    with _S3_LOCK:
+        fs = _FILESYSTEMS.get(key)
+        if fs is None:
+            fs = _FILESYSTEMS[key] = pafs.GcsFileSystem(anonymous=True, scheme=scheme, endpoint_override=host)
+        return fs
+
+
 def _from_uri(uri: str):
     import pyarrow as pa
     import pyarrow.fs as pafs
@@ -550,6 +657,10 @@ def _from_uri(uri: str):
     if settings and uri[:5].lower() == "s3://":
         path = urlsplit(uri)
         return _s3_filesystem(settings), f"{path.netloc}{unquote(path.path)}".rstrip("/")
+    emulator = os.environ.get("STORAGE_EMULATOR_HOST")
+    if emulator and _scheme(uri) == "gs":
+        path = urlsplit(uri)
+        return _gcs_emulator_filesystem(emulator), f"{path.netloc}{unquote(path.path)}".rstrip("/")
     try:
         return pafs.FileSystem.from_uri(uri)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError) as exc:

@@ -106,8 +106,9 @@ def with_s3_settings(method):
 def _path(opts: dict, remote_ok: bool = False) -> str:
     """The dataset path of the options: local (Hadoop's ``file:/abs/path`` too) or,
     with ``remote_ok``, an ``s3://`` URI (Hadoop's ``s3a://`` spelling is taken for it:
-    rcfmt reads S3 through pyarrow, with the credentials and endpoint of the
-    environment)."""
+    rcfmt reads S3 through pyarrow, with the credentials and endpoint of the options or
+    the environment) or a ``gs://`` URI (Google's default credentials; an emulator's
+    endpoint from ``STORAGE_EMULATOR_HOST``)."""
     path = opts.get("path")
     if not path:
         raise InvalidOptionError("the rcfmt data source needs a path: .load(path) / .save(path) or .option('path', ...)")
@@ -120,6 +121,8 @@ def _path(opts: dict, remote_ok: bool = False) -> str:
     lowered = path.lower()
     if remote_ok and lowered.startswith(("s3://", "s3a://")):
         return "s3://" + path.split("://", 1)[1].rstrip("/")
+    if remote_ok and lowered.startswith("gs://"):
+        return path.rstrip("/")
     return os.path.abspath(local_path(path))
 
 

@@ -34,13 +34,13 @@ def test_local_paths_and_file_uris(tmp_path):
 
 @pytest.mark.parametrize("uri", URIS)
 def test_uris_are_refused_and_nothing_is_created(tmp_path, monkeypatch, uri):
-    """Dataset writes and vacuum take no object-store URI but s3:// yet, and a URI is
-    never a relative local path. (Single files and S3 datasets are written to object
-    stores: tests/test_object_storage.py.)"""
+    """Dataset writes and vacuum take no object-store URI but s3:// and gs:// yet, and a
+    URI is never a relative local path. (Single files and S3 and GCS datasets are
+    written to object stores: tests/test_object_storage.py, test_object_storage_gcs.py.)"""
     monkeypatch.chdir(tmp_path)
     t = pa.table({"x": [1, 2, 3]})
     calls = []
-    if not uri.lower().startswith("s3://"):  # datasets are written to S3 (tests/test_object_storage.py)
+    if not uri.lower().startswith(("s3://", "gs://")):  # datasets are written there
         calls += [lambda: rcfmt.write_dataset(t, uri), lambda: vacuum(uri)]
     for call in calls:
         with pytest.raises(UnsupportedError, match="not supported"):
@@ -75,12 +75,13 @@ def test_spark_options_take_file_uris_and_refuse_others():
 
     assert ReadOptions({"path": "file:/tmp/x"}).path == "/tmp/x"  # Hadoop's form
     assert ReadOptions({"path": "file:///tmp/x"}).path == "/tmp/x"
-    # S3 is read and written (Hadoop's s3a:// spelling too); other stores are refused
+    # S3 (Hadoop's s3a:// spelling too) and GCS are read and written; other stores are refused
     for options in (ReadOptions, WriteOptions):
         assert options({"path": "s3a://bucket/t/"}).path == "s3://bucket/t"
         assert options({"path": "S3://bucket/t"}).path == "s3://bucket/t"
-        with pytest.raises(UnsupportedError, match="gs:// URIs"):
-            options({"path": "gs://bucket/t"})
+        assert options({"path": "gs://bucket/t/"}).path == "gs://bucket/t"
+        with pytest.raises(UnsupportedError, match="abfs:// URIs"):
+            options({"path": "abfs://c@acct.dfs.core.windows.net/t"})
 
 
 def test_spark_s3_options_in_rcfmt_and_hadoop_spellings():

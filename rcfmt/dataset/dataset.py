@@ -906,7 +906,7 @@ def _vacuum_remote(root: str, retention_seconds: float, dry_run: bool, progress=
     scheme = root.split("://", 1)[0].lower()
     if scheme not in COMMIT_SCHEMES:  # refused before any request, as dataset writes there are
         raise UnsupportedError(f"{root!r}: vacuum on {scheme}:// is not supported yet (rcfmt writes datasets to "
-                               f"s3:// only); nothing was deleted")
+                               f"{' and '.join(s + '://' for s in COMMIT_SCHEMES)} only); nothing was deleted")
     versions = log.list_versions(root)
     if not versions:
         return []  # nothing committed: no object here is known to be a writer's

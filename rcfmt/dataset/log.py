@@ -31,7 +31,7 @@ are removed by :func:`vacuum` once older than a retention period.
 Hard links are required (local disks, NFS, most POSIX file systems); where ``os.link``
 is not supported, commits raise :class:`~rcfmt.errors.RcfmtError`.
 
-On object storage (S3) the same protocol runs without staging or links: data files are
+On object storage (S3, GCS) the same protocol runs without staging or links: data files are
 streamed straight to their final keys (no reader looks at them before a version names
 them), and step 3 is a conditional PUT of the version object (``If-None-Match: *``),
 which the server refuses with 412 when the version exists. Stores without such a
@@ -132,7 +132,8 @@ def publish_version(root: str, version: int, tmp_path: str) -> bool:
 def publish_remote_version(root: str, version: int, data: bytes) -> bool:
     """Create the index object of ``version`` at the object-store ``root`` holding
     ``data`` unless it exists (:func:`rcfmt.storage.create_if_absent`: on S3 a PUT with
-    ``If-None-Match: *``); False if another writer has that version."""
+    ``If-None-Match: *``, on GCS an upload with ``ifGenerationMatch=0``); False if
+    another writer has that version."""
     return create_if_absent(version_path(root, version), data)
 
 

