@@ -85,7 +85,15 @@ def local_path(where) -> str:
 
 
 # ------------------------------------------------------------------ reading byte ranges
-def _storage_error(exc: OSError, what: str, where: str) -> OSError:
+def _client_errors() -> tuple:
+    """What pyarrow's filesystem clients raise on failure: OSError, and for some (GCS
+    credentials that cannot be loaded) a bare ArrowException."""
+    import pyarrow as pa
+
+    return OSError, pa.ArrowException
+
+
+def _storage_error(exc: Exception, what: str, where: str) -> OSError:
     """A client's I/O failure (after its own retries) as a StorageError naming the file;
     FileNotFoundError (and rcfmt's own errors) pass through unchanged."""
     if isinstance(exc, (FileNotFoundError, RcfmtError)):
@@ -185,10 +193,10 @@ class _ArrowFile(ByteSource):
                 return self._file
             try:
                 self._file = self._filesystem.open_input_file(self._path)
-            except OSError as exc:
+            except _client_errors() as exc:
                 try:
                     kind = self._filesystem.get_file_info(self._path).type
-                except OSError:
+                except _client_errors():
                     kind = None
                 if kind == pafs.FileType.NotFound:
                     raise FileNotFoundError(f"no such file: {self._display!r}") from None
@@ -201,7 +209,7 @@ class _ArrowFile(ByteSource):
         f = self._open()
         try:
             data = f.read_at(length, offset)
-        except OSError as exc:
+        except _client_errors() as exc:
             raise _storage_error(exc, f"reading bytes [{offset}, {offset + length}) of", self._display) from exc
         return data if isinstance(data, bytes) else data.to_pybytes()
 
@@ -339,7 +347,7 @@ class _ArrowSink(ByteSink):
             raise InvalidOptionError(f"{display!r} names no file")
         try:
             kind = filesystem.get_file_info(self._target).type
-        except OSError as exc:
+        except _client_errors() as exc:
             raise _storage_error(exc, "writing", display) from exc
         if kind == pafs.FileType.Directory:
             raise RcfmtError(f"{display} is a directory")
@@ -349,13 +357,13 @@ class _ArrowSink(ByteSink):
             self._tmp = self._target
         try:
             self._stream = filesystem.open_output_stream(self._tmp, compression=None)
-        except OSError as exc:
+        except _client_errors() as exc:
             raise _storage_error(exc, "writing", display) from exc
 
     def write(self, data) -> None:
         try:
             self._stream.write(data)
-        except OSError as exc:
+        except _client_errors() as exc:
             raise _storage_error(exc, "writing", self.path) from exc
 
     def commit(self) -> None:
@@ -363,7 +371,7 @@ class _ArrowSink(ByteSink):
             self._stream.close()  # completes the upload
             if self._tmp != self._target:
                 self._fs.move(self._tmp, self._target)
-        except OSError as exc:
+        except _client_errors() as exc:
             raise _storage_error(exc, "writing", self.path) from exc
 
     def abort(self) -> None:
@@ -404,7 +412,7 @@ def delete_files(paths) -> None:
                 fs.delete_file(inner)
             else:
                 os.unlink(p)
-        except (FileNotFoundError, OSError):
+        except _client_errors():
             pass
 
 
@@ -634,18 +642,30 @@ def _boto3_arguments(settings: dict | None) -> dict:
     return out
 
 
-def _gcs_emulator_filesystem(emulator: str):
-    """pyarrow's GCS client for the emulator at ``STORAGE_EMULATOR_HOST`` (the variable
-    google-cloud-storage and gcsfs read; ``http://`` unless it names a scheme), which
-    takes no credentials."""
+#: how long pyarrow's GCS client retries what it takes for transient (its own default
+#: is 15 minutes: a machine without Google credentials would seem to hang that long)
+GCS_RETRY_SECONDS = 60
+
+
+def _gcs_filesystem():
+    """pyarrow's GCS client: Google's default credentials, or the emulator at
+    ``STORAGE_EMULATOR_HOST`` (the variable google-cloud-storage and gcsfs read;
+    ``http://`` unless it names a scheme) without credentials. Transient failures are
+    retried for :data:`GCS_RETRY_SECONDS`."""
+    import datetime
+
     import pyarrow.fs as pafs
 
-    scheme, host = _endpoint_parts(emulator if "://" in emulator else f"http://{emulator}")
-    key = ("gs", scheme, host)
+    emulator = os.environ.get("STORAGE_EMULATOR_HOST")
+    kwargs = {"retry_time_limit": datetime.timedelta(seconds=GCS_RETRY_SECONDS)}
+    if emulator:
+        scheme, host = _endpoint_parts(emulator if "://" in emulator else f"http://{emulator}")
+        kwargs.update(anonymous=True, scheme=scheme, endpoint_override=host)
+    key = ("gs", os.environ.get("GOOGLE_APPLICATION_CREDENTIALS"), *sorted((k, str(v)) for k, v in kwargs.items()))
     with _S3_LOCK:
         fs = _FILESYSTEMS.get(key)
         if fs is None:
-            fs = _FILESYSTEMS[key] = pafs.GcsFileSystem(anonymous=True, scheme=scheme, endpoint_override=host)
+            fs = _FILESYSTEMS[key] = pafs.GcsFileSystem(**kwargs)
         return fs
 
 
@@ -657,10 +677,9 @@ def _from_uri(uri: str):
     if settings and uri[:5].lower() == "s3://":
         path = urlsplit(uri)
         return _s3_filesystem(settings), f"{path.netloc}{unquote(path.path)}".rstrip("/")
-    emulator = os.environ.get("STORAGE_EMULATOR_HOST")
-    if emulator and _scheme(uri) == "gs":
+    if _scheme(uri) == "gs" and "?" not in uri:  # (a query's options go to pyarrow's from_uri)
         path = urlsplit(uri)
-        return _gcs_emulator_filesystem(emulator), f"{path.netloc}{unquote(path.path)}".rstrip("/")
+        return _gcs_filesystem(), f"{path.netloc}{unquote(path.path)}".rstrip("/")
     try:
         return pafs.FileSystem.from_uri(uri)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError) as exc:
@@ -672,7 +691,10 @@ def remote_kind(uri: str) -> str | None:
     import pyarrow.fs as pafs
 
     fs, inner = _from_uri(uri)
-    kind = fs.get_file_info(inner).type
+    try:
+        kind = fs.get_file_info(inner).type
+    except _client_errors() as exc:
+        raise _storage_error(exc, "looking up", uri) from exc
     if kind == pafs.FileType.File:
         return "file"
     if kind == pafs.FileType.Directory:
@@ -689,7 +711,7 @@ def list_tree(uri: str) -> list[tuple[str, float]]:
     inner = inner.rstrip("/")
     try:
         infos = fs.get_file_info(pafs.FileSelector(inner, recursive=True, allow_not_found=True))
-    except OSError as exc:
+    except _client_errors() as exc:
         raise _storage_error(exc, "listing", uri) from exc
     out = []
     for info in infos:
@@ -705,7 +727,10 @@ def _remote_entries(directory: str) -> list:
     import pyarrow.fs as pafs
 
     fs, inner = _from_uri(directory)
-    return fs.get_file_info(pafs.FileSelector(inner, allow_not_found=True))
+    try:
+        return fs.get_file_info(pafs.FileSelector(inner, allow_not_found=True))
+    except _client_errors() as exc:
+        raise _storage_error(exc, "listing", directory) from exc
 
 
 def list_names(directory: str) -> list[str]:

@@ -123,3 +123,24 @@ def test_s3_settings_choose_the_client_and_are_undone_after():
     with pytest.raises(rcfmt.InvalidOptionError, match="unknown S3 settings"):
         with s3_settings({"endpoint_url": "x"}):
             pass
+
+
+def test_gcs_without_credentials_is_a_storage_error_not_a_long_hang(monkeypatch, tmp_path):
+    """On a machine without Google credentials (and no emulator named), a gs:// read,
+    listing or write fails with StorageError once the client's bounded retries are spent
+    (pyarrow's own default would retry for 15 minutes); nothing is created locally."""
+    from rcfmt import storage
+
+    monkeypatch.delenv("STORAGE_EMULATOR_HOST", raising=False)
+    monkeypatch.delenv("GOOGLE_APPLICATION_CREDENTIALS", raising=False)
+    monkeypatch.setattr(storage, "GCS_RETRY_SECONDS", 1)
+    monkeypatch.chdir(tmp_path)
+    t = pa.table({"a": [1, 2]})
+    for call in (lambda: rcfmt.read_table("gs://no-bucket/x.rcfmt"), lambda: rcfmt.dataset("gs://no-bucket/ds"),
+                 lambda: rcfmt.write_dataset(t, "gs://no-bucket/ds")):
+        with pytest.raises(rcfmt.StorageError, match="no-bucket"):
+            call()
+    assert os.listdir(tmp_path) == []
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tmp_path / "no-such-key.json"))
+    with pytest.raises(rcfmt.StorageError, match="no-such-key"):  # pyarrow raises no OSError for this one
+        rcfmt.read_table("gs://no-bucket/x.rcfmt")
