@@ -18,8 +18,8 @@ Datasets are read from object-store URIs too (:func:`is_remote`, :func:`remote_k
 :func:`list_sizes`: the index versions are listed, the index and the data files read
 through the same layer), and written, optimized and vacuumed on S3 and GCS, whose
 conditional creates commit a version (:func:`check_commit_support`,
-:func:`create_if_absent`). On other stores those are refused with :class:`~rcfmt.errors.UnsupportedError` before
-anything is read or created; operations that take local paths only say so through
+:func:`create_if_absent`). On other stores those are refused with
+:class:`~rcfmt.errors.UnsupportedError` before anything is read or created; operations that take local paths only say so through
 :func:`local_path` -- a URI is never taken for a relative local path (which would
 quietly write ``./s3:/bucket/...``).
 
@@ -41,7 +41,7 @@ from .errors import InvalidOptionError, RcfmtError, StorageError, UnsupportedErr
 
 __all__ = ["local_path", "open_input", "open_output", "ByteSource", "ByteSink", "is_remote", "remote_kind",
            "list_names", "list_sizes", "list_tree", "delete_files", "check_commit_support", "create_if_absent",
-           "s3_settings", "check_s3_settings", "S3_SETTINGS"]
+           "s3_settings", "check_s3_settings", "S3_SETTINGS", "scheme_of"]
 
 _URI = re.compile(r"\A([A-Za-z][A-Za-z0-9+.\-]*)://")
 
@@ -419,11 +419,12 @@ def delete_files(paths) -> None:
 # ------------------------------------------------------------------ create-if-absent (commits)
 #: object stores whose conditional create rcfmt uses to commit dataset versions
 COMMIT_SCHEMES = ("s3", "gs")
-#: the client library each of them is committed with, and the extra that installs it
-_COMMIT_CLIENTS = {"s3": ("boto3", "s3"), "gs": ("google.cloud.storage", "gcs")}
+#: the client each of them is committed with: (module, its package, the extra that installs it)
+_COMMIT_CLIENTS = {"s3": ("boto3", "boto3", "s3"), "gs": ("google.cloud.storage", "google-cloud-storage", "gcs")}
 
 
-def _scheme(uri: str) -> str:
+def scheme_of(uri: str) -> str:
+    """The object store a URI names, lower case (``gcs://`` is ``gs``)."""
     scheme = _URI.match(uri).group(1).lower()
     return "gs" if scheme == "gcs" else scheme
 
@@ -434,17 +435,17 @@ def check_commit_support(uri: str) -> None:
     the version object. S3 (and S3-compatible servers that honour it) has one, a PUT
     with ``If-None-Match: *``, made through boto3; GCS an upload with
     ``ifGenerationMatch=0``, made through google-cloud-storage."""
-    scheme = _scheme(uri)
+    scheme = scheme_of(uri)
     if scheme not in COMMIT_SCHEMES:
         raise UnsupportedError(
             f"{uri!r}: writing datasets to {scheme}:// is not supported yet. rcfmt commits a dataset version with "
             f"an atomic create-if-absent of its index object and implements it for s3:// and gs:// so far. Nothing "
             f"was written. Alternatives: a local, s3:// or gs:// dataset path, or single files with write_table.")
-    module, extra = _COMMIT_CLIENTS[scheme]
+    module, package, extra = _COMMIT_CLIENTS[scheme]
     try:
         __import__(module)
     except ImportError:
-        raise UnsupportedError(f"{uri!r}: committing a dataset on {scheme}:// needs {module.split('.')[0]} "
+        raise UnsupportedError(f"{uri!r}: committing a dataset on {scheme}:// needs {package} "
                                f"(pip install 'rcfmt[{extra}]'); nothing was written") from None
 
 
@@ -458,7 +459,7 @@ def create_if_absent(uri: str, data: bytes) -> bool:
     compared with ``data`` -- a commit is never taken for lost when it landed."""
     parts = urlsplit(uri)
     bucket, key = parts.netloc, unquote(parts.path).lstrip("/")
-    create, read = (_gcs_create, _gcs_read) if _scheme(uri) == "gs" else (_s3_create, _s3_read)
+    create, read = (_gcs_create, _gcs_read) if scheme_of(uri) == "gs" else (_s3_create, _s3_read)
     try:
         if create(bucket, key, data):
             return True
@@ -677,7 +678,7 @@ def _from_uri(uri: str):
     if settings and uri[:5].lower() == "s3://":
         path = urlsplit(uri)
         return _s3_filesystem(settings), f"{path.netloc}{unquote(path.path)}".rstrip("/")
-    if _scheme(uri) == "gs" and "?" not in uri:  # (a query's options go to pyarrow's from_uri)
+    if scheme_of(uri) == "gs" and "?" not in uri:  # (a query's options go to pyarrow's from_uri)
         path = urlsplit(uri)
         return _gcs_filesystem(), f"{path.netloc}{unquote(path.path)}".rstrip("/")
     try:

@@ -35,7 +35,7 @@ from ..scan.scanner import ScanStats
 from .. import nested
 from ..types import logical_type_from_arrow, same_logical_type
 from .evolution import file_renames, renamed_expr, renamed_path, renamed_schema, widens
-from ..storage import COMMIT_SCHEMES, delete_files, is_remote, list_tree, local_path, remote_kind
+from ..storage import COMMIT_SCHEMES, delete_files, is_remote, list_tree, local_path, remote_kind, scheme_of
 from . import log
 from .index import INDEX_METADATA_KEY, Snapshot, check_inside
 from .snapshot import DATA_SUFFIXES, check_version_info, discover, load_base, read_snapshot
@@ -903,7 +903,7 @@ def vacuum(root, retention_seconds: float = 3600.0, *, dry_run: bool = False, pr
 
 
 def _vacuum_remote(root: str, retention_seconds: float, dry_run: bool, progress=None) -> list[str]:
-    scheme = root.split("://", 1)[0].lower()
+    scheme = scheme_of(root)
     if scheme not in COMMIT_SCHEMES:  # refused before any request, as dataset writes there are
         raise UnsupportedError(f"{root!r}: vacuum on {scheme}:// is not supported yet (rcfmt writes datasets to "
                                f"{' and '.join(s + '://' for s in COMMIT_SCHEMES)} only); nothing was deleted")
