@@ -279,65 +279,18 @@ def test_a_dataset_on_s3_renames_a_column_and_reads_every_file_by_it(s3):
 
 
 def test_a_failed_dataset_write_leaves_no_object_and_no_version(s3):
+    from store_commits import check_a_failed_write_leaves_nothing
+
     _, client = s3
-    uri = f"s3://{BUCKET}/dsfail/t"
-    rcfmt.write_dataset(_table(), uri)
-    before = _keys(client, "dsfail/")
-
-    def batches():
-        yield _table().slice(0, 3000)
-        raise RuntimeError("source failed")
-
-    with pytest.raises(RuntimeError, match="source failed"):
-        rcfmt.write_dataset(batches(), uri, target_file_rows=1000)
-    assert _keys(client, "dsfail/") == before and rcfmt.dataset(uri).version == 1
+    check_a_failed_write_leaves_nothing(f"s3://{BUCKET}/dsfail/t", _table(), lambda: _keys(client, "dsfail/"))
 
 
 def test_a_lost_race_rebases_and_no_row_is_lost(s3, monkeypatch):
-    """Two appends built on version 1: the one that loses the conditional PUT of
-    version 2 re-reads and commits version 3 with both writers' rows; an overwrite that
-    lost its base raises CommitConflictError and leaves no data object behind."""
-    from rcfmt.dataset import log
+    from store_commits import check_a_lost_race_rebases_and_an_overwrite_conflicts
 
     _, client = s3
-    uri = f"s3://{BUCKET}/race/t"
-    t = _table()
-    rcfmt.write_dataset(t.slice(0, 100), uri)
-    real = log.latest_version
-    calls = {"n": 0, "inside": False}
-    puts = []
-    real_put = log.publish_remote_version
-
-    def stale_at_commit(root):
-        calls["n"] += 1
-        if calls["n"] == 2 and not calls["inside"]:  # this writer's first commit attempt
-            calls["inside"] = True
-            rcfmt.write_dataset(t.slice(100, 100), uri)  # a concurrent writer commits version 2
-            calls["inside"] = False
-            return 1  # ... which this one has not seen: it tries version 2 too
-        return real(root)
-
-    def recording_put(root, version, data):
-        ok = real_put(root, version, data)
-        puts.append((version, ok))
-        return ok
-
-    monkeypatch.setattr(log, "latest_version", stale_at_commit)
-    monkeypatch.setattr(log, "publish_remote_version", recording_put)
-    ds = rcfmt.write_dataset(t.slice(200, 100), uri)
-    monkeypatch.setattr(log, "latest_version", real)
-    assert (2, False) in puts and puts[-1] == (3, True)  # refused by the server, then rebased
-    assert ds.version == 3 and ds.info["parent_version"] == 2
-    assert _sorted(rcfmt.dataset(uri).to_table()).equals(_sorted(t.slice(0, 300)))
-    before = _keys(client, "race/")
-    with pytest.raises(rcfmt.CommitConflictError):
-        from rcfmt.dataset.writer import begin_write, commit
-
-        plan = begin_write(uri, t.schema, mode="overwrite")
-        rcfmt.write_dataset(t.slice(0, 5), uri)  # version 4 meanwhile
-        commit(uri, [], mode="overwrite", read_version=plan.read_version, data_schema=plan.data_schema,
-               partitioning=plan.partitioning, txn_id="x")
-    assert len(_keys(client, "race/")) == len(before) + 2  # version 4 and its file; nothing of the loser
+    check_a_lost_race_rebases_and_an_overwrite_conflicts(f"s3://{BUCKET}/race/t", _table(),
+                                                         lambda: _keys(client, "race/"), monkeypatch)
 
 
 def test_concurrent_appends_from_threads(s3):
@@ -1052,8 +1005,8 @@ def test_nested_file_and_dataset_on_s3(s3, tmp_path, large_file_reads):
 
 def test_bitmap_indexes_cost_two_requests_on_object_storage(s3, server_log, large_file_reads, tmp_path):
     """A count that bitmap indexes decide reads, after the open, the index directory and
-    the entries of every block (coalesced): two requests, whatever the number of blocks;
-    a read of the selected rows adds the projected pages."""
+    the entries of every block (coalesced; up to 8 blocks, more in one more request): two
+    requests; a read of the selected rows adds the projected pages."""
     _, client = s3
     rng = np.random.default_rng(11)
     n = 5 * 8192

@@ -144,59 +144,16 @@ def test_datasets_are_written_appended_and_overwritten_on_gcs(gcs):
 
 
 def test_a_failed_dataset_write_leaves_no_object_and_no_version(gcs):
-    uri = f"gs://{BUCKET}/dsfail/t"
-    rcfmt.write_dataset(_table(), uri)
-    before = _names(gcs, "dsfail/")
+    from store_commits import check_a_failed_write_leaves_nothing
 
-    def batches():
-        yield _table().slice(0, 3000)
-        raise RuntimeError("source failed")
-
-    with pytest.raises(RuntimeError, match="source failed"):
-        rcfmt.write_dataset(batches(), uri, target_file_rows=1000)
-    assert _names(gcs, "dsfail/") == before and rcfmt.dataset(uri).version == 1
+    check_a_failed_write_leaves_nothing(f"gs://{BUCKET}/dsfail/t", _table(), lambda: _names(gcs, "dsfail/"))
 
 
 def test_a_lost_race_rebases_an_append_and_an_overwrite_conflicts(gcs, monkeypatch):
-    """An append whose base went stale loses the conditional upload of its version on the
-    server, re-reads and commits the next one with both writers' rows; an overwrite that
-    lost its base raises CommitConflictError and leaves no data object behind."""
-    from rcfmt.dataset import log
-    from rcfmt.dataset.writer import begin_write, commit
+    from store_commits import check_a_lost_race_rebases_and_an_overwrite_conflicts
 
-    uri = f"gs://{BUCKET}/race/t"
-    t = _table()
-    rcfmt.write_dataset(t.slice(0, 100), uri)
-    real_latest, real_publish = log.latest_version, log.publish_remote_version
-    calls = {"n": 0, "inside": False}
-    publishes = []
-
-    def stale_at_commit(root):
-        calls["n"] += 1
-        if calls["n"] == 2 and not calls["inside"]:  # this writer's first commit attempt
-            calls["inside"] = True
-            rcfmt.write_dataset(t.slice(100, 100), uri)  # another writer commits version 2 ...
-            calls["inside"] = False
-            return 1  # ... which this one has not seen: it tries version 2 too
-        return real_latest(root)
-
-    def recording(root, version, data):
-        publishes.append((version, real_publish(root, version, data)))
-        return publishes[-1][1]
-
-    monkeypatch.setattr(log, "publish_remote_version", recording)
-    monkeypatch.setattr(log, "latest_version", stale_at_commit)
-    ds = rcfmt.write_dataset(t.slice(200, 100), uri)
-    monkeypatch.setattr(log, "latest_version", real_latest)
-    assert (2, False) in publishes and publishes[-1] == (3, True)  # refused by the server, then rebased
-    assert ds.version == 3 and _sorted(rcfmt.dataset(uri).to_table()).equals(_sorted(t.slice(0, 300)))
-    before = _names(gcs, "race/")
-    plan = begin_write(uri, t.schema, mode="overwrite")
-    rcfmt.write_dataset(t.slice(0, 5), uri)  # version 4 meanwhile
-    with pytest.raises(rcfmt.CommitConflictError):
-        commit(uri, [], mode="overwrite", read_version=plan.read_version, data_schema=plan.data_schema,
-               partitioning=plan.partitioning, txn_id="x")
-    assert len(_names(gcs, "race/")) == len(before) + 2  # version 4 and its file; nothing of the loser
+    check_a_lost_race_rebases_and_an_overwrite_conflicts(f"gs://{BUCKET}/race/t", _table(),
+                                                         lambda: _names(gcs, "race/"), monkeypatch)
 
 
 def test_appends_from_threads_race_and_no_row_is_lost(gcs):
