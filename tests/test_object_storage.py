@@ -1026,3 +1026,31 @@ def test_bitmap_indexes_cost_two_requests_on_object_storage(s3, server_log, larg
         assert server_log.gets("data/b.rcfmt") == f.requests
         got = f.scan(["v"], filter=expr).read()
         assert got.column("v").to_pylist() == expected.column("v").to_pylist()
+
+
+def test_remote_bitmap_entries_are_fetched_past_the_first_blocks_only_if_they_narrow(s3, large_file_reads, tmp_path,
+                                                                                     monkeypatch):
+    """On object storage the entries of the first 8 blocks come first; the other blocks'
+    are fetched only if those decided something (an index on a 1-in-3 value next to a
+    leaf it cannot answer narrows nothing: its bytes would be moved for nothing), and
+    the rows are the same either way."""
+    from rcfmt.file.reader import RcfmtFile
+
+    _, client = s3
+    rng = np.random.default_rng(12)
+    n = 20 * 1024
+    table = pa.table({"mode": pa.array(rng.choice(["AIR", "MAIL", "SHIP"], n)),
+                      "flag": pa.array(rng.choice(["A", "N", "R"], n)), "v": rng.integers(0, 1000, n)})
+    local = tmp_path / "p.rcfmt"
+    rcfmt.write_table(table, local, block_rows=1024, bitmap_indexes={"mode": "equality", "flag": "equality"})
+    client.put_object(Bucket=BUCKET, Key="data/p.rcfmt", Body=local.read_bytes())
+    asked = set()
+    real = RcfmtFile.bitmap_span
+    monkeypatch.setattr(RcfmtFile, "bitmap_span", lambda self, b, c: asked.add(b) or real(self, b, c))
+    for expr, narrows in (((rcfmt.col("mode") == "AIR") & (rcfmt.col("v") < 900), False),
+                          ((rcfmt.col("mode") == "AIR") & (rcfmt.col("flag") == "R"), True)):
+        asked.clear()
+        with rcfmt.open(f"s3://{BUCKET}/data/p.rcfmt") as f:
+            got = f.scan(["v"], filter=expr, use_threads=False).read()
+        assert got.equals(rcfmt.read_table(local, columns=["v"], filter=expr))
+        assert asked == (set(range(20)) if narrows else set(range(8)))

@@ -262,13 +262,11 @@ class FileScan:
                 if (c := self.filter_ids.get(name)) is not None and c in file.bitmap_columns}
         if not cols:
             return blocks
-        # on object storage the entries of every block come in few requests (coalesced);
-        # locally each block's (adjacent) entries are read with one read into a reused buffer
-        buf, base = self._prefetch_spans([file.bitmap_span(b, c) for b in blocks for c in cols.values()]) \
-            if file.remote else (None, 0)
         scratch = bytearray()
 
-        def answer(b: int) -> BlockAnswer | None:
+        def answer(b: int, buf, base: int) -> BlockAnswer | None:
+            """What the indexes say of block ``b``: from ``buf`` (bytes from ``base`` on,
+            fetched already) or, locally, one read of its adjacent entries into ``scratch``."""
             nonlocal scratch
             here, at = buf, base
             if here is None:
@@ -282,19 +280,31 @@ class FileScan:
             entries = {name: e for name, c in cols.items() if (e := file.bitmap_entry(b, c, here, at)) is not None}
             return answer_block(self.nnf, entries, int(file.footer.blocks[b]["row_count"])) if entries else None
 
-        # (one thread: per block the Python around the native passes is most of the time,
-        # and threads measured slower, contending for the GIL)
-        probe = _Probe(enabled=not file.remote)  # (remote: the entries were fetched already)
+        # On object storage the entries of the first PROBE_BLOCKS blocks come in one request
+        # (coalesced), and the others' in one more only if those decided something: the
+        # entries of an index that does not narrow this filter cost bytes for nothing
+        # (Q6 on lineitem in natural order: its 14 MB of bitmaps). Locally each block's
+        # (adjacent) entries are read with one read into a reused buffer, while worth it.
+        # (One thread: per block the Python around the native passes is most of the time,
+        # and threads measured slower, contending for the GIL.)
+        probe = _Probe()
         kept = []
-        for b in blocks:
-            a = answer(b) if probe.worth_asking() else None
-            if a is not None:
-                probe.note(not a.count or a.exact or a.count * INDEX_NARROWS <= int(file.footer.blocks[b]["row_count"]))
-                if not a.count:
-                    self.stats.blocks_pruned_index += 1
-                    continue
-                self._answers[b] = a
-            kept.append(b)
+        for batch in ([blocks[:PROBE_BLOCKS], blocks[PROBE_BLOCKS:]] if file.remote else [blocks]):
+            if not batch or not probe.worth_asking():
+                kept.extend(batch)
+                continue
+            buf, base = self._prefetch_spans([file.bitmap_span(b, c) for b in batch for c in cols.values()]) \
+                if file.remote else (None, 0)
+            for b in batch:
+                a = answer(b, buf, base) if buf is not None or probe.worth_asking() else None
+                if a is not None:
+                    rows = int(file.footer.blocks[b]["row_count"])
+                    probe.note(not a.count or a.exact or a.count * INDEX_NARROWS <= rows)
+                    if not a.count:
+                        self.stats.blocks_pruned_index += 1
+                        continue
+                    self._answers[b] = a
+                kept.append(b)
         return kept
 
     def _prefetch_spans(self, spans, local: bool = False):
