@@ -7,7 +7,8 @@ import pytest
 
 import rcfmt
 
-__all__ = ["check_a_failed_write_leaves_nothing", "check_a_lost_race_rebases_and_an_overwrite_conflicts"]
+__all__ = ["check_a_failed_write_leaves_nothing", "check_a_lost_race_rebases_and_an_overwrite_conflicts",
+           "check_appends_from_threads_lose_no_row"]
 
 
 def _sorted(t: pa.Table) -> pa.Table:
@@ -68,3 +69,16 @@ def check_a_lost_race_rebases_and_an_overwrite_conflicts(uri: str, table: pa.Tab
         commit(uri, [], mode="overwrite", read_version=plan.read_version, data_schema=plan.data_schema,
                partitioning=plan.partitioning, txn_id="x")
     assert len(names()) == len(before) + 2  # version 4 and its file; nothing of the loser
+
+
+def check_appends_from_threads_lose_no_row(uri: str, table: pa.Table, pieces: int, threads: int) -> None:
+    """Appends of ``pieces`` slices of 1000 rows from ``threads`` threads at once: every
+    version is a complete snapshot and no row is lost (each lost create rebased and
+    retried)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    slices = [table.slice(i * 1000, 1000) for i in range(pieces)]
+    with ThreadPoolExecutor(threads) as pool:
+        versions = list(pool.map(lambda piece: rcfmt.write_dataset(piece, uri).version, slices))
+    assert sorted(versions) == list(range(1, pieces + 1))
+    assert _sorted(rcfmt.dataset(uri).to_table()).equals(_sorted(table.slice(0, pieces * 1000)))

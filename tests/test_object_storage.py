@@ -294,17 +294,9 @@ def test_a_lost_race_rebases_and_no_row_is_lost(s3, monkeypatch):
 
 
 def test_concurrent_appends_from_threads(s3):
-    """Appends from two threads at once: every version is a complete snapshot and no row
-    is lost (each lost PUT rebased and retried)."""
-    from concurrent.futures import ThreadPoolExecutor
+    from store_commits import check_appends_from_threads_lose_no_row
 
-    uri = f"s3://{BUCKET}/threads/t"
-    t = _table()
-    pieces = [t.slice(i * 1000, 1000) for i in range(8)]
-    with ThreadPoolExecutor(2) as pool:
-        versions = list(pool.map(lambda piece: rcfmt.write_dataset(piece, uri).version, pieces))
-    assert sorted(versions) == list(range(1, 9))
-    assert _sorted(rcfmt.dataset(uri).to_table()).equals(_sorted(t.slice(0, 8000)))
+    check_appends_from_threads_lose_no_row(f"s3://{BUCKET}/threads/t", _table(), pieces=8, threads=2)
 
 
 def _keys(client, prefix: str) -> list[str]:

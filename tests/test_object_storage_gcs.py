@@ -157,15 +157,9 @@ def test_a_lost_race_rebases_an_append_and_an_overwrite_conflicts(gcs, monkeypat
 
 
 def test_appends_from_threads_race_and_no_row_is_lost(gcs):
-    from concurrent.futures import ThreadPoolExecutor
+    from store_commits import check_appends_from_threads_lose_no_row
 
-    uri = f"gs://{BUCKET}/threads/t"
-    t = _table()
-    pieces = [t.slice(i * 1000, 1000) for i in range(6)]
-    with ThreadPoolExecutor(3) as pool:
-        versions = list(pool.map(lambda piece: rcfmt.write_dataset(piece, uri).version, pieces))
-    assert sorted(versions) == list(range(1, 7))
-    assert _sorted(rcfmt.dataset(uri).to_table()).equals(_sorted(t.slice(0, 6000)))
+    check_appends_from_threads_lose_no_row(f"gs://{BUCKET}/threads/t", _table(), pieces=6, threads=3)
 
 
 def test_optimize_and_vacuum_on_gcs(gcs):
