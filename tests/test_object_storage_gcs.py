@@ -193,3 +193,27 @@ def test_cli_inspects_a_gcs_file_and_dataset(gcs):
                               text=True, timeout=120, env=dict(os.environ))
         assert proc.returncode == 0, proc.stderr
         assert expected in proc.stdout.replace(",", "")
+
+
+# ------------------------------------------------------------------ faults
+def test_an_unreachable_server_is_a_storage_error_after_the_retry_limit(gcs, monkeypatch):
+    """Connections refused (the server gone) are transient to the GCS client: it retries
+    them for GCS_RETRY_SECONDS (pyarrow's own default: 15 minutes), then the read fails
+    with a StorageError naming the object; nothing is read from a stale cache."""
+    import socket
+
+    from rcfmt import storage
+
+    uri = f"gs://{BUCKET}/faults/gone.rcfmt"
+    rcfmt.write_table(_table(), uri)
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}"
+    monkeypatch.setattr(storage, "GCS_RETRY_SECONDS", 1)
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", dead)
+    for call in (lambda: rcfmt.read_table(uri), lambda: rcfmt.dataset(f"gs://{BUCKET}/faults/ds"),
+                 lambda: rcfmt.write_dataset(_table(), f"gs://{BUCKET}/faults/ds")):
+        with pytest.raises(rcfmt.StorageError, match="faults/"):
+            call()
+    monkeypatch.undo()
+    assert rcfmt.read_table(uri).num_rows == ROWS and _names(gcs, "faults/") == ["faults/gone.rcfmt"]
