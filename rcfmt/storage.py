@@ -19,8 +19,8 @@ Datasets are read from object-store URIs too (:func:`is_remote`, :func:`remote_k
 through the same layer), and written, optimized and vacuumed on S3 and GCS, whose
 conditional creates commit a version (:func:`check_commit_support`,
 :func:`create_if_absent`). On other stores those are refused with
-:class:`~rcfmt.errors.UnsupportedError` before anything is read or created; operations that take local paths only say so through
-:func:`local_path` -- a URI is never taken for a relative local path (which would
+:class:`~rcfmt.errors.UnsupportedError` before anything is read or created; operations
+that take local paths only say so through :func:`local_path` -- a URI is never taken for a relative local path (which would
 quietly write ``./s3:/bucket/...``).
 
 S3 clients take their endpoint, region and credentials from the environment
@@ -507,15 +507,21 @@ def _s3_read(bucket: str, key: str) -> bytes | None:
 _GCS_CLIENTS = threading.local()  # google-cloud-storage clients: one per thread (their HTTP sessions)
 
 
+def _gcs_environment() -> tuple:
+    """What GCS clients read from the environment: the emulator and the credentials file
+    (a client made under other values is not reused)."""
+    return os.environ.get("STORAGE_EMULATOR_HOST") or None, os.environ.get("GOOGLE_APPLICATION_CREDENTIALS")
+
+
 def _gcs_client():
     """A google-cloud-storage client for this thread: the endpoint ``STORAGE_EMULATOR_HOST``
     names (anonymously, as the library does), else Google's default credentials."""
     from google.cloud import storage
 
-    emulator = os.environ.get("STORAGE_EMULATOR_HOST") or None
+    environment = _gcs_environment()
     cached = getattr(_GCS_CLIENTS, "client", None)
-    if cached is None or cached[0] != emulator:
-        cached = _GCS_CLIENTS.client = (emulator, storage.Client())
+    if cached is None or cached[0] != environment:
+        cached = _GCS_CLIENTS.client = (environment, storage.Client())
     return cached[1]
 
 
@@ -566,7 +572,7 @@ def is_remote(where) -> bool:
 S3_SETTINGS = ("endpoint", "region", "access_key", "secret_key", "session_token")
 _S3_SETTINGS: dict | None = None  # in force: they take precedence over the environment
 _FILESYSTEMS: dict = {}  # one client per distinct settings
-_S3_LOCK = threading.Lock()
+_LOCK = threading.Lock()
 
 
 def check_s3_settings(settings) -> dict:
@@ -597,12 +603,12 @@ def s3_settings(settings):
     at once."""
     global _S3_SETTINGS
     checked = check_s3_settings(settings) if settings else None
-    with _S3_LOCK:
+    with _LOCK:
         saved, _S3_SETTINGS = _S3_SETTINGS, checked
     try:
         yield
     finally:
-        with _S3_LOCK:
+        with _LOCK:
             _S3_SETTINGS = saved
 
 
@@ -619,7 +625,7 @@ def _s3_filesystem(settings: dict):
     import pyarrow.fs as pafs
 
     key = tuple(sorted(settings.items()))
-    with _S3_LOCK:
+    with _LOCK:
         fs = _FILESYSTEMS.get(key)
         if fs is None:
             kwargs = {k: settings[k] for k in ("region", "access_key", "secret_key", "session_token") if k in settings}
@@ -657,13 +663,14 @@ def _gcs_filesystem():
 
     import pyarrow.fs as pafs
 
-    emulator = os.environ.get("STORAGE_EMULATOR_HOST")
+    environment = _gcs_environment()
+    emulator = environment[0]
     kwargs = {"retry_time_limit": datetime.timedelta(seconds=GCS_RETRY_SECONDS)}
     if emulator:
         scheme, host = _endpoint_parts(emulator if "://" in emulator else f"http://{emulator}")
         kwargs.update(anonymous=True, scheme=scheme, endpoint_override=host)
-    key = ("gs", os.environ.get("GOOGLE_APPLICATION_CREDENTIALS"), *sorted((k, str(v)) for k, v in kwargs.items()))
-    with _S3_LOCK:
+    key = ("gs", environment, GCS_RETRY_SECONDS)
+    with _LOCK:
         fs = _FILESYSTEMS.get(key)
         if fs is None:
             fs = _FILESYSTEMS[key] = pafs.GcsFileSystem(**kwargs)
