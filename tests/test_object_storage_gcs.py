@@ -217,3 +217,33 @@ def test_an_unreachable_server_is_a_storage_error_after_the_retry_limit(gcs, mon
             call()
     monkeypatch.undo()
     assert rcfmt.read_table(uri).num_rows == ROWS and _names(gcs, "faults/") == ["faults/gone.rcfmt"]
+
+
+_FRESH_GCS = r"""
+uri = sys.argv[1]
+import pyarrow as pa
+t = rcfmt.read_table(uri)
+exprs = [rcfmt.col("id") < 50, rcfmt.col("s") == "name-7", rcfmt.col("x") < 0.01]
+# a new interpreter's first calls, at once: GCS clients (one per thread), pyarrow's GCS
+# client (shared), the fetch pool -- scans of one file beside appends racing to commit
+calls = [lambda e=e: rcfmt.read_table(uri, filter=e) for e in exprs]
+calls += [lambda k=k: rcfmt.write_dataset(t.slice(k * 100, 100), uri.rsplit("/", 1)[0] + "/ds").version
+          for k in range(3)]
+results = race(calls)
+for k, e in enumerate(exprs):
+    assert results[k].equals(t.filter(pa.array(rcfmt.scan.oracle.selection_mask(e, t)))), k
+assert sorted(results[3:]) == [1, 2, 3], results[3:]
+assert rcfmt.dataset(uri.rsplit("/", 1)[0] + "/ds").num_rows == 300
+print("OK")
+"""
+
+
+def test_first_gcs_calls_from_threads_in_a_fresh_interpreter(gcs):
+    """A user's first calls, at once from six threads of a new process: three filtered
+    reads of a gs:// file and three appends to one dataset; the reads equal the brute-force
+    filter and every append commits a version of its own."""
+    from test_object_storage import _run_fresh
+
+    uri = f"gs://{BUCKET}/fresh/f.rcfmt"
+    rcfmt.write_table(_table(), uri, block_rows=2048, page_rows=256)
+    _run_fresh(_FRESH_GCS, uri)
