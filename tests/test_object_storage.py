@@ -195,6 +195,9 @@ def test_what_cannot_be_written_is_refused_before_anything_is_created(s3):
     with pytest.raises(UnsupportedError, match="no dataset index"):
         rcfmt.write_dataset(t, f"s3://{BUCKET}/out/plain")
     assert _keys(client, "out/") == ["out/plain/x.rcfmt"]
+    # a data file of another writer whose first commit is in flight is no plain directory
+    client.put_object(Bucket=BUCKET, Key="out/racing/p=1/part-0123456789abcdef-00000.rcfmt", Body=b"in flight")
+    assert rcfmt.write_dataset(t, f"s3://{BUCKET}/out/racing").version == 1
 
 
 def test_the_server_honours_create_if_absent(s3):

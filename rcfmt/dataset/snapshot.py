@@ -66,7 +66,7 @@ def read_snapshot(root: str, version: int, columns: Sequence[str] | None = (), s
 
 #: the names :class:`~rcfmt.dataset.writer.FileSetWriter` gives data files (Python and
 #: Spark writers: ``part-<transaction hex>-<numbers>.rcfmt``)
-_WRITER_FILE = re.compile(r"part-[0-9a-f]{12,}(?:-[0-9]+)+\.rcfmt\Z")
+WRITER_FILE = re.compile(r"part-[0-9a-f]{12,}(?:-[0-9]+)+\.rcfmt\Z")
 
 
 def discover(root: str, single_file: str | None = None) -> Snapshot:
@@ -86,7 +86,7 @@ def discover(root: str, single_file: str | None = None) -> Snapshot:
             for name in sorted(filenames):
                 if name.startswith(("_", ".")) or not name.endswith(DATA_SUFFIXES):
                     continue
-                if uncommitted and _WRITER_FILE.match(name):
+                if uncommitted and WRITER_FILE.match(name):
                     continue
                 rel = name if rel_dir == "." else f"{rel_dir.replace(os.sep, '/')}/{name}"
                 relpaths.append(rel)

@@ -22,12 +22,13 @@ from ..file.reader import RcfmtFile
 from ..file.writer import Writer, WriteOptions, arrow_stream, as_table, storage_schema
 from ..layout import METADATA_KEY, ClusteringSpec
 from .evolution import column_ids, extend_column_ids, file_renames, keeps_columns, merge_schemas, renamed_path
-from ..storage import check_commit_support, delete_files, is_remote, list_names, local_path, open_output, remote_kind
+from ..storage import (check_commit_support, delete_files, is_remote, list_names, list_tree, local_path, open_output,
+                       remote_kind)
 from . import log
 from .index import (DEFAULT_INDEX_TRUNCATE, INDEX_METADATA_KEY, STATS_FIELDS, VALUES_FIELD, FileEntry, conform_index,
                     dumps_info, entries_table, entry_from_file, index_schema, schema_to_json, stats_schema)
 from .partitioning import Partitioning
-from .snapshot import load_base, read_snapshot
+from .snapshot import WRITER_FILE, load_base, read_snapshot
 
 __all__ = ["write_dataset", "begin_write", "WritePlan", "FileSetWriter", "commit", "clustering_spec", "clustering_info",
            "recorded_clustering", "cluster_file", "check_clustering_columns", "DEFAULT_TARGET_FILE_ROWS"]
@@ -627,6 +628,16 @@ class WritePlan:
             log.remove_tree(staging)
 
 
+def _foreign_objects(root: str) -> list[str]:
+    """Objects under the object-store ``root`` that no rcfmt dataset writer made. Data
+    files named as writers name them are another writer's, uploaded before its first
+    commit (two first writes racing): they do not make ``root`` a plain directory."""
+    if not [n for n in list_names(root) if n != log.META_DIR]:
+        return []
+    return [rel for rel, _ in list_tree(root)
+            if not rel.startswith(f"{log.META_DIR}/") and not WRITER_FILE.match(rel.rsplit("/", 1)[-1])]
+
+
 def begin_write(path, schema: pa.Schema, *, partition_by=None, mode: str = "append") -> WritePlan:
     """Check a write of data with ``schema`` to the dataset at ``path`` (created if
     missing) and return its :class:`WritePlan`. Raises SchemaError when an append does
@@ -639,7 +650,7 @@ def begin_write(path, schema: pa.Schema, *, partition_by=None, mode: str = "appe
         check_commit_support(root)
         if remote_kind(root) == "file":
             raise InvalidOptionError(f"{root!r} is a file; a dataset is a directory")
-        if not log.list_versions(root) and [n for n in list_names(root) if n != log.META_DIR]:
+        if not log.list_versions(root) and _foreign_objects(root):
             raise UnsupportedError(f"{root!r} holds objects but no dataset index: on object storage rcfmt writes "
                                    f"to its own datasets only (it cannot adopt a plain directory there)")
     else:
