@@ -47,8 +47,8 @@ def rcfmt_filter(q: str, c: peers.Constants):
             & (col("l_quantity") < Decimal(c.q6_qty_lt)))
 
 
-def run_rcfmt(q: str, path: Path, c: peers.Constants, threads: bool, stats_out: dict | None = None):
-    with rcfmt.open(path) as f:
+def run_rcfmt(q: str, path: Path, c: peers.Constants, threads: bool, stats_out: dict | None = None, fetch=None):
+    with rcfmt.open(path, fetch=fetch) as f:
         if q == "Q_c":
             scan = f.scan(columns=["l_extendedprice", "l_discount"], filter=rcfmt_filter(q, c), use_threads=threads)
             t = scan.read()

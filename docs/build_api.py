@@ -26,6 +26,7 @@ MODULES = [
     "rcfmt.dataset.optimize",
     "rcfmt.layout",
     "rcfmt.storage",
+    "rcfmt.fetch_options",
     "rcfmt.file.footer_cache",
     "rcfmt.polars",
     "rcfmt.pandas_io",

@@ -30,6 +30,7 @@ _LAZY = {
     "col": "rcfmt.scan.expr",
     "list_contains": "rcfmt.scan.expr",
     "ScanStats": "rcfmt.scan.scanner",
+    "FetchOptions": "rcfmt.fetch_options",
     "Expr": "rcfmt.scan.expr",
     "dataset": "rcfmt.dataset",
     "write_dataset": "rcfmt.dataset",

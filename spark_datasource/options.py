@@ -2,6 +2,7 @@
 validated in one place. Spark passes option keys case-insensitively; values are strings."""
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import os
@@ -9,10 +10,11 @@ import os
 import pyarrow as pa
 
 from rcfmt.errors import InvalidOptionError
+from rcfmt.fetch_options import FetchOptions
 
 from .compat import SCAN_SCOPED_READ_INFO
 
-__all__ = ["ReadOptions", "WriteOptions", "lower_keys", "s3_options", "with_s3_settings"]
+__all__ = ["ReadOptions", "WriteOptions", "fetch_options", "lower_keys", "s3_options", "with_s3_settings"]
 
 #: options that set the S3 client: rcfmt's names, and the Hadoop S3A names users already
 #: set for Spark (``fs.s3a.*``, also spelled as in SparkConf: ``spark.hadoop.fs.s3a.*``)
@@ -59,6 +61,26 @@ def _list(opts: dict, key: str) -> list[str] | None:
     if raw is None or not str(raw).strip():
         return None
     return [p.strip() for p in str(raw).split(",") if p.strip()]
+
+
+#: the ``fetch`` option's presets, and the options that set FetchOptions' fields
+FETCH_PRESETS = {"fewestrequests": FetchOptions, "fewestbytes": FetchOptions.fewest_bytes}
+FETCH_FIELDS = {"coalesce_gap": "fetchCoalesceBytes", "tail_bytes": "fetchTailBytes",
+                "max_request_bytes": "fetchMaxRequestBytes"}
+
+
+def fetch_options(opts: dict) -> FetchOptions:
+    """How reads of remote files trade requests for bytes: ``fetch`` (``fewestRequests``,
+    the default, or ``fewestBytes``), then any of ``fetchCoalesceBytes``,
+    ``fetchTailBytes`` and ``fetchMaxRequestBytes`` (:class:`rcfmt.FetchOptions`)."""
+    raw = str(opts.get("fetch", "fewestRequests")).strip()
+    preset = FETCH_PRESETS.get(raw.lower())
+    if preset is None:
+        raise InvalidOptionError(f"option fetch={raw!r} must be fewestRequests or fewestBytes")
+    fetch = preset()
+    fields = {field: _int(opts, key, None, lo=16 if field == "tail_bytes" else 0)
+              for field, key in FETCH_FIELDS.items()}
+    return dataclasses.replace(fetch, **{k: v for k, v in fields.items() if v is not None})
 
 
 def s3_options(opts: dict) -> dict | None:
@@ -128,7 +150,8 @@ def _path(opts: dict, remote_ok: bool = False) -> str:
 
 class ReadOptions:
     """``path``, ``version``, ``maxPartitionBytes``, ``minPartitions``, ``batchRows``,
-    ``verifyChecksums``, ``statsDir``, ``pushdown``, ``planningFooters``, and the
+    ``verifyChecksums``, ``statsDir``, ``pushdown``, ``planningFooters``, ``fetch`` and
+    ``fetch*Bytes`` (:func:`fetch_options`), and the
     relation-defining ``filter`` (a SQL predicate), ``filterExpr`` (an rcfmt expression
     as JSON, ANDed with ``filter``) and ``columns`` (comma-separated)."""
 
@@ -142,6 +165,7 @@ class ReadOptions:
         self.batch_rows = _int(opts, "batchRows", 262144)
         self.planning_footers = _int(opts, "planningFooters", 32, lo=0)
         self.verify_checksums = _bool(opts, "verifyChecksums", True)
+        self.fetch = fetch_options(opts)
         self.stats_dir = opts.get("statsdir") or None
         raw = str(opts.get("pushdown", "auto")).strip().lower()
         if raw not in ("auto", "true", "false"):

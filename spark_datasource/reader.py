@@ -235,7 +235,7 @@ class RcfmtReader(DataSourceReader):
             fragments, dropped, _ = prune_blocks(fragments, self.dataset_schema, plan_filter,
                                                  partition_names=self.partition_names,
                                                  verify_checksums=self.options.verify_checksums,
-                                                 column_ids=self.column_ids)
+                                                 column_ids=self.column_ids, fetch=self.options.fetch)
             blocks_pruned = sum(f.blocks[1] - f.blocks[0] if f.blocks else f.num_blocks for f in dropped)
         groups = plan_partitions(fragments, self.options.max_partition_bytes, self.options.min_partitions)
         pruned_groups = [[] for _ in groups]
@@ -265,7 +265,7 @@ class RcfmtReader(DataSourceReader):
         scan = scan_fragments(fragments, self.dataset_schema, self.columns, expr,
                               partition_names=self.partition_names, files_total=0, files_pruned=0,
                               use_threads=False, verify_checksums=self.options.verify_checksums,
-                              column_ids=self.column_ids)
+                              column_ids=self.column_ids, fetch=self.options.fetch)
         target = self.target
         convert = BatchConverter(target)
         try:

@@ -46,9 +46,10 @@ def large_file_reads(monkeypatch):
     """Opens read remote files as they read a large one whose tail holds just its footer
     (4 KiB here), not the whole object (what they do up to 1 MiB), so the scans of the
     ~185 KB test file make the requests whose counts, faults and timing the tests check."""
+    import rcfmt.fetch_options as fetch_options
     import rcfmt.file.reader as reader
 
-    monkeypatch.setattr(reader, "REMOTE_TAIL_MAX", 4096)
+    monkeypatch.setattr(fetch_options, "DEFAULT", rcfmt.FetchOptions(tail_bytes=4096))
     monkeypatch.setattr(reader, "_TAIL_READ", 4096)
 
 
@@ -552,19 +553,14 @@ def test_a_scan_over_many_blocks_fetches_their_page_indexes_at_once(remote_file,
     """Every kept block needs its page index: on object storage they come in one request
     (coalesced). Then each block costs one request: its projected columns' pages that
     may hold matching rows ride along with the filter columns' while they hold at most
-    SPECULATIVE_FETCH_BYTES; above that, a second request fetches the selected rows'
-    pages. The bloom filters, which this small file keeps right before its footer,
-    come with the open's tail read."""
-    import rcfmt.scan.fetch_plan as fetch_plan
-    import rcfmt.scan.scanner as scanner
-
-    monkeypatch.setattr(fetch_plan, "GROUP_MAX_BYTES", 0)  # blocks read apart (grouping: the test below)
+    FetchOptions.coalesce_gap; with nothing coalesced (``fewest_bytes``), a second
+    request fetches the selected rows' pages. The bloom filters, which this small file
+    keeps right before its footer, come with the open's tail read."""
     uri, local, _ = remote_file
     expr = (rcfmt.col("s") == "name-5") & (rcfmt.col("x") < 0.5)
     want = rcfmt.read_table(local, filter=expr)
-    for budget, per_block in ((scanner.SPECULATIVE_FETCH_BYTES, 1), (0, 2)):
-        monkeypatch.setattr(scanner, "SPECULATIVE_FETCH_BYTES", budget)
-        with rcfmt.open(uri) as f:
+    for gap, per_block in ((1 << 20, 1), (0, 2)):  # blocks read apart (grouping: the test below)
+        with rcfmt.open(uri, fetch=rcfmt.FetchOptions(coalesce_gap=gap, tail_bytes=4096, max_request_bytes=0)) as f:
             assert f.footer.bloom_region[0] >= f.size - 4096  # inside the tail read
             server_log.lines.clear()
             scan = f.scan(filter=expr, use_threads=False)
@@ -750,19 +746,83 @@ def test_a_large_file_open_reads_a_tail_and_a_point_lookup_costs_four_requests(l
     """Past 1 MiB an open reads the tail: 1/128 of the file, at least 64 KiB, at most
     1 MiB, which holds the footer. A point lookup then costs the block's page index and
     its pages: with the client's HEAD, four requests."""
-    from rcfmt.file.reader import _tail_length
-
     uri, local, table = large_remote_file
     with rcfmt.open(uri) as f:
         assert f.size > 2 << 20 and f.requests == 1
-        assert f.bytes_read == _tail_length(f.size, True) == max(64 * 1024, f.size // 128)
+        assert f.bytes_read == rcfmt.FetchOptions().tail_length(f.size) == max(64 * 1024, f.size // 128)
         scan = f.scan(filter=rcfmt.col("k") == 123_456)
         got = scan.read()
         assert scan.stats.blocks_pruned_stats == f.num_blocks - 1
     assert got.equals(table.slice(123_456, 1))
     key = "data/big.rcfmt"
     assert server_log.heads(key) + server_log.gets(key) <= 4, (server_log.heads(key), server_log.gets(key))
-    assert _tail_length(10 << 30, True) == 1 << 20 and _tail_length(10 << 30, False) == 64 * 1024
+
+
+@pytest.fixture(scope="module")
+def wide_remote_file(s3, tmp_path_factory):
+    """``(uri, table)``: ~20 MB, 12 columns, blocks of 65,536 rows in pages of 4,096
+    (each column chunk 512 KiB: a point lookup's pages lie that far apart), uploaded."""
+    _, client = s3
+    n = 200_000
+    rng = np.random.default_rng(12)
+    table = pa.table({"k": np.arange(n), **{f"c{i}": rng.random(n) for i in range(11)}})
+    local = tmp_path_factory.mktemp("s3wide") / "wide.rcfmt"
+    rcfmt.write_table(table, local, block_rows=65_536, page_rows=4096, compression="none", bloom_filter_columns=None,
+                      bitmap_indexes=None)
+    client.put_object(Bucket=BUCKET, Key="data/wide.rcfmt", Body=local.read_bytes())
+    return f"s3://{BUCKET}/data/wide.rcfmt", table
+
+
+def test_fetch_options_trade_requests_for_bytes(wide_remote_file, proxy):
+    """By default a point lookup reads the pages of its 12 columns with one request that
+    carries the gaps between them (4 requests with the HEAD); ``fewest_bytes`` reads each
+    range apart and a 64 KiB tail: more requests, >= 10x fewer bytes. Both count what
+    the server sent (ScanStats agrees with the proxy), and both find the row."""
+    uri, table = wide_remote_file
+    key = "data/wide.rcfmt"
+    expr = rcfmt.col("k") == 123_456
+    moved = {}
+    for name, fetch in (("default", None), ("fewest", rcfmt.FetchOptions.fewest_bytes())):
+        proxy.reset_counts()
+        with rcfmt.open(uri, fetch=fetch) as f:
+            scan = f.scan(filter=expr)
+            got = scan.read()
+            assert f.bytes_read == proxy.counts(key)[1]
+        assert got.equals(table.slice(123_456, 1))
+        moved[name] = proxy.counts(key)
+    (requests, nbytes), (lean_requests, lean_bytes) = moved["default"], moved["fewest"]
+    assert requests <= 4 and nbytes > 4 << 20  # the gaps between the 12 pages (~0.5 MiB each) ride along
+    assert lean_bytes * 10 <= nbytes and lean_bytes < 64 * 1024 + 12 * 40_000 + 8192, moved
+    assert requests < lean_requests <= 2 + 1 + 12  # HEAD, tail; page indexes; a page per column at most
+    proxy.reset_counts()  # a dataset scan takes them too
+    FetchOptions = rcfmt.FetchOptions
+    with rcfmt.open(uri, fetch=FetchOptions(tail_bytes=64)) as f:  # a footer past a short tail: the rest
+        assert f.requests == 2 and f.bytes_read == f._footer_length + 16
+        assert f.read(["k"], expr)["k"].to_pylist() == [123_456]
+
+
+def test_a_dataset_scan_takes_fetch_options(s3, proxy, monkeypatch):
+    """``Dataset.read(fetch=)`` reaches every file the scan opens: the tails they read
+    and the gaps their requests carry; so does ``scan_fragments`` (Spark's workers)."""
+    from rcfmt.dataset import scan_fragments
+    from rcfmt.file.footer_cache import FOOTERS
+
+    uri = f"s3://{BUCKET}/fetchopts/ds"
+    n = 120_000
+    t = pa.table({"k": np.arange(n), **{f"c{i}": np.random.default_rng(i).random(n) for i in range(6)}})
+    _write_through(s3, monkeypatch, lambda: rcfmt.write_dataset(t, uri, target_file_rows=40_000, block_rows=20_000,
+                                                                page_rows=2048, compression="none"))
+    expr = rcfmt.col("k") == 77_777
+    moved = []
+    lean = rcfmt.FetchOptions.fewest_bytes()
+    for read in (lambda ds: ds.read(filter=expr), lambda ds: ds.read(filter=expr, fetch=lean),
+                 lambda ds: scan_fragments(ds.get_fragments(expr), ds.schema, None, expr, fetch=lean).read()):
+        FOOTERS.clear()
+        ds = rcfmt.dataset(uri)
+        proxy.reset_counts()
+        assert read(ds)["k"].to_pylist() == [77_777]
+        moved.append(sum(n for method, path, _, n in proxy.requests if "part-" in path))
+    assert moved[1] * 3 < moved[0] and moved[2] == moved[1], moved
 
 
 def _write_through(s3, monkeypatch, fn):
@@ -900,11 +960,9 @@ def test_remote_scans_keep_every_match(s3, tmp_path_factory, monkeypatch, case):
     blocks read together by the fetch plan, projected pages riding along, reads served
     from the tail -- against the brute-force filter of the same random data (all types,
     NULLs, NaN, -0.0, tiny pages and blocks, random predicate trees). Once with the tail
-    read cut to 64 bytes, so that every read goes to the server, and once with the file
-    read whole at the open and no ride-along."""
-    import rcfmt.file.reader as reader
-    import rcfmt.scan.scanner as scanner
-
+    read cut to 64 bytes, so that every read goes to the server; once with the file
+    read whole at the open, nothing coalesced and no ride-along; once with odd gaps and
+    request bounds (ranges 100 bytes apart merged, groups of at most 300 bytes)."""
     table, expr, options = case
     _, client = s3
     local = tmp_path_factory.mktemp("remote-sound") / "t.rcfmt"
@@ -912,11 +970,9 @@ def test_remote_scans_keep_every_match(s3, tmp_path_factory, monkeypatch, case):
     key = f"sound/{local.parent.name}.rcfmt"
     client.put_object(Bucket=BUCKET, Key=key, Body=local.read_bytes())
     expected = table.filter(pa.array(_matches(table, expr)))
-    for tail, budget in ((64, scanner.SPECULATIVE_FETCH_BYTES), (1 << 20, 0)):
-        monkeypatch.setattr(reader, "REMOTE_TAIL_MAX", tail)
-        monkeypatch.setattr(reader, "_TAIL_READ", tail)
-        monkeypatch.setattr(scanner, "SPECULATIVE_FETCH_BYTES", budget)
-        with rcfmt.open(f"s3://{BUCKET}/{key}") as f:  # (a footer past a 64-byte tail: one more read)
+    for fetch in (rcfmt.FetchOptions(tail_bytes=64), rcfmt.FetchOptions(tail_bytes=1 << 20, coalesce_gap=0),
+                  rcfmt.FetchOptions(tail_bytes=100, coalesce_gap=100, max_request_bytes=300)):
+        with rcfmt.open(f"s3://{BUCKET}/{key}", fetch=fetch) as f:  # (a footer past a short tail: one more read)
             got = f.scan(filter=expr).read()
         assert_same(got, expected)
 

@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import CorruptFileError, InvalidOptionError, SchemaError, UnsupportedError
+from ..fetch_options import FetchOptions, check_fetch
 from ..file.arrow_io import export_stream
 from ..file.reader import RcfmtFile
 from ..scan.nnf import BoundAnd, BoundListContains, columns as expr_columns, fold
@@ -51,12 +52,13 @@ def _threads() -> int:
 
 # ------------------------------------------------------------------ snapshots
 # ------------------------------------------------------------------ fragments
-def open_data_file(path: str, verify_checksums: bool = True, size: int = 0) -> RcfmtFile:
+def open_data_file(path: str, verify_checksums: bool = True, size: int = 0,
+                   fetch: FetchOptions | None = None) -> RcfmtFile:
     """A data file the index lists (``size``: its size there, 0 if unknown); one that is
     missing makes the dataset corrupt. Data files are never replaced under their names,
     so on object storage their footers are cached across opens."""
     with missing_is_corrupt(path):
-        return RcfmtFile(path, verify_checksums=verify_checksums, size=size or None, immutable=True)
+        return RcfmtFile(path, verify_checksums=verify_checksums, size=size or None, immutable=True, fetch=fetch)
 
 
 @contextlib.contextmanager
@@ -120,12 +122,13 @@ class FileInfo:
 class DatasetScan:
     """A planned scan of fragments of a dataset; ``read()``, ``iter_batches()`` and
     ``stats`` (a :class:`~rcfmt.scan.scanner.ScanStats` summed over the files scanned,
-    with ``files_total``/``files_pruned`` of the file pruning)."""
+    with ``files_total``/``files_pruned`` of the file pruning). ``fetch``: how reads of
+    remote files trade requests for bytes (:class:`~rcfmt.fetch_options.FetchOptions`)."""
 
     def __init__(self, schema: pa.Schema, fragments: Sequence[Fragment], columns: Sequence[str] | None = None,
                  filter=None, *, partition_names: Sequence[str] = (), files_total: int | None = None,
                  files_pruned: int = 0, use_threads: bool = True, verify_checksums: bool = True,
-                 column_ids: dict | None = None):
+                 column_ids: dict | None = None, fetch: FetchOptions | None = None):
         self.schema = schema
         self.fragments = list(fragments)
         self.column_ids = column_ids  # (None: no column was ever renamed)
@@ -142,6 +145,7 @@ class DatasetScan:
         self.nnf = prepare_filter(filter, schema)
         self.use_threads = use_threads
         self.verify_checksums = verify_checksums
+        self.fetch = check_fetch(fetch)
         self.stats = ScanStats(files_total=len(self.fragments) + files_pruned if files_total is None else files_total,
                                files_pruned=files_pruned)
         self._data_columns = [c for c in self.columns if c not in self.partition_names]
@@ -156,7 +160,7 @@ class DatasetScan:
         residual = residual_of(self.nnf, partition, self.schema)
         if residual is FALSE:
             return None, partition, None, None
-        f = open_data_file(frag.path, self.verify_checksums, frag.size)
+        f = open_data_file(frag.path, self.verify_checksums, frag.size, self.fetch)
         try:
             opened = f.requests  # the open's reads (its footer): part of what the scan costs
             _check_against_index(f, frag)
@@ -470,15 +474,16 @@ def _values_array(ref, values) -> pa.Array:
 
 
 def prune_blocks(fragments: Sequence[Fragment], schema: pa.Schema, filter, *, partition_names=(),
-                 verify_checksums: bool = True,
-                 column_ids: dict | None = None) -> tuple[list[Fragment], list[Fragment], int]:
+                 verify_checksums: bool = True, column_ids: dict | None = None,
+                 fetch: FetchOptions | None = None) -> tuple[list[Fragment], list[Fragment], int]:
     """Refine fragments with their files' block statistics (reads each footer).
 
     Returns ``(kept, dropped, blocks_total)``: ``kept`` holds one fragment per run of
     blocks that may match ``filter`` (block statistics only; bloom filters, pages and
     rows are left to the scan), ``dropped`` the complementary block ranges. For
     planners that want as many tasks as there are surviving blocks, not files.
-    ``column_ids``: :attr:`Dataset.column_ids` (files written before a rename)."""
+    ``column_ids``: :attr:`Dataset.column_ids` (files written before a rename); ``fetch``:
+    the tail a remote open reads (:class:`~rcfmt.fetch_options.FetchOptions`)."""
     nnf = prepare_filter(filter, schema)
     if nnf is None:
         return list(fragments), [], sum(
@@ -494,7 +499,7 @@ def prune_blocks(fragments: Sequence[Fragment], schema: pa.Schema, filter, *, pa
         if residual is TRUE:
             kept.append(frag)
             continue
-        with open_data_file(frag.path, verify_checksums, frag.size) as f:
+        with open_data_file(frag.path, verify_checksums, frag.size, fetch) as f:
             n = f.num_blocks
             if n != frag.num_blocks:
                 raise CorruptFileError(f"the index says {frag.num_blocks} blocks, the footer {n}", path=frag.path)
@@ -515,14 +520,14 @@ def prune_blocks(fragments: Sequence[Fragment], schema: pa.Schema, filter, *, pa
 def scan_fragments(fragments: Sequence[Fragment], schema: pa.Schema, columns: Sequence[str] | None = None,
                    filter=None, *, partition_names: Sequence[str] = (), files_total: int | None = None,
                    files_pruned: int = 0, use_threads: bool = True, verify_checksums: bool = True,
-                   column_ids: dict | None = None) -> DatasetScan:
+                   column_ids: dict | None = None, fetch: FetchOptions | None = None) -> DatasetScan:
     """A :class:`DatasetScan` of fragments planned elsewhere (e.g. on a Spark driver):
     needs only the files, not the index. ``schema`` is the dataset schema (data columns,
     then partition columns ``partition_names``); ``column_ids`` its
     :attr:`Dataset.column_ids` (so files written before a rename are read right)."""
     return DatasetScan(schema, fragments, columns, filter, partition_names=partition_names,
                        files_total=files_total, files_pruned=files_pruned, use_threads=use_threads,
-                       verify_checksums=verify_checksums, column_ids=column_ids)
+                       verify_checksums=verify_checksums, column_ids=column_ids, fetch=fetch)
 
 
 # ------------------------------------------------------------------ the dataset
@@ -672,22 +677,26 @@ class Dataset:
                 for i in np.flatnonzero(keep)]
 
     def scan(self, columns: Sequence[str] | None = None, filter=None, *, use_threads: bool = True,
-             verify_checksums: bool = True) -> DatasetScan:
-        """Plan a scan: files are pruned now (from the index), blocks, pages and rows as it runs."""
+             verify_checksums: bool = True, fetch: FetchOptions | None = None) -> DatasetScan:
+        """Plan a scan: files are pruned now (from the index), blocks, pages and rows as it
+        runs. ``fetch``: how reads of remote files trade requests for bytes
+        (:class:`~rcfmt.fetch_options.FetchOptions`)."""
         fragments = self.get_fragments(filter)
         return DatasetScan(self.schema, fragments, columns, filter, partition_names=self.partitioning.names,
                            files_total=self.num_files, files_pruned=self.num_files - len(fragments),
-                           use_threads=use_threads, verify_checksums=verify_checksums, column_ids=self.column_ids)
+                           use_threads=use_threads, verify_checksums=verify_checksums, column_ids=self.column_ids,
+                           fetch=fetch)
 
-    def read(self, columns: Sequence[str] | None = None, filter=None, *, use_threads: bool = True) -> pa.Table:
+    def read(self, columns: Sequence[str] | None = None, filter=None, *, use_threads: bool = True,
+             fetch: FetchOptions | None = None) -> pa.Table:
         """The selected ``columns`` of the rows matching ``filter``, files in index order."""
-        return self.scan(columns, filter, use_threads=use_threads).read()
+        return self.scan(columns, filter, use_threads=use_threads, fetch=fetch).read()
 
     to_table = read
 
     def iter_batches(self, batch_size: int = 65536, columns: Sequence[str] | None = None,
-                     filter=None) -> Iterator[pa.RecordBatch]:
-        return self.scan(columns, filter, use_threads=False).iter_batches(batch_size)
+                     filter=None, *, fetch: FetchOptions | None = None) -> Iterator[pa.RecordBatch]:
+        return self.scan(columns, filter, use_threads=False, fetch=fetch).iter_batches(batch_size)
 
     def __arrow_c_stream__(self, requested_schema=None):
         """Every row of this version as an Arrow C stream (the Arrow PyCapsule

@@ -17,6 +17,7 @@ from .. import memory
 from .. import nested as nested_mod
 from .._native import pageindex as _pageindex
 from .._native.pages import crc32
+from ..fetch_options import FetchOptions, check_fetch
 from ..errors import ChecksumError, CorruptFileError, InvalidOptionError, SchemaError, UnsupportedError
 from ..encodings import holds_type
 from ..format.bitmap_index import IndexEntry, keys_parser, parse_directory, parse_entry
@@ -32,21 +33,9 @@ from .footer_cache import FOOTERS, CachedTail
 
 __all__ = ["RcfmtFile", "open", "read_table"]
 
-_TAIL_READ = 64 * 1024  # read this much of the end at once: most footers fit
-#: on object storage, where a request costs as much as ~1 MB of transfer: files up to
-#: this size are read whole at the open, and larger ones' tails up to this much ...
-REMOTE_TAIL_MAX = 1 << 20
-#: ... but at most this fraction of the file (a full scan then reads < 1% more)
-REMOTE_TAIL_FRACTION = 128
-
-
-def _tail_length(size: int, remote: bool) -> int:
-    """Bytes read from the end of a file of ``size`` bytes at its open."""
-    if not remote:
-        return min(size, _TAIL_READ)
-    if size <= REMOTE_TAIL_MAX:
-        return size
-    return min(REMOTE_TAIL_MAX, max(_TAIL_READ, size // REMOTE_TAIL_FRACTION))
+#: a local file's open reads this much of its end at once: most footers fit (remote
+#: files: :attr:`rcfmt.FetchOptions.tail_bytes`)
+_TAIL_READ = 64 * 1024
 
 
 def _threads() -> int:
@@ -79,14 +68,17 @@ class RcfmtFile:
     :class:`~rcfmt.format.footer.FileMetaData`).
 
     On object storage the open reads the file's tail (the whole file up to 1 MiB) and
-    later reads inside it are served from memory. ``size`` (the file's size, when the
+    later reads inside it are served from memory; ``fetch``
+    (:class:`~rcfmt.fetch_options.FetchOptions`) sets that tail and how this file's scans
+    group their reads into requests. ``size`` (the file's size, when the
     caller knows it) and ``immutable`` (the object is never replaced under this name, as
     a dataset's files and index versions) let a repeated open take the footer and tail
     from a process-wide cache (:mod:`rcfmt.file.footer_cache`) without a request.
     """
 
     def __init__(self, path, *, verify_checksums: bool = True, filesystem=None, size: int | None = None,
-                 immutable: bool = False):
+                 immutable: bool = False, fetch: FetchOptions | None = None):
+        self.fetch = check_fetch(fetch)
         self.path, self._source = open_input(path, filesystem, size)
         self.verify_checksums = bool(verify_checksums)
         self._lock = threading.Lock()
@@ -266,7 +258,7 @@ class RcfmtFile:
         # small ones); on object storage that is the whole open: the header's magic and
         # version repeat what the footer's checksum-covered format_version says
         remote = self._source.remote
-        tail_len = _tail_length(self.size, remote)
+        tail_len = self.fetch.tail_length(self.size) if remote else min(self.size, _TAIL_READ)
         whole = tail_len == self.size
         end = self.read_range(self.size - tail_len, tail_len)
         if remote:
@@ -291,6 +283,8 @@ class RcfmtFile:
         self._footer_length = footer_len
         if footer_len + TAIL_SIZE <= end_len:
             footer = end[end_len - TAIL_SIZE - footer_len : end_len - TAIL_SIZE]
+        elif remote:  # the part of the footer before the tail read: one more request
+            footer = self.read_range(footer_start, footer_len + TAIL_SIZE - end_len) + end[:end_len - TAIL_SIZE]
         else:
             footer = self.read_range(footer_start, footer_len)
         if self.verify_checksums and crc32(footer) != footer_crc:
@@ -604,16 +598,18 @@ class RcfmtFile:
         return export_stream(self.schema, self.iter_batches(), requested_schema)
 
 
-def open(path, *, verify_checksums: bool = True, filesystem=None) -> RcfmtFile:  # noqa: A001 - mirrors builtins.open
+def open(path, *, verify_checksums: bool = True, filesystem=None,  # noqa: A001 - mirrors builtins.open
+         fetch: FetchOptions | None = None) -> RcfmtFile:
     """Open an rcfmt file for reading: a local path, a ``file://`` or object-store URI
     (``s3://``, ``gs://``, ``abfs://``, ``hdfs://``), or a path on ``filesystem`` (see
-    :mod:`rcfmt.storage`)."""
-    return RcfmtFile(path, verify_checksums=verify_checksums, filesystem=filesystem)
+    :mod:`rcfmt.storage`). ``fetch``: how reads of a remote file trade requests for
+    bytes (:class:`~rcfmt.fetch_options.FetchOptions`)."""
+    return RcfmtFile(path, verify_checksums=verify_checksums, filesystem=filesystem, fetch=fetch)
 
 
 def read_table(path, columns: Sequence[str] | None = None, filter=None, *, use_threads: bool = True,
                read_dictionary: Sequence[str] | None = None, verify_checksums: bool = True,
-               filesystem=None) -> pa.Table:
+               filesystem=None, fetch: FetchOptions | None = None) -> pa.Table:
     """Read an rcfmt file (any path :func:`open` takes) into a :class:`pyarrow.Table`."""
-    with RcfmtFile(path, verify_checksums=verify_checksums, filesystem=filesystem) as f:
+    with RcfmtFile(path, verify_checksums=verify_checksums, filesystem=filesystem, fetch=fetch) as f:
         return f.read(columns, filter, use_threads=use_threads, read_dictionary=read_dictionary)

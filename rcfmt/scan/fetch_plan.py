@@ -5,7 +5,8 @@ that may hold matching rows, of every column it reads). When those ranges form o
 span per block and the spans of consecutive blocks lie within the coalescing gap of
 one another -- the scan needs most of each block anyway, as a full read or a filter
 that prunes few pages -- the blocks are grouped and each group is read with one
-request of at most :data:`GROUP_MAX_BYTES`, instead of one or two requests per block.
+request of at most ``FetchOptions.max_request_bytes`` (:mod:`rcfmt.fetch_options`),
+instead of one or two requests per block.
 Blocks whose needed bytes are scattered keep their own reads (the requests then bring
 only what they need).
 
@@ -19,10 +20,7 @@ import threading
 
 import numpy as np
 
-__all__ = ["GROUP_MAX_BYTES", "BlockGroups"]
-
-#: the most bytes one grouped request reads
-GROUP_MAX_BYTES = 32 << 20
+__all__ = ["BlockGroups"]
 
 
 class _Group:
@@ -41,7 +39,7 @@ class BlockGroups:
     ``gap`` and the group stays within ``max_bytes``. Groups of one block are dropped
     (the block reads its own bytes)."""
 
-    def __init__(self, spans: dict, gap: int, max_bytes: int = GROUP_MAX_BYTES):
+    def __init__(self, spans: dict, gap: int, max_bytes: int):
         self._of: dict[int, _Group] = {}
         members: list[int] = []
         lo = hi = 0

@@ -31,7 +31,6 @@ from .._native import varbinary as _vb
 from . import bloom_filters
 from .bitmap_eval import BlockAnswer, answer_block, leaf_columns, to_mask
 from .evaluate import ColumnData, column_conjuncts, eval_nnf, native_predicate
-from . import fetch_plan
 from .fetch_plan import BlockGroups
 from .nnf import BoundAnd, BoundListContains, BoundOr, columns as expr_columns, fold, leaves, to_nnf
 from .bind import bind
@@ -41,14 +40,11 @@ from .selection import RowRanges, Selection
 
 __all__ = ["ScanStats", "FileScan", "scan_file"]
 
-#: byte ranges at most this far apart are read with one read (local files) ...
+#: byte ranges of a local file at most this far apart are read with one read (remote
+#: files: :attr:`rcfmt.FetchOptions.coalesce_gap`, which also bounds what a block's
+#: projected columns may hold to be fetched with its filter columns, one round trip
+#: instead of two)
 COALESCE_GAP = 64 * 1024
-#: ... and on object storage, where a request costs as much as reading ~1 MB more
-REMOTE_COALESCE_GAP = 1 << 20
-#: on object storage a block's projected columns are fetched with its filter columns
-#: (one round trip instead of two) when the pages that may hold matching rows hold at
-#: most this much: for the same reason
-SPECULATIVE_FETCH_BYTES = 1 << 20
 #: a bitmap index that leaves some of a block's filter undecided narrows the rows the
 #: rest is evaluated on only when it leaves at most 1/INDEX_NARROWS of them
 INDEX_NARROWS = 8
@@ -61,7 +57,12 @@ PROBE_BLOCKS = 8
 
 @dataclass
 class ScanStats:
-    """What a scan did. Counts of pages and rows decoded are summed over columns."""
+    """What a scan did. Counts of pages and rows decoded are summed over columns.
+
+    ``bytes_read``: bytes of the pages (and the gaps coalesced with them) the scan read,
+    also when a remote file's open had them in its tail already; ``requests``: reads
+    made of the files (on object storage, requests sent), the opens' included. What
+    crossed the network is the file's own count (:attr:`RcfmtFile.bytes_read`)."""
 
     files_total: int = 0
     files_pruned: int = 0
@@ -180,6 +181,8 @@ class FileScan:
                  read_dictionary: Sequence[str] | None = None, use_bloom: bool = True, use_page_index: bool = True,
                  blocks: tuple[int, int] | None = None, use_bitmap_index: bool = True):
         self.file = file
+        #: ranges at most this far apart are read together (remote files: the file's FetchOptions)
+        self._gap = file.fetch.coalesce_gap if file.remote else COALESCE_GAP
         #: per output field: a stored column's index, or a nested field's (pruned) node
         self.outputs = file.resolve_outputs(columns)
         self.col_ids = [o for o in self.outputs if isinstance(o, int)]
@@ -316,8 +319,7 @@ class FileScan:
         if not (self.file.remote or local) or len(spans) < 2:
             return None, 0
         lo = np.array([o for o, _ in spans], np.int64)
-        gap = REMOTE_COALESCE_GAP if self.file.remote else COALESCE_GAP
-        starts, ends = _coalesce(lo, lo + np.array([n for _, n in spans], np.int64), gap)
+        starts, ends = _coalesce(lo, lo + np.array([n for _, n in spans], np.int64), self._gap)
         return self.file.read_ranges(starts, ends), int(starts[0])
 
     def _remote_page_keep(self, keep: np.ndarray) -> np.ndarray:
@@ -425,7 +427,7 @@ class FileScan:
                     spans.sort()
                     lo = np.array([o for o, _, _ in spans], np.int64)
                     starts, ends = _coalesce(lo, lo + np.array([n for _, n, _ in spans], np.int64),
-                                             REMOTE_COALESCE_GAP)
+                                             self._gap)
                     buf = self.file.read_ranges(starts, ends)
                     self._page_index_bytes = (buf, int(starts[0]), frozenset(k for _, _, k in spans))
 
@@ -569,8 +571,8 @@ class FileScan:
         ``COALESCE_GAP`` are merged; ranges of different columns only when they touch
         (the chunks of a block are adjacent in the file, so adjacent projected columns
         cost one read) -- and on object storage, where a request costs as much as ~1 MB
-        of transfer, whenever they are closer than ``REMOTE_COALESCE_GAP``."""
-        gap = REMOTE_COALESCE_GAP if self.file.remote else COALESCE_GAP
+        of transfer, whenever they are closer than ``FetchOptions.coalesce_gap``."""
+        gap = self._gap
         parts = [r for col, plan in plans.items() if (r := self._column_ranges(block, col, plan, cache)) is not None]
         if not parts:
             return None
@@ -578,7 +580,7 @@ class FileScan:
         lo = np.concatenate([m[0] for m in merged])
         hi = np.concatenate([m[1] for m in merged])
         order = np.argsort(lo, kind="stable")
-        return _coalesce(lo[order], hi[order], REMOTE_COALESCE_GAP if self.file.remote else 0)
+        return _coalesce(lo[order], hi[order], gap if self.file.remote else 0)
 
     def _fetch(self, block: int, plans: dict, cache: dict, stats: ScanStats):
         """Read the bytes ``plans`` need (:meth:`_byte_ranges`): ``(buffer, base)``, file
@@ -718,13 +720,13 @@ class FileScan:
         came with them)``. ``fetched``: the block's bytes, read already with its group
         (all of them). Otherwise, on object storage, the projected columns' pages that
         may hold matching rows ride along with the filter columns' when they are few
-        (:data:`SPECULATIVE_FETCH_BYTES`): the rows the filter selects lie in them."""
+        (at most ``FetchOptions.coalesce_gap``): the rows the filter selects lie in them."""
         plans = {col: self._plan_column(block, col, candidates, cache, stats) for col in filter_ids}
         if fetched is not None:
             return plans, fetched, True
         if self.file.remote and projected:
             ride = {col: self._plan_column(block, col, candidates, cache, ScanStats()) for col in projected}
-            if self._planned_bytes(block, ride, cache) <= SPECULATIVE_FETCH_BYTES:
+            if self._planned_bytes(block, ride, cache) <= self._gap:
                 return plans, self._fetch(block, {**plans, **ride}, cache, stats), True
         return plans, self._fetch(block, plans, cache, stats), False
 
@@ -826,7 +828,7 @@ class FileScan:
             found = self._byte_ranges(block, plans, cache)
             if found is not None:
                 spans[block] = found
-        groups = BlockGroups(spans, REMOTE_COALESCE_GAP, fetch_plan.GROUP_MAX_BYTES)
+        groups = BlockGroups(spans, self._gap, self.file.fetch.max_request_bytes)
         return groups if len(groups) else None
 
     def _block_filter(self, block: int, rows: int, cache: dict, stats: ScanStats):

@@ -41,7 +41,7 @@ class _File:
 
 
 def test_a_group_is_read_once_shared_and_freed_after_its_last_block():
-    groups = BlockGroups({0: _span(10, 20), 1: _span(20, 30), 2: _span(30, 45)}, gap=0)
+    groups = BlockGroups({0: _span(10, 20), 1: _span(20, 30), 2: _span(30, 45)}, gap=0, max_bytes=1 << 20)
     f = _File()
     buf, base, n = groups.fetch(1, f)
     assert (base, n, len(buf)) == (10, 35, 35) and f.reads == [(10, 45)]

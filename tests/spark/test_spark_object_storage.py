@@ -38,6 +38,8 @@ out = {
     "columns": df.columns,
     "relation": spark.read.format("rcfmt").option("filter", "id < 5").option("columns", "id").load(sys.argv[1]).count(),
 }
+lean = spark.read.format("rcfmt").options(fetch="fewestBytes", fetchTailBytes="16").load(sys.argv[1])
+out["lean"] = sorted(r.id for r in lean.filter((F.col("id") >= 2000) & (F.col("id") < 2003)).collect())
 extra = spark.range(100000, 100500).select(F.col("id"), (F.col("id") * 0.5).alias("x"), (F.col("id") % 3).alias("p"))
 extra.write.format("rcfmt").mode("append").save(sys.argv[1])
 out["after_append"] = spark.read.format("rcfmt").load(sys.argv[1]).count()
@@ -74,6 +76,7 @@ def store(request):
 
 @pytest.mark.parametrize("store", ["s3", "gs"], indirect=True)
 def test_spark_reads_and_appends_to_a_dataset_on_object_storage(store):
+    """... also with the ``fetch`` options (parsed: tests/test_fetch_options.py)."""
     uri, spark_path, store_env, names = store
     n = 30_000
     t = pa.table({"id": np.arange(n), "x": np.random.default_rng(4).random(n), "p": np.arange(n) % 3})
@@ -90,6 +93,7 @@ def test_spark_reads_and_appends_to_a_dataset_on_object_storage(store):
     assert out["sum_x"] == pytest.approx(float(np.sum(t["x"].to_numpy())))
     assert sorted(out["columns"]) == ["id", "p", "x"]
     assert out["relation"] == 5
+    assert out["lean"] == [2000, 2001, 2002]
     # Spark's append committed a version of its own, and rcfmt reads it back
     assert out["after_append"] == n + 500
     ds = rcfmt.dataset(uri)
