@@ -8,7 +8,8 @@ a path together with a ``filesystem=`` (a ``pyarrow.fs.FileSystem``, or an fsspe
 filesystem, adapted through ``pyarrow.fs.PyFileSystem(FSSpecHandler(...))``).
 ``pyarrow.fs`` is the primary layer: the same C++ clients pyarrow and Spark's Arrow
 path use, with ranged reads that release the GIL; fsspec filesystems reach it through
-pyarrow's adapter. Local files keep their fast path (``os.pread`` on one descriptor).
+pyarrow's adapter. (``gs://`` files are read through google-cloud-storage when it is
+installed: :mod:`rcfmt.gcs_source` says why.) Local files keep their fast path (``os.pread`` on one descriptor).
 
 Single files are written to the same places (:func:`open_output`): streamed to a
 hidden temporary object and moved over the target when complete, so a reader never
@@ -265,6 +266,12 @@ def open_input(where, filesystem=None, size: int | None = None) -> tuple[str, By
     if m.group(1).lower() == "file":
         local = _file_uri(path)
         return local, _LocalFile(local)
+    if scheme_of(path) == "gs" and "?" not in path:
+        from . import gcs_source  # ranged GETs only (pyarrow's client adds a whole-object GET)
+
+        if gcs_source.available():
+            parts = urlsplit(path)
+            return path, gcs_source.GcsObject(parts.netloc, unquote(parts.path).lstrip("/"), path, size)
     fs, inner = _from_uri(path)
     return path, _ArrowFile(fs, inner, path, size)
 

@@ -1,11 +1,13 @@
 """Files and datasets on Google Cloud Storage (``gs://``), against a real GCS API server
 on 127.0.0.1 (fake-gcs-server, started here and stopped after; ``tests/local_gcs.py``),
-through the client code users run: pyarrow's GCS client for reads and data files,
-google-cloud-storage for the commit of a version (an upload with ``ifGenerationMatch=0``).
+through the client code users run: google-cloud-storage for ranged reads and the commit
+of a version (an upload with ``ifGenerationMatch=0``), pyarrow's GCS client for data
+files and listings.
 
-The S3 suite (``test_object_storage.py``) covers what both stores share in depth (request
-counts, faults, the footer cache); this one checks what differs per store: the commit
-primitive, on the server and in races, and every dataset operation built on it."""
+The S3 suite (``test_object_storage.py``) covers what both stores share in depth (the
+fetch plan, the footer cache); this one checks what differs per store: the commit
+primitive, on the server and in races, every dataset operation built on it, and the
+requests and faults of GCS reads (seen by a proxy between client and server)."""
 from __future__ import annotations
 
 import os
@@ -247,3 +249,125 @@ def test_first_gcs_calls_from_threads_in_a_fresh_interpreter(gcs):
     uri = f"gs://{BUCKET}/fresh/f.rcfmt"
     rcfmt.write_table(_table(), uri, block_rows=2048, page_rows=256)
     _run_fresh(_FRESH_GCS, uri)
+
+
+# ------------------------------------------------------------------ reads: requests and faults
+@pytest.fixture
+def gcs_proxy(gcs, monkeypatch):
+    """A counting, fault-injecting proxy (tests/local_s3.py's) between rcfmt's GCS clients
+    and the server; objects are written around it first."""
+    from local_s3 import S3Proxy
+
+    with S3Proxy(os.environ["STORAGE_EMULATOR_HOST"]) as proxy:
+        monkeypatch.setenv("STORAGE_EMULATOR_HOST", proxy.endpoint)
+        yield proxy
+
+
+@pytest.fixture(scope="module")
+def big_gcs_file(gcs):
+    """``(uri, table)``: a ~2.6 MB file of 10 blocks; and a dataset of the same rows at
+    ``gs://BUCKET/reads/ds``."""
+    n = 320_000
+    table = pa.table({"k": np.arange(n), "v": np.random.default_rng(13).random(n)})
+    uri = f"gs://{BUCKET}/reads/big.rcfmt"
+    rcfmt.write_table(table, uri, block_rows=32_768, page_rows=4096, compression="none")
+    rcfmt.write_dataset(table, f"gs://{BUCKET}/reads/ds", target_file_rows=100_000)
+    return uri, table
+
+
+def _object_requests(proxy, name: str) -> list:
+    return [r for r in proxy.requests if name in r[1].replace("%2F", "/")]
+
+
+def test_a_gcs_read_sends_ranged_gets_only(big_gcs_file, gcs_proxy):
+    """An open asks the object's metadata and reads its tail; a point lookup then reads
+    the block's page index and pages: four requests, none of them a GET of the whole
+    object (pyarrow's GCS client sends one at a file's first use). A dataset's files,
+    whose sizes the index holds, are opened without the metadata request."""
+    uri, table = big_gcs_file
+    with rcfmt.open(uri) as f:
+        opened = _object_requests(gcs_proxy, "reads/big.rcfmt")
+        assert len(opened) == 2 and f.requests == 1
+        got = f.read(filter=rcfmt.col("k") == 123_456)
+    assert got.equals(table.slice(123_456, 1))
+    sent = _object_requests(gcs_proxy, "reads/big.rcfmt")
+    assert len(sent) <= 4 and sum(r[3] for r in sent) < f.size / 4, sent
+    assert all(r[2] in (200, 206) for r in sent)
+    gcs_proxy.reset_counts()
+    assert rcfmt.dataset(f"gs://{BUCKET}/reads/ds").read(filter=rcfmt.col("k") == 250_000)["k"].to_pylist() == [250_000]
+    data = [r for r in _object_requests(gcs_proxy, "reads/ds/part-")]
+    assert data and all("alt=media" in r[1] for r in data), data  # no metadata request per file
+
+
+def _gcs_faulty(kind, name: str, times: int):
+    """A fault hook: ``kind`` for the first ``times`` ranged reads of the object ``name``."""
+    left = {"n": times}
+
+    def hook(number, method, path):
+        if method == "GET" and "alt=media" in path and name in path.replace("%2F", "/") and left["n"] > 0:
+            left["n"] -= 1
+            return kind
+        return None
+
+    return hook
+
+
+@pytest.mark.parametrize("kind", ["503", "reset"])
+def test_a_transient_gcs_fault_mid_read_is_retried(big_gcs_file, gcs_proxy, kind):
+    """One throttling answer or one reset connection while a scan reads: the client
+    retries (within GCS_RETRY_SECONDS) and the rows are right."""
+    uri, table = big_gcs_file
+    with rcfmt.open(uri) as f:
+        gcs_proxy.reset_counts()
+        gcs_proxy.fault = _gcs_faulty(kind, "reads/big.rcfmt", 1)
+        got = f.read(filter=rcfmt.col("k") >= 300_000)
+    assert got.equals(table.slice(300_000))
+    statuses = [r[2] for r in _object_requests(gcs_proxy, "reads/big.rcfmt")]
+    assert [s for s in statuses if s not in (200, 206)] == [503 if kind == "503" else 0] and len(statuses) >= 2
+
+
+def test_a_persistent_or_stalled_gcs_fault_is_a_storage_error_in_bounded_time(big_gcs_file, gcs_proxy,
+                                                                               monkeypatch):
+    """A server that keeps failing mid-read, or answers a read too late: a StorageError
+    naming the object after the bounded retries or the read timeout -- not a hang."""
+    import time
+
+    from rcfmt import gcs_source, storage
+
+    uri, _ = big_gcs_file
+    monkeypatch.setattr(storage, "GCS_RETRY_SECONDS", 2)
+    monkeypatch.setattr(gcs_source, "TIMEOUT", (2, 0.5))
+    # (a stalled read times out after 0.5 s and is retried like a failed one, until 2 s)
+    for fault, budget in (("503", 8), (("stall", 10.0), 8)):
+        with rcfmt.open(uri) as f:
+            gcs_proxy.fault = _gcs_faulty(fault, "reads/big.rcfmt", 1000)
+            t0 = time.perf_counter()
+            with pytest.raises(rcfmt.StorageError, match="reads/big.rcfmt") as info:
+                f.read(columns=["v"])
+            assert time.perf_counter() - t0 < budget, fault
+            gcs_proxy.fault = None
+        assert isinstance(info.value, OSError)
+
+
+def test_a_gcs_object_replaced_while_read_is_an_error_not_a_mix(gcs):
+    """Reads are pinned to the generation the open saw: after the object is replaced,
+    the next read that goes to the server fails instead of returning the new bytes."""
+    n = 320_000
+    uri = f"gs://{BUCKET}/reads/replaced.rcfmt"
+    t = pa.table({"k": np.arange(n), "v": np.random.default_rng(14).random(n)})
+    rcfmt.write_table(t, uri, block_rows=32_768, compression="none")
+    with rcfmt.open(uri) as f:
+        rcfmt.write_table(t.slice(0, n // 2), uri, block_rows=32_768, compression="none")
+        with pytest.raises(rcfmt.StorageError, match="replaced or deleted while it was read"):
+            f.read(columns=["v"])
+    assert rcfmt.read_table(uri).num_rows == n // 2
+
+
+def test_gcs_reads_fall_back_to_pyarrow_without_the_client_library(big_gcs_file, monkeypatch):
+    from rcfmt import gcs_source
+
+    uri, table = big_gcs_file
+    monkeypatch.setattr(gcs_source, "available", lambda: False)
+    with rcfmt.open(uri) as f:
+        assert type(f._source).__name__ == "_ArrowFile"
+        assert f.read(filter=rcfmt.col("k") == 7)["k"].to_pylist() == [7]
