@@ -15,6 +15,7 @@ local files are read with ``pread`` and coalesced by their own fixed rule.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from .errors import InvalidOptionError
@@ -65,8 +66,8 @@ class FetchOptions:
         and then streams ``mib_per_second``: a gap is worth reading when reading it takes
         less time than a request's round trip."""
         for name, value in (("first_byte_ms", first_byte_ms), ("mib_per_second", mib_per_second)):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
-                raise InvalidOptionError(f"{name} must be a number >= 0, got {value!r}")
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
+                raise InvalidOptionError(f"{name} must be a finite number >= 0, got {value!r}")
         return cls(coalesce_gap=int(first_byte_ms / 1000 * mib_per_second * _MIB))
 
     def tail_length(self, size: int) -> int:

@@ -5,10 +5,12 @@ stream of the whole object for sequential reads, and the first call on the file 
 ``size()``) sends that stream's un-ranged GET -- while holding the GIL -- before any
 ranged read (pyarrow 26: three requests for an open whose tail is one read, and a
 dataset scan's threads serialized for a round trip per file). rcfmt reads only ranges,
-so for ``gs://`` URIs it asks the object's metadata once (skipped when the size is
-known, as for a dataset's files) and then sends one ``Range`` GET per read, pinned to
-the generation it first saw: an object replaced mid-read is an error, never a mix of
-two versions. Writes and listings stay on pyarrow's client.
+so for ``gs://`` URIs it asks the object's metadata once and then sends one ``Range``
+GET per read, pinned to the generation the metadata named: a file replaced mid-read is
+an error, never a mix of two versions. Objects whose size the caller knows (a dataset's
+data files and index versions, never rewritten under their names) are opened without
+the metadata request, and so without a generation. Writes and listings stay on
+pyarrow's client.
 
 The client is google-cloud-storage's (the ``rcfmt[gcs]`` extra, which dataset commits
 need too); without it, reads fall back to pyarrow's client.
@@ -82,8 +84,8 @@ class GcsObject(ByteSource):
         end = min(offset + length, self.size)  # past the end GCS answers 416
         if end <= offset:
             return b""
-        blob = _gcs_client().bucket(self._bucket).blob(self._key, generation=self._generation)
         try:
+            blob = _gcs_client().bucket(self._bucket).blob(self._key, generation=self._generation)
             return blob.download_as_bytes(start=offset, end=end - 1, raw_download=True, checksum=None,
                                           retry=self._retry(), timeout=TIMEOUT)
         except exceptions.NotFound:

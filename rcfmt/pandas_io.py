@@ -22,6 +22,15 @@ from typing import Sequence
 __all__ = ["read_pandas"]
 
 
+def _is_directory(path) -> bool:
+    """Whether ``path`` is a local directory or an object-store prefix (a dataset)."""
+    from . import storage
+
+    if storage.is_remote(path):
+        return storage.remote_kind(path) == "dir"
+    return isinstance(path, (str, os.PathLike)) and os.path.isdir(storage.local_path(path))
+
+
 def _pandas_metadata(schema) -> dict:
     raw = (schema.metadata or {}).get(b"pandas")
     if raw is None:
@@ -34,17 +43,19 @@ def _pandas_metadata(schema) -> dict:
 
 
 def read_pandas(path, columns: Sequence[str] | None = None, filter=None, *, use_threads: bool = True,
-                filesystem=None):
-    """The rows of the rcfmt file or dataset at ``path`` (matching ``filter``; only
-    ``columns``, plus the index) as a ``pandas.DataFrame``, with the index, nullable
-    dtypes and categoricals the writer's DataFrame had."""
+                filesystem=None, fetch=None):
+    """The rows of the rcfmt file or dataset at ``path`` (a local path or an object-store
+    URI; matching ``filter``; only ``columns``, plus the index) as a
+    ``pandas.DataFrame``, with the index, nullable dtypes and categoricals the writer's
+    DataFrame had. ``fetch``: :class:`rcfmt.FetchOptions` for remote reads."""
     from .dataset import Dataset
     from .file.reader import RcfmtFile
 
-    if filesystem is None and isinstance(path, (str, os.PathLike)) and os.path.isdir(path):
+    if filesystem is None and _is_directory(path):
         # (no pandas metadata in datasets yet: the rows as they are)
-        return Dataset.open(path).read(columns=columns, filter=filter, use_threads=use_threads).to_pandas()
-    with RcfmtFile(path, filesystem=filesystem) as f:  # one open: the schema, then the rows
+        return Dataset.open(path).read(columns=columns, filter=filter, use_threads=use_threads,
+                                       fetch=fetch).to_pandas()
+    with RcfmtFile(path, filesystem=filesystem, fetch=fetch) as f:  # one open: the schema, then the rows
         meta = _pandas_metadata(f.schema)
         names = f.schema.names
         index_columns = [c for c in meta.get("index_columns", []) if isinstance(c, str) and c in names]

@@ -138,11 +138,12 @@ def translate_predicate(predicate, schema: pa.Schema):
     return _translate(tree, schema)
 
 
-def scan_rcfmt(path, *, stats=None, use_threads: bool = True):
+def scan_rcfmt(path, *, stats=None, use_threads: bool = True, fetch=None):
     """A ``polars.LazyFrame`` over the rcfmt file or dataset at ``path``, with
     projection, predicate (see the module docstring), ``n_rows`` and batch size pushed
     into the rcfmt scan. ``stats``: a :class:`rcfmt.scan.scanner.ScanStats` each
-    collection adds its scan's counts to."""
+    collection adds its scan's counts to; ``fetch``: :class:`rcfmt.FetchOptions` for
+    remote reads."""
     import polars as pl
     from polars.io.plugins import register_io_source
 
@@ -156,7 +157,7 @@ def scan_rcfmt(path, *, stats=None, use_threads: bool = True):
         expr = None if predicate is None else translate_predicate(predicate, schema)
         wanted = list(with_columns) if with_columns is not None else list(schema.names)
         needed = list(dict.fromkeys(wanted + (predicate.meta.root_names() if predicate is not None else [])))
-        scan = dataset.scan(columns=needed, filter=expr, use_threads=use_threads)
+        scan = dataset.scan(columns=needed, filter=expr, use_threads=use_threads, fetch=fetch)
         left = n_rows
         try:
             for batch in scan.iter_batches(batch_size or 65536):

@@ -520,15 +520,39 @@ def _gcs_environment() -> tuple:
     return os.environ.get("STORAGE_EMULATOR_HOST") or None, os.environ.get("GOOGLE_APPLICATION_CREDENTIALS")
 
 
+_GCS_CREDENTIALS: dict = {}  # environment -> (credentials, project), found once per process
+_GCS_AUTH_LOCK = threading.Lock()
+
+
+def _gcs_credentials(environment: tuple) -> tuple:
+    """Google's default credentials and project, looked up once per environment (a scan's
+    new threads then make their clients without asking the metadata server or reading
+    the key file again, and share one token)."""
+    with _GCS_AUTH_LOCK:  # (threads starting together wait for the one lookup)
+        found = _GCS_CREDENTIALS.get(environment)
+        if found is None:
+            import google.auth
+
+            found = _GCS_CREDENTIALS[environment] = google.auth.default(
+                scopes=["https://www.googleapis.com/auth/devstorage.read_write"])
+    return found
+
+
 def _gcs_client():
-    """A google-cloud-storage client for this thread: the endpoint ``STORAGE_EMULATOR_HOST``
-    names (anonymously, as the library does), else Google's default credentials."""
+    """A google-cloud-storage client for this thread (its HTTP session is not shared):
+    the endpoint ``STORAGE_EMULATOR_HOST`` names (anonymously, as the library does), else
+    Google's default credentials (:func:`_gcs_credentials`)."""
     from google.cloud import storage
 
     environment = _gcs_environment()
     cached = getattr(_GCS_CLIENTS, "client", None)
     if cached is None or cached[0] != environment:
-        cached = _GCS_CLIENTS.client = (environment, storage.Client())
+        if environment[0]:
+            client = storage.Client()
+        else:
+            credentials, project = _gcs_credentials(environment)
+            client = storage.Client(project=project, credentials=credentials)
+        cached = _GCS_CLIENTS.client = (environment, client)
     return cached[1]
 
 

@@ -42,7 +42,7 @@ def test_bad_values_are_refused(kwargs):
         FetchOptions(**kwargs)
 
 
-@pytest.mark.parametrize("args", [(-1, 100), (10, -1), ("10", 100), (float("nan"), 100)])
+@pytest.mark.parametrize("args", [(-1, 100), (10, -1), ("10", 100), (float("nan"), 100), (float("inf"), 1)])
 def test_bad_network_figures_are_refused(args):
     with pytest.raises(InvalidOptionError):
         FetchOptions.from_network(*args)

@@ -801,9 +801,25 @@ def test_fetch_options_trade_requests_for_bytes(wide_remote_file, proxy):
         assert f.read(["k"], expr)["k"].to_pylist() == [123_456]
 
 
+def test_an_unfiltered_remote_read_groups_its_blocks(wide_remote_file, proxy):
+    """``read_table(uri)`` and ``iter_batches`` without a filter read through the scan's
+    fetch plan: the 4 blocks of 12 columns in one request of at most
+    ``max_request_bytes`` each, not one request per column chunk (48)."""
+    uri, table = wide_remote_file
+    key = "data/wide.rcfmt"
+    assert rcfmt.read_table(uri).equals(table)
+    requests, nbytes = proxy.counts(key)
+    assert requests <= 3 and nbytes < 1.1 * table.nbytes, (requests, nbytes)  # HEAD, tail, the blocks
+    proxy.reset_counts()
+    with rcfmt.open(uri, fetch=rcfmt.FetchOptions(max_request_bytes=8 << 20)) as f:
+        got = pa.Table.from_batches(list(f.iter_batches(50_000)))
+    assert got.equals(table) and proxy.counts(key)[0] <= 2 + 4, proxy.counts(key)
+
+
 def test_a_dataset_scan_takes_fetch_options(s3, proxy, monkeypatch):
     """``Dataset.read(fetch=)`` reaches every file the scan opens: the tails they read
-    and the gaps their requests carry; so does ``scan_fragments`` (Spark's workers)."""
+    and the gaps their requests carry; so do ``scan_fragments`` (Spark's workers),
+    ``read_pandas`` (which reads a dataset on S3 too) and Polars' ``scan_rcfmt``."""
     from rcfmt.dataset import scan_fragments
     from rcfmt.file.footer_cache import FOOTERS
 
@@ -815,14 +831,20 @@ def test_a_dataset_scan_takes_fetch_options(s3, proxy, monkeypatch):
     expr = rcfmt.col("k") == 77_777
     moved = []
     lean = rcfmt.FetchOptions.fewest_bytes()
+    polars = pytest.importorskip("polars")
+    from rcfmt.polars import scan_rcfmt
+
     for read in (lambda ds: ds.read(filter=expr), lambda ds: ds.read(filter=expr, fetch=lean),
-                 lambda ds: scan_fragments(ds.get_fragments(expr), ds.schema, None, expr, fetch=lean).read()):
+                 lambda ds: scan_fragments(ds.get_fragments(expr), ds.schema, None, expr, fetch=lean).read(),
+                 lambda ds: rcfmt.read_pandas(uri, filter=expr, fetch=lean),
+                 lambda ds: scan_rcfmt(uri, fetch=lean).filter(polars.col("k") == 77_777).collect()):
         FOOTERS.clear()
         ds = rcfmt.dataset(uri)
         proxy.reset_counts()
-        assert read(ds)["k"].to_pylist() == [77_777]
+        got = read(ds)["k"]
+        assert (got.to_pylist() if hasattr(got, "to_pylist") else list(got)) == [77_777]
         moved.append(sum(n for method, path, _, n in proxy.requests if "part-" in path))
-    assert moved[1] * 3 < moved[0] and moved[2] == moved[1], moved
+    assert moved[1] * 3 < moved[0] and moved[1] == moved[2] == moved[3] == moved[4], moved
 
 
 def _write_through(s3, monkeypatch, fn):

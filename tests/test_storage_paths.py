@@ -144,3 +144,39 @@ def test_gcs_without_credentials_is_a_storage_error_not_a_long_hang(monkeypatch,
     monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tmp_path / "no-such-key.json"))
     with pytest.raises(rcfmt.StorageError, match="no-such-key"):  # pyarrow raises no OSError for this one
         rcfmt.read_table("gs://no-bucket/x.rcfmt")
+
+
+def test_gcs_clients_of_new_threads_share_credentials_found_once(monkeypatch):
+    """Each thread has its own google-cloud-storage client (HTTP sessions are not
+    shared), but Google's default credentials are looked up once per environment: a
+    scan's new threads do not each ask the metadata server or read the key file."""
+    import threading
+
+    pytest.importorskip("google.cloud.storage")
+    import google.auth
+    from google.auth.credentials import AnonymousCredentials
+
+    from rcfmt import storage
+
+    calls = []
+    shared = AnonymousCredentials()
+
+    def default(scopes=None, **kwargs):
+        calls.append(scopes)
+        return shared, "proj"
+
+    monkeypatch.delenv("STORAGE_EMULATOR_HOST", raising=False)
+    monkeypatch.delenv("GOOGLE_APPLICATION_CREDENTIALS", raising=False)
+    monkeypatch.setattr(google.auth, "default", default)
+    monkeypatch.setattr(storage, "_GCS_CREDENTIALS", {})
+    clients = []
+    threads = [threading.Thread(target=lambda: clients.append(storage._gcs_client())) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(calls) == 1 and len({id(c) for c in clients}) == 4
+    assert all(c._credentials is shared and c.project == "proj" for c in clients)
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", "/elsewhere.json")  # another environment: asked again
+    storage._gcs_client()
+    assert len(calls) == 2

@@ -572,8 +572,9 @@ class RcfmtFile:
              read_dictionary: Sequence[str] | None = None) -> pa.Table:
         """Read the selected ``columns`` (all by default) of all rows matching ``filter``.
 
-        Use :meth:`scan` to also get the scan statistics."""
-        if filter is not None or read_dictionary is not None or self.nested is not None:
+        Use :meth:`scan` to also get the scan statistics. (A remote file is always read
+        through a scan, whose fetch plan reads neighbouring blocks with one request.)"""
+        if filter is not None or read_dictionary is not None or self.nested is not None or self.remote:
             return self.scan(columns, filter, use_threads=use_threads, read_dictionary=read_dictionary).read()
         col_ids = self.resolve_columns(columns)
         return self._read_blocks(range(self.num_blocks), col_ids, use_threads)
@@ -583,7 +584,7 @@ class RcfmtFile:
         """Stream record batches of at most ``batch_size`` rows, one block in memory at a time."""
         if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
             raise InvalidOptionError(f"batch_size must be a positive integer, got {batch_size!r}")
-        if filter is not None or self.nested is not None:
+        if filter is not None or self.nested is not None or self.remote:
             yield from self.scan(columns, filter, use_threads=use_threads).iter_batches(batch_size)
             return
         col_ids = self.resolve_columns(columns)
