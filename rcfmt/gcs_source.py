@@ -63,11 +63,12 @@ class GcsObject(ByteSource):
         """``(size, generation)``; FileNotFoundError if there is no such object (a
         RcfmtError naming ``rcfmt.dataset()`` if it is a prefix of others)."""
         try:
-            bucket = _gcs_client().bucket(self._bucket)
-            blob = bucket.get_blob(self._key, retry=self._retry(), timeout=TIMEOUT)
-            if blob is None:
-                below = list(bucket.list_blobs(prefix=self._key.rstrip("/") + "/", max_results=1,
-                                               retry=self._retry(), timeout=TIMEOUT))
+            with _gcs_client() as client:
+                bucket = client.bucket(self._bucket)
+                blob = bucket.get_blob(self._key, retry=self._retry(), timeout=TIMEOUT)
+                if blob is None:
+                    below = list(bucket.list_blobs(prefix=self._key.rstrip("/") + "/", max_results=1,
+                                                   retry=self._retry(), timeout=TIMEOUT))
         except _gcs_errors() as exc:
             raise StorageError(f"opening {self._display!r} failed: {exc}") from None
         if blob is None:
@@ -85,9 +86,10 @@ class GcsObject(ByteSource):
         if end <= offset:
             return b""
         try:
-            blob = _gcs_client().bucket(self._bucket).blob(self._key, generation=self._generation)
-            return blob.download_as_bytes(start=offset, end=end - 1, raw_download=True, checksum=None,
-                                          retry=self._retry(), timeout=TIMEOUT)
+            with _gcs_client() as client:
+                blob = client.bucket(self._bucket).blob(self._key, generation=self._generation)
+                return blob.download_as_bytes(start=offset, end=end - 1, raw_download=True, checksum=None,
+                                              retry=self._retry(), timeout=TIMEOUT)
         except exceptions.NotFound:
             if self._generation is None:
                 raise FileNotFoundError(f"no such file: {self._display!r}") from None

@@ -511,7 +511,7 @@ def _s3_read(bucket: str, key: str) -> bytes | None:
         raise StorageError(str(exc)) from None
 
 
-_GCS_CLIENTS = threading.local()  # google-cloud-storage clients: one per thread (their HTTP sessions)
+_GCS_IDLE: dict = {}  # environment -> google-cloud-storage clients not in use (their HTTP sessions stay warm)
 
 
 def _gcs_environment() -> tuple:
@@ -538,22 +538,30 @@ def _gcs_credentials(environment: tuple) -> tuple:
     return found
 
 
+@contextlib.contextmanager
 def _gcs_client():
-    """A google-cloud-storage client for this thread (its HTTP session is not shared):
-    the endpoint ``STORAGE_EMULATOR_HOST`` names (anonymously, as the library does), else
+    """``with _gcs_client() as client:`` a google-cloud-storage client for this thread's
+    exclusive use while the block runs (an HTTP session is not shared by threads), then
+    kept for the next caller, so connections outlive the short-lived threads of a scan.
+    The endpoint ``STORAGE_EMULATOR_HOST`` names (anonymously, as the library does), else
     Google's default credentials (:func:`_gcs_credentials`)."""
     from google.cloud import storage
 
     environment = _gcs_environment()
-    cached = getattr(_GCS_CLIENTS, "client", None)
-    if cached is None or cached[0] != environment:
+    with _LOCK:
+        idle = _GCS_IDLE.setdefault(environment, [])
+        client = idle.pop() if idle else None
+    if client is None:
         if environment[0]:
             client = storage.Client()
         else:
             credentials, project = _gcs_credentials(environment)
             client = storage.Client(project=project, credentials=credentials)
-        cached = _GCS_CLIENTS.client = (environment, client)
-    return cached[1]
+    try:
+        yield client
+    finally:
+        with _LOCK:
+            _GCS_IDLE.setdefault(environment, []).append(client)
 
 
 def _gcs_errors() -> tuple:
@@ -569,8 +577,9 @@ def _gcs_create(bucket: str, key: str, data: bytes) -> bool:
 
     try:
         # ifGenerationMatch=0: create only if no live object has the name (a 412 otherwise)
-        _gcs_client().bucket(bucket).blob(key).upload_from_string(
-            data, content_type="application/octet-stream", if_generation_match=0)
+        with _gcs_client() as client:
+            client.bucket(bucket).blob(key).upload_from_string(
+                data, content_type="application/octet-stream", if_generation_match=0)
     except exceptions.PreconditionFailed:
         return False
     except _gcs_errors() as exc:  # after the library's own retries
@@ -582,7 +591,8 @@ def _gcs_read(bucket: str, key: str) -> bytes | None:
     from google.api_core import exceptions
 
     try:
-        return _gcs_client().bucket(bucket).blob(key).download_as_bytes()
+        with _gcs_client() as client:
+            return client.bucket(bucket).blob(key).download_as_bytes()
     except exceptions.NotFound:
         return None
     except _gcs_errors() as exc:

@@ -146,10 +146,12 @@ def test_gcs_without_credentials_is_a_storage_error_not_a_long_hang(monkeypatch,
         rcfmt.read_table("gs://no-bucket/x.rcfmt")
 
 
-def test_gcs_clients_of_new_threads_share_credentials_found_once(monkeypatch):
-    """Each thread has its own google-cloud-storage client (HTTP sessions are not
-    shared), but Google's default credentials are looked up once per environment: a
-    scan's new threads do not each ask the metadata server or read the key file."""
+def test_gcs_clients_are_kept_for_new_threads_and_share_credentials_found_once(monkeypatch):
+    """A google-cloud-storage client serves one thread at a time (HTTP sessions are not
+    shared); threads running at once get their own, and a later thread (a new scan's)
+    takes one that is idle, so its connections stay warm. Google's default credentials
+    are looked up once per environment: new clients do not each ask the metadata server
+    or read the key file."""
     import threading
 
     pytest.importorskip("google.cloud.storage")
@@ -169,14 +171,27 @@ def test_gcs_clients_of_new_threads_share_credentials_found_once(monkeypatch):
     monkeypatch.delenv("GOOGLE_APPLICATION_CREDENTIALS", raising=False)
     monkeypatch.setattr(google.auth, "default", default)
     monkeypatch.setattr(storage, "_GCS_CREDENTIALS", {})
-    clients = []
-    threads = [threading.Thread(target=lambda: clients.append(storage._gcs_client())) for _ in range(4)]
+    monkeypatch.setattr(storage, "_GCS_IDLE", {})
+    clients, barrier = [], threading.Barrier(4)
+
+    def use():
+        with storage._gcs_client() as client:
+            clients.append(client)
+            barrier.wait(timeout=10)  # all four hold one at once
+
+    threads = [threading.Thread(target=use) for _ in range(4)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     assert len(calls) == 1 and len({id(c) for c in clients}) == 4
     assert all(c._credentials is shared and c.project == "proj" for c in clients)
+    later = []
+    t = threading.Thread(target=lambda: later.append(storage._gcs_client().__enter__()))
+    t.start()
+    t.join()
+    assert later[0] in clients and len(calls) == 1  # an idle one, not a new one
     monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", "/elsewhere.json")  # another environment: asked again
-    storage._gcs_client()
+    with storage._gcs_client() as other:
+        assert other not in clients
     assert len(calls) == 2
