@@ -3,8 +3,8 @@ simulated object store, default fetch options against fewest_bytes, on the Z-ord
 lineitem SF1 file of bench_object_storage.py.
 
 Every read of the (local) file waits a request latency plus its bytes at a per-request
-bandwidth, and reads overlap freely (as S3 requests do; rcfmt keeps up to 8 in flight
-per scan); an open adds one latency for the HEAD an object store costs. The requests and
+bandwidth, and reads overlap freely (as S3 requests do; rcfmt keeps up to
+``rcfmt.file.reader.FETCH_CONCURRENCY`` in flight); an open adds one latency for the HEAD an object store costs. The requests and
 bytes are those the S3 benchmark counts on a real S3 API server (bench/RESULTS.md §6):
 what this adds is time under latencies and bandwidths moto cannot show (it serves one
 ranged GET of a 140 MB object in ~90 ms, one at a time). A model, not a store: no

@@ -42,8 +42,11 @@ def _threads() -> int:
     return min(8, os.cpu_count() or 1)
 
 
-#: ranged reads of one remote file in flight at once (one scan's pages)
-FETCH_CONCURRENCY = 8
+#: ranged reads of remote files in flight at once, in the whole process: object stores
+#: serve many requests in parallel, and with ``FetchOptions.fewest_bytes()`` a point
+#: lookup sends ~30 small ones (bench/RESULTS.md §6: 32 in flight make it as fast as the
+#: default's 4 requests at 30 ms each; 8 took 1.5x as long)
+FETCH_CONCURRENCY = 32
 _FETCH_POOL = None
 _FETCH_POOL_LOCK = threading.Lock()
 
