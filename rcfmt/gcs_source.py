@@ -21,7 +21,7 @@ import importlib
 
 from . import storage
 from .errors import RcfmtError, StorageError
-from .storage import ByteSource, _gcs_client, _gcs_environment, _gcs_errors
+from .storage import ByteSource, DirectoryError, _gcs_client, _gcs_environment, _gcs_errors
 
 __all__ = ["GcsObject", "available"]
 
@@ -36,6 +36,13 @@ def available() -> bool:
     except ImportError:
         return False
     return True
+
+
+def _retry():
+    """google-cloud-storage's retry of transient failures, for GCS_RETRY_SECONDS in all."""
+    from google.cloud.storage.retry import DEFAULT_RETRY
+
+    return DEFAULT_RETRY.with_timeout(storage.GCS_RETRY_SECONDS)
 
 
 class GcsObject(ByteSource):
@@ -54,26 +61,21 @@ class GcsObject(ByteSource):
         else:
             self.size = int(size)
 
-    def _retry(self):
-        from google.cloud.storage.retry import DEFAULT_RETRY
-
-        return DEFAULT_RETRY.with_timeout(storage.GCS_RETRY_SECONDS)
-
     def _metadata(self) -> tuple[int, int]:
         """``(size, generation)``; FileNotFoundError if there is no such object (a
         RcfmtError naming ``rcfmt.dataset()`` if it is a prefix of others)."""
         try:
             with _gcs_client() as client:
                 bucket = client.bucket(self._bucket)
-                blob = bucket.get_blob(self._key, retry=self._retry(), timeout=TIMEOUT)
+                blob = bucket.get_blob(self._key, retry=_retry(), timeout=TIMEOUT)
                 if blob is None:
                     below = list(bucket.list_blobs(prefix=self._key.rstrip("/") + "/", max_results=1,
-                                                   retry=self._retry(), timeout=TIMEOUT))
+                                                   retry=_retry(), timeout=TIMEOUT))
         except _gcs_errors() as exc:
             raise StorageError(f"opening {self._display!r} failed: {exc}") from None
         if blob is None:
             if below:
-                raise RcfmtError(f"{self._display} is a directory; use rcfmt.dataset() for directories")
+                raise DirectoryError(self._display)
             raise FileNotFoundError(f"no such file: {self._display!r}")
         return int(blob.size), int(blob.generation)
 
@@ -89,7 +91,7 @@ class GcsObject(ByteSource):
             with _gcs_client() as client:
                 blob = client.bucket(self._bucket).blob(self._key, generation=self._generation)
                 return blob.download_as_bytes(start=offset, end=end - 1, raw_download=True, checksum=None,
-                                              retry=self._retry(), timeout=TIMEOUT)
+                                              retry=_retry(), timeout=TIMEOUT)
         except exceptions.NotFound:
             if self._generation is None:
                 raise FileNotFoundError(f"no such file: {self._display!r}") from None

@@ -16,19 +16,9 @@ yet: a dataset's index columns come back as ordinary columns.
 from __future__ import annotations
 
 import json
-import os
 from typing import Sequence
 
 __all__ = ["read_pandas"]
-
-
-def _is_directory(path) -> bool:
-    """Whether ``path`` is a local directory or an object-store prefix (a dataset)."""
-    from . import storage
-
-    if storage.is_remote(path):
-        return storage.remote_kind(path) == "dir"
-    return isinstance(path, (str, os.PathLike)) and os.path.isdir(storage.local_path(path))
 
 
 def _pandas_metadata(schema) -> dict:
@@ -50,12 +40,17 @@ def read_pandas(path, columns: Sequence[str] | None = None, filter=None, *, use_
     DataFrame had. ``fetch``: :class:`rcfmt.FetchOptions` for remote reads."""
     from .dataset import Dataset
     from .file.reader import RcfmtFile
+    from .storage import DirectoryError
 
-    if filesystem is None and _is_directory(path):
-        # (no pandas metadata in datasets yet: the rows as they are)
+    try:
+        f = RcfmtFile(path, filesystem=filesystem, fetch=fetch)  # one open: the schema, then the rows
+    except DirectoryError:
+        if filesystem is not None:
+            raise
+        # a dataset (no pandas metadata in datasets yet: the rows as they are)
         return Dataset.open(path).read(columns=columns, filter=filter, use_threads=use_threads,
                                        fetch=fetch).to_pandas()
-    with RcfmtFile(path, filesystem=filesystem, fetch=fetch) as f:  # one open: the schema, then the rows
+    with f:
         meta = _pandas_metadata(f.schema)
         names = f.schema.names
         index_columns = [c for c in meta.get("index_columns", []) if isinstance(c, str) and c in names]

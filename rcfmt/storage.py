@@ -127,6 +127,13 @@ class ByteSource:
         raise NotImplementedError
 
 
+class DirectoryError(RcfmtError, IsADirectoryError):
+    """A path given as a file names a directory (a dataset, read with ``rcfmt.dataset()``)."""
+
+    def __init__(self, path: str):
+        super().__init__(f"{path} is a directory; use rcfmt.dataset() for directories")
+
+
 class _LocalFile(ByteSource):
     """A local file: one descriptor, ``os.pread`` (releases the GIL)."""
 
@@ -134,10 +141,10 @@ class _LocalFile(ByteSource):
         try:
             self._fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
         except IsADirectoryError:
-            raise RcfmtError(f"{path} is a directory; use rcfmt.dataset() for directories") from None
+            raise DirectoryError(path) from None
         if stat.S_ISDIR(os.fstat(self._fd).st_mode):  # Linux opens directories read-only
             self.close()
-            raise RcfmtError(f"{path} is a directory; use rcfmt.dataset() for directories")
+            raise DirectoryError(path)
         self.size = os.fstat(self._fd).st_size
 
     def read_at(self, offset: int, length: int) -> bytes:
@@ -202,7 +209,7 @@ class _ArrowFile(ByteSource):
                 if kind == pafs.FileType.NotFound:
                     raise FileNotFoundError(f"no such file: {self._display!r}") from None
                 if kind == pafs.FileType.Directory:
-                    raise RcfmtError(f"{self._display} is a directory; use rcfmt.dataset() for directories") from None
+                    raise DirectoryError(self._display) from None
                 raise _storage_error(exc, "opening", self._display) from exc
             return self._file
 
