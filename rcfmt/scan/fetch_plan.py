@@ -24,11 +24,12 @@ __all__ = ["BlockGroups"]
 
 
 class _Group:
-    __slots__ = ("start", "end", "pending", "buf", "lock")
+    __slots__ = ("start", "end", "pending", "buf", "error", "lock")
 
     def __init__(self, start: int, end: int, blocks: int):
         self.start, self.end, self.pending = start, end, blocks
         self.buf = None
+        self.error = None  # the failure of its read, raised to every block of the group
         self.lock = threading.Lock()
 
 
@@ -71,11 +72,19 @@ class BlockGroups:
 
     def fetch(self, block: int, file) -> tuple[np.ndarray, int, int]:
         """``(buffer, base, bytes read now)`` holding the block's group (read by the
-        first block of the group to ask, with one request; 0 bytes for the others)."""
+        first block of the group to ask, with one request; 0 bytes for the others). A
+        failed read is not sent again by the group's other blocks (each would wait out
+        the client's retries anew): they raise its error."""
         group = self._of[block]
         with group.lock:
+            if group.error is not None:
+                raise group.error
             if group.buf is None:
-                group.buf = file.read_ranges(np.array([group.start], np.int64), np.array([group.end], np.int64))
+                try:
+                    group.buf = file.read_ranges(np.array([group.start], np.int64), np.array([group.end], np.int64))
+                except Exception as exc:
+                    group.error = exc
+                    raise
                 return group.buf, group.start, group.end - group.start
             return group.buf, group.start, 0
 

@@ -54,6 +54,28 @@ def test_a_group_is_read_once_shared_and_freed_after_its_last_block():
     assert groups._of[2].buf is None
 
 
+def test_a_failed_group_read_is_not_sent_again_by_its_other_blocks():
+    """The store failed the group's read (after its client's retries): every block of
+    the group gets that error, and no block sends the request again -- ten blocks
+    waiting on the lock each retrying would multiply the time a dead store takes to
+    report (seen: a 4-block group took 4 x the client's retry budget)."""
+    import pytest
+
+    from rcfmt.errors import StorageError
+
+    class _Failing(_File):
+        def read_ranges(self, starts, ends):
+            self.reads.append((int(starts[0]), int(ends[-1])))
+            raise StorageError("store down")
+
+    groups = BlockGroups({b: _span(10 * b, 10 * b + 10) for b in range(4)}, gap=0, max_bytes=1 << 20)
+    f = _Failing()
+    for block in range(4):
+        with pytest.raises(StorageError, match="store down"):
+            groups.fetch(block, f)
+    assert f.reads == [(0, 40)]
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 1000), st.integers(1, 100)), min_size=1, max_size=40),
        st.integers(0, 60))
