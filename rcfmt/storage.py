@@ -242,6 +242,8 @@ def _store_identity(filesystem) -> tuple:
     name = getattr(filesystem, "type_name", type(filesystem).__name__)
     if not isinstance(kwargs, dict):
         return (name, id(filesystem))  # unknown kind: cached per filesystem object
+    if "account_name" in kwargs:  # Azure: the account and its service's host
+        return (name, str(kwargs["account_name"]), str(kwargs.get("blob_storage_authority") or ""))
     return (name, str(kwargs.get("endpoint_override") or ""), str(kwargs.get("scheme") or ""))
 
 
@@ -279,6 +281,11 @@ def open_input(where, filesystem=None, size: int | None = None) -> tuple[str, By
         if gcs_source.available():
             parts = urlsplit(path)
             return path, gcs_source.GcsObject(parts.netloc, unquote(parts.path).lstrip("/"), path, size)
+    if scheme_of(path) == "abfs":
+        from . import azure_store  # bounded retries and timeouts (pyarrow's client has no read timeout)
+
+        if azure_store.available():
+            return path, azure_store.BlobSource(path, size)
     fs, inner = _from_uri(path)
     return path, _ArrowFile(fs, inner, path, size)
 
@@ -413,6 +420,10 @@ def open_output(where, filesystem=None, *, atomic: bool = True) -> ByteSink:
         return _LocalSink(path)
     if m.group(1).lower() == "file":
         return _LocalSink(_file_uri(path))
+    if scheme_of(path) == "abfs":  # block blobs appear whole when committed: atomic either way
+        from . import azure_store
+
+        return azure_store.BlobSink(path, check_directory=atomic)
     fs, inner = _from_uri(path)
     return _ArrowSink(fs, inner, path, atomic)
 
@@ -421,26 +432,34 @@ def delete_files(paths) -> None:
     """Delete files (local paths or object-store URIs) that may not exist; best effort."""
     for p in paths:
         try:
-            if is_remote(p):
+            if is_remote(p) and scheme_of(p) == "abfs":
+                from . import azure_store
+
+                azure_store.delete(p)
+            elif is_remote(p):
                 fs, inner = _from_uri(p)
                 fs.delete_file(inner)
             else:
                 os.unlink(p)
-        except _client_errors():
+        except (*_client_errors(), StorageError):
             pass
 
 
 # ------------------------------------------------------------------ create-if-absent (commits)
 #: object stores whose conditional create rcfmt uses to commit dataset versions
-COMMIT_SCHEMES = ("s3", "gs")
+COMMIT_SCHEMES = ("s3", "gs", "abfs")
 #: the client each of them is committed with: (module, its package, the extra that installs it)
-_COMMIT_CLIENTS = {"s3": ("boto3", "boto3", "s3"), "gs": ("google.cloud.storage", "google-cloud-storage", "gcs")}
+_COMMIT_CLIENTS = {"s3": ("boto3", "boto3", "s3"), "gs": ("google.cloud.storage", "google-cloud-storage", "gcs"),
+                   "abfs": ("azure.storage.blob", "azure-storage-blob", "azure")}
+#: other spellings of the stores' schemes
+_SCHEME_ALIASES = {"gcs": "gs", "abfss": "abfs", "az": "abfs"}
 
 
 def scheme_of(uri: str) -> str:
-    """The object store a URI names, lower case (``gcs://`` is ``gs``)."""
+    """The object store a URI names, lower case, in one spelling per store (``gcs://``
+    is ``gs``; ``abfss://`` and ``az://`` are ``abfs``)."""
     scheme = _URI.match(uri).group(1).lower()
-    return "gs" if scheme == "gcs" else scheme
+    return _SCHEME_ALIASES.get(scheme, scheme)
 
 
 def check_commit_support(uri: str) -> None:
@@ -448,13 +467,15 @@ def check_commit_support(uri: str) -> None:
     versions at ``uri`` without risking a lost update: an atomic create-if-absent of
     the version object. S3 (and S3-compatible servers that honour it) has one, a PUT
     with ``If-None-Match: *``, made through boto3; GCS an upload with
-    ``ifGenerationMatch=0``, made through google-cloud-storage."""
+    ``ifGenerationMatch=0``, made through google-cloud-storage; Azure an upload with
+    ``If-None-Match: *``, made through azure-storage-blob."""
     scheme = scheme_of(uri)
     if scheme not in COMMIT_SCHEMES:
         raise UnsupportedError(
             f"{uri!r}: writing datasets to {scheme}:// is not supported yet. rcfmt commits a dataset version with "
-            f"an atomic create-if-absent of its index object and implements it for s3:// and gs:// so far. Nothing "
-            f"was written. Alternatives: a local, s3:// or gs:// dataset path, or single files with write_table.")
+            f"an atomic create-if-absent of its index object and implements it for s3://, gs:// and abfs:// so far. "
+            f"Nothing was written. Alternatives: a local, s3://, gs:// or abfs:// dataset path, or single files "
+            f"with write_table.")
     module, package, extra = _COMMIT_CLIENTS[scheme]
     try:
         __import__(module)
@@ -471,9 +492,19 @@ def create_if_absent(uri: str, data: bytes) -> bool:
     A create the server refuses is told apart from one of ours whose answer was lost and
     retried by the client (the retry finds our own object): the object is read back and
     compared with ``data`` -- a commit is never taken for lost when it landed."""
+    scheme = scheme_of(uri)
+    if scheme == "abfs":
+        from . import azure_store
+
+        def create(_, __, data):
+            return azure_store.create_if_absent(uri, data)
+
+        def read(_, __):
+            return azure_store.read_blob(uri)
+    else:
+        create, read = (_gcs_create, _gcs_read) if scheme == "gs" else (_s3_create, _s3_read)
     parts = urlsplit(uri)
     bucket, key = parts.netloc, unquote(parts.path).lstrip("/")
-    create, read = (_gcs_create, _gcs_read) if scheme_of(uri) == "gs" else (_s3_create, _s3_read)
     try:
         if create(bucket, key, data):
             return True
@@ -736,6 +767,11 @@ def _from_uri(uri: str):
     if scheme_of(uri) == "gs" and "?" not in uri:  # (a query's options go to pyarrow's from_uri)
         path = urlsplit(uri)
         return _gcs_filesystem(), f"{path.netloc}{unquote(path.path)}".rstrip("/")
+    if scheme_of(uri) == "abfs":
+        from . import azure_store
+
+        account, container, inner = azure_store.split_uri(uri)
+        return azure_store.filesystem(azure_store.settings(account)), f"{container}/{inner}".rstrip("/")
     try:
         return pafs.FileSystem.from_uri(uri)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError) as exc:

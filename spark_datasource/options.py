@@ -2,10 +2,12 @@
 validated in one place. Spark passes option keys case-insensitively; values are strings."""
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import inspect
 import os
+import re
 
 import pyarrow as pa
 
@@ -14,7 +16,8 @@ from rcfmt.fetch_options import FetchOptions
 
 from .compat import SCAN_SCOPED_READ_INFO
 
-__all__ = ["ReadOptions", "WriteOptions", "fetch_options", "lower_keys", "s3_options", "with_s3_settings"]
+__all__ = ["ReadOptions", "WriteOptions", "azure_options", "fetch_options", "lower_keys", "s3_options",
+           "store_settings", "with_store_settings"]
 
 #: options that set the S3 client: rcfmt's names, and the Hadoop S3A names users already
 #: set for Spark (``fs.s3a.*``, also spelled as in SparkConf: ``spark.hadoop.fs.s3a.*``)
@@ -102,24 +105,68 @@ def s3_options(opts: dict) -> dict | None:
     return check_s3_settings(out)
 
 
-def with_s3_settings(method):
-    """Run ``method`` (a function or a generator function) with the S3 client settings
-    of ``self.options.s3`` in force: every entry point Spark calls in a Python worker."""
+#: options that set the Azure client: rcfmt's names (each a setting of
+#: :func:`rcfmt.azure_store.azure_settings`)
+AZURE_OPTION_NAMES = {"connection_string": "azure.connectionString", "account_name": "azure.accountName",
+                      "account_key": "azure.accountKey", "sas_token": "azure.sasToken", "endpoint": "azure.endpoint"}
+#: and the Hadoop ABFS names users already set for Spark: the key or fixed SAS token of
+#: an account (``fs.azure.account.key.ACCOUNT.dfs.core.windows.net``, also with
+#: ``spark.hadoop.`` before it)
+_HADOOP_AZURE = re.compile(r"\A(?:spark\.hadoop\.)?fs\.azure\.(account\.key|sas\.fixed\.token)\.([^.]+)\.")
+
+
+def azure_options(opts: dict) -> dict | None:
+    """The Azure client settings (:func:`rcfmt.azure_store.azure_settings`) the options
+    give, or None (the environment's ``AZURE_STORAGE_*``)."""
+    out = {}
+
+    def put(setting: str, value, name: str) -> None:
+        value = str(value).strip()
+        if setting in out and out[setting] != value:
+            raise InvalidOptionError(f"Azure option {name} is given twice with different values")
+        out[setting] = value
+
+    for setting, name in AZURE_OPTION_NAMES.items():
+        if opts.get(name.lower()) is not None and str(opts[name.lower()]).strip():
+            put(setting, opts[name.lower()], name)
+    for key, value in opts.items():
+        m = _HADOOP_AZURE.match(key)
+        if m and value is not None and str(value).strip():
+            put("account_name", m.group(2), key)
+            put("account_key" if m.group(1) == "account.key" else "sas_token", value, key)
+    if not out:
+        return None
+    from rcfmt.azure_store import check_azure_settings
+
+    return check_azure_settings(out)
+
+
+@contextlib.contextmanager
+def store_settings(options):
+    """The S3 and Azure client settings of ``options`` (a ReadOptions or WriteOptions)
+    in force within the block."""
+    from rcfmt.azure_store import azure_settings
+    from rcfmt.storage import s3_settings
+
+    with s3_settings(options.s3), azure_settings(options.azure):
+        yield
+
+
+def with_store_settings(method):
+    """Run ``method`` (a function or a generator function) with the store client
+    settings of ``self.options`` in force (:func:`store_settings`): every entry point
+    Spark calls in a Python worker."""
     if inspect.isgeneratorfunction(method):
         @functools.wraps(method)
         def generator(self, *args, **kwargs):
-            from rcfmt.storage import s3_settings
-
-            with s3_settings(self.options.s3):
+            with store_settings(self.options):
                 yield from method(self, *args, **kwargs)
 
         return generator
 
     @functools.wraps(method)
     def wrapper(self, *args, **kwargs):
-        from rcfmt.storage import s3_settings
-
-        with s3_settings(self.options.s3):
+        with store_settings(self.options):
             return method(self, *args, **kwargs)
 
     return wrapper
@@ -129,8 +176,9 @@ def _path(opts: dict, remote_ok: bool = False) -> str:
     """The dataset path of the options: local (Hadoop's ``file:/abs/path`` too) or,
     with ``remote_ok``, an ``s3://`` URI (Hadoop's ``s3a://`` spelling is taken for it:
     rcfmt reads S3 through pyarrow, with the credentials and endpoint of the options or
-    the environment) or a ``gs://`` URI (Google's default credentials; an emulator's
-    endpoint from ``STORAGE_EMULATOR_HOST``)."""
+    the environment), a ``gs://`` URI (Google's default credentials; an emulator's
+    endpoint from ``STORAGE_EMULATOR_HOST``) or an Azure URI (``abfss://container@account.dfs.core.windows.net/...``,
+    ``az://container/...``; settings from the options or the environment)."""
     path = opts.get("path")
     if not path:
         raise InvalidOptionError("the rcfmt data source needs a path: .load(path) / .save(path) or .option('path', ...)")
@@ -143,7 +191,7 @@ def _path(opts: dict, remote_ok: bool = False) -> str:
     lowered = path.lower()
     if remote_ok and lowered.startswith(("s3://", "s3a://")):
         return "s3://" + path.split("://", 1)[1].rstrip("/")
-    if remote_ok and lowered.startswith("gs://"):
+    if remote_ok and lowered.startswith(("gs://", "abfs://", "abfss://", "az://")):
         return path.rstrip("/")
     return os.path.abspath(local_path(path))
 
@@ -159,6 +207,7 @@ class ReadOptions:
         opts = lower_keys(options)
         self.path = _path(opts, remote_ok=True)
         self.s3 = s3_options(opts)
+        self.azure = azure_options(opts)
         self.version = _int(opts, "version", None)
         self.max_partition_bytes = _int(opts, "maxPartitionBytes", 128 << 20)
         self.min_partitions = _int(opts, "minPartitions", 2 * (os.cpu_count() or 1))
@@ -212,6 +261,7 @@ class WriteOptions:
         opts = lower_keys(options)
         self.path = _path(opts, remote_ok=True)
         self.s3 = s3_options(opts)
+        self.azure = azure_options(opts)
         self.writer_options = {}
         for key, name, lo in (("blockRows", "block_rows", 1), ("pageSize", "page_size", 64),
                               ("pageRows", "page_rows", 1), ("statsTruncate", "stats_truncate", 1),

@@ -29,7 +29,7 @@ from rcfmt.nested import bind_schema
 
 from .compat import SCAN_SCOPED_READ_INFO
 from .filters import translate_all
-from .options import ReadOptions, with_s3_settings
+from .options import ReadOptions, with_store_settings
 from .types import BatchConverter, spark_arrow_schema, to_spark_type
 
 __all__ = ["RcfmtReader", "RcfmtPushdownReader", "RcfmtInputPartition", "plan_partitions", "read_scan_stats"]
@@ -167,7 +167,7 @@ class RcfmtReader(DataSourceReader):
         self.options = options if isinstance(options, ReadOptions) else ReadOptions(options)
         self._open(schema)
 
-    @with_s3_settings
+    @with_store_settings
     def _open(self, schema: StructType) -> None:
         from rcfmt.dataset import Dataset
 
@@ -217,7 +217,7 @@ class RcfmtReader(DataSourceReader):
             return self.relation_filter
         return self.relation_filter & self.filter
 
-    @with_s3_settings
+    @with_store_settings
     def partitions(self) -> list:
         from rcfmt.dataset import prune_blocks
 
@@ -250,7 +250,7 @@ class RcfmtReader(DataSourceReader):
                 "partitions": len(groups), "filter": repr(plan_filter)})
         return [RcfmtInputPartition(i, g, p) for i, (g, p) in enumerate(zip(groups, pruned_groups))]
 
-    @with_s3_settings
+    @with_store_settings
     def read(self, partition):
         from rcfmt.dataset import scan_fragments
 
@@ -290,7 +290,7 @@ class RcfmtPushdownReader(RcfmtReader):
     on Spark 4.1-4.3 all filters are handed back and Spark re-applies them, as with its
     own Parquet source (see :mod:`spark_datasource.source` for why)."""
 
-    @with_s3_settings
+    @with_store_settings
     def pushFilters(self, filters):
         names = dict(zip(self.spark_names, self.columns))
         schema = pa.schema([self.dataset_schema.field(n) for n in dict.fromkeys(self.columns)])

@@ -88,10 +88,10 @@ class RcfmtDataSource(DataSource):
         from .options import ReadOptions
         from .types import to_spark_schema
 
-        from rcfmt.storage import s3_settings
+        from .options import store_settings
 
         opts = ReadOptions(self.options)
-        with s3_settings(opts.s3):
+        with store_settings(opts):
             schema = Dataset.open(opts.path, version=opts.version).schema
         return to_spark_schema(opts.relation_schema(schema))
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
-from .options import WriteOptions, with_s3_settings
+from .options import WriteOptions, with_store_settings
 from .types import to_rcfmt_schema
 
 __all__ = ["RcfmtWriter", "RcfmtCommitMessage"]
@@ -40,7 +40,7 @@ class RcfmtWriter(DataSourceArrowWriter):
         self.options = options if isinstance(options, WriteOptions) else WriteOptions(options)
         self._begin(schema, overwrite)
 
-    @with_s3_settings
+    @with_store_settings
     def _begin(self, schema: StructType, overwrite: bool) -> None:
         from rcfmt.dataset import begin_write
         from rcfmt.errors import CommitConflictError
@@ -66,7 +66,7 @@ class RcfmtWriter(DataSourceArrowWriter):
         self.staging = self.plan.staging_dir(f"spark-{self.job_id}")
 
     # ------------------------------------------------------------------ executors
-    @with_s3_settings
+    @with_store_settings
     def write(self, iterator) -> RcfmtCommitMessage:
         from pyspark import TaskContext
         from rcfmt.dataset import FileSetWriter
@@ -90,7 +90,7 @@ class RcfmtWriter(DataSourceArrowWriter):
         return RcfmtCommitMessage(files)
 
     # ------------------------------------------------------------------ driver
-    @with_s3_settings
+    @with_store_settings
     def commit(self, messages) -> None:
         from rcfmt.dataset import clustering_info, commit
 
@@ -105,7 +105,7 @@ class RcfmtWriter(DataSourceArrowWriter):
             if not self.remote:  # (on object storage the files are in place now)
                 self.plan.discard(self.staging)
 
-    @with_s3_settings
+    @with_store_settings
     def abort(self, messages) -> None:
         # on object storage, the files of the attempts that succeeded (failed ones deleted their own)
         self.plan.discard(self.staging, [p for m in messages or () if m is not None for _, p in m.files])

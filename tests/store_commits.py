@@ -1,5 +1,6 @@
-"""What every object store that commits datasets must show, run by the S3 and GCS
-suites on their own servers: ``names()`` lists the objects under the dataset's root."""
+"""What every object store that commits datasets must show, run by the S3, GCS and Azure
+suites on their own servers: ``names()`` lists the objects under the dataset's root
+(store-relative names: ``prefix/...``)."""
 from __future__ import annotations
 
 import pyarrow as pa
@@ -8,7 +9,8 @@ import pytest
 import rcfmt
 
 __all__ = ["check_a_failed_write_leaves_nothing", "check_a_lost_race_rebases_and_an_overwrite_conflicts",
-           "check_appends_from_threads_lose_no_row"]
+           "check_appends_from_threads_lose_no_row", "check_datasets_written_appended_and_overwritten",
+           "check_optimize_and_vacuum", "check_cli_inspects", "check_first_calls_in_a_fresh_interpreter"]
 
 
 def _sorted(t: pa.Table) -> pa.Table:
@@ -82,3 +84,93 @@ def check_appends_from_threads_lose_no_row(uri: str, table: pa.Table, pieces: in
         versions = list(pool.map(lambda piece: rcfmt.write_dataset(piece, uri).version, slices))
     assert sorted(versions) == list(range(1, pieces + 1))
     assert _sorted(rcfmt.dataset(uri).to_table()).equals(_sorted(table.slice(0, pieces * 1000)))
+
+
+def check_datasets_written_appended_and_overwritten(uri: str, table: pa.Table, names, prefix: str,
+                                                   other_spellings=()) -> None:
+    """write_dataset to ``uri`` (objects named ``prefix/...``): partitioned data files
+    straight to their names, each version committed by a conditional create; filters
+    prune; time travel reads older versions; nothing is staged or left over. ``table``
+    has 12,000 rows of ``id``, ``x``, ``p`` (id % 3) and ``s``."""
+    n = table.num_rows
+    assert rcfmt.write_dataset(table.slice(0, 8000), uri, partition_by="p", target_file_rows=2000).version == 1
+    ds = rcfmt.write_dataset(table.slice(8000), uri, mode="append")
+    assert ds.version == 2 and ds.num_rows == n
+    assert _sorted(rcfmt.dataset(uri).to_table()).equals(_sorted(table))
+    scan = rcfmt.dataset(uri).scan(filter=(rcfmt.col("id") >= 100) & (rcfmt.col("id") < 130) & (rcfmt.col("p") == 1))
+    assert sorted(scan.read().column("id").to_pylist()) == [i for i in range(100, 130) if i % 3 == 1]
+    assert scan.stats.files_pruned > 0
+    listed = names()
+    assert [k for k in listed if "_rcfmt/" in k] == [f"{prefix}/_rcfmt/v00000000000000000001.rcfmt",
+                                                    f"{prefix}/_rcfmt/v00000000000000000002.rcfmt"]
+    assert all(k.startswith(f"{prefix}/p=") or "_rcfmt/v" in k for k in listed), listed
+    ds = rcfmt.write_dataset(table.slice(0, 10), uri, mode="overwrite")
+    assert ds.version == 3 and _sorted(rcfmt.dataset(uri).to_table()).equals(_sorted(table.slice(0, 10)))
+    assert rcfmt.dataset(uri, version=2).num_rows == n
+    for other in other_spellings:
+        assert rcfmt.dataset(other, version=2).num_rows == n
+
+
+def check_optimize_and_vacuum(uri: str, table: pa.Table, names, prefix: str, put_foreign, other_spellings=()) -> None:
+    """optimize rewrites and commits by a conditional create; vacuum then removes the
+    replaced files and old versions, and keeps what the latest version reads and what
+    is not rcfmt's (``put_foreign(name, bytes)`` stores ``prefix/notes.txt``)."""
+    from rcfmt.dataset import vacuum
+
+    for k in range(3):
+        rcfmt.write_dataset(table.slice(k * 4000, 4000), uri)
+    put_foreign(f"{prefix}/notes.txt", b"not ours")
+    ds = rcfmt.dataset(uri).optimize(["x"], target_file_rows=6000)
+    assert ds.version == 4 and ds.num_files == 2
+    assert _sorted(ds.to_table()).equals(_sorted(table))
+    assert vacuum(uri) == [] and all(vacuum(o) == [] for o in other_spellings)  # all younger than the retention
+    removed = vacuum(uri, retention_seconds=0)
+    assert len([r for r in removed if "/_rcfmt/" not in r]) == 3 and len(removed) == 3 + 3
+    left = names()
+    assert f"{prefix}/notes.txt" in left and len([k for k in left if k.endswith(".rcfmt")]) == 2 + 1, left
+    assert _sorted(rcfmt.dataset(uri).to_table()).equals(_sorted(table))
+
+
+def check_cli_inspects(dataset_uri: str, file_uri: str, table: pa.Table) -> None:
+    """``rcfmt inspect`` of a partitioned dataset and of a file at these URIs, in a new
+    process that finds the store as users' do (the environment)."""
+    import os
+    import subprocess
+    import sys
+
+    rcfmt.write_dataset(table, dataset_uri, partition_by="p")
+    rcfmt.write_table(table, file_uri)
+    for target, expected in ((dataset_uri, "partitioned by: p"), (file_uri, str(table.num_rows))):
+        proc = subprocess.run([sys.executable, "-m", "rcfmt.cli", "inspect", target], capture_output=True,
+                              text=True, timeout=120, env=dict(os.environ))
+        assert proc.returncode == 0, proc.stderr
+        assert expected in proc.stdout.replace(",", "")
+
+
+_FRESH = r"""
+uri = sys.argv[1]
+import pyarrow as pa
+t = rcfmt.read_table(uri)
+exprs = [rcfmt.col("id") < 50, rcfmt.col("s") == "name-7", rcfmt.col("x") < 0.01]
+# a new interpreter's first calls, at once: the store's clients (made per thread, or
+# shared), the fetch pool -- scans of one file beside appends racing to commit
+calls = [lambda e=e: rcfmt.read_table(uri, filter=e) for e in exprs]
+calls += [lambda k=k: rcfmt.write_dataset(t.slice(k * 100, 100), uri.rsplit("/", 1)[0] + "/ds").version
+          for k in range(3)]
+results = race(calls)
+for k, e in enumerate(exprs):
+    assert results[k].equals(t.filter(pa.array(rcfmt.scan.oracle.selection_mask(e, t)))), k
+assert sorted(results[3:]) == [1, 2, 3], results[3:]
+assert rcfmt.dataset(uri.rsplit("/", 1)[0] + "/ds").num_rows == 300
+print("OK")
+"""
+
+
+def check_first_calls_in_a_fresh_interpreter(file_uri: str, table: pa.Table) -> None:
+    """A user's first calls, at once from six threads of a new process: three filtered
+    reads of the file and three appends to one dataset beside it; the reads equal the
+    brute-force filter and every append commits a version of its own."""
+    from test_object_storage import _run_fresh
+
+    rcfmt.write_table(table, file_uri, block_rows=2048, page_rows=256)
+    _run_fresh(_FRESH, file_uri)

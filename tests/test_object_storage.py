@@ -185,7 +185,7 @@ def test_what_cannot_be_written_is_refused_before_anything_is_created(s3):
     _, client = s3
     t = _table()
     assert vacuum(f"s3://{BUCKET}/out/ds") == []  # nothing committed there: nothing to clean
-    for uri in ("abfs://c@acct.dfs.core.windows.net/ds", "hdfs://nn:8020/ds"):
+    for uri in ("hdfs://nn:8020/ds", "webhdfs://nn:9870/ds"):
         with pytest.raises(UnsupportedError, match="create-if-absent"):  # before any request
             rcfmt.write_dataset(t, uri)
         with pytest.raises(UnsupportedError, match="not supported"):

@@ -11,7 +11,6 @@ requests and faults of GCS reads (seen by a proxy between client and server)."""
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import threading
 
@@ -123,26 +122,10 @@ def test_a_file_is_written_whole_and_read_with_filters(gcs, tmp_path):
 
 # ------------------------------------------------------------------ datasets
 def test_datasets_are_written_appended_and_overwritten_on_gcs(gcs):
-    """write_dataset to a gs:// URI: partitioned data files straight to their names, each
-    version committed by a conditional upload; filters prune; time travel reads older
-    versions; nothing is staged or left over."""
-    t = _table()
-    uri = f"gs://{BUCKET}/dsw/t"
-    assert rcfmt.write_dataset(t.slice(0, 8000), uri, partition_by="p", target_file_rows=2000).version == 1
-    ds = rcfmt.write_dataset(t.slice(8000), uri, mode="append")
-    assert ds.version == 2 and ds.num_rows == ROWS
-    assert _sorted(rcfmt.dataset(uri).to_table()).equals(_sorted(t))
-    scan = rcfmt.dataset(uri).scan(filter=(rcfmt.col("id") >= 100) & (rcfmt.col("id") < 130) & (rcfmt.col("p") == 1))
-    assert sorted(scan.read().column("id").to_pylist()) == [i for i in range(100, 130) if i % 3 == 1]
-    assert scan.stats.files_pruned > 0
-    names = _names(gcs, "dsw/t/")
-    assert [n for n in names if "_rcfmt/" in n] == ["dsw/t/_rcfmt/v00000000000000000001.rcfmt",
-                                                   "dsw/t/_rcfmt/v00000000000000000002.rcfmt"]
-    assert all(n.startswith("dsw/t/p=") or "_rcfmt/v" in n for n in names)
-    ds = rcfmt.write_dataset(t.slice(0, 10), uri, mode="overwrite")
-    assert ds.version == 3 and _sorted(rcfmt.dataset(uri).to_table()).equals(_sorted(t.slice(0, 10)))
-    assert rcfmt.dataset(uri, version=2).num_rows == ROWS
-    assert rcfmt.dataset(uri.replace("gs://", "gcs://"), version=2).num_rows == ROWS  # pyarrow's other spelling
+    from store_commits import check_datasets_written_appended_and_overwritten
+
+    check_datasets_written_appended_and_overwritten(f"gs://{BUCKET}/dsw/t", _table(), lambda: _names(gcs, "dsw/t/"),
+                                                    "dsw/t", [f"gcs://{BUCKET}/dsw/t"])  # pyarrow's other spelling
 
 
 def test_a_failed_dataset_write_leaves_no_object_and_no_version(gcs):
@@ -165,36 +148,16 @@ def test_appends_from_threads_race_and_no_row_is_lost(gcs):
 
 
 def test_optimize_and_vacuum_on_gcs(gcs):
-    """optimize rewrites and commits by a conditional upload; vacuum then removes the
-    replaced files and old versions, and keeps what the latest version reads and what
-    is not rcfmt's."""
-    from rcfmt.dataset import vacuum
+    from store_commits import check_optimize_and_vacuum
 
-    uri = f"gs://{BUCKET}/opt/t"
-    t = _table()
-    for k in range(3):
-        rcfmt.write_dataset(t.slice(k * 4000, 4000), uri)
-    gcs.blob("opt/t/notes.txt").upload_from_string(b"not ours")
-    ds = rcfmt.dataset(uri).optimize(["x"], target_file_rows=6000)
-    assert ds.version == 4 and ds.num_files == 2
-    assert _sorted(ds.to_table()).equals(_sorted(t))
-    assert vacuum(uri) == [] and vacuum(uri.replace("gs://", "gcs://")) == []  # all younger than the retention
-    removed = vacuum(uri, retention_seconds=0)
-    assert len([r for r in removed if "/_rcfmt/" not in r]) == 3 and len(removed) == 3 + 3
-    left = _names(gcs, "opt/t/")
-    assert "opt/t/notes.txt" in left and len([n for n in left if n.endswith(".rcfmt")]) == 2 + 1
-    assert _sorted(rcfmt.dataset(uri).to_table()).equals(_sorted(t))
+    check_optimize_and_vacuum(f"gs://{BUCKET}/opt/t", _table(), lambda: _names(gcs, "opt/t/"), "opt/t",
+                              lambda name, data: gcs.blob(name).upload_from_string(data), [f"gcs://{BUCKET}/opt/t"])
 
 
 def test_cli_inspects_a_gcs_file_and_dataset(gcs):
-    uri = f"gs://{BUCKET}/cli/t"
-    rcfmt.write_dataset(_table(), uri, partition_by="p")
-    rcfmt.write_table(_table(), f"gs://{BUCKET}/cli/f.rcfmt")
-    for target, expected in ((uri, "partitioned by: p"), (f"gs://{BUCKET}/cli/f.rcfmt", str(ROWS))):
-        proc = subprocess.run([sys.executable, "-m", "rcfmt.cli", "inspect", target], capture_output=True,
-                              text=True, timeout=120, env=dict(os.environ))
-        assert proc.returncode == 0, proc.stderr
-        assert expected in proc.stdout.replace(",", "")
+    from store_commits import check_cli_inspects
+
+    check_cli_inspects(f"gs://{BUCKET}/cli/t", f"gs://{BUCKET}/cli/f.rcfmt", _table())
 
 
 # ------------------------------------------------------------------ faults
@@ -221,34 +184,10 @@ def test_an_unreachable_server_is_a_storage_error_after_the_retry_limit(gcs, mon
     assert rcfmt.read_table(uri).num_rows == ROWS and _names(gcs, "faults/") == ["faults/gone.rcfmt"]
 
 
-_FRESH_GCS = r"""
-uri = sys.argv[1]
-import pyarrow as pa
-t = rcfmt.read_table(uri)
-exprs = [rcfmt.col("id") < 50, rcfmt.col("s") == "name-7", rcfmt.col("x") < 0.01]
-# a new interpreter's first calls, at once: GCS clients (one per thread), pyarrow's GCS
-# client (shared), the fetch pool -- scans of one file beside appends racing to commit
-calls = [lambda e=e: rcfmt.read_table(uri, filter=e) for e in exprs]
-calls += [lambda k=k: rcfmt.write_dataset(t.slice(k * 100, 100), uri.rsplit("/", 1)[0] + "/ds").version
-          for k in range(3)]
-results = race(calls)
-for k, e in enumerate(exprs):
-    assert results[k].equals(t.filter(pa.array(rcfmt.scan.oracle.selection_mask(e, t)))), k
-assert sorted(results[3:]) == [1, 2, 3], results[3:]
-assert rcfmt.dataset(uri.rsplit("/", 1)[0] + "/ds").num_rows == 300
-print("OK")
-"""
-
-
 def test_first_gcs_calls_from_threads_in_a_fresh_interpreter(gcs):
-    """A user's first calls, at once from six threads of a new process: three filtered
-    reads of a gs:// file and three appends to one dataset; the reads equal the brute-force
-    filter and every append commits a version of its own."""
-    from test_object_storage import _run_fresh
+    from store_commits import check_first_calls_in_a_fresh_interpreter
 
-    uri = f"gs://{BUCKET}/fresh/f.rcfmt"
-    rcfmt.write_table(_table(), uri, block_rows=2048, page_rows=256)
-    _run_fresh(_FRESH_GCS, uri)
+    check_first_calls_in_a_fresh_interpreter(f"gs://{BUCKET}/fresh/f.rcfmt", _table())
 
 
 # ------------------------------------------------------------------ reads: requests and faults

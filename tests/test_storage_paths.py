@@ -34,13 +34,13 @@ def test_local_paths_and_file_uris(tmp_path):
 
 @pytest.mark.parametrize("uri", URIS)
 def test_uris_are_refused_and_nothing_is_created(tmp_path, monkeypatch, uri):
-    """Dataset writes and vacuum take no object-store URI but s3:// and gs:// yet, and a
-    URI is never a relative local path. (Single files and S3 and GCS datasets are
-    written to object stores: tests/test_object_storage.py, test_object_storage_gcs.py.)"""
+    """Dataset writes and vacuum take no object-store URI but s3://, gs:// and Azure's
+    yet, and a URI is never a relative local path. (Single files and S3, GCS and Azure
+    datasets are written to object stores: tests/test_object_storage*.py.)"""
     monkeypatch.chdir(tmp_path)
     t = pa.table({"x": [1, 2, 3]})
     calls = []
-    if not uri.lower().startswith(("s3://", "gs://")):  # datasets are written there
+    if not uri.lower().startswith(("s3://", "gs://", "abfs://")):  # datasets are written there
         calls += [lambda: rcfmt.write_dataset(t, uri), lambda: vacuum(uri)]
     for call in calls:
         with pytest.raises(UnsupportedError, match="not supported"):
@@ -80,8 +80,10 @@ def test_spark_options_take_file_uris_and_refuse_others():
         assert options({"path": "s3a://bucket/t/"}).path == "s3://bucket/t"
         assert options({"path": "S3://bucket/t"}).path == "s3://bucket/t"
         assert options({"path": "gs://bucket/t/"}).path == "gs://bucket/t"
-        with pytest.raises(UnsupportedError, match="abfs:// URIs"):
-            options({"path": "abfs://c@acct.dfs.core.windows.net/t"})
+        assert options({"path": "abfss://c@acct.dfs.core.windows.net/t/"}).path == "abfss://c@acct.dfs.core.windows.net/t"
+        assert options({"path": "az://c/t"}).path == "az://c/t"
+        with pytest.raises(UnsupportedError, match="hdfs:// URIs"):
+            options({"path": "hdfs://nn:8020/t"})
 
 
 def test_spark_s3_options_in_rcfmt_and_hadoop_spellings():
@@ -102,6 +104,27 @@ def test_spark_s3_options_in_rcfmt_and_hadoop_spellings():
             options({"path": "s3://b/t", "s3.accessKey": "AK"})
         with pytest.raises(rcfmt.InvalidOptionError, match="twice"):
             options({"path": "s3://b/t", "s3.region": "a", "fs.s3a.endpoint.region": "b"})
+
+
+def test_spark_azure_options_in_rcfmt_and_hadoop_spellings():
+    pytest.importorskip("pyspark")
+    from spark_datasource.options import ReadOptions, WriteOptions
+
+    path = "abfss://c@acct.dfs.core.windows.net/t"
+    for options in (ReadOptions, WriteOptions):
+        assert options({"path": path}).azure is None  # the environment's AZURE_STORAGE_* alone
+        assert options({"path": path, "fs.azure.account.key.acct.dfs.core.windows.net": "S0VZ"}).azure == \
+            {"account_name": "acct", "account_key": "S0VZ"}
+        assert options({"path": path, "spark.hadoop.fs.azure.sas.fixed.token.acct.dfs.core.windows.net": "sv=1"}
+                       ).azure == {"account_name": "acct", "sas_token": "sv=1"}
+        assert options({"path": path, "Azure.ConnectionString": "AccountName=acct;AccountKey=S0VZ"}).azure == \
+            {"connection_string": "AccountName=acct;AccountKey=S0VZ"}
+        assert options({"path": path, "azure.accountKey": "S0VZ", "azure.endpoint": "http://127.0.0.1:1/acct"}
+                       ).azure == {"account_key": "S0VZ", "endpoint": "http://127.0.0.1:1/acct"}
+        with pytest.raises(rcfmt.InvalidOptionError, match="twice"):
+            options({"path": path, "azure.accountName": "x", "fs.azure.account.key.acct.dfs.core.windows.net": "k"})
+        with pytest.raises(rcfmt.InvalidOptionError, match="alone"):
+            options({"path": path, "azure.connectionString": "AccountName=a", "azure.sasToken": "s"})
 
 
 def test_s3_settings_choose_the_client_and_are_undone_after():

@@ -1,9 +1,12 @@
-"""Spark reads and appends to an rcfmt dataset on S3 and on GCS (real S3 and GCS API
-servers on 127.0.0.1), as a user would: ``spark.read.format("rcfmt").load("s3a://bucket/ds")``
-(or ``gs://...``) and ``df.write.format("rcfmt").mode("append").save(...)`` in a fresh
-interpreter whose Spark driver and Python workers take the endpoint and credentials from
-the environment (``AWS_*``; ``STORAGE_EMULATOR_HOST``), exactly as pyarrow, boto3 and
-google-cloud-storage do, or (S3) from the options. Rows, a pushed-down filter and an
+"""Spark reads and appends to an rcfmt dataset on S3, GCS and Azure (S3 and GCS API
+servers on 127.0.0.1, and the project's Blob REST server), as a user would:
+``spark.read.format("rcfmt").load("s3a://bucket/ds")`` (or ``gs://...``,
+``abfss://container@account.dfs.core.windows.net/...``) and
+``df.write.format("rcfmt").mode("append").save(...)`` in a fresh interpreter whose Spark
+driver and Python workers take the endpoint and credentials from the environment
+(``AWS_*``; ``STORAGE_EMULATOR_HOST``; ``AZURE_STORAGE_CONNECTION_STRING``), exactly as
+pyarrow, boto3, google-cloud-storage and azure-storage-blob do, or (S3, Azure) from the
+options. Rows, a pushed-down filter and an
 aggregate agree with the same dataset read by rcfmt."""
 from __future__ import annotations
 
@@ -72,9 +75,19 @@ def store(request):
     with gcs_server("spark") as (endpoint, client):
         names = lambda: [b.name for b in client.bucket("spark").list_blobs(prefix="ds/")]  # noqa: E731
         yield "gs://spark/ds", "gs://spark/ds", {"STORAGE_EMULATOR_HOST": endpoint}, names
+        return
+    pytest.importorskip("azure.storage.blob")
+    from azure.storage.blob import ContainerClient
+    from local_azure import azure_server
+
+    with azure_server("spark") as server:
+        container = ContainerClient.from_connection_string(server.connection_string, "spark")
+        names = lambda: [b.name for b in container.list_blobs(name_starts_with="ds/")]  # noqa: E731
+        yield ("az://spark/ds", "abfss://spark@devstoreaccount1.dfs.core.windows.net/ds",
+               {"AZURE_STORAGE_CONNECTION_STRING": server.connection_string}, names)
 
 
-@pytest.mark.parametrize("store", ["s3", "gs"], indirect=True)
+@pytest.mark.parametrize("store", ["s3", "gs", "az"], indirect=True)
 def test_spark_reads_and_appends_to_a_dataset_on_object_storage(store):
     """... also with the ``fetch`` options (parsed: tests/test_fetch_options.py)."""
     uri, spark_path, store_env, names = store
@@ -108,37 +121,62 @@ from pyspark.sql import SparkSession, functions as F
 spark = (SparkSession.builder.master("local[2]").appName("rcfmt-s3-options").config("spark.ui.enabled", "false")
          .config("spark.sql.session.timeZone", "UTC").getOrCreate())
 spark.sparkContext.setLogLevel("ERROR")
-path, endpoint = sys.argv[1], sys.argv[2]
-hadoop = {"fs.s3a.endpoint": endpoint, "fs.s3a.access.key": "testing", "fs.s3a.secret.key": "testing",
-          "fs.s3a.endpoint.region": "us-east-1"}
-ours = {"s3.endpoint": endpoint, "s3.accessKey": "testing", "s3.secretKey": "testing", "s3.region": "us-east-1"}
-df = spark.read.format("rcfmt").options(**hadoop).load(path)
+path, reading, writing = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
+df = spark.read.format("rcfmt").options(**reading).load(path)
 out = {"count": df.count(),
        "filtered": sorted(r.id for r in df.filter((F.col("id") >= 1000) & (F.col("id") < 1010)).collect())}
 extra = spark.range(100000, 100300).select(F.col("id"), (F.col("id") * 0.5).alias("x"), (F.col("id") % 3).alias("p"))
-extra.write.format("rcfmt").options(**ours).mode("append").save(path)
-out["after_append"] = spark.read.format("rcfmt").options(**ours).load(path).count()
+extra.write.format("rcfmt").options(**writing).mode("append").save(path)
+out["after_append"] = spark.read.format("rcfmt").options(**writing).load(path).count()
 print("RESULT " + json.dumps(out))
 spark.stop()
 """
+
+
+def _read_and_append_with_options(uri: str, spark_path: str, reading: dict, writing: dict, env: dict) -> None:
+    """Spark reads the dataset at ``uri`` with the options ``reading`` and appends to it
+    with ``writing``, in a new process whose environment is ``env``."""
+    n = 6_000
+    t = pa.table({"id": np.arange(n), "x": np.random.default_rng(5).random(n), "p": np.arange(n) % 3})
+    rcfmt.write_dataset(t, uri, partition_by="p", target_file_rows=2000)
+    env = {**env, "PYSPARK_PYTHON": sys.executable,
+           "PYTHONPATH": os.pathsep.join([ROOT, *filter(None, [os.environ.get("PYTHONPATH")])])}
+    proc = subprocess.run([sys.executable, "-c", SCRIPT_OPTIONS, spark_path, json.dumps(reading), json.dumps(writing)],
+                          env=env, capture_output=True, text=True, timeout=600)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    assert proc.returncode == 0 and lines, proc.stderr[-3000:]
+    out = json.loads(lines[-1][len("RESULT "):])
+    assert out == {"count": n, "filtered": list(range(1000, 1010)), "after_append": n + 300}
+    ds = rcfmt.dataset(uri)
+    assert ds.version == 2 and ds.num_rows == n + 300
 
 
 def test_spark_takes_s3_endpoint_and_credentials_from_options(s3_env):
     """No AWS_* in the environment of the driver or the Python workers: the endpoint,
     region and keys come from the read options (Hadoop's fs.s3a.* names) and the write
     options (rcfmt's s3.* names), and the write commits through them too."""
-    n = 6_000
-    t = pa.table({"id": np.arange(n), "x": np.random.default_rng(5).random(n), "p": np.arange(n) % 3})
-    rcfmt.write_dataset(t, "s3://spark/opts", partition_by="p", target_file_rows=2000)
+    endpoint = s3_env["AWS_ENDPOINT_URL"]
+    hadoop = {"fs.s3a.endpoint": endpoint, "fs.s3a.access.key": "testing", "fs.s3a.secret.key": "testing",
+              "fs.s3a.endpoint.region": "us-east-1"}
+    ours = {"s3.endpoint": endpoint, "s3.accessKey": "testing", "s3.secretKey": "testing", "s3.region": "us-east-1"}
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
     env.update({"AWS_EC2_METADATA_DISABLED": "true", "AWS_CONFIG_FILE": os.devnull,
-                "AWS_SHARED_CREDENTIALS_FILE": os.devnull, "PYSPARK_PYTHON": sys.executable,
-                "PYTHONPATH": os.pathsep.join([ROOT, *filter(None, [os.environ.get("PYTHONPATH")])])})
-    proc = subprocess.run([sys.executable, "-c", SCRIPT_OPTIONS, "s3a://spark/opts", s3_env["AWS_ENDPOINT_URL"]],
-                          env=env, capture_output=True, text=True, timeout=600)
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
-    assert proc.returncode == 0 and lines, proc.stderr[-3000:]
-    out = json.loads(lines[-1][len("RESULT "):])
-    assert out == {"count": n, "filtered": list(range(1000, 1010)), "after_append": n + 300}
-    ds = rcfmt.dataset("s3://spark/opts")
-    assert ds.version == 2 and ds.num_rows == n + 300
+                "AWS_SHARED_CREDENTIALS_FILE": os.devnull})
+    _read_and_append_with_options("s3://spark/opts", "s3a://spark/opts", hadoop, ours, env)
+
+
+def test_spark_takes_azure_settings_from_options():
+    """No AZURE_STORAGE_* in the environment of the driver or the Python workers: the
+    account key comes from the read options in Hadoop's ABFS name
+    (``fs.azure.account.key.ACCOUNT.dfs.core.windows.net``, with ``azure.endpoint`` for
+    the local server) and the write options give a connection string."""
+    pytest.importorskip("azure.storage.blob")
+    from local_azure import ACCOUNT, KEY, azure_server
+
+    with azure_server("spark") as server:
+        reading = {f"fs.azure.account.key.{ACCOUNT}.dfs.core.windows.net": KEY,
+                   "azure.endpoint": f"{server.endpoint}/{ACCOUNT}"}
+        writing = {"azure.connectionString": server.connection_string}
+        env = {k: v for k, v in os.environ.items() if not k.startswith("AZURE_")}
+        _read_and_append_with_options("az://spark/opts", f"abfss://spark@{ACCOUNT}.dfs.core.windows.net/opts",
+                                      reading, writing, env)

@@ -1,0 +1,364 @@
+"""Files and datasets on Azure Blob Storage (``abfs://``, ``abfss://``, ``az://``),
+against a Blob REST server on 127.0.0.1 (``tests/local_azure.py``, started here and
+stopped after: no Azure emulator can be installed on these machines, so the server is
+the project's own, written to Microsoft's REST reference), through the client code
+users run: azure-storage-blob for reads, block-staged writes, deletes and the commit of
+a version (an upload with ``If-None-Match: *``), pyarrow's ``AzureFileSystem`` for
+listings.
+
+The S3 suite covers what the stores share in depth; this one checks what differs per
+store: the settings, the commit primitive on the server and in races, every dataset
+operation built on it, and the requests and faults of Azure reads and writes."""
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+import rcfmt
+from rcfmt.errors import InvalidOptionError, UnsupportedError
+
+pytest.importorskip("azure.storage.blob")
+
+CONTAINER = "rcfmt-az"
+ROWS = 12_000
+
+
+@pytest.fixture(scope="module")
+def azure():
+    """The test server (:class:`local_azure.AzureServer`) with the container;
+    ``AZURE_STORAGE_CONNECTION_STRING`` points rcfmt's clients at it."""
+    from local_azure import azure_server
+
+    with azure_server(CONTAINER) as server:
+        yield server
+
+
+def _container(server):
+    from azure.storage.blob import ContainerClient
+
+    return ContainerClient.from_connection_string(server.connection_string, CONTAINER)
+
+
+def _names(server, prefix: str) -> list[str]:
+    return sorted(b.name for b in _container(server).list_blobs(name_starts_with=prefix))
+
+
+def _table() -> pa.Table:
+    i = np.arange(ROWS)
+    return pa.table({"id": i, "x": np.random.default_rng(21).random(ROWS), "p": pa.array(i % 3, pa.int32()),
+                     "s": pa.array([f"name-{k % 53}" for k in i])})
+
+
+def _sorted(t: pa.Table) -> pa.Table:
+    return t.sort_by([("id", "ascending")]).select(sorted(t.column_names))
+
+
+# ------------------------------------------------------------------ settings and URIs
+def test_uris_name_account_container_and_path():
+    from rcfmt.azure_store import split_uri
+
+    assert split_uri("abfss://data@acct.dfs.core.windows.net/a/b.rcfmt") == ("acct", "data", "a/b.rcfmt")
+    assert split_uri("abfs://data@acct.blob.core.windows.net/t/") == ("acct", "data", "t")
+    assert split_uri("az://data/t/f.rcfmt") == (None, "data", "t/f.rcfmt")
+    with pytest.raises(InvalidOptionError, match="names no container"):
+        split_uri("az:///x")
+    with pytest.raises(UnsupportedError, match="options in Azure URIs"):
+        split_uri("az://data/f.rcfmt?account_key=secret")
+
+
+def test_settings_come_from_the_environment(monkeypatch):
+    from rcfmt.azure_store import _authorities, settings
+
+    for name in ("AZURE_STORAGE_CONNECTION_STRING", "AZURE_STORAGE_ACCOUNT_NAME", "AZURE_STORAGE_ACCOUNT",
+                 "AZURE_STORAGE_ACCOUNT_KEY", "AZURE_STORAGE_KEY", "AZURE_STORAGE_SAS_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(InvalidOptionError, match="no Azure storage account"):
+        settings()
+    s = settings("acct")  # Azure's default credential: no secret, the public cloud
+    assert (s.account, s.key, s.sas_token, s.account_url) == ("acct", None, None, "https://acct.blob.core.windows.net")
+    assert _authorities(s) == {}
+    monkeypatch.setenv("AZURE_STORAGE_ACCOUNT_NAME", "acct")
+    monkeypatch.setenv("AZURE_STORAGE_ACCOUNT_KEY", "a2V5")
+    assert settings().key == "a2V5" and settings("acct").key == "a2V5"
+    assert settings("other").key is None  # a key is never sent to another account
+    monkeypatch.setenv("AZURE_STORAGE_CONNECTION_STRING",
+                       "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=a2V5==;EndpointSuffix=core.chinacloudapi.cn")
+    s = settings("acct")
+    assert s.key == "a2V5==" and s.account_url == "https://acct.blob.core.chinacloudapi.cn"
+    assert _authorities(s)["blob_storage_authority"] == ".blob.core.chinacloudapi.cn"
+    assert _authorities(s)["dfs_storage_authority"] == ".dfs.core.chinacloudapi.cn"
+    with pytest.raises(InvalidOptionError, match="names the Azure account 'other'"):
+        settings("other")
+    monkeypatch.setenv("AZURE_STORAGE_CONNECTION_STRING", "UseDevelopmentStorage=true")
+    s = settings()
+    assert s.account == "devstoreaccount1" and s.account_url == "http://127.0.0.1:10000/devstoreaccount1"
+    assert _authorities(s) == {"blob_storage_authority": "127.0.0.1:10000", "blob_storage_scheme": "http",
+                               "dfs_storage_authority": "127.0.0.1:10000", "dfs_storage_scheme": "http"}
+
+
+def test_settings_given_in_code_replace_the_environment(monkeypatch):
+    from rcfmt.azure_store import azure_settings, check_azure_settings, settings
+
+    monkeypatch.setenv("AZURE_STORAGE_CONNECTION_STRING", "UseDevelopmentStorage=true")
+    with azure_settings({"account_name": "acct", "sas_token": "?sv=1&sig=x", "endpoint": "http://127.0.0.1:9/acct/"}):
+        s = settings()
+        assert (s.account, s.sas_token, s.account_url) == ("acct", "?sv=1&sig=x", "http://127.0.0.1:9/acct")
+    assert settings().account == "devstoreaccount1"
+    for bad, message in (({"key": "x"}, "unknown Azure settings"), ({"account_key": ""}, "non-empty"),
+                         ({"connection_string": "AccountName=a", "account_key": "k"}, "give it alone"),
+                         ({"account_key": "k", "sas_token": "s"}, "not both")):
+        with pytest.raises(InvalidOptionError, match=message):
+            check_azure_settings(bad)
+
+
+# ------------------------------------------------------------------ the commit primitive
+def test_the_server_honours_create_if_absent_and_exactly_one_racer_wins(azure):
+    """An upload with If-None-Match: * creates once and is refused after; of writers
+    racing for one name, exactly one creates it, and the blob holds its bytes."""
+    from rcfmt.storage import create_if_absent
+
+    container = _container(azure)
+    uri = f"az://{CONTAINER}/cia/v1"
+    assert create_if_absent(uri, b"first") is True
+    assert create_if_absent(uri, b"second") is False
+    assert container.download_blob("cia/v1").readall() == b"first"
+    for round_ in range(15):
+        key = f"cia/race/v{round_}"
+        barrier = threading.Barrier(4)
+        won = [None] * 4
+
+        def attempt(k):
+            barrier.wait()
+            won[k] = create_if_absent(f"az://{CONTAINER}/{key}", b"writer %d" % k)
+
+        threads = [threading.Thread(target=attempt, args=(k,)) for k in range(4)]
+        [t.start() for t in threads]
+        [t.join() for t in threads]
+        assert won.count(True) == 1 and won.count(False) == 3, won
+        assert container.download_blob(key).readall() == b"writer %d" % won.index(True)
+
+
+def test_a_create_whose_answer_was_lost_is_taken_as_won(azure, monkeypatch):
+    """A create that landed but whose answer was lost makes the client's retry find the
+    blob (409): the bytes there are ours, so the commit stands. Someone else's bytes
+    there are a lost race."""
+    from rcfmt import azure_store, storage
+
+    real = azure_store.create_if_absent
+
+    def landed_but_refused_on_retry(uri, data):
+        real(uri, data)
+        return False
+
+    monkeypatch.setattr(azure_store, "create_if_absent", landed_but_refused_on_retry)
+    assert storage.create_if_absent(f"az://{CONTAINER}/lost/v1", b"ours") is True
+    monkeypatch.setattr(azure_store, "create_if_absent", lambda uri, data: False)
+    assert storage.create_if_absent(f"az://{CONTAINER}/lost/v1", b"someone else's") is False
+
+
+def test_without_the_client_library_a_dataset_write_is_refused_before_anything_is_written(azure, monkeypatch):
+    import sys
+
+    from rcfmt import azure_store
+
+    monkeypatch.setattr(azure_store, "_SERVICES", {})  # (as in a process where it was never imported)
+    monkeypatch.setitem(sys.modules, "azure.storage.blob", None)
+    with pytest.raises(UnsupportedError, match=r"rcfmt\[azure\]"):
+        rcfmt.write_dataset(_table(), f"az://{CONTAINER}/nolib/t")
+    with pytest.raises(UnsupportedError, match=r"rcfmt\[azure\]"):
+        rcfmt.write_table(_table(), f"az://{CONTAINER}/nolib/f.rcfmt")
+    monkeypatch.undo()
+    assert _names(azure, "nolib/") == []
+
+
+# ------------------------------------------------------------------ files
+def test_a_file_is_written_in_blocks_and_appears_whole(azure, monkeypatch):
+    """A file is staged in blocks as it is written (never held whole); until the commit
+    nothing changes at its name -- an older file there stays whole and readable -- and
+    an abandoned write leaves the older file as it was."""
+    from rcfmt import azure_store
+    from rcfmt.storage import open_output
+
+    monkeypatch.setattr(azure_store, "BLOCK_BYTES", 64 << 10)
+    t = _table()
+    uri = f"az://{CONTAINER}/blocks/f.rcfmt"
+    rcfmt.write_table(t.slice(0, 100), uri)
+    azure.reset_log()
+    sink = open_output(uri)
+    sink.write(b"\x00" * (300 << 10))
+    assert rcfmt.read_table(uri).equals(t.slice(0, 100))  # five blocks staged, none visible
+    sink.abort()
+    assert rcfmt.read_table(uri).equals(t.slice(0, 100)) and _names(azure, "blocks/") == ["blocks/f.rcfmt"]
+    azure.reset_log()
+    rcfmt.write_table(t, uri, compression="none")
+    staged = [r for r in azure.requests("blocks/f.rcfmt") if "comp=block&" in r[1] or r[1].endswith("comp=block")]
+    committed = [r for r in azure.requests("blocks/f.rcfmt") if "comp=blocklist" in r[1]]
+    size = _container(azure).get_blob_client("blocks/f.rcfmt").get_blob_properties().size
+    assert len(staged) == -(-size // (64 << 10)) and len(committed) == 1, (len(staged), size)
+    assert rcfmt.read_table(uri).equals(t)
+
+
+def test_a_file_is_read_with_filters_in_every_spelling(azure):
+    t = _table()
+    uri = f"az://{CONTAINER}/files/f.rcfmt"
+    rcfmt.write_table(t, uri, block_rows=2048, page_rows=256)
+    assert _names(azure, "files/") == ["files/f.rcfmt"]
+    expr = (rcfmt.col("id") >= 3000) & (rcfmt.col("s") == "name-7")
+    want = t.filter(pc.and_(pc.greater_equal(t["id"], 3000), pc.equal(t["s"], "name-7")))
+    for spelling in (uri, f"abfs://{CONTAINER}/files/f.rcfmt",
+                     f"abfss://{CONTAINER}@devstoreaccount1.dfs.core.windows.net/files/f.rcfmt"):
+        assert rcfmt.read_table(spelling, filter=expr).equals(want) and want.num_rows > 0
+    with rcfmt.open(uri) as f:
+        scan = f.scan(filter=rcfmt.col("id") < 100)
+        assert scan.read().equals(t.slice(0, 100)) and scan.stats.blocks_pruned_stats == f.num_blocks - 1
+    with pytest.raises(FileNotFoundError, match="nothing.rcfmt"):
+        rcfmt.read_table(f"az://{CONTAINER}/files/nothing.rcfmt")
+    with pytest.raises(IsADirectoryError):
+        rcfmt.open(f"az://{CONTAINER}/files")
+    with pytest.raises(rcfmt.RcfmtError, match="is a directory"):
+        rcfmt.write_table(t, f"az://{CONTAINER}/files")
+
+
+# ------------------------------------------------------------------ datasets
+def test_datasets_are_written_appended_and_overwritten_on_azure(azure):
+    from store_commits import check_datasets_written_appended_and_overwritten
+
+    check_datasets_written_appended_and_overwritten(
+        f"az://{CONTAINER}/dsw/t", _table(), lambda: _names(azure, "dsw/t/"), "dsw/t",
+        [f"abfss://{CONTAINER}@devstoreaccount1.dfs.core.windows.net/dsw/t"])
+
+
+def test_a_failed_dataset_write_leaves_no_object_and_no_version(azure):
+    from store_commits import check_a_failed_write_leaves_nothing
+
+    check_a_failed_write_leaves_nothing(f"az://{CONTAINER}/dsfail/t", _table(), lambda: _names(azure, "dsfail/"))
+
+
+def test_a_lost_race_rebases_an_append_and_an_overwrite_conflicts(azure, monkeypatch):
+    from store_commits import check_a_lost_race_rebases_and_an_overwrite_conflicts
+
+    check_a_lost_race_rebases_and_an_overwrite_conflicts(f"az://{CONTAINER}/race/t", _table(),
+                                                         lambda: _names(azure, "race/"), monkeypatch)
+
+
+def test_appends_from_threads_race_and_no_row_is_lost(azure):
+    from store_commits import check_appends_from_threads_lose_no_row
+
+    check_appends_from_threads_lose_no_row(f"az://{CONTAINER}/threads/t", _table(), pieces=6, threads=3)
+
+
+def test_optimize_and_vacuum_on_azure(azure):
+    """... and vacuum's deletes leave no directory markers (pyarrow's delete would)."""
+    from store_commits import check_optimize_and_vacuum
+
+    check_optimize_and_vacuum(f"az://{CONTAINER}/opt/t", _table(), lambda: _names(azure, "opt/t/"), "opt/t",
+                              lambda name, data: _container(azure).upload_blob(name, data),
+                              [f"abfs://{CONTAINER}/opt/t"])
+    assert not [n for n in _names(azure, "opt/t/") if n.endswith("/")]
+
+
+def test_cli_inspects_an_azure_file_and_dataset(azure):
+    from store_commits import check_cli_inspects
+
+    check_cli_inspects(f"az://{CONTAINER}/cli/t", f"az://{CONTAINER}/cli/f.rcfmt", _table())
+
+
+def test_first_azure_calls_from_threads_in_a_fresh_interpreter(azure):
+    from store_commits import check_first_calls_in_a_fresh_interpreter
+
+    check_first_calls_in_a_fresh_interpreter(f"az://{CONTAINER}/fresh/f.rcfmt", _table())
+
+
+# ------------------------------------------------------------------ reads: requests and faults
+@pytest.fixture(scope="module")
+def big_azure_file(azure):
+    """``(uri, table)``: a ~2.6 MB file of 10 blocks."""
+    n = 320_000
+    table = pa.table({"k": np.arange(n), "v": np.random.default_rng(13).random(n)})
+    uri = f"az://{CONTAINER}/reads/big.rcfmt"
+    rcfmt.write_table(table, uri, block_rows=32_768, page_rows=4096, compression="none")
+    rcfmt.write_dataset(table, f"az://{CONTAINER}/reads/ds", target_file_rows=100_000)
+    return uri, table
+
+
+def test_a_point_lookup_is_three_requests(big_azure_file, azure):
+    """An open asks the blob's properties and reads its tail; a point lookup then reads
+    the block's page index and pages in one more request. A dataset's files, whose sizes
+    the index holds, are opened without the properties request."""
+    uri, table = big_azure_file
+    azure.reset_log()
+    with rcfmt.open(uri) as f:
+        assert [r[0] for r in azure.requests("reads/big.rcfmt")] == ["HEAD", "GET"]
+        got = f.read(filter=rcfmt.col("k") == 123_456)
+    assert got.equals(table.slice(123_456, 1))
+    sent = azure.requests("reads/big.rcfmt")
+    assert len(sent) <= 4 and sum(r[3] for r in sent) < f.size / 4, sent
+    azure.reset_log()
+    assert rcfmt.dataset(f"az://{CONTAINER}/reads/ds").read(filter=rcfmt.col("k") == 250_000)["k"].to_pylist() \
+        == [250_000]
+    data = azure.requests("reads/ds/part-")
+    assert data and all(r[0] == "GET" for r in data), data
+
+
+@pytest.mark.parametrize("kind", ["503", "reset"])
+def test_a_transient_azure_fault_mid_read_is_retried(big_azure_file, azure, kind):
+    """One throttling answer or one dropped connection while a scan reads: the client
+    retries and the rows are right."""
+    uri, table = big_azure_file
+    with rcfmt.open(uri) as f:
+        azure.reset_log()
+        azure.fault(kind, f"{CONTAINER}/reads/big.rcfmt", 1)
+        got = f.read(filter=rcfmt.col("k") >= 300_000)
+    assert got.equals(table.slice(300_000))
+    statuses = [r[2] for r in azure.requests("reads/big.rcfmt")]
+    assert [s for s in statuses if s not in (200, 206)] == [503 if kind == "503" else 0] and len(statuses) >= 2
+
+
+def test_a_persistent_or_stalled_azure_fault_is_a_storage_error_in_bounded_time(big_azure_file, azure,
+                                                                                 monkeypatch):
+    """A server that keeps failing mid-read, or stops answering: a StorageError naming
+    the blob after RETRIES retries (1 + 3 s of back-off here) or the read timeout per
+    attempt -- not a hang, and not once per block of a fetched group."""
+    from rcfmt import azure_store
+
+    uri, _ = big_azure_file
+    monkeypatch.setattr(azure_store, "RETRIES", 2)
+    monkeypatch.setattr(azure_store, "READ_TIMEOUT", 0.5)
+    for fault in ("503", "stall"):
+        with rcfmt.open(uri) as f:
+            azure.reset_log()
+            azure.fault(fault, f"{CONTAINER}/reads/big.rcfmt", 1000, seconds=5)
+            t0 = time.perf_counter()
+            with pytest.raises(rcfmt.StorageError, match="reads/big.rcfmt") as info:
+                f.read(columns=["v"])
+            assert time.perf_counter() - t0 < 15, fault
+            azure.fault(None)
+        assert isinstance(info.value, OSError)
+        assert len([r for r in azure.requests("reads/big.rcfmt") if r[0] == "GET"]) <= 3 + 1, fault
+
+
+def test_an_azure_blob_replaced_while_read_is_an_error_not_a_mix(azure):
+    n = 320_000
+    uri = f"az://{CONTAINER}/reads/replaced.rcfmt"
+    t = pa.table({"k": np.arange(n), "v": np.random.default_rng(14).random(n)})
+    rcfmt.write_table(t, uri, block_rows=32_768, compression="none")
+    with rcfmt.open(uri) as f:
+        rcfmt.write_table(t.slice(0, n // 2), uri, block_rows=32_768, compression="none")
+        with pytest.raises(rcfmt.StorageError, match="replaced while it was read"):
+            f.read(columns=["v"])
+    assert rcfmt.read_table(uri).num_rows == n // 2
+
+
+def test_azure_reads_fall_back_to_pyarrow_without_the_client_library(big_azure_file, monkeypatch):
+    from rcfmt import azure_store
+
+    uri, _ = big_azure_file
+    monkeypatch.setattr(azure_store, "available", lambda: False)
+    with rcfmt.open(uri) as f:
+        assert type(f._source).__name__ == "_ArrowFile"
+        assert f.read(filter=rcfmt.col("k") == 7)["k"].to_pylist() == [7]
