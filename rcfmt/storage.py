@@ -2,14 +2,17 @@
 
 Reading a single file (``open``, ``read_table``, scans) takes a local path
 (``str`` or ``os.PathLike``), a ``file://`` URI, an object-store URI that
-``pyarrow.fs`` understands (``s3://``, ``gs://``, ``abfs://``, ``hdfs://``; credentials
-and endpoints from the environment, e.g. ``AWS_ENDPOINT_URL``, or the URI's query), or
+``pyarrow.fs`` understands (``s3://``, ``gs://``, ``hdfs://``; credentials and
+endpoints from the environment, e.g. ``AWS_ENDPOINT_URL``, or the URI's query), an
+Azure URI (``abfs[s]://container@account.dfs.core.windows.net/...``, ``az://...``), or
 a path together with a ``filesystem=`` (a ``pyarrow.fs.FileSystem``, or an fsspec
 filesystem, adapted through ``pyarrow.fs.PyFileSystem(FSSpecHandler(...))``).
 ``pyarrow.fs`` is the primary layer: the same C++ clients pyarrow and Spark's Arrow
 path use, with ranged reads that release the GIL; fsspec filesystems reach it through
 pyarrow's adapter. (``gs://`` files are read through google-cloud-storage when it is
-installed: :mod:`rcfmt.gcs_source` says why.) Local files keep their fast path (``os.pread`` on one descriptor).
+installed: :mod:`rcfmt.gcs_source` says why; Azure blobs through azure-storage-blob:
+:mod:`rcfmt.azure_store` says why.) Local files keep their fast path (``os.pread`` on
+one descriptor).
 
 Single files are written to the same places (:func:`open_output`): streamed to a
 hidden temporary object and moved over the target when complete, so a reader never
@@ -17,7 +20,7 @@ sees part of a file.
 
 Datasets are read from object-store URIs too (:func:`is_remote`, :func:`remote_kind`,
 :func:`list_sizes`: the index versions are listed, the index and the data files read
-through the same layer), and written, optimized and vacuumed on S3 and GCS, whose
+through the same layer), and written, optimized and vacuumed on S3, GCS and Azure, whose
 conditional creates commit a version (:func:`check_commit_support`,
 :func:`create_if_absent`). On other stores those are refused with
 :class:`~rcfmt.errors.UnsupportedError` before anything is read or created; operations
@@ -28,6 +31,8 @@ S3 clients take their endpoint, region and credentials from the environment
 (``AWS_*``) unless :func:`s3_settings` gives them (the Spark data source's options).
 GCS clients take Google's default credentials, or reach the emulator that
 ``STORAGE_EMULATOR_HOST`` names anonymously (as google-cloud-storage and gcsfs do).
+Azure clients take ``AZURE_STORAGE_*`` unless :func:`rcfmt.azure_store.azure_settings`
+gives their settings.
 """
 from __future__ import annotations
 
@@ -281,11 +286,10 @@ def open_input(where, filesystem=None, size: int | None = None) -> tuple[str, By
         if gcs_source.available():
             parts = urlsplit(path)
             return path, gcs_source.GcsObject(parts.netloc, unquote(parts.path).lstrip("/"), path, size)
-    if scheme_of(path) == "abfs":
-        from . import azure_store  # bounded retries and timeouts (pyarrow's client has no read timeout)
+    if _azure_sdk(path):  # bounded retries and timeouts (pyarrow's client takes none)
+        from . import azure_store
 
-        if azure_store.available():
-            return path, azure_store.BlobSource(path, size)
+        return path, azure_store.BlobSource(path, size)
     fs, inner = _from_uri(path)
     return path, _ArrowFile(fs, inner, path, size)
 
@@ -778,9 +782,24 @@ def _from_uri(uri: str):
         raise UnsupportedError(f"{uri!r}: {exc}") from None
 
 
+def _azure_sdk(uri: str) -> bool:
+    """Whether ``uri`` is an Azure blob that azure-storage-blob can reach (its bounded
+    retries and timeouts: :mod:`rcfmt.azure_store`)."""
+    if scheme_of(uri) != "abfs":
+        return False
+    from . import azure_store
+
+    return azure_store.available()
+
+
 def remote_kind(uri: str) -> str | None:
     """"file", "dir" or None (nothing there) for an object-store URI."""
     import pyarrow.fs as pafs
+
+    if _azure_sdk(uri):
+        from . import azure_store
+
+        return azure_store.kind(uri)
 
     fs, inner = _from_uri(uri)
     try:
@@ -798,6 +817,11 @@ def list_tree(uri: str) -> list[tuple[str, float]]:
     """Every object below the object-store prefix ``uri``: ``(path relative to it,
     modification time in seconds since the epoch)``."""
     import pyarrow.fs as pafs
+
+    if _azure_sdk(uri):
+        from . import azure_store
+
+        return azure_store.tree(uri)
 
     fs, inner = _from_uri(uri)
     inner = inner.rstrip("/")
@@ -817,6 +841,11 @@ def _remote_entries(directory: str) -> list:
     """The ``pyarrow.fs.FileInfo`` of each entry of an object-store ``directory`` (one
     listing request); empty if it does not exist."""
     import pyarrow.fs as pafs
+
+    if _azure_sdk(directory):
+        from . import azure_store
+
+        return azure_store.entries(directory)
 
     fs, inner = _from_uri(directory)
     try:
