@@ -4,7 +4,8 @@ lineitem SF1 file of bench_object_storage.py.
 
 Every read of the (local) file waits a request latency plus its bytes at a per-request
 bandwidth, and reads overlap freely (as S3 requests do; rcfmt keeps up to
-``rcfmt.file.reader.FETCH_CONCURRENCY`` in flight); an open adds one latency for the HEAD an object store costs. The requests and
+``rcfmt.file.reader.FETCH_CONCURRENCY`` in flight); an open is one request, its tail (as
+on S3, whose suffix-range GET also names the size). The requests and
 bytes are those the S3 benchmark counts on a real S3 API server (bench/RESULTS.md §6):
 what this adds is time under latencies and bandwidths moto cannot show (it serves one
 ranged GET of a 140 MB object in ~90 ms, one at a time). A model, not a store: no
@@ -69,13 +70,11 @@ class _SimulatedObject(storage._LocalFile):
 
 
 def _open_simulated(real):
-    def open_input(where, filesystem=None, size=None):
+    def open_input(where, filesystem=None, size=None, tail=1 << 20):
         path = str(where)
         if not path.startswith(SCHEME):
-            return real(where, filesystem, size)
-        _SimulatedObject.counter.add(0)  # the HEAD
-        time.sleep(_SimulatedObject.latency)
-        return path, _SimulatedObject(path[len(SCHEME):])
+            return real(where, filesystem, size, tail)
+        return path, _SimulatedObject(path[len(SCHEME):])  # (the reader's tail read is the open's request)
 
     return open_input
 

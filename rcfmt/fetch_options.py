@@ -70,6 +70,12 @@ class FetchOptions:
                 raise InvalidOptionError(f"{name} must be a finite number >= 0, got {value!r}")
         return cls(coalesce_gap=int(first_byte_ms / 1000 * mib_per_second * _MIB))
 
+    def open_tail(self) -> int:
+        """Bytes an open reads from the end of a remote file whose size it learns with
+        that read (a suffix range): ``tail_bytes``, else the most :meth:`tail_length`
+        reads (1 MiB)."""
+        return self.tail_bytes if self.tail_bytes is not None else _MIB
+
     def tail_length(self, size: int) -> int:
         """Bytes read from the end of a remote file of ``size`` bytes at its open."""
         if self.tail_bytes is not None:

@@ -9,10 +9,12 @@ a path together with a ``filesystem=`` (a ``pyarrow.fs.FileSystem``, or an fsspe
 filesystem, adapted through ``pyarrow.fs.PyFileSystem(FSSpecHandler(...))``).
 ``pyarrow.fs`` is the primary layer: the same C++ clients pyarrow and Spark's Arrow
 path use, with ranged reads that release the GIL; fsspec filesystems reach it through
-pyarrow's adapter. (``gs://`` files are read through google-cloud-storage when it is
-installed: :mod:`rcfmt.gcs_source` says why; Azure blobs through azure-storage-blob:
-:mod:`rcfmt.azure_store` says why.) Local files keep their fast path (``os.pread`` on
-one descriptor).
+pyarrow's adapter. (Where the store's own client library is installed, files are
+read through it: ``s3://`` through boto3, whose suffix-range GET opens a file in one
+request (:mod:`rcfmt.s3_source`); ``gs://`` through google-cloud-storage, which sends
+ranged GETs only (:mod:`rcfmt.gcs_source`); Azure blobs through azure-storage-blob,
+with bounded retries and timeouts (:mod:`rcfmt.azure_store`).) Local files keep their
+fast path (``os.pread`` on one descriptor).
 
 Single files are written to the same places (:func:`open_output`): streamed to a
 hidden temporary object and moved over the target when complete, so a reader never
@@ -268,9 +270,11 @@ def _arrow_filesystem(filesystem):
                              f"got {type(filesystem).__name__}")
 
 
-def open_input(where, filesystem=None, size: int | None = None) -> tuple[str, ByteSource]:
+def open_input(where, filesystem=None, size: int | None = None, tail: int = 1 << 20) -> tuple[str, ByteSource]:
     """``(path to show in messages, source)`` for reading the single file ``where``;
-    ``size``, when the caller knows it, saves an object store the request that asks."""
+    ``size``, when the caller knows it, saves an object store the request that asks.
+    Sources that learn the size with a read of the object's last ``tail`` bytes (S3
+    through boto3: one request) hold those in ``prefetched``."""
     path = _fspath(where)
     if filesystem is not None:
         return path, _ArrowFile(_arrow_filesystem(filesystem), path, path, size)
@@ -286,6 +290,12 @@ def open_input(where, filesystem=None, size: int | None = None) -> tuple[str, By
         if gcs_source.available():
             parts = urlsplit(path)
             return path, gcs_source.GcsObject(parts.netloc, unquote(parts.path).lstrip("/"), path, size)
+    if scheme_of(path) == "s3" and "?" not in path:
+        from . import s3_source  # an open is one request (pyarrow's client adds a HEAD)
+
+        if s3_source.available():
+            bucket, key = s3_source.object_of(path)
+            return path, s3_source.S3Object(bucket, key, path, size, tail)
     if _azure_sdk(path):  # bounded retries and timeouts (pyarrow's client takes none)
         from . import azure_store
 
@@ -518,9 +528,9 @@ def create_if_absent(uri: str, data: bytes) -> bool:
 
 
 def _s3_client():
-    import boto3
+    from . import s3_source
 
-    return boto3.client("s3", **_boto3_arguments(_S3_SETTINGS))
+    return s3_source.client()
 
 
 def _s3_create(bucket: str, key: str, data: bytes) -> bool:

@@ -111,8 +111,8 @@ def test_open_and_point_lookup_request_counts(remote_file, server_log, large_fil
     with rcfmt.open(uri) as f:
         assert f.size > 64 * 1024  # the header lies outside the tail read
         assert f.requests == 1 and f.num_rows == ROWS and f.num_blocks == 5
-        # the open: the client's HEAD (for the size) and the tail
-        assert server_log.gets("data/f.rcfmt") == 1 and server_log.heads("data/f.rcfmt") == 1
+        # the open: one GET with a suffix range, which brings the tail and the size (no HEAD)
+        assert server_log.gets("data/f.rcfmt") == 1 and server_log.heads("data/f.rcfmt") == 0
         scan = f.scan(filter=rcfmt.col("id") == 12345)
         out = scan.read()
         assert out.column("id").to_pylist() == [12345]
@@ -725,7 +725,7 @@ def test_a_small_file_is_read_whole_at_its_open(remote_file, server_log):
         got = scan.read()
         assert scan.stats.requests == 0 and f.requests == 1
         assert f.read(columns=["x"]).num_rows == ROWS and f.requests == 1
-    assert server_log.gets("data/f.rcfmt") == 1 and server_log.heads("data/f.rcfmt") == 1
+    assert server_log.gets("data/f.rcfmt") == 1 and server_log.heads("data/f.rcfmt") == 0
     assert got.equals(rcfmt.read_table(local, filter=expr)) and got.num_rows > 0
 
 
@@ -743,19 +743,21 @@ def large_remote_file(s3, tmp_path_factory):
 
 
 def test_a_large_file_open_reads_a_tail_and_a_point_lookup_costs_four_requests(large_remote_file, server_log):
-    """Past 1 MiB an open reads the tail: 1/128 of the file, at least 64 KiB, at most
-    1 MiB, which holds the footer. A point lookup then costs the block's page index and
-    its pages: with the client's HEAD, four requests."""
+    """Past 1 MiB an open reads the tail, which holds the footer, with the size in the
+    same request (a suffix range): as the size is not known before, the most the
+    policy's tail can be (1 MiB; 1/128 of the file, 64 KiB to 1 MiB, when the size is
+    known). A point lookup then costs at most the block's page index and its pages:
+    three requests in all."""
     uri, local, table = large_remote_file
     with rcfmt.open(uri) as f:
         assert f.size > 2 << 20 and f.requests == 1
-        assert f.bytes_read == rcfmt.FetchOptions().tail_length(f.size) == max(64 * 1024, f.size // 128)
+        assert f.bytes_read == rcfmt.FetchOptions().open_tail() == 1 << 20
         scan = f.scan(filter=rcfmt.col("k") == 123_456)
         got = scan.read()
         assert scan.stats.blocks_pruned_stats == f.num_blocks - 1
     assert got.equals(table.slice(123_456, 1))
     key = "data/big.rcfmt"
-    assert server_log.heads(key) + server_log.gets(key) <= 4, (server_log.heads(key), server_log.gets(key))
+    assert server_log.heads(key) == 0 and server_log.gets(key) <= 3, (server_log.heads(key), server_log.gets(key))
 
 
 @pytest.fixture(scope="module")
@@ -862,7 +864,8 @@ def _write_through(s3, monkeypatch, fn):
 def test_repeated_dataset_queries_take_footers_and_index_from_the_cache(s3, proxy, monkeypatch):
     """A dataset's index versions and data files are never replaced under their names,
     so their footers (and the tails read with them) are cached per (path, size): the
-    first query costs the listing, each file's HEAD and one GET; a repeated one (a new
+    first query costs the listing and one GET per file (their sizes are in the index:
+    no HEAD); a repeated one (a new
     Dataset object) only the listing that finds the latest version. A new version is
     seen at once: its index is a new name."""
     from rcfmt.file.footer_cache import FOOTERS
@@ -876,7 +879,7 @@ def test_repeated_dataset_queries_take_footers_and_index_from_the_cache(s3, prox
     proxy.reset_counts()
     first = rcfmt.dataset(uri).to_table(filter=expr).sort_by("id")
     files = [r for r in proxy.requests if r[1].endswith(".rcfmt") and "_rcfmt" not in r[1]]
-    assert sorted({r[0] for r in files}) == ["GET", "HEAD"] and len(files) == 2 * 3  # HEAD + GET per file
+    assert [r[0] for r in files] == ["GET"] * 3, files
     proxy.reset_counts()
     again = rcfmt.dataset(uri).to_table(filter=expr).sort_by("id")
     assert [r[0] for r in proxy.requests] == ["GET"] and "list-type" in proxy.requests[0][1]  # the listing
@@ -884,6 +887,44 @@ def test_repeated_dataset_queries_take_footers_and_index_from_the_cache(s3, prox
     _write_through(s3, monkeypatch, lambda: rcfmt.write_dataset(t.slice(0, 10), uri, partition_by=["p"]))
     assert rcfmt.dataset(uri).to_table(filter=expr).num_rows == 100  # the appended ids 0..9 are not in range
     assert rcfmt.dataset(uri).num_rows == ROWS + 10
+
+
+def test_an_s3_object_replaced_while_read_is_an_error_not_a_mix(s3, server_log):
+    """Reads after the open are pinned to the ETag its GET carried (If-Match): after
+    the object is replaced, the next read that goes to the server fails instead of
+    returning the new bytes. An empty object is no rcfmt file; a short one is read
+    whole by the open's suffix range."""
+    _, client = s3
+    n = 320_000
+    uri = f"s3://{BUCKET}/pinned/f.rcfmt"
+    t = pa.table({"k": np.arange(n), "v": np.random.default_rng(15).random(n)})
+    rcfmt.write_table(t, uri, block_rows=32_768, compression="none")
+    with rcfmt.open(uri) as f:
+        rcfmt.write_table(t.slice(0, n // 2), uri, block_rows=32_768, compression="none")
+        with pytest.raises(rcfmt.StorageError, match="replaced while it was read"):
+            f.read(columns=["v"])
+    assert rcfmt.read_table(uri).num_rows == n // 2
+    client.put_object(Bucket=BUCKET, Key="pinned/empty.rcfmt", Body=b"")
+    with pytest.raises(rcfmt.CorruptFileError, match="too short"):
+        rcfmt.open(f"s3://{BUCKET}/pinned/empty.rcfmt")
+    server_log.lines.clear()
+    rcfmt.write_table(t.slice(0, 10), f"s3://{BUCKET}/pinned/small.rcfmt")
+    server_log.lines.clear()
+    with rcfmt.open(f"s3://{BUCKET}/pinned/small.rcfmt") as f:  # shorter than the suffix asked for
+        assert f.read().equals(t.slice(0, 10)) and f.requests == 1 and f.bytes_read == f.size
+    assert server_log.gets("pinned/small.rcfmt") == 1
+
+
+def test_s3_reads_fall_back_to_pyarrow_without_boto3(remote_file, server_log, monkeypatch):
+    """Without boto3 (reads need only pyarrow) the open is pyarrow's: its HEAD and the tail."""
+    from rcfmt import s3_source
+
+    uri, local, table = remote_file
+    monkeypatch.setattr(s3_source, "available", lambda: False)
+    with rcfmt.open(uri) as f:
+        assert type(f._source).__name__ == "_ArrowFile"
+        assert f.read(filter=rcfmt.col("id") == 7)["id"].to_pylist() == [7]
+    assert server_log.heads("data/f.rcfmt") == 1
 
 
 def test_a_data_file_deleted_after_its_footer_was_cached_is_reported_missing(s3, tmp_path):
@@ -912,8 +953,8 @@ def test_a_remote_point_lookup_prunes_by_page_index_before_asking_bloom_filters(
     their own, are asked only when more than one block is left. Here statistics and
     bloom filters keep every block (each holds a == 100 and b == 100), but only in one
     block do both lie in the same page: the lookup costs the tail, the page indexes and
-    one read of that block's pages -- no bloom request -- with the client's HEAD, four
-    requests. (Locally the bloom filters are asked first, and keep every block.)"""
+    one read of that block's pages -- no bloom request: three requests. (Locally the
+    bloom filters are asked first, and keep every block.)"""
     _, client = s3
     n, block_rows = 300_000, 30_000
     within = np.arange(n, dtype=np.int64) % block_rows
@@ -939,7 +980,7 @@ def test_a_remote_point_lookup_prunes_by_page_index_before_asking_bloom_filters(
         got = scan.read()
     assert got.equals(want)
     assert (scan.stats.blocks_pruned_bloom, scan.stats.blocks_pruned_pages) == (0, f.num_blocks - 1)
-    assert server_log.heads("data/lookup.rcfmt") == 1 and server_log.gets("data/lookup.rcfmt") == 3
+    assert server_log.heads("data/lookup.rcfmt") == 0 and server_log.gets("data/lookup.rcfmt") == 3
 
 
 def test_blocks_needing_most_of_their_bytes_are_read_together(remote_file, server_log, large_file_reads):

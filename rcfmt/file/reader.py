@@ -82,7 +82,7 @@ class RcfmtFile:
     def __init__(self, path, *, verify_checksums: bool = True, filesystem=None, size: int | None = None,
                  immutable: bool = False, fetch: FetchOptions | None = None):
         self.fetch = check_fetch(fetch)
-        self.path, self._source = open_input(path, filesystem, size)
+        self.path, self._source = open_input(path, filesystem, size, self.fetch.open_tail())
         self.verify_checksums = bool(verify_checksums)
         self._lock = threading.Lock()
         self.bytes_read = 0
@@ -262,10 +262,12 @@ class RcfmtFile:
         # version repeat what the footer's checksum-covered format_version says
         remote = self._source.remote
         tail_len = self.fetch.tail_length(self.size) if remote else min(self.size, _TAIL_READ)
-        whole = tail_len == self.size
-        end = self.read_range(self.size - tail_len, tail_len)
+        got = self._take_prefetched(self.size - tail_len) if remote else None
+        tail_start, end = got if got is not None else (self.size - tail_len, self.read_range(self.size - tail_len,
+                                                                                             tail_len))
+        whole = tail_start == 0
         if remote:
-            self._tail = (self.size - tail_len, end)
+            self._tail = (tail_start, end)
         head = end[:HEADER_SIZE] if whole else None if remote else self.read_range(0, HEADER_SIZE)
         if head is not None:
             magic, version = HEADER.unpack(head)
@@ -293,6 +295,25 @@ class RcfmtFile:
         if self.verify_checksums and crc32(footer) != footer_crc:
             raise ChecksumError("footer checksum mismatch", offset=footer_start)
         return parse_footer(footer, footer_start, holds_type)
+
+    def _take_prefetched(self, want: int) -> tuple[int, bytes] | None:
+        """``(offset, bytes from there to the end)``, from ``want`` or before, out of what
+        the source read while it opened (one request that also learned the size; the
+        part before it, when the fetch policy wants more, is read now); None if the
+        source read nothing."""
+        pre = getattr(self._source, "prefetched", None)
+        if pre is None:
+            return None
+        self._source.prefetched = None
+        start, data = pre
+        self._count(1, len(data))
+        if start <= want:
+            return start, data
+        before = self._source.read_at(want, start - want)
+        if len(before) != start - want:
+            raise CorruptFileError("file shrank while reading", path=self.path, offset=want)
+        self._count(1, len(before))
+        return want, before + data
 
     # ------------------------------------------------------------------ metadata access
     def column_index(self, name: str) -> int:
