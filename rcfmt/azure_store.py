@@ -54,10 +54,12 @@ __all__ = ["SCHEMES", "AZURE_SETTINGS", "AzureSettings", "azure_settings", "chec
 
 #: the URI schemes that name Azure blobs
 SCHEMES = ("abfs", "abfss", "az")
-#: the size of the blocks a file is written in (Azure commits at most 50,000 per blob)
-BLOCK_BYTES = 8 << 20
-#: blocks being uploaded at once per file written
-BLOCKS_IN_FLIGHT = 4
+#: the size of the blocks a file is written in (Azure commits at most 50,000 per blob:
+#: files up to 195 GiB); a file this small or smaller is one upload
+BLOCK_BYTES = 4 << 20
+#: blocks being uploaded at once per file written (a file being written holds at most
+#: this many blocks and one being filled: a dataset write keeps one file per partition open)
+BLOCKS_IN_FLIGHT = 2
 #: seconds a request waits to connect, and then for the server's next bytes
 CONNECTION_TIMEOUT, READ_TIMEOUT = 10, 60
 #: retries of a failed request (throttling, 5xx, a dropped connection, a timeout), after
@@ -388,12 +390,12 @@ class BlobSource(ByteSource):
 
 
 class BlobSink(ByteSink):
-    """A file written as a block blob: blocks of
-    :data:`BLOCK_BYTES` are staged as the data comes (:data:`BLOCKS_IN_FLIGHT` at once),
-    and ``commit()`` commits their list, which makes the whole blob appear at once
-    (replacing what was there). Staged blocks are invisible, so nothing is at the path
-    before ``commit()``; ``abort()`` commits nothing (the service discards uncommitted
-    blocks after a week)."""
+    """A file written as a block blob: blocks of :data:`BLOCK_BYTES` are staged as the
+    data comes (:data:`BLOCKS_IN_FLIGHT` at once), and ``commit()`` commits their list,
+    which makes the whole blob appear at once (replacing what was there); a file of one
+    block or less is one upload at the commit. Staged blocks are invisible, so nothing
+    is at the path before ``commit()``; ``abort()`` commits nothing (the service
+    discards uncommitted blocks after a week)."""
 
     def __init__(self, uri: str, *, check_directory: bool = True):
         self.path = uri
@@ -432,7 +434,14 @@ class BlobSink(ByteSink):
 
     def commit(self) -> None:
         try:
-            if self._buffer or not self._ids:
+            if not self._ids:  # a small file: one upload (Put Blob replaces the blob whole, at once)
+                data, self._buffer = bytes(self._buffer), bytearray()
+                try:
+                    self._client.upload_blob(data, overwrite=True, length=len(data), **_call_options())
+                except _errors() as exc:
+                    raise StorageError(f"writing {self.path!r} failed: {exc}") from None
+                return
+            if self._buffer:
                 self._stage(bytes(self._buffer))
                 self._buffer = bytearray()
             while self._pending:

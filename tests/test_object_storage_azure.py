@@ -178,8 +178,8 @@ def test_without_the_client_library_a_dataset_write_is_refused_before_anything_i
 
 # ------------------------------------------------------------------ files
 def test_a_file_is_written_in_blocks_and_appears_whole(azure, monkeypatch):
-    """A file is staged in blocks as it is written (never held whole); until the commit
-    nothing changes at its name -- an older file there stays whole and readable -- and
+    """A file is staged in blocks as it is written (never held whole; one of a block or
+    less is one upload); until the commit nothing changes at its name -- an older file there stays whole and readable -- and
     an abandoned write leaves the older file as it was."""
     from rcfmt import azure_store
     from rcfmt.storage import open_output
@@ -187,7 +187,10 @@ def test_a_file_is_written_in_blocks_and_appears_whole(azure, monkeypatch):
     monkeypatch.setattr(azure_store, "BLOCK_BYTES", 64 << 10)
     t = _table()
     uri = f"az://{CONTAINER}/blocks/f.rcfmt"
-    rcfmt.write_table(t.slice(0, 100), uri)
+    azure.reset_log()
+    rcfmt.write_table(t.slice(0, 100), uri)  # smaller than a block: one upload
+    assert [(r[0], r[1].split("?")[0].endswith("blocks/f.rcfmt"), "comp=" in r[1])
+            for r in azure.requests("blocks/f.rcfmt") if r[0] == "PUT"] == [("PUT", True, False)]
     azure.reset_log()
     sink = open_output(uri)
     sink.write(b"\x00" * (300 << 10))
