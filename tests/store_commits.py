@@ -10,7 +10,8 @@ import rcfmt
 
 __all__ = ["check_a_failed_write_leaves_nothing", "check_a_lost_race_rebases_and_an_overwrite_conflicts",
            "check_appends_from_threads_lose_no_row", "check_datasets_written_appended_and_overwritten",
-           "check_optimize_and_vacuum", "check_cli_inspects", "check_first_calls_in_a_fresh_interpreter"]
+           "check_optimize_and_vacuum", "check_cli_inspects", "check_first_calls_in_a_fresh_interpreter",
+           "check_a_file_replaced_while_read_is_an_error"]
 
 
 def _sorted(t: pa.Table) -> pa.Table:
@@ -174,3 +175,19 @@ def check_first_calls_in_a_fresh_interpreter(file_uri: str, table: pa.Table) -> 
 
     rcfmt.write_table(table, file_uri, block_rows=2048, page_rows=256)
     _run_fresh(_FRESH, file_uri)
+
+
+def check_a_file_replaced_while_read_is_an_error(uri: str, message: str) -> None:
+    """Reads are pinned to the version the open saw (an ETag, a generation): after the
+    file is replaced, the next read that goes to the server fails with a StorageError
+    matching ``message`` instead of returning the new bytes; a new open reads the new file."""
+    import numpy as np
+
+    n = 320_000
+    t = pa.table({"k": np.arange(n), "v": np.random.default_rng(14).random(n)})
+    rcfmt.write_table(t, uri, block_rows=32_768, compression="none")
+    with rcfmt.open(uri) as f:
+        rcfmt.write_table(t.slice(0, n // 2), uri, block_rows=32_768, compression="none")
+        with pytest.raises(rcfmt.StorageError, match=message):
+            f.read(columns=["v"])
+    assert rcfmt.read_table(uri).num_rows == n // 2

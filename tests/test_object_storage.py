@@ -894,16 +894,11 @@ def test_an_s3_object_replaced_while_read_is_an_error_not_a_mix(s3, server_log):
     the object is replaced, the next read that goes to the server fails instead of
     returning the new bytes. An empty object is no rcfmt file; a short one is read
     whole by the open's suffix range."""
+    from store_commits import check_a_file_replaced_while_read_is_an_error
+
     _, client = s3
-    n = 320_000
-    uri = f"s3://{BUCKET}/pinned/f.rcfmt"
-    t = pa.table({"k": np.arange(n), "v": np.random.default_rng(15).random(n)})
-    rcfmt.write_table(t, uri, block_rows=32_768, compression="none")
-    with rcfmt.open(uri) as f:
-        rcfmt.write_table(t.slice(0, n // 2), uri, block_rows=32_768, compression="none")
-        with pytest.raises(rcfmt.StorageError, match="replaced while it was read"):
-            f.read(columns=["v"])
-    assert rcfmt.read_table(uri).num_rows == n // 2
+    check_a_file_replaced_while_read_is_an_error(f"s3://{BUCKET}/pinned/f.rcfmt", "replaced while it was read")
+    t = _table()
     client.put_object(Bucket=BUCKET, Key="pinned/empty.rcfmt", Body=b"")
     with pytest.raises(rcfmt.CorruptFileError, match="too short"):
         rcfmt.open(f"s3://{BUCKET}/pinned/empty.rcfmt")
