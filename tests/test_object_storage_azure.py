@@ -2,13 +2,14 @@
 against a Blob REST server on 127.0.0.1 (``tests/local_azure.py``, started here and
 stopped after: no Azure emulator can be installed on these machines, so the server is
 the project's own, written to Microsoft's REST reference), through the client code
-users run: azure-storage-blob for reads, block-staged writes, deletes and the commit of
-a version (an upload with ``If-None-Match: *``), pyarrow's ``AzureFileSystem`` for
-listings.
+users run: azure-storage-blob for reads, listings, block-staged writes, deletes and the
+commit of a version (an upload with ``If-None-Match: *``); pyarrow's
+``AzureFileSystem`` as the fallback for reads.
 
-The S3 suite covers what the stores share in depth; this one checks what differs per
-store: the settings, the commit primitive on the server and in races, every dataset
-operation built on it, and the requests and faults of Azure reads and writes."""
+The S3 suite covers what the stores share in depth, and ``test_store_datasets.py``
+every dataset operation on each store; this one checks what differs per store: the
+settings, the commit primitive on the server and in races, and the requests and
+faults of Azure reads and writes."""
 from __future__ import annotations
 
 import threading
@@ -227,54 +228,7 @@ def test_a_file_is_read_with_filters_in_every_spelling(azure):
         rcfmt.write_table(t, f"az://{CONTAINER}/files")
 
 
-# ------------------------------------------------------------------ datasets
-def test_datasets_are_written_appended_and_overwritten_on_azure(azure):
-    from store_commits import check_datasets_written_appended_and_overwritten
-
-    check_datasets_written_appended_and_overwritten(
-        f"az://{CONTAINER}/dsw/t", _table(), lambda: _names(azure, "dsw/t/"), "dsw/t",
-        [f"abfss://{CONTAINER}@devstoreaccount1.dfs.core.windows.net/dsw/t"])
-
-
-def test_a_failed_dataset_write_leaves_no_object_and_no_version(azure):
-    from store_commits import check_a_failed_write_leaves_nothing
-
-    check_a_failed_write_leaves_nothing(f"az://{CONTAINER}/dsfail/t", _table(), lambda: _names(azure, "dsfail/"))
-
-
-def test_a_lost_race_rebases_an_append_and_an_overwrite_conflicts(azure, monkeypatch):
-    from store_commits import check_a_lost_race_rebases_and_an_overwrite_conflicts
-
-    check_a_lost_race_rebases_and_an_overwrite_conflicts(f"az://{CONTAINER}/race/t", _table(),
-                                                         lambda: _names(azure, "race/"), monkeypatch)
-
-
-def test_appends_from_threads_race_and_no_row_is_lost(azure):
-    from store_commits import check_appends_from_threads_lose_no_row
-
-    check_appends_from_threads_lose_no_row(f"az://{CONTAINER}/threads/t", _table(), pieces=6, threads=3)
-
-
-def test_optimize_and_vacuum_on_azure(azure):
-    """... and vacuum's deletes leave no directory markers (pyarrow's delete would)."""
-    from store_commits import check_optimize_and_vacuum
-
-    check_optimize_and_vacuum(f"az://{CONTAINER}/opt/t", _table(), lambda: _names(azure, "opt/t/"), "opt/t",
-                              lambda name, data: _container(azure).upload_blob(name, data),
-                              [f"abfs://{CONTAINER}/opt/t"])
-    assert not [n for n in _names(azure, "opt/t/") if n.endswith("/")]
-
-
-def test_cli_inspects_an_azure_file_and_dataset(azure):
-    from store_commits import check_cli_inspects
-
-    check_cli_inspects(f"az://{CONTAINER}/cli/t", f"az://{CONTAINER}/cli/f.rcfmt", _table())
-
-
-def test_first_azure_calls_from_threads_in_a_fresh_interpreter(azure):
-    from store_commits import check_first_calls_in_a_fresh_interpreter
-
-    check_first_calls_in_a_fresh_interpreter(f"az://{CONTAINER}/fresh/f.rcfmt", _table())
+# (dataset operations: tests/test_store_datasets.py, on every store)
 
 
 # ------------------------------------------------------------------ reads: requests and faults
@@ -343,12 +297,6 @@ def test_a_persistent_or_stalled_azure_fault_is_a_storage_error_in_bounded_time(
             azure.fault(None)
         assert isinstance(info.value, OSError)
         assert len([r for r in azure.requests("reads/big.rcfmt") if r[0] == "GET"]) <= 3 + 1, fault
-
-
-def test_an_azure_blob_replaced_while_read_is_an_error_not_a_mix(azure):
-    from store_commits import check_a_file_replaced_while_read_is_an_error
-
-    check_a_file_replaced_while_read_is_an_error(f"az://{CONTAINER}/reads/replaced.rcfmt", "replaced while it was read")
 
 
 def test_azure_reads_fall_back_to_pyarrow_without_the_client_library(big_azure_file, monkeypatch):

@@ -5,9 +5,10 @@ of a version (an upload with ``ifGenerationMatch=0``), pyarrow's GCS client for 
 files and listings.
 
 The S3 suite (``test_object_storage.py``) covers what both stores share in depth (the
-fetch plan, the footer cache); this one checks what differs per store: the commit
-primitive, on the server and in races, every dataset operation built on it, and the
-requests and faults of GCS reads (seen by a proxy between client and server)."""
+fetch plan, the footer cache), and ``test_store_datasets.py`` every dataset operation
+on each store; this one checks what differs per store: the commit primitive, on the
+server and in races, and the requests and faults of GCS reads (seen by a proxy between
+client and server)."""
 from __future__ import annotations
 
 import os
@@ -120,44 +121,7 @@ def test_a_file_is_written_whole_and_read_with_filters(gcs, tmp_path):
         assert scan.read().equals(t.slice(0, 100)) and scan.stats.blocks_pruned_stats == f.num_blocks - 1
 
 
-# ------------------------------------------------------------------ datasets
-def test_datasets_are_written_appended_and_overwritten_on_gcs(gcs):
-    from store_commits import check_datasets_written_appended_and_overwritten
-
-    check_datasets_written_appended_and_overwritten(f"gs://{BUCKET}/dsw/t", _table(), lambda: _names(gcs, "dsw/t/"),
-                                                    "dsw/t", [f"gcs://{BUCKET}/dsw/t"])  # pyarrow's other spelling
-
-
-def test_a_failed_dataset_write_leaves_no_object_and_no_version(gcs):
-    from store_commits import check_a_failed_write_leaves_nothing
-
-    check_a_failed_write_leaves_nothing(f"gs://{BUCKET}/dsfail/t", _table(), lambda: _names(gcs, "dsfail/"))
-
-
-def test_a_lost_race_rebases_an_append_and_an_overwrite_conflicts(gcs, monkeypatch):
-    from store_commits import check_a_lost_race_rebases_and_an_overwrite_conflicts
-
-    check_a_lost_race_rebases_and_an_overwrite_conflicts(f"gs://{BUCKET}/race/t", _table(),
-                                                         lambda: _names(gcs, "race/"), monkeypatch)
-
-
-def test_appends_from_threads_race_and_no_row_is_lost(gcs):
-    from store_commits import check_appends_from_threads_lose_no_row
-
-    check_appends_from_threads_lose_no_row(f"gs://{BUCKET}/threads/t", _table(), pieces=6, threads=3)
-
-
-def test_optimize_and_vacuum_on_gcs(gcs):
-    from store_commits import check_optimize_and_vacuum
-
-    check_optimize_and_vacuum(f"gs://{BUCKET}/opt/t", _table(), lambda: _names(gcs, "opt/t/"), "opt/t",
-                              lambda name, data: gcs.blob(name).upload_from_string(data), [f"gcs://{BUCKET}/opt/t"])
-
-
-def test_cli_inspects_a_gcs_file_and_dataset(gcs):
-    from store_commits import check_cli_inspects
-
-    check_cli_inspects(f"gs://{BUCKET}/cli/t", f"gs://{BUCKET}/cli/f.rcfmt", _table())
+# (dataset operations: tests/test_store_datasets.py, on every store)
 
 
 # ------------------------------------------------------------------ faults
@@ -182,12 +146,6 @@ def test_an_unreachable_server_is_a_storage_error_after_the_retry_limit(gcs, mon
             call()
     monkeypatch.undo()
     assert rcfmt.read_table(uri).num_rows == ROWS and _names(gcs, "faults/") == ["faults/gone.rcfmt"]
-
-
-def test_first_gcs_calls_from_threads_in_a_fresh_interpreter(gcs):
-    from store_commits import check_first_calls_in_a_fresh_interpreter
-
-    check_first_calls_in_a_fresh_interpreter(f"gs://{BUCKET}/fresh/f.rcfmt", _table())
 
 
 # ------------------------------------------------------------------ reads: requests and faults
@@ -286,13 +244,6 @@ def test_a_persistent_or_stalled_gcs_fault_is_a_storage_error_in_bounded_time(bi
             assert time.perf_counter() - t0 < budget, fault
             gcs_proxy.fault = None
         assert isinstance(info.value, OSError)
-
-
-def test_a_gcs_object_replaced_while_read_is_an_error_not_a_mix(gcs):
-    from store_commits import check_a_file_replaced_while_read_is_an_error
-
-    check_a_file_replaced_while_read_is_an_error(f"gs://{BUCKET}/reads/replaced.rcfmt",
-                                                 "replaced or deleted while it was read")
 
 
 def test_gcs_reads_fall_back_to_pyarrow_without_the_client_library(big_gcs_file, monkeypatch):
