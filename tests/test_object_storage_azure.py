@@ -12,7 +12,6 @@ settings, the commit primitive on the server and in races, and the requests and
 faults of Azure reads and writes."""
 from __future__ import annotations
 
-import threading
 import time
 
 import numpy as np
@@ -118,30 +117,7 @@ def test_settings_given_in_code_replace_the_environment(monkeypatch):
 
 
 # ------------------------------------------------------------------ the commit primitive
-def test_the_server_honours_create_if_absent_and_exactly_one_racer_wins(azure):
-    """An upload with If-None-Match: * creates once and is refused after; of writers
-    racing for one name, exactly one creates it, and the blob holds its bytes."""
-    from rcfmt.storage import create_if_absent
-
-    container = _container(azure)
-    uri = f"az://{CONTAINER}/cia/v1"
-    assert create_if_absent(uri, b"first") is True
-    assert create_if_absent(uri, b"second") is False
-    assert container.download_blob("cia/v1").readall() == b"first"
-    for round_ in range(15):
-        key = f"cia/race/v{round_}"
-        barrier = threading.Barrier(4)
-        won = [None] * 4
-
-        def attempt(k):
-            barrier.wait()
-            won[k] = create_if_absent(f"az://{CONTAINER}/{key}", b"writer %d" % k)
-
-        threads = [threading.Thread(target=attempt, args=(k,)) for k in range(4)]
-        [t.start() for t in threads]
-        [t.join() for t in threads]
-        assert won.count(True) == 1 and won.count(False) == 3, won
-        assert container.download_blob(key).readall() == b"writer %d" % won.index(True)
+# (the server's create-if-absent, and racers for it: tests/test_store_datasets.py)
 
 
 def test_a_create_whose_answer_was_lost_is_taken_as_won(azure, monkeypatch):

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 
 import numpy as np
 import pyarrow as pa
@@ -57,29 +56,7 @@ def _sorted(t: pa.Table) -> pa.Table:
 
 
 # ------------------------------------------------------------------ the commit primitive
-def test_the_server_honours_create_if_absent_and_exactly_one_racer_wins(gcs):
-    """An upload with ifGenerationMatch=0 creates once and is refused after; of writers
-    racing for one name, exactly one creates it, and the object holds its bytes."""
-    from rcfmt.storage import create_if_absent
-
-    uri = f"gs://{BUCKET}/cia/v1"
-    assert create_if_absent(uri, b"first") is True
-    assert create_if_absent(uri, b"second") is False
-    assert gcs.blob("cia/v1").download_as_bytes() == b"first"
-    for round_ in range(15):
-        key = f"cia/race/v{round_}"
-        barrier = threading.Barrier(4)
-        won = [None] * 4
-
-        def attempt(k):
-            barrier.wait()
-            won[k] = create_if_absent(f"gs://{BUCKET}/{key}", b"writer %d" % k)
-
-        threads = [threading.Thread(target=attempt, args=(k,)) for k in range(4)]
-        [t.start() for t in threads]
-        [t.join() for t in threads]
-        assert won.count(True) == 1 and won.count(False) == 3, won
-        assert gcs.blob(key).download_as_bytes() == b"writer %d" % won.index(True)
+# (the server's create-if-absent, and racers for it: tests/test_store_datasets.py)
 
 
 def test_a_create_whose_answer_was_lost_is_taken_as_won(gcs, monkeypatch):

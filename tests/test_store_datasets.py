@@ -7,6 +7,7 @@ reads -- is tested in ``test_object_storage_gcs.py`` and ``test_object_storage_a
 from __future__ import annotations
 
 import contextlib
+import threading
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -23,12 +24,13 @@ CONTAINER = "rcfmt-stores"
 @dataclass
 class Store:
     """A store under test: ``root`` (``scheme://bucket``), ``names(prefix)`` (the object
-    names below a prefix), ``put(name, data)``, the other spellings of a URI, and what a
-    read pinned to a replaced object says."""
+    names below a prefix), ``put(name, data)``, ``get(name)``, the other spellings of a
+    URI, and what a read pinned to a replaced object says."""
 
     root: str
     names: Callable[[str], list]
     put: Callable[[str, bytes], None]
+    get: Callable[[str], bytes]
     spellings: Callable[[str], list] = field(default=lambda uri: [])
     replaced: str = "replaced while it was read"
 
@@ -43,6 +45,7 @@ def _gcs():
         bucket = client.bucket(CONTAINER)
         yield Store(f"gs://{CONTAINER}", lambda p: sorted(b.name for b in bucket.list_blobs(prefix=p)),
                     lambda name, data: bucket.blob(name).upload_from_string(data),
+                    lambda name: bucket.blob(name).download_as_bytes(),
                     lambda uri: [uri.replace("gs://", "gcs://")], "replaced or deleted while it was read")
 
 
@@ -56,6 +59,7 @@ def _azure():
         container = ContainerClient.from_connection_string(server.connection_string, CONTAINER)
         yield Store(f"az://{CONTAINER}", lambda p: sorted(b.name for b in container.list_blobs(name_starts_with=p)),
                     lambda name, data: container.upload_blob(name, data),
+                    lambda name: container.download_blob(name).readall(),
                     lambda uri: [uri.replace(f"az://{CONTAINER}", f"abfss://{CONTAINER}@{ACCOUNT}.dfs.core.windows.net"),
                                  uri.replace("az://", "abfs://")])
 
@@ -70,6 +74,31 @@ def _table() -> pa.Table:
     i = np.arange(ROWS)
     return pa.table({"id": i, "x": np.random.default_rng(11).random(ROWS), "p": pa.array(i % 3, pa.int32()),
                      "s": pa.array([f"name-{k % 53}" for k in i])})
+
+
+def test_the_server_honours_create_if_absent_and_exactly_one_racer_wins(store):
+    """The commit primitive (GCS: an upload with ifGenerationMatch=0; Azure: with
+    If-None-Match: *) creates once and is refused after; of writers racing for one name,
+    exactly one creates it, and the object holds its bytes."""
+    from rcfmt.storage import create_if_absent
+
+    assert create_if_absent(f"{store.root}/cia/v1", b"first") is True
+    assert create_if_absent(f"{store.root}/cia/v1", b"second") is False
+    assert store.get("cia/v1") == b"first"
+    for round_ in range(15):
+        key = f"cia/race/v{round_}"
+        barrier = threading.Barrier(4)
+        won = [None] * 4
+
+        def attempt(k):
+            barrier.wait()
+            won[k] = create_if_absent(f"{store.root}/{key}", b"writer %d" % k)
+
+        threads = [threading.Thread(target=attempt, args=(k,)) for k in range(4)]
+        [t.start() for t in threads]
+        [t.join() for t in threads]
+        assert won.count(True) == 1 and won.count(False) == 3, won
+        assert store.get(key) == b"writer %d" % won.index(True)
 
 
 def test_datasets_are_written_appended_and_overwritten(store):
