@@ -49,11 +49,9 @@ from urllib.parse import unquote, urlsplit
 from .errors import InvalidOptionError, RcfmtError, StorageError, UnsupportedError
 from .storage import ByteSink, ByteSource, DirectoryError
 
-__all__ = ["SCHEMES", "AZURE_SETTINGS", "AzureSettings", "azure_settings", "check_azure_settings", "settings",
+__all__ = ["AZURE_SETTINGS", "AzureSettings", "azure_settings", "check_azure_settings", "settings",
            "split_uri", "filesystem", "available", "BlobSource", "BlobSink", "create_if_absent", "read_blob", "delete"]
 
-#: the URI schemes that name Azure blobs
-SCHEMES = ("abfs", "abfss", "az")
 #: the size of the blocks a file is written in (Azure commits at most 50,000 per blob:
 #: files up to 195 GiB); a file this small or smaller is one upload
 BLOCK_BYTES = 4 << 20
@@ -314,31 +312,25 @@ class BlobSource(ByteSource):
 
     def __init__(self, uri: str, size: int | None = None):
         self._display = uri
-        account, container, path = split_uri(uri)
-        s = settings(account)
+        s = settings(split_uri(uri)[0])
         self.identity = ("azure", s.account, s.account_url)
         self._client = _blob(uri)
         self._etag = None
         self._closed = False
         if size is None:
-            self.size, self._etag = self._properties(container, path, s)
+            self.size, self._etag = self._properties()
         else:
             self.size = int(size)
 
-    def _properties(self, container: str, path: str, s: AzureSettings) -> tuple[int, str]:
+    def _properties(self) -> tuple[int, str]:
+        """``(size, ETag)``; FileNotFoundError if there is no such blob (DirectoryError if
+        it is a prefix of others)."""
         from azure.core.exceptions import ResourceNotFoundError
 
         try:
             props = self._client.get_blob_properties(**_call_options())
         except ResourceNotFoundError:
-            try:
-                below = next(iter(_service(s).get_container_client(container).list_blobs(
-                    name_starts_with=path.rstrip("/") + "/", results_per_page=1, **_call_options())), None)
-            except ResourceNotFoundError:
-                below = None
-            except _errors() as exc:
-                raise StorageError(f"opening {self._display!r} failed: {exc}") from None
-            if below is not None:
+            if kind(self._display) == "dir":
                 raise DirectoryError(self._display) from None
             raise FileNotFoundError(f"no such file: {self._display!r}") from None
         except _errors() as exc:

@@ -446,7 +446,7 @@ def delete_files(paths) -> None:
     """Delete files (local paths or object-store URIs) that may not exist; best effort."""
     for p in paths:
         try:
-            if is_remote(p) and scheme_of(p) == "abfs":
+            if is_remote(p) and _azure_sdk(p):
                 from . import azure_store
 
                 azure_store.delete(p)

