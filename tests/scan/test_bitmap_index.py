@@ -18,7 +18,7 @@ from rcfmt.file.bitmap_build import supported_kinds
 from rcfmt.scan.bitmap_eval import answer_block, to_mask
 from rcfmt.scan.nnf import to_nnf
 from rcfmt.scan.bind import bind
-from rcfmt.scan.oracle import selection_mask
+from oracle_filter import selection_mask
 from rcfmt.scan.scanner import scan_file
 from strategies import examples
 from strategies_expr import exprs, ltype, tables
