@@ -94,7 +94,8 @@ def _bind(e: Expr, schema) -> BoundExpr:
             raise FilterError(f"unknown comparison operator {e.op!r} in {e!r}")
         return _bind_compare(ref, e.op, _to_real(ref, e.value, e), repr(e))
     if isinstance(e, IsIn):
-        return _bind_isin(ref, e)
+        members, has_nan = _bind_isin(ref, e)
+        return BoundOr.of(members, NanCheck(ref)) if has_nan else members  # NaN matches NaN
     if isinstance(e, (IsNull, IsValid)):
         return NullCheck(ref, isinstance(e, IsValid))
     if isinstance(e, IsNan):
@@ -112,7 +113,10 @@ def _bind_list_contains(schema: pa.Schema, e: ListContains) -> BoundListContains
         raise FilterError(f"list_contains() needs a list of flat values; {e.column!r} is {t}")
     item = f"{e.column}.{t.value_field.name}"
     ref = _resolve(pa.schema([pa.field(item, t.value_type)]), item)
-    return BoundListContains(ref, e.column, t, _bind_isin(ref, IsIn(item, (e.value,))))
+    members, has_nan = _bind_isin(ref, IsIn(item, (e.value,)))
+    if has_nan:
+        raise FilterError(f"list_contains() of NaN is not supported (in {e!r}): filter the exploded values with is_nan()")
+    return BoundListContains(ref, e.column, t, members)
 
 
 def _bind_prefix(ref: Ref, e: StartsWith) -> Prefix:
@@ -206,8 +210,9 @@ def _float_bracket(q: Fraction | float, dtype: np.dtype) -> tuple[float, float]:
     return float(np.nextafter(f, t(-np.inf))), float(f)
 
 
-def _bind_isin(ref: Ref, e: IsIn) -> InSet:
-    has_null, members = False, set()
+def _bind_isin(ref: Ref, e: IsIn) -> tuple[InSet, bool]:
+    """The members of ``e`` other than NaN as an InSet, and whether NaN is one."""
+    has_null, has_nan, members = False, False, set()
     dom = _domain(ref.ltype)
     for v in e.values:
         if v is None or (isinstance(v, pa.Scalar) and not v.is_valid):
@@ -216,12 +221,14 @@ def _bind_isin(ref: Ref, e: IsIn) -> InSet:
         real = _to_real(ref, v, e)
         if dom in ("bool", "bytes"):
             members.add(real)
-        elif not (isinstance(real, float) and math.isnan(real)):  # NaN never matches
+        elif isinstance(real, float) and math.isnan(real):
+            has_nan = dom == "float"  # (an integer column holds no NaN)
+        else:
             leaf = _bind_compare(ref, "==", real, "")
             if isinstance(leaf, Cmp):  # Folded: no value of the column equals it
                 members.add(leaf.value)
     values = tuple(sorted(members))
-    return InSet(ref, values, has_null, False, arrow_values(ref, values))
+    return InSet(ref, values, has_null, False, arrow_values(ref, values)), has_nan
 
 
 # ---- literal conversion

@@ -171,7 +171,7 @@ def _leaf(leaf, col: _Column) -> np.ndarray | None:
     if isinstance(leaf, NanCheck):
         nans = col.entry.nans
         nans = np.zeros_like(col.all) if nans is None else nans
-        return col.all & ~nans if leaf.negated else nans
+        return col.valid & ~nans if leaf.negated else nans
     if isinstance(leaf, InSet):
         members = col.members(leaf.values)
         if members is None:

@@ -149,12 +149,12 @@ def _entry_mask(leaf: Leaf, dictionary: ColumnValues, ltype: LogicalType) -> tup
 
 
 def _on_null(leaf: Leaf, dictionary: ColumnValues, ltype: LogicalType) -> bool:
-    """Whether ``leaf`` is TRUE on a null row: is_null and "NULL or not NaN" are,
-    comparisons, sets, prefixes and folded comparisons are NULL there; another leaf is
+    """Whether ``leaf`` is TRUE on a null row: is_null is; comparisons, sets, prefixes,
+    is_nan, its negation and folded comparisons are NULL there; another leaf is
     evaluated once on a null value."""
-    if isinstance(leaf, (NullCheck, NanCheck)):
-        return leaf.negated == isinstance(leaf, NanCheck)
-    if isinstance(leaf, (Cmp, InSet, Prefix, Folded)):
+    if isinstance(leaf, NullCheck):
+        return not leaf.negated
+    if isinstance(leaf, (Cmp, InSet, Prefix, Folded, NanCheck)):
         return False
     return bool(_values_mask(leaf, dictionary.slice(0, 1), np.zeros(1, bool), ltype)[0])
 

@@ -23,9 +23,12 @@ Semantics, stated once (SQL three-valued logic, IEEE floats, exact literals):
   out-of-range or non-representable literal is rewritten to an equivalent comparison
   (``x < 5.5`` on an int column is ``x <= 5``) or folded into a leaf that is TRUE (or
   FALSE) for every non-null row and NULL for null rows (``x < 300`` on uint8).
-- ``isin``: NaN members never match; a None member never matches but turns a miss into
-  NULL, so ``x IN (1, NULL)`` is TRUE for 1 and NULL otherwise, ``NOT IN`` never TRUE.
-- ``is_null``, ``is_valid``, ``is_nan`` are never NULL; ``is_nan`` of NULL is FALSE.
+- ``isin``: a member matches the values ``==`` it (-0.0 matches 0.0) and a NaN member
+  matches NaN values (as ``pyarrow.compute.is_in``, SQL engines and Polars do); a None
+  member never matches but turns a miss into NULL, so ``x IN (1, NULL)`` is TRUE for 1
+  and NULL otherwise, ``NOT IN`` never TRUE. ``list_contains`` refuses NaN.
+- ``is_null`` and ``is_valid`` are never NULL; ``is_nan`` of NULL is NULL (as in
+  ``pyarrow.compute``), so ``~is_nan`` selects no NULL row.
 
 Literals accepted per column type: bool: bool; ints and floats: int, float, Decimal,
 Fraction (not bool); decimal128: the same, floats taken by their shortest repr

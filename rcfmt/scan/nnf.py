@@ -142,7 +142,7 @@ class NullCheck(Leaf):
 
 @dataclass(frozen=True, repr=False)
 class NanCheck(Leaf):
-    """is_nan (``negated``: NULL or not NaN); never NULL."""
+    """is_nan (``negated``: not NaN); NULL for NULL rows, as ``pyarrow.compute.is_nan``."""
 
     column: Ref
     negated: bool = False

@@ -71,7 +71,7 @@ def _eval(e: BoundExpr, column) -> pa.BooleanArray:
     if isinstance(e, NullCheck):
         return pc.is_valid(arr) if e.negated else pc.is_null(arr)
     if isinstance(e, NanCheck):
-        nan = pc.fill_null(pc.is_nan(arr), _FALSE_SCALAR)
+        nan = pc.is_nan(arr)  # NULL for NULL rows, so ~is_nan never selects them
         return pc.invert(nan) if e.negated else nan
     if isinstance(e, Prefix):
         pattern = e.prefix.decode("utf-8") if e.column.ltype.name == "string" else e.prefix
@@ -115,9 +115,6 @@ def list_contains_result(leaf: BoundListContains, lists: pa.Array) -> pa.Boolean
         return _bool_array(~hit, valid & (hit | ~has_null))
     return _bool_array(hit, valid & (hit | ~has_null))
 
-
-# a Scalar, so that pc.fill_null does not convert a Python False (which imports pandas)
-_FALSE_SCALAR = pa.Array.from_buffers(pa.bool_(), 1, [None, pa.py_buffer(np.zeros(1, np.uint8))])[0]
 
 
 def _bits(buf, offset: int, n: int) -> np.ndarray:

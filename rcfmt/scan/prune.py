@@ -80,7 +80,7 @@ def leaf_may_match(leaf: Leaf, stats: StatsArrays) -> np.ndarray:
     if isinstance(leaf, NullCheck):
         return valid > 0 if leaf.negated else valid < rows
     if isinstance(leaf, NanCheck):
-        return rows > nans if leaf.negated else nans > 0
+        return ordered > 0 if leaf.negated else nans > 0
     if isinstance(leaf, Cmp):
         return _cmp_may_match(leaf, stats, has, ordered, valid, nans)
     if isinstance(leaf, InSet):
