@@ -7,9 +7,10 @@ the TRUE rows). Differences between the two semantics and how they are bridged:
 - Floats: Spark treats NaN as equal to NaN and greater than every other value; rcfmt
   follows IEEE (NaN compares FALSE). So, for float columns: ``x = NaN`` ->
   ``is_nan(x) | (x == NaN)``, ``x > v`` -> ``(x > v) | is_nan(x)`` (``>=`` likewise),
-  ``x < NaN`` -> ``(x != NaN) & ~is_nan(x)``, ``x <= NaN`` -> ``x != NaN``, ``NaN`` in an
-  IN list -> ``... | is_nan(x)``. ``x == NaN`` / ``x != NaN`` are rcfmt's "FALSE / TRUE
-  unless NULL" terms; -0.0 equals 0.0 on both sides.
+  ``x < NaN`` -> ``(x != NaN) & ~is_nan(x)``, ``x <= NaN`` -> ``x != NaN``. ``x == NaN`` /
+  ``x != NaN`` are rcfmt's "FALSE / TRUE unless NULL" terms (``is_nan`` is NULL on NULL
+  too); -0.0 equals 0.0 on both sides; ``IN`` is rcfmt's ``isin`` as it is (a NaN member
+  matches NaN there as in Spark).
 - ``<=>`` (EqualNullSafe) is never NULL: ``(x == v) & is_valid(x)``; ``x <=> NULL`` is
   ``is_null(x)``.
 - Nanosecond timestamps are floored to microseconds for Spark, so comparisons become
@@ -100,7 +101,7 @@ def _translate(f, types: dict, names: dict):
         if v is None:
             return c.is_null()
         if pa.types.is_floating(t) and _is_nan(v):
-            return c.is_nan()
+            return c.is_nan() & c.is_valid()  # FALSE (not NULL) on a NULL row, as <=> is
         eq = _cmp(name, t, "==", v)
         return None if eq is None else eq & c.is_valid()
     if isinstance(f, D.In):
@@ -114,9 +115,7 @@ def _translate(f, types: dict, names: dict):
             if not parts:
                 return c.isin([])
             return Or.of(*parts)
-        if pa.types.is_floating(t) and any(_is_nan(v) for v in values):
-            return c.isin([v for v in values if not _is_nan(v)]) | c.is_nan()
-        return c.isin(values)
+        return c.isin(values)  # rcfmt's isin is SQL's IN: NaN matches NaN, NULL members as in SQL
     if isinstance(f, D.IsNull):
         return c.is_null()
     if isinstance(f, D.IsNotNull):

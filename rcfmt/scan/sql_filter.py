@@ -1,15 +1,20 @@
 """The ``filter`` read option: a Spark SQL predicate translated exactly into an rcfmt
 expression (parsed with sqlglot's Spark dialect).
 
-Translated: ``= <> != < <= > >=`` between a column and a literal (either side),
-``BETWEEN``, ``IN (literals)``, ``IS [NOT] NULL``, ``LIKE 'prefix%'`` (and ``LIKE`` without
-wildcards), a boolean column on its own, ``AND``/``OR``/``NOT`` and parentheses. Literals:
-numbers (negative too), strings, ``TRUE``/``FALSE``, ``DATE '...'``, ``TIMESTAMP '...'``
-and ``CAST('...' AS <type>)``; a string literal compared with a date or timestamp column
-is read as an ISO date/time. A literal compared with a TIMESTAMP (time-zone-aware)
-column must carry its UTC offset (Spark would read a bare one in the session time
-zone, which a data source cannot see). Float comparisons follow Spark: NaN is greater
-than every number and equal to itself.
+Translated: ``= <> != < <= > >= <=>`` between a column and a literal (either side),
+``BETWEEN``, ``IN (literals, NULL)``, ``IS [NOT] NULL``, ``LIKE 'prefix%'`` (and ``LIKE``
+without wildcards), ``array_contains``, a boolean column on its own, ``AND``/``OR``/``NOT``
+and parentheses. Literals: numbers (negative too), strings, ``TRUE``/``FALSE``,
+``DATE '...'``, ``TIMESTAMP '...'``, ``CAST('...' AS <type>)`` and its function forms
+(``double('NaN')``, ``float('1.5')``); a string literal compared with a date or timestamp
+column is read as an ISO date/time, with a float column as Spark casts it (``'NaN'``,
+``'Infinity'``, ``'-inf'``, numbers). A literal compared with a TIMESTAMP
+(time-zone-aware) column must carry its UTC offset (Spark would read a bare one in the
+session time zone, which a data source cannot see).
+
+Semantics are Spark's, row by row: NULL rules of SQL, and on floats NaN equal to NaN
+and greater than every other value (-0.0 equal to 0.0), in comparisons, ``BETWEEN`` and
+``IN``, under ``NOT`` too. NaN compared with a non-float column is refused.
 
 Everything else (functions, arithmetic, column-to-column comparisons, subqueries,
 comparisons with NULL, LIKE patterns with inner wildcards) raises
@@ -20,6 +25,10 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import math
+import re
+
+import numpy as np
 
 import pyarrow as pa
 
@@ -63,83 +72,127 @@ def parse_filter(text: str, schema: pa.Schema):
 
 def parse_filter_expr(text: str, schema: pa.Schema):
     """The rcfmt expression of the ``filterExpr`` option (JSON written by
-    :func:`rcfmt.scan.expr_json.dumps`), bound once to check columns and literals. It
-    keeps rcfmt's semantics (e.g. NaN matches no comparison), not Spark SQL's."""
+    :func:`rcfmt.scan.expr_json.dumps`), bound once to check columns and literals. It is
+    applied as it is, so one whose rows could differ from what the same predicate selects
+    in Spark SQL (NaN compared on a float column, ``~is_nan``) is refused
+    (:func:`rcfmt.scan.spark_meaning.check_spark_meaning`)."""
     from rcfmt.scan.bind import bind
     from rcfmt.scan.expr_json import loads
+    from rcfmt.scan.spark_meaning import check_spark_meaning
 
     try:
         expr = loads(text)
         bind(expr, schema)
     except (FilterError, SchemaError) as exc:
         raise InvalidOptionError(f"filterExpr option: {exc}") from None
+    check_spark_meaning(expr, schema)
     return expr
 
 
 class _Translator:
+    """A Spark SQL predicate as an rcfmt expression TRUE on exactly the rows where Spark's
+    is TRUE. NOT is pushed to the leaves here (De Morgan holds in three-valued logic), so
+    each leaf is translated in its polarity with Spark's semantics -- the rows where
+    Spark's leaf (or its negation) is TRUE -- and the result never leans on rcfmt's NOT
+    meaning what Spark's does (they differ for NaN)."""
+
     def __init__(self, exp, schema: pa.Schema):
         self.exp = exp
         self.schema = schema
         self.names = {name.lower(): name for name in schema.names}
 
     # ---------------------------------------------------------------- predicates
-    def predicate(self, node):
+    def predicate(self, node, neg: bool = False):
         exp = self.exp
         if isinstance(node, exp.Paren):
-            return self.predicate(node.this)
-        if isinstance(node, exp.And):
-            return self.predicate(node.this) & self.predicate(node.expression)
-        if isinstance(node, exp.Or):
-            return self.predicate(node.this) | self.predicate(node.expression)
+            return self.predicate(node.this, neg)
+        if isinstance(node, (exp.And, exp.Or)):
+            left, right = self.predicate(node.this, neg), self.predicate(node.expression, neg)
+            return left & right if isinstance(node, exp.And) != neg else left | right
         if isinstance(node, exp.Not):
-            inner = node.this.this if isinstance(node.this, exp.Paren) else node.this
-            if isinstance(inner, exp.Is):
-                return self._is(inner, negated=True)
-            return ~self.predicate(node.this)
+            return self.predicate(node.this, not neg)
         if isinstance(node, exp.Is):
-            return self._is(node, negated=False)
-        ops = {exp.EQ: "==", exp.NEQ: "!=", exp.GT: ">", exp.GTE: ">=", exp.LT: "<", exp.LTE: "<="}
-        flipped = {"==": "==", "!=": "!=", ">": "<", ">=": "<=", "<": ">", "<=": ">="}
-        for cls, op in ops.items():
-            if type(node) is cls:
-                left, right = node.this, node.expression
-                if self._is_column(left) and not self._is_column(right):
-                    name, value_node = self._column(left), right
-                elif self._is_column(right) and not self._is_column(left):
-                    name, value_node, op = self._column(right), left, flipped[op]
-                else:
-                    raise _fail(node, "compares no column with a literal")
-                value = self._literal(value_node, name)
-                out = _compare(col(name), op, value)
-                if op in (">", ">=") and pa.types.is_floating(self.schema.field(name).type):
-                    out = out | col(name).is_nan()  # Spark orders NaN above every number
-                return out
-        if isinstance(node, exp.Between):
+            return self._is(node, negated=neg)
+        if type(node) in self._ops():
+            name, op, value = self._comparison(node)
+            return _spark_compare(col(name), self._type(name), _COMPLEMENT[op] if neg else op, value)
+        if isinstance(node, exp.NullSafeEQ):  # never NULL: NULL <=> v is FALSE
+            sides = [self._strip(node.this), self._strip(node.expression)]
+            if any(isinstance(side, exp.Null) for side in sides):  # x <=> NULL: x IS NULL
+                other = [side for side in sides if not isinstance(side, exp.Null)]
+                if not other:
+                    raise _fail(node, "is a constant; leave the filter out instead")
+                c = col(self._column(other[0]))
+                return c.is_valid() if neg else c.is_null()
+            name, _, value = self._comparison(node)
+            c, t = col(name), self._type(name)
+            return c.is_null() | _spark_compare(c, t, "!=", value) if neg else \
+                _spark_compare(c, t, "==", value) & c.is_valid()
+        if isinstance(node, exp.Between):  # lo <= x <= hi, in Spark's order (NaN above all)
             name = self._column(node.this)
-            return col(name).between(self._literal(node.args["low"], name), self._literal(node.args["high"], name))
+            c, t = col(name), self._type(name)
+            lo, hi = self._literal(node.args["low"], name), self._literal(node.args["high"], name)
+            if neg:
+                return _spark_compare(c, t, "<", lo) | _spark_compare(c, t, ">", hi)
+            return _spark_compare(c, t, ">=", lo) & _spark_compare(c, t, "<=", hi)
         if isinstance(node, exp.In):
             if node.args.get("query") is not None or node.args.get("unnest") is not None:
                 raise _fail(node, "has a subquery")
             name = self._column(node.this)
-            return col(name).isin([self._literal(v, name) for v in node.expressions])
+            # rcfmt's isin is SQL's IN: NaN matches NaN, -0.0 matches 0.0, NULL members as in SQL
+            members = [None if isinstance(self._strip(v), exp.Null) else self._literal(v, name)
+                       for v in node.expressions]
+            found = col(name).isin(members)
+            return ~found if neg else found
         if isinstance(node, exp.Like):
-            return self._like(node)
+            found = self._like(node)
+            return ~found if neg else found
         if isinstance(node, exp.ArrayContains):  # array_contains(tags, 'x')
             name = self._column(node.this)
             t = self.schema.field(name).type
             if not is_list_type(t):
                 raise _fail(node, "needs a list column")
-            return list_contains(col(name), self._literal_of(node.expression, t.value_type))
+            found = list_contains(col(name), self._literal_of(node.expression, t.value_type))
+            return ~found if neg else found
         if isinstance(node, exp.Column):
             name = self._column(node)
             if not pa.types.is_boolean(self.schema.field(name).type):
                 raise _fail(node, "is not a boolean column")
-            return col(name) == True  # noqa: E712 - an rcfmt expression, not a Python test
+            return col(name) == (not neg)
         if isinstance(node, exp.Boolean):
             raise _fail(node, "is a constant; leave the filter out instead")
         raise _fail(node)
 
+    def _ops(self) -> dict:
+        exp = self.exp
+        return {exp.EQ: "==", exp.NEQ: "!=", exp.GT: ">", exp.GTE: ">=", exp.LT: "<", exp.LTE: "<="}
+
+    def _comparison(self, node):
+        """``(column, op, literal)`` of a comparison, the column on the left."""
+        op = self._ops().get(type(node), "==")
+        left, right = node.this, node.expression
+        if self._is_column(left) and not self._is_column(right):
+            name, value_node = self._column(left), right
+        elif self._is_column(right) and not self._is_column(left):
+            name, value_node, op = self._column(right), left, _FLIPPED[op]
+        else:
+            raise _fail(node, "compares no column with a literal")
+        value = self._literal(value_node, name)
+        if _is_nan(value) and not pa.types.is_floating(self._type(name)):
+            raise _fail(node, "compares a non-float column with NaN")
+        return name, op, value
+
+    def _type(self, name: str) -> pa.DataType:
+        t = self.schema.field(name).type
+        return t.value_type if pa.types.is_dictionary(t) else t
+
+    def _strip(self, node):
+        while isinstance(node, self.exp.Paren):
+            node = node.this
+        return node
+
     def _is(self, node, negated: bool):
+        """``IS NULL`` (``negated``: IS NOT NULL); never NULL."""
         if not isinstance(node.expression, self.exp.Null):
             raise _fail(node, "(IS TRUE/FALSE) is not supported; compare with = instead")
         c = col(self._column(node.this))
@@ -191,10 +244,10 @@ class _Translator:
         if isinstance(node, exp.Boolean):
             return bool(node.this)
         if isinstance(node, exp.Neg):
-            inner = node.this
-            if isinstance(inner, exp.Literal) and not inner.is_string:
-                return -self._number(inner.this, t, node)
-            raise _fail(node)
+            value = self._literal_of(node.this, t)
+            if isinstance(value, (bool, str, bytes, dt.date)):
+                raise _fail(node, "negates a literal that is not a number")
+            return -value
         if isinstance(node, (exp.Cast, exp.TryCast)):
             inner = node.this
             if not isinstance(inner, exp.Literal):
@@ -203,6 +256,8 @@ class _Translator:
         if isinstance(node, exp.Literal):
             if not node.is_string:
                 return self._number(node.this, t, node)
+            if pa.types.is_floating(t):  # Spark casts the string to the column's type
+                return _spark_double(node.this, node)
             if pa.types.is_date(t) or pa.types.is_timestamp(t):
                 return self._typed(node.this, exp.DataType.Type.DATE if pa.types.is_date(t)
                                    else exp.DataType.Type.TIMESTAMP, t, node)
@@ -234,8 +289,10 @@ class _Translator:
                 return decimal.Decimal(text.strip())
             if to in (Type.INT, Type.BIGINT, Type.SMALLINT, Type.TINYINT):
                 return int(text.strip())
-            if to in (Type.DOUBLE, Type.FLOAT):
-                return float(text)
+            if to == Type.DOUBLE:
+                return _spark_double(text, node)
+            if to == Type.FLOAT:  # a float32 value, widened to double when compared
+                return float(np.float32(_spark_double(text, node)))
             if to in (Type.VARCHAR, Type.TEXT, Type.CHAR):
                 return text
         except ValueError:
@@ -250,6 +307,30 @@ class _Translator:
         raise _fail(node, "casts to a type the filter option does not translate")
 
 
+_COMPLEMENT = {"==": "!=", "!=": "==", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}  # NOT, on non-NULL values
+_FLIPPED = {"==": "==", "!=": "!=", ">": "<", ">=": "<=", "<": ">", "<=": ">="}  # operands swapped
+
+
+def _is_nan(value) -> bool:
+    return isinstance(value, float) and math.isnan(value)
+
+
+def _spark_compare(c, t: pa.DataType, op: str, value):
+    """``c op value`` with Spark's meaning: NULL for NULL rows; on floats NaN equals NaN
+    and is greater than every other value (rcfmt's comparisons follow IEEE instead)."""
+    if not pa.types.is_floating(t):
+        return _compare(c, op, value)
+    if _is_nan(value):
+        return {
+            "==": c.is_nan(), ">=": c.is_nan(),
+            "!=": ~c.is_nan(), "<": ~c.is_nan(),  # every non-NaN value (is_nan is NULL for NULL)
+            "<=": c.is_valid(),
+            ">": c.is_null() & c.is_valid(),  # nothing is above NaN: never TRUE
+        }[op]
+    out = _compare(c, op, value)
+    return out | c.is_nan() if op in (">", ">=") else out  # NaN is above v (and != v, as in IEEE)
+
+
 def _compare(c, op: str, value):
     if op == "==":
         return c == value
@@ -262,3 +343,21 @@ def _compare(c, op: str, value):
     if op == ">":
         return c > value
     return c >= value
+
+
+_SPARK_INFINITY = {"inf": math.inf, "+inf": math.inf, "infinity": math.inf, "+infinity": math.inf,
+                   "-inf": -math.inf, "-infinity": -math.inf, "nan": math.nan}
+_DECIMAL_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
+def _spark_double(text: str, node) -> float:
+    """A string as Spark casts it to DOUBLE: trimmed; ``NaN``, ``Infinity``, ``inf`` (any
+    case, signed); else a decimal number. Anything else is refused (Spark's ANSI mode
+    raises; without it the value would be NULL)."""
+    text = text.strip()
+    special = _SPARK_INFINITY.get(text.lower())
+    if special is not None:
+        return special
+    if not _DECIMAL_NUMBER.fullmatch(text):
+        raise _fail(node, "is not a number Spark reads as a double")
+    return float(text)

@@ -17,44 +17,6 @@ from .test_spark import N, data, sample_table  # noqa: F401 - the module's fixtu
 SCHEMA = sample_table().schema
 
 
-# ---------------------------------------------------------------- translation (no Spark)
-@pytest.mark.parametrize("sql", [
-    "id = 5", "5 = id", "id <> 5", "id != 5", "id < 5 AND i32 >= 3", "NOT (id > 10) OR s IS NULL",
-    "id BETWEEN 3 AND 9", "i8 IN (1, -2, 3)", "s IS NOT NULL", "s LIKE 'ab%'", "s LIKE 'ab3'",
-    "d >= DATE '2024-01-10'", "d < '2024-01-05'", "ts > TIMESTAMP '2023-11-20 00:00:00+00:00'",
-    "ntz <= TIMESTAMP '2023-11-15 01:00:00'", "dec < 1.5", "dec >= CAST('-2.25' AS DECIMAL(10,2))",
-    "f > -1.5e0", "f >= 0", "NOT (f > 1)", "f < 1", "b", "NOT b", "(id < 3) OR (id > 590 AND p = 1)", "ID = 7",
-    "`s` = 'zz1'", "big > 1000000000000000000",
-])
-def test_translations_select_what_sql_selects(sql):
-    """Each predicate, translated, selects the rows DuckDB's SQL selects on the same
-    table (DuckDB orders NaN as Spark does: above every number)."""
-    import duckdb
-
-    table = sample_table()
-    expr = parse_filter(sql, SCHEMA)
-    mask = selection_mask(expr, table)
-    got = sorted(table["id"].filter(pa.array(mask)).to_pylist())
-    con = duckdb.connect()
-    con.execute("SET TimeZone='UTC'")
-    con.register("t", table)
-    query = "SELECT id FROM t WHERE " + sql.replace("`", '"')
-    want = sorted(r[0] for r in con.execute(query).fetchall())
-    assert got == want
-
-
-@pytest.mark.parametrize("sql, part", [
-    ("id + 1 = 5", "compares no column"), ("id = i32", "compares no column"), ("upper(s) = 'AB'", "UPPER"),
-    ("s LIKE '%b'", "wildcards"), ("s LIKE 'a_b%'", "wildcards"), ("id = NULL", "NULL"),
-    ("id IN (SELECT 1)", "subquery"), ("nope = 1", "unknown column"), ("", "empty"), ("id =", "not a SQL"),
-    ("TRUE", "constant"), ("i32", "not a boolean"), ("d < DATE 'x'", "valid literal"),
-    ("ts > TIMESTAMP '2023-11-20 00:00:00'", "session time zone"),
-])
-def test_untranslatable_parts_are_refused_by_name(sql, part):
-    with pytest.raises(InvalidOptionError, match=part):
-        parse_filter(sql, SCHEMA)
-
-
 # ---------------------------------------------------------------- in Spark
 def _ids(df):
     return sorted(r.id for r in df.select("id").collect())
@@ -135,7 +97,7 @@ def test_python_helper_takes_an_rcfmt_expression(spark, data):  # noqa: F811
     import datetime as dt
 
     table, _, rc = data
-    expr = ((rcfmt.col("f") > 1.0) | rcfmt.col("s").startswith("ab")) & (rcfmt.col("d") >= dt.date(2024, 1, 20))
+    expr = ((rcfmt.col("f") < -1.0) | rcfmt.col("s").startswith("ab")) & (rcfmt.col("d") >= dt.date(2024, 1, 20))
     want = sorted(table["id"].filter(pa.array(selection_mask(expr, table))).to_pylist())
     assert 0 < len(want) < table.num_rows
     df = spark_datasource.read(spark, rc, filter=expr, columns=["id", "f"])
@@ -147,3 +109,6 @@ def test_python_helper_takes_an_rcfmt_expression(spark, data):  # noqa: F811
     with pytest.raises(Exception, match="filterExpr option"):
         spark.read.format("rcfmt").option("filterExpr", '{"cmp": "==", "column": "nope", "value": ["int", "1"]}') \
             .load(rc).collect()
+    # NaN's meaning differs (rcfmt: IEEE; Spark: above every number): refused, never reinterpreted
+    with pytest.raises(Exception, match="other rows than Spark SQL"):
+        spark_datasource.read(spark, rc, filter=rcfmt.col("f") > 1.0).collect()
