@@ -1,7 +1,10 @@
 """Byte-level compression of page bodies: none, zstd, lz4 (raw block).
 
 Separate from value encodings. Every decompression is bounded by the uncompressed size
-recorded in the (checksummed) page header, and its output length is verified.
+recorded in the (checksummed) page header (no more than that many bytes, plus one, are
+ever produced, whatever the compressed frame claims), and its output length is verified.
+These are the Python codecs: the page pipeline (:mod:`rcfmt._native.pages`) calls the
+libraries' C entry points directly when it finds them, and these otherwise.
 """
 from __future__ import annotations
 
@@ -60,6 +63,23 @@ def compress(codec: int, data, level: int | None = None) -> bytes:
     raise InvalidOptionError(f"unknown codec id {codec}")
 
 
+def _zstd_bounded(data, size: int):
+    """The zstd frame ``data`` decompressed, producing at most ``size`` (+ 1) bytes
+    whatever the frame says: a frame that declares its content size gets a buffer of
+    that size only if it is ``size`` (python-zstandard's one-shot ``decompress`` sizes its
+    buffer by the declared size, ignoring ``max_output_size``); one that does not is
+    decompressed into a buffer of ``size`` bytes, or, for ``size`` 0 (which the one-shot
+    call cannot take), streamed for at most one byte."""
+    dec = _zstd_decompressor()
+    if size == 0:
+        with dec.stream_reader(data) as reader:
+            return reader.read(1)  # one byte is already too many
+    declared = zstandard.frame_content_size(data)  # -1: not in the frame header
+    if declared != -1 and declared != size:
+        raise CorruptFileError(f"zstd frame declares {declared} bytes, header says {size}")
+    return dec.decompress(data, max_output_size=size)
+
+
 def decompress(codec: int, data, uncompressed_size: int):
     """Decompress ``data`` to exactly ``uncompressed_size`` bytes or raise CorruptFileError."""
     if codec == NONE:
@@ -68,11 +88,8 @@ def decompress(codec: int, data, uncompressed_size: int):
         return data
     try:
         if codec == ZSTD:
-            if uncompressed_size == 0:
-                out = _zstd_decompressor().decompressobj().decompress(bytes(data))
-            else:
-                out = _zstd_decompressor().decompress(data, max_output_size=uncompressed_size)
-        elif codec == LZ4:
+            out = _zstd_bounded(data, uncompressed_size)
+        elif codec == LZ4:  # (lz4 writes into a buffer of uncompressed_size: bounded, 0 included)
             out = lz4.block.decompress(data, uncompressed_size=uncompressed_size)
         else:
             raise UnsupportedError(f"unknown compression codec id {codec} (written by a newer rcfmt?)")
