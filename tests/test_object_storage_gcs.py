@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 
 import numpy as np
 import pyarrow as pa
@@ -200,27 +201,67 @@ def test_a_transient_gcs_fault_mid_read_is_retried(big_gcs_file, gcs_proxy, kind
     assert [s for s in statuses if s not in (200, 206)] == [503 if kind == "503" else 0] and len(statuses) >= 2
 
 
-def test_a_persistent_or_stalled_gcs_fault_is_a_storage_error_in_bounded_time(big_gcs_file, gcs_proxy,
-                                                                               monkeypatch):
-    """A server that keeps failing mid-read, or answers a read too late: a StorageError
-    naming the object after the bounded retries or the read timeout -- not a hang."""
-    import time
+class _Held:
+    """A fault hook that holds every ranged read of the object ``name`` unanswered (a
+    server that stopped answering) until :meth:`release`, then drops the connections;
+    ``held`` counts them. (Only if nothing releases one for a minute -- a client that
+    waits that long -- is its answer sent: a guard against a hang, not a measure of time.)"""
+
+    def __init__(self, name: str):
+        self.name, self.held = name, 0
+        self._released = threading.Event()
+        self._lock = threading.Lock()
+
+    def __call__(self, number, method, path):
+        if method != "GET" or "alt=media" not in path or self.name not in path.replace("%2F", "/"):
+            return None
+        with self._lock:
+            self.held += 1
+        return "reset" if self._released.wait(60) else None
+
+    def release(self) -> None:
+        self._released.set()
+
+
+@pytest.mark.parametrize("fault", ["503", "stall"])
+def test_a_persistent_or_stalled_gcs_fault_is_a_storage_error_at_the_retry_deadline(big_gcs_file, gcs_proxy,
+                                                                                     monkeypatch, fault):
+    """A server that keeps failing mid-read, or stops answering: the client retries until
+    its retry deadline (GCS_RETRY_SECONDS, 2 s here) and then gives up with a StorageError
+    naming the object and that deadline, the last attempt's failure -- the 503, or the
+    read timeout (0.5 s here) -- inside. A stalled read is never answered: the client's
+    read timeout ends each attempt, so at most 2 / 0.5 + 1 of them start before the
+    deadline."""
+    from google.api_core.exceptions import RetryError
+    from requests.exceptions import ReadTimeout
 
     from rcfmt import gcs_source, storage
 
     uri, _ = big_gcs_file
     monkeypatch.setattr(storage, "GCS_RETRY_SECONDS", 2)
     monkeypatch.setattr(gcs_source, "TIMEOUT", (2, 0.5))
-    # (a stalled read times out after 0.5 s and is retried like a failed one, until 2 s)
-    for fault, budget in (("503", 8), (("stall", 10.0), 8)):
-        with rcfmt.open(uri) as f:
-            gcs_proxy.fault = _gcs_faulty(fault, "reads/big.rcfmt", 1000)
-            t0 = time.perf_counter()
-            with pytest.raises(rcfmt.StorageError, match="reads/big.rcfmt") as info:
+    hook = _gcs_faulty("503", "reads/big.rcfmt", 1000) if fault == "503" else _Held("reads/big.rcfmt")
+    with rcfmt.open(uri) as f:
+        gcs_proxy.reset_counts()
+        gcs_proxy.fault = hook
+        try:
+            with pytest.raises(rcfmt.StorageError, match=r"reads/big\.rcfmt.*Timeout of 2(\.0)?s exceeded") as info:
                 f.read(columns=["v"])
-            assert time.perf_counter() - t0 < budget, fault
-            gcs_proxy.fault = None
-        assert isinstance(info.value, OSError)
+        finally:
+            if fault == "stall":
+                hook.release()
+    assert isinstance(info.value, OSError)
+    retry = info.value.__context__  # google-api-core's: the retry deadline passed
+    assert isinstance(retry, RetryError), repr(retry)
+    if fault == "503":
+        statuses = [r[2] for r in _object_requests(gcs_proxy, "reads/big.rcfmt")]
+        assert len(statuses) >= 2 and set(statuses) == {503}, statuses  # retried, never answered
+        assert "503" in str(retry.cause)
+    else:
+        assert isinstance(retry.cause, ReadTimeout) and "read timeout=0.5" in str(info.value)
+        assert 2 <= hook.held <= 5, hook.held
+        answered = [r for r in _object_requests(gcs_proxy, "reads/big.rcfmt") if r[2] != 0]  # (0: dropped)
+        assert answered == [], answered
 
 
 def test_gcs_reads_fall_back_to_pyarrow_without_the_client_library(big_gcs_file, monkeypatch):
