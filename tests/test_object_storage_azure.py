@@ -12,7 +12,7 @@ settings, the commit primitive on the server and in races, and the requests and
 faults of Azure reads and writes."""
 from __future__ import annotations
 
-import time
+import threading
 
 import numpy as np
 import pyarrow as pa
@@ -238,8 +238,17 @@ def test_a_point_lookup_is_three_requests(big_azure_file, azure):
     assert data and all(r[0] == "GET" for r in data), data
 
 
+@pytest.fixture
+def no_backoff(monkeypatch):
+    """The client's waits between retries taken out (1 to 8 s each here): the tests of
+    faults check what is retried and how often, not how long the client waits."""
+    from azure.storage.blob import ExponentialRetry
+
+    monkeypatch.setattr(ExponentialRetry, "get_backoff_time", lambda self, settings: 0)
+
+
 @pytest.mark.parametrize("kind", ["503", "reset"])
-def test_a_transient_azure_fault_mid_read_is_retried(big_azure_file, azure, kind):
+def test_a_transient_azure_fault_mid_read_is_retried(big_azure_file, azure, no_backoff, kind):
     """One throttling answer or one dropped connection while a scan reads: the client
     retries and the rows are right."""
     uri, table = big_azure_file
@@ -252,27 +261,77 @@ def test_a_transient_azure_fault_mid_read_is_retried(big_azure_file, azure, kind
     assert [s for s in statuses if s not in (200, 206)] == [503 if kind == "503" else 0] and len(statuses) >= 2
 
 
-def test_a_persistent_or_stalled_azure_fault_is_a_storage_error_in_bounded_time(big_azure_file, azure,
-                                                                                 monkeypatch):
+@pytest.fixture
+def azure_proxy(azure, monkeypatch):
+    """A counting, fault-injecting proxy (tests/local_s3.py's) between rcfmt's Azure
+    clients and the server: it sees every attempt, answered or not."""
+    from local_azure import connection_string
+    from local_s3 import S3Proxy
+
+    with S3Proxy(azure.endpoint) as proxy:
+        monkeypatch.setenv("AZURE_STORAGE_CONNECTION_STRING", connection_string(proxy.endpoint))
+        yield proxy
+
+
+class _Held:
+    """A fault hook that holds every GET of ``name`` unanswered (a server that stopped
+    answering) until :meth:`release`, then drops the connections; ``held`` counts them.
+    (Only if nothing releases one for a minute -- a client that waits that long -- is
+    its answer sent: a guard against a hang, not a measure of time.)"""
+
+    def __init__(self, name: str):
+        self.name, self.held = name, 0
+        self._released = threading.Event()
+        self._lock = threading.Lock()
+
+    def __call__(self, number, method, path):
+        if method != "GET" or self.name not in path:
+            return None
+        with self._lock:
+            self.held += 1
+        return "reset" if self._released.wait(60) else None
+
+    def release(self) -> None:
+        self._released.set()
+
+
+@pytest.mark.parametrize("fault", ["503", "stall"])
+def test_a_persistent_or_stalled_azure_fault_is_a_storage_error_after_the_configured_retries(
+        big_azure_file, azure, azure_proxy, no_backoff, monkeypatch, fault):
     """A server that keeps failing mid-read, or stops answering: a StorageError naming
-    the blob after RETRIES retries (1 + 3 s of back-off here) or the read timeout per
-    attempt -- not a hang, and not once per block of a fetched group."""
+    the blob once the client has retried the read RETRIES times (2 here) -- 3 GETs in
+    all, not once more per block of the fetched group -- each answered 503, or each
+    never answered and given up at the read timeout (0.5 s here)."""
+    from azure.core.exceptions import HttpResponseError, ServiceResponseTimeoutError
+
     from rcfmt import azure_store
 
     uri, _ = big_azure_file
     monkeypatch.setattr(azure_store, "RETRIES", 2)
     monkeypatch.setattr(azure_store, "READ_TIMEOUT", 0.5)
-    for fault in ("503", "stall"):
-        with rcfmt.open(uri) as f:
-            azure.reset_log()
-            azure.fault(fault, f"{CONTAINER}/reads/big.rcfmt", 1000, seconds=5)
-            t0 = time.perf_counter()
+    held = _Held("reads/big.rcfmt")
+    with rcfmt.open(uri) as f:
+        azure_proxy.reset_counts()
+        if fault == "503":
+            azure.fault("503", f"{CONTAINER}/reads/big.rcfmt", 1000)
+        else:
+            azure_proxy.fault = held
+        try:
             with pytest.raises(rcfmt.StorageError, match="reads/big.rcfmt") as info:
                 f.read(columns=["v"])
-            assert time.perf_counter() - t0 < 15, fault
+        finally:
             azure.fault(None)
-        assert isinstance(info.value, OSError)
-        assert len([r for r in azure.requests("reads/big.rcfmt") if r[0] == "GET"]) <= 3 + 1, fault
+            held.release()
+    assert isinstance(info.value, OSError)
+    cause = info.value.__context__  # the client's own error, after its retries
+    sent = [r for r in azure_proxy.requests if r[0] == "GET" and "reads/big.rcfmt" in r[1]]
+    if fault == "503":
+        assert isinstance(cause, HttpResponseError) and cause.status_code == 503, repr(cause)
+        assert [r[2] for r in sent] == [503] * 3, sent
+    else:
+        assert isinstance(cause, ServiceResponseTimeoutError) and "read timeout=0.5" in str(info.value), repr(cause)
+        assert held.held == 3
+        assert [r for r in sent if r[2] != 0] == []  # none answered (0: dropped after the error)
 
 
 def test_azure_reads_fall_back_to_pyarrow_without_the_client_library(big_azure_file, monkeypatch):
