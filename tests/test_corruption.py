@@ -301,16 +301,20 @@ def test_every_bad_file_has_a_test():
 
 
 def test_bad_files_are_forged_with_valid_checksums():
-    """The defects must be caught by validation, not by a CRC: even with checksums off
-    every bad file still fails (or, for the known gaps, is exercised by an xfail)."""
+    """The defects must be caught by validation, not by a CRC: with checksums off every
+    bad file still fails, with the very error (type and message) it fails with when they
+    are on -- the one its named test expects. (None of them is benign: each holds a
+    defect the reader must refuse.)"""
     for name in COVERED:
         path = BAD / name
-        try:
-            read_everything(path, verify=False)
-        except ChecksumError as exc:  # page header CRCs are always verified
-            raise AssertionError(f"{name}: a checksum is wrong: {exc}") from exc
-        except Exception:  # noqa: BLE001 - other failures are the named tests' business
-            pass
+        failures = []
+        for verify in (False, True):
+            with pytest.raises(RcfmtError) as info:
+                read_everything(path, verify=verify)
+            failures.append((type(info.value), str(info.value)))
+        unverified, verified = failures
+        assert unverified[0] is not ChecksumError, f"{name}: a checksum is wrong: {unverified[1]}"
+        assert unverified == verified, f"{name}: fails otherwise with checksums off: {unverified} vs {verified}"
 
 
 # ---- versions and features
