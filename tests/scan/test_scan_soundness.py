@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import rcfmt
-from rcfmt.scan.oracle import selection_mask
+from oracle_filter import selection_mask
 from rcfmt.scan.scanner import scan_file
 from strategies import examples
 from strategies_expr import exprs, tables
