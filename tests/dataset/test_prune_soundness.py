@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import rcfmt
-from rcfmt.scan.oracle import selection_mask
+from oracle_filter import selection_mask
 from strategies import examples
 from strategies_expr import Data, exprs, splits, tables
 
