@@ -14,15 +14,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import rcfmt
-from rcfmt.scan.expr import col
-from rcfmt.scan.nnf import BoundAnd, BoundOr, Cmp, Leaf, to_nnf
+from rcfmt.scan.expr import And, col
+from rcfmt.scan.nnf import BoundAnd, Cmp, Leaf, to_nnf
 from rcfmt.scan.bind import bind
-from rcfmt.scan.oracle import selection_mask
 from rcfmt.scan.prune import leaf_may_match, may_match, prefix_successor
 from rcfmt.scan.scanner import FileScan
 from rcfmt.statistics import StatsArrays
 
 import strategies_expr as sx  # tests/ is on sys.path (tests/conftest.py)
+from oracle_filter import selection_mask
 from strategies import examples
 
 NAN = math.nan
@@ -33,11 +33,16 @@ def stats_of(values, t, units, **kw) -> StatsArrays:
 
 
 def keep(expr, values, t, units, **kw) -> list[bool]:
+    """The units pruning keeps, checked sound against the oracle on the way."""
     schema = pa.schema([("x", t)])
-    return may_match(bind(expr, schema), {"x": stats_of(values, t, units, **kw)}).tolist()
+    kept = may_match(bind(expr, schema), {"x": stats_of(values, t, units, **kw)}).tolist()
+    for u, (matches, k) in enumerate(zip(truth(expr, values, t, units), kept)):
+        assert k or not matches, f"unit {u} holds a TRUE row of {expr!r} but was pruned"
+    return kept
 
 
 def truth(expr, values, t, units) -> list[bool]:
+    """Per unit: whether a row of it is TRUE (the independent oracle)."""
     mask = selection_mask(expr, pa.table({"x": sx.to_arrow(values, t)}))
     return [bool(mask[a:b].any()) for a, b in units]
 
@@ -134,7 +139,7 @@ def test_nulls_nans_and_zeros():
     assert keep(col("x").is_null(), values, t, units) == [True, False, False, False, True, False]
     assert keep(col("x").is_valid(), values, t, units) == [False, True, True, True, True, False]
     assert keep(col("x").is_nan(), values, t, units) == [False, True, False, True, False, False]
-    assert keep(~col("x").is_nan(), values, t, units) == [True, False, True, True, True, False]
+    assert keep(~col("x").is_nan(), values, t, units) == [False, False, True, True, True, False]  # NULL rows: NULL
     assert keep(col("x") == 0, values, t, units) == [False, False, True, False, False, False]
     assert keep(col("x") == -0.0, values, t, units) == [False, False, True, False, False, False]
     assert keep(col("x") != 0, values, t, units) == [False, True, False, True, True, False]
@@ -182,8 +187,9 @@ def test_may_match_plumbing():
 SETTINGS = settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
-def _check_sound(d, bound, units, stats):
-    mask = selection_mask(bound, d.table)
+def _check_sound(d, expr, units, stats):
+    bound = bind(expr, d.schema)
+    mask = selection_mask(expr, d.table)
     kept = may_match(bound, stats)
     for u, (a, b) in enumerate(units):
         if mask[a:b].any():
@@ -200,32 +206,50 @@ def test_pruning_is_sound(data):
     for f in d.schema:
         unknown = data.draw(st.lists(st.booleans(), min_size=len(units), max_size=len(units))) if data.draw(st.booleans()) else None
         stats[f.name] = sx.brute_stats(d.values[f.name], f.type, units, truncate=truncate, unknown=unknown)
-    bound = bind(data.draw(sx.exprs(d)), d.schema)
-    _check_sound(d, bound, units, stats)
+    _check_sound(d, data.draw(sx.exprs(d)), units, stats)
 
 
 @SETTINGS
 @given(data=st.data())
 def test_single_leaves_are_sound_on_pages_and_precise_where_stats_are_exact(data):
-    """Leaves on one column (the page-index case); with exact bounds the range
-    comparisons and the count-only checks must keep exactly the units that match."""
+    """Leaves on one column (the page-index case), and their negations; with exact
+    bounds the range comparisons and the count-only checks must keep exactly the units
+    that match."""
     d = data.draw(sx.tables(max_columns=1, max_rows=40))
     (f,) = d.schema
     units = data.draw(sx.splits(d.table.num_rows, max_units=8))
     stats = sx.brute_stats(d.values[f.name], f.type, units)
-    bound = to_nnf(bind(data.draw(sx.leaves(d)), d.schema))
-    leaves = bound.children if isinstance(bound, (BoundAnd, BoundOr)) else (bound,)
-    for leaf in leaves:
-        assert isinstance(leaf, Leaf)
-        mask = selection_mask(leaf, d.table)
+    expr = data.draw(sx.leaves(d))
+    if data.draw(st.booleans()):
+        expr = ~expr  # NOT over every kind of leaf (NULL rows among the values)
+    nnf = to_nnf(bind(expr, d.schema))
+    whole = np.array([m.any() for m in _per_unit(selection_mask(expr, d.table), units)], bool)
+    assert not (whole & ~may_match(nnf, {f.name: stats})).any(), f"pruned a matching unit: {expr!r}"
+    for sub, leaf in _paired(expr, nnf):
+        mask = selection_mask(sub, d.table)
         got = leaf_may_match(leaf, stats)
         assert got.dtype == bool and got.shape == (len(units),)
-        matches = np.array([mask[a:b].any() for a, b in units], bool)
-        assert not (matches & ~got).any(), f"pruned a matching unit: {leaf!r}"
+        matches = np.array([m.any() for m in _per_unit(mask, units)], bool)
+        assert not (matches & ~got).any(), f"pruned a matching unit: {leaf!r} (of {sub!r})"
         exact_kind = type(leaf).__name__ in ("NullCheck", "NanCheck", "Folded") or (
             type(leaf).__name__ == "Cmp" and leaf.op in ("<", "<=", ">", ">="))
         if exact_kind:
-            assert (got == matches).all(), f"imprecise pruning of {leaf!r}: kept {got}, matches {matches}"
+            assert (got == matches).all(), f"imprecise pruning of {leaf!r} (of {sub!r}): kept {got}, matches {matches}"
+
+
+def _per_unit(mask, units):
+    return [mask[a:b] for a, b in units]
+
+
+def _paired(expr, nnf):
+    """(user expression, bound leaf) pairs where a leaf of ``nnf`` stands for a whole
+    user expression (so the oracle can answer for the leaf alone)."""
+    if isinstance(nnf, Leaf):
+        return [(expr, nnf)]
+    if (isinstance(expr, And) and isinstance(nnf, BoundAnd) and len(expr.children) == len(nnf.children)
+            and all(isinstance(c, Leaf) for c in nnf.children)):
+        return list(zip(expr.children, nnf.children))
+    return []
 
 
 @settings(max_examples=examples(60), deadline=None)
@@ -267,8 +291,10 @@ def test_native_interval_page_masks_are_sound_and_as_tight(data, tmp_path_factor
     ops = data.draw(st.lists(st.sampled_from(["<", "<=", ">", ">=", "=="]), min_size=1, max_size=4))
     leaves = [(op, data.draw(literals)) for op in ops]
     with rcfmt.open(path) as f:
-        bound = [to_nnf(bind(_cmp(name, op, v), f.schema)) for op, v in leaves]
+        exprs = [_cmp(name, op, v) for op, v in leaves]
+        bound = [to_nnf(bind(e, f.schema)) for e in exprs]
         cmps = [b for b in bound if isinstance(b, Cmp)]
+        cmp_exprs = [e for e, b in zip(exprs, bound) if isinstance(b, Cmp)]
         if not cmps:
             return  # every leaf folded to a constant by the binder
         scan = FileScan(f, filter=rcfmt.col(name).is_valid())
@@ -280,8 +306,8 @@ def test_native_interval_page_masks_are_sound_and_as_tight(data, tmp_path_factor
         for leaf in cmps:
             python &= leaf_may_match(leaf, stats)
         matching = np.ones(len(rows), bool)
-        for leaf in cmps:
-            matching &= selection_mask(leaf, table)
+        for e in cmp_exprs:
+            matching &= selection_mask(e, table)
         entries = f.page_index(0, 0)
         first, counts = entries["first_row"].astype(int), entries["row_count"].astype(int)
         truth = np.array([matching[a:a + n].any() for a, n in zip(first, counts)])
