@@ -420,11 +420,10 @@ def _exact_scalar(t, kind, lit) -> pa.Scalar | None:
         if isinstance(lit, float):  # NaN, +-inf
             return pa.scalar(lit, t)
         width = np.float32 if t == pa.float32() else np.float64
-        try:
-            f = width(float(lit))
-        except OverflowError:  # beyond every double
-            return None
-        return pa.scalar(float(f), t) if np.isfinite(f) and Fraction(float(f)) == lit else None
+        if abs(lit) > Fraction(float(np.finfo(width).max)):
+            return None  # beyond every finite value of the type
+        f = width(float(lit))
+        return pa.scalar(float(f), t) if Fraction(float(f)) == lit else None
     if isinstance(lit, float):
         return None  # NaN, +-inf: no value of an integer, decimal or temporal column
     if kind == "int":
