@@ -1,14 +1,17 @@
 """Predicate expressions: construction, DNF parsing, binding, evaluation, NNF.
 
-``evaluate`` is the oracle of every pruning and filtering test, so it is checked here
-against hand-written answers and against a plain-Python row-by-row model with exact
-(Fraction) arithmetic.
+Evaluation is checked on hand-written answers through the engine (a file written
+plain and dictionary-encoded, read with the filter and with its negation, which tells
+TRUE, FALSE and NULL apart) and through the independent oracle (tests/oracle_filter.py,
+itself checked against a plain-Python model in tests/test_oracle_filter.py); NNF is
+checked row by row against the oracle.
 """
 from __future__ import annotations
 
 import datetime as dt
 import math
-import operator
+import os
+import tempfile
 from decimal import Decimal
 from fractions import Fraction
 
@@ -19,21 +22,46 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import rcfmt
 from rcfmt.errors import FilterError, SchemaError
+from rcfmt.file.arrow_io import from_arrow
+from rcfmt.scan.evaluate import ColumnData, eval_nnf
 from rcfmt.scan.expr import And, Comparison, IsIn, IsNan, IsNull, IsValid, Not, Or, StartsWith, col, to_expr
 from rcfmt.scan.nnf import BoundAnd, BoundNot, BoundOr, Cmp, Folded, InSet, NanCheck, NullCheck, Prefix, columns, to_nnf
 from rcfmt.scan.bind import bind
-from rcfmt.scan.oracle import evaluate, selection_mask
+from rcfmt.types import logical_type_from_arrow
 
-import strategies_expr as sx  # tests/ is on sys.path (tests/conftest.py)
+import oracle_filter  # tests/ is on sys.path (tests/conftest.py)
+import strategies_expr as sx
 from strategies import examples
 
 NAN = math.nan
 UTC = dt.timezone.utc
 
 
-def ev(expr, table):
-    return evaluate(expr, table).to_pylist()
+def engine(expr, t: pa.Table, **write_options) -> list:
+    """The engine's TRUE / FALSE / NULL per row: ``t`` written to a file, read back with
+    ``expr`` (its TRUE rows) and with ``~expr`` (its FALSE rows); NULL rows are in neither."""
+    if isinstance(t, pa.RecordBatch):
+        t = pa.Table.from_batches([t])
+    rows = t.append_column("__row", pa.array(range(t.num_rows), pa.int64()))
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "t.rcfmt")
+        rcfmt.write_table(rows, path, **write_options)
+        if expr is None:
+            return [True if i in set(rcfmt.read_table(path)["__row"].to_pylist()) else None for i in range(t.num_rows)]
+        yes = set(rcfmt.read_table(path, columns=["__row"], filter=expr)["__row"].to_pylist())
+        no = set(rcfmt.read_table(path, columns=["__row"], filter=~to_expr(expr))["__row"].to_pylist())
+    assert not yes & no, f"rows both TRUE and FALSE for {expr!r}: {sorted(yes & no)}"
+    return [True if i in yes else False if i in no else None for i in range(t.num_rows)]
+
+
+def check(expr, t, expected) -> None:
+    """``expr`` on ``t`` is ``expected`` (TRUE / FALSE / NULL per row) for the oracle and
+    for the engine, on plain and on dictionary-encoded chunks."""
+    assert oracle_filter.evaluate(expr, t).to_pylist() == expected, f"oracle: {expr!r}"
+    for options in ({"dictionary": False}, {"dictionary": True}):
+        assert engine(expr, t, **options) == expected, f"engine {options}: {expr!r}"
 
 
 def table(**columns):
@@ -286,64 +314,68 @@ def test_decimal_negative_scale_and_isin_members():
 # =============================================================== evaluation: hand-written
 def test_three_valued_logic_and_nan():
     t = table(x=pa.array([1.0, 5.0, 7.0, NAN, None, -0.0, 0.0], pa.float64()))
-    assert ev(col("x") > 5, t) == [False, False, True, False, None, False, False]
-    assert ev(~(col("x") > 5), t) == [True, True, False, True, None, True, True]
-    assert ev(col("x") != 5, t) == [True, False, True, True, None, True, True]
-    assert ev(~(col("x") != 5), t) == [False, True, False, False, None, False, False]
-    assert ev(col("x") == 0, t) == [False, False, False, False, None, True, True]
-    assert ev(col("x") == -0.0, t) == [False, False, False, False, None, True, True]
-    assert ev(col("x") < 0, t) == [False, False, False, False, None, False, False]
-    assert ev(col("x") == NAN, t) == [False, False, False, False, None, False, False]
-    assert ev(~(col("x") == NAN), t) == [True, True, True, True, None, True, True]
-    assert ev(col("x").is_nan(), t) == [False, False, False, True, False, False, False]
-    assert ev(~col("x").is_nan(), t) == [True, True, True, False, True, True, True]
-    assert ev(col("x").is_null(), t) == [False, False, False, False, True, False, False]
-    assert ev(col("x").isin([0.0, 7]), t) == [False, False, True, False, None, True, True]
-    assert ev(col("x").isin([-0.0, NAN]), t) == [False, False, False, False, None, True, True]
-    assert ev(~col("x").isin([5]), t) == [True, False, True, True, None, True, True]
-    assert ev(col("x").between(0, 5), t) == [True, True, False, False, None, True, True]
-    assert ev(~col("x").between(0, 5), t) == [False, False, True, True, None, False, False]
+    check(col("x") > 5, t, [False, False, True, False, None, False, False])
+    check(~(col("x") > 5), t, [True, True, False, True, None, True, True])
+    check(col("x") != 5, t, [True, False, True, True, None, True, True])
+    check(~(col("x") != 5), t, [False, True, False, False, None, False, False])
+    check(col("x") == 0, t, [False, False, False, False, None, True, True])
+    check(col("x") == -0.0, t, [False, False, False, False, None, True, True])
+    check(col("x") < 0, t, [False, False, False, False, None, False, False])
+    check(col("x") == NAN, t, [False, False, False, False, None, False, False])
+    check(~(col("x") == NAN), t, [True, True, True, True, None, True, True])
+    check(col("x").is_nan(), t, [False, False, False, True, None, False, False])  # NULL for NULL, as pc.is_nan
+    check(~col("x").is_nan(), t, [True, True, True, False, None, True, True])  # so ~is_nan keeps no NULL row
+    check(col("x").is_null(), t, [False, False, False, False, True, False, False])
+    check(~col("x").is_null(), t, [True, True, True, True, False, True, True])
+    check(~col("x").is_valid(), t, [False, False, False, False, True, False, False])
+    check(col("x").isin([0.0, 7]), t, [False, False, True, False, None, True, True])
+    check(col("x").isin([-0.0, NAN]), t, [False, False, False, True, None, True, True])  # NaN members match NaN
+    check(~col("x").isin([NAN]), t, [True, True, True, False, None, True, True])
+    check(~col("x").isin([NAN, None]), t, [None, None, None, False, None, None, None])
+    check(~col("x").isin([5]), t, [True, False, True, True, None, True, True])
+    check(col("x").between(0, 5), t, [True, True, False, False, None, True, True])
+    check(~col("x").between(0, 5), t, [False, False, True, True, None, False, False])
 
 
 def test_kleene_and_or_not():
     t = table(a=pa.array([1, 1, 1, None, None, None, 0, 0, 0]), b=pa.array([1, None, 0] * 3))
     a, b = col("a") == 1, col("b") == 1
     T, F, N = True, False, None
-    assert ev(a & b, t) == [T, N, F, N, N, F, F, F, F]
-    assert ev(a | b, t) == [T, T, T, T, N, N, T, N, F]
-    assert ev(~(a & b), t) == [F, N, T, N, N, T, T, T, T]
-    assert ev(~a | ~b, t) == ev(~(a & b), t)
-    assert selection_mask(~(a & b), t).tolist() == [F, F, T, F, F, T, T, T, T]
+    check(a & b, t, [T, N, F, N, N, F, F, F, F])
+    check(a | b, t, [T, T, T, T, N, N, T, N, F])
+    check(~(a & b), t, [F, N, T, N, N, T, T, T, T])
+    check(~a | ~b, t, [F, N, T, N, N, T, T, T, T])
+    assert oracle_filter.selection_mask(~(a & b), t).tolist() == [F, F, T, F, F, T, T, T, T]
 
 
 def test_isin_with_null_is_sql():
     t = table(x=pa.array([1, 2, None]))
-    assert ev(col("x").isin([1, None]), t) == [True, None, None]
-    assert ev(~col("x").isin([1, None]), t) == [False, None, None]
-    assert ev(col("x").isin([]), t) == [False, False, None]
-    assert ev(~col("x").isin([]), t) == [True, True, None]
-    assert ev([("x", "not in", [1, None])], t) == [False, None, None]
-    assert ev(col("x").isin([None]), t) == [None, None, None]
+    check(col("x").isin([1, None]), t, [True, None, None])
+    check(~col("x").isin([1, None]), t, [False, None, None])
+    check(col("x").isin([]), t, [False, False, None])
+    check(~col("x").isin([]), t, [True, True, None])
+    check([("x", "not in", [1, None])], t, [False, None, None])
+    check(col("x").isin([None]), t, [None, None, None])
 
 
 def test_out_of_range_folding_keeps_null():
     t = table(x=pa.array([0, 255, None], pa.uint8()))
-    assert ev(col("x") < 300, t) == [True, True, None]
-    assert ev(~(col("x") < 300), t) == [False, False, None]
-    assert ev(col("x") == 300, t) == [False, False, None]
-    assert ev(~(col("x") == 300), t) == [True, True, None]
-    assert ev(col("x") >= -5, t) == [True, True, None]
-    assert ev(col("x") < 0.5, t) == [True, False, None]
+    check(col("x") < 300, t, [True, True, None])
+    check(~(col("x") < 300), t, [False, False, None])
+    check(col("x") == 300, t, [False, False, None])
+    check(~(col("x") == 300), t, [True, True, None])
+    check(col("x") >= -5, t, [True, True, None])
+    check(col("x") < 0.5, t, [True, False, None])
 
 
 def test_startswith_string_and_binary():
     t = table(s=pa.array(["abc", "ab", "a", "", None, "b"], pa.large_string()),
               b=pa.array([b"\xff\x00", b"\xff", b"", b"\xfe", None, b"a"], pa.binary()))
-    assert ev(col("s").startswith("ab"), t) == [True, True, False, False, None, False]
-    assert ev(~col("s").startswith("ab"), t) == [False, False, True, True, None, True]
-    assert ev(col("s").startswith(""), t) == [True, True, True, True, None, True]
-    assert ev(col("b").startswith(b"\xff"), t) == [True, True, False, False, None, False]
-    assert ev(col("s") < "ab", t) == [False, False, True, True, None, False]
+    check(col("s").startswith("ab"), t, [True, True, False, False, None, False])
+    check(~col("s").startswith("ab"), t, [False, False, True, True, None, True])
+    check(col("s").startswith(""), t, [True, True, True, True, None, True])
+    check(col("b").startswith(b"\xff"), t, [True, True, False, False, None, False])
+    check(col("s") < "ab", t, [False, False, True, True, None, False])
 
 
 EVERY_TYPE = pa.table({
@@ -374,7 +406,9 @@ EVERY_TYPE = pa.table({
     (col("i64") == -(2**63), [True, False, None]),
     (col("i64") < 2.0**63, [True, True, None]),
     (col("f32") == 0, [True, False, None]),
-    (col("f32").is_nan(), [False, True, False]),
+    (col("f32").is_nan(), [False, True, None]),
+    (~col("f32").is_nan(), [True, False, None]),
+    (col("f32").isin([NAN, 1]), [False, True, None]),
     (col("date") == dt.date(2020, 1, 1), [False, True, None]),
     (col("date") > np.datetime64("1970-01-01T12", "h"), [False, True, None]),
     (col("ts_s") >= dt.datetime(1970, 1, 1, 0, 0, 0, 1), [False, True, None]),
@@ -389,21 +423,18 @@ EVERY_TYPE = pa.table({
     (col("dict").isin(["b", None]), [True, None, None]),
 ])
 def test_every_type(expr, expected):
-    assert ev(expr, EVERY_TYPE) == expected
-    assert ev(to_nnf(bind(expr, EVERY_TYPE.schema)), EVERY_TYPE) == expected
+    check(expr, EVERY_TYPE, expected)
 
 
 def test_chunks_record_batches_and_none():
     t = pa.Table.from_batches([pa.record_batch({"x": [1, 2]}), pa.record_batch({"x": [3, None]})])
-    assert ev(col("x") >= 2, t) == [False, True, True, None]
-    assert ev(col("x") >= 2, t.to_batches()[1]) == [True, None]
-    assert ev(col("x") >= 2, pa.table({"x": pa.chunked_array([], pa.int64())})) == []
-    assert ev(None, t) == [True] * 4
-    assert selection_mask(None, t).dtype == bool
+    check(col("x") >= 2, t, [False, True, True, None])
+    check(col("x") >= 2, t.to_batches()[1], [True, None])
+    check(col("x") >= 2, pa.table({"x": pa.chunked_array([], pa.int64())}), [])
+    check(None, t, [True] * 4)
+    assert oracle_filter.selection_mask(None, t).dtype == bool
     with pytest.raises(SchemaError, match="bound as int64"):
-        evaluate(bind(col("x") > 1, t.schema), pa.table({"x": ["a"]}))
-    with pytest.raises(SchemaError, match="not in the table"):
-        evaluate(bind(col("x") > 1, t.schema), pa.table({"y": [1]}))
+        bind(bind(col("x") > 1, t.schema), pa.schema([("x", pa.string())]))
 
 
 # =============================================================== NNF
@@ -430,103 +461,29 @@ def test_nnf_shapes():
 SETTINGS = settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
+def _column_data(arr) -> ColumnData:
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks() if arr.num_chunks else pa.array([], arr.type)
+    ltype = logical_type_from_arrow(arr.type)
+    values, valid = from_arrow(arr, ltype)
+    return ColumnData(ltype, values, valid)
+
+
 @SETTINGS
 @given(data=st.data())
 def test_nnf_is_equivalent_row_by_row(data):
+    """The NNF of a predicate, evaluated by the engine, is TRUE exactly where the oracle
+    finds the user's predicate TRUE, and the NNF of its negation where the oracle finds
+    it FALSE (so FALSE and NULL are told apart too)."""
     d = data.draw(sx.tables())
-    bound = bind(data.draw(sx.exprs(d)), d.schema)
-    nnf = to_nnf(bound)
-    assert not has_not(nnf)
-    assert ev(nnf, d.table) == ev(bound, d.table)  # TRUE, FALSE and NULL alike
-    assert to_nnf(nnf) == nnf
-
-
-# ---- a plain-Python model: exact arithmetic on stats-domain values
-_OPS = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
-_UNIT_SECONDS = {"D": Fraction(86400), "h": Fraction(3600), "s": Fraction(1), "ms": Fraction(1, 10**3),
-                 "us": Fraction(1, 10**6), "ns": Fraction(1, 10**9)}
-
-
-def _is_nan(v) -> bool:
-    return (isinstance(v, float) and math.isnan(v)) or (isinstance(v, Decimal) and v.is_nan())
-
-
-def model_literal(v, t: pa.DataType):
-    """The literal on the column's number line (independent of rcfmt's conversion code)."""
-    lt = sx.ltype(t)
-    if _is_nan(v):
-        return NAN
-    if lt.name in ("bool", "binary"):
-        return v
-    if lt.name == "string":
-        return v.encode()
-    if lt.name == "decimal128":
-        if isinstance(v, Decimal) and v.is_infinite():
-            return float(v)
-        q = Fraction(Decimal(repr(v))) if isinstance(v, float) else Fraction(v)
-        return q * Fraction(10) ** lt.scale
-    if lt.name in ("date32", "timestamp"):
-        per_unit = Fraction(86400) if lt.name == "date32" else _UNIT_SECONDS[lt.unit]
-        if isinstance(v, (int, np.integer)):
-            return int(v)
-        if isinstance(v, np.datetime64):
-            unit, count = np.datetime_data(v.dtype)
-            return int(v.astype(np.int64)) * count * _UNIT_SECONDS[unit] / per_unit
-        if isinstance(v, dt.datetime):
-            micros = int(pd.Timestamp(v).as_unit("us").asm8.astype(np.int64))
-            return Fraction(micros, 10**6) / per_unit
-        return (v - dt.date(1970, 1, 1)).days
-    if isinstance(v, Decimal):
-        return float(v) if v.is_infinite() else Fraction(v)
-    return v if isinstance(v, (int, float)) else v.item()
-
-
-def model_compare(op, row, lit):
-    if row is None:
-        return None
-    if _is_nan(row) or _is_nan(lit):
-        return op == "!="
-    return _OPS[op](row, lit)
-
-
-def model_eval(e, row: dict, types: dict):
-    if isinstance(e, And):
-        vals = [model_eval(c, row, types) for c in e.children]
-        return False if False in vals else None if None in vals else True
-    if isinstance(e, Or):
-        vals = [model_eval(c, row, types) for c in e.children]
-        return True if True in vals else None if None in vals else False
-    if isinstance(e, Not):
-        v = model_eval(e.child, row, types)
-        return None if v is None else not v
-    x, t = row[e.column], types[e.column]
-    if isinstance(e, IsNull):
-        return x is None
-    if isinstance(e, IsValid):
-        return x is not None
-    if isinstance(e, IsNan):
-        return x is not None and math.isnan(x)
-    if isinstance(e, Comparison):
-        return model_compare(e.op, x, model_literal(e.value, t))
-    if isinstance(e, IsIn):
-        if x is None:
-            return None
-        if any(m is not None and model_compare("==", x, model_literal(m, t)) for m in e.values):
-            return True
-        return None if None in e.values else False
-    if isinstance(e, StartsWith):
-        return None if x is None else x.startswith(model_literal(e.prefix, t))
-    raise AssertionError(e)
-
-
-@SETTINGS
-@given(data=st.data())
-def test_evaluate_matches_exact_python_model(data):
-    d = data.draw(sx.tables())
-    expr = data.draw(sx.exprs(d, max_leaves=4))
-    types = {f.name: f.type for f in d.schema}
-    expected = [model_eval(expr, {k: v[i] for k, v in d.values.items()}, types) for i in range(d.table.num_rows)]
-    assert ev(expr, d.table) == expected
+    expr = data.draw(sx.exprs(d))
+    columns = {name: _column_data(d.table.column(name)) for name in d.table.column_names}
+    for e in (expr, ~expr):
+        nnf = to_nnf(bind(e, d.schema))
+        assert not has_not(nnf)
+        assert to_nnf(nnf) == nnf
+        got = eval_nnf(nnf, columns.__getitem__, d.table.num_rows)
+        assert got.tolist() == oracle_filter.selection_mask(e, d.table).tolist(), e
 
 
 def test_date_scalars_beyond_python_dates_bind_and_show(tmp_path):
