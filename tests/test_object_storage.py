@@ -1174,7 +1174,7 @@ def test_remote_bitmap_entries_are_fetched_past_the_first_blocks_only_if_they_na
     leaf it cannot answer narrows nothing: its bytes would be moved for nothing), and
     the rows are the brute-force filter's either way (NULLs among the indexed values)."""
     from rcfmt.file.reader import RcfmtFile
-    from rcfmt.scan.oracle import selection_mask
+    from oracle_filter import selection_mask
 
     _, client = s3
     rng = np.random.default_rng(12)
