@@ -404,13 +404,14 @@ def nodes_to_json(nodes) -> list:
 
 def nodes_from_json(doc, columns) -> tuple:
     """The tree of every top-level field from the footer's ``nested`` key, checked:
-    every physical column is used exactly once, structure columns have their types,
-    and shapes are what the kinds say. Raises ValueError (the footer wraps it)."""
+    every physical column is used exactly once and is named by its node's path,
+    structure columns have their types, and shapes are what the kinds say. Raises
+    ValueError (the footer wraps it)."""
     if not isinstance(doc, list):
         raise ValueError("'nested' is not a list")
     seen: set[int] = set()
 
-    def dec(obj, depth: int) -> Node:
+    def dec(obj, depth: int, parent: str | None = None) -> Node:
         if depth > MAX_DEPTH or not isinstance(obj, dict):
             raise ValueError("malformed nested node")
         kind, col, name = obj.get("kind"), obj.get("column"), obj.get("name")
@@ -419,6 +420,9 @@ def nodes_from_json(doc, columns) -> tuple:
         if not 0 <= col < len(columns) or col in seen:
             raise ValueError(f"nested node {name!r} names column {col} twice or out of range")
         seen.add(col)
+        path = name if parent is None else f"{parent}.{name}"
+        if columns[col].name != path:  # (else the schema and the columns read would disagree)
+            raise ValueError(f"nested node {path!r} names column {col}, which is {columns[col].name!r}")
         nullable = obj.get("nullable")
         if not isinstance(nullable, bool):
             raise ValueError(f"nested node {name!r} has no nullable flag")
@@ -431,7 +435,7 @@ def nodes_from_json(doc, columns) -> tuple:
         if (want[0] is not None and ctype != want[0]) or (want[1] is not None and len(kids) != want[1]) \
                 or (kind == STRUCT and not kids):
             raise ValueError(f"nested node {name!r} of kind {kind} has a {ctype} column and {len(kids)} children")
-        children = tuple(dec(c, depth + 1) for c in kids)
+        children = tuple(dec(c, depth + 1, path) for c in kids)
         size = obj.get("size", 0)
         if kind == FIXED_SIZE_LIST and (not isinstance(size, int) or not 0 < size <= MAX_LIST_SIZE):
             raise ValueError(f"fixed_size_list {name!r} has size {size!r}")

@@ -57,6 +57,7 @@ __all__ = [
     "check_inside",
     "FileEntry", "entry_from_file", "file_stats", "index_schema", "entries_table", "Snapshot",
     "schema_to_json", "schema_from_json", "INDEX_METADATA_KEY", "DEFAULT_INDEX_TRUNCATE",
+    "check_index_columns", "index_errors", "index_field",
 ]
 
 INDEX_METADATA_KEY = "rcfmt.dataset"
@@ -160,20 +161,45 @@ def _bound_type(ltype: LogicalType) -> pa.DataType:
     return LogicalType(ltype.name, ltype.unit, ltype.tz, ltype.precision, ltype.scale).to_arrow()
 
 
+_BASE_FIELDS = {f.name: f for f in (pa.field("path", pa.string(), False), pa.field("size", pa.int64(), False),
+                                     pa.field("num_rows", pa.int64(), False),
+                                     pa.field("num_blocks", pa.int64(), False))}
+
+
+def _stats_fields(name: str, ltype: LogicalType) -> list[pa.Field]:
+    """The index columns of the statistics of data column ``name``."""
+    bt = _bound_type(ltype)
+    return [pa.field(f"{name}.min", bt, True), pa.field(f"{name}.max", bt, True),
+            pa.field(f"{name}.null_count", pa.int64(), False),
+            pa.field(f"{name}.nan_count", pa.int64(), False),
+            pa.field(f"{name}.min_exact", pa.bool_(), False),
+            pa.field(f"{name}.max_exact", pa.bool_(), False),
+            pa.field(f"{name}.{VALUES_FIELD}", pa.list_(bt), True)]
+
+
 def index_schema(data_schema: pa.Schema, partitioning: Partitioning) -> pa.Schema:
-    fields = [pa.field("path", pa.string(), False), pa.field("size", pa.int64(), False),
-              pa.field("num_rows", pa.int64(), False), pa.field("num_blocks", pa.int64(), False)]
+    fields = list(_BASE_FIELDS.values())
     for name, t in zip(partitioning.names, partitioning.types):
         fields.append(pa.field(f"{name}.value", t, True))
     for f in stats_schema(data_schema):
-        bt = _bound_type(logical_type_from_arrow(f.type))
-        fields += [pa.field(f"{f.name}.min", bt, True), pa.field(f"{f.name}.max", bt, True),
-                   pa.field(f"{f.name}.null_count", pa.int64(), False),
-                   pa.field(f"{f.name}.nan_count", pa.int64(), False),
-                   pa.field(f"{f.name}.min_exact", pa.bool_(), False),
-                   pa.field(f"{f.name}.max_exact", pa.bool_(), False),
-                   pa.field(f"{f.name}.{VALUES_FIELD}", pa.list_(bt), True)]
+        fields += _stats_fields(f.name, logical_type_from_arrow(f.type))
     return pa.schema(fields)
+
+
+def index_field(name: str, stats: pa.Schema, partitioning: Partitioning) -> pa.Field | None:
+    """The field of :func:`index_schema` called ``name`` (``stats``: the
+    :func:`stats_schema` of the data schema), or None; without building the whole
+    schema (a dataset's open checks only the columns it loads)."""
+    base = _BASE_FIELDS.get(name)
+    if base is not None:
+        return base
+    column, _, suffix = name.rpartition(".")
+    if suffix == "value" and column in partitioning.names:
+        return pa.field(name, partitioning.types[list(partitioning.names).index(column)], True)
+    i = stats.get_field_index(column) if column else -1
+    if i < 0 or suffix not in (*STATS_FIELDS, VALUES_FIELD):
+        return None
+    return next(f for f in _stats_fields(column, logical_type_from_arrow(stats.field(i).type)) if f.name == name)
 
 
 # ------------------------------------------------------------------ stats domain <-> Arrow
@@ -268,6 +294,47 @@ def conform_index(table: pa.Table, schema: pa.Schema) -> pa.Table:
 
 
 # ------------------------------------------------------------------ a loaded index
+class index_errors:
+    """Context: a CorruptFileError raised inside says which index version it is about
+    (``dataset index version N: ...``; its path, when it has none, the version file)."""
+
+    def __init__(self, version: int | None, path: str | None):
+        self.version, self.path = version, path
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if not isinstance(exc, CorruptFileError) or self.version is None:
+            return False
+        prefix = f"dataset index version {self.version}: "
+        if exc.reason.startswith(prefix):
+            return False
+        raise type(exc)(prefix + exc.reason, path=exc.path or self.path, column=exc.column, block=exc.block,
+                        page=exc.page, offset=exc.offset) from None
+
+
+def check_index_columns(table: pa.Table, names, data_schema: pa.Schema, partitioning: Partitioning,
+                        path: str | None) -> None:
+    """Raise CorruptFileError unless each of the columns ``names`` of ``table`` (read from
+    an index file) is the column of that name of the version's :func:`index_schema`
+    (of its recorded data schema and partitioning): present, of its type, and without
+    NULLs where the schema has none -- a forged footer cannot make statistics be read
+    as another type, or NULL counts as numbers."""
+    stats = stats_schema(data_schema)
+    for name in names:
+        i, field = table.schema.get_field_index(name), index_field(name, stats, partitioning)
+        if i < 0 or field is None:
+            where = "the index file" if i < 0 else "the index of the version's dataset schema"
+            raise CorruptFileError(f"index column {name!r} is not in {where}", path=path)
+        got = table.schema.field(i)
+        if got.type != field.type:
+            raise CorruptFileError(f"index column {name!r} is {got.type}, the version's dataset schema makes it "
+                                   f"{field.type}", path=path)
+        if not field.nullable and table.column(i).null_count:
+            raise CorruptFileError(f"index column {name!r} holds NULLs", path=path)
+
+
 def check_relpath(rel, index_path: str | None = None) -> str:
     """``rel`` if it names a file inside the dataset root, else CorruptFileError.
 
@@ -348,15 +415,20 @@ class Snapshot:
         (columns added to the index after that version was written)."""
         from ..file.reader import RcfmtFile
 
-        with RcfmtFile(self.index_path, size=self.index_size, immutable=True) as f:
-            if optional:
-                names = [n for n in names if f.schema.get_field_index(n) >= 0]
-            if not names:
-                return
-            extra = f.read(columns=names)
-        if extra.num_rows != self.table.num_rows:
-            raise CorruptFileError("index columns disagree in length", path=self.index_path)
-        for name in names:
+        with index_errors(self.version, self.index_path):
+            with RcfmtFile(self.index_path, size=self.index_size, immutable=True) as f:
+                present = [n for n in names if f.schema.get_field_index(n) >= 0]
+                if not optional and len(present) != len(names):
+                    missing = [n for n in names if n not in present]
+                    raise CorruptFileError(f"lacks the statistics columns {missing} of its dataset schema",
+                                           path=self.index_path)
+                if not present:
+                    return
+                extra = f.read(columns=present)
+            check_index_columns(extra, present, self.data_schema, self.partitioning, self.index_path)
+            if extra.num_rows != self.table.num_rows:
+                raise CorruptFileError("index columns disagree in length", path=self.index_path)
+        for name in present:
             self.table = self.table.append_column(extra.schema.field(name), extra.column(name))
 
     def value_sets(self, name: str) -> list:

@@ -15,8 +15,8 @@ from ..errors import CorruptFileError, RcfmtError, SchemaError
 from ..file.reader import RcfmtFile
 from . import log
 from .evolution import check_column_ids, merge_nullability, same_types
-from .index import (BASE_COLUMNS, INDEX_METADATA_KEY, FileEntry, Snapshot, check_relpath, entries_table,
-                    entry_from_file, schema_from_json)
+from .index import (BASE_COLUMNS, INDEX_METADATA_KEY, FileEntry, Snapshot, check_index_columns, check_relpath,
+                    entries_table, entry_from_file, index_errors, index_field, schema_from_json, stats_schema)
 from .partitioning import Partitioning, infer_partitioning
 
 __all__ = ["check_version_info", "read_snapshot", "discover", "load_base", "DATA_SUFFIXES"]
@@ -38,7 +38,8 @@ def read_snapshot(root: str, version: int, columns: Sequence[str] | None = (), s
     the base and partition columns (None = all); ``size``: the index file's size, if
     listed (on object storage a cached index is then opened without a request)."""
     path = log.version_path(root, version)
-    with RcfmtFile(path, size=size, immutable=True) as f:  # a version is written once, never replaced
+    with index_errors(version, path), \
+            RcfmtFile(path, size=size, immutable=True) as f:  # a version is written once, never replaced
         raw = f.metadata.get(INDEX_METADATA_KEY)
         if raw is None:
             raise CorruptFileError("index file has no dataset metadata", path=path)
@@ -54,11 +55,16 @@ def read_snapshot(root: str, version: int, columns: Sequence[str] | None = (), s
         bad_ids = check_column_ids(info, data_schema)
         if bad_ids:
             raise CorruptFileError(f"malformed dataset metadata: {bad_ids}", path=path)
-        if columns is None:
-            table = f.read()
-        else:
-            want = [*BASE_COLUMNS, *(f"{n}.value" for n in partitioning.names), *columns]
-            table = f.read(columns=want)
+        base = [*BASE_COLUMNS, *(f"{n}.value" for n in partitioning.names)]
+        want = [*base, *columns] if columns is not None else base
+        missing = [n for n in want if f.schema.get_field_index(n) < 0]
+        if missing:
+            raise CorruptFileError(f"lacks the index columns {missing} of its dataset schema", path=path)
+        table = f.read() if columns is None else f.read(columns=want)
+        if columns is None:  # (a writer conforms these to its schema: the base ones must be there)
+            stats = stats_schema(data_schema)
+            want = [n for n in table.schema.names if index_field(n, stats, partitioning) is not None]
+        check_index_columns(table, want, data_schema, partitioning, path)
     for rel in table.column("path").to_pylist():
         check_relpath(rel, path)
     return Snapshot(root, data_schema, partitioning, table, info, version, path, size)

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import os
+import re
+import sys
 import shutil
 from pathlib import Path
 
@@ -143,3 +145,133 @@ def test_partition_values_cannot_escape_their_directory(tmp_path):
     for f in files:
         assert f.parent.parent == root and f.parent.name.startswith("p=")
     assert sorted(rcfmt.dataset(root).to_table()["p"].to_pylist()) == sorted(values)
+
+
+# ---- forged index columns: every leak from the loader is a CorruptFileError naming the version
+def _forge_index_footer(root, edit) -> tuple[int, str]:
+    """Apply ``edit(parts)`` to the footer JSON of the latest index version (checksums
+    recomputed by make_bad); its number and path."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "data"))
+    import make_bad
+
+    version = latest_version(str(root))
+    path = version_path(str(root), version)
+    parts = make_bad.split_file(open(path, "rb").read())
+    edit(parts)
+    open(path, "wb").write(make_bad.build_file(parts))
+    return version, path
+
+
+def _forge_index_column(root, name, column) -> tuple[int, str]:
+    """Rewrite the latest index version with column ``name`` replaced (rows otherwise
+    the same, metadata kept)."""
+    version = latest_version(str(root))
+    path = version_path(str(root), version)
+    with rcfmt.open(path) as f:
+        table, metadata = f.read(), f.metadata
+    i = table.schema.get_field_index(name)
+    table = table.set_column(i, pa.field(name, column.type, True), column)
+    os.remove(path)
+    rcfmt.write_table(table, path, metadata=metadata)
+    return version, path
+
+
+@pytest.fixture
+def lineitem(tmp_path):
+    root = tmp_path / "ds"
+    rcfmt.write_dataset(pa.table({"l_shipmode": ["AIR", "RAIL", "SHIP", "AIR"], "l_quantity": [1, 5, 9, 3],
+                                  "p": [1, 1, 2, 2]}), root, partition_by=["p"])
+    return root
+
+
+def _rename(name, new, *, tree):
+    def edit(parts):
+        parts.doc["schema"][parts.column(name)]["name"] = new
+        if tree:  # the nested tree names it too (the index's list columns make it nested)
+            for node in parts.doc["nested"]:
+                if node["name"] == name:
+                    node["name"] = new
+    return edit
+
+
+def _retype(name, t):
+    def edit(parts):
+        parts.doc["schema"][parts.column(name)]["type"] = t
+    return edit
+
+
+def _reads():
+    return {
+        "files": lambda ds: ds.files,
+        "filter": lambda ds: ds.to_table(filter=rcfmt.col("l_quantity") > 4),
+        "point": lambda ds: ds.to_table(filter=rcfmt.col("l_quantity") == 5),  # (distinct values too)
+        "string filter": lambda ds: ds.to_table(filter=rcfmt.col("l_shipmode") == "RAIL"),
+        "partition filter": lambda ds: ds.to_table(filter=rcfmt.col("p") == 1),
+    }
+
+
+@pytest.mark.parametrize("forgery, match", [
+    # the issue's case: a stats column renamed in the footer's schema (the nested tree
+    # then names a column that is not there: the file itself is refused)
+    pytest.param(_rename("l_shipmode.min", "l_shipmode.mix", tree=False), "nested node 'l_shipmode.min'", id="stats-renamed-schema-only"),
+    pytest.param(_rename("l_shipmode.min", "l_shipmode.mix", tree=True), r"lacks the statistics columns \['l_shipmode.min'\]", id="stats-renamed"),
+    pytest.param(_rename("l_quantity.null_count", "l_quantity.nulls", tree=True), "lacks the statistics columns", id="count-renamed"),
+    pytest.param(_rename("l_quantity.values", "l_quantity.valuez", tree=True), "nested node 'l_quantity.valuez.item'", id="values-renamed"),
+    pytest.param(_rename("path", "paths", tree=True), r"lacks the index columns \['path'\]", id="path-renamed"),
+    pytest.param(_rename("num_rows", "rows", tree=True), r"lacks the index columns \['num_rows'\]", id="num_rows-renamed"),
+    pytest.param(_rename("p.value", "p.values", tree=True), r"lacks the index columns \['p.value'\]", id="partition-renamed"),
+    pytest.param(_retype("l_quantity.min", "uint64"), "'l_quantity.min' is uint64, the version's dataset schema makes it int64", id="min-retyped"),
+    pytest.param(_retype("l_quantity.null_count", "float64"), "'l_quantity.null_count' is double", id="count-retyped"),
+    pytest.param(_retype("l_shipmode.max", "string"), "'l_shipmode.max' is string, the version's dataset schema makes it binary", id="string-bound-retyped"),
+    pytest.param(_retype("l_quantity.values.item", "float64"), r"'l_quantity.values' is list<item: double>", id="values-retyped"),
+    pytest.param(_retype("num_rows", "float64"), "'num_rows' is double", id="num_rows-retyped"),
+    pytest.param(_retype("size", "uint64"), "'size' is uint64", id="size-retyped"),
+    pytest.param(_retype("p.value", "uint64"), "'p.value' is uint64", id="partition-retyped"),
+])
+def test_a_forged_index_footer_is_a_corrupt_file_naming_the_version(lineitem, forgery, match):
+    version, path = _forge_index_footer(lineitem, forgery)
+    refused = 0
+    for read in _reads().values():
+        try:
+            read(rcfmt.dataset(lineitem))
+        except rcfmt.CorruptFileError as exc:
+            assert f"dataset index version {version}: " in str(exc) and exc.path == path
+            assert re.search(match, str(exc)), str(exc)
+            refused += 1
+        # (any other exception fails the test: KeyError, SchemaError, ... leaked before)
+    assert refused >= 1  # (those that do not load the forged column may read)
+
+
+@pytest.mark.parametrize("tree", [False, True], ids=["schema-only", "schema-and-tree"])
+def test_the_issue_case_dataset_files_over_a_renamed_stats_column(lineitem, tree):
+    """Issue 36.4: ``Dataset.files`` raised ``KeyError: 'Column l_shipmode.min does not
+    exist in schema'`` from the index loader (SchemaError when the nested tree was
+    renamed too)."""
+    rcfmt.write_dataset(pa.table({"l_shipmode": ["X"], "l_quantity": [7], "p": [3]}), lineitem)  # version 2
+    version, path = _forge_index_footer(lineitem, _rename("l_shipmode.min", "l_shipmode.mix", tree=tree))
+    assert version == 2
+    with pytest.raises(rcfmt.CorruptFileError, match="dataset index version 2: ") as info:
+        rcfmt.dataset(lineitem).files
+    assert info.value.path == path
+    assert rcfmt.dataset(lineitem, version=1).files  # the version before stays readable
+
+
+@pytest.mark.parametrize("name, column", [
+    ("l_quantity.null_count", pa.array([None, 0], pa.int64())),  # NULL counts read as numbers
+    ("num_rows", pa.array([2, None], pa.int64())),
+    ("l_quantity.min", pa.array([1.0, 3.0], pa.float64())),
+    ("l_quantity.values", pa.array([["1"], None], pa.list_(pa.string()))),
+])
+def test_forged_index_columns_are_refused_by_name(lineitem, name, column):
+    version, path = _forge_index_column(lineitem, name, column)
+    with pytest.raises(rcfmt.CorruptFileError, match=re.escape(f"index column {name!r}")) as info:
+        ds = rcfmt.dataset(lineitem)
+        ds.files
+        ds.to_table(filter=rcfmt.col("l_quantity") == 5)
+    assert f"dataset index version {version}: " in str(info.value) and info.value.path == path
+
+
+def test_the_unforged_index_reads(lineitem):
+    ds = rcfmt.dataset(lineitem)
+    assert len(ds.files) == 2
+    assert ds.to_table(filter=rcfmt.col("l_quantity") == 5).column("l_shipmode").to_pylist() == ["RAIL"]
