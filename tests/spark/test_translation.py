@@ -20,7 +20,7 @@ pytest.importorskip("pyspark")
 from pyspark.sql import datasource as D  # noqa: E402
 from pyspark.sql import types as T  # noqa: E402
 
-from rcfmt.scan.oracle import evaluate  # noqa: E402
+from oracle_filter import evaluate  # noqa: E402  (the independent oracle, tests/oracle_filter.py)
 from rcfmt.dataset import Fragment  # noqa: E402
 from spark_datasource.filters import translate, translate_all  # noqa: E402
 from spark_datasource.reader import claim_plan, plan_partitions, spread  # noqa: E402
