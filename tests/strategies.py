@@ -33,7 +33,7 @@ __all__ = [
     # types
     "bool_type", "signed_integer_types", "unsigned_integer_types", "integer_types", "floating_types",
     "string_types", "binary_types", "date_types", "timestamp_types", "decimal128_types", "temporal_types",
-    "primitive_types", "unsupported_types", "timezones",
+    "primitive_types", "unsupported_types", "UNSUPPORTED_TYPES", "timezones",
     # values, arrays, tables
     "column_names", "fields", "schemas", "storage_values", "arrays", "chunked_arrays", "tables", "metadata_dicts",
     "write_options", "encodings_for", "CORE_ENCODINGS", "COMPRESSIONS",
@@ -75,11 +75,12 @@ primitive_types = st.one_of(
 )
 
 #: Arrow types rcfmt cannot store (the writer must raise SchemaError)
-unsupported_types = st.sampled_from([
+UNSUPPORTED_TYPES = [
     pa.list_(pa.time32("s")), pa.struct([("a", pa.float16())]), pa.map_(pa.string(), pa.null()), pa.time32("s"), pa.time64("us"), pa.date64(), pa.duration("ms"),
     pa.float16(), pa.null(), pa.decimal256(40, 2), pa.binary(4), pa.month_day_nano_interval(),
     pa.dictionary(pa.int8(), pa.list_(pa.int8())),
-])
+]
+unsupported_types = st.sampled_from(UNSUPPORTED_TYPES)
 
 #: one of everything, for deterministic tables (golden file, corruption tests)
 ALL_TYPES = {

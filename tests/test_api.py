@@ -8,12 +8,13 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pytest
-from hypothesis import given, settings
 
 import rcfmt
 import strategies as S
 from rcfmt import (ChecksumError, CorruptFileError, FilterError, InvalidOptionError, RcfmtError, SchemaError,
                    UnsupportedError)
+from rcfmt.errors import UnknownOptionError
+from rcfmt.storage import DirectoryError
 
 TABLE = pa.table({"a": pa.array([1, 2, 3], pa.int64()), "s": ["x", None, "z"], "b": [True, False, True]})
 
@@ -104,8 +105,9 @@ def test_non_utf8_metadata_key_is_an_option_error(target):
 
 
 def test_unknown_keyword_is_a_type_error(target):
-    with pytest.raises(TypeError, match="bogus"):
+    with pytest.raises(UnknownOptionError, match="bogus") as info:  # an InvalidOptionError and a TypeError
         rcfmt.write_table(TABLE, target, bogus=1)
+    assert isinstance(info.value, TypeError)
     assert listing(target.parent) == []
 
 
@@ -116,10 +118,10 @@ def test_missing_directory(tmp_path):
 
 
 # ---------------------------------------------------------------------------- schemas
-@settings(max_examples=S.examples(16))
-@given(t=S.unsupported_types)
-def test_unsupported_types_raise_schema_error(tmp_path_factory, t):
-    d = tmp_path_factory.mktemp("unsupported")
+@pytest.mark.parametrize("t", S.UNSUPPORTED_TYPES, ids=str)
+def test_unsupported_types_raise_schema_error(tmp_path, t):
+    """Every type rcfmt cannot store (a short fixed list: each checked, none sampled)."""
+    d = tmp_path
     schema = pa.schema([pa.field("ok", pa.int8()), pa.field("bad", t)])
     with pytest.raises(SchemaError, match="'bad'"):
         rcfmt.Writer(d / "t.rcfmt", schema)
@@ -249,10 +251,23 @@ def test_writing_onto_a_directory_fails_cleanly(tmp_path):
     d = tmp_path / "dir"
     d.mkdir()
     (d / "keep").write_text("x")
-    with pytest.raises((RcfmtError, OSError)):
+    with pytest.raises(IsADirectoryError):
         rcfmt.write_table(TABLE, d)
     assert listing(d) == ["keep"]
     assert listing(tmp_path) == ["dir"]
+
+
+@pytest.mark.xfail(strict=True, raises=IsADirectoryError,
+                   reason="engine: a local write onto a directory fails only at its final os.replace, "
+                          "with the OS's IsADirectoryError -- outside rcfmt's hierarchy, after the "
+                          "whole file was written -- where an open raises storage.DirectoryError")
+def test_writing_onto_a_directory_is_the_directory_error_an_open_gives(tmp_path):
+    d = tmp_path / "dir"
+    d.mkdir()
+    with pytest.raises(DirectoryError):
+        rcfmt.open(d)
+    with pytest.raises(DirectoryError):
+        rcfmt.write_table(TABLE, d)
 
 
 def test_writer_context_manager_and_closed_writer(target):
@@ -260,10 +275,10 @@ def test_writer_context_manager_and_closed_writer(target):
         w.write_batch(TABLE.to_batches()[0])
     assert listing(target.parent) == [target.name]
     w.close()  # idempotent
-    with pytest.raises(RcfmtError, match="closed"):
-        w.write(TABLE)
-    with pytest.raises(RcfmtError, match="closed"):
-        w.flush_block()
+    for call in (lambda: w.write(TABLE), w.flush_block):
+        with pytest.raises(RcfmtError, match="writer is closed") as info:
+            call()
+        assert type(info.value) is RcfmtError  # a misuse, not damage or a failed store
     S.assert_tables_identical(rcfmt.read_table(target), TABLE)
 
 
@@ -278,8 +293,9 @@ def written(tmp_path):
 def test_reader_context_manager_closes(written):
     with rcfmt.open(written) as f:
         assert f.num_blocks == 2 and "2 blocks" in repr(f)
-    with pytest.raises(RcfmtError, match="closed"):
+    with pytest.raises(RcfmtError, match="file is closed") as info:
         f.read()
+    assert type(info.value) is RcfmtError  # a misuse, not damage or a failed store
     f.close()  # idempotent
 
 
@@ -354,8 +370,9 @@ def test_missing_file(tmp_path):
 
 
 def test_directory_path(tmp_path):
-    with pytest.raises(RcfmtError, match="directory"):
+    with pytest.raises(DirectoryError, match="is a directory; use rcfmt.dataset") as info:
         rcfmt.open(tmp_path)
+    assert isinstance(info.value, RcfmtError) and isinstance(info.value, IsADirectoryError)
 
 
 def test_scan_a_range_of_blocks(tmp_path):
