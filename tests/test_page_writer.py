@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from rcfmt import codecs
 from rcfmt._native import pages
 from rcfmt._native.page_writer import Compressor, write_pages
+from strategies import examples
 
 HEADER = struct.Struct("<BBBBIIIIIII")
 
@@ -55,7 +56,7 @@ def _arrays(rows, valid, dictionary):
     return types, starts, nulls
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(chunks(), st.sampled_from([codecs.NONE, codecs.ZSTD]), st.sampled_from([1, 3, 9, -2]))
 def test_pages_are_the_formats_bytes(chunk, codec, level):
     rows, valid, bodies, dictionary = chunk
@@ -74,7 +75,7 @@ def test_pages_are_the_formats_bytes(chunk, codec, level):
         assert list(raw) == raw_sizes and int(lengths.sum()) == len(out)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(chunks())
 def test_lz4_pages_read_back(chunk):
     rows, valid, bodies, _ = chunk

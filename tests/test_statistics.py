@@ -10,13 +10,14 @@ from hypothesis import strategies as st
 from rcfmt.file.arrow_io import fill_null_slots, from_arrow
 from rcfmt.statistics import binary_chunk_and_page_stats, compute_stats
 from rcfmt.types import logical_type_from_arrow
+from strategies import examples
 
 prefix = b"p" * 40
 strings = st.one_of(st.binary(max_size=12), st.sampled_from([b"", b"\xff" * 33, prefix + b"\x00", prefix + b"\xff",
                                                               prefix, b"\xff" * 40 + b"a"]))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.one_of(st.none(), strings), min_size=1, max_size=60), st.data(),
        st.sampled_from([4, 8, 32]))
 def test_chunk_bounds_from_pages_equal_the_chunks_own(items, data, truncate):

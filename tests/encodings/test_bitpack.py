@@ -430,7 +430,7 @@ def test_random_mutations(data):
     decode_or_corrupt(bytes(body[:cut]), n, ltype)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=strategies.examples(150), deadline=None)
 @given(st.sampled_from(["int8", "uint16", "int32", "uint32", "int64", "uint64", "date32", "decimal128"]),
        st.lists(st.integers(0, 3000), min_size=1, max_size=6), st.booleans(), st.integers(0, 2**32 - 1))
 def test_chunk_encoding_is_page_by_page_encoding(name, page_rows, aligned, seed):
@@ -461,7 +461,7 @@ def test_chunk_encoding_is_page_by_page_encoding(name, page_rows, aligned, seed)
     assert got == want
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=strategies.examples(100), deadline=None)
 @given(st.integers(0, 2**32 - 1), st.lists(st.integers(0, 3000), min_size=1, max_size=6),
        st.sampled_from([0, 8, 16]), st.integers(0, 2**32 - 1))
 def test_code_pages_are_pack_codes_page_by_page(max_code, page_rows, lead, seed):

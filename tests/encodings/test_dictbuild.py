@@ -14,6 +14,7 @@ from rcfmt._native import dictbuild
 from rcfmt.encodings.base import ColumnValues
 from rcfmt.encodings.dictionary import build_dictionary
 from rcfmt.types import logical_type_from_arrow as logical_type
+from strategies import examples
 
 
 def oracle_fixed(values: np.ndarray):
@@ -33,7 +34,7 @@ words = st.sampled_from([b"", b"a", b"ab", b"x" * 7, b"x" * 8, b"x" * 9, b"p" * 
                          b"\xff\x00", b"\x00"])
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(width=st.sampled_from([1, 2, 4, 8, 16]), n=st.integers(0, 3000), distinct=st.integers(1, 5000),
        seed=st.integers(0, 2**32 - 1))
 def test_fixed_matches_arrow(width, n, distinct, seed):
@@ -47,7 +48,7 @@ def test_fixed_matches_arrow(width, n, distinct, seed):
     assert first.tolist() == want_first.tolist()
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.one_of(words, st.binary(max_size=20)), max_size=400), st.booleans())
 def test_varbinary_matches_arrow(items, large):
     arr = pa.array(items, pa.large_binary() if large else pa.binary())
@@ -109,7 +110,7 @@ def test_bad_arguments():
         dictbuild.encode_varbinary(np.empty(0, np.int64), np.empty(0, np.uint8))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.sampled_from([np.int32, np.int64]), st.integers(0, 3000), st.integers(1, 3000),
        st.integers(-(2**31), 2**31 - 4000), st.integers(0, 2**32 - 1))
 def test_range_table_matches_the_hash_table(dtype, n, span, lo, seed):

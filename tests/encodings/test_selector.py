@@ -16,7 +16,7 @@ from rcfmt.encodings import by_name, selector
 from rcfmt.encodings.analysis import ChunkAnalysis
 from rcfmt.encodings.base import ColumnValues
 from rcfmt.encodings.bitpack import decimal_low_words
-from strategies import native_decode
+from strategies import native_decode, examples
 from rcfmt.errors import CorruptFileError
 from rcfmt.statistics import compute_stats
 from rcfmt.types import LogicalType
@@ -174,7 +174,7 @@ def test_decimal_estimate_and_corruption():
         BITPACK.decode(body[:3] + b"\x01" + body[4:], 4000, DEC)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(dtype=st.sampled_from(["i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8", "f4", "f8", "V16", "?"]),
        n=st.integers(0, 300), levels=st.integers(1, 4), seed=st.integers(0, 2**32 - 1))
 def test_runs_and_order_match_numpy(dtype, n, levels, seed):

@@ -30,6 +30,7 @@ from rcfmt.scan.bloom import (
     optimal_num_bytes,
 )
 from rcfmt.types import LogicalType
+from strategies import examples
 
 M64 = (1 << 64) - 1
 
@@ -327,7 +328,7 @@ def _fixed_arrays():
     return st.one_of(*ints, *floats, *other)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(values=_fixed_arrays(), size=st.sampled_from([32, 64, 256, 4096]))
 def test_no_false_negatives_fixed(values, size):
     f = BloomFilter(size)
@@ -344,7 +345,7 @@ def test_no_false_negatives_fixed(values, size):
     assert all(ref_might_contain(buf, int(h)) for h in hash_fixed(values))
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(values=st.lists(st.one_of(st.none(), st.text(max_size=12)), max_size=40),
        large=st.booleans(), start=st.integers(0, 5))
 def test_no_false_negatives_strings(values, large, start):
@@ -356,7 +357,7 @@ def test_no_false_negatives_strings(values, large, start):
     assert all(f.might_contain_hash(hash_scalar(v.encode())) for v in present)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(values=st.lists(st.one_of(st.none(), st.floats(allow_nan=True, width=64)), max_size=40))
 def test_no_false_negatives_float_arrow(values):
     f = BloomFilter(64)
@@ -552,7 +553,7 @@ def test_bit_compatible_with_parquet():
             assert matches, name
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.sampled_from([pa.int64(), pa.float64(), pa.date32(), pa.string(), pa.bool_()]),
        st.integers(0, 400), st.sampled_from([0.0, 0.3]), st.integers(0, 2**32 - 1))
 def test_a_filter_built_from_the_writers_dictionary_is_the_same(atype, n, null_share, seed):

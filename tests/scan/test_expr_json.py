@@ -16,6 +16,7 @@ from oracle_filter import selection_mask
 from rcfmt.scan.bind import bind
 from rcfmt.scan.expr_json import dumps, loads
 from strategies_expr import exprs, tables
+from strategies import examples
 
 
 @st.composite
@@ -24,7 +25,7 @@ def cases(draw):
     return data.table, draw(exprs(data, max_leaves=5))
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cases())
 def test_round_trip_is_exact(case):
     """Every literal type the binder accepts comes back with its type and value (repr

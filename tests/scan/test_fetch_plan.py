@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rcfmt.scan.fetch_plan import BlockGroups
+from strategies import examples
 
 
 def _span(lo, hi):
@@ -76,7 +77,7 @@ def test_a_failed_group_read_is_not_sent_again_by_its_other_blocks():
     assert f.reads == [(0, 40)]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 1000), st.integers(1, 100)), min_size=1, max_size=40),
        st.integers(0, 60))
 def test_coalescing_merges_exactly_the_ranges_within_the_gap(spans, gap):

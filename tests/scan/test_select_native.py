@@ -6,9 +6,10 @@ from hypothesis import strategies as st
 
 from rcfmt._native import select as _select
 from rcfmt._native.select import codes_mask, count_runs, mask_runs
+from strategies import examples
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.integers(0, 40), st.lists(st.integers(0, 50), max_size=300), st.data())
 def test_codes_mask_matches_numpy(size, raw_codes, data):
     table = np.array(data.draw(st.lists(st.booleans(), min_size=size, max_size=size)), bool)
@@ -33,7 +34,7 @@ def test_codes_mask_refuses_short_outputs():
         codes_mask(np.ones(2, np.uint8), np.zeros(3, np.uint32), None, False, np.empty(2, np.uint8))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(st.tuples(st.booleans(), st.integers(1, 40)), max_size=30), st.integers(0, 7))
 def test_mask_runs_match_brute_force(pieces, offset):
     """Runs of True (any length, across the 8-byte steps, at either end), also in a
@@ -79,7 +80,7 @@ def test_mask_runs_treat_any_nonzero_byte_as_true():
         assert ends.tolist() == np.flatnonzero(edges == -1).tolist()
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.sampled_from(["i1", "u2", "i4", "f8", "i8", "V16"]), st.integers(1, 50), st.data())
 def test_take_matches_numpy_and_refuses_indices_outside(dtype, size, data):
     values = np.frombuffer(np.random.default_rng(size).bytes(size * np.dtype(dtype).itemsize), dtype)
@@ -94,7 +95,7 @@ def test_take_matches_numpy_and_refuses_indices_outside(dtype, size, data):
         _select.take(values, idx, np.empty(max(len(idx) - 1, 0) if len(idx) else 0, "V3"))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.integers(0, 3), max_size=700), st.sampled_from([0, 1, 2, 7, 8, 9]))
 def test_mask_rows_is_flatnonzero(raw, offset):
     """Any nonzero byte counts (a bool view of other bytes), at every alignment and length."""
@@ -106,7 +107,7 @@ def test_mask_rows_is_flatnonzero(raw, offset):
     np.testing.assert_array_equal(got, np.flatnonzero(mask))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.integers(0, 300), st.data())
 def test_ranges_mask_matches_numpy(n, data):
     cuts = sorted(data.draw(st.lists(st.integers(0, n), max_size=20)))
@@ -122,7 +123,7 @@ def test_ranges_mask_matches_numpy(n, data):
             _select.ranges_mask(np.array([1], np.int64), np.array([0], np.int64), n)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.integers(0, 300), st.data())
 def test_scatter_ranges_lays_a_mask_over_the_ranges_rows(n, data):
     cuts = sorted(data.draw(st.lists(st.integers(0, n), max_size=20)))
@@ -143,7 +144,7 @@ _MEMBER_DTYPES = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np
 
 
 @pytest.mark.parametrize("dtype", _MEMBER_DTYPES, ids=lambda t: np.dtype(t).name)
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(data=st.data())
 def test_member_mask_is_isin(dtype, data):
     """member_mask is numpy's isin (negated or not, written or ANDed), for sets under
@@ -204,7 +205,7 @@ def test_member_sets_as_bit_tables_and_searched_agree(dtype):
             assert (out.view(bool) == (np.isin(values, members) != negate)).all()
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 30), st.integers(0, 30)), max_size=20))
 def test_ranges_rows_lists_each_ranges_rows(pairs):
     starts = np.array([min(a, b) for a, b in pairs], np.int64)
@@ -216,7 +217,7 @@ def test_ranges_rows_lists_each_ranges_rows(pairs):
         _select.ranges_rows(np.array([3], np.int64), np.array([2], np.int64))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(st.floats(width=32), min_size=1, max_size=40), st.floats(allow_nan=False),
        st.floats(allow_nan=False), st.sampled_from([0, 1, 2]), st.sampled_from([0, 1, 2]))
 def test_float32_intervals_take_any_double_bound(values, lo, hi, lo_kind, hi_kind):
@@ -230,7 +231,7 @@ def test_float32_intervals_take_any_double_bound(values, lo, hi, lo_kind, hi_kin
     assert out.view(bool).tolist() == exact
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(st.sampled_from([np.int8, np.uint8, np.int64, np.uint64]),
        st.one_of(st.integers(-300, 300), st.floats(-300, 300), st.sampled_from([float("inf"), float("-inf"), 2.5, -2.5])),
        st.one_of(st.integers(-300, 300), st.floats(-300, 300), st.sampled_from([float("inf"), float("-inf"), 2.5, -2.5])),

@@ -9,6 +9,7 @@ from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, rule
 
 from rcfmt.errors import InvalidOptionError
 from rcfmt.scan.selection import RANGES_MAX_DENSITY, RowRanges, Selection
+from strategies import examples
 
 
 # ---------------------------------------------------------------- model helpers
@@ -284,7 +285,7 @@ class SelectionMachine(RuleBasedStateMachine):
 
 TestSelectionMachine = SelectionMachine.TestCase
 TestSelectionMachine.settings = settings(
-    max_examples=120, stateful_step_count=25, deadline=None,
+    max_examples=examples(120), stateful_step_count=25, deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 
@@ -477,7 +478,7 @@ def test_bitmap_does_not_alias_input():
     assert not sel.to_mask().flags.writeable
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(st.data())
 def test_many_ranges_vectorized(data):
     """Large random inputs: the vectorized operations agree with mask arithmetic."""
@@ -500,7 +501,7 @@ def test_many_ranges_vectorized(data):
     assert np.array_equal(Selection.from_mask(ma).overlaps(first, counts), expect)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(st.integers(0, 6), min_size=1, max_size=40), st.data())
 def test_pages_holding_matches_brute_force(page_rows, data):
     """Pages that tile a block (some without rows): the pages holding a selected row,
@@ -516,7 +517,7 @@ def test_pages_holding_matches_brute_force(page_rows, data):
         assert got.tolist() == expected
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(st.integers(0, 6), min_size=1, max_size=40), st.data())
 def test_sparse_positions_match_brute_force(page_rows, data):
     """Few selected rows: their pages, and their positions among those pages' rows
@@ -534,7 +535,7 @@ def test_sparse_positions_match_brute_force(page_rows, data):
     assert positions.tolist() == [decoded.index(r) for r in rows]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.data())
 def test_refine_of_many_ranges_matches_brute_force(data):
     """A selection of several ranges refined by a mask over its rows (runs crossing from
