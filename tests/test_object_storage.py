@@ -18,6 +18,7 @@ import pytest
 
 import rcfmt
 from rcfmt.errors import RcfmtError, UnsupportedError
+from rcfmt.storage import DirectoryError
 
 pytest.importorskip("moto.server")
 boto3 = pytest.importorskip("boto3")
@@ -174,7 +175,7 @@ def test_fsspec_filesystem(tmp_path):
 def test_missing_objects_and_prefixes(remote_file):
     with pytest.raises(FileNotFoundError, match="no such file"):
         rcfmt.open(f"s3://{BUCKET}/data/missing.rcfmt")
-    with pytest.raises(RcfmtError, match="is a directory"):
+    with pytest.raises(DirectoryError, match="is a directory"):  # an RcfmtError and an IsADirectoryError
         rcfmt.open(f"s3://{BUCKET}/data")
     with pytest.raises(UnsupportedError):
         rcfmt.open("nosuchscheme://x/y")

@@ -21,6 +21,7 @@ import pytest
 
 import rcfmt
 from rcfmt.errors import InvalidOptionError, UnsupportedError
+from rcfmt.storage import DirectoryError
 
 pytest.importorskip("azure.storage.blob")
 
@@ -198,7 +199,7 @@ def test_a_file_is_read_with_filters_in_every_spelling(azure):
         assert scan.read().equals(t.slice(0, 100)) and scan.stats.blocks_pruned_stats == f.num_blocks - 1
     with pytest.raises(FileNotFoundError, match="nothing.rcfmt"):
         rcfmt.read_table(f"az://{CONTAINER}/files/nothing.rcfmt")
-    with pytest.raises(IsADirectoryError):
+    with pytest.raises(DirectoryError, match="is a directory"):  # an RcfmtError and an IsADirectoryError
         rcfmt.open(f"az://{CONTAINER}/files")
     with pytest.raises(rcfmt.RcfmtError, match="is a directory"):
         rcfmt.write_table(t, f"az://{CONTAINER}/files")
