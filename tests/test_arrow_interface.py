@@ -85,11 +85,11 @@ def test_dataset_and_its_scans_are_streams(tmp_path):
 
 
 def test_unknown_write_options_are_named(tmp_path):
-    from rcfmt.errors import InvalidOptionError
+    from rcfmt.errors import UnknownOptionError  # an InvalidOptionError and a TypeError
 
-    with pytest.raises(InvalidOptionError, match="max_rows_per_file"):
+    with pytest.raises(UnknownOptionError, match="max_rows_per_file"):
         rcfmt.write_dataset(_table(10), tmp_path / "ds", max_rows_per_file=5)
-    with pytest.raises(InvalidOptionError, match="blockrows"):
+    with pytest.raises(UnknownOptionError, match="blockrows"):
         rcfmt.write_table(_table(10), tmp_path / "t.rcfmt", blockrows=5)
     assert not any(tmp_path.iterdir())
 
