@@ -14,11 +14,13 @@ import tempfile
 
 import numpy as np
 import pyarrow as pa
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import not_leaves
 import rcfmt
-from oracle_filter import selection_mask
+from oracle_filter import filter_table, selection_mask
 from strategies import examples
 from strategies_expr import Data, exprs, splits, tables
 
@@ -133,3 +135,49 @@ def test_file_pruning_keeps_every_matching_file(case):
             assert st_.files_total == len(units)
             assert st_.files_pruned == int((~dataset.prune(expr)).sum())
             assert st_.rows_selected == expected.num_rows
+
+
+# ---------------------------------------------------------------- NOT over every leaf, NULL rows
+@pytest.fixture(scope="module", params=[None, "equality", "range"])
+def null_files(request, tmp_path_factory):
+    """One file per block of not_leaves.table() (NULLs only, NaNs only, mixed, ...), with
+    or without bitmap indexes (whose distinct values the index then knows); the plain
+    directory and the same files adopted into an index."""
+    table = not_leaves.table()
+    root = str(tmp_path_factory.mktemp(f"nulls-{request.param}"))
+    kinds = {name: request.param for name in ("f", "i", "s", "d")} if request.param else None
+    for i in range(table.num_rows // not_leaves.BLOCK):
+        rcfmt.write_table(table.slice(i * not_leaves.BLOCK, not_leaves.BLOCK), os.path.join(root, f"f{i:03d}.rcfmt"),
+                          block_rows=3, page_rows=2, stats_truncate=2, bitmap_indexes=kinds)
+    plain = rcfmt.dataset(root)
+    indexed = rcfmt.write_dataset(plain.schema.empty_table(), root, stats_truncate=2)
+    return table, plain, indexed
+
+
+@pytest.mark.parametrize("expr", not_leaves.exprs(), ids=repr)
+def test_negated_leaves_keep_every_matching_file(null_files, expr):
+    table, plain, indexed = null_files
+    expected = filter_table(table, expr)
+    for ds in (plain, indexed):
+        keep = ds.prune(expr)
+        for f, kept in zip(ds.files, keep):
+            i = int(os.path.basename(f.relpath)[1:4])
+            piece = table.slice(i * not_leaves.BLOCK, not_leaves.BLOCK)
+            if selection_mask(expr, piece).any():
+                assert kept, f"file {f.relpath} holds a match but was pruned by {expr!r}"
+        got = ds.scan(filter=expr).read().sort_by("k")
+        assert got.num_rows == expected.num_rows, expr
+        for name in got.column_names:
+            assert _raw(got.column(name)).equals(_raw(expected.column(name))), (name, expr)
+
+
+def test_negated_leaves_prune_files_they_cannot_select(null_files):
+    """Under SQL semantics a NULL-only file has no row for ``~is_nan``, a NaN-only file
+    none either, and NOT IN with a None member selects no row anywhere."""
+    _, plain, indexed = null_files
+    f = rcfmt.col("f")
+    for ds in (plain, indexed):
+        assert ds.prune(~f.is_nan()).tolist() == [False, False, True, True, True, True]
+        assert ds.prune(f.isin([float("nan")])).tolist() == [False, True, True, False, True, False]
+        assert not ds.prune(~rcfmt.col("i").isin([1, None])).any()
+        assert not ds.prune(~f.isin([0.0, None])).any()
