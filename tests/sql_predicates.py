@@ -154,9 +154,12 @@ class PredicateGenerator:
             return str(x), str(x)
         if pa.types.is_decimal(t):
             x = v if v is not None else decimal.Decimal(rng.randint(-600, 600)) / 100
+            x = x.quantize(decimal.Decimal(1).scaleb(-t.scale)) if x.as_tuple().exponent < -t.scale else x
             if rng.random() < 0.3:
-                return f"CAST('{x}' AS DECIMAL(38,{max(0, -x.as_tuple().exponent)}))", \
-                    f"CAST('{x}' AS DECIMAL(38,{max(0, -x.as_tuple().exponent)}))"
+                scale = max(0, -x.as_tuple().exponent)
+                precision = max(len(x.as_tuple().digits), scale, rng.choice([10, 12, 38]))
+                cast = f"CAST('{x}' AS DECIMAL({precision},{scale}))"
+                return cast, cast
             text = str(x)
             return (text, text) if "E" not in text else (f"{x:f}", f"{x:f}")
         if pa.types.is_date(t):

@@ -65,7 +65,7 @@ def parse_filter(text: str, schema: pa.Schema):
 
     try:
         bind(expr, schema)
-    except FilterError as exc:
+    except (FilterError, SchemaError) as exc:  # e.g. a literal of the wrong type, IS NULL of a list
         raise InvalidOptionError(f"filter option: {exc}") from None
     return expr
 
@@ -140,7 +140,7 @@ class _Translator:
                 raise _fail(node, "has a subquery")
             name = self._column(node.this)
             # rcfmt's isin is SQL's IN: NaN matches NaN, -0.0 matches 0.0, NULL members as in SQL
-            members = [None if isinstance(self._strip(v), exp.Null) else self._literal(v, name)
+            members = [None if isinstance(self._strip(v), exp.Null) else self._literal(v, name, node.expressions)
                        for v in node.expressions]
             found = col(name).isin(members)
             return ~found if neg else found
@@ -231,8 +231,51 @@ class _Translator:
             raise InvalidOptionError(f"filter option: unknown column {name!r}; columns: {self.schema.names}")
         return found
 
-    def _literal(self, node, name: str):
-        return self._literal_of(node, self.schema.field(name).type)
+    def _literal(self, node, name: str, together=()):
+        """The literal ``node`` compared with column ``name`` (``together``: the other
+        members of its IN list, coerced with it to one type by Spark)."""
+        t = self._type(name)
+        value = self._literal_of(node, t)
+        if pa.types.is_integer(t) and isinstance(value, (int, decimal.Decimal)) and not isinstance(value, bool) \
+                and not -(1 << 63) <= value < (1 << 63):
+            # measured: Spark 4 answers TRUE for NULL rows under NOT here (NOT (i < -9223372036854775808.5))
+            raise _fail(node, "is beyond the 64-bit integers; Spark's answer on NULL rows departs from SQL's there")
+        if pa.types.is_integer(t) or pa.types.is_decimal(t):
+            types = [_column_decimal(t)] + [self._decimal_type(n) for n in (node, *together)]
+            types = [d for d in types if d is not None]
+            if len(types) > 1 and any(sc for _, sc in types):
+                integral = max(p - sc for p, sc in types)
+                scale = max(sc for _, sc in types)
+                if integral + scale > 38:
+                    raise _fail(node, f"needs decimal({integral + scale},{scale}) to be compared with {name!r} "
+                                      f"exactly; Spark rounds both to decimal(38,{max(0, 38 - integral)}) instead: "
+                                      "write the literal with fewer digits")
+        return value
+
+    def _decimal_type(self, node):
+        """``(precision, scale)`` of the exact numeric type Spark gives literal ``node``
+        (None for other literals)."""
+        exp = self.exp
+        node = self._strip(node)
+        if isinstance(node, exp.Neg):
+            return self._decimal_type(node.this)
+        if isinstance(node, (exp.Cast, exp.TryCast)):
+            to = node.to
+            if to.this != exp.DataType.Type.DECIMAL:
+                return None
+            params = [int(e.this.this) if hasattr(e.this, "this") else int(e.this) for e in to.expressions]
+            return (params + [10, 0][len(params):])[0], (params + [10, 0][len(params):])[1]
+        if not (isinstance(node, exp.Literal) and not node.is_string):
+            return None
+        text = node.this.lstrip("+-")
+        if "e" in text.lower():
+            return None  # a double
+        digits = text.replace(".", "").lstrip("0") or "0"
+        scale = len(text.split(".")[1]) if "." in text else 0
+        if scale == 0:
+            n = int(text)
+            return (10, 0) if n < (1 << 31) else (20, 0) if n < (1 << 63) else (len(digits), 0)
+        return max(len(digits), scale), scale
 
     def _literal_of(self, node, t: pa.DataType):
         """The literal ``node`` as a value of Arrow type ``t``."""
@@ -329,6 +372,13 @@ def _spark_compare(c, t: pa.DataType, op: str, value):
         }[op]
     out = _compare(c, op, value)
     return out | c.is_nan() if op in (">", ">=") else out  # NaN is above v (and != v, as in IEEE)
+
+
+def _column_decimal(t: pa.DataType):
+    """``(precision, scale)`` of the decimal Spark widens an integer or decimal column to."""
+    if pa.types.is_decimal(t):
+        return t.precision, t.scale
+    return {8: (3, 0), 16: (5, 0), 32: (10, 0), 64: (20, 0)}[t.bit_width]
 
 
 def _compare(c, op: str, value):

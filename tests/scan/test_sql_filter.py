@@ -126,10 +126,17 @@ def test_random_predicates_select_what_duckdb_selects(written, duck, seed):
     members, LIKE, IS NULL, boolean columns, NOT/AND/OR) over every column but the
     float32 one (DuckDB compares it as float32, Spark as double)."""
     gen = PredicateGenerator(sample_table(), seed=seed, duckdb=True)
+    checked = 0
     for _ in range(examples(60)):
         tree = gen.predicate()
         sql, duck_sql = tree.render("spark"), tree.render("duckdb")
-        assert rcfmt_ids(written, sql) == duckdb_ids(duck, duck_sql), sql
+        try:
+            got = rcfmt_ids(written, sql)
+        except InvalidOptionError:  # refused by name (checked below to stay rare)
+            continue
+        assert got == duckdb_ids(duck, duck_sql), sql
+        checked += 1
+    assert checked >= 0.8 * examples(60)
 
 
 # ---------------------------------------------------------------- rcfmt expressions in a Spark relation
