@@ -440,3 +440,59 @@ def test_the_clustering_policy_follows_renames_and_ends_with_a_dropped_column(tm
     assert dropped.info.get("clustering") is None
     rcfmt.write_dataset(pa.table({"a": [n + 1], "c": [1]}), root)
     assert rcfmt.dataset(root).optimize().num_rows == n + 2
+
+
+# ---------------------------------------------------------------------- NOT over leaves on missing columns
+@pytest.fixture(scope="module")
+def older_files(tmp_path_factory):
+    """A dataset whose first files predate every column but ``k`` (they read as NULLs
+    there), then the NULL-laden table of tests/not_leaves.py."""
+    import not_leaves
+
+    root = tmp_path_factory.mktemp("missing") / "ds"
+    rcfmt.write_dataset(pa.table({"k": pa.array(range(100, 112), pa.int64())}), root, block_rows=4)
+    rcfmt.write_dataset(not_leaves.table(), root, block_rows=6, page_rows=3)
+    ds = rcfmt.dataset(root)
+    return ds, ds.read()
+
+
+def _not_leaf_cases():
+    import not_leaves
+
+    return not_leaves.exprs() + [~leaf & (col("k") >= 3) for leaf in not_leaves.LEAVES["f"]]
+
+
+@pytest.mark.parametrize("expr", _not_leaf_cases(), ids=repr)
+def test_negated_leaves_on_columns_a_file_lacks(older_files, expr):
+    """A file without the column holds NULLs there: what is left of the filter for it
+    (``residual_of`` with the column NULL) is TRUE exactly where the oracle finds the
+    filter TRUE on a NULL row (only is_null, ~is_valid), and the dataset's rows (their
+    values) are the oracle's over the whole dataset read without a filter."""
+    from oracle_filter import evaluate, filter_table
+    from rcfmt.scan.nnf import columns as expr_columns
+    from rcfmt.scan.residual import FALSE, TRUE, prepare_filter, residual_of
+
+    ds, everything = older_files
+    want = filter_table(everything, expr).sort_by("k")
+    got = ds.read(filter=expr).sort_by("k")
+    assert got.num_rows == want.num_rows
+    for name in got.column_names:
+        g, w = got.column(name).combine_chunks(), want.column(name).combine_chunks()
+        if pa.types.is_floating(g.type):
+            g, w = g.view(pa.int64()), w.view(pa.int64())
+        assert g.equals(w), name
+    missing = [n for n in ds.schema.names if n != "k"]
+    nnf = prepare_filter(expr, ds.schema)
+    lacking = {name: None for name in expr_columns(nnf) if name != "k"}  # (a list's leaves: its element column)
+    residual = residual_of(nnf, lacking, ds.schema)
+    truths = []
+    for k in (0, 3):  # the NULL row, with k on either side of the (k >= 3) some cases add
+        row = pa.table({n: pa.nulls(1, ds.schema.field(n).type) if n in missing else pa.array([k], pa.int64())
+                        for n in ds.schema.names})
+        truths.append(evaluate(expr, row)[0].as_py() is True)
+    if all(truths):
+        assert residual is TRUE, expr
+    elif not any(truths):
+        assert residual is FALSE, expr
+    else:  # a filter on k is left
+        assert residual is not TRUE and residual is not FALSE and expr_columns(residual) == {"k"}, expr
