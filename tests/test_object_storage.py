@@ -547,8 +547,9 @@ def test_a_persistent_fault_is_a_storage_error_after_the_configured_attempts(rem
 
 def test_a_stalled_read_times_out_and_is_retried(remote_file, proxy, s3, large_file_reads):
     """A read the server never answers: the client's request timeout (0.5 s here) gives
-    it up and a retry reads the bytes -- one GET more than the same read without the
-    stall, the stalled one still unanswered when the read returns, the rows right."""
+    it up and a retry reads the bytes -- a GET more than the same read without the stall
+    (more only if a slow machine times out another), the stalled one still unanswered
+    when the read returns, the rows right."""
     import pyarrow.fs as pafs
 
     uri, _, table = remote_file
@@ -563,7 +564,7 @@ def test_a_stalled_read_times_out_and_is_retried(remote_file, proxy, s3, large_f
         finally:
             stalled.release()
     assert want.column("id").equals(table.column("id")) and got.equals(want)
-    assert clean.seen >= 1 and stalled.held == 1 and stalled.seen == clean.seen + 1
+    assert clean.seen >= 1 and stalled.held == 1 and stalled.seen >= clean.seen + 1
 
 
 def test_a_write_whose_upload_keeps_failing_leaves_no_file(s3, proxy):
