@@ -393,7 +393,7 @@ class BlobSink(ByteSink):
         self.path = uri
         self._client = _blob(uri)
         if check_directory and kind(uri) == "dir":  # (a dataset's new data files skip the requests)
-            raise RcfmtError(f"{uri} is a directory")
+            raise DirectoryError(uri, writing=True)
         self._tag = uuid.uuid4().hex[:16]  # block ids of this writer only (ids are per blob name)
         self._ids: list[str] = []
         self._buffer = bytearray()

@@ -135,10 +135,13 @@ class ByteSource:
 
 
 class DirectoryError(RcfmtError, IsADirectoryError):
-    """A path given as a file names a directory (a dataset, read with ``rcfmt.dataset()``)."""
+    """A path given as a file names a directory (a dataset, read with ``rcfmt.dataset()``;
+    ``writing``: the target of a file write, refused before anything is written)."""
 
-    def __init__(self, path: str):
-        super().__init__(f"{path} is a directory; use rcfmt.dataset() for directories")
+    def __init__(self, path: str, writing: bool = False):
+        hint = ("name a file, or write a dataset there with rcfmt.write_dataset()" if writing
+                else "use rcfmt.dataset() for directories")
+        super().__init__(f"{path} is a directory; {hint}")
 
 
 class _LocalFile(ByteSource):
@@ -335,6 +338,8 @@ class _LocalSink(ByteSink):
 
     def __init__(self, path: str):
         self.path = path
+        if os.path.isdir(path):  # (os.replace would fail only once the whole file is written)
+            raise DirectoryError(path, writing=True)
         directory = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(directory):
             raise InvalidOptionError(f"directory {directory!r} does not exist")
@@ -385,7 +390,7 @@ class _ArrowSink(ByteSink):
         except _client_errors() as exc:
             raise _storage_error(exc, "writing", display) from exc
         if kind == pafs.FileType.Directory:
-            raise RcfmtError(f"{display} is a directory")
+            raise DirectoryError(display, writing=True)
         if atomic:
             self._tmp = f"{parent}/{_tmp_name(base)}" if parent else _tmp_name(base)
         else:

@@ -257,10 +257,6 @@ def test_writing_onto_a_directory_fails_cleanly(tmp_path):
     assert listing(tmp_path) == ["dir"]
 
 
-@pytest.mark.xfail(strict=True, raises=IsADirectoryError,
-                   reason="engine: a local write onto a directory fails only at its final os.replace, "
-                          "with the OS's IsADirectoryError -- outside rcfmt's hierarchy, after the "
-                          "whole file was written -- where an open raises storage.DirectoryError")
 def test_writing_onto_a_directory_is_the_directory_error_an_open_gives(tmp_path):
     d = tmp_path / "dir"
     d.mkdir()

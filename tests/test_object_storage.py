@@ -364,7 +364,7 @@ def test_a_failed_remote_write_leaves_nothing(s3):
 def test_remote_write_errors(s3):
     _, client = s3
     client.put_object(Bucket=BUCKET, Key="adir/x", Body=b"x")
-    with pytest.raises(RcfmtError, match="is a directory"):
+    with pytest.raises(DirectoryError, match="is a directory; name a file"):  # before anything is written
         rcfmt.write_table(_table(), f"s3://{BUCKET}/adir")
     with pytest.raises(UnsupportedError):
         rcfmt.write_table(_table(), "nosuchscheme://x/y.rcfmt")

@@ -201,7 +201,7 @@ def test_a_file_is_read_with_filters_in_every_spelling(azure):
         rcfmt.read_table(f"az://{CONTAINER}/files/nothing.rcfmt")
     with pytest.raises(DirectoryError, match="is a directory"):  # an RcfmtError and an IsADirectoryError
         rcfmt.open(f"az://{CONTAINER}/files")
-    with pytest.raises(rcfmt.RcfmtError, match="is a directory"):
+    with pytest.raises(DirectoryError, match="is a directory; name a file"):
         rcfmt.write_table(t, f"az://{CONTAINER}/files")
 
 

@@ -16,7 +16,7 @@ import zlib
 import numpy as np
 
 from .._native import bitmaps as _bitmaps
-from ..errors import CorruptFileError
+from ..errors import ChecksumError, CorruptFileError
 
 __all__ = [
     "EQUALITY", "RANGE", "BITSLICED", "KIND_NAMES", "KIND_IDS", "FORM_DENSE", "FORM_POSITIONS", "FORM_RUNS",
@@ -286,7 +286,7 @@ def parse_directory(raw: bytes, columns: int, blocks: int, region: tuple[int, in
         raise _fail("directory has the wrong length")
     body = raw[:size]
     if verify and zlib.crc32(body) != int.from_bytes(raw[size:], "little"):
-        raise _fail("directory checksum mismatch")
+        raise ChecksumError("bitmap index: directory checksum mismatch")
     records = np.frombuffer(body, DIRECTORY_RECORD).reshape(columns, blocks)
     start, end = region
     offsets = records["offset"].astype(np.uint64)

@@ -246,13 +246,7 @@ def indexed_file(tmp_path_factory):
     return path, expr, int(selection_mask(expr, table).sum())
 
 
-@pytest.mark.parametrize("part", [
-    "entries",
-    pytest.param("directory", marks=pytest.mark.xfail(
-        strict=True, raises=CorruptFileError,
-        reason="engine: rcfmt/format/bitmap_index.py parse_directory raises a plain CorruptFileError "
-               "for the directory's crc32 mismatch, not ChecksumError")),
-])
+@pytest.mark.parametrize("part", ["entries", "directory"])
 def test_every_damaged_byte_of_the_region_is_a_checksum_error(indexed_file, tmp_path, part):
     """Each entry and the directory carry a crc32 (docs/FORMAT.md 6b) that a reader
     verifies before trusting them: damage to any byte of the region is a ChecksumError."""
