@@ -11,6 +11,7 @@ from .errors import (
     ChecksumError,
     CorruptFileError,
     FilterError,
+    InvalidDataError,
     InvalidOptionError,
     RcfmtError,
     SchemaError,
@@ -41,7 +42,7 @@ _LAZY = {
 
 __all__ = [
     "RcfmtError", "CorruptFileError", "ChecksumError", "UnsupportedError",
-    "SchemaError", "InvalidOptionError", "FilterError", "__version__", *_LAZY,
+    "SchemaError", "InvalidDataError", "InvalidOptionError", "FilterError", "__version__", *_LAZY,
 ]
 
 

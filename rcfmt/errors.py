@@ -11,6 +11,7 @@ __all__ = [
     "ChecksumError",
     "UnsupportedError",
     "SchemaError",
+    "InvalidDataError",
     "UnknownOptionError",
     "InvalidOptionError",
     "FilterError",
@@ -66,6 +67,25 @@ class UnsupportedError(RcfmtError):
 
 class SchemaError(RcfmtError, ValueError):
     """A schema or column reference is invalid (unknown column, unsupported type, mismatch)."""
+
+
+class InvalidDataError(RcfmtError, ValueError):
+    """Data given to a writer holds values its type cannot hold, which a reader would
+    refuse (what rcfmt writes, rcfmt reads back): ill-formed UTF-8 in a string, a decimal
+    beyond its declared precision, offsets of a string, binary or list column that go
+    backwards, list views outside their values. Nothing is written at the target.
+
+    Not a :class:`SchemaError`: the schema is fine, values are not. A ValueError, as
+    Arrow's own ``ArrowInvalid`` for the same values is. ``column`` (the stored column:
+    a nested leaf by its dotted path) and ``row`` (the first bad row of the data passed
+    to the call that raised) say where; both are in the message too."""
+
+    def __init__(self, message: str, *, column: str | None = None, row: int | None = None):
+        self.reason = message
+        self.column = column
+        self.row = row
+        where = ", ".join(f"{k}={v!r}" for k, v in (("column", column), ("row", row)) if v is not None)
+        super().__init__(f"{message} ({where})" if where else message)
 
 
 class InvalidOptionError(RcfmtError, ValueError):

@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 
 from .encodings.base import ColumnValues
-from .errors import CorruptFileError, SchemaError
+from .errors import CorruptFileError, InvalidDataError, SchemaError
 from .file.arrow_io import to_arrow, to_numpy, validity
 from .types import LogicalType, logical_type_from_arrow
 
@@ -116,6 +116,97 @@ def storage_type(t: pa.DataType) -> pa.DataType:
         large = pa.types.is_large_list(t) or pa.types.is_large_list_view(t)
         return pa.large_list(item) if large else pa.list_(item)
     return t
+
+
+def _has_list_view(t: pa.DataType) -> bool:
+    if pa.types.is_list_view(t) or pa.types.is_large_list_view(t):
+        return True
+    if pa.types.is_struct(t):
+        return any(_has_list_view(f.type) for f in t)
+    if pa.types.is_map(t):
+        return _has_list_view(t.key_type) or _has_list_view(t.item_type)
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return _has_list_view(t.value_type)
+    return False
+
+
+def to_storage(arr, t: pa.DataType, rows: bool = True):
+    """``arr`` (an Array or ChunkedArray of a nested type) as ``t``, the type
+    :func:`storage_type` makes of its type. List views (anywhere in the tree) become
+    lists here -- pyarrow's cast from list_view to list builds arrays one offset short,
+    which fail validation -- and the rest (dictionaries, string views, offset widths)
+    goes to Arrow's cast. Views outside their values, or more elements than a list's
+    32-bit offsets hold, raise :class:`InvalidDataError` (with the row, when ``rows``:
+    the slots of ``arr`` are rows)."""
+    if isinstance(arr, pa.ChunkedArray):
+        if not rows or arr.num_chunks < 2:
+            return pa.chunked_array([to_storage(c, t, rows) for c in arr.chunks], t)
+        out, base = [], 0
+        for c in arr.chunks:
+            try:
+                out.append(to_storage(c, t))
+            except InvalidDataError as exc:
+                raise InvalidDataError(exc.reason, row=base + exc.row if exc.row is not None else None) from None
+            base += len(c)
+        return pa.chunked_array(out, t)
+    if arr.type == t:
+        return arr
+    src = arr.type
+    if not _has_list_view(src):
+        return arr.cast(t)
+    mask = arr.is_null() if arr.null_count else None
+    if pa.types.is_list_view(src) or pa.types.is_large_list_view(src):
+        large = pa.types.is_large_list(t)
+        offsets, values = _view_elements(arr, large, rows)
+        cls = pa.LargeListArray if large else pa.ListArray
+        return cls.from_arrays(offsets, to_storage(values, t.value_type, False), type=t, mask=mask)
+    if pa.types.is_struct(src):
+        children = [to_storage(arr.field(i), t.field(i).type, rows) for i in range(src.num_fields)]
+        return pa.StructArray.from_arrays(children, fields=list(t), mask=mask)
+    if pa.types.is_map(src):  # offsets index the whole entries child
+        entries = arr.values
+        keys, items = to_storage(entries.field(0), t.key_type, False), to_storage(entries.field(1), t.item_type, False)
+        return pa.MapArray.from_arrays(arr.offsets, keys, items, type=t, mask=mask)
+    if pa.types.is_fixed_size_list(src):
+        size = src.list_size
+        values = to_storage(arr.values.slice(arr.offset * size, len(arr) * size), t.value_type, False)
+        return pa.FixedSizeListArray.from_arrays(values, type=t, mask=mask)
+    cls = pa.LargeListArray if pa.types.is_large_list(t) else pa.ListArray  # a list of list views
+    return cls.from_arrays(arr.offsets, to_storage(arr.values, t.value_type, False), type=t, mask=mask)
+
+
+def _view_elements(arr: pa.Array, large: bool, rows: bool) -> tuple[pa.Array, pa.Array]:
+    """Offsets (from 0) and elements of list views ``arr`` as a list holds them: the
+    elements of each non-null view, in row order (views may overlap, come in any order
+    and leave values out; a null view holds none)."""
+    n = len(arr)
+    starts = to_numpy(arr.offsets).astype(np.int64)  # (a sliced array's own window)
+    sizes = to_numpy(arr.sizes).astype(np.int64)
+    if arr.null_count:
+        sizes[~validity(arr)] = 0
+    ends = starts + sizes
+    used = sizes > 0
+    bad = (sizes < 0) | (used & ((starts < 0) | (ends > len(arr.values))))
+    if bad.any():
+        at = int(np.argmax(bad))
+        raise InvalidDataError(f"list view of {sizes[at]} values at offset {starts[at]} lies outside its "
+                               f"{len(arr.values)} values" + ("" if rows else f" (list {at} of its level)"),
+                               row=at if rows else None)
+    offsets = np.zeros(n + 1, np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    total = int(offsets[-1])
+    if not large and total > np.iinfo(np.int32).max:
+        raise InvalidDataError(f"list views hold {total} values in all, beyond a list's 32-bit offsets; "
+                               "write them as large_list_view")
+    shift = starts - offsets[:-1]  # where each view's elements come from, less where they go
+    if not used.any():
+        values = arr.values.slice(0, 0)
+    elif (shift[used] == shift[used][0]).all():  # views in order, back to back: a slice
+        values = arr.values.slice(int(shift[used][0]), total)
+    else:
+        index = np.repeat(shift, sizes) + np.arange(total, dtype=np.int64)
+        values = arr.values.take(to_arrow(ColumnValues(index), None, _LENGTHS[True]))
+    return to_arrow(ColumnValues(offsets.astype(np.int64 if large else np.int32)), None, _LENGTHS[large]), values
 
 
 def plan_columns(field: pa.Field, first: int) -> tuple[Node, list[tuple[str, LogicalType, bool]]]:

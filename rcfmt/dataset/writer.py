@@ -17,7 +17,8 @@ from typing import Iterable
 import numpy as np
 import pyarrow as pa
 
-from ..errors import CommitConflictError, InvalidOptionError, RcfmtError, SchemaError, UnsupportedError
+from .. import nested
+from ..errors import CommitConflictError, InvalidDataError, InvalidOptionError, RcfmtError, SchemaError, UnsupportedError
 from ..file.reader import RcfmtFile
 from ..file.writer import Writer, WriteOptions, arrow_stream, as_table, storage_schema
 from ..layout import METADATA_KEY, ClusteringSpec
@@ -217,8 +218,16 @@ class FileSetWriter:
         if table.schema.names != self.schema.names:
             raise SchemaError(f"columns {table.schema.names} differ from the dataset's {self.schema.names}")
         if not table.schema.equals(self.schema):
-            try:
-                table = table.cast(self.schema)
+            try:  # (list views by rcfmt: Arrow's cast makes invalid lists of them)
+                columns = []
+                for column, field in zip(table.columns, self.schema):
+                    try:
+                        columns.append(nested.to_storage(column, field.type))
+                    except InvalidDataError as exc:
+                        raise InvalidDataError(exc.reason, column=field.name, row=exc.row) from None
+                table = pa.Table.from_arrays(columns, schema=self.schema)
+            except InvalidDataError:
+                raise
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError) as exc:
                 raise SchemaError(f"data does not fit the dataset schema: {exc}") from None
         if table.num_rows == 0:

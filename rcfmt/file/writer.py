@@ -24,7 +24,7 @@ from ..encodings import by_name
 from ..encodings.base import ColumnValues, Encoding
 from ..encodings.plain import Plain
 from ..encodings.selector import analyze, choose
-from ..errors import InvalidOptionError, RcfmtError, SchemaError, UnknownOptionError
+from ..errors import InvalidDataError, InvalidOptionError, RcfmtError, SchemaError, UnknownOptionError
 from ..format.footer import ColumnSchema, FileMetaData, serialize_footer
 from ..format.layout import (
     BLOCK_RECORD,
@@ -425,7 +425,9 @@ class Writer:
                     raise SchemaError(f"column {name!r}: cannot store {column.type} as {field.type}: {exc}") from None
             if column.type != field.type and nested.is_nested(field.type):
                 try:
-                    column = column.cast(field.type)
+                    column = nested.to_storage(column, field.type)
+                except InvalidDataError as exc:
+                    raise InvalidDataError(exc.reason, column=name, row=exc.row) from None
                 except (pa.ArrowException, NotImplementedError) as exc:
                     raise SchemaError(f"column {name!r}: cannot store {column.type} as {field.type}: {exc}") from None
             if column.type != field.type:
