@@ -222,6 +222,8 @@ def plan_columns(field: pa.Field, first: int) -> tuple[Node, list[tuple[str, Log
         col = first + len(columns)
         nullable = f.nullable or inherited_nulls
         if pa.types.is_struct(t):
+            if t.num_fields == 0:  # (docs/FORMAT.md §3a: a reader refuses a struct without fields)
+                raise SchemaError(f"field {path!r} is a struct without fields, which cannot be stored")
             columns.append((path, LogicalType("bool"), nullable))
             kids = tuple(walk(c, f"{path}.{c.name}", nullable, depth + 1) for c in t)
             return Node(f.name, f.nullable, STRUCT, col, kids)
@@ -231,6 +233,9 @@ def plan_columns(field: pa.Field, first: int) -> tuple[Node, list[tuple[str, Log
                     walk(t.item_field, f"{path}.{t.item_field.name}", False, depth + 1))
             return Node(f.name, f.nullable, MAP, col, kids, keys_sorted=t.keys_sorted)
         if pa.types.is_fixed_size_list(t):
+            if not 0 < t.list_size <= MAX_LIST_SIZE:  # (as a reader checks)
+                raise SchemaError(f"field {path!r} is a fixed_size_list of size {t.list_size}; rcfmt stores sizes "
+                                  f"1 to {MAX_LIST_SIZE}")
             columns.append((path, LogicalType("bool"), nullable))
             kid = walk(t.value_field, f"{path}.{t.value_field.name}", False, depth + 1)
             return Node(f.name, f.nullable, FIXED_SIZE_LIST, col, (kid,), size=t.list_size)
@@ -247,6 +252,14 @@ def plan_columns(field: pa.Field, first: int) -> tuple[Node, list[tuple[str, Log
         return Node(f.name, f.nullable, LEAF, col, leaf_type=ltype.to_arrow())
 
     return walk(field, field.name, False, 0), columns
+
+
+class SlotError(ValueError):
+    """Invalid Arrow found while shredding: at slot ``slot`` of stored column ``column``."""
+
+    def __init__(self, column: int, slot: int, reason: str):
+        super().__init__(reason)
+        self.column, self.slot, self.reason = column, slot, reason
 
 
 def shred(arr: pa.Array, node: Node, out: dict[int, pa.Array]) -> None:
@@ -268,6 +281,8 @@ def shred(arr: pa.Array, node: Node, out: dict[int, pa.Array]) -> None:
         return
     offsets = to_numpy(arr.offsets)  # n + 1 entries (a sliced array's own window)
     lengths = (offsets[1:] - offsets[:-1]).astype(np.int64 if k == LARGE_LIST else np.int32)
+    if n and int(lengths.min()) < 0:  # (Arrow's full validation refuses them; a reader would)
+        raise SlotError(node.column, int(np.argmax(lengths < 0)), "list offsets go backwards")
     valid = validity(arr) if arr.null_count else None
     out[node.column] = to_arrow(ColumnValues(lengths), valid, _LENGTHS[k == LARGE_LIST])
     flat = _elements(arr.values, offsets, None if valid is None else ~valid)

@@ -20,7 +20,7 @@ import pyarrow as pa
 from .. import nested
 from ..errors import CommitConflictError, InvalidDataError, InvalidOptionError, RcfmtError, SchemaError, UnsupportedError
 from ..file.reader import RcfmtFile
-from ..file.writer import Writer, WriteOptions, arrow_stream, as_table, storage_schema
+from ..file.writer import Writer, WriteOptions, arrow_stream, as_table, storage_schema, value_checker
 from ..layout import METADATA_KEY, ClusteringSpec
 from .evolution import column_ids, extend_column_ids, file_renames, keeps_columns, merge_schemas, renamed_path
 from ..storage import (check_commit_support, delete_files, is_remote, list_names, list_tree, local_path, open_output,
@@ -209,6 +209,8 @@ class FileSetWriter:
         self.truncate = truncate
         self._open: dict[tuple, _OpenFile] = {}
         self._seq = 0
+        self._check_values = value_checker(schema)
+        self._rows_seen = 0
         self.files: list[tuple[FileEntry, str]] = []
         if clustering is not None:
             check_clustering_columns(clustering, self.data_schema)
@@ -224,12 +226,19 @@ class FileSetWriter:
                     try:
                         columns.append(nested.to_storage(column, field.type))
                     except InvalidDataError as exc:
-                        raise InvalidDataError(exc.reason, column=field.name, row=exc.row) from None
+                        raise InvalidDataError(exc.reason, column=field.name,
+                                               row=None if exc.row is None else self._rows_seen + exc.row) from None
                 table = pa.Table.from_arrays(columns, schema=self.schema)
             except InvalidDataError:
                 raise
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError) as exc:
                 raise SchemaError(f"data does not fit the dataset schema: {exc}") from None
+        try:  # values a reader would refuse, by rows of the data given (its files' writers look again)
+            self._check_values(table)
+        except InvalidDataError as exc:
+            raise InvalidDataError(exc.reason, column=exc.column,
+                                   row=None if exc.row is None else self._rows_seen + exc.row) from None
+        self._rows_seen += table.num_rows
         if table.num_rows == 0:
             return
         for key, part in split_by_partition(table, self.partitioning):

@@ -47,9 +47,10 @@ from ..statistics import ColumnStats, binary_chunk_and_page_stats, compute_page_
 from ..types import LogicalType, PhysicalKind, logical_type_from_arrow
 from .. import nested
 from ..storage import ByteSink, open_output
-from .arrow_io import fill_null_slots, from_arrow, one_array
+from .arrow_io import fill_null_slots, from_arrow, one_array, to_numpy, validity
+from .value_checks import check_table, empty_nulls
 
-__all__ = ["Writer", "write_table", "WriteOptions"]
+__all__ = ["Writer", "write_table", "WriteOptions", "value_checker"]
 
 DEFAULT_BLOCK_ROWS = 1 << 20
 DEFAULT_PAGE_SIZE = 128 * 1024
@@ -241,6 +242,16 @@ def physical_columns(schema: pa.Schema, types) -> tuple[tuple | None, list[tuple
     return (nodes if any(t is None for t in types) else None), columns
 
 
+def value_checker(schema: pa.Schema):
+    """A function of a table of ``schema`` conformed to its storage form (as
+    :class:`Writer` conforms what it is given) that raises :class:`InvalidDataError` at
+    its first value a reader would refuse (see :mod:`rcfmt.file.value_checks`)."""
+    stored, types = storage_schema(schema)
+    nodes, physical = physical_columns(stored, types)
+    columns = [ColumnSchema(n, t, nullable, 0) for n, t, nullable in physical]
+    return lambda table: check_table(table, nodes, columns)
+
+
 def physical_schema(schema: pa.Schema) -> pa.Schema:
     """The stored columns of ``schema`` as an Arrow schema (nested fields as their
     dotted paths)."""
@@ -328,17 +339,34 @@ class Writer:
         if named_elements:
             raise InvalidOptionError(f"bitmap_indexes: column(s) {named_elements} hold list elements; "
                                      "bitmap indexes cover rows")
+        self._scrub: set[int] = set()  # stored columns with bytes under NULL strings: stored emptied
         self._closed = False
         self._write(HEADER.pack(MAGIC, FORMAT_VERSION))
 
     # ---------------------------------------------------------------- public API
     def write(self, data) -> None:
-        """Append the rows of a Table, RecordBatch, DataFrame or dict of arrays."""
+        """Append the rows of a Table, RecordBatch, DataFrame or dict of arrays.
+
+        Values a reader would refuse (ill-formed UTF-8 in a string, a decimal beyond its
+        precision, offsets that go backwards) raise :class:`InvalidDataError` naming
+        the column and the first bad row of ``data``; none of ``data`` is written."""
+        self._append(data)
+
+    def _append(self, data, first_row: int = 0) -> None:
+        """:meth:`write`; ``first_row``: where ``data`` starts in what the caller was
+        given (errors name rows of that)."""
         self._check_open()
         table = as_table(data)
         if table.num_columns == 0 and table.num_rows:  # rows live in column chunks: they would be lost
             raise SchemaError(f"a table without columns cannot be written ({table.num_rows} rows would be lost)")
-        table = self._conform(table)
+        try:
+            table = self._conform(table)
+            if self._check_values:
+                self._scrub |= check_table(table, self._nodes, self._columns)
+        except InvalidDataError as exc:
+            if not first_row or exc.row is None:
+                raise
+            raise InvalidDataError(exc.reason, column=exc.column, row=first_row + exc.row) from None
         if table.num_rows == 0:
             return
         self._pending.append(table)
@@ -403,6 +431,9 @@ class Writer:
                 pass
 
     # ---------------------------------------------------------------- internals
+    #: look for values a reader would refuse in each write
+    _check_values = True
+
     def _check_open(self):
         if self._closed:
             raise RcfmtError("writer is closed")
@@ -417,7 +448,11 @@ class Writer:
         columns = []
         for name, column, field in zip(table.schema.names, table.columns, self.schema):
             if pa.types.is_dictionary(column.type):
-                column = column.cast(column.type.value_type)
+                try:
+                    column = column.cast(column.type.value_type)
+                except pa.ArrowException as exc:  # (indices outside the dictionary)
+                    raise InvalidDataError(f"dictionary-encoded values do not decode: {exc}", column=name,
+                                           row=_bad_index(column)) from None
             if column.type in _VIEW_STORAGE and field.type == _VIEW_STORAGE[column.type]:
                 try:
                     column = column.cast(field.type)
@@ -435,7 +470,10 @@ class Writer:
             if not field.nullable and column.null_count:
                 raise SchemaError(f"column {name!r} is not nullable but holds {column.null_count} nulls")
             columns.append(column)
-        return pa.Table.from_arrays(columns, schema=self.schema)
+        try:
+            return pa.Table.from_arrays(columns, schema=self.schema)
+        except pa.ArrowInvalid as exc:  # (buffers that do not fit the lengths: arrays built by hand)
+            raise InvalidDataError(f"the data is not valid Arrow: {exc}") from None
 
     def _physical_arrays(self, block: pa.Table) -> list:
         """The stored columns of ``block``: its columns, nested ones shredded."""
@@ -451,7 +489,7 @@ class Writer:
 
     def _encode_column(self, arrays: list, i: int, hint=None):
         col = self._columns[i]
-        values, valid = from_arrow(arrays[i], col.type)
+        values, valid = from_arrow(empty_nulls(arrays[i]) if i in self._scrub else arrays[i], col.type)
         request = None if i in self._element_ids else self.options.bitmaps.requested(col.name)
         return encode_chunk(values, valid, col, self.options, self._forced(col.name), request, hint)
 
@@ -628,6 +666,21 @@ class Writer:
         self._note_file_values()
         return {"offset": start, "length": self._pos - start, "directory_offset": directory_offset,
                 "columns": indexed}
+
+
+def _bad_index(column) -> int | None:
+    """The first row of a dictionary column whose index is outside its dictionary."""
+    base = 0
+    for chunk in column.chunks if isinstance(column, pa.ChunkedArray) else [column]:
+        indices = chunk.indices
+        codes = to_numpy(indices).astype(np.int64)
+        bad = (codes < 0) | (codes >= len(chunk.dictionary))
+        if indices.null_count:
+            bad &= validity(indices)
+        if bad.any():
+            return base + int(np.argmax(bad))
+        base += len(chunk)
+    return None
 
 
 def _merge_metadata(schema_meta, user_meta) -> dict[str, bytes]:
@@ -815,8 +868,10 @@ def write_table(table, where, *, metadata: dict | None = None, cluster_by=None, 
     if stream is not None:  # batch by batch: one block in memory at a time
         with Writer(where, stream.schema, metadata=metadata, **options) as writer, \
                 progress_bar(progress, desc="write") as step:
+            rows = 0
             for batch in stream:
-                writer.write(batch)
+                writer._append(batch, rows)
+                rows += batch.num_rows
                 step(batch.num_rows)
         return
     table = as_table(table)
@@ -830,11 +885,20 @@ def write_table(table, where, *, metadata: dict | None = None, cluster_by=None, 
             raise SchemaError(f"cluster_by names unknown columns {missing}; columns: {table.column_names}")
         # unsupported types and bad options fail before the (costly) sort
         WriteOptions.create(table.schema, **{k: v for k, v in options.items() if k != "filesystem"})
-        table = spec.fit(table).apply(table)
+        order = spec.fit(table).order(table)
+        table = table.take(pa.array(order))
         metadata = {**(metadata or {}), METADATA_KEY: spec.to_json(include_bounds=False)}
     show = progress if progress is not None or table.num_rows >= PROGRESS_MIN_ROWS else False
-    with Writer(where, table.schema, metadata=metadata, **options) as writer, \
-            progress_bar(show, total=table.num_rows, desc="write") as step:
-        for batch in table.to_batches(max_chunksize=writer.options.block_rows) if show is not False else [table]:
-            writer.write(batch)
-            step(batch.num_rows)
+    try:
+        with Writer(where, table.schema, metadata=metadata, **options) as writer, \
+                progress_bar(show, total=table.num_rows, desc="write") as step:
+            rows = 0
+            for batch in table.to_batches(max_chunksize=writer.options.block_rows) if show is not False else [table]:
+                writer._append(batch, rows)
+                rows += batch.num_rows
+                step(batch.num_rows)
+    except InvalidDataError as exc:
+        if cluster_by is None or exc.row is None:
+            raise
+        # (rows were clustered: name the row of the table given)
+        raise InvalidDataError(exc.reason, column=exc.column, row=int(order[exc.row])) from None
