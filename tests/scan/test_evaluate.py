@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rcfmt.scan.evaluate import _decimal_compare
+from strategies import examples  # tests/ is on sys.path (tests/conftest.py)
 
 OPS = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
 EDGES = [0, 1, -1, 2**63 - 1, 2**63, -(2**63), -(2**63) - 1, 2**64, -(2**64), 10**37, -(10**37), 2**127 - 1, -(2**127)]
@@ -19,7 +20,7 @@ def _raw(values):
     return np.frombuffer(b"".join(v.to_bytes(16, "little", signed=True) for v in values), dtype="V16")
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(values=st.lists(int128, min_size=1, max_size=50), literal=int128, op=st.sampled_from(sorted(OPS)))
 def test_decimal_compare_matches_python(values, literal, op):
     got = _decimal_compare(_raw(values), op, literal)
@@ -92,7 +93,7 @@ def _case(draw):
     return pa.table(table), leaves, dictionary
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(case=_case())
 def test_conjunctions_match_the_arrow_oracle(case):
     """Several comparisons per column (ANDed into one interval, or per dictionary entry),
@@ -118,7 +119,7 @@ def _leaf(name, op, value):
             ">=": c >= value}[op]
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(case=_case(), page_rows=st.integers(1, 12), block_rows=st.sampled_from([7, 40]),
        bitpack=st.booleans(), narrow=st.booleans(), project=st.sampled_from(["all", "k", "none"]),
        null_leaf=st.sampled_from([None, "is_null", "is_valid"]), data=st.data())

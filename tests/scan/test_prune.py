@@ -274,7 +274,7 @@ _PAGE_COLUMNS = {  # name: (arrow type, value strategy, literal strategy), liter
 }
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(data=st.data())
 def test_native_interval_page_masks_are_sound_and_as_tight(data, tmp_path_factory):
     """The scanner folds a column's comparisons into one interval tested natively on the
