@@ -101,6 +101,8 @@ def storage_type(t: pa.DataType) -> pa.DataType:
         if is_nested(t.value_type):
             raise SchemaError(f"dictionary-encoded {t.value_type} is not supported; decode it first")
         return storage_type(t.value_type)
+    if isinstance(t, pa.BaseExtensionType):  # (stored as its own type; Python ones need not be hashable)
+        return t
     if t in _VIEWS:
         return _VIEWS[t]
     if pa.types.is_struct(t):
@@ -588,7 +590,25 @@ def plan_schema(schema: pa.Schema) -> tuple[tuple, list[tuple[str, LogicalType, 
     return tuple(nodes), columns
 
 
-@functools.lru_cache(maxsize=256)
+def _schema_cache(fn):
+    """``functools.lru_cache`` for functions of a schema, which calls ``fn`` uncached for
+    a schema that cannot be hashed (one holding a Python extension type without
+    ``__hash__``)."""
+    cached = functools.lru_cache(maxsize=256)(fn)
+
+    @functools.wraps(fn)
+    def call(schema):
+        try:
+            hash(schema)
+        except TypeError:
+            return fn(schema)
+        return cached(schema)
+
+    call.cache_clear = cached.cache_clear
+    return call
+
+
+@_schema_cache
 def filter_schema(schema: pa.Schema) -> pa.Schema:
     """The columns a filter may name in data of ``schema``: its flat fields and the
     leaves under its structs (by dotted path). ``schema`` itself when it has no nested
@@ -609,7 +629,7 @@ def filter_schema(schema: pa.Schema) -> pa.Schema:
     return pa.schema(out, metadata=schema.metadata)
 
 
-@functools.lru_cache(maxsize=256)
+@_schema_cache
 def bind_schema(schema: pa.Schema) -> pa.Schema:
     """What a filter binds to: :func:`filter_schema`, plus the lists at the top level
     or under structs (by dotted path, with their list type), which ``list_contains``

@@ -17,6 +17,15 @@ string                 string / large_string       VARBINARY (UTF-8 bytes)
 binary                 binary / large_binary       VARBINARY
 =====================  ==========================  ================================
 
+Other Arrow types are *annotated* storage types (``LogicalType.annot`` / ``ext``;
+docs/FORMAT.md section 3.1): duration and date64 as int64, decimal32/decimal64 as
+int32/int64 (unscaled), decimal256 as binary (32-byte order-preserving keys), halffloat
+as float32, null as bool (all NULL), fixed_size_binary as binary, extension types as
+their storage. ``name`` is the storage type's, so everything below the Arrow boundary
+(encodings, statistics, pruning, evaluation) sees only the storage type;
+:mod:`rcfmt.file.annotated` converts arrays at the boundary and :mod:`rcfmt.scan.bind`
+converts literals.
+
 The *stats domain* of a type is how its min/max values are represented in Python:
 ints, floats, bools as numpy scalars of the storage dtype; date32 as days (int);
 timestamps as integers in the column's unit; decimals as the unscaled ``int``;
@@ -24,8 +33,9 @@ strings and binary as ``bytes`` (UTF-8 for strings), ordered bytewise unsigned.
 """
 from __future__ import annotations
 
+import base64
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 import numpy as np
@@ -67,6 +77,15 @@ class LogicalType:
     precision: int | None = None  # decimal128
     scale: int | None = None  # decimal128
     large: bool = False  # string/binary with 64-bit offsets in Arrow
+    #: the Arrow type when it is not ``name``'s own (None for the types above): a tuple
+    #: ``(kind, *params)`` -- ("duration", unit), ("date64",), ("decimal32"|"decimal64"|
+    #: "decimal256", precision, scale), ("null",), ("float16",), ("fixed_size_binary",
+    #: width). The column is stored, ordered, filtered and pruned as its *storage*
+    #: type ``name`` (see :data:`ANNOTATED` and docs/FORMAT.md section 3); only the
+    #: Arrow boundary (writing, reading, literals) looks at the annotation.
+    annot: tuple | None = None
+    #: an extension type over the above: ``(extension name, serialized metadata bytes)``
+    ext: tuple | None = None
 
     # ---------------------------------------------------------------- properties
     # (cached: asked per column chunk and per page by readers and writers; a frozen
@@ -105,6 +124,24 @@ class LogicalType:
     def is_string(self) -> bool:
         return self.name == "string"
 
+    @property
+    def annotated(self) -> bool:
+        """Whether the Arrow type is not the storage type's own (see ``annot``)."""
+        return self.annot is not None or self.ext is not None
+
+    @cached_property
+    def storage(self) -> "LogicalType":
+        """The logical type the values are stored, ordered and filtered as (``self``
+        when not annotated)."""
+        if not self.annotated:
+            return self
+        return LogicalType(self.name, self.unit, self.tz, self.precision, self.scale, self.large)
+
+    @cached_property
+    def base(self) -> "LogicalType":
+        """The type without its extension (``self`` when not an extension)."""
+        return self if self.ext is None else replace(self, ext=None)
+
     # ---------------------------------------------------------------- conversions
     def to_arrow(self) -> pa.DataType:
         """The Arrow type (built once per instance: readers ask per column chunk)."""
@@ -112,6 +149,10 @@ class LogicalType:
 
     @cached_property
     def _arrow(self) -> pa.DataType:
+        if self.ext is not None:
+            return _extension_type(self.ext, self.base.to_arrow())
+        if self.annot is not None:
+            return _annotated_arrow(self.annot)
         if self.name == "bool":
             return pa.bool_()
         if self.name in _INT_NAMES:
@@ -131,6 +172,20 @@ class LogicalType:
         raise UnsupportedError(f"unknown logical type {self.name!r}")
 
     def to_json(self) -> dict:
+        if self.ext is not None:
+            return {"type": "extension", "extension_name": self.ext[0],
+                    "extension_metadata": base64.b64encode(self.ext[1]).decode("ascii"),
+                    "storage": self.base.to_json()}
+        if self.annot is not None:
+            kind = self.annot[0]
+            out = {"type": kind}
+            if kind == "duration":
+                out["unit"] = self.annot[1]
+            elif kind in ("decimal32", "decimal64", "decimal256"):
+                out["precision"], out["scale"] = self.annot[1], self.annot[2]
+            elif kind == "fixed_size_binary":
+                out["byte_width"] = self.annot[1]
+            return out
         out: dict = {"type": self.name}
         if self.name == "timestamp":
             out["unit"] = self.unit
@@ -164,6 +219,11 @@ def logical_type_from_arrow(t: pa.DataType) -> LogicalType:
     """Map an Arrow type to its logical type, or raise :class:`SchemaError`."""
     if pa.types.is_dictionary(t):
         return logical_type_from_arrow(t.value_type)
+    if isinstance(t, pa.BaseExtensionType):
+        return _extension_from_arrow(t)
+    annot = _annotation(t)
+    if annot is not None:
+        return _ANNOTATED_STORAGE[annot[0]](annot)
     if pa.types.is_boolean(t):
         return LogicalType("bool")
     for name, at in (*_INT_NAMES.items(), *_FLOAT_NAMES.items()):
@@ -189,7 +249,8 @@ def logical_type_from_arrow(t: pa.DataType) -> LogicalType:
 def same_logical_type(a: LogicalType, b: LogicalType) -> bool:
     """Whether ``a`` and ``b`` hold the same values (the offset width of strings and
     binary, ``large``, aside)."""
-    return (a.name, a.unit, a.tz, a.precision, a.scale) == (b.name, b.unit, b.tz, b.precision, b.scale)
+    return (a.name, a.unit, a.tz, a.precision, a.scale, a.annot, a.ext) == \
+        (b.name, b.unit, b.tz, b.precision, b.scale, b.annot, b.ext)
 
 
 def logical_type_from_json(obj: dict) -> LogicalType:
@@ -197,6 +258,8 @@ def logical_type_from_json(obj: dict) -> LogicalType:
     if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
         raise ValueError(f"malformed type description {obj!r}")
     name = obj["type"]
+    if name in _ANNOTATED_STORAGE or name == "extension":
+        return _annotated_from_json(obj)
     if name in _NUMPY_DTYPES and name not in ("timestamp", "decimal128"):
         large = bool(obj.get("large", False))
         if large and name not in ("string", "binary"):
@@ -214,3 +277,133 @@ def logical_type_from_json(obj: dict) -> LogicalType:
             raise ValueError(f"malformed decimal type {obj!r}")
         return LogicalType("decimal128", precision=p, scale=s)
     raise UnsupportedError(f"column type {name!r} is not supported by this version of rcfmt")
+
+
+# ====================================================================== annotated types
+# Arrow types stored as one of the types above (docs/FORMAT.md section 3, "Stored as").
+# Every ordered one keeps its order in its storage: statistics, page indexes, bloom
+# filters and bitmap indexes of the storage type serve it unchanged.
+_DECIMAL_LIMITS = {"decimal32": 9, "decimal64": 18, "decimal256": 76}
+_ANNOTATED_STORAGE = {
+    "duration": lambda a: LogicalType("int64", annot=a),          # i64 units, signed
+    "date64": lambda a: LogicalType("int64", annot=a),            # i64 milliseconds since the epoch
+    "decimal32": lambda a: LogicalType("int32", annot=a),         # the unscaled integer
+    "decimal64": lambda a: LogicalType("int64", annot=a),
+    "decimal256": lambda a: LogicalType("binary", annot=a),       # 32-byte order-preserving key
+    "null": lambda a: LogicalType("bool", annot=a),               # every slot NULL
+    "float16": lambda a: LogicalType("float32", annot=a),         # widened exactly
+    "fixed_size_binary": lambda a: LogicalType("binary", annot=a),
+}
+#: extension types rcfmt knows apart from Python ``pa.ExtensionType`` subclasses (their
+#: serialized metadata is empty)
+_CANONICAL_EXTENSIONS = {"arrow.uuid": pa.uuid, "arrow.json": pa.json_, "arrow.bool8": pa.bool8}
+
+
+def _annotation(t: pa.DataType) -> tuple | None:
+    if pa.types.is_duration(t):
+        return ("duration", t.unit)
+    if pa.types.is_date64(t):
+        return ("date64",)
+    for kind, test in (("decimal32", pa.types.is_decimal32), ("decimal64", pa.types.is_decimal64),
+                       ("decimal256", pa.types.is_decimal256)):
+        if test(t):
+            return (kind, t.precision, t.scale)
+    if pa.types.is_null(t):
+        return ("null",)
+    if pa.types.is_float16(t):
+        return ("float16",)
+    if pa.types.is_fixed_size_binary(t):
+        return ("fixed_size_binary", t.byte_width)
+    return None
+
+
+def _annotated_arrow(a: tuple) -> pa.DataType:
+    kind = a[0]
+    if kind == "duration":
+        return pa.duration(a[1])
+    if kind == "date64":
+        return pa.date64()
+    if kind in _DECIMAL_LIMITS:
+        return getattr(pa, kind)(a[1], a[2])
+    if kind == "null":
+        return pa.null()
+    if kind == "float16":
+        return pa.float16()
+    return pa.binary(a[1])
+
+
+#: extension types written in this process, by (name, metadata): read back as themselves
+#: even when their class is not registered with pyarrow
+_SEEN_EXTENSIONS: dict = {}
+
+
+def _extension_from_arrow(t: pa.BaseExtensionType) -> LogicalType:
+    name = t.extension_name
+    if isinstance(t, pa.ExtensionType):  # a Python subclass
+        meta = bytes(t.__arrow_ext_serialize__())
+    elif name in _CANONICAL_EXTENSIONS:
+        meta = b""
+    else:
+        raise SchemaError(f"unsupported column type {t}: the extension type {name!r} is not one rcfmt can "
+                          f"serialize (Python pyarrow.ExtensionType subclasses and {sorted(_CANONICAL_EXTENSIONS)} are)")
+    storage = logical_type_from_arrow(t.storage_type)
+    if storage.ext is not None or pa.types.is_dictionary(t.storage_type):
+        raise SchemaError(f"unsupported column type {t}: an extension of {t.storage_type}")
+    _SEEN_EXTENSIONS[(name, meta)] = t
+    return replace(storage, ext=(name, meta))
+
+
+def _extension_type(ext: tuple, storage: pa.DataType) -> pa.DataType:
+    """The extension type named ``ext`` over ``storage``: pyarrow's registered type of
+    that name (canonical ones included), else one written in this process, else the
+    storage type itself (the name is then lost: docs/FORMAT.md section 3)."""
+    name, meta = ext
+    if name in _CANONICAL_EXTENSIONS and not meta:
+        t = _CANONICAL_EXTENSIONS[name]()
+        if t.storage_type == storage:
+            return t
+    seen = _SEEN_EXTENSIONS.get((name, meta))
+    if seen is not None and seen.storage_type == storage:
+        return seen
+    import pyarrow.ipc  # noqa: F401 (the registry is reached through a schema's IPC form)
+    field = pa.field("x", storage, metadata={b"ARROW:extension:name": name.encode("utf-8"),
+                                             b"ARROW:extension:metadata": meta})
+    try:
+        t = pa.ipc.read_schema(pa.py_buffer(pa.schema([field]).serialize())).field(0).type
+    except (pa.ArrowException, ValueError, TypeError):
+        return storage
+    return t if isinstance(t, pa.BaseExtensionType) else storage
+
+
+def _annotated_from_json(obj: dict) -> LogicalType:
+    kind = obj["type"]
+    if kind == "extension":
+        name, meta, storage = obj.get("extension_name"), obj.get("extension_metadata"), obj.get("storage")
+        if not isinstance(name, str) or not isinstance(meta, str) or not isinstance(storage, dict):
+            raise ValueError(f"malformed extension type {obj!r}")
+        base = logical_type_from_json(storage)
+        if base.ext is not None:
+            raise ValueError(f"malformed extension type {obj!r}")
+        try:
+            raw = base64.b64decode(meta, validate=True)
+        except ValueError:
+            raise ValueError(f"malformed extension metadata {obj!r}") from None
+        return replace(base, ext=(name, raw))
+    if kind == "duration":
+        if obj.get("unit") not in _TIME_UNITS:
+            raise ValueError(f"malformed duration type {obj!r}")
+        annot = ("duration", obj["unit"])
+    elif kind in _DECIMAL_LIMITS:
+        p, s = obj.get("precision"), obj.get("scale")
+        if not (isinstance(p, int) and isinstance(s, int) and not isinstance(p, bool)
+                and 1 <= p <= _DECIMAL_LIMITS[kind] and abs(s) < 2**31):
+            raise ValueError(f"malformed decimal type {obj!r}")
+        annot = (kind, p, s)
+    elif kind == "fixed_size_binary":
+        w = obj.get("byte_width")
+        if not (isinstance(w, int) and not isinstance(w, bool) and 0 <= w < 2**31):
+            raise ValueError(f"malformed fixed_size_binary type {obj!r}")
+        annot = (kind, w)
+    else:
+        annot = (kind,)
+    return _ANNOTATED_STORAGE[kind](annot)

@@ -61,6 +61,10 @@ def format_bound(value, ltype) -> str:
     """Show a stats-domain value as the user's type (dates, timestamps, decimals)."""
     if value is None:
         return "-"
+    if ltype.annot is not None and ltype.annot[0] not in ("fixed_size_binary", "float16"):
+        from ..file.annotated import shown
+
+        return str(shown(value, ltype))
     if isinstance(value, bytes):
         text = value.decode("utf-8", "backslashreplace")
         return repr(text[:24] + ("…" if len(text) > 24 else ""))

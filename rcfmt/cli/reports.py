@@ -28,6 +28,10 @@ def json_value(value, ltype=None):
     """``value`` (a stats-domain or Python value) as JSON shows it (module docstring)."""
     if value is None:
         return None
+    if ltype is not None and ltype.annot is not None and ltype.annot[0] not in ("fixed_size_binary", "float16"):
+        from ..file.annotated import shown
+
+        return json_value(shown(value, ltype))
     if isinstance(value, np.generic):
         value = value.item()
     if isinstance(value, (bytes, bytearray, memoryview)):
@@ -313,7 +317,24 @@ def history_report(path) -> list[dict]:
 
 def rows_report(table: pa.Table) -> list[dict]:
     """Rows as JSON objects."""
-    return [{k: json_value(v) for k, v in row.items()} for row in table.to_pylist()]
+    try:
+        rows = table.to_pylist()
+    except (OverflowError, ValueError, pa.ArrowException):  # beyond Python's dates and timedeltas
+        rows = _as_units(table).to_pylist()
+    return [{k: json_value(v) for k, v in row.items()} for row in rows]
+
+
+def _as_units(table: pa.Table) -> pa.Table:
+    """``table`` with its top-level temporal columns as their integer counts of units."""
+    columns = []
+    for c in table.columns:
+        t = c.type
+        if pa.types.is_duration(t) or pa.types.is_timestamp(t) or pa.types.is_date64(t):
+            c = c.cast(pa.int64())
+        elif pa.types.is_date32(t):
+            c = c.cast(pa.int32())
+        columns.append(c)
+    return pa.table(columns, names=table.column_names)
 
 
 def is_dataset(path) -> bool:

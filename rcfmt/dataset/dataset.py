@@ -411,7 +411,10 @@ def _leaf_values(batch: pa.RecordBatch, name: str) -> pa.Array:
 
 
 def _type_name(t: pa.DataType) -> str:
-    return str(t) if nested.is_nested(t) else logical_type_from_arrow(t).name
+    if nested.is_nested(t):
+        return str(t)
+    lt = logical_type_from_arrow(t)
+    return str(t) if lt.annotated else lt.name  # (a duration, not its int64 storage)
 
 
 def _without_missing(residual, f: RcfmtFile, schema: pa.Schema):

@@ -55,6 +55,9 @@ def from_arrow(arr: pa.Array, ltype: LogicalType) -> tuple[ColumnValues, np.ndar
     arr = one_array(arr)
     if pa.types.is_dictionary(arr.type):
         arr = arr.dictionary_decode()
+    if ltype.annotated:  # (an Arrow type stored as another: rcfmt.file.annotated)
+        from .annotated import to_storage
+        arr, ltype = to_storage(arr, ltype, check=True), ltype.storage
     n, off = len(arr), arr.offset
     bufs = arr.buffers()
     valid = None
@@ -144,6 +147,9 @@ def to_arrow(values: ColumnValues, valid: np.ndarray | Bitmap | None, ltype: Log
     """Wrap storage values (and validity: bools, or a :class:`Bitmap`, used as it is) as
     an Arrow array of ``ltype``. Decimals may be int64 low words (see
     :func:`wide_decimals`)."""
+    if ltype.annotated:  # (an Arrow type stored as another: rcfmt.file.annotated)
+        from .annotated import from_storage
+        return from_storage(to_arrow(values, valid, ltype.storage), ltype)
     atype = ltype.to_arrow()
     n = len(values)
     if isinstance(valid, Bitmap):

@@ -223,7 +223,8 @@ def storage_schema(schema: pa.Schema) -> tuple[pa.Schema, list[LogicalType | Non
             fields.append(pa.field(f.name, stored, f.nullable))
             continue
         try:
-            ltype = logical_type_from_arrow(_VIEW_STORAGE.get(f.type, f.type))
+            ltype = logical_type_from_arrow(f.type if isinstance(f.type, pa.BaseExtensionType)
+                                            else _VIEW_STORAGE.get(f.type, f.type))
         except SchemaError as exc:
             raise SchemaError(f"column {f.name!r}: {exc}") from None
         types.append(ltype)
@@ -453,7 +454,8 @@ class Writer:
                 except pa.ArrowException as exc:  # (indices outside the dictionary)
                     raise InvalidDataError(f"dictionary-encoded values do not decode: {exc}", column=name,
                                            row=_bad_index(column)) from None
-            if column.type in _VIEW_STORAGE and field.type == _VIEW_STORAGE[column.type]:
+            if not isinstance(column.type, pa.BaseExtensionType) and column.type in _VIEW_STORAGE \
+                    and field.type == _VIEW_STORAGE[column.type]:
                 try:
                     column = column.cast(field.type)
                 except pa.ArrowException as exc:

@@ -9,6 +9,7 @@ import datetime as _dt
 import decimal
 import math
 import numbers
+import uuid as _uuid
 from dataclasses import replace
 from fractions import Fraction
 
@@ -16,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import FilterError, SchemaError
+from ..file.annotated import int_key
 from ..types import LogicalType, logical_type_from_arrow
 from .expr import (OPS, And, Comparison, Expr, IsIn, IsNan, IsNull, IsValid, ListContains, Not, Or, StartsWith,
                    to_expr)
@@ -123,16 +125,24 @@ def _bind_prefix(ref: Ref, e: StartsWith) -> Prefix:
     p = e.prefix
     if ref.ltype.name == "string" and isinstance(p, str):
         return Prefix(ref, _utf8(p, ref))
-    if ref.ltype.name == "binary" and isinstance(p, (bytes, bytearray, memoryview)):
+    if ref.ltype.name == "binary" and isinstance(p, (bytes, bytearray, memoryview)) and not _keyed_decimal(ref.ltype):
         return Prefix(ref, bytes(p))
-    if ref.ltype.name not in ("string", "binary"):
+    if ref.ltype.name not in ("string", "binary") or _keyed_decimal(ref.ltype):
         raise FilterError(f"startswith() needs a string or binary column; {ref.name!r} is {ref.ltype}")
     want = "str" if ref.ltype.name == "string" else "bytes"
     raise FilterError(f"startswith() on {ref.ltype} column {ref.name!r} needs a {want} prefix, got {type(p).__name__} {p!r}")
 
 
 # ---- the domain of a column: "int" (ints, date32, timestamp, decimal unscaled), "float", "bool", "bytes"
+def _keyed_decimal(lt: LogicalType) -> bool:
+    """decimal256: unscaled integers on the number line, stored as order-preserving
+    32-byte keys (rcfmt.file.annotated)."""
+    return lt.annot is not None and lt.annot[0] == "decimal256"
+
+
 def _domain(lt: LogicalType) -> str:
+    if _keyed_decimal(lt):
+        return "int"
     if lt.is_float:
         return "float"
     if lt.name == "bool":
@@ -145,6 +155,8 @@ def _domain(lt: LogicalType) -> str:
 def _int_range(lt: LogicalType) -> tuple[int, int]:
     if lt.name == "decimal128":
         return -(10**lt.precision - 1), 10**lt.precision - 1
+    if lt.annot is not None and lt.annot[0] in _DECIMALS:
+        return -(10**lt.annot[1] - 1), 10**lt.annot[1] - 1
     info = np.iinfo(lt.numpy_dtype)
     return int(info.min), int(info.max)
 
@@ -175,6 +187,8 @@ def _bind_compare(ref: Ref, op: str, real, origin: str) -> Leaf:
     always = _fold_range(op, v, lo, hi)
     if always is not None:
         return Folded(ref, always, origin)
+    if _keyed_decimal(ref.ltype):
+        v = int_key(int(v))
     return Cmp(ref, op, v, _scalar(ref, v))
 
 
@@ -232,6 +246,7 @@ def _bind_isin(ref: Ref, e: IsIn) -> tuple[InSet, bool]:
 
 
 # ---- literal conversion
+_DECIMALS = ("decimal32", "decimal64", "decimal256")
 _EPOCH = _dt.datetime(1970, 1, 1)
 _EPOCH_UTC = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 _EPOCH_DATE = _dt.date(1970, 1, 1)
@@ -267,6 +282,26 @@ def _to_real(ref: Ref, value, origin):
         raise FilterError(
             f"None is not a comparison literal (in {origin!r}); use col({ref.name!r}).is_null() / .is_valid()"
         )
+    if lt.annot is not None:
+        kind = lt.annot[0]
+        if kind == "null":
+            bad("; a column of type null holds only NULLs: filter it with is_null() / is_valid()")
+        if kind == "duration":
+            return _duration(value, ref, lt.annot[1], bad)
+        if kind == "date64":
+            return _temporal(value, ref, Fraction(1, 1000), tz=None, bad=bad, dates=True)
+        if kind in _DECIMALS:
+            real = _number(value, floats_by_repr=True)
+            if real is None:
+                bad()
+            return real * Fraction(10) ** lt.annot[2] if isinstance(real, Fraction) else real
+        if kind == "fixed_size_binary":
+            if isinstance(value, _uuid.UUID) and lt.ext is not None and lt.ext[0] == "arrow.uuid":
+                return value.bytes
+            if isinstance(value, (bytes, bytearray, memoryview)):
+                return bytes(value)
+            bad("; fixed_size_binary columns take bytes" + (" or uuid.UUID" if lt.ext and lt.ext[0] == "arrow.uuid"
+                                                            else ""))
     if lt.name == "bool":
         return bool(value) if isinstance(value, (bool, np.bool_)) else bad()
     if lt.name == "string":
@@ -282,10 +317,35 @@ def _to_real(ref: Ref, value, origin):
             bad()
         return real * Fraction(10) ** lt.scale if isinstance(real, Fraction) else real
     if lt.name == "date32":
-        return _temporal(value, ref, 86400, tz=None, bad=bad)
+        return _temporal(value, ref, 86400, tz=None, bad=bad, dates=True)
     if lt.name == "timestamp":
         return _temporal(value, ref, Fraction(1, _PER_SECOND[lt.unit]), tz=lt.tz, bad=bad)
     bad()
+
+
+def _duration(value, ref: Ref, unit: str, bad):
+    """Fraction of column units for a duration literal: a ``datetime.timedelta``
+    (pandas ``Timedelta`` to the nanosecond), a ``numpy.timedelta64`` or an int of the
+    column's unit."""
+    per = Fraction(_PER_SECOND[unit])
+    if isinstance(value, (bool, np.bool_)):
+        bad()
+    if isinstance(value, (int, np.integer)) and not isinstance(value, np.timedelta64):
+        return Fraction(int(value))
+    if isinstance(value, _dt.timedelta):
+        if hasattr(value, "to_timedelta64"):  # pandas Timedelta: keeps nanoseconds
+            value = value.to_timedelta64()
+        else:
+            micros = (value.days * 86400 + value.seconds) * 10**6 + value.microseconds
+            return Fraction(micros, 10**6) * per
+    if isinstance(value, np.timedelta64):
+        if np.isnat(value):
+            raise FilterError(f"NaT is not a comparison literal for column {ref.name!r}; use is_null()")
+        u, count = np.datetime_data(value.dtype)
+        if u not in _NP_SECONDS:
+            bad("; a timedelta64 in months or years has no fixed length" if u in ("Y", "M") else "")
+        return int(value.astype(np.int64)) * count * _NP_SECONDS[u] * per
+    bad("; duration columns take datetime.timedelta, numpy.timedelta64 or int literals")
 
 
 def _number(value, floats_by_repr: bool = False):
@@ -310,8 +370,9 @@ def _number(value, floats_by_repr: bool = False):
     return None
 
 
-def _temporal(value, ref: Ref, unit_seconds, tz, bad):
-    """Fraction of column units for a date/time literal (``unit_seconds`` per unit)."""
+def _temporal(value, ref: Ref, unit_seconds, tz, bad, dates: bool = False):
+    """Fraction of column units for a date/time literal (``unit_seconds`` per unit;
+    ``dates``: a date32 or date64 column)."""
     lt = ref.ltype
     if isinstance(value, (bool, np.bool_)):
         bad()
@@ -319,9 +380,9 @@ def _temporal(value, ref: Ref, unit_seconds, tz, bad):
         return Fraction(int(value))
     if isinstance(value, _dt.datetime):
         aware = value.tzinfo is not None and value.tzinfo.utcoffset(value) is not None
-        if lt.name == "date32" and aware:
-            bad("; date32 columns have no time zone, pass a naive datetime or a date")
-        if lt.name == "timestamp" and aware != (tz is not None):
+        if dates and aware:
+            bad(f"; {lt} columns have no time zone, pass a naive datetime or a date")
+        if not dates and aware != (tz is not None):
             bad(f"; the column has time zone {tz!r}, pass an aware datetime" if tz is not None else
                 "; the column has no time zone, pass a naive datetime")
         if hasattr(value, "to_datetime64"):  # pandas Timestamp: keeps nanoseconds; UTC if aware
@@ -330,9 +391,9 @@ def _temporal(value, ref: Ref, unit_seconds, tz, bad):
         micros = (delta.days * 86400 + delta.seconds) * 10**6 + delta.microseconds
         return Fraction(micros, 10**6) / Fraction(unit_seconds)
     if isinstance(value, _dt.date):
-        if lt.name != "date32":
+        if not dates:
             bad("; timestamp columns take datetime literals")
-        return Fraction((value - _EPOCH_DATE).days)
+        return Fraction((value - _EPOCH_DATE).days) * 86400 / Fraction(unit_seconds)
     if isinstance(value, np.datetime64):
         return _datetime64_seconds(value, ref) / Fraction(unit_seconds)
     bad()
@@ -359,6 +420,8 @@ def _from_scalar(s: pa.Scalar):
         return np.datetime64(s.cast(pa.int32()).as_py(), "D")
     if pa.types.is_date64(s.type):
         return np.datetime64(s.cast(pa.int64()).as_py(), "ms")
+    if pa.types.is_duration(s.type):  # (as_py rounds nanoseconds away)
+        return np.timedelta64(s.cast(pa.int64()).as_py(), s.type.unit)
     return s.as_py()
 
 
@@ -375,6 +438,9 @@ def arrow_values(ref: Ref, values) -> pa.Array:
     pandas on first use (~0.2 s on a user's first filtered read)."""
     lt, values = ref.ltype, list(values)
     n = len(values)
+    if lt.annotated:  # compared as stored (rcfmt.file.annotated)
+        lt = lt.storage
+        ref = Ref(ref.name, lt.to_arrow(), lt)
     if lt.name == "decimal128":  # compared unscaled (see evaluate)
         data = b"".join(int(v).to_bytes(16, "little", signed=True) for v in values)
         return pa.Array.from_buffers(unscaled_type(lt), n, [None, pa.py_buffer(data)])

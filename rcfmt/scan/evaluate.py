@@ -90,7 +90,7 @@ def _numeric(ltype: LogicalType) -> bool:
 
 
 def _arrow_mask(leaf: Leaf, values: ColumnValues, valid, ltype: LogicalType) -> np.ndarray:
-    arr = to_arrow(values, valid, ltype)
+    arr = to_arrow(values, valid, ltype.storage)  # (annotated types are compared as stored)
     table = pa.table({leaf.column.name: arr})
     return selection_mask(leaf, table)
 

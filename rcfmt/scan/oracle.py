@@ -9,6 +9,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import SchemaError
+from ..file.annotated import to_storage
 from ..file.arrow_io import to_numpy
 from .bind import bind, check_type, unscaled_type
 from .nnf import (BoundAnd, BoundExpr, BoundListContains, BoundNot, BoundOr, Cmp, Folded, InSet, NanCheck, NullCheck,
@@ -37,7 +38,10 @@ def evaluate(expr, table: pa.Table | pa.RecordBatch) -> pa.BooleanArray:
             if table.schema.get_field_index(ref.name) < 0:
                 raise SchemaError(f"column {ref.name!r} is not in the table")
             arr = table.column(ref.name)
-            check_type(ref, arr.type)
+            if not (ref.ltype.annotated and arr.type == ref.ltype.storage.to_arrow()):  # (evaluate's: as stored)
+                check_type(ref, arr.type)
+                if ref.ltype.annotated and not is_list_type(arr.type):  # compared as stored
+                    arr = to_storage(arr, ref.ltype)
             if pa.types.is_dictionary(arr.type):
                 arr = pc.cast(arr, arr.type.value_type)
             if isinstance(arr, pa.ChunkedArray):

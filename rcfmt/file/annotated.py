@@ -1,0 +1,274 @@
+"""Arrow arrays of annotated types (:attr:`rcfmt.types.LogicalType.annot`) to and from
+the arrays of their storage type (docs/FORMAT.md section 3, "Stored as").
+
+- duration, date64, decimal32, decimal64: the same buffer, viewed as int64 / int32;
+- float16: widened to float32 exactly (a NaN keeps its sign and payload bits);
+- null: a bool column every slot of which is NULL;
+- fixed_size_binary(N): binary values of N bytes;
+- decimal256: binary values of 32 bytes, the big-endian two's complement with its top
+  bit flipped, so that bytewise order is numeric order;
+- an extension type: its storage array, converted as above.
+
+Reading checks what Arrow's full validation would refuse (a decimal beyond its
+precision, a fixed-size value of another length, a value in a null column) and raises
+:class:`~rcfmt.errors.CorruptFileError`.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from ..errors import CorruptFileError, InvalidDataError
+from ..types import LogicalType
+
+__all__ = ["to_storage", "from_storage", "decimal256_key", "key_decimal256", "int_key", "shown"]
+
+_KEY = 32  # bytes of a decimal256 key
+
+
+def _one(arr) -> pa.Array:
+    if isinstance(arr, pa.ChunkedArray):
+        return arr.chunk(0) if arr.num_chunks == 1 else arr.combine_chunks()
+    return arr
+
+
+def _validity_buffer(arr: pa.Array) -> pa.Buffer | None:
+    """``arr``'s validity as a bitmap starting at bit 0 (None without nulls)."""
+    if not arr.null_count:
+        return None
+    buf = arr.buffers()[0]
+    if buf is None:  # (a null-typed array)
+        return pa.py_buffer(np.zeros((len(arr) + 7) // 8, np.uint8))
+    if arr.offset == 0:
+        return buf
+    bits = np.unpackbits(np.frombuffer(buf, np.uint8), count=arr.offset + len(arr), bitorder="little")
+    return pa.py_buffer(np.packbits(bits[arr.offset:], bitorder="little"))
+
+
+def _fixed_bytes(arr: pa.Array, width: int) -> np.ndarray:
+    """The values of a fixed-width array (``width`` bytes each) as an (n, width) uint8 array."""
+    n = len(arr)
+    if n == 0 or width == 0:
+        return np.zeros((n, width), np.uint8)
+    raw = np.frombuffer(arr.buffers()[1], np.uint8, count=(arr.offset + n) * width)
+    return raw[arr.offset * width:].reshape(n, width)
+
+
+def _binary(arr: pa.Array, rows: np.ndarray) -> pa.Array:
+    """A binary array of the rows of ``rows`` ((n, w) uint8), NULL where ``arr`` is."""
+    n, w = rows.shape
+    offsets = np.arange(n + 1, dtype=np.int64) * w
+    if offsets[-1] > np.iinfo(np.int32).max:
+        raise CorruptFileError("fixed-size values beyond 2 GiB in one block")  # (never written: see writer)
+    return pa.Array.from_buffers(pa.binary(), n, [_validity_buffer(arr), pa.py_buffer(offsets.astype(np.int32)),
+                                                  pa.py_buffer(np.ascontiguousarray(rows))], arr.null_count)
+
+
+def decimal256_key(le: np.ndarray) -> np.ndarray:
+    """Order-preserving keys ((n, 32) uint8) of 32-byte little-endian two's complement values."""
+    key = np.ascontiguousarray(le[:, ::-1])
+    key[:, 0] ^= 0x80
+    return key
+
+
+def key_decimal256(key: np.ndarray) -> np.ndarray:
+    le = key.copy()
+    le[:, 0] ^= 0x80
+    return np.ascontiguousarray(le[:, ::-1])
+
+
+def int_key(v: int) -> bytes:
+    """The decimal256 key of an unscaled integer (|v| < 2^255)."""
+    b = bytearray(v.to_bytes(_KEY, "big", signed=True))
+    b[0] ^= 0x80
+    return bytes(b)
+
+
+def to_storage(arr, ltype: LogicalType, check: bool = False) -> pa.Array:
+    """``arr`` (of ``ltype.to_arrow()``, or its dictionary) as an array of
+    ``ltype.storage.to_arrow()``. ``check`` (a writer's): a decimal beyond its
+    precision, which a reader would refuse, raises :class:`InvalidDataError`."""
+    arr = _one(arr)
+    if pa.types.is_dictionary(arr.type):
+        arr = arr.dictionary_decode()
+    if isinstance(arr.type, pa.BaseExtensionType):
+        arr = arr.storage
+    if ltype.annot is None:
+        return arr
+    kind = ltype.annot[0]
+    storage = ltype.storage.to_arrow()
+    if check and kind in ("decimal32", "decimal64", "decimal256"):
+        _check_precision(arr, ltype)
+    if kind in ("duration", "date64", "decimal32", "decimal64"):
+        return arr.view(storage)
+    if kind == "null":
+        return pa.nulls(len(arr), pa.bool_())
+    if kind == "float16":
+        bits = _fixed_bytes(arr, 2).reshape(-1).view("<u2")
+        return pa.Array.from_buffers(pa.float32(), len(arr), [_validity_buffer(arr), pa.py_buffer(widen_f16(bits))],
+                                     arr.null_count)
+    if kind == "fixed_size_binary":
+        return _binary(arr, _fixed_bytes(arr, ltype.annot[1]))
+    if kind == "decimal256":
+        return _binary(arr, decimal256_key(_fixed_bytes(arr, _KEY)))
+    raise AssertionError(kind)
+
+
+def widen_f16(bits: np.ndarray) -> np.ndarray:
+    """float32 values of float16 bits (uint16), exactly: NaNs keep sign and payload
+    (``payload << 13``), where a conversion by the FPU would quiet signalling ones."""
+    out = bits.view(np.float16).astype(np.float32)
+    nan = (bits & 0x7C00) == 0x7C00
+    nan &= (bits & 0x03FF) != 0
+    if nan.any():
+        b = bits[nan].astype(np.uint32)
+        out.view("<u4")[nan] = ((b & 0x8000) << 16) | np.uint32(0x7F800000) | ((b & 0x03FF) << 13)
+    return out
+
+
+def narrow_f32(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """float16 bits of float32 values and where a value is not a float16 exactly."""
+    f32 = np.ascontiguousarray(values, np.float32)
+    u = f32.view("<u4")
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = f32.astype(np.float16).view("<u2").copy()
+    nan = np.isnan(f32)
+    if nan.any():
+        b = u[nan]
+        out[nan] = (((b >> 16) & 0x8000) | 0x7C00 | ((b >> 13) & 0x03FF)).astype(np.uint16)
+    inexact = widen_f16(out).view("<u4") != u
+    return out, inexact
+
+
+def from_storage(arr: pa.Array, ltype: LogicalType) -> pa.Array:
+    """An array of ``ltype.to_arrow()`` from one of its storage type, checked (see the
+    module doc)."""
+    if ltype.annot is not None:
+        arr = _from_annotated(arr, ltype)
+    if ltype.ext is not None:
+        t = ltype.to_arrow()
+        if isinstance(t, pa.BaseExtensionType):
+            arr = pa.ExtensionArray.from_storage(t, arr)
+    return arr
+
+
+def _lengths_ok(arr: pa.Array, width: int) -> np.ndarray:
+    """The data of binary ``arr`` as (n, width) rows, each valid value of ``width`` bytes
+    (NULL slots of any length become zeros)."""
+    n = len(arr)
+    bufs = arr.buffers()
+    if n == 0:
+        return np.zeros((0, width), np.uint8)
+    odt = np.int64 if pa.types.is_large_binary(arr.type) else np.int32
+    offsets = np.frombuffer(bufs[1], odt, count=arr.offset + n + 1)[arr.offset:].astype(np.int64)
+    data = np.frombuffer(bufs[2], np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
+    lengths = np.diff(offsets)
+    valid = None
+    if arr.null_count:
+        valid = np.unpackbits(np.frombuffer(bufs[0], np.uint8), count=arr.offset + n,
+                              bitorder="little")[arr.offset:].view(bool)
+    bad = lengths != width if valid is None else (lengths != width) & valid
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise CorruptFileError(f"a value of {int(lengths[i])} bytes in a column of {width}-byte values (slot {i})")
+    if valid is None or (lengths == width).all():
+        start = int(offsets[0])
+        return data[start:start + n * width].reshape(n, width)
+    out = np.zeros((n, width), np.uint8)
+    rows = np.flatnonzero(valid)
+    if len(rows) and width:
+        out[rows] = data[offsets[rows][:, None] + np.arange(width)]
+    return out
+
+
+def _from_annotated(arr: pa.Array, ltype: LogicalType) -> pa.Array:
+    kind = ltype.annot[0]
+    t = ltype.base.to_arrow()
+    if kind in ("duration", "date64"):
+        return arr.view(t)
+    if kind in ("decimal32", "decimal64"):
+        out = arr.view(t)
+        _check_valid(out)
+        return out
+    if kind == "null":
+        if arr.null_count != len(arr):
+            raise CorruptFileError("a value in a column of type null")
+        return pa.nulls(len(arr))
+    if kind == "float16":
+        n = len(arr)
+        f32 = np.frombuffer(arr.buffers()[1], np.float32, count=arr.offset + n)[arr.offset:] if n else \
+            np.zeros(0, np.float32)
+        bits, inexact = narrow_f32(f32)
+        if arr.null_count:
+            inexact &= np.unpackbits(np.frombuffer(arr.buffers()[0], np.uint8), count=arr.offset + n,
+                                     bitorder="little")[arr.offset:].view(bool)
+        if inexact.any():
+            raise CorruptFileError(f"a float32 value that is no float16 in a float16 column (slot "
+                                   f"{int(np.argmax(inexact))})")
+        return pa.Array.from_buffers(t, n, [_validity_buffer(arr), pa.py_buffer(bits)], arr.null_count)
+    width = ltype.annot[1] if kind == "fixed_size_binary" else _KEY
+    rows = _lengths_ok(arr, width)
+    if kind == "decimal256":
+        rows = key_decimal256(rows)
+    out = pa.Array.from_buffers(t, len(arr), [_validity_buffer(arr), pa.py_buffer(np.ascontiguousarray(rows))],
+                                arr.null_count)
+    if kind == "decimal256":
+        _check_valid(out)
+    return out
+
+
+def _check_precision(arr: pa.Array, ltype: LogicalType) -> None:
+    """InvalidDataError at the first valid decimal of ``arr`` beyond its precision."""
+    n = len(arr)
+    if n == 0:
+        return
+    _, p, s = ltype.annot
+    limit = 10**p - 1
+    if ltype.annot[0] == "decimal256":
+        keys = decimal256_key(_fixed_bytes(arr, _KEY)).view("S32").reshape(-1)
+        bad = (keys > np.bytes_(int_key(limit))) | (keys < np.bytes_(int_key(-limit)))
+    else:
+        v = _fixed_bytes(arr, 4 if ltype.annot[0] == "decimal32" else 8).reshape(-1).view(
+            "<i4" if ltype.annot[0] == "decimal32" else "<i8")
+        bad = (v > limit) | (v < -limit)
+    if arr.null_count:
+        bad &= np.unpackbits(np.frombuffer(arr.buffers()[0], np.uint8), count=arr.offset + n,
+                             bitorder="little")[arr.offset:].view(bool)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise InvalidDataError(f"decimal value {arr[i].as_py()} beyond the declared precision of {arr.type} "
+                               f"(slot {i} of the block)")
+
+
+def _check_valid(arr: pa.Array) -> None:
+    try:
+        arr.validate(full=True)
+    except pa.ArrowInvalid as exc:
+        raise CorruptFileError(str(exc)) from None
+
+
+def shown(value, ltype: LogicalType):
+    """A statistics-domain value of an annotated column as its user sees it (for
+    describing files): a ``Decimal``, a ``timedelta``/``date`` (the count of units when
+    Python's types cannot hold it), a float, or the bytes."""
+    import decimal
+
+    if value is None or ltype.annot is None:
+        return value
+    kind = ltype.annot[0]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if kind in ("decimal32", "decimal64", "decimal256"):
+        if kind == "decimal256":
+            if not isinstance(value, (bytes, bytearray)) or len(value) != _KEY:
+                return value  # (a truncated bound)
+            b = bytearray(value)
+            b[0] ^= 0x80
+            value = int.from_bytes(b, "big", signed=True)
+        return decimal.Decimal(int(value)).scaleb(-ltype.annot[2], decimal.Context(prec=100))
+    if kind in ("duration", "date64"):
+        try:
+            return pa.scalar(int(value), ltype.base.to_arrow()).as_py()
+        except (ValueError, OverflowError, pa.ArrowException):
+            return int(value)
+    return value
