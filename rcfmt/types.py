@@ -345,7 +345,8 @@ def _extension_from_arrow(t: pa.BaseExtensionType) -> LogicalType:
         meta = b""
     else:
         raise SchemaError(f"unsupported column type {t}: the extension type {name!r} is not one rcfmt can "
-                          f"serialize (Python pyarrow.ExtensionType subclasses and {sorted(_CANONICAL_EXTENSIONS)} are)")
+                          f"serialize (Python pyarrow.ExtensionType subclasses and "
+                          f"{sorted(_CANONICAL_EXTENSIONS)} are)")
     storage = logical_type_from_arrow(t.storage_type)
     if storage.ext is not None or pa.types.is_dictionary(t.storage_type):
         raise SchemaError(f"unsupported column type {t}: an extension of {t.storage_type}")

@@ -620,3 +620,16 @@ def test_footer_json_of_new_types():
                 {"type": "extension", "extension_name": "a", "extension_metadata": "!", "storage": {"type": "int8"}}):
         with pytest.raises(ValueError):
             logical_type_from_json(bad)
+
+
+@pytest.mark.parametrize("encoding", [None, "plain"])
+def test_read_dictionary(tmp_path, encoding):
+    t = table_of(*TYPES, n=400)
+    rcfmt.write_table(t, tmp_path / "d.rcfmt", encoding=encoding, block_rows=150)
+    back = rcfmt.read_table(tmp_path / "d.rcfmt", read_dictionary=list(TYPES))
+    for name in TYPES:
+        assert back.schema.field(name).type == pa.dictionary(pa.int32(), t.schema.field(name).type), name
+        # each block's dictionary decoded apart (pyarrow's unification of halffloat dictionaries reads their
+        # bits as numbers)
+        decoded = pa.chunked_array([c.dictionary_decode() for c in back[name].chunks], t.schema.field(name).type)
+        S.assert_arrays_identical(decoded, t[name], where=name)

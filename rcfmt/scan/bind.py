@@ -381,7 +381,7 @@ def _temporal(value, ref: Ref, unit_seconds, tz, bad, dates: bool = False):
     if isinstance(value, _dt.datetime):
         aware = value.tzinfo is not None and value.tzinfo.utcoffset(value) is not None
         if dates and aware:
-            bad(f"; {lt} columns have no time zone, pass a naive datetime or a date")
+            bad(f"; {lt.annot[0] if lt.annot else lt.name} columns have no time zone, pass a naive datetime or a date")
         if not dates and aware != (tz is not None):
             bad(f"; the column has time zone {tz!r}, pass an aware datetime" if tz is not None else
                 "; the column has no time zone, pass a naive datetime")

@@ -742,6 +742,11 @@ class FileScan:
                 return pa.DictionaryArray.from_arrays(indices, to_arrow(data.dictionary, None, ltype))
             values = dictionary_take(data.dictionary, data.codes, ltype)
             return to_arrow(values, data.validity, ltype)
+        if dictionary and ltype.annotated:  # (pyarrow encodes no decimal32/64 or extension arrays)
+            from ..file.annotated import from_storage
+
+            encoded = to_arrow(data.values, data.validity, ltype.storage).dictionary_encode()
+            return pa.DictionaryArray.from_arrays(encoded.indices, from_storage(encoded.dictionary, ltype))
         arr = to_arrow(data.values, data.validity, ltype)
         if dictionary:
             arr = arr.dictionary_encode()
