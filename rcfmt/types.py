@@ -151,6 +151,8 @@ class LogicalType:
     def _arrow(self) -> pa.DataType:
         if self.ext is not None:
             return _extension_type(self.ext, self.base.to_arrow())
+        if self.annot is not None and self.annot[0] == "run_end_encoded":
+            return pa.run_end_encoded(_RUN_ENDS[self.annot[1]], self.storage.to_arrow())
         if self.annot is not None:
             return _annotated_arrow(self.annot)
         if self.name == "bool":
@@ -176,6 +178,8 @@ class LogicalType:
             return {"type": "extension", "extension_name": self.ext[0],
                     "extension_metadata": base64.b64encode(self.ext[1]).decode("ascii"),
                     "storage": self.base.to_json()}
+        if self.annot is not None and self.annot[0] == "run_end_encoded":
+            return {"type": "run_end_encoded", "run_ends": self.annot[1], "values": self.storage.to_json()}
         if self.annot is not None:
             kind = self.annot[0]
             out = {"type": kind}
@@ -221,6 +225,12 @@ def logical_type_from_arrow(t: pa.DataType) -> LogicalType:
         return logical_type_from_arrow(t.value_type)
     if isinstance(t, pa.BaseExtensionType):
         return _extension_from_arrow(t)
+    if pa.types.is_run_end_encoded(t):
+        values = logical_type_from_arrow(t.value_type)
+        if values.annotated or pa.types.is_dictionary(t.value_type):
+            raise SchemaError(f"unsupported column type {t}: run_end_encoded values of type {t.value_type} "
+                              "(run_end_encoded holds the types of docs/FORMAT.md section 3 only)")
+        return replace(values, annot=("run_end_encoded", str(t.run_end_type)))
     annot = _annotation(t)
     if annot is not None:
         return _ANNOTATED_STORAGE[annot[0]](annot)
@@ -258,7 +268,7 @@ def logical_type_from_json(obj: dict) -> LogicalType:
     if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
         raise ValueError(f"malformed type description {obj!r}")
     name = obj["type"]
-    if name in _ANNOTATED_STORAGE or name == "extension":
+    if name in _ANNOTATED_STORAGE or name in ("extension", "run_end_encoded"):
         return _annotated_from_json(obj)
     if name in _NUMPY_DTYPES and name not in ("timestamp", "decimal128"):
         large = bool(obj.get("large", False))
@@ -293,7 +303,9 @@ _ANNOTATED_STORAGE = {
     "null": lambda a: LogicalType("bool", annot=a),               # every slot NULL
     "float16": lambda a: LogicalType("float32", annot=a),         # widened exactly
     "fixed_size_binary": lambda a: LogicalType("binary", annot=a),
+    "month_day_nano_interval": lambda a: LogicalType("binary", annot=a),  # 16 bytes: i32 months, i32 days, i64 ns
 }
+_RUN_ENDS = {"int16": pa.int16(), "int32": pa.int32(), "int64": pa.int64()}
 #: extension types rcfmt knows apart from Python ``pa.ExtensionType`` subclasses (their
 #: serialized metadata is empty)
 _CANONICAL_EXTENSIONS = {"arrow.uuid": pa.uuid, "arrow.json": pa.json_, "arrow.bool8": pa.bool8}
@@ -314,6 +326,8 @@ def _annotation(t: pa.DataType) -> tuple | None:
         return ("float16",)
     if pa.types.is_fixed_size_binary(t):
         return ("fixed_size_binary", t.byte_width)
+    if t == pa.month_day_nano_interval():
+        return ("month_day_nano_interval",)
     return None
 
 
@@ -329,6 +343,8 @@ def _annotated_arrow(a: tuple) -> pa.DataType:
         return pa.null()
     if kind == "float16":
         return pa.float16()
+    if kind == "month_day_nano_interval":
+        return pa.month_day_nano_interval()
     return pa.binary(a[1])
 
 
@@ -378,6 +394,14 @@ def _extension_type(ext: tuple, storage: pa.DataType) -> pa.DataType:
 
 def _annotated_from_json(obj: dict) -> LogicalType:
     kind = obj["type"]
+    if kind == "run_end_encoded":
+        run_ends, values = obj.get("run_ends"), obj.get("values")
+        if run_ends not in _RUN_ENDS or not isinstance(values, dict):
+            raise ValueError(f"malformed run_end_encoded type {obj!r}")
+        base = logical_type_from_json(values)
+        if base.annotated:
+            raise ValueError(f"malformed run_end_encoded type {obj!r}")
+        return replace(base, annot=("run_end_encoded", run_ends))
     if kind == "extension":
         name, meta, storage = obj.get("extension_name"), obj.get("extension_metadata"), obj.get("storage")
         if not isinstance(name, str) or not isinstance(meta, str) or not isinstance(storage, dict):

@@ -77,8 +77,8 @@ primitive_types = st.one_of(
 #: Arrow types rcfmt cannot store (the writer must raise SchemaError)
 UNSUPPORTED_TYPES = [
     pa.list_(pa.time32("s")), pa.struct([("a", pa.time64("ns"))]), pa.map_(pa.string(), pa.time32("ms")),
-    pa.time32("s"), pa.time64("us"), pa.month_day_nano_interval(),
-    pa.dictionary(pa.int8(), pa.list_(pa.int8())), pa.run_end_encoded(pa.int32(), pa.int64()),
+    pa.time32("s"), pa.time64("us"),
+    pa.dictionary(pa.int8(), pa.list_(pa.int8())), pa.run_end_encoded(pa.int32(), pa.duration("s")),
     pa.fixed_shape_tensor(pa.int32(), [2, 2]),
 ]
 unsupported_types = st.sampled_from(UNSUPPORTED_TYPES)

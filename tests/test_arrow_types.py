@@ -71,7 +71,7 @@ def _ints(t: pa.DataType) -> tuple[int, int]:
     if pa.types.is_decimal(t):
         return -(10**min(t.precision, 30) - 1), 10**min(t.precision, 30) - 1
     if pa.types.is_date64(t):
-        return -10**6, 10**6  # days
+        return -700_000, 700_000  # days (years 54 to 3886: Python's dates hold the literals)
     if pa.types.is_fixed_size_binary(t):
         return 0, 2**(8 * t.byte_width) - 1
     return -2**62, 2**62
@@ -231,8 +231,10 @@ def test_unsupported_extensions_and_unions_are_refused_by_name(tmp_path):
     union = pa.sparse_union([pa.field("a", pa.int8())])
     with pytest.raises(SchemaError, match="'u'.*union"):
         rcfmt.Writer(tmp_path / "t.rcfmt", pa.schema([("u", union)]))
-    with pytest.raises(SchemaError, match="interval"):
-        rcfmt.Writer(tmp_path / "t.rcfmt", pa.schema([("i", pa.month_day_nano_interval())]))
+    with pytest.raises(SchemaError, match="'r'.*run_end_encoded values of type duration"):
+        rcfmt.Writer(tmp_path / "t.rcfmt", pa.schema([("r", pa.run_end_encoded(pa.int32(), pa.duration("s")))]))
+    with pytest.raises(SchemaError, match="time32"):
+        rcfmt.Writer(tmp_path / "t.rcfmt", pa.schema([("t", pa.time32("s"))]))
 
 
 # ------------------------------------------------------------------ nested
@@ -633,3 +635,69 @@ def test_read_dictionary(tmp_path, encoding):
         # bits as numbers)
         decoded = pa.chunked_array([c.dictionary_decode() for c in back[name].chunks], t.schema.field(name).type)
         S.assert_arrays_identical(decoded, t[name], where=name)
+
+
+# ------------------------------------------------------------------ intervals, run_end_encoded
+def _intervals(n: int, seed: int = 0) -> pa.Array:
+    rng = np.random.default_rng(seed)
+    values = [None if rng.random() < 0.2 else pa.MonthDayNano([int(rng.integers(-2**31, 2**31)),
+                                                                int(rng.integers(-2**31, 2**31)),
+                                                                int(rng.integers(-2**63, 2**63))])
+              for _ in range(n)]
+    return pa.array(values, pa.month_day_nano_interval())
+
+
+def test_month_day_nano_interval(tmp_path):
+    t = pa.table({"i": _intervals(3000), "k": pa.array(np.arange(3000))})
+    path = tmp_path / "i.rcfmt"
+    rcfmt.write_table(t, path, block_rows=1000, page_rows=300)
+    back = rcfmt.read_table(path)
+    assert back.schema == t.schema and back.equals(t)
+    with rcfmt.open(path) as f:
+        assert pa.Table.from_batches(list(f.iter_batches(batch_size=777))).equals(t)
+        assert f.read_block(1).equals(t.slice(1000, 1000))
+    nulls = rcfmt.read_table(path, filter=col("i").is_null())
+    assert nulls.equals(t.filter(pc.is_null(t["i"])))
+    assert rcfmt.read_table(path, filter=(col("k") < 10) & col("i").is_valid()).equals(
+        t.filter(pc.and_(pc.less(t["k"], 10), pc.is_valid(t["i"]))))
+    for f in (col("i") == b"\x00" * 16, col("i").startswith(b"\x00"), col("i").isin([pa.MonthDayNano([1, 2, 3])])):
+        with pytest.raises(FilterError, match="interval"):
+            rcfmt.read_table(path, filter=f)
+    rcfmt.write_dataset(t, tmp_path / "ds", target_file_rows=1000)
+    assert rcfmt.dataset(tmp_path / "ds").to_table().sort_by("k").equals(t)
+    nested = pa.table({"l": pa.array([[pa.MonthDayNano([1, 2, 3]), None], None, []],
+                                     pa.list_(pa.month_day_nano_interval()))})
+    rcfmt.write_table(nested, tmp_path / "n.rcfmt")
+    assert rcfmt.read_table(tmp_path / "n.rcfmt").equals(nested)
+
+
+REE_VALUES = [pa.int64(), pa.string(), pa.timestamp("ms", tz="UTC"), pa.decimal128(25, 2), pa.bool_(), pa.float64()]
+
+
+@pytest.mark.parametrize("run_ends", [pa.int16(), pa.int32(), pa.int64()])
+@pytest.mark.parametrize("values", REE_VALUES, ids=str)
+def test_run_end_encoded_reads_back_as_itself(tmp_path, run_ends, values):
+    rng = np.random.default_rng(3)
+    plain = pa.array(np.repeat(rng.integers(0, 5, 400), rng.integers(1, 20, 400))[:3000]).cast(pa.int64())
+    plain = pc.if_else(pc.equal(plain, 4), pa.scalar(None, pa.int64()), plain)
+    if pa.types.is_string(values):
+        plain = plain.cast(pa.string())
+    elif pa.types.is_boolean(values):
+        plain = pc.greater(plain, 1)
+    else:
+        plain = plain.cast(values) if not pa.types.is_timestamp(values) else plain.cast(pa.timestamp("ms", "UTC"))
+    ree = pc.run_end_encode(plain, run_end_type=run_ends)
+    t = pa.table({"r": ree})
+    path = tmp_path / "r.rcfmt"
+    rcfmt.write_table(t, path, block_rows=1000)
+    back = rcfmt.read_table(path)
+    assert back.schema == t.schema
+    assert pc.run_end_decode(back["r"].combine_chunks()).equals(plain)
+    with rcfmt.open(path) as f:
+        batch = next(f.iter_batches(batch_size=500))
+        assert batch.schema == t.schema and pc.run_end_decode(batch.column(0)).equals(plain.slice(0, 500))
+    lit = plain.drop_null()[0]
+    got = rcfmt.read_table(path, filter=col("r") == lit)
+    want = plain.filter(pc.equal(plain, lit))
+    assert got.schema == t.schema and pc.run_end_decode(got["r"].combine_chunks()).equals(want)
+    assert rcfmt.read_table(path, filter=col("r").is_null()).num_rows == plain.null_count

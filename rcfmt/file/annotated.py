@@ -96,6 +96,10 @@ def to_storage(arr, ltype: LogicalType, check: bool = False) -> pa.Array:
     if ltype.annot is None:
         return arr
     kind = ltype.annot[0]
+    if kind == "run_end_encoded":
+        import pyarrow.compute as pc
+
+        return _clean_nulls(pc.run_end_decode(arr))
     storage = ltype.storage.to_arrow()
     if check and kind in ("decimal32", "decimal64", "decimal256"):
         _check_precision(arr, ltype)
@@ -109,9 +113,29 @@ def to_storage(arr, ltype: LogicalType, check: bool = False) -> pa.Array:
                                      arr.null_count)
     if kind == "fixed_size_binary":
         return _binary(arr, _fixed_bytes(arr, ltype.annot[1]))
+    if kind == "month_day_nano_interval":
+        return _binary(arr, _fixed_bytes(arr, 16))
     if kind == "decimal256":
         return _binary(arr, decimal256_key(_fixed_bytes(arr, _KEY)))
     raise AssertionError(kind)
+
+
+def _clean_nulls(arr: pa.Array) -> pa.Array:
+    """``arr`` with zeros (empty values) under its NULLs: a decoded run_end_encoded array
+    holds whatever memory held there, which a writer's value checks would look at."""
+    if not arr.null_count:
+        return arr
+    if pa.types.is_boolean(arr.type) or pa.types.is_null(arr.type):
+        return arr
+    n = len(arr)
+    valid = np.unpackbits(np.frombuffer(arr.buffers()[0], np.uint8), count=arr.offset + n,
+                          bitorder="little")[arr.offset:].view(bool)
+    if pa.types.is_primitive(arr.type) or pa.types.is_decimal(arr.type):
+        width = arr.type.bit_width // 8
+        rows = _fixed_bytes(arr, width).copy()
+        rows[~valid] = 0
+        return pa.Array.from_buffers(arr.type, n, [_validity_buffer(arr), pa.py_buffer(rows)], arr.null_count)
+    return arr.take(pa.array(np.arange(n, dtype=np.int64)))  # (Arrow's take builds NULL strings empty)
 
 
 def widen_f16(bits: np.ndarray) -> np.ndarray:
@@ -184,6 +208,10 @@ def _lengths_ok(arr: pa.Array, width: int) -> np.ndarray:
 def _from_annotated(arr: pa.Array, ltype: LogicalType) -> pa.Array:
     kind = ltype.annot[0]
     t = ltype.base.to_arrow()
+    if kind == "run_end_encoded":
+        import pyarrow.compute as pc
+
+        return pc.run_end_encode(arr, run_end_type=t.run_end_type)
     if kind in ("duration", "date64"):
         return arr.view(t)
     if kind in ("decimal32", "decimal64"):
@@ -206,7 +234,7 @@ def _from_annotated(arr: pa.Array, ltype: LogicalType) -> pa.Array:
             raise CorruptFileError(f"a float32 value that is no float16 in a float16 column (slot "
                                    f"{int(np.argmax(inexact))})")
         return pa.Array.from_buffers(t, n, [_validity_buffer(arr), pa.py_buffer(bits)], arr.null_count)
-    width = ltype.annot[1] if kind == "fixed_size_binary" else _KEY
+    width = ltype.annot[1] if kind == "fixed_size_binary" else 16 if kind == "month_day_nano_interval" else _KEY
     rows = _lengths_ok(arr, width)
     if kind == "decimal256":
         rows = key_decimal256(rows)

@@ -125,9 +125,9 @@ def _bind_prefix(ref: Ref, e: StartsWith) -> Prefix:
     p = e.prefix
     if ref.ltype.name == "string" and isinstance(p, str):
         return Prefix(ref, _utf8(p, ref))
-    if ref.ltype.name == "binary" and isinstance(p, (bytes, bytearray, memoryview)) and not _keyed_decimal(ref.ltype):
+    if ref.ltype.name == "binary" and isinstance(p, (bytes, bytearray, memoryview)) and not _not_bytes(ref.ltype):
         return Prefix(ref, bytes(p))
-    if ref.ltype.name not in ("string", "binary") or _keyed_decimal(ref.ltype):
+    if ref.ltype.name not in ("string", "binary") or _not_bytes(ref.ltype):
         raise FilterError(f"startswith() needs a string or binary column; {ref.name!r} is {ref.ltype}")
     want = "str" if ref.ltype.name == "string" else "bytes"
     raise FilterError(f"startswith() on {ref.ltype} column {ref.name!r} needs a {want} prefix, got {type(p).__name__} {p!r}")
@@ -138,6 +138,11 @@ def _keyed_decimal(lt: LogicalType) -> bool:
     """decimal256: unscaled integers on the number line, stored as order-preserving
     32-byte keys (rcfmt.file.annotated)."""
     return lt.annot is not None and lt.annot[0] == "decimal256"
+
+
+def _not_bytes(lt: LogicalType) -> bool:
+    """Stored as binary, but not bytes to its user (decimal256, intervals)."""
+    return lt.annot is not None and lt.annot[0] in ("decimal256", "month_day_nano_interval")
 
 
 def _domain(lt: LogicalType) -> str:
@@ -286,6 +291,8 @@ def _to_real(ref: Ref, value, origin):
         kind = lt.annot[0]
         if kind == "null":
             bad("; a column of type null holds only NULLs: filter it with is_null() / is_valid()")
+        if kind == "month_day_nano_interval":
+            bad("; intervals have no order (a month has no fixed length): filter them with is_null() / is_valid()")
         if kind == "duration":
             return _duration(value, ref, lt.annot[1], bad)
         if kind == "date64":
