@@ -60,7 +60,7 @@ def _known_bug(tab: sd.Table, options: dict, cuts: list[int]) -> bool:
 
 
 class Shrinker:
-    """Fewer rows, then a smaller tree, while rcfmt and DuckDB still disagree."""
+    """Fewer rows, no early block ends, a smaller tree, while rcfmt and DuckDB still disagree."""
 
     def __init__(self, workdir: Path):
         self.workdir = workdir
@@ -91,7 +91,7 @@ class Shrinker:
     def run(self, tab: sd.Table, tree, options, cuts, how, budget: int = 400):
         answers = self.disagrees(tab, tree, options, cuts, how)
         if answers is None:
-            return tab, tree, cuts, None  # not reproducible alone (depends on the file?)
+            return tab, tree, cuts, options, None  # not reproducible alone
         tries = 0
         progress = True
         while progress and tries < budget:
@@ -110,6 +110,11 @@ class Shrinker:
                     else:
                         start += chunk
                 chunk //= 2
+            if cuts and tries < budget:  # no early block ends
+                tries += 1
+                found = self.disagrees(tab, tree, options, [], how)
+                if found is not None:
+                    cuts, answers, progress = [], found, True
             for smaller in sd.shrink_tree(tree):  # smaller trees
                 if tries >= budget:
                     break
@@ -118,7 +123,33 @@ class Shrinker:
                 if found is not None:
                     tree, answers, progress = smaller, found, True
                     break
-        return tab, tree, cuts, answers
+        used = ["id", *[c for c in tab.data_columns if c in _columns(tree)]]
+        if len(used) < tab.table.num_columns:  # only the columns the tree names
+            narrow = sd.Table(tab.table.select(used), tab.values, {c: tab.types[c] for c in used[1:]})
+            narrow_options = _options_for(options, used)
+            found = self.disagrees(narrow, tree, narrow_options, cuts, how)
+            if found is not None:
+                tab, options, answers = narrow, narrow_options, found
+        return tab, tree, cuts, options, answers
+
+
+def _columns(tree) -> set[str]:
+    if isinstance(tree, sd.Leaf):
+        return {tree.column}
+    if isinstance(tree, sd.Not):
+        return _columns(tree.child)
+    return set().union(*(_columns(c) for c in tree.children))
+
+
+def _options_for(options: dict, names: list[str]) -> dict:
+    """``options`` without the columns not in ``names``."""
+    out = dict(options)
+    for key in ("bitmap_indexes", "encoding"):
+        if isinstance(out.get(key), dict):
+            out[key] = {k: v for k, v in out[key].items() if k in names}
+    if isinstance(out.get("bloom_filter_columns"), list):
+        out["bloom_filter_columns"] = [k for k in out["bloom_filter_columns"] if k in names]
+    return out
 
 
 def _shift(cuts, start, chunk):
@@ -151,8 +182,7 @@ def main(argv=None) -> int:
 
     print(f"duckdb {duckdb.__version__}, TIMESTAMPTZ_NS: {caps['tz_ns']}; {len(kinds)} column types; "
           f"seed {args.seed}, {args.predicates} predicates", flush=True)
-    out = Path(args.out or tempfile.mkdtemp(prefix="rcfmt-diff-"))
-    out.mkdir(parents=True, exist_ok=True)
+    out = Path(args.out) if args.out else None  # (made at the first disagreement)
     work = Path(tempfile.mkdtemp(prefix="rcfmt-diff-work-"))
     duck = sd.DuckOracle()
     shrinker = Shrinker(work)
@@ -208,6 +238,8 @@ def main(argv=None) -> int:
                 if got == _expected(want, how):
                     continue
                 disagreements += 1
+                if out is None:
+                    out = Path(tempfile.mkdtemp(prefix="rcfmt-diff-"))
                 _report(out, disagreements, tab, tree, options, cuts, how, got, _expected(want, how), shrinker,
                         not args.no_shrink)
             if ds_path is not None:
@@ -232,9 +264,9 @@ def _report(out: Path, k: int, tab, tree, options, cuts, how, got, want, shrinke
     from rcfmt.scan.oracle import selection_mask
 
     if shrink:
-        small, small_tree, small_cuts, answers = shrinker.run(tab, tree, options, cuts, how)
+        small, small_tree, small_cuts, small_options, answers = shrinker.run(tab, tree, options, cuts, how)
         if answers is not None:
-            tab, tree, cuts, (got, want) = small, small_tree, small_cuts, answers
+            tab, tree, cuts, options, (got, want) = small, small_tree, small_cuts, small_options, answers
     expr = sd.to_rcfmt(tree)
     try:
         mask = selection_mask(expr, tab.table)
