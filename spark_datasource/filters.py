@@ -72,6 +72,8 @@ def _cmp(name: str, t: pa.DataType, op: str, v):
         return _float_cmp(name, op, v)
     if pa.types.is_timestamp(t) and t.unit == "ns":
         return _ns_range(name, op, v)
+    if pa.types.is_duration(t) and t.unit == "ns":
+        return None  # Spark sees them floored to microseconds: not pushed
     c = col(name)
     return {"==": c == v, ">": c > v, ">=": c >= v, "<": c < v, "<=": c <= v}[op]
 
@@ -106,6 +108,8 @@ def _translate(f, types: dict, names: dict):
         return None if eq is None else eq & c.is_valid()
     if isinstance(f, D.In):
         values = list(f.value)
+        if pa.types.is_duration(t) and t.unit == "ns":
+            return None  # (floored for Spark, as above)
         if pa.types.is_timestamp(t) and t.unit == "ns":
             parts = [_ns_range(name, "==", v) for v in values if v is not None]
             if any(p is None for p in parts):

@@ -10,18 +10,28 @@ int8, int16, int32, int64     BYTE, SHORT, INT, BIGINT   none
 uint8, uint16, uint32         SHORT, INT, BIGINT         widened (exact)
 uint64                        DECIMAL(20, 0)             exact
 float32, float64              FLOAT, DOUBLE              none
-decimal128(p, s), s >= 0      DECIMAL(p, s)              none
-decimal128(p, s), s < 0       DECIMAL(p - s, 0)          rescaled (exact); p - s <= 38
-date32                        DATE                       none
+float16                       FLOAT                      widened (exact)
+decimal32/64/128/256(p, s)    DECIMAL(p, s)              to decimal128 (exact); p <= 38
+decimal(p, s), s < 0          DECIMAL(p - s, 0)          rescaled (exact); p - s <= 38
+date32, date64                DATE                       date64 -> date32
 timestamp(unit, tz=...)       TIMESTAMP                  to microseconds, UTC
 timestamp(unit)               TIMESTAMP_NTZ              to microseconds
+duration(unit)                INTERVAL DAY TO SECOND     to microseconds
 string (large too)            STRING                     large_string -> string
 binary (large too)            BINARY                     large_binary -> binary
+fixed_size_binary[N]          BINARY                     to binary
+extension types (arrow.uuid)  their storage's type       the storage (uuid: 16 bytes)
+null                          VOID (NullType)            none
 ============================  =========================  ===============================
 
-Timestamps in seconds and milliseconds convert exactly (an out-of-range value raises);
-nanoseconds are **floored** to microseconds (Spark's precision), and pushed filters on
-such columns are rewritten to ranges so that they agree with the floored values.
+Spark has no type for the rest (intervals of months or of (months, days, nanos),
+unions, decimals of over 38 digits): a column of one is refused by name when the
+relation is loaded.
+
+Timestamps and durations in seconds and milliseconds convert exactly (an out-of-range
+value raises); nanoseconds are **floored** to microseconds (Spark's precision), and
+pushed filters on such timestamp columns are rewritten to ranges so that they agree with
+the floored values (on such duration columns they are not pushed).
 Every Spark field is nullable.
 
 Writing (Spark -> rcfmt) is the inverse: BYTE..BIGINT -> int8..int64, FLOAT/DOUBLE ->
@@ -30,7 +40,8 @@ timestamp('us', tz='UTC') (instants, whatever the session time zone), TIMESTAMP_
 timestamp('us'), STRING -> string, BINARY -> binary, BOOLEAN -> bool, and nested: ARRAY ->
 list<element>, STRUCT -> struct, MAP -> map (read back as the same Spark types; lists,
 large lists and fixed-size lists of rcfmt data read as ARRAY). Other Spark types
-(intervals, variant, NULL) are refused when the write starts.
+(year-month intervals, variant, NULL) are refused when the write starts; INTERVAL DAY TO
+SECOND is stored as duration('us').
 """
 from __future__ import annotations
 
@@ -46,23 +57,31 @@ def to_spark_type(t: pa.DataType, name: str = "?") -> T.DataType:
     """The Spark type a column of Arrow/rcfmt type ``t`` is read as."""
     if pa.types.is_dictionary(t):
         t = t.value_type
+    if isinstance(t, pa.BaseExtensionType):  # arrow.uuid and others: read as their storage
+        t = t.storage_type
     if pa.types.is_boolean(t):
         return T.BooleanType()
+    if pa.types.is_null(t):
+        return T.NullType()
     simple = {
         pa.int8(): T.ByteType(), pa.int16(): T.ShortType(), pa.int32(): T.IntegerType(), pa.int64(): T.LongType(),
         pa.uint8(): T.ShortType(), pa.uint16(): T.IntegerType(), pa.uint32(): T.LongType(),
-        pa.uint64(): T.DecimalType(20, 0), pa.float32(): T.FloatType(), pa.float64(): T.DoubleType(),
-        pa.date32(): T.DateType(),
+        pa.uint64(): T.DecimalType(20, 0), pa.float16(): T.FloatType(), pa.float32(): T.FloatType(),
+        pa.float64(): T.DoubleType(), pa.date32(): T.DateType(), pa.date64(): T.DateType(),
     }
     for at, st in simple.items():
         if t == at:
             return st
     if pa.types.is_decimal(t):
-        if t.scale >= 0:
+        if 0 <= t.scale <= t.precision <= 38:
             return T.DecimalType(t.precision, t.scale)
-        if t.precision - t.scale <= 38:
+        if t.scale < 0 and t.precision - t.scale <= 38:
             return T.DecimalType(t.precision - t.scale, 0)
-        raise TypeError(f"column {name!r}: {t} has no exact Spark type (precision - scale > 38)")
+        raise TypeError(f"column {name!r}: {t} has no exact Spark type (Spark's decimals hold 38 digits)")
+    if pa.types.is_duration(t):
+        return T.DayTimeIntervalType()
+    if pa.types.is_fixed_size_binary(t):
+        return T.BinaryType()
     if pa.types.is_timestamp(t):
         return T.TimestampType() if t.tz is not None else T.TimestampNTZType()
     if pa.types.is_string(t) or pa.types.is_large_string(t):
@@ -101,6 +120,8 @@ def to_rcfmt_type(t: T.DataType, name: str = "?") -> pa.DataType:
             return at
     if isinstance(t, T.DecimalType):
         return pa.decimal128(t.precision, t.scale)
+    if isinstance(t, T.DayTimeIntervalType):  # microseconds, as Spark holds them
+        return pa.duration("us")
     if isinstance(t, T.TimestampNTZType):
         return pa.timestamp("us")
     if isinstance(t, T.TimestampType):
@@ -138,9 +159,12 @@ def _convert(arr, target: pa.DataType):
     if pa.types.is_dictionary(t):
         arr = arr.cast(t.value_type)
         t = arr.type
-    if pa.types.is_timestamp(t) and t.unit == "ns":
+    if isinstance(t, pa.BaseExtensionType):
+        arr = arr.storage
+        t = arr.type
+    if (pa.types.is_timestamp(t) or pa.types.is_duration(t)) and t.unit == "ns":
         return _floor_ns_to_us(arr, target)
-    return arr.cast(target)
+    return arr if t == target else arr.cast(target)
 
 
 class BatchConverter:
