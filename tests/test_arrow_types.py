@@ -533,8 +533,13 @@ def test_cli_check_and_head(tmp_path):
     t = table_of(*TYPES, n=50)
     path = tmp_path / "c.rcfmt"
     rcfmt.write_table(t, path)
+    probe = str(uuid.UUID(bytes=t["uuid"].combine_chunks().storage.drop_null()[0].as_py()))
     for args in (["check", path], ["head", path, "-n", "5"], ["inspect", path], ["schema", path],
-                 ["head", path, "-n", "2", "--filter", "dur_s > 0"]):
+                 ["head", path, "-n", "2", "--filter", "dur_s > 0"], ["head", path, "--json"],
+                 ["cat", path, "--format", "json"], ["pages", path, "--column", "dec256"],
+                 ["cat", path, "--columns", ",".join(n for n in TYPES if n != "fsb3")],  # (CSV: UTF-8 bytes only)
+                 ["meta", path], ["index", path], ["inspect", path, "--json"],
+                 ["bloom", path, "--column", "uuid", "--value", probe]):
         proc = subprocess.run([sys.executable, "-m", "rcfmt.cli", *map(str, args)], capture_output=True, text=True,
                               timeout=300)
         assert proc.returncode == 0, (args, proc.stderr)

@@ -119,25 +119,34 @@ def _csv_schema(schema):
     """``schema`` with nested fields as strings (CSV cells hold them as JSON)."""
     import pyarrow as pa
 
+    return pa.schema([f.with_type(pa.string()) if _as_text(f.type) else f for f in schema])
+
+
+def _as_text(t) -> bool:
+    """Whether CSV cells show a column of type ``t`` as text: nested ones as JSON,
+    extension types (which Arrow's CSV writer refuses) as ``cat --format json`` shows
+    them (a uuid in its canonical form)."""
+    import pyarrow as pa
+
     from ..nested import is_nested
 
-    return pa.schema([f.with_type(pa.string()) if is_nested(f.type) else f for f in schema])
+    return is_nested(t) or isinstance(t, pa.BaseExtensionType)
 
 
 def _csv_batch(batch):
     """``batch`` with nested columns as JSON text (as ``cat --format json`` shows them)."""
     import pyarrow as pa
 
-    from ..nested import is_nested
     from .reports import rows_report
 
-    if not any(is_nested(f.type) for f in batch.schema):
+    if not any(_as_text(f.type) for f in batch.schema):
         return batch
     rows = rows_report(pa.Table.from_batches([batch]))
     columns = []
     for i, field in enumerate(batch.schema):
-        if is_nested(field.type):
-            texts = [None if r[field.name] is None else json.dumps(r[field.name], ensure_ascii=False) for r in rows]
+        if _as_text(field.type):
+            texts = [None if r[field.name] is None else r[field.name] if isinstance(r[field.name], str)
+                     else json.dumps(r[field.name], ensure_ascii=False) for r in rows]
             columns.append(pa.array(texts, pa.string()))
         else:
             columns.append(batch.column(i))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import math
+import uuid
 
 import numpy as np
 import pyarrow as pa
@@ -61,6 +62,8 @@ def json_value(value, ltype=None):
         return value.isoformat()
     if isinstance(value, dt.timedelta):
         return value.total_seconds()
+    if isinstance(value, uuid.UUID):
+        return str(value)
     if isinstance(value, dict):
         return {k: json_value(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -211,6 +214,14 @@ def dictionary_report(f: RcfmtFile, column: str, block: int | None = None) -> li
 def _typed_literal(text: str, arrow_type: pa.DataType):
     """The command-line ``text`` as a value of the column's type."""
     try:
+        if isinstance(arrow_type, pa.BaseExtensionType):
+            if arrow_type.extension_name == "arrow.uuid":
+                return uuid.UUID(text)
+            arrow_type = arrow_type.storage_type
+        if pa.types.is_fixed_size_binary(arrow_type):
+            return text.encode()
+        if pa.types.is_duration(arrow_type):
+            return int(text)  # (in the column's unit)
         if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
             return text
         if pa.types.is_binary(arrow_type) or pa.types.is_large_binary(arrow_type):
