@@ -706,3 +706,37 @@ def test_run_end_encoded_reads_back_as_itself(tmp_path, run_ends, values):
     want = plain.filter(pc.equal(plain, lit))
     assert got.schema == t.schema and pc.run_end_decode(got["r"].combine_chunks()).equals(want)
     assert rcfmt.read_table(path, filter=col("r").is_null()).num_rows == plain.null_count
+
+
+def test_dataset_columns_of_new_types_added_by_evolution(tmp_path):
+    rcfmt.write_dataset(pa.table({"a": [1, 2]}), tmp_path / "ds")
+    names = ["uuid", "dur_ms", "f16", "dec256", "null", "fsb3", "tagged"]
+    rcfmt.dataset(tmp_path / "ds").evolve(add=[pa.field(n, TYPES[n]) for n in names])
+    new = table_of(*names, n=3, nulls=0).add_column(0, "a", pa.array([3, 4, 5]))
+    new = new.set_column(new.schema.get_field_index("null"), "null", pa.nulls(3))
+    rcfmt.write_dataset(new, tmp_path / "ds", mode="append")
+    ds = rcfmt.dataset(tmp_path / "ds")
+    back = ds.to_table().sort_by("a")
+    assert back.schema == new.schema
+    S.assert_tables_identical(back.slice(2), new)
+    for n in names:
+        assert back[n].slice(0, 2).null_count == 2
+    assert ds.to_table(filter=col("dec256").is_null()).num_rows == 2  # the older file's rows
+    lit = _literals(TYPES["dur_ms"], new["dur_ms"].combine_chunks())[0]
+    assert ds.to_table(filter=col("dur_ms") == lit)["a"].to_pylist() == \
+        _oracle_rows(new, "dur_ms", "==", lit)["a"].to_pylist()
+
+
+def test_arrow_producers_polars_and_duckdb(tmp_path):
+    pl = pytest.importorskip("polars")
+    duckdb = pytest.importorskip("duckdb")
+    df = pl.DataFrame({"d": [dt.timedelta(seconds=1), None], "n": [None, None]})
+    rcfmt.write_table(df, tmp_path / "p.rcfmt")
+    back = rcfmt.read_table(tmp_path / "p.rcfmt")
+    assert back.schema.field("d").type == pa.duration("us") and back.schema.field("n").type == pa.null()
+    assert pl.DataFrame(back).equals(df)
+    rel = duckdb.sql("SELECT INTERVAL 3 DAY AS i, '1 hour'::INTERVAL AS j, NULL AS n")
+    rcfmt.write_table(rel, tmp_path / "d.rcfmt")
+    back = rcfmt.read_table(tmp_path / "d.rcfmt")
+    assert back.schema.field("i").type == pa.month_day_nano_interval()
+    assert duckdb.sql("SELECT * FROM back").fetchall() == [(dt.timedelta(days=3), dt.timedelta(hours=1), None)]
