@@ -740,3 +740,21 @@ def test_arrow_producers_polars_and_duckdb(tmp_path):
     back = rcfmt.read_table(tmp_path / "d.rcfmt")
     assert back.schema.field("i").type == pa.month_day_nano_interval()
     assert duckdb.sql("SELECT * FROM back").fetchall() == [(dt.timedelta(days=3), dt.timedelta(hours=1), None)]
+
+
+@pytest.mark.parametrize("name", [n for n in TYPES if n != "null"])
+def test_bloom_filters_hold_what_hash_arrow_says(tmp_path, name):
+    """The writer's filters hold the hashes of the stored values (rcfmt.scan.bloom.hash_arrow
+    of the user's array hashes them as stored), and an equality literal probes them."""
+    from rcfmt.scan.bloom import hash_arrow
+    from rcfmt.scan.bloom_filters import read_filter
+
+    t = table_of(name, n=2000, nulls=0.1)
+    path = tmp_path / "b.rcfmt"
+    rcfmt.write_table(t, path, bloom_filter_columns=[name], dictionary=False)
+    with rcfmt.open(path) as f:
+        bf = read_filter(f, 0, 0)
+        assert bf is not None
+        assert bf.might_contain_hashes(hash_arrow(t[name])).all()
+    lit = _literals(TYPES[name], t[name].combine_chunks())[0]
+    S.assert_tables_identical(rcfmt.read_table(path, filter=col(name) == lit), _oracle_rows(t, name, "==", lit))

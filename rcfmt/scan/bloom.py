@@ -389,6 +389,10 @@ def _hash_positions(array):
     from ..types import logical_type_from_arrow
 
     lt = logical_type_from_arrow(array.type)  # SchemaError for types rcfmt does not store
+    if lt.annotated:  # hashed as stored (docs/FORMAT.md §6a)
+        from ..file.annotated import to_storage
+
+        array, lt = to_storage(array, lt), lt.storage
     n = len(array)
     keep = np.ones(n, dtype=bool)
     valid = _validity(array)
