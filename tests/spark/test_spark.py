@@ -191,6 +191,13 @@ def test_types_spark_has_are_mapped_and_the_rest_refused_by_name(spark, tmp_path
             continue  # rcfmt does not store it either
         with pytest.raises(Exception, match=name):
             spark.read.format("rcfmt").load(str(other)).schema
+    # and the way back: Spark's day-time intervals are stored as microsecond durations
+    written = str(tmp_path / "written")
+    spark.sql("SELECT 1 AS id, INTERVAL '1 02:03:04.000005' DAY TO SECOND AS iv UNION ALL SELECT 2, NULL") \
+        .write.format("rcfmt").mode("append").save(written)
+    back = rcfmt.dataset(written).read().sort_by("id")
+    assert back.schema.field("iv").type == pa.duration("us")
+    assert back.column("iv").to_pylist() == [dt.timedelta(days=1, hours=2, minutes=3, seconds=4, microseconds=5), None]
 
 
 # ---------------------------------------------------------------- filters vs Parquet
