@@ -363,7 +363,11 @@ def _extension_from_arrow(t: pa.BaseExtensionType) -> LogicalType:
         raise SchemaError(f"unsupported column type {t}: the extension type {name!r} is not one rcfmt can "
                           f"serialize (Python pyarrow.ExtensionType subclasses and "
                           f"{sorted(_CANONICAL_EXTENSIONS)} are)")
-    storage = logical_type_from_arrow(t.storage_type)
+    try:
+        storage = logical_type_from_arrow(t.storage_type)
+    except SchemaError:
+        raise SchemaError(f"unsupported column type {t}: an extension of {t.storage_type} (rcfmt stores "
+                          "extensions of the flat types it stores)") from None
     if storage.ext is not None or pa.types.is_dictionary(t.storage_type):
         raise SchemaError(f"unsupported column type {t}: an extension of {t.storage_type}")
     _SEEN_EXTENSIONS[(name, meta)] = t

@@ -758,3 +758,11 @@ def test_bloom_filters_hold_what_hash_arrow_says(tmp_path, name):
         assert bf.might_contain_hashes(hash_arrow(t[name])).all()
     lit = _literals(TYPES[name], t[name].combine_chunks())[0]
     S.assert_tables_identical(rcfmt.read_table(path, filter=col(name) == lit), _oracle_rows(t, name, "==", lit))
+
+
+def test_extension_of_a_nested_type_is_refused_by_name(tmp_path):
+    st_ = pa.struct([("a", pa.int8())])
+    arr = pa.ExtensionArray.from_storage(Tagged("s", st_), pa.array([{"a": 1}], st_))
+    with pytest.raises(SchemaError, match="rcfmt.test.tagged.*extension of struct"):
+        rcfmt.write_table(pa.table({"s": arr}), tmp_path / "s.rcfmt")
+    assert not (tmp_path / "s.rcfmt").exists()

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from ..errors import CorruptFileError, InvalidDataError
+from ..errors import CorruptFileError, InvalidDataError, UnsupportedError
 from ..types import LogicalType
 
 __all__ = ["to_storage", "from_storage", "decimal256_key", "key_decimal256", "int_key", "shown"]
@@ -59,7 +59,8 @@ def _binary(arr: pa.Array, rows: np.ndarray) -> pa.Array:
     n, w = rows.shape
     offsets = np.arange(n + 1, dtype=np.int64) * w
     if offsets[-1] > np.iinfo(np.int32).max:
-        raise CorruptFileError("fixed-size values beyond 2 GiB in one block")  # (never written: see writer)
+        raise UnsupportedError(f"{offsets[-1]} bytes of {w}-byte values in one block, beyond the 2 GiB a "
+                               "block of binary storage holds: write smaller blocks")
     return pa.Array.from_buffers(pa.binary(), n, [_validity_buffer(arr), pa.py_buffer(offsets.astype(np.int32)),
                                                   pa.py_buffer(np.ascontiguousarray(rows))], arr.null_count)
 
