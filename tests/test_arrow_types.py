@@ -552,9 +552,17 @@ def test_cli_check_and_head(tmp_path):
 def test_decimal_beyond_precision_is_refused_on_write(tmp_path):
     for t, v in ((pa.decimal32(3, 1), 1000), (pa.decimal64(10, 0), -10**10), (pa.decimal256(40, 2), 10**40)):
         arr = column(t, [1, v], [True, True])
-        with pytest.raises(InvalidDataError, match="precision"):
+        with pytest.raises(InvalidDataError, match="precision") as info:
             rcfmt.write_table(pa.table({"x": arr}), tmp_path / "d.rcfmt")
+        assert (info.value.column, info.value.row) == ("x", 1)
         assert not (tmp_path / "d.rcfmt").exists()
+        nested = pa.table({"l": pa.ListArray.from_arrays(pa.array([0, 1, 2], pa.int32()), arr)})
+        with pytest.raises(InvalidDataError, match="precision") as info:
+            rcfmt.write_table(nested, tmp_path / "d.rcfmt")
+        assert (info.value.column, info.value.row) == ("l.item", 1)
+        with pytest.raises(InvalidDataError, match="precision") as info:
+            rcfmt.write_dataset(pa.table({"x": arr}), tmp_path / "ds")
+        assert info.value.row == 1
         ok = column(t, [1, v], [True, False])  # the bad value under a NULL
         rcfmt.write_table(pa.table({"x": ok}), tmp_path / "d.rcfmt")
         assert rcfmt.read_table(tmp_path / "d.rcfmt")["x"].to_pylist() == [column(t, [1])[0].as_py(), None]

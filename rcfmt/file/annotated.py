@@ -246,8 +246,29 @@ def _from_annotated(arr: pa.Array, ltype: LogicalType) -> pa.Array:
     return out
 
 
+def is_decimal(ltype: LogicalType) -> bool:
+    """decimal32, decimal64 or decimal256 (whose values have a precision to keep)."""
+    return ltype.annot is not None and ltype.annot[0] in ("decimal32", "decimal64", "decimal256")
+
+
+def first_beyond_precision(arr, ltype: LogicalType) -> tuple[int, str] | None:
+    """``(slot, why)`` of the first valid decimal of ``arr`` (decimal32/64/256, or a
+    dictionary or extension of one) beyond its precision; None when there is none."""
+    arr = _one(arr)
+    if pa.types.is_dictionary(arr.type):
+        arr = arr.dictionary_decode()
+    if isinstance(arr.type, pa.BaseExtensionType):
+        arr = arr.storage
+    try:
+        _check_precision(arr, ltype)
+    except InvalidDataError as exc:
+        return exc.slot, exc.reason
+    return None
+
+
 def _check_precision(arr: pa.Array, ltype: LogicalType) -> None:
-    """InvalidDataError at the first valid decimal of ``arr`` beyond its precision."""
+    """InvalidDataError at the first valid decimal of ``arr`` beyond its precision
+    (its ``slot`` attribute says where)."""
     n = len(arr)
     if n == 0:
         return
@@ -265,8 +286,9 @@ def _check_precision(arr: pa.Array, ltype: LogicalType) -> None:
                              bitorder="little")[arr.offset:].view(bool)
     if bad.any():
         i = int(np.argmax(bad))
-        raise InvalidDataError(f"decimal value {arr[i].as_py()} beyond the declared precision of {arr.type} "
-                               f"(slot {i} of the block)")
+        exc = InvalidDataError(f"decimal value {arr[i].as_py()} beyond the declared precision of {arr.type}")
+        exc.slot = i
+        raise exc
 
 
 def _check_valid(arr: pa.Array) -> None:

@@ -29,13 +29,14 @@ from .. import nested
 from .._native import validate as _validate
 from ..errors import InvalidDataError
 from ..types import PhysicalKind
+from . import annotated
 from .arrow_io import fill_null_slots, from_arrow, one_array, to_numpy, validity
 
 __all__ = ["check_table", "empty_nulls"]
 
 
 def _needs_check(ltype) -> bool:
-    return ltype.kind == PhysicalKind.VARBINARY or ltype.name == "decimal128"
+    return ltype.kind == PhysicalKind.VARBINARY or ltype.name == "decimal128" or annotated.is_decimal(ltype)
 
 
 def _checked_columns(node: nested.Node, columns) -> list[int]:
@@ -61,6 +62,8 @@ def _first_invalid(arr: pa.Array, ltype) -> tuple[int, str] | None:
     n = len(arr)
     if n == 0:
         return None
+    if annotated.is_decimal(ltype):  # decimal32/64/256 (valid slots: NULL ones are stored as they are)
+        return annotated.first_beyond_precision(arr, ltype)
     values, _ = from_arrow(arr, ltype)
     if ltype.kind == PhysicalKind.VARBINARY:
         offsets = values.offsets
