@@ -42,6 +42,8 @@ sys.path.insert(1, str(HERE))
 import atheris  # noqa: E402
 
 with atheris.instrument_imports(include=["rcfmt"]):
+    import decimal
+
     import numpy as np
     import pyarrow as pa
 
@@ -349,12 +351,40 @@ def make_corpus() -> None:
                         if str(table.schema.field(c).type) in [str(x) for x in _TYPES] else 0
                     (CORPUS / "decoders" / f"seed{k}-{c}").write_bytes(bytes([e, t, head[4]]) + body)
     make_bitmap_corpus(table)
+    make_types_corpus()
     ds_root = _SCRATCH / "seed-ds"
     rcfmt.write_dataset(table, ds_root, partition_by=["s"])
     rcfmt.write_dataset(table.slice(0, 7), ds_root, mode="append")
     for v in sorted((ds_root / "_rcfmt").glob("v*.rcfmt")):
         (CORPUS / "index" / v.name).write_bytes(v.read_bytes())
     shutil.copytree(ds_root, CORPUS / "index-data", ignore=shutil.ignore_patterns("_rcfmt"))
+
+
+def make_types_corpus() -> None:
+    """Seeds of the ``footer`` and ``scan`` targets holding the types stored under another
+    (docs/FORMAT.md 3.1: durations, date64, decimal32/256, float16, fixed-size binary,
+    UUIDs, null, intervals), with NULLs and a bloom filter and bitmap index on some."""
+    import uuid
+
+    n = 40
+    valid = np.arange(n) % 7 != 3
+    table = pa.table({
+        "dur": pa.array(np.arange(n) * 1_000 - 7_000, pa.duration("ms"), mask=~valid),
+        "d64": pa.array(np.arange(n) * 86_400_000, pa.date64(), mask=~valid),
+        "d32": pa.array([decimal.Decimal(k) / 100 for k in range(n)], pa.decimal32(6, 2), mask=~valid),
+        "d256": pa.array([decimal.Decimal(10) ** 50 - k for k in range(n)], pa.decimal256(60, 0)),
+        "h": pa.array(np.linspace(-2, 2, n).astype(np.float16), mask=~valid),
+        "fsb": pa.array([bytes([k, 255 - k, 0]) for k in range(n)], pa.binary(3), mask=~valid),
+        "u": pa.ExtensionArray.from_storage(pa.uuid(), pa.array([uuid.UUID(int=k * 7919).bytes for k in range(n)],
+                                                                pa.binary(16))),
+        "nothing": pa.nulls(n),
+        "iv": pa.array([pa.MonthDayNano([k, -k, k * 1000]) for k in range(n)], pa.month_day_nano_interval()),
+    })
+    path = _SCRATCH / "seed-types.rcfmt"
+    rcfmt.write_table(table, path, block_rows=16, page_rows=8, bloom_filter_columns=["u", "d256"],
+                      bitmap_indexes={"d32": "range", "fsb": "equality"})
+    for target in ("footer", "scan"):
+        (CORPUS / target / "seed-types.rcfmt").write_bytes(path.read_bytes())
 
 
 def make_bitmap_corpus(table) -> None:

@@ -620,6 +620,25 @@ def test_reader_refuses_values_its_type_cannot_hold(tmp_path):
         rcfmt.read_table(path)
 
 
+def test_date64_of_partial_days_is_refused_on_write_and_on_read(tmp_path, monkeypatch):
+    """Arrow's date64 holds whole days only: a writer refuses others (naming column and
+    row), a reader meeting one in a file (forged, or found by the fuzzer) raises
+    CorruptFileError instead of returning invalid Arrow."""
+    from rcfmt.file import annotated
+    from rcfmt.file.writer import Writer
+
+    bad = pa.array([86_400_000, 5, None], pa.date64())
+    with pytest.raises(InvalidDataError, match="whole number of days") as info:
+        rcfmt.write_table(pa.table({"d": bad}), tmp_path / "d.rcfmt")
+    assert (info.value.column, info.value.row) == ("d", 1) and not (tmp_path / "d.rcfmt").exists()
+    monkeypatch.setattr(Writer, "_check_values", False)
+    monkeypatch.setattr(annotated, "_check_whole_days", lambda arr, error=None: None)
+    rcfmt.write_table(pa.table({"d": bad}), tmp_path / "d.rcfmt")
+    monkeypatch.undo()
+    with pytest.raises(CorruptFileError, match="whole number of days"):
+        rcfmt.read_table(tmp_path / "d.rcfmt")
+
+
 def test_footer_json_of_new_types():
     from rcfmt.types import logical_type_from_arrow, logical_type_from_json
     for t in TYPES.values():

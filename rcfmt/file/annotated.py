@@ -104,6 +104,8 @@ def to_storage(arr, ltype: LogicalType, check: bool = False) -> pa.Array:
     storage = ltype.storage.to_arrow()
     if check and kind in ("decimal32", "decimal64", "decimal256"):
         _check_precision(arr, ltype)
+    if check and kind == "date64":
+        _check_whole_days(arr, InvalidDataError)
     if kind in ("duration", "date64", "decimal32", "decimal64"):
         return arr.view(storage)
     if kind == "null":
@@ -213,7 +215,10 @@ def _from_annotated(arr: pa.Array, ltype: LogicalType) -> pa.Array:
         import pyarrow.compute as pc
 
         return pc.run_end_encode(arr, run_end_type=t.run_end_type)
-    if kind in ("duration", "date64"):
+    if kind == "date64":
+        _check_whole_days(arr)
+        return arr.view(t)
+    if kind == "duration":
         return arr.view(t)
     if kind in ("decimal32", "decimal64"):
         out = arr.view(t)
@@ -251,19 +256,50 @@ def is_decimal(ltype: LogicalType) -> bool:
     return ltype.annot is not None and ltype.annot[0] in ("decimal32", "decimal64", "decimal256")
 
 
+def has_invalid_values(ltype: LogicalType) -> bool:
+    """Types whose storage holds values their Arrow type does not: decimal32/64/256
+    beyond the precision, date64 not a whole number of days."""
+    return is_decimal(ltype) or (ltype.annot is not None and ltype.annot[0] == "date64")
+
+
 def first_beyond_precision(arr, ltype: LogicalType) -> tuple[int, str] | None:
-    """``(slot, why)`` of the first valid decimal of ``arr`` (decimal32/64/256, or a
-    dictionary or extension of one) beyond its precision; None when there is none."""
+    """``(slot, why)`` of the first valid value of ``arr`` (decimal32/64/256 or date64,
+    or a dictionary or extension of one) that its Arrow type does not hold (a decimal
+    beyond its precision, a date64 not a whole number of days); None when there is none."""
     arr = _one(arr)
     if pa.types.is_dictionary(arr.type):
         arr = arr.dictionary_decode()
     if isinstance(arr.type, pa.BaseExtensionType):
         arr = arr.storage
     try:
-        _check_precision(arr, ltype)
+        if ltype.annot[0] == "date64":
+            _check_whole_days(arr, InvalidDataError)
+        else:
+            _check_precision(arr, ltype)
     except InvalidDataError as exc:
         return exc.slot, exc.reason
     return None
+
+
+_MS_PER_DAY = 86_400_000
+
+
+def _check_whole_days(arr: pa.Array, error=CorruptFileError) -> None:
+    """``error`` at the first valid date64 (or its int64 storage) of ``arr`` that is not a
+    whole number of days, as Arrow's full validation requires."""
+    n = len(arr)
+    if n == 0:
+        return
+    ms = np.frombuffer(arr.buffers()[1], "<i8", count=arr.offset + n)[arr.offset:]
+    bad = ms % _MS_PER_DAY != 0
+    if arr.null_count:
+        bad &= np.unpackbits(np.frombuffer(arr.buffers()[0], np.uint8), count=arr.offset + n,
+                             bitorder="little")[arr.offset:].view(bool)
+    if bad.any():
+        i = int(np.argmax(bad))
+        exc = error(f"date64 value {int(ms[i])} ms is not a whole number of days")
+        exc.slot = i
+        raise exc
 
 
 def _check_precision(arr: pa.Array, ltype: LogicalType) -> None:

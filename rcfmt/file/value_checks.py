@@ -36,7 +36,7 @@ __all__ = ["check_table", "empty_nulls"]
 
 
 def _needs_check(ltype) -> bool:
-    return ltype.kind == PhysicalKind.VARBINARY or ltype.name == "decimal128" or annotated.is_decimal(ltype)
+    return ltype.kind == PhysicalKind.VARBINARY or ltype.name == "decimal128" or annotated.has_invalid_values(ltype)
 
 
 def _checked_columns(node: nested.Node, columns) -> list[int]:
@@ -62,7 +62,7 @@ def _first_invalid(arr: pa.Array, ltype) -> tuple[int, str] | None:
     n = len(arr)
     if n == 0:
         return None
-    if annotated.is_decimal(ltype):  # decimal32/64/256 (valid slots: NULL ones are stored as they are)
+    if annotated.has_invalid_values(ltype):  # decimal32/64/256, date64 (valid slots: NULL ones are stored as they are)
         return annotated.first_beyond_precision(arr, ltype)
     values, _ = from_arrow(arr, ltype)
     if ltype.kind == PhysicalKind.VARBINARY:
