@@ -446,6 +446,8 @@ def _validate(meta: FileMetaData, footer_offset: int, head: _Head, footer) -> No
     if bf_len and not pi_len:
         data_end = min(data_end, bf_off)
     if meta.bitmap_index is not None and "columns" in meta.bitmap_index:
+        if not pi_len and not bf_len:  # (no pages, e.g. only empty blocks: the region follows the data)
+            data_end = min(data_end, int(meta.bitmap_index["offset"]))
         _validate_bitmap_region(meta.bitmap_index, len(meta.blocks), footer_offset,
                                 max(pi_off + pi_len, bf_off + bf_len, data_end))
     columns, schema = meta.columns, head.schema
