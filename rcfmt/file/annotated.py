@@ -291,13 +291,19 @@ def _check_whole_days(arr: pa.Array, error=CorruptFileError) -> None:
     if n == 0:
         return
     ms = np.frombuffer(arr.buffers()[1], "<i8", count=arr.offset + n)[arr.offset:]
-    bad = ms % _MS_PER_DAY != 0
+    _raise_at_first_valid(ms % _MS_PER_DAY != 0, arr,
+                          lambda i: error(f"date64 value {int(ms[i])} ms is not a whole number of days"))
+
+
+def _raise_at_first_valid(bad: np.ndarray, arr: pa.Array, error_at) -> None:
+    """Raise ``error_at(slot)`` (its ``slot`` attribute set) at the first slot of ``arr``
+    that is ``bad`` and not NULL."""
     if arr.null_count:
-        bad &= np.unpackbits(np.frombuffer(arr.buffers()[0], np.uint8), count=arr.offset + n,
+        bad &= np.unpackbits(np.frombuffer(arr.buffers()[0], np.uint8), count=arr.offset + len(arr),
                              bitorder="little")[arr.offset:].view(bool)
     if bad.any():
         i = int(np.argmax(bad))
-        exc = error(f"date64 value {int(ms[i])} ms is not a whole number of days")
+        exc = error_at(i)
         exc.slot = i
         raise exc
 
@@ -317,14 +323,8 @@ def _check_precision(arr: pa.Array, ltype: LogicalType) -> None:
         v = _fixed_bytes(arr, 4 if ltype.annot[0] == "decimal32" else 8).reshape(-1).view(
             "<i4" if ltype.annot[0] == "decimal32" else "<i8")
         bad = (v > limit) | (v < -limit)
-    if arr.null_count:
-        bad &= np.unpackbits(np.frombuffer(arr.buffers()[0], np.uint8), count=arr.offset + n,
-                             bitorder="little")[arr.offset:].view(bool)
-    if bad.any():
-        i = int(np.argmax(bad))
-        exc = InvalidDataError(f"decimal value {arr[i].as_py()} beyond the declared precision of {arr.type}")
-        exc.slot = i
-        raise exc
+    _raise_at_first_valid(bad, arr, lambda i: InvalidDataError(
+        f"decimal value {arr[i].as_py()} beyond the declared precision of {arr.type}"))
 
 
 def _check_valid(arr: pa.Array) -> None:
