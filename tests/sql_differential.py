@@ -9,8 +9,9 @@ hypothesis (which then shrinks a failure to a small table and a small tree).
 
 What is generated, and why it is a fair comparison (see docs/DIFFERENCES.md):
 
-- columns: bool, int8..int64, uint8..uint64, float32/64 (NaN-free: DuckDB orders NaN
-  above every number and says NaN = NaN; -0.0 and +-inf are included), date32,
+- columns: bool, int8..int64, uint8..uint64, float32/64 (-0.0 and +-inf included; NaN
+  only in columns that get no comparisons, as DuckDB orders NaN above every number and
+  says NaN = NaN: those get isin, with NaN members too, is_nan and NULL tests), date32,
   timestamps s/ms/us/ns without and with time zones, decimal128 (non-negative scales:
   DuckDB has no negative scale), string and binary (and their large variants). Each has
   a NULL rate of 0 to 100% (all-NULL columns included) and values drawn from a small
@@ -23,7 +24,7 @@ What is generated, and why it is a fair comparison (see docs/DIFFERENCES.md):
   CAST(... AS DECIMAL(p, s)) with the literal's own precision and scale, CAST('...' AS
   FLOAT/DOUBLE) of a value the column's float type holds exactly, '\\x..'::BLOB);
 - trees: ``== != < <= > >=``, between, isin (with and without None members, empty
-  where DuckDB spells ``x IN ()``), startswith (``starts_with``, ``LIKE 'p%' ESCAPE``
+  where DuckDB spells ``x IN ()``), is_nan (``isnan``), startswith (``starts_with``, ``LIKE 'p%' ESCAPE``
   or ``prefix`` for strings; a byte slice for binary), is_null / is_valid, NOT, AND, OR.
 """
 from __future__ import annotations
@@ -260,6 +261,7 @@ class Table:
     table: pa.Table
     values: dict  # name -> list of domain values (None = NULL)
     types: dict  # name -> pa.DataType
+    nan_columns: frozenset = frozenset()  # float columns holding NaN (isin / is_nan / NULL tests only)
 
     @property
     def data_columns(self) -> list[str]:
@@ -270,11 +272,16 @@ def gen_table(r, *, max_rows: int = 120, max_columns: int = 4, kinds=KINDS, sort
     # (choices shrink toward False, the first element and small integers: small tables)
     n = r.choice([0, 1, 2]) if not r.coin(0.9) else r.choice([r.int(3, max(3, max_rows)), max_rows])
     k = r.int(1, max_columns)
-    names, arrays, values, types = ["id"], [pa.array(range(n), pa.int64())], {}, {}
+    names, arrays, values, types, nans = ["id"], [pa.array(range(n), pa.int64())], {}, {}, set()
     for i in range(k):
         t = r.choice(kinds)
         name = f"c{i}_{short_name(t)}"
         v = gen_column(r, t, n)
+        if pa.types.is_floating(t) and r.coin(0.4):  # NaN (either sign) among the values
+            name += "_nan"
+            nans.add(name)
+            rate = r.choice([0.3, 0.6, 1.0])
+            v = [x if x is None or not r.coin(rate) else r.choice([math.nan, -math.nan]) for x in v]
         names.append(name)
         arrays.append(to_arrow(v, t))
         values[name], types[name] = v, t
@@ -282,7 +289,7 @@ def gen_table(r, *, max_rows: int = 120, max_columns: int = 4, kinds=KINDS, sort
     if sort and n and r.coin(0.3):  # a sorted layout: pruning by min/max bites
         key = r.choice(names[1:])
         table = table.sort_by([(key, r.choice(["ascending", "descending"]))])
-    return Table(table, values, types)
+    return Table(table, values, types, frozenset(nans))
 
 
 # ====================================================================== literals
@@ -535,6 +542,10 @@ def gen_leaf(r, tab: Table) -> Leaf:
     kinds = ["cmp", "cmp", "cmp", "between", "isin", "isin", "is_null", "is_valid"]
     if _is_str(t) or _is_bin(t):
         kinds += ["startswith", "startswith"]
+    if pa.types.is_floating(t):
+        kinds.append("is_nan")
+    if name in tab.nan_columns:  # (DuckDB orders NaN above every number: no comparisons)
+        kinds = ["isin", "isin", "is_nan", "is_null", "is_valid"]
     kind = r.choice(kinds)
     if kind == "cmp":
         return Leaf("cmp", name, r.choice(OPS), (gen_lit(r, t, pool),))
@@ -542,6 +553,10 @@ def gen_leaf(r, tab: Table) -> Leaf:
         return Leaf("between", name, "", (gen_lit(r, t, pool), gen_lit(r, t, pool)))
     if kind == "isin":
         members = [gen_lit(r, t, pool) for _ in range(r.int(0 if EMPTY_IN[0] else 1, 4))]
+        if pa.types.is_floating(t) and r.coin(0.3):  # a NaN member matches NaN values
+            f32 = t == pa.float32()
+            nan = Lit(np.float32("nan") if f32 and r.coin() else math.nan, f"CAST('nan' AS {'FLOAT' if f32 else 'DOUBLE'})")
+            members.insert(r.int(0, len(members)), nan)
         if r.coin(0.35):
             members.insert(r.int(0, len(members)), None)
         return Leaf("isin", name, "", tuple(members))
@@ -590,6 +605,8 @@ def to_rcfmt(tree):
         return c.isin([None if m is None else m.py for m in tree.lits])
     if tree.kind == "startswith":
         return c.startswith(tree.lits[0].py)
+    if tree.kind == "is_nan":
+        return c.is_nan()
     return c.is_null() if tree.kind == "is_null" else c.is_valid()
 
 
@@ -621,6 +638,8 @@ def to_sql(tree, types: dict) -> str:
         if tree.variant == 1:
             return f"({q} LIKE {_like_pattern(p)} ESCAPE '\\')"
         return f"prefix({q}, {tree.lits[0].sql})"
+    if tree.kind == "is_nan":
+        return f"isnan({q})"
     return f"({q} IS {'NOT ' if tree.kind == 'is_valid' else ''}NULL)"
 
 
