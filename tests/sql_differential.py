@@ -44,7 +44,7 @@ import rcfmt
 from rcfmt import col
 
 __all__ = [
-    "RandomChooser", "DrawChooser", "Lit", "Leaf", "Not", "And", "Or", "KINDS", "Case",
+    "RandomChooser", "DrawChooser", "Lit", "Leaf", "Not", "And", "Or", "KINDS", "Table", "kinds_for",
     "gen_table", "gen_tree", "gen_write_options", "gen_cuts", "to_rcfmt", "to_sql", "leaf_count",
     "write_file", "write_as_dataset", "FILE_PATHS", "read_ids", "DuckOracle", "duckdb_capabilities",
     "shrink_tree",
@@ -851,19 +851,3 @@ class DuckOracle:
         select = ", ".join(f"list(id) FILTER (WHERE {s})" for s in sqls)
         row = self.con.execute(f"SELECT {select} FROM t").fetchall()[0]
         return [sorted(v) if v else [] for v in row]
-
-
-@dataclass
-class Case:
-    """One disagreement, reproducible: the table, the tree, both answers."""
-
-    table: pa.Table
-    tree: object
-    how: str
-    rcfmt_answer: object
-    duckdb_answer: object
-
-    def describe(self, types: dict) -> str:
-        return (f"filter: {to_rcfmt(self.tree)!r}\nsql:    {to_sql(self.tree, types)}\npath: {self.how}\n"
-                f"rcfmt:  {self.rcfmt_answer}\nduckdb: {self.duckdb_answer}\ntable ({self.table.num_rows} rows):\n"
-                f"{self.table.to_pylist()}")
