@@ -24,8 +24,9 @@ What is generated, and why it is a fair comparison (see docs/DIFFERENCES.md):
   CAST(... AS DECIMAL(p, s)) with the literal's own precision and scale, CAST('...' AS
   FLOAT/DOUBLE) of a value the column's float type holds exactly, '\\x..'::BLOB);
 - trees: ``== != < <= > >=``, between, isin (with and without None members, empty
-  where DuckDB spells ``x IN ()``), is_nan (``isnan``), startswith (``starts_with``, ``LIKE 'p%' ESCAPE``
-  or ``prefix`` for strings; a byte slice for binary), is_null / is_valid, NOT, AND, OR.
+  where DuckDB spells ``x IN ()``), is_nan (``isnan``), startswith (``starts_with``,
+  ``LIKE 'p%' ESCAPE`` or ``prefix`` for strings; a byte slice for binary), is_null /
+  is_valid, NOT, AND, OR.
 """
 from __future__ import annotations
 
@@ -843,11 +844,3 @@ class DuckOracle:
 
     def ids(self, sql: str) -> list[int]:
         return sorted(row[0] for row in self.con.execute(f"SELECT id FROM t WHERE {sql}").fetchall())
-
-    def ids_many(self, sqls: list[str]) -> list[list[int]]:
-        """Many predicates in one query (one ``list(id) FILTER (WHERE ...)`` each)."""
-        if not sqls:
-            return []
-        select = ", ".join(f"list(id) FILTER (WHERE {s})" for s in sqls)
-        row = self.con.execute(f"SELECT {select} FROM t").fetchall()[0]
-        return [sorted(v) if v else [] for v in row]
