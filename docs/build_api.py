@@ -19,7 +19,7 @@ MODULES = [
     "rcfmt.scan.expr",
     "rcfmt.scan.bind",
     "rcfmt.scan.nnf",
-    "rcfmt.scan.oracle",
+    "rcfmt.scan.arrow_eval",
     "rcfmt.scan.scanner",
     "rcfmt.scan.sql_filter",
     "rcfmt.dataset.writer",

@@ -29,7 +29,7 @@ from ..file.arrow_io import export_stream
 from ..file.reader import RcfmtFile
 from ..scan.nnf import BoundAnd, BoundListContains, columns as expr_columns, fold
 from ..scan.bind import arrow_values
-from ..scan.oracle import evaluate, selection_mask
+from ..scan.arrow_eval import evaluate, selection_mask
 from ..scan.prune import may_match
 from ..scan.residual import FALSE, TRUE, prepare_filter, residual_of
 from ..scan.scanner import ScanStats

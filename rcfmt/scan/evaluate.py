@@ -35,7 +35,7 @@ from ..errors import CorruptFileError
 from ..file.arrow_io import Bitmap, to_arrow
 from ..types import LogicalType, PhysicalKind
 from .nnf import BoundAnd, BoundListContains, BoundOr, Cmp, Folded, InSet, Leaf, NanCheck, NullCheck, Prefix
-from .oracle import _to_numpy, list_contains_result, selection_mask
+from .arrow_eval import _to_numpy, list_contains_result, selection_mask
 from .intervals import Interval
 
 __all__ = ["ColumnData", "leaf_mask", "eval_nnf", "column_conjuncts", "native_predicate"]

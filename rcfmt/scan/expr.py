@@ -6,12 +6,12 @@ Life of a filter::
     -> bind(expr, schema)                   BoundExpr: columns resolved, literals
                                             checked and put in the stats domain
     -> to_nnf(bound)                        negations pushed down to the leaves
-    -> evaluate(bound, table)               exact TRUE/FALSE/NULL per row (the oracle)
+    -> evaluate(bound, table)               exact TRUE/FALSE/NULL per row (in memory)
 
 One module a step: this one holds the expressions users build (and DNF filters);
 :mod:`rcfmt.scan.bind` binds them to a schema (literal conversion included);
 :mod:`rcfmt.scan.nnf` holds the bound tree, its negation normal form and the helpers
-over trees; :mod:`rcfmt.scan.oracle` evaluates a bound tree exactly with Arrow.
+over trees; :mod:`rcfmt.scan.arrow_eval` evaluates a bound tree exactly with Arrow.
 
 Semantics, stated once (SQL three-valued logic, IEEE floats, exact literals):
 

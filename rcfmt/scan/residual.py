@@ -9,7 +9,7 @@ import pyarrow as pa
 from .. import nested
 from .nnf import BoundAnd, BoundExpr, BoundListContains, BoundOr, Leaf, to_nnf
 from .bind import bind
-from .oracle import evaluate
+from .arrow_eval import evaluate
 
 __all__ = ["TRUE", "FALSE", "residual_of", "prepare_filter"]
 

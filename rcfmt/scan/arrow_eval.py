@@ -1,6 +1,8 @@
-"""The oracle: exact evaluation of a bound predicate with Arrow compute (SQL
-three-valued logic, as :mod:`rcfmt.scan.expr` states it). Pruning and the native
-evaluation paths are tested against it.
+"""Exact evaluation of a bound predicate on an Arrow table with Arrow compute (SQL
+three-valued logic, as :mod:`rcfmt.scan.expr` states it): the engine's in-memory path
+(leaves the native kernels do not take, ``list_contains``, residual filters, a
+dataset's value sets). Engine code, not a test oracle: the tests check it against
+``tests/oracle_filter.py`` and DuckDB, which share no code with it.
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from .nnf import (BoundAnd, BoundExpr, BoundListContains, BoundNot, BoundOr, Cmp
 __all__ = ["evaluate", "selection_mask", "list_contains_result"]
 
 
-# =============================================================== evaluation (the oracle)
+# =============================================================== evaluation
 _PC_OPS = {"==": pc.equal, "!=": pc.not_equal, "<": pc.less, "<=": pc.less_equal, ">": pc.greater, ">=": pc.greater_equal}
 
 
