@@ -78,7 +78,7 @@ class LogicalType:
     scale: int | None = None  # decimal128
     large: bool = False  # string/binary with 64-bit offsets in Arrow
     #: the Arrow type when it is not ``name``'s own (None for the types above): a tuple
-    #: ``(kind, *params)`` -- ("duration", unit), ("date64",), ("decimal32"|"decimal64"|
+    #: ``(kind, *params)`` -- ("duration", unit), ("time32"|"time64", unit), ("date64",), ("decimal32"|"decimal64"|
     #: "decimal256", precision, scale), ("null",), ("float16",), ("fixed_size_binary",
     #: width). The column is stored, ordered, filtered and pruned as its *storage*
     #: type ``name`` (see :data:`ANNOTATED` and docs/FORMAT.md section 3); only the
@@ -183,7 +183,7 @@ class LogicalType:
         if self.annot is not None:
             kind = self.annot[0]
             out = {"type": kind}
-            if kind == "duration":
+            if kind in ("duration", "time32", "time64"):
                 out["unit"] = self.annot[1]
             elif kind in ("decimal32", "decimal64", "decimal256"):
                 out["precision"], out["scale"] = self.annot[1], self.annot[2]
@@ -297,6 +297,8 @@ _DECIMAL_LIMITS = {"decimal32": 9, "decimal64": 18, "decimal256": 76}
 _ANNOTATED_STORAGE = {
     "duration": lambda a: LogicalType("int64", annot=a),          # i64 units, signed
     "date64": lambda a: LogicalType("int64", annot=a),            # i64 milliseconds since the epoch
+    "time32": lambda a: LogicalType("int32", annot=a),            # i32 units since midnight
+    "time64": lambda a: LogicalType("int64", annot=a),            # i64 units since midnight
     "decimal32": lambda a: LogicalType("int32", annot=a),         # the unscaled integer
     "decimal64": lambda a: LogicalType("int64", annot=a),
     "decimal256": lambda a: LogicalType("binary", annot=a),       # 32-byte order-preserving key
@@ -314,6 +316,8 @@ _CANONICAL_EXTENSIONS = {"arrow.uuid": pa.uuid, "arrow.json": pa.json_, "arrow.b
 def _annotation(t: pa.DataType) -> tuple | None:
     if pa.types.is_duration(t):
         return ("duration", t.unit)
+    if pa.types.is_time32(t) or pa.types.is_time64(t):
+        return ("time32" if pa.types.is_time32(t) else "time64", t.unit)
     if pa.types.is_date64(t):
         return ("date64",)
     for kind, test in (("decimal32", pa.types.is_decimal32), ("decimal64", pa.types.is_decimal64),
@@ -335,6 +339,8 @@ def _annotated_arrow(a: tuple) -> pa.DataType:
     kind = a[0]
     if kind == "duration":
         return pa.duration(a[1])
+    if kind in ("time32", "time64"):
+        return getattr(pa, kind)(a[1])
     if kind == "date64":
         return pa.date64()
     if kind in _DECIMAL_LIMITS:
@@ -422,6 +428,10 @@ def _annotated_from_json(obj: dict) -> LogicalType:
         if obj.get("unit") not in _TIME_UNITS:
             raise ValueError(f"malformed duration type {obj!r}")
         annot = ("duration", obj["unit"])
+    elif kind in ("time32", "time64"):
+        if obj.get("unit") not in (("s", "ms") if kind == "time32" else ("us", "ns")):
+            raise ValueError(f"malformed {kind} type {obj!r}")
+        annot = (kind, obj["unit"])
     elif kind in _DECIMAL_LIMITS:
         p, s = obj.get("precision"), obj.get("scale")
         if not (isinstance(p, int) and isinstance(s, int) and not isinstance(p, bool)

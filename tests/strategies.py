@@ -76,8 +76,8 @@ primitive_types = st.one_of(
 
 #: Arrow types rcfmt cannot store (the writer must raise SchemaError)
 UNSUPPORTED_TYPES = [
-    pa.list_(pa.time32("s")), pa.struct([("a", pa.time64("ns"))]), pa.map_(pa.string(), pa.time32("ms")),
-    pa.time32("s"), pa.time64("us"),
+    pa.list_(pa.sparse_union([pa.field("a", pa.int8()), pa.field("b", pa.string())])), pa.struct([("a", pa.sparse_union([pa.field("a", pa.int8()), pa.field("b", pa.string())]))]), pa.map_(pa.string(), pa.sparse_union([pa.field("a", pa.int8()), pa.field("b", pa.string())])), pa.sparse_union([pa.field("a", pa.int8()), pa.field("b", pa.string())]),
+    pa.dense_union([pa.field("a", pa.int8()), pa.field("b", pa.float64())]),
     pa.dictionary(pa.int8(), pa.list_(pa.int8())), pa.run_end_encoded(pa.int32(), pa.duration("s")),
     pa.fixed_shape_tensor(pa.int32(), [2, 2]),
 ]

@@ -127,7 +127,10 @@ def test_unsupported_types_raise_schema_error(tmp_path, t):
         rcfmt.Writer(d / "t.rcfmt", schema)
     assert listing(d) == []
     if not pa.types.is_dictionary(t):
-        table = schema.empty_table()
+        try:
+            table = schema.empty_table()
+        except pa.ArrowNotImplementedError:  # (pyarrow builds no empty union column)
+            return
         with pytest.raises(SchemaError, match="'bad'"):
             rcfmt.write_table(table, d / "t.rcfmt")
         assert listing(d) == []
@@ -220,7 +223,7 @@ def test_failed_write_keeps_existing_file(target):
     with pytest.raises(InvalidOptionError):
         rcfmt.write_table(TABLE, target, compression="snappy")
     with pytest.raises(SchemaError):
-        rcfmt.write_table(pa.table({"l": pa.array([[1]], pa.list_(pa.time32("s")))}), target)
+        rcfmt.write_table(pa.table({"r": __import__("pyarrow.compute").compute.run_end_encode(pa.array([1, 1], pa.duration("s")))}), target)
     assert target.read_bytes() == before
     assert listing(target.parent) == [target.name]
     S.assert_tables_identical(rcfmt.read_table(target), TABLE)

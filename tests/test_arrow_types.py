@@ -233,8 +233,80 @@ def test_unsupported_extensions_and_unions_are_refused_by_name(tmp_path):
         rcfmt.Writer(tmp_path / "t.rcfmt", pa.schema([("u", union)]))
     with pytest.raises(SchemaError, match="'r'.*run_end_encoded values of type duration"):
         rcfmt.Writer(tmp_path / "t.rcfmt", pa.schema([("r", pa.run_end_encoded(pa.int32(), pa.duration("s")))]))
-    with pytest.raises(SchemaError, match="time32"):
-        rcfmt.Writer(tmp_path / "t.rcfmt", pa.schema([("t", pa.time32("s"))]))
+    with pytest.raises(SchemaError, match="'r'.*run_end_encoded values of type time64"):
+        rcfmt.Writer(tmp_path / "t.rcfmt", pa.schema([("r", pa.run_end_encoded(pa.int32(), pa.time64("us")))]))
+
+
+TIMES = {"t32s": pa.time32("s"), "t32ms": pa.time32("ms"), "t64us": pa.time64("us"), "t64ns": pa.time64("ns")}
+_PER_DAY = {"s": 86_400, "ms": 86_400_000, "us": 86_400_000_000, "ns": 86_400_000_000_000}
+
+
+def _times(n: int, seed: int) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    cols = {"id": pa.array(np.arange(n), pa.int64())}
+    for name, t in TIMES.items():
+        per_day = _PER_DAY[t.unit]
+        v = np.sort(rng.integers(0, per_day, n)) if name == "t32s" else rng.integers(0, per_day, n)
+        v[:2] = [0, per_day - 1]
+        storage = pa.array(v, pa.int32() if t.bit_width == 32 else pa.int64(), mask=rng.random(n) < 0.15)
+        cols[name] = storage.view(t)
+    return pa.table(cols)
+
+
+def test_times_round_trip_filter_and_prune(tmp_path):
+    """time32[s|ms] and time64[us|ns]: stored as their int32/int64 units since midnight
+    (FORMAT.md 3.1), read back as themselves; comparisons with datetime.time or ints of
+    the unit agree with pyarrow.compute, NOT keeps NULL rows out, sorted times prune."""
+    table = _times(3000, 5)
+    path = tmp_path / "t.rcfmt"
+    rcfmt.write_table(table, path, block_rows=500, page_rows=100)
+    assert rcfmt.read_table(path).equals(table)
+    with rcfmt.open(path) as f:
+        assert pa.Table.from_batches(list(f.iter_batches(batch_size=70))).equals(table)
+    for name, t in TIMES.items():
+        for lit in (dt.time(12, 0), dt.time(0, 0), dt.time(23, 59, 59, 999999), dt.time(6, 30, 0, 1)):
+            scalar = pa.scalar(lit, t) if t.unit in ("us", "ns") or lit.microsecond % 1000 == 0 else None
+            for op, f in (("<", pc.less), (">=", pc.greater_equal), ("==", pc.equal)):
+                expr = {"<": col(name) < lit, ">=": col(name) >= lit, "==": col(name) == lit}[op]
+                got = rcfmt.read_table(path, filter=expr)["id"].to_pylist()
+                notgot = rcfmt.read_table(path, filter=~expr)["id"].to_pylist()
+                if scalar is not None and (t.unit != "s" or lit.microsecond == 0):
+                    want = table.filter(f(table[name], scalar))["id"].to_pylist()
+                    assert got == want, (name, op, lit)
+                valid = table.filter(pc.is_valid(table[name]))["id"].to_pylist()
+                assert sorted(got + notgot) == valid, (name, op, lit)  # NOT: every non-NULL row once
+        ints = rcfmt.read_table(path, filter=col(name) <= 1000)["id"].to_pylist()
+        assert ints == table.filter(pc.less_equal(table[name].cast(pa.int64() if t.bit_width == 64 else pa.int32()),
+                                                  1000))["id"].to_pylist()
+    with rcfmt.open(path) as f:
+        scan = f.scan(filter=col("t32s") < dt.time(1, 0))
+        assert scan.read()["id"].to_pylist() == table.filter(
+            pc.less(table["t32s"], pa.scalar(dt.time(1, 0), pa.time32("s"))))["id"].to_pylist()
+        assert scan.stats.blocks_pruned_stats >= 4  # sorted: most blocks lie after 01:00
+    with pytest.raises(FilterError, match="time zone"):
+        rcfmt.read_table(path, filter=col("t64us") < dt.time(1, tzinfo=dt.timezone.utc))
+    ds = tmp_path / "ds"
+    rcfmt.write_dataset(table, ds)
+    rcfmt.write_dataset(table.slice(0, 10), ds, mode="append")
+    assert rcfmt.dataset(ds).read(filter=col("t64ns") >= dt.time(12)).num_rows == \
+        pc.sum(pc.greater_equal(pa.concat_arrays([table["t64ns"].combine_chunks(), table["t64ns"][:10].combine_chunks()]),
+                                pa.scalar(dt.time(12), pa.time64("ns")))).as_py()
+
+
+def test_times_outside_a_day_are_refused_on_write_and_read(tmp_path, monkeypatch):
+    from rcfmt.file import annotated
+    from rcfmt.file.writer import Writer
+
+    bad = pa.array([5, 86_400, None], pa.int32()).view(pa.time32("s"))
+    with pytest.raises(InvalidDataError, match="not a time of day") as info:
+        rcfmt.write_table(pa.table({"t": bad}), tmp_path / "t.rcfmt")
+    assert (info.value.column, info.value.row) == ("t", 1) and not (tmp_path / "t.rcfmt").exists()
+    monkeypatch.setattr(Writer, "_check_values", False)
+    monkeypatch.setattr(annotated, "_check_time_of_day", lambda arr, ltype, error=None: None)
+    rcfmt.write_table(pa.table({"t": bad}), tmp_path / "t.rcfmt")
+    monkeypatch.undo()
+    with pytest.raises(CorruptFileError, match="not a time of day"):
+        rcfmt.read_table(tmp_path / "t.rcfmt")
 
 
 # ------------------------------------------------------------------ nested

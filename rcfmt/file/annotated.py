@@ -106,7 +106,9 @@ def to_storage(arr, ltype: LogicalType, check: bool = False) -> pa.Array:
         _check_precision(arr, ltype)
     if check and kind == "date64":
         _check_whole_days(arr, InvalidDataError)
-    if kind in ("duration", "date64", "decimal32", "decimal64"):
+    if check and kind in ("time32", "time64"):
+        _check_time_of_day(arr, ltype, InvalidDataError)
+    if kind in ("duration", "date64", "decimal32", "decimal64", "time32", "time64"):
         return arr.view(storage)
     if kind == "null":
         return pa.nulls(len(arr), pa.bool_())
@@ -220,6 +222,9 @@ def _from_annotated(arr: pa.Array, ltype: LogicalType) -> pa.Array:
         return arr.view(t)
     if kind == "duration":
         return arr.view(t)
+    if kind in ("time32", "time64"):
+        _check_time_of_day(arr, ltype)
+        return arr.view(t)
     if kind in ("decimal32", "decimal64"):
         out = arr.view(t)
         _check_valid(out)
@@ -258,8 +263,8 @@ def is_decimal(ltype: LogicalType) -> bool:
 
 def has_invalid_values(ltype: LogicalType) -> bool:
     """Types whose storage holds values their Arrow type does not: decimal32/64/256
-    beyond the precision, date64 not a whole number of days."""
-    return is_decimal(ltype) or (ltype.annot is not None and ltype.annot[0] == "date64")
+    beyond the precision, date64 not a whole number of days, times outside a day."""
+    return is_decimal(ltype) or (ltype.annot is not None and ltype.annot[0] in ("date64", "time32", "time64"))
 
 
 def first_beyond_precision(arr, ltype: LogicalType) -> tuple[int, str] | None:
@@ -274,6 +279,8 @@ def first_beyond_precision(arr, ltype: LogicalType) -> tuple[int, str] | None:
     try:
         if ltype.annot[0] == "date64":
             _check_whole_days(arr, InvalidDataError)
+        elif ltype.annot[0] in ("time32", "time64"):
+            _check_time_of_day(arr, ltype, InvalidDataError)
         else:
             _check_precision(arr, ltype)
     except InvalidDataError as exc:
@@ -293,6 +300,21 @@ def _check_whole_days(arr: pa.Array, error=CorruptFileError) -> None:
     ms = np.frombuffer(arr.buffers()[1], "<i8", count=arr.offset + n)[arr.offset:]
     _raise_at_first_valid(ms % _MS_PER_DAY != 0, arr,
                           lambda i: error(f"date64 value {int(ms[i])} ms is not a whole number of days"))
+
+
+_PER_DAY = {"s": 86_400, "ms": 86_400_000, "us": 86_400_000_000, "ns": 86_400_000_000_000}
+
+
+def _check_time_of_day(arr: pa.Array, ltype: LogicalType, error=CorruptFileError) -> None:
+    """``error`` at the first valid time32/time64 (or its storage) of ``arr`` outside
+    [0, one day), as Arrow's full validation requires."""
+    n = len(arr)
+    if n == 0:
+        return
+    kind, unit = ltype.annot
+    v = np.frombuffer(arr.buffers()[1], "<i4" if kind == "time32" else "<i8", count=arr.offset + n)[arr.offset:]
+    _raise_at_first_valid((v < 0) | (v >= _PER_DAY[unit]), arr,
+                          lambda i: error(f"{kind}[{unit}] value {int(v[i])} is not a time of day"))
 
 
 def _raise_at_first_valid(bad: np.ndarray, arr: pa.Array, error_at) -> None:
@@ -353,7 +375,7 @@ def shown(value, ltype: LogicalType):
             b[0] ^= 0x80
             value = int.from_bytes(b, "big", signed=True)
         return decimal.Decimal(int(value)).scaleb(-ltype.annot[2], decimal.Context(prec=100))
-    if kind in ("duration", "date64"):
+    if kind in ("duration", "date64", "time32", "time64"):
         try:
             return pa.scalar(int(value), ltype.base.to_arrow()).as_py()
         except (ValueError, OverflowError, pa.ArrowException):

@@ -295,6 +295,8 @@ def _to_real(ref: Ref, value, origin):
             bad("; intervals have no order (a month has no fixed length): filter them with is_null() / is_valid()")
         if kind == "duration":
             return _duration(value, ref, lt.annot[1], bad)
+        if kind in ("time32", "time64"):
+            return _time_of_day(value, lt.annot[1], bad)
         if kind == "date64":
             return _temporal(value, ref, Fraction(1, 1000), tz=None, bad=bad, dates=True)
         if kind in _DECIMALS:
@@ -328,6 +330,21 @@ def _to_real(ref: Ref, value, origin):
     if lt.name == "timestamp":
         return _temporal(value, ref, Fraction(1, _PER_SECOND[lt.unit]), tz=lt.tz, bad=bad)
     bad()
+
+
+def _time_of_day(value, unit: str, bad):
+    """Fraction of column units since midnight for a time literal: a naive
+    ``datetime.time`` or an int of the column's unit."""
+    if isinstance(value, (bool, np.bool_)):
+        bad()
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, _dt.time):
+        if value.tzinfo is not None:
+            bad("; time columns have no time zone: give a naive datetime.time")
+        micros = ((value.hour * 60 + value.minute) * 60 + value.second) * 10**6 + value.microsecond
+        return Fraction(micros * _PER_SECOND[unit], 10**6)
+    bad("; time columns take datetime.time or an int of the column's unit")
 
 
 def _duration(value, ref: Ref, unit: str, bad):
