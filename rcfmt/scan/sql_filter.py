@@ -36,6 +36,7 @@ from rcfmt import col
 from rcfmt.scan.expr import list_contains
 from rcfmt.scan.nnf import is_list_type
 from rcfmt.errors import FilterError, InvalidOptionError, SchemaError
+from rcfmt.scan.nan_order import is_nan_literal as _is_nan, nan_order_compare as _spark_compare
 
 __all__ = ["parse_filter", "parse_filter_expr"]
 
@@ -354,45 +355,11 @@ _COMPLEMENT = {"==": "!=", "!=": "==", "<": ">=", "<=": ">", ">": "<=", ">=": "<
 _FLIPPED = {"==": "==", "!=": "!=", ">": "<", ">=": "<=", "<": ">", "<=": ">="}  # operands swapped
 
 
-def _is_nan(value) -> bool:
-    return isinstance(value, float) and math.isnan(value)
-
-
-def _spark_compare(c, t: pa.DataType, op: str, value):
-    """``c op value`` with Spark's meaning: NULL for NULL rows; on floats NaN equals NaN
-    and is greater than every other value (rcfmt's comparisons follow IEEE instead)."""
-    if not pa.types.is_floating(t):
-        return _compare(c, op, value)
-    if _is_nan(value):
-        return {
-            "==": c.is_nan(), ">=": c.is_nan(),
-            "!=": ~c.is_nan(), "<": ~c.is_nan(),  # every non-NaN value (is_nan is NULL for NULL)
-            "<=": c.is_valid(),
-            ">": c.is_null() & c.is_valid(),  # nothing is above NaN: never TRUE
-        }[op]
-    out = _compare(c, op, value)
-    return out | c.is_nan() if op in (">", ">=") else out  # NaN is above v (and != v, as in IEEE)
-
-
 def _column_decimal(t: pa.DataType):
     """``(precision, scale)`` of the decimal Spark widens an integer or decimal column to."""
     if pa.types.is_decimal(t):
         return t.precision, t.scale
     return {8: (3, 0), 16: (5, 0), 32: (10, 0), 64: (20, 0)}[t.bit_width]
-
-
-def _compare(c, op: str, value):
-    if op == "==":
-        return c == value
-    if op == "!=":
-        return c != value
-    if op == "<":
-        return c < value
-    if op == "<=":
-        return c <= value
-    if op == ">":
-        return c > value
-    return c >= value
 
 
 _SPARK_INFINITY = {"inf": math.inf, "+inf": math.inf, "infinity": math.inf, "+infinity": math.inf,
