@@ -173,8 +173,10 @@ def test_spark_type_mapping_both_ways():
         T.StructField("ts", T.TimestampType()), T.StructField("ntz", T.TimestampNTZType()),
         T.StructField("d", T.DecimalType(38, 10)), T.StructField("b", T.ByteType())]))
     assert back.types == [pa.timestamp("us", tz="UTC"), pa.timestamp("us"), pa.decimal128(38, 10), pa.int8()]
+    assert to_rcfmt_schema(T.StructType([T.StructField("a", T.ArrayType(T.DayTimeIntervalType()))])).types == [
+        pa.list_(pa.field("element", pa.duration("us")))]
     with pytest.raises(TypeError, match="cannot be stored"):
-        to_rcfmt_schema(T.StructType([T.StructField("a", T.ArrayType(T.DayTimeIntervalType()))]))
+        to_rcfmt_schema(T.StructType([T.StructField("a", T.ArrayType(T.YearMonthIntervalType()))]))
 
 
 def test_partition_planning_splits_and_packs():
