@@ -17,10 +17,13 @@ cast:
   time zone, literal of the column's unit and zone), duration (the column's unit),
   string, binary and (``==``, ``!=``) boolean columns; also under the casts Polars
   inserts that keep every value (a decimal to more scale, a narrower integer to a wider
-  one or to float64, float32 to float64). Floats follow Polars' order: NaN is above
-  every number and equal to itself, -0.0 equals 0.0 (``x > 1.0`` is pushed as
-  ``(x > 1.0) | x.is_nan()``, ``x == nan`` as ``x.is_nan()``); a dynamic literal is
-  taken as Polars casts it to the column's type (``0.1`` to float32).
+  one or to float64, float32 to float64, a date to a datetime, a timestamp or duration
+  to a finer unit). ``!=`` of a nanosecond column and a microsecond literal is not
+  pushed: Polars compares it on the column truncated to microseconds. Floats follow
+  Polars' order: NaN is above every number and equal to itself, -0.0 equals 0.0
+  (``x > 1.0`` is pushed as ``(x > 1.0) | x.is_nan()``, ``x == nan`` as
+  ``x.is_nan()``); a dynamic literal is taken as Polars casts it to the column's type
+  (``0.1`` to float32).
 - ``is_in`` of a literal list: NaN members match NaN, -0.0 matches 0.0, a NULL value is
   NULL and a NULL member matches nothing -- or, with ``nulls_equal=True``, a NULL value
   is TRUE when a member is NULL and FALSE otherwise.
@@ -55,6 +58,8 @@ _OPS = {"Eq": "==", "NotEq": "!=", "Lt": "<", "LtEq": "<=", "Gt": ">", "GtEq": "
 _FLIP = {"==": "==", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 _COMPLEMENT = {"==": "!=", "!=": "==", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}  # NOT, in a total order
 _BETWEEN = {"Both": (">=", "<="), "Left": (">=", "<"), "Right": (">", "<="), "None": (">", "<")}
+_UNITS = ("ms", "us", "ns")  # coarse to fine
+_UNIT_NAMES = {"Milliseconds": "ms", "Microseconds": "us", "Nanoseconds": "ns"}
 _SIMPLE_TYPES = {"Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64", "Float32", "Float64"}
 _NUMPY = {"Int8": "int8", "Int16": "int16", "Int32": "int32", "Int64": "int64",
           "UInt8": "uint8", "UInt16": "uint16", "UInt32": "uint32", "UInt64": "uint64"}
@@ -177,7 +182,7 @@ class _Translator:
                 or (inner.is_float() and ct.is_float()) or (inner.is_decimal() and ct.is_decimal())):
             raise _Skip
         has_null = members.null_count() > 0
-        values = [self._value(ct, inner, v, dyn=False) for v in self._physical(members.drop_nulls(), inner)]
+        values = [self._value(ref, inner, v, dyn=False) for v in self._physical(members.drop_nulls(), inner)]
         c = col(name)
         if values:
             found = c.isin(values)  # no None member: TRUE, FALSE, NULL for NULL rows (as Polars without nulls_equal)
@@ -220,6 +225,18 @@ class _Translator:
         literal = node.get("Literal") if isinstance(node, dict) else None
         if isinstance(literal, str) and literal in _SIMPLE_TYPES:
             return getattr(pl, literal)
+        if isinstance(literal, dict) and len(literal) == 1:
+            (kind, args), = literal.items()
+            first = args[0] if isinstance(args, list) and args else args
+            unit = _UNIT_NAMES.get(first) if isinstance(first, str) else None
+            if kind == "Duration" and unit is not None:
+                return pl.Duration(unit)
+            if kind == "Datetime" and isinstance(args, list) and len(args) == 2 and unit is not None:
+                zone = args[1]
+                if zone is None:
+                    return pl.Datetime(unit)
+                if isinstance(zone, dict) and isinstance(zone.get("inner"), str):
+                    return pl.Datetime(unit, zone["inner"])
         if isinstance(literal, dict) and isinstance(literal.get("Decimal"), list) and len(literal["Decimal"]) == 2:
             precision, scale = literal["Decimal"]
             if isinstance(precision, int) and isinstance(scale, int):
@@ -236,6 +253,11 @@ class _Translator:
             return t.min <= s.min and s.max <= t.max
         if source == pl.Float32 and target == pl.Float64:
             return True
+        if source == pl.Date and isinstance(target, pl.Datetime):
+            return target.time_zone is None  # midnight of the day, in any unit
+        if type(source) is type(target) and isinstance(source, (pl.Datetime, pl.Duration)):
+            same_zone = not isinstance(source, pl.Datetime) or source.time_zone == target.time_zone
+            return same_zone and _UNITS.index(target.time_unit) >= _UNITS.index(source.time_unit)
         if source.is_integer() and target == pl.Float64:
             return np.iinfo(_NUMPY[str(source)]).bits <= 32
         return False
@@ -271,10 +293,11 @@ class _Translator:
             raise _Skip
         dyn = "Dyn" in node["Literal"]
         series = self._evaluate(expr)
-        return self._value(ref.ct, series.dtype, self._physical(series, series.dtype)[0], dyn)
+        return self._value(ref, series.dtype, self._physical(series, series.dtype)[0], dyn)
 
-    def _value(self, ct, lt, v, dyn: bool):
+    def _value(self, ref: _Ref, lt, v, dyn: bool):
         pl = self.pl
+        ct = ref.ct
         if ct.is_integer():
             if not lt.is_integer() or isinstance(v, bool):
                 raise _Skip
@@ -308,7 +331,10 @@ class _Translator:
                 raise _Skip
             if ct.time_unit != lt.time_unit:
                 raise _Skip  # Polars casts one side to the other's unit, truncating, which way depends on the op
-            return int(v)  # an int of the column's unit (UTC for a time zone)
+            if ct == self.dtypes[ref.name]:
+                return int(v)  # an int of the column's unit (UTC for a time zone)
+            # the column under a widening cast (a date to a datetime, to a finer unit): exact numpy values
+            return (np.datetime64 if isinstance(ct, pl.Datetime) else np.timedelta64)(int(v), ct.time_unit)
         if ct == pl.String and lt == pl.String:
             return v
         if ct == pl.Binary and lt == pl.Binary:

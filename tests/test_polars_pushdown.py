@@ -104,6 +104,8 @@ def leaves(draw):
         ops = ["==", "!="] if name == "b" else ["==", "!=", "<", "<=", ">", ">="]
         op = draw(st.sampled_from(ops))
         v = pl.lit(_literal(draw, name))
+        if name == "d" and draw(st.booleans()):  # a date column with a datetime: Polars casts the column
+            v = pl.lit(draw(st.sampled_from(STAMPS)))
         if name == "tsz" and (op in ("==", "!=") or draw(st.booleans())):
             # (Polars compares ``!=`` of a nanosecond column and a microsecond literal by
             # truncating the column: not pushed. The same literal in nanoseconds is.)
@@ -238,6 +240,21 @@ def test_float_translations_follow_polars_nan_order():
     assert repr(tr(pl.col("g") == 0.1, schema)) == repr(rcfmt.col("g") == 0.10000000149011612)  # cast to f32
     assert tr(pl.col("i") > 1.5, schema) is None  # Polars compares the int column as float64
     assert tr(pl.col("f") > 2**60 + 1, schema) is None  # an int literal float64 cannot hold
+
+
+def test_a_date_column_compared_with_a_datetime(tmp_path):
+    """Polars casts the date column to a datetime (midnight): pushed with exact numpy literals."""
+    table = pa.table({"rid": pa.array([0, 1, 2], pa.int64()),
+                      "d": pa.array([dt.date(2024, 1, 1), dt.date(2024, 1, 2), None], pa.date32())})
+    path = tmp_path / "t.rcfmt"
+    rcfmt.write_table(table, path)
+    for pred in (pl.col("d") > dt.datetime(2024, 1, 1, 5), ~(pl.col("d") >= dt.datetime(2024, 1, 1)),
+                 pl.col("d") == dt.datetime(2024, 1, 2), pl.col("d") != dt.datetime(2024, 1, 1, 0, 0, 1)):
+        stats = ScanStats()
+        got = rcpl.scan_rcfmt(path, stats=stats).filter(pred).collect()
+        want = pl.from_arrow(table).filter(pred)
+        assert got.equals(want), pred
+        assert stats.rows_selected == want.height, pred  # pushed, exactly
 
 
 def test_a_column_polars_truncates_is_not_pushed(tmp_path):
