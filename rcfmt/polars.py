@@ -28,7 +28,8 @@ cast:
   NULL and a NULL member matches nothing -- or, with ``nulls_equal=True``, a NULL value
   is TRUE when a member is NULL and FALSE otherwise.
 - ``is_null``, ``is_not_null``, ``is_nan``, ``is_not_nan`` (NULL for NULL values),
-  ``str.starts_with`` of a literal, a boolean column on its own.
+  ``str.starts_with`` of a literal, a boolean column on its own, and the boolean
+  constants Polars folds parts into (TRUE, FALSE, NULL).
 - ``&``, ``|`` and ``~`` (Kleene logic in Polars and rcfmt alike). ``~`` is pushed
   down to the leaves, each translated as the rows where Polars' leaf is FALSE, so no
   translation leans on NULL or NaN meaning the same under NOT. An untranslatable part
@@ -103,6 +104,19 @@ class _Translator:
         if not isinstance(node, dict) or len(node) != 1:
             return None
         (kind, body), = node.items()
+        flat = [f.name for f in self.schema if not pa.types.is_nested(f.type) and not pa.types.is_dictionary(f.type)]
+        if kind == "Literal" and flat:  # a constant Polars folded a part into
+            try:
+                series = self.pl.select(expr.alias("v")).to_series()
+            except Exception:
+                raise _Skip from None
+            if series.dtype != self.pl.Boolean or len(series) != 1:
+                return None
+            c = col(flat[0])
+            value = series[0]
+            if value is None or value == neg:  # NULL stays NULL under NOT: never TRUE
+                return c.is_null() & c.is_valid()
+            return c.is_null() | c.is_valid()
         if kind == "Column":  # a boolean column on its own
             ref = self._column(node)
             if ref is None or ref.ct != self.pl.Boolean:

@@ -271,3 +271,21 @@ def test_a_column_polars_truncates_is_not_pushed(tmp_path):
     assert rcpl.translate_predicate(pl.col("tsz") != v, table.schema) is None
     ns = pl.lit(v, dtype=pl.Datetime("ns", "Europe/Paris"))
     assert repr(rcpl.translate_predicate(pl.col("tsz") != ns, table.schema)) == repr(rcfmt.col("tsz") != 1704063600000000000)
+
+
+def test_constants_polars_folds_in():
+    """Polars folds a part it can decide alone (``is_in`` of values the column cannot
+    hold) into a constant: TRUE, FALSE or NULL, pushed as such (NULL is never TRUE, under
+    NOT neither)."""
+    table = pa.table({"l": pa.array([[1], None, []], pa.list_(pa.int64())), "rid": pa.array([0, 1, 2], pa.int64()),
+                      "i8": pa.array([None, 1, -1], pa.int8())})
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "t.rcfmt"
+        rcfmt.write_table(table, path)
+        for pred in (pl.lit(False), ~pl.lit(False), pl.lit(None, pl.Boolean), ~pl.lit(None, pl.Boolean),
+                     (pl.col("i8") > 0) | pl.lit(False), ~((pl.col("i8") > 0) & pl.lit(False)),
+                     (pl.col("i8") > 0) & pl.lit(None, pl.Boolean)):
+            want = _ids(pl.from_arrow(table).filter(pred))
+            expr = rcpl.translate_predicate(pred, table.schema)
+            assert expr is not None, pred
+            assert sorted(rcfmt.read_table(path, filter=expr).column("rid").to_pylist()) == want, pred
