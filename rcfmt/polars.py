@@ -321,13 +321,18 @@ class _Translator:
         if ct.is_float():
             if lt.is_float():
                 if dyn and ct == pl.Float32:  # Polars casts a dynamic float literal to the column's type
-                    w = float(np.float32(v))
+                    with np.errstate(over="ignore"):
+                        w = float(np.float32(v))
                     if np.isinf(w) and not np.isinf(v):
                         raise _Skip
                     return w
                 return float(v)  # the same type, or a comparison in the wider one: exact
             if dyn and lt.is_integer():  # cast to the column's type: exact only if it round-trips
-                w = float(np.float32(v)) if ct == pl.Float32 else float(v)
+                try:
+                    with np.errstate(over="ignore"):
+                        w = float(np.float32(v)) if ct == pl.Float32 else float(v)
+                except OverflowError:
+                    raise _Skip from None
                 if np.isinf(w) or int(w) != v:
                     raise _Skip
                 return w
