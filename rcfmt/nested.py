@@ -304,7 +304,11 @@ def _elements(values: pa.Array, offsets: np.ndarray, nulls: np.ndarray | None) -
     keep = np.zeros(hi - lo, bool)
     for a, b in zip(offsets[:-1][~nulls], offsets[1:][~nulls]):
         keep[a - lo:b - lo] = True
-    return values.slice(lo, hi - lo).filter(to_arrow(ColumnValues(keep), None, _BOOL))
+    # the kept runs, concatenated: pyarrow 26's filter and take read a sliced
+    # fixed_size_list of fixed_size_lists at the wrong place (values from elsewhere)
+    edges = np.flatnonzero(np.diff(np.concatenate(([False], keep, [False])).astype(np.int8)))
+    runs = [values.slice(lo + int(a), int(b - a)) for a, b in zip(edges[::2], edges[1::2])]
+    return pa.concat_arrays(runs) if runs else values.slice(lo, 0)
 
 
 def _presence(arr: pa.Array) -> pa.Array:

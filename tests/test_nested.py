@@ -155,6 +155,27 @@ def test_random_nested_tables_round_trip(tmp_path_factory, data):
             assert_same(f.read_block(b), table.slice(first, int(f.footer.blocks[b]["row_count"])))
 
 
+def test_null_map_over_entries_of_fixed_size_lists(tmp_path):
+    """A null map whose range holds an entry (valid Arrow), beside a map whose values are
+    fixed_size_lists of fixed_size_lists, in a block of its own: the entries of the
+    non-null maps are written, not values from elsewhere (pyarrow 26's filter/take of a
+    sliced nested fixed_size_list read the wrong place; found by the round-trip test)."""
+    t = pa.map_(pa.string(), pa.list_(pa.list_(pa.int64(), 1), 2))
+    entries = pa.StructArray.from_arrays(
+        [pa.array(["a", "b", "c"]), pa.array([[[-2**63], [1]], [[2], [3]], [[4], [-2**63]]], t.item_type)],
+        fields=[t.key_field, t.item_field])
+    offsets = pa.array([0, 0, 1, 1, 2, 3], pa.int32())
+    maps = pa.MapArray.from_arrays(offsets, entries.field(0), entries.field(1), type=t,
+                                   mask=pa.array([False, False, False, True, False]))
+    table = pa.table({"m": maps})
+    assert table["m"].to_pylist() == [[], [("a", [[-2**63], [1]])], [], None, [("c", [[4], [-2**63]])]]
+    for block_rows in (1, 2, 3, 5):
+        rcfmt.write_table(table, tmp_path / "m.rcfmt", block_rows=block_rows, page_rows=2)
+        got = rcfmt.read_table(tmp_path / "m.rcfmt")
+        got.validate(full=True)
+        assert got["m"].to_pylist() == table["m"].to_pylist(), block_rows
+
+
 @settings(max_examples=S.examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_selected_rows_of_nested_columns(tmp_path_factory, data):
