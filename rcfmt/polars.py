@@ -104,6 +104,8 @@ class _Translator:
         if not isinstance(node, dict) or len(node) != 1:
             return None
         (kind, body), = node.items()
+        if kind == "Alias" and isinstance(body, list) and body:  # a name changes no value
+            return self._node(body[0], self._children(expr, 1)[0], neg)
         flat = [f.name for f in self.schema if not pa.types.is_nested(f.type) and not pa.types.is_dictionary(f.type)]
         if kind == "Literal" and flat:  # a constant Polars folded a part into
             try:

@@ -289,3 +289,18 @@ def test_constants_polars_folds_in():
             expr = rcpl.translate_predicate(pred, table.schema)
             assert expr is not None, pred
             assert sorted(rcfmt.read_table(path, filter=expr).column("rid").to_pylist()) == want, pred
+
+
+def test_an_aliased_predicate_is_translated_as_its_expression():
+    """Polars may hand the scan a predicate under an alias (found by the tree test)."""
+    import pyarrow as pa
+    import polars as pl
+
+    from rcfmt.polars import translate_predicate
+
+    schema = pa.schema([("a", pa.int64()), ("b", pa.int8())])
+    plain = (pl.col("a") == 1) | (pl.col("b") == -128)
+    for predicate in (plain, ~plain):
+        aliased = predicate.alias("b")
+        assert translate_predicate(aliased, schema) is not None
+        assert repr(translate_predicate(aliased, schema)) == repr(translate_predicate(predicate, schema))
