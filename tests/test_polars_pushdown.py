@@ -204,7 +204,7 @@ def _check(table, pred, translatable, tmp):
         assert set(wanted) <= set(ids), (str(pred), expr)
 
 
-@settings(max_examples=strategies.examples(300))
+@settings(max_examples=strategies.examples(120))  # (RCFMT_EXAMPLES_SCALE=10 for a long run)
 @given(tables(), predicates())
 def test_pushed_predicates_select_exactly_polars_rows(table, case):
     pred, translatable = case
@@ -212,7 +212,7 @@ def test_pushed_predicates_select_exactly_polars_rows(table, case):
         _check(table, pred, translatable, tmp)
 
 
-@settings(max_examples=strategies.examples(200))
+@settings(max_examples=strategies.examples(80))
 @given(tables(), leaves())
 def test_each_leaf_alone_and_negated(table, case):
     pred, translatable = case
