@@ -484,6 +484,18 @@ def read_blob(uri: str) -> bytes | None:
         raise StorageError(str(exc)) from None
 
 
+
+def size(uri: str) -> int | None:
+    """Bytes of the blob ``uri`` (one properties request); None if it does not exist."""
+    from azure.core.exceptions import ResourceNotFoundError
+
+    try:
+        return int(_blob(uri).get_blob_properties(**_call_options()).size)
+    except ResourceNotFoundError:
+        return None
+    except _errors() as exc:
+        raise StorageError(f"looking up {uri!r} failed: {exc}") from None
+
 def _container_client(uri: str):
     account, container, path = split_uri(uri)
     return _service(settings(account)).get_container_client(container), path
