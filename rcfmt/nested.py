@@ -29,7 +29,7 @@ import pyarrow as pa
 
 from .encodings.base import ColumnValues
 from .errors import CorruptFileError, InvalidDataError, SchemaError
-from .file.arrow_io import to_arrow, to_numpy, validity
+from .file.arrow_io import take, to_arrow, to_numpy, validity
 from .types import LogicalType, logical_type_from_arrow
 
 __all__ = ["Node", "is_nested", "plan_columns", "shred", "assemble", "nodes_to_json", "nodes_from_json",
@@ -207,7 +207,7 @@ def _view_elements(arr: pa.Array, large: bool, rows: bool) -> tuple[pa.Array, pa
         values = arr.values.slice(int(shift[used][0]), total)
     else:
         index = np.repeat(shift, sizes) + np.arange(total, dtype=np.int64)
-        values = arr.values.take(to_arrow(ColumnValues(index), None, _LENGTHS[True]))
+        values = take(arr.values, to_arrow(ColumnValues(index), None, _LENGTHS[True]))
     return to_arrow(ColumnValues(offsets.astype(np.int64 if large else np.int32)), None, _LENGTHS[large]), values
 
 

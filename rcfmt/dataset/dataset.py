@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 
 from ..errors import CorruptFileError, InvalidOptionError, SchemaError, UnsupportedError
 from ..fetch_options import FetchOptions, check_fetch
-from ..file.arrow_io import export_stream
+from ..file.arrow_io import export_stream, filter_rows
 from ..file.reader import RcfmtFile
 from ..scan.nnf import BoundAnd, BoundListContains, columns as expr_columns, fold
 from ..scan.bind import arrow_values
@@ -195,7 +195,7 @@ class DatasetScan:
         types = nested.filter_schema(schema)
         names = sorted(expr_columns(post))
         table = pa.table({name: _leaf_values(batch, name).cast(types.field(name).type) for name in names})
-        return batch.filter(pc.fill_null(evaluate(post, table), False))
+        return filter_rows(batch, pc.fill_null(evaluate(post, table), False))
 
     def _assemble(self, batch: pa.RecordBatch, partition: dict, post=None, view: "FileView | None" = None
                   ) -> pa.RecordBatch:

@@ -43,6 +43,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import InvalidOptionError, RcfmtError
+from ..file.arrow_io import take
 from ..file.reader import RcfmtFile
 from ..file.writer import Writer, WriteOptions
 from ..layout import METADATA_KEY, ClusteringSpec, cluster_order
@@ -236,7 +237,7 @@ def _sample(spec: ClusteringSpec, files, total: int, schema: pa.Schema, ids: dic
             t = _as_schema(f.read(columns=[renames.get(c, c) for c in spec.columns], use_threads=False), columns,
                            renames)
         idx = np.sort(rng.choice(n, size=take, replace=False)) if take < n else np.arange(n)
-        pieces.append(t.take(pa.array(idx)))
+        pieces.append(take(t, pa.array(idx)))
     return pa.concat_tables(pieces) if pieces else columns.empty_table()
 
 
@@ -254,8 +255,8 @@ class _Router:
         self.ranges = ranges
         cut = [(sample.num_rows * i) // ranges for i in range(1, ranges)]
         if spec.curve == "sort":
-            ordered = sample.take(pa.array(cluster_order(sample, list(spec.columns), "sort")))
-            self.bound_rows = ordered.take(pa.array(cut, pa.int64()))
+            ordered = take(sample, pa.array(cluster_order(sample, list(spec.columns), "sort")))
+            self.bound_rows = take(ordered, pa.array(cut, pa.int64()))
         else:
             self.bound_keys = np.sort(_split_keys(spec, sample))[cut]
 
@@ -357,7 +358,7 @@ def _split(batches, router: _Router, lo: int, hi: int, schema: pa.Schema, spill_
             counts = np.bincount(group, minlength=groups)
             offset = 0
             for g in np.flatnonzero(counts):  # copies: a spill buffer holds only its own rows
-                writers[g].write(batch.take(pa.array(order[offset : offset + counts[g]])))
+                writers[g].write(take(batch, pa.array(order[offset : offset + counts[g]])))
                 offset += int(counts[g])
         for w in writers:
             w.close()

@@ -19,6 +19,7 @@ import pyarrow as pa
 
 from .. import nested
 from ..errors import CommitConflictError, InvalidDataError, InvalidOptionError, RcfmtError, SchemaError, UnsupportedError
+from ..file.arrow_io import take
 from ..file.reader import RcfmtFile
 from ..file.writer import Writer, WriteOptions, arrow_stream, as_table, storage_schema, value_checker
 from ..layout import METADATA_KEY, ClusteringSpec
@@ -153,7 +154,7 @@ def split_by_partition(table: pa.Table, partitioning: Partitioning) -> list[tupl
             size = max(1, len(d))
             values.append(d[k % size])
             k //= size
-        groups.append((int(idx[0]), tuple(values), data.take(pa.array(idx))))
+        groups.append((int(idx[0]), tuple(values), take(data, pa.array(idx))))
     groups.sort(key=lambda g: g[0])
     return [(_normalize_partition(v, partitioning), t) for _, v, t in groups]
 

@@ -18,7 +18,7 @@ from .._native import floats as _fl
 from .._native import varbinary as _vb
 
 __all__ = ["Bitmap", "one_array", "from_arrow", "to_arrow", "to_numpy", "validity", "wide_decimals", "fill_null_slots",
-           "concat_values"]
+           "concat_values", "take", "filter_rows"]
 
 
 class Bitmap(NamedTuple):
@@ -48,6 +48,41 @@ def one_array(arr) -> pa.Array:
     if not isinstance(arr, pa.ChunkedArray):
         return arr
     return arr.chunk(0) if arr.num_chunks == 1 else arr.combine_chunks()
+
+
+def _nests_fixed_lists(t: pa.DataType) -> bool:
+    """Whether a fixed_size_list of fixed_size_lists sits anywhere in ``t``."""
+    if pa.types.is_fixed_size_list(t) and pa.types.is_fixed_size_list(t.value_type):
+        return True
+    return any(_nests_fixed_lists(t.field(i).type) for i in range(t.num_fields))
+
+
+def _gatherable(data):
+    """``data`` (array, chunked array, record batch or table) laid out so that pyarrow's
+    take and filter read it right: pyarrow 26 gathers a *sliced* fixed_size_list of
+    fixed_size_lists of primitives from the wrong place (values from elsewhere, no
+    error), so such columns are first copied to offset 0 (other columns are untouched)."""
+    if isinstance(data, (pa.Table, pa.RecordBatch)):
+        if not any(_nests_fixed_lists(f.type) for f in data.schema):
+            return data
+        columns = [_gatherable(c) if _nests_fixed_lists(c.type) else c for c in data.columns]
+        return type(data).from_arrays(columns, schema=data.schema)
+    if not _nests_fixed_lists(data.type):
+        return data
+    if isinstance(data, pa.ChunkedArray):
+        return pa.chunked_array([pa.concat_arrays([c]) for c in data.chunks], data.type)
+    return pa.concat_arrays([data])
+
+
+def take(data, indices):
+    """``data.take(indices)`` (arrays, chunked arrays, batches, tables), right for every
+    nesting pyarrow gathers (see ``_gatherable``). Use it for every gather of user data."""
+    return _gatherable(data).take(indices)
+
+
+def filter_rows(data, mask):
+    """``data.filter(mask)``, right for every nesting (see ``take``)."""
+    return _gatherable(data).filter(mask)
 
 
 def from_arrow(arr: pa.Array, ltype: LogicalType) -> tuple[ColumnValues, np.ndarray | None]:

@@ -47,7 +47,7 @@ from ..statistics import ColumnStats, binary_chunk_and_page_stats, compute_page_
 from ..types import LogicalType, PhysicalKind, logical_type_from_arrow
 from .. import nested
 from ..storage import ByteSink, open_output
-from .arrow_io import fill_null_slots, from_arrow, one_array, to_numpy, validity
+from .arrow_io import fill_null_slots, from_arrow, one_array, take, to_numpy, validity
 from .value_checks import check_table, empty_nulls
 
 __all__ = ["Writer", "write_table", "WriteOptions", "value_checker"]
@@ -888,7 +888,7 @@ def write_table(table, where, *, metadata: dict | None = None, cluster_by=None, 
         # unsupported types and bad options fail before the (costly) sort
         WriteOptions.create(table.schema, **{k: v for k, v in options.items() if k != "filesystem"})
         order = spec.fit(table).order(table)
-        table = table.take(pa.array(order))
+        table = take(table, pa.array(order))
         metadata = {**(metadata or {}), METADATA_KEY: spec.to_json(include_bounds=False)}
     show = progress if progress is not None or table.num_rows >= PROGRESS_MIN_ROWS else False
     try:

@@ -35,6 +35,7 @@ import pyarrow.compute as pc
 
 from .._native import layout as _k
 from ..errors import InvalidOptionError
+from ..file.arrow_io import take
 from .normalize import ColumnType, column_type, normalize, prepare
 
 __all__ = [
@@ -87,7 +88,7 @@ def sample_column(column, sample_size: int = DEFAULT_SAMPLE_SIZE, seed: int = 0)
     if n > sample_size:
         rng = np.random.default_rng(seed)
         idx = np.sort(rng.choice(n, size=sample_size, replace=False))
-        column = column.take(pa.array(idx))
+        column = take(column, pa.array(idx))
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
     return column.drop_null()
@@ -99,7 +100,7 @@ def _sorted_groups(sample: pa.Array, ctype: ColumnType) -> tuple[np.ndarray, np.
     m = len(sample)
     if ctype.search == "bytes":
         order = pc.sort_indices(sample).to_numpy().astype(np.int64)
-        srt = sample.take(pa.array(order))
+        srt = take(sample, pa.array(order))
         new = np.ones(m, bool)
         if m > 1:
             new[1:] = ~pc.equal(srt.slice(1), srt.slice(0, m - 1)).to_numpy(zero_copy_only=False)
@@ -147,7 +148,7 @@ def bounds_from_sample(sample, num_buckets: int = DEFAULT_NUM_BUCKETS) -> pa.Arr
         picks = first[:-1]
     else:
         picks = first[_cut_groups(group, distinct, num_buckets)]
-    return sample.take(pa.array(order[picks]))
+    return take(sample, pa.array(order[picks]))
 
 
 def _cut_groups(group: np.ndarray, distinct: int, num_buckets: int) -> np.ndarray:

@@ -47,6 +47,7 @@ import pyarrow.compute as pc
 
 from .._native import layout as _k
 from ..errors import InvalidOptionError, SchemaError
+from ..file.arrow_io import take
 from .bounds import DEFAULT_NUM_BUCKETS, DEFAULT_SAMPLE_SIZE, MAX_NUM_BUCKETS, PreparedBounds, _check_int, range_bounds
 from .normalize import column_type, normalize, prepare
 
@@ -322,4 +323,4 @@ def cluster(table, by, curve: str = "zorder", mapping: str = "rank", **options) 
     schema and metadata)."""
     table = _as_table(table)
     order = cluster_order(table, by, curve, mapping, **options)
-    return table.take(pa.array(order))
+    return take(table, pa.array(order))

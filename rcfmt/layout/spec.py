@@ -27,6 +27,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import InvalidOptionError
+from ..file.arrow_io import take
 from .bounds import DEFAULT_NUM_BUCKETS, DEFAULT_SAMPLE_SIZE, MAX_NUM_BUCKETS, _check_int, bounds_from_json, bounds_to_json
 from .curves import CURVES, DEFAULT_KEY_BITS, MAPPINGS, MAX_DIMS, bits_per_dimension, cluster_keys, cluster_order, fit_bounds
 
@@ -120,7 +121,7 @@ class ClusteringSpec:
         from .curves import _as_table
 
         table = _as_table(table)
-        return table.take(pa.array(self.order(table)))
+        return take(table, pa.array(self.order(table)))
 
     # ------------------------------------------------------------------ serialization
     def to_dict(self, *, include_bounds: bool = True) -> dict:
