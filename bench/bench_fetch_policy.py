@@ -4,7 +4,7 @@ lineitem SF1 file of bench_object_storage.py.
 
 Every read of the (local) file waits a request latency plus its bytes at a per-request
 bandwidth, and reads overlap freely (as S3 requests do; rcfmt keeps up to
-``rcfmt.file.reader.FETCH_CONCURRENCY`` in flight); an open is one request, its tail (as
+``rcfmt.storage.fetch.FETCH_CONCURRENCY`` in flight); an open is one request, its tail (as
 on S3, whose suffix-range GET also names the size). The requests and
 bytes are those the S3 benchmark counts on a real S3 API server (bench/RESULTS.md §6):
 what this adds is time under latencies and bandwidths moto cannot show (it serves one
@@ -31,7 +31,7 @@ from common import md_table, print_header, write_json  # noqa: E402
 
 import rcfmt  # noqa: E402
 import rcfmt.file.reader as reader  # noqa: E402
-import rcfmt.storage as storage  # noqa: E402
+from rcfmt.storage.local import LocalFile  # noqa: E402
 
 #: (latency ms, MB/s per request) of the simulated stores
 STORES = ((10, 100), (30, 100), (100, 100), (30, 25))
@@ -49,7 +49,7 @@ class _Counter:
             self.nbytes += nbytes
 
 
-class _SimulatedObject(storage._LocalFile):
+class _SimulatedObject(LocalFile):
     """A local file read as an object store would serve it (see the module docstring)."""
 
     remote = True

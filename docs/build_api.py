@@ -26,7 +26,7 @@ MODULES = [
     "rcfmt.dataset.optimize",
     "rcfmt.layout",
     "rcfmt.storage",
-    "rcfmt.fetch_options",
+    "rcfmt.storage.fetch",
     "rcfmt.file.footer_cache",
     "rcfmt.polars",
     "rcfmt.pandas_io",

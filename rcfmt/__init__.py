@@ -31,7 +31,7 @@ _LAZY = {
     "col": "rcfmt.scan.expr",
     "list_contains": "rcfmt.scan.expr",
     "ScanStats": "rcfmt.scan.scanner",
-    "FetchOptions": "rcfmt.fetch_options",
+    "FetchOptions": "rcfmt.storage.fetch",
     "Expr": "rcfmt.scan.expr",
     "dataset": "rcfmt.dataset",
     "write_dataset": "rcfmt.dataset",

@@ -12,7 +12,7 @@ import re
 import pyarrow as pa
 
 from rcfmt.errors import InvalidOptionError
-from rcfmt.fetch_options import FetchOptions
+from rcfmt.storage import FetchOptions
 
 from .compat import SCAN_SCOPED_READ_INFO
 
@@ -106,7 +106,7 @@ def s3_options(opts: dict) -> dict | None:
 
 
 #: options that set the Azure client: rcfmt's names (each a setting of
-#: :func:`rcfmt.azure_store.azure_settings`)
+#: :func:`rcfmt.storage.azure_settings`)
 AZURE_OPTION_NAMES = {"connection_string": "azure.connectionString", "account_name": "azure.accountName",
                       "account_key": "azure.accountKey", "sas_token": "azure.sasToken", "endpoint": "azure.endpoint"}
 #: and the Hadoop ABFS names users already set for Spark: the key or fixed SAS token of
@@ -116,7 +116,7 @@ _HADOOP_AZURE = re.compile(r"\A(?:spark\.hadoop\.)?fs\.azure\.(account\.key|sas\
 
 
 def azure_options(opts: dict) -> dict | None:
-    """The Azure client settings (:func:`rcfmt.azure_store.azure_settings`) the options
+    """The Azure client settings (:func:`rcfmt.storage.azure_settings`) the options
     give, or None (the environment's ``AZURE_STORAGE_*``)."""
     out = {}
 
@@ -136,7 +136,7 @@ def azure_options(opts: dict) -> dict | None:
             put("account_key" if m.group(1) == "account.key" else "sas_token", value, key)
     if not out:
         return None
-    from rcfmt.azure_store import check_azure_settings
+    from rcfmt.storage import check_azure_settings
 
     return check_azure_settings(out)
 
@@ -145,8 +145,7 @@ def azure_options(opts: dict) -> dict | None:
 def store_settings(options):
     """The S3 and Azure client settings of ``options`` (a ReadOptions or WriteOptions)
     in force within the block."""
-    from rcfmt.azure_store import azure_settings
-    from rcfmt.storage import s3_settings
+    from rcfmt.storage import azure_settings, s3_settings
 
     with s3_settings(options.s3), azure_settings(options.azure):
         yield

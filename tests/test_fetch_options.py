@@ -9,7 +9,7 @@ import pytest
 
 import rcfmt
 from rcfmt.errors import InvalidOptionError
-from rcfmt.fetch_options import FetchOptions, check_fetch
+from rcfmt.storage import FetchOptions, check_fetch
 
 MIB = 1 << 20
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 
 import numpy as np
@@ -48,10 +49,10 @@ def large_file_reads(monkeypatch):
     """Opens read remote files as they read a large one whose tail holds just its footer
     (4 KiB here), not the whole object (what they do up to 1 MiB), so the scans of the
     ~185 KB test file make the requests whose counts and faults the tests check."""
-    import rcfmt.fetch_options as fetch_options
     import rcfmt.file.reader as reader
+    from rcfmt.storage import fetch
 
-    monkeypatch.setattr(fetch_options, "DEFAULT", rcfmt.FetchOptions(tail_bytes=4096))
+    monkeypatch.setattr(fetch, "DEFAULT", rcfmt.FetchOptions(tail_bytes=4096))
     monkeypatch.setattr(reader, "_TAIL_READ", 4096)
 
 
@@ -126,15 +127,15 @@ def test_open_and_point_lookup_request_counts(remote_file, server_log, large_fil
 def test_scattered_pages_are_fetched_concurrently_and_counted(s3, server_log, large_file_reads, monkeypatch):
     """Pages far apart in one chunk are separate requests, in flight together (the fetch
     pool is used); the rows are right, and every request is counted once."""
-    from rcfmt.file import reader
+    from rcfmt.storage import fetch
 
     n = 400_000  # 3.2 MB of doubles: the selected pages lie further apart than the 1 MiB coalescing gap
     t = pa.table({"id": np.arange(n), "v": np.random.default_rng(2).random(n)})
     uri = f"s3://{BUCKET}/scattered/f.rcfmt"
     rcfmt.write_table(t, uri, block_rows=n, page_rows=1000, compression="none", bloom_filter_columns=None)
     used = []
-    real_pool = reader._fetch_pool
-    monkeypatch.setattr(reader, "_fetch_pool", lambda: used.append(1) or real_pool())
+    real_pool = fetch.fetch_pool
+    monkeypatch.setattr(fetch, "fetch_pool", lambda: used.append(1) or real_pool())
     ids = [10, 200_500, 399_000]
     expr = rcfmt.col("id").isin(ids)
     server_log.lines.clear()
@@ -219,16 +220,17 @@ def test_a_create_whose_answer_was_lost_is_taken_as_won(s3, monkeypatch):
     (412): the bytes there are ours, so the commit stands instead of being rebased into
     a second version holding the same files. Someone else's bytes are a lost race."""
     from rcfmt import storage
+    from rcfmt.storage import s3
 
-    real = storage._s3_create
+    real = s3.create_if_absent
 
-    def landed_but_refused_on_retry(bucket, key, data):
-        real(bucket, key, data)
+    def landed_but_refused_on_retry(uri, data):
+        real(uri, data)
         return False
 
-    monkeypatch.setattr(storage, "_s3_create", landed_but_refused_on_retry)
+    monkeypatch.setattr(s3, "create_if_absent", landed_but_refused_on_retry)
     assert storage.create_if_absent(f"s3://{BUCKET}/lost/v1", b"ours") is True
-    monkeypatch.setattr(storage, "_s3_create", lambda bucket, key, data: False)
+    monkeypatch.setattr(s3, "create_if_absent", lambda uri, data: False)
     assert storage.create_if_absent(f"s3://{BUCKET}/lost/v1", b"someone else's") is False
     assert storage.create_if_absent(f"s3://{BUCKET}/lost/v2", b"in flight") is False  # 409: nothing there yet
 
@@ -532,11 +534,11 @@ class _Held:
 def test_a_persistent_fault_is_a_storage_error_after_the_configured_attempts(remote_file, proxy, monkeypatch):
     """A server that keeps failing: a StorageError (an RcfmtError and an OSError) naming
     the object once the client has made its configured number of attempts
-    (``s3_source.ATTEMPTS``, 2 here) -- each of them answered 503, none more."""
-    from rcfmt import s3_source
+    (``rcfmt.storage.s3.ATTEMPTS``, 2 here) -- each of them answered 503, none more."""
+    from rcfmt.storage import s3
 
     uri, _, _ = remote_file
-    monkeypatch.setattr(s3_source, "ATTEMPTS", 2)
+    monkeypatch.setattr(s3, "ATTEMPTS", 2)
     proxy.fault = _faulty("503", "data/f.rcfmt", 1000)
     with pytest.raises(rcfmt.StorageError, match="data/f.rcfmt") as info:
         rcfmt.open(uri)
@@ -944,12 +946,10 @@ def test_an_s3_object_replaced_while_read_is_an_error_not_a_mix(s3, server_log):
 
 def test_s3_reads_fall_back_to_pyarrow_without_boto3(remote_file, server_log, monkeypatch):
     """Without boto3 (reads need only pyarrow) the open is pyarrow's: its HEAD and the tail."""
-    from rcfmt import s3_source
-
     uri, local, table = remote_file
-    monkeypatch.setattr(s3_source, "available", lambda: False)
+    monkeypatch.setitem(sys.modules, "boto3", None)  # (as where it is not installed: it cannot be imported)
     with rcfmt.open(uri) as f:
-        assert type(f._source).__name__ == "_ArrowFile"
+        assert type(f._source).__name__ == "ArrowFile"
         assert f.read(filter=rcfmt.col("id") == 7)["id"].to_pylist() == [7]
     assert server_log.heads("data/f.rcfmt") == 1
 
@@ -1071,7 +1071,9 @@ def test_the_footer_cache_tells_stores_apart(s3, proxy, monkeypatch):
     """The cache key holds the store (filesystem kind and endpoint) besides path and
     size: the same bucket and key behind another endpoint is another object."""
     from rcfmt.file.footer_cache import FOOTERS
-    from rcfmt.storage import _from_uri, _store_identity, s3_settings
+    from rcfmt.storage import s3_settings
+    from rcfmt.storage.arrow_fs import store_identity
+    from rcfmt.storage.registry import from_uri
 
     endpoint, _ = s3
     uri = f"s3://{BUCKET}/stores/ds"
@@ -1082,9 +1084,9 @@ def test_the_footer_cache_tells_stores_apart(s3, proxy, monkeypatch):
     with s3_settings({"endpoint": endpoint}):  # the server itself: the same objects, another store
         assert rcfmt.dataset(uri).to_table().num_rows == ROWS
     assert through_proxy == 2 and len(FOOTERS) == 2 * through_proxy
-    a = _store_identity(_from_uri(uri)[0])
+    a = store_identity(from_uri(uri)[0])
     with s3_settings({"endpoint": endpoint}):
-        b = _store_identity(_from_uri(uri)[0])
+        b = store_identity(from_uri(uri)[0])
     assert a != b and a[0] == b[0] == "s3"
 
 

@@ -130,19 +130,18 @@ def test_spark_azure_options_in_rcfmt_and_hadoop_spellings():
 def test_s3_settings_choose_the_client_and_are_undone_after():
     import pyarrow.fs as pafs
 
-    from rcfmt.storage import _from_uri, s3_settings
+    from rcfmt.storage import s3, s3_settings
+    from rcfmt.storage.registry import from_uri
 
     settings = {"endpoint": "http://127.0.0.1:9", "region": "us-east-1", "access_key": "a", "secret_key": "b"}
     with s3_settings(settings):
-        fs, path = _from_uri("s3://bkt/dir/a%20b.rcfmt")
+        fs, path = from_uri("s3://bkt/dir/a%20b.rcfmt")
         assert isinstance(fs, pafs.S3FileSystem) and path == "bkt/dir/a b.rcfmt"
-        assert fs.region == "us-east-1" and _from_uri("s3://other/x")[0] is fs  # one client per settings
+        assert fs.region == "us-east-1" and from_uri("s3://other/x")[0] is fs  # one client per settings
         with s3_settings(None):
-            from rcfmt import storage
-
-            assert storage._S3_SETTINGS is None
-        assert storage._S3_SETTINGS == settings
-    assert storage._S3_SETTINGS is None
+            assert s3.current_settings() is None
+        assert s3.current_settings() == settings
+    assert s3.current_settings() is None
     with pytest.raises(rcfmt.InvalidOptionError, match="unknown S3 settings"):
         with s3_settings({"endpoint_url": "x"}):
             pass
@@ -152,11 +151,11 @@ def test_gcs_without_credentials_is_a_storage_error_not_a_long_hang(monkeypatch,
     """On a machine without Google credentials (and no emulator named), a gs:// read,
     listing or write fails with StorageError once the client's bounded retries are spent
     (pyarrow's own default would retry for 15 minutes); nothing is created locally."""
-    from rcfmt import storage
+    from rcfmt.storage import gcs
 
     monkeypatch.delenv("STORAGE_EMULATOR_HOST", raising=False)
     monkeypatch.delenv("GOOGLE_APPLICATION_CREDENTIALS", raising=False)
-    monkeypatch.setattr(storage, "GCS_RETRY_SECONDS", 1)
+    monkeypatch.setattr(gcs, "GCS_RETRY_SECONDS", 1)
     monkeypatch.chdir(tmp_path)
     t = pa.table({"a": [1, 2]})
     for call in (lambda: rcfmt.read_table("gs://no-bucket/x.rcfmt"), lambda: rcfmt.dataset("gs://no-bucket/ds"),
@@ -181,7 +180,7 @@ def test_gcs_clients_are_kept_for_new_threads_and_share_credentials_found_once(m
     import google.auth
     from google.auth.credentials import AnonymousCredentials
 
-    from rcfmt import storage
+    from rcfmt.storage import gcs
 
     calls = []
     shared = AnonymousCredentials()
@@ -193,12 +192,12 @@ def test_gcs_clients_are_kept_for_new_threads_and_share_credentials_found_once(m
     monkeypatch.delenv("STORAGE_EMULATOR_HOST", raising=False)
     monkeypatch.delenv("GOOGLE_APPLICATION_CREDENTIALS", raising=False)
     monkeypatch.setattr(google.auth, "default", default)
-    monkeypatch.setattr(storage, "_GCS_CREDENTIALS", {})
-    monkeypatch.setattr(storage, "_GCS_IDLE", {})
+    monkeypatch.setattr(gcs, "_CREDENTIALS", {})
+    monkeypatch.setattr(gcs, "_IDLE", {})
     clients, barrier = [], threading.Barrier(4)
 
     def use():
-        with storage._gcs_client() as client:
+        with gcs.client() as client:
             clients.append(client)
             barrier.wait(timeout=10)  # all four hold one at once
 
@@ -210,11 +209,11 @@ def test_gcs_clients_are_kept_for_new_threads_and_share_credentials_found_once(m
     assert len(calls) == 1 and len({id(c) for c in clients}) == 4
     assert all(c._credentials is shared and c.project == "proj" for c in clients)
     later = []
-    t = threading.Thread(target=lambda: later.append(storage._gcs_client().__enter__()))
+    t = threading.Thread(target=lambda: later.append(gcs.client().__enter__()))
     t.start()
     t.join()
     assert later[0] in clients and len(calls) == 1  # an idle one, not a new one
     monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", "/elsewhere.json")  # another environment: asked again
-    with storage._gcs_client() as other:
+    with gcs.client() as other:
         assert other not in clients
     assert len(calls) == 2

@@ -17,7 +17,6 @@ from .. import memory
 from .. import nested as nested_mod
 from .._native import pageindex as _pageindex
 from .._native.pages import crc32
-from ..fetch_options import FetchOptions, check_fetch
 from ..errors import ChecksumError, CorruptFileError, InvalidOptionError, SchemaError, UnsupportedError
 from ..encodings import holds_type
 from ..format.bitmap_index import IndexEntry, keys_parser, parse_directory, parse_entry
@@ -26,7 +25,9 @@ from ..format.layout import (FORMAT_VERSION, HEADER, HEADER_SIZE, MAGIC, MAX_PAG
                              view_records)
 from ..format.stats_slots import stats_arrays
 from ..statistics import StatsArrays
-from ..storage import open_input
+from ..storage import fetch as fetching
+from ..storage.fetch import FETCH_CONCURRENCY, FetchOptions, check_fetch  # noqa: F401 (FETCH_CONCURRENCY: its old home)
+from ..storage.registry import open_input
 from .arrow_io import export_stream, to_arrow
 from .chunks import ChunkDecoder
 from .footer_cache import FOOTERS, CachedTail
@@ -42,27 +43,6 @@ def _threads() -> int:
     return min(8, os.cpu_count() or 1)
 
 
-#: ranged reads of remote files in flight at once, in the whole process: object stores
-#: serve many requests in parallel, and with ``FetchOptions.fewest_bytes()`` a point
-#: lookup sends ~30 small ones (bench/RESULTS.md §6: 32 in flight make it as fast as the
-#: default's 4 requests at 30 ms each; 8 took 1.5x as long)
-FETCH_CONCURRENCY = 32
-_FETCH_POOL = None
-_FETCH_POOL_LOCK = threading.Lock()
-
-
-def _fetch_pool():
-    """One process-wide pool for concurrent ranged reads of remote files (each read
-    releases the GIL while it waits for the server)."""
-    global _FETCH_POOL
-    with _FETCH_POOL_LOCK:
-        if _FETCH_POOL is None:
-            from concurrent.futures import ThreadPoolExecutor
-
-            _FETCH_POOL = ThreadPoolExecutor(FETCH_CONCURRENCY, thread_name_prefix="rcfmt-fetch")
-        return _FETCH_POOL
-
-
 class RcfmtFile:
     """An open rcfmt file. Use as a context manager or call :meth:`close`.
 
@@ -72,7 +52,7 @@ class RcfmtFile:
 
     On object storage the open reads the file's tail (the whole file up to 1 MiB) and
     later reads inside it are served from memory; ``fetch``
-    (:class:`~rcfmt.fetch_options.FetchOptions`) sets that tail and how this file's scans
+    (:class:`~rcfmt.storage.fetch.FetchOptions`) sets that tail and how this file's scans
     group their reads into requests. ``size`` (the file's size, when the
     caller knows it) and ``immutable`` (the object is never replaced under this name, as
     a dataset's files and index versions) let a repeated open take the footer and tail
@@ -204,7 +184,7 @@ class RcfmtFile:
     def read_ranges(self, starts, ends) -> np.ndarray:
         """The bytes ``[starts[0], ends[-1])`` of the file with only the ranges
         ``[starts[i], ends[i])`` (sorted, disjoint) read (on object storage, up to
-        ``FETCH_CONCURRENCY`` requests in flight at once): one buffer whose positions are
+        ``FETCH_CONCURRENCY`` (:mod:`rcfmt.storage.fetch`) requests in flight at once): one buffer whose positions are
         file offsets minus ``starts[0]``, so page positions and error offsets stay those of
         one contiguous read. The bytes between ranges are never read and must not be used
         (the buffer is uninitialised there; untouched, it costs no memory)."""
@@ -232,7 +212,7 @@ class RcfmtFile:
                 raise CorruptFileError("file shrank while reading", path=self.path, offset=a)
 
         if self._source.remote and len(ranges) > 1:  # a request each: in flight together, bounded
-            list(_fetch_pool().map(fetch, ranges))
+            list(fetching.fetch_pool().map(fetch, ranges))
         else:
             for r in ranges:
                 fetch(r)
@@ -628,7 +608,7 @@ def open(path, *, verify_checksums: bool = True, filesystem=None,  # noqa: A001 
     """Open an rcfmt file for reading: a local path, a ``file://`` or object-store URI
     (``s3://``, ``gs://``, ``abfs://``, ``hdfs://``), or a path on ``filesystem`` (see
     :mod:`rcfmt.storage`). ``fetch``: how reads of a remote file trade requests for
-    bytes (:class:`~rcfmt.fetch_options.FetchOptions`)."""
+    bytes (:class:`~rcfmt.storage.fetch.FetchOptions`)."""
     return RcfmtFile(path, verify_checksums=verify_checksums, filesystem=filesystem, fetch=fetch)
 
 

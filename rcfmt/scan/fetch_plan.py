@@ -5,7 +5,7 @@ that may hold matching rows, of every column it reads). When those ranges form o
 span per block and the spans of consecutive blocks lie within the coalescing gap of
 one another -- the scan needs most of each block anyway, as a full read or a filter
 that prunes few pages -- the blocks are grouped and each group is read with one
-request of at most ``FetchOptions.max_request_bytes`` (:mod:`rcfmt.fetch_options`),
+request of at most ``FetchOptions.max_request_bytes`` (:mod:`rcfmt.storage.fetch`),
 instead of one or two requests per block.
 Blocks whose needed bytes are scattered keep their own reads (the requests then bring
 only what they need).

@@ -1,0 +1,134 @@
+"""Local files: read with ``os.pread`` on one descriptor, written to a temporary file
+beside the target that is fsync'd and renamed over it."""
+from __future__ import annotations
+
+import os
+import stat
+
+from ..errors import InvalidOptionError, RcfmtError
+from .base import ByteSink, ByteSource, DirectoryError, tmp_name
+
+__all__ = ["LocalFile", "LocalSink", "names", "sizes", "delete", "size", "read_whole", "replace"]
+
+
+class LocalFile(ByteSource):
+    """A local file: one descriptor, ``os.pread`` (releases the GIL)."""
+
+    def __init__(self, path: str):
+        try:
+            self._fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+        except IsADirectoryError:
+            raise DirectoryError(path) from None
+        if stat.S_ISDIR(os.fstat(self._fd).st_mode):  # Linux opens directories read-only
+            self.close()
+            raise DirectoryError(path)
+        self.size = os.fstat(self._fd).st_size
+
+    def read_at(self, offset: int, length: int) -> bytes:
+        if self._fd is None:
+            raise RcfmtError("file is closed")
+        return os.pread(self._fd, length, offset)
+
+    def read_into(self, offset: int, out: memoryview) -> int:
+        if self._fd is None:
+            raise RcfmtError("file is closed")
+        done = 0
+        while done < len(out):  # preadv may return short counts (signals); 0 is the end of the file
+            n = os.preadv(self._fd, [out[done:]], offset + done)
+            if n == 0:
+                break
+            done += n
+        return done
+
+    def close(self) -> None:
+        fd, self._fd = getattr(self, "_fd", None), None
+        if fd is not None:
+            os.close(fd)
+
+
+class LocalSink(ByteSink):
+    """A temporary file beside the target, fsync'd and renamed over it."""
+
+    def __init__(self, path: str):
+        self.path = path
+        if os.path.isdir(path):  # (os.replace would fail only once the whole file is written)
+            raise DirectoryError(path, writing=True)
+        directory = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(directory):
+            raise InvalidOptionError(f"directory {directory!r} does not exist")
+        self.tmp_path = os.path.join(directory, tmp_name(os.path.basename(path)))
+        self._file = open(self.tmp_path, "wb")
+
+    def write(self, data) -> None:
+        self._file.write(data)
+
+    def commit(self) -> None:
+        self._file.flush()
+        os.fsync(self._file.fileno())
+        self._file.close()
+        os.replace(self.tmp_path, self.path)
+
+    def abort(self) -> None:
+        try:
+            self._file.close()
+        finally:
+            try:
+                os.unlink(self.tmp_path)
+            except FileNotFoundError:
+                pass
+
+
+def names(directory: str) -> list[str]:
+    """Names of the entries of ``directory``; empty if it does not exist."""
+    try:
+        return os.listdir(directory)
+    except FileNotFoundError:
+        return []
+
+
+def sizes(directory: str) -> dict[str, int]:
+    """``{name: size}`` of the files in ``directory``; empty if it does not exist."""
+    try:
+        with os.scandir(directory) as it:
+            return {e.name: e.stat().st_size for e in it if e.is_file()}
+    except FileNotFoundError:
+        return {}
+
+
+def delete(path: str) -> None:
+    """Delete the file ``path`` (FileNotFoundError if there is none)."""
+    os.unlink(path)
+
+
+def size(path: str) -> int | None:
+    """Bytes of the regular file ``path`` (one ``stat``); None if there is none."""
+    try:
+        st = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return st.st_size if stat.S_ISREG(st.st_mode) else None
+
+
+def read_whole(path: str) -> bytes | None:
+    """The bytes of the small file ``path``; None if there is none."""
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return None
+
+
+def replace(path: str, data: bytes) -> None:
+    """Write ``data`` as ``path``: a temporary file renamed over it (readers see the old
+    bytes or the new ones, never a mix; not fsync'd: for what a crash may lose)."""
+    tmp = os.path.join(os.path.dirname(path), tmp_name(os.path.basename(path)))
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise

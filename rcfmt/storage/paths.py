@@ -1,0 +1,101 @@
+"""What a path argument may be: local paths, ``file://`` URIs and object-store URIs.
+
+A local path is a ``str`` or ``os.PathLike``; a ``file://`` URI names its absolute
+path; any other ``scheme://`` is an object store, named in one spelling per store by
+:func:`scheme_of` (``gcs://`` is ``gs``; ``abfss://`` and ``az://`` are ``abfs``). A URI
+is never taken for a relative local path (which would quietly write
+``./s3:/bucket/...``): operations that take local paths only say so through
+:func:`local_path`.
+"""
+from __future__ import annotations
+
+import os
+import re
+from urllib.parse import unquote, urlsplit
+
+from ..errors import InvalidOptionError, UnsupportedError
+
+__all__ = ["URI", "SCHEME_ALIASES", "fspath", "file_uri", "local_path", "is_remote", "scheme_of", "bucket_and_key",
+           "inner_path", "endpoint_parts"]
+
+#: ``scheme://`` at the start of a path (group 1: the scheme as written)
+URI = re.compile(r"\A([A-Za-z][A-Za-z0-9+.\-]*)://")
+#: other spellings of the stores' schemes
+SCHEME_ALIASES = {"gcs": "gs", "abfss": "abfs", "az": "abfs"}
+
+
+def fspath(where) -> str:
+    """``where`` (``str``, ``bytes`` or ``os.PathLike``) as a non-empty ``str``;
+    InvalidOptionError for what is not a path."""
+    try:
+        path = os.fspath(where)
+    except TypeError:
+        raise InvalidOptionError(f"expected a path (str or os.PathLike), got {type(where).__name__}") from None
+    if isinstance(path, bytes):
+        path = os.fsdecode(path)
+    if not path:
+        raise InvalidOptionError("empty path")
+    return path
+
+
+def file_uri(path: str) -> str:
+    """The absolute local path a ``file://`` URI names (no host, or ``localhost``)."""
+    parts = urlsplit(path)
+    if parts.netloc not in ("", "localhost"):
+        raise UnsupportedError(f"{path!r}: file:// URIs with a host ({parts.netloc!r}) are not supported")
+    if not parts.path:
+        raise InvalidOptionError(f"{path!r} names no file")
+    return os.path.abspath(unquote(parts.path))
+
+
+def local_path(where) -> str:
+    """The local filesystem path ``where`` names: a ``str`` or ``os.PathLike`` as given,
+    or the absolute path of a ``file://`` URI. Raises :class:`UnsupportedError` for other
+    URIs and :class:`InvalidOptionError` for what is not a path at all."""
+    path = fspath(where)
+    m = URI.match(path)
+    if m is None:
+        return path
+    scheme = m.group(1).lower()
+    if scheme != "file":
+        raise UnsupportedError(
+            f"{path!r}: {scheme}:// URIs are not supported here; rcfmt writes files and reads and writes datasets "
+            f"at local paths and file:// URIs (single files can be read from object storage). "
+            f"Nothing was read or written.")
+    return file_uri(path)
+
+
+def is_remote(where) -> bool:
+    """Whether ``where`` is an object-store URI (a scheme other than ``file://``)."""
+    if not isinstance(where, str):
+        return False
+    m = URI.match(where)
+    return m is not None and m.group(1).lower() != "file"
+
+
+def scheme_of(uri: str) -> str:
+    """The object store a URI names, lower case, in one spelling per store (``gcs://``
+    is ``gs``; ``abfss://`` and ``az://`` are ``abfs``)."""
+    scheme = URI.match(uri).group(1).lower()
+    return SCHEME_ALIASES.get(scheme, scheme)
+
+
+def bucket_and_key(uri: str) -> tuple[str, str]:
+    """``(bucket, key)`` of an ``s3://`` or ``gs://`` URI."""
+    parts = urlsplit(uri)
+    return parts.netloc, unquote(parts.path).lstrip("/")
+
+
+def inner_path(uri: str) -> str:
+    """``bucket/key`` of an ``s3://`` or ``gs://`` URI, as ``pyarrow.fs`` names it."""
+    parts = urlsplit(uri)
+    return f"{parts.netloc}{unquote(parts.path)}".rstrip("/")
+
+
+def endpoint_parts(endpoint: str) -> tuple[str, str]:
+    """``(scheme, host[:port])`` of an endpoint written with or without a scheme (the
+    Hadoop spelling ``fs.s3a.endpoint`` has none: https)."""
+    if "://" in endpoint:
+        scheme, rest = endpoint.split("://", 1)
+        return scheme.lower(), rest.rstrip("/")
+    return "https", endpoint.rstrip("/")
