@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Iterator, Sequence
 
 import numpy as np
@@ -35,6 +35,7 @@ from .fetch_plan import BlockGroups
 from .nnf import BoundAnd, BoundListContains, BoundOr, columns as expr_columns, fold, leaves, to_nnf
 from .bind import bind
 from .intervals import Interval
+from .plan import PRUNE_STAGES, BlockPlan, FilePlan
 from .prune import leaf_may_match, may_match
 from .selection import RowRanges, Selection
 
@@ -207,6 +208,9 @@ class FileScan:
         self.use_page_index = use_page_index
         self.use_bitmap_index = use_bitmap_index
         self._answers: dict[int, BlockAnswer] = {}  # what bitmap indexes said of the blocks kept
+        #: blocks of the scanned range each stage pruned while the scan was set up (the
+        #: page index and bitmap indexes prune more per block: :meth:`plan` lists all)
+        self.pruned: dict[str, list[int]] = {stage: [] for stage in PRUNE_STAGES}
         self.block_range = _block_range(blocks, file.num_blocks)
         lo, hi = self.block_range
         rows = file.num_rows if (lo, hi) == (0, file.num_blocks) else int(
@@ -246,11 +250,13 @@ class FileScan:
         keep[:lo] = False
         keep[hi:] = False
         self.stats.blocks_pruned_stats += int((hi - lo) - keep.sum())
+        self.pruned["stats"] = [lo + int(b) for b in np.flatnonzero(~keep[lo:hi])]
         if self.file.remote and self.use_page_index and keep.any():
             keep = self._remote_page_keep(keep)
         if self.use_bloom and keep.any() and not (self.file.remote and self.use_page_index and keep.sum() < 2):
             by_bloom = self._bloom_keep(np.flatnonzero(keep))
             self.stats.blocks_pruned_bloom += int(keep.sum() - by_bloom.sum())
+            self.pruned["bloom"] = [int(b) for b in np.flatnonzero(keep & ~by_bloom)]
             keep = by_bloom
         kept = [int(b) for b in np.flatnonzero(keep)]
         if self.use_bitmap_index and kept and self.file.bitmap_columns:
@@ -305,6 +311,7 @@ class FileScan:
                     probe.note(not a.count or a.exact or a.count * INDEX_NARROWS <= rows)
                     if not a.count:
                         self.stats.blocks_pruned_index += 1
+                        self.pruned["bitmap"].append(b)
                         continue
                     self._answers[b] = a
                 kept.append(b)
@@ -336,6 +343,7 @@ class FileScan:
             if ranges.row_count == 0:
                 keep[b] = False
                 self.stats.blocks_pruned_pages += 1
+                self.pruned["pages"].append(b)
         return keep
 
     def _bloom_keep(self, blocks: np.ndarray) -> np.ndarray:
@@ -836,41 +844,92 @@ class FileScan:
         groups = BlockGroups(spans, self._gap, self.file.fetch.max_request_bytes)
         return groups if len(groups) else None
 
-    def _block_filter(self, block: int, rows: int, cache: dict, stats: ScanStats):
-        """``(candidates, predicate left to evaluate or None)`` of ``block``: the rows
-        that may match, from its page index and its bitmap indexes; with the conjuncts
-        the indexes decided exactly taken out of the predicate (None when they decided
-        all of it: the candidates are then exactly the matching rows). ``candidates``
-        is None when no row can match."""
+    def _block_plan(self, block: int, cache: dict, stats: ScanStats) -> BlockPlan | None:
+        """The plan of ``block`` (None: pruned, no row can match): the rows that may match,
+        from its page index and its bitmap indexes, and the filter left to decode, with
+        the conjuncts the indexes decided exactly taken out (None when they decided all
+        of it: the candidates are then exactly the matching rows). Reads metadata only."""
+        rows = int(self.file.footer.blocks[block]["row_count"])
+        if self.nnf is None:
+            return BlockPlan(block, rows, Selection.from_ranges(self.row_ranges(block, cache), rows), None)
         answer = self._answers.get(block)
         if answer is not None and answer.exact:  # no filter column to decode, no page index to ask
             stats.rows_selected_index += answer.count
-            return Selection.from_mask(to_mask(answer.maybe, rows), kind="bitmap"), None
+            return BlockPlan(block, rows, Selection.from_mask(to_mask(answer.maybe, rows), kind="bitmap"), None,
+                             "exact")
         ranges = self.row_ranges(block, cache)
         if ranges.row_count == 0:
             stats.blocks_pruned_pages += 1
-            return None, None
+            return None
         candidates = Selection.from_ranges(ranges, rows)
         if answer is None or answer.count * INDEX_NARROWS > rows:
             # (an index that leaves many rows would only add gathers to a filter that
             # decodes its columns' pages anyway: it served to prune the block)
-            return candidates, self.nnf
+            return BlockPlan(block, rows, candidates, self.nnf)
         candidates = candidates.intersect(Selection.from_mask(to_mask(answer.maybe, rows), kind="bitmap"))
         if candidates.row_count == 0:
             stats.blocks_pruned_index += 1
-            return None, None
+            return None
         residual = answer.residual
-        return candidates, residual[0] if len(residual) == 1 else BoundAnd.of(*residual)
+        return BlockPlan(block, rows, candidates, residual[0] if len(residual) == 1 else BoundAnd.of(*residual),
+                         "narrowed")
+
+    def plan(self, fetch: bool = True) -> FilePlan:
+        """The scan's plan (:class:`~rcfmt.scan.plan.FilePlan`), from metadata only: the
+        blocks each stage pruned, and per kept block its candidate rows, the filter left
+        to decode and (``fetch``) the byte ranges of the candidate pages of every column
+        the scan reads. Reading the plan costs page-index and bitmap-index reads, never a
+        data page; the scan's ``stats`` are left as they were."""
+        scratch = ScanStats()
+        pruned = {stage: list(blocks) for stage, blocks in self.pruned.items()}
+        needed = list(dict.fromkeys([*self.row_filter_ids.values(), *self.col_ids]))
+        plans = []
+        for block in self.blocks:
+            cache: dict = {}
+            before = scratch.blocks_pruned_pages
+            plan = self._block_plan(block, cache, scratch)
+            if plan is None:
+                pruned["pages" if scratch.blocks_pruned_pages > before else "bitmap"].append(block)
+                continue
+            if fetch:
+                if plan.residual is None and not self.col_ids and plan.index == "exact":
+                    ranges = None  # answered by the index: nothing to read
+                else:
+                    cols = needed if plan.residual is not None else self.col_ids
+                    ranges = self._byte_ranges(block, {c: self._plan_column(block, c, plan.candidates, cache, scratch)
+                                                       for c in cols}, cache)
+                plan = replace(plan, fetch=ranges if ranges is not None else (np.zeros(0, np.int64),) * 2)
+            plans.append(plan)
+        if self.nnf is None:
+            pushed, mask_only, after = {}, set(), ()
+        else:
+            conjuncts, mask_only = self._pushdown_whole
+            pushed = {name: tuple(str(leaf) for leaf in group) for name, group in conjuncts.items()}
+            in_pass = {id(leaf) for group in conjuncts.values() for leaf in group}
+            children = self.nnf.children if isinstance(self.nnf, BoundAnd) else (self.nnf,)
+            after = tuple(str(c) for c in children if id(c) not in in_pass)
+        lo, hi = self.block_range
+        return FilePlan(path=str(self.file.path), columns=tuple(self.output_schema.names),
+                        filter=None if self.nnf is None else str(self.nnf), blocks_total=hi - lo,
+                        rows_total=self.stats.rows_total, pruned={k: tuple(sorted(v)) for k, v in pruned.items()},
+                        pushed=pushed, mask_only=tuple(sorted(mask_only)), after_decode=after, blocks=tuple(plans))
+
+    def explain(self) -> str:
+        """The plan as text: what pruned which blocks, the candidate rows and bytes of
+        each kept block, and where each part of the filter is evaluated."""
+        return self.plan().explain()
 
     def _scan_block(self, block: int, stats: ScanStats, count_only: bool = False):
-        rows = int(self.file.footer.blocks[block]["row_count"])
-        cache: dict = {}
-        if self.nnf is None:
-            candidates, nnf = Selection.from_ranges(self.row_ranges(block, cache), rows), None
-        else:
-            candidates, nnf = self._block_filter(block, rows, cache, stats)
-            if candidates is None:
-                return (0 if count_only else None), stats
+        cache: dict = {}  # the block's page indexes, read by planning, used by execution
+        plan = self._block_plan(block, cache, stats)
+        if plan is None:
+            return (0 if count_only else None), stats
+        return self._execute(plan, cache, stats, count_only)
+
+    def _execute(self, plan: BlockPlan, cache: dict, stats: ScanStats, count_only: bool = False):
+        """Decode what ``plan`` leaves to decode of its block: the filter columns at the
+        candidate rows, the mask, and the projected columns at the selected rows."""
+        block, candidates, nnf = plan.block, plan.candidates, plan.residual
         filter_names = set() if nnf is None or nnf is self.nnf else expr_columns(nnf)
         if nnf is self.nnf:
             filter_ids, list_filters = self.row_filter_ids, self.list_filters

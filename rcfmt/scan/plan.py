@@ -1,0 +1,124 @@
+"""A scan's plan, apart from its execution.
+
+A plan says, from metadata alone (the footer's statistics, bloom filters, bitmap-index
+entries, the page index; never a data page), what each block of a file comes to: pruned,
+and by what, or kept with the rows that may match (its candidates), the part of the
+filter left to decode there, and the bytes its candidate pages span. Execution takes a
+:class:`BlockPlan` per kept block (:meth:`rcfmt.scan.scanner.FileScan.plan`).
+
+``explain()`` renders a plan as text (in the spirit of DuckDB's ``EXPLAIN``) and
+``to_dict()`` as plain Python values (JSON-serialisable).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .selection import Selection
+
+__all__ = ["BlockPlan", "FilePlan", "PRUNE_STAGES"]
+
+#: the stages that prune whole blocks, in the order a scan asks them
+PRUNE_STAGES = ("stats", "bloom", "bitmap", "pages")
+
+#: candidate row ranges shown per block by explain() (to_dict() lists them all)
+_SHOWN_RANGES = 4
+
+
+@dataclass(frozen=True)
+class BlockPlan:
+    """One kept block: its ``rows``, the ``candidates`` that may match (a
+    :class:`~rcfmt.scan.selection.Selection` over them), the ``residual`` filter to
+    evaluate by decoding (None: the candidates are exactly the matching rows), what the
+    bitmap indexes did (``index``: ``"exact"`` decided the whole filter, ``"narrowed"``
+    decided part of it, None) and, when the plan was asked for them, the byte ranges its
+    candidate pages span in the file (``fetch``: ``(starts, ends)``, half-open)."""
+
+    block: int
+    rows: int
+    candidates: Selection
+    residual: object | None
+    index: str | None = None
+    fetch: tuple[np.ndarray, np.ndarray] | None = None
+
+    @property
+    def candidate_rows(self) -> int:
+        return self.candidates.row_count
+
+    @property
+    def fetch_bytes(self) -> int:
+        return 0 if self.fetch is None else int((self.fetch[1] - self.fetch[0]).sum())
+
+    def to_dict(self) -> dict:
+        ranges = self.candidates.to_ranges()
+        out = {"block": self.block, "rows": self.rows, "candidate_rows": self.candidate_rows,
+               "candidate_ranges": [[int(s), int(e)] for s, e in zip(ranges.starts, ranges.ends)],
+               "index": self.index, "residual": None if self.residual is None else str(self.residual)}
+        if self.fetch is not None:
+            out["fetch"] = [[int(s), int(e)] for s, e in zip(*self.fetch)]
+            out["fetch_bytes"] = self.fetch_bytes
+        return out
+
+    def explain_line(self) -> str:
+        ranges = self.candidates.to_ranges()
+        shown = ", ".join(f"[{s}, {e})" for s, e in list(zip(ranges.starts.tolist(), ranges.ends.tolist()))[:_SHOWN_RANGES])
+        more = f", ... {len(ranges) - _SHOWN_RANGES} more" if len(ranges) > _SHOWN_RANGES else ""
+        index = f", bitmap index: {self.index}" if self.index else ""
+        fetch = f", {self.fetch_bytes} bytes in {len(self.fetch[0])} ranges" if self.fetch is not None else ""
+        decode = "" if self.residual is None else " -> decode"
+        return (f"block {self.block}: {self.candidate_rows}/{self.rows} candidate rows in {len(ranges)} ranges "
+                f"{shown}{more}{index}{fetch}{decode}")
+
+
+@dataclass(frozen=True)
+class FilePlan:
+    """The plan of a scan of one file: ``columns`` returned, the bound ``filter`` (None:
+    every row), ``blocks_total`` in the scanned range, the blocks ``pruned`` by each stage
+    (:data:`PRUNE_STAGES`), the filter's leaves ``pushed`` into the decode pass by column
+    (each chunk's encoding decides whether its pipeline takes them; the rest are
+    evaluated on the decoded values), the ``mask_only`` columns (decoded into the mask,
+    not returned), the leaves ``after_decode`` (OR trees, list predicates) evaluated on
+    decoded columns, and the kept ``blocks``."""
+
+    path: str
+    columns: tuple[str, ...]
+    filter: str | None
+    blocks_total: int
+    rows_total: int
+    pruned: dict[str, tuple[int, ...]]
+    pushed: dict[str, tuple[str, ...]]
+    mask_only: tuple[str, ...]
+    after_decode: tuple[str, ...]
+    blocks: tuple[BlockPlan, ...] = field(default=())
+
+    @property
+    def candidate_rows(self) -> int:
+        return sum(b.candidate_rows for b in self.blocks)
+
+    def to_dict(self) -> dict:
+        return {"path": self.path, "columns": list(self.columns), "filter": self.filter,
+                "blocks_total": self.blocks_total, "rows_total": self.rows_total,
+                "pruned": {k: list(v) for k, v in self.pruned.items()},
+                "pushed": {k: list(v) for k, v in self.pushed.items()}, "mask_only": list(self.mask_only),
+                "after_decode": list(self.after_decode), "candidate_rows": self.candidate_rows,
+                "blocks": [b.to_dict() for b in self.blocks]}
+
+    def explain(self) -> str:
+        pruned = ", ".join(f"{k} {len(v)}" for k, v in self.pruned.items())
+        lines = [f"scan {self.path}",
+                 f"  columns: {', '.join(self.columns) if self.columns else '(none: row count)'}",
+                 f"  filter: {self.filter if self.filter is not None else '(none)'}",
+                 f"  blocks: {len(self.blocks)} of {self.blocks_total} kept (pruned: {pruned})",
+                 f"  candidate rows: {self.candidate_rows} of {self.rows_total}"]
+        if self.pushed:
+            lines.append("  decode pass: " + "; ".join(f"{c}: {' AND '.join(v)}" for c, v in self.pushed.items()))
+        if self.mask_only:
+            lines.append(f"  mask only (decoded, not returned): {', '.join(self.mask_only)}")
+        if self.after_decode:
+            lines.append(f"  after decode: {' AND '.join(self.after_decode)}")
+        lines += ["  " + b.explain_line() for b in self.blocks]
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.explain()

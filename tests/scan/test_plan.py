@@ -1,0 +1,132 @@
+"""The scan plan (``FileScan.plan()`` / ``explain()``): built from metadata only, sound
+against a brute-force filter computed by code that shares nothing with the engine, and
+the same blocks and rows that executing the scan finds."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow as pa
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import rcfmt
+from oracle_filter import selection_mask
+from rcfmt import col
+from rcfmt.scan.plan import PRUNE_STAGES
+from strategies import examples
+from strategies_expr import exprs, tables
+
+SETTINGS = settings(max_examples=examples(60), deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
+                                           HealthCheck.data_too_large])
+
+
+class _Recorder:
+    """A byte source that records every ``(offset, length)`` read through it."""
+
+    def __init__(self, source):
+        self.source, self.reads = source, []
+
+    def read_at(self, offset, length):
+        self.reads.append((offset, length))
+        return self.source.read_at(offset, length)
+
+    def read_into(self, offset, out):
+        self.reads.append((offset, len(out)))
+        return self.source.read_into(offset, out)
+
+    def __getattr__(self, name):
+        return getattr(self.source, name)
+
+
+def _data_ranges(f) -> list[tuple[int, int]]:
+    """``[start, end)`` of every column chunk (dictionary and data pages) of ``f``."""
+    out = []
+    for c in range(len(f.footer.columns)):
+        for b in range(f.num_blocks):
+            rec = f.footer.chunks[c][b]
+            if int(rec["length"]):
+                out.append((int(rec["offset"]), int(rec["offset"]) + int(rec["length"])))
+    return out
+
+
+@st.composite
+def cases(draw):
+    data = draw(tables(min_rows=0, max_rows=120, max_columns=3))
+    expr = draw(exprs(data, max_leaves=4))
+    names = data.table.column_names
+    options = dict(block_rows=draw(st.integers(1, 50)), page_rows=draw(st.integers(1, 20)),
+                   dictionary=draw(st.booleans()), bloom_filter_columns=draw(st.sampled_from(["auto", None, names])))
+    table = data.table.sort_by([(names[0], "ascending")]) if draw(st.booleans()) else data.table
+    return table, expr, options
+
+
+@SETTINGS
+@given(case=cases())
+def test_plan_is_sound_reads_no_data_page_and_matches_execution(tmp_path_factory, case):
+    table, expr, options = case
+    path = tmp_path_factory.mktemp("plan") / "t.rcfmt"
+    rcfmt.write_table(table, path, **options)
+    truth = selection_mask(expr, table)
+    with rcfmt.open(path) as f:
+        scan = f.scan(filter=expr)
+        recorder = f._source = _Recorder(f._source)
+        plan = scan.plan()
+        for offset, length in recorder.reads:  # metadata only
+            assert not any(offset < hi and lo < offset + length for lo, hi in _data_ranges(f)), (offset, length)
+        assert scan.stats.rows_selected == 0 and scan.stats.bytes_read == 0  # planning leaves stats alone
+
+        # every block is kept or pruned by exactly one stage
+        kept = [b.block for b in plan.blocks]
+        pruned = [b for stage in PRUNE_STAGES for b in plan.pruned[stage]]
+        assert sorted(kept + pruned) == list(range(f.num_blocks))
+        # sound: every matching row is a candidate of a kept block
+        starts = np.concatenate(([0], np.cumsum([int(f.footer.blocks[b]["row_count"]) for b in range(f.num_blocks)])))
+        candidates = np.zeros(table.num_rows, bool)
+        for b in plan.blocks:
+            candidates[starts[b.block] + b.candidates.to_indices()] = True
+            assert b.candidate_rows <= b.rows
+        assert not (truth & ~candidates).any()
+        assert plan.candidate_rows == int(candidates.sum())
+        json.dumps(plan.to_dict())
+        assert plan.explain().startswith(f"scan {path}")
+
+        got = scan.read()  # execution: the rows the oracle selects, in order
+        assert got.num_rows == int(truth.sum())
+        assert scan.stats.rows_selected == int(truth.sum())
+
+
+def test_each_stage_is_named(tmp_path):
+    """Blocks pruned by statistics, bloom filters, bitmap indexes and the page index are
+    listed under their stage, and explain() says so."""
+    n = 40_000
+    k = np.arange(n)
+    table = pa.table({
+        "k": k,                                                      # sorted: statistics prune
+        "h": (k * 7919) % 100_003,                                   # scattered: only blooms prune
+        "m": np.where(k % 10_000 < 5_000, k % 3, 3 + k % 3).astype(np.int64),  # bitmap index
+        "p": np.where(k % 10_000 < 500, 0, 1_000 + k % 10_000),      # the page index: page 0 all zeros
+    })
+    path = tmp_path / "t.rcfmt"
+    rcfmt.write_table(table, path, block_rows=10_000, page_rows=500, bloom_filter_columns=["h"],
+                      bitmap_indexes={"m": "equality"})
+    with rcfmt.open(path) as f:
+        by_stats = f.scan(filter=col("k") < 10_000).plan()
+        assert by_stats.pruned["stats"] == (1, 2, 3) and [b.block for b in by_stats.blocks] == [0]
+        absent = next(v for v in range(50_000, 100_003) if v not in set(table["h"].to_pylist()))  # inside every block's range
+        by_bloom = f.scan(filter=col("h") == absent).plan()
+        assert len(by_bloom.pruned["bloom"]) >= 3 and not by_bloom.pruned["stats"] and not by_bloom.blocks
+        by_pages = f.scan(filter=col("p") == 0).plan()
+        assert all(b.candidate_rows == 500 for b in by_pages.blocks) and len(by_pages.blocks) == 4
+        assert "decode pass: p: col('p') == 0" in by_pages.explain()
+        by_index = f.scan(["k"], filter=col("m") == 4).plan()
+        m = table["m"].to_numpy()
+        for b in by_index.blocks:
+            assert b.index == "exact" and b.residual is None
+            assert b.candidate_rows == int((m[b.block * 10_000:(b.block + 1) * 10_000] == 4).sum())
+        assert f.scan(filter=col("m") == 6).plan().pruned["stats"] == (0, 1, 2, 3)
+        nowhere = f.scan(filter=col("p") == 5).plan()  # inside every block's range, in no page's
+        assert nowhere.pruned["pages"] == (0, 1, 2, 3) and not nowhere.pruned["stats"]
+        text = f.scan(["k"], filter=(col("k") < 10_000) & ((col("m") == 1) | (col("p") == 0))).explain()
+        assert "pruned: stats 3" in text and "after decode: (col('m') == 1) | (col('p') == 0)" in text
