@@ -32,6 +32,7 @@ from ..scan.bind import arrow_values
 from ..scan.arrow_eval import evaluate, selection_mask
 from ..scan.prune import may_match
 from ..scan.residual import FALSE, TRUE, prepare_filter, residual_of
+from ..scan.plan import DatasetPlan
 from ..scan.scanner import ScanStats
 from .. import nested
 from ..types import logical_type_from_arrow, same_logical_type
@@ -255,6 +256,29 @@ class DatasetScan:
         finally:
             scan.file.close()
         return scan, n
+
+    # ---------------------------------------------------------------- planning
+    def plan(self) -> DatasetPlan:
+        """The scan's plan (:class:`~rcfmt.scan.plan.DatasetPlan`): what the dataset's
+        index pruned, and the :meth:`~rcfmt.scan.scanner.FileScan.plan` of every file
+        left (each file opened for its footer and indexes; no data page is read)."""
+        files, skipped = [], []
+        for frag in self.fragments:
+            scan = self._file_scan(frag, False)[0]
+            if scan is None:
+                skipped.append(frag.path)
+                continue
+            try:
+                with missing_is_corrupt(frag.path):
+                    files.append(scan.plan())
+            finally:
+                scan.file.close()
+        return DatasetPlan(filter=None if self.nnf is None else str(self.nnf), files_total=self.stats.files_total,
+                           files_pruned=self.stats.files_pruned, skipped=tuple(skipped), files=tuple(files))
+
+    def explain(self) -> str:
+        """The plan as text: files pruned, then per file what :meth:`FileScan.explain` says."""
+        return self.plan().explain()
 
     # ---------------------------------------------------------------- driving
     def count(self) -> int:

@@ -17,7 +17,7 @@ import numpy as np
 
 from .selection import Selection
 
-__all__ = ["BlockPlan", "FilePlan", "PRUNE_STAGES"]
+__all__ = ["BlockPlan", "DatasetPlan", "FilePlan", "PRUNE_STAGES"]
 
 #: the stages that prune whole blocks, in the order a scan asks them
 PRUNE_STAGES = ("stats", "bloom", "bitmap", "pages")
@@ -118,6 +118,42 @@ class FilePlan:
         if self.after_decode:
             lines.append(f"  after decode: {' AND '.join(self.after_decode)}")
         lines += ["  " + b.explain_line() for b in self.blocks]
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.explain()
+
+
+@dataclass(frozen=True)
+class DatasetPlan:
+    """The plan of a scan of a dataset: ``files_total`` in its version, the number
+    ``files_pruned`` by its index (the table-level statistics and partition values of
+    every file, before any file is opened), the ``skipped`` files opened but found unable
+    to match (partition values, columns the file lacks) and a :class:`FilePlan` per file
+    left to scan."""
+
+    filter: str | None
+    files_total: int
+    files_pruned: int
+    skipped: tuple[str, ...]
+    files: tuple[FilePlan, ...]
+
+    @property
+    def candidate_rows(self) -> int:
+        return sum(f.candidate_rows for f in self.files)
+
+    def to_dict(self) -> dict:
+        return {"filter": self.filter, "files_total": self.files_total, "files_pruned": self.files_pruned,
+                "skipped": list(self.skipped), "candidate_rows": self.candidate_rows,
+                "files": [f.to_dict() for f in self.files]}
+
+    def explain(self) -> str:
+        lines = [f"scan dataset: {len(self.files)} of {self.files_total} files to scan "
+                 f"(pruned by the index: {self.files_pruned}, by partition or missing columns: {len(self.skipped)})",
+                 f"  filter: {self.filter if self.filter is not None else '(none)'}",
+                 f"  candidate rows: {self.candidate_rows}"]
+        for f in self.files:
+            lines += ["  " + line for line in f.explain().splitlines()]
         return "\n".join(lines)
 
     def __str__(self) -> str:

@@ -130,3 +130,28 @@ def test_each_stage_is_named(tmp_path):
         assert nowhere.pruned["pages"] == (0, 1, 2, 3) and not nowhere.pruned["stats"]
         text = f.scan(["k"], filter=(col("k") < 10_000) & ((col("m") == 1) | (col("p") == 0))).explain()
         assert "pruned: stats 3" in text and "after decode: (col('m') == 1) | (col('p') == 0)" in text
+
+
+def test_dataset_plan_names_pruned_files_and_holds_every_match(tmp_path):
+    rng = np.random.default_rng(3)
+    root = tmp_path / "ds"
+    parts = []
+    for i in range(4):
+        t = pa.table({"a": np.sort(rng.integers(i * 1_000, (i + 1) * 1_000, 2_000)), "b": rng.integers(0, 5, 2_000),
+                      "p": np.full(2_000, i % 2)})
+        rcfmt.write_dataset(t, root, partition_by=["p"], block_rows=500, page_rows=100)
+        parts.append(t)
+    table = pa.concat_tables(parts)
+    expr = (col("a") >= 1_500) & (col("a") < 2_100) & (col("b") == 3)
+    scan = rcfmt.dataset(root).scan(["a"], filter=expr)
+    plan = scan.plan()
+    assert plan.files_total == 4 and plan.files_pruned == 2 and len(plan.files) == 2
+    truth = int(selection_mask(expr, table).sum())
+    assert plan.candidate_rows >= truth
+    text = plan.explain()
+    assert text.startswith("scan dataset: 2 of 4 files to scan (pruned by the index: 2")
+    assert text.count("\n  scan ") == 2 and "decode pass: a: col('a') >= 1500 AND col('a') < 2100" in text
+    json.dumps(plan.to_dict())
+    assert scan.read().num_rows == truth
+    by_partition = rcfmt.dataset(root).scan(filter=col("p") == 0).plan()
+    assert len(by_partition.files) == 2 and by_partition.files_pruned == 2
