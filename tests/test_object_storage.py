@@ -220,17 +220,20 @@ def test_a_create_whose_answer_was_lost_is_taken_as_won(s3, monkeypatch):
     (412): the bytes there are ours, so the commit stands instead of being rebased into
     a second version holding the same files. Someone else's bytes are a lost race."""
     from rcfmt import storage
-    from rcfmt.storage import s3
+    from rcfmt.storage import s3 as s3_store
 
-    real = s3.create_if_absent
+    real = s3_store.create_if_absent
+    seen = []  # (the commit goes through the store's create_if_absent, patched here)
 
     def landed_but_refused_on_retry(uri, data):
+        seen.append(uri)
         real(uri, data)
         return False
 
-    monkeypatch.setattr(s3, "create_if_absent", landed_but_refused_on_retry)
+    monkeypatch.setattr(s3_store, "create_if_absent", landed_but_refused_on_retry)
     assert storage.create_if_absent(f"s3://{BUCKET}/lost/v1", b"ours") is True
-    monkeypatch.setattr(s3, "create_if_absent", lambda uri, data: False)
+    assert len(seen) == 1 and seen[0].endswith("/lost/v1")
+    monkeypatch.setattr(s3_store, "create_if_absent", lambda uri, data: False)
     assert storage.create_if_absent(f"s3://{BUCKET}/lost/v1", b"someone else's") is False
     assert storage.create_if_absent(f"s3://{BUCKET}/lost/v2", b"in flight") is False  # 409: nothing there yet
 
@@ -257,7 +260,8 @@ def test_datasets_are_written_appended_and_overwritten_on_s3(s3, tmp_path):
     assert sorted(scan.read().column("id").to_pylist()) == [i for i in range(100, 130) if i % 3 == 1]
     assert scan.stats.files_pruned > 0
     keys = _keys(client, "dsw/t/")
-    assert [k for k in keys if "_rcfmt/" in k] == ["dsw/t/_rcfmt/v00000000000000000001.rcfmt",
+    assert [k for k in keys if "_rcfmt/" in k] == ["dsw/t/_rcfmt/_last_version",  # the version hint
+                                                  "dsw/t/_rcfmt/v00000000000000000001.rcfmt",
                                                   "dsw/t/_rcfmt/v00000000000000000002.rcfmt"]
     assert all(k.startswith("dsw/t/p=") or "_rcfmt/v" in k for k in keys)  # no staging, no temporaries
     ds = rcfmt.write_dataset(t.slice(0, 10), uri, mode="overwrite")
@@ -535,10 +539,10 @@ def test_a_persistent_fault_is_a_storage_error_after_the_configured_attempts(rem
     """A server that keeps failing: a StorageError (an RcfmtError and an OSError) naming
     the object once the client has made its configured number of attempts
     (``rcfmt.storage.s3.ATTEMPTS``, 2 here) -- each of them answered 503, none more."""
-    from rcfmt.storage import s3
+    from rcfmt.storage import s3 as s3_store
 
     uri, _, _ = remote_file
-    monkeypatch.setattr(s3, "ATTEMPTS", 2)
+    monkeypatch.setattr(s3_store, "ATTEMPTS", 2)
     proxy.fault = _faulty("503", "data/f.rcfmt", 1000)
     with pytest.raises(rcfmt.StorageError, match="data/f.rcfmt") as info:
         rcfmt.open(uri)
@@ -898,10 +902,11 @@ def _write_through(s3, monkeypatch, fn):
 def test_repeated_dataset_queries_take_footers_and_index_from_the_cache(s3, proxy, monkeypatch):
     """A dataset's index versions and data files are never replaced under their names,
     so their footers (and the tails read with them) are cached per (path, size): the
-    first query costs the listing and one GET per file (their sizes are in the index:
-    no HEAD); a repeated one (a new
-    Dataset object) only the listing that finds the latest version. A new version is
-    seen at once: its index is a new name."""
+    first query costs finding the latest version and one GET per file (their sizes are in
+    the index: no HEAD); a repeated one (a new Dataset object) only finding the latest
+    version: a GET of the version hint and a HEAD showing that no later version exists
+    (no listing, whatever the number of versions). A new version is seen at once: its
+    index is a new name."""
     from rcfmt.file.footer_cache import FOOTERS
 
     uri = f"s3://{BUCKET}/cached/ds"
@@ -916,7 +921,8 @@ def test_repeated_dataset_queries_take_footers_and_index_from_the_cache(s3, prox
     assert [r[0] for r in files] == ["GET"] * 3, files
     proxy.reset_counts()
     again = rcfmt.dataset(uri).to_table(filter=expr).sort_by("id")
-    assert [r[0] for r in proxy.requests] == ["GET"] and "list-type" in proxy.requests[0][1]  # the listing
+    assert [(r[0], r[1].rsplit("/", 1)[-1]) for r in proxy.requests] == [
+        ("GET", "_last_version"), ("HEAD", "v00000000000000000002.rcfmt")], proxy.requests  # the hint, confirmed
     assert first.equals(again) and first.select(t.schema.names).equals(want)
     _write_through(s3, monkeypatch, lambda: rcfmt.write_dataset(t.slice(0, 10), uri, partition_by=["p"]))
     assert rcfmt.dataset(uri).to_table(filter=expr).num_rows == 100  # the appended ids 0..9 are not in range

@@ -129,13 +129,16 @@ def test_a_create_whose_answer_was_lost_is_taken_as_won(azure, monkeypatch):
     from rcfmt.storage import azure as azure_store
 
     real = azure_store.create_if_absent
+    seen = []  # (the commit goes through the store's create_if_absent, patched here)
 
     def landed_but_refused_on_retry(uri, data):
+        seen.append(uri)
         real(uri, data)
         return False
 
     monkeypatch.setattr(azure_store, "create_if_absent", landed_but_refused_on_retry)
     assert storage.create_if_absent(f"az://{CONTAINER}/lost/v1", b"ours") is True
+    assert len(seen) == 1 and seen[0].endswith("/lost/v1")
     monkeypatch.setattr(azure_store, "create_if_absent", lambda uri, data: False)
     assert storage.create_if_absent(f"az://{CONTAINER}/lost/v1", b"someone else's") is False
 

@@ -65,17 +65,20 @@ def test_a_create_whose_answer_was_lost_is_taken_as_won(gcs, monkeypatch):
     object: the bytes there are ours, so the commit stands (not rebased into a duplicate
     version). Someone else's bytes there are a lost race."""
     from rcfmt import storage
-    from rcfmt.storage import gcs
+    from rcfmt.storage import gcs as gcs_store
 
-    real = gcs.create_if_absent
+    real = gcs_store.create_if_absent
+    seen = []  # (the commit goes through the store's create_if_absent, patched here)
 
     def landed_but_refused_on_retry(uri, data):
+        seen.append(uri)
         real(uri, data)
         return False  # what the client's retry of it answers: 412
 
-    monkeypatch.setattr(gcs, "create_if_absent", landed_but_refused_on_retry)
+    monkeypatch.setattr(gcs_store, "create_if_absent", landed_but_refused_on_retry)
     assert storage.create_if_absent(f"gs://{BUCKET}/lost/v1", b"ours") is True
-    monkeypatch.setattr(gcs, "create_if_absent", lambda uri, data: False)
+    assert len(seen) == 1 and seen[0].endswith("/lost/v1")
+    monkeypatch.setattr(gcs_store, "create_if_absent", lambda uri, data: False)
     assert storage.create_if_absent(f"gs://{BUCKET}/lost/v1", b"someone else's") is False
 
 
@@ -110,14 +113,14 @@ def test_an_unreachable_server_is_a_storage_error_after_the_retry_limit(gcs, mon
     with a StorageError naming the object; nothing is read from a stale cache."""
     import socket
 
-    from rcfmt.storage import gcs
+    from rcfmt.storage import gcs as gcs_store
 
     uri = f"gs://{BUCKET}/faults/gone.rcfmt"
     rcfmt.write_table(_table(), uri)
     with socket.socket() as s:  # a port nothing listens on
         s.bind(("127.0.0.1", 0))
         dead = f"http://127.0.0.1:{s.getsockname()[1]}"
-    monkeypatch.setattr(gcs, "GCS_RETRY_SECONDS", 1)
+    monkeypatch.setattr(gcs_store, "GCS_RETRY_SECONDS", 1)
     monkeypatch.setenv("STORAGE_EMULATOR_HOST", dead)
     for call in (lambda: rcfmt.read_table(uri), lambda: rcfmt.dataset(f"gs://{BUCKET}/faults/ds"),
                  lambda: rcfmt.write_dataset(_table(), f"gs://{BUCKET}/faults/ds")):
@@ -236,11 +239,11 @@ def test_a_persistent_or_stalled_gcs_fault_is_a_storage_error_at_the_retry_deadl
     from google.api_core.exceptions import RetryError
     from requests.exceptions import ReadTimeout
 
-    from rcfmt.storage import gcs
+    from rcfmt.storage import gcs as gcs_store
 
     uri, _ = big_gcs_file
-    monkeypatch.setattr(gcs, "GCS_RETRY_SECONDS", 3)
-    monkeypatch.setattr(gcs, "TIMEOUT", (2, 0.5))
+    monkeypatch.setattr(gcs_store, "GCS_RETRY_SECONDS", 3)
+    monkeypatch.setattr(gcs_store, "TIMEOUT", (2, 0.5))
     hook = _gcs_faulty("503", "reads/big.rcfmt", 1000) if fault == "503" else _Held("reads/big.rcfmt")
     with rcfmt.open(uri) as f:
         gcs_proxy.reset_counts()

@@ -1,0 +1,209 @@
+"""The package's shape, read from the source with ``ast`` (nothing is imported):
+
+- no import circle among modules: an import counts wherever it is written, at module
+  level or inside a function (a function-level import hides a circle from Python, not
+  from the design);
+- no module imports another module's ``_private`` name (``from .x import _y``, or
+  ``x._y`` through a module it imported): what modules share is public in the package;
+- no ``.py`` file over :data:`MAX_LINES` lines.
+
+Checked now for the packages in :data:`PACKAGES` only: ``rcfmt.storage`` (issue 39).
+Other packages of ``rcfmt/`` are to be added there once they are cleaned -- the
+circles known today are ``dataset/dataset.py`` <-> ``dataset/optimize.py`` <->
+``dataset/writer.py``, ``file/writer.py`` <-> ``layout/curves.py`` and ``scan/expr.py``
+<-> ``scan/nnf.py`` -- until ``PACKAGES = ["rcfmt"]`` holds the whole package. The
+checks take a package name and look at every module below it, so widening them is a
+change of that list, not of the code.
+
+An import of ``a.b.c`` counts as an edge to ``a.b.c`` alone: Python runs the parents'
+``__init__`` first, but a package's ``__init__`` that re-exports its modules' names
+(``rcfmt/storage/__init__.py``) is no circle as long as no module of the package
+imports from it.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+#: the packages whose modules must pass every check (widen to "rcfmt" when it is clean)
+PACKAGES = ["rcfmt.storage"]
+#: the most lines a module may have
+MAX_LINES = 800
+
+
+def modules_of(root: Path, top: str = "rcfmt") -> dict[str, Path]:
+    """Every ``.py`` module below ``root / top``: dotted name -> file (a package's
+    ``__init__.py`` under the package's name)."""
+    out = {}
+    for path in sorted((root / top).rglob("*.py")):
+        parts = list(path.relative_to(root).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out[".".join(parts)] = path
+    return out
+
+
+def _package_of(name: str, path: Path) -> str:
+    """The package a module's relative imports start from."""
+    return name if path.name == "__init__.py" else name.rpartition(".")[0]
+
+
+def _parse(path: Path) -> ast.Module:
+    """``ast.parse`` of the file, retried when CPython 3.11's AST recursion guard, shared
+    by threads (gh-106905), trips because another thread (a test server's) used the AST
+    machinery at the same time."""
+    for attempt in range(5):
+        try:
+            return ast.parse(path.read_text(), filename=str(path))
+        except SystemError:
+            if attempt == 4:
+                raise
+    raise AssertionError("unreachable")
+
+
+def imports_of(name: str, path: Path, modules: dict[str, Path]) -> list[tuple[str, str | None, int]]:
+    """What the module ``name`` imports from the modules of ``modules``, wherever the
+    import is written: ``(module, name imported from it or None for the module itself,
+    line)``; and ``module._name`` attribute uses through a module it imported, as
+    ``(module, "_name", line)``."""
+    tree = _parse(path)
+    out = []
+    bound = {}  # local name -> module it names
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                target = alias.name
+                while target and target not in modules:
+                    target = target.rpartition(".")[0]
+                if target:
+                    out.append((target, None, node.lineno))
+                    if alias.asname and alias.name in modules:
+                        bound[alias.asname] = alias.name
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = _package_of(name, path)
+                for _ in range(node.level - 1):
+                    base = base.rpartition(".")[0]
+                base = f"{base}.{node.module}" if node.module else base
+            else:
+                base = node.module or ""
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                if sub in modules:  # ``from . import x``: the module x
+                    out.append((sub, None, node.lineno))
+                    bound[alias.asname or alias.name] = sub
+                elif base in modules:
+                    out.append((base, alias.name, node.lineno))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in bound:
+            out.append((bound[node.value.id], node.attr, node.lineno))
+    return out
+
+
+def _private(name: str | None) -> bool:
+    return bool(name) and name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def _inside(name: str, package: str) -> bool:
+    return name == package or name.startswith(package + ".")
+
+
+def import_circles(package: str, root: Path = ROOT) -> list[list[str]]:
+    """The import circles (strongly connected components of more than one module, or a
+    module importing itself) of the whole top-level package that hold a module of
+    ``package``."""
+    top = package.partition(".")[0]
+    modules = modules_of(root, top)
+    graph = {m: {t for t, _, _ in imports_of(m, p, modules) if t in modules} for m, p in modules.items()}
+    index, low, on_stack, stack, found = {}, {}, set(), [], []
+
+    def visit(v: str) -> None:  # Tarjan's algorithm
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1 or v in graph[v]:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return [c for c in found if any(_inside(m, package) for m in c)]
+
+
+def private_imports(package: str, root: Path = ROOT) -> list[str]:
+    """``module:line imports other._name`` for each module of ``package`` that uses
+    another module's private name."""
+    modules = modules_of(root, package.partition(".")[0])
+    out = []
+    for name, path in modules.items():
+        if _inside(name, package):
+            for target, imported, line in imports_of(name, path, modules):
+                if target != name and _private(imported):
+                    out.append(f"{name}:{line} imports {target}.{imported}")
+    return out
+
+
+def long_modules(package: str, root: Path = ROOT, limit: int = MAX_LINES) -> list[str]:
+    """``file: lines`` for each module of ``package`` over ``limit`` lines."""
+    modules = modules_of(root, package.partition(".")[0])
+    out = []
+    for name, path in modules.items():
+        if _inside(name, package):
+            lines = len(path.read_text().splitlines())
+            if lines > limit:
+                out.append(f"{path.relative_to(root)}: {lines}")
+    return out
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_no_import_circle(package):
+    assert import_circles(package) == []
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_no_module_uses_another_modules_private_name(package):
+    assert private_imports(package) == []
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_no_module_is_over_the_line_limit(package):
+    assert long_modules(package) == []
+
+
+def test_the_checks_find_what_they_look_for(tmp_path):
+    """The checks fail on a circle hidden in a function, on a private name imported or
+    reached through a module, and on a long file (a structure test that cannot fail
+    would pass on any shape)."""
+    pkg = tmp_path / "top" / "pkg"
+    pkg.mkdir(parents=True)
+    (tmp_path / "top" / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("from .a import run\n")
+    (pkg / "a.py").write_text("from . import b\n\ndef run():\n    return b._helper()\n")
+    (pkg / "b.py").write_text("def _helper():\n    from .a import run\n    return run\n")
+    (pkg / "c.py").write_text("from .b import _helper\n" + "x = 1\n" * 5)
+    (pkg / "d.py").write_text("from ..pkg import c\n")
+    assert import_circles("top.pkg", tmp_path) == [["top.pkg.a", "top.pkg.b"]]
+    assert sorted(private_imports("top.pkg", tmp_path)) == ["top.pkg.a:4 imports top.pkg.b._helper",
+                                                           "top.pkg.c:1 imports top.pkg.b._helper"]
+    assert long_modules("top.pkg", tmp_path, limit=5) == [str(Path("top/pkg/c.py")) + ": 6"]
+    (pkg / "b.py").write_text("def helper():\n    return 1\n")
+    (pkg / "a.py").write_text("from . import b\n\ndef run():\n    return b.helper()\n")
+    (pkg / "c.py").write_text("from .b import helper\n")
+    assert import_circles("top.pkg", tmp_path) == [] and private_imports("top.pkg", tmp_path) == []
