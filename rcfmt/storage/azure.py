@@ -111,6 +111,7 @@ def _from_connection_string(text: str, account: str | None, where: str) -> Azure
 #: the settings :func:`azure_settings` accepts
 AZURE_SETTINGS = ("connection_string", "account_name", "account_key", "sas_token", "endpoint")
 _GIVEN: dict | None = None  # in force: used instead of the environment's
+_GIVEN_LOCK = threading.Lock()
 
 
 def check_azure_settings(given) -> dict:
@@ -140,12 +141,12 @@ def azure_settings(given):
     (Spark's Python workers run one task at a time), like :func:`rcfmt.storage.s3.s3_settings`."""
     global _GIVEN
     checked = check_azure_settings(given) if given else None
-    with _LOCK:
+    with _GIVEN_LOCK:
         saved, _GIVEN = _GIVEN, checked
     try:
         yield
     finally:
-        with _LOCK:
+        with _GIVEN_LOCK:
             _GIVEN = saved
 
 
@@ -192,9 +193,10 @@ def split_uri(uri: str) -> tuple[str | None, str, str]:
     return account, container, unquote(parts.path).strip("/")
 
 
-_LOCK = threading.Lock()
-_FILESYSTEMS: dict = {}
-_SERVICES: dict = {}
+_FILESYSTEMS: dict = {}  # settings -> pyarrow's client
+_FILESYSTEMS_LOCK = threading.Lock()
+_SERVICES: dict = {}  # settings -> azure-storage-blob's client
+_SERVICES_LOCK = threading.Lock()
 
 
 def _authorities(s: AzureSettings) -> dict:
@@ -225,7 +227,7 @@ def filesystem(s: AzureSettings):
     """pyarrow's ``AzureFileSystem`` for the account (one per settings)."""
     import pyarrow.fs as pafs
 
-    with _LOCK:
+    with _FILESYSTEMS_LOCK:
         fs = _FILESYSTEMS.get(s)
         if fs is None:
             kwargs = _authorities(s)
@@ -239,7 +241,7 @@ def filesystem(s: AzureSettings):
 
 def _service(s: AzureSettings):
     """azure-storage-blob's client for the account (thread-safe; one per settings)."""
-    with _LOCK:
+    with _SERVICES_LOCK:
         client = _SERVICES.get(s)
     if client is not None:
         return client
@@ -262,7 +264,7 @@ def _service(s: AzureSettings):
 
     client = BlobServiceClient(s.account_url, credential=credential,
                                retry_policy=ExponentialRetry(initial_backoff=1, increment_base=2, retry_total=RETRIES))
-    with _LOCK:
+    with _SERVICES_LOCK:
         return _SERVICES.setdefault(s, client)
 
 

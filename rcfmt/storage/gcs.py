@@ -44,10 +44,11 @@ TIMEOUT = (10, 60)
 GCS_RETRY_SECONDS = 60
 
 _IDLE: dict = {}  # environment -> google-cloud-storage clients not in use (their HTTP sessions stay warm)
+_IDLE_LOCK = threading.Lock()
 _CREDENTIALS: dict = {}  # environment -> (credentials, project), found once per process
-_AUTH_LOCK = threading.Lock()
+_CREDENTIALS_LOCK = threading.Lock()
 _FILESYSTEMS: dict = {}  # environment -> pyarrow's client
-_LOCK = threading.Lock()
+_FILESYSTEMS_LOCK = threading.Lock()
 
 
 def environment() -> tuple:
@@ -60,7 +61,7 @@ def _credentials(env: tuple) -> tuple:
     """Google's default credentials and project, looked up once per environment (a scan's
     new threads then make their clients without asking the metadata server or reading
     the key file again, and share one token)."""
-    with _AUTH_LOCK:  # (threads starting together wait for the one lookup)
+    with _CREDENTIALS_LOCK:  # (threads starting together wait for the one lookup)
         found = _CREDENTIALS.get(env)
         if found is None:
             import google.auth
@@ -80,7 +81,7 @@ def client():
     from google.cloud import storage
 
     env = environment()
-    with _LOCK:
+    with _IDLE_LOCK:
         idle = _IDLE.setdefault(env, [])
         made = idle.pop() if idle else None
     if made is None:
@@ -92,7 +93,7 @@ def client():
     try:
         yield made
     finally:
-        with _LOCK:
+        with _IDLE_LOCK:
             _IDLE.setdefault(env, []).append(made)
 
 
@@ -121,7 +122,7 @@ def filesystem():
         scheme, host = endpoint_parts(emulator if "://" in emulator else f"http://{emulator}")
         kwargs.update(anonymous=True, scheme=scheme, endpoint_override=host)
     key = (env, GCS_RETRY_SECONDS)
-    with _LOCK:
+    with _FILESYSTEMS_LOCK:
         fs = _FILESYSTEMS.get(key)
         if fs is None:
             fs = _FILESYSTEMS[key] = pafs.GcsFileSystem(**kwargs)

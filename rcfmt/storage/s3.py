@@ -51,11 +51,13 @@ _ENVIRONMENT = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_ACCESS_KEY_ID", 
                 "AWS_SESSION_TOKEN", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE")
 _CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+)")
 _CLIENTS: dict = {}  # one boto3 client per distinct settings and environment
+_CLIENTS_LOCK = threading.Lock()
 #: the settings :func:`s3_settings` accepts
 S3_SETTINGS = ("endpoint", "region", "access_key", "secret_key", "session_token")
 _SETTINGS: dict | None = None  # in force: they take precedence over the environment
+_SETTINGS_LOCK = threading.Lock()
 _FILESYSTEMS: dict = {}  # one pyarrow client per distinct settings
-_LOCK = threading.Lock()
+_FILESYSTEMS_LOCK = threading.Lock()
 
 
 def check_s3_settings(settings) -> dict:
@@ -86,12 +88,12 @@ def s3_settings(settings):
     at once."""
     global _SETTINGS
     checked = check_s3_settings(settings) if settings else None
-    with _LOCK:
+    with _SETTINGS_LOCK:
         saved, _SETTINGS = _SETTINGS, checked
     try:
         yield
     finally:
-        with _LOCK:
+        with _SETTINGS_LOCK:
             _SETTINGS = saved
 
 
@@ -105,7 +107,7 @@ def filesystem(settings: dict):
     import pyarrow.fs as pafs
 
     key = tuple(sorted(settings.items()))
-    with _LOCK:
+    with _FILESYSTEMS_LOCK:
         fs = _FILESYSTEMS.get(key)
         if fs is None:
             kwargs = {k: settings[k] for k in ("region", "access_key", "secret_key", "session_token") if k in settings}
@@ -138,7 +140,7 @@ def client():
     settings = _SETTINGS
     key = (tuple(sorted((settings or {}).items())), tuple(os.environ.get(k) for k in _ENVIRONMENT),
            CONNECT_TIMEOUT, READ_TIMEOUT, ATTEMPTS)
-    with _LOCK:
+    with _CLIENTS_LOCK:
         found = _CLIENTS.get(key)
     if found is not None:
         return found
@@ -149,7 +151,7 @@ def client():
                     retries={"mode": "standard", "total_max_attempts": ATTEMPTS},
                     max_pool_connections=FETCH_CONCURRENCY + 8)
     made = boto3.session.Session().client("s3", config=config, **boto3_arguments(settings))
-    with _LOCK:
+    with _CLIENTS_LOCK:
         return _CLIENTS.setdefault(key, made)
 
 
