@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import CorruptFileError, InvalidOptionError, SchemaError, UnsupportedError
-from ..fetch_options import FetchOptions, check_fetch
+from ..storage.fetch import FetchOptions, check_fetch
 from ..file.arrow_io import export_stream, filter_rows
 from ..file.reader import RcfmtFile
 from ..scan.nnf import BoundAnd, BoundListContains, columns as expr_columns, fold
@@ -124,7 +124,7 @@ class DatasetScan:
     """A planned scan of fragments of a dataset; ``read()``, ``iter_batches()`` and
     ``stats`` (a :class:`~rcfmt.scan.scanner.ScanStats` summed over the files scanned,
     with ``files_total``/``files_pruned`` of the file pruning). ``fetch``: how reads of
-    remote files trade requests for bytes (:class:`~rcfmt.fetch_options.FetchOptions`)."""
+    remote files trade requests for bytes (:class:`~rcfmt.storage.fetch.FetchOptions`)."""
 
     def __init__(self, schema: pa.Schema, fragments: Sequence[Fragment], columns: Sequence[str] | None = None,
                  filter=None, *, partition_names: Sequence[str] = (), files_total: int | None = None,
@@ -510,7 +510,7 @@ def prune_blocks(fragments: Sequence[Fragment], schema: pa.Schema, filter, *, pa
     rows are left to the scan), ``dropped`` the complementary block ranges. For
     planners that want as many tasks as there are surviving blocks, not files.
     ``column_ids``: :attr:`Dataset.column_ids` (files written before a rename); ``fetch``:
-    the tail a remote open reads (:class:`~rcfmt.fetch_options.FetchOptions`)."""
+    the tail a remote open reads (:class:`~rcfmt.storage.fetch.FetchOptions`)."""
     nnf = prepare_filter(filter, schema)
     if nnf is None:
         return list(fragments), [], sum(
@@ -707,7 +707,7 @@ class Dataset:
              verify_checksums: bool = True, fetch: FetchOptions | None = None) -> DatasetScan:
         """Plan a scan: files are pruned now (from the index), blocks, pages and rows as it
         runs. ``fetch``: how reads of remote files trade requests for bytes
-        (:class:`~rcfmt.fetch_options.FetchOptions`)."""
+        (:class:`~rcfmt.storage.fetch.FetchOptions`)."""
         fragments = self.get_fragments(filter)
         return DatasetScan(self.schema, fragments, columns, filter, partition_names=self.partitioning.names,
                            files_total=self.num_files, files_pruned=self.num_files - len(fragments),
