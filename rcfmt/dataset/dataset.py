@@ -319,8 +319,8 @@ class DatasetScan:
         """Stream selected rows, fragment by fragment, in batches of at most ``batch_size``."""
         if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
             raise InvalidOptionError(f"batch_size must be a positive integer, got {batch_size!r}")
-        for frag in self.fragments:
-            scan, partition, post, view = self._file_scan(frag, False)
+        for frag in self.fragments:  # (each file's blocks decoded ahead on the pool with use_threads)
+            scan, partition, post, view = self._file_scan(frag, self.use_threads)
             if scan is None:
                 self._count(None)
                 continue

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import os
 import threading
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields, replace
+from itertools import islice
 from typing import Iterator, Sequence
 
 import numpy as np
@@ -54,6 +56,10 @@ INDEX_NARROWS = 8
 #: them for its later blocks: skipping an index is always sound, and on unclustered
 #: data (lineitem in natural order under Q6) asking cost ~0.2 ms per block for nothing
 PROBE_BLOCKS = 8
+
+
+#: blocks decoded ahead of a stream's consumer, per worker thread (iter_batches)
+STREAM_WINDOW = 2
 
 
 @dataclass
@@ -982,10 +988,10 @@ class FileScan:
         return pa.RecordBatch.from_arrays(arrays, schema=self.output_schema), stats
 
     # ---------------------------------------------------------------- driving
-    def _run(self, blocks: list[int], use_threads: bool) -> Iterator[pa.RecordBatch]:
+    def _run(self, blocks: list[int], use_threads: bool, window: int | None = None) -> Iterator[pa.RecordBatch]:
         if self.file.remote and len(blocks) > 1:
             self._groups = self._plan_groups(blocks)
-        for batch, stats in _map_blocks(self.scan_block, blocks, use_threads):
+        for batch, stats in _map_blocks(self.scan_block, blocks, use_threads, window):
             self.stats.add(stats)
             if batch is not None:
                 yield batch
@@ -1021,8 +1027,13 @@ class FileScan:
         return total + sum(n for n, _ in results)
 
     def iter_batches(self, batch_size: int = 65536) -> Iterator[pa.RecordBatch]:
-        """Stream selected rows block by block, in batches of at most ``batch_size``."""
-        for batch in self._run(self.blocks, False):
+        """Stream selected rows block by block, in batches of at most ``batch_size``
+        (with ``use_threads``, the next blocks are decoded while one is consumed: at
+        most :data:`STREAM_WINDOW` per core in flight)."""
+        if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+            raise InvalidOptionError(f"batch_size must be a positive integer, got {batch_size!r}")
+        window = STREAM_WINDOW * min(os.cpu_count() or 1, 8)
+        for batch in self._run(self.blocks, self.use_threads, window):
             for start in range(0, batch.num_rows, batch_size):
                 yield batch.slice(start, batch_size)
 
@@ -1051,15 +1062,31 @@ class _Probe:
         self.useful = self.useful or decided
 
 
-def _map_blocks(fn, blocks: list[int], use_threads: bool) -> Iterator:
+def _map_blocks(fn, blocks: list[int], use_threads: bool, window: int | None = None) -> Iterator:
     """``fn(block)`` of every block, in order: on a pool (one worker per core: more only
-    contend for the GIL between native passes) when ``use_threads`` and there are several."""
-    if use_threads and len(blocks) > 1:
-        with ThreadPoolExecutor(min(os.cpu_count() or 1, 8, len(blocks))) as pool:
-            yield from pool.map(fn, blocks)
-    else:
+    contend for the GIL between native passes) when ``use_threads`` and there are several.
+    ``window``: at most this many blocks in flight ahead of the consumer (a stream holds
+    that many decoded blocks, not the whole file); None: all submitted at once. A
+    consumer that stops early cancels the blocks not yet started."""
+    if not use_threads or len(blocks) < 2:
         for b in blocks:
             yield fn(b)
+        return
+    pool = ThreadPoolExecutor(min(os.cpu_count() or 1, 8, len(blocks)))
+    try:
+        if window is None:
+            yield from pool.map(fn, blocks)
+            return
+        rest = iter(blocks)
+        pending = deque(pool.submit(fn, b) for b in islice(rest, max(1, window)))
+        while pending:
+            done = pending.popleft().result()
+            nxt = next(rest, None)
+            if nxt is not None:
+                pending.append(pool.submit(fn, nxt))
+            yield done
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _coalesce(lo: np.ndarray, hi: np.ndarray, gap: int) -> tuple[np.ndarray, np.ndarray]:
