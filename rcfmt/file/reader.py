@@ -184,10 +184,11 @@ class RcfmtFile:
     def read_ranges(self, starts, ends) -> np.ndarray:
         """The bytes ``[starts[0], ends[-1])`` of the file with only the ranges
         ``[starts[i], ends[i])`` (sorted, disjoint) read (on object storage, up to
-        ``FETCH_CONCURRENCY`` (:mod:`rcfmt.storage.fetch`) requests in flight at once): one buffer whose positions are
-        file offsets minus ``starts[0]``, so page positions and error offsets stay those of
-        one contiguous read. The bytes between ranges are never read and must not be used
-        (the buffer is uninitialised there; untouched, it costs no memory)."""
+        :data:`~rcfmt.storage.fetch.FETCH_CONCURRENCY` requests in flight at once): one
+        buffer whose positions are file offsets minus ``starts[0]``, so page positions and
+        error offsets stay those of one contiguous read. The bytes between ranges are never
+        read and must not be used (the buffer is uninitialised there; untouched, it costs
+        no memory)."""
         lo, hi = int(starts[0]), int(ends[-1])
         if lo < 0 or hi > self.size or lo > hi:
             raise CorruptFileError(f"range [{lo}, {hi}) lies outside the file of {self.size} bytes",

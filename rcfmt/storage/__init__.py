@@ -38,6 +38,7 @@ from .registry import (COMMIT_SCHEMES, check_commit_support, delete_files, list_
 from .s3 import S3_SETTINGS, check_s3_settings, s3_settings
 
 __all__ = ["local_path", "open_input", "open_output", "object_size", "read_object", "replace_object", "ByteSource",
-           "ByteSink", "DirectoryError", "is_remote", "remote_kind", "list_names", "list_sizes", "list_tree", "delete_files", "check_commit_support",
-           "create_if_absent", "COMMIT_SCHEMES", "s3_settings", "check_s3_settings", "S3_SETTINGS", "scheme_of",
-           "azure_settings", "check_azure_settings", "AZURE_SETTINGS", "FetchOptions", "check_fetch"]
+           "ByteSink", "DirectoryError", "is_remote", "remote_kind", "list_names", "list_sizes", "list_tree",
+           "delete_files", "check_commit_support", "create_if_absent", "COMMIT_SCHEMES", "s3_settings",
+           "check_s3_settings", "S3_SETTINGS", "scheme_of", "azure_settings", "check_azure_settings", "AZURE_SETTINGS",
+           "FetchOptions", "check_fetch"]

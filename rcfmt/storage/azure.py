@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
 from ..errors import InvalidOptionError, RcfmtError, StorageError, UnsupportedError
-from .base import ByteSink, ByteSource, DirectoryError
+from .base import ByteSink, ByteSource, DirectoryError, ProcessSetting
 
 __all__ = ["AZURE_SETTINGS", "AzureSettings", "azure_settings", "check_azure_settings", "settings",
            "split_uri", "filesystem", "inner_path", "BlobSource", "BlobSink", "open", "create_if_absent",
@@ -110,8 +110,7 @@ def _from_connection_string(text: str, account: str | None, where: str) -> Azure
 
 #: the settings :func:`azure_settings` accepts
 AZURE_SETTINGS = ("connection_string", "account_name", "account_key", "sas_token", "endpoint")
-_GIVEN: dict | None = None  # in force: used instead of the environment's
-_GIVEN_LOCK = threading.Lock()
+_GIVEN = ProcessSetting()  # in force: used instead of the environment's
 
 
 def check_azure_settings(given) -> dict:
@@ -139,15 +138,8 @@ def azure_settings(given):
     ``account_key`` or ``sas_token``, ``endpoint``, e.g. ``http://127.0.0.1:10000/ACCOUNT``)
     instead of the environment's. None or empty: the environment. For the whole process
     (Spark's Python workers run one task at a time), like :func:`rcfmt.storage.s3.s3_settings`."""
-    global _GIVEN
-    checked = check_azure_settings(given) if given else None
-    with _GIVEN_LOCK:
-        saved, _GIVEN = _GIVEN, checked
-    try:
+    with _GIVEN.replaced(check_azure_settings(given) if given else None):
         yield
-    finally:
-        with _GIVEN_LOCK:
-            _GIVEN = saved
 
 
 def settings(account: str | None = None) -> AzureSettings:
@@ -155,7 +147,7 @@ def settings(account: str | None = None) -> AzureSettings:
     :func:`azure_settings` if given, else the environment's. A connection string naming
     another account than the URI's is an error, not a silent switch; a key given for
     another account is not sent."""
-    given = _GIVEN
+    given = _GIVEN.value
     if given is not None:
         if "connection_string" in given:
             return _from_connection_string(given["connection_string"], account, "the Azure connection string")

@@ -8,14 +8,16 @@ asks of an object store's module (:mod:`~rcfmt.storage.s3`, :mod:`~rcfmt.storage
 """
 from __future__ import annotations
 
+import contextlib
 import importlib
+import threading
 import uuid
 from typing import Protocol
 
 from ..errors import RcfmtError, StorageError
 
-__all__ = ["ByteSource", "ByteSink", "DirectoryError", "Store", "available", "client_errors", "storage_error",
-           "tmp_name"]
+__all__ = ["ByteSource", "ByteSink", "DirectoryError", "Store", "ProcessSetting", "available", "client_errors",
+           "storage_error", "tmp_name"]
 
 
 class ByteSource:
@@ -85,6 +87,26 @@ class Store(Protocol):
 
     def read_object(self, uri: str) -> bytes | None:
         """The object's bytes; None if it does not exist."""
+
+
+class ProcessSetting:
+    """A value for the whole process (``value``, None until given) that a ``with
+    replaced(value):`` block puts in force and then restores: the client settings given
+    in code (:func:`rcfmt.storage.s3.s3_settings`, :func:`rcfmt.storage.azure.azure_settings`)."""
+
+    def __init__(self):
+        self.value = None
+        self._lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def replaced(self, value):
+        with self._lock:
+            saved, self.value = self.value, value
+        try:
+            yield
+        finally:
+            with self._lock:
+                self.value = saved
 
 
 def available(module: str) -> bool:

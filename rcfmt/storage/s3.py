@@ -33,13 +33,13 @@ import re
 import threading
 
 from ..errors import InvalidOptionError, RcfmtError, StorageError
-from .base import ByteSource, DirectoryError
+from .base import ByteSource, DirectoryError, ProcessSetting
 from .fetch import FETCH_CONCURRENCY
 from .paths import bucket_and_key, endpoint_parts
 
 __all__ = ["S3_SETTINGS", "check_s3_settings", "s3_settings", "current_settings", "filesystem", "boto3_arguments",
-           "S3Object", "open", "client", "create_if_absent", "read_object", "size", "replace_object", "CONNECT_TIMEOUT", "READ_TIMEOUT",
-           "ATTEMPTS"]
+           "S3Object", "open", "client", "create_if_absent", "read_object", "size", "replace_object", "CONNECT_TIMEOUT",
+           "READ_TIMEOUT", "ATTEMPTS"]
 
 #: seconds a request waits to connect, and then for the server's next bytes
 CONNECT_TIMEOUT, READ_TIMEOUT = 10, 60
@@ -54,8 +54,7 @@ _CLIENTS: dict = {}  # one boto3 client per distinct settings and environment
 _CLIENTS_LOCK = threading.Lock()
 #: the settings :func:`s3_settings` accepts
 S3_SETTINGS = ("endpoint", "region", "access_key", "secret_key", "session_token")
-_SETTINGS: dict | None = None  # in force: they take precedence over the environment
-_SETTINGS_LOCK = threading.Lock()
+_SETTINGS = ProcessSetting()  # in force: they take precedence over the environment
 _FILESYSTEMS: dict = {}  # one pyarrow client per distinct settings
 _FILESYSTEMS_LOCK = threading.Lock()
 
@@ -86,20 +85,13 @@ def s3_settings(settings):
     empty: the environment alone. The settings hold for the whole process, for Spark's
     Python workers (one task at a time each): not for threads that need different ones
     at once."""
-    global _SETTINGS
-    checked = check_s3_settings(settings) if settings else None
-    with _SETTINGS_LOCK:
-        saved, _SETTINGS = _SETTINGS, checked
-    try:
+    with _SETTINGS.replaced(check_s3_settings(settings) if settings else None):
         yield
-    finally:
-        with _SETTINGS_LOCK:
-            _SETTINGS = saved
 
 
 def current_settings() -> dict | None:
     """The settings :func:`s3_settings` put in force, or None (the environment's)."""
-    return _SETTINGS
+    return _SETTINGS.value
 
 
 def filesystem(settings: dict):
@@ -137,7 +129,7 @@ def client():
     environment): one per distinct settings, shared by threads (boto3 clients are
     thread-safe), with enough connections for every read in flight
     (:data:`~rcfmt.storage.fetch.FETCH_CONCURRENCY`)."""
-    settings = _SETTINGS
+    settings = _SETTINGS.value
     key = (tuple(sorted((settings or {}).items())), tuple(os.environ.get(k) for k in _ENVIRONMENT),
            CONNECT_TIMEOUT, READ_TIMEOUT, ATTEMPTS)
     with _CLIENTS_LOCK:
