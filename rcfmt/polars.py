@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import decimal
 import json
+import os
 from typing import NamedTuple
 
 import numpy as np
@@ -400,16 +401,34 @@ def scan_rcfmt(path, *, stats=None, use_threads: bool = True, fetch=None):
     from polars.io.plugins import register_io_source
 
     from .dataset import Dataset
+    from .file.reader import RcfmtFile
+    from .storage import is_remote, local_path
 
-    dataset = Dataset.open(path)
-    schema = dataset.schema
+    if not is_remote(path) and os.path.isfile(local_path(path)):  # one file: no dataset index to build
+        file = os.path.abspath(local_path(path))
+        with RcfmtFile(file, fetch=fetch) as f:
+            schema = f.schema
+
+        def start(columns, expr):
+            f = RcfmtFile(file, fetch=fetch)
+            try:
+                return f.scan(columns, expr, use_threads=use_threads), f.close
+            except BaseException:
+                f.close()
+                raise
+    else:
+        dataset = Dataset.open(path)
+        schema = dataset.schema
+
+        def start(columns, expr):
+            return dataset.scan(columns=columns, filter=expr, use_threads=use_threads, fetch=fetch), lambda: None
     polars_schema = pl.from_arrow(schema.empty_table()).schema
 
     def source(with_columns, predicate, n_rows, batch_size):
         expr = None if predicate is None else translate_predicate(predicate, schema)
         wanted = list(with_columns) if with_columns is not None else list(schema.names)
         needed = list(dict.fromkeys(wanted + (predicate.meta.root_names() if predicate is not None else [])))
-        scan = dataset.scan(columns=needed, filter=expr, use_threads=use_threads, fetch=fetch)
+        scan, close = start(needed, expr)
         left = n_rows
         try:
             for batch in scan.iter_batches(batch_size or 65536):
@@ -424,6 +443,7 @@ def scan_rcfmt(path, *, stats=None, use_threads: bool = True, fetch=None):
                 if left is not None and left <= 0:
                     break
         finally:
+            close()
             if stats is not None:
                 stats.add(scan.stats)
 

@@ -1,0 +1,141 @@
+"""Polars users' path: ``rcfmt.polars.scan_rcfmt`` against Polars' own Parquet reader and
+against rcfmt's direct API, on the same TPC-H lineitem queries (issue 41's targets).
+
+Layouts and queries are those of ``bench_peers.py`` (Parquet: zstd, page index, 128k-row
+row groups; rcfmt: the same rows with rcfmt's default writer options, 128k-row blocks):
+
+* ``Q_c`` (TPC-H Q6: the predicate, then ``sum(l_extendedprice * l_discount)``) on the
+  natural and the Z-ordered layout;
+* ``Q_a`` (a one-week l_shipdate window and ~1% of l_partkey) on the Z-ordered layout;
+* ``Q_b`` (point lookup on l_orderkey, all columns) on the natural layout.
+
+Engines, each in its own process (Polars reads POLARS_MAX_THREADS at import), rounds
+interleaved, default threads everywhere:
+
+* ``polars_parquet``: ``pl.scan_parquet(path).filter(...)...collect()``;
+* ``polars_rcfmt``: ``scan_rcfmt(path).filter(...)...collect()`` -- the same expressions;
+* ``rcfmt``: ``rcfmt.open(path).scan(columns, filter).read()`` (+ ``pyarrow.compute``
+  for Q6's sum).
+
+Every result is checked against the in-memory reference. Reported: the median over
+rounds of each engine's best of ``--repeat``, and the ratios the issue names.
+
+    python bench/bench_polars.py                   # SF1, 3 rounds, best of 3
+    python bench/bench_polars.py --scale 0.1 --rounds 1
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from dataclasses import asdict
+from decimal import Decimal
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bench_peers as peers  # noqa: E402
+import bench_skipping as skipping  # noqa: E402
+from common import busy_warning, machine_line, measure, md_table, write_json  # noqa: E402
+
+CELLS = [("Q_c", "natural_128k"), ("Q_c", "zorder_128k"), ("Q_a", "zorder_128k"), ("Q_b", "natural_128k")]
+ENGINES = ("polars_parquet", "polars_rcfmt", "rcfmt")
+
+
+def _polars_query(lf, q: str, c: peers.Constants):
+    import polars as pl
+
+    if q == "Q_a":
+        return lf.filter((pl.col("l_shipdate") >= c.d("shipdate_lo")) & (pl.col("l_shipdate") < c.d("shipdate_hi"))
+                         & pl.col("l_partkey").is_between(c.partkey_lo, c.partkey_hi)).collect()
+    if q == "Q_b":
+        return lf.filter(pl.col("l_orderkey") == c.orderkey).collect()
+    return lf.filter((pl.col("l_shipdate") >= c.d("q6_date_lo")) & (pl.col("l_shipdate") < c.d("q6_date_hi"))
+                     & (pl.col("l_discount") >= Decimal(c.q6_disc_lo))
+                     & (pl.col("l_discount") <= Decimal(c.q6_disc_hi))
+                     & (pl.col("l_quantity") < Decimal(c.q6_qty_lt))).select(
+        (pl.col("l_extendedprice").cast(pl.Decimal(38, 4)) * pl.col("l_discount")).sum().alias("revenue")).collect()
+
+
+def _run(engine: str, q: str, path: Path, c: peers.Constants):
+    if engine == "rcfmt":
+        return skipping.run_rcfmt(q, path, c, True)
+    import polars as pl
+
+    if engine == "polars_parquet":
+        return _polars_query(pl.scan_parquet(path), q, c)
+    from rcfmt.polars import scan_rcfmt
+
+    return _polars_query(scan_rcfmt(path), q, c)
+
+
+def _summary(engine: str, q: str, result) -> peers.Summary:
+    return peers.summarise_arrow(q, result) if engine == "rcfmt" else peers.summarise_polars(q, result)
+
+
+def _worker() -> int:
+    spec = json.loads(sys.stdin.read())
+    c = peers.Constants(**spec["constants"])
+    out = []
+    for task in spec["tasks"]:
+        timing, result = measure(lambda: _run(spec["engine"], task["query"], Path(task["path"]), c),
+                                 repeat=spec["repeat"])
+        out.append({"best": min(timing.times), "summary": asdict(_summary(spec["engine"], task["query"], result))})
+    json.dump(out, sys.stdout)
+    return 0
+
+
+def _in_child(engine: str, tasks: list[dict], c: peers.Constants, repeat: int) -> list[dict]:
+    payload = json.dumps({"engine": engine, "tasks": tasks, "constants": asdict(c), "repeat": repeat})
+    proc = subprocess.run([sys.executable, __file__, "--worker"], input=payload, capture_output=True, text=True,
+                          env=dict(os.environ))
+    if proc.returncode != 0:
+        raise RuntimeError(f"{engine} worker failed:\n{proc.stderr}")
+    return json.loads(proc.stdout)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--scale", type=float, default=1.0)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.worker:
+        return _worker()
+    print(machine_line())
+    if (warn := busy_warning()) is not None:
+        print(warn)
+    _, c, paths, ref = peers.prepare(args.scale, layouts=("natural_128k", "zorder_128k"))
+    rpaths = skipping.build_rcfmt(paths)
+    times: dict[tuple, list[float]] = {}
+    failures = []
+    for r in range(args.rounds):
+        for engine in (ENGINES if r % 2 == 0 else ENGINES[::-1]):
+            tasks = [{"query": q, "path": str((rpaths if engine != "polars_parquet" else paths)[layout])}
+                     for q, layout in CELLS]
+            for (q, layout), res in zip(CELLS, _in_child(engine, tasks, c, args.repeat)):
+                if not peers.check_result(res["summary"], ref[q]):
+                    failures.append(f"{engine} {q} {layout}: {res['summary']} != {asdict(ref[q])}")
+                times.setdefault((engine, q, layout), []).append(res["best"])
+        print(f"round {r + 1}/{args.rounds} done (load {os.getloadavg()[0]:.2f})", flush=True)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    rows = []
+    for q, layout in CELLS:
+        pq_, pr, rc = (med[(e, q, layout)] for e in ENGINES)
+        rows.append([f"{q} {layout}", f"{pq_ * 1e3:.1f}", f"{pr * 1e3:.1f}", f"{rc * 1e3:.1f}",
+                     f"{pq_ / pr:.2f}x", f"{pr / rc:.2f}x"])
+    print(md_table(["query", "pl.scan_parquet ms", "scan_rcfmt ms", "rcfmt direct ms",
+                    "scan_rcfmt vs scan_parquet (speedup)", "scan_rcfmt / direct (overhead)"], rows))
+    print(f"load after: {os.getloadavg()[0]:.2f}")
+    write_json("polars", {"median_s": {" ".join(k): v for k, v in med.items()}, "failures": failures}, args)
+    for f in failures:
+        print("WRONG RESULT:", f)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
