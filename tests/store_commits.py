@@ -37,31 +37,26 @@ def check_a_lost_race_rebases_and_an_overwrite_conflicts(uri: str, table: pa.Tab
     """Two appends built on version 1: the one that loses the conditional create of
     version 2 on the server re-reads and commits version 3 with both writers' rows; an
     overwrite that lost its base raises CommitConflictError and leaves no data object."""
-    from rcfmt.dataset import log
+    from rcfmt.dataset import log, writer as dataset_writer
     from rcfmt.dataset.writer import begin_write, commit
 
     rcfmt.write_dataset(table.slice(0, 100), uri)
-    real_latest, real_publish = log.latest_version, log.publish_remote_version
-    calls = {"n": 0, "inside": False}
+    real_publish, real_close = log.publish_remote_version, dataset_writer.FileSetWriter.close
     publishes = []
 
-    def stale_at_commit(root):
-        calls["n"] += 1
-        if calls["n"] == 2 and not calls["inside"]:  # this writer's first commit attempt
-            calls["inside"] = True
-            rcfmt.write_dataset(table.slice(100, 100), uri)  # another writer commits version 2 ...
-            calls["inside"] = False
-            return 1  # ... which this one has not seen: it tries version 2 too
-        return real_latest(root)
+    def close_then_commit_meanwhile(self):
+        files = real_close(self)  # this writer planned on version 1 and wrote its files ...
+        monkeypatch.setattr(dataset_writer.FileSetWriter, "close", real_close)
+        rcfmt.write_dataset(table.slice(100, 100), uri)  # ... another writer commits version 2 ...
+        return files  # ... which this one has not seen: it tries version 2 too
 
     def recording(root, version, data):
         publishes.append((version, real_publish(root, version, data)))
         return publishes[-1][1]
 
-    monkeypatch.setattr(log, "latest_version", stale_at_commit)
+    monkeypatch.setattr(dataset_writer.FileSetWriter, "close", close_then_commit_meanwhile)
     monkeypatch.setattr(log, "publish_remote_version", recording)
     ds = rcfmt.write_dataset(table.slice(200, 100), uri)
-    monkeypatch.setattr(log, "latest_version", real_latest)
     assert (2, False) in publishes and publishes[-1] == (3, True)  # refused by the server, then rebased
     assert ds.version == 3 and ds.info["parent_version"] == 2
     assert _sorted(rcfmt.dataset(uri).to_table()).equals(_sorted(table.slice(0, 300)))
@@ -102,9 +97,11 @@ def check_datasets_written_appended_and_overwritten(uri: str, table: pa.Table, n
     assert sorted(scan.read().column("id").to_pylist()) == [i for i in range(100, 130) if i % 3 == 1]
     assert scan.stats.files_pruned > 0
     listed = names()
-    assert [k for k in listed if "_rcfmt/" in k] == [f"{prefix}/_rcfmt/v00000000000000000001.rcfmt",
+    assert [k for k in listed if "_rcfmt/" in k] == [f"{prefix}/_rcfmt/_last_version",  # the version hint
+                                                    f"{prefix}/_rcfmt/v00000000000000000001.rcfmt",
                                                     f"{prefix}/_rcfmt/v00000000000000000002.rcfmt"]
-    assert all(k.startswith(f"{prefix}/p=") or "_rcfmt/v" in k for k in listed), listed
+    assert all(k.startswith(f"{prefix}/p=") or "_rcfmt/v" in k or k.endswith("_rcfmt/_last_version")
+               for k in listed), listed
     ds = rcfmt.write_dataset(table.slice(0, 10), uri, mode="overwrite")
     assert ds.version == 3 and _sorted(rcfmt.dataset(uri).to_table()).equals(_sorted(table.slice(0, 10)))
     assert rcfmt.dataset(uri, version=2).num_rows == n

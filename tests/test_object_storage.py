@@ -260,9 +260,11 @@ def test_datasets_are_written_appended_and_overwritten_on_s3(s3, tmp_path):
     assert sorted(scan.read().column("id").to_pylist()) == [i for i in range(100, 130) if i % 3 == 1]
     assert scan.stats.files_pruned > 0
     keys = _keys(client, "dsw/t/")
-    assert [k for k in keys if "_rcfmt/" in k] == ["dsw/t/_rcfmt/v00000000000000000001.rcfmt",
+    assert [k for k in keys if "_rcfmt/" in k] == ["dsw/t/_rcfmt/_last_version",  # the version hint
+                                                  "dsw/t/_rcfmt/v00000000000000000001.rcfmt",
                                                   "dsw/t/_rcfmt/v00000000000000000002.rcfmt"]
-    assert all(k.startswith("dsw/t/p=") or "_rcfmt/v" in k for k in keys)  # no staging, no temporaries
+    assert all(k.startswith("dsw/t/p=") or "_rcfmt/v" in k or k == "dsw/t/_rcfmt/_last_version"
+               for k in keys)  # no staging, no temporaries
     ds = rcfmt.write_dataset(t.slice(0, 10), uri, mode="overwrite")
     assert ds.version == 3 and _sorted(rcfmt.dataset(uri).to_table()).equals(_sorted(t.slice(0, 10)))
     assert rcfmt.dataset(uri, version=2).num_rows == ROWS
@@ -901,10 +903,11 @@ def _write_through(s3, monkeypatch, fn):
 def test_repeated_dataset_queries_take_footers_and_index_from_the_cache(s3, proxy, monkeypatch):
     """A dataset's index versions and data files are never replaced under their names,
     so their footers (and the tails read with them) are cached per (path, size): the
-    first query costs the listing and one GET per file (their sizes are in the index:
-    no HEAD); a repeated one (a new
-    Dataset object) only the listing that finds the latest version. A new version is
-    seen at once: its index is a new name."""
+    first query costs finding the latest version and one GET per file (their sizes are in
+    the index: no HEAD); a repeated one (a new Dataset object) only finding the latest
+    version: a GET of the version hint and a HEAD showing that no later version exists
+    (no listing, whatever the number of versions). A new version is seen at once: its
+    index is a new name."""
     from rcfmt.file.footer_cache import FOOTERS
 
     uri = f"s3://{BUCKET}/cached/ds"
@@ -919,7 +922,8 @@ def test_repeated_dataset_queries_take_footers_and_index_from_the_cache(s3, prox
     assert [r[0] for r in files] == ["GET"] * 3, files
     proxy.reset_counts()
     again = rcfmt.dataset(uri).to_table(filter=expr).sort_by("id")
-    assert [r[0] for r in proxy.requests] == ["GET"] and "list-type" in proxy.requests[0][1]  # the listing
+    assert [(r[0], r[1].rsplit("/", 1)[-1]) for r in proxy.requests] == [
+        ("GET", "_last_version"), ("HEAD", "v00000000000000000002.rcfmt")], proxy.requests  # the hint, confirmed
     assert first.equals(again) and first.select(t.schema.names).equals(want)
     _write_through(s3, monkeypatch, lambda: rcfmt.write_dataset(t.slice(0, 10), uri, partition_by=["p"]))
     assert rcfmt.dataset(uri).to_table(filter=expr).num_rows == 100  # the appended ids 0..9 are not in range

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 
 import json
+import operator
 import os
 import time
 import uuid
@@ -37,10 +38,11 @@ from ..scan.scanner import ScanStats
 from .. import nested
 from ..types import logical_type_from_arrow, same_logical_type
 from .evolution import file_renames, renamed_expr, renamed_path, renamed_schema, widens
-from ..storage import COMMIT_SCHEMES, delete_files, is_remote, list_tree, local_path, remote_kind, scheme_of
+from ..storage import (COMMIT_SCHEMES, delete_files, is_remote, list_tree, local_path, object_size, remote_kind,
+                       scheme_of)
 from . import log
 from .index import INDEX_METADATA_KEY, Snapshot, check_inside
-from .snapshot import DATA_SUFFIXES, check_version_info, discover, load_base, read_snapshot
+from .snapshot import DATA_SUFFIXES, check_version_info, discover, load_base, read_latest, read_snapshot
 
 __all__ = ["Dataset", "DatasetScan", "Fragment", "FileInfo", "open_dataset", "scan_fragments", "prune_blocks",
            "read_snapshot", "load_base", "vacuum"]
@@ -594,19 +596,21 @@ class Dataset:
             return cls(discover(os.path.dirname(path), single_file=path), path)
         if not os.path.isdir(path):
             raise FileNotFoundError(f"no dataset or rcfmt file at {path!r}")
-        versions = log.list_versions(path)
         if version is not None:
-            if version not in versions:
-                raise InvalidOptionError(f"{path!r} has no version {version}; versions: {versions[:3]}...{versions[-3:]}")
-            return cls(read_snapshot(path, version))
-        if versions:
-            return cls(read_snapshot(path, versions[-1]))
-        return cls(discover(path))
+            return cls(read_snapshot(path, version, size=_version_size(path, version)))
+        snap = read_latest(path)
+        return cls(snap if snap is not None else discover(path))
 
     @classmethod
     def _open_remote(cls, uri: str, version: int | None) -> "Dataset":
         """A dataset (with its index) or a single file at an object-store URI."""
-        sizes = log.version_sizes(uri)  # one listing: a dataset is found by its versions
+        if version is not None:  # (time travel: one lookup of that version)
+            return cls(read_snapshot(uri, version, size=_version_size(uri, version)))
+        else:
+            snap = read_latest(uri)  # O(1) requests: the version hint, confirmed (rcfmt.dataset.log.find_latest)
+            if snap is not None:
+                return cls(snap)
+        sizes = log.version_sizes(uri)  # nothing committed (or no such version): what is there?
         if not sizes:
             kind = remote_kind(uri)
             if kind == "file":
@@ -838,6 +842,20 @@ class Dataset:
         return vacuum(self.root, retention_seconds, dry_run=dry_run)
 
 
+def _version_size(root: str, version: int) -> int:
+    """Bytes of the index of ``version`` (one stat or request), InvalidOptionError
+    naming the versions present (a listing) if there is no such version."""
+    try:
+        version = operator.index(version)
+    except TypeError:
+        raise InvalidOptionError(f"version must be an integer, got {version!r}") from None
+    size = object_size(log.version_path(root, version)) if version > 0 else None
+    if size is None:
+        versions = log.list_versions(root)
+        raise InvalidOptionError(f"{root!r} has no version {version}; versions: {versions[:3]}...{versions[-3:]}")
+    return size
+
+
 def _pylist(column) -> list:
     """Python values; dates/timestamps outside Python's range become numpy datetime64."""
     try:
@@ -863,6 +881,29 @@ def open_dataset(path, *, version: int | None = None) -> Dataset:
     ``version``), a plain directory of rcfmt files (Hive partitions inferred, footers
     read now) or a single rcfmt file."""
     return Dataset.open(path, version=version)
+
+
+def _kept_versions(versions: list[int], old) -> list[int]:
+    """The versions vacuum keeps: from the oldest one within the retention (``old(v)``
+    false) or the latest, every later one. Removing only the oldest versions keeps the
+    versions present contiguous, which the version hint's walk relies on
+    (:func:`rcfmt.dataset.log.find_latest`)."""
+    for i, v in enumerate(versions):
+        if v == versions[-1] or not old(v):
+            return versions[i:]
+    return []
+
+
+def _refresh_hint(root: str, keep: list[int]) -> None:
+    """Before vacuum deletes versions, the hint is made to name the latest version when
+    it is missing, unreadable or names an older one (perhaps one vacuum removes: readers
+    would then fall back to a listing). A hint naming a later version (a commit landed
+    meanwhile) stays."""
+    if not keep:
+        return
+    hint = log.read_hint(root)
+    if hint is None or hint[0] < keep[-1]:
+        log.write_hint(root, keep[-1], object_size(log.version_path(root, keep[-1])))
 
 
 def vacuum(root, retention_seconds: float = 3600.0, *, dry_run: bool = False, progress=None) -> list[str]:
@@ -896,7 +937,7 @@ def vacuum(root, retention_seconds: float = 3600.0, *, dry_run: bool = False, pr
         except FileNotFoundError:
             return False
 
-    keep = [v for v in versions if v == versions[-1] or not old(log.version_path(root, v))]
+    keep = _kept_versions(versions, lambda v: old(log.version_path(root, v)))
     referenced = set()
     for v in keep:
         referenced.update(read_snapshot(root, v).paths)
@@ -922,8 +963,13 @@ def vacuum(root, retention_seconds: float = 3600.0, *, dry_run: bool = False, pr
                 p = os.path.join(area, name)
                 if old(p):
                     removed.append(p)
+    for name in (os.listdir(log.meta_dir(root)) if os.path.isdir(log.meta_dir(root)) else ()):
+        if log.is_hint_leftover(name) and old(os.path.join(log.meta_dir(root), name)):
+            removed.append(os.path.join(log.meta_dir(root), name))  # a hint write a crash interrupted
     if not dry_run:
         from ..progress import progress_bar
+
+        _refresh_hint(root, keep)
 
         with progress_bar(progress, total=len(removed), unit="files", desc="vacuum") as step:
             for p in removed:
@@ -955,7 +1001,7 @@ def _vacuum_remote(root: str, retention_seconds: float, dry_run: bool, progress=
         return mtime is not None and mtime < cutoff
 
     version_rel = {v: f"{meta}{os.path.basename(log.version_path(root, v))}" for v in versions}
-    keep = [v for v in versions if v == versions[-1] or not old(version_rel[v])]
+    keep = _kept_versions(versions, lambda v: old(version_rel[v]))
     referenced = set()
     for v in keep:
         referenced.update(read_snapshot(root, v).paths)
@@ -969,6 +1015,8 @@ def _vacuum_remote(root: str, retention_seconds: float, dry_run: bool, progress=
     paths = [f"{root}/{rel}" for rel in removed]
     if not dry_run:
         from ..progress import progress_bar
+
+        _refresh_hint(root, keep)
 
         with progress_bar(progress, total=len(paths), unit="files", desc="vacuum") as step:
             for start in range(0, len(paths), 100):  # a bar step per batch of deletes

@@ -23,8 +23,11 @@ Commit (optimistic concurrency, no locks, no server):
    :class:`~rcfmt.errors.CommitConflictError`, as does an append whose rebased schema
    or partitioning no longer matches. A loser deletes its published data files.
 
-Readers list ``_rcfmt/`` and open the highest ``v*.rcfmt``: a version file only
-exists once complete, so a reader sees the old or the new set of files, never a mix.
+Readers find the highest ``v*.rcfmt`` (:func:`find_latest`: from the version hint
+``_rcfmt/_last_version``, confirmed by looking up the versions after it, else by a
+listing) and open it: a version file only exists once complete, so a reader sees the
+old or the new set of files, never a mix. After each commit the writer replaces the
+hint with the version it committed (best effort: a hint is never trusted blindly).
 Data files that no version references (failed or crashed writers, overwritten data)
 are removed by :func:`vacuum` once older than a retention period.
 
@@ -47,14 +50,19 @@ import shutil
 import time
 
 from ..errors import RcfmtError
-from ..storage import create_if_absent, list_sizes
+from ..storage import create_if_absent, is_remote, list_sizes, object_size, read_object, replace_object
 
-__all__ = ["META_DIR", "version_path", "list_versions", "latest_version", "publish_version",
-           "publish_remote_version", "fsync_dir", "staging_root", "tmp_dir"]
+__all__ = ["META_DIR", "HINT", "version_path", "hint_path", "list_versions", "latest_version", "find_latest",
+           "read_hint", "write_hint", "publish_version", "publish_remote_version", "fsync_dir", "staging_root",
+           "tmp_dir"]
 
 META_DIR = "_rcfmt"
 STAGING = "_staging"
 TMP = "_tmp"
+#: the version hint: ``<version> <bytes of its index>\n`` (ASCII), replaced after each commit
+HINT = "_last_version"
+#: versions a stale hint is walked forward by, one lookup each, before a listing is cheaper
+MAX_HINT_WALK = 16
 _VERSION_RE = re.compile(r"v([0-9]{20})\.rcfmt\Z")
 
 
@@ -89,10 +97,87 @@ def version_sizes(root: str) -> dict[int, int]:
     return out
 
 
+def hint_path(root: str) -> str:
+    return os.path.join(root, META_DIR, HINT)
+
+
+_HINT_RE = re.compile(rb"\A([0-9]{1,20})(?: ([0-9]{1,20}))?\n?\Z")
+
+
+def is_hint_leftover(name: str) -> bool:
+    """Whether ``name`` (in ``_rcfmt/``) is the temporary file of a local hint write
+    (``._last_version.<random>.rcfmt-tmp``) that a crash left behind."""
+    return name.startswith(f".{HINT}.") and name.endswith(".rcfmt-tmp")
+
+
+def read_hint(root: str) -> tuple[int, int | None] | None:
+    """``(version, bytes of its index or None)`` the hint names; None when there is no
+    hint or it cannot be read or parsed (a hint is only ever a place to start looking)."""
+    try:
+        raw = read_object(hint_path(root))
+    except (OSError, RcfmtError):
+        return None
+    m = _HINT_RE.match(raw or b"")
+    if m is None or int(m.group(1)) < 1:
+        return None
+    return int(m.group(1)), (int(m.group(2)) if m.group(2) is not None else None)
+
+
+def write_hint(root: str, version: int, size: int | None = None) -> None:
+    """Replace the hint with ``version`` (just committed; ``size``: bytes of its index).
+    Best effort: the commit stands whatever happens here, and a reader finding no
+    hint, or a stale one, still finds the latest version."""
+    text = f"{version}" if size is None else f"{version} {size}"
+    try:
+        replace_object(hint_path(root), f"{text}\n".encode())
+    except (OSError, RcfmtError):
+        pass
+
+
+def next_versions(root: str, version: int, limit: int = MAX_HINT_WALK) -> tuple[int, int | None] | None:
+    """Walk forward from the existing ``version``: ``(highest version, its index's bytes
+    or None when that is ``version`` itself)`` found by looking up ``version + 1``,
+    ``version + 2``, ... (one stat or request each) until one does not exist; None after
+    ``limit`` lookups found versions each (a listing is then cheaper)."""
+    size = None
+    for _ in range(limit):
+        nxt = object_size(version_path(root, version + 1))
+        if nxt is None:
+            return version, size
+        version, size = version + 1, nxt
+    return None
+
+
+def find_latest(root: str, use_hint: bool = True) -> tuple[int, int | None]:
+    """``(highest committed version, bytes of its index or None if unknown)``; ``(0,
+    None)`` if none. O(1) lookups, whatever the number of versions: the hint names a
+    version ``h``, which must exist (locally: a stat; on object stores its index is read
+    under the size the hint records, which fails if it does not exist -- an index version
+    is never replaced, and vacuum never deletes the latest), and ``h + 1`` must not
+    (a lookup; if it exists, the walk goes on). Versions are contiguous (vacuum removes
+    the oldest ones only), so the first missing one ends the walk. Without a usable hint
+    (missing, garbage, naming a missing version, or stale by more than
+    :data:`MAX_HINT_WALK` versions), or with ``use_hint=False``, the versions are
+    listed."""
+    hint = read_hint(root) if use_hint else None
+    if hint is not None:
+        version, size = hint
+        if size is None or not is_remote(root):  # (a local stat costs microseconds)
+            size = object_size(version_path(root, version))
+        if size is not None:
+            found = next_versions(root, version)
+            if found is not None:
+                return found[0], size if found[1] is None else found[1]
+    sizes = version_sizes(root)
+    if not sizes:
+        return 0, None
+    latest = max(sizes)
+    return latest, sizes[latest]
+
+
 def latest_version(root: str) -> int:
-    """The highest committed version, 0 if none."""
-    versions = list_versions(root)
-    return versions[-1] if versions else 0
+    """The highest committed version, 0 if none (see :func:`find_latest`)."""
+    return find_latest(root)[0]
 
 
 def fsync_dir(path: str) -> None:

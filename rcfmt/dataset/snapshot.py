@@ -19,7 +19,7 @@ from .index import (BASE_COLUMNS, INDEX_METADATA_KEY, FileEntry, Snapshot, check
                     entries_table, entry_from_file, index_errors, index_field, schema_from_json, stats_schema)
 from .partitioning import Partitioning, infer_partitioning
 
-__all__ = ["check_version_info", "read_snapshot", "discover", "load_base", "DATA_SUFFIXES"]
+__all__ = ["check_version_info", "read_snapshot", "read_latest", "discover", "load_base", "DATA_SUFFIXES"]
 
 DATA_SUFFIXES = (".rcfmt", ".rcf")
 
@@ -65,9 +65,38 @@ def read_snapshot(root: str, version: int, columns: Sequence[str] | None = (), s
             stats = stats_schema(data_schema)
             want = [n for n in table.schema.names if index_field(n, stats, partitioning) is not None]
         check_index_columns(table, want, data_schema, partitioning, path)
+    checked = _CHECKED_PATHS
     for rel in table.column("path").to_pylist():
-        check_relpath(rel, path)
+        if rel not in checked:  # a path is checked once per process, not at every read of an index listing it
+            check_relpath(rel, path)
+            if len(checked) >= _CHECKED_MAX:
+                checked.clear()
+            checked.add(rel)
     return Snapshot(root, data_schema, partitioning, table, info, version, path, size)
+
+
+#: relative paths :func:`check_relpath` accepted (a pure check of the string: any root)
+_CHECKED_PATHS: set = set()
+_CHECKED_MAX = 1 << 20
+
+
+def read_latest(root: str, columns: Sequence[str] | None = ()) -> Snapshot | None:
+    """The latest version of the index (:func:`rcfmt.dataset.log.find_latest`: O(1)
+    lookups from the version hint), None when nothing is committed. A hint naming a
+    version that cannot be read as it says (deleted, another size) is set aside and the
+    versions are listed."""
+    version, size = log.find_latest(root)
+    if not version:
+        return None
+    try:
+        return read_snapshot(root, version, columns, size=size)
+    except (OSError, RcfmtError):
+        listed, listed_size = log.find_latest(root, use_hint=False)
+        if not listed:
+            return None
+        if (listed, listed_size) == (version, size):
+            raise
+        return read_snapshot(root, listed, columns, size=listed_size)
 
 
 #: the names :class:`~rcfmt.dataset.writer.FileSetWriter` gives data files (Python and
@@ -121,9 +150,9 @@ def discover(root: str, single_file: str | None = None) -> Snapshot:
 def load_base(root: str):
     """``(version, snapshot or None, index rows of an unindexed directory or None)`` of
     the dataset at ``root`` as a writer finds it."""
-    version = log.latest_version(root)
-    if version:
-        return version, read_snapshot(root, version), None
+    snap = read_latest(root, columns=None)
+    if snap is not None:
+        return snap.version, snap, None
     if os.path.isdir(root):
         snap = discover(root)
         if len(snap):

@@ -28,7 +28,7 @@ from ..storage import (check_commit_support, delete_files, is_remote, list_names
                        remote_kind)
 from . import log
 from .index import (DEFAULT_INDEX_TRUNCATE, INDEX_METADATA_KEY, STATS_FIELDS, VALUES_FIELD, FileEntry, conform_index,
-                    dumps_info, entries_table, entry_from_file, index_schema, schema_to_json, stats_schema)
+                    Snapshot, dumps_info, entries_table, entry_from_file, index_schema, schema_to_json, stats_schema)
 from .partitioning import Partitioning
 from .snapshot import WRITER_FILE, load_base, read_snapshot
 
@@ -435,7 +435,8 @@ def _renamed_index(table: pa.Table, data_schema: pa.Schema, renames: dict) -> pa
 def commit(root: str, entries: list[FileEntry], *, mode: str, read_version: int, data_schema: pa.Schema,
            partitioning: Partitioning, txn_id: str, staged: list[tuple[str, str]] = (),
            clustering: dict | None = None, base_table_unindexed: pa.Table | None = None,
-           operation_info: dict | None = None, remove: Iterable[str] = (), renames: dict | None = None) -> int:
+           operation_info: dict | None = None, remove: Iterable[str] = (), renames: dict | None = None,
+           base_snapshot: Snapshot | None = None) -> int:
     """Publish ``staged`` data files and commit ``entries`` as a new version; return it.
 
     ``mode`` "append" rebases onto concurrent commits; "overwrite" raises
@@ -449,17 +450,34 @@ def commit(root: str, entries: list[FileEntry], *, mode: str, read_version: int,
     the version records (:func:`clustering_info`); an append without it keeps the
     clustering its base version records. ``renames`` (``{old: new}``, mode "evolve"):
     columns whose stable ids move to new names (``column_ids``, see
-    :func:`rcfmt.dataset.evolution.column_ids`); their index statistics are renamed."""
+    :func:`rcfmt.dataset.evolution.column_ids`); their index statistics are renamed.
+    ``base_snapshot``: version ``read_version`` as the caller read it, every index column
+    loaded (:func:`~rcfmt.dataset.snapshot.load_base`): the first attempt then creates
+    ``read_version + 1`` from it without looking anything up or reading the index again
+    (if another writer has that version, the attempt fails and rebases as usual).
+
+    After the commit the version hint names the new version (best effort; see
+    :func:`rcfmt.dataset.log.find_latest`)."""
     if mode not in ("append", "overwrite", "rewrite", "evolve"):
         raise InvalidOptionError(f"mode must be 'append', 'overwrite', 'rewrite' or 'evolve', got {mode!r}")
     remove = set(remove)
+    known = base_snapshot if (base_snapshot is not None and read_version and base_snapshot.version == read_version
+                              and base_snapshot.root == root) else None
+
+    def full_snapshot(version: int) -> Snapshot:
+        """Version ``version`` with every index column: the caller's, when it is that one."""
+        return known if known is not None and known.version == version else read_snapshot(root, version, columns=None)
+
     published = publish_files(root, list(staged))
+    committed = None
     try:
         new_rows = entries_table(entries, data_schema, partitioning)
         schema_json = schema_to_json(data_schema)
         attempt = 0
+        base = read_version if known is not None else None  # (None: look the latest version up)
         while True:
-            base = log.latest_version(root)
+            if base is None:
+                base = log.latest_version(root)
             schema = data_schema
             removed = 0
             recorded = clustering
@@ -470,7 +488,7 @@ def commit(root: str, entries: list[FileEntry], *, mode: str, read_version: int,
                     f"{mode} of {root!r} based on version {read_version} conflicts with version {base} "
                     "committed meanwhile; nothing was written")
             if mode == "evolve":  # the schema changes, the files stay
-                snap = read_snapshot(root, base, columns=None)
+                snap = full_snapshot(base)
                 dropped = list(snap.info.get("dropped_columns", [])) + [n for n in snap.data_schema.names
                                                                        if n not in data_schema.names]
                 recorded = _evolved_clustering(snap.info.get("clustering"), renames or {}, data_schema)
@@ -488,13 +506,13 @@ def commit(root: str, entries: list[FileEntry], *, mode: str, read_version: int,
                         f"overwrite of {root!r} based on version {read_version} conflicts with version {base} "
                         "committed meanwhile; nothing was written")
                 if base:
-                    removed = len(read_snapshot(root, base, columns=[]))
+                    removed = len(known) if known is not None else len(read_snapshot(root, base, columns=[]))
                 table = new_rows
             else:
                 if base == 0:
                     prev = base_table_unindexed
                 else:
-                    snap = read_snapshot(root, base, columns=None)
+                    snap = full_snapshot(base)
                     dropped = list(snap.info.get("dropped_columns", []))
                     if set(dropped) & set(data_schema.names):
                         raise CommitConflictError(
@@ -505,7 +523,7 @@ def commit(root: str, entries: list[FileEntry], *, mode: str, read_version: int,
                             f"append to {root!r} conflicts with version {base}, which changed the "
                             "partitioning; nothing was written")
                     if base != read_version and read_version and not keeps_columns(
-                            read_snapshot(root, read_version, columns=[]).data_schema, snap.data_schema):
+                            (known or read_snapshot(root, read_version, columns=[])).data_schema, snap.data_schema):
                         raise CommitConflictError(  # e.g. an overwrite with other columns
                             f"append to {root!r} conflicts with version {base}, which changed the schema; "
                             "nothing was written")
@@ -542,23 +560,32 @@ def commit(root: str, entries: list[FileEntry], *, mode: str, read_version: int,
                 **(operation_info or {}),
             }
             if is_remote(root):
-                published_now = log.publish_remote_version(root, base + 1, index_bytes(table, info))
+                data = index_bytes(table, info)
+                size = len(data)
+                published_now = log.publish_remote_version(root, base + 1, data)
             else:
-                published_now = log.publish_version(root, base + 1,
-                                                    write_index_file(root, table, info, f"{txn_id}-{attempt}"))
+                tmp = write_index_file(root, table, info, f"{txn_id}-{attempt}")
+                size = os.path.getsize(tmp)
+                published_now = log.publish_version(root, base + 1, tmp)
             if published_now:
-                return base + 1
+                committed = base + 1
+                break
             if mode == "overwrite":
                 raise CommitConflictError(
-                    f"overwrite of {root!r} lost the race for version {base + 1} against a concurrent commit; "
-                    "nothing was written")
+                    f"overwrite of {root!r} based on version {read_version} conflicts with version {base + 1} "
+                    "committed meanwhile (it lost the race for that version); nothing was written")
             attempt += 1
             if attempt >= MAX_COMMIT_ATTEMPTS:
                 raise CommitConflictError(f"append to {root!r} gave up after {attempt} attempts")
             log.backoff(attempt)
+            # another writer has base + 1: the latest is there or after it
+            found = log.next_versions(root, base + 1)
+            base = found[0] if found is not None else None
     except BaseException:
         remove_files(published)
         raise
+    log.write_hint(root, committed, size)  # (outside the try: the commit stands whatever happens here)
+    return committed
 
 
 # ------------------------------------------------------------------ write_dataset
@@ -605,6 +632,9 @@ class WritePlan:
     clustering: ClusteringSpec | None = None
     #: the dataset's data schema once this write commits (evolved: columns added or widened)
     dataset_schema: pa.Schema | None = None
+    #: version ``read_version`` with every index column (None before the first commit):
+    #: :func:`commit` builds the next version from it instead of reading the index again
+    base: Snapshot | None = None
 
     def clustering_for(self, cluster_by, curve: str = "zorder", mapping: str = "rank") -> ClusteringSpec | None:
         """The clustering of this write's files: ``cluster_by`` (names or a spec; an
@@ -669,9 +699,6 @@ def begin_write(path, schema: pa.Schema, *, partition_by=None, mode: str = "appe
         check_commit_support(root)
         if remote_kind(root) == "file":
             raise InvalidOptionError(f"{root!r} is a file; a dataset is a directory")
-        if not log.list_versions(root) and _foreign_objects(root):
-            raise UnsupportedError(f"{root!r} holds objects but no dataset index: on object storage rcfmt writes "
-                                   f"to its own datasets only (it cannot adopt a plain directory there)")
     else:
         root = os.path.abspath(local_path(path))
     if not is_remote(root) and os.path.isfile(root):
@@ -681,6 +708,9 @@ def begin_write(path, schema: pa.Schema, *, partition_by=None, mode: str = "appe
     if isinstance(partition_by, str):
         partition_by = [partition_by]
     base_version, base_snap, unindexed = load_base(root)
+    if is_remote(root) and not base_version and _foreign_objects(root):
+        raise UnsupportedError(f"{root!r} holds objects but no dataset index: on object storage rcfmt writes "
+                               f"to its own datasets only (it cannot adopt a plain directory there)")
     if partition_by is None and mode == "append" and base_snap is not None:
         partition_by = list(base_snap.partitioning.names)
     partitioning = Partitioning.from_schema(schema, partition_by)
@@ -706,7 +736,8 @@ def begin_write(path, schema: pa.Schema, *, partition_by=None, mode: str = "appe
         data_schema = split_schema(schema, partitioning)
     recorded = recorded_clustering(base_snap.info) if base_snap is not None else None
     return WritePlan(root, mode, base_version, schema, data_schema, partitioning,
-                     unindexed if mode == "append" else None, recorded, dataset_schema)
+                     unindexed if mode == "append" else None, recorded, dataset_schema,
+                     base_snap if base_version else None)
 
 
 def write_dataset(data, path, *, partition_by=None, mode: str = "append",
@@ -741,7 +772,7 @@ def write_dataset(data, path, *, partition_by=None, mode: str = "append",
         write_options["stats_truncate"] = stats_truncate
     if "bitmap_indexes" not in write_options and plan.mode == "append" and plan.read_version:
         # an append keeps the indexes the dataset's (latest) files have
-        base = read_snapshot(plan.root, plan.read_version, columns=[])
+        base = plan.base
         inherited_bitmap_indexes([_join(plan.root, rel) for rel in base.paths[-1:]], plan.data_schema, write_options,
                                  base.info.get("column_ids"))
     WriteOptions.create(plan.data_schema, **write_options)  # bad options raise before anything is written
@@ -770,7 +801,7 @@ def write_dataset(data, path, *, partition_by=None, mode: str = "append",
                          data_schema=plan.data_schema, partitioning=plan.partitioning, txn_id=txn,
                          staged=[(p, e.path) for e, p in files],
                          clustering=None if inherited else clustering_info(clustering, "file"),
-                         base_table_unindexed=plan.adopt)
+                         base_table_unindexed=plan.adopt, base_snapshot=plan.base)
     finally:
         if not remote:
             log.remove_tree(staging)

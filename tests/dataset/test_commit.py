@@ -267,7 +267,8 @@ def test_crash_between_data_write_and_commit_changes_nothing(tmp_path, stage):
     after = rcfmt.dataset(root)
     assert after.version == before.version == 1
     assert assert_consistent(after) == {1000}
-    committed = {f.relpath for f in after.files} | {os.path.relpath(log.version_path(root, 1), root)}
+    committed = ({f.relpath for f in after.files} | {os.path.relpath(log.version_path(root, 1), root)}
+                 | {os.path.relpath(log.hint_path(root), root)})  # (the version hint of version 1)
     leftovers = _all_files(root) - committed
     assert leftovers  # the crash left garbage behind, invisible to readers ...
     # ... which vacuum removes
