@@ -391,6 +391,19 @@ def translate_predicate(predicate, schema: pa.Schema):
     return _Translator(schema).predicate(tree, predicate)
 
 
+def _groups_of_rows(batches, size: int):
+    """``batches`` in consecutive lists of at least ``size`` rows (the last: the rest)."""
+    group, rows = [], 0
+    for batch in batches:
+        group.append(batch)
+        rows += batch.num_rows
+        if rows >= size:
+            yield group
+            group, rows = [], 0
+    if group:
+        yield group
+
+
 def scan_rcfmt(path, *, stats=None, use_threads: bool = True, fetch=None):
     """A ``polars.LazyFrame`` over the rcfmt file or dataset at ``path``, with
     projection, predicate (see the module docstring), ``n_rows`` and batch size pushed
@@ -429,13 +442,21 @@ def scan_rcfmt(path, *, stats=None, use_threads: bool = True, fetch=None):
         wanted = list(with_columns) if with_columns is not None else list(schema.names)
         needed = list(dict.fromkeys(wanted + (predicate.meta.root_names() if predicate is not None else [])))
         scan, close = start(needed, expr)
+        size = batch_size or 65536
         left = n_rows
+
+        def frame(batches):
+            """One DataFrame of ``batches`` (their buffers, not copies): Polars' filter
+            and select cost ~0.3 ms a call, so a selective scan's small batches (one per
+            block) are handed over together, up to ``size`` rows."""
+            df = pl.from_arrow(pa.Table.from_batches(batches), rechunk=False)
+            if predicate is not None:
+                df = df.filter(predicate)
+            return df.select(wanted)
+
         try:
-            for batch in scan.iter_batches(batch_size or 65536):
-                df = pl.from_arrow(batch)
-                if predicate is not None:
-                    df = df.filter(predicate)
-                df = df.select(wanted)
+            for batches in _groups_of_rows(scan.iter_batches(size), size):
+                df = frame(batches)
                 if left is not None:
                     df = df.head(left)
                     left -= df.height

@@ -122,3 +122,14 @@ def test_duckdb_over_a_pruned_scan_equals_duckdb(path, k):
         got = con.execute(f"SELECT id FROM scan WHERE {where} ORDER BY id").fetchall()
         assert got == want and len(want) > 0
         assert scan.stats.rows_selected == len(want)  # the scan alone already selected exactly these
+
+
+@pytest.mark.parametrize("limit", [1, 333, 1500, 5999, 10_000])
+def test_small_batches_are_handed_over_together_in_order(path, limit):
+    """A selective scan's small per-block batches reach Polars grouped (up to the batch
+    size): rows stay in file order and a row limit cuts at the same row."""
+    expr = (pl.col("id") % 3 == 0) & (pl.col("id") >= 10)
+    want = pl.from_arrow(_table()).filter(expr).head(limit)
+    got = scan_rcfmt(path).filter(expr).head(limit).collect()
+    assert got.equals(want)
+    assert scan_rcfmt(path).filter(expr).select("s").collect().equals(pl.from_arrow(_table()).filter(expr).select("s"))
