@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 import oracle_filter
 import strategies_expr as sx
+from every_type import EVERY_TYPE
 from oracle_filter import OracleError, evaluate, filter_table, selection_mask
 from rcfmt.scan.expr import And, Comparison, IsIn, IsNan, IsNull, IsValid, Not, Or, StartsWith, col, list_contains
 from strategies import examples
@@ -170,24 +171,6 @@ def test_temporal_literals():
     assert ev(col("x") == pd.Timestamp("1970-01-01 01:00:00.003", tz="Europe/Paris"), tz) == [F, T, N]
     assert ev(col("x") <= dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(microseconds=2500), tz) == [T, F, N]
     assert ev(col("x") == np.datetime64(3, "ms"), tz) == [F, T, N]
-
-
-EVERY_TYPE = pa.table({
-    "bool": pa.array([True, False, None]),
-    "i8": pa.array([-128, 127, None], pa.int8()),
-    "u64": pa.array([2**64 - 1, 0, None], pa.uint64()),
-    "i64": pa.array([-(2**63), 2**63 - 1, None], pa.int64()),
-    "f32": pa.array([-0.0, NAN, None], pa.float32()),
-    "date": pa.array([0, 18262, None], pa.int32()).view(pa.date32()),
-    "ts_s": pa.array([0, 1, None], pa.int64()).view(pa.timestamp("s")),
-    "ts_ns_tz": pa.array([0, 1, None], pa.int64()).view(pa.timestamp("ns", tz="Asia/Tokyo")),
-    "dec": pa.array([Decimal("1.5"), Decimal("-99999999999999999999999999.9999999999"), None], pa.decimal128(36, 10)),
-    "str": pa.array(["é", "", None]),
-    "lstr": pa.array(["ab", "b", None], pa.large_string()),
-    "lbin": pa.array([b"\x00", b"\xff", None], pa.large_binary()),
-    "dict": pa.array(["b", "a", None]).dictionary_encode(),
-    "dict_f": pa.array([NAN, 1.0, None]).dictionary_encode(),
-})
 
 
 @pytest.mark.parametrize("expr, expected", [

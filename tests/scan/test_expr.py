@@ -33,6 +33,7 @@ from rcfmt.types import logical_type_from_arrow
 
 import oracle_filter  # tests/ is on sys.path (tests/conftest.py)
 import strategies_expr as sx
+from every_type import EVERY_TYPE
 from strategies import examples
 
 NAN = math.nan
@@ -378,20 +379,6 @@ def test_startswith_string_and_binary():
     check(col("s") < "ab", t, [False, False, True, True, None, False])
 
 
-EVERY_TYPE = pa.table({
-    "bool": pa.array([True, False, None]),
-    "i8": pa.array([-128, 127, None], pa.int8()),
-    "u64": pa.array([2**64 - 1, 0, None], pa.uint64()),
-    "i64": pa.array([-(2**63), 2**63 - 1, None], pa.int64()),
-    "f32": pa.array([-0.0, NAN, None], pa.float32()),
-    "date": pa.array([0, 18262, None], pa.int32()).view(pa.date32()),
-    "ts_s": pa.array([0, 1, None], pa.int64()).view(pa.timestamp("s")),
-    "ts_ns_tz": pa.array([0, 1, None], pa.int64()).view(pa.timestamp("ns", tz="Asia/Tokyo")),
-    "dec": pa.array([Decimal("1.5"), Decimal("-99999999999999999999999999.9999999999"), None], pa.decimal128(36, 10)),
-    "str": pa.array(["é", "", None]),
-    "lbin": pa.array([b"\x00", b"\xff", None], pa.large_binary()),
-    "dict": pa.array(["b", "a", None]).dictionary_encode(),
-})
 
 
 @pytest.mark.parametrize("expr, expected", [
