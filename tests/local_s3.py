@@ -87,6 +87,8 @@ class S3Proxy:
                     proxy._count += 1
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
+                if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+                    body = self._read_chunked()  # (pyarrow's uploads: forwarded with a Content-Length)
                 action = proxy.fault(number, self.command, self.path) if proxy.fault else None
                 if action == "reset":
                     proxy._record(self.command, self.path, 0, 0)
@@ -125,6 +127,17 @@ class S3Proxy:
                         self.wfile.write(data)
                 finally:
                     conn.close()
+
+            def _read_chunked(self) -> bytes:
+                parts = []
+                while True:
+                    size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                    if size == 0:
+                        while self.rfile.readline() not in (b"\r\n", b"\n", b""):  # trailers
+                            pass
+                        return b"".join(parts)
+                    parts.append(self.rfile.read(size))
+                    self.rfile.readline()
 
             do_GET = do_PUT = do_POST = do_HEAD = do_DELETE = _relay
 

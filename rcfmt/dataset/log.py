@@ -134,13 +134,14 @@ def write_hint(root: str, version: int, size: int | None = None) -> None:
         pass
 
 
-def next_versions(root: str, version: int, limit: int = MAX_HINT_WALK) -> tuple[int, int | None] | None:
+def next_versions(root: str, version: int, limit: int | None = None) -> tuple[int, int | None] | None:
     """Walk forward from the existing ``version``: ``(highest version, its index's bytes
     or None when that is ``version`` itself)`` found by looking up ``version + 1``,
     ``version + 2``, ... (one stat or request each) until one does not exist; None after
-    ``limit`` lookups found versions each (a listing is then cheaper)."""
+    ``limit`` (default :data:`MAX_HINT_WALK`) lookups found versions each (a listing is
+    then cheaper)."""
     size = None
-    for _ in range(limit):
+    for _ in range(MAX_HINT_WALK if limit is None else limit):
         nxt = object_size(version_path(root, version + 1))
         if nxt is None:
             return version, size
