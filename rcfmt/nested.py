@@ -29,14 +29,15 @@ import pyarrow as pa
 
 from .encodings.base import ColumnValues
 from .errors import CorruptFileError, InvalidDataError, SchemaError
-from .file.arrow_io import take, to_arrow, to_numpy, validity
+from .file.arrow_io import filter_rows, take, to_arrow, to_numpy, validity
 from .types import LogicalType, logical_type_from_arrow
 
 __all__ = ["Node", "is_nested", "plan_columns", "shred", "assemble", "nodes_to_json", "nodes_from_json",
            "project"]
 
 STRUCT, LIST, LARGE_LIST, FIXED_SIZE_LIST, MAP, LEAF = "struct", "list", "large_list", "fixed_size_list", "map", "leaf"
-_KINDS = (STRUCT, LIST, LARGE_LIST, FIXED_SIZE_LIST, MAP, LEAF)
+UNION = "union"
+_KINDS = (STRUCT, LIST, LARGE_LIST, FIXED_SIZE_LIST, MAP, UNION, LEAF)
 #: deepest nesting a file may declare (a forged footer cannot make the reader recurse without end)
 MAX_DEPTH = 64
 #: largest fixed_size_list size a file may declare
@@ -49,7 +50,12 @@ _LENGTHS = {False: LogicalType("int32"), True: LogicalType("int64")}
 
 def is_nested(t: pa.DataType) -> bool:
     return pa.types.is_struct(t) or pa.types.is_list(t) or pa.types.is_large_list(t) \
-        or pa.types.is_fixed_size_list(t) or pa.types.is_map(t)
+        or pa.types.is_fixed_size_list(t) or pa.types.is_map(t) or pa.types.is_union(t)
+
+
+def _union(t: pa.DataType, fields) -> pa.DataType:
+    """A union of ``t``'s mode and type codes over ``fields``."""
+    return pa.union(list(fields), t.mode, list(t.type_codes))
 
 
 @dataclass(frozen=True)
@@ -64,6 +70,8 @@ class Node:
     leaf_type: pa.DataType | None = None  # leaves: the Arrow type of the values
     size: int = 0  # fixed_size_list
     keys_sorted: bool = False  # map
+    mode: str = ""  # union: "sparse" or "dense"
+    type_codes: tuple = ()  # union: the code of each child
 
     @property
     def arrow_type(self) -> pa.DataType:
@@ -78,6 +86,8 @@ class Node:
             return pa.large_list(self.children[0].field)
         if k == FIXED_SIZE_LIST:
             return pa.list_(self.children[0].field, self.size)
+        if k == UNION:
+            return pa.union([c.field for c in self.children], self.mode, list(self.type_codes))
         key, value = self.children
         return pa.map_(key.field, value.field, keys_sorted=self.keys_sorted)
 
@@ -107,6 +117,8 @@ def storage_type(t: pa.DataType) -> pa.DataType:
         return _VIEWS[t]
     if pa.types.is_struct(t):
         return pa.struct([f.with_type(storage_type(f.type)) for f in t])
+    if pa.types.is_union(t):
+        return _union(t, [f.with_type(storage_type(f.type)) for f in t])
     if pa.types.is_map(t):
         return pa.map_(t.key_field.with_type(storage_type(t.key_type)),
                        t.item_field.with_type(storage_type(t.item_type)), keys_sorted=t.keys_sorted)
@@ -123,7 +135,7 @@ def storage_type(t: pa.DataType) -> pa.DataType:
 def _has_list_view(t: pa.DataType) -> bool:
     if pa.types.is_list_view(t) or pa.types.is_large_list_view(t):
         return True
-    if pa.types.is_struct(t):
+    if pa.types.is_struct(t) or pa.types.is_union(t):
         return any(_has_list_view(f.type) for f in t)
     if pa.types.is_map(t):
         return _has_list_view(t.key_type) or _has_list_view(t.item_type)
@@ -165,6 +177,8 @@ def to_storage(arr, t: pa.DataType, rows: bool = True):
     if pa.types.is_struct(src):
         children = [to_storage(arr.field(i), t.field(i).type, rows) for i in range(src.num_fields)]
         return pa.StructArray.from_arrays(children, fields=list(t), mask=mask)
+    if pa.types.is_union(src):
+        return _union_like(arr, t, [to_storage(c, f.type, False) for c, f in zip(_union_children(arr), t)])
     if pa.types.is_map(src):  # offsets index the whole entries child
         entries = arr.values
         keys, items = to_storage(entries.field(0), t.key_type, False), to_storage(entries.field(1), t.item_type, False)
@@ -229,6 +243,16 @@ def plan_columns(field: pa.Field, first: int) -> tuple[Node, list[tuple[str, Log
             columns.append((path, LogicalType("bool"), nullable))
             kids = tuple(walk(c, f"{path}.{c.name}", nullable, depth + 1) for c in t)
             return Node(f.name, f.nullable, STRUCT, col, kids)
+        if pa.types.is_union(t):
+            if t.num_fields == 0:
+                raise SchemaError(f"field {path!r} is a union without fields, which cannot be stored")
+            # the type code of every slot (a union has no validity of its own); each child
+            # at every slot, NULL where another child is chosen
+            columns.append((path, LogicalType("int8"), False))
+            kids = tuple(walk(c, f"{path}.{c.name}", True, depth + 1) for c in t)
+            if len({c.name for c in t}) != t.num_fields:
+                raise SchemaError(f"field {path!r} is a union with duplicate field names, which cannot be stored")
+            return Node(f.name, f.nullable, UNION, col, kids, mode=t.mode, type_codes=tuple(t.type_codes))
         if pa.types.is_map(t):
             columns.append((path, LogicalType("int32"), nullable))
             kids = (walk(t.key_field, f"{path}.{t.key_field.name}", False, depth + 1),
@@ -272,6 +296,11 @@ def shred(arr: pa.Array, node: Node, out: dict[int, pa.Array]) -> None:
         out[node.column] = arr if arr.type == node.leaf_type else arr.cast(node.leaf_type)
         return
     n = len(arr)
+    if k == UNION:
+        out[node.column] = _type_ids(arr)
+        for child, values in zip(node.children, _row_children(arr, node.column)):
+            shred(values, child, out)
+        return
     if k in (STRUCT, FIXED_SIZE_LIST):
         out[node.column] = _presence(arr)
         if k == STRUCT:  # children null where the struct is null
@@ -311,6 +340,87 @@ def _elements(values: pa.Array, offsets: np.ndarray, nulls: np.ndarray | None) -
     return pa.concat_arrays(runs) if runs else values.slice(lo, 0)
 
 
+def _type_ids(arr: pa.Array) -> pa.Array:
+    """The type code of every slot of union ``arr`` (int8, no NULLs)."""
+    n = len(arr)
+    codes = np.frombuffer(arr.buffers()[1], np.int8, count=arr.offset + n)[arr.offset:] if n else np.zeros(0, np.int8)
+    return pa.array(codes, pa.int8())
+
+
+def _union_children(arr: pa.Array) -> list[pa.Array]:
+    """The children of union ``arr`` as Arrow holds them (a sparse union's sliced to its
+    slots; a dense union's whole)."""
+    return [arr.field(i) for i in range(arr.type.num_fields)]
+
+
+def _row_children(arr: pa.Array, column: int) -> list[pa.Array]:
+    """Each child of union ``arr`` at every slot: its value where the slot chose it, NULL
+    elsewhere (a sparse union's unchosen values included: Arrow leaves them unspecified).
+    A dense union's offset outside its child raises :class:`SlotError` (of ``column``)."""
+    codes = to_numpy(_type_ids(arr))
+    out = []
+    for i, code in enumerate(arr.type.type_codes):
+        chosen = codes == code
+        if arr.type.mode == "sparse":
+            child = arr.field(i)
+            out.append(child if chosen.all() else pc_if_else(chosen, child))
+            continue
+        n = len(arr)
+        offsets = np.frombuffer(arr.buffers()[2], np.int32, count=arr.offset + n)[arr.offset:] if n \
+            else np.zeros(0, np.int32)
+        child = arr.field(i)
+        if not chosen.any():
+            out.append(pa.nulls(n, child.type))
+            continue
+        if len(child) <= int(offsets[chosen].max()) or int(offsets[chosen].min()) < 0:
+            raise SlotError(column, int(np.argmax(chosen & ((offsets < 0) | (offsets >= len(child))))),
+                            f"a dense union's offset lies outside its child {arr.type.field(i).name!r}")
+        # (take checks every index, those under NULL too: the unchosen slots read entry 0)
+        out.append(take(child, pa.array(np.where(chosen, offsets, 0).astype(np.int64), mask=~chosen)))
+    return out
+
+
+def pc_if_else(mask: np.ndarray, values: pa.Array) -> pa.Array:
+    """``values`` where ``mask``, NULL elsewhere."""
+    import pyarrow.compute as pc
+
+    return pc.if_else(pa.array(mask), values, pa.nulls(len(values), values.type))
+
+
+def _union_like(arr: pa.Array, t: pa.DataType, children: list[pa.Array]) -> pa.Array:
+    """A union of type ``t`` with ``arr``'s type codes (and offsets) over ``children``."""
+    n = len(arr)
+    bufs = arr.buffers()
+    codes = pa.py_buffer(np.ascontiguousarray(to_numpy(_type_ids(arr))))
+    if t.mode == "sparse":
+        return pa.Array.from_buffers(t, n, [None, codes], 0, 0, children)
+    offsets = np.frombuffer(bufs[2], np.int32, count=arr.offset + n)[arr.offset:] if n else np.zeros(0, np.int32)
+    return pa.Array.from_buffers(t, n, [None, codes, pa.py_buffer(np.ascontiguousarray(offsets))], 0, 0, children)
+
+
+def _assemble_union(node: Node, type_ids: pa.Array, rows: list[pa.Array]) -> pa.Array:
+    """The union of ``node`` from its slots' type codes and its children at every slot
+    (dense: each child keeps the slots that chose it, in order)."""
+    if type_ids.null_count:
+        raise CorruptFileError(f"null type code in union {node.name!r}")
+    codes = np.ascontiguousarray(to_numpy(type_ids), np.int8)
+    known = np.isin(codes, np.asarray(node.type_codes, np.int8))
+    if not known.all():
+        raise CorruptFileError(f"type code {int(codes[np.argmin(known)])} in union {node.name!r}, whose codes are "
+                               f"{list(node.type_codes)}")
+    t = node.arrow_type
+    n = len(codes)
+    if node.mode == "sparse":
+        return pa.Array.from_buffers(t, n, [None, pa.py_buffer(codes)], 0, 0, rows)
+    offsets = np.zeros(n, np.int32)
+    children = []
+    for code, child in zip(node.type_codes, rows):
+        chosen = codes == code
+        offsets[chosen] = np.arange(int(chosen.sum()), dtype=np.int32)
+        children.append(filter_rows(child, pa.array(chosen)))
+    return pa.Array.from_buffers(t, n, [None, pa.py_buffer(codes), pa.py_buffer(offsets)], 0, 0, children)
+
+
 def _presence(arr: pa.Array) -> pa.Array:
     """A bool array, true where ``arr`` is valid and null where it is null."""
     return to_arrow(ColumnValues(np.ones(len(arr), bool)), validity(arr) if arr.null_count else None, _BOOL)
@@ -330,6 +440,9 @@ def assemble(node: Node, decode: Callable, slots: int, rows: np.ndarray | None =
     k = node.kind
     if k == LEAF:
         return _declared(decode(node.column, slots, rows), node)
+    if k == UNION:
+        return _assemble_union(node, decode(node.column, slots, rows),
+                               [assemble(c, decode, slots, rows) for c in node.children])
     if k in (STRUCT, FIXED_SIZE_LIST):
         own = decode(node.column, slots, rows)
     else:  # the lengths of every list: the elements of a selected one start after all before it
@@ -507,6 +620,8 @@ def nodes_to_json(nodes) -> list:
             out["size"] = n.size
         if n.kind == MAP and n.keys_sorted:
             out["keys_sorted"] = True
+        if n.kind == UNION:
+            out["mode"], out["type_codes"] = n.mode, list(n.type_codes)
         if n.children:
             out["children"] = [enc(c) for c in n.children]
         return out
@@ -543,19 +658,26 @@ def nodes_from_json(doc, columns) -> tuple:
             raise ValueError(f"nested node {name!r} has malformed children")
         ctype = columns[col].type.name
         want = {LEAF: (None, 0), STRUCT: ("bool", None), FIXED_SIZE_LIST: ("bool", 1), LIST: ("int32", 1),
-                LARGE_LIST: ("int64", 1), MAP: ("int32", 2)}[kind]
+                LARGE_LIST: ("int64", 1), MAP: ("int32", 2), UNION: ("int8", None)}[kind]
         if (want[0] is not None and ctype != want[0]) or (want[1] is not None and len(kids) != want[1]) \
-                or (kind == STRUCT and not kids):
+                or (kind in (STRUCT, UNION) and not kids):
             raise ValueError(f"nested node {name!r} of kind {kind} has a {ctype} column and {len(kids)} children")
         children = tuple(dec(c, depth + 1, path) for c in kids)
         size = obj.get("size", 0)
         if kind == FIXED_SIZE_LIST and (not isinstance(size, int) or not 0 < size <= MAX_LIST_SIZE):
             raise ValueError(f"fixed_size_list {name!r} has size {size!r}")
-        if kind == STRUCT and len({c.name for c in children}) != len(children):
-            raise ValueError(f"struct {name!r} has duplicate field names")
+        if kind in (STRUCT, UNION) and len({c.name for c in children}) != len(children):
+            raise ValueError(f"{kind} {name!r} has duplicate field names")
+        mode, codes = obj.get("mode", ""), obj.get("type_codes", [])
+        if kind == UNION and (mode not in ("sparse", "dense") or not isinstance(codes, list)
+                              or len(codes) != len(children) or len(set(map(repr, codes))) != len(codes)
+                              or not all(isinstance(c, int) and not isinstance(c, bool) and 0 <= c < 128
+                                         for c in codes)):
+            raise ValueError(f"union {name!r} has mode {mode!r} and type codes {codes!r}")
         leaf = columns[col].type.to_arrow() if kind == LEAF else None
         return Node(name, nullable, kind, col, children, leaf, size if kind == FIXED_SIZE_LIST else 0,
-                    bool(obj.get("keys_sorted", False)))
+                    bool(obj.get("keys_sorted", False)), mode if kind == UNION else "",
+                    tuple(codes) if kind == UNION else ())
 
     nodes = tuple(dec(o, 0) for o in doc)
     if len(seen) != len(columns):
@@ -684,13 +806,15 @@ def same_shape(a: pa.DataType, b: pa.DataType, same_leaf: Callable[[pa.DataType,
     if not is_nested(a):
         return same_leaf(a, b)
     kinds = [pa.types.is_struct, pa.types.is_map, pa.types.is_fixed_size_list, pa.types.is_large_list,
-             pa.types.is_list]
+             pa.types.is_list, pa.types.is_union]
     if [k(a) for k in kinds] != [k(b) for k in kinds]:
         return False
     if pa.types.is_fixed_size_list(a) and a.list_size != b.list_size:
         return False
-    fa = list(a) if pa.types.is_struct(a) else [a.key_field, a.item_field] if pa.types.is_map(a) else [a.value_field]
-    fb = list(b) if pa.types.is_struct(b) else [b.key_field, b.item_field] if pa.types.is_map(b) else [b.value_field]
+    if pa.types.is_union(a) and (a.mode != b.mode or list(a.type_codes) != list(b.type_codes)):
+        return False
+    fa = list(a) if pa.types.is_struct(a) or pa.types.is_union(a) else [a.key_field, a.item_field] if pa.types.is_map(a) else [a.value_field]
+    fb = list(b) if pa.types.is_struct(b) or pa.types.is_union(b) else [b.key_field, b.item_field] if pa.types.is_map(b) else [b.value_field]
     return len(fa) == len(fb) and all(x.name == y.name and same_shape(x.type, y.type, same_leaf)
                                       for x, y in zip(fa, fb))
 
@@ -700,6 +824,9 @@ def field_to_json(f: pa.Field, flat_type_json: Callable[[pa.DataType], dict]) ->
     t = f.type
     if pa.types.is_struct(t):
         body = {"type": STRUCT, "fields": [field_to_json(c, flat_type_json) for c in t]}
+    elif pa.types.is_union(t):
+        body = {"type": UNION, "mode": t.mode, "type_codes": list(t.type_codes),
+                "fields": [field_to_json(c, flat_type_json) for c in t]}
     elif pa.types.is_map(t):
         body = {"type": MAP, "key": field_to_json(t.key_field, flat_type_json),
                 "value": field_to_json(t.item_field, flat_type_json)}
@@ -726,6 +853,12 @@ def field_from_json(obj: dict, flat_type: Callable[[dict], pa.DataType], depth: 
 
     if kind == STRUCT:
         t = pa.struct([field_from_json(c, flat_type, depth + 1) for c in obj["fields"]])
+    elif kind == UNION:
+        mode, codes = obj.get("mode"), obj.get("type_codes")
+        if mode not in ("sparse", "dense") or not isinstance(codes, list) \
+                or not all(isinstance(c, int) and not isinstance(c, bool) and 0 <= c < 128 for c in codes):
+            raise ValueError(f"malformed union field {obj.get('name')!r}")
+        t = pa.union([field_from_json(c, flat_type, depth + 1) for c in obj["fields"]], mode, codes)
     elif kind == MAP:
         t = pa.map_(sub("key"), sub("value"), keys_sorted=bool(obj.get("keys_sorted", False)))
     elif kind == FIXED_SIZE_LIST:

@@ -45,7 +45,9 @@ def _checked_columns(node: nested.Node, columns) -> list[int]:
 
 
 def _has_lists(node: nested.Node) -> bool:
-    return node.kind in (nested.LIST, nested.LARGE_LIST, nested.MAP) or any(_has_lists(c) for c in node.children)
+    """Whether shredding ``node`` follows offsets (lists, maps, dense unions) it must check."""
+    return node.kind in (nested.LIST, nested.LARGE_LIST, nested.MAP) or node.mode == "dense" \
+        or any(_has_lists(c) for c in node.children)
 
 
 def empty_nulls(arr):
