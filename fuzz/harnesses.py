@@ -363,11 +363,16 @@ def make_corpus() -> None:
 def make_types_corpus() -> None:
     """Seeds of the ``footer`` and ``scan`` targets holding the types stored under another
     (docs/FORMAT.md 3.1: durations, date64, decimal32/256, float16, fixed-size binary,
-    UUIDs, null, intervals), with NULLs and a bloom filter and bitmap index on some."""
+    UUIDs, null, intervals; 3a: sparse and dense unions), with NULLs and a bloom filter
+    and bitmap index on some."""
     import uuid
 
     n = 40
     valid = np.arange(n) % 7 != 3
+    codes = np.where(valid, 5, 9)  # a dense union: each child's slots ranked in order
+    ranks = np.zeros(n, np.int32)
+    for code in (5, 9):
+        ranks[codes == code] = np.arange(int((codes == code).sum()))
     table = pa.table({
         "dur": pa.array(np.arange(n) * 1_000 - 7_000, pa.duration("ms"), mask=~valid),
         "d64": pa.array(np.arange(n) * 86_400_000, pa.date64(), mask=~valid),
@@ -379,6 +384,11 @@ def make_types_corpus() -> None:
                                                                 pa.binary(16))),
         "nothing": pa.nulls(n),
         "iv": pa.array([pa.MonthDayNano([k, -k, k * 1000]) for k in range(n)], pa.month_day_nano_interval()),
+        "su": pa.UnionArray.from_sparse(pa.array(np.arange(n) % 2, pa.int8()),
+                                        [pa.array(np.arange(n)), pa.array([f"s{k}" for k in range(n)])], ["i", "s"]),
+        "du": pa.UnionArray.from_dense(pa.array(codes, pa.int8()), pa.array(ranks),
+                                       [pa.array(np.arange(int(valid.sum())) * 0.5),
+                                        pa.nulls(int((~valid).sum()), pa.int16())], ["f", "n"], [5, 9]),
     })
     path = _SCRATCH / "seed-types.rcfmt"
     rcfmt.write_table(table, path, block_rows=16, page_rows=8, bloom_filter_columns=["u", "d256"],
