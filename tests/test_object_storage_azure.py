@@ -163,7 +163,7 @@ def test_a_file_is_written_in_blocks_and_appears_whole(azure, monkeypatch):
     """A file is staged in blocks as it is written (never held whole; one of a block or
     less is one upload); until the commit nothing changes at its name -- an older file there stays whole and readable -- and
     an abandoned write leaves the older file as it was."""
-    from rcfmt import azure_store
+    from rcfmt.storage import azure as azure_store
     from rcfmt.storage import open_output
 
     monkeypatch.setattr(azure_store, "BLOCK_BYTES", 64 << 10)
