@@ -156,3 +156,18 @@ def test_a_dense_offset_outside_its_child_is_refused_at_write(tmp_path):
         rcfmt.write_table(pa.table({"u": bad}), tmp_path / "t.rcfmt")
     assert info.value.row == 2 and info.value.column == "u"
     assert not (tmp_path / "t.rcfmt").exists()
+
+
+def test_cli_check_head_and_schema_show_unions(tmp_path, capsys):
+    from rcfmt.cli import main
+
+    u = pa.UnionArray.from_dense(pa.array([7, 3, 7], pa.int8()), pa.array([0, 0, 1], pa.int32()),
+                                 [pa.array(["a", None]), pa.array([2.5, None])], ["s", "f"], [3, 7])
+    path = tmp_path / "t.rcfmt"
+    rcfmt.write_table(pa.table({"k": [1, 2, 3], "u": u}), path)
+    assert main(["check", str(path)]) == 0
+    assert main(["head", str(path)]) == 0
+    assert main(["schema", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "ok:" in out and "dense_union<s: string=3, f: double=7>" in out
+    assert [line.split()[1] for line in out.splitlines() if line[:1] in "123"] == ["2.5", "a", "null"]
