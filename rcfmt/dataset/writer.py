@@ -437,7 +437,22 @@ def commit(root: str, entries: list[FileEntry], *, mode: str, read_version: int,
            clustering: dict | None = None, base_table_unindexed: pa.Table | None = None,
            operation_info: dict | None = None, remove: Iterable[str] = (), renames: dict | None = None,
            base_snapshot: Snapshot | None = None) -> int:
-    """Publish ``staged`` data files and commit ``entries`` as a new version; return it.
+    """Publish ``staged`` data files and commit ``entries`` as a new version; return it
+    (see :func:`commit_version`, which also returns the size of its index)."""
+    return commit_version(root, entries, mode=mode, read_version=read_version, data_schema=data_schema,
+                          partitioning=partitioning, txn_id=txn_id, staged=staged, clustering=clustering,
+                          base_table_unindexed=base_table_unindexed, operation_info=operation_info, remove=remove,
+                          renames=renames, base_snapshot=base_snapshot)[0]
+
+
+def commit_version(root: str, entries: list[FileEntry], *, mode: str, read_version: int, data_schema: pa.Schema,
+                   partitioning: Partitioning, txn_id: str, staged: list[tuple[str, str]] = (),
+                   clustering: dict | None = None, base_table_unindexed: pa.Table | None = None,
+                   operation_info: dict | None = None, remove: Iterable[str] = (), renames: dict | None = None,
+                   base_snapshot: Snapshot | None = None) -> tuple[int, int]:
+    """:func:`commit`, returning ``(version, bytes of its index file)``.
+
+    Publish ``staged`` data files and commit ``entries`` as a new version; return it.
 
     ``mode`` "append" rebases onto concurrent commits; "overwrite" raises
     :class:`CommitConflictError` if the latest version is no longer ``read_version``;
@@ -585,7 +600,7 @@ def commit(root: str, entries: list[FileEntry], *, mode: str, read_version: int,
         remove_files(published)
         raise
     log.write_hint(root, committed, size)  # (outside the try: the commit stands whatever happens here)
-    return committed
+    return committed, size
 
 
 # ------------------------------------------------------------------ write_dataset
@@ -797,12 +812,12 @@ def write_dataset(data, path, *, partition_by=None, mode: str = "append",
         except BaseException:
             writer.abort()
             raise
-        version = commit(plan.root, [e for e, _ in files], mode=plan.mode, read_version=plan.read_version,
-                         data_schema=plan.data_schema, partitioning=plan.partitioning, txn_id=txn,
-                         staged=[(p, e.path) for e, p in files],
-                         clustering=None if inherited else clustering_info(clustering, "file"),
-                         base_table_unindexed=plan.adopt, base_snapshot=plan.base)
+        version, size = commit_version(
+            plan.root, [e for e, _ in files], mode=plan.mode, read_version=plan.read_version,
+            data_schema=plan.data_schema, partitioning=plan.partitioning, txn_id=txn,
+            staged=[(p, e.path) for e, p in files], clustering=None if inherited else clustering_info(clustering, "file"),
+            base_table_unindexed=plan.adopt, base_snapshot=plan.base)
     finally:
         if not remote:
             log.remove_tree(staging)
-    return Dataset.open(plan.root, version=version)
+    return Dataset(read_snapshot(plan.root, version, size=size))  # (its size known: no lookup)
