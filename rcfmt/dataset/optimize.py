@@ -229,14 +229,14 @@ def _sample(spec: ClusteringSpec, files, total: int, schema: pa.Schema, ids: dic
     columns = pa.schema([schema.field(c) for c in spec.columns])
     pieces = []
     for _, path, n in files:
-        take = min(n, math.ceil(spec.sample_size * n / max(total, 1)))
-        if not take:
+        drawn = min(n, math.ceil(spec.sample_size * n / max(total, 1)))
+        if not drawn:
             continue
         with RcfmtFile(path) as f:
             renames = file_renames(f.schema.names, ids, schema.names)
             t = _as_schema(f.read(columns=[renames.get(c, c) for c in spec.columns], use_threads=False), columns,
                            renames)
-        idx = np.sort(rng.choice(n, size=take, replace=False)) if take < n else np.arange(n)
+        idx = np.sort(rng.choice(n, size=drawn, replace=False)) if drawn < n else np.arange(n)
         pieces.append(take(t, pa.array(idx)))
     return pa.concat_tables(pieces) if pieces else columns.empty_table()
 
