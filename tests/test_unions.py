@@ -67,11 +67,9 @@ def tables(draw) -> pa.Table:
     out = {"id": pa.array(np.arange(n)), "u": u}
     if draw(st.booleans()):  # a union under a struct and in a list
         out["s"] = pa.StructArray.from_arrays([draw(unions(n))], names=["v"])
-        m = draw(st.integers(0, 3 * n))
         lengths = np.array(draw(st.lists(st.integers(0, 3), min_size=n, max_size=n)), np.int32) if n else \
             np.zeros(0, np.int32)
         total = int(lengths.sum())
-        del m
         out["l"] = pa.ListArray.from_arrays(pa.array(np.concatenate(([0], np.cumsum(lengths))).astype(np.int32)),
                                             draw(unions(total)))
     return pa.table(out)
