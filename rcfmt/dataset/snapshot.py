@@ -4,15 +4,18 @@ directory without index (:func:`discover`: footers read now, Hive partitions
 inferred), and what a writer starts from (:func:`load_base`)."""
 from __future__ import annotations
 
+import collections
 import json
 import os
 import re
+import threading
 from typing import Sequence
 
 import pyarrow as pa
 
 from ..errors import CorruptFileError, RcfmtError, SchemaError
 from ..file.reader import RcfmtFile
+from ..storage import is_remote
 from . import log
 from .evolution import check_column_ids, merge_nullability, same_types
 from .index import (BASE_COLUMNS, INDEX_METADATA_KEY, FileEntry, Snapshot, check_index_columns, check_relpath,
@@ -80,14 +83,66 @@ _CHECKED_PATHS: set = set()
 _CHECKED_MAX = 1 << 20
 
 
+#: per dataset root, the last version this process committed there: ``(version, identity
+#: of its index file, its rows, its info as written)`` -- what the next append from this
+#: process starts from, without reading the index it has just written
+_COMMITTED: "collections.OrderedDict" = collections.OrderedDict()
+_COMMITTED_ROOTS = 16
+_COMMITTED_LOCK = threading.Lock()
+
+
+def _identity(root: str, version: int, size: int | None):
+    """What must not have changed for a remembered version to be used: on object stores
+    its size (an index version is never replaced under its name), locally its size,
+    inode and modification time (a file replaced or rewritten in place differs)."""
+    if is_remote(root):
+        return size
+    try:
+        st = os.stat(log.version_path(root, version))
+    except OSError:
+        return None
+    return st.st_size, st.st_ino, st.st_mtime_ns
+
+
+def remember_committed(root: str, version: int, size: int, table: pa.Table, info_json: str) -> None:
+    """Keep the complete index rows of ``version``, just committed by this process."""
+    identity = _identity(root, version, size)
+    if identity is None:
+        return
+    entry = (version, identity, table.combine_chunks(), info_json)
+    with _COMMITTED_LOCK:
+        _COMMITTED[root] = entry
+        _COMMITTED.move_to_end(root)
+        while len(_COMMITTED) > _COMMITTED_ROOTS:
+            _COMMITTED.popitem(last=False)
+
+
+def _committed(root: str, version: int, size: int | None) -> Snapshot | None:
+    """Version ``version`` with every index column, if this process committed it last at
+    ``root`` and its file is still the one it wrote."""
+    with _COMMITTED_LOCK:
+        entry = _COMMITTED.get(root)
+    if entry is None or entry[0] != version or entry[1] != _identity(root, version, size):
+        return None
+    _, _, table, raw = entry
+    info = json.loads(raw)
+    return Snapshot(root, schema_from_json(info["schema"]), Partitioning.from_json(info["partitioning"]), table,
+                    info, version, log.version_path(root, version), size)
+
+
 def read_latest(root: str, columns: Sequence[str] | None = ()) -> Snapshot | None:
     """The latest version of the index (:func:`rcfmt.dataset.log.find_latest`: O(1)
     lookups from the version hint), None when nothing is committed. A hint naming a
     version that cannot be read as it says (deleted, another size) is set aside and the
-    versions are listed."""
+    versions are listed. With ``columns=None`` (a writer's base), a version this process
+    committed last is taken from memory (:func:`remember_committed`)."""
     version, size = log.find_latest(root)
     if not version:
         return None
+    if columns is None:
+        known = _committed(root, version, size)
+        if known is not None:
+            return known
     try:
         return read_snapshot(root, version, columns, size=size)
     except (OSError, RcfmtError):

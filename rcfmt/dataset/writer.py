@@ -30,7 +30,7 @@ from . import log
 from .index import (DEFAULT_INDEX_TRUNCATE, INDEX_METADATA_KEY, STATS_FIELDS, VALUES_FIELD, FileEntry, conform_index,
                     Snapshot, dumps_info, entries_table, entry_from_file, index_schema, schema_to_json, stats_schema)
 from .partitioning import Partitioning
-from .snapshot import WRITER_FILE, load_base, read_snapshot
+from .snapshot import WRITER_FILE, load_base, read_snapshot, remember_committed
 
 __all__ = ["write_dataset", "begin_write", "WritePlan", "FileSetWriter", "commit", "clustering_spec", "clustering_info",
            "recorded_clustering", "cluster_file", "check_clustering_columns", "DEFAULT_TARGET_FILE_ROWS"]
@@ -600,6 +600,10 @@ def commit_version(root: str, entries: list[FileEntry], *, mode: str, read_versi
         remove_files(published)
         raise
     log.write_hint(root, committed, size)  # (outside the try: the commit stands whatever happens here)
+    try:  # this process's next append starts here (an optimisation only)
+        remember_committed(root, committed, size, table, dumps_info(info))
+    except Exception:
+        pass
     return committed, size
 
 

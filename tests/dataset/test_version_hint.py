@@ -316,8 +316,9 @@ def test_open_and_commit_do_not_list_the_metadata_directory(tmp_path, monkeypatc
 
 
 def test_one_read_of_the_index_per_append(tmp_path, monkeypatch):
-    """write_dataset reads the latest index once (its plan) and its commit builds the
-    next version from it; the Dataset it returns reads the new version."""
+    """write_dataset reads the latest index once (its plan; none when this process
+    committed it last: the rows it wrote are kept) and its commit builds the next version
+    from it; the Dataset it returns reads the new version."""
     root = str(tmp_path / "d")
     make(root, 5)
     reads = []
@@ -331,7 +332,21 @@ def test_one_read_of_the_index_per_append(tmp_path, monkeypatch):
     monkeypatch.setattr(dataset_writer, "read_snapshot", counted)
     monkeypatch.setattr(sys.modules["rcfmt.dataset.dataset"], "read_snapshot", counted)
     assert rcfmt.write_dataset(batch(5), root).version == 6
-    assert reads == [5, 6], reads
+    assert reads == [6], reads  # (version 5: this process committed it)
+    dataset_snapshot._COMMITTED.clear()  # (another process committed it)
+    reads.clear()
+    assert rcfmt.write_dataset(batch(6), root).version == 7
+    assert reads == [6, 7], reads
+    path = log.version_path(root, 7)  # a version file replaced behind the writer's back is read again
+    with open(path, "rb") as f:
+        data = f.read()
+    os.unlink(path)
+    with open(path, "wb") as f:
+        f.write(data)
+    reads.clear()
+    assert rcfmt.write_dataset(batch(7), root).version == 8
+    assert reads == [7, 8], reads
+    assert_latest(root, 8)
 
 
 def test_check_relpath_runs_once_per_path(tmp_path, monkeypatch):
