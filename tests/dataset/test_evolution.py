@@ -375,7 +375,7 @@ def test_an_append_racing_a_rename_conflicts_and_loses_no_row(tmp_path, monkeypa
 
     root = tmp_path / "ds"
     rcfmt.write_dataset(pa.table({"id": [1, 2], "v": [10, 20]}), root)
-    real = dswriter.commit
+    real = dswriter.commit_version  # (what write_dataset commits with)
     fired = []
 
     def commit(*args, **kwargs):  # the rename commits while the append is about to
@@ -384,10 +384,11 @@ def test_an_append_racing_a_rename_conflicts_and_loses_no_row(tmp_path, monkeypa
             rcfmt.dataset(root).evolve(rename={"v": "w"})
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(dswriter, "commit", commit)
+    monkeypatch.setattr(dswriter, "commit_version", commit)
     with pytest.raises(rcfmt.CommitConflictError):
         rcfmt.write_dataset(pa.table({"id": [3], "v": [30]}), root)
-    monkeypatch.setattr(dswriter, "commit", real)
+    assert fired
+    monkeypatch.setattr(dswriter, "commit_version", real)
     ds = rcfmt.dataset(root)
     assert ds.schema.names == ["id", "w"] and ds.read().sort_by("id").to_pydict() == {"id": [1, 2], "w": [10, 20]}
     rcfmt.write_dataset(pa.table({"id": [3], "w": [30]}), root)  # the retry under the new name
