@@ -55,7 +55,7 @@ class BlockColumns:
     C_COLS), ``pages`` (page count per block, summed over the columns) and what each
     output is wrapped as."""
 
-    def __init__(self, file, cols: list[int], dictionary_ids):
+    def __init__(self, file, cols: list[int], dictionary_ids, gap: int = 0):
         footer = file.footer
         self.cols = list(cols)
         self.ltypes = [footer.columns[c].type for c in self.cols]
@@ -83,6 +83,12 @@ class BlockColumns:
         order = np.argsort(chunks[:, :, _block.C_OFFSET], axis=1, kind="stable")
         self._lo = np.take_along_axis(chunks[:, :, _block.C_OFFSET], order, axis=1)
         self._hi = self._lo + np.take_along_axis(chunks[:, :, _block.C_LENGTH], order, axis=1)
+        # blocks whose chunks make one range once merged (``gap``: what coalescing allows;
+        # the chunks of a block lie side by side): one read, worked out here, not per block
+        top = np.maximum.accumulate(self._hi, axis=1)
+        self._one = ((self._lo[:, 1:] - top[:, :-1]) <= gap).all(axis=1).tolist() if len(self.cols) else []
+        self._start = self._lo[:, :1]
+        self._end = top[:, -1:]
         #: the Arrow type each column is wrapped as here (None: by the scan, as the Python
         #: path does -- read_dictionary and annotated columns), and its buffer layout:
         #: bytes per value, 0 bools (bits), -4 / -8 strings/binary (offset width)
@@ -91,9 +97,12 @@ class BlockColumns:
         self.widths = [(-8 if lt.large else -4) if lt.kind == PhysicalKind.VARBINARY else
                        (0 if lt.kind == PhysicalKind.BOOL else lt.width) for lt in self.ltypes]
 
-    def ranges(self, block: int) -> tuple[np.ndarray, np.ndarray]:
-        """The chunks' byte ranges in ``block``, sorted (to be coalesced by the caller)."""
-        return self._lo[block], self._hi[block]
+    def ranges(self, block: int):
+        """The chunks' byte ranges in ``block``: ``(starts, ends)`` merged when they
+        make one range, else ``(lo, hi, False)``, sorted, for the caller to coalesce."""
+        if self._one[block]:
+            return self._start[block], self._end[block], True
+        return self._lo[block], self._hi[block], False
 
     def run(self, buf, base: int, block: int, rows: int, verify: bool) -> list:
         """Decode every column of ``block`` (all ``rows`` rows) from ``buf`` (file bytes

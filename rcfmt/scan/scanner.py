@@ -732,10 +732,12 @@ class FileScan:
         key = tuple(cols)
         executor = self._executors.get(key)
         if executor is None:
-            executor = self._executors[key] = BlockColumns(self.file, cols, self.dictionary_ids)
-        if fetched is None:
-            lo, hi = executor.ranges(block)
-            starts, ends = _coalesce(lo, hi, self._gap if self.file.remote else 0)
+            executor = self._executors[key] = BlockColumns(self.file, cols, self.dictionary_ids,
+                                                           self._gap if self.file.remote else 0)
+        if fetched is None:  # the ranges _fetch would read for these whole chunks
+            starts, ends, merged = executor.ranges(block)
+            if not merged:
+                starts, ends = _coalesce(starts, ends, self._gap if self.file.remote else 0)
             buf = self.file.read_ranges(starts, ends)
             stats.bytes_read += int((ends - starts).sum())
             base = int(starts[0])
@@ -892,8 +894,8 @@ class FileScan:
         the conjuncts the indexes decided exactly taken out (None when they decided all
         of it: the candidates are then exactly the matching rows). Reads metadata only."""
         rows = int(self.file.footer.blocks[block]["row_count"])
-        if self.nnf is None:
-            return BlockPlan(block, rows, Selection.from_ranges(self.row_ranges(block, cache), rows), None)
+        if self.nnf is None:  # (every row: what row_ranges says without a filter)
+            return BlockPlan(block, rows, Selection.all(rows), None)
         answer = self._answers.get(block)
         if answer is not None and answer.exact:  # no filter column to decode, no page index to ask
             stats.rows_selected_index += answer.count
