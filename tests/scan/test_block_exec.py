@@ -12,7 +12,6 @@ import pytest
 import rcfmt
 from rcfmt.errors import CorruptFileError
 from rcfmt.scan import block_exec
-from rcfmt.scan.scanner import FileScan, ScanStats
 
 N = 5000
 
@@ -140,7 +139,8 @@ def test_errors_are_the_python_paths(tmp_path, name):
 
 
 def test_invalid_utf8_is_refused_with_the_python_message(tmp_path):
-    table = pa.table({"s": pa.array([b"ok", b"fine", b"\xff\xfe bad"] * 100, pa.binary()).cast(pa.string(), safe=False)})
+    raw = pa.array([b"ok", b"fine", b"\xff\xfe bad"] * 100, pa.binary())
+    table = pa.table({"s": raw.cast(pa.string(), safe=False)})
     path = tmp_path / "t.rcfmt"
     try:
         rcfmt.write_table(table, path, encoding="plain", compression="none")
