@@ -200,6 +200,7 @@ cdef struct Col:
     uint32_t* codes
     uint8_t* dvalues        # the dictionary's fixed-width values (an aligned copy)
     uint32_t* dlocal        # the dictionary's string offsets (from 0)
+    uint8_t* dpadded        # the dictionary's string data, with 16 bytes of slack
 
 
 cdef inline int _fail(Col* col, int status, int64_t page) noexcept nogil:
@@ -233,6 +234,8 @@ cdef void _free_temporaries(Col* col) noexcept nogil:
     free(col.codes)
     free(col.dvalues)
     free(col.dlocal)
+    free(col.dpadded)
+    col.dpadded = NULL
     col.arena = NULL
     col.darena = NULL
     col.scratch = NULL
@@ -289,7 +292,14 @@ cdef int _dictionary(const uint8_t* buf, Py_ssize_t size, int64_t at, Col* col, 
             return _fail(col, ST_DICTIONARY, -1)
         if s[S_UTF8] and utf8_row32(d, dlen, <const int32_t*>col.dlocal, dsize) >= 0:
             return _fail(col, ST_INVALID, -1)
-        ddata[0] = d
+        # a copy with 16 bytes of slack: values of at most 16 bytes are gathered as 16
+        col.dpadded = <uint8_t*>malloc(dlen + 16)
+        if col.dpadded == NULL:
+            return _fail(col, ST_MEMORY, -1)
+        if dlen:
+            memcpy(col.dpadded, d, dlen)
+        memset(col.dpadded + dlen, 0, 16)
+        ddata[0] = col.dpadded
         ddata_len[0] = dlen
         return 0
     if blen != dsize * width:
@@ -318,6 +328,10 @@ cdef int _gather_fixed(const uint8_t* dvalues, const uint32_t* codes, int64_t ro
     elif width == 8:
         for i in range(rows):
             (<uint64_t*>out)[i] = (<const uint64_t*>dvalues)[codes[i]]
+    elif width == 16:
+        for i in range(rows):
+            (<uint64_t*>out)[2 * i] = (<const uint64_t*>dvalues)[2 * <int64_t>codes[i]]
+            (<uint64_t*>out)[2 * i + 1] = (<const uint64_t*>dvalues)[2 * <int64_t>codes[i] + 1]
     else:
         for i in range(rows):
             memcpy(out + i * width, dvalues + <int64_t>codes[i] * width, width)
@@ -325,7 +339,9 @@ cdef int _gather_fixed(const uint8_t* dvalues, const uint32_t* codes, int64_t ro
 
 
 cdef int _gather_varbinary(Col* col, const uint8_t* d, const uint32_t* codes, int64_t rows) noexcept nogil:
-    """Strings/binary of the dictionary at ``codes`` into offsets (the arena) and owned data."""
+    """Strings/binary of the dictionary at ``codes`` into offsets (the arena) and owned
+    data; ``d`` (the padded copy) and the output have 16 bytes of slack: values of at
+    most 16 bytes are copied as 16 (as rcfmt._native.varbinary.gather does)."""
     cdef const uint32_t* off = col.dlocal
     cdef int64_t i, total = 0, pos = 0, m
     cdef uint32_t code
@@ -335,7 +351,7 @@ cdef int _gather_varbinary(Col* col, const uint8_t* d, const uint32_t* codes, in
         total += off[code + 1] - off[code]
     if not wide and total > I32_MAX:
         return _fail(col, ST_TOO_BIG, -1)
-    col.data = <uint8_t*>malloc(total + 1)
+    col.data = <uint8_t*>malloc(total + 16)
     if col.data == NULL:
         return _fail(col, ST_MEMORY, -1)
     if wide:
@@ -345,7 +361,9 @@ cdef int _gather_varbinary(Col* col, const uint8_t* d, const uint32_t* codes, in
     for i in range(rows):
         code = codes[i]
         m = off[code + 1] - off[code]
-        if m:
+        if m <= 16:
+            memcpy(col.data + pos, d + off[code], 16)
+        else:
             memcpy(col.data + pos, d + off[code], m)
         pos += m
         if wide:
@@ -484,11 +502,8 @@ cdef int _column(const uint8_t* buf, Py_ssize_t size, int64_t base, Col* col, in
             if kind == KIND_VARBINARY:
                 col.doffs = <uint8_t*>col.dlocal
                 col.dlocal = NULL
-                col.ddata = <uint8_t*>malloc(ddata_len + 1)
-                if col.ddata == NULL:
-                    return _fail(col, ST_MEMORY, -1)
-                if ddata_len:
-                    memcpy(col.ddata, ddata, ddata_len)
+                col.ddata = col.dpadded
+                col.dpadded = NULL
                 col.ddata_len = ddata_len
             else:
                 col.ddata = col.dvalues
