@@ -114,13 +114,7 @@ cdef enum Err:
     EXPECTED_LENGTH
 
 
-cdef struct Failure:
-    int code
-    Py_ssize_t page
-    Py_ssize_t pos
-    int64_t a
-    int64_t b
-    int64_t c
+# (cdef struct Failure: in pages.pxd, shared with the block executor)
 
 
 cdef struct Header:

@@ -142,3 +142,16 @@ def decimal_invalid_row(values, int precision):
     with nogil:
         row = rc_decimal_invalid_at(v, n, precision)
     return row
+
+
+# ------------------------------------------------------------------ raw cores (validate.pxd)
+cdef int64_t utf8_row32(const uint8_t* data, int64_t size, const int32_t* off, int64_t n) noexcept nogil:
+    return _utf8_row(data, size, off, n)
+
+
+cdef int64_t utf8_row64(const uint8_t* data, int64_t size, const int64_t* off, int64_t n) noexcept nogil:
+    return _utf8_row(data, size, off, n)
+
+
+cdef int64_t decimal_row(const uint64_t* v, int64_t n, int precision) noexcept nogil:
+    return rc_decimal_invalid_at(v, n, precision)

@@ -36,6 +36,7 @@ from .evaluate import ColumnData, column_conjuncts, eval_nnf, native_predicate
 from .fetch_plan import BlockGroups
 from .nnf import BoundAnd, BoundListContains, BoundOr, columns as expr_columns, fold, leaves, to_nnf
 from .bind import bind
+from .block_exec import BlockColumns
 from .intervals import Interval
 from .plan import PRUNE_STAGES, BlockPlan, FilePlan
 from .prune import leaf_may_match, may_match
@@ -88,8 +89,8 @@ class ScanStats:
     requests: int = 0  # reads from files (on object storage, one request each)
 
     def add(self, other: "ScanStats") -> None:
-        for f in fields(self):
-            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+        for name in _STATS_FIELDS:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
 
     def as_dict(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -105,6 +106,7 @@ class ScanStats:
                 f"bytes read {self.bytes_read} in {self.requests} requests")
 
 
+_STATS_FIELDS = tuple(f.name for f in fields(ScanStats))
 _INT32 = LogicalType("int32")  # dictionary indices
 
 
@@ -206,6 +208,8 @@ class FileScan:
         #: native_predicate's answers for chunks without a dictionary, by (conjuncts, value
         #: dtype): the same for every block (conjuncts kept in the value: their id stays theirs)
         self._value_predicates: dict = {}
+        #: the native block executor's spec, per list of columns decoded whole (built once per scan)
+        self._executors: dict[tuple, BlockColumns] = {}
         if read_dictionary is not None and (isinstance(read_dictionary, str) or not isinstance(read_dictionary, Sequence)):
             raise InvalidOptionError("read_dictionary must be a list of column names")
         self.dictionary_ids = {file.column_index(name) for name in (read_dictionary or ())}
@@ -722,6 +726,46 @@ class FileScan:
         return {col: self._column_from(block, col, plan, selection, buf, base, cache, stats)
                 for col, plan in plans.items()}
 
+    def _whole_columns(self, block: int, cols: list, rows: int, cache: dict, stats: ScanStats,
+                       fetched: tuple | None = None) -> dict:
+        """``{column: Arrow array or ColumnData}`` of the flat columns ``cols`` at every row of ``block``:
+        one native call decodes them all (:mod:`rcfmt.scan.block_exec`), their bytes
+        read together unless ``fetched`` (``(buffer, base)``) holds them already. A
+        column the executor refuses is decoded again by the Python page path, which
+        raises its located error (see :mod:`rcfmt.scan.block_exec`)."""
+        if not cols:
+            return {}
+        key = tuple(cols)
+        executor = self._executors.get(key)
+        if executor is None:
+            executor = self._executors[key] = BlockColumns(self.file, cols, self.dictionary_ids,
+                                                           self._gap if self.file.remote else 0)
+        if fetched is None:  # the ranges _fetch would read for these whole chunks
+            starts, ends, merged = executor.ranges(block)
+            if not merged:
+                starts, ends = _coalesce(starts, ends, self._gap if self.file.remote else 0)
+            buf = self.file.read_ranges(starts, ends)
+            stats.bytes_read += int((ends - starts).sum())
+            base = int(starts[0])
+        else:
+            buf, base = fetched
+        pages = executor.pages[block]
+        stats.pages_total += pages
+        stats.pages_read += pages
+        stats.rows_decoded += rows * len(cols)
+        out = {}
+        for col, ltype, got in zip(cols, executor.ltypes, executor.run(buf, base, block, rows,
+                                                                     self.file.verify_checksums)):
+            if got is None:  # the Python path raises the located error (or decodes what the executor refused)
+                out[col] = self._column_from(block, col, ("whole",), Selection.all(rows), buf, base, cache,
+                                             ScanStats())
+            elif isinstance(got, tuple):  # read_dictionary, annotated types: wrapped as the Python path does
+                values, validity, codes, dictionary = got
+                out[col] = ColumnData(ltype, values, validity, codes, dictionary)
+            else:
+                out[col] = got
+        return out
+
     def _planned_bytes(self, block: int, plans: dict, cache: dict) -> int:
         """Bytes of the chunks and pages the ``plans`` of :meth:`_plan_column` name (not
         the gaps a coalesced read would add)."""
@@ -856,8 +900,8 @@ class FileScan:
         the conjuncts the indexes decided exactly taken out (None when they decided all
         of it: the candidates are then exactly the matching rows). Reads metadata only."""
         rows = int(self.file.footer.blocks[block]["row_count"])
-        if self.nnf is None:
-            return BlockPlan(block, rows, Selection.from_ranges(self.row_ranges(block, cache), rows), None)
+        if self.nnf is None:  # (every row: what row_ranges says without a filter)
+            return BlockPlan(block, rows, Selection.all(rows), None)
         answer = self._answers.get(block)
         if answer is not None and answer.exact:  # no filter column to decode, no page index to ask
             stats.rows_selected_index += answer.count
@@ -974,7 +1018,10 @@ class FileScan:
         if not selected:
             return None, stats
         arrays = []
-        projected = self._columns_at(block, rest, selection, cache, stats, fetched)
+        if selected == selection.num_rows:  # every row: the native block executor, one call for all of them
+            projected = self._whole_columns(block, rest, selected, cache, stats, fetched)
+        else:
+            projected = self._columns_at(block, rest, selection, cache, stats, fetched)
         for col in self.outputs:
             if not isinstance(col, int):
                 arrays.append(self._nested_at(block, col, selection, cache, stats))
@@ -982,7 +1029,8 @@ class FileScan:
                 data = filter_data[col]
                 arrays.append(self._to_arrow(col, data if mask.all() else _gather_data(data, np.flatnonzero(mask))))
             else:
-                arrays.append(self._to_arrow(col, projected[col]))
+                data = projected[col]  # (Arrow already when the block executor decoded it)
+                arrays.append(data if isinstance(data, pa.Array) else self._to_arrow(col, data))
         if not self.outputs:  # no columns projected: only the row count matters
             return pa.record_batch([pa.nulls(selected)], names=["_"]).select([]), stats
         return pa.RecordBatch.from_arrays(arrays, schema=self.output_schema), stats

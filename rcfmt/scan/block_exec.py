@@ -1,0 +1,159 @@
+"""The native block executor's Python side: the column spec built once per scan, one
+native call per block, and one Arrow wrap per output column.
+
+:class:`BlockColumns` holds, for a list of flat stored columns, the compact spec
+:func:`rcfmt._native.block.run_block` reads (kind, width, sign, precision, UTF-8 check,
+large offsets, codes kept, the encodings each type admits) and the chunk records of every
+block (offset, length, dictionary length and size, page count, encoding), converted from
+the footer once. :meth:`BlockColumns.run` decodes every one of those columns of a block
+whose rows are all selected (the whole-chunk case) in one GIL-free call.
+
+Errors: the native call returns a status per column; a column that failed is decoded
+again by the Python page path (:meth:`rcfmt.file.reader.RcfmtFile.chunk_decoder`,
+``ChunkDecoder.decode_all``), which raises the same located
+:class:`~rcfmt.errors.CorruptFileError` (ChecksumError, UnsupportedError) as before the
+executor existed -- or decodes the column, when the executor only refused something it
+has no kernel for. Either way errors, messages and results are the Python path's.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from .._native import block as _block
+from ..encodings import by_id
+from ..encodings.base import ColumnValues
+from ..errors import RcfmtError
+from ..file.arrow_io import Bitmap
+from ..types import PhysicalKind
+
+__all__ = ["BlockColumns"]
+
+_KINDS = {PhysicalKind.FIXED: _block.KIND_FIXED, PhysicalKind.BOOL: _block.KIND_BOOL,
+          PhysicalKind.VARBINARY: _block.KIND_VARBINARY}
+#: encodings the executor decodes, per physical kind (PLAIN, DICTIONARY, RLE, BITPACK,
+#: DELTA, ALP, DELTA_LENGTH); a chunk in any other goes through the Python path
+_DECODED = {PhysicalKind.FIXED: (0, 1, 2, 3, 4, 5), PhysicalKind.BOOL: (0, 2), PhysicalKind.VARBINARY: (0, 1, 6)}
+_CHUNK_FIELDS = ("offset", "length", "dictionary_length", "dictionary_size", "page_count", "encoding")
+
+
+def _encodings(ltype) -> int:
+    """Bit e set: encoding id e can hold ``ltype`` and the executor decodes it."""
+    bits = 0
+    for e in _DECODED[ltype.kind]:
+        try:
+            if by_id(e).supports(ltype):
+                bits |= 1 << e
+        except RcfmtError:
+            pass
+    return bits
+
+
+class BlockColumns:
+    """The executor's view of ``cols`` (flat stored columns) of ``file``, built once per
+    scan: ``spec`` (int64, S_COLS per column), ``chunks`` (int64, blocks x columns x
+    C_COLS), ``pages`` (page count per block, summed over the columns) and what each
+    output is wrapped as."""
+
+    def __init__(self, file, cols: list[int], dictionary_ids, gap: int = 0):
+        footer = file.footer
+        self.cols = list(cols)
+        self.ltypes = [footer.columns[c].type for c in self.cols]
+        spec = np.zeros((len(self.cols), _block.S_COLS), np.int64)
+        for i, (col, ltype) in enumerate(zip(self.cols, self.ltypes)):
+            decimal = ltype.name == "decimal128"
+            spec[i, _block.S_KIND] = _KINDS[ltype.kind]
+            spec[i, _block.S_WIDTH] = ltype.width
+            spec[i, _block.S_SIGNED] = ltype.is_signed
+            spec[i, _block.S_DECIMAL] = decimal
+            spec[i, _block.S_PRECISION] = (ltype.precision or 0) if decimal else 0
+            spec[i, _block.S_UTF8] = ltype.name == "string"
+            spec[i, _block.S_LARGE] = bool(ltype.large)
+            spec[i, _block.S_CODES] = col in dictionary_ids
+            spec[i, _block.S_ENCODINGS] = _encodings(ltype)
+        self.spec = spec
+        nblocks = file.num_blocks
+        chunks = np.zeros((nblocks, len(self.cols), _block.C_COLS), np.int64)
+        for i, col in enumerate(self.cols):
+            records = footer.chunks[col]
+            for j, name in enumerate(_CHUNK_FIELDS):
+                chunks[:, i, j] = np.asarray(records[name][:nblocks], np.int64)
+        self.chunks = chunks
+        self.pages = chunks[:, :, _block.C_PAGES].sum(axis=1).tolist()
+        order = np.argsort(chunks[:, :, _block.C_OFFSET], axis=1, kind="stable")
+        self._lo = np.take_along_axis(chunks[:, :, _block.C_OFFSET], order, axis=1)
+        self._hi = self._lo + np.take_along_axis(chunks[:, :, _block.C_LENGTH], order, axis=1)
+        # blocks whose chunks make one range once merged (``gap``: what coalescing allows;
+        # the chunks of a block lie side by side): one read, worked out here, not per block
+        top = np.maximum.accumulate(self._hi, axis=1)
+        self._one = ((self._lo[:, 1:] - top[:, :-1]) <= gap).all(axis=1).tolist() if len(self.cols) else []
+        self._start = self._lo[:, :1]
+        self._end = top[:, -1:]
+        #: the Arrow type each column is wrapped as here (None: by the scan, as the Python
+        #: path does -- read_dictionary and annotated columns), and its buffer layout:
+        #: bytes per value, 0 bools (bits), -4 / -8 strings/binary (offset width)
+        self.arrow_types = [None if lt.annotated or col in dictionary_ids else lt.to_arrow()
+                            for col, lt in zip(self.cols, self.ltypes)]
+        self.widths = [(-8 if lt.large else -4) if lt.kind == PhysicalKind.VARBINARY else
+                       (0 if lt.kind == PhysicalKind.BOOL else lt.width) for lt in self.ltypes]
+
+    def ranges(self, block: int):
+        """The chunks' byte ranges in ``block``: ``(starts, ends)`` merged when they
+        make one range, else ``(lo, hi, False)``, sorted, for the caller to coalesce."""
+        if self._one[block]:
+            return self._start[block], self._end[block], True
+        return self._lo[block], self._hi[block], False
+
+    def run(self, buf, base: int, block: int, rows: int, verify: bool) -> list:
+        """Decode every column of ``block`` (all ``rows`` rows) from ``buf`` (file bytes
+        from ``base`` on), per column: an Arrow array (wrapped here, once: a slice of the
+        block's arena, and the owned string data); ``(values, validity, codes,
+        dictionary)`` for a read_dictionary or annotated column (wrapped by the scan as
+        the Python path does; ``codes``/``dictionary``: a dictionary chunk kept as codes,
+        values then None); or None for a column the Python path must decode again (see
+        the module docstring)."""
+        arena, results, data, dictionaries = _block.run_block(buf, base, self.spec, self.chunks[block], rows, verify)
+        whole = pa.py_buffer(arena)
+        out = []
+        vbytes = (rows + 7) // 8
+        for i, (status, _page, at, valid_at, nulls, _size, keep, dsize) in enumerate(results.tolist()):
+            if status:
+                out.append(None)
+                continue
+            atype = self.arrow_types[i]
+            if atype is not None:  # straight to Arrow
+                validity = whole.slice(valid_at, vbytes) if nulls else None
+                width = self.widths[i]
+                if width > 0:
+                    out.append(pa.Array.from_buffers(atype, rows, [validity, whole.slice(at, rows * width)], nulls))
+                elif width == 0:  # bools: bits
+                    out.append(pa.Array.from_buffers(atype, rows, [validity, whole.slice(at, vbytes)], nulls))
+                else:  # strings/binary: offsets in the arena, data owned
+                    offsets = whole.slice(at, (rows + 1) * (8 if width == -8 else 4))
+                    out.append(pa.Array.from_buffers(atype, rows, [validity, offsets, pa.py_buffer(data[i])], nulls))
+                continue
+            out.append(self._storage_form(i, arena, data[i], dictionaries[i], at, valid_at, nulls, keep, dsize, rows))
+        return out
+
+    def _storage_form(self, i, arena, data, dictionary, at, valid_at, nulls, keep, dsize, rows):
+        """``(values, validity, codes, dictionary)`` of column ``i`` as the Python path
+        holds them (for read_dictionary and annotated columns)."""
+        ltype = self.ltypes[i]
+        vbytes = (rows + 7) // 8
+        validity = Bitmap(arena[valid_at: valid_at + vbytes], rows, nulls) if nulls else None
+        if keep:
+            codes = arena[at: at + 4 * rows].view(np.int32)
+            held, offsets = dictionary
+            if offsets is None:
+                values = ColumnValues(np.frombuffer(held, ltype.numpy_dtype, dsize))
+            else:
+                values = ColumnValues(np.frombuffer(held, np.uint8), np.frombuffer(offsets, np.int32))
+            return None, validity, codes, values
+        if ltype.kind == PhysicalKind.VARBINARY:
+            odt = np.int64 if ltype.large else np.int32
+            offsets = arena[at: at + (rows + 1) * np.dtype(odt).itemsize].view(odt)
+            return ColumnValues(np.frombuffer(data, np.uint8), offsets), validity, None, None
+        if ltype.kind == PhysicalKind.BOOL:
+            bits = np.unpackbits(arena[at: at + vbytes], count=rows, bitorder="little").view(bool)
+            return ColumnValues(bits), validity, None, None
+        return ColumnValues(arena[at: at + rows * ltype.width].view(ltype.numpy_dtype)), validity, None, None

@@ -1,0 +1,166 @@
+"""The native block executor (rcfmt/_native/block.pyx, rcfmt/scan/block_exec.py): every
+flat column of a whole block in one call, the same arrays, stats and errors as the
+per-column Python page path it replaced."""
+from __future__ import annotations
+
+import decimal
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import rcfmt
+from rcfmt.errors import CorruptFileError
+from rcfmt.scan import block_exec
+
+N = 5000
+
+
+def _table(rng):
+    words = np.array(["alpha", "bravo", "charlie", "délta", "écho"])
+    nulls = rng.random(N) < 0.1
+    dec = [None if m else decimal.Decimal(int(v)).scaleb(-2) for v, m in zip(rng.integers(-10**9, 10**9, N), nulls)]
+    big = [decimal.Decimal(int(v)) * 10**20 for v in rng.integers(-10**9, 10**9, N)]
+    return pa.table({
+        "i64": pa.array(rng.integers(-10**12, 10**12, N), mask=nulls),
+        "sorted": np.arange(N, dtype=np.int64) * 3,
+        "f64": rng.standard_normal(N).round(2),
+        "f32": rng.standard_normal(N).astype(np.float32),
+        "i8": rng.integers(-100, 100, N).astype(np.int8),
+        "u16": rng.integers(0, 60000, N).astype(np.uint16),
+        "b": pa.array(rng.random(N) < 0.3, mask=rng.random(N) < 0.05),
+        "s": pa.array(words[rng.integers(0, 5, N)], mask=nulls),
+        "u": pa.array([f"value {i} ✓" for i in rng.integers(0, 10**6, N)]),
+        "ls": pa.array([f"v{i}" for i in range(N)], pa.large_string()),
+        "bin": pa.array([bytes(rng.integers(0, 256, i % 7, dtype=np.uint8)) for i in range(N)]),
+        "d": pa.array(dec, pa.decimal128(12, 2)),
+        "dbig": pa.array(big, pa.decimal128(38, 0)),
+        "day": pa.array(rng.integers(0, 20000, N).astype(np.int32), pa.date32()),
+        "ts": pa.array(rng.integers(0, 10**15, N), pa.timestamp("us")),
+        "t32": pa.array(rng.integers(0, 86400, N).astype(np.int32), pa.time32("s")),
+    })
+
+
+@pytest.mark.parametrize("compression", ["none", "zstd", "lz4"])
+@pytest.mark.parametrize("encoding", [None, "plain"])
+def test_round_trip(tmp_path, compression, encoding):
+    table = _table(np.random.default_rng(7))
+    path = tmp_path / "t.rcfmt"
+    options = {} if encoding is None else {"encoding": encoding}
+    rcfmt.write_table(table, path, block_rows=1024, page_rows=300, compression=compression, **options)
+    f = rcfmt.open(path)
+    for threads in (False, True):
+        got = f.scan(use_threads=threads).read()
+        assert got.equals(table)
+        got.validate(full=True)
+
+
+def test_encodings_forced(tmp_path):
+    rng = np.random.default_rng(3)
+    table = pa.table({"a": rng.integers(0, 1000, N), "b": rng.integers(-5, 5, N).astype(np.int32),
+                      "c": np.repeat(np.arange(N // 100), 100).astype(np.int64),
+                      "s": pa.array([f"k{i % 37}" for i in range(N)])})
+    for enc in ({"a": "bitpack", "b": "delta", "c": "rle", "s": "delta_length"},
+                {"a": "delta", "b": "bitpack", "c": "dictionary", "s": "dictionary"}):
+        path = tmp_path / f"{enc['a']}.rcfmt"
+        rcfmt.write_table(table, path, block_rows=2000, encoding=enc)
+        assert rcfmt.open(path).scan().read().equals(table)
+
+
+def test_read_dictionary_and_stats(tmp_path):
+    table = _table(np.random.default_rng(11))
+    path = tmp_path / "t.rcfmt"
+    rcfmt.write_table(table, path, block_rows=2048)
+    f = rcfmt.open(path)
+    scan = f.scan(columns=["s", "i64", "u"], read_dictionary=["s", "i64"], use_threads=False)
+    got = scan.read()
+    assert pa.types.is_dictionary(got.schema.field("s").type)
+    assert got.column("s").cast(pa.string()).equals(table.column("s"))
+    assert got.column("i64").cast(pa.int64()).equals(table.column("i64"))
+    assert got.column("u").equals(table.column("u"))
+    st = scan.stats
+    pages = sum(int(f.footer.chunks[f.column_index(n)][b]["page_count"]) for n in ("s", "i64", "u")
+                for b in range(f.num_blocks))
+    assert st.pages_read == st.pages_total == pages
+    assert st.rows_decoded == 3 * N
+    assert st.bytes_read > 0 and st.requests >= f.num_blocks
+
+
+def test_filter_all_rows_selected_uses_executor(tmp_path):
+    table = _table(np.random.default_rng(5))
+    path = tmp_path / "t.rcfmt"
+    rcfmt.write_table(table, path, block_rows=1000)
+    f = rcfmt.open(path)
+    got = f.scan(columns=["sorted", "s", "d"], filter=rcfmt.col("sorted") >= 0).read()
+    assert got.equals(table.select(["sorted", "s", "d"]))
+
+
+def _corrupt_body(path, f, name, block=0):
+    rec = f.footer.chunks[f.column_index(name)][block]
+    at = int(rec["offset"]) + int(rec["dictionary_length"]) + 32 + 3  # inside the first data page's body
+    data = bytearray(path.read_bytes())
+    data[at] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("name", ["i64", "s", "u", "f64"])
+def test_errors_are_the_python_paths(tmp_path, name):
+    table = _table(np.random.default_rng(9))
+    path = tmp_path / "t.rcfmt"
+    rcfmt.write_table(table, path, block_rows=2500, compression="none")
+    _corrupt_body(path, rcfmt.open(path), name)
+    f = rcfmt.open(path)
+    with pytest.raises(CorruptFileError) as native:
+        f.scan(columns=[name], use_threads=False).read()
+    # the Python page path on the same chunk says the same
+    col = f.column_index(name)
+    with pytest.raises(CorruptFileError) as python:
+        decoder = f.chunk_decoder(0, col)
+        try:
+            decoder.decode_all(int(f.footer.blocks[0]["row_count"]))
+        except CorruptFileError as exc:
+            raise f._locate(exc, 0, col) from None
+    assert str(native.value) == str(python.value)
+    # without checksums: the damaged values themselves, still the Python path's message
+    f = rcfmt.open(path, verify_checksums=False)
+    try:
+        native_text = str(f.scan(columns=[name], use_threads=False).read())
+    except CorruptFileError as exc:
+        native_text = str(exc)
+    try:
+        col_data = f.chunk_decoder(0, col).decode_all(int(f.footer.blocks[0]["row_count"]))
+        python_text = None
+    except CorruptFileError as exc:
+        python_text = str(f._locate(exc, 0, col))
+    if python_text is not None:
+        assert native_text == python_text
+    else:
+        assert col_data is not None
+
+
+def test_invalid_utf8_is_refused_with_the_python_message(tmp_path):
+    raw = pa.array([b"ok", b"fine", b"\xff\xfe bad"] * 100, pa.binary())
+    table = pa.table({"s": raw.cast(pa.string(), safe=False)})
+    path = tmp_path / "t.rcfmt"
+    try:
+        rcfmt.write_table(table, path, encoding="plain", compression="none")
+    except Exception:
+        pytest.skip("the writer refuses ill-formed UTF-8")
+    with pytest.raises(CorruptFileError, match="ill-formed UTF-8"):
+        rcfmt.open(path).scan().read()
+
+
+def test_spec_built_once_per_scan(tmp_path, monkeypatch):
+    table = _table(np.random.default_rng(1))
+    path = tmp_path / "t.rcfmt"
+    rcfmt.write_table(table, path, block_rows=500)
+    built = []
+    real = block_exec.BlockColumns.__init__
+
+    def counting(self, *a, **k):
+        built.append(1)
+        real(self, *a, **k)
+
+    monkeypatch.setattr(block_exec.BlockColumns, "__init__", counting)
+    rcfmt.open(path).scan(use_threads=False).read()
+    assert len(built) == 1
