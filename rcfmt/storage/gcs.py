@@ -210,7 +210,8 @@ def create_if_absent(uri: str, data: bytes) -> bool:
     try:
         with client() as c:
             c.bucket(bucket).blob(key).upload_from_string(
-                data, content_type="application/octet-stream", if_generation_match=0)
+                data, content_type="application/octet-stream", if_generation_match=0, retry=_retry(),
+                timeout=TIMEOUT)
     except exceptions.PreconditionFailed:
         return False
     except errors() as exc:  # after the library's own retries
@@ -225,7 +226,7 @@ def read_object(uri: str) -> bytes | None:
     bucket, key = bucket_and_key(uri)
     try:
         with client() as c:
-            return c.bucket(bucket).blob(key).download_as_bytes()
+            return c.bucket(bucket).blob(key).download_as_bytes(retry=_retry(), timeout=TIMEOUT)
     except exceptions.NotFound:
         return None
     except errors() as exc:
@@ -237,7 +238,7 @@ def size(uri: str) -> int | None:
     bucket, key = bucket_and_key(uri)
     try:
         with client() as c:
-            blob = c.bucket(bucket).get_blob(key)
+            blob = c.bucket(bucket).get_blob(key, retry=_retry(), timeout=TIMEOUT)
     except errors() as exc:
         raise StorageError(f"looking up {uri!r} failed: {exc}") from None
     return None if blob is None else int(blob.size)
@@ -248,6 +249,7 @@ def replace_object(uri: str, data: bytes) -> None:
     bucket, key = bucket_and_key(uri)
     try:
         with client() as c:
-            c.bucket(bucket).blob(key).upload_from_string(data, content_type="application/octet-stream")
+            c.bucket(bucket).blob(key).upload_from_string(data, content_type="application/octet-stream",
+                                                          retry=_retry(), timeout=TIMEOUT)
     except errors() as exc:
         raise StorageError(f"writing {uri!r} failed: {exc}") from None
