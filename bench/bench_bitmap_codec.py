@@ -15,7 +15,7 @@ import numpy as np
 
 sys.path.insert(1, str(Path(__file__).resolve().parent.parent))  # run from a checkout
 from rcfmt._native import bitmaps as native  # noqa: E402
-from rcfmt.format.bitmap_index import encode_mask, words  # noqa: E402
+from rcfmt.index.bitmap.layout import encode_mask, words  # noqa: E402
 
 ROWS = 131_072
 

@@ -54,9 +54,9 @@ with atheris.instrument_imports(include=["rcfmt"]):
     from rcfmt.encodings import all_encodings
     from rcfmt.file.chunks import ChunkDecoder
     from rcfmt.format.layout import chunk_record
-    from rcfmt.format.bitmap_index import keys_parser, parse_entry
-    from rcfmt.scan.bitmap_eval import answer_block
-    from rcfmt.scan.bloom import BloomFilter, hash_values
+    from rcfmt.index.bitmap.layout import keys_parser, parse_entry
+    from rcfmt.index.bitmap.answer import answer_block
+    from rcfmt.index.bloom.sbbf import BloomFilter, hash_values
     from filters import pushed_conjunction
     from rcfmt.scan.nnf import BoundAnd, BoundOr, Cmp, InSet, NanCheck, NullCheck, Ref
     from rcfmt.types import logical_type_from_arrow

@@ -672,7 +672,7 @@ def gen_write_options(r, tab: Table) -> dict:
     """Writer options that make blocks and pages small (so pruning happens at both
     levels) and turn dictionaries, encodings, bitmap indexes and bloom filters on and off."""
     from rcfmt.encodings import all_encodings
-    from rcfmt.file.bitmap_build import supported_kinds
+    from rcfmt.index.bitmap.build import supported_kinds
     from rcfmt.types import logical_type_from_arrow
 
     names = tab.table.column_names

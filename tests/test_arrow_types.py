@@ -840,10 +840,10 @@ def test_arrow_producers_polars_and_duckdb(tmp_path):
 
 @pytest.mark.parametrize("name", [n for n in TYPES if n != "null"])
 def test_bloom_filters_hold_what_hash_arrow_says(tmp_path, name):
-    """The writer's filters hold the hashes of the stored values (rcfmt.scan.bloom.hash_arrow
+    """The writer's filters hold the hashes of the stored values (rcfmt.index.bloom.sbbf.hash_arrow
     of the user's array hashes them as stored), and an equality literal probes them."""
-    from rcfmt.scan.bloom import hash_arrow
-    from rcfmt.scan.bloom_filters import read_filter
+    from rcfmt.index.bloom.sbbf import hash_arrow
+    from rcfmt.index.bloom.chunks import read_filter
 
     t = table_of(name, n=2000, nulls=0.1)
     path = tmp_path / "b.rcfmt"

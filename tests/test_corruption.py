@@ -22,7 +22,7 @@ import pytest
 import rcfmt
 import strategies as S
 from rcfmt import ChecksumError, CorruptFileError, RcfmtError, UnsupportedError
-from rcfmt.scan.bloom_filters import read_filter
+from rcfmt.index.bloom.chunks import read_filter
 
 HERE = Path(__file__).resolve().parent
 BAD = HERE / "data" / "bad"
@@ -214,7 +214,7 @@ _NO_VERIFY_SCRIPT = textwrap.dedent("""
     import os, random, sys
     import rcfmt
     from rcfmt import RcfmtError
-    from rcfmt.scan.bloom_filters import read_filter
+    from rcfmt.index.bloom.chunks import read_filter
     src, dst, seed, trials = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
     data = open(src, "rb").read()
     open(dst, "wb").write(data)

@@ -24,8 +24,8 @@ import pytest
 
 import rcfmt
 import strategies as S
-from rcfmt.scan.bloom import hash_arrow
-from rcfmt.scan.bloom_filters import read_filter
+from rcfmt.index.bloom.sbbf import hash_arrow
+from rcfmt.index.bloom.chunks import read_filter
 
 DATA = Path(__file__).resolve().parent / "data"
 GOLDEN = DATA / "golden_v1.rcfmt"

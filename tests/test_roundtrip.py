@@ -18,8 +18,8 @@ import rcfmt
 import strategies as S
 from rcfmt.encodings import by_name
 from rcfmt.file.writer import DEFAULT_PAGE_ROWS
-from rcfmt.scan.bloom import hash_arrow
-from rcfmt.scan.bloom_filters import read_filter
+from rcfmt.index.bloom.sbbf import hash_arrow
+from rcfmt.index.bloom.chunks import read_filter
 
 # The page header as the format defines it (rcfmt/format/layout.py, docs/FORMAT.md):
 # page_type, encoding, compression, flags, row_count, value_count, null_count,

@@ -247,7 +247,7 @@ def bloom_report(f: RcfmtFile, column: str, value: str) -> dict:
     """Might each block hold ``value``? ``{"column", "value", "blocks": [{"block",
     "has_filter", "might_contain"}]}`` (``might_contain`` is true where a block has no
     filter: only a filter can rule a value out)."""
-    from ..scan import bloom_filters
+    from ..index.bloom import chunks as bloom_filters
     from ..scan.expr import col
     from ..scan.bind import bind
 
@@ -266,7 +266,7 @@ def check_file(path) -> dict:
     """Every checksum and structural rule of one file: the footer, each page index, bloom
     filter, bitmap index (every bitmap decoded) and page (decoded). ``{"path", "ok", "error": null or the located message,
     "blocks", "pages", "size", "num_rows"}``."""
-    from ..scan import bloom_filters
+    from ..index.bloom import chunks as bloom_filters
 
     pages = 0
     try:

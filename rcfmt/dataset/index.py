@@ -49,7 +49,7 @@ from ..storage import is_remote
 from ..statistics import ColumnStats, StatsArrays, truncate_max, truncate_min
 from .. import nested
 from ..types import LogicalType, PhysicalKind, logical_type_from_arrow, logical_type_from_json
-from ..format.bitmap_index import RANGE, keys_parser
+from ..index.bitmap.layout import RANGE, keys_parser
 from .partitioning import Partitioning
 
 __all__ = [

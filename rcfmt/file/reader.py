@@ -19,7 +19,7 @@ from .._native import pageindex as _pageindex
 from .._native.pages import crc32
 from ..errors import ChecksumError, CorruptFileError, InvalidOptionError, SchemaError, UnsupportedError
 from ..encodings import holds_type
-from ..format.bitmap_index import IndexEntry, keys_parser, parse_directory, parse_entry
+from ..index.bitmap.layout import IndexEntry, keys_parser, parse_directory, parse_entry
 from ..format.footer import FileMetaData, parse_footer
 from ..format.layout import (FORMAT_VERSION, HEADER, HEADER_SIZE, MAGIC, MAX_PAGE_ROWS, TAIL, TAIL_SIZE, page_record,
                              view_records)

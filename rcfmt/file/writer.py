@@ -40,9 +40,9 @@ from ..format.layout import (
 )
 from ..format.page import assemble_pages
 from ..format.stats_slots import DEFAULT_TRUNCATE, encode_slots, fill_slots, stat_width
-from ..scan.bloom_filters import DEFAULT_FPP, BloomPolicy, build_filter
-from .bitmap_build import BitmapPolicy, Proposal, propose, within_budget
-from ..format.bitmap_index import DIRECTORY_RECORD, EQUALITY, RANGE, encode_directory, encode_keys, entry_keys
+from ..index.bloom.chunks import DEFAULT_FPP, BloomPolicy, build_filter
+from ..index.bitmap.build import BitmapPolicy, Proposal, propose, within_budget
+from ..index.bitmap.layout import DIRECTORY_RECORD, EQUALITY, RANGE, encode_directory, encode_keys, entry_keys
 from ..statistics import ColumnStats, binary_chunk_and_page_stats, compute_page_stats, compute_stats
 from ..types import LogicalType, PhysicalKind, logical_type_from_arrow
 from .. import nested
@@ -295,7 +295,7 @@ class Writer:
     bloom_filter_columns : "auto", list of str or None
         Columns that get a per-chunk bloom filter for ``==``/``isin`` pruning; "auto"
         picks unsorted high-cardinality integer/string/binary chunks where a filter is
-        small (see :class:`~rcfmt.scan.bloom_filters.BloomPolicy`).
+        small (see :class:`~rcfmt.index.bloom.chunks.BloomPolicy`).
     bloom_filter_fpp : float
         Target false-positive rate of named bloom filters (default 0.01).
     bitmap_indexes : "auto", dict or None
@@ -304,7 +304,7 @@ class Writer:
         dict of column name -> "equality" | "range" | "bitsliced" | "auto", or "auto"
         (default) for every column where it pays (few distinct values or a narrow
         integer range, unsorted; at most about a tenth of each block's bytes, see
-        :mod:`rcfmt.file.bitmap_build`). None: no indexes.
+        :mod:`rcfmt.index.bitmap.build`). None: no indexes.
     use_threads : bool
         Encode the column chunks of a block in parallel (default True).
     metadata : dict, optional

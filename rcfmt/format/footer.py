@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from .._native import footer as _footer
 from ..errors import CorruptFileError, UnsupportedError
-from .bitmap_index import DIRECTORY_RECORD
+from ..index.bitmap.layout import DIRECTORY_RECORD
 from ..nested import element_columns, nodes_from_json, nodes_to_json
 from ..types import LogicalType, logical_type_from_json
 from .layout import (

@@ -30,14 +30,15 @@ from ..types import LogicalType, PhysicalKind
 from .._native import pageindex as _pageindex
 from .._native import select as _select
 from .._native import varbinary as _vb
-from . import bloom_filters
-from .bitmap_eval import BlockAnswer, answer_block, leaf_columns, to_mask
+from ..index.bloom import chunks as bloom_filters
+from ..index.bitmap.answer import BlockAnswer, answer_block, leaf_columns, to_mask
 from .evaluate import ColumnData, column_conjuncts, eval_nnf, native_predicate
 from .fetch_plan import BlockGroups
 from .nnf import BoundAnd, BoundListContains, BoundOr, columns as expr_columns, fold, leaves, to_nnf
 from .bind import bind
 from .block_exec import BlockColumns
 from .intervals import Interval
+from ..index.page import PageIndex, page_interval_kind, stats_kind
 from .plan import PRUNE_STAGES, BlockPlan, FilePlan
 from .prune import leaf_may_match, may_match
 from .selection import RowRanges, Selection
@@ -127,54 +128,6 @@ def _gather_data(data: ColumnData, idx: np.ndarray) -> ColumnData:
     if data.codes is not None:
         return ColumnData(data.ltype, None, valid, data.codes[idx], data.dictionary, pushed)
     return ColumnData(data.ltype, _gather(data.values, idx), valid, pushed=pushed)
-
-
-class PageIndex:
-    """The page-index records of one column chunk (checked when read: the pages tile
-    the block) with their first rows and row counts as int64, converted once, and the
-    pages' statistics (computed on first use, shared by every leaf on the column)."""
-
-    __slots__ = ("entries", "first", "counts", "_stats")
-
-    def __init__(self, entries: np.ndarray):
-        self.entries = entries
-        self.first = entries["first_row"].astype(np.int64)
-        self.counts = entries["row_count"].astype(np.int64)
-        self._stats = None
-
-    def stats(self, file, block: int, col: int):
-        if self._stats is None:
-            self._stats = file.page_stats(block, col, self.entries)
-        return self._stats
-
-
-def _stats_kind(ltype) -> int | None:
-    """How page-index bounds of ``ltype`` are read by the native interval kernel (None:
-    not read there; float32 bounds compare in float32 in the Python path)."""
-    if ltype.name == "float64":
-        return _pageindex.KIND_FLOAT64
-    if ltype.name == "decimal128":
-        return _pageindex.KIND_DECIMAL128
-    if ltype.name in ("date32", "timestamp"):
-        return _pageindex.KIND_SIGNED
-    if ltype.is_integer:
-        return _pageindex.KIND_SIGNED if ltype.is_signed else _pageindex.KIND_UNSIGNED
-    return None
-
-
-def _page_interval_kind(leaf) -> int | None:
-    """The stats kind of ``leaf``'s column when ``leaf`` is a comparison the native page
-    kernel tests exactly (an int literal on integer-like bounds, a non-NaN number on
-    float64 bounds), else None."""
-    if not Interval.holds(leaf):
-        return None
-    kind = _stats_kind(leaf.column.ltype)
-    value = leaf.value
-    if kind is None or isinstance(value, (bool, np.bool_)):
-        return None
-    if kind == _pageindex.KIND_FLOAT64:
-        return kind if isinstance(value, (int, float, np.integer, np.floating)) and value == value else None
-    return kind if isinstance(value, (int, np.integer)) else None
 
 
 class FileScan:
@@ -504,7 +457,7 @@ class FileScan:
         intervals: dict[int, Interval] = {}
         rest = []
         for child in children:
-            if _page_interval_kind(child) is None:
+            if page_interval_kind(child) is None:
                 rest.append(child)
                 continue
             col = self.filter_ids[child.column.name]
@@ -516,7 +469,7 @@ class FileScan:
             if len(entries):
                 _pageindex.interval_pages(
                     np.frombuffer(entries, np.uint8), len(entries), entries.dtype.itemsize,
-                    entries.dtype["min"].itemsize, _stats_kind(self.file.footer.columns[col].type),
+                    entries.dtype["min"].itemsize, stats_kind(self.file.footer.columns[col].type),
                     interval.lo, interval.lo_kind, interval.hi, interval.hi_kind, keep)
             masks[col] = keep.view(bool)
         return masks, rest

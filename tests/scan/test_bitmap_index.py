@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 import rcfmt
 from rcfmt import col
 from rcfmt.errors import ChecksumError, CorruptFileError, InvalidOptionError, SchemaError
-from rcfmt.file.bitmap_build import supported_kinds
-from rcfmt.scan.bitmap_eval import answer_block, to_mask
+from rcfmt.index.bitmap.build import supported_kinds
+from rcfmt.index.bitmap.answer import answer_block, to_mask
 from rcfmt.scan.nnf import to_nnf
 from rcfmt.scan.bind import bind
 from oracle_filter import selection_mask
@@ -286,7 +286,7 @@ def test_old_readers_ignore_the_region(tmp_path):
 def test_worked_examples_of_the_spec():
     """The bytes docs/FORMAT.md section 6b shows for each kind."""
     from rcfmt.encodings.base import ColumnValues
-    from rcfmt.file.bitmap_build import propose
+    from rcfmt.index.bitmap.build import propose
 
     valid = np.array([1, 1, 1, 0, 1, 1, 1, 1, 1, 1], bool)
     lt = ltype(pa.int32())
@@ -390,7 +390,7 @@ def test_native_equality_containers_match_the_container_rules(data):
     """The writer's native equality containers (two passes over the key codes) are, key
     by key, what encode_mask (up to 64 keys) and encode_bitmap (beyond) give."""
     from rcfmt._native.bitmaps import equality_containers
-    from rcfmt.format.bitmap_index import encode_bitmap, encode_mask
+    from rcfmt.index.bitmap.layout import encode_bitmap, encode_mask
 
     keys = data.draw(st.integers(1, 80))
     rows = data.draw(st.integers(0, 300))

@@ -14,9 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-import rcfmt.scan.bloom as bloom_module
+import rcfmt.index.bloom.sbbf as bloom_module
 from rcfmt.errors import CorruptFileError, InvalidOptionError
-from rcfmt.scan.bloom import (
+from rcfmt.index.bloom.sbbf import (
     MAX_BYTES,
     MIN_BYTES,
     SALT,
@@ -561,7 +561,7 @@ def test_a_filter_built_from_the_writers_dictionary_is_the_same(atype, n, null_s
     rows use): the filter's bytes are those of hashing every non-null row."""
     from rcfmt.encodings.dictionary import build_dictionary
     from rcfmt.file.arrow_io import fill_null_slots, from_arrow
-    from rcfmt.scan.bloom_filters import build_filter
+    from rcfmt.index.bloom.chunks import build_filter
     from rcfmt.types import logical_type_from_arrow
 
     rng = np.random.default_rng(seed)

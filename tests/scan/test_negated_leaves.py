@@ -12,7 +12,7 @@ import pytest
 import not_leaves
 import rcfmt
 from oracle_filter import filter_table
-from rcfmt.file.bitmap_build import supported_kinds
+from rcfmt.index.bitmap.build import supported_kinds
 from rcfmt.types import logical_type_from_arrow
 from .test_scan_soundness import assert_same
 

@@ -2,7 +2,7 @@
 how a scan probes them for ``==`` and ``isin`` leaves.
 
 Stored form (docs/FORMAT.md, "Bloom filters"): the SBBF bitset of
-:mod:`rcfmt.scan.bloom` followed by a u32 crc32 of the bitset; the chunk record's
+:mod:`rcfmt.index.bloom.sbbf` followed by a u32 crc32 of the bitset; the chunk record's
 ``bloom_offset``/``bloom_length`` (bitset + 4) locate it in the bloom region.
 """
 from __future__ import annotations
@@ -11,11 +11,11 @@ import zlib
 
 import numpy as np
 
-from ..encodings.base import ColumnValues
-from ..errors import ChecksumError, CorruptFileError, InvalidOptionError
-from ..types import LogicalType, PhysicalKind
-from .bloom import MIN_BYTES, BloomFilter, expected_fpp, hash_binary, hash_fixed, hash_values, optimal_num_bytes
-from .nnf import BoundListContains, Cmp, InSet
+from ...encodings.base import ColumnValues
+from ...errors import ChecksumError, CorruptFileError, InvalidOptionError
+from ...types import LogicalType, PhysicalKind
+from .sbbf import MIN_BYTES, BloomFilter, expected_fpp, hash_binary, hash_fixed, hash_values, optimal_num_bytes
+from ...scan.nnf import BoundListContains, Cmp, InSet
 
 __all__ = ["BloomPolicy", "build_filter", "read_filter", "can_probe", "may_contain"]
 
@@ -52,7 +52,7 @@ class BloomPolicy:
                 raise InvalidOptionError("bloom_filter_columns must be 'auto', None or a list of column names")
             unknown = [c for c in columns if c not in schema_names]
             if unknown:
-                from ..errors import SchemaError
+                from ...errors import SchemaError
 
                 raise SchemaError(f"bloom_filter_columns names unknown columns {unknown}; columns: {list(schema_names)}")
             self.named = frozenset(columns)

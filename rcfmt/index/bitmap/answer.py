@@ -18,9 +18,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._native import bitmaps as _bitmaps
-from ..format.bitmap_index import BITSLICED, EQUALITY, IndexEntry, words
-from .nnf import BoundAnd, BoundOr, Cmp, Folded, InSet, NanCheck, NullCheck, Prefix
+from ..._native import bitmaps as _bitmaps
+from .layout import BITSLICED, EQUALITY, IndexEntry, words
+from ...scan.nnf import BoundAnd, BoundOr, Cmp, Folded, InSet, NanCheck, NullCheck, Prefix
 
 __all__ = ["BlockAnswer", "answer_block", "popcount", "to_mask", "leaf_columns"]
 

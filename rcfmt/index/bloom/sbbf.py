@@ -84,8 +84,8 @@ import math
 
 import numpy as np
 
-from ..errors import CorruptFileError, InvalidOptionError
-from .._native import bloom as _k
+from ...errors import CorruptFileError, InvalidOptionError
+from ..._native import bloom as _k
 
 __all__ = [
     "BloomFilter",
@@ -386,11 +386,11 @@ def _validity(array):
 
 def _hash_positions(array):
     """(hash of every position, bool mask of positions to use) for a plain Arrow array."""
-    from ..types import logical_type_from_arrow
+    from ...types import logical_type_from_arrow
 
     lt = logical_type_from_arrow(array.type)  # SchemaError for types rcfmt does not store
     if lt.annotated:  # hashed as stored (docs/FORMAT.md §6a)
-        from ..file.annotated import to_storage
+        from ...file.annotated import to_storage
 
         array, lt = to_storage(array, lt), lt.storage
     n = len(array)
@@ -427,7 +427,7 @@ def hash_values(values, logical_type) -> np.ndarray:
     range, a non-integral float for an int column) raises :class:`InvalidOptionError`:
     deciding that such a literal cannot match is the binder's job.
     """
-    from ..types import PhysicalKind
+    from ...types import PhysicalKind
 
     vals = [v for v in values if v is not None and not (isinstance(v, (float, np.floating)) and v != v)]
     lt = logical_type

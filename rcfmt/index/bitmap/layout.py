@@ -2,8 +2,8 @@
 rows of a block, the per-chunk index entries that hold them, and the directory that
 locates the entries.
 
-Nothing here knows about predicates or writing policy: :mod:`rcfmt.file.bitmap_build`
-builds entries, :mod:`rcfmt.scan.bitmap_eval` answers predicates from them. Bitmaps are
+Nothing here knows about predicates or writing policy: :mod:`rcfmt.index.bitmap.build`
+builds entries, :mod:`rcfmt.index.bitmap.answer` answers predicates from them. Bitmaps are
 handled in memory as little-endian ``uint64`` words (``words(rows)`` of them, bits past
 the block's rows 0), so combining two is one numpy pass over ``rows / 64`` words.
 """
@@ -15,8 +15,8 @@ import zlib
 
 import numpy as np
 
-from .._native import bitmaps as _bitmaps
-from ..errors import ChecksumError, CorruptFileError
+from ..._native import bitmaps as _bitmaps
+from ...errors import ChecksumError, CorruptFileError
 
 __all__ = [
     "EQUALITY", "RANGE", "BITSLICED", "KIND_NAMES", "KIND_IDS", "FORM_DENSE", "FORM_POSITIONS", "FORM_RUNS",

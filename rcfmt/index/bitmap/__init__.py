@@ -1,0 +1,1 @@
+"""Bitmap indexes: bytes (:mod:`.layout`), builder (:mod:`.build`), evaluator (:mod:`.answer`)."""

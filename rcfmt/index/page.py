@@ -1,0 +1,62 @@
+"""The page index as a scan reads it (docs/FORMAT.md, "Page index"): one column
+chunk's page records with their rows (:class:`PageIndex`), and which comparisons the
+native interval kernel (``_native/pageindex.pyx``) tests on the pages' bounds.
+
+The records' bytes are parsed and checked by :meth:`rcfmt.file.reader.RcfmtFile.page_index`
+(the writer builds them with each page, :mod:`rcfmt.format.layout` defines the record);
+this module is what the scan keeps of them per chunk.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .._native import pageindex as _pageindex
+from ..scan.intervals import Interval
+
+
+class PageIndex:
+    """The page-index records of one column chunk (checked when read: the pages tile
+    the block) with their first rows and row counts as int64, converted once, and the
+    pages' statistics (computed on first use, shared by every leaf on the column)."""
+
+    __slots__ = ("entries", "first", "counts", "_stats")
+
+    def __init__(self, entries: np.ndarray):
+        self.entries = entries
+        self.first = entries["first_row"].astype(np.int64)
+        self.counts = entries["row_count"].astype(np.int64)
+        self._stats = None
+
+    def stats(self, file, block: int, col: int):
+        if self._stats is None:
+            self._stats = file.page_stats(block, col, self.entries)
+        return self._stats
+
+
+def stats_kind(ltype) -> int | None:
+    """How page-index bounds of ``ltype`` are read by the native interval kernel (None:
+    not read there; float32 bounds compare in float32 in the Python path)."""
+    if ltype.name == "float64":
+        return _pageindex.KIND_FLOAT64
+    if ltype.name == "decimal128":
+        return _pageindex.KIND_DECIMAL128
+    if ltype.name in ("date32", "timestamp"):
+        return _pageindex.KIND_SIGNED
+    if ltype.is_integer:
+        return _pageindex.KIND_SIGNED if ltype.is_signed else _pageindex.KIND_UNSIGNED
+    return None
+
+
+def page_interval_kind(leaf) -> int | None:
+    """The stats kind of ``leaf``'s column when ``leaf`` is a comparison the native page
+    kernel tests exactly (an int literal on integer-like bounds, a non-NaN number on
+    float64 bounds), else None."""
+    if not Interval.holds(leaf):
+        return None
+    kind = stats_kind(leaf.column.ltype)
+    value = leaf.value
+    if kind is None or isinstance(value, (bool, np.bool_)):
+        return None
+    if kind == _pageindex.KIND_FLOAT64:
+        return kind if isinstance(value, (int, float, np.integer, np.floating)) and value == value else None
+    return kind if isinstance(value, (int, np.integer)) else None
