@@ -28,8 +28,8 @@ MODULES = [
     "rcfmt.storage",
     "rcfmt.storage.fetch",
     "rcfmt.file.footer_cache",
-    "rcfmt.polars",
-    "rcfmt.pandas_io",
+    "rcfmt.interop.polars",  # public as rcfmt.polars
+    "rcfmt.interop.pandas_io",  # public as rcfmt.pandas_io
     "rcfmt.progress",
     "rcfmt.errors",
     "rcfmt.cli",

@@ -135,7 +135,7 @@ def base_files(work: Path) -> list[Path]:
         opts = {"block_rows": 128, "page_rows": 40, "compression": codec}
         if isinstance(enc, str):
             from rcfmt.encodings import by_name
-            from rcfmt.types import logical_type_from_arrow
+            from rcfmt.schema.types import logical_type_from_arrow
 
             enc = {f.name: enc for f in table.schema if by_name(enc).supports(logical_type_from_arrow(f.type))}
         if enc:

@@ -59,7 +59,7 @@ with atheris.instrument_imports(include=["rcfmt"]):
     from rcfmt.index.bloom.sbbf import BloomFilter, hash_values
     from filters import pushed_conjunction
     from rcfmt.scan.nnf import BoundAnd, BoundOr, Cmp, InSet, NanCheck, NullCheck, Ref
-    from rcfmt.types import logical_type_from_arrow
+    from rcfmt.schema.types import logical_type_from_arrow
 
 _SCRATCH = Path(tempfile.mkdtemp(prefix="rcfmt-fuzz-"))
 _FILE = _SCRATCH / "case.rcfmt"

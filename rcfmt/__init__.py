@@ -25,7 +25,7 @@ _LAZY = {
     "write_table": "rcfmt.file.writer",
     "Writer": "rcfmt.file.writer",
     "read_table": "rcfmt.file.reader",
-    "read_pandas": "rcfmt.pandas_io",
+    "read_pandas": "rcfmt.interop.pandas_io",
     "open": "rcfmt.file.reader",
     "RcfmtFile": "rcfmt.file.reader",
     "col": "rcfmt.scan.expr",

@@ -29,7 +29,7 @@ import pyarrow as pa
 from pyspark.sql import datasource as D
 
 from rcfmt.errors import RcfmtError
-from rcfmt.nested import filter_schema
+from rcfmt.schema.nested import filter_schema
 from rcfmt.scan.expr import And, Not, Or, col
 from rcfmt.scan.bind import bind
 

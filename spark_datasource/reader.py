@@ -25,7 +25,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
-from rcfmt.nested import bind_schema
+from rcfmt.schema.nested import bind_schema
 
 from .compat import SCAN_SCOPED_READ_INFO
 from .filters import translate_all

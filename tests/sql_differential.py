@@ -673,7 +673,7 @@ def gen_write_options(r, tab: Table) -> dict:
     levels) and turn dictionaries, encodings, bitmap indexes and bloom filters on and off."""
     from rcfmt.encodings import all_encodings
     from rcfmt.index.bitmap.build import supported_kinds
-    from rcfmt.types import logical_type_from_arrow
+    from rcfmt.schema.types import logical_type_from_arrow
 
     names = tab.table.column_names
     data = tab.data_columns

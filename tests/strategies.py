@@ -319,7 +319,7 @@ COMPRESSIONS = ("auto", "none", "zstd", "lz4")
 def encodings_for(t: pa.DataType) -> list[str]:
     """Core encodings able to store Arrow type ``t`` (as the writer decides)."""
     from rcfmt.encodings import by_name
-    from rcfmt.types import logical_type_from_arrow
+    from rcfmt.schema.types import logical_type_from_arrow
 
     ltype = logical_type_from_arrow(t)
     return [name for name in CORE_ENCODINGS if by_name(name).supports(ltype)]
@@ -545,7 +545,7 @@ def _same_bound(actual, expected) -> bool:
 
 
 def assert_stats_equal(stats, i: int, expected: ExpectedStats, where: str = "") -> None:
-    """Entry ``i`` of a :class:`rcfmt.statistics.StatsArrays` equals ``expected``."""
+    """Entry ``i`` of a :class:`rcfmt.schema.statistics.StatsArrays` equals ``expected``."""
     got = (int(stats.null_count[i]), int(stats.nan_count[i]), bool(stats.has_min_max[i]))
     want = (expected.null_count, expected.nan_count, expected.has_min_max)
     assert got == want, f"{where}: (null_count, nan_count, has_min_max) {got} != {want}"
@@ -615,7 +615,7 @@ def decode_or_corrupt(decode, body, rows, ltype, **kw):
     CorruptFileError with a message (-> None) or return ``rows`` values; fixed-width
     results must also have the column's dtype."""
     from rcfmt.errors import CorruptFileError
-    from rcfmt.types import PhysicalKind
+    from rcfmt.schema.types import PhysicalKind
 
     try:
         got = decode(body, rows, ltype, **kw)
@@ -638,7 +638,7 @@ def native_decode(encoding, body, rows, ltype):
     from rcfmt.errors import CorruptFileError
     from rcfmt.file.chunks import _native_mode
     from rcfmt.format.page import build_page
-    from rcfmt.types import PhysicalKind
+    from rcfmt.schema.types import PhysicalKind
 
     body = bytes(body)
     page = build_page(0, encoding.id, rows, body)
@@ -661,6 +661,6 @@ def native_decode(encoding, body, rows, ltype):
     if pages.decode_values(run, mode, itemsize, signed, out, 0, ltype.precision or 0) >= 0:
         raise CorruptFileError("native kernel refused the page")
     from rcfmt.encodings.base import ColumnValues
-    from rcfmt.file.arrow_io import wide_decimals
+    from rcfmt.schema.arrow_io import wide_decimals
 
     return ColumnValues(wide_decimals(out) if narrow else out)

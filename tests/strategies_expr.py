@@ -1,12 +1,12 @@
 """Hypothesis strategies for predicate and pruning tests (after pyarrow/tests/strategies.py).
 
 Composable: ``arrow_types()`` -> ``column_values(type)`` (Python values in the type's
-*stats domain*, see rcfmt.types, None for NULL) -> ``to_arrow(values, type)`` ->
+*stats domain*, see rcfmt.schema.types, None for NULL) -> ``to_arrow(values, type)`` ->
 ``tables()`` (a :class:`Data`: table plus the values per column) -> ``exprs(data)``
 (random predicate trees whose literals come from the data, its neighbours and its
 edges, in every Python type the binder accepts). ``splits(n)`` cuts rows into units and
 ``brute_stats`` computes their :class:`StatsArrays` by brute force, following the rules
-of rcfmt.statistics, optionally with truncated string bounds and unknown bounds.
+of rcfmt.schema.statistics, optionally with truncated string bounds and unknown bounds.
 """
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ import pyarrow as pa
 from hypothesis import strategies as st
 
 from rcfmt.scan.expr import And, Not, Or, col
-from rcfmt.statistics import StatsArrays
-from rcfmt.types import LogicalType, logical_type_from_arrow
+from rcfmt.schema.statistics import StatsArrays
+from rcfmt.schema.types import LogicalType, logical_type_from_arrow
 
 # ---------------------------------------------------------------- types
 INT_TYPES = [pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint16(), pa.uint32(), pa.uint64()]
@@ -269,7 +269,7 @@ def truncate_max(b: bytes, k: int) -> bytes | None:
 
 
 def brute_stats(values: list, t: pa.DataType, units, truncate: int | None = None, unknown=None) -> StatsArrays:
-    """Stats of each unit (a slice of ``values``) following rcfmt.statistics.
+    """Stats of each unit (a slice of ``values``) following rcfmt.schema.statistics.
 
     ``truncate``: cut string/binary bounds to that many bytes (max rounded up, exact flags
     False). ``unknown``: per-unit bools; True drops the bounds (has_min_max False).

@@ -291,7 +291,7 @@ def test_times_round_trip_filter_and_prune(tmp_path):
 
 
 def test_times_outside_a_day_are_refused_on_write_and_read(tmp_path, monkeypatch):
-    from rcfmt.file import annotated
+    from rcfmt.schema import annotated
     from rcfmt.file.writer import Writer
 
     bad = pa.array([5, 86_400, None], pa.int32()).view(pa.time32("s"))
@@ -693,7 +693,7 @@ def test_date64_of_partial_days_is_refused_on_write_and_on_read(tmp_path, monkey
     """Arrow's date64 holds whole days only: a writer refuses others (naming column and
     row), a reader meeting one in a file (forged, or found by the fuzzer) raises
     CorruptFileError instead of returning invalid Arrow."""
-    from rcfmt.file import annotated
+    from rcfmt.schema import annotated
     from rcfmt.file.writer import Writer
 
     bad = pa.array([86_400_000, 5, None], pa.date64())
@@ -709,7 +709,7 @@ def test_date64_of_partial_days_is_refused_on_write_and_on_read(tmp_path, monkey
 
 
 def test_footer_json_of_new_types():
-    from rcfmt.types import logical_type_from_arrow, logical_type_from_json
+    from rcfmt.schema.types import logical_type_from_arrow, logical_type_from_json
     for t in TYPES.values():
         lt = logical_type_from_arrow(t)
         again = logical_type_from_json(json.loads(json.dumps(lt.to_json())))

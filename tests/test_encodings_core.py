@@ -19,9 +19,9 @@ from rcfmt.encodings.dictionary import code_width, decode_codes
 from rcfmt.encodings.plain import decode_plain, encode_plain
 from rcfmt.encodings.selector import analyze, choose
 from rcfmt.errors import CorruptFileError
-from rcfmt.file.arrow_io import fill_null_slots, from_arrow, to_arrow
-from rcfmt.statistics import compute_stats
-from rcfmt.types import LogicalType, PhysicalKind, logical_type_from_arrow
+from rcfmt.schema.arrow_io import fill_null_slots, from_arrow, to_arrow
+from rcfmt.schema.statistics import compute_stats
+from rcfmt.schema.types import LogicalType, PhysicalKind, logical_type_from_arrow
 
 PLAIN, DICTIONARY, RLE = by_name("plain"), by_name("dictionary"), by_name("rle")
 CORE = [PLAIN, DICTIONARY, RLE]

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import rcfmt
-from rcfmt.nested import is_nested
+from rcfmt.schema.nested import is_nested
 import strategies as S
 from rcfmt import col
 from rcfmt.errors import InvalidOptionError, RcfmtError, SchemaError
@@ -693,7 +693,7 @@ def test_list_contains_on_datasets_with_files_lacking_the_list(tmp_path):
 
 
 def test_sql_filters_name_struct_paths_and_array_contains():
-    from rcfmt.nested import bind_schema
+    from rcfmt.schema.nested import bind_schema
     from rcfmt.scan.sql_filter import parse_filter
 
     schema = bind_schema(pa.schema([("p", pa.struct([("u", pa.struct([("id", pa.int64())])),

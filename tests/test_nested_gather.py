@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import rcfmt
-from rcfmt.file.arrow_io import filter_rows, take
+from rcfmt.schema.arrow_io import filter_rows, take
 from tests import strategies as S
 
 FSL2 = pa.list_(pa.list_(pa.int64(), 2), 2)

@@ -270,7 +270,7 @@ def test_native_kernels_agree_with_the_reference_decoders_on_hostile_bodies(data
     kernel refuses is always described by the reference decoder's error)."""
     from rcfmt.encodings import all_encodings
     from rcfmt.errors import CorruptFileError
-    from rcfmt.types import LogicalType
+    from rcfmt.schema.types import LogicalType
 
     name = data.draw(st.sampled_from(_KERNEL_TYPES + ["decimal128"]), label="type")
     ltype = LogicalType(name, precision=18, scale=2) if name == "decimal128" else LogicalType(name)
@@ -279,7 +279,7 @@ def test_native_kernels_agree_with_the_reference_decoders_on_hostile_bodies(data
     rows = data.draw(st.integers(0, 40), label="rows")
     if data.draw(st.booleans()):  # a valid body, then a few bytes changed
         arr = data.draw(S.arrays(ltype.to_arrow(), rows, nullable=False, sliced=False))
-        from rcfmt.file.arrow_io import from_arrow
+        from rcfmt.schema.arrow_io import from_arrow
 
         values, _ = from_arrow(arr, ltype)
         try:

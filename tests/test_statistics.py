@@ -1,5 +1,5 @@
 """Chunk and page statistics of strings from one pass over the pages
-(rcfmt.statistics.binary_chunk_and_page_stats) against computing each apart."""
+(rcfmt.schema.statistics.binary_chunk_and_page_stats) against computing each apart."""
 from __future__ import annotations
 
 import numpy as np
@@ -7,9 +7,9 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rcfmt.file.arrow_io import fill_null_slots, from_arrow
-from rcfmt.statistics import binary_chunk_and_page_stats, compute_stats
-from rcfmt.types import logical_type_from_arrow
+from rcfmt.schema.arrow_io import fill_null_slots, from_arrow
+from rcfmt.schema.statistics import binary_chunk_and_page_stats, compute_stats
+from rcfmt.schema.types import logical_type_from_arrow
 from strategies import examples
 
 prefix = b"p" * 40

@@ -133,7 +133,7 @@ def test_a_union_without_fields_is_refused_by_name(tmp_path):
 
 def test_an_unknown_type_code_in_a_file_is_corrupt(tmp_path, monkeypatch):
     """A type code the union does not declare (a forged page) is a located CorruptFileError."""
-    from rcfmt import nested
+    from rcfmt.schema import nested
 
     u = pa.UnionArray.from_sparse(pa.array([0, 1], pa.int8()), [pa.array([1, 2]), pa.array(["a", "b"])], ["i", "s"])
     path = tmp_path / "t.rcfmt"

@@ -54,7 +54,7 @@ def _source(path: str):
         from ..dataset import open_dataset
 
         ds = open_dataset(path)
-        from ..nested import bind_schema
+        from ..schema.nested import bind_schema
 
         return bind_schema(ds.schema), lambda columns, flt: (ds.scan(columns, flt), None)
     from ..file.reader import RcfmtFile
@@ -128,7 +128,7 @@ def _as_text(t) -> bool:
     them (a uuid in its canonical form)."""
     import pyarrow as pa
 
-    from ..nested import is_nested
+    from ..schema.nested import is_nested
 
     return is_nested(t) or isinstance(t, pa.BaseExtensionType)
 

@@ -62,7 +62,7 @@ def format_bound(value, ltype) -> str:
     if value is None:
         return "-"
     if ltype.annot is not None and ltype.annot[0] not in ("fixed_size_binary", "float16"):
-        from ..file.annotated import shown
+        from ..schema.annotated import shown
 
         return str(shown(value, ltype))
     if isinstance(value, bytes):

@@ -61,7 +61,7 @@ def plot(path: str, columns: list[str], out: str) -> str:
     fig, ax = plt.subplots(figsize=(10, 6))
     if is_dataset(path):
         from ..dataset import open_dataset
-        from ..types import logical_type_from_arrow
+        from ..schema.types import logical_type_from_arrow
 
         ds = open_dataset(path)
         for c in columns:

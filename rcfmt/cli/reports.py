@@ -30,7 +30,7 @@ def json_value(value, ltype=None):
     if value is None:
         return None
     if ltype is not None and ltype.annot is not None and ltype.annot[0] not in ("fixed_size_binary", "float16"):
-        from ..file.annotated import shown
+        from ..schema.annotated import shown
 
         return json_value(shown(value, ltype))
     if isinstance(value, np.generic):
@@ -192,7 +192,7 @@ def index_report(f: RcfmtFile, column: str | None = None, block: int | None = No
 def dictionary_report(f: RcfmtFile, column: str, block: int | None = None) -> list[dict]:
     """Per block: ``{"block", "dictionary": [values] or null (chunk not
     dictionary-encoded)}``."""
-    from ..file.arrow_io import to_arrow
+    from ..schema.arrow_io import to_arrow
 
     c = f.column_index(column)
     ltype = f.footer.columns[c].type

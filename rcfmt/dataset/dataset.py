@@ -26,7 +26,8 @@ import pyarrow.compute as pc
 
 from ..errors import CorruptFileError, InvalidOptionError, SchemaError, UnsupportedError
 from ..storage.fetch import FetchOptions, check_fetch
-from ..file.arrow_io import export_stream, filter_rows
+from ..interop.arrow import export_stream
+from ..schema.arrow_io import filter_rows
 from ..file.reader import RcfmtFile
 from ..scan.nnf import BoundAnd, BoundListContains, columns as expr_columns, fold
 from ..scan.bind import arrow_values
@@ -35,8 +36,8 @@ from ..scan.prune import may_match
 from ..scan.residual import FALSE, TRUE, prepare_filter, residual_of
 from ..scan.plan import DatasetPlan
 from ..scan.scanner import ScanStats
-from .. import nested
-from ..types import logical_type_from_arrow, same_logical_type
+from ..schema import nested
+from ..schema.types import logical_type_from_arrow, same_logical_type
 from .evolution import file_renames, renamed_expr, renamed_path, renamed_schema, widens
 from ..storage import (COMMIT_SCHEMES, delete_files, is_remote, list_tree, local_path, object_size, remote_kind,
                        scheme_of)

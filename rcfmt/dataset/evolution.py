@@ -21,10 +21,10 @@ from dataclasses import replace
 
 import pyarrow as pa
 
-from .. import nested
+from ..schema import nested
 from ..errors import SchemaError
 from ..scan.nnf import BoundAnd, BoundListContains, BoundNot, BoundOr, Leaf
-from ..types import logical_type_from_arrow, same_logical_type
+from ..schema.types import logical_type_from_arrow, same_logical_type
 
 __all__ = ["widens", "merge_schemas", "column_ids", "file_renames", "renamed_expr"]
 

@@ -25,7 +25,7 @@ dot, so ``name.rsplit('.', 1)`` recovers (column, field); partition columns use 
 suffix ``value``, which is not a stats field.
 
 File-level bounds are built from the footer's block statistics right after the file is
-written (:func:`entry_from_file`), following the rules of :mod:`rcfmt.statistics`:
+written (:func:`entry_from_file`), following the rules of :mod:`rcfmt.schema.statistics`:
 the min is the least block min, exact when a block attaining it has an exact min (the
 max likewise); blocks without non-null non-NaN values do not contribute; any
 contributing block without bounds makes the file's bounds unknown; a zero min is
@@ -44,11 +44,11 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import CorruptFileError
-from ..file.arrow_io import to_numpy, validity
+from ..schema.arrow_io import to_numpy, validity
 from ..storage import is_remote
-from ..statistics import ColumnStats, StatsArrays, truncate_max, truncate_min
-from .. import nested
-from ..types import LogicalType, PhysicalKind, logical_type_from_arrow, logical_type_from_json
+from ..schema.statistics import ColumnStats, StatsArrays, truncate_max, truncate_min
+from ..schema import nested
+from ..schema.types import LogicalType, PhysicalKind, logical_type_from_arrow, logical_type_from_json
 from ..index.bitmap.layout import RANGE, keys_parser
 from .partitioning import Partitioning
 
@@ -151,7 +151,7 @@ def schema_from_json(obj) -> pa.Schema:
 
 def stats_schema(data_schema: pa.Schema) -> pa.Schema:
     """The columns the index keeps statistics of: flat columns and the leaves under
-    structs, by dotted path (what filters name; :func:`rcfmt.nested.filter_schema`)."""
+    structs, by dotted path (what filters name; :func:`rcfmt.schema.nested.filter_schema`)."""
     return nested.filter_schema(data_schema)
 
 

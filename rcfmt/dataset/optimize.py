@@ -43,7 +43,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import InvalidOptionError, RcfmtError
-from ..file.arrow_io import take
+from ..schema.arrow_io import take
 from ..file.reader import RcfmtFile
 from ..file.writer import Writer, WriteOptions
 from ..layout import METADATA_KEY, ClusteringSpec, cluster_order

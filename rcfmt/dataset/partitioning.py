@@ -28,7 +28,7 @@ from urllib.parse import unquote
 import pyarrow as pa
 
 from ..errors import InvalidOptionError, SchemaError
-from ..types import logical_type_from_arrow, logical_type_from_json
+from ..schema.types import logical_type_from_arrow, logical_type_from_json
 
 __all__ = ["Partitioning", "HIVE_NULL", "escape_value", "unescape_value", "parse_segments", "infer_partitioning"]
 

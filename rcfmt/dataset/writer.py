@@ -17,11 +17,13 @@ from typing import Iterable
 import numpy as np
 import pyarrow as pa
 
-from .. import nested
+from ..schema import nested
 from ..errors import CommitConflictError, InvalidDataError, InvalidOptionError, RcfmtError, SchemaError, UnsupportedError
-from ..file.arrow_io import take
+from ..schema.arrow_io import take
 from ..file.reader import RcfmtFile
-from ..file.writer import Writer, WriteOptions, arrow_stream, as_table, storage_schema, value_checker
+from ..file.writer import Writer, WriteOptions, value_checker
+from ..interop.arrow import arrow_stream, as_table
+from ..schema.tables import storage_schema
 from ..layout import METADATA_KEY, ClusteringSpec
 from .evolution import column_ids, extend_column_ids, file_renames, keeps_columns, merge_schemas, renamed_path
 from ..storage import (check_commit_support, delete_files, is_remote, list_names, list_tree, local_path, open_output,

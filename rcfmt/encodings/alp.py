@@ -69,7 +69,7 @@ import numpy as np
 from .._native import bitpack as _bp
 from .._native import floats as _fl
 from ..errors import CorruptFileError
-from ..types import LogicalType, PhysicalKind
+from ..schema.types import LogicalType, PhysicalKind
 from .base import ColumnValues, EncodedChunk, Encoding
 from .bitpack import MAX_ROWS, as_buffer, packed_size
 

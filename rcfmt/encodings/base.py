@@ -19,7 +19,7 @@ from typing import ClassVar, Sequence
 
 import numpy as np
 
-from ..types import LogicalType, PhysicalKind
+from ..schema.types import LogicalType, PhysicalKind
 
 __all__ = ["ColumnValues", "EncodedChunk", "Encoding"]
 

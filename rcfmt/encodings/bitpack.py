@@ -78,7 +78,7 @@ import numpy as np
 
 from .._native import bitpack as _bp
 from ..errors import CorruptFileError
-from ..types import LogicalType, PhysicalKind
+from ..schema.types import LogicalType, PhysicalKind
 from .base import ColumnValues, EncodedChunk, Encoding
 
 __all__ = [

@@ -55,7 +55,7 @@ import numpy as np
 
 from .._native import bitpack as _bp
 from ..errors import CorruptFileError
-from ..types import LogicalType, PhysicalKind
+from ..schema.types import LogicalType, PhysicalKind
 from .base import ColumnValues, Encoding
 from .bitpack import (
     _INT_TYPES, SUPPORTED_TYPES, IntType, as_buffer, check_body_size, int_type, packed_size,

@@ -50,7 +50,7 @@ import numpy as np
 from .._native import bitpack as _bp
 from .._native import varbinary as _vb
 from ..errors import CorruptFileError
-from ..types import LogicalType, PhysicalKind
+from ..schema.types import LogicalType, PhysicalKind
 from .base import ColumnValues, Encoding
 from .bitpack import MAX_ROWS, as_buffer, packed_size
 from .delta import HEADER_SIZE as DELTA_HEADER_SIZE

@@ -38,7 +38,7 @@ from .._native import dictbuild as _dictbuild
 from .._native import select as _select
 from .._native import varbinary as _vb
 from ..errors import CorruptFileError
-from ..types import LogicalType, PhysicalKind
+from ..schema.types import LogicalType, PhysicalKind
 from .base import ColumnValues, EncodedChunk, Encoding
 from .bitpack import pack_code_pages, unpack_codes
 from .bitpack import packed_size as _packed_size

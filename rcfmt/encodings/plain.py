@@ -14,7 +14,7 @@ import numpy as np
 
 from .._native import varbinary as _vb
 from ..errors import CorruptFileError
-from ..types import LogicalType, PhysicalKind
+from ..schema.types import LogicalType, PhysicalKind
 from .base import ColumnValues, Encoding
 
 __all__ = ["Plain", "encode_plain", "decode_plain"]

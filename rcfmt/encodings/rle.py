@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import CorruptFileError
-from ..types import PhysicalKind
+from ..schema.types import PhysicalKind
 from .base import ColumnValues, Encoding
 from .plain import decode_plain, encode_plain
 

@@ -35,8 +35,8 @@ import zstandard
 
 from .._native import stats as _stats
 from .._native import varbinary as _vb
-from ..statistics import ColumnStats
-from ..types import LogicalType, PhysicalKind
+from ..schema.statistics import ColumnStats
+from ..schema.types import LogicalType, PhysicalKind
 from . import all_encodings, by_name
 from .analysis import ChunkAnalysis
 from .base import ColumnValues, Encoding

@@ -24,9 +24,9 @@ from ..encodings.base import ColumnValues
 from ..encodings.dictionary import decode_codes, take
 from ..encodings.plain import decode_plain
 from ..errors import CorruptFileError
-from .arrow_io import Bitmap
+from ..schema.arrow_io import Bitmap
 from ..format.layout import MAX_PAGE_ROWS, PAGE_DATA, PAGE_DICTIONARY
-from ..types import LogicalType, PhysicalKind
+from ..schema.types import LogicalType, PhysicalKind
 
 __all__ = ["ChunkDecoder"]
 
@@ -137,7 +137,7 @@ class ChunkDecoder:
         elif self._mode is not None:
             mode, itemsize, signed = self._mode
             # BITPACK decimals stay int64 low words ("narrow" decimals): comparisons run on
-            # them, and rcfmt.file.arrow_io widens them when it builds Arrow arrays
+            # them, and rcfmt.schema.arrow_io widens them when it builds Arrow arrays
             dtype = np.dtype(np.int64) if mode == _pages.MODE_BITPACK_DECIMAL else self.ltype.numpy_dtype
             out = memory.empty(rows if selected is None else len(selected), dtype) if keep else dtype
             spec = (mode, itemsize, signed, out, 0, self.ltype.precision or 0)

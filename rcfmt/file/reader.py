@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from .. import memory
-from .. import nested as nested_mod
+from ..schema import nested as nested_mod
 from .._native import pageindex as _pageindex
 from .._native.pages import crc32
 from ..errors import ChecksumError, CorruptFileError, InvalidOptionError, SchemaError, UnsupportedError
@@ -24,11 +24,12 @@ from ..format.footer import FileMetaData, parse_footer
 from ..format.layout import (FORMAT_VERSION, HEADER, HEADER_SIZE, MAGIC, MAX_PAGE_ROWS, TAIL, TAIL_SIZE, page_record,
                              view_records)
 from ..format.stats_slots import stats_arrays
-from ..statistics import StatsArrays
+from ..schema.statistics import StatsArrays
 from ..storage import fetch as fetching
 from ..storage.fetch import FETCH_CONCURRENCY, FetchOptions, check_fetch  # noqa: F401 (FETCH_CONCURRENCY: its old home)
 from ..storage.registry import open_input
-from .arrow_io import export_stream, to_arrow
+from ..interop.arrow import export_stream
+from ..schema.arrow_io import to_arrow
 from .chunks import ChunkDecoder
 from .footer_cache import FOOTERS, CachedTail
 
@@ -312,7 +313,7 @@ class RcfmtFile:
 
     def resolve_outputs(self, columns: Sequence[str] | None) -> list:
         """What a projection returns, field by field: a stored column's index (a flat
-        field), or the :class:`rcfmt.nested.Node` of a nested field, pruned to the
+        field), or the :class:`rcfmt.schema.nested.Node` of a nested field, pruned to the
         sub-fields named (``"payload.user.id"``)."""
         if self.nested is None:
             return self.resolve_columns(columns)

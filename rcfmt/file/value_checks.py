@@ -25,12 +25,12 @@ import decimal
 import numpy as np
 import pyarrow as pa
 
-from .. import nested
+from ..schema import nested
 from .._native import validate as _validate
 from ..errors import InvalidDataError
-from ..types import PhysicalKind
-from . import annotated
-from .arrow_io import fill_null_slots, from_arrow, one_array, to_numpy, validity
+from ..schema.types import PhysicalKind
+from ..schema import annotated
+from ..schema.arrow_io import fill_null_slots, from_arrow, one_array, to_numpy, validity
 
 __all__ = ["check_table", "empty_nulls"]
 

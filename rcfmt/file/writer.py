@@ -43,11 +43,13 @@ from ..format.stats_slots import DEFAULT_TRUNCATE, encode_slots, fill_slots, sta
 from ..index.bloom.chunks import DEFAULT_FPP, BloomPolicy, build_filter
 from ..index.bitmap.build import BitmapPolicy, Proposal, propose, within_budget
 from ..index.bitmap.layout import DIRECTORY_RECORD, EQUALITY, RANGE, encode_directory, encode_keys, entry_keys
-from ..statistics import ColumnStats, binary_chunk_and_page_stats, compute_page_stats, compute_stats
-from ..types import LogicalType, PhysicalKind, logical_type_from_arrow
-from .. import nested
+from ..schema.statistics import ColumnStats, binary_chunk_and_page_stats, compute_page_stats, compute_stats
+from ..schema.types import LogicalType, PhysicalKind, logical_type_from_arrow
+from ..schema import nested
 from ..storage import ByteSink, open_output
-from .arrow_io import fill_null_slots, from_arrow, one_array, take, to_numpy, validity
+from ..interop.arrow import arrow_stream, as_table
+from ..schema.tables import VIEW_STORAGE, physical_columns, physical_schema, storage_schema
+from ..schema.arrow_io import fill_null_slots, from_arrow, one_array, take, to_numpy, validity
 from .value_checks import check_table, empty_nulls
 
 __all__ = ["Writer", "write_table", "WriteOptions", "value_checker"]
@@ -154,95 +156,6 @@ class WriteOptions:
                    stats_truncate, bloom, use_threads, bitmaps)
 
 
-def as_table(data) -> pa.Table:
-    """Accept a pyarrow Table/RecordBatch, a pandas DataFrame or a dict of arrays."""
-    if isinstance(data, pa.Table):
-        return data
-    if isinstance(data, pa.RecordBatch):
-        return pa.Table.from_batches([data])
-    if isinstance(data, dict):
-        try:
-            return pa.table(data)
-        except (pa.ArrowException, TypeError, ValueError) as exc:
-            raise SchemaError(f"cannot convert dict to a table: {exc}") from None
-    if type(data).__module__.startswith("pandas") and type(data).__name__ == "DataFrame":
-        try:
-            return pa.Table.from_pandas(data)
-        except (pa.ArrowException, TypeError, ValueError) as exc:
-            raise SchemaError(f"cannot convert DataFrame to a table: {exc}") from None
-    if hasattr(data, "__arrow_c_stream__") or hasattr(data, "__arrow_c_array__"):
-        try:  # the Arrow PyCapsule interface: Polars, DuckDB, nanoarrow, ...
-            if hasattr(data, "__arrow_c_stream__"):
-                return pa.table(data)
-            batch = pa.record_batch(data)
-            return pa.Table.from_batches([batch])
-        except (pa.ArrowException, TypeError, ValueError) as exc:
-            raise SchemaError(f"cannot read {type(data).__name__} through the Arrow PyCapsule interface: {exc}") from None
-    raise SchemaError(
-        f"expected a pyarrow Table or RecordBatch, a pandas DataFrame, a dict of arrays or an object with "
-        f"__arrow_c_stream__/__arrow_c_array__ (Polars, DuckDB, ...), got {type(data).__name__}")
-
-
-def arrow_stream(data) -> pa.RecordBatchReader | None:
-    """A reader over ``data`` when it is a stream to take batch by batch (an Arrow
-    PyCapsule stream that is not already a pyarrow Table/RecordBatch), else None."""
-    if isinstance(data, (pa.Table, pa.RecordBatch, dict)) or not hasattr(data, "__arrow_c_stream__"):
-        return None
-    if isinstance(data, pa.RecordBatchReader):
-        return data
-    if type(data).__module__.startswith("pandas"):
-        return None
-    try:
-        return pa.RecordBatchReader.from_stream(data)
-    except (pa.ArrowException, TypeError, ValueError) as exc:
-        raise SchemaError(f"cannot read {type(data).__name__} through the Arrow PyCapsule interface: {exc}") from None
-
-
-#: view types (Polars exports strings as string_view) are stored as their offset form
-_VIEW_STORAGE = {pa.string_view(): pa.string(), pa.binary_view(): pa.binary()}
-
-
-def storage_schema(schema: pa.Schema) -> tuple[pa.Schema, list[LogicalType | None]]:
-    """The schema rcfmt stores (dictionary columns become their value type, string and
-    binary views plain strings and binaries, inside nested types too) and the logical
-    type of each flat field (None for a nested one)."""
-    names = schema.names
-    if len(set(names)) != len(names):
-        dup = sorted({n for n in names if names.count(n) > 1})
-        raise SchemaError(f"duplicate column names: {dup}")
-    fields, types = [], []
-    for f in schema:
-        if not isinstance(f.name, str) or not f.name:
-            raise SchemaError(f"column names must be non-empty strings, got {f.name!r}")
-        try:
-            stored = nested.storage_type(f.type)
-        except SchemaError as exc:
-            raise SchemaError(f"column {f.name!r}: {exc}") from None
-        if nested.is_nested(stored):
-            types.append(None)
-            fields.append(pa.field(f.name, stored, f.nullable))
-            continue
-        try:
-            ltype = logical_type_from_arrow(f.type if isinstance(f.type, pa.BaseExtensionType)
-                                            else _VIEW_STORAGE.get(f.type, f.type))
-        except SchemaError as exc:
-            raise SchemaError(f"column {f.name!r}: {exc}") from None
-        types.append(ltype)
-        fields.append(pa.field(f.name, ltype.to_arrow(), f.nullable))
-    return pa.schema(fields, metadata=schema.metadata), types
-
-
-def physical_columns(schema: pa.Schema, types) -> tuple[tuple | None, list[tuple[str, LogicalType, bool]]]:
-    """The stored columns ``(name, type, nullable)`` of a storage schema, and the tree of
-    every field when one of them is nested (None otherwise; see :mod:`rcfmt.nested`)."""
-    nodes, columns = nested.plan_schema(schema)
-    names = [c[0] for c in columns]
-    if len(set(names)) != len(names):
-        dup = sorted({n for n in names if names.count(n) > 1})
-        raise SchemaError(f"nested field paths collide with other columns: {dup}")
-    return (nodes if any(t is None for t in types) else None), columns
-
-
 def value_checker(schema: pa.Schema):
     """A function of a table of ``schema`` conformed to its storage form (as
     :class:`Writer` conforms what it is given) that raises :class:`InvalidDataError` at
@@ -251,14 +164,6 @@ def value_checker(schema: pa.Schema):
     nodes, physical = physical_columns(stored, types)
     columns = [ColumnSchema(n, t, nullable, 0) for n, t, nullable in physical]
     return lambda table: check_table(table, nodes, columns)
-
-
-def physical_schema(schema: pa.Schema) -> pa.Schema:
-    """The stored columns of ``schema`` as an Arrow schema (nested fields as their
-    dotted paths)."""
-    stored, types = storage_schema(schema)
-    _, columns = physical_columns(stored, types)
-    return pa.schema([pa.field(n, t.to_arrow(), nullable) for n, t, nullable in columns])
 
 
 class Writer:
@@ -454,8 +359,8 @@ class Writer:
                 except pa.ArrowException as exc:  # (indices outside the dictionary)
                     raise InvalidDataError(f"dictionary-encoded values do not decode: {exc}", column=name,
                                            row=_bad_index(column)) from None
-            if not isinstance(column.type, pa.BaseExtensionType) and column.type in _VIEW_STORAGE \
-                    and field.type == _VIEW_STORAGE[column.type]:
+            if not isinstance(column.type, pa.BaseExtensionType) and column.type in VIEW_STORAGE \
+                    and field.type == VIEW_STORAGE[column.type]:
                 try:
                     column = column.cast(field.type)
                 except pa.ArrowException as exc:

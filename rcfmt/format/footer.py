@@ -19,8 +19,8 @@ import pyarrow as pa
 from .._native import footer as _footer
 from ..errors import CorruptFileError, UnsupportedError
 from ..index.bitmap.layout import DIRECTORY_RECORD
-from ..nested import element_columns, nodes_from_json, nodes_to_json
-from ..types import LogicalType, logical_type_from_json
+from ..schema.nested import element_columns, nodes_from_json, nodes_to_json
+from ..schema.types import LogicalType, logical_type_from_json
 from .layout import (
     BLOCK_RECORD,
     FORMAT_VERSION,
@@ -61,7 +61,7 @@ class FileMetaData:
     bloom_region: tuple[int, int] = (0, 0)  # offset, length
     extra: dict = field(default_factory=dict)  # unknown optional JSON keys, kept for tools
     arrow_schema: pa.Schema | None = None  # the fields as Arrow sees them, nested ones whole (set when parsed)
-    nested: tuple | None = None  # rcfmt.nested.Node per top-level field, when any field is nested
+    nested: tuple | None = None  # rcfmt.schema.nested.Node per top-level field, when any field is nested
     physical_schema: pa.Schema | None = None  # the stored columns as Arrow sees them (set when parsed)
     #: the footer's ``bitmap_indexes`` (section 6b): the region {"offset", "length",
     #: "directory_offset", "columns": [column index, ...]} when any chunk has an index,

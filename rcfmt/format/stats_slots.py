@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..statistics import ColumnStats, StatsArrays
-from ..types import LogicalType, PhysicalKind
+from ..schema.statistics import ColumnStats, StatsArrays
+from ..schema.types import LogicalType, PhysicalKind
 from .layout import STATS_HAS_MIN_MAX, STATS_MAX_EXACT, STATS_MIN_EXACT
 
 __all__ = ["stat_width", "encode_slots", "fill_slots", "stats_arrays"]

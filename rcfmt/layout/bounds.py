@@ -35,7 +35,7 @@ import pyarrow.compute as pc
 
 from .._native import layout as _k
 from ..errors import InvalidOptionError
-from ..file.arrow_io import take
+from ..schema.arrow_io import take
 from .normalize import ColumnType, column_type, normalize, prepare
 
 __all__ = [

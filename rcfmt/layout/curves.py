@@ -47,7 +47,8 @@ import pyarrow.compute as pc
 
 from .._native import layout as _k
 from ..errors import InvalidOptionError, SchemaError
-from ..file.arrow_io import take
+from ..interop.arrow import as_table  # the one input normalization of rcfmt
+from ..schema.arrow_io import take
 from .bounds import DEFAULT_NUM_BUCKETS, DEFAULT_SAMPLE_SIZE, MAX_NUM_BUCKETS, PreparedBounds, _check_int, range_bounds
 from .normalize import column_type, normalize, prepare
 
@@ -74,12 +75,6 @@ MAX_DIMS = _k.MAX_DIMS
 
 
 # ----------------------------------------------------------------------------- validation
-def _as_table(data) -> pa.Table:
-    from ..file.writer import as_table  # the one input normalization of rcfmt
-
-    return as_table(data)
-
-
 def _check_by(table: pa.Table, by) -> list[str]:
     if isinstance(by, str):
         by = [by]
@@ -121,7 +116,7 @@ def to_signed(keys: np.ndarray) -> np.ndarray:
 def fit_bounds(table, by, *, num_buckets: int = DEFAULT_NUM_BUCKETS, sample_size: int = DEFAULT_SAMPLE_SIZE,
                seed: int = 0, bounds: Mapping | None = None) -> dict[str, pa.Array]:
     """Range bounds of every column of ``by`` (those given in ``bounds`` are kept)."""
-    table = _as_table(table)
+    table = as_table(table)
     by = _check_by(table, by)
     given = _bounds_map(by, bounds)
     return {name: given[name] if name in given else
@@ -163,7 +158,7 @@ class _Dim:
 
 
 def _resolve(table, by, curve, mapping, num_buckets, sample_size, seed, bounds, key_bits):
-    table = _as_table(table)
+    table = as_table(table)
     by = _check_by(table, by)
     curve = _check_choice("curve", curve, CURVES)
     mapping = _check_choice("mapping", mapping, MAPPINGS)
@@ -259,7 +254,7 @@ def sort_keys(table, by) -> list[np.ndarray]:
     """Exact lexicographic sort keys of ``by`` for ``np.lexsort`` (most significant
     first; reverse before passing): per column a NULL flag (NULL first) and the exact
     order (normalized key; two words for wide decimals; a dense rank for strings)."""
-    table = _as_table(table)
+    table = as_table(table)
     by = _check_by(table, by)
     out = []
     for name in by:
@@ -308,7 +303,7 @@ def cluster_order(table, by, curve: str = "zorder", mapping: str = "rank", **opt
     ``curve="sort"`` is the exact lexicographic order of the values (NULL first, NaN
     after +inf, -0.0 equal to +0.0, strings bytewise; ``mapping`` is ignored). Other
     curves sort by :func:`cluster_keys` (same ``options``). Ties keep input order."""
-    table = _as_table(table)
+    table = as_table(table)
     if curve == "sort":
         _check_choice("mapping", mapping, MAPPINGS)
         keys = sort_keys(table, by)
@@ -321,6 +316,6 @@ def cluster_order(table, by, curve: str = "zorder", mapping: str = "rank", **opt
 def cluster(table, by, curve: str = "zorder", mapping: str = "rank", **options) -> pa.Table:
     """``table`` with its rows reordered by :func:`cluster_order` (same rows, same
     schema and metadata)."""
-    table = _as_table(table)
+    table = as_table(table)
     order = cluster_order(table, by, curve, mapping, **options)
     return take(table, pa.array(order))

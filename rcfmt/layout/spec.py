@@ -27,7 +27,8 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import InvalidOptionError
-from ..file.arrow_io import take
+from ..interop.arrow import as_table
+from ..schema.arrow_io import take
 from .bounds import DEFAULT_NUM_BUCKETS, DEFAULT_SAMPLE_SIZE, MAX_NUM_BUCKETS, _check_int, bounds_from_json, bounds_to_json
 from .curves import CURVES, DEFAULT_KEY_BITS, MAPPINGS, MAX_DIMS, bits_per_dimension, cluster_keys, cluster_order, fit_bounds
 
@@ -118,9 +119,7 @@ class ClusteringSpec:
 
     def apply(self, table) -> pa.Table:
         """``table`` reordered by this spec."""
-        from .curves import _as_table
-
-        table = _as_table(table)
+        table = as_table(table)
         return take(table, pa.array(self.order(table)))
 
     # ------------------------------------------------------------------ serialization

@@ -11,8 +11,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import SchemaError
-from ..file.annotated import to_storage
-from ..file.arrow_io import to_numpy
+from ..schema.annotated import to_storage
+from ..schema.arrow_io import to_numpy
 from .bind import bind, check_type, unscaled_type
 from .nnf import (BoundAnd, BoundExpr, BoundListContains, BoundNot, BoundOr, Cmp, Folded, InSet, NanCheck, NullCheck,
                   Prefix, Ref, is_list_type)

@@ -17,8 +17,8 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import FilterError, SchemaError
-from ..file.annotated import int_key
-from ..types import LogicalType, logical_type_from_arrow
+from ..schema.annotated import int_key
+from ..schema.types import LogicalType, logical_type_from_arrow
 from .expr import (OPS, And, Comparison, Expr, IsIn, IsNan, IsNull, IsValid, ListContains, Not, Or, StartsWith,
                    to_expr)
 from .nnf import (BoundAnd, BoundExpr, BoundListContains, BoundNot, BoundOr, Cmp, Folded, InSet, Leaf, NanCheck,
@@ -136,7 +136,7 @@ def _bind_prefix(ref: Ref, e: StartsWith) -> Prefix:
 # ---- the domain of a column: "int" (ints, date32, timestamp, decimal unscaled), "float", "bool", "bytes"
 def _keyed_decimal(lt: LogicalType) -> bool:
     """decimal256: unscaled integers on the number line, stored as order-preserving
-    32-byte keys (rcfmt.file.annotated)."""
+    32-byte keys (rcfmt.schema.annotated)."""
     return lt.annot is not None and lt.annot[0] == "decimal256"
 
 
@@ -462,7 +462,7 @@ def arrow_values(ref: Ref, values) -> pa.Array:
     pandas on first use (~0.2 s on a user's first filtered read)."""
     lt, values = ref.ltype, list(values)
     n = len(values)
-    if lt.annotated:  # compared as stored (rcfmt.file.annotated)
+    if lt.annotated:  # compared as stored (rcfmt.schema.annotated)
         lt = lt.storage
         ref = Ref(ref.name, lt.to_arrow(), lt)
     if lt.name == "decimal128":  # compared unscaled (see evaluate)

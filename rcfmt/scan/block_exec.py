@@ -24,8 +24,8 @@ from .._native import block as _block
 from ..encodings import by_id
 from ..encodings.base import ColumnValues
 from ..errors import RcfmtError
-from ..file.arrow_io import Bitmap
-from ..types import PhysicalKind
+from ..schema.arrow_io import Bitmap
+from ..schema.types import PhysicalKind
 
 __all__ = ["BlockColumns"]
 

@@ -32,8 +32,8 @@ from .. import memory
 from .._native import select as _select
 from ..encodings.base import ColumnValues
 from ..errors import CorruptFileError
-from ..file.arrow_io import Bitmap, to_arrow
-from ..types import LogicalType, PhysicalKind
+from ..schema.arrow_io import Bitmap, to_arrow
+from ..schema.types import LogicalType, PhysicalKind
 from .nnf import BoundAnd, BoundListContains, BoundOr, Cmp, Folded, InSet, Leaf, NanCheck, NullCheck, Prefix
 from .arrow_eval import _to_numpy, list_contains_result, selection_mask
 from .intervals import Interval
@@ -47,7 +47,7 @@ _NP_OPS = {"==": np.equal, "!=": np.not_equal, "<": np.less, "<=": np.less_equal
 class ColumnData:
     """Decoded rows of one column for evaluation: values + validity, or dictionary
     codes + the chunk's dictionary (then ``values`` is None). Validity is bools, or the
-    Arrow bitmap the page pipeline wrote (:class:`~rcfmt.file.arrow_io.Bitmap`), turned
+    Arrow bitmap the page pipeline wrote (:class:`~rcfmt.schema.arrow_io.Bitmap`), turned
     into bools only when a predicate or a gather asks (:attr:`valid`); Arrow output
     takes the bitmap as it is (:attr:`validity`)."""
 
@@ -76,7 +76,7 @@ class ColumnData:
 
     @property
     def validity(self) -> np.ndarray | Bitmap | None:
-        """Validity in the form at hand, for :func:`~rcfmt.file.arrow_io.to_arrow`."""
+        """Validity in the form at hand, for :func:`~rcfmt.schema.arrow_io.to_arrow`."""
         return self.bitmap if self.bitmap is not None else self._valid
 
     def __len__(self) -> int:

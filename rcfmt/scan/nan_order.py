@@ -2,7 +2,7 @@
 0.0), as Spark SQL and Polars order floats, built from rcfmt expressions (whose own
 comparisons follow IEEE: NaN matches no comparison but ``!=``). Shared by the Spark
 ``filter`` option (:mod:`rcfmt.scan.sql_filter`) and the Polars plugin
-(:mod:`rcfmt.polars`)."""
+(:mod:`rcfmt.interop.polars`)."""
 from __future__ import annotations
 
 import math

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 import pyarrow as pa
 
 from ..errors import FilterError
-from ..types import LogicalType
+from ..schema.types import LogicalType
 from .expr import _COMPLEMENT, _NO_TRUTH, And, Not, Or, to_expr
 
 

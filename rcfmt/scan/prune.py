@@ -3,7 +3,7 @@ bound predicate is TRUE.
 
 ``may_match`` answers per unit, vectorized over the N units of a :class:`StatsArrays`:
 True = may hold a matching row (keep), False = provably holds none (skip). Only
-counts and bounds that the stats rules of :mod:`rcfmt.statistics` guarantee are used:
+counts and bounds that the stats rules of :mod:`rcfmt.schema.statistics` guarantee are used:
 
 - ``row_count``, ``null_count`` and ``nan_count`` are exact;
 - where ``has_min_max`` holds, every non-null non-NaN value lies in ``[min, max]``
@@ -22,7 +22,7 @@ import operator
 
 import numpy as np
 
-from ..statistics import StatsArrays
+from ..schema.statistics import StatsArrays
 from .nnf import BoundExpr, BoundListContains, Cmp, Folded, InSet, Leaf, NanCheck, NullCheck, Prefix, fold, to_nnf
 
 __all__ = ["leaf_may_match", "may_match", "prefix_successor"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from .. import nested
+from ..schema import nested
 from .nnf import BoundAnd, BoundExpr, BoundListContains, BoundOr, Leaf, to_nnf
 from .bind import bind
 from .arrow_eval import evaluate

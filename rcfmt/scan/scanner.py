@@ -22,11 +22,12 @@ from .. import memory
 from ..encodings.base import ColumnValues
 from ..encodings.dictionary import take as dictionary_take
 from ..errors import CorruptFileError, InvalidOptionError
-from ..file.arrow_io import export_stream, to_arrow
-from ..nested import assemble as nested_assemble
-from ..nested import list_node as nested_list_node
-from ..nested import under_structs as nested_under_structs
-from ..types import LogicalType, PhysicalKind
+from ..interop.arrow import export_stream
+from ..schema.arrow_io import to_arrow
+from ..schema.nested import assemble as nested_assemble
+from ..schema.nested import list_node as nested_list_node
+from ..schema.nested import under_structs as nested_under_structs
+from ..schema.types import LogicalType, PhysicalKind
 from .._native import pageindex as _pageindex
 from .._native import select as _select
 from .._native import varbinary as _vb
@@ -754,7 +755,7 @@ class FileScan:
             values = dictionary_take(data.dictionary, data.codes, ltype)
             return to_arrow(values, data.validity, ltype)
         if dictionary and ltype.annotated:  # (pyarrow encodes no decimal32/64 or extension arrays)
-            from ..file.annotated import from_storage
+            from ..schema.annotated import from_storage
 
             encoded = to_arrow(data.values, data.validity, ltype.storage).dictionary_encode()
             return pa.DictionaryArray.from_arrays(encoded.indices, from_storage(encoded.dictionary, ltype))
@@ -767,7 +768,7 @@ class FileScan:
 
     def _nested_at(self, block: int, node, selection: Selection, cache: dict, stats: ScanStats) -> pa.Array:
         """A nested field at the selected rows of ``block``, assembled from its stored
-        columns (:func:`rcfmt.nested.assemble`). Every stored column is read like a flat
+        columns (:func:`rcfmt.schema.nested.assemble`). Every stored column is read like a flat
         one at the positions the selection needs in it (rows, or below a list the
         selected lists' elements, found through its lengths): only the pages holding
         them are read and decoded."""

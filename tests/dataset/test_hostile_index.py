@@ -83,7 +83,7 @@ def test_history_of_a_version_without_dataset_metadata(setup):
 
 def test_cli_bounds_survive_forged_units_and_zones():
     from rcfmt.cli.describe import format_bound as _fmt_bound
-    from rcfmt.types import LogicalType
+    from rcfmt.schema.types import LogicalType
 
     assert _fmt_bound(2**62, LogicalType("timestamp", unit="s")) == f"{2**62} (s)"
     assert _fmt_bound(0, LogicalType("timestamp", unit="us", tz="Not/AZone")) == "0 (us)"

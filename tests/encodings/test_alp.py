@@ -19,7 +19,7 @@ from rcfmt.encodings import by_id, by_name
 from rcfmt.encodings.alp import HEADER_SIZE
 from rcfmt.encodings.base import ColumnValues
 from rcfmt.errors import CorruptFileError
-from rcfmt.types import LogicalType
+from rcfmt.schema.types import LogicalType
 
 ALP = by_name("alp")
 F64 = LogicalType("float64")

@@ -22,7 +22,7 @@ from rcfmt.encodings.analysis import ChunkAnalysis
 from rcfmt.encodings.base import ColumnValues
 from rcfmt.encodings.bitpack import HEADER_SIZE, pack_codes, unpack_codes
 from rcfmt.errors import CorruptFileError
-from rcfmt.types import LogicalType
+from rcfmt.schema.types import LogicalType
 
 BITPACK = by_name("bitpack")
 LENGTHS = [0, 1, 2, 5, 127, 1023, 1024, 1025, 2048, 5000]

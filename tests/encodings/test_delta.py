@@ -17,7 +17,7 @@ from rcfmt.encodings.analysis import ChunkAnalysis
 from rcfmt.encodings.base import ColumnValues
 from rcfmt.encodings.delta import HEADER_SIZE
 from rcfmt.errors import CorruptFileError
-from rcfmt.types import LogicalType
+from rcfmt.schema.types import LogicalType
 
 DELTA = by_name("delta")
 LENGTHS = [0, 1, 2, 5, 1023, 1024, 1025, 2048, 5000]

@@ -19,7 +19,7 @@ from rcfmt.encodings.base import ColumnValues
 from rcfmt.encodings.bitpack import pack_codes
 from rcfmt.encodings.dictionary import LAYOUT_BITPACKED, build_dictionary, decode_codes
 from rcfmt.errors import CorruptFileError
-from rcfmt.types import LogicalType
+from rcfmt.schema.types import LogicalType
 
 DL = by_name("delta_length")
 DICT = by_name("dictionary")

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from rcfmt._native import dictbuild
 from rcfmt.encodings.base import ColumnValues
 from rcfmt.encodings.dictionary import build_dictionary
-from rcfmt.types import logical_type_from_arrow as logical_type
+from rcfmt.schema.types import logical_type_from_arrow as logical_type
 from strategies import examples
 
 

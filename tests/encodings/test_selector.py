@@ -18,8 +18,8 @@ from rcfmt.encodings.base import ColumnValues
 from rcfmt.encodings.bitpack import decimal_low_words
 from strategies import native_decode, examples
 from rcfmt.errors import CorruptFileError
-from rcfmt.statistics import compute_stats
-from rcfmt.types import LogicalType
+from rcfmt.schema.statistics import compute_stats
+from rcfmt.schema.types import LogicalType
 
 N = 100_000
 RNG = np.random.default_rng(42)
@@ -203,8 +203,8 @@ def test_dictionary_for_values_that_repeat_only_across_the_chunk(tmp_path):
     distinct, the chunk is not (8,760 hours in 60,000 values). The spread sample's Chao1
     estimate finds it and DICTIONARY is chosen; integers whose range needs no more bits
     than their codes would (10,000 suppliers) get no dictionary build."""
-    from rcfmt.statistics import compute_stats
-    from rcfmt.types import LogicalType
+    from rcfmt.schema.statistics import compute_stats
+    from rcfmt.schema.types import LogicalType
 
     rng = np.random.default_rng(1)
     hours = np.sort(rng.integers(0, 8760, (60, 1000)), axis=1).ravel()  # 60 planes, sorted within each

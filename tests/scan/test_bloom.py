@@ -29,7 +29,7 @@ from rcfmt.index.bloom.sbbf import (
     hash_values,
     optimal_num_bytes,
 )
-from rcfmt.types import LogicalType
+from rcfmt.schema.types import LogicalType
 from strategies import examples
 
 M64 = (1 << 64) - 1
@@ -560,9 +560,9 @@ def test_a_filter_built_from_the_writers_dictionary_is_the_same(atype, n, null_s
     """The writer hashes only the distinct values its dictionary holds (those non-null
     rows use): the filter's bytes are those of hashing every non-null row."""
     from rcfmt.encodings.dictionary import build_dictionary
-    from rcfmt.file.arrow_io import fill_null_slots, from_arrow
+    from rcfmt.schema.arrow_io import fill_null_slots, from_arrow
     from rcfmt.index.bloom.chunks import build_filter
-    from rcfmt.types import logical_type_from_arrow
+    from rcfmt.schema.types import logical_type_from_arrow
 
     rng = np.random.default_rng(seed)
     pool = {pa.int64(): [1, 2, 3, -(2**63)], pa.float64(): [0.0, -0.0, 1.5, float("nan")],

@@ -41,11 +41,11 @@ from decimal import Decimal  # noqa: E402
 import pyarrow as pa  # noqa: E402
 
 import rcfmt  # noqa: E402
-from rcfmt.file.arrow_io import from_arrow  # noqa: E402
+from rcfmt.schema.arrow_io import from_arrow  # noqa: E402
 from rcfmt.scan.evaluate import ColumnData, eval_nnf  # noqa: E402
 from rcfmt.scan.nnf import to_nnf  # noqa: E402
 from rcfmt.scan.bind import bind  # noqa: E402
-from rcfmt.types import logical_type_from_arrow  # noqa: E402
+from rcfmt.schema.types import logical_type_from_arrow  # noqa: E402
 from oracle_filter import selection_mask  # noqa: E402  (the independent oracle, tests/oracle_filter.py)
 
 N_ROWS = 40

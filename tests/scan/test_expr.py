@@ -24,12 +24,12 @@ from hypothesis import strategies as st
 
 import rcfmt
 from rcfmt.errors import FilterError, SchemaError
-from rcfmt.file.arrow_io import from_arrow
+from rcfmt.schema.arrow_io import from_arrow
 from rcfmt.scan.evaluate import ColumnData, eval_nnf
 from rcfmt.scan.expr import And, Comparison, IsIn, IsNan, IsNull, IsValid, Not, Or, StartsWith, col, to_expr
 from rcfmt.scan.nnf import BoundAnd, BoundNot, BoundOr, Cmp, Folded, InSet, NanCheck, NullCheck, Prefix, columns, to_nnf
 from rcfmt.scan.bind import bind
-from rcfmt.types import logical_type_from_arrow
+from rcfmt.schema.types import logical_type_from_arrow
 
 import oracle_filter  # tests/ is on sys.path (tests/conftest.py)
 import strategies_expr as sx

@@ -13,7 +13,7 @@ import not_leaves
 import rcfmt
 from oracle_filter import filter_table
 from rcfmt.index.bitmap.build import supported_kinds
-from rcfmt.types import logical_type_from_arrow
+from rcfmt.schema.types import logical_type_from_arrow
 from .test_scan_soundness import assert_same
 
 FLAT = ["f", "i", "s", "d"]

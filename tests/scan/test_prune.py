@@ -19,7 +19,7 @@ from rcfmt.scan.nnf import BoundAnd, Cmp, Leaf, to_nnf
 from rcfmt.scan.bind import bind
 from rcfmt.scan.prune import leaf_may_match, may_match, prefix_successor
 from rcfmt.scan.scanner import FileScan
-from rcfmt.statistics import StatsArrays
+from rcfmt.schema.statistics import StatsArrays
 
 import strategies_expr as sx  # tests/ is on sys.path (tests/conftest.py)
 from oracle_filter import selection_mask

@@ -23,9 +23,9 @@ import pyarrow.compute as pc
 from ...encodings.base import ColumnValues
 from ...errors import InvalidOptionError, SchemaError
 from .layout import BITSLICED, EQUALITY, RANGE, encode_entry, encode_keys, encode_mask
-from ...types import LogicalType, PhysicalKind
+from ...schema.types import LogicalType, PhysicalKind
 from ..._native import bitmaps as _bitmaps
-from ...file.arrow_io import to_arrow
+from ...schema.arrow_io import to_arrow
 
 __all__ = ["BitmapPolicy", "Proposal", "propose", "within_budget", "supported_kinds", "AUTO_BUDGET"]
 

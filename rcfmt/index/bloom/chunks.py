@@ -13,7 +13,7 @@ import numpy as np
 
 from ...encodings.base import ColumnValues
 from ...errors import ChecksumError, CorruptFileError, InvalidOptionError
-from ...types import LogicalType, PhysicalKind
+from ...schema.types import LogicalType, PhysicalKind
 from .sbbf import MIN_BYTES, BloomFilter, expected_fpp, hash_binary, hash_fixed, hash_values, optimal_num_bytes
 from ...scan.nnf import BoundListContains, Cmp, InSet
 

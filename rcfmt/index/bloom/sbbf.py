@@ -23,7 +23,7 @@ is ``1 << k``. There is no header: the length is the size of the filter and is s
 by whatever refers to the filter. A reader rejects any other length as corrupt.
 
 **Hash input.** ``hash = XXH64(bytes, seed=0)`` of the value's canonical bytes in the
-column's storage representation (see :mod:`rcfmt.types`), always little-endian:
+column's storage representation (see :mod:`rcfmt.schema.types`), always little-endian:
 
 ==============================  ===================================================
 type                            bytes hashed
@@ -288,7 +288,7 @@ def _fixed_kind(dtype: np.dtype) -> int:
 def hash_fixed(values) -> np.ndarray:
     """XXH64 of each value of a fixed-width numpy array, as a uint64 array.
 
-    ``values`` has the column's storage dtype (see :mod:`rcfmt.types`); big-endian
+    ``values`` has the column's storage dtype (see :mod:`rcfmt.schema.types`); big-endian
     arrays are hashed by their value, i.e. as if little-endian. Floats: -0.0 hashes
     as +0.0, every NaN as the canonical quiet NaN -- but NaN must not be inserted or
     probed (drop it first, as :func:`hash_arrow` does). Bools hash as 0x00 / 0x01.
@@ -355,7 +355,7 @@ def hash_scalar(value_bytes) -> int:
 def hash_arrow(array) -> np.ndarray:
     """Hashes of the non-null, non-NaN values of a pyarrow array -- what a writer inserts.
 
-    Accepts any Arrow type rcfmt stores (see :mod:`rcfmt.types`), slices, chunked
+    Accepts any Arrow type rcfmt stores (see :mod:`rcfmt.schema.types`), slices, chunked
     arrays and dictionary arrays (whose dictionary values are hashed once). The
     result has one hash per such value, in order, duplicates included.
     """
@@ -386,11 +386,11 @@ def _validity(array):
 
 def _hash_positions(array):
     """(hash of every position, bool mask of positions to use) for a plain Arrow array."""
-    from ...types import logical_type_from_arrow
+    from ...schema.types import logical_type_from_arrow
 
     lt = logical_type_from_arrow(array.type)  # SchemaError for types rcfmt does not store
     if lt.annotated:  # hashed as stored (docs/FORMAT.md §6a)
-        from ...file.annotated import to_storage
+        from ...schema.annotated import to_storage
 
         array, lt = to_storage(array, lt), lt.storage
     n = len(array)
@@ -427,7 +427,7 @@ def hash_values(values, logical_type) -> np.ndarray:
     range, a non-integral float for an int column) raises :class:`InvalidOptionError`:
     deciding that such a literal cannot match is the binder's job.
     """
-    from ...types import PhysicalKind
+    from ...schema.types import PhysicalKind
 
     vals = [v for v in values if v is not None and not (isinstance(v, (float, np.floating)) and v != v)]
     lt = logical_type

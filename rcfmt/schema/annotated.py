@@ -1,4 +1,4 @@
-"""Arrow arrays of annotated types (:attr:`rcfmt.types.LogicalType.annot`) to and from
+"""Arrow arrays of annotated types (:attr:`rcfmt.schema.types.LogicalType.annot`) to and from
 the arrays of their storage type (docs/FORMAT.md section 3, "Stored as").
 
 - duration, date64, decimal32, decimal64: the same buffer, viewed as int64 / int32;
@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import CorruptFileError, InvalidDataError, UnsupportedError
-from ..types import LogicalType
+from .types import LogicalType
 
 __all__ = ["to_storage", "from_storage", "decimal256_key", "key_decimal256", "int_key", "shown"]
 

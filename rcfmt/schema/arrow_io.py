@@ -13,7 +13,7 @@ import pyarrow as pa
 from .. import memory
 from ..encodings.base import ColumnValues
 from ..errors import UnsupportedError
-from ..types import LogicalType, PhysicalKind, logical_type_from_arrow
+from .types import LogicalType, PhysicalKind, logical_type_from_arrow
 from .._native import floats as _fl
 from .._native import varbinary as _vb
 
@@ -90,7 +90,7 @@ def from_arrow(arr: pa.Array, ltype: LogicalType) -> tuple[ColumnValues, np.ndar
     arr = one_array(arr)
     if pa.types.is_dictionary(arr.type):
         arr = arr.dictionary_decode()
-    if ltype.annotated:  # (an Arrow type stored as another: rcfmt.file.annotated)
+    if ltype.annotated:  # (an Arrow type stored as another: rcfmt.schema.annotated)
         from .annotated import to_storage
         arr, ltype = to_storage(arr, ltype, check=True), ltype.storage
     n, off = len(arr), arr.offset
@@ -182,7 +182,7 @@ def to_arrow(values: ColumnValues, valid: np.ndarray | Bitmap | None, ltype: Log
     """Wrap storage values (and validity: bools, or a :class:`Bitmap`, used as it is) as
     an Arrow array of ``ltype``. Decimals may be int64 low words (see
     :func:`wide_decimals`)."""
-    if ltype.annotated:  # (an Arrow type stored as another: rcfmt.file.annotated)
+    if ltype.annotated:  # (an Arrow type stored as another: rcfmt.schema.annotated)
         from .annotated import from_storage
         return from_storage(to_arrow(values, valid, ltype.storage), ltype)
     atype = ltype.to_arrow()
@@ -211,9 +211,3 @@ def to_arrow(values: ColumnValues, valid: np.ndarray | Bitmap | None, ltype: Log
                 "or write smaller blocks")
         offsets = offsets.astype(np.int32, copy=False)
     return pa.Array.from_buffers(atype, n, [validity, pa.py_buffer(offsets), pa.py_buffer(values.values)], null_count)
-
-
-def export_stream(schema: pa.Schema, batches, requested_schema=None):
-    """The Arrow C stream PyCapsule (``__arrow_c_stream__``) of ``batches``, an iterable
-    of record batches of ``schema`` read lazily, as the consumer pulls them."""
-    return pa.RecordBatchReader.from_batches(schema, batches).__arrow_c_stream__(requested_schema)

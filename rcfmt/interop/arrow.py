@@ -1,0 +1,66 @@
+"""Arrow data in and out through the PyCapsule interface: what rcfmt accepts as a table
+(:func:`as_table`: pyarrow tables and batches, pandas DataFrames, dicts of arrays, any
+object with ``__arrow_c_stream__``/``__arrow_c_array__`` such as Polars and DuckDB
+results), a stream to write batch by batch (:func:`arrow_stream`), and the stream a scan
+exports (:func:`export_stream`, behind every ``__arrow_c_stream__`` of rcfmt).
+
+Needs pyarrow alone (no other rcfmt module but :mod:`rcfmt.errors`), so every layer may
+use it.
+"""
+from __future__ import annotations
+
+import pyarrow as pa
+
+from ..errors import SchemaError
+
+__all__ = ["as_table", "arrow_stream", "export_stream"]
+
+
+def as_table(data) -> pa.Table:
+    """Accept a pyarrow Table/RecordBatch, a pandas DataFrame or a dict of arrays."""
+    if isinstance(data, pa.Table):
+        return data
+    if isinstance(data, pa.RecordBatch):
+        return pa.Table.from_batches([data])
+    if isinstance(data, dict):
+        try:
+            return pa.table(data)
+        except (pa.ArrowException, TypeError, ValueError) as exc:
+            raise SchemaError(f"cannot convert dict to a table: {exc}") from None
+    if type(data).__module__.startswith("pandas") and type(data).__name__ == "DataFrame":
+        try:
+            return pa.Table.from_pandas(data)
+        except (pa.ArrowException, TypeError, ValueError) as exc:
+            raise SchemaError(f"cannot convert DataFrame to a table: {exc}") from None
+    if hasattr(data, "__arrow_c_stream__") or hasattr(data, "__arrow_c_array__"):
+        try:  # the Arrow PyCapsule interface: Polars, DuckDB, nanoarrow, ...
+            if hasattr(data, "__arrow_c_stream__"):
+                return pa.table(data)
+            batch = pa.record_batch(data)
+            return pa.Table.from_batches([batch])
+        except (pa.ArrowException, TypeError, ValueError) as exc:
+            raise SchemaError(f"cannot read {type(data).__name__} through the Arrow PyCapsule interface: {exc}") from None
+    raise SchemaError(
+        f"expected a pyarrow Table or RecordBatch, a pandas DataFrame, a dict of arrays or an object with "
+        f"__arrow_c_stream__/__arrow_c_array__ (Polars, DuckDB, ...), got {type(data).__name__}")
+
+
+def arrow_stream(data) -> pa.RecordBatchReader | None:
+    """A reader over ``data`` when it is a stream to take batch by batch (an Arrow
+    PyCapsule stream that is not already a pyarrow Table/RecordBatch), else None."""
+    if isinstance(data, (pa.Table, pa.RecordBatch, dict)) or not hasattr(data, "__arrow_c_stream__"):
+        return None
+    if isinstance(data, pa.RecordBatchReader):
+        return data
+    if type(data).__module__.startswith("pandas"):
+        return None
+    try:
+        return pa.RecordBatchReader.from_stream(data)
+    except (pa.ArrowException, TypeError, ValueError) as exc:
+        raise SchemaError(f"cannot read {type(data).__name__} through the Arrow PyCapsule interface: {exc}") from None
+
+
+def export_stream(schema: pa.Schema, batches, requested_schema=None):
+    """The Arrow C stream PyCapsule (``__arrow_c_stream__``) of ``batches``, an iterable
+    of record batches of ``schema`` read lazily, as the consumer pulls them."""
+    return pa.RecordBatchReader.from_batches(schema, batches).__arrow_c_stream__(requested_schema)

@@ -1,0 +1,69 @@
+"""pandas DataFrames in and out, the way ``pyarrow.parquet`` does it.
+
+Writing (``rcfmt.write_table(df, ...)``, ``write_dataset``) converts with
+``pyarrow.Table.from_pandas``: the index is stored as columns (a ``RangeIndex`` as
+metadata only) and the ``pandas`` schema metadata records the index, the column
+order and each column's pandas dtype, nullable extension dtypes (``Int64``,
+``boolean``, ``string``) and categoricals among them. rcfmt keeps that metadata.
+
+Reading (:func:`read_pandas`) gives the DataFrame back: the index restored (its
+columns read even when ``columns`` leaves them out), nullable dtypes restored from the
+metadata, and categorical columns read as Arrow dictionaries so that they come back as
+``pandas.Categorical`` (an unordered one with its categories sorted, as pandas infers
+them; the stored metadata does not list them). Datasets do not keep the pandas metadata
+yet: a dataset's index columns come back as ordinary columns.
+"""
+from __future__ import annotations
+
+import json
+from typing import Sequence
+
+__all__ = ["read_pandas"]
+
+
+def _pandas_metadata(schema) -> dict:
+    raw = (schema.metadata or {}).get(b"pandas")
+    if raw is None:
+        return {}
+    try:
+        meta = json.loads(raw)
+    except ValueError:
+        return {}
+    return meta if isinstance(meta, dict) else {}
+
+
+def read_pandas(path, columns: Sequence[str] | None = None, filter=None, *, use_threads: bool = True,
+                filesystem=None, fetch=None):
+    """The rows of the rcfmt file or dataset at ``path`` (a local path or an object-store
+    URI; matching ``filter``; only ``columns``, plus the index) as a
+    ``pandas.DataFrame``, with the index, nullable dtypes and categoricals the writer's
+    DataFrame had. ``fetch``: :class:`rcfmt.FetchOptions` for remote reads."""
+    from ..dataset import Dataset
+    from ..file.reader import RcfmtFile
+    from ..storage import DirectoryError
+
+    try:
+        f = RcfmtFile(path, filesystem=filesystem, fetch=fetch)  # one open: the schema, then the rows
+    except DirectoryError:
+        if filesystem is not None:
+            raise
+        # a dataset (no pandas metadata in datasets yet: the rows as they are)
+        return Dataset.open(path).read(columns=columns, filter=filter, use_threads=use_threads,
+                                       fetch=fetch).to_pandas()
+    with f:
+        meta = _pandas_metadata(f.schema)
+        names = f.schema.names
+        index_columns = [c for c in meta.get("index_columns", []) if isinstance(c, str) and c in names]
+        categorical = [c.get("field_name") for c in meta.get("columns", [])
+                       if isinstance(c, dict) and c.get("pandas_type") == "categorical"]
+        wanted = None if columns is None else list(dict.fromkeys([*columns, *index_columns]))
+        read_dictionary = [c for c in categorical if c in names and (wanted is None or c in wanted)]
+        table = f.read(wanted, filter, use_threads=use_threads, read_dictionary=read_dictionary or None)
+    df = table.to_pandas()
+    for name in read_dictionary:  # categories in order of appearance: sort the unordered ones
+        if name in df.columns and not df[name].cat.ordered:
+            try:
+                df[name] = df[name].cat.reorder_categories(sorted(df[name].cat.categories))
+            except TypeError:  # categories that do not sort stay as they are
+                pass
+    return df

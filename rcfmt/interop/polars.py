@@ -1,0 +1,471 @@
+"""rcfmt as a Polars lazy source: ``rcfmt.polars.scan_rcfmt(path)`` returns a
+``polars.LazyFrame`` through Polars' IO plugin API (``polars.io.plugins``).
+
+Polars hands the scan its projection, predicate, row limit and batch size. The
+projection, the limit and the batch size go to the rcfmt scan as they are. The
+predicate is translated where the translation is exact (below) and used to prune files,
+blocks, pages and rows; Polars' own predicate is then applied to every batch, so the
+rows are always those Polars would select, whatever was translated.
+
+Translated exactly (the pushed rcfmt expression is TRUE on the rows where Polars'
+predicate is TRUE), as Polars evaluates them -- the predicate Polars hands a source is
+already type-coerced, so a literal has the column's type or the column sits under a
+cast:
+
+- ``==, !=, <, <=, >, >=`` (column and literal either way round) and ``is_between``
+  with every ``closed=``, on integer, float, decimal, date, timestamp (with or without
+  time zone, literal of the column's unit and zone), duration (the column's unit),
+  string, binary and (``==``, ``!=``) boolean columns; also under the casts Polars
+  inserts that keep every value (a decimal to more scale, a narrower integer to a wider
+  one or to float64, float32 to float64, a date to a datetime, a timestamp or duration
+  to a finer unit). ``!=`` of a nanosecond column and a microsecond literal is not
+  pushed: Polars compares it on the column truncated to microseconds. Floats follow
+  Polars' order: NaN is above every number and equal to itself, -0.0 equals 0.0
+  (``x > 1.0`` is pushed as ``(x > 1.0) | x.is_nan()``, ``x == nan`` as
+  ``x.is_nan()``); a dynamic literal is taken as Polars casts it to the column's type
+  (``0.1`` to float32).
+- ``is_in`` of a literal list: NaN members match NaN, -0.0 matches 0.0, a NULL value is
+  NULL and a NULL member matches nothing -- or, with ``nulls_equal=True``, a NULL value
+  is TRUE when a member is NULL and FALSE otherwise.
+- ``is_null``, ``is_not_null``, ``is_nan``, ``is_not_nan`` (NULL for NULL values),
+  ``str.starts_with`` of a literal, a boolean column on its own, and the boolean
+  constants Polars folds parts into (TRUE, FALSE, NULL).
+- ``&``, ``|`` and ``~`` (Kleene logic in Polars and rcfmt alike). ``~`` is pushed
+  down to the leaves, each translated as the rows where Polars' leaf is FALSE, so no
+  translation leans on NULL or NaN meaning the same under NOT. An untranslatable part
+  is dropped only where it is a conjunct after that (the scan then keeps more rows,
+  never fewer): ``a & u`` and ``~(a | u)`` push ``a`` and ``~a``; ``a | u`` and
+  ``~(a & u)`` push nothing.
+
+Expressions are read from Polars' JSON serialization of the predicate
+(``Expr.meta.serialize(format="json")``), literals by evaluating their node with
+Polars (JSON holds no NaN or infinity); a form this module does not know is not pushed.
+"""
+from __future__ import annotations
+
+import decimal
+import json
+import os
+from typing import NamedTuple
+
+import numpy as np
+import pyarrow as pa
+
+from ..scan.expr import col
+from ..scan.nan_order import is_nan_literal, nan_order_compare
+
+__all__ = ["scan_rcfmt", "translate_predicate"]
+
+_OPS = {"Eq": "==", "NotEq": "!=", "Lt": "<", "LtEq": "<=", "Gt": ">", "GtEq": ">="}
+_FLIP = {"==": "==", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+_COMPLEMENT = {"==": "!=", "!=": "==", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}  # NOT, in a total order
+_BETWEEN = {"Both": (">=", "<="), "Left": (">=", "<"), "Right": (">", "<="), "None": (">", "<")}
+_UNITS = ("ms", "us", "ns")  # coarse to fine
+_UNIT_NAMES = {"Milliseconds": "ms", "Microseconds": "us", "Nanoseconds": "ns"}
+_SIMPLE_TYPES = {"Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64", "Float32", "Float64"}
+_NUMPY = {"Int8": "int8", "Int16": "int16", "Int32": "int32", "Int64": "int64",
+          "UInt8": "uint8", "UInt16": "uint16", "UInt32": "uint32", "UInt64": "uint64"}
+
+
+class _Ref(NamedTuple):
+    name: str  # the column
+    ct: object  # the Polars type it is compared in (its own, or a widening cast's)
+
+
+class _Skip(Exception):
+    """A part of the predicate that is not translated exactly."""
+
+
+class _Translator:
+    """A Polars predicate (its JSON tree, walked with the ``polars.Expr`` of each node
+    for literal values: JSON cannot hold NaN or infinities) as an rcfmt expression TRUE
+    on the rows where Polars' is TRUE, or a superset of them where a conjunct is dropped.
+
+    NOT is pushed to the leaves (De Morgan holds in Kleene logic, which Polars' ``&``,
+    ``|`` and ``~`` follow), so each leaf is translated in its polarity -- the rows where
+    Polars' leaf is TRUE, or where it is FALSE -- and a dropped conjunct (which widens
+    the result) is never negated: ``~(a & u)`` is ``~a | ~u``, untranslatable as a whole."""
+
+    def __init__(self, schema: pa.Schema):
+        import polars as pl
+
+        self.pl = pl
+        self.schema = schema
+        self.dtypes = pl.from_arrow(schema.empty_table()).schema
+
+    # ---------------------------------------------------------------- predicates
+    def predicate(self, node, expr, neg: bool = False):
+        """The translation, or None where nothing is (a superset: nothing pushed)."""
+        try:
+            return self._node(node, expr, neg)
+        except _Skip:
+            return None
+
+    def _node(self, node, expr, neg: bool):
+        if not isinstance(node, dict) or len(node) != 1:
+            return None
+        (kind, body), = node.items()
+        if kind == "Alias" and isinstance(body, list) and body:  # a name changes no value
+            return self._node(body[0], self._children(expr, 1)[0], neg)
+        flat = [f.name for f in self.schema if not pa.types.is_nested(f.type) and not pa.types.is_dictionary(f.type)]
+        if kind == "Literal" and flat:  # a constant Polars folded a part into
+            try:
+                series = self.pl.select(expr.alias("v")).to_series()
+            except Exception:
+                raise _Skip from None
+            if series.dtype != self.pl.Boolean or len(series) != 1:
+                return None
+            c = col(flat[0])
+            value = series[0]
+            if value is None or value == neg:  # NULL stays NULL under NOT: never TRUE
+                return c.is_null() & c.is_valid()
+            return c.is_null() | c.is_valid()
+        if kind == "Column":  # a boolean column on its own
+            ref = self._column(node)
+            if ref is None or ref.ct != self.pl.Boolean:
+                return None
+            return col(ref.name) == (not neg)
+        if kind == "BinaryExpr" and isinstance(body, dict):
+            op = body.get("op")
+            if op in ("And", "LogicalAnd", "Or", "LogicalOr"):
+                left, right = self._children(expr, 2)
+                a = self.predicate(body.get("left"), left, neg)
+                b = self.predicate(body.get("right"), right, neg)
+                if (op in ("And", "LogicalAnd")) != neg:  # a conjunction: a dropped side keeps more rows
+                    return a if b is None else b if a is None else a & b
+                return None if a is None or b is None else a | b
+            if op in _OPS:
+                left, right = self._children(expr, 2)
+                ref, flip = self._column(body.get("left")), False
+                lit_node, lit_expr = body.get("right"), right
+                if ref is None:
+                    ref, flip = self._column(body.get("right")), True
+                    lit_node, lit_expr = body.get("left"), left
+                if ref is None:
+                    return None
+                o = _FLIP[_OPS[op]] if flip else _OPS[op]
+                return self._compare(ref, _COMPLEMENT[o] if neg else o, self._operand(ref, lit_node, lit_expr))
+            return None
+        if kind == "Function" and isinstance(body, dict):
+            inputs, function = body.get("input"), body.get("function")
+            if not isinstance(inputs, list) or not inputs:
+                return None
+            children = self._children(expr, len(inputs))
+            if function == {"Boolean": "Not"} and len(inputs) == 1:
+                return self.predicate(inputs[0], children[0], not neg)
+            ref = self._column(inputs[0])
+            if ref is None:
+                return None
+            name, c = ref.name, col(ref.name)
+            if len(inputs) == 1 and function in ({"Boolean": "IsNull"}, {"Boolean": "IsNotNull"}):
+                return c.is_null() if (function == {"Boolean": "IsNull"}) != neg else c.is_valid()
+            if len(inputs) == 1 and function in ({"Boolean": "IsNan"}, {"Boolean": "IsNotNan"}):
+                if not pa.types.is_floating(self._type(name)):
+                    return None
+                # is_nan of NULL is NULL in both; ~is_nan: the non-null non-NaN rows
+                return c.is_nan() if (function == {"Boolean": "IsNan"}) != neg else ~c.is_nan()
+            if function == {"StringExpr": "StartsWith"} and len(inputs) == 2:
+                if ref.ct != self.pl.String:
+                    return None
+                prefix = self._operand(ref, inputs[1], children[1])
+                return ~c.startswith(prefix) if neg else c.startswith(prefix)
+            boolean = function.get("Boolean") if isinstance(function, dict) else None
+            if isinstance(boolean, dict) and isinstance(boolean.get("IsBetween"), dict) and len(inputs) == 3:
+                ops = _BETWEEN.get(boolean["IsBetween"].get("closed"))
+                if ops is None:
+                    return None
+                lo = self._operand(ref, inputs[1], children[1])
+                hi = self._operand(ref, inputs[2], children[2])
+                if neg:
+                    return self._compare(ref, _COMPLEMENT[ops[0]], lo) | self._compare(ref, _COMPLEMENT[ops[1]], hi)
+                return self._compare(ref, ops[0], lo) & self._compare(ref, ops[1], hi)
+            if isinstance(boolean, dict) and isinstance(boolean.get("IsIn"), dict) and len(inputs) == 2:
+                return self._is_in(ref, inputs[1], children[1], boolean["IsIn"].get("nulls_equal"), neg)
+        return None
+
+    def _is_in(self, ref, node, expr, nulls_equal, neg: bool):
+        """Polars' ``is_in``: a member matches the values equal to it (NaN matches NaN,
+        -0.0 matches 0.0); a NULL value is NULL, and a NULL member matches nothing -- or,
+        with ``nulls_equal``, a NULL value is TRUE if a member is NULL and FALSE if not."""
+        if nulls_equal not in (True, False) or not self._is_literal(node):
+            raise _Skip
+        series = self._evaluate(expr)
+        if not isinstance(series.dtype, self.pl.List):
+            raise _Skip
+        members = series[0]
+        inner = members.dtype
+        name, ct = ref.name, ref.ct
+        if not (inner == ct or inner == self.pl.Null or (inner.is_integer() and ct.is_integer())
+                or (inner.is_float() and ct.is_float()) or (inner.is_decimal() and ct.is_decimal())):
+            raise _Skip
+        has_null = members.null_count() > 0
+        values = [self._value(ref, inner, v, dyn=False) for v in self._physical(members.drop_nulls(), inner)]
+        c = col(name)
+        if values:
+            found = c.isin(values)  # no None member: TRUE, FALSE, NULL for NULL rows (as Polars without nulls_equal)
+        else:
+            found = c.is_null() & c.is_valid()  # never TRUE ...
+            if neg:
+                found = c.is_valid()  # ... and FALSE on every non-null row
+        if nulls_equal:
+            nulls = has_null != neg  # NULL rows: TRUE if a member is NULL, else FALSE
+            out = (~found if values else found) if neg else found
+            return out | c.is_null() if nulls else out
+        return (~found if values else found) if neg else found
+
+    # ---------------------------------------------------------------- operands
+    def _children(self, expr, n: int) -> list:
+        children = list(reversed(expr.meta.pop()))
+        if len(children) != n:
+            raise _Skip
+        return children
+
+    def _column(self, node) -> _Ref | None:
+        """The column ``node`` reads: a column, or a column under a cast Polars inserts
+        that keeps every value (an integer or decimal widened, float32 to float64, a
+        32-bit or narrower integer to float64); ``ct``: the type compared in."""
+        if not isinstance(node, dict):
+            return None
+        cast = node.get("Cast")
+        if isinstance(cast, dict):
+            ref = self._column(cast.get("expr"))
+            if ref is None or ref.ct != self.dtypes[ref.name]:
+                return None
+            target = self._dtype_of(cast.get("dtype"))
+            return _Ref(ref.name, target) if target is not None and self._widens(ref.ct, target) else None
+        name = node.get("Column")
+        return _Ref(name, self.dtypes[name]) if isinstance(name, str) and name in self.dtypes else None
+
+    def _dtype_of(self, node):
+        """The Polars type of a cast's ``dtype`` node (None for forms not known)."""
+        pl = self.pl
+        literal = node.get("Literal") if isinstance(node, dict) else None
+        if isinstance(literal, str) and literal in _SIMPLE_TYPES:
+            return getattr(pl, literal)
+        if isinstance(literal, dict) and len(literal) == 1:
+            (kind, args), = literal.items()
+            first = args[0] if isinstance(args, list) and args else args
+            unit = _UNIT_NAMES.get(first) if isinstance(first, str) else None
+            if kind == "Duration" and unit is not None:
+                return pl.Duration(unit)
+            if kind == "Datetime" and isinstance(args, list) and len(args) == 2 and unit is not None:
+                zone = args[1]
+                if zone is None:
+                    return pl.Datetime(unit)
+                if isinstance(zone, dict) and isinstance(zone.get("inner"), str):
+                    return pl.Datetime(unit, zone["inner"])
+        if isinstance(literal, dict) and isinstance(literal.get("Decimal"), list) and len(literal["Decimal"]) == 2:
+            precision, scale = literal["Decimal"]
+            if isinstance(precision, int) and isinstance(scale, int):
+                return pl.Decimal(precision, scale)
+        return None
+
+    def _widens(self, source, target) -> bool:
+        """Whether casting ``source`` to ``target`` keeps every value exactly."""
+        pl = self.pl
+        if source.is_decimal() and target.is_decimal():
+            return target.scale >= source.scale and target.precision - target.scale >= source.precision - source.scale
+        if source.is_integer() and target.is_integer():
+            s, t = np.iinfo(_NUMPY[str(source)]), np.iinfo(_NUMPY[str(target)])
+            return t.min <= s.min and s.max <= t.max
+        if source == pl.Float32 and target == pl.Float64:
+            return True
+        if source == pl.Date and isinstance(target, pl.Datetime):
+            return target.time_zone is None  # midnight of the day, in any unit
+        if type(source) is type(target) and isinstance(source, (pl.Datetime, pl.Duration)):
+            same_zone = not isinstance(source, pl.Datetime) or source.time_zone == target.time_zone
+            return same_zone and _UNITS.index(target.time_unit) >= _UNITS.index(source.time_unit)
+        if source.is_integer() and target == pl.Float64:
+            return np.iinfo(_NUMPY[str(source)]).bits <= 32
+        return False
+
+    def _type(self, name: str) -> pa.DataType:
+        return self.schema.field(name).type
+
+    @staticmethod
+    def _is_literal(node) -> bool:
+        while isinstance(node, dict) and isinstance(node.get("Alias"), list) and node["Alias"]:
+            node = node["Alias"][0]  # (a Series given to is_in arrives named)
+        return isinstance(node, dict) and isinstance(node.get("Literal"), dict)
+
+    def _evaluate(self, expr):
+        try:
+            series = self.pl.select(expr.alias("v")).to_series()
+        except Exception:
+            raise _Skip from None
+        if len(series) != 1 or series.null_count():
+            raise _Skip  # (a comparison with NULL is NULL on every row: left to Polars)
+        return series
+
+    def _physical(self, series, dtype) -> list:
+        """Values of ``series`` as Python values, temporal ones as ints of their unit."""
+        if dtype.is_temporal():
+            return series.to_physical().to_list()
+        return series.to_list()
+
+    def _operand(self, ref: _Ref, node, expr):
+        """The rcfmt literal equal to what Polars compares column ``name`` with (Polars
+        casts a literal to the column's type where they differ: only exact cases kept)."""
+        if not self._is_literal(node):
+            raise _Skip
+        dyn = "Dyn" in node["Literal"]
+        series = self._evaluate(expr)
+        return self._value(ref, series.dtype, self._physical(series, series.dtype)[0], dyn)
+
+    def _value(self, ref: _Ref, lt, v, dyn: bool):
+        pl = self.pl
+        ct = ref.ct
+        if ct.is_integer():
+            if not lt.is_integer() or isinstance(v, bool):
+                raise _Skip
+            if not dyn and lt != ct and pl.UInt64 in (ct, lt) and (ct.is_signed_integer() or lt.is_signed_integer()):
+                raise _Skip  # UInt64 with a signed type: no exact common type
+            return int(v)
+        if ct.is_float():
+            if lt.is_float():
+                if dyn and ct == pl.Float32:  # Polars casts a dynamic float literal to the column's type
+                    with np.errstate(over="ignore"):
+                        w = float(np.float32(v))
+                    if np.isinf(w) and not np.isinf(v):
+                        raise _Skip
+                    return w
+                return float(v)  # the same type, or a comparison in the wider one: exact
+            if dyn and lt.is_integer():  # cast to the column's type: exact only if it round-trips
+                try:
+                    with np.errstate(over="ignore"):
+                        w = float(np.float32(v)) if ct == pl.Float32 else float(v)
+                except OverflowError:
+                    raise _Skip from None
+                if np.isinf(w) or int(w) != v:
+                    raise _Skip
+                return w
+            raise _Skip
+        if ct.is_decimal():
+            if lt.is_decimal() and isinstance(v, decimal.Decimal):
+                return v
+            if lt.is_integer() and dyn:
+                return int(v)
+            raise _Skip
+        if ct == pl.Date and lt == pl.Date:
+            return _date(v)
+        if isinstance(ct, (pl.Datetime, pl.Duration)) and type(lt) is type(ct):
+            if isinstance(ct, pl.Datetime) and ct.time_zone != lt.time_zone:
+                raise _Skip
+            if ct.time_unit != lt.time_unit:
+                raise _Skip  # Polars casts one side to the other's unit, truncating, which way depends on the op
+            if ct == self.dtypes[ref.name]:
+                return int(v)  # an int of the column's unit (UTC for a time zone)
+            # the column under a widening cast (a date to a datetime, to a finer unit): exact numpy values
+            return (np.datetime64 if isinstance(ct, pl.Datetime) else np.timedelta64)(int(v), ct.time_unit)
+        if ct == pl.String and lt == pl.String:
+            return v
+        if ct == pl.Binary and lt == pl.Binary:
+            return bytes(v)
+        if ct == pl.Boolean and lt == pl.Boolean:
+            return bool(v)
+        raise _Skip
+
+    def _compare(self, ref: _Ref, op: str, value):
+        if ref.ct == self.pl.Boolean and op not in ("==", "!="):
+            raise _Skip
+        t = self._type(ref.name)
+        if is_nan_literal(value) and not pa.types.is_floating(t):
+            raise _Skip  # (an integer column cast to float64: NaN is above all its values)
+        return nan_order_compare(col(ref.name), t, op, value)
+
+
+def _date(days: int):
+    import datetime as dt
+
+    return dt.date(1970, 1, 1) + dt.timedelta(days=days)
+
+
+def translate_predicate(predicate, schema: pa.Schema):
+    """The rcfmt expression implied by a Polars predicate: TRUE on the rows where it is
+    TRUE (exact where translated; untranslatable conjuncts are dropped, which keeps more
+    rows), or None if nothing translates."""
+    try:
+        tree = json.loads(predicate.meta.serialize(format="json"))
+    except Exception:  # a Polars version whose serialization differs: push nothing
+        return None
+    return _Translator(schema).predicate(tree, predicate)
+
+
+def _groups_of_rows(batches, size: int):
+    """``batches`` in consecutive lists of at least ``size`` rows (the last: the rest)."""
+    group, rows = [], 0
+    for batch in batches:
+        group.append(batch)
+        rows += batch.num_rows
+        if rows >= size:
+            yield group
+            group, rows = [], 0
+    if group:
+        yield group
+
+
+def scan_rcfmt(path, *, stats=None, use_threads: bool = True, fetch=None):
+    """A ``polars.LazyFrame`` over the rcfmt file or dataset at ``path``, with
+    projection, predicate (see the module docstring), ``n_rows`` and batch size pushed
+    into the rcfmt scan. ``stats``: a :class:`rcfmt.scan.scanner.ScanStats` each
+    collection adds its scan's counts to; ``fetch``: :class:`rcfmt.FetchOptions` for
+    remote reads."""
+    import polars as pl
+    from polars.io.plugins import register_io_source
+
+    from ..dataset import Dataset
+    from ..file.reader import RcfmtFile
+    from ..storage import is_remote, local_path
+
+    if not is_remote(path) and os.path.isfile(local_path(path)):  # one file: no dataset index to build
+        file = os.path.abspath(local_path(path))
+        with RcfmtFile(file, fetch=fetch) as f:
+            schema = f.schema
+
+        def start(columns, expr):
+            f = RcfmtFile(file, fetch=fetch)
+            try:
+                return f.scan(columns, expr, use_threads=use_threads), f.close
+            except BaseException:
+                f.close()
+                raise
+    else:
+        dataset = Dataset.open(path)
+        schema = dataset.schema
+
+        def start(columns, expr):
+            return dataset.scan(columns=columns, filter=expr, use_threads=use_threads, fetch=fetch), lambda: None
+    polars_schema = pl.from_arrow(schema.empty_table()).schema
+
+    def source(with_columns, predicate, n_rows, batch_size):
+        expr = None if predicate is None else translate_predicate(predicate, schema)
+        wanted = list(with_columns) if with_columns is not None else list(schema.names)
+        needed = list(dict.fromkeys(wanted + (predicate.meta.root_names() if predicate is not None else [])))
+        scan, close = start(needed, expr)
+        size = batch_size or 65536
+        left = n_rows
+
+        def frame(batches):
+            """One DataFrame of ``batches`` (their buffers, not copies): Polars' filter
+            and select cost ~0.3 ms a call, so a selective scan's small batches (one per
+            block) are handed over together, up to ``size`` rows."""
+            df = pl.from_arrow(pa.Table.from_batches(batches), rechunk=False)
+            if predicate is not None:
+                df = df.filter(predicate)
+            return df.select(wanted)
+
+        try:
+            for batches in _groups_of_rows(scan.iter_batches(size), size):
+                df = frame(batches)
+                if left is not None:
+                    df = df.head(left)
+                    left -= df.height
+                yield df
+                if left is not None and left <= 0:
+                    break
+        finally:
+            close()
+            if stats is not None:
+                stats.add(scan.stats)
+
+    return register_io_source(source, schema=polars_schema, explain_name="rcfmt", explain_detail=str(path))

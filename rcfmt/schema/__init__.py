@@ -1,0 +1,12 @@
+"""What a column is, below files, scans and datasets:
+
+- :mod:`rcfmt.schema.types`: logical types and physical kinds;
+- :mod:`rcfmt.schema.annotated`: Arrow types stored as another (extension types);
+- :mod:`rcfmt.schema.arrow_io`: a column's values between rcfmt's holders and Arrow;
+- :mod:`rcfmt.schema.nested`: nested fields shredded into flat columns and back;
+- :mod:`rcfmt.schema.tables`: the stored schema of an Arrow schema and its physical columns;
+- :mod:`rcfmt.schema.statistics`: column statistics (footer, page index, pruning).
+
+The old names ``rcfmt.types``, ``rcfmt.nested`` and ``rcfmt.statistics`` stay importable
+(they give these modules); code in rcfmt imports from here.
+"""

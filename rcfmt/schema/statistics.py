@@ -1,0 +1,265 @@
+"""Column statistics: the one representation shared by footer, page index and pruning.
+
+Min/max are kept in the *stats domain* of the column's logical type (see
+:mod:`rcfmt.schema.types`): numpy scalars of the storage dtype for bool, ints, floats, date32
+(days) and timestamps (units since epoch); ``int`` (unscaled) for decimal128; ``bytes``
+for string (UTF-8) and binary, ordered bytewise unsigned.
+
+Rules every producer follows and every consumer may rely on:
+
+- NaN never enters min/max; ``nan_count`` counts NaN values (floats only).
+- If the minimum is a zero it is stored as -0.0, if the maximum is a zero as +0.0, so
+  the bounds hold for readers that order -0.0 before +0.0 and for those that do not.
+- ``has_min_max`` is False when no non-null, non-NaN value exists or bounds are unknown.
+- String/binary bounds may be truncated; ``min_exact``/``max_exact`` say whether the
+  bound is a value that occurs. A truncated min is a prefix of the true min (<= it); a
+  truncated max is rounded up so that it is still >= every value.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["StatsArrays"]
+
+
+@dataclass
+class StatsArrays:
+    """Statistics of N units (files, blocks or pages) of one column, as parallel arrays.
+
+    ``min``/``max`` are numpy arrays of the storage dtype for numeric, bool and temporal
+    types, and object arrays (of ``int`` for decimal128, of ``bytes`` for string/binary)
+    otherwise. Entries where ``has_min_max`` is False hold unspecified values.
+    """
+
+    row_count: np.ndarray  # int64
+    null_count: np.ndarray  # int64
+    nan_count: np.ndarray  # int64
+    has_min_max: np.ndarray  # bool
+    min: np.ndarray
+    max: np.ndarray
+    min_exact: np.ndarray  # bool
+    max_exact: np.ndarray  # bool
+
+    def __len__(self) -> int:
+        return len(self.row_count)
+
+    def take(self, indices) -> "StatsArrays":
+        """The statistics of the units at ``indices`` (array of ints or bool mask)."""
+        return StatsArrays(**{name: getattr(self, name)[indices] for name in self.__dataclass_fields__})
+
+
+# ---------------------------------------------------------------------------- computing
+from dataclasses import dataclass as _dataclass  # noqa: E402
+
+from .._native import stats as _stats  # noqa: E402
+from .types import LogicalType, PhysicalKind  # noqa: E402
+
+__all__ += ["ColumnStats", "compute_stats", "truncate_min", "truncate_max"]
+
+
+@_dataclass
+class ColumnStats:
+    """Statistics of one unit (chunk or page) of one column, in the stats domain."""
+
+    null_count: int
+    nan_count: int = 0
+    min: object = None  # None when there is no non-null, non-NaN value (or unknown)
+    max: object = None
+    min_exact: bool = True
+    max_exact: bool = True
+
+    @property
+    def has_min_max(self) -> bool:
+        return self.min is not None and self.max is not None
+
+
+def truncate_min(value: bytes, limit: int) -> tuple[bytes, bool]:
+    """A lower bound of at most ``limit`` bytes: the prefix. Returns (bound, exact)."""
+    return (value, True) if len(value) <= limit else (value[:limit], False)
+
+
+def truncate_max(value: bytes, limit: int) -> tuple[bytes | None, bool]:
+    """An upper bound of at most ``limit`` bytes, or None if none exists that short.
+
+    Truncate, then increment the last byte that is not 0xFF and drop what follows: the
+    result is greater than every string that starts with the kept prefix."""
+    if len(value) <= limit:
+        return value, True
+    prefix = bytearray(value[:limit])
+    while prefix:
+        if prefix[-1] != 0xFF:
+            prefix[-1] += 1
+            return bytes(prefix), False
+        prefix.pop()
+    return None, False
+
+
+def compute_stats(values, valid, ltype: LogicalType, truncate: int) -> ColumnStats:
+    """Statistics of ``values`` (a ColumnValues) where ``valid`` (bool array or None)."""
+    n = len(values)
+    null_count = 0 if valid is None else n - int(np.count_nonzero(valid))
+    if null_count == n:
+        return ColumnStats(null_count=null_count)
+    valid_u8 = None if valid is None else valid.view(np.uint8)
+    kind = ltype.kind
+    if kind == PhysicalKind.BOOL:
+        v = values.values if valid is None else values.values[valid]
+        return ColumnStats(null_count, 0, np.bool_(v.min()), np.bool_(v.max()))
+    if kind == PhysicalKind.VARBINARY:
+        offsets = _offsets(values)
+        _, lo_i, hi_i = _stats.minmax_binary(offsets, values.values, valid_u8)
+        return _binary_stats(values.values, offsets, null_count, int(lo_i[0]), int(hi_i[0]), truncate)
+    if ltype.name == "decimal128":
+        raw = np.ascontiguousarray(values.values).view(np.uint8).reshape(n, 16)
+        count, lo_i, hi_i = _stats.minmax_decimal128(raw, valid_u8)
+        return ColumnStats(null_count, 0, int.from_bytes(raw[lo_i].tobytes(), "little", signed=True),
+                           int.from_bytes(raw[hi_i].tobytes(), "little", signed=True))
+    # numpy's min/max reductions are SIMD, dispatched at run time: several times faster
+    # than one scalar loop in a portable build
+    v = np.asarray(values.values)
+    if null_count:
+        v = v[valid]
+    nans = 0
+    if ltype.is_float:
+        is_nan = np.isnan(v)
+        nans = int(np.count_nonzero(is_nan))
+        if nans:
+            v = v[~is_nan]
+    if not len(v):
+        return ColumnStats(null_count, nans)
+    lo, hi = v.min(), v.max()
+    scalar = v.dtype.type
+    if ltype.is_float:
+        lo = -0.0 if lo == 0 else lo
+        hi = 0.0 if hi == 0 else hi
+    return ColumnStats(null_count, nans, scalar(lo), scalar(hi))
+
+
+def _offsets(values) -> np.ndarray:
+    """The offsets of string/binary values as int32 or int64, contiguous (no copy when
+    they already are)."""
+    offsets = values.offsets
+    if offsets.dtype in (np.int32, np.int64) and offsets.flags.c_contiguous:
+        return offsets
+    return np.ascontiguousarray(offsets, dtype=np.int64)
+
+
+def _binary_stats(data: np.ndarray, offsets: np.ndarray, null_count: int, lo_i: int, hi_i: int,
+                  truncate: int) -> ColumnStats:
+    """Statistics from the rows of the smallest and largest value (-1: none), truncated."""
+    if lo_i < 0:
+        return ColumnStats(null_count)
+    lo, lo_exact = truncate_min(data[offsets[lo_i]:offsets[lo_i + 1]].tobytes(), truncate)
+    hi, hi_exact = truncate_max(data[offsets[hi_i]:offsets[hi_i + 1]].tobytes(), truncate)
+    if hi is None:
+        return ColumnStats(null_count)
+    return ColumnStats(null_count, 0, lo, hi, lo_exact, hi_exact)
+
+
+__all__ += ["compute_page_stats", "binary_chunk_and_page_stats"]
+
+
+def binary_chunk_and_page_stats(values, valid, bounds, truncate: int) -> tuple[ColumnStats, list[ColumnStats]] | None:
+    """Statistics of a string/binary chunk and of each of its pages ``[bounds[k],
+    bounds[k+1])`` from one native pass over the pages: the chunk's bounds are the
+    smallest page minimum and the largest page maximum, compared untruncated, so they
+    equal :func:`compute_stats` of the chunk. None when the pages do not tile the
+    chunk or one is empty (then compute each apart)."""
+    starts = np.asarray(bounds[:-1], dtype=np.int64)
+    stops = np.asarray(bounds[1:], dtype=np.int64)
+    n = len(values)
+    if not len(starts) or not (np.array_equal(starts[1:], stops[:-1]) and starts[0] == 0 and stops[-1] == n
+                               and not np.any(stops == starts)):
+        return None
+    offsets = _offsets(values)
+    data = values.values
+    valid_u8 = None if valid is None else valid.view(np.uint8)
+    _, lo_i, hi_i = _stats.minmax_binary(offsets, data, valid_u8, np.concatenate((starts, stops[-1:])))
+    rows = stops - starts
+    nulls = np.zeros(len(starts), np.int64) if valid is None else rows - np.add.reduceat(valid, starts)
+    pages = [_binary_stats(data, offsets, int(nulls[k]), int(lo_i[k]), int(hi_i[k]), truncate)
+             for k in range(len(starts))]
+
+    def value(i):
+        return data[offsets[i]:offsets[i + 1]].tobytes()
+
+    lo_rows = [int(i) for i in lo_i if i >= 0]
+    lo = min(lo_rows, key=value) if lo_rows else -1
+    hi = max((int(i) for i in hi_i if i >= 0), key=value) if lo_rows else -1
+    return _binary_stats(data, offsets, int(nulls.sum()), lo, hi, truncate), pages
+
+
+class _Int64View:
+    """Low words of decimals that fit 64 bits, seen as int64 values."""
+
+    def __init__(self, values: np.ndarray):
+        self.values = values
+
+
+_INT64 = LogicalType("int64")
+
+
+def _vectorizable(ltype: LogicalType) -> bool:
+    return ltype.kind == PhysicalKind.FIXED and ltype.name != "decimal128"
+
+
+def compute_page_stats(values, valid, ltype: LogicalType, bounds, truncate: int) -> list[ColumnStats]:
+    """Statistics of each page ``[bounds[k], bounds[k+1])`` of a chunk.
+
+    Numeric pages are reduced all at once with ``reduceat`` (null slots masked out with
+    sentinels); other types are computed page by page.
+    """
+    starts = np.asarray(bounds[:-1], dtype=np.int64)
+    stops = np.asarray(bounds[1:], dtype=np.int64)
+    if ltype.name == "decimal128" and len(starts) and not np.any(stops == starts):
+        words = np.ascontiguousarray(values.values).view("<i8").reshape(-1, 2)
+        if np.array_equal(words[:, 1], words[:, 0] >> 63):  # every value fits in 64 bits
+            stats = compute_page_stats(_Int64View(words[:, 0].copy()), valid, _INT64, bounds, truncate)
+            return [ColumnStats(st.null_count, 0, None if st.min is None else int(st.min),
+                                None if st.max is None else int(st.max)) for st in stats]
+    if ltype.kind == PhysicalKind.VARBINARY:
+        both = binary_chunk_and_page_stats(values, valid, bounds, truncate)
+        if both is not None:
+            return both[1]
+    if not _vectorizable(ltype) or len(starts) == 0 or np.any(stops == starts):
+        return [compute_stats(values.slice(a, b), None if valid is None else valid[a:b], ltype, truncate)
+                for a, b in zip(starts, stops)]
+    v = values.values
+    rows = stops - starts
+    nulls = np.zeros(len(starts), np.int64) if valid is None else rows - np.add.reduceat(valid, starts)
+    scalar = v.dtype.type
+    if ltype.is_float:
+        nan = np.isnan(v)
+        if valid is not None:
+            nan &= valid
+        nans = np.add.reduceat(nan, starts)
+        if nans.any() or (valid is not None and nulls.any()):
+            # NaN must not enter min/max, and a filled null slot may hold a NaN
+            # copied from a neighbour: mask both out with +-inf sentinels
+            skip = nan if valid is None else (nan | ~valid)
+            lo = np.fmin.reduceat(np.where(skip, np.inf, v), starts)
+            hi = np.fmax.reduceat(np.where(skip, -np.inf, v), starts)
+            counted = rows - nulls - nans
+        else:
+            lo, hi, counted = np.minimum.reduceat(v, starts), np.maximum.reduceat(v, starts), rows - nulls
+        lo = np.where(lo == 0, -0.0, lo).astype(v.dtype)
+        hi = np.where(hi == 0, 0.0, hi).astype(v.dtype)
+    else:
+        nans = np.zeros(len(starts), np.int64)
+        counted = rows - nulls
+        if valid is None or not nulls.any():
+            lo, hi = np.minimum.reduceat(v, starts), np.maximum.reduceat(v, starts)
+        else:
+            # a page's leading null slots hold the previous page's last value: mask them
+            info = np.iinfo(v.dtype)
+            lo = np.minimum.reduceat(np.where(valid, v, info.max), starts)
+            hi = np.maximum.reduceat(np.where(valid, v, info.min), starts)
+    out = []
+    for k in range(len(starts)):
+        if counted[k] > 0:
+            out.append(ColumnStats(int(nulls[k]), int(nans[k]), scalar(lo[k]), scalar(hi[k])))
+        else:
+            out.append(ColumnStats(int(nulls[k]), int(nans[k])))
+    return out

@@ -1,0 +1,448 @@
+"""Logical types (what a column means) and physical kinds (how its values are stored).
+
+Arrow is the in-memory model. Every logical type maps to exactly one Arrow type and to a
+physical kind:
+
+=====================  ==========================  ================================
+logical type           Arrow type                  physical kind / numpy dtype
+=====================  ==========================  ================================
+bool                   bool                        BOOL / ``bool``
+int8..int64            int8..int64                 FIXED / ``<i1`` .. ``<i8``
+uint8..uint64          uint8..uint64               FIXED / ``<u1`` .. ``<u8``
+float32, float64       float32, float64            FIXED / ``<f4``, ``<f8``
+date32                 date32                      FIXED / ``<i4`` (days since epoch)
+timestamp(unit, tz)    timestamp(unit, tz)         FIXED / ``<i8`` (units since epoch)
+decimal128(p, s)       decimal128(p, s)            FIXED / ``V16`` (two's complement LE)
+string                 string / large_string       VARBINARY (UTF-8 bytes)
+binary                 binary / large_binary       VARBINARY
+=====================  ==========================  ================================
+
+Other Arrow types are *annotated* storage types (``LogicalType.annot`` / ``ext``;
+docs/FORMAT.md section 3.1): duration and date64 as int64, decimal32/decimal64 as
+int32/int64 (unscaled), decimal256 as binary (32-byte order-preserving keys), halffloat
+as float32, null as bool (all NULL), fixed_size_binary as binary, extension types as
+their storage. ``name`` is the storage type's, so everything below the Arrow boundary
+(encodings, statistics, pruning, evaluation) sees only the storage type;
+:mod:`rcfmt.schema.annotated` converts arrays at the boundary and :mod:`rcfmt.scan.bind`
+converts literals.
+
+The *stats domain* of a type is how its min/max values are represented in Python:
+ints, floats, bools as numpy scalars of the storage dtype; date32 as days (int);
+timestamps as integers in the column's unit; decimals as the unscaled ``int``;
+strings and binary as ``bytes`` (UTF-8 for strings), ordered bytewise unsigned.
+"""
+from __future__ import annotations
+
+import base64
+import enum
+from dataclasses import dataclass, replace
+from functools import cached_property
+
+import numpy as np
+import pyarrow as pa
+
+from ..errors import SchemaError, UnsupportedError
+
+__all__ = ["PhysicalKind", "LogicalType", "logical_type_from_arrow", "logical_type_from_json"]
+
+
+class PhysicalKind(enum.IntEnum):
+    """How values are laid out before encoding."""
+
+    BOOL = 0  # one bit per value on the wire, numpy bool in memory
+    FIXED = 1  # fixed-width little-endian values (1, 2, 4, 8 or 16 bytes)
+    VARBINARY = 2  # variable-length byte strings: offsets + data
+
+
+_INT_NAMES = {
+    "int8": pa.int8(), "int16": pa.int16(), "int32": pa.int32(), "int64": pa.int64(),
+    "uint8": pa.uint8(), "uint16": pa.uint16(), "uint32": pa.uint32(), "uint64": pa.uint64(),
+}
+_FLOAT_NAMES = {"float32": pa.float32(), "float64": pa.float64()}
+_TIME_UNITS = ("s", "ms", "us", "ns")
+
+
+@dataclass(frozen=True)
+class LogicalType:
+    """A column's logical type; serializable to and from the footer's JSON.
+
+    ``name`` is one of: bool, int8..int64, uint8..uint64, float32, float64, date32,
+    timestamp, decimal128, string, binary. ``large`` records that the Arrow type used
+    64-bit offsets (large_string / large_binary) so the round trip is exact.
+    """
+
+    name: str
+    unit: str | None = None  # timestamp
+    tz: str | None = None  # timestamp
+    precision: int | None = None  # decimal128
+    scale: int | None = None  # decimal128
+    large: bool = False  # string/binary with 64-bit offsets in Arrow
+    #: the Arrow type when it is not ``name``'s own (None for the types above): a tuple
+    #: ``(kind, *params)`` -- ("duration", unit), ("time32"|"time64", unit), ("date64",), ("decimal32"|"decimal64"|
+    #: "decimal256", precision, scale), ("null",), ("float16",), ("fixed_size_binary",
+    #: width). The column is stored, ordered, filtered and pruned as its *storage*
+    #: type ``name`` (see :data:`ANNOTATED` and docs/FORMAT.md section 3); only the
+    #: Arrow boundary (writing, reading, literals) looks at the annotation.
+    annot: tuple | None = None
+    #: an extension type over the above: ``(extension name, serialized metadata bytes)``
+    ext: tuple | None = None
+
+    # ---------------------------------------------------------------- properties
+    # (cached: asked per column chunk and per page by readers and writers; a frozen
+    # dataclass still has an instance __dict__, which cached_property writes directly)
+    @cached_property
+    def kind(self) -> PhysicalKind:
+        if self.name == "bool":
+            return PhysicalKind.BOOL
+        if self.name in ("string", "binary"):
+            return PhysicalKind.VARBINARY
+        return PhysicalKind.FIXED
+
+    @cached_property
+    def numpy_dtype(self) -> np.dtype:
+        """Storage dtype of one value (bool for BOOL; uint8 bytes for VARBINARY)."""
+        return _NUMPY_DTYPES[self.name]
+
+    @cached_property
+    def width(self) -> int:
+        """Bytes per value for FIXED kinds, 1 for BOOL, 0 for VARBINARY."""
+        return 0 if self.kind == PhysicalKind.VARBINARY else self.numpy_dtype.itemsize
+
+    @property
+    def is_float(self) -> bool:
+        return self.name in _FLOAT_NAMES
+
+    @property
+    def is_integer(self) -> bool:
+        return self.name in _INT_NAMES
+
+    @property
+    def is_signed(self) -> bool:
+        return self.name.startswith("int") or self.name in ("date32", "timestamp")
+
+    @property
+    def is_string(self) -> bool:
+        return self.name == "string"
+
+    @property
+    def annotated(self) -> bool:
+        """Whether the Arrow type is not the storage type's own (see ``annot``)."""
+        return self.annot is not None or self.ext is not None
+
+    @cached_property
+    def storage(self) -> "LogicalType":
+        """The logical type the values are stored, ordered and filtered as (``self``
+        when not annotated)."""
+        if not self.annotated:
+            return self
+        return LogicalType(self.name, self.unit, self.tz, self.precision, self.scale, self.large)
+
+    @cached_property
+    def base(self) -> "LogicalType":
+        """The type without its extension (``self`` when not an extension)."""
+        return self if self.ext is None else replace(self, ext=None)
+
+    # ---------------------------------------------------------------- conversions
+    def to_arrow(self) -> pa.DataType:
+        """The Arrow type (built once per instance: readers ask per column chunk)."""
+        return self._arrow
+
+    @cached_property
+    def _arrow(self) -> pa.DataType:
+        if self.ext is not None:
+            return _extension_type(self.ext, self.base.to_arrow())
+        if self.annot is not None and self.annot[0] == "run_end_encoded":
+            return pa.run_end_encoded(_RUN_ENDS[self.annot[1]], self.storage.to_arrow())
+        if self.annot is not None:
+            return _annotated_arrow(self.annot)
+        if self.name == "bool":
+            return pa.bool_()
+        if self.name in _INT_NAMES:
+            return _INT_NAMES[self.name]
+        if self.name in _FLOAT_NAMES:
+            return _FLOAT_NAMES[self.name]
+        if self.name == "date32":
+            return pa.date32()
+        if self.name == "timestamp":
+            return pa.timestamp(self.unit, tz=self.tz)
+        if self.name == "decimal128":
+            return pa.decimal128(self.precision, self.scale)
+        if self.name == "string":
+            return pa.large_string() if self.large else pa.string()
+        if self.name == "binary":
+            return pa.large_binary() if self.large else pa.binary()
+        raise UnsupportedError(f"unknown logical type {self.name!r}")
+
+    def to_json(self) -> dict:
+        if self.ext is not None:
+            return {"type": "extension", "extension_name": self.ext[0],
+                    "extension_metadata": base64.b64encode(self.ext[1]).decode("ascii"),
+                    "storage": self.base.to_json()}
+        if self.annot is not None and self.annot[0] == "run_end_encoded":
+            return {"type": "run_end_encoded", "run_ends": self.annot[1], "values": self.storage.to_json()}
+        if self.annot is not None:
+            kind = self.annot[0]
+            out = {"type": kind}
+            if kind in ("duration", "time32", "time64"):
+                out["unit"] = self.annot[1]
+            elif kind in ("decimal32", "decimal64", "decimal256"):
+                out["precision"], out["scale"] = self.annot[1], self.annot[2]
+            elif kind == "fixed_size_binary":
+                out["byte_width"] = self.annot[1]
+            return out
+        out: dict = {"type": self.name}
+        if self.name == "timestamp":
+            out["unit"] = self.unit
+            if self.tz is not None:
+                out["tz"] = self.tz
+        elif self.name == "decimal128":
+            out["precision"] = self.precision
+            out["scale"] = self.scale
+        elif self.large:
+            out["large"] = True
+        return out
+
+    def __str__(self) -> str:
+        return str(self.to_arrow())
+
+
+_NUMPY_DTYPES = {
+    "bool": np.dtype(bool),
+    **{name: np.dtype(t.to_pandas_dtype()).newbyteorder("<") for name, t in _INT_NAMES.items()},
+    "float32": np.dtype("<f4"),
+    "float64": np.dtype("<f8"),
+    "date32": np.dtype("<i4"),
+    "timestamp": np.dtype("<i8"),
+    "decimal128": np.dtype("V16"),
+    "string": np.dtype(np.uint8),
+    "binary": np.dtype(np.uint8),
+}
+
+
+def logical_type_from_arrow(t: pa.DataType) -> LogicalType:
+    """Map an Arrow type to its logical type, or raise :class:`SchemaError`."""
+    if pa.types.is_dictionary(t):
+        return logical_type_from_arrow(t.value_type)
+    if isinstance(t, pa.BaseExtensionType):
+        return _extension_from_arrow(t)
+    if pa.types.is_run_end_encoded(t):
+        values = logical_type_from_arrow(t.value_type)
+        if values.annotated or pa.types.is_dictionary(t.value_type):
+            raise SchemaError(f"unsupported column type {t}: run_end_encoded values of type {t.value_type} "
+                              "(run_end_encoded holds the types of docs/FORMAT.md section 3 only)")
+        return replace(values, annot=("run_end_encoded", str(t.run_end_type)))
+    annot = _annotation(t)
+    if annot is not None:
+        return _ANNOTATED_STORAGE[annot[0]](annot)
+    if pa.types.is_boolean(t):
+        return LogicalType("bool")
+    for name, at in (*_INT_NAMES.items(), *_FLOAT_NAMES.items()):
+        if t == at:
+            return LogicalType(name)
+    if pa.types.is_date32(t):
+        return LogicalType("date32")
+    if pa.types.is_timestamp(t):
+        return LogicalType("timestamp", unit=t.unit, tz=t.tz)
+    if pa.types.is_decimal128(t):
+        return LogicalType("decimal128", precision=t.precision, scale=t.scale)
+    if pa.types.is_string(t):
+        return LogicalType("string")
+    if pa.types.is_large_string(t):
+        return LogicalType("string", large=True)
+    if pa.types.is_binary(t):
+        return LogicalType("binary")
+    if pa.types.is_large_binary(t):
+        return LogicalType("binary", large=True)
+    raise SchemaError(f"unsupported column type {t}")
+
+
+def same_logical_type(a: LogicalType, b: LogicalType) -> bool:
+    """Whether ``a`` and ``b`` hold the same values (the offset width of strings and
+    binary, ``large``, aside)."""
+    return (a.name, a.unit, a.tz, a.precision, a.scale, a.annot, a.ext) == \
+        (b.name, b.unit, b.tz, b.precision, b.scale, b.annot, b.ext)
+
+
+def logical_type_from_json(obj: dict) -> LogicalType:
+    """Parse the footer's JSON type description; unknown types raise UnsupportedError."""
+    if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
+        raise ValueError(f"malformed type description {obj!r}")
+    name = obj["type"]
+    if name in _ANNOTATED_STORAGE or name in ("extension", "run_end_encoded"):
+        return _annotated_from_json(obj)
+    if name in _NUMPY_DTYPES and name not in ("timestamp", "decimal128"):
+        large = bool(obj.get("large", False))
+        if large and name not in ("string", "binary"):
+            raise ValueError(f"'large' is only valid for string/binary, got {name}")
+        return LogicalType(name, large=large)
+    if name == "timestamp":
+        unit, tz = obj.get("unit"), obj.get("tz")
+        if unit not in _TIME_UNITS or not (tz is None or isinstance(tz, str)):
+            raise ValueError(f"malformed timestamp type {obj!r}")
+        return LogicalType("timestamp", unit=unit, tz=tz)
+    if name == "decimal128":
+        p, s = obj.get("precision"), obj.get("scale")
+        # Arrow allows scales beyond the precision (decimal128(5, 7) is 0.00ddddd)
+        if not (isinstance(p, int) and isinstance(s, int) and 1 <= p <= 38 and abs(s) < 2**31):
+            raise ValueError(f"malformed decimal type {obj!r}")
+        return LogicalType("decimal128", precision=p, scale=s)
+    raise UnsupportedError(f"column type {name!r} is not supported by this version of rcfmt")
+
+
+# ====================================================================== annotated types
+# Arrow types stored as one of the types above (docs/FORMAT.md section 3, "Stored as").
+# Every ordered one keeps its order in its storage: statistics, page indexes, bloom
+# filters and bitmap indexes of the storage type serve it unchanged.
+_DECIMAL_LIMITS = {"decimal32": 9, "decimal64": 18, "decimal256": 76}
+_ANNOTATED_STORAGE = {
+    "duration": lambda a: LogicalType("int64", annot=a),          # i64 units, signed
+    "date64": lambda a: LogicalType("int64", annot=a),            # i64 milliseconds since the epoch
+    "time32": lambda a: LogicalType("int32", annot=a),            # i32 units since midnight
+    "time64": lambda a: LogicalType("int64", annot=a),            # i64 units since midnight
+    "decimal32": lambda a: LogicalType("int32", annot=a),         # the unscaled integer
+    "decimal64": lambda a: LogicalType("int64", annot=a),
+    "decimal256": lambda a: LogicalType("binary", annot=a),       # 32-byte order-preserving key
+    "null": lambda a: LogicalType("bool", annot=a),               # every slot NULL
+    "float16": lambda a: LogicalType("float32", annot=a),         # widened exactly
+    "fixed_size_binary": lambda a: LogicalType("binary", annot=a),
+    "month_day_nano_interval": lambda a: LogicalType("binary", annot=a),  # 16 bytes: i32 months, i32 days, i64 ns
+}
+_RUN_ENDS = {"int16": pa.int16(), "int32": pa.int32(), "int64": pa.int64()}
+#: extension types rcfmt knows apart from Python ``pa.ExtensionType`` subclasses (their
+#: serialized metadata is empty)
+_CANONICAL_EXTENSIONS = {"arrow.uuid": pa.uuid, "arrow.json": pa.json_, "arrow.bool8": pa.bool8}
+
+
+def _annotation(t: pa.DataType) -> tuple | None:
+    if pa.types.is_duration(t):
+        return ("duration", t.unit)
+    if pa.types.is_time32(t) or pa.types.is_time64(t):
+        return ("time32" if pa.types.is_time32(t) else "time64", t.unit)
+    if pa.types.is_date64(t):
+        return ("date64",)
+    for kind, test in (("decimal32", pa.types.is_decimal32), ("decimal64", pa.types.is_decimal64),
+                       ("decimal256", pa.types.is_decimal256)):
+        if test(t):
+            return (kind, t.precision, t.scale)
+    if pa.types.is_null(t):
+        return ("null",)
+    if pa.types.is_float16(t):
+        return ("float16",)
+    if pa.types.is_fixed_size_binary(t):
+        return ("fixed_size_binary", t.byte_width)
+    if t == pa.month_day_nano_interval():
+        return ("month_day_nano_interval",)
+    return None
+
+
+def _annotated_arrow(a: tuple) -> pa.DataType:
+    kind = a[0]
+    if kind == "duration":
+        return pa.duration(a[1])
+    if kind in ("time32", "time64"):
+        return getattr(pa, kind)(a[1])
+    if kind == "date64":
+        return pa.date64()
+    if kind in _DECIMAL_LIMITS:
+        return getattr(pa, kind)(a[1], a[2])
+    if kind == "null":
+        return pa.null()
+    if kind == "float16":
+        return pa.float16()
+    if kind == "month_day_nano_interval":
+        return pa.month_day_nano_interval()
+    return pa.binary(a[1])
+
+
+#: extension types written in this process, by (name, metadata): read back as themselves
+#: even when their class is not registered with pyarrow
+_SEEN_EXTENSIONS: dict = {}
+
+
+def _extension_from_arrow(t: pa.BaseExtensionType) -> LogicalType:
+    name = t.extension_name
+    if isinstance(t, pa.ExtensionType):  # a Python subclass
+        meta = bytes(t.__arrow_ext_serialize__())
+    elif name in _CANONICAL_EXTENSIONS:
+        meta = b""
+    else:
+        raise SchemaError(f"unsupported column type {t}: the extension type {name!r} is not one rcfmt can "
+                          f"serialize (Python pyarrow.ExtensionType subclasses and "
+                          f"{sorted(_CANONICAL_EXTENSIONS)} are)")
+    try:
+        storage = logical_type_from_arrow(t.storage_type)
+    except SchemaError:
+        raise SchemaError(f"unsupported column type {t}: an extension of {t.storage_type} (rcfmt stores "
+                          "extensions of the flat types it stores)") from None
+    if storage.ext is not None or pa.types.is_dictionary(t.storage_type):
+        raise SchemaError(f"unsupported column type {t}: an extension of {t.storage_type}")
+    _SEEN_EXTENSIONS[(name, meta)] = t
+    return replace(storage, ext=(name, meta))
+
+
+def _extension_type(ext: tuple, storage: pa.DataType) -> pa.DataType:
+    """The extension type named ``ext`` over ``storage``: pyarrow's registered type of
+    that name (canonical ones included), else one written in this process, else the
+    storage type itself (the name is then lost: docs/FORMAT.md section 3)."""
+    name, meta = ext
+    if name in _CANONICAL_EXTENSIONS and not meta:
+        t = _CANONICAL_EXTENSIONS[name]()
+        if t.storage_type == storage:
+            return t
+    seen = _SEEN_EXTENSIONS.get((name, meta))
+    if seen is not None and seen.storage_type == storage:
+        return seen
+    import pyarrow.ipc  # noqa: F401 (the registry is reached through a schema's IPC form)
+    field = pa.field("x", storage, metadata={b"ARROW:extension:name": name.encode("utf-8"),
+                                             b"ARROW:extension:metadata": meta})
+    try:
+        t = pa.ipc.read_schema(pa.py_buffer(pa.schema([field]).serialize())).field(0).type
+    except (pa.ArrowException, ValueError, TypeError):
+        return storage
+    return t if isinstance(t, pa.BaseExtensionType) else storage
+
+
+def _annotated_from_json(obj: dict) -> LogicalType:
+    kind = obj["type"]
+    if kind == "run_end_encoded":
+        run_ends, values = obj.get("run_ends"), obj.get("values")
+        if run_ends not in _RUN_ENDS or not isinstance(values, dict):
+            raise ValueError(f"malformed run_end_encoded type {obj!r}")
+        base = logical_type_from_json(values)
+        if base.annotated:
+            raise ValueError(f"malformed run_end_encoded type {obj!r}")
+        return replace(base, annot=("run_end_encoded", run_ends))
+    if kind == "extension":
+        name, meta, storage = obj.get("extension_name"), obj.get("extension_metadata"), obj.get("storage")
+        if not isinstance(name, str) or not isinstance(meta, str) or not isinstance(storage, dict):
+            raise ValueError(f"malformed extension type {obj!r}")
+        base = logical_type_from_json(storage)
+        if base.ext is not None:
+            raise ValueError(f"malformed extension type {obj!r}")
+        try:
+            raw = base64.b64decode(meta, validate=True)
+        except ValueError:
+            raise ValueError(f"malformed extension metadata {obj!r}") from None
+        return replace(base, ext=(name, raw))
+    if kind == "duration":
+        if obj.get("unit") not in _TIME_UNITS:
+            raise ValueError(f"malformed duration type {obj!r}")
+        annot = ("duration", obj["unit"])
+    elif kind in ("time32", "time64"):
+        if obj.get("unit") not in (("s", "ms") if kind == "time32" else ("us", "ns")):
+            raise ValueError(f"malformed {kind} type {obj!r}")
+        annot = (kind, obj["unit"])
+    elif kind in _DECIMAL_LIMITS:
+        p, s = obj.get("precision"), obj.get("scale")
+        if not (isinstance(p, int) and isinstance(s, int) and not isinstance(p, bool)
+                and 1 <= p <= _DECIMAL_LIMITS[kind] and abs(s) < 2**31):
+            raise ValueError(f"malformed decimal type {obj!r}")
+        annot = (kind, p, s)
+    elif kind == "fixed_size_binary":
+        w = obj.get("byte_width")
+        if not (isinstance(w, int) and not isinstance(w, bool) and 0 <= w < 2**31):
+            raise ValueError(f"malformed fixed_size_binary type {obj!r}")
+        annot = (kind, w)
+    else:
+        annot = (kind,)
+    return _ANNOTATED_STORAGE[kind](annot)
