@@ -51,8 +51,10 @@ __all__ = [
 ]
 
 OPS = ("==", "!=", "<", "<=", ">", ">=")
-_COMPLEMENT = {"==": "!=", "!=": "==", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}
-_NO_TRUTH = (
+#: the comparison that is TRUE where ``op`` is FALSE (on non-NULL, non-NaN values)
+COMPLEMENT = {"==": "!=", "!=": "==", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}
+#: the error of ``bool()`` on an expression, unbound or bound
+NO_TRUTH = (
     "an rcfmt expression has no truth value: combine predicates with & | ~ (not and/or/not) "
     "and write lo <= x <= hi as col('x').between(lo, hi)"
 )
@@ -62,11 +64,17 @@ def _paren(e) -> str:
     return f"({e!r})" if isinstance(e, (Comparison, And, Or)) else repr(e)
 
 
+class BoundBase:
+    """The base of bound predicates (:class:`rcfmt.scan.nnf.BoundExpr`), here so that
+    this module tells them apart in its error messages without importing the bound tree,
+    which builds on this module."""
+
+    __slots__ = ()
+
+
 def _is_bound(value) -> bool:
     """Whether ``value`` is a bound predicate (for error messages only)."""
-    from .nnf import BoundExpr  # (the bound tree builds on this module, not the reverse)
-
-    return isinstance(value, BoundExpr)
+    return isinstance(value, BoundBase)
 
 
 # =============================================================== unbound expressions
@@ -91,7 +99,7 @@ class Expr:
         return Not(self)
 
     def __bool__(self):
-        raise FilterError(_NO_TRUTH)
+        raise FilterError(NO_TRUTH)
 
 
 def _check_expr(other) -> "Expr":
@@ -189,7 +197,7 @@ class Column:
     __and__ = __rand__ = __or__ = __ror__ = __invert__ = _misuse
 
     def __bool__(self):
-        raise FilterError(_NO_TRUTH)
+        raise FilterError(NO_TRUTH)
 
 
 def col(name: str) -> Column:

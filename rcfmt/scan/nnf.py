@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from ..errors import FilterError
 from ..schema.types import LogicalType
-from .expr import _COMPLEMENT, _NO_TRUTH, And, Not, Or, to_expr
+from .expr import COMPLEMENT, NO_TRUTH, And, BoundBase, Not, Or, to_expr
 
 
 def _paren(e) -> str:
@@ -36,7 +36,7 @@ class Ref:
         return f"col({self.name!r})"
 
 
-class BoundExpr:
+class BoundExpr(BoundBase):
     """A predicate bound to a schema; literals are in the column's stats domain."""
 
     __slots__ = ()
@@ -51,7 +51,7 @@ class BoundExpr:
         return BoundNot(self)
 
     def __bool__(self):
-        raise FilterError(_NO_TRUTH)
+        raise FilterError(NO_TRUTH)
 
 
 def _check_bound(other):
@@ -80,7 +80,7 @@ class Cmp(Leaf):
     scalar: pa.Scalar = field(compare=False)
 
     def negate(self):
-        flipped = replace(self, op=_COMPLEMENT[self.op])
+        flipped = replace(self, op=COMPLEMENT[self.op])
         if self.op in ("==", "!=") or not self.column.ltype.is_float:
             return flipped
         return BoundOr((flipped, NanCheck(self.column)))  # NOT(x < 5) is TRUE for NaN
