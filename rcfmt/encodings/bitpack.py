@@ -123,9 +123,9 @@ def _int_type(name: str) -> IntType:
     return IntType(dtype, dtype.itemsize, 8 * dtype.itemsize, ltype.is_signed, int(info.min), int(info.max))
 
 
-_INT_TYPES = {name: _int_type(name) for name in SUPPORTED_TYPES}
+INT_TYPES = {name: _int_type(name) for name in SUPPORTED_TYPES}
 #: decimal128 pages store their values' low 64-bit words as int64
-_DECIMAL = _INT_TYPES["int64"]
+_DECIMAL = INT_TYPES["int64"]
 _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
 
 
@@ -149,7 +149,7 @@ def _decimal_from_low_words(lo: np.ndarray, rows: int) -> np.ndarray:
 
 def int_type(ltype: LogicalType, encoding: str) -> IntType:
     """The storage facts of ``ltype``; TypeError if ``encoding`` does not support it."""
-    info = _INT_TYPES.get(ltype.name)
+    info = INT_TYPES.get(ltype.name)
     if info is None:
         raise TypeError(f"{encoding} does not support {ltype}")
     return info
@@ -283,7 +283,7 @@ class Bitpack(Encoding):
     # ------------------------------------------------------------------ estimate
     def estimate_size(self, chunk: ColumnValues, ltype: LogicalType, analysis) -> int | None:
         """Size of the chunk as one page, from ``analysis.min_int``/``max_int``."""
-        info = _INT_TYPES.get(ltype.name)
+        info = INT_TYPES.get(ltype.name)
         lo, hi = analysis.min_int, analysis.max_int
         if ltype.name == "decimal128":
             # eligible only when the selector found every value to fit in int64

@@ -58,7 +58,7 @@ from ..errors import CorruptFileError
 from ..schema.types import LogicalType, PhysicalKind
 from .base import ColumnValues, Encoding
 from .bitpack import (
-    _INT_TYPES, SUPPORTED_TYPES, IntType, as_buffer, check_body_size, int_type, packed_size,
+    INT_TYPES, SUPPORTED_TYPES, IntType, as_buffer, check_body_size, int_type, packed_size,
     storage_array,
 )
 
@@ -123,7 +123,7 @@ class Delta(Encoding):
     def estimate_size(self, chunk: ColumnValues, ltype: LogicalType, analysis) -> int | None:
         """Exact size of the chunk as one page: one native pass over the values for
         the delta range (no temporary array)."""
-        info = _INT_TYPES.get(ltype.name)
+        info = INT_TYPES.get(ltype.name)
         if info is None:
             return None
         arr = storage_array(chunk, info)

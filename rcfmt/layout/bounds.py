@@ -58,7 +58,7 @@ DEFAULT_SAMPLE_SIZE = 100_000
 MAX_NUM_BUCKETS = 1 << 31
 
 
-def _check_int(name: str, value, lo: int, hi: int | None = None) -> int:
+def check_int(name: str, value, lo: int, hi: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < lo or (hi is not None and value > hi):
         bound = f" and <= {hi}" if hi is not None else ""
         raise InvalidOptionError(f"{name} must be an integer >= {lo}{bound}, got {value!r}")
@@ -80,8 +80,8 @@ def sample_column(column, sample_size: int = DEFAULT_SAMPLE_SIZE, seed: int = 0)
     replacement (all rows when there are at most ``sample_size``), NULLs dropped,
     in row order. Same column, size and seed -> same sample."""
     column = _as_column(column)
-    sample_size = _check_int("sample_size", sample_size, 1)
-    seed = _check_int("seed", seed, 0)
+    sample_size = check_int("sample_size", sample_size, 1)
+    seed = check_int("seed", seed, 0)
     ctype = column_type(column.type)
     column = prepare(column, ctype)
     n = len(column)
@@ -132,7 +132,7 @@ def bounds_from_sample(sample, num_buckets: int = DEFAULT_NUM_BUCKETS) -> pa.Arr
     the buckets to the rest). There are at most ``num_buckets - 1`` bounds.
     """
     sample = _as_column(sample)
-    num_buckets = _check_int("num_buckets", num_buckets, 1, MAX_NUM_BUCKETS)
+    num_buckets = check_int("num_buckets", num_buckets, 1, MAX_NUM_BUCKETS)
     ctype = column_type(sample.type)
     sample = prepare(sample, ctype)
     if isinstance(sample, pa.ChunkedArray):

@@ -49,7 +49,7 @@ from .._native import layout as _k
 from ..errors import InvalidOptionError, SchemaError
 from ..interop.arrow import as_table  # the one input normalization of rcfmt
 from ..schema.arrow_io import take
-from .bounds import DEFAULT_NUM_BUCKETS, DEFAULT_SAMPLE_SIZE, MAX_NUM_BUCKETS, PreparedBounds, _check_int, range_bounds
+from .bounds import DEFAULT_NUM_BUCKETS, DEFAULT_SAMPLE_SIZE, MAX_NUM_BUCKETS, PreparedBounds, check_int, range_bounds
 from .normalize import column_type, normalize, prepare
 
 __all__ = [
@@ -99,7 +99,7 @@ def _check_choice(name: str, value, choices) -> str:
 
 def bits_per_dimension(k: int, key_bits: int = DEFAULT_KEY_BITS) -> int:
     """Bits per dimension of a ``key_bits``-bit curve key over ``k`` columns."""
-    key_bits = _check_int("key_bits", key_bits, 1, 64 * MAX_DIMS)
+    key_bits = check_int("key_bits", key_bits, 1, 64 * MAX_DIMS)
     if key_bits < k:
         raise InvalidOptionError(f"key_bits={key_bits} leaves no bit for each of {k} columns")
     return min(64, key_bits // k)
@@ -162,7 +162,7 @@ def _resolve(table, by, curve, mapping, num_buckets, sample_size, seed, bounds, 
     by = _check_by(table, by)
     curve = _check_choice("curve", curve, CURVES)
     mapping = _check_choice("mapping", mapping, MAPPINGS)
-    num_buckets = _check_int("num_buckets", num_buckets, 1, MAX_NUM_BUCKETS - 1)
+    num_buckets = check_int("num_buckets", num_buckets, 1, MAX_NUM_BUCKETS - 1)
     if mapping == "rank":
         all_bounds = fit_bounds(table, by, num_buckets=num_buckets, sample_size=sample_size, seed=seed,
                                 bounds=bounds)
@@ -195,7 +195,7 @@ def cluster_keys(table, by, curve: str = "zorder", mapping: str = "rank", *,
     """
     table, by, curve, mapping, all_bounds, bits, words = _resolve(
         table, by, curve, mapping, num_buckets, sample_size, seed, bounds, key_bits)
-    batch_rows = _check_int("batch_rows", batch_rows, 1)
+    batch_rows = check_int("batch_rows", batch_rows, 1)
     n = table.num_rows
     dims = [_Dim(table, name, mapping, bits, all_bounds[name]) for name in by]
     k = len(dims)
@@ -232,7 +232,7 @@ def curve_keys(coords, bits: int, curve: str = "zorder") -> np.ndarray:
     coords = np.ascontiguousarray(coords, dtype=np.uint64)
     if coords.ndim != 2 or not 1 <= coords.shape[0] <= MAX_DIMS:
         raise InvalidOptionError(f"coords must have shape (k, n) with 1 <= k <= {MAX_DIMS}")
-    bits = _check_int("bits", bits, 1, 64)
+    bits = check_int("bits", bits, 1, 64)
     if bits < 64 and coords.size and int(coords.max()) >> bits:
         raise InvalidOptionError(f"coordinates do not fit in {bits} bits")
     _check_choice("curve", curve, ("zorder", "hilbert"))

@@ -29,7 +29,7 @@ import pyarrow as pa
 from ..errors import InvalidOptionError
 from ..interop.arrow import as_table
 from ..schema.arrow_io import take
-from .bounds import DEFAULT_NUM_BUCKETS, DEFAULT_SAMPLE_SIZE, MAX_NUM_BUCKETS, _check_int, bounds_from_json, bounds_to_json
+from .bounds import DEFAULT_NUM_BUCKETS, DEFAULT_SAMPLE_SIZE, MAX_NUM_BUCKETS, bounds_from_json, bounds_to_json, check_int
 from .curves import CURVES, DEFAULT_KEY_BITS, MAPPINGS, MAX_DIMS, bits_per_dimension, cluster_keys, cluster_order, fit_bounds
 
 __all__ = ["ClusteringSpec", "METADATA_KEY", "SPEC_VERSION"]
@@ -68,10 +68,10 @@ class ClusteringSpec:
             raise InvalidOptionError(f"mapping must be one of {MAPPINGS}, got {self.mapping!r}")
         if self.curve != "sort":
             bits_per_dimension(len(columns), self.key_bits)
-        object.__setattr__(self, "key_bits", _check_int("key_bits", self.key_bits, 1, 64 * MAX_DIMS))
-        object.__setattr__(self, "num_buckets", _check_int("num_buckets", self.num_buckets, 1, MAX_NUM_BUCKETS - 1))
-        object.__setattr__(self, "sample_size", _check_int("sample_size", self.sample_size, 1))
-        object.__setattr__(self, "seed", _check_int("seed", self.seed, 0))
+        object.__setattr__(self, "key_bits", check_int("key_bits", self.key_bits, 1, 64 * MAX_DIMS))
+        object.__setattr__(self, "num_buckets", check_int("num_buckets", self.num_buckets, 1, MAX_NUM_BUCKETS - 1))
+        object.__setattr__(self, "sample_size", check_int("sample_size", self.sample_size, 1))
+        object.__setattr__(self, "seed", check_int("seed", self.seed, 0))
         if self.bounds is not None:
             if self.mapping != "rank":
                 raise InvalidOptionError('bounds apply to mapping="rank" only')

@@ -83,14 +83,14 @@ def _eval(e: BoundExpr, column) -> pa.BooleanArray:
         pattern = e.prefix.decode("utf-8") if e.column.ltype.name == "string" else e.prefix
         hit = pc.starts_with(arr, pattern=pattern)
         return pc.invert(hit) if e.negated else hit
-    valid = _to_numpy(pc.is_valid(arr))
+    valid = true_mask(pc.is_valid(arr))
     if isinstance(e, Folded):
         return _bool_array(np.full(len(arr), bool(e.value)), valid)
     if isinstance(e, InSet):
         if e.column.ltype.is_float:  # is_in tells -0.0 from 0.0; the set holds +0.0 only
             zero = pa.Array.from_buffers(arr.type, 1, [None, pa.py_buffer(np.zeros(1, arr.type.to_pandas_dtype()))])
             arr = pc.if_else(pc.equal(arr, 0), zero[0], arr)
-        hit = _to_numpy(pc.is_in(arr, value_set=e.value_set))
+        hit = true_mask(pc.is_in(arr, value_set=e.value_set))
         known = valid & (hit | (not e.has_null))  # a miss is NULL when the list holds None
         return _bool_array(hit != e.negated, known)
     raise TypeError(f"not a bound expression: {e!r}")
@@ -111,12 +111,12 @@ def list_contains_result(leaf: BoundListContains, lists: pa.Array) -> pa.Boolean
     if pa.types.is_dictionary(values.type):
         values = values.cast(values.type.value_type)
     found = evaluate(leaf.element, pa.table({leaf.element.column.name: values}))
-    hits = np.concatenate(([0], np.cumsum(_to_numpy(found), dtype=np.int64)))
-    nulls = np.concatenate(([0], np.cumsum(_to_numpy(pc.is_null(found)), dtype=np.int64)))
+    hits = np.concatenate(([0], np.cumsum(true_mask(found), dtype=np.int64)))
+    nulls = np.concatenate(([0], np.cumsum(true_mask(pc.is_null(found)), dtype=np.int64)))
     start, stop = offsets[:-1] - lo, offsets[1:] - lo
     hit = hits[stop] - hits[start] > 0
     has_null = nulls[stop] - nulls[start] > 0
-    valid = _to_numpy(pc.is_valid(lists))
+    valid = true_mask(pc.is_valid(lists))
     if leaf.negated:  # NOT contains: TRUE without a hit or a NULL element
         return _bool_array(~hit, valid & (hit | ~has_null))
     return _bool_array(hit, valid & (hit | ~has_null))
@@ -127,7 +127,7 @@ def _bits(buf, offset: int, n: int) -> np.ndarray:
     return np.unpackbits(np.frombuffer(buf, np.uint8), count=offset + n, bitorder="little")[offset:].view(bool)
 
 
-def _to_numpy(a) -> np.ndarray:
+def true_mask(a) -> np.ndarray:
     """numpy bool per row of a boolean Arrow array (NULL -> False). Read from the
     buffers: pyarrow's to_numpy and pa.array import pandas on first use (~0.2 s)."""
     if isinstance(a, pa.ChunkedArray):
@@ -153,4 +153,4 @@ def _bool_array(values: np.ndarray, valid: np.ndarray | None = None) -> pa.Boole
 
 def selection_mask(expr, table: pa.Table | pa.RecordBatch) -> np.ndarray:
     """numpy bool array: True where ``evaluate(expr, table)`` is TRUE."""
-    return _to_numpy(evaluate(expr, table))  # NULL -> False
+    return true_mask(evaluate(expr, table))  # NULL -> False

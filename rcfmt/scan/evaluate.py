@@ -35,7 +35,7 @@ from ..errors import CorruptFileError
 from ..schema.arrow_io import Bitmap, to_arrow
 from ..schema.types import LogicalType, PhysicalKind
 from .nnf import BoundAnd, BoundListContains, BoundOr, Cmp, Folded, InSet, Leaf, NanCheck, NullCheck, Prefix
-from .arrow_eval import _to_numpy, list_contains_result, selection_mask
+from .arrow_eval import list_contains_result, selection_mask, true_mask
 from .intervals import Interval
 
 __all__ = ["ColumnData", "leaf_mask", "eval_nnf", "column_conjuncts", "native_predicate"]
@@ -185,7 +185,7 @@ def leaf_mask(leaf: Leaf, data: ColumnData) -> np.ndarray:
     """numpy bool per row: is ``leaf`` TRUE? (For ``list_contains``, ``data`` is the
     Arrow array of the lists.)"""
     if isinstance(leaf, BoundListContains):
-        return _to_numpy(list_contains_result(leaf, data))
+        return true_mask(list_contains_result(leaf, data))
     if data.codes is None:
         return _values_mask(leaf, data.values, data.valid, data.ltype)
     return _codes_mask(data, *_dictionary_leaf(leaf, data), None)
