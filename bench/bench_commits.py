@@ -37,7 +37,7 @@ sys.path.insert(1, str(HERE.parent))
 sys.path.insert(2, str(HERE.parent / "tests"))
 
 import rcfmt  # noqa: E402
-from rcfmt.dataset import writer as dataset_writer  # noqa: E402
+from rcfmt.dataset import commits as dataset_commits  # noqa: E402
 from common import md_table, print_header  # noqa: E402
 
 BUCKET = "commits"
@@ -66,7 +66,7 @@ class IndexTimer:
 
     def __enter__(self):
         for name in ("write_index_file", "index_bytes"):
-            original = getattr(dataset_writer, name)
+            original = getattr(dataset_commits, name)
             self._saved[name] = original
 
             def timed(*a, _original=original, **k):
@@ -75,12 +75,12 @@ class IndexTimer:
                     return _original(*a, **k)
                 finally:
                     self.seconds += time.perf_counter() - t0
-            setattr(dataset_writer, name, timed)
+            setattr(dataset_commits, name, timed)
         return self
 
     def __exit__(self, *exc):
         for name, original in self._saved.items():
-            setattr(dataset_writer, name, original)
+            setattr(dataset_commits, name, original)
 
 
 def loadavg() -> str:

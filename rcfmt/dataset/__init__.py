@@ -22,7 +22,9 @@ from .index import FileEntry
 from .log import META_DIR
 from .optimize import RANGE_FILL
 from .partitioning import Partitioning
-from .writer import DEFAULT_TARGET_FILE_ROWS, FileSetWriter, WritePlan, begin_write, clustering_info, commit, write_dataset
+from .commits import commit
+from .files import DEFAULT_TARGET_FILE_ROWS, FileSetWriter, clustering_info
+from .writer import WritePlan, begin_write, write_dataset
 
 __all__ = [
     "dataset", "open_dataset", "write_dataset", "Dataset", "DatasetScan", "Fragment", "FileInfo", "FileEntry",

@@ -757,7 +757,7 @@ class Dataset:
         multiset. Returns this Dataset when there is nothing to do. ``progress``: a bar
         of rows rewritten on stderr (None: on a terminal; True, False)."""
         from .optimize import optimize
-        from .writer import DEFAULT_TARGET_FILE_ROWS
+        from .files import DEFAULT_TARGET_FILE_ROWS
 
         return optimize(self, cluster_by, curve=curve, mapping=mapping,
                         target_file_rows=DEFAULT_TARGET_FILE_ROWS if target_file_rows is None else target_file_rows,
@@ -776,7 +776,8 @@ class Dataset:
         Dropped and renamed-away names stay in the files until ``optimize`` rewrites
         them, so such a name cannot be used again: appends, adds and renames naming
         it are refused (``dropped_columns``)."""
-        from .writer import commit, storage_schema
+        from ..schema.tables import storage_schema
+        from .commits import commit
 
         add = [f if isinstance(f, pa.Field) else pa.field(*f) for f in (add or [])]
         drop = [drop] if isinstance(drop, str) else list(drop or [])

@@ -53,8 +53,9 @@ from ..storage import check_commit_support, is_remote
 from . import log
 from .evolution import file_renames
 from .index import DEFAULT_INDEX_TRUNCATE
-from .writer import (DEFAULT_TARGET_FILE_ROWS, FileSetWriter, _positive, check_clustering_columns, clustering_info,
-                     clustering_spec, commit, inherited_bitmap_indexes, recorded_clustering)
+from .commits import commit
+from .files import (DEFAULT_TARGET_FILE_ROWS, FileSetWriter, check_clustering_columns, clustering_info, clustering_spec,
+                    inherited_bitmap_indexes, positive, recorded_clustering)
 
 __all__ = ["optimize", "IN_MEMORY_ROWS", "OPTIMIZE_METADATA_KEY"]
 
@@ -87,7 +88,7 @@ def optimize(dataset, cluster_by=None, *, curve: str = "zorder", mapping: str = 
     from ..progress import progress_bar, wanted
 
     wanted(progress)
-    target_file_rows = _positive("target_file_rows", target_file_rows)
+    target_file_rows = positive("target_file_rows", target_file_rows)
     snap = dataset._snap
     spec = clustering_spec(cluster_by, curve, mapping)
     if spec is None:

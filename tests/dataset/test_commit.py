@@ -16,6 +16,7 @@ import pytest
 
 import rcfmt
 from rcfmt.dataset import log
+from rcfmt.dataset import commits as dataset_commit
 from rcfmt.dataset import writer as dataset_writer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -223,7 +224,7 @@ def test_failure_during_commit_removes_published_files(tmp_path, monkeypatch):
     def boom(*args, **kwargs):
         raise OSError("disk full")
 
-    monkeypatch.setattr(dataset_writer, "write_index_file", boom)
+    monkeypatch.setattr(dataset_commit, "write_index_file", boom)
     with pytest.raises(OSError, match="disk full"):
         rcfmt.write_dataset(batch(2, 0), root, partition_by=None)
     assert _all_files(root) == before

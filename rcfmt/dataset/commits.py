@@ -1,0 +1,310 @@
+"""Committing a dataset version: the data files published, the new index written and the
+version file created if absent, retried against commits that came first (the protocol
+is described in :mod:`rcfmt.dataset.log`). :func:`commit` is what
+:mod:`rcfmt.dataset.writer`, :mod:`rcfmt.dataset.optimize`, ``Dataset.evolve`` and the
+Spark driver call; nothing here opens a :class:`~rcfmt.dataset.Dataset`.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import os
+from typing import Iterable
+
+import numpy as np
+import pyarrow as pa
+
+from ..errors import CommitConflictError, InvalidOptionError, RcfmtError, SchemaError
+from .evolution import column_ids, extend_column_ids, keeps_columns, merge_schemas, renamed_path
+from ..storage import delete_files, is_remote
+from . import log
+from .index import (INDEX_METADATA_KEY, STATS_FIELDS, VALUES_FIELD, FileEntry, conform_index, Snapshot, dumps_info,
+                    entries_table, index_schema, schema_to_json, stats_schema)
+from .partitioning import Partitioning
+from .snapshot import read_snapshot, remember_committed
+
+__all__ = ["commit", "commit_version", "write_index_file", "index_bytes", "publish_files", "remove_files"]
+
+INDEX_BLOCK_ROWS = 8192
+MAX_COMMIT_ATTEMPTS = 1000
+
+
+# ------------------------------------------------------------------ commit
+def write_index_file(root: str, table: pa.Table, info: dict, name: str) -> str:
+    """Write a complete index to ``_rcfmt/_tmp/<name>.rcfmt`` (fsync'd); return its path."""
+    from ..file.writer import write_table
+
+    d = log.tmp_dir(root)
+    os.makedirs(d, exist_ok=True)
+    path = os.path.join(d, f"{name}.rcfmt")
+    write_table(table, path, metadata={INDEX_METADATA_KEY: dumps_info(info)}, block_rows=INDEX_BLOCK_ROWS)
+    return path
+
+
+def index_bytes(table: pa.Table, info: dict) -> bytes:
+    """A complete index file as bytes (for object stores, whose commit is one PUT)."""
+    import tempfile
+
+    from ..file.writer import write_table
+
+    with tempfile.TemporaryDirectory(prefix="rcfmt-index-") as d:
+        path = os.path.join(d, "index.rcfmt")
+        write_table(table, path, metadata={INDEX_METADATA_KEY: dumps_info(info)}, block_rows=INDEX_BLOCK_ROWS)
+        with open(path, "rb") as f:
+            return f.read()
+
+
+def publish_files(root: str, staged: list[tuple[str, str]]) -> list[str]:
+    """Rename staged data files (``(staged path, relpath)``) to their final place (on
+    object stores they were written there: nothing moves)."""
+    if is_remote(root):
+        return [src for src, _ in staged]
+    published = []
+    try:
+        dirs = set()
+        for src, rel in staged:
+            dst = os.path.join(root, *rel.split("/"))
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            if os.path.exists(dst):
+                raise RcfmtError(f"data file {dst!r} already exists")
+            os.rename(src, dst)
+            published.append(dst)
+            os.utime(dst)  # vacuum's retention counts from publication, not from the write
+            dirs.add(os.path.dirname(dst))
+        for d in dirs:
+            log.fsync_dir(d)
+    except BaseException:
+        remove_files(published)
+        raise
+    return published
+
+
+def _without_files(prev: pa.Table | None, remove: set, added: set, root: str, base: int) -> pa.Table | None:
+    """Index rows ``prev`` minus the files ``remove``; CommitConflictError unless all are
+    there and none of the ``added`` paths is (a concurrent first append to a directory
+    without index may have adopted files this rewrite published)."""
+    paths = [] if prev is None else prev.column("path").to_pylist()
+    missing = remove - set(paths)
+    if missing:
+        raise CommitConflictError(
+            f"rewrite of {root!r} conflicts with version {base}: {len(missing)} of the files it replaces "
+            f"(e.g. {sorted(missing)[0]!r}) were removed meanwhile; nothing was written")
+    taken = added & set(paths)
+    if taken:
+        raise CommitConflictError(
+            f"rewrite of {root!r} conflicts with version {base}, which already lists {len(taken)} of its new "
+            f"files (e.g. {sorted(taken)[0]!r}); nothing was written")
+    if prev is None:
+        return None
+    return prev.filter(pa.array([p not in remove for p in paths], pa.bool_()))
+
+
+def remove_files(paths) -> None:
+    delete_files(paths)
+
+
+def _ids_info(ids: dict | None, schema: pa.Schema) -> dict:
+    """The version info keys of the column ids (none while no column was ever renamed):
+    ``column_ids``, with ids for the columns added by this commit, and
+    ``next_column_id``."""
+    if ids is None:
+        return {}
+    ids, nxt = extend_column_ids(ids, schema)
+    return {"column_ids": ids, "next_column_id": nxt}
+
+
+def _evolved_clustering(recorded: dict | None, renames: dict, data_schema: pa.Schema) -> dict | None:
+    """The recorded clustering policy after ``Dataset.evolve``: its columns renamed with
+    theirs; none when it names a column that is gone (a policy on a dropped column cannot
+    be followed by later appends and optimize)."""
+    if not recorded:
+        return recorded
+    columns = [renames.get(c, c) for c in recorded.get("columns", [])]
+    if any(data_schema.get_field_index(c) < 0 for c in columns):
+        return None
+    return {**recorded, "columns": columns}
+
+
+def _renamed_index(table: pa.Table, data_schema: pa.Schema, renames: dict) -> pa.Table:
+    """Index rows whose statistics columns (``<column or path>.<statistic>`` for the
+    columns of ``data_schema``) follow the data columns ``renames`` renames."""
+    names = {}
+    for path in stats_schema(data_schema).names:
+        new = renamed_path(path, renames)
+        if new != path:
+            names.update({f"{path}.{s}": f"{new}.{s}" for s in (*STATS_FIELDS, VALUES_FIELD)})
+    return table.rename_columns([names.get(n, n) for n in table.column_names])
+
+
+def commit(root: str, entries: list[FileEntry], *, mode: str, read_version: int, data_schema: pa.Schema,
+           partitioning: Partitioning, txn_id: str, staged: list[tuple[str, str]] = (),
+           clustering: dict | None = None, base_table_unindexed: pa.Table | None = None,
+           operation_info: dict | None = None, remove: Iterable[str] = (), renames: dict | None = None,
+           base_snapshot: Snapshot | None = None) -> int:
+    """Publish ``staged`` data files and commit ``entries`` as a new version; return it
+    (see :func:`commit_version`, which also returns the size of its index)."""
+    return commit_version(root, entries, mode=mode, read_version=read_version, data_schema=data_schema,
+                          partitioning=partitioning, txn_id=txn_id, staged=staged, clustering=clustering,
+                          base_table_unindexed=base_table_unindexed, operation_info=operation_info, remove=remove,
+                          renames=renames, base_snapshot=base_snapshot)[0]
+
+
+def commit_version(root: str, entries: list[FileEntry], *, mode: str, read_version: int, data_schema: pa.Schema,
+                   partitioning: Partitioning, txn_id: str, staged: list[tuple[str, str]] = (),
+                   clustering: dict | None = None, base_table_unindexed: pa.Table | None = None,
+                   operation_info: dict | None = None, remove: Iterable[str] = (), renames: dict | None = None,
+                   base_snapshot: Snapshot | None = None) -> tuple[int, int]:
+    """:func:`commit`, returning ``(version, bytes of its index file)``.
+
+    Publish ``staged`` data files and commit ``entries`` as a new version; return it.
+
+    ``mode`` "append" rebases onto concurrent commits; "overwrite" raises
+    :class:`CommitConflictError` if the latest version is no longer ``read_version``;
+    "rewrite" replaces the files ``remove`` (relative paths) by ``entries`` and rebases
+    onto concurrent commits as long as they left every file of ``remove`` in place
+    (else CommitConflictError: someone else rewrote or deleted them).
+    On any failure the published files are removed again and nothing is visible.
+    ``base_table_unindexed``: index rows of the files of a plain directory that this
+    first commit adopts (append to a directory without index). ``clustering``: what
+    the version records (:func:`clustering_info`); an append without it keeps the
+    clustering its base version records. ``renames`` (``{old: new}``, mode "evolve"):
+    columns whose stable ids move to new names (``column_ids``, see
+    :func:`rcfmt.dataset.evolution.column_ids`); their index statistics are renamed.
+    ``base_snapshot``: version ``read_version`` as the caller read it, every index column
+    loaded (:func:`~rcfmt.dataset.snapshot.load_base`): the first attempt then creates
+    ``read_version + 1`` from it without looking anything up or reading the index again
+    (if another writer has that version, the attempt fails and rebases as usual).
+
+    After the commit the version hint names the new version (best effort; see
+    :func:`rcfmt.dataset.log.find_latest`)."""
+    if mode not in ("append", "overwrite", "rewrite", "evolve"):
+        raise InvalidOptionError(f"mode must be 'append', 'overwrite', 'rewrite' or 'evolve', got {mode!r}")
+    remove = set(remove)
+    known = base_snapshot if (base_snapshot is not None and read_version and base_snapshot.version == read_version
+                              and base_snapshot.root == root) else None
+
+    def full_snapshot(version: int) -> Snapshot:
+        """Version ``version`` with every index column: the caller's, when it is that one."""
+        return known if known is not None and known.version == version else read_snapshot(root, version, columns=None)
+
+    published = publish_files(root, list(staged))
+    committed = None
+    try:
+        new_rows = entries_table(entries, data_schema, partitioning)
+        schema_json = schema_to_json(data_schema)
+        attempt = 0
+        base = read_version if known is not None else None  # (None: look the latest version up)
+        while True:
+            if base is None:
+                base = log.latest_version(root)
+            schema = data_schema
+            removed = 0
+            recorded = clustering
+            dropped: list = []  # names dropped by Dataset.evolve while their bytes may remain in files
+            ids = None  # the base version's column ids, when it records them (or a rename starts them)
+            if mode in ("overwrite", "evolve") and base != read_version:
+                raise CommitConflictError(
+                    f"{mode} of {root!r} based on version {read_version} conflicts with version {base} "
+                    "committed meanwhile; nothing was written")
+            if mode == "evolve":  # the schema changes, the files stay
+                snap = full_snapshot(base)
+                dropped = list(snap.info.get("dropped_columns", [])) + [n for n in snap.data_schema.names
+                                                                       if n not in data_schema.names]
+                recorded = _evolved_clustering(snap.info.get("clustering"), renames or {}, data_schema)
+                table = snap.table
+                if renames or snap.info.get("column_ids") is not None:
+                    ids = column_ids(snap.info, snap.data_schema)
+                    for old, new in (renames or {}).items():
+                        ids[new] = ids[old]  # the old name stays: files written before hold it
+                    table = _renamed_index(table, snap.data_schema, renames or {})
+                table = conform_index(table, index_schema(schema, partitioning))
+                schema_json = schema_to_json(schema)
+            elif mode == "overwrite":
+                if base != read_version:
+                    raise CommitConflictError(
+                        f"overwrite of {root!r} based on version {read_version} conflicts with version {base} "
+                        "committed meanwhile; nothing was written")
+                if base:
+                    removed = len(known) if known is not None else len(read_snapshot(root, base, columns=[]))
+                table = new_rows
+            else:
+                if base == 0:
+                    prev = base_table_unindexed
+                else:
+                    snap = full_snapshot(base)
+                    dropped = list(snap.info.get("dropped_columns", []))
+                    if set(dropped) & set(data_schema.names):
+                        raise CommitConflictError(
+                            f"append to {root!r} conflicts with version {base}, which dropped column(s) "
+                            f"{sorted(set(dropped) & set(data_schema.names))}; nothing was written")
+                    if snap.partitioning != partitioning:
+                        raise CommitConflictError(
+                            f"append to {root!r} conflicts with version {base}, which changed the "
+                            "partitioning; nothing was written")
+                    if base != read_version and read_version and not keeps_columns(
+                            (known or read_snapshot(root, read_version, columns=[])).data_schema, snap.data_schema):
+                        raise CommitConflictError(  # e.g. an overwrite with other columns
+                            f"append to {root!r} conflicts with version {base}, which changed the schema; "
+                            "nothing was written")
+                    try:  # concurrent appends may each add or widen columns: the union is committed
+                        schema = merge_schemas(snap.data_schema, data_schema)
+                    except SchemaError as exc:
+                        raise CommitConflictError(
+                            f"append to {root!r} conflicts with version {base}, which changed the schema "
+                            f"({exc}); nothing was written") from None
+                    prev = snap.table
+                    if snap.info.get("column_ids") is not None:
+                        ids = column_ids(snap.info, snap.data_schema)
+                    if recorded is None and mode == "append" and snap.info.get("clustering"):
+                        # the policy stays; appended files are at best clustered within themselves
+                        recorded = {**snap.info["clustering"], "scope": "file"}
+                if mode == "rewrite":
+                    prev = _without_files(prev, remove, {e.path for e in entries}, root, base)
+                    removed = len(remove)
+                ischema = index_schema(schema, partitioning)
+                table = conform_index(new_rows, ischema)
+                if prev is not None and prev.num_rows:
+                    table = pa.concat_tables([conform_index(prev, ischema), table])
+                schema_json = schema_to_json(schema)
+            info = {
+                "format": "rcfmt-dataset", "format_version": 1,
+                "version": base + 1, "parent_version": base, "operation": mode, "transaction": txn_id,
+                "timestamp": _dt.datetime.now(_dt.timezone.utc).isoformat(),
+                "schema": schema_json, "partitioning": partitioning.to_json(), "clustering": recorded,
+                "num_files": table.num_rows, "num_rows": int(np.asarray(table.column("num_rows").to_numpy()).sum())
+                if table.num_rows else 0,
+                "added_files": len(entries), "removed_files": removed,
+                **({"dropped_columns": dropped} if dropped else {}),
+                **_ids_info(ids, schema),
+                **(operation_info or {}),
+            }
+            if is_remote(root):
+                data = index_bytes(table, info)
+                size = len(data)
+                published_now = log.publish_remote_version(root, base + 1, data)
+            else:
+                tmp = write_index_file(root, table, info, f"{txn_id}-{attempt}")
+                size = os.path.getsize(tmp)
+                published_now = log.publish_version(root, base + 1, tmp)
+            if published_now:
+                committed = base + 1
+                break
+            if mode == "overwrite":
+                raise CommitConflictError(
+                    f"overwrite of {root!r} based on version {read_version} conflicts with version {base + 1} "
+                    "committed meanwhile (it lost the race for that version); nothing was written")
+            attempt += 1
+            if attempt >= MAX_COMMIT_ATTEMPTS:
+                raise CommitConflictError(f"append to {root!r} gave up after {attempt} attempts")
+            log.backoff(attempt)
+            # another writer has base + 1: the latest is there or after it
+            found = log.next_versions(root, base + 1)
+            base = found[0] if found is not None else None
+    except BaseException:
+        remove_files(published)
+        raise
+    log.write_hint(root, committed, size)  # (outside the try: the commit stands whatever happens here)
+    try:  # this process's next append starts here (an optimisation only)
+        remember_committed(root, committed, size, table, dumps_info(info))
+    except Exception:
+        pass
+    return committed, size
