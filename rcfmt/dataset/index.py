@@ -47,7 +47,7 @@ from ..errors import CorruptFileError
 from ..schema.arrow_io import to_numpy, validity
 from ..storage import is_remote
 from ..schema.statistics import ColumnStats, StatsArrays, truncate_max, truncate_min
-from ..schema import nested
+from ..schema import nested, nested_json
 from ..schema.types import LogicalType, PhysicalKind, logical_type_from_arrow, logical_type_from_json
 from ..index.bitmap.layout import RANGE, keys_parser
 from .partitioning import Partitioning
@@ -142,11 +142,11 @@ def _file_values(known: dict, ltype: LogicalType, path: str) -> tuple:
 
 # ------------------------------------------------------------------ schema (de)serialization
 def schema_to_json(schema: pa.Schema) -> list:
-    return [nested.field_to_json(f, lambda t: logical_type_from_arrow(t).to_json()) for f in schema]
+    return [nested_json.field_to_json(f, lambda t: logical_type_from_arrow(t).to_json()) for f in schema]
 
 
 def schema_from_json(obj) -> pa.Schema:
-    return pa.schema([nested.field_from_json(o, lambda d: logical_type_from_json(d).to_arrow()) for o in obj])
+    return pa.schema([nested_json.field_from_json(o, lambda d: logical_type_from_json(d).to_arrow()) for o in obj])
 
 
 def stats_schema(data_schema: pa.Schema) -> pa.Schema:

@@ -19,7 +19,8 @@ import pyarrow as pa
 from .._native import footer as _footer
 from ..errors import CorruptFileError, UnsupportedError
 from ..index.bitmap.layout import DIRECTORY_RECORD
-from ..schema.nested import element_columns, nodes_from_json, nodes_to_json
+from ..schema.nested import element_columns
+from ..schema.nested_json import nodes_from_json, nodes_to_json
 from ..schema.types import LogicalType, logical_type_from_json
 from .layout import (
     BLOCK_RECORD,

@@ -32,12 +32,11 @@ from ..errors import CorruptFileError, InvalidDataError, SchemaError
 from .arrow_io import filter_rows, take, to_arrow, to_numpy, validity
 from .types import LogicalType, logical_type_from_arrow
 
-__all__ = ["Node", "is_nested", "plan_columns", "shred", "assemble", "nodes_to_json", "nodes_from_json",
-           "project"]
+__all__ = ["Node", "is_nested", "plan_columns", "shred", "assemble", "project"]
 
 STRUCT, LIST, LARGE_LIST, FIXED_SIZE_LIST, MAP, LEAF = "struct", "list", "large_list", "fixed_size_list", "map", "leaf"
 UNION = "union"
-_KINDS = (STRUCT, LIST, LARGE_LIST, FIXED_SIZE_LIST, MAP, UNION, LEAF)
+KINDS = (STRUCT, LIST, LARGE_LIST, FIXED_SIZE_LIST, MAP, UNION, LEAF)
 #: deepest nesting a file may declare (a forged footer cannot make the reader recurse without end)
 MAX_DEPTH = 64
 #: largest fixed_size_list size a file may declare
@@ -612,86 +611,6 @@ def _merge(a: Node, b: Node) -> Node:
     return replace(a, children=tuple(kids))
 
 
-# ---------------------------------------------------------------------- footer JSON
-def nodes_to_json(nodes) -> list:
-    def enc(n: Node) -> dict:
-        out = {"name": n.name, "nullable": n.nullable, "kind": n.kind, "column": n.column}
-        if n.kind == FIXED_SIZE_LIST:
-            out["size"] = n.size
-        if n.kind == MAP and n.keys_sorted:
-            out["keys_sorted"] = True
-        if n.kind == UNION:
-            out["mode"], out["type_codes"] = n.mode, list(n.type_codes)
-        if n.children:
-            out["children"] = [enc(c) for c in n.children]
-        return out
-
-    return [enc(n) for n in nodes]
-
-
-def nodes_from_json(doc, columns) -> tuple:
-    """The tree of every top-level field from the footer's ``nested`` key, checked:
-    every physical column is used exactly once and is named by its node's path,
-    structure columns have their types, and shapes are what the kinds say. Raises
-    ValueError (the footer wraps it)."""
-    if not isinstance(doc, list):
-        raise ValueError("'nested' is not a list")
-    seen: set[int] = set()
-
-    def dec(obj, depth: int, parent: str | None = None) -> Node:
-        if depth > MAX_DEPTH or not isinstance(obj, dict):
-            raise ValueError("malformed nested node")
-        kind, col, name = obj.get("kind"), obj.get("column"), obj.get("name")
-        if kind not in _KINDS or not isinstance(col, int) or isinstance(col, bool) or not isinstance(name, str):
-            raise ValueError(f"malformed nested node {obj.get('name')!r}")
-        if not 0 <= col < len(columns) or col in seen:
-            raise ValueError(f"nested node {name!r} names column {col} twice or out of range")
-        seen.add(col)
-        path = name if parent is None else f"{parent}.{name}"
-        if columns[col].name != path:  # (else the schema and the columns read would disagree)
-            raise ValueError(f"nested node {path!r} names column {col}, which is {columns[col].name!r}")
-        nullable = obj.get("nullable")
-        if not isinstance(nullable, bool):
-            raise ValueError(f"nested node {name!r} has no nullable flag")
-        kids = obj.get("children", [])
-        if not isinstance(kids, list):
-            raise ValueError(f"nested node {name!r} has malformed children")
-        ctype = columns[col].type.name
-        want = {LEAF: (None, 0), STRUCT: ("bool", None), FIXED_SIZE_LIST: ("bool", 1), LIST: ("int32", 1),
-                LARGE_LIST: ("int64", 1), MAP: ("int32", 2), UNION: ("int8", None)}[kind]
-        if (want[0] is not None and ctype != want[0]) or (want[1] is not None and len(kids) != want[1]) \
-                or (kind in (STRUCT, UNION) and not kids):
-            raise ValueError(f"nested node {name!r} of kind {kind} has a {ctype} column and {len(kids)} children")
-        children = tuple(dec(c, depth + 1, path) for c in kids)
-        size = obj.get("size", 0)
-        if kind == FIXED_SIZE_LIST and (not isinstance(size, int) or not 0 < size <= MAX_LIST_SIZE):
-            raise ValueError(f"fixed_size_list {name!r} has size {size!r}")
-        if kind in (STRUCT, UNION) and len({c.name for c in children}) != len(children):
-            raise ValueError(f"{kind} {name!r} has duplicate field names")
-        mode, codes = obj.get("mode", ""), obj.get("type_codes", [])
-        if kind == UNION and (mode not in ("sparse", "dense") or not isinstance(codes, list)
-                              or len(codes) != len(children) or len(set(map(repr, codes))) != len(codes)
-                              or not all(isinstance(c, int) and not isinstance(c, bool) and 0 <= c < 128
-                                         for c in codes)):
-            raise ValueError(f"union {name!r} has mode {mode!r} and type codes {codes!r}")
-        leaf = columns[col].type.to_arrow() if kind == LEAF else None
-        return Node(name, nullable, kind, col, children, leaf, size if kind == FIXED_SIZE_LIST else 0,
-                    bool(obj.get("keys_sorted", False)), mode if kind == UNION else "",
-                    tuple(codes) if kind == UNION else ())
-
-    nodes = tuple(dec(o, 0) for o in doc)
-    if len(seen) != len(columns):
-        raise ValueError("nested tree does not use every column")
-    if len({n.name for n in nodes}) != len(nodes):
-        raise ValueError("duplicate top-level field names")
-    for n in nodes:
-        try:
-            n.arrow_type  # map keys must be non-nullable etc.: Arrow refuses bad shapes
-        except (pa.ArrowInvalid, TypeError) as exc:
-            raise ValueError(f"nested field {n.name!r}: {exc}") from None
-    return nodes
-
-
 # ---------------------------------------------------------------------- schemas
 def plan_schema(schema: pa.Schema) -> tuple[tuple, list[tuple[str, LogicalType, bool]]]:
     """The tree of every field of a storage schema (a flat field is a leaf) and the
@@ -817,54 +736,3 @@ def same_shape(a: pa.DataType, b: pa.DataType, same_leaf: Callable[[pa.DataType,
     fb = list(b) if pa.types.is_struct(b) or pa.types.is_union(b) else [b.key_field, b.item_field] if pa.types.is_map(b) else [b.value_field]
     return len(fa) == len(fb) and all(x.name == y.name and same_shape(x.type, y.type, same_leaf)
                                       for x, y in zip(fa, fb))
-
-
-def field_to_json(f: pa.Field, flat_type_json: Callable[[pa.DataType], dict]) -> dict:
-    """A field of any type as JSON (flat types as ``flat_type_json`` writes them)."""
-    t = f.type
-    if pa.types.is_struct(t):
-        body = {"type": STRUCT, "fields": [field_to_json(c, flat_type_json) for c in t]}
-    elif pa.types.is_union(t):
-        body = {"type": UNION, "mode": t.mode, "type_codes": list(t.type_codes),
-                "fields": [field_to_json(c, flat_type_json) for c in t]}
-    elif pa.types.is_map(t):
-        body = {"type": MAP, "key": field_to_json(t.key_field, flat_type_json),
-                "value": field_to_json(t.item_field, flat_type_json)}
-        if t.keys_sorted:
-            body["keys_sorted"] = True
-    elif pa.types.is_fixed_size_list(t):
-        body = {"type": FIXED_SIZE_LIST, "size": t.list_size, "item": field_to_json(t.value_field, flat_type_json)}
-    elif pa.types.is_list(t) or pa.types.is_large_list(t):
-        body = {"type": LARGE_LIST if pa.types.is_large_list(t) else LIST,
-                "item": field_to_json(t.value_field, flat_type_json)}
-    else:
-        body = flat_type_json(t)
-    return {"name": f.name, **body, "nullable": bool(f.nullable)}
-
-
-def field_from_json(obj: dict, flat_type: Callable[[dict], pa.DataType], depth: int = 0) -> pa.Field:
-    """Inverse of :func:`field_to_json`; malformed input raises ValueError."""
-    if depth > MAX_DEPTH or not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
-        raise ValueError(f"malformed field {obj!r}")
-    kind = obj.get("type")
-
-    def sub(key):
-        return field_from_json(obj[key], flat_type, depth + 1)
-
-    if kind == STRUCT:
-        t = pa.struct([field_from_json(c, flat_type, depth + 1) for c in obj["fields"]])
-    elif kind == UNION:
-        mode, codes = obj.get("mode"), obj.get("type_codes")
-        if mode not in ("sparse", "dense") or not isinstance(codes, list) \
-                or not all(isinstance(c, int) and not isinstance(c, bool) and 0 <= c < 128 for c in codes):
-            raise ValueError(f"malformed union field {obj.get('name')!r}")
-        t = pa.union([field_from_json(c, flat_type, depth + 1) for c in obj["fields"]], mode, codes)
-    elif kind == MAP:
-        t = pa.map_(sub("key"), sub("value"), keys_sorted=bool(obj.get("keys_sorted", False)))
-    elif kind == FIXED_SIZE_LIST:
-        t = pa.list_(sub("item"), int(obj["size"]))
-    elif kind in (LIST, LARGE_LIST):
-        t = (pa.large_list if kind == LARGE_LIST else pa.list_)(sub("item"))
-    else:
-        t = flat_type(obj)
-    return pa.field(obj["name"], t, bool(obj.get("nullable", True)))
