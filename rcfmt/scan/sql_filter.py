@@ -32,8 +32,7 @@ import numpy as np
 
 import pyarrow as pa
 
-from rcfmt import col
-from rcfmt.scan.expr import list_contains
+from rcfmt.scan.expr import col, list_contains
 from rcfmt.scan.nnf import is_list_type
 from rcfmt.errors import FilterError, InvalidOptionError, SchemaError
 from rcfmt.scan.nan_order import is_nan_literal as _is_nan, nan_order_compare as _spark_compare
