@@ -14,6 +14,7 @@ import pyarrow as pa
 import pytest
 
 import rcfmt
+from rcfmt.dataset import commits as dataset_commits
 from rcfmt.dataset import log
 from rcfmt.dataset import snapshot as dataset_snapshot
 from rcfmt.dataset import writer as dataset_writer
@@ -330,6 +331,7 @@ def test_one_read_of_the_index_per_append(tmp_path, monkeypatch):
 
     monkeypatch.setattr(dataset_snapshot, "read_snapshot", counted)
     monkeypatch.setattr(dataset_writer, "read_snapshot", counted)
+    monkeypatch.setattr(dataset_commits, "read_snapshot", counted)
     monkeypatch.setattr(sys.modules["rcfmt.dataset.dataset"], "read_snapshot", counted)
     assert rcfmt.write_dataset(batch(5), root).version == 6
     assert reads == [6], reads  # (version 5: this process committed it)
