@@ -5,15 +5,14 @@
   from the design);
 - no module imports another module's ``_private`` name (``from .x import _y``, or
   ``x._y`` through a module it imported): what modules share is public in the package;
-- no ``.py`` file over :data:`MAX_LINES` lines.
+- no ``.py`` file over :data:`MAX_LINES` lines (the native kernels, ``.pyx``, are not
+  read), except the files of :data:`LONG_MODULES`, each under its ceiling;
+- no module of rcfmt imports one of the old names kept for users (:data:`ALIASES`).
 
-Checked now for the packages in :data:`PACKAGES` only: ``rcfmt.storage`` (issue 39).
-Other packages of ``rcfmt/`` are to be added there once they are cleaned -- the
-circles known today are ``dataset/dataset.py`` <-> ``dataset/optimize.py`` <->
-``dataset/writer.py``, ``file/writer.py`` <-> ``layout/curves.py`` and ``scan/expr.py``
-<-> ``scan/nnf.py`` -- until ``PACKAGES = ["rcfmt"]`` holds the whole package. The
-checks take a package name and look at every module below it, so widening them is a
-change of that list, not of the code.
+Checked for the whole package (issue 39; docs/ARCHITECTURE.md says which package may
+import which). :data:`LONG_MODULES` is the one allow-list, and it can only shrink: a
+file on it may not grow past its ceiling, and an entry whose file is back under
+:data:`MAX_LINES` fails the test until it is removed.
 
 An import of ``a.b.c`` counts as an edge to ``a.b.c`` alone: Python runs the parents'
 ``__init__`` first, but a package's ``__init__`` that re-exports its modules' names
@@ -28,10 +27,29 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-#: the packages whose modules must pass every check (widen to "rcfmt" when it is clean)
-PACKAGES = ["rcfmt.storage"]
+#: the packages whose modules must pass every check
+PACKAGES = ["rcfmt"]
 #: the most lines a module may have
 MAX_LINES = 800
+#: modules over MAX_LINES today, each with the most lines it may have (its length when
+#: listed) and why it is not split yet. Only remove entries or lower ceilings.
+LONG_MODULES = {
+    # FileScan: planning (pruning by stats, bloom, bitmaps, page index) and the Python
+    # block path around the native executor; to split along plan / execute (issue 35's
+    # rcfmt/scan/plan.py and execute.py) as the native block executor takes the loop.
+    "rcfmt/scan/scanner.py": 1138,
+    # Dataset, DatasetScan, fragments and vacuum in one module; the scan side
+    # (DatasetScan, scan_fragments, prune_blocks) is the piece to move out.
+    "rcfmt/dataset/dataset.py": 1028,
+    # the Writer and encode_chunk; the chunk encoding (encode_chunk, page_bounds,
+    # _pages, _codec) is the piece to move out -- not done while the bloom budget work
+    # edits encode_chunk on main.
+    "rcfmt/file/writer.py": 811,
+}
+#: old module names kept for users (``sys.modules`` aliases of the new module): code in
+#: rcfmt imports the module itself
+ALIASES = ["rcfmt.types", "rcfmt.nested", "rcfmt.statistics", "rcfmt.polars", "rcfmt.pandas_io",
+           "rcfmt.fetch_options", "rcfmt.s3_source", "rcfmt.azure_store"]
 
 
 def modules_of(root: Path, top: str = "rcfmt") -> dict[str, Path]:
@@ -184,7 +202,21 @@ def test_no_module_uses_another_modules_private_name(package):
 
 @pytest.mark.parametrize("package", PACKAGES)
 def test_no_module_is_over_the_line_limit(package):
-    assert long_modules(package) == []
+    over = {}
+    for entry in long_modules(package):
+        path, _, lines = entry.rpartition(": ")
+        over[path] = int(lines)
+    grown = {p: n for p, n in over.items() if n > LONG_MODULES.get(p, MAX_LINES)}
+    assert grown == {}, "modules over the line limit (or over their LONG_MODULES ceiling)"
+    listed = {p for p in LONG_MODULES if _inside(p.removesuffix(".py").replace("/", "."), package)}
+    assert listed - set(over) == set(), "under the limit now: remove these from LONG_MODULES"
+
+
+def test_rcfmt_does_not_import_the_old_names():
+    modules = modules_of(ROOT)
+    found = [f"{name}:{line} imports {target}" for name, path in modules.items() if name not in ALIASES
+             for target, _, line in imports_of(name, path, modules) if target in ALIASES]
+    assert found == []
 
 
 def test_the_checks_find_what_they_look_for(tmp_path):
