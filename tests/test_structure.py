@@ -38,9 +38,6 @@ LONG_MODULES = {
     # block path around the native executor; to split along plan / execute (issue 35's
     # rcfmt/scan/plan.py and execute.py) as the native block executor takes the loop.
     "rcfmt/scan/scanner.py": 1138,
-    # Dataset, DatasetScan, fragments and vacuum in one module; the scan side
-    # (DatasetScan, scan_fragments, prune_blocks) is the piece to move out.
-    "rcfmt/dataset/dataset.py": 1028,
     # the Writer and encode_chunk; the chunk encoding (encode_chunk, page_bounds,
     # _pages, _codec) is the piece to move out -- not done while the bloom budget work
     # edits encode_chunk on main.
