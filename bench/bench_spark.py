@@ -21,18 +21,32 @@ needs (Python sources get no column pruning from Spark) and ``.option("filter", 
 with the query's WHERE clause (files, blocks, pages and rows pruned; Spark re-applies
 its own filter on top). The filter-pushdown conf stays at its default (off).
 
+The floor (issue 38): a toy Python data source (``FloorSource``, registered as
+``rcfmt_floor``) that yields, for each query, exactly the rows and columns rcfmt's
+relation yields (its ``filter`` and ``columns``), as Arrow batches of ``batchRows`` rows
+memory-mapped from an Arrow IPC file written beforehand (no decoding, no index), with
+the schema rcfmt gives Spark (inferred from the file). Spark runs the same SQL over
+it. Its time is what any Python source pays for that query on this Spark: rcfmt's
+goal. ``--handoff`` also measures the per-row hand-off cost by column type: the toy
+source with one column of 6M rows (one partition) written to Spark's ``noop`` sink,
+minus the same for one row.
+
 Every timed run builds the DataFrame and collects the result (planning included).
-Results are checked: same row counts and checksums for both formats. Each figure is the
-best of --repeat runs after one warm-up. Output: a Markdown table on stdout and
-bench/out/spark.json.
+Rounds are interleaved: each round runs every (layout, query) once per engine (Parquet,
+rcfmt, floor) one after another, after one warm-up round; each figure is the best of
+--repeat rounds, and the 1-minute load average is printed before each round.
+Results are checked: same row counts and checksums for all three. Output: Markdown
+tables on stdout and bench/out/spark.json.
 
     python bench/bench_spark.py                      # SF1, --repeat 3
     python bench/bench_spark.py --scale 0.1 --repeat 1
+    python bench/bench_spark.py --queries point,Q_a,Q6,agg1,Q1 --handoff   # issue 38's set
 """
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import gc
 import os
 import shutil
 import sys
@@ -41,8 +55,8 @@ from decimal import Decimal
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import (busy_warning, fmt_bytes, fmt_seconds, file_size, machine_info,  # noqa: E402
-                    machine_line, md_table, measure, scratch_dir, write_json)
+from common import (Timing, busy_warning, fmt_bytes, fmt_seconds, file_size, machine_info,  # noqa: E402
+                    machine_line, md_table, scratch_dir, write_json)
 import bench_peers  # noqa: E402
 import datasets  # noqa: E402
 
@@ -119,6 +133,7 @@ def session(driver_memory: str):
 
     spark = (SparkSession.builder.master("local[2]").appName("rcfmt-bench-spark")
              .config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false")
              .config("spark.driver.memory", driver_memory)
              .config("spark.sql.shuffle.partitions", "2")
              .config("spark.sql.session.timeZone", "UTC")
@@ -165,10 +180,174 @@ def build(spark, table, scale: float, rebuild: bool) -> dict:
     return out
 
 
-def run(spark, fmt: str, path: str, q: str, c):
+# --------------------------------------------------------------------------- the floor
+FLOOR_BATCH_ROWS = 262144  # the rcfmt source's batchRows default
+FLOOR_MAX_PARTITIONS = 4   # the rcfmt source's minPartitions default on 2 cores
+
+
+def _floor_source():
+    """The toy source (defined in a function so that cloudpickle ships it by value to
+    Spark's Python workers): options ``path`` (an Arrow IPC file) and ``partitions``."""
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+    class FloorReader(DataSourceReader):
+        def __init__(self, path, partitions):
+            self.path, self.n = path, partitions
+
+        def partitions(self):
+            return [InputPartition(i) for i in range(self.n)]
+
+        def read(self, partition):
+            import pyarrow as pa
+
+            reader = pa.ipc.open_file(pa.memory_map(self.path))
+            k = reader.num_record_batches
+            for i in range(k * partition.value // self.n, k * (partition.value + 1) // self.n):
+                yield reader.get_batch(i)
+
+    class FloorSource(DataSource):
+        @classmethod
+        def name(cls):
+            return "rcfmt_floor"
+
+        def schema(self):
+            import pyarrow as pa
+            from pyspark.sql.pandas.types import from_arrow_schema
+
+            return from_arrow_schema(pa.ipc.open_file(pa.memory_map(self.options["path"])).schema)
+
+        def reader(self, schema):
+            return FloorReader(self.options["path"], int(self.options.get("partitions", "1")))
+
+    return FloorSource
+
+
+def write_floor(table, path: Path) -> tuple[int, int]:
+    """Write ``table`` as an Arrow IPC file of FLOOR_BATCH_ROWS-row batches (at least
+    one, possibly empty); return (rows, partitions the toy source splits it into)."""
+    import pyarrow as pa
+
+    tmp = path.with_suffix(".tmp")
+    with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, table.schema) as w:
+        batches = table.to_batches(max_chunksize=FLOOR_BATCH_ROWS) or [pa.record_batch(
+            [pa.array([], f.type) for f in table.schema], schema=table.schema)]
+        for b in batches:
+            w.write_batch(b)
+    os.replace(tmp, path)
+    return table.num_rows, max(1, min(FLOOR_MAX_PARTITIONS, len(batches)))
+
+
+def relation_table(path: str, q: str, c):
+    """What rcfmt's relation yields for query ``q`` (its filter and columns), read with
+    rcfmt's Python API and converted to the Arrow schema rcfmt hands Spark."""
+    import pyarrow as pa
+    from rcfmt.dataset import Dataset
+    from rcfmt.schema.nested import bind_schema
+    from rcfmt.scan.sql_filter import parse_filter
+    from spark_datasource.options import ReadOptions
+    from spark_datasource.types import BatchConverter, spark_arrow_schema, to_spark_schema
+
+    opts = {"path": path}
+    if COLUMNS[q] is not ALL_COLUMNS:
+        opts["columns"] = ", ".join(COLUMNS[q])
+    ro = ReadOptions(opts)
+    ds = Dataset.open(path)
+    schema = ro.relation_schema(ds.schema)
+    target = spark_arrow_schema(to_spark_schema(schema))
+    flt = None if where(q, c) is None else parse_filter(where(q, c), bind_schema(ds.schema))
+    table = ds.read(schema.names, filter=flt)
+    convert = BatchConverter(target)
+    return pa.Table.from_batches([convert(b) for b in table.to_batches()], schema=target)
+
+
+def prepare_floors(paths: dict, layouts, queries, c, scale: float, rebuild: bool) -> dict:
+    """Per (layout, query): the toy source's IPC file and its partition count."""
+    import pyarrow as pa
+
+    base = scratch_dir("spark") / "floor"
+    base.mkdir(exist_ok=True)
+    tag = datasets._scale_tag(scale)
+    out = {}
+    for layout in layouts:
+        for q in queries:
+            src = paths[layout]["tiny_rcfmt"] if q == "trivial" else paths[layout]["rcfmt"]
+            f = base / f"sf{tag}.{layout}.{q}.arrow"
+            if rebuild or not f.exists():
+                rows, parts = write_floor(relation_table(src, q, c), f)
+            else:
+                n = pa.ipc.open_file(pa.memory_map(str(f)))
+                rows = sum(n.get_batch(i).num_rows for i in range(n.num_record_batches))
+                parts = max(1, min(FLOOR_MAX_PARTITIONS, n.num_record_batches))
+            out[(layout, q)] = {"path": str(f), "rows": rows, "partitions": parts}
+            print(f"[spark] floor {layout} {q}: {rows:,} rows, {parts} partition(s)", file=sys.stderr, flush=True)
+    return out
+
+
+#: the hand-off columns: (type, source column in lineitem, cast to)
+HANDOFF = (("int64", "l_orderkey", None), ("double", "l_extendedprice", "float64"),
+           ("date", "l_shipdate", None), ("string (l_comment, 27 B avg)", "l_comment", None),
+           ("string (l_shipmode, 4-7 B)", "l_shipmode", None), ("decimal(15,2)", "l_extendedprice", None))
+
+
+def handoff(spark, scale: float, repeat: int) -> list[dict]:
+    """Per column type: the toy source with that one column (all lineitem rows, one
+    partition) into Spark's noop sink, minus the same with one row; ns per row."""
+    import pyarrow as pa
+    from spark_datasource.types import spark_arrow_schema, to_spark_schema
+
+    base = scratch_dir("spark") / "floor"
+    base.mkdir(exist_ok=True)
+    tag = datasets._scale_tag(scale)
+    src = datasets.tpch_lineitem(scale)
+    files = []
+    for k, (label, col, cast) in enumerate(HANDOFF):
+        arr = src.column(col).combine_chunks()
+        if cast:
+            arr = arr.cast(cast)
+        table = pa.table({"x": arr})
+        target = spark_arrow_schema(to_spark_schema(table.schema))
+        table = table.cast(target)
+        full, one = base / f"handoff_sf{tag}.{k}.arrow", base / f"handoff_one.{k}.arrow"
+        write_floor(table, full)
+        write_floor(table.slice(0, 1), one)
+        files.append((label, str(full), str(one), table.num_rows))
+    del src
+    t = {}
+
+    def noop(path):
+        spark.read.format("rcfmt_floor").option("path", path).option("partitions", "1").load() \
+            .write.format("noop").mode("overwrite").save()
+
+    for r in range(repeat + 1):  # rounds interleaved, the first a warm-up
+        print(f"[spark] hand-off round {r}: load {load_line()}", file=sys.stderr, flush=True)
+        for label, full, one, rows in files:
+            for key, path in ((label, full), (label + "/1", one)):
+                gc.collect()
+                t0 = time.perf_counter()
+                noop(path)
+                if r:
+                    t.setdefault(key, []).append(time.perf_counter() - t0)
+    out = []
+    for label, full, one, rows in files:
+        best, best1 = min(t[label]), min(t[label + "/1"])
+        out.append({"type": label, "rows": rows, "best_s": best, "one_row_s": best1,
+                    "ns_per_row": (best - best1) / rows * 1e9, "times": t[label], "one_row_times": t[label + "/1"]})
+    return out
+
+
+def load_line() -> str:
+    la = os.getloadavg()
+    return f"{la[0]:.2f} {la[1]:.2f} {la[2]:.2f}"
+
+
+def run(spark, fmt: str, path: str, q: str, c, floor: dict | None = None):
     if fmt == "parquet":
         spark.read.parquet(path).createOrReplaceTempView("t_parquet")
         return spark.sql(sql(q, c, "t_parquet")).collect()
+    if fmt == "floor":
+        (spark.read.format("rcfmt_floor").option("path", floor["path"]).option("partitions", floor["partitions"])
+         .load().createOrReplaceTempView("t_floor"))
+        return spark.sql(sql(q, c, "t_floor")).collect()
     reader = spark.read.format("rcfmt")
     if COLUMNS[q] is not ALL_COLUMNS:
         reader = reader.option("columns", ", ".join(COLUMNS[q]))
@@ -178,6 +357,9 @@ def run(spark, fmt: str, path: str, q: str, c):
     return spark.sql(sql(q, c, "t_rcfmt")).collect()
 
 
+ENGINES = ("parquet", "rcfmt", "floor")
+
+
 # --------------------------------------------------------------------------- main
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -185,50 +367,83 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--layouts", default=",".join(LAYOUTS))
     ap.add_argument("--queries", default=",".join(QUERIES))
-    ap.add_argument("--rebuild", action="store_true", help="rewrite the Spark-written files")
+    ap.add_argument("--rebuild", action="store_true", help="rewrite the Spark-written files and the floor files")
+    ap.add_argument("--handoff", action="store_true", help="also measure the per-row hand-off cost by column type")
     ap.add_argument("--driver-memory", default="6g")
     ap.add_argument("--out", default="spark")
     args = ap.parse_args(argv)
     warn = busy_warning()
     if warn:
         print(warn, file=sys.stderr)
+    load_start = load_line()
     table = datasets.tpch_lineitem(args.scale)
     c = bench_peers.choose_constants(table)
     del table
     spark = session(args.driver_memory)
+    spark.dataSource.register(_floor_source())
     import pyspark
 
     layouts = [x for x in args.layouts.split(",") if x]
     queries = [x for x in args.queries.split(",") if x]
     paths = build(spark, datasets.tpch_lineitem(args.scale), args.scale, args.rebuild)
-    results, rows, ok = [], [], True
-    for layout in layouts:
-        p = paths[layout]
-        for q in queries:
-            pq_path, rc_path = (p["tiny_parquet"], p["tiny_rcfmt"]) if q == "trivial" else (p["parquet"], p["rcfmt"])
-            tp, rp = measure(lambda: run(spark, "parquet", pq_path, q, c), repeat=args.repeat)
-            tr, rr = measure(lambda: run(spark, "rcfmt", rc_path, q, c), repeat=args.repeat)
-            same = summary(q, rp) == summary(q, rr)
-            ok &= same
-            ratio = tr.best / tp.best
-            results.append({"layout": layout, "query": q, "parquet": tp.to_dict(), "rcfmt": tr.to_dict(),
-                            "ratio": ratio, "rows": len(rr), "same_result": same})
-            rows.append([layout, q, fmt_seconds(tp.best), fmt_seconds(tr.best), f"{ratio:.2f}x",
-                         f"{1 / ratio:.2f}x", f"{(tr.best - tp.best) * 1e3:+.0f} ms", "ok" if same else "MISMATCH"])
-            print(f"[spark] {layout} {q}: parquet {tp}, rcfmt {tr} ({ratio:.2f}x)", file=sys.stderr, flush=True)
+    floors = prepare_floors(paths, layouts, queries, c, args.scale, args.rebuild)
+    cases = [(layout, q) for layout in layouts for q in queries]
+    times: dict = {}
+    summaries: dict = {}
+    loads = []
+    for r in range(args.repeat + 1):  # round 0 warms up
+        loads.append(load_line())
+        print(f"[spark] round {r}{' (warm-up)' if r == 0 else ''}: load {loads[-1]}", file=sys.stderr, flush=True)
+        for layout, q in cases:
+            p = paths[layout]
+            for fmt in ENGINES:
+                path = None if fmt == "floor" else p[f"tiny_{fmt}"] if q == "trivial" else p[fmt]
+                gc.collect()
+                gc.disable()
+                try:
+                    t0 = time.perf_counter()
+                    res = run(spark, fmt, path, q, c, floors[(layout, q)])
+                    elapsed = time.perf_counter() - t0
+                finally:
+                    gc.enable()
+                summaries[(layout, q, fmt)] = summary(q, res)
+                if r:
+                    times.setdefault((layout, q, fmt), []).append(elapsed)
+    hand = handoff(spark, args.scale, args.repeat) if args.handoff else []
+    loads.append(load_line())
     spark.stop()
+    results, rows, ok = [], [], True
+    for layout, q in cases:
+        tp, tr, tf = (Timing(times[(layout, q, f)]) for f in ENGINES)
+        same = summaries[(layout, q, "parquet")] == summaries[(layout, q, "rcfmt")] == summaries[(layout, q, "floor")]
+        ok &= same
+        fl = floors[(layout, q)]
+        results.append({"layout": layout, "query": q, "parquet": tp.to_dict(), "rcfmt": tr.to_dict(),
+                        "floor": tf.to_dict(), "rcfmt_over_parquet": tr.best / tp.best,
+                        "rcfmt_over_floor": tr.best / tf.best, "floor_over_parquet": tf.best / tp.best,
+                        "relation_rows": fl["rows"], "floor_partitions": fl["partitions"], "same_result": same})
+        rows.append([layout, q, f"{fl['rows']:,}", fmt_seconds(tp.best), fmt_seconds(tf.best), fmt_seconds(tr.best),
+                     f"{tr.best / tf.best:.2f}x", f"{tr.best / tp.best:.2f}x", f"{tf.best / tp.best:.2f}x",
+                     "ok" if same else "MISMATCH"])
     print(machine_line())
-    print(f"pyspark {pyspark.__version__}, local[2], scale {args.scale}, best of {args.repeat}")
+    print(f"pyspark {pyspark.__version__}, local[2], scale {args.scale}, best of {args.repeat} interleaved rounds "
+          f"after a warm-up; load average (1/5/15 min) at start {load_start}, per round {' | '.join(loads)}")
     print()
-    print(md_table(["layout", "query", "Spark Parquet", "rcfmt source", "rcfmt / Parquet", "speed-up",
-                    "rcfmt - Parquet", "result"], rows))
+    print(md_table(["layout", "query", "rows to Spark", "Spark Parquet", "floor (toy source)", "rcfmt",
+                    "rcfmt / floor", "rcfmt / Parquet", "floor / Parquet", "result"], rows))
     print()
+    if hand:
+        print(md_table(["column type", "rows", "one column into noop", "same, 1 row", "hand-off ns/row"],
+                       [[h["type"], f"{h['rows']:,}", fmt_seconds(h["best_s"]), fmt_seconds(h["one_row_s"]),
+                         f"{h['ns_per_row']:.0f}"] for h in hand]))
+        print()
     print(md_table(["layout", "Parquet size", "rcfmt size", "Parquet write", "rcfmt write"],
                    [[lay, fmt_bytes(paths[lay]["parquet_bytes"]), fmt_bytes(paths[lay]["rcfmt_bytes"]),
                      fmt_seconds(paths[lay].get("parquet_write_s")), fmt_seconds(paths[lay].get("rcfmt_write_s"))]
                     for lay in layouts]))
     write_json(args.out, {"machine": machine_info(), "pyspark": pyspark.__version__, "scale": args.scale,
-                          "files": paths, "results": results}, args)
+                          "files": paths, "floors": {f"{k[0]}/{k[1]}": v for k, v in floors.items()},
+                          "loads": loads, "results": results, "handoff": hand}, args)
     return 0 if ok else 1
 
 

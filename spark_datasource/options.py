@@ -222,7 +222,8 @@ class ReadOptions:
         # relation-defining options: every scan of the DataFrame is these rows of these columns
         self.filter = opts.get("filter") or None
         self.filter_expr = opts.get("filterexpr") or None  # an rcfmt expression as JSON (rcfmt.scan.expr_json)
-        self.columns = _list(opts, "columns")
+        # (an empty list: no column -- count(*) and existence answered from metadata)
+        self.columns = [] if "columns" in opts and not str(opts["columns"]).strip() else _list(opts, "columns")
 
     def relation_schema(self, schema: pa.Schema) -> pa.Schema:
         """The dataset ``schema`` narrowed to the ``columns`` option (in its order)."""

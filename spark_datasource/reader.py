@@ -21,6 +21,7 @@ import math
 import os
 import uuid
 
+import numpy as np
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
@@ -160,6 +161,101 @@ def _resolve_columns(spark_schema: StructType, dataset_schema: pa.Schema) -> lis
     return out
 
 
+def _all_match(residual, f, names: list[str], n: int) -> np.ndarray:
+    """Bool per block of file ``f``: does every row of the block satisfy ``residual``
+    (bound, NNF, on the file's names ``names``), by its footer statistics alone? Yes
+    where no row can make ``NOT residual`` TRUE (``may_match`` of its negation, which
+    keeps NULL semantics) and no column it reads holds a NULL or a NaN (so the filter
+    is TRUE or FALSE on every row). Filters on list columns never count so."""
+    from rcfmt.scan.nnf import BoundListContains, BoundNot, leaves, to_nnf
+    from rcfmt.scan.prune import may_match
+
+    if any(isinstance(leaf, BoundListContains) for leaf in leaves(residual)):
+        return np.zeros(n, bool)
+    stats = {c: f.block_stats(c) for c in names}
+    clean = np.ones(n, bool)
+    for s in stats.values():
+        clean &= (np.asarray(s.null_count, np.int64) == 0) & (np.asarray(s.nan_count, np.int64) == 0)
+    if not clean.any():
+        return clean
+    return clean & ~may_match(to_nnf(BoundNot(residual)), stats, n)
+
+
+def count_fragments(fragments: list, schema: pa.Schema, expr, *, partition_names=(), verify_checksums=True,
+                    column_ids=None, fetch=None) -> tuple:
+    """Rows of ``fragments`` matching ``expr`` (the relation's filter; None: all), from
+    metadata wherever it decides: whole files without a filter from the index's row
+    counts, blocks the footer statistics prune or match entirely from the footer, the
+    rest by a count scan that decodes only the filter columns (and answers from bitmap
+    indexes where they decide). Returns (rows, ScanStats of the decoding part, rows
+    counted from metadata)."""
+    from rcfmt import ScanStats
+    from rcfmt.dataset import scan_fragments
+    from rcfmt.dataset.dataset import _runs, _without_missing, file_view, open_data_file
+    from rcfmt.dataset.evolution import renamed_expr
+    from rcfmt.scan.nnf import columns as expr_columns
+    from rcfmt.scan.prune import may_match
+    from rcfmt.scan.residual import FALSE, TRUE, prepare_filter, residual_of
+    from rcfmt.dataset import Fragment
+
+    nnf = prepare_filter(expr, schema) if expr is not None else None
+    stats = ScanStats()
+    total = from_meta = 0
+    to_scan = []
+    for frag in fragments:
+        residual = TRUE if nnf is None else residual_of(nnf, dict(frag.partition), schema)
+        if residual is FALSE:
+            continue
+        if residual is TRUE and frag.blocks is None:  # the index's row count
+            total += frag.num_rows
+            from_meta += frag.num_rows
+            stats.rows_total += frag.num_rows
+            continue
+        with open_data_file(frag.path, verify_checksums, frag.size, fetch) as f:
+            n = f.num_blocks
+            lo, hi = frag.blocks if frag.blocks is not None else (0, n)
+            rows = np.asarray(f.footer.blocks["row_count"], np.int64)
+            if residual is not TRUE:
+                view = file_view(f, schema, column_ids)
+                residual = _without_missing(renamed_expr(residual, view.renames), f, view.schema)
+            if residual is TRUE or residual is FALSE:
+                maybe = np.full(n, residual is TRUE)
+                every = maybe.copy()
+            else:
+                names = sorted(expr_columns(residual))
+                maybe = may_match(residual, {c: f.block_stats(c) for c in names}, n)
+                every = maybe & _all_match(residual, f, names, n)
+            window = np.zeros(n, bool)
+            window[lo:hi] = True
+            counted = int(rows[every & window].sum())
+            stats.rows_total += int(rows[window & ~(maybe & ~every)].sum())  # (the count scan adds its own)
+            total += counted
+            from_meta += counted
+            stats.blocks_total += hi - lo
+            stats.blocks_pruned_stats += int((~maybe & window).sum())
+            for a, b in _runs((maybe & ~every)[lo:hi], lo):
+                to_scan.append(Fragment(frag.path, frag.partition, frag.num_rows, frag.size, frag.num_blocks, (a, b)))
+    if to_scan:
+        scan = scan_fragments(to_scan, schema, [], expr, partition_names=partition_names, files_total=0,
+                              files_pruned=0, use_threads=False, verify_checksums=verify_checksums,
+                              column_ids=column_ids, fetch=fetch)
+        total += scan.count()
+        blocks = stats.blocks_total
+        stats.add(scan.stats)
+        stats.blocks_total = blocks  # (the count scan's blocks are among these)
+    return total, stats, from_meta
+
+
+def zero_column_batches(rows: int, batch_rows: int):
+    """``rows`` rows of no columns, as Arrow batches of at most ``batch_rows`` rows."""
+    empty = pa.schema([])
+    for start in range(0, rows, batch_rows):
+        n = min(batch_rows, rows - start)
+        batch = pa.record_batch([pa.nulls(n)], names=["_"]).select([])
+        assert batch.schema.equals(empty) and batch.num_rows == n
+        yield batch
+
+
 class RcfmtReader(DataSourceReader):
     """Reader without filter pushdown (used where Spark does not push filters)."""
 
@@ -237,7 +333,11 @@ class RcfmtReader(DataSourceReader):
                                                  verify_checksums=self.options.verify_checksums,
                                                  column_ids=self.column_ids, fetch=self.options.fetch)
             blocks_pruned = sum(f.blocks[1] - f.blocks[0] if f.blocks else f.num_blocks for f in dropped)
-        groups = plan_partitions(fragments, self.options.max_partition_bytes, self.options.min_partitions)
+        if not self.columns and plan_filter is None:
+            # count(*) and existence: the index's row counts answer, in one task opening no file
+            groups = [fragments] if fragments else []
+        else:
+            groups = plan_partitions(fragments, self.options.max_partition_bytes, self.options.min_partitions)
         pruned_groups = [[] for _ in groups]
         if self.guarded:  # keep what planning pruned, for executions this plan does not belong to
             pruned = [f for f in everything if f.path not in kept_paths] + dropped
@@ -262,6 +362,9 @@ class RcfmtReader(DataSourceReader):
             if not owner:  # a query that did not plan this read: every row of the relation
                 fragments += list(getattr(partition, "pruned", None) or [])
                 expr = self.relation_filter
+        if not self.columns:  # no column wanted (count(*), existence): rows counted from metadata
+            yield from self._read_count(partition, fragments, expr, owner)
+            return
         scan = scan_fragments(fragments, self.dataset_schema, self.columns, expr,
                               partition_names=self.partition_names, files_total=0, files_pruned=0,
                               use_threads=False, verify_checksums=self.options.verify_checksums,
@@ -279,6 +382,21 @@ class RcfmtReader(DataSourceReader):
                             f"task-{self.plan_id}-{partition.value}-{uuid.uuid4().hex[:8]}.json",
                             {"plan_id": self.plan_id, "partition": partition.value, "owner": owner,
                              "stats": scan.stats.as_dict()})
+
+
+    def _read_count(self, partition, fragments, expr, owner):
+        rows, stats, from_meta = count_fragments(
+            fragments, self.dataset_schema, expr, partition_names=self.partition_names,
+            verify_checksums=self.options.verify_checksums, column_ids=self.column_ids, fetch=self.options.fetch)
+        stats.rows_selected += from_meta  # (the count scan adds the rows it selected)
+        try:
+            yield from zero_column_batches(rows, self.options.batch_rows)
+        finally:
+            if self.options.stats_dir:
+                _write_json(self.options.stats_dir,
+                            f"task-{self.plan_id}-{partition.value}-{uuid.uuid4().hex[:8]}.json",
+                            {"plan_id": self.plan_id, "partition": partition.value, "owner": owner,
+                             "stats": stats.as_dict(), "rows_from_metadata": from_meta})
 
 
 class RcfmtPushdownReader(RcfmtReader):

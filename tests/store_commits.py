@@ -11,7 +11,7 @@ import rcfmt
 __all__ = ["check_a_failed_write_leaves_nothing", "check_a_lost_race_rebases_and_an_overwrite_conflicts",
            "check_appends_from_threads_lose_no_row", "check_datasets_written_appended_and_overwritten",
            "check_optimize_and_vacuum", "check_cli_inspects", "check_first_calls_in_a_fresh_interpreter",
-           "check_a_file_replaced_while_read_is_an_error"]
+           "check_a_file_replaced_while_read_is_an_error", "run_writers_and_a_reader"]
 
 
 def _sorted(t: pa.Table) -> pa.Table:
@@ -67,6 +67,39 @@ def check_a_lost_race_rebases_and_an_overwrite_conflicts(uri: str, table: pa.Tab
         commit(uri, [], mode="overwrite", read_version=plan.read_version, data_schema=plan.data_schema,
                partitioning=plan.partitioning, txn_id="x")
     assert len(names()) == len(before) + 2  # version 4 and its file; nothing of the loser
+
+
+def run_writers_and_a_reader(root: str, writers: int, write, read) -> list[int]:
+    """``write(w)`` in ``writers`` threads while one thread calls ``read()`` (returning
+    the version it saw) until they finish; returns the versions the reader saw, in
+    order, after asserting that no thread raised and that they never go back."""
+    import threading
+
+    errors, seen = [], []
+    stop = threading.Event()
+
+    def guarded(fn, *args):
+        try:
+            fn(*args)
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    def reader():
+        while not stop.is_set() and not errors:
+            guarded(lambda: seen.append(read()))
+
+    threads = [threading.Thread(target=guarded, args=(write, w)) for w in range(writers)]
+    r = threading.Thread(target=reader)
+    r.start()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    stop.set()
+    r.join()
+    assert not errors, errors
+    assert seen == sorted(seen)  # a reader never goes back (the versions it finds only grow)
+    return seen
 
 
 def check_appends_from_threads_lose_no_row(uri: str, table: pa.Table, pieces: int, threads: int) -> None:

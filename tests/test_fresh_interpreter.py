@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 import rcfmt
@@ -387,3 +388,35 @@ def test_first_set_filters_on_zstd_pages_in_threads_of_a_fresh_interpreter(tmp_p
                               cwd=ROOT, timeout=120)
         assert proc.returncode == 0, proc.stderr[-800:]
         assert all(got == want for got in json.loads(proc.stdout))
+
+
+STREAM_CHILD = textwrap.dedent("""
+    import sys
+    import pyarrow as pa
+    import rcfmt
+    path, out_all, out_filtered = sys.argv[1:4]
+    with rcfmt.open(path) as f:  # the first act: a threaded stream (blocks decoded ahead on the pool)
+        batches = list(f.scan().iter_batches(batch_size=3000))
+    with rcfmt.open(path) as f:
+        filtered = pa.RecordBatchReader.from_stream(f.scan(filter=rcfmt.col("day") < 10)).read_all()
+    for out, table in ((out_all, pa.Table.from_batches(batches)), (out_filtered, filtered)):
+        with pa.OSFile(out, "wb") as sink, pa.ipc.new_file(sink, table.schema) as w:
+            w.write_table(table)
+""")
+
+
+def test_first_threaded_streams_in_fresh_interpreters(tmp_path):
+    """The first read of a fresh interpreter is a stream: ``iter_batches`` and the Arrow
+    C stream decode blocks ahead on the thread pool (whole blocks through the native
+    block executor); every row arrives once, in order, as a warm process reads it."""
+    table = _table(20_000)
+    path = tmp_path / "f.rcfmt"
+    rcfmt.write_table(table, path, block_rows=2048, page_rows=512)
+    expected = table.filter(pc.less(table.column("day"), 10))
+    for run in range(4):
+        outs = [tmp_path / f"all{run}.arrow", tmp_path / f"filtered{run}.arrow"]
+        proc = subprocess.run([sys.executable, "-c", STREAM_CHILD, str(path), *map(str, outs)],
+                              capture_output=True, text=True, cwd=ROOT, timeout=120)
+        assert proc.returncode == 0, (proc.stdout + proc.stderr)[-800:]
+        got_all, got_filtered = (pa.ipc.open_file(str(o)).read_all() for o in outs)
+        assert got_all.equals(table) and got_filtered.equals(expected), run

@@ -316,3 +316,36 @@ def probe_into(const uint32_t[::1] words, const uint64_t[::1] hashes, uint8_t[::
                 miss |= ((<uint32_t>1) << (<uint32_t>(key * SALT[j]) >> 27)) & ~w[base + j]
             out[i] = 1 if miss == 0 else 0
     return n
+
+
+# ---------------------------------------------------------------- distinct-count sketch
+cdef extern from *:
+    """
+    static inline int rcfmt_clz64(uint64_t x) { return x ? __builtin_clzll(x) : 64; }
+    """
+    int clz64 "rcfmt_clz64"(uint64_t x) nogil
+
+
+def hll_registers(const uint64_t[::1] hashes, uint8_t[::1] registers):
+    """Fold ``hashes`` into the HyperLogLog ``registers`` (2**p bytes, 4 <= p <= 16):
+    register ``h >> (64 - p)`` keeps the largest rank (leading zeros + 1) of ``h << p``.
+
+    Returns the number of hashes folded, or -1 if the register count is not a power of
+    two in [16, 65536].
+    """
+    cdef Py_ssize_t n = hashes.shape[0], i, m = registers.shape[0]
+    cdef int p = 0, rank
+    cdef uint64_t h
+    cdef uint8_t* reg
+    while (1 << p) < m:
+        p += 1
+    if m < 16 or m > 65536 or (1 << p) != m:
+        return -1
+    reg = &registers[0]
+    with nogil:
+        for i in range(n):
+            h = hashes[i]
+            rank = clz64((h << p) | ((<uint64_t>1) << (p - 1))) + 1
+            if rank > reg[h >> (64 - p)]:
+                reg[h >> (64 - p)] = <uint8_t>rank
+    return n

@@ -40,7 +40,8 @@ from ..format.layout import (
 )
 from ..format.page import assemble_pages
 from ..format.stats_slots import DEFAULT_TRUNCATE, encode_slots, fill_slots, stat_width
-from ..index.bloom.chunks import DEFAULT_FPP, BloomPolicy, build_filter
+from ..index.bloom.sbbf import estimate_distinct
+from ..index.bloom.chunks import DEFAULT_FPP, BloomPolicy, chunk_hashes, filter_bits
 from ..index.bitmap.build import BitmapPolicy, Proposal, propose, within_budget
 from ..index.bitmap.layout import DIRECTORY_RECORD, EQUALITY, RANGE, encode_directory, encode_keys, entry_keys
 from ..schema.statistics import ColumnStats, binary_chunk_and_page_stats, compute_page_stats, compute_stats
@@ -238,6 +239,7 @@ class Writer:
         self._blooms: list[bytes | None] = []  # per (block, column), in write order
         self._bitmaps: list[bytes | None] = []  # per (block, column), in write order
         self._bitmap_report: dict[str, dict] = {}  # per column: kinds built, reasons for none
+        self._bloom_report: dict[str, dict] = {}  # per column: filters kept, left out, estimates
         self._decisions: list[list] = [[] for _ in self._columns]  # per column: (block, sampled Decision)
         self._element_ids = nested.element_columns(self._nodes) if self._nodes is not None else set()
         named_elements = [self._columns[i].name for i in self._element_ids
@@ -454,7 +456,10 @@ class Writer:
             self._write(chunk_bytes)
             self._chunks[i].append(record)
             self._page_index.append(page_index.tobytes())
-            self._blooms.append(bloom)
+        candidates = [e[3] for e in encoded]
+        kept = self.options.bloom.keep([c and c[:3] for c in candidates], self._pos - start)
+        self._blooms.extend(kept)
+        self._note_blooms(candidates, kept)
         self._blocks.append((first_row, rows, start, self._pos - start))
         proposals = [e[4] for e in encoded]
         keep = within_budget(proposals, self._pos - start)
@@ -465,6 +470,24 @@ class Writer:
                 entry = _pool().submit(proposal.build) if threaded and not proposal.named else proposal.build()
             self._bitmaps.append(entry)
             self._note_bitmap(self._columns[i].name, proposal, kept)
+
+    def _note_blooms(self, candidates: list, kept: list) -> None:
+        """Per column, for the footer's bloom report: filters kept, candidates left out
+        for the block's share, and the HyperLogLog estimates that sized them (None where
+        the distinct count was exact or no filter was considered), one per block."""
+        for i, (candidate, filt) in enumerate(zip(candidates, kept)):
+            name = self._columns[i].name
+            report = self._bloom_report.get(name)
+            if candidate is None and report is None:
+                continue
+            if report is None:  # (columns first seen in a later block: no estimate before it)
+                report = self._bloom_report[name] = {"filters": 0, "left_out": 0,
+                                                     "estimated_distinct": [None] * (len(self._blocks))}
+            report["estimated_distinct"].append(candidate[1] if candidate is not None and candidate[3] else None)
+            if filt is not None:
+                report["filters"] += 1
+            elif candidate is not None:
+                report["left_out"] += 1
 
     def _note_bitmap(self, name: str, proposal: Proposal | None, kept: bool) -> None:
         """Count what became of a chunk's index, for the footer's ``bitmap_indexes``
@@ -520,7 +543,8 @@ class Writer:
         # (an empty report says "written without indexes": rewrites keep that too)
         bitmap_region = {**(bitmap_region or {}), "report": self._bitmap_report}
         meta = FileMetaData(self._columns, blocks, chunks, self._metadata, f"rcfmt {__version__}", region,
-                            bloom_region=bloom_region, nested=self._nodes, bitmap_index=bitmap_region)
+                            bloom_region=bloom_region, nested=self._nodes, bitmap_index=bitmap_region,
+                            bloom_report=self._bloom_report)
         footer = serialize_footer(meta)
         self._write(footer)
         self._write(TAIL.pack(len(footer), zlib.crc32(footer), MAGIC))
@@ -697,12 +721,14 @@ def encode_chunk(values: ColumnValues, valid, col: ColumnSchema, options: WriteO
     r["compression"] = codec
     for key, value in encode_slots(stats, ltype, width).items():
         r[key] = value
-    bloom_size = options.bloom.filter_size(col.name, ltype, n, distinct, len(out), encoded.dictionary is not None,
-                                           analysis.is_sorted)
-    bloom = None if bloom_size is None else build_filter(values, valid, ltype, bloom_size, analysis.dictionary)
+    bloom = None  # a candidate filter: (column, distinct count, bitset); the block's budget decides
+    if options.bloom.wants(col.name, ltype, n, encoded.dictionary is not None, analysis.is_sorted):
+        hashes = chunk_hashes(values, valid, ltype, analysis.dictionary)
+        ndv = distinct if distinct is not None else estimate_distinct(hashes)
+        bloom = (col.name, ndv, filter_bits(hashes, options.bloom.filter_size(ndv)), distinct is None)
     proposal = None if bitmap_request is None else propose(values, valid, ltype, bitmap_request,
                                                              distinct=distinct, is_sorted=analysis.is_sorted,
-                                                             dictionary=analysis.dictionary)
+                                                             dictionary=analysis.dictionary, chunk_bytes=len(out))
     return out, record, entries, bloom, proposal, analysis.decision
 
 

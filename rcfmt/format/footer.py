@@ -69,6 +69,11 @@ class FileMetaData:
     #: and the writer's "report" (per column: kinds built, reasons for none; read it
     #: through :attr:`bitmap_report`, which checks it); or None
     bitmap_index: dict | None = None
+    #: the writer's bloom-filter report under ``bloom_filters`` (section 6a), per column:
+    #: filters kept, candidates left out of the block's share, and the HyperLogLog
+    #: distinct estimates that sized them (one per block, null where not estimated).
+    #: Informational: reading never depends on it (``{}`` when absent or malformed)
+    bloom_report: dict = field(default_factory=dict)
 
     @property
     def num_rows(self) -> int:
@@ -110,6 +115,8 @@ def serialize_footer(meta: FileMetaData) -> bytes:
         "page_index": {"offset": meta.page_index_region[0], "length": meta.page_index_region[1]},
         "bloom_filters": {"offset": meta.bloom_region[0], "length": meta.bloom_region[1]},
     }
+    if meta.bloom_report:
+        doc["bloom_filters"]["report"] = meta.bloom_report
     if meta.nested is not None:
         doc["nested"] = nodes_to_json(meta.nested)
     if meta.bitmap_index is not None:
@@ -161,7 +168,7 @@ def parse_footer(buf: bytes, footer_offset: int, encodings_ok=None) -> FileMetaD
     schema = head.schema
     meta = FileMetaData(list(schema.columns), blocks, chunks, dict(schema.metadata), head.created_by,
                         head.page_index, head.bloom, dict(head.extra), schema.arrow_schema, schema.nested,
-                        schema.physical_schema, head.bitmap_index)
+                        schema.physical_schema, head.bitmap_index, head.bloom_report)
     _validate(meta, footer_offset, head, frombuffer(buf, np.uint8))
     return meta
 
@@ -198,6 +205,7 @@ class _Head:
     bloom: tuple
     extra: dict
     bitmap_index: dict | None
+    bloom_report: dict
 
 
 @functools.lru_cache(maxsize=128)
@@ -256,7 +264,7 @@ def _head(doc: dict, encodings_ok) -> _Head:
     return _Head(schema, num_rows, tuple(t[:3] for t in tables), max(t[3] for t in tables), layout,
                  str(doc.get("created_by", "")), (int(pi["offset"]), int(pi["length"])),
                  (int(bf["offset"]), int(bf["length"])), {k: v for k, v in doc.items() if k not in _KNOWN_KEYS},
-                 bitmap_index)
+                 bitmap_index, _bloom_report(bf.get("report")))
 
 
 def _schema(doc: dict, encodings_ok) -> _Schema:
@@ -338,6 +346,17 @@ def _column(items: tuple, encodings_ok) -> tuple:
 
 _KNOWN_KEYS = {"format_version", "required_features", "created_by", "num_rows", "schema", "metadata",
                "page_index", "bloom_filters", "blocks", "chunks", "nested", "bitmap_indexes"}
+
+
+def _bloom_report(entry) -> dict:
+    """The bloom report if it has the documented shape, else ``{}`` (informational only)."""
+    if not isinstance(entry, dict):
+        return {}
+    for value in entry.values():
+        if not (isinstance(value, dict) and isinstance(value.get("filters"), int)
+                and isinstance(value.get("estimated_distinct"), list)):
+            return {}
+    return entry
 
 
 def _bitmap_index(entry, ncols: int, element: np.ndarray) -> dict | None:

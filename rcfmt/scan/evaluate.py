@@ -23,6 +23,7 @@ the conjunction only ANDs it.
 from __future__ import annotations
 
 import functools
+import operator
 from typing import Callable
 
 import numpy as np
@@ -125,7 +126,26 @@ def _narrow_decimal_compare(values: np.ndarray, op: str, literal: int) -> np.nda
     return np.full(len(values), result, dtype=bool)
 
 
+#: dictionaries up to this many entries compare strings in Python (no Arrow round trip)
+_SMALL_DICTIONARY = 64
+_PY_OPS = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,
+           ">=": operator.ge}
+
+
+def _small_strings_mask(leaf: Cmp, values: ColumnValues) -> np.ndarray:
+    """A comparison on a few strings or binaries (a small dictionary): bytes compare in
+    UTF-8 byte order, which is code point order, as Arrow compares them."""
+    literal = leaf.value.encode("utf-8") if isinstance(leaf.value, str) else bytes(leaf.value)
+    data, offsets = memoryview(np.ascontiguousarray(values.values)).cast("B"), values.offsets.tolist()
+    op = _PY_OPS[leaf.op]
+    return np.fromiter((op(bytes(data[offsets[i] : offsets[i + 1]]), literal) for i in range(len(offsets) - 1)),
+                       bool, len(offsets) - 1)
+
+
 def _values_mask(leaf: Leaf, values: ColumnValues, valid, ltype: LogicalType) -> np.ndarray:
+    if (isinstance(leaf, Cmp) and valid is None and ltype.name in ("string", "binary")
+            and isinstance(leaf.value, (str, bytes)) and len(values) <= _SMALL_DICTIONARY):
+        return _small_strings_mask(leaf, values)
     if isinstance(leaf, Cmp) and _numeric(ltype):
         v = values.values
         mask = _NP_OPS[leaf.op](v, leaf.value if ltype.is_float else np.asarray(leaf.value, dtype=v.dtype))

@@ -15,6 +15,7 @@ import pyarrow as pa
 import pytest
 
 import rcfmt
+from store_commits import run_writers_and_a_reader
 from rcfmt.dataset import log
 from rcfmt.dataset import commits as dataset_commit
 from rcfmt.dataset import writer as dataset_writer
@@ -58,35 +59,17 @@ def _append_many(root, writer_id, n):
 def test_concurrent_appends_from_threads_all_survive(tmp_path):
     root = str(tmp_path)
     rcfmt.write_dataset(batch(99, 0), root)
-    stop = threading.Event()
-    seen_versions = []
-    errors = []
 
-    def reader():
-        while not stop.is_set():
-            try:
-                ds = rcfmt.dataset(root)
-                assert_consistent(ds)
-                seen_versions.append(ds.version)
-            except Exception as exc:  # pragma: no cover - reported below
-                errors.append(exc)
-                return
+    def read():
+        ds = rcfmt.dataset(root)
+        assert_consistent(ds)
+        return ds.version
 
-    threads = [threading.Thread(target=_append_many, args=(root, w, 5)) for w in range(4)]
-    r = threading.Thread(target=reader)
-    r.start()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    stop.set()
-    r.join()
-    assert not errors, errors
+    run_writers_and_a_reader(root, 4, lambda w: _append_many(root, w, 5), read)
     ds = rcfmt.dataset(root)
     assert ds.version == 21 and ds.num_files == 21
     assert log.list_versions(root) == list(range(1, 22))
     assert assert_consistent(ds) == {99000} | {w * 1000 + s for w in range(4) for s in range(5)}
-    assert seen_versions == sorted(seen_versions)  # one reader never goes back in time
     # nothing left behind: staging and tmp are empty, every data file is referenced
     assert not os.listdir(log.staging_root(root)) and not os.listdir(log.tmp_dir(root))
     assert _data_files(root) == {f.relpath for f in ds.files}

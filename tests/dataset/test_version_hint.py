@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 
 from urllib.parse import unquote
 
@@ -15,6 +14,7 @@ import pytest
 
 import rcfmt
 from rcfmt.dataset import commits as dataset_commits
+from store_commits import run_writers_and_a_reader
 from rcfmt.dataset import log
 from rcfmt.dataset import snapshot as dataset_snapshot
 from rcfmt.dataset import writer as dataset_writer
@@ -210,36 +210,17 @@ def test_two_writers_racing_with_their_hints(tmp_path, monkeypatch):
 def test_threads_appending_and_reading_always_see_a_committed_version(tmp_path):
     root = str(tmp_path / "d")
     make(root, 1)
-    errors, seen = [], []
-    stop = threading.Event()
 
-    def writer(w):
-        try:
-            for k in range(6):
-                rcfmt.write_dataset(batch(100 + 10 * w + k), root)
-        except Exception as exc:  # pragma: no cover - reported below
-            errors.append(exc)
+    def write(w):
+        for k in range(6):
+            rcfmt.write_dataset(batch(100 + 10 * w + k), root)
 
-    def reader():
-        try:
-            while not stop.is_set():
-                ds = rcfmt.dataset(root)
-                assert ds.num_rows == 5 * ds.version and ds.read().num_rows == ds.num_rows
-                seen.append(ds.version)
-        except Exception as exc:  # pragma: no cover - reported below
-            errors.append(exc)
+    def read():
+        ds = rcfmt.dataset(root)
+        assert ds.num_rows == 5 * ds.version and ds.read().num_rows == ds.num_rows
+        return ds.version
 
-    threads = [threading.Thread(target=writer, args=(w,)) for w in range(3)]
-    r = threading.Thread(target=reader)
-    r.start()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    stop.set()
-    r.join()
-    assert not errors, errors
-    assert seen == sorted(seen)  # a reader never goes back (the versions it finds only grow)
+    run_writers_and_a_reader(root, 3, write, read)
     assert log.latest_version(root) == 19 and rcfmt.dataset(root).num_rows == 5 * 19
     assert log.list_versions(root) == list(range(1, 20))
 

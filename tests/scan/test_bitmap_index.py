@@ -96,7 +96,7 @@ def lineitem_file(tmp_path_factory):
     table = _lineitem_like(60_000)
     path = tmp_path_factory.mktemp("li") / "li.rcfmt"
     rcfmt.write_table(table, path, block_rows=10_000, bitmap_indexes={"price": "bitsliced", "qty": "range",
-                                                                         "mode": "equality", "flag": "auto",
+                                                                         "mode": "equality", "flag": "equality",
                                                                          "disc": "bitsliced", "f": "equality"})
     return table, path
 
@@ -148,10 +148,9 @@ def test_empty_index_answer_prunes_the_block(tmp_path):
     n = 20_000
     flag = np.array(["A", "B"] * (n // 2))
     other = np.where(flag == "A", "x", "y")  # never ("A", "y"): each alone matches every block
-    payload = np.random.default_rng(0).integers(0, 1 << 62, n)  # bytes enough for the auto index budget
-    table = pa.table({"flag": flag, "other": other, "v": payload})
+    table = pa.table({"flag": flag, "other": other})
     path = tmp_path / "t.rcfmt"
-    rcfmt.write_table(table, path, block_rows=5000)
+    rcfmt.write_table(table, path, block_rows=5000, bitmap_indexes={"flag": "equality", "other": "equality"})
     with rcfmt.open(path) as f:
         scan = f.scan(filter=(col("flag") == "A") & (col("other") == "y"))
         assert scan.read().num_rows == 0
@@ -159,20 +158,34 @@ def test_empty_index_answer_prunes_the_block(tmp_path):
         assert scan.stats.blocks_pruned_stats == 0
 
 
-def test_auto_reports_and_bounds(tmp_path):
-    table = _lineitem_like(50_000)
+def test_auto_indexes_only_what_costs_less_than_the_pages(tmp_path):
+    """"auto" keeps an index only where it takes at most AUTO_CHUNK_SHARE of the chunk's
+    own pages: not for uniformly spread keys (they cost more than their codes), but for a
+    few rare values in an otherwise constant column; what it keeps answers exactly."""
+    from rcfmt.index.bitmap.build import AUTO_BUDGET, AUTO_CHUNK_SHARE
+
+    rng = np.random.default_rng(3)
+    n = 200_000
+    table = _lineitem_like(n).append_column(
+        "status", pa.array(np.where(rng.random(n) < 0.999, "OK", rng.choice(["E1", "E2", "E3"], n))))
     path = tmp_path / "t.rcfmt"
-    rcfmt.write_table(table, path, block_rows=25_000)
+    rcfmt.write_table(table, path, block_rows=100_000)
+    over = "auto: over half the bytes of the chunk's pages (a native scan of them costs less)"
     with rcfmt.open(path) as f:
         report = f.footer.bitmap_index["report"]
-        # equality indexes come first (3 and 7 keys), then bit-sliced ones while they fit
-        assert report["flag"]["kinds"] == {"equality": 2} and report["f"]["kinds"] == {"equality": 2}
+        for name in ("mode", "flag", "qty", "disc", "f"):
+            assert report[name] == {"kinds": {}, "not_indexed": {over: 2}}, name
         assert list(report["comment"]["not_indexed"]) == [
             "auto: too many distinct values for an equality index, no narrow integer range"]
-        assert list(report["price"]["not_indexed"]) == ["auto: over the block's index budget"]
-        indexed = {f.footer.columns[c].name for c in f.bitmap_columns}
-        assert {"f", "flag"} <= indexed and "comment" not in indexed
-        assert f.footer.bitmap_index["length"] <= 0.1 * f.size
+        assert report["status"]["kinds"] == {"equality": 2}
+        status = f.footer.columns.index(next(c for c in f.footer.columns if c.name == "status"))
+        for b in range(2):
+            assert f.bitmap_span(b, status)[1] <= AUTO_CHUNK_SHARE * int(f.footer.chunks[status][b]["length"])
+        assert f.footer.bitmap_index["length"] <= AUTO_BUDGET * f.size
+        expr = col("status") == "E2"
+        scan = f.scan([], filter=expr)
+        assert scan.count() == int(selection_mask(expr, table).sum())
+        assert scan.stats.rows_decoded == 0  # answered by the index
     rcfmt.write_table(table, path, bitmap_indexes=None)
     with rcfmt.open(path) as f:
         assert f.footer.bitmap_index == {"report": {}} and not f.bitmap_columns  # "written without"
@@ -272,7 +285,7 @@ def test_old_readers_ignore_the_region(tmp_path):
     written before it) reads the same rows."""
     table = _lineitem_like(10_000)
     path = tmp_path / "t.rcfmt"
-    rcfmt.write_table(table, path, bitmap_indexes="auto")
+    rcfmt.write_table(table, path, bitmap_indexes={"mode": "equality"})
     with rcfmt.open(path) as f:
         assert f.bitmap_columns
         region = f.footer.bitmap_index

@@ -62,6 +62,11 @@ COLUMNS = {  # name: (arrow type, value strategy, literal strategy)
           st.integers(-1, 5).map(lambda k: dt.date(2024, 1, 1) + dt.timedelta(days=k))),
     "ts": (pa.timestamp("us"), st.integers(0, 4), st.integers(-1, 5)),
     "s": (pa.string(), st.sampled_from(["a", "ab", "b", ""]), st.sampled_from(["a", "ab", "b", "", "c"])),
+    # code point order is UTF-8 byte order (dictionaries compare their few entries as bytes)
+    "u": (pa.large_string(), st.sampled_from(["é", "e", "z", "\U0001F600", "a\x00", "\xff", "\uffff"]),
+          st.sampled_from(["é", "f", "\U0001F600", "a", "\ufffd", ""])),
+    "bin": (pa.binary(), st.sampled_from([b"\xff", b"\x00", b"a", b"", b"a\x00"]),
+            st.sampled_from([b"\xfe", b"\x00\x00", b"a", b"", b"\xff\xff"])),
 }
 
 

@@ -6,10 +6,15 @@ chunks get one and of which kind (:class:`BitmapPolicy`), and the entry bytes
 comparisons: equality-encoded for a handful of distinct values, bit-sliced for an
 integer-like column with a narrow value range, whichever is smaller when both apply.
 It proposes none for a chunk whose statistics already answer everything (a single
-value, all NULL) or whose rows are sorted (its page index skips as well). The writer then
-keeps auto-proposed indexes of a block while they fit :data:`AUTO_BUDGET` of the block's
-bytes, equality indexes first, each kind smallest first (:func:`within_budget`); columns
-named explicitly are always indexed where their type allows.
+value, all NULL), whose rows are sorted (its page index skips as well), or whose index
+would exceed :data:`AUTO_CHUNK_SHARE` of the chunk's own stored pages: a comparison on a
+dictionary-coded or bit-packed column is answered by scanning those pages natively, so
+an index must be much smaller than them to pay for its bytes (uniformly spread values
+never are: 7 keys cost 6 bits per row where their codes take 3, before compression).
+The writer then keeps auto-proposed indexes of a block while they fit
+:data:`AUTO_BUDGET` of the block's bytes, equality indexes first, each kind smallest
+first (:func:`within_budget`); columns named explicitly are always indexed where their
+type allows.
 """
 from __future__ import annotations
 
@@ -27,11 +32,14 @@ from ...schema.types import LogicalType, PhysicalKind
 from ..._native import bitmaps as _bitmaps
 from ...schema.arrow_io import to_arrow
 
-__all__ = ["BitmapPolicy", "Proposal", "propose", "within_budget", "supported_kinds", "AUTO_BUDGET"]
+__all__ = ["BitmapPolicy", "Proposal", "propose", "within_budget", "supported_kinds", "AUTO_BUDGET",
+           "AUTO_CHUNK_SHARE"]
 
-#: auto indexes of a block together take at most this fraction of the block's bytes, so
-#: that they are at most a tenth of the file (1/9 of the rest)
-AUTO_BUDGET = 1 / 9
+#: auto indexes of a block together take at most this fraction of the block's bytes
+AUTO_BUDGET = 1 / 20
+#: auto: an index is proposed only when its estimated bytes are at most this share of
+#: the chunk's own stored pages (the bytes a native scan would read instead)
+AUTO_CHUNK_SHARE = 1 / 2
 #: auto: equality-encoded only up to this many distinct values in a chunk
 AUTO_EQUALITY_MAX_KEYS = 32
 #: auto: bit-sliced only up to this many slices (value range < 2^32)
@@ -298,18 +306,27 @@ def _bitsliced(chunk: _Chunk, slice_limit: int) -> bytes | None:
                         None, bitmaps)
 
 
-def _estimate_equality(rows: int, distinct: int, ltype: LogicalType) -> int:
-    """Bytes of an equality index of ``distinct`` evenly spread keys (one left out)."""
-    per_key = min((rows + 7) >> 3, 4 * rows // max(distinct, 1))
-    return max(distinct - 1, 0) * (per_key + 5) + distinct * (ltype.width or 16) + 32
+def _estimate_equality(rows: int, distinct: int, ltype: LogicalType, dictionary=None) -> int:
+    """Bytes of an equality index of ``distinct`` keys (the most frequent left out):
+    each key's rows as positions (4 bytes each) or a dense bitmap, whichever is smaller;
+    from the key counts of the writer's ``dictionary`` (codes, values) when given, else
+    as if evenly spread."""
+    dense = (rows + 7) >> 3
+    if dictionary is not None and len(dictionary[0]) == rows:
+        counts = np.sort(np.bincount(dictionary[0]))[:-1]  # (over every slot: an upper bound)
+        keys = int(np.minimum(4 * counts, dense).sum()) + 5 * len(counts)
+    else:
+        keys = max(distinct - 1, 0) * (min(dense, 4 * rows // max(distinct, 1)) + 5)
+    return keys + distinct * (ltype.width or 16) + 32
 
 
 def propose(values: ColumnValues, valid, ltype: LogicalType, request: str, *, distinct: int | None,
-            is_sorted: bool | None, dictionary=None) -> Proposal:
+            is_sorted: bool | None, dictionary=None, chunk_bytes: int | None = None) -> Proposal:
     """The index of one chunk (null slots of ``values`` already filled) for a
     ``request`` of "auto" or a kind named by the user: built now when named; for auto,
     its size estimated and its building deferred until the block's budget keeps it.
-    ``dictionary``: the writer's ``(codes, values)`` of the chunk, reused for keys."""
+    ``dictionary``: the writer's ``(codes, values)`` of the chunk, reused for keys;
+    ``chunk_bytes``: the chunk's stored pages (auto: see :data:`AUTO_CHUNK_SHARE`)."""
     named = request != "auto"
     chunk = _Chunk(values, valid, ltype, dictionary)
     rows = chunk.rows
@@ -334,7 +351,7 @@ def propose(values: ColumnValues, valid, ltype: LogicalType, request: str, *, di
         return _none("auto: sorted (the page index answers)")
     candidates = []
     if distinct is not None and distinct <= AUTO_EQUALITY_MAX_KEYS:
-        candidates.append((_estimate_equality(rows, distinct, ltype), 0, "equality",
+        candidates.append((_estimate_equality(rows, distinct, ltype, dictionary), 0, "equality",
                            lambda: _equality(chunk, MAX_KEYS)))  # (``distinct`` may be an estimate)
     if _integer_like(ltype) and (frame := chunk.frame()) is not None:
         width = frame[3].bit_length()
@@ -344,6 +361,8 @@ def propose(values: ColumnValues, valid, ltype: LogicalType, request: str, *, di
     if not candidates:
         return _none("auto: too many distinct values for an equality index, no narrow integer range")
     size, _, kind, build = min(candidates, key=lambda c: (c[0], c[1]))
+    if chunk_bytes is not None and size > AUTO_CHUNK_SHARE * chunk_bytes:
+        return _none("auto: over half the bytes of the chunk's pages (a native scan of them costs less)")
     return Proposal(kind, f"auto: {kind}, the smallest that answers comparisons", False, size, build)
 
 

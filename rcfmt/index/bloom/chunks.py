@@ -17,12 +17,14 @@ from ...schema.types import LogicalType, PhysicalKind
 from .sbbf import MIN_BYTES, BloomFilter, expected_fpp, hash_binary, hash_fixed, hash_values, optimal_num_bytes
 from ...scan.nnf import BoundListContains, Cmp, InSet
 
-__all__ = ["BloomPolicy", "build_filter", "read_filter", "can_probe", "may_contain"]
+__all__ = ["BloomPolicy", "build_filter", "chunk_hashes", "filter_bits", "fold", "read_filter", "can_probe",
+           "may_contain"]
 
 DEFAULT_FPP = 0.01
-#: "auto" filters may take at most this fraction of the chunk's stored bytes ...
-AUTO_MAX_FRACTION = 0.25
-#: ... and are dropped when that budget cannot give at least this false-positive rate
+#: "auto" filters of a block together take at most this share of the block's stored
+#: bytes; the smallest filters (fewest distinct values: keys, dates) are kept first
+AUTO_BLOCK_SHARE = 0.03
+#: an "auto" filter may be halved (down to this false-positive rate) to fit what is left
 AUTO_MAX_FPP = 0.10
 AUTO_MIN_ROWS = 1024
 
@@ -34,10 +36,15 @@ def _eligible_type(ltype: LogicalType) -> bool:
 class BloomPolicy:
     """Which chunks get a bloom filter.
 
-    ``columns="auto"`` (default): unsorted, high-cardinality chunks (no dictionary) of
-    integer-like, string and binary columns, when a filter within a quarter of the
-    chunk's stored size reaches a false-positive rate of 10% or better. A list of names:
-    exactly those columns, sized for ``fpp``. ``None``/``[]``: no filters.
+    ``columns="auto"`` (default): unsorted chunks without a dictionary (dictionary
+    chunks answer ``==`` from their dictionary page) of integer-like, string and binary
+    columns, each sized for ``fpp`` from its distinct count (exact when the writer built a
+    dictionary, else a HyperLogLog estimate). Per block, filters are kept smallest first
+    while all together stay within :data:`AUTO_BLOCK_SHARE` of the block's bytes; one that
+    does not fit is halved while its false-positive rate stays <= :data:`AUTO_MAX_FPP`.
+    So key-like columns get filters and long free text (millions of distinct values, as
+    large as a key column's whole chunk) does not. A list of names: exactly those
+    columns, sized for ``fpp``, always kept. ``None``/``[]``: no filters.
     """
 
     def __init__(self, columns="auto", fpp: float = DEFAULT_FPP, schema_names=()):
@@ -57,21 +64,75 @@ class BloomPolicy:
                 raise SchemaError(f"bloom_filter_columns names unknown columns {unknown}; columns: {list(schema_names)}")
             self.named = frozenset(columns)
 
-    def filter_size(self, name: str, ltype: LogicalType, rows: int, ndv: int | None, stored_bytes: int,
-                    is_dictionary: bool, is_sorted: bool | None) -> int | None:
-        """Bytes of the filter to build for a chunk, or None for no filter."""
+    def wants(self, name: str, ltype: LogicalType, rows: int, is_dictionary: bool, is_sorted: bool | None) -> bool:
+        """Whether a chunk is a candidate for a filter (named, or eligible for auto)."""
         if rows == 0:
-            return None
-        ndv = rows if ndv is None else max(ndv, 1)
+            return False
         if name in self.named:
-            return optimal_num_bytes(ndv, self.fpp)
-        if not self.auto or not _eligible_type(ltype) or is_dictionary or is_sorted or rows < AUTO_MIN_ROWS:
-            return None
-        size = optimal_num_bytes(ndv, self.fpp)
-        budget = max(MIN_BYTES, int(stored_bytes * AUTO_MAX_FRACTION))
-        while size > budget and size > MIN_BYTES:
-            size //= 2
-        return size if expected_fpp(size, ndv) <= AUTO_MAX_FPP else None
+            return True
+        return (self.auto and _eligible_type(ltype) and not is_dictionary and not is_sorted
+                and rows >= AUTO_MIN_ROWS)
+
+    def filter_size(self, ndv: int) -> int:
+        """Bytes of a filter for ``ndv`` distinct values at the policy's ``fpp``."""
+        return optimal_num_bytes(max(int(ndv), 1), self.fpp)
+
+    def keep(self, candidates: list, block_bytes: int) -> list:
+        """Per chunk of a block, the stored filter (bitset + crc32) or None.
+        ``candidates``: per chunk None or ``(name, ndv, bitset)`` with the bitset built at
+        :meth:`filter_size`; named columns are kept as built, auto ones within the
+        block's share (see the class), halved by folding where that lets them fit."""
+        out: list = [None] * len(candidates)
+        budget = int(block_bytes * AUTO_BLOCK_SHARE)
+        auto = []
+        for i, c in enumerate(candidates):
+            if c is None:
+                continue
+            name, ndv, bits = c
+            if name in self.named:
+                out[i] = _stored(bits)
+            else:
+                auto.append((len(bits), i, ndv, bits))
+        for size, i, ndv, bits in sorted(auto, key=lambda a: (a[0], a[1])):
+            while size > budget and size > MIN_BYTES and expected_fpp(size // 2, ndv) <= AUTO_MAX_FPP:
+                size //= 2
+            if size <= budget:
+                budget -= size
+                out[i] = _stored(fold(bits, size))
+        return out
+
+
+def fold(bits: bytes, num_bytes: int) -> bytes:
+    """The bitset of a filter of ``num_bytes`` (a power of two <= ``len(bits)``) holding
+    what ``bits`` holds: a hash's block is the top bits of its upper half, so halving the
+    block count maps blocks ``2k`` and ``2k + 1`` onto ``k`` (their words OR-ed); the bits
+    inside a block depend on the hash alone. The same bits as inserting anew."""
+    words = np.frombuffer(bits, dtype="<u4")
+    while len(words) * 4 > num_bytes:
+        words = (words.reshape(-1, 2, 8)[:, 0] | words.reshape(-1, 2, 8)[:, 1]).reshape(-1)
+    return words.tobytes()
+
+
+def _stored(bits: bytes) -> bytes:
+    return bits + zlib.crc32(bits).to_bytes(4, "little")
+
+
+def chunk_hashes(values: ColumnValues, valid, ltype: LogicalType, dictionary=None) -> np.ndarray:
+    """The hashes a chunk's filter holds: of its non-null values, or, given the writer's
+    ``(codes per row, distinct values)``, of the distinct values non-null rows use (a
+    duplicate would set the same bits)."""
+    if dictionary is not None:
+        codes, distinct = dictionary
+        used = np.bincount(codes if valid is None else codes[valid], minlength=len(distinct)) > 0
+        return _hashes(distinct, None, ltype)[used]
+    return _hashes(values, valid, ltype)
+
+
+def filter_bits(hashes: np.ndarray, num_bytes: int) -> bytes:
+    """The bitset of a ``num_bytes`` filter holding ``hashes``."""
+    bf = BloomFilter(num_bytes)
+    bf.insert_hashes(hashes)
+    return bf.to_bytes()
 
 
 def _hashes(values: ColumnValues, valid, ltype: LogicalType) -> np.ndarray:
@@ -83,19 +144,9 @@ def _hashes(values: ColumnValues, valid, ltype: LogicalType) -> np.ndarray:
 
 
 def build_filter(values: ColumnValues, valid, ltype: LogicalType, num_bytes: int, dictionary=None) -> bytes:
-    """The stored form (bitset + crc32) of a filter holding the chunk's non-null values.
-    ``dictionary``: the chunk's ``(codes per row, distinct values)`` when the writer
-    built one; then only the distinct values the non-null rows use are hashed (a
-    duplicate sets the same bits: the filter is the same)."""
-    bf = BloomFilter(num_bytes)
-    if dictionary is not None:
-        codes, distinct = dictionary
-        used = np.bincount(codes if valid is None else codes[valid], minlength=len(distinct)) > 0
-        bf.insert_hashes(_hashes(distinct, None, ltype)[used])
-    else:
-        bf.insert_hashes(_hashes(values, valid, ltype))  # duplicates set the same bits
-    bits = bf.to_bytes()
-    return bits + zlib.crc32(bits).to_bytes(4, "little")
+    """The stored form (bitset + crc32) of a filter holding the chunk's non-null values
+    (``dictionary``: as for :func:`chunk_hashes`)."""
+    return _stored(filter_bits(chunk_hashes(values, valid, ltype, dictionary), num_bytes))
 
 
 def read_filter(file, block: int, column: int, buf=None, base: int = 0) -> BloomFilter | None:
