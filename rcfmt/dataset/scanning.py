@@ -11,7 +11,6 @@ the file's own skipping scan (blocks, pages, late materialization).
 from __future__ import annotations
 
 import contextlib
-import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields as dc_fields
 from typing import Iterator, NamedTuple, Sequence
@@ -22,6 +21,7 @@ import pyarrow.compute as pc
 
 from ..errors import CorruptFileError, InvalidOptionError, SchemaError
 from ..storage.fetch import FetchOptions, check_fetch
+from ..threads import MAX_FILE_THREADS, cpu_threads
 from ..interop.arrow import export_stream
 from ..schema.arrow_io import filter_rows
 from ..file.reader import RcfmtFile
@@ -39,10 +39,6 @@ from .index import Snapshot
 
 __all__ = ["DatasetScan", "Fragment", "FileInfo", "scan_fragments", "prune_blocks", "open_data_file",
            "missing_is_corrupt", "file_view", "check_types", "value_sets_keep"]
-
-
-def _threads() -> int:
-    return min(4, os.cpu_count() or 1)
 
 
 # ------------------------------------------------------------------ snapshots
@@ -288,7 +284,7 @@ class DatasetScan:
         parallel (each scanned on one thread), or one at a time with threaded scans."""
         frags = self.fragments
         if self.use_threads and len(frags) > 1:
-            with ThreadPoolExecutor(_threads()) as pool:
+            with ThreadPoolExecutor(cpu_threads(MAX_FILE_THREADS)) as pool:
                 return list(pool.map(lambda fr: fn(fr, False), frags))
         return [fn(fr, self.use_threads) for fr in frags]
 

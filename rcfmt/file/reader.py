@@ -5,7 +5,6 @@ footer. Column chunks are read with positional reads (thread-safe), one per chun
 """
 from __future__ import annotations
 
-import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Iterator, Sequence
@@ -28,6 +27,7 @@ from ..schema.statistics import StatsArrays
 from ..storage import fetch as fetching
 from ..storage.fetch import FETCH_CONCURRENCY, FetchOptions, check_fetch  # noqa: F401 (FETCH_CONCURRENCY: its old home)
 from ..storage.registry import open_input
+from ..threads import cpu_threads
 from ..interop.arrow import export_stream
 from ..schema.arrow_io import to_arrow
 from .chunks import ChunkDecoder
@@ -38,10 +38,6 @@ __all__ = ["RcfmtFile", "open", "read_table"]
 #: a local file's open reads this much of its end at once: most footers fit (remote
 #: files: :attr:`rcfmt.FetchOptions.tail_bytes`)
 _TAIL_READ = 64 * 1024
-
-
-def _threads() -> int:
-    return min(8, os.cpu_count() or 1)
 
 
 class RcfmtFile:
@@ -544,7 +540,7 @@ class RcfmtFile:
     def _read_blocks(self, blocks: Sequence[int], col_ids: list[int], use_threads: bool) -> pa.Table:
         tasks = [(b, c) for b in blocks for c in col_ids]
         if use_threads and len(tasks) > 1:
-            with ThreadPoolExecutor(_threads()) as pool:
+            with ThreadPoolExecutor(cpu_threads()) as pool:
                 arrays = list(pool.map(lambda bc: self.read_column_chunk(*bc), tasks))
         else:
             arrays = [self.read_column_chunk(b, c) for b, c in tasks]

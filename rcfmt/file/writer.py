@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import collections
 import inspect
-import os
 import threading
 import zlib
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -48,6 +47,7 @@ from ..schema.statistics import ColumnStats, binary_chunk_and_page_stats, comput
 from ..schema.types import LogicalType, PhysicalKind, logical_type_from_arrow
 from ..schema import nested
 from ..storage import ByteSink, open_output
+from ..threads import cpu_threads
 from ..interop.arrow import arrow_stream, as_table
 from ..schema.tables import VIEW_STORAGE, physical_columns, physical_schema, storage_schema
 from ..schema.arrow_io import fill_null_slots, from_arrow, one_array, take, to_numpy, validity
@@ -86,7 +86,7 @@ def _pool() -> ThreadPoolExecutor:
     global _POOL
     with _POOL_LOCK:
         if _POOL is None:
-            _POOL = ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1), thread_name_prefix="rcfmt-write")
+            _POOL = ThreadPoolExecutor(max_workers=cpu_threads(), thread_name_prefix="rcfmt-write")
         return _POOL
 
 

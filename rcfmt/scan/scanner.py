@@ -7,7 +7,6 @@ counted in :class:`ScanStats`.
 """
 from __future__ import annotations
 
-import os
 import threading
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
@@ -22,6 +21,7 @@ from .. import memory
 from ..encodings.base import ColumnValues
 from ..encodings.dictionary import take as dictionary_take
 from ..errors import CorruptFileError, InvalidOptionError
+from ..threads import cpu_threads
 from ..interop.arrow import export_stream
 from ..schema.arrow_io import to_arrow
 from ..schema.nested import assemble as nested_assemble
@@ -1034,7 +1034,7 @@ class FileScan:
         most :data:`STREAM_WINDOW` per core in flight)."""
         if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
             raise InvalidOptionError(f"batch_size must be a positive integer, got {batch_size!r}")
-        window = STREAM_WINDOW * min(os.cpu_count() or 1, 8)
+        window = STREAM_WINDOW * cpu_threads()
         for batch in self._run(self.blocks, self.use_threads, window):
             for start in range(0, batch.num_rows, batch_size):
                 yield batch.slice(start, batch_size)
@@ -1074,7 +1074,7 @@ def _map_blocks(fn, blocks: list[int], use_threads: bool, window: int | None = N
         for b in blocks:
             yield fn(b)
         return
-    pool = ThreadPoolExecutor(min(os.cpu_count() or 1, 8, len(blocks)))
+    pool = ThreadPoolExecutor(min(cpu_threads(), len(blocks)))
     try:
         if window is None:
             yield from pool.map(fn, blocks)
