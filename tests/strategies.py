@@ -16,7 +16,7 @@ that what reaches rcfmt is exactly what the strategy drew:
 
 The oracles (:func:`assert_tables_identical`, :func:`expected_stats`) are written
 independently of rcfmt's own code: they compare float buffers bitwise and recompute
-statistics by brute force from the rules documented in ``rcfmt/statistics.py``.
+statistics by brute force from the rules documented in ``rcfmt/schema/statistics.py``.
 """
 from __future__ import annotations
 
@@ -465,7 +465,7 @@ def assert_tables_identical(actual: pa.Table, expected: pa.Table, check_metadata
 
 @dataclass
 class ExpectedStats:
-    """Statistics of one unit in the stats domain (see rcfmt/types.py), by brute force."""
+    """Statistics of one unit in the stats domain (see rcfmt/schema/types.py), by brute force."""
 
     null_count: int
     nan_count: int
