@@ -13,7 +13,9 @@ order, the same files per task): as Parquet (zstd, 131,072-row row groups throug
 * ``Q1``    -- TPC-H Q1 (shipdate <= 1998-09-02, group by returnflag, linestatus);
 * ``Q6``    -- TPC-H Q6 (the Q_c of bench_peers.py);
 * ``Q_a``   -- the selective two-column range query of bench_peers.py, all columns;
-* ``point`` -- l_orderkey = K (Q_b of bench_peers.py), all columns.
+* ``point`` -- l_orderkey = K (Q_b of bench_peers.py), all columns;
+* ``count`` -- ``count(*)``; ``count_q6`` -- ``count(*)`` of Q6's rows (rcfmt: a relation
+  with no column, ``.option("columns", "")``, answered from metadata).
 
 How rcfmt is read (what the README's "Spark: fast and correct" section tells a user):
 the relation-defining options, ``.option("columns", ...)`` with the columns the query
@@ -63,7 +65,7 @@ import datasets  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 BLOCK_ROWS = 131072
 LAYOUTS = ("natural", "zorder")
-QUERIES = ("trivial", "agg1", "full", "Q1", "Q6", "Q_a", "point")
+QUERIES = ("trivial", "agg1", "full", "Q1", "Q6", "Q_a", "point", "count", "count_q6")
 TINY_ROWS = 1000
 ALL_COLUMNS = None  # marker: the query needs every column
 COLUMNS = {
@@ -74,6 +76,8 @@ COLUMNS = {
     "Q6": ["l_shipdate", "l_discount", "l_quantity", "l_extendedprice"],
     "Q_a": ALL_COLUMNS,
     "point": ALL_COLUMNS,
+    "count": [],  # count(*): a relation of no column, answered from metadata
+    "count_q6": [],  # count(*) of Q6's rows: the same, with Q6's filter as the relation filter
 }
 
 
@@ -81,7 +85,7 @@ def where(q: str, c: "bench_peers.Constants") -> str | None:
     """The query's WHERE clause (also rcfmt's relation filter), None if it has none."""
     if q == "Q1":
         return "l_shipdate <= date'1998-09-02'"
-    if q == "Q6":
+    if q in ("Q6", "count_q6"):
         return (f"l_shipdate >= date'{c.q6_date_lo}' AND l_shipdate < date'{c.q6_date_hi}' "
                 f"AND l_discount BETWEEN {c.q6_disc_lo} AND {c.q6_disc_hi} AND l_quantity < {c.q6_qty_lt}")
     if q == "Q_a":
@@ -92,7 +96,13 @@ def where(q: str, c: "bench_peers.Constants") -> str | None:
     return None
 
 
-def sql(q: str, c: "bench_peers.Constants", view: str) -> str:
+def sql(q: str, c: "bench_peers.Constants", view: str, relation_filtered: bool = False) -> str:
+    """The query over ``view``; ``relation_filtered``: the view's relation already holds
+    only the WHERE clause's rows (rcfmt's filter option, the floor): count queries, whose
+    relation has no column to filter on, then leave it out."""
+    if q in ("count", "count_q6"):
+        w = where(q, c)
+        return f"SELECT count(*) AS n FROM {view}" + ("" if w is None or relation_filtered else f" WHERE {w}")
     if q == "trivial":
         return f"SELECT count(*) AS n FROM {view}"
     if q == "agg1":
@@ -347,14 +357,14 @@ def run(spark, fmt: str, path: str, q: str, c, floor: dict | None = None):
     if fmt == "floor":
         (spark.read.format("rcfmt_floor").option("path", floor["path"]).option("partitions", floor["partitions"])
          .load().createOrReplaceTempView("t_floor"))
-        return spark.sql(sql(q, c, "t_floor")).collect()
+        return spark.sql(sql(q, c, "t_floor", True)).collect()
     reader = spark.read.format("rcfmt")
     if COLUMNS[q] is not ALL_COLUMNS:
         reader = reader.option("columns", ", ".join(COLUMNS[q]))
     if where(q, c) is not None:
         reader = reader.option("filter", where(q, c))
     reader.load(path).createOrReplaceTempView("t_rcfmt")
-    return spark.sql(sql(q, c, "t_rcfmt")).collect()
+    return spark.sql(sql(q, c, "t_rcfmt", True)).collect()
 
 
 ENGINES = ("parquet", "rcfmt", "floor")

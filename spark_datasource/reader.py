@@ -19,6 +19,7 @@ import glob
 import json
 import math
 import os
+import time
 import uuid
 
 import numpy as np
@@ -256,12 +257,44 @@ def zero_column_batches(rows: int, batch_rows: int):
         yield batch
 
 
+#: the surviving bytes (estimated from block ranges) at most which a filtered read whose
+#: planning read the footers runs as one task: a task costs Spark a Python worker round
+#: trip (tens of ms), more than decoding a few blocks
+SINGLE_TASK_BYTES = 32 << 20
+
+#: per planner process (Spark reuses its Python workers): parsed relation filters and
+#: planned fragments, keyed by dataset root and version -- a version never changes, so
+#: they stay right; a new version is a new key. Bounded, oldest dropped first.
+_CACHE: dict = {}
+_CACHE_ENTRIES = 256
+
+
+def _cached(key, make):
+    """``make()``, remembered under ``key`` (a tuple whose last item is None when the
+    value must not be cached)."""
+    if key is None or key[-1] is None:
+        return make()
+    try:
+        return _CACHE[key]
+    except KeyError:
+        pass
+    except TypeError:  # an unhashable key: no caching
+        return make()
+    value = make()
+    if len(_CACHE) >= _CACHE_ENTRIES:
+        _CACHE.pop(next(iter(_CACHE)))
+    _CACHE[key] = value
+    return value
+
+
 class RcfmtReader(DataSourceReader):
     """Reader without filter pushdown (used where Spark does not push filters)."""
 
     def __init__(self, options, schema: StructType):
+        t0 = time.perf_counter()
         self.options = options if isinstance(options, ReadOptions) else ReadOptions(options)
         self._open(schema)
+        self.open_ms = (time.perf_counter() - t0) * 1e3  # (reported with statsDir)
 
     @with_store_settings
     def _open(self, schema: StructType) -> None:
@@ -279,18 +312,25 @@ class RcfmtReader(DataSourceReader):
         self.filter = None  # the pushed filters, as one rcfmt expression
         # the relation's own filter (the filter option): applied by every scan, exactly
         self.relation_filter = None
+        if self.options.filter is not None or self.options.filter_expr is not None:
+            key = None if ds.version is None else (ds.root, ds.version, self.options.filter, self.options.filter_expr)
+            self.relation_filter = _cached(("filter", key), lambda: self._parse_filter(ds))
+        self.plan_id = uuid.uuid4().hex
+        self.guarded = not SCAN_SCOPED_READ_INFO
+        self.claims_dir = None  # set when a filter is pushed on a guarded Spark
+
+    def _parse_filter(self, ds):
+        out = None
         if self.options.filter is not None:
             from rcfmt.scan.sql_filter import parse_filter
 
-            self.relation_filter = parse_filter(self.options.filter, bind_schema(ds.schema))
+            out = parse_filter(self.options.filter, bind_schema(ds.schema))
         if self.options.filter_expr is not None:
             from rcfmt.scan.sql_filter import parse_filter_expr
 
             expr = parse_filter_expr(self.options.filter_expr, bind_schema(ds.schema))
-            self.relation_filter = expr if self.relation_filter is None else self.relation_filter & expr
-        self.plan_id = uuid.uuid4().hex
-        self.guarded = not SCAN_SCOPED_READ_INFO
-        self.claims_dir = None  # set when a filter is pushed on a guarded Spark
+            out = expr if out is None else out & expr
+        return out
 
     def __getstate__(self):  # the dataset (its index) stays on the driver
         state = dict(self.__dict__)
@@ -317,25 +357,34 @@ class RcfmtReader(DataSourceReader):
     def partitions(self) -> list:
         from rcfmt.dataset import prune_blocks
 
+        t0 = time.perf_counter()
         ds = self._dataset()
         plan_filter = self._plan_filter()
         # every file any scan of this relation may need (the relation filter prunes for all)
-        everything = ds.get_fragments(self.relation_filter)
-        fragments = ds.get_fragments(plan_filter) if self.filter is not None else everything
+        # (cached only for a dataset version and the relation's own filter, given as text)
+        key = None if ds.version is None else (ds.root, ds.version, self.options.filter, self.options.filter_expr)
+        everything = _cached(("fragments", key), lambda: ds.get_fragments(self.relation_filter))
+        if self.filter is not None:
+            fragments, key = ds.get_fragments(plan_filter), None
+        else:
+            fragments = everything
         files_kept = len(fragments)
         kept_paths = {f.path for f in fragments}
-        dropped, blocks_pruned = [], 0
+        dropped, blocks_pruned, footers = [], 0, False
         if plan_filter is not None and 0 < len(fragments) <= self.options.planning_footers:
             # few files survive the index: their footers are cheap, prune blocks now so that
-            # tasks are planned for the surviving blocks only
-            fragments, dropped, _ = prune_blocks(fragments, self.dataset_schema, plan_filter,
-                                                 partition_names=self.partition_names,
-                                                 verify_checksums=self.options.verify_checksums,
-                                                 column_ids=self.column_ids, fetch=self.options.fetch)
+            # tasks are planned for the surviving blocks only (once per dataset version and filter)
+            footers = True
+            fragments, dropped, _ = _cached(("blocks", key), lambda: prune_blocks(
+                fragments, self.dataset_schema, plan_filter, partition_names=self.partition_names,
+                verify_checksums=self.options.verify_checksums, column_ids=self.column_ids,
+                fetch=self.options.fetch))
             blocks_pruned = sum(f.blocks[1] - f.blocks[0] if f.blocks else f.num_blocks for f in dropped)
         if not self.columns and plan_filter is None:
             # count(*) and existence: the index's row counts answer, in one task opening no file
             groups = [fragments] if fragments else []
+        elif footers and sum(f.estimated_size for f in fragments) <= SINGLE_TASK_BYTES:
+            groups = [fragments] if fragments else []  # few surviving blocks: one task
         else:
             groups = plan_partitions(fragments, self.options.max_partition_bytes, self.options.min_partitions)
         pruned_groups = [[] for _ in groups]
@@ -347,7 +396,8 @@ class RcfmtReader(DataSourceReader):
             _write_json(self.options.stats_dir, f"plan-{self.plan_id}.json", {
                 "plan_id": self.plan_id, "version": ds.version, "files_total": ds.num_files,
                 "files_pruned": ds.num_files - files_kept, "blocks_pruned_planning": blocks_pruned,
-                "partitions": len(groups), "filter": repr(plan_filter)})
+                "partitions": len(groups), "filter": repr(plan_filter), "open_ms": self.open_ms,
+                "plan_ms": (time.perf_counter() - t0) * 1e3, "pid": os.getpid()})
         return [RcfmtInputPartition(i, g, p) for i, (g, p) in enumerate(zip(groups, pruned_groups))]
 
     @with_store_settings
@@ -371,17 +421,22 @@ class RcfmtReader(DataSourceReader):
                               column_ids=self.column_ids, fetch=self.options.fetch)
         target = self.target
         convert = BatchConverter(target)
+        t0, inside = time.perf_counter(), 0.0  # (inside: time spent in this generator)
         try:
             for batch in scan.iter_batches(self.options.batch_rows):
                 if batch.schema.names != target.names:
                     batch = batch.rename_columns(target.names)
-                yield convert(batch)
+                batch = convert(batch)
+                inside += time.perf_counter() - t0
+                yield batch
+                t0 = time.perf_counter()
         finally:
             if self.options.stats_dir:
+                inside += time.perf_counter() - t0
                 _write_json(self.options.stats_dir,
                             f"task-{self.plan_id}-{partition.value}-{uuid.uuid4().hex[:8]}.json",
                             {"plan_id": self.plan_id, "partition": partition.value, "owner": owner,
-                             "stats": scan.stats.as_dict()})
+                             "stats": scan.stats.as_dict(), "scan_ms": inside * 1e3, "pid": os.getpid()})
 
 
     def _read_count(self, partition, fragments, expr, owner):
