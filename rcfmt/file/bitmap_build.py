@@ -26,14 +26,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..encodings.base import ColumnValues
+from ..encodings.dictionary import take as take_values
 from ..errors import InvalidOptionError, SchemaError
 from ..format.bitmap_index import BITSLICED, EQUALITY, RANGE, encode_entry, encode_keys, encode_mask
 from ..types import LogicalType, PhysicalKind
 from .._native import bitmaps as _bitmaps
 from .arrow_io import to_arrow
 
-__all__ = ["BitmapPolicy", "Proposal", "propose", "within_budget", "supported_kinds", "AUTO_BUDGET",
-           "AUTO_CHUNK_SHARE"]
+__all__ = ["BitmapPolicy", "Proposal", "propose", "within_budget", "supported_kinds", "dictionary_keys",
+           "AUTO_BUDGET", "AUTO_CHUNK_SHARE"]
 
 #: auto indexes of a block together take at most this fraction of the block's bytes
 AUTO_BUDGET = 1 / 20
@@ -213,7 +214,7 @@ def _key_codes(values: ColumnValues, valid: np.ndarray, ltype: LogicalType):
     """``(keys, codes)``: the distinct values of the rows in ``valid`` ascending (as
     stats-domain values) and each such row's key number."""
     if ltype.kind == PhysicalKind.VARBINARY:
-        arr = to_arrow(values, None, ltype).filter(pa.array(valid))
+        arr = to_arrow(values, None, ltype.storage).filter(pa.array(valid))  # (annotated: keys as stored)
         encoded = pc.dictionary_encode(arr)
         dictionary = encoded.dictionary
         order = pc.sort_indices(dictionary).to_numpy()
@@ -236,6 +237,28 @@ def _key_codes(values: ColumnValues, valid: np.ndarray, ltype: LogicalType):
         v = v + v.dtype.type(0.0)  # -0.0 and +0.0 are one key (+0.0)
     uniq, codes = np.unique(v, return_inverse=True)
     return uniq.tolist(), codes.reshape(-1)
+
+
+def dictionary_keys(dictionary, valid, ltype: LogicalType, limit: int) -> list | None:
+    """The distinct non-null, non-NaN values of a chunk (stats domain, ascending, as an
+    equality index's keys) from the writer's ``dictionary`` ``(codes per slot, distinct
+    values)``: only entries non-null rows use count (null slots may hold values of
+    their own). None when there are more than ``limit``, and for annotated types (keys
+    taken from storage values are not of the column's Arrow type, which the dataset's
+    value sets compare literals with)."""
+    if ltype.annotated:
+        return None
+    codes, distinct = dictionary
+    used = np.flatnonzero(np.bincount(codes if valid is None else codes[np.asarray(valid, bool)],
+                                      minlength=len(distinct)))
+    if len(used) > limit + 1:  # (+1: a NaN entry is dropped below)
+        return None
+    entries = take_values(distinct, used.astype(np.uint32), ltype)
+    live = np.ones(len(used), bool)
+    if ltype.is_float:
+        live = ~np.isnan(entries.values)
+    keys, _ = _key_codes(entries, live, ltype)
+    return keys if len(keys) <= limit else None
 
 
 def _integers(values: ColumnValues, ltype: LogicalType) -> np.ndarray | None:
