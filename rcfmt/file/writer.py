@@ -42,7 +42,7 @@ from ..format.page import assemble_pages
 from ..format.stats_slots import DEFAULT_TRUNCATE, encode_slots, fill_slots, stat_width
 from ..scan.bloom import estimate_distinct
 from ..scan.bloom_filters import DEFAULT_FPP, BloomPolicy, chunk_hashes, filter_bits
-from .bitmap_build import BitmapPolicy, Proposal, dictionary_keys, propose, within_budget
+from .bitmap_build import BitmapPolicy, Proposal, dictionary_keys, key_counts, propose, within_budget
 from ..format.bitmap_index import DIRECTORY_RECORD, EQUALITY, RANGE, encode_directory, encode_keys, entry_keys
 from ..statistics import ColumnStats, binary_chunk_and_page_stats, compute_page_stats, compute_stats
 from ..types import LogicalType, PhysicalKind, logical_type_from_arrow
@@ -827,12 +827,13 @@ def encode_chunk(values: ColumnValues, valid, col: ColumnSchema, options: WriteO
         hashes = chunk_hashes(values, valid, ltype, analysis.dictionary)
         ndv = distinct if distinct is not None else estimate_distinct(hashes)
         bloom = (col.name, ndv, filter_bits(hashes, options.bloom.filter_size(ndv)), distinct is None)
-    proposal = None if bitmap_request is None else propose(values, valid, ltype, bitmap_request,
-                                                             distinct=distinct, is_sorted=analysis.is_sorted,
-                                                             dictionary=analysis.dictionary, chunk_bytes=len(out))
-    keys = None  # the chunk's few distinct values, for the file's report (docs/DATASET.md §3.2)
-    if bitmap_request is not None and analysis.dictionary is not None:
-        keys = dictionary_keys(analysis.dictionary, valid, ltype, FILE_VALUES_MAX)
+    proposal, keys = None, None  # keys: the chunk's few distinct values, for the file's report (DATASET.md §3.2)
+    if bitmap_request is not None:
+        counts = None if analysis.dictionary is None else key_counts(analysis.dictionary, valid)
+        proposal = propose(values, valid, ltype, bitmap_request, distinct=distinct, is_sorted=analysis.is_sorted,
+                           dictionary=analysis.dictionary, counts=counts, chunk_bytes=len(out))
+        if counts is not None:
+            keys = dictionary_keys(analysis.dictionary, counts, ltype, FILE_VALUES_MAX)
     return out, record, entries, bloom, proposal, analysis.decision, keys
 
 
