@@ -97,7 +97,8 @@ def test_first_filtered_read_does_not_import_pandas(tmp_path):
     pandas on first use, ~0.2 s that a user's first query would pay: the read path
     builds its Arrow literals and masks from buffers instead."""
     path = tmp_path / "f.rcfmt"
-    rcfmt.write_table(_table(), path, block_rows=4096, page_rows=1024)
+    rcfmt.write_table(_table(), path, block_rows=4096, page_rows=1024,
+                      bitmap_indexes={"carrier": "equality", "day": "bitsliced"})
     code = textwrap.dedent(f"""
         import sys, decimal
         import rcfmt
@@ -105,7 +106,7 @@ def test_first_filtered_read_does_not_import_pandas(tmp_path):
         f = (col("month") >= 3) & (col("price") < 500.5) & col("carrier").isin(["UA", "AA"]) \\
             & col("tail").startswith("N1") & ~col("day").is_null() & (col("dep") != 7)
         n = rcfmt.read_table({str(path)!r}, filter=f).num_rows
-        with rcfmt.open({str(path)!r}) as file:  # default writes index these columns: counts ask them
+        with rcfmt.open({str(path)!r}) as file:  # these columns are indexed: counts ask the indexes
             m = file.scan([], filter=(col("carrier") == "UA") & (col("day") < 9)).count()
             used = bool(file.bitmap_columns)
         print(n, m, used, "pandas" in sys.modules)

@@ -19,8 +19,9 @@ column after column, with no Python between them.
 
 Outputs. Fixed-width values (decimal128 as 16-byte values), bools (Arrow's bits),
 dictionary codes (uint32, when kept), string/binary offsets (int32, int64 for large
-types) and validity bitmaps go into ONE numpy arena allocated per block, sized from the
-footer (rows x item size, aligned to 64 bytes per region). String/binary data and kept
+types) and validity bitmaps go into one numpy arena per column, sized from the footer
+(rows x item size, each region 64-byte aligned): a column kept alone keeps only its own
+memory alive, not the block's. String/binary data and kept
 dictionaries are sized only by their pages: they are allocated inside the native
 section and handed back owned by :class:`Owned` buffers.
 
@@ -566,9 +567,10 @@ def run_block(buf, int64_t base, const int64_t[:, ::1] spec, const int64_t[:, ::
     ``buf``: the block's bytes from file offset ``base`` on (a whole read, or ranges
     read into one buffer); ``spec``: one row of S_COLS per column (built once per scan);
     ``chunks``: the block's chunk records, one row of C_COLS per column; ``rows``: the
-    block's rows. Returns ``(arena, results, data, dictionaries)``: the uint8 arena
-    holding values/codes/offsets and validity, ``results`` (int64, R_COLS per column:
-    status, page, where the column's outputs are in the arena, nulls, data bytes), and
+    block's rows. Returns ``(arenas, results, data, dictionaries)``: per column the uint8
+    arena holding its values/codes/offsets and validity, ``results`` (int64, R_COLS per
+    column: status, page, where the column's outputs are in its arena, nulls, data
+    bytes), and
     per column the :class:`Owned` string/binary data (or None) and the kept dictionary
     ``(values or data, int32 offsets or None)`` (or None). A column whose status is not
     ST_OK must be decoded again by the Python path (see the module docstring)."""
@@ -576,14 +578,17 @@ def run_block(buf, int64_t base, const int64_t[:, ::1] spec, const int64_t[:, ::
     cdef Py_ssize_t size = view.shape[0]
     cdef const uint8_t* p = &view[0] if size else _EMPTY
     cdef Py_ssize_t ncols = spec.shape[0], i, reached = 0
-    cdef int64_t total = 0, capacity = 1, vbytes, pages, length, width
+    cdef int64_t capacity = 1, vbytes, pages, length, width, shift
     cdef bint keep
+    cdef cnp.ndarray arena
+    cdef uint8_t* a
     if chunks.shape[0] != ncols or spec.shape[1] != S_COLS or chunks.shape[1] != C_COLS:
         raise ValueError("spec and chunks need one row per column")
     if rows < 0:
         raise ValueError("rows must be >= 0")
     cdef cnp.ndarray results = np.zeros((ncols, R_COLS), np.int64)
     cdef int64_t[:, ::1] r = results
+    arenas = [None] * ncols
     for i in range(ncols):
         keep = spec[i, S_CODES] != 0 and chunks[i, C_DICT_LENGTH] > 0
         width = spec[i, S_WIDTH]
@@ -593,17 +598,15 @@ def run_block(buf, int64_t base, const int64_t[:, ::1] spec, const int64_t[:, ::
             vbytes = (rows + 1) * (8 if spec[i, S_LARGE] else 4)
         else:
             vbytes = rows * width
-        r[i, R_VALUES] = total
-        total += _round64(vbytes + 8)
-        r[i, R_VALID] = total
-        total += _round64((rows + 7) // 8 + 8)
+        arena = _memory.empty(_round64(vbytes + 8) + _round64((rows + 7) // 8 + 8) + 64, np.uint8)
+        arenas[i] = arena
+        shift = (-<int64_t>(<uintptr_t>cnp.PyArray_DATA(arena))) & 63
+        r[i, R_VALUES] = shift
+        r[i, R_VALID] = shift + _round64(vbytes + 8)
         r[i, R_DICT] = keep
         pages = max(chunks[i, C_PAGES], 1)
         length = max(chunks[i, C_LENGTH], 0)
         capacity = max(capacity, min(pages, length // 32 + 1))
-    cdef cnp.ndarray arena = _memory.empty(total + 64, np.uint8)
-    cdef uint8_t* a = <uint8_t*>cnp.PyArray_DATA(arena)
-    cdef int64_t shift = (-<int64_t>(<uintptr_t>a)) & 63
     cdef cnp.ndarray table = np.empty((capacity, P_COLS), np.int64)
     cdef int64_t[:, ::1] t = table
     cdef Col* cols = <Col*>malloc(max(ncols, 1) * sizeof(Col))
@@ -611,8 +614,7 @@ def run_block(buf, int64_t base, const int64_t[:, ::1] spec, const int64_t[:, ::
         raise MemoryError()
     memset(cols, 0, max(ncols, 1) * sizeof(Col))
     for i in range(ncols):
-        r[i, R_VALUES] += shift
-        r[i, R_VALID] += shift
+        a = <uint8_t*>cnp.PyArray_DATA(<cnp.ndarray>arenas[i])
         cols[i].s = &spec[i, 0]
         cols[i].c = &chunks[i, 0]
         cols[i].values = a + r[i, R_VALUES]
@@ -655,4 +657,4 @@ def run_block(buf, int64_t base, const int64_t[:, ::1] spec, const int64_t[:, ::
             _free_temporaries(&cols[i])
             _free_outputs(&cols[i])
         free(cols)
-    return arena, results, data, dictionaries
+    return arenas, results, data, dictionaries

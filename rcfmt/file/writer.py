@@ -41,7 +41,7 @@ from ..format.page import assemble_pages
 from ..format.stats_slots import DEFAULT_TRUNCATE, encode_slots, fill_slots, stat_width
 from ..index.bloom.sbbf import estimate_distinct
 from ..index.bloom.chunks import DEFAULT_FPP, BloomPolicy, chunk_hashes, filter_bits
-from ..index.bitmap.build import BitmapPolicy, Proposal, propose, within_budget
+from ..index.bitmap.build import BitmapPolicy, Proposal, dictionary_keys, key_counts, propose, within_budget
 from ..index.bitmap.layout import DIRECTORY_RECORD, EQUALITY, RANGE, encode_directory, encode_keys, entry_keys
 from ..schema.statistics import ColumnStats, binary_chunk_and_page_stats, compute_page_stats, compute_stats
 from ..schema.types import LogicalType, PhysicalKind, logical_type_from_arrow
@@ -240,6 +240,7 @@ class Writer:
         self._bitmaps: list[bytes | None] = []  # per (block, column), in write order
         self._bitmap_report: dict[str, dict] = {}  # per column: kinds built, reasons for none
         self._bloom_report: dict[str, dict] = {}  # per column: filters kept, left out, estimates
+        self._chunk_keys: list[list] = [[] for _ in self._columns]  # per column, per block: distinct values or None
         self._decisions: list[list] = [[] for _ in self._columns]  # per column: (block, sampled Decision)
         self._element_ids = nested.element_columns(self._nodes) if self._nodes is not None else set()
         named_elements = [self._columns[i].name for i in self._element_ids
@@ -448,7 +449,8 @@ class Writer:
     def _write_encoded(self, rows: int, encoded: list) -> None:
         start = self._pos
         first_row = self._blocks[-1][0] + self._blocks[-1][1] if self._blocks else 0
-        for i, (chunk_bytes, record, page_index, bloom, _, decision) in enumerate(encoded):
+        for i, (chunk_bytes, record, page_index, _, _, decision, keys) in enumerate(encoded):
+            self._chunk_keys[i].append(keys)
             if decision is not None:
                 self._decisions[i].append((len(self._blocks), decision))
             record["offset"] = self._pos
@@ -551,19 +553,22 @@ class Writer:
 
 
     def _note_file_values(self) -> None:
-        """Per column whose every block has an equality or range index: the file's
-        distinct values (their keys' union), in its report when at most
+        """Per column whose every block knows its distinct values -- from an equality or
+        range index, or from the writer's dictionary of the chunk: the file's distinct
+        values (their union), in the column's report when at most
         :data:`FILE_VALUES_MAX` (for a dataset's stats index, docs/DATASET.md §3.2)."""
         ncols = len(self._columns)
         for c, column in enumerate(self._columns):
             entries = self._bitmaps[c::ncols]
             report = self._bitmap_report.get(column.name)
-            if report is None or not entries or any(e is None for e in entries):
+            if report is None or not entries:
                 continue
-            values: set = set()
-            for entry in entries:
-                kind, keys = entry_keys(entry, column.type)
-                if kind not in (EQUALITY, RANGE):
+            values: set | None = set()
+            for entry, keys in zip(entries, self._chunk_keys[c]):
+                if entry is not None:
+                    kind, keys = entry_keys(entry, column.type)
+                    keys = keys if kind in (EQUALITY, RANGE) else None
+                if keys is None:
                     values = None
                     break
                 values.update(keys)
@@ -580,6 +585,7 @@ class Writer:
         footer description, or None when no chunk has an index."""
         ncols, nblocks = len(self._columns), len(self._blocks)
         self._bitmaps = [e.result() if isinstance(e, Future) else e for e in self._bitmaps]
+        self._note_file_values()
         indexed = sorted({k % ncols for k, entry in enumerate(self._bitmaps) if entry is not None}) if ncols else []
         if not indexed:
             return None
@@ -594,7 +600,6 @@ class Writer:
             self._write(entry)
         directory_offset = self._pos
         self._write(encode_directory(directory))
-        self._note_file_values()
         return {"offset": start, "length": self._pos - start, "directory_offset": directory_offset,
                 "columns": indexed}
 
@@ -661,8 +666,9 @@ def page_bounds(chunk: ColumnValues, ltype: LogicalType, encoding: Encoding, est
 
 def encode_chunk(values: ColumnValues, valid, col: ColumnSchema, options: WriteOptions,
                  forced: Encoding | None = None, bitmap_request: str | None = None, hint=None):
-    """Encode one column chunk; return ``(bytes, chunk record, page-index records, bloom,
-    bitmap-index proposal or None, the selector's sampled decision or None)``;
+    """Encode one column chunk; return ``(bytes, chunk record, page-index records, bloom
+    candidate, bitmap-index proposal or None, the selector's sampled decision or None,
+    the chunk's distinct values when a dictionary shows at most FILE_VALUES_MAX)``;
     ``bitmap_request``: "auto", a kind, or None; ``hint``: a decision sampled on an
     earlier chunk of the column (:func:`rcfmt.encodings.selector.choose`).
 
@@ -726,10 +732,14 @@ def encode_chunk(values: ColumnValues, valid, col: ColumnSchema, options: WriteO
         hashes = chunk_hashes(values, valid, ltype, analysis.dictionary)
         ndv = distinct if distinct is not None else estimate_distinct(hashes)
         bloom = (col.name, ndv, filter_bits(hashes, options.bloom.filter_size(ndv)), distinct is None)
-    proposal = None if bitmap_request is None else propose(values, valid, ltype, bitmap_request,
-                                                             distinct=distinct, is_sorted=analysis.is_sorted,
-                                                             dictionary=analysis.dictionary, chunk_bytes=len(out))
-    return out, record, entries, bloom, proposal, analysis.decision
+    proposal, keys = None, None  # keys: the chunk's few distinct values, for the file's report (DATASET.md §3.2)
+    if bitmap_request is not None:
+        counts = None if analysis.dictionary is None else key_counts(analysis.dictionary, valid)
+        proposal = propose(values, valid, ltype, bitmap_request, distinct=distinct, is_sorted=analysis.is_sorted,
+                           dictionary=analysis.dictionary, counts=counts, chunk_bytes=len(out))
+        if counts is not None:
+            keys = dictionary_keys(analysis.dictionary, counts, ltype, FILE_VALUES_MAX)
+    return out, record, entries, bloom, proposal, analysis.decision, keys
 
 
 def _pages(encoded, encoding_id: int, bounds: list[int], page_stats: list, valid, col: ColumnSchema, codec: int,

@@ -106,14 +106,13 @@ class BlockColumns:
 
     def run(self, buf, base: int, block: int, rows: int, verify: bool) -> list:
         """Decode every column of ``block`` (all ``rows`` rows) from ``buf`` (file bytes
-        from ``base`` on), per column: an Arrow array (wrapped here, once: a slice of the
-        block's arena, and the owned string data); ``(values, validity, codes,
+        from ``base`` on), per column: an Arrow array (wrapped here, once: slices of the
+        column's own arena, and the owned string data); ``(values, validity, codes,
         dictionary)`` for a read_dictionary or annotated column (wrapped by the scan as
         the Python path does; ``codes``/``dictionary``: a dictionary chunk kept as codes,
         values then None); or None for a column the Python path must decode again (see
         the module docstring)."""
-        arena, results, data, dictionaries = _block.run_block(buf, base, self.spec, self.chunks[block], rows, verify)
-        whole = pa.py_buffer(arena)
+        arenas, results, data, dictionaries = _block.run_block(buf, base, self.spec, self.chunks[block], rows, verify)
         out = []
         vbytes = (rows + 7) // 8
         for i, (status, _page, at, valid_at, nulls, _size, keep, dsize) in enumerate(results.tolist()):
@@ -122,6 +121,7 @@ class BlockColumns:
                 continue
             atype = self.arrow_types[i]
             if atype is not None:  # straight to Arrow
+                whole = pa.py_buffer(arenas[i])
                 validity = whole.slice(valid_at, vbytes) if nulls else None
                 width = self.widths[i]
                 if width > 0:
@@ -132,7 +132,8 @@ class BlockColumns:
                     offsets = whole.slice(at, (rows + 1) * (8 if width == -8 else 4))
                     out.append(pa.Array.from_buffers(atype, rows, [validity, offsets, pa.py_buffer(data[i])], nulls))
                 continue
-            out.append(self._storage_form(i, arena, data[i], dictionaries[i], at, valid_at, nulls, keep, dsize, rows))
+            out.append(self._storage_form(i, arenas[i], data[i], dictionaries[i], at, valid_at, nulls, keep, dsize,
+                                          rows))
         return out
 
     def _storage_form(self, i, arena, data, dictionary, at, valid_at, nulls, keep, dsize, rows):

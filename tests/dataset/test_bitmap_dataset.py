@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pytest
 
 import rcfmt
 from oracle_filter import filter_table
@@ -65,9 +66,12 @@ def test_dataset_files_carry_indexes_through_append_and_optimize(tmp_path):
     assert _indexed_columns(appended) == set()
 
 
-def test_index_skips_files_by_their_distinct_values(tmp_path):
-    """Files whose indexes know all their values report them to the stats index: a
-    file is skipped when a leaf cannot hold for any of its values (or its NULLs, NaN)."""
+@pytest.mark.parametrize("indexes", ["named", "default"])
+def test_index_skips_files_by_their_distinct_values(tmp_path, indexes):
+    """Files whose indexes or dictionaries know all their values report them to the
+    stats index: a file is skipped when a leaf cannot hold for any of its values (or its
+    NULLs, NaN). With default options these columns get no bitmap index (their keys are
+    spread evenly) and the values come from the writer's dictionaries."""
     rng = np.random.default_rng(3)
     path = str(tmp_path / "ds")
     pieces = [(["AIR", "MAIL"], ["A", "N"], [0.5, float("nan")]), (["SHIP", "MAIL"], ["R", None], [1.5]),
@@ -77,10 +81,11 @@ def test_index_skips_files_by_their_distinct_values(tmp_path):
         n = 12_000
         t = pa.table({"mode": pa.array(rng.choice(modes, n)), "flag": pa.array(list(rng.choice(flags, n))),
                       "f": pa.array(rng.choice(floats, n)), "v": pa.array(rng.integers(0, 1 << 40, n))})
-        rcfmt.write_dataset(t, path, block_rows=4000, bitmap_indexes={"mode": "equality", "flag": "range",
-                                                                       "f": "equality"})
+        named = {"bitmap_indexes": {"mode": "equality", "flag": "range", "f": "equality"}}
+        rcfmt.write_dataset(t, path, block_rows=4000, **(named if indexes == "named" else {}))
         tables.append(t)
     ds = rcfmt.dataset(path)
+    assert bool(_indexed_columns(ds)) == (indexes == "named")
     cases = {
         (col("mode") == "AIR") & (col("flag") == "R"): [False, False, True],  # a conjunction no file alone...
         col("mode") == "MAIL": [True, True, False],

@@ -164,3 +164,25 @@ def test_spec_built_once_per_scan(tmp_path, monkeypatch):
     monkeypatch.setattr(block_exec.BlockColumns, "__init__", counting)
     rcfmt.open(path).scan(use_threads=False).read()
     assert len(built) == 1
+
+
+def test_a_column_kept_alone_keeps_only_its_own_memory(tmp_path):
+    """Each column decodes into its own arena: once the table is dropped, one column
+    kept from it holds its own bytes, not the whole block's (8 columns here)."""
+    import gc
+
+    n = 1 << 18
+    table = pa.table({f"c{i}": pa.array(np.arange(n, dtype=np.int64) * i) for i in range(8)})
+    path = tmp_path / "t.rcfmt"
+    rcfmt.write_table(table, path, block_rows=n)
+    pool = pa.system_memory_pool()  # (rcfmt.memory allocates outputs there)
+    gc.collect()
+    before = pool.bytes_allocated()
+    read = rcfmt.read_table(path, use_threads=False)
+    assert read.equals(table)
+    one = read.column("c3")
+    del read
+    gc.collect()
+    kept = pool.bytes_allocated() - before
+    assert one.nbytes <= kept <= one.nbytes + (64 << 10), (kept, one.nbytes)
+    assert one.equals(table.column("c3"))

@@ -26,14 +26,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...encodings.base import ColumnValues
+from ...encodings.dictionary import take as take_values
 from ...errors import InvalidOptionError, SchemaError
 from .layout import BITSLICED, EQUALITY, RANGE, encode_entry, encode_keys, encode_mask
 from ...schema.types import LogicalType, PhysicalKind
 from ..._native import bitmaps as _bitmaps
 from ...schema.arrow_io import to_arrow
 
-__all__ = ["BitmapPolicy", "Proposal", "propose", "within_budget", "supported_kinds", "AUTO_BUDGET",
-           "AUTO_CHUNK_SHARE"]
+__all__ = ["BitmapPolicy", "Proposal", "propose", "within_budget", "supported_kinds", "dictionary_keys", "key_counts",
+           "AUTO_BUDGET", "AUTO_CHUNK_SHARE"]
 
 #: auto indexes of a block together take at most this fraction of the block's bytes
 AUTO_BUDGET = 1 / 20
@@ -213,7 +214,7 @@ def _key_codes(values: ColumnValues, valid: np.ndarray, ltype: LogicalType):
     """``(keys, codes)``: the distinct values of the rows in ``valid`` ascending (as
     stats-domain values) and each such row's key number."""
     if ltype.kind == PhysicalKind.VARBINARY:
-        arr = to_arrow(values, None, ltype).filter(pa.array(valid))
+        arr = to_arrow(values, None, ltype.storage).filter(pa.array(valid))  # (annotated: keys as stored)
         encoded = pc.dictionary_encode(arr)
         dictionary = encoded.dictionary
         order = pc.sort_indices(dictionary).to_numpy()
@@ -236,6 +237,32 @@ def _key_codes(values: ColumnValues, valid: np.ndarray, ltype: LogicalType):
         v = v + v.dtype.type(0.0)  # -0.0 and +0.0 are one key (+0.0)
     uniq, codes = np.unique(v, return_inverse=True)
     return uniq.tolist(), codes.reshape(-1)
+
+
+def key_counts(dictionary, valid) -> np.ndarray:
+    """Rows per entry of the writer's ``dictionary`` ``(codes per slot, distinct values)``,
+    non-null rows only (null slots may hold values of their own)."""
+    codes, distinct = dictionary
+    return np.bincount(codes if valid is None else codes[np.asarray(valid, bool)], minlength=len(distinct))
+
+
+def dictionary_keys(dictionary, counts: np.ndarray, ltype: LogicalType, limit: int) -> list | None:
+    """The distinct non-null, non-NaN values of a chunk (stats domain, ascending, as an
+    equality index's keys) from the writer's ``dictionary`` and its :func:`key_counts`.
+    None when there are more than ``limit``, and for annotated types (keys taken from
+    storage values are not of the column's Arrow type, which the dataset's value sets
+    compare literals with)."""
+    if ltype.annotated:
+        return None
+    used = np.flatnonzero(counts)
+    if len(used) > limit + 1:  # (+1: a NaN entry is dropped below)
+        return None
+    entries = take_values(dictionary[1], used.astype(np.uint32), ltype)
+    live = np.ones(len(used), bool)
+    if ltype.is_float:
+        live = ~np.isnan(entries.values)
+    keys, _ = _key_codes(entries, live, ltype)
+    return keys if len(keys) <= limit else None
 
 
 def _integers(values: ColumnValues, ltype: LogicalType) -> np.ndarray | None:
@@ -306,14 +333,14 @@ def _bitsliced(chunk: _Chunk, slice_limit: int) -> bytes | None:
                         None, bitmaps)
 
 
-def _estimate_equality(rows: int, distinct: int, ltype: LogicalType, dictionary=None) -> int:
+def _estimate_equality(rows: int, distinct: int, ltype: LogicalType, counts: np.ndarray | None = None) -> int:
     """Bytes of an equality index of ``distinct`` keys (the most frequent left out):
     each key's rows as positions (4 bytes each) or a dense bitmap, whichever is smaller;
-    from the key counts of the writer's ``dictionary`` (codes, values) when given, else
-    as if evenly spread."""
+    from the writer's dictionary's :func:`key_counts` when given, else as if evenly
+    spread."""
     dense = (rows + 7) >> 3
-    if dictionary is not None and len(dictionary[0]) == rows:
-        counts = np.sort(np.bincount(dictionary[0]))[:-1]  # (over every slot: an upper bound)
+    if counts is not None:
+        counts = np.sort(counts[counts > 0])[:-1]
         keys = int(np.minimum(4 * counts, dense).sum()) + 5 * len(counts)
     else:
         keys = max(distinct - 1, 0) * (min(dense, 4 * rows // max(distinct, 1)) + 5)
@@ -321,12 +348,13 @@ def _estimate_equality(rows: int, distinct: int, ltype: LogicalType, dictionary=
 
 
 def propose(values: ColumnValues, valid, ltype: LogicalType, request: str, *, distinct: int | None,
-            is_sorted: bool | None, dictionary=None, chunk_bytes: int | None = None) -> Proposal:
+            is_sorted: bool | None, dictionary=None, counts: np.ndarray | None = None,
+            chunk_bytes: int | None = None) -> Proposal:
     """The index of one chunk (null slots of ``values`` already filled) for a
     ``request`` of "auto" or a kind named by the user: built now when named; for auto,
     its size estimated and its building deferred until the block's budget keeps it.
-    ``dictionary``: the writer's ``(codes, values)`` of the chunk, reused for keys;
-    ``chunk_bytes``: the chunk's stored pages (auto: see :data:`AUTO_CHUNK_SHARE`)."""
+    ``dictionary``: the writer's ``(codes, values)`` of the chunk, reused for keys, and
+    ``counts`` its :func:`key_counts`; ``chunk_bytes``: the chunk's stored pages (auto: see :data:`AUTO_CHUNK_SHARE`)."""
     named = request != "auto"
     chunk = _Chunk(values, valid, ltype, dictionary)
     rows = chunk.rows
@@ -351,7 +379,7 @@ def propose(values: ColumnValues, valid, ltype: LogicalType, request: str, *, di
         return _none("auto: sorted (the page index answers)")
     candidates = []
     if distinct is not None and distinct <= AUTO_EQUALITY_MAX_KEYS:
-        candidates.append((_estimate_equality(rows, distinct, ltype, dictionary), 0, "equality",
+        candidates.append((_estimate_equality(rows, distinct, ltype, counts), 0, "equality",
                            lambda: _equality(chunk, MAX_KEYS)))  # (``distinct`` may be an estimate)
     if _integer_like(ltype) and (frame := chunk.frame()) is not None:
         width = frame[3].bit_length()

@@ -94,11 +94,13 @@ class BloomPolicy:
             else:
                 auto.append((len(bits), i, ndv, bits))
         for size, i, ndv, bits in sorted(auto, key=lambda a: (a[0], a[1])):
-            while size > budget and size > MIN_BYTES and expected_fpp(size // 2, ndv) <= AUTO_MAX_FPP:
-                size //= 2
-            if size <= budget:
-                budget -= size
-                out[i] = _stored(fold(bits, size))
+            if size > budget:  # halve to the largest power of two within the budget, if still good enough
+                fits = 1 << (budget.bit_length() - 1) if budget >= MIN_BYTES else 0
+                if not fits or expected_fpp(fits, ndv) > AUTO_MAX_FPP:
+                    continue
+                size = fits
+            budget -= size
+            out[i] = _stored(fold(bits, size))
         return out
 
 
