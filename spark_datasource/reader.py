@@ -192,7 +192,7 @@ def count_fragments(fragments: list, schema: pa.Schema, expr, *, partition_names
     counted from metadata)."""
     from rcfmt import ScanStats
     from rcfmt.dataset import scan_fragments
-    from rcfmt.dataset.dataset import _runs, _without_missing, file_view, open_data_file
+    from rcfmt.dataset.scanning import file_view, open_data_file, true_runs, without_missing
     from rcfmt.dataset.evolution import renamed_expr
     from rcfmt.scan.nnf import columns as expr_columns
     from rcfmt.scan.prune import may_match
@@ -218,7 +218,7 @@ def count_fragments(fragments: list, schema: pa.Schema, expr, *, partition_names
             rows = np.asarray(f.footer.blocks["row_count"], np.int64)
             if residual is not TRUE:
                 view = file_view(f, schema, column_ids)
-                residual = _without_missing(renamed_expr(residual, view.renames), f, view.schema)
+                residual = without_missing(renamed_expr(residual, view.renames), f, view.schema)
             if residual is TRUE or residual is FALSE:
                 maybe = np.full(n, residual is TRUE)
                 every = maybe.copy()
@@ -234,7 +234,7 @@ def count_fragments(fragments: list, schema: pa.Schema, expr, *, partition_names
             from_meta += counted
             stats.blocks_total += hi - lo
             stats.blocks_pruned_stats += int((~maybe & window).sum())
-            for a, b in _runs((maybe & ~every)[lo:hi], lo):
+            for a, b in true_runs((maybe & ~every)[lo:hi], lo):
                 to_scan.append(Fragment(frag.path, frag.partition, frag.num_rows, frag.size, frag.num_blocks, (a, b)))
     if to_scan:
         scan = scan_fragments(to_scan, schema, [], expr, partition_names=partition_names, files_total=0,

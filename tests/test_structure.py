@@ -216,6 +216,17 @@ def test_rcfmt_does_not_import_the_old_names():
     assert found == []
 
 
+def test_the_spark_source_uses_no_private_name_of_rcfmt():
+    """``spark_datasource`` (in this repository, outside the package) reaches rcfmt
+    through public names only: a private one moves or changes without notice."""
+    modules = {**modules_of(ROOT), **modules_of(ROOT, "spark_datasource")}
+    found = [f"{name}:{line} imports {target}.{imported}" for name, path in modules.items()
+             if _inside(name, "spark_datasource")
+             for target, imported, line in imports_of(name, path, modules)
+             if _inside(target, "rcfmt") and _private(imported)]
+    assert found == []
+
+
 def test_the_checks_find_what_they_look_for(tmp_path):
     """The checks fail on a circle hidden in a function, on a private name imported or
     reached through a module, and on a long file (a structure test that cannot fail

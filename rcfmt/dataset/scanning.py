@@ -38,7 +38,7 @@ from .evolution import file_renames, renamed_expr, renamed_path, renamed_schema,
 from .index import Snapshot
 
 __all__ = ["DatasetScan", "Fragment", "FileInfo", "scan_fragments", "prune_blocks", "open_data_file",
-           "missing_is_corrupt", "file_view", "check_types", "value_sets_keep"]
+           "missing_is_corrupt", "file_view", "check_types", "value_sets_keep", "true_runs", "without_missing"]
 
 
 # ------------------------------------------------------------------ snapshots
@@ -159,7 +159,7 @@ class DatasetScan:
             schema, renames = view.schema, view.renames
             residual = renamed_expr(residual, renames)
             # columns added to the dataset after this file was written read as NULL
-            residual = _without_missing(residual, f, schema)
+            residual = without_missing(residual, f, schema)
             if residual is FALSE:
                 f.close()
                 return None, partition, None, None
@@ -327,7 +327,7 @@ def _clamp(blocks: tuple, n: int) -> tuple[int, int]:
     return max(0, min(n, blocks[0])), max(0, min(n, blocks[1]))
 
 
-def _runs(mask: np.ndarray, lo: int) -> list[tuple[int, int]]:
+def true_runs(mask: np.ndarray, lo: int) -> list[tuple[int, int]]:
     """``[(start, stop), ...]`` of the runs of True in ``mask`` (offset by ``lo``)."""
     if not mask.any():
         return []
@@ -431,7 +431,7 @@ def _type_name(t: pa.DataType) -> str:
     return str(t) if lt.annotated else lt.name  # (a duration, not its int64 storage)
 
 
-def _without_missing(residual, f: RcfmtFile, schema: pa.Schema):
+def without_missing(residual, f: RcfmtFile, schema: pa.Schema):
     """``residual`` for file ``f``: leaves on columns the file lacks (added later) are
     decided now, as on a column of NULLs (``TRUE``/``FALSE`` when nothing is left)."""
     if residual is TRUE or residual is FALSE or residual is None:
@@ -521,15 +521,15 @@ def prune_blocks(fragments: Sequence[Fragment], schema: pa.Schema, filter, *, pa
             if n != frag.num_blocks:
                 raise CorruptFileError(f"the index says {frag.num_blocks} blocks, the footer {n}", path=frag.path)
             view = file_view(f, schema, column_ids)
-            residual = _without_missing(renamed_expr(residual, view.renames), f, view.schema)
+            residual = without_missing(renamed_expr(residual, view.renames), f, view.schema)
             if residual is TRUE or residual is FALSE:
                 mask = np.full(hi - lo, residual is TRUE)
             else:
                 names = sorted(expr_columns(residual))
                 mask = may_match(residual, {c: f.block_stats(c) for c in names}, n)[lo:hi]
-        for a, b in _runs(mask, lo):
+        for a, b in true_runs(mask, lo):
             kept.append(Fragment(frag.path, frag.partition, frag.num_rows, frag.size, frag.num_blocks, (a, b)))
-        for a, b in _runs(~mask, lo):
+        for a, b in true_runs(~mask, lo):
             dropped.append(Fragment(frag.path, frag.partition, frag.num_rows, frag.size, frag.num_blocks, (a, b)))
     return kept, dropped, total
 
