@@ -38,10 +38,6 @@ LONG_MODULES = {
     # block path around the native executor; to split along plan / execute (issue 35's
     # rcfmt/scan/plan.py and execute.py) as the native block executor takes the loop.
     "rcfmt/scan/scanner.py": 1138,
-    # the Writer and encode_chunk; the chunk encoding (encode_chunk, page_bounds,
-    # _pages, _codec) is the piece to move out -- not done while the bloom budget work
-    # edits encode_chunk on main.
-    "rcfmt/file/writer.py": 837,
 }
 #: old module names kept for users (``sys.modules`` aliases of the new module): code in
 #: rcfmt imports the module itself

@@ -1,0 +1,181 @@
+"""Encoding one column chunk (docs/FORMAT.md, "Pages"): the encoding chosen, the chunk cut
+into pages, each page encoded and compressed with its statistics, the chunk's record,
+page-index entries and candidate bloom filter and bitmap index. :class:`rcfmt.file.writer.Writer`
+calls :func:`encode_chunk` per (block, column), on its pool when the block is large.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import codecs
+from ..encodings import by_name
+from ..encodings.base import ColumnValues, Encoding
+from ..encodings.plain import Plain
+from ..encodings.selector import analyze, choose
+from ..errors import SchemaError
+from ..format.footer import ColumnSchema
+from ..format.layout import PAGE_DATA, PAGE_DICTIONARY, UNKNOWN_COUNT, chunk_record, page_record
+from ..format.page import assemble_pages
+from ..format.stats_slots import encode_slots, fill_slots
+from ..index.bloom.sbbf import estimate_distinct
+from ..index.bloom.chunks import chunk_hashes, filter_bits
+from ..index.bitmap.build import dictionary_keys, key_counts, propose
+from ..schema.statistics import ColumnStats, binary_chunk_and_page_stats, compute_page_stats, compute_stats
+from ..schema.types import LogicalType, PhysicalKind
+from ..schema.arrow_io import fill_null_slots
+
+__all__ = ["encode_chunk", "page_bounds", "AUTO_MIN_SAVING", "FILE_VALUES_MAX"]
+
+#: "auto" keeps a codec only when it saves at least this fraction of the chunk
+AUTO_MIN_SAVING = 0.10
+#: a column's distinct values are reported for the whole file (from its equality and
+#: range indexes) up to this many
+FILE_VALUES_MAX = 64
+
+
+def page_bounds(chunk: ColumnValues, ltype: LogicalType, encoding: Encoding, estimate: int,
+                page_size: int, page_rows: int) -> list[int]:
+    """Row offsets where pages start (first 0, last ``len(chunk)``)."""
+    n = len(chunk)
+    if n == 0:
+        return [0]
+    if ltype.kind == PhysicalKind.VARBINARY and isinstance(encoding, Plain):
+        # cut by the real bytes of each row: offsets entry + value
+        sizes = (chunk.offsets.astype(np.int64) - int(chunk.offsets[0])) + 4 * np.arange(n + 1)
+        cuts = np.searchsorted(sizes, np.arange(page_size, int(sizes[-1]), page_size), side="right") - 1
+        bounds = np.unique(np.concatenate(([0], cuts[cuts > 0], [n])))
+        # also honour the row cap
+        out = [0]
+        for stop in bounds[1:]:
+            while stop - out[-1] > page_rows:
+                out.append(out[-1] + page_rows)
+            out.append(int(stop))
+        return out
+    per_row = max(estimate / n, 1e-9)
+    rows = int(max(1, min(page_rows, page_size // per_row if per_row else page_rows)))
+    return list(range(0, n, rows)) + [n]
+
+
+def encode_chunk(values: ColumnValues, valid, col: ColumnSchema, options,
+                 forced: Encoding | None = None, bitmap_request: str | None = None, hint=None):
+    """Encode one column chunk; return ``(bytes, chunk record, page-index records, bloom
+    candidate, bitmap-index proposal or None, the selector's sampled decision or None,
+    the chunk's distinct values when a dictionary shows at most FILE_VALUES_MAX)``;
+    ``bitmap_request``: "auto", a kind, or None; ``hint``: a decision sampled on an
+    earlier chunk of the column (:func:`rcfmt.encodings.selector.choose`); ``options``:
+    the writer's :class:`~rcfmt.file.writer.WriteOptions`.
+
+    Offsets in the record and the page-index records are relative to the chunk's start;
+    the caller adds the chunk's file offset once it knows where the chunk lands.
+    """
+    ltype = col.type
+    n = len(values)
+    values = fill_null_slots(values, valid)
+    by_pages = ltype.kind == PhysicalKind.VARBINARY  # min/max found with the pages' (below)
+    if by_pages:  # (choosing the encoding of strings needs their null count only)
+        stats = ColumnStats(0 if valid is None else n - int(np.count_nonzero(valid)))
+    else:
+        stats = compute_stats(values, valid, ltype, options.stats_truncate)
+    if stats.null_count and not col.nullable:
+        raise SchemaError(f"column {col.name!r} is not nullable but holds nulls")
+    use_dict = options.dictionary and (forced is None or forced.name == "dictionary")
+    analysis = analyze(values, ltype, stats, dictionary=use_dict)
+    if forced is None:
+        encoding = choose(values, ltype, analysis, compression=options.compression, hint=hint)
+    elif forced.name != "dictionary" and forced.estimate_size(values, ltype, analysis) is None:
+        encoding = by_name("plain")  # e.g. bitpack forced on decimals beyond 64 bits
+    else:
+        encoding = forced
+    estimate = encoding.estimate_size(values, ltype, analysis) or analysis.plain_size
+    bounds = page_bounds(values, ltype, encoding, estimate, options.page_size, options.page_rows)
+    encoded = encoding.encode_chunk(values, ltype, bounds, analysis=analysis)
+
+    # statistics of the pages (and, for strings, of the chunk from theirs)
+    both = binary_chunk_and_page_stats(values, valid, bounds, options.stats_truncate) if by_pages else None
+    if both is not None:  # strings: chunk and pages from one pass
+        stats, page_stats = both
+    else:
+        if by_pages:
+            stats = compute_stats(values, valid, ltype, options.stats_truncate)
+        page_stats = compute_page_stats(values, valid, ltype, bounds, options.stats_truncate)
+    # pages: [validity bitmap] + encoded values, compressed and checksummed in one native call
+    codec, min_saving = _codec(options, analysis.compression)
+    out, codec, dict_len, entries, uncompressed = _pages(encoded, encoding.id, bounds, page_stats,
+                                                          valid if stats.null_count else None, col, codec,
+                                                          options.compression_level, min_saving)
+    width = col.stat_width
+
+    record = np.zeros(1, dtype=chunk_record(width))
+    r = record[0]
+    r["length"] = len(out)
+    r["uncompressed_size"] = uncompressed
+    r["null_count"] = stats.null_count
+    r["nan_count"] = stats.nan_count
+    distinct = encoded.distinct_count if encoded.distinct_count is not None else analysis.distinct_count
+    r["distinct_count"] = UNKNOWN_COUNT if distinct is None else distinct
+    r["dictionary_length"] = dict_len
+    r["dictionary_size"] = encoded.dictionary_size
+    r["page_count"] = len(page_stats)
+    r["encoding"] = encoding.id
+    r["compression"] = codec
+    for key, value in encode_slots(stats, ltype, width).items():
+        r[key] = value
+    bloom = None  # a candidate filter: (column, distinct count, bitset); the block's budget decides
+    if options.bloom.wants(col.name, ltype, n, encoded.dictionary is not None, analysis.is_sorted):
+        hashes = chunk_hashes(values, valid, ltype, analysis.dictionary)
+        ndv = distinct if distinct is not None else estimate_distinct(hashes)
+        bloom = (col.name, ndv, filter_bits(hashes, options.bloom.filter_size(ndv)), distinct is None)
+    proposal, keys = None, None  # keys: the chunk's few distinct values, for the file's report (DATASET.md §3.2)
+    if bitmap_request is not None:
+        counts = None if analysis.dictionary is None else key_counts(analysis.dictionary, valid)
+        proposal = propose(values, valid, ltype, bitmap_request, distinct=distinct, is_sorted=analysis.is_sorted,
+                           dictionary=analysis.dictionary, counts=counts, chunk_bytes=len(out))
+        if counts is not None:
+            keys = dictionary_keys(analysis.dictionary, counts, ltype, FILE_VALUES_MAX)
+    return out, record, entries, bloom, proposal, analysis.decision, keys
+
+
+def _pages(encoded, encoding_id: int, bounds: list[int], page_stats: list, valid, col: ColumnSchema, codec: int,
+           level: int | None, min_saving: float | None):
+    """The chunk's pages laid out (its dictionary page first) in one native call, and
+    their page-index records: ``(bytes, codec used, dictionary page length, records with
+    offsets relative to the chunk, uncompressed bytes)``."""
+    starts = np.asarray(bounds[:-1], dtype=np.int64)
+    rows = np.diff(np.asarray(bounds, dtype=np.int64))
+    nulls = np.fromiter((p.null_count for p in page_stats), np.int64, len(page_stats))
+    bodies = list(encoded.pages)
+    types = np.full(len(bodies), PAGE_DATA, np.uint8)
+    has_dict = encoded.dictionary is not None
+    if has_dict:  # the dictionary page comes first
+        bodies.insert(0, encoded.dictionary)
+        types = np.concatenate(([PAGE_DICTIONARY], types)).astype(np.uint8)
+        rows = np.concatenate(([encoded.dictionary_size], rows))
+        nulls = np.concatenate(([0], nulls))
+        starts = np.concatenate(([0], starts))
+    out, codec, lengths, raw = assemble_pages(bodies, types, rows, nulls, starts, valid, encoding_id, codec, level,
+                                              min_saving)
+    dict_len = int(lengths[0]) if has_dict else 0
+    data = slice(1, None) if has_dict else slice(None)
+    entries = np.zeros(len(page_stats), dtype=page_record(col.stat_width))
+    entries["first_row"] = starts[data]
+    entries["offset"] = dict_len + np.cumsum(lengths[data]) - lengths[data]
+    entries["length"] = lengths[data]
+    entries["row_count"] = rows[data]
+    entries["null_count"] = nulls[data]
+    entries["nan_count"] = np.fromiter((p.nan_count for p in page_stats), np.int64, len(page_stats))
+    fill_slots(entries, page_stats, col.type, col.stat_width)
+    return out, codec, dict_len, entries, int(raw.sum())
+
+
+def _codec(options, advice: str | None) -> tuple[int, float | None]:
+    """The chunk's codec, and the share of its bytes the codec must save to be kept
+    (None: kept whatever it saves). With "auto", the selector's advice (from compressing
+    a sample) decides first: dense chunks are not compressed at all; otherwise the codec
+    is kept only if it saves at least ``AUTO_MIN_SAVING`` of the chunk."""
+    if options.compression == "none" or (options.compression == "auto" and advice == "none"):
+        return codecs.NONE, None
+    codec = codecs.LZ4 if options.compression == "lz4" else codecs.ZSTD
+    return codec, AUTO_MIN_SAVING if options.compression == "auto" else None
+
+
+#: a table with at least this many rows gets a progress bar on a terminal (progress=None)
