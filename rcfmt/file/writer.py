@@ -62,8 +62,10 @@ _COMPRESSIONS = ("auto", "none", "zstd", "lz4")
 #: blocks smaller than this are encoded on the calling thread
 PARALLEL_MIN_ROWS = 8192
 #: a column's distinct values are reported for the whole file (from its equality and
-#: range indexes) up to this many
+#: range indexes, or its dictionaries) up to this many ...
 FILE_VALUES_MAX = 64
+#: ... taking at most this many bytes as keys (long strings are left unknown)
+FILE_VALUES_MAX_BYTES = 4096
 #: blocks whose chunks may be encoding at once (each holds its rows and its encoded
 #: bytes until it is written)
 MAX_BLOCKS_IN_FLIGHT = 2
@@ -672,7 +674,9 @@ class Writer:
                     break
             if values is not None:
                 ordered = sorted(values)
-                report["values"] = {"count": len(ordered), "keys": encode_keys(RANGE, column.type, ordered).hex()}
+                keys = encode_keys(RANGE, column.type, ordered)
+                if len(keys) <= FILE_VALUES_MAX_BYTES:
+                    report["values"] = {"count": len(ordered), "keys": keys.hex()}
 
     def _write_bitmap_region(self):
         """The bitmap-index region: every kept entry (block-major), then the directory
@@ -829,7 +833,8 @@ def encode_chunk(values: ColumnValues, valid, col: ColumnSchema, options: WriteO
         bloom = (col.name, ndv, filter_bits(hashes, options.bloom.filter_size(ndv)), distinct is None)
     proposal, keys = None, None  # keys: the chunk's few distinct values, for the file's report (DATASET.md §3.2)
     if bitmap_request is not None:
-        counts = None if analysis.dictionary is None else key_counts(analysis.dictionary, valid)
+        few = analysis.dictionary is not None and len(analysis.dictionary[1]) <= FILE_VALUES_MAX + 2
+        counts = key_counts(analysis.dictionary, valid) if few else None  # (null slots: one value of their own)
         proposal = propose(values, valid, ltype, bitmap_request, distinct=distinct, is_sorted=analysis.is_sorted,
                            dictionary=analysis.dictionary, counts=counts, chunk_bytes=len(out))
         if counts is not None:
