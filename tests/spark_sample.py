@@ -40,3 +40,17 @@ def sample_table() -> pa.Table:
         "bin": nulls(16, [bytes([k % 256, 0, 255]) for k in i], pa.binary()),
         "p": pa.array([int(k % 3) for k in i], pa.int32()),
     })
+
+
+def stats_records(directory, kind: str) -> list[dict]:
+    """The JSON records the Spark source wrote under its ``statsDir`` option: ``kind``
+    "plan" (one per planned read) or "task" (one per task)."""
+    import glob
+    import json
+    import os
+
+    out = []
+    for path in sorted(glob.glob(os.path.join(directory, f"{kind}-*.json"))):
+        with open(path) as fh:
+            out.append(json.load(fh))
+    return out

@@ -337,9 +337,11 @@ def hll_registers(const uint64_t[::1] hashes, uint8_t[::1] registers):
     cdef int p = 0, rank
     cdef uint64_t h
     cdef uint8_t* reg
+    if m < 16 or m > 65536:
+        return -1
     while (1 << p) < m:
         p += 1
-    if m < 16 or m > 65536 or (1 << p) != m:
+    if (1 << p) != m:
         return -1
     reg = &registers[0]
     with nogil:

@@ -24,13 +24,15 @@ from ..schema.statistics import ColumnStats, binary_chunk_and_page_stats, comput
 from ..schema.types import LogicalType, PhysicalKind
 from ..schema.arrow_io import fill_null_slots
 
-__all__ = ["encode_chunk", "page_bounds", "AUTO_MIN_SAVING", "FILE_VALUES_MAX"]
+__all__ = ["encode_chunk", "page_bounds", "AUTO_MIN_SAVING", "FILE_VALUES_MAX", "FILE_VALUES_MAX_BYTES"]
 
 #: "auto" keeps a codec only when it saves at least this fraction of the chunk
 AUTO_MIN_SAVING = 0.10
 #: a column's distinct values are reported for the whole file (from its equality and
-#: range indexes) up to this many
+#: range indexes, or its dictionaries) up to this many ...
 FILE_VALUES_MAX = 64
+#: ... taking at most this many bytes as keys (long strings are left unknown)
+FILE_VALUES_MAX_BYTES = 4096
 
 
 def page_bounds(chunk: ColumnValues, ltype: LogicalType, encoding: Encoding, estimate: int,
@@ -127,7 +129,8 @@ def encode_chunk(values: ColumnValues, valid, col: ColumnSchema, options,
         bloom = (col.name, ndv, filter_bits(hashes, options.bloom.filter_size(ndv)), distinct is None)
     proposal, keys = None, None  # keys: the chunk's few distinct values, for the file's report (DATASET.md §3.2)
     if bitmap_request is not None:
-        counts = None if analysis.dictionary is None else key_counts(analysis.dictionary, valid)
+        few = analysis.dictionary is not None and len(analysis.dictionary[1]) <= FILE_VALUES_MAX + 2
+        counts = key_counts(analysis.dictionary, valid) if few else None  # (null slots: one value of their own)
         proposal = propose(values, valid, ltype, bitmap_request, distinct=distinct, is_sorted=analysis.is_sorted,
                            dictionary=analysis.dictionary, counts=counts, chunk_bytes=len(out))
         if counts is not None:

@@ -35,7 +35,7 @@ from ..threads import cpu_threads
 from ..interop.arrow import arrow_stream, as_table
 from ..schema.tables import VIEW_STORAGE, physical_columns, physical_schema, storage_schema
 from ..schema.arrow_io import from_arrow, one_array, take, to_numpy, validity
-from .chunk_encoding import FILE_VALUES_MAX, encode_chunk
+from .chunk_encoding import FILE_VALUES_MAX, FILE_VALUES_MAX_BYTES, encode_chunk
 from .value_checks import check_table, empty_nulls
 
 __all__ = ["Writer", "write_table", "WriteOptions", "value_checker"]
@@ -557,7 +557,9 @@ class Writer:
                     break
             if values is not None:
                 ordered = sorted(values)
-                report["values"] = {"count": len(ordered), "keys": encode_keys(RANGE, column.type, ordered).hex()}
+                keys = encode_keys(RANGE, column.type, ordered)
+                if len(keys) <= FILE_VALUES_MAX_BYTES:
+                    report["values"] = {"count": len(ordered), "keys": keys.hex()}
 
     def _write_bitmap_region(self):
         """The bitmap-index region: every kept entry (block-major), then the directory

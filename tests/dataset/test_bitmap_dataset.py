@@ -123,3 +123,41 @@ def test_indexes_named_for_a_column_follow_it_through_a_rename(tmp_path):
             assert {c: r.get("named") for c, r in f.footer.bitmap_index["report"].items()} == {
                 "mode": "equality", "status": "range"}
     assert optimized.count_rows(col("status") == "R") == ds.count_rows(col("status") == "R") > 0
+
+
+def test_file_values_only_when_every_block_knows_them(tmp_path):
+    """A file whose first block has few values (a dictionary) and whose second has many
+    reports no values: a file skipped on the first block's values would lose the
+    second's rows."""
+    rng = np.random.default_rng(11)
+    few = np.array([0, 1, 2] * 2000, np.int64)
+    many = rng.integers(10**6, 10**12, 6000)
+    table = pa.table({"a": np.concatenate([few, many]), "v": np.arange(12_000)})
+    path = str(tmp_path / "ds")
+    rcfmt.write_dataset(table, path, block_rows=6000)
+    ds = rcfmt.dataset(path)
+    with rcfmt.open(ds.files[0].path) as f:
+        assert "values" not in f.footer.bitmap_report["a"]
+    target = int(many[1234])
+    assert ds.read(["v"], col("a") == target)["v"].to_pylist() == [6000 + 1234]
+    assert ds.read(["v"], col("a") == 1).num_rows == 2000
+
+
+def test_file_values_are_bounded_in_bytes(tmp_path):
+    """A few long values are not copied into the footer (nor the dataset's index): the
+    report keeps values only while their keys take at most FILE_VALUES_MAX_BYTES."""
+    from rcfmt.file.writer import FILE_VALUES_MAX_BYTES
+
+    long_values = [bytes([65 + i]) * 2000 for i in range(10)]  # 20 KB of keys
+    short_values = [f"k{i}" for i in range(10)]
+    rng = np.random.default_rng(2)
+    table = pa.table({"long": pa.array([long_values[i] for i in rng.integers(0, 10, 8000)], pa.binary()),
+                      "short": pa.array([short_values[i] for i in rng.integers(0, 10, 8000)])})
+    path, plain = tmp_path / "t.rcfmt", tmp_path / "plain.rcfmt"
+    rcfmt.write_table(table, path, block_rows=4000)
+    rcfmt.write_table(table, plain, block_rows=4000, bitmap_indexes=None)
+    with rcfmt.open(path) as f:
+        report = f.footer.bitmap_report
+        assert "values" not in report["long"] and report["short"]["values"]["count"] == 10
+        assert 10 * 2000 > FILE_VALUES_MAX_BYTES
+        assert f.size - plain.stat().st_size < 2048  # the report's few short keys, not 20 KB of long ones

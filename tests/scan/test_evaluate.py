@@ -263,3 +263,23 @@ def test_leaves_on_a_null_row_are_decided_as_evaluated():
     assert {"Cmp", "InSet", "NullCheck", "NanCheck", "Prefix", "Folded"} <= {kind for kind, _ in seen}
     assert ("NullCheck", True) in seen
     assert ("NanCheck", True) not in seen  # is_nan and ~is_nan are NULL on a NULL row
+
+
+@pytest.mark.parametrize("arrow_type", [pa.string(), pa.large_string(), pa.binary()])
+def test_small_dictionaries_compare_strings_as_arrow_does(arrow_type):
+    """Every operator, entry and literal of a small dictionary (compared as bytes in
+    Python) against Arrow's comparison: UTF-8 byte order, prefixes, empty strings, NUL."""
+    from rcfmt.scan.evaluate import _values_mask
+
+    texts = ["", "a", "a\x00", "ab", "b", "e", "é", "z", "ÿ", "\uffff", "\U0001F600", "\ufffd"]
+    entries = [t.encode("utf-8") for t in texts] if arrow_type == pa.binary() else texts
+    arr = pa.array(entries, arrow_type)
+    ltype = logical_type_from_arrow(arrow_type)
+    values, _ = from_arrow(arr, ltype)
+    table = pa.table({"s": arr})
+    for literal in entries + (["f", "a\x00\x00"] if arrow_type != pa.binary() else [b"f", b"\xff"]):
+        for op in CMP_OPS:
+            expr = _leaf("s", op, literal)
+            leaf = to_nnf(bind(expr, table.schema))
+            got = _values_mask(leaf, values, None, ltype)
+            assert got.tolist() == selection_mask(expr, table).tolist(), (op, literal)

@@ -3,9 +3,6 @@ the footers found runs as one task; parsed filters and planned fragments are cac
 dataset version in the planner process, so a new version is planned afresh."""
 from __future__ import annotations
 
-import glob
-import json
-import os
 
 import numpy as np
 import pyarrow as pa
@@ -14,14 +11,7 @@ import pytest
 pyspark = pytest.importorskip("pyspark")
 
 import rcfmt  # noqa: E402
-
-
-def _plans(d):
-    out = []
-    for p in glob.glob(os.path.join(d, "plan-*.json")):
-        with open(p) as fh:
-            out.append(json.load(fh))
-    return out
+from spark_sample import stats_records  # noqa: E402
 
 
 def _table(lo, n):
@@ -36,13 +26,13 @@ def test_few_surviving_blocks_run_as_one_task(spark, tmp_path):
     df = (spark.read.format("rcfmt").option("filter", "id >= 4800 AND id < 5300").option("statsDir", d)
           .option("minPartitions", "4").load(rc))
     assert sorted(r.id for r in df.collect()) == list(range(4800, 5300))
-    (plan,) = _plans(d)
+    (plan,) = stats_records(d, "plan")
     assert plan["partitions"] == 1 and plan["blocks_pruned_planning"] > 0
     assert plan["plan_ms"] >= 0 and plan["open_ms"] >= 0
     # without a filter the same dataset is split for parallelism
     d2 = str(tmp_path / "stats2")
     assert spark.read.format("rcfmt").option("statsDir", d2).option("minPartitions", "4").load(rc).count() == 20000
-    assert _plans(d2)[0]["partitions"] > 1
+    assert stats_records(d2, "plan")[0]["partitions"] > 1
 
 
 def test_a_new_version_is_planned_afresh(spark, tmp_path):

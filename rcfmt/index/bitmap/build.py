@@ -249,9 +249,10 @@ def key_counts(dictionary, valid) -> np.ndarray:
 def dictionary_keys(dictionary, counts: np.ndarray, ltype: LogicalType, limit: int) -> list | None:
     """The distinct non-null, non-NaN values of a chunk (stats domain, ascending, as an
     equality index's keys) from the writer's ``dictionary`` and its :func:`key_counts`.
-    None when there are more than ``limit``, and for annotated types (keys taken from
-    storage values are not of the column's Arrow type, which the dataset's value sets
-    compare literals with)."""
+    None when there are more than ``limit``, and for annotated types (a dictionary holds
+    their storage values, which the dataset's value sets would compare with literals of
+    the Arrow type: a float16 column failed so; their equality indexes report keys of
+    their own)."""
     if ltype.annotated:
         return None
     used = np.flatnonzero(counts)
