@@ -37,21 +37,23 @@ cimport cython
 from cpython.buffer cimport PyBuffer_FillInfo
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t, uintptr_t
 from libc.stdlib cimport free, malloc
-from libc.string cimport memcpy, memset
+from libc.string cimport memcmp, memcpy, memset
 
 import numpy as np
 
 cimport numpy as cnp
 
 from rcfmt._native.pages cimport Failure, _bodies, _headers, _page_offsets, _page_values
+from rcfmt._native.select cimport DT_I64, bits_into, member_into, range_into
 from rcfmt._native.validate cimport decimal_row, utf8_row32, utf8_row64
 
 from .. import memory as _memory
 from rcfmt._native import pages as _pages
+from rcfmt._native import select as _select
 
 cnp.import_array()
 
-__all__ = ["run_block", "Owned", "KIND_FIXED", "KIND_BOOL", "KIND_VARBINARY"]
+__all__ = ["run_block", "Owned", "Filter", "KIND_FIXED", "KIND_BOOL", "KIND_VARBINARY"]
 
 # ------------------------------------------------------------------ the tables
 cpdef enum:
@@ -106,6 +108,7 @@ cpdef enum:
     ST_TOO_BIG = 8      # more than 2 GiB of data for 32-bit offsets
     ST_MEMORY = 9
     ST_PYTHON = 10      # the Python codec fallback raised (columns from there on)
+    ST_SKIPPED = 11     # not decoded: the filter's mask was already empty (short_circuit)
 
 # the page pipeline's constants (pages.pyx; checked at import below)
 cdef enum:
@@ -176,6 +179,345 @@ cdef Owned _own(void* ptr, Py_ssize_t size):
     o.ptr = ptr
     o.size = size
     return o
+
+
+# ------------------------------------------------------------------ filters
+cdef enum:
+    F_VALUES = 1    # fixed-width values: an interval, a member set, an excluded set
+    F_NULLS = 2     # is_null / is_valid: the validity alone
+    F_BYTES = 3     # strings/binary: an interval of byte strings, member and excluded sets
+    F_DECIMAL = 4   # 16-byte decimals: an inclusive interval of unscaled integers
+
+
+cdef struct VSet:  # sorted, distinct fixed-width values (and their bit table, if any)
+    bint given
+    Py_ssize_t n
+    const uint8_t* values
+    const uint8_t* bits
+    uint64_t base
+    uint64_t span
+
+
+cdef struct BSet:  # sorted, distinct byte strings: data and n + 1 int64 offsets
+    bint given
+    Py_ssize_t n
+    const uint8_t* data
+    const int64_t* offsets
+
+
+cdef struct Flt:
+    int kind
+    int dtype               # F_VALUES: a DT_* code of select.pxd
+    bint empty              # no row is TRUE
+    bint has_range
+    bint want_null          # F_NULLS: TRUE on null rows (is_null), else on valid ones
+    uint64_t lo             # F_VALUES: inclusive bounds, one value of the type each
+    uint64_t hi
+    VSet members
+    VSet excluded
+    const uint8_t* blo      # F_BYTES: the bounds (NULL: none) and whether they are strict
+    int64_t blo_n
+    bint lo_strict
+    const uint8_t* bhi
+    int64_t bhi_n
+    bint hi_strict
+    BSet bmembers
+    BSet bexcluded
+    int64_t dlo_high        # F_DECIMAL: inclusive bounds as (signed high, unsigned low) words
+    uint64_t dlo_low
+    int64_t dhi_high
+    uint64_t dhi_low
+    int64_t nlo             # F_DECIMAL: the bounds for values held as int64 (BITPACK pages)
+    int64_t nhi
+    bint nempty
+
+
+cdef class Filter:
+    """One column's part of a scan's filter, as :func:`run_block` evaluates it on every
+    chunk of the column, dictionary or not (built once per scan from a spec of
+    :func:`rcfmt.scan.evaluate.block_predicate`):
+
+    * ``("values", dtype, lo, lo_kind, hi, hi_kind, members, excluded)``: fixed-width
+      values of ``dtype`` in the interval (bound kinds as :func:`select.range_mask`),
+      in ``members`` (None: any) and not in ``excluded`` (None: none), sorted distinct
+      arrays of ``dtype``;
+    * ``("nulls", want_null)``: is_null (True) / is_valid;
+    * ``("bytes", lo, lo_kind, hi, hi_kind, members, excluded, empty)``: byte strings
+      (UTF-8 for strings, compared as bytes, which is code point order) in the interval
+      (lo/hi bytes, or None with kind BOUND_NONE), in / not in the sorted distinct lists;
+    * ``("decimal", lo, hi, empty)``: unscaled 16-byte decimals in ``[lo, hi]`` (None:
+      unbounded).
+
+    A null row is never TRUE, except for is_null."""
+
+    cdef Flt f
+    cdef list hold
+
+    def __init__(self, spec):
+        memset(&self.f, 0, sizeof(Flt))
+        self.hold = []
+        kind = spec[0]
+        if kind == "nulls":
+            self.f.kind = F_NULLS
+            self.f.want_null = bool(spec[1])
+        elif kind == "values":
+            self._values(spec)
+        elif kind == "bytes":
+            self._bytes(spec)
+        elif kind == "decimal":
+            self.f.kind = F_DECIMAL
+            self.f.empty = bool(spec[3])
+            # 128-bit bounds (None: the least / greatest value), and the same clamped to int64
+            lo = -(1 << 127) if spec[1] is None else int(spec[1])
+            hi = (1 << 127) - 1 if spec[2] is None else int(spec[2])
+            _words(lo, &self.f.dlo_high, &self.f.dlo_low)
+            _words(hi, &self.f.dhi_high, &self.f.dhi_low)
+            self.f.nempty = self.f.empty or lo > (1 << 63) - 1 or hi < -(1 << 63) or lo > hi
+            self.f.nlo = max(lo, -(1 << 63)) if not self.f.nempty else 0
+            self.f.nhi = min(hi, (1 << 63) - 1) if not self.f.nempty else 0
+        else:
+            raise ValueError(f"unknown filter kind {kind!r}")
+
+    cdef _values(self, spec):
+        cdef bytes raw
+        cdef Py_ssize_t size
+        dtype = np.dtype(spec[1])
+        code = _select.dtype_code(dtype)
+        if code is None:
+            raise ValueError(f"no range kernel for {dtype} values")
+        self.f.kind = F_VALUES
+        self.f.dtype = code
+        self.f.has_range = spec[3] != 0 or spec[5] != 0
+        if self.f.has_range:
+            bounds = _select.inclusive_bounds(dtype, spec[2], spec[3], spec[4], spec[5])
+            self.f.empty = bounds is None
+            if bounds is not None:
+                raw = np.array(bounds, dtype).tobytes()
+                size = dtype.itemsize
+                memcpy(&self.f.lo, <const char*>raw, size)
+                memcpy(&self.f.hi, (<const char*>raw) + size, size)
+        self._value_set(&self.f.members, spec[6], dtype)
+        self._value_set(&self.f.excluded, spec[7], dtype)
+
+    cdef _value_set(self, VSet* out, values, dtype):
+        cdef cnp.ndarray arr
+        if values is None:
+            return
+        arr = np.ascontiguousarray(values, dtype)
+        if arr.ndim != 1 or (arr.shape[0] > 1 and not (arr[1:] > arr[:arr.shape[0] - 1]).all()):
+            raise ValueError("a filter's value set must be sorted and distinct")
+        self.hold.append(arr)
+        out.given = True
+        out.n = arr.shape[0]
+        out.values = <const uint8_t*>cnp.PyArray_DATA(arr) if arr.shape[0] else _EMPTY
+        table = _select.member_bits(arr)
+        if table is not None:
+            self.hold.append(table[2])
+            out.bits = <const uint8_t*>cnp.PyArray_DATA(<cnp.ndarray>table[2])
+            out.base, out.span = table[0], table[1]
+
+    cdef _bytes(self, spec):
+        cdef bytes b
+        self.f.kind = F_BYTES
+        self.f.empty = bool(spec[7])
+        if spec[2]:
+            b = bytes(spec[1])
+            self.hold.append(b)
+            self.f.blo, self.f.blo_n, self.f.lo_strict = <const uint8_t*>(<const char*>b), len(b), spec[2] == 1
+        if spec[4]:
+            b = bytes(spec[3])
+            self.hold.append(b)
+            self.f.bhi, self.f.bhi_n, self.f.hi_strict = <const uint8_t*>(<const char*>b), len(b), spec[4] == 1
+        self._byte_set(&self.f.bmembers, spec[5])
+        self._byte_set(&self.f.bexcluded, spec[6])
+
+    cdef _byte_set(self, BSet* out, values):
+        cdef cnp.ndarray data, offsets
+        if values is None:
+            return
+        items = [bytes(v) for v in values]
+        if any(a >= b for a, b in zip(items, items[1:])):
+            raise ValueError("a filter's byte strings must be sorted and distinct")
+        joined = b"".join(items)
+        data = np.frombuffer(joined + b"\0", np.uint8)
+        offsets = np.zeros(len(items) + 1, np.int64)
+        np.cumsum([len(v) for v in items], out=offsets[1:])
+        self.hold += [data, offsets]
+        out.given = True
+        out.n = len(items)
+        out.data = <const uint8_t*>cnp.PyArray_DATA(data)
+        out.offsets = <const int64_t*>cnp.PyArray_DATA(offsets)
+
+
+cdef _words(value, int64_t* high, uint64_t* low):
+    """A 128-bit two's complement integer as its signed high and unsigned low words."""
+    if not -(1 << 127) <= value < (1 << 127):
+        raise ValueError("a decimal bound must fit 128 bits")
+    low[0] = value & 0xFFFF_FFFF_FFFF_FFFF
+    high[0] = value >> 64
+
+
+cdef inline int _bcmp(const uint8_t* a, int64_t an, const uint8_t* b, int64_t bn) noexcept nogil:
+    """memcmp order of two byte strings (a proper prefix sorts first)."""
+    cdef int c = memcmp(a, b, an if an < bn else bn) if an and bn else 0
+    if c:
+        return c
+    return (an > bn) - (an < bn)
+
+
+cdef inline bint _in_bytes(const BSet* s, const uint8_t* x, int64_t n) noexcept nogil:
+    """Whether ``x`` is one of the sorted strings of ``s`` (binary search)."""
+    cdef Py_ssize_t lo = 0, hi = s.n, mid
+    cdef int c
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        c = _bcmp(s.data + s.offsets[mid], s.offsets[mid + 1] - s.offsets[mid], x, n)
+        if c == 0:
+            return True
+        if c < 0:
+            lo = mid + 1
+        else:
+            hi = mid
+    return False
+
+
+cdef inline bint _bytes_hit(const Flt* f, const uint8_t* x, int64_t n) noexcept nogil:
+    cdef int c
+    if f.blo != NULL:
+        c = _bcmp(x, n, f.blo, f.blo_n)
+        if c < 0 or (c == 0 and f.lo_strict):
+            return False
+    if f.bhi != NULL:
+        c = _bcmp(x, n, f.bhi, f.bhi_n)
+        if c > 0 or (c == 0 and f.hi_strict):
+            return False
+    if f.bmembers.given and not _in_bytes(&f.bmembers, x, n):
+        return False
+    if f.bexcluded.given and _in_bytes(&f.bexcluded, x, n):
+        return False
+    return True
+
+
+cdef void _decimals_into(const Flt* f, const uint64_t* v, Py_ssize_t n, uint8_t* o, bint and_into) noexcept nogil:
+    """16-byte decimals (low word, then the signed high word) in ``[lo, hi]``, without branches."""
+    cdef Py_ssize_t i
+    cdef int64_t high, lh = f.dlo_high, hh = f.dhi_high
+    cdef uint64_t low, ll = f.dlo_low, hl = f.dhi_low
+    cdef uint8_t hit
+    for i in range(n):
+        low = v[2 * i]
+        high = <int64_t>v[2 * i + 1]
+        hit = ((high > lh) | ((high == lh) & (low >= ll))) & ((high < hh) | ((high == hh) & (low <= hl)))
+        o[i] = (hit & (o[i] != 0)) if and_into else hit
+
+
+cdef inline void _put(uint8_t* o, Py_ssize_t i, bint hit, bint and_into) noexcept nogil:
+    if and_into:
+        o[i] = 1 if (hit and o[i] != 0) else 0
+    else:
+        o[i] = 1 if hit else 0
+
+
+cdef void _fixed_set(const Flt* f, const VSet* s, const uint8_t* x, Py_ssize_t n, bint negate, uint8_t* o,
+                     bint and_into) noexcept nogil:
+    if s.bits != NULL:
+        bits_into(f.dtype, x, n, s.base, s.span, s.bits, negate, o, and_into)
+    else:
+        member_into(f.dtype, x, n, s.values, s.n, negate, o, and_into)
+
+
+cdef void _filter_entries(const Flt* f, int kind, const uint8_t* values, const uint8_t* data, bint wide,
+                          Py_ssize_t n, uint8_t* o, bint and_into) noexcept nogil:
+    """``f`` on ``n`` values (their validity aside) into ``o`` (ANDed with ``and_into``):
+    fixed-width ``values``, 16-byte decimals, or strings/binary as offsets ``values``
+    (int64 if ``wide``, else int32) over ``data``."""
+    cdef Py_ssize_t i
+    cdef bint written = and_into
+    cdef int64_t a, b
+    if f.empty:
+        memset(o, 0, n)
+        return
+    if f.kind == F_BYTES:
+        for i in range(n):
+            if wide:
+                a, b = (<const int64_t*>values)[i], (<const int64_t*>values)[i + 1]
+            else:
+                a, b = (<const int32_t*>values)[i], (<const int32_t*>values)[i + 1]
+            _put(o, i, _bytes_hit(f, data + a, b - a), and_into)
+        return
+    if f.kind == F_DECIMAL:
+        _decimals_into(f, <const uint64_t*>values, n, o, and_into)
+        return
+    if f.members.given and f.members.n == 0:
+        memset(o, 0, n)
+        return
+    if f.has_range:
+        range_into(f.dtype, values, n, &f.lo, &f.hi, o, written)
+        written = True
+    if f.members.given:
+        _fixed_set(f, &f.members, values, n, False, o, written)
+        written = True
+    if f.excluded.n:
+        _fixed_set(f, &f.excluded, values, n, True, o, written)
+        written = True
+    if not written:  # no constraint but validity (is_valid, folded TRUE leaves)
+        memset(o, 1, n)
+
+
+cdef void _narrow_decimals_into(const Flt* f, const int64_t* v, Py_ssize_t n, uint8_t* o,
+                                bint and_into) noexcept nogil:
+    """F_DECIMAL on decimals held as int64 (BITPACK pages, before they are widened)."""
+    if f.nempty:
+        memset(o, 0, n)
+    else:
+        range_into(DT_I64, v, n, &f.nlo, &f.nhi, o, and_into)
+
+
+cdef extern from *:
+    """
+    /* o[i] = bit codes[i] of a 32-entry table held in one word (ANDed into o[i] with
+       and_into): variable shifts, which AVX2 does eight lanes at a time; compiled twice
+       on x86-64 Linux (AVX2 and baseline) with the variant chosen when the module loads. */
+    #if defined(__GNUC__) && defined(__x86_64__) && defined(__linux__) && !defined(__clang__)
+    #define RC_BLOCK_CLONES __attribute__((target_clones("avx2", "default")))
+    #else
+    #define RC_BLOCK_CLONES
+    #endif
+    RC_BLOCK_CLONES static void rc_codes_word(const uint32_t* codes, Py_ssize_t n, uint32_t word, uint8_t* o,
+                                              int and_into) {
+        Py_ssize_t i;
+        if (and_into) { for (i = 0; i < n; i++) o[i] &= (uint8_t)((word >> (codes[i] & 31)) & 1); }
+        else { for (i = 0; i < n; i++) o[i] = (uint8_t)((word >> (codes[i] & 31)) & 1); }
+    }
+    """
+    void rc_codes_word(const uint32_t* codes, Py_ssize_t n, uint32_t word, uint8_t* o, int and_into) noexcept nogil
+
+
+cdef void _codes_into(const uint8_t* table, int64_t size, const uint32_t* codes, Py_ssize_t n, uint8_t* o,
+                      bint and_into) noexcept nogil:
+    """o[i] = table[codes[i]] (ANDed with ``and_into``); the codes are checked against
+    the dictionary's size already. Up to 32 entries the table is one word."""
+    cdef Py_ssize_t i
+    cdef uint32_t word = 0
+    cdef int64_t k
+    if size <= 32:
+        for k in range(size):
+            word |= (<uint32_t>(table[k] != 0)) << k
+        rc_codes_word(codes, n, word, o, and_into)
+    elif and_into:
+        for i in range(n):
+            o[i] &= table[codes[i]]
+    else:
+        for i in range(n):
+            o[i] = table[codes[i]]
+
+
+cdef bint _none_set(const uint8_t* mask, int64_t rows) noexcept nogil:
+    cdef int64_t i
+    for i in range(rows):
+        if mask[i]:
+            return False
+    return True
 
 
 # ------------------------------------------------------------------ one column
@@ -432,10 +774,37 @@ cdef void _pack_bits(uint8_t* v, int64_t rows) noexcept nogil:
         v[j] = b
 
 
+cdef void _mask_nulls(Col* col, const Flt* f, int64_t rows, uint8_t* mask, bint and_into) noexcept nogil:
+    """The filter on the null rows of ``col`` (its validity is complete): is_null /
+    is_valid decided by the validity alone, every other filter FALSE there."""
+    cdef int64_t i, j
+    cdef uint8_t byte
+    if f.kind == F_NULLS:
+        if col.nulls == 0:
+            if f.want_null:
+                memset(mask, 0, rows)
+            elif not and_into:
+                memset(mask, 1, rows)
+            return
+        for i in range(rows):
+            _put(mask, i, ((col.valid[i >> 3] >> (i & 7)) & 1) != f.want_null, and_into)
+        return
+    if col.nulls:  # a null row is not TRUE (its value above is arbitrary)
+        for j in range((rows + 7) >> 3):
+            byte = col.valid[j]
+            if byte != 0xFF:
+                for i in range(8 * j, min(8 * j + 8, rows)):
+                    if not ((byte >> (i & 7)) & 1):
+                        mask[i] = 0
+
+
 cdef int _column(const uint8_t* buf, Py_ssize_t size, int64_t base, Col* col, int64_t rows, bint verify,
-                 int64_t[:, ::1] t) except -1 nogil:
+                 int64_t[:, ::1] t, const Flt* flt, uint8_t* mask, bint and_into) except -1 nogil:
     """Every data page of one column chunk (and its dictionary page) into ``col``'s
-    outputs: the checks and results of ChunkDecoder.decode_all + its values, or a status."""
+    outputs: the checks and results of ChunkDecoder.decode_all + its values, or a status.
+    ``flt`` (or NULL): evaluated into ``mask`` (ANDed with ``and_into``) as each page's
+    values are decoded, while they are in cache (a dictionary's entries once, before its
+    pages); null rows are cleared once the values are done."""
     cdef const int64_t* s = col.s
     cdef const int64_t* c = col.c
     cdef int enc = <int>c[C_ENCODING]
@@ -455,7 +824,11 @@ cdef int _column(const uint8_t* buf, Py_ssize_t size, int64_t base, Col* col, in
     cdef bint signed = s[S_SIGNED] != 0
     cdef int64_t decimal_lim = 0
     cdef uint64_t* aligned
+    cdef uint8_t* table = NULL
+    cdef bint by_value = flt != NULL and flt.kind != F_NULLS
     memset(&f, 0, sizeof(Failure))
+    if by_value and kind == KIND_BOOL:
+        return _fail(col, ST_UNSUPPORTED, -1)
     if enc < 0 or enc > 62 or not ((s[S_ENCODINGS] >> enc) & 1):
         return _fail(col, ST_UNSUPPORTED, -1)
     if (enc == ENC_DICTIONARY) != is_dict or dict_len < 0 or c[C_LENGTH] < dict_len:
@@ -494,10 +867,25 @@ cdef int _column(const uint8_t* buf, Py_ssize_t size, int64_t base, Col* col, in
         col.codes = <uint32_t*>malloc(4 * rows + 8)
         if col.codes == NULL:
             return _fail(col, ST_MEMORY, -1)
+        if by_value:  # the filter on each dictionary entry, once
+            table = <uint8_t*>malloc(col.dsize + 1)
+            if table == NULL:
+                return _fail(col, ST_MEMORY, -1)
+            if kind == KIND_VARBINARY:
+                _filter_entries(flt, kind, <const uint8_t*>col.dlocal, ddata, False, col.dsize, table, False)
+            else:
+                _filter_entries(flt, kind, col.dvalues, NULL, False, col.dsize, table, False)
         for k in range(n):
             if _page_values(MODE_CODES, _body(buf, col.arena, t, k, aligned), t[k, P_LEN], t[k, P_ROWS], 4, False,
                             <uint32_t>col.dsize, 0, <uint8_t*>(col.codes + t[k, P_FIRST]), col.scratch):
+                free(table)
                 return _fail(col, ST_VALUES, k)
+            if by_value:
+                _codes_into(table, col.dsize, col.codes + t[k, P_FIRST], t[k, P_ROWS], mask + t[k, P_FIRST],
+                            and_into)
+        free(table)
+        if flt != NULL:
+            _mask_nulls(col, flt, rows, mask, and_into)
         if col.keep_codes:  # the codes, and the dictionary handed over as it is
             memcpy(col.values, col.codes, 4 * rows)
             if kind == KIND_VARBINARY:
@@ -515,7 +903,13 @@ cdef int _column(const uint8_t* buf, Py_ssize_t size, int64_t base, Col* col, in
             return _gather_varbinary(col, ddata, col.codes, rows)
         return _gather_fixed(col.dvalues, col.codes, rows, width, col.values)
     if kind == KIND_VARBINARY:
-        return _varbinary(col, buf, t, n, enc, aligned)
+        if _varbinary(col, buf, t, n, enc, aligned):
+            return col.status
+        if by_value:
+            _filter_entries(flt, kind, col.values, col.data, col.s[S_LARGE] != 0, rows, mask, and_into)
+        if flt != NULL:
+            _mask_nulls(col, flt, rows, mask, and_into)
+        return 0
     if kind == KIND_BOOL:
         mode = MODE_BOOL_PLAIN if enc == ENC_PLAIN else MODE_BOOL_RLE
         itemsize = 1
@@ -545,6 +939,14 @@ cdef int _column(const uint8_t* buf, Py_ssize_t size, int64_t base, Col* col, in
         if _page_values(mode, _body(buf, col.arena, t, k, aligned), t[k, P_LEN], t[k, P_ROWS], itemsize, signed, 0,
                         decimal_lim, col.values + t[k, P_FIRST] * out_size, col.scratch):
             return _fail(col, ST_VALUES, k)
+        if by_value and mode == MODE_BITPACK_DECIMAL:  # int64 low words, before they are widened
+            _narrow_decimals_into(flt, <const int64_t*>(col.values + t[k, P_FIRST] * 8), t[k, P_ROWS],
+                                  mask + t[k, P_FIRST], and_into)
+        elif by_value:
+            _filter_entries(flt, kind, col.values + t[k, P_FIRST] * out_size, NULL, False, t[k, P_ROWS],
+                            mask + t[k, P_FIRST], and_into)
+    if flt != NULL:
+        _mask_nulls(col, flt, rows, mask, and_into)
     if kind == KIND_BOOL:  # a byte per value -> Arrow's bits (LSB first), in place: byte j is written
         _pack_bits(col.values, rows)  # after bytes 8j..8j+7 are read
     elif mode == MODE_BITPACK_DECIMAL:  # int64 low words -> 16-byte decimals, in place, from the end
@@ -561,7 +963,7 @@ cdef int _column(const uint8_t* buf, Py_ssize_t size, int64_t base, Col* col, in
 
 # ------------------------------------------------------------------ the block
 def run_block(buf, int64_t base, const int64_t[:, ::1] spec, const int64_t[:, ::1] chunks, int64_t rows,
-              bint verify):
+              bint verify, filters=None, uint8_t[::1] mask=None, bint short_circuit=False):
     """Decode every column of one block whose rows are all wanted, in one GIL-free pass.
 
     ``buf``: the block's bytes from file offset ``base`` on (a whole read, or ranges
@@ -573,7 +975,14 @@ def run_block(buf, int64_t base, const int64_t[:, ::1] spec, const int64_t[:, ::
     bytes), and
     per column the :class:`Owned` string/binary data (or None) and the kept dictionary
     ``(values or data, int32 offsets or None)`` (or None). A column whose status is not
-    ST_OK must be decoded again by the Python path (see the module docstring)."""
+    ST_OK must be decoded again by the Python path (see the module docstring).
+
+    ``filters`` (one :class:`Filter` or None per column) and ``mask`` (uint8, ``rows``):
+    each column's filter is evaluated on its rows right after it is decoded, the first
+    one written into ``mask`` and the next ones ANDed into it (dictionary chunks: once
+    per entry, then a lookup per code). With
+    ``short_circuit``, once the mask holds no TRUE row the columns left are not decoded
+    (status ST_SKIPPED): the mask is final, whatever they hold."""
     cdef const uint8_t[::1] view = memoryview(buf).cast("B") if not isinstance(buf, np.ndarray) else buf
     cdef Py_ssize_t size = view.shape[0]
     cdef const uint8_t* p = &view[0] if size else _EMPTY
@@ -609,6 +1018,21 @@ def run_block(buf, int64_t base, const int64_t[:, ::1] spec, const int64_t[:, ::
         capacity = max(capacity, min(pages, length // 32 + 1))
     cdef cnp.ndarray table = np.empty((capacity, P_COLS), np.int64)
     cdef int64_t[:, ::1] t = table
+    cdef const Flt** flts = NULL
+    cdef uint8_t* mask_p = NULL
+    cdef bint anded = False, empty = False
+    if filters is not None:
+        if len(filters) != ncols or mask is None or mask.shape[0] < rows:
+            raise ValueError("filters need one entry per column and a mask of one byte per row")
+        for i in range(ncols):
+            if filters[i] is not None and not isinstance(filters[i], Filter):
+                raise TypeError("filters are Filter objects or None")
+        mask_p = &mask[0] if rows else _EMPTY
+    flts = <const Flt**>malloc(max(ncols, 1) * sizeof(Flt*))
+    if flts == NULL:
+        raise MemoryError()
+    for i in range(ncols):
+        flts[i] = &(<Filter>filters[i]).f if filters is not None and filters[i] is not None else NULL
     cdef Col* cols = <Col*>malloc(max(ncols, 1) * sizeof(Col))
     if cols == NULL:
         raise MemoryError()
@@ -628,7 +1052,13 @@ def run_block(buf, int64_t base, const int64_t[:, ::1] spec, const int64_t[:, ::
             with nogil:
                 for i in range(ncols):
                     reached = i
-                    _column(p, size, base, &cols[i], rows, verify, t)
+                    if empty:
+                        cols[i].status = ST_SKIPPED
+                        continue
+                    if _column(p, size, base, &cols[i], rows, verify, t, flts[i], mask_p, anded) == 0 \
+                            and flts[i] != NULL:
+                        anded = True
+                        empty = short_circuit and _none_set(mask_p, rows)
                     _free_temporaries(&cols[i])
                 reached = ncols
         except Exception:  # the Python codec fallback raised: the Python path says it again
@@ -657,4 +1087,5 @@ def run_block(buf, int64_t base, const int64_t[:, ::1] spec, const int64_t[:, ::
             _free_temporaries(&cols[i])
             _free_outputs(&cols[i])
         free(cols)
+        free(flts)
     return arenas, results, data, dictionaries

@@ -20,14 +20,20 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from .. import memory
 from .._native import block as _block
 from ..encodings import by_id
 from ..encodings.base import ColumnValues
 from ..errors import RcfmtError
 from ..schema.arrow_io import Bitmap
 from ..schema.types import PhysicalKind
+from .evaluate import ColumnData, block_predicate
 
-__all__ = ["BlockColumns"]
+__all__ = ["BlockColumns", "BlockFilter", "SKIPPED"]
+
+#: what :meth:`BlockColumns.run` gives for a column it did not decode (the filter's mask
+#: was already empty)
+SKIPPED = "skipped"
 
 _KINDS = {PhysicalKind.FIXED: _block.KIND_FIXED, PhysicalKind.BOOL: _block.KIND_BOOL,
           PhysicalKind.VARBINARY: _block.KIND_VARBINARY}
@@ -55,9 +61,13 @@ class BlockColumns:
     C_COLS), ``pages`` (page count per block, summed over the columns) and what each
     output is wrapped as."""
 
-    def __init__(self, file, cols: list[int], dictionary_ids, gap: int = 0):
+    def __init__(self, file, cols: list[int], dictionary_ids, gap: int = 0, filters: list | None = None):
         footer = file.footer
         self.cols = list(cols)
+        #: per column a :class:`~rcfmt._native.block.Filter` spec (None: none), evaluated
+        #: into :meth:`run`'s mask; filtered columns keep their dictionary codes, as the
+        #: Python path's filter columns do (so are handed over in storage form)
+        self.filters = None if filters is None else [None if f is None else _block.Filter(f) for f in filters]
         self.ltypes = [footer.columns[c].type for c in self.cols]
         spec = np.zeros((len(self.cols), _block.S_COLS), np.int64)
         for i, (col, ltype) in enumerate(zip(self.cols, self.ltypes)):
@@ -69,7 +79,7 @@ class BlockColumns:
             spec[i, _block.S_PRECISION] = (ltype.precision or 0) if decimal else 0
             spec[i, _block.S_UTF8] = ltype.name == "string"
             spec[i, _block.S_LARGE] = bool(ltype.large)
-            spec[i, _block.S_CODES] = col in dictionary_ids
+            spec[i, _block.S_CODES] = col in dictionary_ids or filters is not None
             spec[i, _block.S_ENCODINGS] = _encodings(ltype)
         self.spec = spec
         nblocks = file.num_blocks
@@ -92,7 +102,7 @@ class BlockColumns:
         #: the Arrow type each column is wrapped as here (None: by the scan, as the Python
         #: path does -- read_dictionary and annotated columns), and its buffer layout:
         #: bytes per value, 0 bools (bits), -4 / -8 strings/binary (offset width)
-        self.arrow_types = [None if lt.annotated or col in dictionary_ids else lt.to_arrow()
+        self.arrow_types = [None if lt.annotated or col in dictionary_ids or filters is not None else lt.to_arrow()
                             for col, lt in zip(self.cols, self.ltypes)]
         self.widths = [(-8 if lt.large else -4) if lt.kind == PhysicalKind.VARBINARY else
                        (0 if lt.kind == PhysicalKind.BOOL else lt.width) for lt in self.ltypes]
@@ -104,20 +114,28 @@ class BlockColumns:
             return self._start[block], self._end[block], True
         return self._lo[block], self._hi[block], False
 
-    def run(self, buf, base: int, block: int, rows: int, verify: bool) -> list:
+    def run(self, buf, base: int, block: int, rows: int, verify: bool, mask: np.ndarray | None = None) -> list:
         """Decode every column of ``block`` (all ``rows`` rows) from ``buf`` (file bytes
         from ``base`` on), per column: an Arrow array (wrapped here, once: slices of the
         column's own arena, and the owned string data); ``(values, validity, codes,
-        dictionary)`` for a read_dictionary or annotated column (wrapped by the scan as
-        the Python path does; ``codes``/``dictionary``: a dictionary chunk kept as codes,
-        values then None); or None for a column the Python path must decode again (see
-        the module docstring)."""
-        arenas, results, data, dictionaries = _block.run_block(buf, base, self.spec, self.chunks[block], rows, verify)
+        dictionary)`` for a read_dictionary, annotated or filtered column (wrapped by the
+        scan as the Python path does; ``codes``/``dictionary``: a dictionary chunk kept
+        as codes, values then None); or None for a column the Python path must decode
+        again (see the module docstring).
+
+        With :attr:`filters`, ``mask`` (bool, ``rows``) receives their AND, and once it
+        holds no TRUE row the columns left are not decoded: they are :data:`SKIPPED`."""
+        if self.filters is None:
+            got = _block.run_block(buf, base, self.spec, self.chunks[block], rows, verify)
+        else:
+            got = _block.run_block(buf, base, self.spec, self.chunks[block], rows, verify, self.filters,
+                                   mask.view(np.uint8), True)
+        arenas, results, data, dictionaries = got
         out = []
         vbytes = (rows + 7) // 8
         for i, (status, _page, at, valid_at, nulls, _size, keep, dsize) in enumerate(results.tolist()):
             if status:
-                out.append(None)
+                out.append(SKIPPED if status == _block.ST_SKIPPED else None)
                 continue
             atype = self.arrow_types[i]
             if atype is not None:  # straight to Arrow
@@ -158,3 +176,51 @@ class BlockColumns:
             bits = np.unpackbits(arena[at: at + vbytes], count=rows, bitorder="little").view(bool)
             return ColumnValues(bits), validity, None, None
         return ColumnValues(arena[at: at + rows * ltype.width].view(ltype.numpy_dtype)), validity, None, None
+
+
+class BlockFilter:
+    """A scan's filter on the blocks whose rows are all candidates, in one native call
+    per block: its flat filter columns decoded whole, each column's conjuncts that
+    :func:`~rcfmt.scan.evaluate.block_predicate` takes evaluated into one shared mask
+    (the decode pass of :class:`BlockColumns`), the rest of the filter left to
+    :func:`~rcfmt.scan.evaluate.eval_nnf` on the columns' data, which carries the mask as
+    :attr:`~rcfmt.scan.evaluate.ColumnData.pushed`.
+
+    ``filter_ids``: the filter's columns (name -> stored column); ``conjuncts``: the
+    top-level conjuncts by column name; ``mask_only``: names of columns nothing but
+    their conjuncts needs (their data is then not handed on when all are taken);
+    ``leaf_count``: the filter's leaves."""
+
+    def __init__(self, file, filter_ids: dict, conjuncts: dict, mask_only: set, leaf_count: int, gap: int = 0):
+        self.names = list(filter_ids)
+        cols = [filter_ids[n] for n in self.names]
+        specs, self.ids = [], []
+        for name, col in zip(self.names, cols):
+            got = block_predicate(conjuncts[name], file.footer.columns[col].type) if conjuncts.get(name) else None
+            specs.append(None if got is None else got[0])
+            self.ids.append(frozenset() if got is None else got[1])
+        self.columns = BlockColumns(file, cols, (), gap, specs)
+        #: whether every leaf of the filter is in the mask (nothing left to evaluate)
+        self.complete = sum(map(len, self.ids)) == leaf_count
+        self.data_needed = [not (name in mask_only and len(ids) == len(conjuncts.get(name, ())))
+                            for name, ids in zip(self.names, self.ids)]
+
+    def run(self, buf, base: int, block: int, rows: int, verify: bool):
+        """``(mask, {column: ColumnData})`` of ``block`` (its ``rows`` rows, from
+        ``buf``, file offset ``base`` at ``buf[0]``): ``mask`` (bool) the AND of the
+        leaves taken natively, final when :attr:`complete` or when no row is TRUE (the
+        columns' data is then empty); None when a column must take the Python path
+        (which raises its located error, or decodes what the executor refused)."""
+        mask = memory.empty(rows, bool)
+        got = self.columns.run(buf, base, block, rows, verify, mask)
+        if any(g is None for g in got):
+            return None
+        if any(g is SKIPPED for g in got):
+            return mask, {}
+        data = {}
+        for col, ltype, ids, needed, g in zip(self.columns.cols, self.columns.ltypes, self.ids, self.data_needed,
+                                              got):
+            pushed = (mask, ids) if ids else None
+            data[col] = ColumnData(ltype, *g, pushed=pushed) if needed else ColumnData(ltype, None, None,
+                                                                                      pushed=pushed)
+        return mask, data

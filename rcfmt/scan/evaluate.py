@@ -39,7 +39,7 @@ from .nnf import BoundAnd, BoundListContains, BoundOr, Cmp, Folded, InSet, Leaf,
 from .arrow_eval import list_contains_result, selection_mask, true_mask
 from .intervals import Interval
 
-__all__ = ["ColumnData", "leaf_mask", "eval_nnf", "column_conjuncts", "native_predicate"]
+__all__ = ["ColumnData", "leaf_mask", "eval_nnf", "column_conjuncts", "native_predicate", "block_predicate"]
 
 _NP_OPS = {"==": np.equal, "!=": np.not_equal, "<": np.less, "<=": np.less_equal,
            ">": np.greater, ">=": np.greater_equal}
@@ -309,11 +309,7 @@ def _values_predicate(leaves: list[Leaf], ltype: LogicalType, dtype: np.dtype):
     they must not be in (on the types :func:`_exact_values` names; a float set with NaN
     stays with Arrow), and ``is_null``/``is_valid`` on the validity alone (any type)."""
     if _select.dtype_code(dtype) is None:  # (16-byte decimals: no value kernel, validity only)
-        checks = [leaf for leaf in leaves if isinstance(leaf, NullCheck)]
-        kinds = {leaf.negated for leaf in checks}
-        if len(kinds) != 1:
-            return None
-        return ("nulls", not kinds.pop()), frozenset(map(id, checks))
+        return _nulls_predicate(leaves)
     interval, members, excluded = Interval(), None, set()
     taken, nulls = [], []
     empty = False
@@ -354,12 +350,10 @@ def _values_predicate(leaves: list[Leaf], ltype: LogicalType, dtype: np.dtype):
             else:
                 excluded |= fitting
             taken.append(id(leaf))
-    if nulls and not taken:
-        return ("nulls", True), frozenset(nulls)
-    if not taken:
-        return None
-    if nulls:  # every other leaf taken is FALSE or NULL on a null row
-        empty, taken = True, taken + nulls
+    done = _taken(taken, nulls, empty)
+    if done is None or done[0] is not None:
+        return None if done is None else done[0]
+    empty, taken = done[1], done[2]
     if empty:
         members, excluded = set(), set()
     elif members is None and not excluded and not (interval.lo_kind or interval.hi_kind):
@@ -373,6 +367,126 @@ def _values_predicate(leaves: list[Leaf], ltype: LogicalType, dtype: np.dtype):
                  np.array(sorted(excluded), dtype) if excluded else None)
     return spec, frozenset(taken)
 
+
+
+def _nulls_predicate(leaves: list[Leaf]):
+    """The ``is_null`` / ``is_valid`` leaves of ``leaves`` when they are all one kind:
+    ``(("nulls", want_null), leaf ids)``, else None."""
+    checks = [leaf for leaf in leaves if isinstance(leaf, NullCheck)]
+    kinds = {leaf.negated for leaf in checks}
+    if len(kinds) != 1:
+        return None
+    return ("nulls", not kinds.pop()), frozenset(map(id, checks))
+
+
+def _taken(taken: list, nulls: list, empty: bool):
+    """What a column's taken value leaves and ``is_null`` leaves (``nulls``) make: None
+    when nothing was taken, else ``(answer, empty, ids)``: ``answer`` the whole
+    ``(spec, ids)`` when the validity alone decides (is_null alone), else None, and
+    ``empty`` set when is_null stands beside a leaf never TRUE on a null row."""
+    if nulls and not taken:
+        return (("nulls", True), frozenset(nulls)), True, nulls
+    if not taken:
+        return None
+    if nulls:  # every other leaf taken is FALSE or NULL on a null row
+        return None, True, taken + nulls
+    return None, empty, taken
+
+
+def block_predicate(leaves: list[Leaf], ltype: LogicalType):
+    """What the block executor (:class:`rcfmt._native.block.Filter`) evaluates of one
+    column's conjuncts on every chunk of the column, dictionary or not: ``(spec, leaf
+    ids)`` or None. Fixed-width values take the leaves :func:`native_predicate` takes on
+    values of the column's own type; strings and binary their comparisons and sets
+    (compared as bytes: UTF-8 byte order is code point order, as Arrow compares them);
+    16-byte decimals their comparisons, as an interval of unscaled integers; any type
+    ``is_null`` / ``is_valid``. The other leaves are evaluated after decoding."""
+    if ltype.annotated or ltype.kind == PhysicalKind.BOOL:
+        return _nulls_predicate(leaves)
+    if ltype.name in ("string", "binary"):
+        return _bytes_predicate(leaves)
+    if ltype.name == "decimal128":
+        return _decimal_predicate(leaves)
+    dtype = np.dtype(ltype.numpy_dtype)
+    if ltype.kind != PhysicalKind.FIXED or dtype.itemsize != ltype.width or _select.dtype_code(dtype) is None:
+        return _nulls_predicate(leaves)
+    got = _values_predicate(leaves, ltype, dtype)
+    if got is None or got[0][0] == "nulls":
+        return got
+    spec = got[0]
+    sets = spec[5:7] if len(spec) == 7 else (None, None)
+    return ("values", dtype, *spec[1:5], *sets), got[1]
+
+
+def _as_bytes(value) -> bytes:
+    return value.encode("utf-8") if isinstance(value, str) else bytes(value)
+
+
+def _bytes_predicate(leaves: list[Leaf]):
+    """:func:`block_predicate` for strings and binary."""
+    interval, members, excluded = Interval(), None, set()
+    taken, nulls, empty = [], [], False
+    for leaf in leaves:
+        if isinstance(leaf, NullCheck):
+            (taken if leaf.negated else nulls).append(id(leaf))
+        elif isinstance(leaf, Folded):
+            empty |= not leaf.value
+            taken.append(id(leaf))
+        elif isinstance(leaf, Cmp) and isinstance(leaf.value, (str, bytes)):
+            value = _as_bytes(leaf.value)
+            if leaf.op == "!=":
+                excluded.add(value)
+            elif Interval.holds(leaf):
+                interval.add(leaf.op, value)
+            else:
+                continue
+            taken.append(id(leaf))
+        elif isinstance(leaf, InSet) and all(isinstance(v, (str, bytes)) for v in leaf.values):
+            fitting = {_as_bytes(v) for v in leaf.values}
+            if not leaf.negated:
+                members = fitting if members is None else members & fitting
+            elif leaf.has_null:
+                empty = True  # NOT IN (..., NULL) is never TRUE
+            else:
+                excluded |= fitting
+            taken.append(id(leaf))
+    done = _taken(taken, nulls, empty)
+    if done is None or done[0] is not None:
+        return None if done is None else done[0]
+    if members is not None:
+        members, excluded = members - excluded, set()
+    return ("bytes", interval.lo, interval.lo_kind, interval.hi, interval.hi_kind,
+            None if members is None else sorted(members), sorted(excluded) if excluded else None,
+            done[1]), frozenset(done[2])
+
+
+def _decimal_predicate(leaves: list[Leaf]):
+    """:func:`block_predicate` for 16-byte decimals: ``==``, ``<``, ``<=``, ``>``, ``>=``
+    as one inclusive interval of unscaled integers (the binder's literals)."""
+    lo = hi = None
+    taken, nulls, empty = [], [], False
+    for leaf in leaves:
+        if isinstance(leaf, NullCheck):
+            (taken if leaf.negated else nulls).append(id(leaf))
+        elif isinstance(leaf, Folded):
+            empty |= not leaf.value
+            taken.append(id(leaf))
+        elif Interval.holds(leaf) and isinstance(leaf.value, int) and not isinstance(leaf.value, bool):
+            v = int(leaf.value)
+            if leaf.op in (">", ">=", "=="):
+                low = v + 1 if leaf.op == ">" else v
+                lo = low if lo is None else max(lo, low)
+            if leaf.op in ("<", "<=", "=="):
+                high = v - 1 if leaf.op == "<" else v
+                hi = high if hi is None else min(hi, high)
+            taken.append(id(leaf))
+    done = _taken(taken, nulls, empty)
+    if done is None or done[0] is not None:
+        return None if done is None else done[0]
+    empty = done[1] or (lo is not None and hi is not None and lo > hi)
+    if not -(1 << 127) <= (lo or 0) < (1 << 127) or not -(1 << 127) <= (hi or 0) < (1 << 127):
+        return None  # (the binder folds literals beyond the precision: never here)
+    return ("decimal", lo, hi, empty), frozenset(done[2])
 
 
 def _eval_and(expr: BoundAnd, column_data: Callable[[str], ColumnData], n: int) -> np.ndarray:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, fields, replace
+from dataclasses import replace
 from itertools import islice
 from typing import Iterator, Sequence
 
@@ -37,14 +37,16 @@ from .evaluate import ColumnData, column_conjuncts, eval_nnf, native_predicate
 from .fetch_plan import BlockGroups
 from .nnf import BoundAnd, BoundListContains, BoundOr, columns as expr_columns, fold, leaves, to_nnf
 from .bind import bind
-from .block_exec import BlockColumns
+from .block_exec import BlockColumns, BlockFilter
 from .intervals import Interval
 from ..index.page import PageIndex, page_interval_kind, stats_kind
 from .plan import PRUNE_STAGES, BlockPlan, FilePlan
+from .scan_stats import ScanStats
 from .prune import leaf_may_match, may_match
 from .selection import RowRanges, Selection
 
 __all__ = ["ScanStats", "FileScan", "scan_file"]
+_NATIVE_FILTER = True
 
 #: byte ranges of a local file at most this far apart are read with one read (remote
 #: files: :attr:`rcfmt.FetchOptions.coalesce_gap`, which also bounds what a block's
@@ -65,50 +67,6 @@ PROBE_BLOCKS = 8
 STREAM_WINDOW = 2
 
 
-@dataclass
-class ScanStats:
-    """What a scan did. Counts of pages and rows decoded are summed over columns.
-
-    ``bytes_read``: bytes of the pages (and the gaps coalesced with them) the scan read,
-    also when a remote file's open had them in its tail already; ``requests``: reads
-    made of the files (on object storage, requests sent), the opens' included. What
-    crossed the network is the file's own count (:attr:`RcfmtFile.bytes_read`)."""
-
-    files_total: int = 0
-    files_pruned: int = 0
-    blocks_total: int = 0
-    blocks_pruned_stats: int = 0
-    blocks_pruned_bloom: int = 0
-    blocks_pruned_pages: int = 0
-    blocks_pruned_index: int = 0  # by bitmap indexes
-    pages_total: int = 0
-    pages_read: int = 0
-    rows_total: int = 0
-    rows_decoded: int = 0
-    rows_selected: int = 0
-    rows_selected_index: int = 0  # rows selected by bitmap indexes alone (the filter decided without decoding)
-    bytes_read: int = 0
-    requests: int = 0  # reads from files (on object storage, one request each)
-
-    def add(self, other: "ScanStats") -> None:
-        for name in _STATS_FIELDS:
-            setattr(self, name, getattr(self, name) + getattr(other, name))
-
-    def as_dict(self) -> dict:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
-
-    def __str__(self) -> str:
-        pruned = self.blocks_pruned_stats + self.blocks_pruned_bloom + self.blocks_pruned_index + self.blocks_pruned_pages
-        return (f"files {self.files_total - self.files_pruned}/{self.files_total}, "
-                f"blocks {self.blocks_total - pruned}"
-                f"/{self.blocks_total} (pruned: stats {self.blocks_pruned_stats}, bloom {self.blocks_pruned_bloom}, "
-                f"index {self.blocks_pruned_index}, pages {self.blocks_pruned_pages}), "
-                f"pages read {self.pages_read}/{self.pages_total}, rows decoded {self.rows_decoded}, "
-                f"selected {self.rows_selected}/{self.rows_total} ({self.rows_selected_index} by index), "
-                f"bytes read {self.bytes_read} in {self.requests} requests")
-
-
-_STATS_FIELDS = tuple(f.name for f in fields(ScanStats))
 _INT32 = LogicalType("int32")  # dictionary indices
 
 
@@ -164,6 +122,7 @@ class FileScan:
         self._value_predicates: dict = {}
         #: the native block executor's spec, per list of columns decoded whole (built once per scan)
         self._executors: dict[tuple, BlockColumns] = {}
+        self._block_filter: BlockFilter | bool | None = None  # the filter's, built on first use (False: none)
         if read_dictionary is not None and (isinstance(read_dictionary, str) or not isinstance(read_dictionary, Sequence)):
             raise InvalidOptionError("read_dictionary must be a list of column names")
         self.dictionary_ids = {file.column_index(name) for name in (read_dictionary or ())}
@@ -694,19 +653,7 @@ class FileScan:
         if executor is None:
             executor = self._executors[key] = BlockColumns(self.file, cols, self.dictionary_ids,
                                                            self._gap if self.file.remote else 0)
-        if fetched is None:  # the ranges _fetch would read for these whole chunks
-            starts, ends, merged = executor.ranges(block)
-            if not merged:
-                starts, ends = _coalesce(starts, ends, self._gap if self.file.remote else 0)
-            buf = self.file.read_ranges(starts, ends)
-            stats.bytes_read += int((ends - starts).sum())
-            base = int(starts[0])
-        else:
-            buf, base = fetched
-        pages = executor.pages[block]
-        stats.pages_total += pages
-        stats.pages_read += pages
-        stats.rows_decoded += rows * len(cols)
+        buf, base = self._read_whole(executor, block, rows, stats) if fetched is None else fetched
         out = {}
         for col, ltype, got in zip(cols, executor.ltypes, executor.run(buf, base, block, rows,
                                                                      self.file.verify_checksums)):
@@ -719,6 +666,37 @@ class FileScan:
             else:
                 out[col] = got
         return out
+
+    def _read_whole(self, executor: BlockColumns, block: int, rows: int, stats: ScanStats):
+        """``(buffer, base)``: the whole chunks ``executor`` decodes in ``block``, read
+        as :meth:`_fetch` would read them (and counted: bytes, pages, rows)."""
+        starts, ends, merged = executor.ranges(block)
+        if not merged:
+            starts, ends = _coalesce(starts, ends, self._gap if self.file.remote else 0)
+        buf = self.file.read_ranges(starts, ends)
+        stats.bytes_read += int((ends - starts).sum())
+        stats.pages_total += executor.pages[block]
+        stats.pages_read += executor.pages[block]
+        stats.rows_decoded += rows * len(executor.cols)
+        return buf, int(starts[0])
+
+    def _native_filter(self, block: int, rows: int, stats: ScanStats):
+        """:meth:`BlockFilter.run` of the scan's filter on ``block``, every row a
+        candidate (None: the Python path decides it -- a list filter, a column the
+        executor refused)."""
+        if self._block_filter is None:
+            conjuncts, mask_only = self._pushdown_whole
+            self._block_filter = False if self.list_filters else BlockFilter(
+                self.file, self.row_filter_ids, conjuncts, mask_only, sum(1 for _ in leaves(self.nnf)),
+                self._gap if self.file.remote else 0)
+        if self._block_filter is False:
+            return None
+        stats_here = ScanStats()
+        buf, base = self._read_whole(self._block_filter.columns, block, rows, stats_here)
+        got = self._block_filter.run(buf, base, block, rows, self.file.verify_checksums)
+        if got is not None:
+            stats.add(stats_here)
+        return got
 
     def _planned_bytes(self, block: int, plans: dict, cache: dict) -> int:
         """Bytes of the chunks and pages the ``plans`` of :meth:`_plan_column` name (not
@@ -948,7 +926,19 @@ class FileScan:
             buf, base, nbytes = self._groups.fetch(block, self.file)
             stats.bytes_read += nbytes
             fetched = (buf, base)
-        if nnf is not None:
+        native = None
+        if _NATIVE_FILTER and nnf is not None and nnf is self.nnf and fetched is None and 0 < candidates.row_count == candidates.num_rows:
+            native = self._native_filter(block, candidates.num_rows, stats)
+        if native is not None:  # one native call decoded the filter columns into the mask
+            mask, filter_data = native
+            if filter_data and not self._block_filter.complete:
+                mask = eval_nnf(nnf, lambda name: filter_data[self.filter_ids[name]], candidates.row_count)
+            if count_only:
+                selected = int(np.count_nonzero(mask))
+                stats.rows_selected += selected
+                return selected, stats
+            selection = candidates.refine(mask)
+        elif nnf is not None:
             plans, (buf, base), rode_along = self._filter_columns_fetch(
                 block, candidates, filter_ids.values(), [] if count_only else rest, cache, stats, fetched)
             conjuncts, mask_only = self._pushdown_whole if nnf is self.nnf else self._pushdown(nnf)
