@@ -36,7 +36,7 @@ and message stays the Python path's own, and every result stays correct.
 cimport cython
 from cpython.buffer cimport PyBuffer_FillInfo
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t, uintptr_t
-from libc.stdlib cimport free, malloc
+from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcmp, memcpy, memset
 
 import numpy as np
@@ -544,6 +544,11 @@ cdef struct Col:
     uint8_t* dvalues        # the dictionary's fixed-width values (an aligned copy)
     uint32_t* dlocal        # the dictionary's string offsets (from 0)
     uint8_t* dpadded        # the dictionary's string data, with 16 bytes of slack
+    uint8_t* pagebuf        # (selected rows) one page's values, before they are gathered
+    uint8_t* vfull          # (selected rows) the validity of every row of the chunk
+    # the rows wanted: ``nsel`` sorted run rows ``sel`` (NULL: every row)
+    const int64_t* sel
+    int64_t nsel
 
 
 cdef inline int _fail(Col* col, int status, int64_t page) noexcept nogil:
@@ -578,7 +583,11 @@ cdef void _free_temporaries(Col* col) noexcept nogil:
     free(col.dvalues)
     free(col.dlocal)
     free(col.dpadded)
+    free(col.pagebuf)
+    free(col.vfull)
     col.dpadded = NULL
+    col.pagebuf = NULL
+    col.vfull = NULL
     col.arena = NULL
     col.darena = NULL
     col.scratch = NULL
@@ -717,6 +726,50 @@ cdef int _gather_varbinary(Col* col, const uint8_t* d, const uint32_t* codes, in
     return 0
 
 
+cdef inline Py_ssize_t _page_selection(const Col* col, int64_t first, int64_t count, Py_ssize_t* cursor) noexcept nogil:
+    """The wanted rows in run rows ``[first, first + count)``: they are ``sel[j0:j1]``,
+    ``j0`` the cursor given, ``j1`` the cursor returned (pages come in row order)."""
+    cdef Py_ssize_t j = cursor[0]
+    while j < col.nsel and col.sel[j] < first + count:
+        j += 1
+    cursor[0] = j
+    return j
+
+
+cdef void _gather_rows(const uint8_t* page, int64_t first, const int64_t* sel, Py_ssize_t j0, Py_ssize_t j1,
+                       int size, uint8_t* out) noexcept nogil:
+    """out[j] = page[sel[j] - first] for j in [j0, j1), values of ``size`` bytes."""
+    cdef Py_ssize_t j
+    if size == 1:
+        for j in range(j0, j1):
+            out[j] = page[sel[j] - first]
+    elif size == 2:
+        for j in range(j0, j1):
+            (<uint16_t*>out)[j] = (<const uint16_t*>page)[sel[j] - first]
+    elif size == 4:
+        for j in range(j0, j1):
+            (<uint32_t*>out)[j] = (<const uint32_t*>page)[sel[j] - first]
+    elif size == 8:
+        for j in range(j0, j1):
+            (<uint64_t*>out)[j] = (<const uint64_t*>page)[sel[j] - first]
+    else:
+        for j in range(j0, j1):
+            memcpy(out + j * size, page + (sel[j] - first) * size, size)
+
+
+cdef int64_t _gather_validity(const uint8_t* full, const int64_t* sel, int64_t nsel, uint8_t* out) noexcept nogil:
+    """Bit j of ``out`` = bit sel[j] of ``full`` (trailing bits 0); the null count."""
+    cdef int64_t j, r, nulls = 0
+    cdef uint8_t bit
+    memset(out, 0, (nsel + 7) >> 3)
+    for j in range(nsel):
+        r = sel[j]
+        bit = (full[r >> 3] >> (r & 7)) & 1
+        out[j >> 3] |= bit << (j & 7)
+        nulls += 1 - bit
+    return nulls
+
+
 cdef int _varbinary(Col* col, const uint8_t* buf, int64_t[:, ::1] t, Py_ssize_t n, int enc,
                     uint64_t* aligned) noexcept nogil:
     """PLAIN / DELTA_LENGTH strings/binary of every page into offsets (the arena) and
@@ -730,6 +783,8 @@ cdef int _varbinary(Col* col, const uint8_t* buf, int64_t[:, ::1] t, Py_ssize_t 
     for k in range(n):
         capacity += t[k, P_LEN]
         rows += t[k, P_ROWS]
+    if col.sel != NULL:
+        return _varbinary_selected(col, buf, t, n, mode, capacity, aligned)
     col.data = <uint8_t*>malloc(capacity + 1)
     if col.data == NULL:
         return _fail(col, ST_MEMORY, -1)
@@ -757,6 +812,57 @@ cdef int _varbinary(Col* col, const uint8_t* buf, int64_t[:, ::1] t, Py_ssize_t 
     if col.s[S_UTF8]:
         if (utf8_row64(col.data, pos, <const int64_t*>col.values, rows) if wide
                 else utf8_row32(col.data, pos, <const int32_t*>col.values, rows)) >= 0:
+            return _fail(col, ST_INVALID, -1)
+    return 0
+
+
+cdef int _varbinary_selected(Col* col, const uint8_t* buf, int64_t[:, ::1] t, Py_ssize_t n, int mode,
+                             Py_ssize_t capacity, uint64_t* aligned) noexcept nogil:
+    """:func:`_varbinary` for the wanted rows only: the pages holding one are read, their
+    wanted strings copied; the UTF-8 check covers what is returned."""
+    cdef Py_ssize_t k, data_len = 0, cursor = 0, j0, j1, j
+    cdef int64_t pos = 0, first, a, m
+    cdef const uint8_t* data = NULL
+    cdef uint32_t* local = <uint32_t*>col.scratch
+    cdef bint wide = col.s[S_LARGE] != 0
+    cdef uint8_t* shrunk
+    col.data = <uint8_t*>malloc(capacity + 1)
+    if col.data == NULL:
+        return _fail(col, ST_MEMORY, -1)
+    if wide:
+        (<int64_t*>col.values)[0] = 0
+    else:
+        (<int32_t*>col.values)[0] = 0
+    for k in range(n):
+        first = t[k, P_FIRST]
+        j0 = cursor
+        j1 = _page_selection(col, first, t[k, P_ROWS], &cursor)
+        if j1 == j0:
+            continue
+        if _page_offsets(mode, _body(buf, col.arena, t, k, aligned), t[k, P_LEN], t[k, P_ROWS], local, &data,
+                         &data_len):
+            return _fail(col, ST_VALUES, k)
+        for j in range(j0, j1):
+            a = local[col.sel[j] - first]
+            m = local[col.sel[j] - first + 1] - a
+            if pos + m > capacity:
+                return _fail(col, ST_VALUES, k)
+            if not wide and pos + m > I32_MAX:
+                return _fail(col, ST_TOO_BIG, k)
+            if m:
+                memcpy(col.data + pos, data + a, m)
+            pos += m
+            if wide:
+                (<int64_t*>col.values)[j + 1] = pos
+            else:
+                (<int32_t*>col.values)[j + 1] = <int32_t>pos
+    col.data_len = pos
+    shrunk = <uint8_t*>realloc(col.data, pos + 1)  # (the owner keeps no more than it returns)
+    if shrunk != NULL:
+        col.data = shrunk
+    if col.s[S_UTF8]:
+        if (utf8_row64(col.data, pos, <const int64_t*>col.values, col.nsel) if wide
+                else utf8_row32(col.data, pos, <const int32_t*>col.values, col.nsel)) >= 0:
             return _fail(col, ST_INVALID, -1)
     return 0
 
@@ -826,6 +932,9 @@ cdef int _column(const uint8_t* buf, Py_ssize_t size, int64_t base, Col* col, in
     cdef uint64_t* aligned
     cdef uint8_t* table = NULL
     cdef bint by_value = flt != NULL and flt.kind != F_NULLS
+    cdef bint selected = col.sel != NULL
+    cdef int64_t out_rows = col.nsel if selected else rows
+    cdef Py_ssize_t cursor = 0, j0, j1
     memset(&f, 0, sizeof(Failure))
     if by_value and kind == KIND_BOOL:
         return _fail(col, ST_UNSUPPORTED, -1)
@@ -846,9 +955,13 @@ cdef int _column(const uint8_t* buf, Py_ssize_t size, int64_t base, Col* col, in
     col.arena = <uint8_t*>malloc(arena_size)
     if col.arena == NULL:
         return _fail(col, ST_MEMORY, -1)
+    if any_nulls and selected:  # every row's validity first, the wanted rows' after
+        col.vfull = <uint8_t*>malloc((rows + 7) // 8 + 8)
+        if col.vfull == NULL:
+            return _fail(col, ST_MEMORY, -1)
     if any_nulls:
-        memset(col.valid, 0xFF, (rows + 7) // 8)
-    if _bodies(buf, t, n, col.arena, col.valid if any_nulls else NULL, verify, &f):
+        memset(col.vfull if selected else col.valid, 0xFF, (rows + 7) // 8)
+    if _bodies(buf, t, n, col.arena, (col.vfull if selected else col.valid) if any_nulls else NULL, verify, &f):
         return _fail(col, ST_PAGES, f.page)
     for k in range(n):
         most = max(most, t[k, P_ROWS])
@@ -858,7 +971,13 @@ cdef int _column(const uint8_t* buf, Py_ssize_t size, int64_t base, Col* col, in
     if col.scratch == NULL:
         return _fail(col, ST_MEMORY, -1)
     aligned = col.scratch + most + 2
-    if any_nulls:
+    if selected:
+        col.pagebuf = <uint8_t*>malloc(16 * most + 16)
+        if col.pagebuf == NULL:
+            return _fail(col, ST_MEMORY, -1)
+    if any_nulls and selected:
+        col.nulls = _gather_validity(col.vfull, col.sel, col.nsel, col.valid)
+    elif any_nulls:
         col.nulls = nulls
         if rows % 8:
             col.valid[(rows + 7) // 8 - 1] &= (1 << (rows % 8)) - 1  # unused trailing bits are 0
@@ -876,6 +995,16 @@ cdef int _column(const uint8_t* buf, Py_ssize_t size, int64_t base, Col* col, in
             else:
                 _filter_entries(flt, kind, col.dvalues, NULL, False, col.dsize, table, False)
         for k in range(n):
+            if selected:  # the codes of the pages holding wanted rows, gathered
+                j0 = cursor
+                j1 = _page_selection(col, t[k, P_FIRST], t[k, P_ROWS], &cursor)
+                if j1 == j0:
+                    continue
+                if _page_values(MODE_CODES, _body(buf, col.arena, t, k, aligned), t[k, P_LEN], t[k, P_ROWS], 4,
+                                False, <uint32_t>col.dsize, 0, col.pagebuf, col.scratch):
+                    return _fail(col, ST_VALUES, k)
+                _gather_rows(col.pagebuf, t[k, P_FIRST], col.sel, j0, j1, 4, <uint8_t*>col.codes)
+                continue
             if _page_values(MODE_CODES, _body(buf, col.arena, t, k, aligned), t[k, P_LEN], t[k, P_ROWS], 4, False,
                             <uint32_t>col.dsize, 0, <uint8_t*>(col.codes + t[k, P_FIRST]), col.scratch):
                 free(table)
@@ -887,7 +1016,7 @@ cdef int _column(const uint8_t* buf, Py_ssize_t size, int64_t base, Col* col, in
         if flt != NULL:
             _mask_nulls(col, flt, rows, mask, and_into)
         if col.keep_codes:  # the codes, and the dictionary handed over as it is
-            memcpy(col.values, col.codes, 4 * rows)
+            memcpy(col.values, col.codes, 4 * out_rows)
             if kind == KIND_VARBINARY:
                 col.doffs = <uint8_t*>col.dlocal
                 col.dlocal = NULL
@@ -900,8 +1029,8 @@ cdef int _column(const uint8_t* buf, Py_ssize_t size, int64_t base, Col* col, in
                 col.ddata_len = col.dsize * width
             return 0
         if kind == KIND_VARBINARY:
-            return _gather_varbinary(col, ddata, col.codes, rows)
-        return _gather_fixed(col.dvalues, col.codes, rows, width, col.values)
+            return _gather_varbinary(col, ddata, col.codes, out_rows)
+        return _gather_fixed(col.dvalues, col.codes, out_rows, width, col.values)
     if kind == KIND_VARBINARY:
         if _varbinary(col, buf, t, n, enc, aligned):
             return col.status
@@ -936,6 +1065,16 @@ cdef int _column(const uint8_t* buf, Py_ssize_t size, int64_t base, Col* col, in
         return _fail(col, ST_UNSUPPORTED, -1)
     out_size = itemsize
     for k in range(n):
+        if selected:  # the pages holding wanted rows, their wanted values gathered
+            j0 = cursor
+            j1 = _page_selection(col, t[k, P_FIRST], t[k, P_ROWS], &cursor)
+            if j1 == j0:
+                continue
+            if _page_values(mode, _body(buf, col.arena, t, k, aligned), t[k, P_LEN], t[k, P_ROWS], itemsize, signed,
+                            0, decimal_lim, col.pagebuf, col.scratch):
+                return _fail(col, ST_VALUES, k)
+            _gather_rows(col.pagebuf, t[k, P_FIRST], col.sel, j0, j1, out_size, col.values)
+            continue
         if _page_values(mode, _body(buf, col.arena, t, k, aligned), t[k, P_LEN], t[k, P_ROWS], itemsize, signed, 0,
                         decimal_lim, col.values + t[k, P_FIRST] * out_size, col.scratch):
             return _fail(col, ST_VALUES, k)
@@ -948,23 +1087,25 @@ cdef int _column(const uint8_t* buf, Py_ssize_t size, int64_t base, Col* col, in
     if flt != NULL:
         _mask_nulls(col, flt, rows, mask, and_into)
     if kind == KIND_BOOL:  # a byte per value -> Arrow's bits (LSB first), in place: byte j is written
-        _pack_bits(col.values, rows)  # after bytes 8j..8j+7 are read
+        _pack_bits(col.values, out_rows)  # after bytes 8j..8j+7 are read
     elif mode == MODE_BITPACK_DECIMAL:  # int64 low words -> 16-byte decimals, in place, from the end
-        i = rows - 1
+        i = out_rows - 1
         while i >= 0:
             lo = (<int64_t*>col.values)[i]
             (<int64_t*>col.values)[2 * i] = lo
             (<int64_t*>col.values)[2 * i + 1] = -1 if lo < 0 else 0
             i -= 1
-    elif s[S_DECIMAL] and decimal_row(<const uint64_t*>col.values, rows, <int>s[S_PRECISION]) >= 0:
+    elif s[S_DECIMAL] and decimal_row(<const uint64_t*>col.values, out_rows, <int>s[S_PRECISION]) >= 0:
         return _fail(col, ST_INVALID, -1)
     return 0
 
 
 # ------------------------------------------------------------------ the block
 def run_block(buf, int64_t base, const int64_t[:, ::1] spec, const int64_t[:, ::1] chunks, int64_t rows,
-              bint verify, filters=None, uint8_t[::1] mask=None, bint short_circuit=False):
-    """Decode every column of one block whose rows are all wanted, in one GIL-free pass.
+              bint verify, filters=None, uint8_t[::1] mask=None, bint short_circuit=False,
+              const int64_t[::1] selected=None):
+    """Decode every column of one block (its rows, or the ``selected`` ones), in one
+    GIL-free pass.
 
     ``buf``: the block's bytes from file offset ``base`` on (a whole read, or ranges
     read into one buffer); ``spec``: one row of S_COLS per column (built once per scan);
@@ -982,7 +1123,12 @@ def run_block(buf, int64_t base, const int64_t[:, ::1] spec, const int64_t[:, ::
     one written into ``mask`` and the next ones ANDed into it (dictionary chunks: once
     per entry, then a lookup per code). With
     ``short_circuit``, once the mask holds no TRUE row the columns left are not decoded
-    (status ST_SKIPPED): the mask is final, whatever they hold."""
+    (status ST_SKIPPED): the mask is final, whatever they hold.
+
+    ``selected`` (sorted, distinct rows of the block; not with ``filters``): only these
+    rows are returned, one after another. Every page's header and body is checked as
+    for all rows; only the pages holding a selected row have their values decoded, and
+    the UTF-8 and precision checks cover the values returned."""
     cdef const uint8_t[::1] view = memoryview(buf).cast("B") if not isinstance(buf, np.ndarray) else buf
     cdef Py_ssize_t size = view.shape[0]
     cdef const uint8_t* p = &view[0] if size else _EMPTY
@@ -995,6 +1141,16 @@ def run_block(buf, int64_t base, const int64_t[:, ::1] spec, const int64_t[:, ::
         raise ValueError("spec and chunks need one row per column")
     if rows < 0:
         raise ValueError("rows must be >= 0")
+    cdef int64_t out_rows = rows, j
+    cdef const int64_t* sel = NULL
+    if selected is not None:
+        if filters is not None:
+            raise ValueError("selected rows are not filtered")
+        out_rows = selected.shape[0]
+        sel = &selected[0] if out_rows else <const int64_t*>_EMPTY
+        for j in range(out_rows):
+            if not (0 <= sel[j] < rows) or (j and sel[j] <= sel[j - 1]):
+                raise ValueError("selected rows must be sorted, distinct rows of the block")
     cdef cnp.ndarray results = np.zeros((ncols, R_COLS), np.int64)
     cdef int64_t[:, ::1] r = results
     arenas = [None] * ncols
@@ -1002,12 +1158,12 @@ def run_block(buf, int64_t base, const int64_t[:, ::1] spec, const int64_t[:, ::
         keep = spec[i, S_CODES] != 0 and chunks[i, C_DICT_LENGTH] > 0
         width = spec[i, S_WIDTH]
         if keep:
-            vbytes = 4 * rows
+            vbytes = 4 * out_rows
         elif spec[i, S_KIND] == KIND_VARBINARY:
-            vbytes = (rows + 1) * (8 if spec[i, S_LARGE] else 4)
+            vbytes = (out_rows + 1) * (8 if spec[i, S_LARGE] else 4)
         else:
-            vbytes = rows * width
-        arena = _memory.empty(_round64(vbytes + 8) + _round64((rows + 7) // 8 + 8) + 64, np.uint8)
+            vbytes = out_rows * width
+        arena = _memory.empty(_round64(vbytes + 8) + _round64((out_rows + 7) // 8 + 8) + 64, np.uint8)
         arenas[i] = arena
         shift = (-<int64_t>(<uintptr_t>cnp.PyArray_DATA(arena))) & 63
         r[i, R_VALUES] = shift
@@ -1045,6 +1201,8 @@ def run_block(buf, int64_t base, const int64_t[:, ::1] spec, const int64_t[:, ::
         cols[i].valid = a + r[i, R_VALID]
         cols[i].keep_codes = r[i, R_DICT] != 0
         cols[i].page = -1
+        cols[i].sel = sel
+        cols[i].nsel = out_rows
     data = [None] * ncols
     dictionaries = [None] * ncols
     try:

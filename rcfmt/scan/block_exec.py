@@ -114,8 +114,10 @@ class BlockColumns:
             return self._start[block], self._end[block], True
         return self._lo[block], self._hi[block], False
 
-    def run(self, buf, base: int, block: int, rows: int, verify: bool, mask: np.ndarray | None = None) -> list:
-        """Decode every column of ``block`` (all ``rows`` rows) from ``buf`` (file bytes
+    def run(self, buf, base: int, block: int, rows: int, verify: bool, mask: np.ndarray | None = None,
+            selected: np.ndarray | None = None) -> list:
+        """Decode every column of ``block`` (all ``rows`` rows, or the ``selected`` ones:
+        sorted distinct int64 rows, without filters) from ``buf`` (file bytes
         from ``base`` on), per column: an Arrow array (wrapped here, once: slices of the
         column's own arena, and the owned string data); ``(values, validity, codes,
         dictionary)`` for a read_dictionary, annotated or filtered column (wrapped by the
@@ -126,7 +128,8 @@ class BlockColumns:
         With :attr:`filters`, ``mask`` (bool, ``rows``) receives their AND, and once it
         holds no TRUE row the columns left are not decoded: they are :data:`SKIPPED`."""
         if self.filters is None:
-            got = _block.run_block(buf, base, self.spec, self.chunks[block], rows, verify)
+            got = _block.run_block(buf, base, self.spec, self.chunks[block], rows, verify, selected=selected)
+            rows = rows if selected is None else len(selected)
         else:
             got = _block.run_block(buf, base, self.spec, self.chunks[block], rows, verify, self.filters,
                                    mask.view(np.uint8), True)

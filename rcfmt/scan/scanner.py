@@ -8,10 +8,7 @@ counted in :class:`ScanStats`.
 from __future__ import annotations
 
 import threading
-from collections import deque
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from itertools import islice
 from typing import Iterator, Sequence
 
 import numpy as np
@@ -42,6 +39,7 @@ from .intervals import Interval
 from ..index.page import PageIndex, page_interval_kind, stats_kind
 from .plan import PRUNE_STAGES, BlockPlan, FilePlan
 from .scan_stats import ScanStats
+from .scheduling import PROBE_BLOCKS, STREAM_WINDOW, Probe, map_blocks
 from .prune import leaf_may_match, may_match
 from .selection import RowRanges, Selection
 
@@ -56,15 +54,6 @@ COALESCE_GAP = 64 * 1024
 #: a bitmap index that leaves some of a block's filter undecided narrows the rows the
 #: rest is evaluated on only when it leaves at most 1/INDEX_NARROWS of them
 INDEX_NARROWS = 8
-#: on a local file, when the page indexes (or the bitmap indexes) of this many blocks in
-#: a row pruned no page (decided nothing) for a scan's filter, the scan stops asking
-#: them for its later blocks: skipping an index is always sound, and on unclustered
-#: data (lineitem in natural order under Q6) asking cost ~0.2 ms per block for nothing
-PROBE_BLOCKS = 8
-
-
-#: blocks decoded ahead of a stream's consumer, per worker thread (iter_batches)
-STREAM_WINDOW = 2
 
 
 _INT32 = LogicalType("int32")  # dictionary indices
@@ -145,7 +134,7 @@ class FileScan:
         self._groups: BlockGroups | None = None  # remote files: blocks read together (_plan_groups)
         self._planned_ranges: dict[int, RowRanges] = {}  # remote files: row ranges found while planning
         # does the page index prune pages for this filter here? (remote: fetched with the plan)
-        self._page_probe = _Probe(enabled=not file.remote)
+        self._page_probe = Probe(enabled=not file.remote)
         before = file.thread_requests()
         self.blocks = self._prune_blocks()
         self.stats.requests += file.thread_requests() - before  # bloom filters
@@ -219,7 +208,7 @@ class FileScan:
         # (adjacent) entries are read with one read into a reused buffer, while worth it.
         # (One thread: per block the Python around the native passes is most of the time,
         # and threads measured slower, contending for the GIL.)
-        probe = _Probe()
+        probe = Probe()
         kept = []
         for batch in ([blocks[:PROBE_BLOCKS], blocks[PROBE_BLOCKS:]] if file.remote else [blocks]):
             if not batch or not probe.worth_asking():
@@ -639,25 +628,46 @@ class FileScan:
         return {col: self._column_from(block, col, plan, selection, buf, base, cache, stats)
                 for col, plan in plans.items()}
 
-    def _whole_columns(self, block: int, cols: list, rows: int, cache: dict, stats: ScanStats,
-                       fetched: tuple | None = None) -> dict:
-        """``{column: Arrow array or ColumnData}`` of the flat columns ``cols`` at every row of ``block``:
-        one native call decodes them all (:mod:`rcfmt.scan.block_exec`), their bytes
-        read together unless ``fetched`` (``(buffer, base)``) holds them already. A
-        column the executor refuses is decoded again by the Python page path, which
-        raises its located error (see :mod:`rcfmt.scan.block_exec`)."""
-        if not cols:
-            return {}
+    def _executor(self, cols: list) -> BlockColumns:
+        """The block executor's spec of the flat columns ``cols`` (built once per scan)."""
         key = tuple(cols)
         executor = self._executors.get(key)
         if executor is None:
             executor = self._executors[key] = BlockColumns(self.file, cols, self.dictionary_ids,
                                                            self._gap if self.file.remote else 0)
+        return executor
+
+    def _dense(self, block: int, selection: Selection, cols: list) -> bool:
+        """Whether the selected rows of ``block`` are spread over most pages of ``cols``:
+        at least as many as a column's pages, from the first half of the block to its
+        second. Then the executor reads the whole chunks, decodes the pages holding a
+        selected row and gathers the rows natively; other selections (few rows, or
+        clustered ones) are found page by page through the page index, which reads and
+        decodes only their pages."""
+        if selection.row_count * len(cols) < self._executor(cols).pages[block]:
+            return False
+        rows = selection.to_indices()
+        return 2 * (int(rows[-1]) - int(rows[0]) + 1) >= selection.num_rows
+
+    def _whole_columns(self, block: int, cols: list, rows: int, cache: dict, stats: ScanStats,
+                       fetched: tuple | None = None, selection: Selection | None = None) -> dict:
+        """``{column: Arrow array or ColumnData}`` of the flat columns ``cols`` at every row of ``block``
+        (or the rows ``selection`` selects): one native call decodes them all
+        (:mod:`rcfmt.scan.block_exec`), their whole chunks read together unless
+        ``fetched`` (``(buffer, base)``) holds them already. A column the executor
+        refuses is decoded again by the Python page path, which raises its located error
+        (see :mod:`rcfmt.scan.block_exec`)."""
+        if not cols:
+            return {}
+        executor = self._executor(cols)
         buf, base = self._read_whole(executor, block, rows, stats) if fetched is None else fetched
         out = {}
+        wanted = None if selection is None else selection.to_indices()
         for col, ltype, got in zip(cols, executor.ltypes, executor.run(buf, base, block, rows,
-                                                                     self.file.verify_checksums)):
-            if got is None:  # the Python path raises the located error (or decodes what the executor refused)
+                                                                     self.file.verify_checksums, selected=wanted)):
+            if got is None and selection is not None:  # the Python path, as for few rows
+                out[col] = self._columns_at(block, [col], selection, cache, ScanStats())[col]
+            elif got is None:  # the Python path raises the located error (or decodes what the executor refused)
                 out[col] = self._column_from(block, col, ("whole",), Selection.all(rows), buf, base, cache,
                                              ScanStats())
             elif isinstance(got, tuple):  # read_dictionary, annotated types: wrapped as the Python path does
@@ -964,6 +974,8 @@ class FileScan:
         arrays = []
         if selected == selection.num_rows:  # every row: the native block executor, one call for all of them
             projected = self._whole_columns(block, rest, selected, cache, stats, fetched)
+        elif rest and fetched is None and self._dense(block, selection, rest):  # rows on most pages: natively too
+            projected = self._whole_columns(block, rest, selection.num_rows, cache, stats, None, selection)
         else:
             projected = self._columns_at(block, rest, selection, cache, stats, fetched)
         for col in self.outputs:
@@ -983,7 +995,7 @@ class FileScan:
     def _run(self, blocks: list[int], use_threads: bool, window: int | None = None) -> Iterator[pa.RecordBatch]:
         if self.file.remote and len(blocks) > 1:
             self._groups = self._plan_groups(blocks)
-        for batch, stats in _map_blocks(self.scan_block, blocks, use_threads, window):
+        for batch, stats in map_blocks(self.scan_block, blocks, use_threads, window):
             self.stats.add(stats)
             if batch is not None:
                 yield batch
@@ -1013,7 +1025,7 @@ class FileScan:
                 self.stats.rows_selected_index += n
             else:
                 blocks.append(b)
-        results = list(_map_blocks(self.count_block, blocks, self.use_threads))
+        results = list(map_blocks(self.count_block, blocks, self.use_threads))
         for _, stats in results:
             self.stats.add(stats)
         return total + sum(n for n, _ in results)
@@ -1033,52 +1045,6 @@ class FileScan:
         """The selected rows as an Arrow C stream (the Arrow PyCapsule interface), block
         by block: ``polars.DataFrame(scan)``, ``pyarrow.table(scan)``, DuckDB."""
         return export_stream(self.output_schema, self.iter_batches(), requested_schema)
-
-
-class _Probe:
-    """Whether an index is worth asking for a scan's next blocks: until it has been
-    asked for :data:`PROBE_BLOCKS` blocks without deciding anything once (then never
-    again in this scan; once it decided something, always). Shared by the threads of a
-    scan: a race only asks a block more or less, and not asking is always sound."""
-
-    __slots__ = ("enabled", "asked", "useful")
-
-    def __init__(self, enabled: bool = True):
-        self.enabled, self.asked, self.useful = enabled, 0, False
-
-    def worth_asking(self) -> bool:
-        return not self.enabled or self.useful or self.asked < PROBE_BLOCKS
-
-    def note(self, decided: bool) -> None:
-        self.asked += 1
-        self.useful = self.useful or decided
-
-
-def _map_blocks(fn, blocks: list[int], use_threads: bool, window: int | None = None) -> Iterator:
-    """``fn(block)`` of every block, in order: on a pool (one worker per core: more only
-    contend for the GIL between native passes) when ``use_threads`` and there are several.
-    ``window``: at most this many blocks in flight ahead of the consumer (a stream holds
-    that many decoded blocks, not the whole file); None: all submitted at once. A
-    consumer that stops early cancels the blocks not yet started."""
-    if not use_threads or len(blocks) < 2:
-        for b in blocks:
-            yield fn(b)
-        return
-    pool = ThreadPoolExecutor(min(cpu_threads(), len(blocks)))
-    try:
-        if window is None:
-            yield from pool.map(fn, blocks)
-            return
-        rest = iter(blocks)
-        pending = deque(pool.submit(fn, b) for b in islice(rest, max(1, window)))
-        while pending:
-            done = pending.popleft().result()
-            nxt = next(rest, None)
-            if nxt is not None:
-                pending.append(pool.submit(fn, nxt))
-            yield done
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _coalesce(lo: np.ndarray, hi: np.ndarray, gap: int) -> tuple[np.ndarray, np.ndarray]:
