@@ -13,7 +13,9 @@ checkout's best, and the change. Queries (``--queries``): ``q6``, TPC-H Q6 (Q_c 
 bench_skipping) on the natural and Z-ordered lineitem files of ``bench/data/peers``,
 1 and 2 threads; ``sets``, on the natural file, ``l_partkey`` in 200 values and
 ``l_suppkey != 17`` (columns without a dictionary: set-membership leaves), 1 thread;
-``fullscan``, every column of the natural file, 1 and 2 threads.
+``fullscan``, every column of the natural file, 1 and 2 threads; ``conj``, bench_bitmap's
+``conj3`` (three low-cardinality string columns) as ``count()`` and as rows, on the
+file without bitmap indexes, 1 and 2 threads.
 """
 from __future__ import annotations
 
@@ -47,6 +49,18 @@ if "sets" in queries:
     timing, _ = measure(lambda: rcfmt.read_table(path, columns=["l_extendedprice"], filter=sets, use_threads=False),
                         repeat=repeat)
     out["partkey isin 200 & suppkey != 17, natural, 1 thread"] = timing.best * 1e3
+if "conj" in queries:  # default writer options but no bitmap indexes (bench_bitmap's "none" file)
+    path = f"{data}/lineitem_sf1.natural_128k.bitmap_none.rcfmt"
+    conj3 = ((col("l_shipmode") == "AIR") & (col("l_returnflag") == "R")
+             & (col("l_shipinstruct") == "DELIVER IN PERSON"))
+    for threads in (False, True):
+        n = f"{2 if threads else 1} thread{'s' if threads else ''}"
+        with rcfmt.open(path) as f:
+            timing, _ = measure(lambda: f.scan([], filter=conj3, use_threads=threads).count(), repeat=repeat)
+            out[f"conj3 count, {n}"] = timing.best * 1e3
+            timing, _ = measure(lambda: f.scan(["l_orderkey", "l_extendedprice"], filter=conj3,
+                                               use_threads=threads).read(), repeat=repeat)
+            out[f"conj3 rows, {n}"] = timing.best * 1e3
 if "fullscan" in queries:
     path = f"{data}/lineitem_sf1.natural_128k.rcfmt"
     for threads in (False, True):
@@ -74,7 +88,7 @@ def main(argv=None) -> int:
     ap.add_argument("--after", type=Path, default=HERE.parent)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--repeat", type=int, default=15)
-    ap.add_argument("--queries", default="q6", help="comma-separated: q6, sets, fullscan")
+    ap.add_argument("--queries", default="q6", help="comma-separated: q6, sets, fullscan, conj")
     args = ap.parse_args(argv)
     for layout in LAYOUTS:
         if not (DATA / f"lineitem_sf1.{layout}.rcfmt").exists():

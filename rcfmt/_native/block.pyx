@@ -690,6 +690,14 @@ cdef int _gather_fixed(const uint8_t* dvalues, const uint32_t* codes, int64_t ro
     return 0
 
 
+cdef inline void _first_offset(Col* col, bint wide) noexcept nogil:
+    """Offset 0 of a string/binary output (int64 when ``wide``, else int32)."""
+    if wide:
+        (<int64_t*>col.values)[0] = 0
+    else:
+        (<int32_t*>col.values)[0] = 0
+
+
 cdef int _gather_varbinary(Col* col, const uint8_t* d, const uint32_t* codes, int64_t rows) noexcept nogil:
     """Strings/binary of the dictionary at ``codes`` into offsets (the arena) and owned
     data; ``d`` (the padded copy) and the output have 16 bytes of slack: values of at
@@ -706,10 +714,7 @@ cdef int _gather_varbinary(Col* col, const uint8_t* d, const uint32_t* codes, in
     col.data = <uint8_t*>malloc(total + 16)
     if col.data == NULL:
         return _fail(col, ST_MEMORY, -1)
-    if wide:
-        (<int64_t*>col.values)[0] = 0
-    else:
-        (<int32_t*>col.values)[0] = 0
+    _first_offset(col, wide)
     for i in range(rows):
         code = codes[i]
         m = off[code + 1] - off[code]
@@ -788,10 +793,7 @@ cdef int _varbinary(Col* col, const uint8_t* buf, int64_t[:, ::1] t, Py_ssize_t 
     col.data = <uint8_t*>malloc(capacity + 1)
     if col.data == NULL:
         return _fail(col, ST_MEMORY, -1)
-    if wide:
-        (<int64_t*>col.values)[0] = 0
-    else:
-        (<int32_t*>col.values)[0] = 0
+    _first_offset(col, wide)
     for k in range(n):
         if _page_offsets(mode, _body(buf, col.arena, t, k, aligned), t[k, P_LEN], t[k, P_ROWS], local, &data,
                          &data_len) or pos + data_len > capacity:
@@ -829,10 +831,7 @@ cdef int _varbinary_selected(Col* col, const uint8_t* buf, int64_t[:, ::1] t, Py
     col.data = <uint8_t*>malloc(capacity + 1)
     if col.data == NULL:
         return _fail(col, ST_MEMORY, -1)
-    if wide:
-        (<int64_t*>col.values)[0] = 0
-    else:
-        (<int32_t*>col.values)[0] = 0
+    _first_offset(col, wide)
     for k in range(n):
         first = t[k, P_FIRST]
         j0 = cursor

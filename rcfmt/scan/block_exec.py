@@ -115,7 +115,7 @@ class BlockColumns:
         return self._lo[block], self._hi[block], False
 
     def run(self, buf, base: int, block: int, rows: int, verify: bool, mask: np.ndarray | None = None,
-            selected: np.ndarray | None = None) -> list:
+            selected: np.ndarray | None = None, unused: list | None = None) -> list:
         """Decode every column of ``block`` (all ``rows`` rows, or the ``selected`` ones:
         sorted distinct int64 rows, without filters) from ``buf`` (file bytes
         from ``base`` on), per column: an Arrow array (wrapped here, once: slices of the
@@ -126,7 +126,9 @@ class BlockColumns:
         again (see the module docstring).
 
         With :attr:`filters`, ``mask`` (bool, ``rows``) receives their AND, and once it
-        holds no TRUE row the columns left are not decoded: they are :data:`SKIPPED`."""
+        holds no TRUE row the columns left are not decoded: they are :data:`SKIPPED`.
+        ``unused`` (a bool per column): columns decoded only for the mask, not wrapped
+        (given as :data:`SKIPPED` too)."""
         if self.filters is None:
             got = _block.run_block(buf, base, self.spec, self.chunks[block], rows, verify, selected=selected)
             rows = rows if selected is None else len(selected)
@@ -137,8 +139,8 @@ class BlockColumns:
         out = []
         vbytes = (rows + 7) // 8
         for i, (status, _page, at, valid_at, nulls, _size, keep, dsize) in enumerate(results.tolist()):
-            if status:
-                out.append(SKIPPED if status == _block.ST_SKIPPED else None)
+            if status or (unused is not None and unused[i]):
+                out.append(SKIPPED if not status or status == _block.ST_SKIPPED else None)
                 continue
             atype = self.arrow_types[i]
             if atype is not None:  # straight to Arrow
@@ -205,8 +207,9 @@ class BlockFilter:
         self.columns = BlockColumns(file, cols, (), gap, specs)
         #: whether every leaf of the filter is in the mask (nothing left to evaluate)
         self.complete = sum(map(len, self.ids)) == leaf_count
-        self.data_needed = [not (name in mask_only and len(ids) == len(conjuncts.get(name, ())))
-                            for name, ids in zip(self.names, self.ids)]
+        #: per column: only the mask needs it (not projected, every leaf taken natively)
+        self.unused = [name in mask_only and len(ids) == len(conjuncts.get(name, ()))
+                       for name, ids in zip(self.names, self.ids)]
 
     def run(self, buf, base: int, block: int, rows: int, verify: bool):
         """``(mask, {column: ColumnData})`` of ``block`` (its ``rows`` rows, from
@@ -215,15 +218,14 @@ class BlockFilter:
         columns' data is then empty); None when a column must take the Python path
         (which raises its located error, or decodes what the executor refused)."""
         mask = memory.empty(rows, bool)
-        got = self.columns.run(buf, base, block, rows, verify, mask)
+        got = self.columns.run(buf, base, block, rows, verify, mask, unused=self.unused)
         if any(g is None for g in got):
             return None
-        if any(g is SKIPPED for g in got):
+        if any(g is SKIPPED and not u for g, u in zip(got, self.unused)):
             return mask, {}
         data = {}
-        for col, ltype, ids, needed, g in zip(self.columns.cols, self.columns.ltypes, self.ids, self.data_needed,
-                                              got):
+        for col, ltype, ids, unused, g in zip(self.columns.cols, self.columns.ltypes, self.ids, self.unused, got):
             pushed = (mask, ids) if ids else None
-            data[col] = ColumnData(ltype, *g, pushed=pushed) if needed else ColumnData(ltype, None, None,
-                                                                                      pushed=pushed)
+            data[col] = ColumnData(ltype, None, None, pushed=pushed) if unused else ColumnData(ltype, *g,
+                                                                                              pushed=pushed)
         return mask, data

@@ -342,13 +342,9 @@ def _values_predicate(leaves: list[Leaf], ltype: LogicalType, dtype: np.dtype):
         elif isinstance(leaf, InSet):
             if dtype.kind == "f" and any(float(v) != float(v) for v in leaf.values):
                 continue  # NaN is a member to Arrow's is_in, equal to nothing here
-            fitting = {f for f in (_fit(v, dtype) for v in leaf.values) if f is not None}
-            if not leaf.negated:
-                members = fitting if members is None else members & fitting
-            elif leaf.has_null:
-                empty = True  # NOT IN (..., NULL) is never TRUE
-            else:
-                excluded |= fitting
+            members, excluded, never = _fold_set(leaf, {f for f in (_fit(v, dtype) for v in leaf.values)
+                                                        if f is not None}, members, excluded)
+            empty |= never
             taken.append(id(leaf))
     done = _taken(taken, nulls, empty)
     if done is None or done[0] is not None:
@@ -367,6 +363,17 @@ def _values_predicate(leaves: list[Leaf], ltype: LogicalType, dtype: np.dtype):
                  np.array(sorted(excluded), dtype) if excluded else None)
     return spec, frozenset(taken)
 
+
+
+def _fold_set(leaf: InSet, fitting: set, members: set | None, excluded: set):
+    """``leaf`` (IN / NOT IN, its members the column's type holds: ``fitting``) folded
+    into a column's ``members`` (None: any value) and ``excluded`` values:
+    ``(members, excluded, never)``, ``never`` when no row can be TRUE."""
+    if not leaf.negated:
+        return (fitting if members is None else members & fitting), excluded, False
+    if leaf.has_null:
+        return members, excluded, True  # NOT IN (..., NULL) is never TRUE
+    return members, excluded | fitting, False
 
 
 def _nulls_predicate(leaves: list[Leaf]):
@@ -442,13 +449,8 @@ def _bytes_predicate(leaves: list[Leaf]):
                 continue
             taken.append(id(leaf))
         elif isinstance(leaf, InSet) and all(isinstance(v, (str, bytes)) for v in leaf.values):
-            fitting = {_as_bytes(v) for v in leaf.values}
-            if not leaf.negated:
-                members = fitting if members is None else members & fitting
-            elif leaf.has_null:
-                empty = True  # NOT IN (..., NULL) is never TRUE
-            else:
-                excluded |= fitting
+            members, excluded, never = _fold_set(leaf, {_as_bytes(v) for v in leaf.values}, members, excluded)
+            empty |= never
             taken.append(id(leaf))
     done = _taken(taken, nulls, empty)
     if done is None or done[0] is not None:

@@ -44,7 +44,6 @@ from .prune import leaf_may_match, may_match
 from .selection import RowRanges, Selection
 
 __all__ = ["ScanStats", "FileScan", "scan_file"]
-_NATIVE_FILTER = True
 
 #: byte ranges of a local file at most this far apart are read with one read (remote
 #: files: :attr:`rcfmt.FetchOptions.coalesce_gap`, which also bounds what a block's
@@ -937,7 +936,8 @@ class FileScan:
             stats.bytes_read += nbytes
             fetched = (buf, base)
         native = None
-        if _NATIVE_FILTER and nnf is not None and nnf is self.nnf and fetched is None and 0 < candidates.row_count == candidates.num_rows:
+        if nnf is not None and nnf is self.nnf and fetched is None and not self.file.remote \
+                and 0 < candidates.row_count == candidates.num_rows:
             native = self._native_filter(block, candidates.num_rows, stats)
         if native is not None:  # one native call decoded the filter columns into the mask
             mask, filter_data = native
@@ -974,7 +974,7 @@ class FileScan:
         arrays = []
         if selected == selection.num_rows:  # every row: the native block executor, one call for all of them
             projected = self._whole_columns(block, rest, selected, cache, stats, fetched)
-        elif rest and fetched is None and self._dense(block, selection, rest):  # rows on most pages: natively too
+        elif rest and fetched is None and not self.file.remote and self._dense(block, selection, rest):  # natively too
             projected = self._whole_columns(block, rest, selection.num_rows, cache, stats, None, selection)
         else:
             projected = self._columns_at(block, rest, selection, cache, stats, fetched)
