@@ -89,7 +89,9 @@ cpdef enum:
     R_DATA = 5        # bytes of string/binary data
     R_DICT = 6        # 1: codes kept (a dictionary chunk of a read_dictionary column)
     R_DSIZE = 7       # entries of the kept dictionary
-    R_COLS = 8
+    R_PAGES = 8       # data pages whose bodies were read (checked, decompressed)
+    R_ROWS = 9        # rows of those pages
+    R_COLS = 10
 
 cpdef enum:
     KIND_FIXED = 0
@@ -549,6 +551,8 @@ cdef struct Col:
     # the rows wanted: ``nsel`` sorted run rows ``sel`` (NULL: every row)
     const int64_t* sel
     int64_t nsel
+    int64_t pages_read      # data pages whose bodies were read
+    int64_t rows_read       # their rows
 
 
 cdef inline int _fail(Col* col, int status, int64_t page) noexcept nogil:
@@ -879,6 +883,21 @@ cdef void _pack_bits(uint8_t* v, int64_t rows) noexcept nogil:
         v[j] = b
 
 
+cdef Py_ssize_t _pages_holding(const Col* col, int64_t[:, ::1] t, Py_ssize_t n) noexcept nogil:
+    """Keep in the page table ``t`` (``n`` pages, in row order) only the pages holding a
+    selected row, in order; their count."""
+    cdef Py_ssize_t k, m = 0, cursor = 0, j0
+    cdef int c
+    for k in range(n):
+        j0 = cursor
+        if _page_selection(col, t[k, P_FIRST], t[k, P_ROWS], &cursor) > j0:
+            if m != k:
+                for c in range(P_COLS):
+                    t[m, c] = t[k, c]
+            m += 1
+    return m
+
+
 cdef void _mask_nulls(Col* col, const Flt* f, int64_t rows, uint8_t* mask, bint and_into) noexcept nogil:
     """The filter on the null rows of ``col`` (its validity is complete): is_null /
     is_valid decided by the validity alone, every other filter FALSE there."""
@@ -951,6 +970,11 @@ cdef int _column(const uint8_t* buf, Py_ssize_t size, int64_t base, Col* col, in
         return _fail(col, ST_PAGES, f.page)
     if n != c[C_PAGES] or nrows != rows:
         return _fail(col, ST_COUNTS, -1)
+    if selected:  # only the pages holding a selected row are read: the others leave the table
+        n = _pages_holding(col, t, n)
+    col.pages_read = n
+    for k in range(n):
+        col.rows_read += t[k, P_ROWS]
     col.arena = <uint8_t*>malloc(arena_size)
     if col.arena == NULL:
         return _fail(col, ST_MEMORY, -1)
@@ -1011,9 +1035,11 @@ cdef int _column(const uint8_t* buf, Py_ssize_t size, int64_t base, Col* col, in
             if by_value:
                 _codes_into(table, col.dsize, col.codes + t[k, P_FIRST], t[k, P_ROWS], mask + t[k, P_FIRST],
                             and_into)
+        if by_value and selected:  # the selected rows' codes, gathered
+            _codes_into(table, col.dsize, col.codes, out_rows, mask, and_into)
         free(table)
         if flt != NULL:
-            _mask_nulls(col, flt, rows, mask, and_into)
+            _mask_nulls(col, flt, out_rows, mask, and_into)
         if col.keep_codes:  # the codes, and the dictionary handed over as it is
             memcpy(col.values, col.codes, 4 * out_rows)
             if kind == KIND_VARBINARY:
@@ -1034,9 +1060,9 @@ cdef int _column(const uint8_t* buf, Py_ssize_t size, int64_t base, Col* col, in
         if _varbinary(col, buf, t, n, enc, aligned):
             return col.status
         if by_value:
-            _filter_entries(flt, kind, col.values, col.data, col.s[S_LARGE] != 0, rows, mask, and_into)
+            _filter_entries(flt, kind, col.values, col.data, col.s[S_LARGE] != 0, out_rows, mask, and_into)
         if flt != NULL:
-            _mask_nulls(col, flt, rows, mask, and_into)
+            _mask_nulls(col, flt, out_rows, mask, and_into)
         return 0
     if kind == KIND_BOOL:
         mode = MODE_BOOL_PLAIN if enc == ENC_PLAIN else MODE_BOOL_RLE
@@ -1083,8 +1109,12 @@ cdef int _column(const uint8_t* buf, Py_ssize_t size, int64_t base, Col* col, in
         elif by_value:
             _filter_entries(flt, kind, col.values + t[k, P_FIRST] * out_size, NULL, False, t[k, P_ROWS],
                             mask + t[k, P_FIRST], and_into)
+    if by_value and selected and mode == MODE_BITPACK_DECIMAL:  # the gathered values, before widening
+        _narrow_decimals_into(flt, <const int64_t*>col.values, out_rows, mask, and_into)
+    elif by_value and selected:
+        _filter_entries(flt, kind, col.values, NULL, False, out_rows, mask, and_into)
     if flt != NULL:
-        _mask_nulls(col, flt, rows, mask, and_into)
+        _mask_nulls(col, flt, out_rows, mask, and_into)
     if kind == KIND_BOOL:  # a byte per value -> Arrow's bits (LSB first), in place: byte j is written
         _pack_bits(col.values, out_rows)  # after bytes 8j..8j+7 are read
     elif mode == MODE_BITPACK_DECIMAL:  # int64 low words -> 16-byte decimals, in place, from the end
@@ -1124,10 +1154,11 @@ def run_block(buf, int64_t base, const int64_t[:, ::1] spec, const int64_t[:, ::
     ``short_circuit``, once the mask holds no TRUE row the columns left are not decoded
     (status ST_SKIPPED): the mask is final, whatever they hold.
 
-    ``selected`` (sorted, distinct rows of the block; not with ``filters``): only these
-    rows are returned, one after another. Every page's header and body is checked as
-    for all rows; only the pages holding a selected row have their values decoded, and
-    the UTF-8 and precision checks cover the values returned."""
+    ``selected`` (sorted, distinct rows of the block): only these rows are returned, one
+    after another (and filtered: ``mask`` then has a byte per selected row). Every
+    page's header is checked; only the pages holding a selected row have their bodies
+    read (checksums, decompression) and their values decoded (``R_PAGES``), and the
+    UTF-8 and precision checks cover the values returned."""
     cdef const uint8_t[::1] view = memoryview(buf).cast("B") if not isinstance(buf, np.ndarray) else buf
     cdef Py_ssize_t size = view.shape[0]
     cdef const uint8_t* p = &view[0] if size else _EMPTY
@@ -1143,8 +1174,6 @@ def run_block(buf, int64_t base, const int64_t[:, ::1] spec, const int64_t[:, ::
     cdef int64_t out_rows = rows, j
     cdef const int64_t* sel = NULL
     if selected is not None:
-        if filters is not None:
-            raise ValueError("selected rows are not filtered")
         out_rows = selected.shape[0]
         sel = &selected[0] if out_rows else <const int64_t*>_EMPTY
         for j in range(out_rows):
@@ -1177,12 +1206,12 @@ def run_block(buf, int64_t base, const int64_t[:, ::1] spec, const int64_t[:, ::
     cdef uint8_t* mask_p = NULL
     cdef bint anded = False, empty = False
     if filters is not None:
-        if len(filters) != ncols or mask is None or mask.shape[0] < rows:
+        if len(filters) != ncols or mask is None or mask.shape[0] < out_rows:
             raise ValueError("filters need one entry per column and a mask of one byte per row")
         for i in range(ncols):
             if filters[i] is not None and not isinstance(filters[i], Filter):
                 raise TypeError("filters are Filter objects or None")
-        mask_p = &mask[0] if rows else _EMPTY
+        mask_p = &mask[0] if out_rows else _EMPTY
     flts = <const Flt**>malloc(max(ncols, 1) * sizeof(Flt*))
     if flts == NULL:
         raise MemoryError()
@@ -1215,7 +1244,7 @@ def run_block(buf, int64_t base, const int64_t[:, ::1] spec, const int64_t[:, ::
                     if _column(p, size, base, &cols[i], rows, verify, t, flts[i], mask_p, anded) == 0 \
                             and flts[i] != NULL:
                         anded = True
-                        empty = short_circuit and _none_set(mask_p, rows)
+                        empty = short_circuit and _none_set(mask_p, out_rows)
                     _free_temporaries(&cols[i])
                 reached = ncols
         except Exception:  # the Python codec fallback raised: the Python path says it again
@@ -1231,6 +1260,8 @@ def run_block(buf, int64_t base, const int64_t[:, ::1] spec, const int64_t[:, ::
             r[i, R_NULLS] = cols[i].nulls
             r[i, R_DATA] = cols[i].data_len
             r[i, R_DSIZE] = cols[i].dsize
+            r[i, R_PAGES] = cols[i].pages_read
+            r[i, R_ROWS] = cols[i].rows_read
             if cols[i].data != NULL:
                 data[i] = _own(cols[i].data, cols[i].data_len)
                 cols[i].data = NULL

@@ -115,7 +115,7 @@ class BlockColumns:
         return self._lo[block], self._hi[block], False
 
     def run(self, buf, base: int, block: int, rows: int, verify: bool, mask: np.ndarray | None = None,
-            selected: np.ndarray | None = None, unused: list | None = None) -> list:
+            selected: np.ndarray | None = None, unused: list | None = None) -> tuple[list, int, int]:
         """Decode every column of ``block`` (all ``rows`` rows, or the ``selected`` ones:
         sorted distinct int64 rows, without filters) from ``buf`` (file bytes
         from ``base`` on), per column: an Arrow array (wrapped here, once: slices of the
@@ -123,22 +123,25 @@ class BlockColumns:
         dictionary)`` for a read_dictionary, annotated or filtered column (wrapped by the
         scan as the Python path does; ``codes``/``dictionary``: a dictionary chunk kept
         as codes, values then None); or None for a column the Python path must decode
-        again (see the module docstring).
+        again (see the module docstring); then the data pages whose bodies were read
+        (with ``selected``, those holding a selected row) and their rows, summed over
+        the columns.
 
-        With :attr:`filters`, ``mask`` (bool, ``rows``) receives their AND, and once it
+        With :attr:`filters`, ``mask`` (bool, a byte per row returned) receives their AND, and once it
         holds no TRUE row the columns left are not decoded: they are :data:`SKIPPED`.
         ``unused`` (a bool per column): columns decoded only for the mask, not wrapped
         (given as :data:`SKIPPED` too)."""
         if self.filters is None:
             got = _block.run_block(buf, base, self.spec, self.chunks[block], rows, verify, selected=selected)
-            rows = rows if selected is None else len(selected)
         else:
             got = _block.run_block(buf, base, self.spec, self.chunks[block], rows, verify, self.filters,
-                                   mask.view(np.uint8), True)
+                                   mask.view(np.uint8), True, selected)
+        rows = rows if selected is None else len(selected)
         arenas, results, data, dictionaries = got
+        pages, rows_read = (int(v) for v in results[:, _block.R_PAGES: _block.R_ROWS + 1].sum(axis=0))
         out = []
         vbytes = (rows + 7) // 8
-        for i, (status, _page, at, valid_at, nulls, _size, keep, dsize) in enumerate(results.tolist()):
+        for i, (status, _page, at, valid_at, nulls, _size, keep, dsize, _pages, _rows) in enumerate(results.tolist()):
             if status or (unused is not None and unused[i]):
                 out.append(SKIPPED if not status or status == _block.ST_SKIPPED else None)
                 continue
@@ -157,7 +160,7 @@ class BlockColumns:
                 continue
             out.append(self._storage_form(i, arenas[i], data[i], dictionaries[i], at, valid_at, nulls, keep, dsize,
                                           rows))
-        return out
+        return out, pages, rows_read
 
     def _storage_form(self, i, arena, data, dictionary, at, valid_at, nulls, keep, dsize, rows):
         """``(values, validity, codes, dictionary)`` of column ``i`` as the Python path
@@ -211,21 +214,23 @@ class BlockFilter:
         self.unused = [name in mask_only and len(ids) == len(conjuncts.get(name, ()))
                        for name, ids in zip(self.names, self.ids)]
 
-    def run(self, buf, base: int, block: int, rows: int, verify: bool):
-        """``(mask, {column: ColumnData})`` of ``block`` (its ``rows`` rows, from
-        ``buf``, file offset ``base`` at ``buf[0]``): ``mask`` (bool) the AND of the
-        leaves taken natively, final when :attr:`complete` or when no row is TRUE (the
-        columns' data is then empty); None when a column must take the Python path
-        (which raises its located error, or decodes what the executor refused)."""
-        mask = memory.empty(rows, bool)
-        got = self.columns.run(buf, base, block, rows, verify, mask, unused=self.unused)
+    def run(self, buf, base: int, block: int, rows: int, verify: bool, selected: np.ndarray | None = None):
+        """``(mask, {column: ColumnData}, (pages, rows) read)`` of ``block`` (its ``rows`` rows,
+        or the candidate rows ``selected``, from ``buf``, file offset ``base`` at
+        ``buf[0]``): ``mask`` (bool, a byte per row decided) the AND of the leaves taken
+        natively, final when :attr:`complete` or when no row is TRUE (the columns' data
+        is then empty); None when a column must take the Python path (which raises its
+        located error, or decodes what the executor refused)."""
+        mask = memory.empty(rows if selected is None else len(selected), bool)
+        got, pages, rows_read = self.columns.run(buf, base, block, rows, verify, mask, selected=selected,
+                                                 unused=self.unused)
         if any(g is None for g in got):
             return None
         if any(g is SKIPPED and not u for g, u in zip(got, self.unused)):
-            return mask, {}
+            return mask, {}, (pages, rows_read)
         data = {}
         for col, ltype, ids, unused, g in zip(self.columns.cols, self.columns.ltypes, self.ids, self.unused, got):
             pushed = (mask, ids) if ids else None
             data[col] = ColumnData(ltype, None, None, pushed=pushed) if unused else ColumnData(ltype, *g,
                                                                                               pushed=pushed)
-        return mask, data
+        return mask, data, (pages, rows_read)

@@ -31,7 +31,7 @@ from .._native import varbinary as _vb
 from ..index.bloom import chunks as bloom_filters
 from ..index.bitmap.answer import BlockAnswer, answer_block, leaf_columns, to_mask
 from .evaluate import ColumnData, column_conjuncts, eval_nnf, native_predicate
-from .fetch_plan import BlockGroups
+from .fetch_plan import BlockGroups, coalesce
 from .nnf import BoundAnd, BoundListContains, BoundOr, columns as expr_columns, fold, leaves, to_nnf
 from .bind import bind
 from .block_exec import BlockColumns, BlockFilter
@@ -237,7 +237,7 @@ class FileScan:
         if not (self.file.remote or local) or len(spans) < 2:
             return None, 0
         lo = np.array([o for o, _ in spans], np.int64)
-        starts, ends = _coalesce(lo, lo + np.array([n for _, n in spans], np.int64), self._gap)
+        starts, ends = coalesce(lo, lo + np.array([n for _, n in spans], np.int64), self._gap)
         return self.file.read_ranges(starts, ends), int(starts[0])
 
     def _remote_page_keep(self, keep: np.ndarray) -> np.ndarray:
@@ -345,7 +345,7 @@ class FileScan:
                 else:
                     spans.sort()
                     lo = np.array([o for o, _, _ in spans], np.int64)
-                    starts, ends = _coalesce(lo, lo + np.array([n for _, n, _ in spans], np.int64),
+                    starts, ends = coalesce(lo, lo + np.array([n for _, n, _ in spans], np.int64),
                                              self._gap)
                     buf = self.file.read_ranges(starts, ends)
                     self._page_index_bytes = (buf, int(starts[0]), frozenset(k for _, _, k in spans))
@@ -495,11 +495,11 @@ class FileScan:
         parts = [r for col, plan in plans.items() if (r := self._column_ranges(block, col, plan, cache)) is not None]
         if not parts:
             return None
-        merged = [_coalesce(lo, hi, gap) for lo, hi in parts]
+        merged = [coalesce(lo, hi, gap) for lo, hi in parts]
         lo = np.concatenate([m[0] for m in merged])
         hi = np.concatenate([m[1] for m in merged])
         order = np.argsort(lo, kind="stable")
-        return _coalesce(lo[order], hi[order], gap if self.file.remote else 0)
+        return coalesce(lo[order], hi[order], gap if self.file.remote else 0)
 
     def _fetch(self, block: int, plans: dict, cache: dict, stats: ScanStats):
         """Read the bytes ``plans`` need (:meth:`_byte_ranges`): ``(buffer, base)``, file
@@ -636,17 +636,17 @@ class FileScan:
                                                            self._gap if self.file.remote else 0)
         return executor
 
-    def _dense(self, block: int, selection: Selection, cols: list) -> bool:
-        """Whether the selected rows of ``block`` are spread over most pages of ``cols``:
-        at least as many as a column's pages, from the first half of the block to its
-        second. Then the executor reads the whole chunks, decodes the pages holding a
-        selected row and gathers the rows natively; other selections (few rows, or
-        clustered ones) are found page by page through the page index, which reads and
-        decodes only their pages."""
-        if selection.row_count * len(cols) < self._executor(cols).pages[block]:
+    def _dense(self, block: int, selection: Selection, executor: BlockColumns) -> bool:
+        """Whether the selected rows of ``block`` are worth reading ``executor``'s whole
+        chunks for: at least as many as a column has pages, and spanning a quarter of
+        the block or more. Then the executor decodes only the pages holding a selected
+        row and gathers the rows natively; fewer or clustered rows (lookups, narrow
+        windows) are found page by page through the page index, which reads only their
+        pages."""
+        if selection.row_count * len(executor.cols) < executor.pages[block]:
             return False
         rows = selection.to_indices()
-        return 2 * (int(rows[-1]) - int(rows[0]) + 1) >= selection.num_rows
+        return 4 * (int(rows[-1]) - int(rows[0]) + 1) >= selection.num_rows
 
     def _whole_columns(self, block: int, cols: list, rows: int, cache: dict, stats: ScanStats,
                        fetched: tuple | None = None, selection: Selection | None = None) -> dict:
@@ -662,8 +662,10 @@ class FileScan:
         buf, base = self._read_whole(executor, block, rows, stats) if fetched is None else fetched
         out = {}
         wanted = None if selection is None else selection.to_indices()
-        for col, ltype, got in zip(cols, executor.ltypes, executor.run(buf, base, block, rows,
-                                                                     self.file.verify_checksums, selected=wanted)):
+        outputs, pages, rows_read = executor.run(buf, base, block, rows, self.file.verify_checksums, selected=wanted)
+        stats.pages_read += pages
+        stats.rows_decoded += rows_read
+        for col, ltype, got in zip(cols, executor.ltypes, outputs):
             if got is None and selection is not None:  # the Python path, as for few rows
                 out[col] = self._columns_at(block, [col], selection, cache, ScanStats())[col]
             elif got is None:  # the Python path raises the located error (or decodes what the executor refused)
@@ -678,21 +680,21 @@ class FileScan:
 
     def _read_whole(self, executor: BlockColumns, block: int, rows: int, stats: ScanStats):
         """``(buffer, base)``: the whole chunks ``executor`` decodes in ``block``, read
-        as :meth:`_fetch` would read them (and counted: bytes, pages, rows)."""
+        as :meth:`_fetch` would read them (bytes and pages counted; the pages and rows
+        decoded are counted by the caller, from the executor's answer)."""
         starts, ends, merged = executor.ranges(block)
         if not merged:
-            starts, ends = _coalesce(starts, ends, self._gap if self.file.remote else 0)
+            starts, ends = coalesce(starts, ends, self._gap if self.file.remote else 0)
         buf = self.file.read_ranges(starts, ends)
         stats.bytes_read += int((ends - starts).sum())
         stats.pages_total += executor.pages[block]
-        stats.pages_read += executor.pages[block]
-        stats.rows_decoded += rows * len(executor.cols)
         return buf, int(starts[0])
 
-    def _native_filter(self, block: int, rows: int, stats: ScanStats):
-        """:meth:`BlockFilter.run` of the scan's filter on ``block``, every row a
-        candidate (None: the Python path decides it -- a list filter, a column the
-        executor refused)."""
+    def _native_filter(self, block: int, candidates: Selection, stats: ScanStats):
+        """:meth:`BlockFilter.run` of the scan's filter on the ``candidates`` of
+        ``block``: ``(mask over the candidates, filter columns' data)``, or None when
+        the Python path decides it (a list filter, candidates too few for reading the
+        whole chunks to pay, a column the executor refused)."""
         if self._block_filter is None:
             conjuncts, mask_only = self._pushdown_whole
             self._block_filter = False if self.list_filters else BlockFilter(
@@ -700,12 +702,21 @@ class FileScan:
                 self._gap if self.file.remote else 0)
         if self._block_filter is False:
             return None
+        columns, rows = self._block_filter.columns, candidates.num_rows
+        wanted = None
+        if candidates.row_count < rows:  # (page-index candidates: whole pages)
+            if not self._dense(block, candidates, columns):
+                return None
+            wanted = candidates.to_indices()
         stats_here = ScanStats()
-        buf, base = self._read_whole(self._block_filter.columns, block, rows, stats_here)
-        got = self._block_filter.run(buf, base, block, rows, self.file.verify_checksums)
-        if got is not None:
-            stats.add(stats_here)
-        return got
+        buf, base = self._read_whole(columns, block, rows, stats_here)
+        got = self._block_filter.run(buf, base, block, rows, self.file.verify_checksums, wanted)
+        if got is None:
+            return None
+        stats_here.pages_read += got[2][0]
+        stats_here.rows_decoded += got[2][1]
+        stats.add(stats_here)
+        return got[:2]
 
     def _planned_bytes(self, block: int, plans: dict, cache: dict) -> int:
         """Bytes of the chunks and pages the ``plans`` of :meth:`_plan_column` name (not
@@ -936,9 +947,8 @@ class FileScan:
             stats.bytes_read += nbytes
             fetched = (buf, base)
         native = None
-        if nnf is not None and nnf is self.nnf and fetched is None and not self.file.remote \
-                and 0 < candidates.row_count == candidates.num_rows:
-            native = self._native_filter(block, candidates.num_rows, stats)
+        if nnf is not None and nnf is self.nnf and fetched is None and not self.file.remote:
+            native = self._native_filter(block, candidates, stats)
         if native is not None:  # one native call decoded the filter columns into the mask
             mask, filter_data = native
             if filter_data and not self._block_filter.complete:
@@ -974,7 +984,7 @@ class FileScan:
         arrays = []
         if selected == selection.num_rows:  # every row: the native block executor, one call for all of them
             projected = self._whole_columns(block, rest, selected, cache, stats, fetched)
-        elif rest and fetched is None and not self.file.remote and self._dense(block, selection, rest):  # natively too
+        elif rest and fetched is None and not self.file.remote and self._dense(block, selection, self._executor(rest)):
             projected = self._whole_columns(block, rest, selection.num_rows, cache, stats, None, selection)
         else:
             projected = self._columns_at(block, rest, selection, cache, stats, fetched)
@@ -1045,26 +1055,6 @@ class FileScan:
         """The selected rows as an Arrow C stream (the Arrow PyCapsule interface), block
         by block: ``polars.DataFrame(scan)``, ``pyarrow.table(scan)``, DuckDB."""
         return export_stream(self.output_schema, self.iter_batches(), requested_schema)
-
-
-def _coalesce(lo: np.ndarray, hi: np.ndarray, gap: int) -> tuple[np.ndarray, np.ndarray]:
-    """Ranges ``[lo[i], hi[i])`` (sorted by ``lo``) merged where the next one begins at
-    most ``gap`` bytes past the end of all before it: ``(starts, ends)``."""
-    n = len(lo)
-    if n <= 1:
-        return lo, hi
-    if n <= 16:  # (a column's few pages: a loop is 5x faster than numpy's calls)
-        starts, ends = [int(lo[0])], [int(hi[0])]
-        for a, b in zip(lo[1:].tolist(), hi[1:].tolist()):
-            if a - ends[-1] > gap:
-                starts.append(a)
-                ends.append(b)
-            elif b > ends[-1]:
-                ends[-1] = b
-        return np.array(starts, np.int64), np.array(ends, np.int64)
-    hi = np.maximum.accumulate(hi)
-    cut = np.flatnonzero(lo[1:] - hi[:-1] > gap) + 1
-    return lo[np.concatenate(([0], cut))], hi[np.concatenate((cut - 1, [len(hi) - 1]))]
 
 
 def _block_range(blocks, n: int) -> tuple[int, int]:

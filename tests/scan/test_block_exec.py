@@ -205,7 +205,7 @@ def test_selected_rows_are_gathered_natively(tmp_path, encoding):
     rng = np.random.default_rng(1)
     for k in (0, 1, 7, 400, 2500, N - 1, N):
         selected = np.sort(rng.choice(N, k, replace=False)).astype(np.int64)
-        got = executor.run(buf, 0, 0, N, True, selected=selected)
+        got, _pages, _rows = executor.run(buf, 0, 0, N, True, selected=selected)
         for name, array in zip(table.column_names, got):
             if isinstance(array, tuple):  # (annotated types: wrapped by the scan, checked below)
                 assert name == "t32"

@@ -41,25 +41,30 @@ def conjunctions(draw):
     parts = [Not(p) if draw(st.booleans()) else p for p in parts]
     options = dict(block_rows=draw(st.integers(1, 40)), page_rows=draw(st.integers(1, 16)),
                    dictionary=draw(st.booleans()), compression=draw(st.sampled_from(["none", "zstd"])))
-    return data.table, parts[0] if len(parts) == 1 else And.of(*parts), options
+    table = data.table
+    if draw(st.booleans()):  # sorted: the page index narrows the candidates (decided natively too)
+        table = table.sort_by([(table.column_names[0], "ascending")])
+    return table, parts[0] if len(parts) == 1 else And.of(*parts), options, draw(st.booleans())
 
 
-def _scan(path, expr, columns=None):
-    """A scan whose every block is decided by the native filter (no page index)."""
+def _scan(path, expr, columns=None, page_index=False):
+    """A scan whose blocks are decided by the native filter: over every row (no page
+    index), or over the candidates the page index leaves when they are as many as the
+    chunks' pages."""
     f = rcfmt.open(path)
-    return f.scan(columns, filter=expr, use_page_index=False, use_threads=False)
+    return f.scan(columns, filter=expr, use_page_index=page_index, use_threads=False)
 
 
 @SETTINGS
 @given(case=conjunctions())
 def test_native_filter_matches_the_oracle(tmp_path_factory, case):
-    table, expr, options = case
+    table, expr, options, page_index = case
     path = tmp_path_factory.mktemp("block_filter") / "t.rcfmt"
     rcfmt.write_table(table, path, bloom_filter_columns=None, bitmap_indexes=None, **options)
     expected = filter_table(table, expr)
-    scan = _scan(path, expr)
+    scan = _scan(path, expr, page_index=page_index)
     got = scan.read()
-    if scan.blocks:  # (blocks pruned by their stats never reach the executor)
+    if scan.blocks and not page_index:  # (blocks pruned by stats or pages never reach the executor)
         assert isinstance(scan._block_filter, BlockFilter)
     assert got.num_rows == expected.num_rows
     for name in table.column_names:
@@ -68,7 +73,7 @@ def test_native_filter_matches_the_oracle(tmp_path_factory, case):
             a, b = a.view(pa.int64() if a.type == pa.float64() else pa.int32()), b.view(
                 pa.int64() if b.type == pa.float64() else pa.int32())
         assert a.equals(b), name
-    assert _scan(path, expr, []).count() == expected.num_rows
+    assert _scan(path, expr, [], page_index).count() == expected.num_rows
 
 
 def test_every_leaf_kind_is_taken_natively(tmp_path):
@@ -145,3 +150,30 @@ def test_an_empty_mask_skips_the_columns_left(tmp_path):
     with pytest.raises(ChecksumError) as info:  # a mask with rows left: "b" is decoded, its damage found
         _scan(path, (col("a") == 0) & (col("b") >= 0)).read()
     assert info.value.column == "b" and info.value.block == 0
+
+
+def test_candidates_the_page_index_leaves_are_decided_natively(tmp_path, monkeypatch):
+    """Sorted data: the page index leaves a few pages of the block; the filter columns
+    are decoded at those candidate rows only (the pages holding them: R_PAGES) and the
+    conjuncts evaluated there, natively."""
+    n = 8000
+    rng = np.random.default_rng(2)
+    table = pa.table({"k": np.arange(n, dtype=np.int64), "s": pa.array(rng.choice(["a", "b", "c"], n)),
+                      "v": rng.standard_normal(n)})
+    path = tmp_path / "t.rcfmt"
+    rcfmt.write_table(table, path, block_rows=n, page_rows=500, bloom_filter_columns=None)
+    seen = []
+    original = BlockFilter.run
+
+    def run(self, buf, base, block, rows, verify, selected=None):
+        seen.append(None if selected is None else len(selected))
+        return original(self, buf, base, block, rows, verify, selected)
+
+    monkeypatch.setattr(BlockFilter, "run", run)
+    expr = (col("k") >= 1200) & (col("k") < 2600) & (col("s") == "b")
+    with rcfmt.open(path) as f:
+        scan = f.scan(["k", "v"], filter=expr, use_threads=False)
+        got = scan.read()
+    assert got.equals(filter_table(table, expr).select(["k", "v"]))
+    assert seen == [2000]  # pages 2-5 of 16: rows 1000..2999
+    assert scan.stats.pages_read == 3 * 4  # k, s and v: those four pages each, not their chunks

@@ -84,12 +84,12 @@ def test_coalescing_merges_exactly_the_ranges_within_the_gap(spans, gap):
     """Both paths of the scanner's range coalescing (a loop for a column's few ranges,
     numpy for many) merge a range into the one before when it begins at most ``gap``
     past the end of everything before it, and nothing else."""
-    from rcfmt.scan.scanner import _coalesce
+    from rcfmt.scan.fetch_plan import coalesce
 
     spans.sort()
     lo = np.array([a for a, _ in spans], np.int64)
     hi = lo + np.array([n for _, n in spans], np.int64)
-    starts, ends = _coalesce(lo, hi, gap)
+    starts, ends = coalesce(lo, hi, gap)
     want_s, want_e = [int(lo[0])], [int(hi[0])]
     for a, b in zip(lo[1:].tolist(), hi[1:].tolist()):
         if a > want_e[-1] + gap:

@@ -83,14 +83,17 @@ def test_page_index_length_that_disagrees_with_the_page_is_refused(clean, tmp_pa
     def edit(entries):
         entries[1]["length"] = int(entries[1]["length"]) + delta
 
-    make_bad.patch_page_index(parts, "x", 1, edit)
+    make_bad.patch_page_index(parts, "f", 1, edit)
     path = tmp_path / "forged.rcfmt"
     path.write_bytes(make_bad.build_file(parts))
-    two_pages = (col("x") >= 2900) & (col("x") < 3100)  # block 1, pages 1 and 2, read as one range
+    # block 1: two rows selected, on pages 1 and 2 of "f", read as one range (fewer rows
+    # than the chunk has pages: read through the page index; the filter column "x" and
+    # more rows are read as whole chunks, natively, without the entries' lengths)
+    two_pages = (col("x") >= 2999) & (col("x") < 3001)
     with rcfmt.open(path) as f:
         with pytest.raises(CorruptFileError, match="page index says") as info:
             f.scan(filter=two_pages, use_threads=False).read()
-    assert info.value.column == "x" and info.value.block == 1
+    assert info.value.column == "f" and info.value.block == 1
     with rcfmt.open(path) as f:  # pages the forged entry does not describe still read
         assert f.scan(filter=col("x") < 500, use_threads=False).read().equals(rcfmt.read_table(clean).slice(0, 500))
 
