@@ -138,10 +138,12 @@ class BlockColumns:
                                    mask.view(np.uint8), True, selected)
         rows = rows if selected is None else len(selected)
         arenas, results, data, dictionaries = got
-        pages, rows_read = (int(v) for v in results[:, _block.R_PAGES: _block.R_ROWS + 1].sum(axis=0))
+        pages = rows_read = 0
         out = []
         vbytes = (rows + 7) // 8
-        for i, (status, _page, at, valid_at, nulls, _size, keep, dsize, _pages, _rows) in enumerate(results.tolist()):
+        for i, (status, _page, at, valid_at, nulls, _size, keep, dsize, pages_i, rows_i) in enumerate(results.tolist()):
+            pages += pages_i
+            rows_read += rows_i
             if status or (unused is not None and unused[i]):
                 out.append(SKIPPED if not status or status == _block.ST_SKIPPED else None)
                 continue

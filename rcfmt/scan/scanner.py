@@ -686,7 +686,7 @@ class FileScan:
         if not merged:
             starts, ends = coalesce(starts, ends, self._gap if self.file.remote else 0)
         buf = self.file.read_ranges(starts, ends)
-        stats.bytes_read += int((ends - starts).sum())
+        stats.bytes_read += int(ends[0] - starts[0]) if len(starts) == 1 else int((ends - starts).sum())
         stats.pages_total += executor.pages[block]
         return buf, int(starts[0])
 
@@ -708,14 +708,12 @@ class FileScan:
             if not self._dense(block, candidates, columns):
                 return None
             wanted = candidates.to_indices()
-        stats_here = ScanStats()
-        buf, base = self._read_whole(columns, block, rows, stats_here)
+        buf, base = self._read_whole(columns, block, rows, stats)  # (read, and counted, also if in vain)
         got = self._block_filter.run(buf, base, block, rows, self.file.verify_checksums, wanted)
         if got is None:
             return None
-        stats_here.pages_read += got[2][0]
-        stats_here.rows_decoded += got[2][1]
-        stats.add(stats_here)
+        stats.pages_read += got[2][0]
+        stats.rows_decoded += got[2][1]
         return got[:2]
 
     def _planned_bytes(self, block: int, plans: dict, cache: dict) -> int:

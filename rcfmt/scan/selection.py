@@ -199,6 +199,8 @@ class RowRanges:
     @property
     def row_count(self) -> int:
         """Number of rows in the set."""
+        if len(self.starts) == 1:  # (most sets: no numpy reduction for one range)
+            return int(self.ends[0]) - int(self.starts[0])
         return int((self.ends - self.starts).sum())
 
     def __len__(self) -> int:
