@@ -290,11 +290,16 @@ def model_literal(v, t: pa.DataType):
         if isinstance(v, np.datetime64):
             unit, count = np.datetime_data(v.dtype)
             return int(v.astype(np.int64)) * count * _UNIT_SECONDS[unit] / per_unit
-        if isinstance(v, dt.datetime):
-            stamp = pd.Timestamp(v)
+        if isinstance(v, pd.Timestamp):  # (nanoseconds: inside pandas' range)
+            stamp = v
             if stamp.tzinfo is not None:
                 stamp = stamp.tz_convert("UTC").tz_localize(None)
             return Fraction(int(stamp.as_unit("ns").asm8.astype(np.int64)), 10**9) / per_unit
+        if isinstance(v, dt.datetime):  # exact for every year (pandas' ns stop in 2262)
+            if v.tzinfo is not None:
+                v = v.astimezone(dt.timezone.utc).replace(tzinfo=None)
+            delta = v - dt.datetime(1970, 1, 1)
+            return (Fraction(delta.days * 86400 + delta.seconds) + Fraction(delta.microseconds, 10**6)) / per_unit
         return (v - dt.date(1970, 1, 1)).days
     if isinstance(v, Decimal):
         return float(v) if v.is_infinite() else Fraction(v)
