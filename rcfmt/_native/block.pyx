@@ -67,7 +67,8 @@ cpdef enum:
     S_LARGE = 6       # 1: int64 offsets (large_string / large_binary)
     S_CODES = 7       # 1: dictionary chunks keep their codes (read_dictionary)
     S_ENCODINGS = 8   # bit e set: encoding id e is decoded here for this type
-    S_COLS = 9
+    S_DISCARD = 9     # 1: only its filter needs the column (a dictionary chunk returns no values)
+    S_COLS = 10
 
 cpdef enum:
     # a block's chunk records: C_COLS int64 per column
@@ -532,6 +533,7 @@ cdef struct Col:
     int64_t page
     int64_t nulls
     bint keep_codes
+    bint discard            # a dictionary chunk decoded for its filter only: no values out
     uint8_t* data           # owned: string/binary data (malloc)
     int64_t data_len
     uint8_t* ddata          # owned: a kept dictionary's values (fixed) or data (varbinary)
@@ -1040,6 +1042,8 @@ cdef int _column(const uint8_t* buf, Py_ssize_t size, int64_t base, Col* col, in
         free(table)
         if flt != NULL:
             _mask_nulls(col, flt, out_rows, mask, and_into)
+        if col.discard:  # (its filter has its answer)
+            return 0
         if col.keep_codes:  # the codes, and the dictionary handed over as it is
             memcpy(col.values, col.codes, 4 * out_rows)
             if kind == KIND_VARBINARY:
@@ -1164,7 +1168,7 @@ def run_block(buf, int64_t base, const int64_t[:, ::1] spec, const int64_t[:, ::
     cdef const uint8_t* p = &view[0] if size else _EMPTY
     cdef Py_ssize_t ncols = spec.shape[0], i, reached = 0
     cdef int64_t capacity = 1, vbytes, pages, length, width, shift
-    cdef bint keep
+    cdef bint keep, discard
     cdef cnp.ndarray arena
     cdef uint8_t* a
     if chunks.shape[0] != ncols or spec.shape[1] != S_COLS or chunks.shape[1] != C_COLS:
@@ -1183,9 +1187,12 @@ def run_block(buf, int64_t base, const int64_t[:, ::1] spec, const int64_t[:, ::
     cdef int64_t[:, ::1] r = results
     arenas = [None] * ncols
     for i in range(ncols):
-        keep = spec[i, S_CODES] != 0 and chunks[i, C_DICT_LENGTH] > 0
+        discard = spec[i, S_DISCARD] != 0 and chunks[i, C_DICT_LENGTH] > 0
+        keep = spec[i, S_CODES] != 0 and chunks[i, C_DICT_LENGTH] > 0 and not discard
         width = spec[i, S_WIDTH]
-        if keep:
+        if discard:
+            vbytes = 0
+        elif keep:
             vbytes = 4 * out_rows
         elif spec[i, S_KIND] == KIND_VARBINARY:
             vbytes = (out_rows + 1) * (8 if spec[i, S_LARGE] else 4)
@@ -1228,6 +1235,7 @@ def run_block(buf, int64_t base, const int64_t[:, ::1] spec, const int64_t[:, ::
         cols[i].values = a + r[i, R_VALUES]
         cols[i].valid = a + r[i, R_VALID]
         cols[i].keep_codes = r[i, R_DICT] != 0
+        cols[i].discard = spec[i, S_DISCARD] != 0 and chunks[i, C_DICT_LENGTH] > 0
         cols[i].page = -1
         cols[i].sel = sel
         cols[i].nsel = out_rows

@@ -59,9 +59,11 @@ class BlockColumns:
     """The executor's view of ``cols`` (flat stored columns) of ``file``, built once per
     scan: ``spec`` (int64, S_COLS per column), ``chunks`` (int64, blocks x columns x
     C_COLS), ``pages`` (page count per block, summed over the columns) and what each
-    output is wrapped as."""
+    output is wrapped as. ``discard`` (a bool per column): decoded for its filter only
+    (a dictionary chunk then returns no values: :meth:`run` is told it is ``unused``)."""
 
-    def __init__(self, file, cols: list[int], dictionary_ids, gap: int = 0, filters: list | None = None):
+    def __init__(self, file, cols: list[int], dictionary_ids, gap: int = 0, filters: list | None = None,
+                 discard: list | None = None):
         footer = file.footer
         self.cols = list(cols)
         #: per column a :class:`~rcfmt._native.block.Filter` spec (None: none), evaluated
@@ -81,6 +83,7 @@ class BlockColumns:
             spec[i, _block.S_LARGE] = bool(ltype.large)
             spec[i, _block.S_CODES] = col in dictionary_ids or filters is not None
             spec[i, _block.S_ENCODINGS] = _encodings(ltype)
+            spec[i, _block.S_DISCARD] = bool(discard and discard[i])
         self.spec = spec
         nblocks = file.num_blocks
         chunks = np.zeros((nblocks, len(self.cols), _block.C_COLS), np.int64)
@@ -209,12 +212,12 @@ class BlockFilter:
             got = block_predicate(conjuncts[name], file.footer.columns[col].type) if conjuncts.get(name) else None
             specs.append(None if got is None else got[0])
             self.ids.append(frozenset() if got is None else got[1])
-        self.columns = BlockColumns(file, cols, (), gap, specs)
-        #: whether every leaf of the filter is in the mask (nothing left to evaluate)
-        self.complete = sum(map(len, self.ids)) == leaf_count
         #: per column: only the mask needs it (not projected, every leaf taken natively)
         self.unused = [name in mask_only and len(ids) == len(conjuncts.get(name, ()))
                        for name, ids in zip(self.names, self.ids)]
+        self.columns = BlockColumns(file, cols, (), gap, specs, discard=self.unused)
+        #: whether every leaf of the filter is in the mask (nothing left to evaluate)
+        self.complete = sum(map(len, self.ids)) == leaf_count
 
     def run(self, buf, base: int, block: int, rows: int, verify: bool, selected: np.ndarray | None = None):
         """``(mask, {column: ColumnData}, (pages, rows) read)`` of ``block`` (its ``rows`` rows,
