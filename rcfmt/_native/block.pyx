@@ -553,6 +553,11 @@ cdef struct Col:
     # the rows wanted: ``nsel`` sorted run rows ``sel`` (NULL: every row)
     const int64_t* sel
     int64_t nsel
+    # (page-index mode) the ``npl`` pages to read, a (4, npl) table: buffer position,
+    # rows, length, first row in the block; ``rel``: ``sel`` among those pages' rows
+    const int64_t* plist
+    int64_t npl
+    int64_t* rel
     int64_t pages_read      # data pages whose bodies were read
     int64_t rows_read       # their rows
 
@@ -591,6 +596,8 @@ cdef void _free_temporaries(Col* col) noexcept nogil:
     free(col.dpadded)
     free(col.pagebuf)
     free(col.vfull)
+    free(col.rel)
+    col.rel = NULL
     col.dpadded = NULL
     col.pagebuf = NULL
     col.vfull = NULL
@@ -900,6 +907,37 @@ cdef Py_ssize_t _pages_holding(const Col* col, int64_t[:, ::1] t, Py_ssize_t n) 
     return m
 
 
+cdef int _listed_pages(const uint8_t* buf, Py_ssize_t size, int64_t start, int64_t end, Col* col, int64_t rows,
+                       int enc, int64_t[:, ::1] t, Py_ssize_t* n, Py_ssize_t* nrows, Py_ssize_t* arena_size,
+                       Py_ssize_t* run_end, bint* any_nulls, Failure* f) noexcept nogil:
+    """Page-index mode: the headers of the ``col.npl`` pages ``col.plist`` names (each
+    inside the chunk's data pages, holding the rows and bytes its entry says), the run
+    of their rows in the page table, and ``col.sel`` (block rows) re-pointed at
+    ``col.rel``, the same rows among the run's. 0, or 1 with the column's status."""
+    cdef const int64_t* pos = col.plist
+    cdef const int64_t* counts = col.plist + col.npl
+    cdef const int64_t* lengths = col.plist + 2 * col.npl
+    cdef const int64_t* firsts = col.plist + 3 * col.npl
+    cdef Py_ssize_t k = 0, j
+    for j in range(col.npl):
+        if not (0 <= pos[j] and start <= pos[j] and lengths[j] > 0 and pos[j] + lengths[j] <= min(end, size)):
+            return _fail(col, ST_CHUNK, j)
+    if _headers(buf, size, 0, 0, pos, counts, lengths, col.npl, col.npl, rows, PAGE_DATA, enc, t, n, nrows,
+                arena_size, run_end, any_nulls, f):
+        return _fail(col, ST_PAGES, f.page)
+    col.rel = <int64_t*>malloc(8 * col.nsel + 8)
+    if col.rel == NULL:
+        return _fail(col, ST_MEMORY, -1)
+    for j in range(col.nsel):  # (both in row order)
+        while k < n[0] and firsts[k] + t[k, P_ROWS] <= col.sel[j]:
+            k += 1
+        if k == n[0] or col.sel[j] < firsts[k]:  # a wanted row in no page listed: the caller's error
+            return _fail(col, ST_UNSUPPORTED, -1)
+        col.rel[j] = t[k, P_FIRST] + col.sel[j] - firsts[k]
+    col.sel = col.rel
+    return 0
+
+
 cdef void _mask_nulls(Col* col, const Flt* f, int64_t rows, uint8_t* mask, bint and_into) noexcept nogil:
     """The filter on the null rows of ``col`` (its validity is complete): is_null /
     is_valid decided by the validity alone, every other filter FALSE there."""
@@ -962,15 +1000,23 @@ cdef int _column(const uint8_t* buf, Py_ssize_t size, int64_t base, Col* col, in
         return _fail(col, ST_UNSUPPORTED, -1)
     if (enc == ENC_DICTIONARY) != is_dict or dict_len < 0 or c[C_LENGTH] < dict_len:
         return _fail(col, ST_CHUNK, -1)
-    if not (0 <= at and start <= end and end <= size):
+    if col.plist != NULL:  # only the listed pages (checked there) and the dictionary page need be in ``buf``
+        if not (start <= end and (0 <= at or not is_dict)):
+            return _fail(col, ST_CHUNK, -1)
+    elif not (0 <= at and start <= end and end <= size):
         return _fail(col, ST_CHUNK, -1)
     if is_dict and _dictionary(buf, size, at, col, verify, t, &ddata, &ddata_len):
         return col.status
     # the data pages: headers, then bodies (checksums, decompression, validity)
-    if _headers(buf, size, start, end, NULL, NULL, NULL, 0, c[C_PAGES], rows, PAGE_DATA, enc, t, &n, &nrows,
-                &arena_size, &run_end, &any_nulls, &f):
+    if col.plist != NULL:  # the pages the page index names, and the wanted rows among theirs
+        if _listed_pages(buf, size, start, end, col, rows, enc, t, &n, &nrows, &arena_size, &run_end, &any_nulls,
+                         &f):
+            return col.status
+        rows = nrows
+    elif _headers(buf, size, start, end, NULL, NULL, NULL, 0, c[C_PAGES], rows, PAGE_DATA, enc, t, &n, &nrows,
+                  &arena_size, &run_end, &any_nulls, &f):
         return _fail(col, ST_PAGES, f.page)
-    if n != c[C_PAGES] or nrows != rows:
+    elif n != c[C_PAGES] or nrows != rows:
         return _fail(col, ST_COUNTS, -1)
     if selected:  # only the pages holding a selected row are read: the others leave the table
         n = _pages_holding(col, t, n)
@@ -1136,7 +1182,7 @@ cdef int _column(const uint8_t* buf, Py_ssize_t size, int64_t base, Col* col, in
 # ------------------------------------------------------------------ the block
 def run_block(buf, int64_t base, const int64_t[:, ::1] spec, const int64_t[:, ::1] chunks, int64_t rows,
               bint verify, filters=None, uint8_t[::1] mask=None, bint short_circuit=False,
-              const int64_t[::1] selected=None):
+              const int64_t[::1] selected=None, pages=None):
     """Decode every column of one block (its rows, or the ``selected`` ones), in one
     GIL-free pass.
 
@@ -1162,12 +1208,19 @@ def run_block(buf, int64_t base, const int64_t[:, ::1] spec, const int64_t[:, ::
     after another (and filtered: ``mask`` then has a byte per selected row). Every
     page's header is checked; only the pages holding a selected row have their bodies
     read (checksums, decompression) and their values decoded (``R_PAGES``), and the
-    UTF-8 and precision checks cover the values returned."""
+    UTF-8 and precision checks cover the values returned.
+
+    ``pages`` (with ``selected``; one entry per column, or None): the pages to read of
+    each column, as the page index names them -- a C-contiguous int64 array of shape
+    (4, n): their positions in ``buf``, rows, lengths, and first rows in the block, in
+    row order, holding every selected row (or None: the column's whole chunk is in
+    ``buf``). Only those pages (and the dictionary page) are read, each checked against
+    its entry; nothing else of the chunk need be in ``buf``."""
     cdef const uint8_t[::1] view = memoryview(buf).cast("B") if not isinstance(buf, np.ndarray) else buf
     cdef Py_ssize_t size = view.shape[0]
     cdef const uint8_t* p = &view[0] if size else _EMPTY
     cdef Py_ssize_t ncols = spec.shape[0], i, reached = 0
-    cdef int64_t capacity = 1, vbytes, pages, length, width, shift
+    cdef int64_t capacity = 1, vbytes, npages, length, width, shift
     cdef bint keep, discard
     cdef cnp.ndarray arena
     cdef uint8_t* a
@@ -1183,6 +1236,9 @@ def run_block(buf, int64_t base, const int64_t[:, ::1] spec, const int64_t[:, ::
         for j in range(out_rows):
             if not (0 <= sel[j] < rows) or (j and sel[j] <= sel[j - 1]):
                 raise ValueError("selected rows must be sorted, distinct rows of the block")
+    cdef const int64_t[:, ::1] listed
+    if pages is not None and (selected is None or len(pages) != ncols):
+        raise ValueError("pages need the selected rows and one entry per column")
     cdef cnp.ndarray results = np.zeros((ncols, R_COLS), np.int64)
     cdef int64_t[:, ::1] r = results
     arenas = [None] * ncols
@@ -1204,9 +1260,9 @@ def run_block(buf, int64_t base, const int64_t[:, ::1] spec, const int64_t[:, ::
         r[i, R_VALUES] = shift
         r[i, R_VALID] = shift + _round64(vbytes + 8)
         r[i, R_DICT] = keep
-        pages = max(chunks[i, C_PAGES], 1)
+        npages = max(chunks[i, C_PAGES], 1)
         length = max(chunks[i, C_LENGTH], 0)
-        capacity = max(capacity, min(pages, length // 32 + 1))
+        capacity = max(capacity, min(npages, length // 32 + 1))
     cdef cnp.ndarray table = np.empty((capacity, P_COLS), np.int64)
     cdef int64_t[:, ::1] t = table
     cdef const Flt** flts = NULL
@@ -1239,6 +1295,14 @@ def run_block(buf, int64_t base, const int64_t[:, ::1] spec, const int64_t[:, ::
         cols[i].page = -1
         cols[i].sel = sel
         cols[i].nsel = out_rows
+        if pages is not None and pages[i] is not None:
+            listed = pages[i]
+            if listed.shape[0] != 4:
+                free(cols)
+                free(flts)
+                raise ValueError("each column's pages are a (4, n) int64 array")
+            cols[i].plist = &listed[0, 0] if listed.shape[1] else <const int64_t*>_EMPTY
+            cols[i].npl = listed.shape[1]
     data = [None] * ncols
     dictionaries = [None] * ncols
     try:

@@ -29,7 +29,7 @@ from ..schema.arrow_io import Bitmap
 from ..schema.types import PhysicalKind
 from .evaluate import ColumnData, block_predicate
 
-__all__ = ["BlockColumns", "BlockFilter", "SKIPPED"]
+__all__ = ["BlockColumns", "BlockFilter", "SKIPPED", "page_table"]
 
 #: what :meth:`BlockColumns.run` gives for a column it did not decode (the filter's mask
 #: was already empty)
@@ -53,6 +53,20 @@ def _encodings(ltype) -> int:
         except RcfmtError:
             pass
     return bits
+
+
+def page_table(entries: np.ndarray, page_ids: np.ndarray, base: int) -> np.ndarray:
+    """The pages ``page_ids`` of a chunk's page-index ``entries`` as the executor reads
+    them: int64 (4, n) -- positions in a buffer holding file offset ``base`` at 0, rows,
+    lengths, first rows in the block."""
+    table = np.empty((4, len(page_ids)), np.int64)
+    picked = entries[page_ids]
+    table[0] = picked["offset"]
+    table[0] -= base
+    table[1] = picked["row_count"]
+    table[2] = picked["length"]
+    table[3] = picked["first_row"]
+    return table
 
 
 class BlockColumns:
@@ -118,7 +132,8 @@ class BlockColumns:
         return self._lo[block], self._hi[block], False
 
     def run(self, buf, base: int, block: int, rows: int, verify: bool, mask: np.ndarray | None = None,
-            selected: np.ndarray | None = None, unused: list | None = None) -> tuple[list, int, int]:
+            selected: np.ndarray | None = None, unused: list | None = None,
+            pages: list | None = None) -> tuple[list, int, int]:
         """Decode every column of ``block`` (all ``rows`` rows, or the ``selected`` ones:
         sorted distinct int64 rows, without filters) from ``buf`` (file bytes
         from ``base`` on), per column: an Arrow array (wrapped here, once: slices of the
@@ -133,12 +148,15 @@ class BlockColumns:
         With :attr:`filters`, ``mask`` (bool, a byte per row returned) receives their AND, and once it
         holds no TRUE row the columns left are not decoded: they are :data:`SKIPPED`.
         ``unused`` (a bool per column): columns decoded only for the mask, not wrapped
-        (given as :data:`SKIPPED` too)."""
+        (given as :data:`SKIPPED` too). ``pages`` (with ``selected``): per column the
+        :func:`page_table` of the pages holding its selected rows, the only bytes of the
+        column ``buf`` then needs."""
         if self.filters is None:
-            got = _block.run_block(buf, base, self.spec, self.chunks[block], rows, verify, selected=selected)
+            got = _block.run_block(buf, base, self.spec, self.chunks[block], rows, verify, selected=selected,
+                                   pages=pages)
         else:
             got = _block.run_block(buf, base, self.spec, self.chunks[block], rows, verify, self.filters,
-                                   mask.view(np.uint8), True, selected)
+                                   mask.view(np.uint8), True, selected, pages)
         rows = rows if selected is None else len(selected)
         arenas, results, data, dictionaries = got
         pages = rows_read = 0
@@ -219,16 +237,18 @@ class BlockFilter:
         #: whether every leaf of the filter is in the mask (nothing left to evaluate)
         self.complete = sum(map(len, self.ids)) == leaf_count
 
-    def run(self, buf, base: int, block: int, rows: int, verify: bool, selected: np.ndarray | None = None):
+    def run(self, buf, base: int, block: int, rows: int, verify: bool, selected: np.ndarray | None = None,
+            pages: list | None = None):
         """``(mask, {column: ColumnData}, (pages, rows) read)`` of ``block`` (its ``rows`` rows,
         or the candidate rows ``selected``, from ``buf``, file offset ``base`` at
-        ``buf[0]``): ``mask`` (bool, a byte per row decided) the AND of the leaves taken
-        natively, final when :attr:`complete` or when no row is TRUE (the columns' data
-        is then empty); None when a column must take the Python path (which raises its
-        located error, or decodes what the executor refused)."""
+        ``buf[0]``; ``pages``: as :meth:`BlockColumns.run` takes them): ``mask`` (bool,
+        a byte per row decided) the AND of the leaves taken natively, final when
+        :attr:`complete` or when no row is TRUE (the columns' data is then empty); None
+        when a column must take the Python path (which raises its located error, or
+        decodes what the executor refused)."""
         mask = memory.empty(rows if selected is None else len(selected), bool)
         got, pages, rows_read = self.columns.run(buf, base, block, rows, verify, mask, selected=selected,
-                                                 unused=self.unused)
+                                                 unused=self.unused, pages=pages)
         if any(g is None for g in got):
             return None
         if any(g is SKIPPED and not u for g, u in zip(got, self.unused)):

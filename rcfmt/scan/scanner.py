@@ -34,7 +34,7 @@ from .evaluate import ColumnData, column_conjuncts, eval_nnf, native_predicate
 from .fetch_plan import BlockGroups, coalesce
 from .nnf import BoundAnd, BoundListContains, BoundOr, columns as expr_columns, fold, leaves, to_nnf
 from .bind import bind
-from .block_exec import BlockColumns, BlockFilter
+from .block_exec import BlockColumns, BlockFilter, page_table
 from .intervals import Interval
 from ..index.page import PageIndex, page_interval_kind, stats_kind
 from .plan import PRUNE_STAGES, BlockPlan, FilePlan
@@ -638,31 +638,37 @@ class FileScan:
 
     def _dense(self, block: int, selection: Selection, executor: BlockColumns) -> bool:
         """Whether the selected rows of ``block`` are worth reading ``executor``'s whole
-        chunks for: at least as many as a column has pages, and spanning a quarter of
-        the block or more. Then the executor decodes only the pages holding a selected
-        row and gathers the rows natively; fewer or clustered rows (lookups, narrow
-        windows) are found page by page through the page index, which reads only their
-        pages."""
+        chunks for (one read): at least as many as a column has pages, and spanning a
+        quarter of the block or more. Either way the executor decodes only the pages
+        holding a selected row and gathers the rows; for fewer or clustered rows
+        (lookups, narrow windows) the page index names those pages and only their
+        bytes are read (:meth:`_page_tables`)."""
         if selection.row_count * len(executor.cols) < executor.pages[block]:
             return False
         rows = selection.to_indices()
         return 4 * (int(rows[-1]) - int(rows[0]) + 1) >= selection.num_rows
 
     def _whole_columns(self, block: int, cols: list, rows: int, cache: dict, stats: ScanStats,
-                       fetched: tuple | None = None, selection: Selection | None = None) -> dict:
+                       fetched: tuple | None = None, selection: Selection | None = None, paged: bool = False) -> dict:
         """``{column: Arrow array or ColumnData}`` of the flat columns ``cols`` at every row of ``block``
         (or the rows ``selection`` selects): one native call decodes them all
         (:mod:`rcfmt.scan.block_exec`), their whole chunks read together unless
-        ``fetched`` (``(buffer, base)``) holds them already. A column the executor
+        ``fetched`` (``(buffer, base)``) holds them already -- or, ``paged``, only the
+        pages holding a selected row (:meth:`_page_tables`). A column the executor
         refuses is decoded again by the Python page path, which raises its located error
         (see :mod:`rcfmt.scan.block_exec`)."""
         if not cols:
             return {}
         executor = self._executor(cols)
-        buf, base = self._read_whole(executor, block, rows, stats) if fetched is None else fetched
+        pages = None
+        if paged:
+            buf, base, pages = self._page_tables(block, cols, selection, cache, stats)
+        else:
+            buf, base = self._read_whole(executor, block, rows, stats) if fetched is None else fetched
         out = {}
         wanted = None if selection is None else selection.to_indices()
-        outputs, pages, rows_read = executor.run(buf, base, block, rows, self.file.verify_checksums, selected=wanted)
+        outputs, pages, rows_read = executor.run(buf, base, block, rows, self.file.verify_checksums, selected=wanted,
+                                                 pages=pages)
         stats.pages_read += pages
         stats.rows_decoded += rows_read
         for col, ltype, got in zip(cols, executor.ltypes, outputs):
@@ -678,6 +684,18 @@ class FileScan:
                 out[col] = got
         return out
 
+    def _page_tables(self, block: int, cols, selection: Selection, cache: dict, stats: ScanStats):
+        """``(buffer, base, tables)``: the pages of ``cols`` holding a row ``selection``
+        selects (and their dictionary pages), read together as :meth:`_fetch` reads
+        them, and per column their :func:`~rcfmt.scan.block_exec.page_table`."""
+        page_ids = {}
+        for col in cols:
+            index = self._page_index(block, col, cache)
+            stats.pages_total += len(index.entries)
+            page_ids[col] = selection.pages_holding(index.first, index.counts)
+        buf, base = self._fetch(block, {col: ("pages", ids, None) for col, ids in page_ids.items()}, cache, stats)
+        return buf, base, [page_table(self._page_index(block, col, cache).entries, page_ids[col], base) for col in cols]
+
     def _read_whole(self, executor: BlockColumns, block: int, rows: int, stats: ScanStats):
         """``(buffer, base)``: the whole chunks ``executor`` decodes in ``block``, read
         as :meth:`_fetch` would read them (bytes and pages counted; the pages and rows
@@ -690,11 +708,12 @@ class FileScan:
         stats.pages_total += executor.pages[block]
         return buf, int(starts[0])
 
-    def _native_filter(self, block: int, candidates: Selection, stats: ScanStats):
+    def _native_filter(self, block: int, candidates: Selection, cache: dict, stats: ScanStats):
         """:meth:`BlockFilter.run` of the scan's filter on the ``candidates`` of
         ``block``: ``(mask over the candidates, filter columns' data)``, or None when
-        the Python path decides it (a list filter, candidates too few for reading the
-        whole chunks to pay, a column the executor refused)."""
+        the Python path decides it (a list filter, a column the executor refused).
+        Candidates from the page index are read as :meth:`_dense` decides: whole
+        chunks, or their pages alone."""
         if self._block_filter is None:
             conjuncts, mask_only = self._pushdown_whole
             self._block_filter = False if self.list_filters else BlockFilter(
@@ -703,13 +722,16 @@ class FileScan:
         if self._block_filter is False:
             return None
         columns, rows = self._block_filter.columns, candidates.num_rows
-        wanted = None
-        if candidates.row_count < rows:  # (page-index candidates: whole pages)
-            if not self._dense(block, candidates, columns):
-                return None
+        wanted = pages = None
+        if candidates.row_count == rows:
+            buf, base = self._read_whole(columns, block, rows, stats)  # (read, and counted, also if in vain)
+        else:  # page-index candidates (whole pages): the candidate pages alone, or whole chunks if dense
             wanted = candidates.to_indices()
-        buf, base = self._read_whole(columns, block, rows, stats)  # (read, and counted, also if in vain)
-        got = self._block_filter.run(buf, base, block, rows, self.file.verify_checksums, wanted)
+            if self._dense(block, candidates, columns):
+                buf, base = self._read_whole(columns, block, rows, stats)
+            else:
+                buf, base, pages = self._page_tables(block, columns.cols, candidates, cache, stats)
+        got = self._block_filter.run(buf, base, block, rows, self.file.verify_checksums, wanted, pages)
         if got is None:
             return None
         stats.pages_read += got[2][0]
@@ -946,7 +968,7 @@ class FileScan:
             fetched = (buf, base)
         native = None
         if nnf is not None and nnf is self.nnf and fetched is None and not self.file.remote:
-            native = self._native_filter(block, candidates, stats)
+            native = self._native_filter(block, candidates, cache, stats)
         if native is not None:  # one native call decoded the filter columns into the mask
             mask, filter_data = native
             if filter_data and not self._block_filter.complete:
@@ -982,8 +1004,9 @@ class FileScan:
         arrays = []
         if selected == selection.num_rows:  # every row: the native block executor, one call for all of them
             projected = self._whole_columns(block, rest, selected, cache, stats, fetched)
-        elif rest and fetched is None and not self.file.remote and self._dense(block, selection, self._executor(rest)):
-            projected = self._whole_columns(block, rest, selection.num_rows, cache, stats, None, selection)
+        elif rest and fetched is None and not self.file.remote:  # the executor, on the selected rows
+            paged = not self._dense(block, selection, self._executor(rest))
+            projected = self._whole_columns(block, rest, selection.num_rows, cache, stats, None, selection, paged)
         else:
             projected = self._columns_at(block, rest, selection, cache, stats, fetched)
         for col in self.outputs:

@@ -219,9 +219,9 @@ def test_selected_rows_are_gathered_natively(tmp_path, encoding):
 
 
 def test_dense_selections_take_the_executor(tmp_path, monkeypatch):
-    """A filter selecting at least as many rows as a column has pages gathers them
-    natively; fewer go page by page through the page index (the Python path). Both
-    give the filter's rows."""
+    """A filter selecting at least as many rows as a column has pages gathers them from
+    the whole chunks, read at once; fewer are gathered from the pages the page index
+    names (only their bytes read). Both are native, and give the filter's rows."""
     table = _table(np.random.default_rng(17))
     path = tmp_path / "t.rcfmt"
     rcfmt.write_table(table, path, block_rows=N, page_rows=500)
@@ -229,15 +229,110 @@ def test_dense_selections_take_the_executor(tmp_path, monkeypatch):
     calls = []
     original = block_exec.BlockColumns.run
 
-    def run(self, *args, selected=None, **kwargs):
-        calls.append(None if selected is None else len(selected))
-        return original(self, *args, selected=selected, **kwargs)
+    def run(self, *args, selected=None, pages=None, **kwargs):
+        calls.append((None if selected is None else len(selected), pages is not None))
+        return original(self, *args, selected=selected, pages=pages, **kwargs)
 
     monkeypatch.setattr(block_exec.BlockColumns, "run", run)
-    for limit in (3000, 30):
+    few = int(np.sort(table.column("u16").to_numpy())[3]) + 1  # four rows or a few more, fewer than ten
+    for limit in (3000, few):
         calls.clear()
         got = f.scan(["u", "d", "s", "b", "t32"], filter=rcfmt.col("u16") < limit, use_page_index=False,
                      use_threads=False).read()
         mask = pa.compute.less(table.column("u16"), limit)
         assert got.equals(table.filter(mask).select(["u", "d", "s", "b", "t32"]))
-        assert (got.num_rows in calls) == (got.num_rows >= 10)  # 10 pages per column
+        assert 4 <= got.num_rows
+        assert (got.num_rows, got.num_rows < 10) in calls  # 10 pages per column
+
+
+def _page_tables(f, cols, selected, base=0):
+    """Per column the page table of the pages holding a ``selected`` row (block 0)."""
+    out = []
+    for col in cols:
+        entries = f.page_index(0, col)
+        first = entries["first_row"].astype(np.int64)
+        ids = np.unique(np.searchsorted(first, selected, side="right") - 1)
+        out.append(block_exec.page_table(entries, ids, base))
+    return out
+
+
+@pytest.mark.parametrize("encoding", [None, "plain"])
+def test_rows_are_gathered_from_the_pages_the_page_index_names(tmp_path, encoding):
+    """Lookups and narrow windows: the executor reads only the pages it is given (the
+    rest of the buffer is garbage here) and gathers the selected rows from them, the
+    same as the whole block's ``take``, for every flat type and layout."""
+    table = _table(np.random.default_rng(23))
+    path = tmp_path / "t.rcfmt"
+    options = {} if encoding is None else {"encoding": encoding}
+    rcfmt.write_table(table, path, block_rows=N, page_rows=400, **options)
+    f = rcfmt.open(path)
+    cols = list(range(len(table.column_names)))
+    executor = block_exec.BlockColumns(f, cols, set())
+    data = np.frombuffer(path.read_bytes(), np.uint8)
+    rng = np.random.default_rng(3)
+    for selected in (np.array([0]), np.array([N - 1]), np.array([399, 400]), np.arange(1000, 1040),
+                     np.sort(rng.choice(N, 9, replace=False))):
+        selected = selected.astype(np.int64)
+        pages = _page_tables(f, cols, selected)
+        buf = np.full(len(data), 0xA5, np.uint8)  # only the listed pages and dictionaries are real
+        for col, table_ in zip(cols, pages):
+            for pos, length in zip(table_[0], table_[2]):
+                buf[pos: pos + length] = data[pos: pos + length]
+            rec = f.footer.chunks[col][0]
+            lo = int(rec["offset"])
+            buf[lo: lo + int(rec["dictionary_length"])] = data[lo: lo + int(rec["dictionary_length"])]
+        got, pages_read, rows_read = executor.run(buf, 0, 0, N, True, selected=selected, pages=pages)
+        assert pages_read == sum(t.shape[1] for t in pages)
+        assert rows_read == sum(int(t[1].sum()) for t in pages)
+        for name, array in zip(table.column_names, got):
+            if isinstance(array, tuple):  # (annotated types: wrapped by the scan)
+                continue
+            array.validate(full=True)
+            assert array.equals(table.column(name).combine_chunks().take(selected)), (name, selected)
+
+
+def test_page_tables_that_disagree_are_refused_and_left_to_the_python_path(tmp_path):
+    """A page table naming bytes outside its chunk, a page whose header says other rows
+    or another length, or missing a selected row: the column is refused (its status),
+    never read out of bounds; the scan then decodes it by the Python path."""
+    table = _table(np.random.default_rng(29))
+    path = tmp_path / "t.rcfmt"
+    rcfmt.write_table(table, path, block_rows=N, page_rows=400)
+    f = rcfmt.open(path)
+    cols = [0, 1]
+    executor = block_exec.BlockColumns(f, cols, set())
+    buf = np.frombuffer(path.read_bytes(), np.uint8)
+    selected = np.array([10, 900], np.int64)
+    good = _page_tables(f, cols, selected)
+    got, _, _ = executor.run(buf, 0, 0, N, True, selected=selected, pages=good)
+    assert all(isinstance(g, pa.Array) for g in got)
+
+    def forged(change):
+        table_ = good[0].copy()
+        change(table_)
+        return executor.run(buf, 0, 0, N, True, selected=selected, pages=[table_, good[1]])[0]
+
+    def other_chunk(t):
+        t[0, 0] = good[1][0, 0]  # column 1's page
+
+    def past_the_buffer(t):
+        t[0, 0] = len(buf) - 4
+
+    def rows(t):
+        t[1, 0] += 1
+
+    def length(t):
+        t[2, 0] -= 1
+
+    def missing(t):
+        t[3, 1] = 2000  # the second page claims rows past 900
+
+    for change in (other_chunk, past_the_buffer, rows, length, missing):
+        out = forged(change)
+        assert out[0] is None and isinstance(out[1], pa.Array), change.__name__
+    with pytest.raises(ValueError, match="one entry per column"):
+        executor.run(buf, 0, 0, N, True, selected=selected, pages=[good[0]])
+    with pytest.raises(ValueError, match="selected"):
+        executor.run(buf, 0, 0, N, True, pages=good)
+    with pytest.raises(ValueError, match="4, n"):
+        executor.run(buf, 0, 0, N, True, selected=selected, pages=[good[0][:3].copy(), good[1]])

@@ -165,9 +165,9 @@ def test_candidates_the_page_index_leaves_are_decided_natively(tmp_path, monkeyp
     seen = []
     original = BlockFilter.run
 
-    def run(self, buf, base, block, rows, verify, selected=None):
+    def run(self, buf, base, block, rows, verify, selected=None, pages=None):
         seen.append(None if selected is None else len(selected))
-        return original(self, buf, base, block, rows, verify, selected)
+        return original(self, buf, base, block, rows, verify, selected, pages)
 
     monkeypatch.setattr(BlockFilter, "run", run)
     expr = (col("k") >= 1200) & (col("k") < 2600) & (col("s") == "b")
