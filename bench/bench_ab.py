@@ -15,7 +15,10 @@ bench_skipping) on the natural and Z-ordered lineitem files of ``bench/data/peer
 ``l_suppkey != 17`` (columns without a dictionary: set-membership leaves), 1 thread;
 ``fullscan``, every column of the natural file, 1 and 2 threads; ``conj``, bench_bitmap's
 ``conj3`` (three low-cardinality string columns) as ``count()`` and as rows, on the
-file without bitmap indexes, 1 and 2 threads.
+file without bitmap indexes, 1 and 2 threads; ``lookup``, bench_skipping's Q_b (point
+lookup on ``l_orderkey``, every column) on the natural file and on the one-block file,
+1 thread, and Q_a (a one-week ``l_shipdate`` window AND a ~1% ``l_partkey`` range, every
+column) on the natural and Z-ordered files, 1 and 2 threads.
 """
 from __future__ import annotations
 
@@ -66,6 +69,21 @@ if "fullscan" in queries:
     for threads in (False, True):
         timing, _ = measure(lambda: rcfmt.read_table(path, use_threads=threads), repeat=repeat)
         out[f"full scan natural, {2 if threads else 1} thread{'s' if threads else ''}"] = timing.best * 1e3
+if "lookup" in queries:  # bench_skipping's Q_b and Q_a, every column
+    c = json.loads(sys.argv[7])
+    q_b = col("l_orderkey") == c["orderkey"]
+    for layout in ("natural_128k", "natural_1rg"):
+        path = f"{data}/lineitem_sf1.{layout}.rcfmt"
+        timing, _ = measure(lambda: rcfmt.read_table(path, filter=q_b, use_threads=False), repeat=repeat)
+        out[f"Q_b {layout}, 1 thread"] = timing.best * 1e3
+    day = datetime.date.fromisoformat
+    q_a = ((col("l_shipdate") >= day(c["shipdate_lo"])) & (col("l_shipdate") < day(c["shipdate_hi"]))
+           & col("l_partkey").between(c["partkey_lo"], c["partkey_hi"]))
+    for layout in ("natural_128k", "zorder_128k"):
+        path = f"{data}/lineitem_sf1.{layout}.rcfmt"
+        for threads in (False, True):
+            timing, _ = measure(lambda: rcfmt.read_table(path, filter=q_a, use_threads=threads), repeat=repeat)
+            out[f"Q_a {layout}, {2 if threads else 1} thread{'s' if threads else ''}"] = timing.best * 1e3
 for layout in json.loads(sys.argv[4]) if "q6" in queries else ():
     path = f"{data}/lineitem_sf1.{layout}.rcfmt"
     for threads in (False, True):
@@ -76,10 +94,27 @@ print(json.dumps(out))
 """
 
 
-def run_once(root: Path, repeat: int, queries: str) -> dict:
+def run_once(root: Path, repeat: int, queries: str, constants: dict) -> dict:
     done = subprocess.run([sys.executable, "-c", _CHILD, str(root.resolve()), str(DATA), str(repeat),
-                           json.dumps(LAYOUTS), str(HERE), queries], check=True, capture_output=True, text=True)
+                           json.dumps(LAYOUTS), str(HERE), queries, json.dumps(constants)], check=True,
+                          capture_output=True, text=True)
     return json.loads(done.stdout)
+
+
+def lookup_constants(queries: str) -> dict:
+    """bench_peers' constants of Q_a and Q_b (from the natural Parquet file's three
+    key columns), when ``queries`` asks for ``lookup``."""
+    if "lookup" not in queries.split(","):
+        return {}
+    import dataclasses
+
+    import pyarrow.parquet as pq
+
+    sys.path.insert(0, str(HERE))
+    import bench_peers
+
+    keys = pq.read_table(DATA / "lineitem_sf1.natural_128k.parquet", columns=["l_orderkey", "l_partkey", "l_shipdate"])
+    return dataclasses.asdict(bench_peers.choose_constants(keys))
 
 
 def main(argv=None) -> int:
@@ -88,15 +123,16 @@ def main(argv=None) -> int:
     ap.add_argument("--after", type=Path, default=HERE.parent)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--repeat", type=int, default=15)
-    ap.add_argument("--queries", default="q6", help="comma-separated: q6, sets, fullscan, conj")
+    ap.add_argument("--queries", default="q6", help="comma-separated: q6, sets, fullscan, conj, lookup")
     args = ap.parse_args(argv)
     for layout in LAYOUTS:
         if not (DATA / f"lineitem_sf1.{layout}.rcfmt").exists():
             sys.exit(f"missing {layout}: run bench/bench_skipping.py --scale 1 first (it writes the files)")
     results: dict[str, dict[str, list]] = {"before": {}, "after": {}}
+    constants = lookup_constants(args.queries)
     for r in range(args.rounds):
         for side, root in (("before", args.before), ("after", args.after)):
-            for query, ms in run_once(root, args.repeat, args.queries).items():
+            for query, ms in run_once(root, args.repeat, args.queries, constants).items():
                 results[side].setdefault(query, []).append(ms)
         print(f"round {r + 1}/{args.rounds} done", file=sys.stderr, flush=True)
     print("| query | before ms | after ms | change | before, all rounds | after, all rounds |")
