@@ -19,13 +19,22 @@ class PageIndex:
     the block) with their first rows and row counts as int64, converted once, and the
     pages' statistics (computed on first use, shared by every leaf on the column)."""
 
-    __slots__ = ("entries", "first", "counts", "_stats")
+    __slots__ = ("entries", "first", "counts", "_stats", "_places")
 
     def __init__(self, entries: np.ndarray):
         self.entries = entries
         self.first = entries["first_row"].astype(np.int64)
         self.counts = entries["row_count"].astype(np.int64)
         self._stats = None
+        self._places = None
+
+    def places(self) -> np.ndarray:
+        """int64 (4, pages): each page's file offset, rows, length and first row (the
+        block executor's page table, before it is cut to the pages read)."""
+        if self._places is None:
+            e = self.entries
+            self._places = np.array([e["offset"], self.counts, e["length"], self.first], np.int64)
+        return self._places
 
     def stats(self, file, block: int, col: int):
         if self._stats is None:

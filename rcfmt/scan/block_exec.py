@@ -55,17 +55,13 @@ def _encodings(ltype) -> int:
     return bits
 
 
-def page_table(entries: np.ndarray, page_ids: np.ndarray, base: int) -> np.ndarray:
-    """The pages ``page_ids`` of a chunk's page-index ``entries`` as the executor reads
-    them: int64 (4, n) -- positions in a buffer holding file offset ``base`` at 0, rows,
-    lengths, first rows in the block."""
-    table = np.empty((4, len(page_ids)), np.int64)
-    picked = entries[page_ids]
-    table[0] = picked["offset"]
+def page_table(places: np.ndarray, page_ids: np.ndarray, base: int) -> np.ndarray:
+    """The pages ``page_ids`` of a chunk as the executor reads them, from its
+    :meth:`PageIndex.places <rcfmt.index.page.PageIndex.places>`: int64 (4, n) --
+    positions in a buffer holding file offset ``base`` at 0, rows, lengths, first rows
+    in the block."""
+    table = places.take(page_ids, axis=1)  # (C-contiguous, as the executor reads it)
     table[0] -= base
-    table[1] = picked["row_count"]
-    table[2] = picked["length"]
-    table[3] = picked["first_row"]
     return table
 
 

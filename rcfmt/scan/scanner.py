@@ -694,7 +694,7 @@ class FileScan:
             stats.pages_total += len(index.entries)
             page_ids[col] = selection.pages_holding(index.first, index.counts)
         buf, base = self._fetch(block, {col: ("pages", ids, None) for col, ids in page_ids.items()}, cache, stats)
-        return buf, base, [page_table(self._page_index(block, col, cache).entries, page_ids[col], base) for col in cols]
+        return buf, base, [page_table(self._page_index(block, col, cache).places(), page_ids[col], base) for col in cols]
 
     def _read_whole(self, executor: BlockColumns, block: int, rows: int, stats: ScanStats):
         """``(buffer, base)``: the whole chunks ``executor`` decodes in ``block``, read

@@ -11,6 +11,7 @@ import pytest
 
 import rcfmt
 from rcfmt.errors import CorruptFileError
+from rcfmt.index.page import PageIndex
 from rcfmt.scan import block_exec
 
 N = 5000
@@ -249,10 +250,9 @@ def _page_tables(f, cols, selected, base=0):
     """Per column the page table of the pages holding a ``selected`` row (block 0)."""
     out = []
     for col in cols:
-        entries = f.page_index(0, col)
-        first = entries["first_row"].astype(np.int64)
-        ids = np.unique(np.searchsorted(first, selected, side="right") - 1)
-        out.append(block_exec.page_table(entries, ids, base))
+        index = PageIndex(f.page_index(0, col))
+        ids = np.unique(np.searchsorted(index.first, selected, side="right") - 1)
+        out.append(block_exec.page_table(index.places(), ids, base))
     return out
 
 
