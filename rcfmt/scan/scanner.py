@@ -662,7 +662,7 @@ class FileScan:
         executor = self._executor(cols)
         pages = None
         if paged:
-            buf, base, pages = self._page_tables(block, cols, selection, cache, stats)
+            buf, base, pages = self._page_tables(block, cols, selection, cache, stats, fetched)
         else:
             buf, base = self._read_whole(executor, block, rows, stats) if fetched is None else fetched
         out = {}
@@ -684,16 +684,21 @@ class FileScan:
                 out[col] = got
         return out
 
-    def _page_tables(self, block: int, cols, selection: Selection, cache: dict, stats: ScanStats):
+    def _page_tables(self, block: int, cols, selection: Selection, cache: dict, stats: ScanStats,
+                     fetched: tuple | None = None):
         """``(buffer, base, tables)``: the pages of ``cols`` holding a row ``selection``
         selects (and their dictionary pages), read together as :meth:`_fetch` reads
-        them, and per column their :func:`~rcfmt.scan.block_exec.page_table`."""
+        them unless ``fetched`` (``(buffer, base)``) holds them, and per column their
+        :func:`~rcfmt.scan.block_exec.page_table`."""
         page_ids = {}
         for col in cols:
             index = self._page_index(block, col, cache)
             stats.pages_total += len(index.entries)
             page_ids[col] = selection.pages_holding(index.first, index.counts)
-        buf, base = self._fetch(block, {col: ("pages", ids, None) for col, ids in page_ids.items()}, cache, stats)
+        if fetched is None:
+            buf, base = self._fetch(block, {col: ("pages", ids, None) for col, ids in page_ids.items()}, cache, stats)
+        else:
+            buf, base = fetched
         return buf, base, [page_table(self._page_index(block, col, cache).places(), page_ids[col], base) for col in cols]
 
     def _read_whole(self, executor: BlockColumns, block: int, rows: int, stats: ScanStats):
@@ -708,29 +713,37 @@ class FileScan:
         stats.pages_total += executor.pages[block]
         return buf, int(starts[0])
 
-    def _native_filter(self, block: int, candidates: Selection, cache: dict, stats: ScanStats):
-        """:meth:`BlockFilter.run` of the scan's filter on the ``candidates`` of
-        ``block``: ``(mask over the candidates, filter columns' data)``, or None when
-        the Python path decides it (a list filter, a column the executor refused).
-        Candidates from the page index are read as :meth:`_dense` decides: whole
-        chunks, or their pages alone."""
+    def _takes_native_filter(self) -> bool:
+        """Whether the scan's filter is decided by :class:`BlockFilter` (built on first
+        use): every filter but one on lists."""
         if self._block_filter is None:
             conjuncts, mask_only = self._pushdown_whole
             self._block_filter = False if self.list_filters else BlockFilter(
                 self.file, self.row_filter_ids, conjuncts, mask_only, sum(1 for _ in leaves(self.nnf)),
                 self._gap if self.file.remote else 0)
-        if self._block_filter is False:
-            return None
+        return self._block_filter is not False
+
+    def _native_filter(self, block: int, candidates: Selection, cache: dict, stats: ScanStats,
+                       fetched: tuple | None = None):
+        """:meth:`BlockFilter.run` of the scan's filter on the ``candidates`` of
+        ``block``: ``(mask over the candidates, filter columns' data)``, or None when
+        the Python path decides it (a list filter, a column the executor refused).
+        Candidates from the page index are read as :meth:`_dense` decides: whole
+        chunks, or their pages alone -- unless ``fetched`` (``(buffer, base)``, read
+        by :meth:`_filter_read` or with the block's group) holds them already."""
         columns, rows = self._block_filter.columns, candidates.num_rows
         wanted = pages = None
         if candidates.row_count == rows:
-            buf, base = self._read_whole(columns, block, rows, stats)  # (read, and counted, also if in vain)
+            if fetched is None:
+                buf, base = self._read_whole(columns, block, rows, stats)  # (read, and counted, also if in vain)
+            else:
+                (buf, base), stats.pages_total = fetched, stats.pages_total + columns.pages[block]
         else:  # page-index candidates (whole pages): the candidate pages alone, or whole chunks if dense
             wanted = candidates.to_indices()
-            if self._dense(block, candidates, columns):
+            if fetched is None and not self.file.remote and self._dense(block, candidates, columns):
                 buf, base = self._read_whole(columns, block, rows, stats)
             else:
-                buf, base, pages = self._page_tables(block, columns.cols, candidates, cache, stats)
+                buf, base, pages = self._page_tables(block, columns.cols, candidates, cache, stats, fetched)
         got = self._block_filter.run(buf, base, block, rows, self.file.verify_checksums, wanted, pages)
         if got is None:
             return None
@@ -744,21 +757,22 @@ class FileScan:
         parts = (self._column_ranges(block, col, plan, cache) for col, plan in plans.items())
         return sum(int((hi - lo).sum()) for r in parts if r is not None for lo, hi in [r])
 
-    def _filter_columns_fetch(self, block: int, candidates: Selection, filter_ids, projected: list, cache: dict,
-                              stats: ScanStats, fetched: tuple | None = None):
-        """``(filter plans, (buffer, base), whether the projected columns' candidate pages
-        came with them)``. ``fetched``: the block's bytes, read already with its group
-        (all of them). Otherwise, on object storage, the projected columns' pages that
-        may hold matching rows ride along with the filter columns' when they are few
-        (at most ``FetchOptions.coalesce_gap``): the rows the filter selects lie in them."""
-        plans = {col: self._plan_column(block, col, candidates, cache, stats) for col in filter_ids}
-        if fetched is not None:
-            return plans, fetched, True
+    def _filter_read(self, block: int, candidates: Selection, filter_ids, projected: list, cache: dict,
+                     stats: ScanStats):
+        """``((buffer, base), whether the projected columns' candidate pages came along)``:
+        the candidate pages of the filter columns ``filter_ids``, read. On object
+        storage the projected columns' pages that may hold matching rows ride along
+        when they are few (at most ``FetchOptions.coalesce_gap``): the rows the filter
+        selects lie in them."""
+        scratch = ScanStats()  # (pages are counted where they are decoded)
+        plans = {col: self._plan_column(block, col, candidates, cache, scratch) for col in filter_ids}
+        rode = False
         if self.file.remote and projected:
-            ride = {col: self._plan_column(block, col, candidates, cache, ScanStats()) for col in projected}
+            ride = {col: self._plan_column(block, col, candidates, cache, scratch) for col in projected}
             if self._planned_bytes(block, ride, cache) <= self._gap:
-                return plans, self._fetch(block, {**plans, **ride}, cache, stats), True
-        return plans, self._fetch(block, plans, cache, stats), False
+                plans.update(ride)
+                rode = True
+        return self._fetch(block, plans, cache, stats), rode
 
     def _to_arrow(self, col: int, data: ColumnData, as_requested: bool = True) -> pa.Array:
         """Column ``col``'s values as Arrow: a DictionaryArray when ``read_dictionary``
@@ -967,9 +981,15 @@ class FileScan:
             stats.bytes_read += nbytes
             fetched = (buf, base)
         native = None
-        if nnf is not None and nnf is self.nnf and fetched is None and not self.file.remote:
-            native = self._native_filter(block, candidates, cache, stats)
+        # the filter columns' bytes, and whether the projected columns' candidate pages are in them
+        filter_read, rode_along = fetched, fetched is not None
+        if nnf is not None and nnf is self.nnf and self._takes_native_filter():
+            if filter_read is None and self.file.remote:
+                filter_read, rode_along = self._filter_read(block, candidates, filter_ids.values(),
+                                                            [] if count_only else rest, cache, stats)
+            native = self._native_filter(block, candidates, cache, stats, filter_read)
         if native is not None:  # one native call decoded the filter columns into the mask
+            fetched = filter_read if rode_along else None
             mask, filter_data = native
             if filter_data and not self._block_filter.complete:
                 mask = eval_nnf(nnf, lambda name: filter_data[self.filter_ids[name]], candidates.row_count)
@@ -979,8 +999,11 @@ class FileScan:
                 return selected, stats
             selection = candidates.refine(mask)
         elif nnf is not None:
-            plans, (buf, base), rode_along = self._filter_columns_fetch(
-                block, candidates, filter_ids.values(), [] if count_only else rest, cache, stats, fetched)
+            if filter_read is None:
+                filter_read, rode_along = self._filter_read(block, candidates, filter_ids.values(),
+                                                            [] if count_only else rest, cache, stats)
+            buf, base = filter_read
+            plans = {col: self._plan_column(block, col, candidates, cache, stats) for col in filter_ids.values()}
             conjuncts, mask_only = self._pushdown_whole if nnf is self.nnf else self._pushdown(nnf)
             names = {c: n for n, c in filter_ids.items()}
             shared: dict = {}
@@ -992,7 +1015,7 @@ class FileScan:
             mask = eval_nnf(nnf, lambda name: lists[name] if name in lists else filter_data[self.filter_ids[name]],
                             candidates.row_count)
             selection = candidates.refine(mask)
-            fetched = (buf, base) if rode_along else None
+            fetched = filter_read if rode_along else None
         else:
             selection = candidates
         selected = selection.row_count
@@ -1004,11 +1027,10 @@ class FileScan:
         arrays = []
         if selected == selection.num_rows:  # every row: the native block executor, one call for all of them
             projected = self._whole_columns(block, rest, selected, cache, stats, fetched)
-        elif rest and fetched is None and not self.file.remote:  # the executor, on the selected rows
-            paged = not self._dense(block, selection, self._executor(rest))
-            projected = self._whole_columns(block, rest, selection.num_rows, cache, stats, None, selection, paged)
-        else:
-            projected = self._columns_at(block, rest, selection, cache, stats, fetched)
+        else:  # the executor, on the selected rows: from whole chunks when dense (local files), else their pages
+            paged = bool(rest) and (fetched is not None or self.file.remote
+                                    or not self._dense(block, selection, self._executor(rest)))
+            projected = self._whole_columns(block, rest, selection.num_rows, cache, stats, fetched, selection, paged)
         for col in self.outputs:
             if not isinstance(col, int):
                 arrays.append(self._nested_at(block, col, selection, cache, stats))
