@@ -110,7 +110,9 @@ class FileScan:
         self._value_predicates: dict = {}
         #: the native block executor's spec, per list of columns decoded whole (built once per scan)
         self._executors: dict[tuple, BlockColumns] = {}
-        self._block_filter: BlockFilter | bool | None = None  # the filter's, built on first use (False: none)
+        #: the BlockFilter of the filter, or of a residual of its conjuncts a bitmap index
+        #: left, by the conjuncts' ids; built on first use (False: none, a list filter)
+        self._block_filters: dict[tuple, BlockFilter | bool] = {}
         if read_dictionary is not None and (isinstance(read_dictionary, str) or not isinstance(read_dictionary, Sequence)):
             raise InvalidOptionError("read_dictionary must be a list of column names")
         self.dictionary_ids = {file.column_index(name) for name in (read_dictionary or ())}
@@ -713,25 +715,28 @@ class FileScan:
         stats.pages_total += executor.pages[block]
         return buf, int(starts[0])
 
-    def _takes_native_filter(self) -> bool:
-        """Whether the scan's filter is decided by :class:`BlockFilter` (built on first
-        use): every filter but one on lists."""
-        if self._block_filter is None:
-            conjuncts, mask_only = self._pushdown_whole
-            self._block_filter = False if self.list_filters else BlockFilter(
-                self.file, self.row_filter_ids, conjuncts, mask_only, sum(1 for _ in leaves(self.nnf)),
+    def _block_filter(self, nnf, filter_ids: dict, list_filters: dict) -> BlockFilter | None:
+        """The :class:`BlockFilter` deciding ``nnf`` -- the scan's filter, or the
+        residual of its conjuncts a bitmap index left (on ``filter_ids``) -- built once
+        per scan; None for a filter on lists (the Python path's)."""
+        key = tuple(map(id, nnf.children if isinstance(nnf, BoundAnd) else (nnf,)))  # (kept alive by self.nnf)
+        got = self._block_filters.get(key)
+        if got is None:
+            conjuncts, mask_only = self._pushdown_whole if nnf is self.nnf else self._pushdown(nnf)
+            got = self._block_filters[key] = False if list_filters else BlockFilter(
+                self.file, filter_ids, conjuncts, mask_only, sum(1 for _ in leaves(nnf)),
                 self._gap if self.file.remote else 0)
-        return self._block_filter is not False
+        return got or None
 
-    def _native_filter(self, block: int, candidates: Selection, cache: dict, stats: ScanStats,
-                       fetched: tuple | None = None):
+    def _native_filter(self, block_filter: BlockFilter, block: int, candidates: Selection, cache: dict,
+                       stats: ScanStats, fetched: tuple | None = None):
         """:meth:`BlockFilter.run` of the scan's filter on the ``candidates`` of
         ``block``: ``(mask over the candidates, filter columns' data)``, or None when
         the Python path decides it (a list filter, a column the executor refused).
         Candidates from the page index are read as :meth:`_dense` decides: whole
         chunks, or their pages alone -- unless ``fetched`` (``(buffer, base)``, read
         by :meth:`_filter_read` or with the block's group) holds them already."""
-        columns, rows = self._block_filter.columns, candidates.num_rows
+        columns, rows = block_filter.columns, candidates.num_rows
         wanted = pages = None
         if candidates.row_count == rows:
             if fetched is None:
@@ -744,7 +749,7 @@ class FileScan:
                 buf, base = self._read_whole(columns, block, rows, stats)
             else:
                 buf, base, pages = self._page_tables(block, columns.cols, candidates, cache, stats, fetched)
-        got = self._block_filter.run(buf, base, block, rows, self.file.verify_checksums, wanted, pages)
+        got = block_filter.run(buf, base, block, rows, self.file.verify_checksums, wanted, pages)
         if got is None:
             return None
         stats.pages_read += got[2][0]
@@ -983,15 +988,16 @@ class FileScan:
         native = None
         # the filter columns' bytes, and whether the projected columns' candidate pages are in them
         filter_read, rode_along = fetched, fetched is not None
-        if nnf is not None and nnf is self.nnf and self._takes_native_filter():
+        block_filter = None if nnf is None else self._block_filter(nnf, filter_ids, list_filters)
+        if block_filter is not None:
             if filter_read is None and self.file.remote:
                 filter_read, rode_along = self._filter_read(block, candidates, filter_ids.values(),
                                                             [] if count_only else rest, cache, stats)
-            native = self._native_filter(block, candidates, cache, stats, filter_read)
+            native = self._native_filter(block_filter, block, candidates, cache, stats, filter_read)
         if native is not None:  # one native call decoded the filter columns into the mask
             fetched = filter_read if rode_along else None
             mask, filter_data = native
-            if filter_data and not self._block_filter.complete:
+            if filter_data and not block_filter.complete:
                 mask = eval_nnf(nnf, lambda name: filter_data[self.filter_ids[name]], candidates.row_count)
             if count_only:
                 selected = int(np.count_nonzero(mask))

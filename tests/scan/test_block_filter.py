@@ -65,7 +65,7 @@ def test_native_filter_matches_the_oracle(tmp_path_factory, case):
     scan = _scan(path, expr, page_index=page_index)
     got = scan.read()
     if scan.blocks and not page_index:  # (blocks pruned by stats or pages never reach the executor)
-        assert isinstance(scan._block_filter, BlockFilter)
+        assert [type(f) for f in scan._block_filters.values()] == [BlockFilter]
     assert got.num_rows == expected.num_rows
     for name in table.column_names:
         a, b = got.column(name).combine_chunks(), expected.column(name).combine_chunks()
@@ -177,3 +177,35 @@ def test_candidates_the_page_index_leaves_are_decided_natively(tmp_path, monkeyp
     assert got.equals(filter_table(table, expr).select(["k", "v"]))
     assert seen == [2000]  # pages 2-5 of 16: rows 1000..2999
     assert scan.stats.pages_read == 3 * 4  # k, s and v: those four pages each, not their chunks
+
+
+def test_a_residual_the_bitmap_index_leaves_is_decided_natively(tmp_path, monkeypatch):
+    """A bitmap index decides ``flag`` and narrows the block to its rows; the residual
+    conjuncts on the other columns (NULLs, NOT) are evaluated by the executor at those
+    rows only (pages holding them), with the oracle's answer, rows and count."""
+    n = 20_000
+    rng = np.random.default_rng(7)
+    flag = np.where(rng.random(n) < 0.02, "rare", "common")
+    table = pa.table({"flag": flag, "v": pa.array(rng.standard_normal(n), mask=rng.random(n) < 0.1),
+                      "k": rng.integers(0, 100, n)})
+    path = tmp_path / "t.rcfmt"
+    rcfmt.write_table(table, path, block_rows=10_000, page_rows=1000, bitmap_indexes={"flag": "equality"},
+                      bloom_filter_columns=None)
+    seen = []
+    original = BlockFilter.run
+
+    def run(self, buf, base, block, rows, verify, selected=None, pages=None):
+        seen.append((tuple(sorted(self.names)), None if selected is None else len(selected)))
+        return original(self, buf, base, block, rows, verify, selected, pages)
+
+    monkeypatch.setattr(BlockFilter, "run", run)
+    expr = (col("flag") == "rare") & (col("v") < 0.5) & ~col("k").isin([3, 4, 5])
+    with rcfmt.open(path) as f:
+        scan = f.scan(["k", "v"], filter=expr, use_threads=False)
+        got = scan.read()
+        assert scan.stats.rows_selected_index == 0  # (narrowed, not answered)
+        assert f.scan([], filter=expr).count() == got.num_rows
+    expected = filter_table(table, expr).select(["k", "v"])
+    assert got.equals(expected)
+    rare = [int(np.count_nonzero(flag[b * 10_000:(b + 1) * 10_000] == "rare")) for b in range(2)]
+    assert seen == [(("k", "v"), rare[0]), (("k", "v"), rare[1])] * 2  # (the rows, then the count)
