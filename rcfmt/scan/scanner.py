@@ -14,7 +14,6 @@ from typing import Iterator, Sequence
 import numpy as np
 import pyarrow as pa
 
-from .. import memory
 from ..encodings.base import ColumnValues
 from ..encodings.dictionary import take as dictionary_take
 from ..errors import CorruptFileError, InvalidOptionError
@@ -24,13 +23,12 @@ from ..schema.arrow_io import to_arrow
 from ..schema.nested import assemble as nested_assemble
 from ..schema.nested import list_node as nested_list_node
 from ..schema.nested import under_structs as nested_under_structs
-from ..schema.types import LogicalType, PhysicalKind
+from ..schema.types import LogicalType
 from .._native import pageindex as _pageindex
 from .._native import select as _select
-from .._native import varbinary as _vb
 from ..index.bloom import chunks as bloom_filters
 from ..index.bitmap.answer import BlockAnswer, answer_block, leaf_columns, to_mask
-from .evaluate import ColumnData, column_conjuncts, eval_nnf, native_predicate
+from .evaluate import ColumnData, column_conjuncts, eval_nnf
 from .fetch_plan import BlockGroups, coalesce
 from .nnf import BoundAnd, BoundListContains, BoundOr, columns as expr_columns, fold, leaves, to_nnf
 from .bind import bind
@@ -38,6 +36,7 @@ from .block_exec import BlockColumns, BlockFilter, page_table
 from .intervals import Interval
 from ..index.page import PageIndex, page_interval_kind, stats_kind
 from .plan import PRUNE_STAGES, BlockPlan, FilePlan
+from .page_path import PagePath, gather_data
 from .scan_stats import ScanStats
 from .scheduling import PROBE_BLOCKS, STREAM_WINDOW, Probe, map_blocks
 from .prune import leaf_may_match, may_match
@@ -58,26 +57,7 @@ INDEX_NARROWS = 8
 _INT32 = LogicalType("int32")  # dictionary indices
 
 
-# ------------------------------------------------------------------ value helpers
-def _gather(values: ColumnValues, idx: np.ndarray) -> ColumnValues:
-    if values.offsets is None:
-        return ColumnValues(values.values[idx])
-    offsets = np.ascontiguousarray(values.offsets, dtype=np.int64)
-    new_offsets, data = _vb.gather(offsets, values.values, idx)
-    return ColumnValues(data, new_offsets)
-
-
-def _gather_data(data: ColumnData, idx: np.ndarray) -> ColumnData:
-    valid = None if data.valid is None else data.valid[idx]
-    if valid is not None and valid.all():
-        valid = None
-    pushed = None if data.pushed is None else (data.pushed[0][idx], data.pushed[1])
-    if data.codes is not None:
-        return ColumnData(data.ltype, None, valid, data.codes[idx], data.dictionary, pushed)
-    return ColumnData(data.ltype, _gather(data.values, idx), valid, pushed=pushed)
-
-
-class FileScan:
+class FileScan(PagePath):
     """A planned scan of one open :class:`~rcfmt.file.reader.RcfmtFile`.
 
     ``columns``: projected column names (None = all); ``filter``: an expression or DNF
@@ -515,120 +495,6 @@ class FileScan:
         stats.bytes_read += int((ends - starts).sum())
         return buf, int(starts[0])
 
-    def _column_from(self, block: int, col: int, plan: tuple, selection: Selection, buf, base: int, cache: dict,
-                     stats: ScanStats, conjuncts: list | None = None, mask_only: bool = False,
-                     shared: dict | None = None) -> ColumnData:
-        """Decoded values of column ``col`` at the selected rows of ``block``, from the
-        bytes :meth:`_fetch` read for ``plan``.
-
-        Only pages holding a selected row are decoded (one native run, however far apart
-        they lie); within them only the selected values are gathered (pages whose rows
-        are all selected are kept without copying). Dictionary chunks stay as codes:
-        predicates run on the dictionary, and values are materialized once, for the
-        selected rows only. ``conjuncts``: the filter's top-level leaves on this column;
-        what of them the page pipeline can evaluate is evaluated in the decode pass
-        (:attr:`ColumnData.pushed`). ``mask_only``: nothing but those leaves needs the
-        values, so when the pipeline takes them all the values are not kept (a page at
-        a time in scratch; the data then holds only the mask and validity). ``shared``
-        (a dict per block): whole chunks of the block's filter columns write one mask,
-        the first column's answers ANDed with the next ones' in the decode pass."""
-        file = self.file
-        ltype = file.footer.columns[col].type
-        if plan[0] == "none":
-            return ColumnData(ltype, _empty_values(ltype), None)
-        gather = None if plan[0] == "whole" else self._gather_positions(block, col, plan, selection, cache)
-        gathered = False
-        pushed = None
-        try:
-            decoder = file.chunk_decoder(block, col, buf, base)
-            predicate, keep = None, True
-            if conjuncts:
-                native = self._native_predicate(conjuncts, ltype, decoder)
-                if native is not None:
-                    predicate, ids = native
-                    keep = not mask_only or len(ids) < len(conjuncts)
-            if plan[0] == "whole":
-                rows = selection.num_rows  # the block's rows (a list's elements for an element column)
-                and_into = False
-                if predicate is not None:
-                    mask = None if shared is None else shared.get("mask")
-                    and_into = mask is not None
-                    if mask is None:
-                        mask = memory.empty(rows, bool)
-                        if shared is not None:
-                            shared["mask"] = mask
-                    pushed = (mask, ids)
-                    predicate += (mask,)
-                values, valid = decoder.decode_all(rows, codes=True, predicate=predicate, keep=keep, and_into=and_into)
-                stats.pages_read += int(file.footer.chunks[col][block]["page_count"])
-                stats.rows_decoded += rows
-            else:
-                entries = self._page_index(block, col, cache).entries
-                page_ids = plan[1]
-                counts = entries["row_count"][page_ids]
-                if predicate is not None:
-                    size = len(gather) if gather is not None and decoder.selective else int(counts.sum())
-                    pushed = (memory.empty(size, bool), ids)
-                    predicate += (pushed[0],)
-                values, valid, gathered = decoder.decode_run(
-                    entries["offset"][page_ids].astype(np.int64) - base, page_ids, counts, codes=True,
-                    expected_lengths=entries["length"][page_ids], selected=gather, predicate=predicate, keep=keep)
-                stats.pages_read += len(page_ids)
-                stats.rows_decoded += int(counts.sum())
-            dictionary = decoder.dictionary
-        except CorruptFileError as exc:
-            raise file._locate(exc, block, col) from None
-        if gathered:  # the kernel decoded only the selected values: their validity is left
-            valid = None if valid is None else valid[gather]
-            return ColumnData(ltype, values, None if valid is None or valid.all() else valid, pushed=pushed)
-        if not keep:
-            data = ColumnData(ltype, None, None, pushed=pushed)
-            return data if gather is None else ColumnData(ltype, None, None, pushed=(pushed[0][gather], pushed[1]))
-        codes = values if isinstance(values, np.ndarray) else None
-        data = ColumnData(ltype, None if codes is not None else values, valid, codes,
-                          dictionary if codes is not None else None, pushed)
-        return data if gather is None else _gather_data(data, gather)
-
-    def _native_predicate(self, conjuncts: list, ltype, decoder):
-        """:func:`native_predicate` of a column's ``conjuncts`` for ``decoder``'s chunk:
-        per chunk for a dictionary (its table is per dictionary), else worked out once
-        per scan (sets sorted, arrays built) and shared by every block."""
-        if decoder.is_dictionary:
-            return native_predicate(conjuncts, ltype, decoder.value_dtype, decoder.dictionary)
-        key = (id(conjuncts), decoder.value_dtype)
-        hit = self._value_predicates.get(key)
-        if hit is None or hit[0] is not conjuncts:
-            hit = self._value_predicates[key] = (conjuncts, native_predicate(conjuncts, ltype, decoder.value_dtype,
-                                                                              None))
-        return hit[1]
-
-    def _gather_positions(self, block: int, col: int, plan: tuple, selection: Selection, cache: dict):
-        """Where the selected rows of ``block`` lie among the rows of the pages ``plan``
-        decodes (int64), or None when they are all of those rows."""
-        index = self._page_index(block, col, cache)
-        page_ids = plan[1]
-        decoded = int(index.counts[page_ids].sum())
-        positions = plan[2]
-        if positions is not None:
-            return None if len(positions) == decoded else positions
-        if selection.row_count == decoded:  # every row of the decoded pages
-            return None
-        rows = selection.to_indices()
-        page_first = index.first[page_ids]
-        offsets = np.concatenate(([0], np.cumsum(index.counts[page_ids])[:-1]))
-        k = np.searchsorted(page_first, rows, side="right") - 1
-        return rows - page_first[k] + offsets[k]
-
-    def _columns_at(self, block: int, cols, selection: Selection, cache: dict, stats: ScanStats,
-                    fetched: tuple | None = None) -> dict:
-        """``{column: ColumnData}`` of ``cols`` at the selected rows of ``block``, their
-        bytes fetched together (:meth:`_fetch`), unless ``fetched`` (``(buffer, base)``)
-        already holds them."""
-        plans = {col: self._plan_column(block, col, selection, cache, stats) for col in cols}
-        buf, base = fetched if fetched is not None else self._fetch(block, plans, cache, stats)
-        return {col: self._column_from(block, col, plan, selection, buf, base, cache, stats)
-                for col, plan in plans.items()}
-
     def _executor(self, cols: list) -> BlockColumns:
         """The block executor's spec of the flat columns ``cols`` (built once per scan)."""
         key = tuple(cols)
@@ -1042,7 +908,7 @@ class FileScan:
                 arrays.append(self._nested_at(block, col, selection, cache, stats))
             elif col in filter_data:  # decoded for the filter: keep its selected rows
                 data = filter_data[col]
-                arrays.append(self._to_arrow(col, data if mask.all() else _gather_data(data, np.flatnonzero(mask))))
+                arrays.append(self._to_arrow(col, data if mask.all() else gather_data(data, np.flatnonzero(mask))))
             else:
                 data = projected[col]  # (Arrow already when the block executor decoded it)
                 arrays.append(data if isinstance(data, pa.Array) else self._to_arrow(col, data))
@@ -1116,12 +982,6 @@ def _block_range(blocks, n: int) -> tuple[int, int]:
     if not 0 <= lo <= hi <= n:
         raise InvalidOptionError(f"blocks=({lo}, {hi}) is outside the file's {n} blocks")
     return lo, hi
-
-
-def _empty_values(ltype) -> ColumnValues:
-    if ltype.kind == PhysicalKind.VARBINARY:
-        return ColumnValues(np.empty(0, np.uint8), np.zeros(1, np.int64))
-    return ColumnValues(np.empty(0, ltype.numpy_dtype))
 
 
 def scan_file(file, columns=None, filter=None, *, use_threads: bool = True, read_dictionary=None,
