@@ -189,20 +189,24 @@ def test_a_column_kept_alone_keeps_only_its_own_memory(tmp_path):
     assert one.equals(table.column("c3"))
 
 
+def _executor_over(tmp_path, seed: int, encoding):
+    """``(table, path, open file, BlockColumns of every column)`` of a one-block file of
+    ``_table(seed)`` in 400-row pages (``encoding``: forced, or None)."""
+    table = _table(np.random.default_rng(seed))
+    path = tmp_path / "t.rcfmt"
+    options = {} if encoding is None else {"encoding": encoding}
+    rcfmt.write_table(table, path, block_rows=N, page_rows=400, **options)
+    f = rcfmt.open(path)
+    return table, path, f, block_exec.BlockColumns(f, list(range(len(table.column_names))), set())
+
+
 @pytest.mark.parametrize("encoding", [None, "plain"])
 def test_selected_rows_are_gathered_natively(tmp_path, encoding):
     """Partial blocks: the executor decodes the pages holding a selected row and
     gathers those rows (values, validity, strings, dictionary codes or values, bools,
     BITPACK and PLAIN decimals): the same as the whole block's ``take``."""
-    table = _table(np.random.default_rng(13))
-    path = tmp_path / "t.rcfmt"
-    options = {} if encoding is None else {"encoding": encoding}
-    rcfmt.write_table(table, path, block_rows=N, page_rows=400, **options)
-    f = rcfmt.open(path)
-    cols = list(range(len(table.column_names)))
-    executor = block_exec.BlockColumns(f, cols, set())
-    with open(path, "rb") as fh:
-        buf = fh.read()
+    table, path, f, executor = _executor_over(tmp_path, 13, encoding)
+    buf = path.read_bytes()
     rng = np.random.default_rng(1)
     for k in (0, 1, 7, 400, 2500, N - 1, N):
         selected = np.sort(rng.choice(N, k, replace=False)).astype(np.int64)
@@ -261,13 +265,8 @@ def test_rows_are_gathered_from_the_pages_the_page_index_names(tmp_path, encodin
     """Lookups and narrow windows: the executor reads only the pages it is given (the
     rest of the buffer is garbage here) and gathers the selected rows from them, the
     same as the whole block's ``take``, for every flat type and layout."""
-    table = _table(np.random.default_rng(23))
-    path = tmp_path / "t.rcfmt"
-    options = {} if encoding is None else {"encoding": encoding}
-    rcfmt.write_table(table, path, block_rows=N, page_rows=400, **options)
-    f = rcfmt.open(path)
+    table, path, f, executor = _executor_over(tmp_path, 23, encoding)
     cols = list(range(len(table.column_names)))
-    executor = block_exec.BlockColumns(f, cols, set())
     data = np.frombuffer(path.read_bytes(), np.uint8)
     rng = np.random.default_rng(3)
     for selected in (np.array([0]), np.array([N - 1]), np.array([399, 400]), np.arange(1000, 1040),
