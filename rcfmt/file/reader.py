@@ -6,7 +6,6 @@ footer. Column chunks are read with positional reads (thread-safe), one per chun
 from __future__ import annotations
 
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from typing import Iterator, Sequence
 
 import numpy as np
@@ -27,7 +26,6 @@ from ..schema.statistics import StatsArrays
 from ..storage import fetch as fetching
 from ..storage.fetch import FETCH_CONCURRENCY, FetchOptions, check_fetch  # noqa: F401 (FETCH_CONCURRENCY: its old home)
 from ..storage.registry import open_input
-from ..threads import cpu_threads
 from ..interop.arrow import export_stream
 from ..schema.arrow_io import to_arrow
 from .chunks import ChunkDecoder
@@ -481,7 +479,11 @@ class RcfmtFile:
         except CorruptFileError as exc:
             raise self._locate(exc, block, column) from None
 
-    def _locate(self, exc: CorruptFileError, block: int, column: int) -> CorruptFileError:
+    def _locate(self, exc, block: int, column: int):
+        """``exc`` (a CorruptFileError or UnsupportedError raised decoding chunk
+        ``column`` of ``block``) naming this file, the column and the block."""
+        if isinstance(exc, UnsupportedError):
+            return UnsupportedError(f"{self.path}, column {self._names[column]!r}, block {block}: {exc}")
         return exc.with_context(path=self.path, column=self._names[column], block=block)
 
     def is_element_column(self, column: int) -> bool:
@@ -515,42 +517,18 @@ class RcfmtFile:
             if valid is not None and not col.nullable:
                 raise CorruptFileError("nulls in a column declared not nullable")
             return to_arrow(values, valid, col.type)
-        except CorruptFileError as exc:
+        except (CorruptFileError, UnsupportedError) as exc:
             raise self._locate(exc, block, column) from None
-        except UnsupportedError as exc:
-            raise UnsupportedError(f"{self.path}, column {col.name!r}, block {block}: {exc}") from None
 
     def _check_block(self, i) -> int:
         if isinstance(i, bool) or not isinstance(i, (int, np.integer)) or not -self.num_blocks <= i < self.num_blocks:
             raise InvalidOptionError(f"block index {i!r} out of range for {self.num_blocks} blocks")
         return int(i) % self.num_blocks
 
-    def _schema_for(self, col_ids: list[int]) -> pa.Schema:
-        return pa.schema([self.schema.field(i) for i in col_ids], metadata=self.schema.metadata)
-
     def read_block(self, i: int, columns: Sequence[str] | None = None) -> pa.Table:
         """Read block ``i`` (negative counts from the end)."""
         i = self._check_block(i)
-        if self.nested is not None:
-            return self.scan(columns, blocks=(i, i + 1), use_threads=False).read()
-        col_ids = self.resolve_columns(columns)
-        arrays = [self.read_column_chunk(i, c) for c in col_ids]
-        return pa.Table.from_arrays(arrays, schema=self._schema_for(col_ids))
-
-    def _read_blocks(self, blocks: Sequence[int], col_ids: list[int], use_threads: bool) -> pa.Table:
-        tasks = [(b, c) for b in blocks for c in col_ids]
-        if use_threads and len(tasks) > 1:
-            with ThreadPoolExecutor(cpu_threads()) as pool:
-                arrays = list(pool.map(lambda bc: self.read_column_chunk(*bc), tasks))
-        else:
-            arrays = [self.read_column_chunk(b, c) for b, c in tasks]
-        schema = self._schema_for(col_ids)
-        if not col_ids:  # no columns, but the row count stays (as in pyarrow.parquet)
-            rows = int(sum(int(self.footer.blocks[b]["row_count"]) for b in blocks))
-            return pa.table({"_": pa.nulls(rows)}, metadata=schema.metadata).select([])
-        k = len(col_ids)
-        batches = [pa.RecordBatch.from_arrays(arrays[j * k : (j + 1) * k], schema=schema) for j in range(len(blocks))]
-        return pa.Table.from_batches(batches, schema=schema)
+        return self.scan(columns, blocks=(i, i + 1), use_threads=False).read()
 
     def scan(self, columns: Sequence[str] | None = None, filter=None, *, use_threads: bool = True,
              read_dictionary: Sequence[str] | None = None, use_bloom: bool = True, use_page_index: bool = True,
@@ -574,26 +552,16 @@ class RcfmtFile:
              read_dictionary: Sequence[str] | None = None) -> pa.Table:
         """Read the selected ``columns`` (all by default) of all rows matching ``filter``.
 
-        Use :meth:`scan` to also get the scan statistics. (A remote file is always read
-        through a scan, whose fetch plan reads neighbouring blocks with one request.)"""
-        if filter is not None or read_dictionary is not None or self.nested is not None or self.remote:
-            return self.scan(columns, filter, use_threads=use_threads, read_dictionary=read_dictionary).read()
-        col_ids = self.resolve_columns(columns)
-        return self._read_blocks(range(self.num_blocks), col_ids, use_threads)
+        A scan without a filter (:meth:`scan` also gives its statistics): each block's
+        columns decoded by one native call, blocks on the pool with ``use_threads``."""
+        return self.scan(columns, filter, use_threads=use_threads, read_dictionary=read_dictionary).read()
 
     def iter_batches(self, batch_size: int = 65536, columns: Sequence[str] | None = None, filter=None,
                      *, use_threads: bool = False) -> Iterator[pa.RecordBatch]:
         """Stream record batches of at most ``batch_size`` rows, one block in memory at a time."""
         if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
             raise InvalidOptionError(f"batch_size must be a positive integer, got {batch_size!r}")
-        if filter is not None or self.nested is not None or self.remote:
-            yield from self.scan(columns, filter, use_threads=use_threads).iter_batches(batch_size)
-            return
-        col_ids = self.resolve_columns(columns)
-        for b in range(self.num_blocks):
-            table = self._read_blocks([b], col_ids, use_threads)
-            for batch in table.to_batches(max_chunksize=batch_size):
-                yield batch
+        yield from self.scan(columns, filter, use_threads=use_threads).iter_batches(batch_size)
 
     def __arrow_c_stream__(self, requested_schema=None):
         """Every row as an Arrow C stream (the Arrow PyCapsule interface), one block in

@@ -13,7 +13,7 @@ import numpy as np
 from .. import memory
 from .._native import varbinary as _vb
 from ..encodings.base import ColumnValues
-from ..errors import CorruptFileError
+from ..errors import CorruptFileError, UnsupportedError
 from ..schema.types import PhysicalKind
 from .evaluate import ColumnData, native_predicate
 from .scan_stats import ScanStats
@@ -143,7 +143,7 @@ class PagePath:
                 stats.pages_read += len(page_ids)
                 stats.rows_decoded += int(counts.sum())
             dictionary = decoder.dictionary
-        except CorruptFileError as exc:
+        except (CorruptFileError, UnsupportedError) as exc:
             raise file._locate(exc, block, col) from None
         if gathered:  # the kernel decoded only the selected values: their validity is left
             valid = None if valid is None else valid[gather]

@@ -110,6 +110,9 @@ class FileScan(PagePath):
             np.asarray(file.footer.blocks["row_count"][lo:hi], np.int64).sum())
         self.stats = ScanStats(files_total=1, blocks_total=hi - lo, rows_total=rows)
         self.output_schema = self._output_schema()
+        #: output positions of flat columns declared not nullable (nulls there: a corrupt file)
+        self._required = [i for i, c in enumerate(self.outputs)
+                          if isinstance(c, int) and not file.footer.columns[c].nullable]
         self._prefetch_lock = threading.Lock()
         self._page_index_bytes = None
         self._groups: BlockGroups | None = None  # remote files: blocks read together (_plan_groups)
@@ -914,6 +917,10 @@ class FileScan(PagePath):
                 arrays.append(data if isinstance(data, pa.Array) else self._to_arrow(col, data))
         if not self.outputs:  # no columns projected: only the row count matters
             return pa.record_batch([pa.nulls(selected)], names=["_"]).select([]), stats
+        for i in self._required:
+            if arrays[i].null_count:
+                raise self.file._locate(CorruptFileError("nulls in a column declared not nullable"), block,
+                                        self.outputs[i])
         return pa.RecordBatch.from_arrays(arrays, schema=self.output_schema), stats
 
     # ---------------------------------------------------------------- driving
