@@ -17,6 +17,8 @@ has no kernel for. Either way errors, messages and results are the Python path's
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pyarrow as pa
 
@@ -43,6 +45,7 @@ _DECODED = {PhysicalKind.FIXED: (0, 1, 2, 3, 4, 5), PhysicalKind.BOOL: (0, 2), P
 _CHUNK_FIELDS = ("offset", "length", "dictionary_length", "dictionary_size", "page_count", "encoding")
 
 
+@functools.lru_cache(maxsize=None)
 def _encodings(ltype) -> int:
     """Bit e set: encoding id e can hold ``ltype`` and the executor decodes it."""
     bits = 0
@@ -97,10 +100,10 @@ class BlockColumns:
         self.spec = spec
         nblocks = file.num_blocks
         chunks = np.zeros((nblocks, len(self.cols), _block.C_COLS), np.int64)
-        for i, col in enumerate(self.cols):
-            records = footer.chunks[col]
+        if self.cols:  # (a field of every column at once: a scan builds this per lookup)
+            records = [footer.chunks[col][:nblocks] for col in self.cols]
             for j, name in enumerate(_CHUNK_FIELDS):
-                chunks[:, i, j] = np.asarray(records[name][:nblocks], np.int64)
+                chunks[:, :, j] = np.stack([r[name] for r in records], axis=1)
         self.chunks = chunks
         self.pages = chunks[:, :, _block.C_PAGES].sum(axis=1).tolist()
         order = np.argsort(chunks[:, :, _block.C_OFFSET], axis=1, kind="stable")
