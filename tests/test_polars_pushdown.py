@@ -171,8 +171,8 @@ def _check(table, pred, translatable, tmp):
     pushed = []  # (the predicate Polars hands the scan, its translation)
     real = rcpl.translate_predicate
 
-    def spy(predicate, schema):
-        out = real(predicate, schema)
+    def spy(predicate, schema, dtypes=None):
+        out = real(predicate, schema, dtypes)
         pushed.append((predicate, out))
         return out
 
