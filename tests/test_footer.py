@@ -21,6 +21,21 @@ def _footer_doc(raw: bytes):
     return raw[: len(raw) - 16 - footer_len], footer, json.loads(footer[4 : 4 + json_len])
 
 
+def _forged(path, edit):
+    """A copy of the file at ``path`` (written with ``metadata={"pad": "p" * 200}``)
+    whose footer JSON ``edit(doc)`` changed, its checksum recomputed as a forger would."""
+    body, footer, doc = _footer_doc(path.read_bytes())
+    json_len = struct.unpack_from("<I", footer, 0)[0]
+    edit(doc)
+    doc["metadata"] = []
+    text = json.dumps(doc).encode()
+    assert len(text) <= json_len
+    new_footer = footer[:4] + text + b" " * (json_len - len(text)) + footer[4 + json_len :]
+    bad = path.with_name("forged.rcfmt")
+    bad.write_bytes(body + new_footer + struct.pack("<QI4s", len(new_footer), zlib.crc32(new_footer), b"RCFM"))
+    return bad
+
+
 def _with_longer_records(raw: bytes, extra: int) -> bytes:
     """The file with every block and chunk record ``extra`` bytes longer (filled with
     0xEE, as fields this reader does not know), the JSON pointing at the new tables."""
@@ -97,15 +112,7 @@ def test_malformed_report_fails_only_the_tool_that_reads_it(tmp_path, capsys, en
 
     path = tmp_path / "t.rcfmt"
     rcfmt.write_table(pa.table({"x": np.arange(10)}), path, metadata={"pad": "p" * 200})
-    body, footer, doc = _footer_doc(path.read_bytes())
-    json_len = struct.unpack_from("<I", footer, 0)[0]
-    doc["bitmap_indexes"] = {"report": {"x": entry}}
-    doc["metadata"] = []
-    text = json.dumps(doc).encode()
-    assert len(text) <= json_len
-    new_footer = footer[:4] + text + b" " * (json_len - len(text)) + footer[4 + json_len :]
-    bad = tmp_path / "bad.rcfmt"
-    bad.write_bytes(body + new_footer + struct.pack("<QI4s", len(new_footer), zlib.crc32(new_footer), b"RCFM"))
+    bad = _forged(path, lambda doc: doc.__setitem__("bitmap_indexes", {"report": {"x": entry}}))
     with rcfmt.open(bad) as f:
         assert f.read()["x"].to_pylist() == list(range(10))
         try:
@@ -117,3 +124,20 @@ def test_malformed_report_fails_only_the_tool_that_reads_it(tmp_path, capsys, en
     assert main(["meta", "--json", str(bad)]) == 1
     assert "report is malformed" in capsys.readouterr().err
     assert footer_mod.FileMetaData([], np.zeros(0, footer_mod.BLOCK_RECORD), []).bitmap_report == {}
+
+
+@pytest.mark.parametrize("report", [[], "x", {"k": None}, {"k": {"filters": "2", "estimated_distinct": []}},
+                                    {"k": {"filters": 1, "estimated_distinct": {}}}])
+def test_a_malformed_bloom_report_is_ignored(tmp_path, report):
+    """The bloom report is informational: a forged footer whose report is malformed opens,
+    reads and prunes with its filters; the report reads as empty."""
+    path = tmp_path / "t.rcfmt"
+    rcfmt.write_table(pa.table({"k": np.arange(0, 20_000, 2)}), path, block_rows=5_000,
+                      bloom_filter_columns=["k"], metadata={"pad": "p" * 200})
+    assert _footer_doc(path.read_bytes())[2]["bloom_filters"]["report"]["k"]["filters"] == 2
+    bad = _forged(path, lambda doc: doc["bloom_filters"].__setitem__("report", report))
+    with rcfmt.open(bad) as f:
+        assert f.footer.bloom_report == {}
+        assert f.read()["k"].to_pylist() == list(range(0, 20_000, 2))
+        absent = f.scan(filter=rcfmt.col("k") == 2_001)
+        assert absent.read().num_rows == 0 and absent.stats.blocks_pruned_bloom >= 1

@@ -54,7 +54,7 @@ def test_failure_in_a_later_block_leaves_no_file(tmp_path, monkeypatch):
     real = writer_mod.encode_chunk
     calls = {"n": 0}
 
-    def failing(values, valid, col, options, forced=None, bitmap_request=None, hint=None):
+    def failing(values, valid, col, options, forced=None, bitmap_request=None, hint=None, bloom=True):
         calls["n"] += 1
         if col.name == "f" and int(values.values[0]) > 0 and len(values) and calls["n"] > 8:
             raise RuntimeError("disk on fire")

@@ -18,7 +18,7 @@ from ..format.layout import PAGE_DATA, PAGE_DICTIONARY, UNKNOWN_COUNT, chunk_rec
 from ..format.page import assemble_pages
 from ..format.stats_slots import encode_slots, fill_slots
 from ..index.bloom.sbbf import estimate_distinct
-from ..index.bloom.chunks import chunk_hashes, filter_bits
+from ..index.bloom.chunks import BloomCandidate, chunk_hashes, filter_bits
 from ..index.bitmap.build import dictionary_keys, key_counts, propose
 from ..schema.statistics import ColumnStats, binary_chunk_and_page_stats, compute_page_stats, compute_stats
 from ..schema.types import LogicalType, PhysicalKind
@@ -59,13 +59,15 @@ def page_bounds(chunk: ColumnValues, ltype: LogicalType, encoding: Encoding, est
 
 
 def encode_chunk(values: ColumnValues, valid, col: ColumnSchema, options,
-                 forced: Encoding | None = None, bitmap_request: str | None = None, hint=None):
+                 forced: Encoding | None = None, bitmap_request: str | None = None, hint=None,
+                 bloom: bool = True):
     """Encode one column chunk; return ``(bytes, chunk record, page-index records, bloom
-    candidate, bitmap-index proposal or None, the selector's sampled decision or None,
-    the chunk's distinct values when a dictionary shows at most FILE_VALUES_MAX)``;
+    candidate or None, bitmap-index proposal or None, the selector's sampled decision or
+    None, the chunk's distinct values when a dictionary shows at most FILE_VALUES_MAX)``;
     ``bitmap_request``: "auto", a kind, or None; ``hint``: a decision sampled on an
-    earlier chunk of the column (:func:`rcfmt.encodings.selector.choose`); ``options``:
-    the writer's :class:`~rcfmt.file.writer.WriteOptions`.
+    earlier chunk of the column (:func:`rcfmt.encodings.selector.choose`); ``bloom``:
+    False leaves an auto filter out unbuilt (a candidate without bits);
+    ``options``: the writer's :class:`~rcfmt.file.writer.WriteOptions`.
 
     Offsets in the record and the page-index records are relative to the chunk's start;
     the caller adds the chunk's file offset once it knows where the chunk lands.
@@ -122,11 +124,16 @@ def encode_chunk(values: ColumnValues, valid, col: ColumnSchema, options,
     r["compression"] = codec
     for key, value in encode_slots(stats, ltype, width).items():
         r[key] = value
-    bloom = None  # a candidate filter: (column, distinct count, bitset); the block's budget decides
-    if options.bloom.wants(col.name, ltype, n, encoded.dictionary is not None, analysis.is_sorted):
+    candidate = None  # the block's budget decides
+    if not options.bloom.wants(col.name, ltype, n, encoded.dictionary is not None, analysis.is_sorted):
+        pass
+    elif not bloom:
+        candidate = BloomCandidate(col.name, None, None, False)
+    else:
         hashes = chunk_hashes(values, valid, ltype, analysis.dictionary)
         ndv = distinct if distinct is not None else estimate_distinct(hashes)
-        bloom = (col.name, ndv, filter_bits(hashes, options.bloom.filter_size(ndv)), distinct is None)
+        candidate = BloomCandidate(col.name, ndv, filter_bits(hashes, options.bloom.filter_size(ndv)),
+                                   distinct is None)
     proposal, keys = None, None  # keys: the chunk's few distinct values, for the file's report (DATASET.md §3.2)
     if bitmap_request is not None:
         few = analysis.dictionary is not None and len(analysis.dictionary[1]) <= FILE_VALUES_MAX + 2
@@ -135,7 +142,7 @@ def encode_chunk(values: ColumnValues, valid, col: ColumnSchema, options,
                            dictionary=analysis.dictionary, counts=counts, chunk_bytes=len(out))
         if counts is not None:
             keys = dictionary_keys(analysis.dictionary, counts, ltype, FILE_VALUES_MAX)
-    return out, record, entries, bloom, proposal, analysis.decision, keys
+    return out, record, entries, candidate, proposal, analysis.decision, keys
 
 
 def _pages(encoded, encoding_id: int, bounds: list[int], page_stats: list, valid, col: ColumnSchema, codec: int,

@@ -222,6 +222,7 @@ class Writer:
         self._bloom_report: dict[str, dict] = {}  # per column: filters kept, left out, estimates
         self._chunk_keys: list[list] = [[] for _ in self._columns]  # per column, per block: distinct values or None
         self._decisions: list[list] = [[] for _ in self._columns]  # per column: (block, sampled Decision)
+        self._bloom_hopeless: list[list] = [[] for _ in self._columns]  # per column: (block, BloomPolicy.hopeless)
         self._element_ids = nested.element_columns(self._nodes) if self._nodes is not None else set()
         named_elements = [self._columns[i].name for i in self._element_ids
                           if self._columns[i].name in self.options.bitmaps.named]
@@ -377,11 +378,22 @@ class Writer:
                 nested.shred(one_array(column), node, out)
         return [out[i] for i in range(len(self._columns))]
 
-    def _encode_column(self, arrays: list, i: int, hint=None):
+    def _encode_column(self, arrays: list, i: int, block: int, hint=None):
         col = self._columns[i]
         values, valid = from_arrow(empty_nulls(arrays[i]) if i in self._scrub else arrays[i], col.type)
         request = None if i in self._element_ids else self.options.bitmaps.requested(col.name)
-        return encode_chunk(values, valid, col, self.options, self._forced(col.name), request, hint)
+        return encode_chunk(values, valid, col, self.options, self._forced(col.name), request, hint,
+                            bloom=not self._bloom_hopeless_since(i, block))
+
+    def _bloom_hopeless_since(self, i: int, block: int) -> bool:
+        """Whether column ``i``'s auto filter was hopeless (see ``BloomPolicy.hopeless``) in
+        the last block that built one, at least ``HINT_LAG`` and less than
+        ``RESAMPLE_BLOCKS`` blocks before ``block``: then ``block`` does not hash for one
+        (l_comment's strings cost ~6% of a write for a filter never kept)."""
+        for b, hopeless in reversed(self._bloom_hopeless[i]):
+            if b <= block - HINT_LAG:
+                return hopeless and block - b < RESAMPLE_BLOCKS
+        return False
 
     def _hint(self, i: int, block: int):
         """The selector's decision for column ``i`` sampled on a block at least
@@ -404,13 +416,13 @@ class Writer:
             # statistics, encoding and compression release the GIL in numpy, the
             # kernels and zstd: encode chunks in parallel, write blocks in order
             pool = _pool()
-            self._in_flight.append((block.num_rows, [pool.submit(self._encode_column, arrays, i, hints[i])
+            self._in_flight.append((block.num_rows, [pool.submit(self._encode_column, arrays, i, index, hints[i])
                                                      for i in columns]))
             while len(self._in_flight) > MAX_BLOCKS_IN_FLIGHT:
                 self._write_oldest()
             return
         self._drain()
-        self._write_encoded(block.num_rows, [self._encode_column(arrays, i, hints[i]) for i in columns])
+        self._write_encoded(block.num_rows, [self._encode_column(arrays, i, index, hints[i]) for i in columns])
 
     def _write_oldest(self) -> None:
         rows, futures = self._in_flight.popleft()
@@ -439,9 +451,13 @@ class Writer:
             self._chunks[i].append(record)
             self._page_index.append(page_index.tobytes())
         candidates = [e[3] for e in encoded]
-        kept = self.options.bloom.keep([c and c[:3] for c in candidates], self._pos - start)
+        kept = self.options.bloom.keep(candidates, self._pos - start)
         self._blooms.extend(kept)
         self._note_blooms(candidates, kept)
+        for i, candidate in enumerate(candidates):
+            if candidate is not None and candidate.bits is not None:
+                self._bloom_hopeless[i].append((len(self._blocks), self.options.bloom.hopeless(candidate,
+                                                                                               self._pos - start)))
         self._blocks.append((first_row, rows, start, self._pos - start))
         proposals = [e[4] for e in encoded]
         keep = within_budget(proposals, self._pos - start)
@@ -455,8 +471,9 @@ class Writer:
 
     def _note_blooms(self, candidates: list, kept: list) -> None:
         """Per column, for the footer's bloom report: filters kept, candidates left out
-        for the block's share, and the HyperLogLog estimates that sized them (None where
-        the distinct count was exact or no filter was considered), one per block."""
+        for the block's share (built, or not built as hopeless), and the HyperLogLog
+        estimates that sized them (None where the distinct count was exact or no filter
+        was built), one per block."""
         for i, (candidate, filt) in enumerate(zip(candidates, kept)):
             name = self._columns[i].name
             report = self._bloom_report.get(name)
@@ -465,7 +482,8 @@ class Writer:
             if report is None:  # (columns first seen in a later block: no estimate before it)
                 report = self._bloom_report[name] = {"filters": 0, "left_out": 0,
                                                      "estimated_distinct": [None] * (len(self._blocks))}
-            report["estimated_distinct"].append(candidate[1] if candidate is not None and candidate[3] else None)
+            report["estimated_distinct"].append(candidate.ndv if candidate is not None and candidate.estimated
+                                                else None)
             if filt is not None:
                 report["filters"] += 1
             elif candidate is not None:

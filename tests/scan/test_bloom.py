@@ -634,3 +634,49 @@ def test_auto_filters_go_to_keys_within_the_block_share(tmp_path):
     with rcfmt.open(path) as f:
         assert (f.footer.chunks[2]["bloom_length"] > 0).all() and (f.footer.chunks[1]["bloom_length"] == 0).all()
         assert f.scan(filter=rcfmt.col("note") == text[3]).read().column("note").to_pylist() == [text[3]]
+
+
+def test_a_filter_too_large_for_any_block_is_not_hashed_again_until_resampled(tmp_path):
+    """A column whose auto filter could not fit its block's share even folded to the
+    largest false-positive rate allowed is not hashed for the blocks after it (left out
+    without an estimate), then sampled again; a key column keeps its filters in every
+    block, the file is the same with and without threads, and lookups stay exact."""
+    from rcfmt.file.writer import HINT_LAG, RESAMPLE_BLOCKS
+
+    rng = np.random.default_rng(8)
+    blocks, rows = RESAMPLE_BLOCKS + HINT_LAG + 2, 8192
+    n = blocks * rows
+    key = rng.integers(0, 300, n)
+    text = [f"{'lorem ipsum dolor sit amet ' * 2}{i}" for i in rng.permutation(n)]
+    table = pa.table({"key": key, "text": text})
+    one, threaded = tmp_path / "one.rcfmt", tmp_path / "threaded.rcfmt"
+    rcfmt.write_table(table, one, block_rows=rows, use_threads=False, bitmap_indexes=None)
+    rcfmt.write_table(table, threaded, block_rows=rows, use_threads=True, bitmap_indexes=None)
+    assert one.read_bytes() == threaded.read_bytes()
+    with rcfmt.open(one) as f:
+        report = f.footer.bloom_report
+        assert (f.footer.chunks[0]["bloom_length"] > 0).all() and (f.footer.chunks[1]["bloom_length"] == 0).all()
+        assert report["key"]["filters"] == blocks
+        assert report["text"]["filters"] == 0 and report["text"]["left_out"] == blocks
+        hashed = [b for b, e in enumerate(report["text"]["estimated_distinct"]) if e is not None]
+        # the first HINT_LAG blocks decide for the blocks up to RESAMPLE_BLOCKS after them
+        assert HINT_LAG == 3 and hashed == [0, 1, 2, RESAMPLE_BLOCKS + 2, RESAMPLE_BLOCKS + 3, RESAMPLE_BLOCKS + 4]
+        assert f.scan(filter=rcfmt.col("text") == text[n - 5]).read().column("text").to_pylist() == [text[n - 5]]
+        assert f.scan(filter=rcfmt.col("key") == 1_000).read().num_rows == 0
+
+
+def test_hopeless_is_what_keep_would_leave_out_alone():
+    """``BloomPolicy.hopeless`` agrees with ``keep`` of the candidate alone in its block,
+    for every distinct count and block size: it is only a way to skip work."""
+    from rcfmt.index.bloom.chunks import BloomCandidate, BloomPolicy
+
+    policy = BloomPolicy()
+    for ndv in (1, 50, 3_000, 40_000, 97_000, 300_000):
+        size = policy.filter_size(ndv)
+        candidate = BloomCandidate("c", ndv, bytes(size), True)
+        for block_bytes in (1_000, 30_000, 500_000, 2_900_000, 5_000_000, 30_000_000):
+            left_out = policy.keep([candidate], block_bytes) == [None]
+            assert policy.hopeless(candidate, block_bytes) == left_out, (ndv, block_bytes)
+    named = BloomPolicy(["c"], schema_names=["c"])
+    assert not named.hopeless(BloomCandidate("c", 10**6, bytes(named.filter_size(10**6)), True), 1_000)
+

@@ -8,6 +8,7 @@ Stored form (docs/FORMAT.md, "Bloom filters"): the SBBF bitset of
 from __future__ import annotations
 
 import zlib
+from typing import NamedTuple
 
 import numpy as np
 
@@ -17,7 +18,7 @@ from ...schema.types import LogicalType, PhysicalKind
 from .sbbf import MIN_BYTES, BloomFilter, expected_fpp, hash_binary, hash_fixed, hash_values, optimal_num_bytes
 from ...scan.nnf import BoundListContains, Cmp, InSet
 
-__all__ = ["BloomPolicy", "build_filter", "chunk_hashes", "filter_bits", "fold", "read_filter", "can_probe",
+__all__ = ["BloomCandidate", "BloomPolicy", "build_filter", "chunk_hashes", "filter_bits", "fold", "read_filter", "can_probe",
            "may_contain"]
 
 DEFAULT_FPP = 0.01
@@ -27,6 +28,19 @@ AUTO_BLOCK_SHARE = 0.03
 #: an "auto" filter may be halved (down to this false-positive rate) to fit what is left
 AUTO_MAX_FPP = 0.10
 AUTO_MIN_ROWS = 1024
+
+
+class BloomCandidate(NamedTuple):
+    """A chunk's filter before its block decides to keep it; ``ndv`` and ``bits`` None
+    when the writer left it out unbuilt (:meth:`BloomPolicy.hopeless`)."""
+
+    column: str
+    #: the distinct count that sized it ...
+    ndv: int | None
+    #: the bitset, :meth:`BloomPolicy.filter_size` bytes
+    bits: bytes | None
+    #: ... and whether that count is a HyperLogLog estimate (else exact)
+    estimated: bool
 
 
 def _eligible_type(ltype: LogicalType) -> bool:
@@ -79,20 +93,19 @@ class BloomPolicy:
 
     def keep(self, candidates: list, block_bytes: int) -> list:
         """Per chunk of a block, the stored filter (bitset + crc32) or None.
-        ``candidates``: per chunk None or ``(name, ndv, bitset)`` with the bitset built at
-        :meth:`filter_size`; named columns are kept as built, auto ones within the
-        block's share (see the class), halved by folding where that lets them fit."""
+        ``candidates``: per chunk None or a :class:`BloomCandidate`; named columns are
+        kept as built, auto ones within the block's share (see the class), halved by
+        folding where that lets them fit."""
         out: list = [None] * len(candidates)
         budget = int(block_bytes * AUTO_BLOCK_SHARE)
         auto = []
         for i, c in enumerate(candidates):
-            if c is None:
+            if c is None or c.bits is None:
                 continue
-            name, ndv, bits = c
-            if name in self.named:
-                out[i] = _stored(bits)
+            if c.column in self.named:
+                out[i] = _stored(c.bits)
             else:
-                auto.append((len(bits), i, ndv, bits))
+                auto.append((len(c.bits), i, c.ndv, c.bits))
         for size, i, ndv, bits in sorted(auto, key=lambda a: (a[0], a[1])):
             if size > budget:  # halve to the largest power of two within the budget, if still good enough
                 fits = 1 << (budget.bit_length() - 1) if budget >= MIN_BYTES else 0
@@ -102,6 +115,18 @@ class BloomPolicy:
             budget -= size
             out[i] = _stored(fold(bits, size))
         return out
+
+    def hopeless(self, candidate: BloomCandidate, block_bytes: int) -> bool:
+        """Whether an auto candidate could not be kept even alone in its block: folded
+        to the smallest size whose false-positive rate stays <= :data:`AUTO_MAX_FPP`, it
+        still exceeds the block's whole share. The writer does not hash that column's
+        next chunks for a while (:class:`rcfmt.file.writer.Writer`)."""
+        if candidate.column in self.named or candidate.bits is None:
+            return False
+        size = len(candidate.bits)
+        while size > MIN_BYTES and expected_fpp(size // 2, candidate.ndv) <= AUTO_MAX_FPP:
+            size //= 2
+        return size > int(block_bytes * AUTO_BLOCK_SHARE)
 
 
 def fold(bits: bytes, num_bytes: int) -> bytes:
