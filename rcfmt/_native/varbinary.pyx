@@ -47,28 +47,30 @@ def check_offsets(const offset_t[::1] offsets, int64_t data_length):
     return 0
 
 
-cdef inline void _gather_values(const int64_t* offsets, const uint8_t* data, const code_t* indices,
-                                Py_ssize_t n, uint8_t* out, offset_t* out_offsets) noexcept nogil:
-    """Copy values ``indices`` back to back into ``out``. Values of at most 16 bytes are
-    copied as 16 bytes (one unaligned vector move): ``data`` and ``out`` have 16 bytes
-    of slack at their ends."""
+cdef inline void _gather_values(const int64_t* offsets, const uint8_t* data, int64_t data_length,
+                                const code_t* indices, Py_ssize_t n, uint8_t* out,
+                                offset_t* out_offsets) noexcept nogil:
+    """Copy values ``indices`` back to back into ``out``. Values of at most 16 bytes
+    that start at least 16 bytes before ``data_length`` are copied as 16 bytes (one
+    unaligned vector move): ``out`` has 16 bytes of slack at its end."""
     cdef Py_ssize_t i
     cdef int64_t k, start, length, pos = 0
+    cdef int64_t short_end = data_length - 16  # a 16-byte move from here on stays inside data
     out_offsets[0] = 0
     for i in range(n):
         k = <int64_t>indices[i]
         start = offsets[k]
         length = offsets[k + 1] - start
-        if length <= 16:
+        if length <= 16 and start <= short_end:
             memcpy(out + pos, data + start, 16)
         else:
             memcpy(out + pos, data + start, length)
         pos += length
         out_offsets[i + 1] = <offset_t>pos
 
-
 def gather(const int64_t[::1] offsets, const uint8_t[::1] data, const code_t[::1] indices):
-    """Gather values ``indices`` (already bounds-checked against len(offsets)-1).
+    """Gather values ``indices`` (already bounds-checked against len(offsets)-1; the
+    offsets within ``data``).
 
     Returns ``(new_offsets, new_data)``; offsets are int32 when the data fits 2 GiB
     (Arrow's layout for string/binary), else int64.
@@ -79,15 +81,9 @@ def gather(const int64_t[::1] offsets, const uint8_t[::1] data, const code_t[::1
         for i in range(n):
             k = <int64_t>indices[i]
             total += offsets[k + 1] - offsets[k]
-    # 16 bytes of slack after the source values and the output (see _gather_values)
-    cdef int64_t lo = offsets[0] if offsets.shape[0] else 0
-    cdef int64_t hi = offsets[offsets.shape[0] - 1] if offsets.shape[0] else 0
-    padded = np.zeros(hi - lo + 16, dtype=np.uint8)
-    cdef uint8_t[::1] src = padded
-    if hi > lo:
-        memcpy(&src[0], &data[lo], hi - lo)
-    shifted = np.asarray(offsets) - lo
-    cdef const int64_t[::1] soff = shifted
+    # (the source is read in place: a few values gathered from a large chunk, as a
+    # dictionary's entries are, cost what they copy)
+    cdef const uint8_t* src = &data[0] if data.shape[0] else <const uint8_t*>b""
     out_buffer = np.empty(total + 16, dtype=np.uint8)
     cdef uint8_t[::1] od = out_buffer
     cdef bint small = total <= 2147483647
@@ -97,11 +93,11 @@ def gather(const int64_t[::1] offsets, const uint8_t[::1] data, const code_t[::1
     if small:
         o32 = out_offsets
         with nogil:
-            _gather_values(&soff[0], &src[0], &indices[0] if n else NULL, n, &od[0], &o32[0])
+            _gather_values(&offsets[0], src, data.shape[0], &indices[0] if n else NULL, n, &od[0], &o32[0])
     else:
         o64 = out_offsets
         with nogil:
-            _gather_values(&soff[0], &src[0], &indices[0] if n else NULL, n, &od[0], &o64[0])
+            _gather_values(&offsets[0], src, data.shape[0], &indices[0] if n else NULL, n, &od[0], &o64[0])
     return out_offsets, out_buffer[:total]
 
 def _copy_part(const offset_t[::1] offsets, const uint8_t[::1] data, out_offsets, uint8_t[::1] out_data,
