@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rcfmt.schema.arrow_io import fill_null_slots, from_arrow
-from rcfmt.schema.statistics import binary_chunk_and_page_stats, compute_stats
+from rcfmt.schema.statistics import (DICTIONARY_STATS_MAX, binary_chunk_and_page_stats,
+                                     binary_stats_from_dictionary, compute_stats)
 from rcfmt.schema.types import logical_type_from_arrow
 from strategies import examples
 
@@ -40,3 +41,38 @@ def test_pages_that_do_not_tile_the_chunk_are_left_to_the_caller():
     assert binary_chunk_and_page_stats(values, valid, [0, 1, 1, 3], 8) is None  # an empty page
     assert binary_chunk_and_page_stats(values, valid, [0, 2], 8) is None  # rows left over
     assert np.all(binary_chunk_and_page_stats(values, valid, [0, 3], 8)[0].min == b"a")
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(st.lists(st.one_of(st.none(), strings), min_size=1, max_size=60), st.data(),
+       st.sampled_from([4, 8, 32]))
+def test_string_statistics_from_the_writers_dictionary_equal_the_rows_own(items, data, truncate):
+    """Chunk and page bounds from a dictionary's entries ranked once are those of the
+    rows: NULLs (whatever their filled slots hold), all-null pages, long common
+    prefixes, truncation."""
+    from rcfmt.encodings.dictionary import build_dictionary
+
+    arr = pa.array(items, pa.binary())
+    lt = logical_type_from_arrow(arr.type)
+    values, valid = from_arrow(arr, lt)
+    values = fill_null_slots(values, valid)
+    n = len(items)
+    cuts = sorted(set(data.draw(st.lists(st.integers(1, n - 1), max_size=5)) if n > 1 else []))
+    bounds = [0, *cuts, n]
+    got = binary_stats_from_dictionary(build_dictionary(values, lt), valid, bounds, truncate)
+    assert got == binary_chunk_and_page_stats(values, valid, bounds, truncate)
+
+
+def test_statistics_from_a_large_dictionary_or_untiled_pages_are_left_to_the_rows():
+    from rcfmt.encodings.dictionary import build_dictionary
+
+    many = pa.array([str(i).encode() for i in range(DICTIONARY_STATS_MAX + 1)], pa.binary())
+    values, valid = from_arrow(many, logical_type_from_arrow(many.type))
+    assert binary_stats_from_dictionary(build_dictionary(values, logical_type_from_arrow(many.type)), valid,
+                                        [0, len(many)], 8) is None
+    few = pa.array([b"b", b"a", b"b"], pa.binary())
+    values, valid = from_arrow(few, logical_type_from_arrow(few.type))
+    dictionary = build_dictionary(values, logical_type_from_arrow(few.type))
+    assert binary_stats_from_dictionary(dictionary, valid, [0, 1, 1, 3], 8) is None
+    chunk, pages = binary_stats_from_dictionary(dictionary, valid, [0, 1, 3], 8)
+    assert (chunk.min, chunk.max, pages[0].min, pages[1].min) == (b"a", b"b", b"b", b"a")

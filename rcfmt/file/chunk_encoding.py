@@ -20,7 +20,8 @@ from ..format.stats_slots import encode_slots, fill_slots
 from ..index.bloom.sbbf import estimate_distinct
 from ..index.bloom.chunks import BloomCandidate, chunk_hashes, filter_bits
 from ..index.bitmap.build import dictionary_keys, key_counts, propose
-from ..schema.statistics import ColumnStats, binary_chunk_and_page_stats, compute_page_stats, compute_stats
+from ..schema.statistics import (ColumnStats, binary_chunk_and_page_stats, binary_stats_from_dictionary,
+                                 compute_page_stats, compute_stats)
 from ..schema.types import LogicalType, PhysicalKind
 from ..schema.arrow_io import fill_null_slots
 
@@ -95,7 +96,11 @@ def encode_chunk(values: ColumnValues, valid, col: ColumnSchema, options,
     encoded = encoding.encode_chunk(values, ltype, bounds, analysis=analysis)
 
     # statistics of the pages (and, for strings, of the chunk from theirs)
-    both = binary_chunk_and_page_stats(values, valid, bounds, options.stats_truncate) if by_pages else None
+    both = None
+    if by_pages and analysis.dictionary is not None:
+        both = binary_stats_from_dictionary(analysis.dictionary, valid, bounds, options.stats_truncate)
+    if by_pages and both is None:
+        both = binary_chunk_and_page_stats(values, valid, bounds, options.stats_truncate)
     if both is not None:  # strings: chunk and pages from one pass
         stats, page_stats = both
     else:

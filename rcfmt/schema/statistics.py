@@ -158,7 +158,7 @@ def _binary_stats(data: np.ndarray, offsets: np.ndarray, null_count: int, lo_i: 
     return ColumnStats(null_count, 0, lo, hi, lo_exact, hi_exact)
 
 
-__all__ += ["compute_page_stats", "binary_chunk_and_page_stats"]
+__all__ += ["compute_page_stats", "binary_chunk_and_page_stats", "binary_stats_from_dictionary"]
 
 
 def binary_chunk_and_page_stats(values, valid, bounds, truncate: int) -> tuple[ColumnStats, list[ColumnStats]] | None:
@@ -167,11 +167,8 @@ def binary_chunk_and_page_stats(values, valid, bounds, truncate: int) -> tuple[C
     smallest page minimum and the largest page maximum, compared untruncated, so they
     equal :func:`compute_stats` of the chunk. None when the pages do not tile the
     chunk or one is empty (then compute each apart)."""
-    starts = np.asarray(bounds[:-1], dtype=np.int64)
-    stops = np.asarray(bounds[1:], dtype=np.int64)
-    n = len(values)
-    if not len(starts) or not (np.array_equal(starts[1:], stops[:-1]) and starts[0] == 0 and stops[-1] == n
-                               and not np.any(stops == starts)):
+    starts, stops = _tiles(bounds, len(values))
+    if starts is None:
         return None
     offsets = _offsets(values)
     data = values.values
@@ -189,6 +186,58 @@ def binary_chunk_and_page_stats(values, valid, bounds, truncate: int) -> tuple[C
     lo = min(lo_rows, key=value) if lo_rows else -1
     hi = max((int(i) for i in hi_i if i >= 0), key=value) if lo_rows else -1
     return _binary_stats(data, offsets, int(nulls.sum()), lo, hi, truncate), pages
+
+
+#: :func:`binary_stats_from_dictionary` ranks at most this many distinct values (a sort
+#: of Python bytes; beyond, one native pass over the rows is as fast)
+DICTIONARY_STATS_MAX = 256
+
+
+def binary_stats_from_dictionary(dictionary, valid, bounds, truncate: int
+                                 ) -> tuple[ColumnStats, list[ColumnStats]] | None:
+    """:func:`binary_chunk_and_page_stats` from the writer's dictionary of the chunk,
+    ``(codes per row, distinct values)``: a page's bounds are its least and greatest
+    entries in byte order (the same values, so the same statistics). None when the
+    dictionary has more than :data:`DICTIONARY_STATS_MAX` entries or the pages do not
+    tile the chunk."""
+    codes, distinct = dictionary
+    starts, stops = _tiles(bounds, len(codes))
+    if starts is None or len(distinct) > DICTIONARY_STATS_MAX:
+        return None
+    offsets = _offsets(distinct)
+    data = distinct.values
+    entries = [data[offsets[i]:offsets[i + 1]].tobytes() for i in range(len(distinct))]
+    order = np.array(sorted(range(len(entries)), key=entries.__getitem__), dtype=np.int64)
+    rank = np.empty(len(entries), np.uint8)
+    rank[order] = np.arange(len(entries))
+    ranks = rank[codes]
+    rows = stops - starts
+    if valid is None:
+        nulls = np.zeros(len(starts), np.int64)
+        lows, highs = np.minimum.reduceat(ranks, starts), np.maximum.reduceat(ranks, starts)
+    else:  # null rows out of both reductions (their codes name whatever fills their slot)
+        nulls = rows - np.add.reduceat(valid, starts)
+        lows = np.minimum.reduceat(np.where(valid, ranks, 255), starts)
+        highs = np.maximum.reduceat(np.where(valid, ranks, 0), starts)
+    pages = [_binary_stats(data, offsets, int(nulls[k]), -1, -1, truncate) if nulls[k] == rows[k]
+             else _binary_stats(data, offsets, int(nulls[k]), int(order[lows[k]]), int(order[highs[k]]), truncate)
+             for k in range(len(starts))]
+    if nulls.sum() == len(codes):
+        return ColumnStats(len(codes)), pages
+    some = nulls < rows
+    lo, hi = int(order[lows[some].min()]), int(order[highs[some].max()])
+    return _binary_stats(data, offsets, int(nulls.sum()), lo, hi, truncate), pages
+
+
+def _tiles(bounds, n: int):
+    """``(starts, stops)`` of pages ``[bounds[k], bounds[k+1])`` that tile ``n`` rows, none
+    empty; ``(None, None)`` otherwise."""
+    starts = np.asarray(bounds[:-1], dtype=np.int64)
+    stops = np.asarray(bounds[1:], dtype=np.int64)
+    if not len(starts) or not (np.array_equal(starts[1:], stops[:-1]) and starts[0] == 0 and stops[-1] == n
+                               and not np.any(stops == starts)):
+        return None, None
+    return starts, stops
 
 
 class _Int64View:
