@@ -129,25 +129,37 @@ def encode_chunk(values: ColumnValues, valid, col: ColumnSchema, options,
     r["compression"] = codec
     for key, value in encode_slots(stats, ltype, width).items():
         r[key] = value
-    candidate = None  # the block's budget decides
-    if not options.bloom.wants(col.name, ltype, n, encoded.dictionary is not None, analysis.is_sorted):
-        pass
-    elif not bloom:
+    candidate, proposal, keys = _index_candidates(values, valid, col, options, analysis, encoded, distinct,
+                                                  bloom, bitmap_request, len(out))
+    return out, record, entries, candidate, proposal, analysis.decision, keys
+
+
+def _index_candidates(values: ColumnValues, valid, col: ColumnSchema, options, analysis, encoded,
+                      distinct: int | None, bloom: bool, bitmap_request: str | None, chunk_bytes: int):
+    """The chunk's bloom candidate (the block's budget decides), bitmap-index proposal,
+    and its few distinct values for the file's report (DATASET.md §3.2); the rows per
+    entry of the writer's dictionary are counted once for both."""
+    ltype = col.type
+    dictionary = analysis.dictionary
+    wants = options.bloom.wants(col.name, ltype, len(values), encoded.dictionary is not None, analysis.is_sorted)
+    few = bitmap_request is not None and dictionary is not None and len(dictionary[1]) <= FILE_VALUES_MAX + 2
+    # (null slots: one value of their own)
+    counts = key_counts(dictionary, valid) if dictionary is not None and (few or (wants and bloom)) else None
+    candidate = None
+    if wants and not bloom:
         candidate = BloomCandidate(col.name, None, None, False)
-    else:
-        hashes = chunk_hashes(values, valid, ltype, analysis.dictionary)
+    elif wants:
+        hashes = chunk_hashes(values, valid, ltype, dictionary, counts)
         ndv = distinct if distinct is not None else estimate_distinct(hashes)
         candidate = BloomCandidate(col.name, ndv, filter_bits(hashes, options.bloom.filter_size(ndv)),
                                    distinct is None)
-    proposal, keys = None, None  # keys: the chunk's few distinct values, for the file's report (DATASET.md §3.2)
+    proposal, keys = None, None
     if bitmap_request is not None:
-        few = analysis.dictionary is not None and len(analysis.dictionary[1]) <= FILE_VALUES_MAX + 2
-        counts = key_counts(analysis.dictionary, valid) if few else None  # (null slots: one value of their own)
         proposal = propose(values, valid, ltype, bitmap_request, distinct=distinct, is_sorted=analysis.is_sorted,
-                           dictionary=analysis.dictionary, counts=counts, chunk_bytes=len(out))
-        if counts is not None:
-            keys = dictionary_keys(analysis.dictionary, counts, ltype, FILE_VALUES_MAX)
-    return out, record, entries, candidate, proposal, analysis.decision, keys
+                           dictionary=dictionary, counts=counts if few else None, chunk_bytes=chunk_bytes)
+        if few:
+            keys = dictionary_keys(dictionary, counts, ltype, FILE_VALUES_MAX)
+    return candidate, proposal, keys
 
 
 def _pages(encoded, encoding_id: int, bounds: list[int], page_stats: list, valid, col: ColumnSchema, codec: int,

@@ -144,14 +144,15 @@ def _stored(bits: bytes) -> bytes:
     return bits + zlib.crc32(bits).to_bytes(4, "little")
 
 
-def chunk_hashes(values: ColumnValues, valid, ltype: LogicalType, dictionary=None) -> np.ndarray:
+def chunk_hashes(values: ColumnValues, valid, ltype: LogicalType, dictionary=None, counts=None) -> np.ndarray:
     """The hashes a chunk's filter holds: of its non-null values, or, given the writer's
     ``(codes per row, distinct values)``, of the distinct values non-null rows use (a
-    duplicate would set the same bits)."""
+    duplicate would set the same bits); ``counts``: those rows per entry, when known."""
     if dictionary is not None:
         codes, distinct = dictionary
-        used = np.bincount(codes if valid is None else codes[valid], minlength=len(distinct)) > 0
-        return _hashes(distinct, None, ltype)[used]
+        if counts is None:
+            counts = np.bincount(codes if valid is None else codes[valid], minlength=len(distinct))
+        return _hashes(distinct, None, ltype)[counts > 0]
     return _hashes(values, valid, ltype)
 
 
