@@ -89,6 +89,40 @@ def test_translation_is_exact_or_absent():
     assert translate_predicate(pl.col("nope") == 1, schema) is None
 
 
+def test_an_exact_translation_is_not_filtered_again(path, monkeypatch):
+    """A predicate translated whole selects Polars' rows in the scan: Polars does not
+    filter them again; one with a part left to Polars is filtered by Polars. (Polars
+    asks the source for the predicate's columns either way.)"""
+    from rcfmt.file.reader import RcfmtFile
+    from rcfmt.polars import translate
+
+    schema = _table().schema
+    assert translate((pl.col("k") > 3) & pl.col("s").is_not_null(), schema).exact
+    assert not translate((pl.col("id") % 2 == 0) & (pl.col("k") > 3), schema).exact
+    assert not translate(pl.col("id") % 2 == 0, schema).exact
+    scanned = []
+    real = RcfmtFile.scan
+
+    def spy(self, columns=None, filter=None, **kw):
+        scanned.append(list(columns))
+        return real(self, columns, filter, **kw)
+
+    monkeypatch.setattr(RcfmtFile, "scan", spy)
+    monkeypatch.setattr(pl.DataFrame, "filter", lambda *a, **k: pytest.fail("Polars filtered again"))
+    table = pl.from_arrow(_table())
+    exact = (pl.col("k") > 3) & pl.col("s").is_not_null()
+    got = scan_rcfmt(path).filter(exact).select("id").collect()
+    assert sorted(scanned[-1]) == ["id", "k", "s"]
+    monkeypatch.undo()
+    assert got["id"].to_list() == table.filter(exact)["id"].to_list()
+    filtered = []
+    real_filter = pl.DataFrame.filter
+    monkeypatch.setattr(pl.DataFrame, "filter", lambda df, *a, **k: filtered.append(1) or real_filter(df, *a, **k))
+    partial = (pl.col("id") % 2 == 0) & (pl.col("k") > 3)
+    got = scan_rcfmt(path).filter(partial).select("s").collect()
+    assert filtered and got["s"].to_list() == table.filter(partial)["s"].to_list()
+
+
 def test_datasets(tmp_path):
     table = _table()
     rcfmt.write_dataset(table, tmp_path / "ds", target_file_rows=2000)

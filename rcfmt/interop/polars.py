@@ -4,8 +4,9 @@
 Polars hands the scan its projection, predicate, row limit and batch size. The
 projection, the limit and the batch size go to the rcfmt scan as they are. The
 predicate is translated where the translation is exact (below) and used to prune files,
-blocks, pages and rows; Polars' own predicate is then applied to every batch, so the
-rows are always those Polars would select, whatever was translated.
+blocks, pages and rows. When all of it translates, the scan's rows are Polars' rows and
+are handed over as they are; otherwise Polars' own predicate is applied to every batch,
+so the rows are always those Polars would select, whatever was translated.
 
 Translated exactly (the pushed rcfmt expression is TRUE on the rows where Polars'
 predicate is TRUE), as Polars evaluates them -- the predicate Polars hands a source is
@@ -55,7 +56,7 @@ import pyarrow as pa
 from ..scan.expr import col
 from ..scan.nan_order import is_nan_literal, nan_order_compare
 
-__all__ = ["scan_rcfmt", "translate_predicate"]
+__all__ = ["scan_rcfmt", "translate", "translate_predicate", "Translation"]
 
 _OPS = {"Eq": "==", "NotEq": "!=", "Lt": "<", "LtEq": "<=", "Gt": ">", "GtEq": ">="}
 _FLIP = {"==": "==", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
@@ -93,6 +94,7 @@ class _Translator:
         self.pl = pl
         self.schema = schema
         self.dtypes = polars_schema(schema) if dtypes is None else dtypes
+        self.dropped = False  # whether a conjunct was left out (the translation keeps more rows)
 
     # ---------------------------------------------------------------- predicates
     def predicate(self, node, expr, neg: bool = False):
@@ -133,6 +135,7 @@ class _Translator:
                 a = self.predicate(body.get("left"), left, neg)
                 b = self.predicate(body.get("right"), right, neg)
                 if (op in ("And", "LogicalAnd")) != neg:  # a conjunction: a dropped side keeps more rows
+                    self.dropped |= a is None or b is None
                     return a if b is None else b if a is None else a & b
                 return None if a is None or b is None else a | b
             if op in _OPS:
@@ -397,16 +400,34 @@ def polars_schema(schema: pa.Schema):
     return pl.Schema(_polars_types(schema, key))
 
 
-def translate_predicate(predicate, schema: pa.Schema, dtypes=None):
-    """The rcfmt expression implied by a Polars predicate: TRUE on the rows where it is
-    TRUE (exact where translated; untranslatable conjuncts are dropped, which keeps more
-    rows), or None if nothing translates. ``dtypes``: :func:`polars_schema` of ``schema``,
-    when the caller has it (else converted here)."""
+class Translation(NamedTuple):
+    """A Polars predicate as rcfmt sees it."""
+
+    #: TRUE on the rows where the predicate is TRUE, or on more of them where a conjunct
+    #: could not be translated; None if nothing translates
+    expr: object
+    #: the whole predicate translated: the rows where ``expr`` is TRUE are exactly its rows
+    exact: bool
+
+
+def translate(predicate, schema: pa.Schema, dtypes=None) -> Translation:
+    """The rcfmt expression implied by a Polars predicate (untranslatable conjuncts are
+    dropped, which keeps more rows), and whether it is the whole predicate. ``dtypes``:
+    :func:`polars_schema` of ``schema``, when the caller has it (else converted here)."""
     try:
         tree = json.loads(predicate.meta.serialize(format="json"))
     except Exception:  # a Polars version whose serialization differs: push nothing
-        return None
-    return _Translator(schema, dtypes).predicate(tree, predicate)
+        return Translation(None, False)
+    translator = _Translator(schema, dtypes)
+    expr = translator.predicate(tree, predicate)
+    return Translation(expr, expr is not None and not translator.dropped)
+
+
+def translate_predicate(predicate, schema: pa.Schema, dtypes=None):
+    """:func:`translate`'s expression: TRUE on the rows where the Polars predicate is TRUE
+    (exact where translated; untranslatable conjuncts are dropped, which keeps more rows),
+    or None if nothing translates."""
+    return translate(predicate, schema, dtypes).expr
 
 
 def _groups_of_rows(batches, size: int):
@@ -456,10 +477,12 @@ def scan_rcfmt(path, *, stats=None, use_threads: bool = True, fetch=None):
     pl_schema = polars_schema(schema)
 
     def source(with_columns, predicate, n_rows, batch_size):
-        expr = None if predicate is None else translate_predicate(predicate, schema, pl_schema)
+        translation = Translation(None, False) if predicate is None else translate(predicate, schema, pl_schema)
+        # an exact translation selects Polars' rows: Polars need not filter them again
+        refilter = predicate is not None and not translation.exact
         wanted = list(with_columns) if with_columns is not None else list(schema.names)
-        needed = list(dict.fromkeys(wanted + (predicate.meta.root_names() if predicate is not None else [])))
-        scan, close = start(needed, expr)
+        needed = list(dict.fromkeys(wanted + (predicate.meta.root_names() if refilter else [])))
+        scan, close = start(needed, translation.expr)
         size = batch_size or 65536
         left = n_rows
 
@@ -468,7 +491,7 @@ def scan_rcfmt(path, *, stats=None, use_threads: bool = True, fetch=None):
             and select cost ~0.3 ms a call, so a selective scan's small batches (one per
             block) are handed over together, up to ``size`` rows."""
             df = pl.from_arrow(pa.Table.from_batches(batches), rechunk=False)
-            if predicate is not None:
+            if refilter:
                 df = df.filter(predicate)
             return df if needed == wanted else df.select(wanted)  # (a select costs ~0.2 ms a call)
 
