@@ -18,17 +18,22 @@ strings = st.one_of(st.binary(max_size=12), st.sampled_from([b"", b"\xff" * 33, 
                                                               prefix, b"\xff" * 40 + b"a"]))
 
 
+def _chunk_in_pages(items, data):
+    """``(logical type, values with null slots filled, validity, page bounds)`` of a
+    binary chunk of ``items`` cut into pages drawn from ``data``."""
+    arr = pa.array(items, pa.binary())
+    lt = logical_type_from_arrow(arr.type)
+    values, valid = from_arrow(arr, lt)
+    n = len(items)
+    cuts = sorted(set(data.draw(st.lists(st.integers(1, n - 1), max_size=5)) if n > 1 else []))
+    return lt, fill_null_slots(values, valid), valid, [0, *cuts, n]
+
+
 @settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.one_of(st.none(), strings), min_size=1, max_size=60), st.data(),
        st.sampled_from([4, 8, 32]))
 def test_chunk_bounds_from_pages_equal_the_chunks_own(items, data, truncate):
-    arr = pa.array(items, pa.binary())
-    lt = logical_type_from_arrow(arr.type)
-    values, valid = from_arrow(arr, lt)
-    values = fill_null_slots(values, valid)
-    n = len(items)
-    cuts = sorted(set(data.draw(st.lists(st.integers(1, n - 1), max_size=5)) if n > 1 else []))
-    bounds = [0, *cuts, n]
+    lt, values, valid, bounds = _chunk_in_pages(items, data)
     chunk, pages = binary_chunk_and_page_stats(values, valid, bounds, truncate)
     assert chunk == compute_stats(values, valid, lt, truncate)
     for (a, b), page in zip(zip(bounds[:-1], bounds[1:]), pages):
@@ -52,13 +57,7 @@ def test_string_statistics_from_the_writers_dictionary_equal_the_rows_own(items,
     prefixes, truncation."""
     from rcfmt.encodings.dictionary import build_dictionary
 
-    arr = pa.array(items, pa.binary())
-    lt = logical_type_from_arrow(arr.type)
-    values, valid = from_arrow(arr, lt)
-    values = fill_null_slots(values, valid)
-    n = len(items)
-    cuts = sorted(set(data.draw(st.lists(st.integers(1, n - 1), max_size=5)) if n > 1 else []))
-    bounds = [0, *cuts, n]
+    lt, values, valid, bounds = _chunk_in_pages(items, data)
     got = binary_stats_from_dictionary(build_dictionary(values, lt), valid, bounds, truncate)
     assert got == binary_chunk_and_page_stats(values, valid, bounds, truncate)
 
