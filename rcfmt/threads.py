@@ -1,19 +1,46 @@
-"""How many threads rcfmt's pools use: one rule for every pool that decodes, encodes or
-scans on the CPU (the request pool of object storage is sized by
+"""How many threads rcfmt's pools use, and the pools: one rule for every pool that
+decodes, encodes or scans on the CPU (the request pool of object storage is sized by
 :data:`rcfmt.storage.fetch.FETCH_CONCURRENCY`, requests in flight rather than cores).
 """
 from __future__ import annotations
 
 import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
-__all__ = ["MAX_CPU_THREADS", "MAX_FILE_THREADS", "cpu_threads"]
+__all__ = ["MAX_CPU_THREADS", "MAX_FILE_THREADS", "cpu_threads", "shared_pool"]
 
 #: threads that decode blocks of one file, or encode the chunks of a block, at most
 MAX_CPU_THREADS = 8
 #: files of a dataset scanned at once, at most (each on one thread)
 MAX_FILE_THREADS = 4
 
+_POOLS: dict[str, ThreadPoolExecutor] = {}
+_LOCK = threading.Lock()
+
 
 def cpu_threads(limit: int = MAX_CPU_THREADS) -> int:
     """The cores of this machine, at most ``limit``."""
     return min(limit, os.cpu_count() or 1)
+
+
+def shared_pool(name: str) -> ThreadPoolExecutor:
+    """The process-wide pool of :func:`cpu_threads` threads named ``rcfmt-<name>``
+    ("scan": blocks of every scan; "write": chunks of every write), created on first use
+    and kept: starting and joining threads cost a selective scan of a few blocks more
+    than decoding them. Work on it never waits for other work on it. A forked child
+    starts without pools (threads do not survive a fork)."""
+    with _LOCK:
+        pool = _POOLS.get(name)
+        if pool is None:
+            pool = _POOLS[name] = ThreadPoolExecutor(cpu_threads(), thread_name_prefix=f"rcfmt-{name}")
+        return pool
+
+
+def _forget_pools() -> None:
+    global _LOCK
+    _POOLS.clear()
+    _LOCK = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_pools)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import collections
 import inspect
-import threading
 import zlib
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -31,7 +30,7 @@ from ..index.bitmap.layout import DIRECTORY_RECORD, EQUALITY, RANGE, encode_dire
 from ..schema.types import logical_type_from_arrow
 from ..schema import nested
 from ..storage import ByteSink, open_output
-from ..threads import cpu_threads
+from ..threads import shared_pool
 from ..interop.arrow import arrow_stream, as_table
 from ..schema.tables import VIEW_STORAGE, physical_columns, physical_schema, storage_schema
 from ..schema.arrow_io import from_arrow, one_array, take, to_numpy, validity
@@ -57,17 +56,9 @@ RESAMPLE_BLOCKS = 16
 #: blocks written when a block is submitted, so a file is the same whatever the threads
 HINT_LAG = MAX_BLOCKS_IN_FLIGHT + 1
 
-_POOL: ThreadPoolExecutor | None = None
-_POOL_LOCK = threading.Lock()
-
-
 def _pool() -> ThreadPoolExecutor:
-    """One process-wide pool for encoding chunks (threads are reused across writes)."""
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None:
-            _POOL = ThreadPoolExecutor(max_workers=cpu_threads(), thread_name_prefix="rcfmt-write")
-        return _POOL
+    """The process-wide pool that encodes chunks (threads reused across writes)."""
+    return shared_pool("write")
 
 
 @dataclass(frozen=True)

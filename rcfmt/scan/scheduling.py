@@ -4,11 +4,11 @@ is still worth asking for the next ones."""
 from __future__ import annotations
 
 from collections import deque
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import wait
 from itertools import islice
 from typing import Iterator
 
-from ..threads import cpu_threads
+from ..threads import shared_pool
 
 __all__ = ["Probe", "map_blocks", "PROBE_BLOCKS", "STREAM_WINDOW"]
 
@@ -43,22 +43,21 @@ class Probe:
 
 
 def map_blocks(fn, blocks: list[int], use_threads: bool, window: int | None = None) -> Iterator:
-    """``fn(block)`` of every block, in order: on a pool (one worker per core: more only
-    contend for the GIL between native passes) when ``use_threads`` and there are several.
-    ``window``: at most this many blocks in flight ahead of the consumer (a stream holds
-    that many decoded blocks, not the whole file); None: all submitted at once. A
-    consumer that stops early cancels the blocks not yet started."""
+    """``fn(block)`` of every block, in order: on the shared scan pool (one worker per
+    core: more only contend for the GIL between native passes) when ``use_threads`` and
+    there are several. ``window``: at most this many blocks in flight ahead of the
+    consumer (a stream holds that many decoded blocks, not the whole file); None: all
+    submitted at once. A consumer that stops early cancels the blocks not yet started
+    and waits for those running (the scan's file may be closed next)."""
     if not use_threads or len(blocks) < 2:
         for b in blocks:
             yield fn(b)
         return
-    pool = ThreadPoolExecutor(min(cpu_threads(), len(blocks)))
+    pool = shared_pool("scan")
+    rest = iter(blocks)
+    pending: deque = deque()
     try:
-        if window is None:
-            yield from pool.map(fn, blocks)
-            return
-        rest = iter(blocks)
-        pending = deque(pool.submit(fn, b) for b in islice(rest, max(1, window)))
+        pending.extend(pool.submit(fn, b) for b in islice(rest, len(blocks) if window is None else max(1, window)))
         while pending:
             done = pending.popleft().result()
             nxt = next(rest, None)
@@ -66,4 +65,6 @@ def map_blocks(fn, blocks: list[int], use_threads: bool, window: int | None = No
                 pending.append(pool.submit(fn, nxt))
             yield done
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        for future in pending:
+            future.cancel()
+        wait(pending)

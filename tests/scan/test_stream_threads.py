@@ -62,3 +62,32 @@ def test_dataset_stream_uses_threads_and_keeps_order(tmp_path):
     ds = rcfmt.dataset(root)
     got = pa.Table.from_batches(list(ds.scan(filter=col("a") >= 100).iter_batches(300)))
     assert sorted(got["a"].to_pylist()) == list(range(100, 15_000))
+
+
+def test_scans_share_one_pool_and_a_forked_child_gets_its_own(path):
+    """Threaded scans reuse the process's scan pool (no threads started per scan); a
+    child forked after a threaded scan scans with threads too (a pool's threads do not
+    survive a fork: the child must not wait on them)."""
+    import multiprocessing
+
+    from rcfmt.threads import shared_pool
+
+    with rcfmt.open(path) as f:
+        f.scan(use_threads=True).read()
+    pool = shared_pool("scan")
+    with rcfmt.open(path) as f:
+        got = f.scan(filter=col("a") < 3_000, use_threads=True).read()
+    assert shared_pool("scan") is pool and got.num_rows == 3_000
+    before = {t.name for t in threading.enumerate()}
+    with rcfmt.open(path) as f:
+        f.scan(use_threads=True).read()
+    assert {t.name for t in threading.enumerate()} - before == set()  # no thread started for the scan
+
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(1) as children:
+        rows = children.apply_async(_threaded_rows, (str(path),)).get(timeout=60)
+    assert rows == 64 * 1_000
+
+
+def _threaded_rows(path: str) -> int:
+    return rcfmt.read_table(path, use_threads=True).num_rows
