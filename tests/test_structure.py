@@ -34,10 +34,11 @@ MAX_LINES = 800
 #: modules over MAX_LINES today, each with the most lines it may have (its length when
 #: listed) and why it is not split yet. Only remove entries or lower ceilings.
 LONG_MODULES = {
-    # FileScan: planning (pruning by stats, bloom, bitmaps, page index) and the Python
+    # FileScan: planning (pruning by stats, bloom and bitmaps; the page index's part is
+    # in scan/page_pruning.py, the per-column page path in scan/page_path.py) and the
     # block path around the native executor; to split along plan / execute (issue 35's
     # rcfmt/scan/plan.py and execute.py) as the native block executor takes the loop.
-    "rcfmt/scan/scanner.py": 1000,
+    "rcfmt/scan/scanner.py": 864,
 }
 #: old module names kept for users (``sys.modules`` aliases of the new module): code in
 #: rcfmt imports the module itself

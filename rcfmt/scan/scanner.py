@@ -24,22 +24,20 @@ from ..schema.nested import assemble as nested_assemble
 from ..schema.nested import list_node as nested_list_node
 from ..schema.nested import under_structs as nested_under_structs
 from ..schema.types import LogicalType
-from .._native import pageindex as _pageindex
 from .._native import select as _select
 from ..index.bloom import chunks as bloom_filters
 from ..index.bitmap.answer import BlockAnswer, answer_block, leaf_columns, to_mask
 from .evaluate import ColumnData, column_conjuncts, eval_nnf
 from .fetch_plan import BlockGroups, coalesce
-from .nnf import BoundAnd, BoundListContains, BoundOr, columns as expr_columns, fold, leaves, to_nnf
+from .nnf import BoundAnd, BoundListContains, columns as expr_columns, fold, leaves, to_nnf
 from .bind import bind
 from .block_exec import BlockColumns, BlockFilter, page_table
-from .intervals import Interval
-from ..index.page import PageIndex, page_interval_kind, stats_kind
 from .plan import PRUNE_STAGES, BlockPlan, FilePlan
 from .page_path import PagePath, gather_data
+from .page_pruning import PagePruning
 from .scan_stats import ScanStats
 from .scheduling import PROBE_BLOCKS, STREAM_WINDOW, Probe, map_blocks
-from .prune import leaf_may_match, may_match
+from .prune import may_match
 from .selection import RowRanges, Selection
 
 __all__ = ["ScanStats", "FileScan", "scan_file"]
@@ -57,7 +55,7 @@ INDEX_NARROWS = 8
 _INT32 = LogicalType("int32")  # dictionary indices
 
 
-class FileScan(PagePath):
+class FileScan(PagePath, PagePruning):
     """A planned scan of one open :class:`~rcfmt.file.reader.RcfmtFile`.
 
     ``columns``: projected column names (None = all); ``filter``: an expression or DNF
@@ -281,140 +279,6 @@ class FileScan(PagePath):
         footer = self.file.footer
         return self._prefetch_spans((int(footer.chunks[c][b]["bloom_offset"]), int(footer.chunks[c][b]["bloom_length"]))
                                     for b in blocks for c in cols)
-
-    def _page_index(self, block: int, col: int, cache: dict) -> "PageIndex":
-        key = (block, col)
-        if key not in cache:
-            # first use in this block: fetch the entries of every column the scan needs
-            wanted = [c for c in {*self.row_filter_ids.values(), *self.col_ids} if (block, c) not in cache]
-            if col not in wanted:
-                wanted.append(col)
-            prefetched = self._prefetched_page_indexes(block)
-            if prefetched is not None and key in prefetched[2]:
-                buf, base, covered = prefetched
-                found = {c: self.file.page_index(block, c, buf, base) for c in wanted if (block, c) in covered}
-            else:
-                found = self.file.page_indexes(block, wanted)
-            for c, entries in found.items():
-                cache[(block, c)] = PageIndex(entries)
-            if key not in cache:
-                cache[key] = PageIndex(self.file.page_index(block, col))
-        return cache[key]
-
-    def _prefetched_page_indexes(self, block: int):
-        """On object storage, when the scan will visit more than one block: the
-        page-index records of every column it needs in every block it keeps, fetched by
-        the first block that asks (or by planning, :meth:`_remote_page_keep`), in as few
-        requests as their coalesced ranges allow (one, for the lineitem file's 46
-        blocks), instead of one request per block. ``(buffer, base, {(block, column)})``
-        or None (local files, a single block)."""
-        if self._page_index_bytes is None and self.file.remote and len(self.blocks) >= 2:
-            self._prefetch_page_indexes(self.blocks)
-        return self._page_index_bytes
-
-    def _prefetch_page_indexes(self, blocks: list[int]) -> None:
-        """Fetch the page-index records of every column the scan needs in ``blocks``,
-        once (:meth:`_prefetched_page_indexes`)."""
-        with self._prefetch_lock:
-            if self._page_index_bytes is None:
-                footer = self.file.footer
-                cols = sorted({*self.row_filter_ids.values(), *self.col_ids})
-                spans = []
-                for b in blocks:
-                    for c in cols:
-                        rec = footer.chunks[c][b]
-                        if int(rec["page_index_length"]):
-                            spans.append((int(rec["page_index_offset"]), int(rec["page_index_length"]), (b, c)))
-                if not spans:
-                    self._page_index_bytes = (None, 0, frozenset())
-                else:
-                    spans.sort()
-                    lo = np.array([o for o, _, _ in spans], np.int64)
-                    starts, ends = coalesce(lo, lo + np.array([n for _, n, _ in spans], np.int64),
-                                             self._gap)
-                    buf = self.file.read_ranges(starts, ends)
-                    self._page_index_bytes = (buf, int(starts[0]), frozenset(k for _, _, k in spans))
-
-    def row_ranges(self, block: int, cache: dict) -> RowRanges:
-        """Rows of ``block`` that may match, from the page index of the filter columns.
-
-        Leaves on one column combine as masks over that column's pages (its pages line
-        up); only masks of different columns become row ranges, intersected (AND) or
-        united (OR)."""
-        rows = int(self.file.footer.blocks[block]["row_count"])
-        if self.nnf is None or not self.use_page_index:
-            return RowRanges.full(rows)
-        planned = self._planned_ranges.get(block)
-        if planned is not None:
-            return planned
-        if not self._page_probe.worth_asking():
-            return RowRanges.full(rows)
-        ranges = self._as_ranges(self._page_masks(self.nnf, block, cache), block, cache, rows)
-        self._page_probe.note(ranges.row_count < rows)
-        return ranges
-
-    def _page_masks(self, expr, block: int, cache: dict):
-        """``{column: page keep mask}`` when every leaf of ``expr`` is on one column,
-        else a RowRanges."""
-        if isinstance(expr, (BoundAnd, BoundOr)):
-            is_and = isinstance(expr, BoundAnd)
-            masks: dict[int, np.ndarray] = {}
-            ranges: list[RowRanges] = []
-            children = expr.children
-            if is_and:  # a column's comparisons: one native pass over its page index
-                masks, children = self._interval_page_masks(children, block, cache)
-            for child in children:
-                part = self._page_masks(child, block, cache)
-                if isinstance(part, RowRanges):
-                    ranges.append(part)
-                    continue
-                ((col, keep),) = part.items()
-                masks[col] = keep if col not in masks else (masks[col] & keep if is_and else masks[col] | keep)
-            if not ranges and len(masks) == 1:
-                return masks
-            rows = int(self.file.footer.blocks[block]["row_count"])
-            ranges += [self._as_ranges({col: keep}, block, cache, rows) for col, keep in masks.items()]
-            out = ranges[0]
-            for r in ranges[1:]:
-                out = out.intersect(r) if is_and else out.union(r)
-            return out
-        if isinstance(expr, BoundListContains):  # element pages count elements, not rows
-            return RowRanges.full(int(self.file.footer.blocks[block]["row_count"]))
-        col = self.filter_ids[expr.column.name]
-        return {col: leaf_may_match(expr, self._page_index(block, col, cache).stats(self.file, block, col))}
-
-    def _interval_page_masks(self, children, block: int, cache: dict):
-        """``({column: page keep mask}, other children)``: the comparisons among
-        ``children`` (ANDed) on columns whose page bounds the native kernel reads, folded
-        per column into one interval and tested in one pass over its page index."""
-        intervals: dict[int, Interval] = {}
-        rest = []
-        for child in children:
-            if page_interval_kind(child) is None:
-                rest.append(child)
-                continue
-            col = self.filter_ids[child.column.name]
-            intervals.setdefault(col, Interval()).add(child.op, child.value)
-        masks = {}
-        for col, interval in intervals.items():
-            entries = self._page_index(block, col, cache).entries
-            keep = np.empty(len(entries), np.uint8)
-            if len(entries):
-                _pageindex.interval_pages(
-                    np.frombuffer(entries, np.uint8), len(entries), entries.dtype.itemsize,
-                    entries.dtype["min"].itemsize, stats_kind(self.file.footer.columns[col].type),
-                    interval.lo, interval.lo_kind, interval.hi, interval.hi_kind, keep)
-            masks[col] = keep.view(bool)
-        return masks, rest
-
-    def _as_ranges(self, part, block: int, cache: dict, rows: int) -> RowRanges:
-        if isinstance(part, RowRanges):
-            return part
-        ((col, keep),) = part.items()
-        if keep.all():
-            return RowRanges.full(rows)
-        index = self._page_index(block, col, cache)
-        return RowRanges.from_pages(index.first, index.counts, keep)
 
     # ---------------------------------------------------------------- decoding
     def _pushdown(self, nnf) -> tuple[dict, set]:
