@@ -56,6 +56,18 @@ RESAMPLE_BLOCKS = 16
 #: blocks written when a block is submitted, so a file is the same whatever the threads
 HINT_LAG = MAX_BLOCKS_IN_FLIGHT + 1
 
+def _lagged(history: list, block: int):
+    """The value recorded for the latest block at least ``HINT_LAG`` and less than
+    ``RESAMPLE_BLOCKS`` blocks before ``block`` in ``history`` (``(block, value)`` in
+    block order), or None: sample again. With blocks encoded in parallel, those are the
+    blocks already written when ``block`` is submitted, so a file is the same whatever
+    the threads."""
+    for b, value in reversed(history):
+        if b <= block - HINT_LAG:
+            return value if block - b < RESAMPLE_BLOCKS else None
+    return None
+
+
 def _pool() -> ThreadPoolExecutor:
     """The process-wide pool that encodes chunks (threads reused across writes)."""
     return shared_pool("write")
@@ -373,26 +385,15 @@ class Writer:
         col = self._columns[i]
         values, valid = from_arrow(empty_nulls(arrays[i]) if i in self._scrub else arrays[i], col.type)
         request = None if i in self._element_ids else self.options.bitmaps.requested(col.name)
+        # an auto filter hopeless in the last block that built one is not hashed again
+        # (filters never kept took ~13% of a 1-thread lineitem write)
         return encode_chunk(values, valid, col, self.options, self._forced(col.name), request, hint,
-                            bloom=not self._bloom_hopeless_since(i, block))
-
-    def _bloom_hopeless_since(self, i: int, block: int) -> bool:
-        """Whether column ``i``'s auto filter was hopeless (see ``BloomPolicy.hopeless``) in
-        the last block that built one, at least ``HINT_LAG`` and less than
-        ``RESAMPLE_BLOCKS`` blocks before ``block``: then ``block`` does not hash for one
-        (l_comment's strings cost ~6% of a write for a filter never kept)."""
-        for b, hopeless in reversed(self._bloom_hopeless[i]):
-            if b <= block - HINT_LAG:
-                return hopeless and block - b < RESAMPLE_BLOCKS
-        return False
+                            bloom=not _lagged(self._bloom_hopeless[i], block))
 
     def _hint(self, i: int, block: int):
         """The selector's decision for column ``i`` sampled on a block at least
         ``HINT_LAG`` and less than ``RESAMPLE_BLOCKS`` blocks before ``block`` (None: sample)."""
-        for b, decision in reversed(self._decisions[i]):
-            if b <= block - HINT_LAG:
-                return decision if block - b < RESAMPLE_BLOCKS else None
-        return None
+        return _lagged(self._decisions[i], block)
 
     def _write_block(self, block: pa.Table) -> None:
         """Encode ``block`` and write it after the blocks before it. With threads, its
