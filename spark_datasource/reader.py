@@ -43,15 +43,28 @@ OPEN_COST = 1 << 20
 class RcfmtInputPartition(InputPartition):
     """Fragments (files or block ranges of files) scanned by one Spark task, and the
     fragments the index pruned for this plan's filter (``pruned``): read only when the
-    plan is executed by a query that did not plan it (see :mod:`spark_datasource.source`)."""
+    plan is executed by a query that did not plan it (see :mod:`spark_datasource.source`).
+    ``rows``: a relation of no column without a filter -- the rows this task yields, counted
+    by planning from the index (no fragment then)."""
 
-    def __init__(self, index: int, fragments: list, pruned: list | None = None):
+    def __init__(self, index: int, fragments: list, pruned: list | None = None, rows: int | None = None):
         super().__init__(index)
         self.fragments = fragments
         self.pruned = pruned or []
+        self.rows = rows
 
     def __repr__(self):
+        if self.rows is not None:
+            return f"RcfmtInputPartition({self.value}, {self.rows} rows from the index)"
         return f"RcfmtInputPartition({self.value}, {len(self.fragments)} fragments, {len(self.pruned)} pruned)"
+
+
+def split_rows(rows: int, batch_rows: int, min_partitions: int) -> list[int]:
+    """``rows`` (a count from metadata) shared by tasks as evenly as can be: one per
+    ``batch_rows`` rows, at most ``min_partitions`` (Spark takes in every row, ~100-200 ns
+    each, so the tasks run that in parallel); none for no row."""
+    n = min(min_partitions, -(-rows // max(1, batch_rows)))
+    return [rows * (k + 1) // n - rows * k // n for k in range(n)]
 
 
 def plan_partitions(fragments: list, max_bytes: int, min_partitions: int) -> list[list]:
@@ -381,9 +394,12 @@ class RcfmtReader(DataSourceReader):
                 fetch=self.options.fetch))
             blocks_pruned = sum(f.blocks[1] - f.blocks[0] if f.blocks else f.num_blocks for f in dropped)
         if not self.columns and plan_filter is None:
-            # count(*) and existence: the index's row counts answer, in one task opening no file
-            groups = [fragments] if fragments else []
-        elif footers and sum(f.estimated_size for f in fragments) <= SINGLE_TASK_BYTES:
+            # count(*) and existence: the index's row counts answer; tasks open no file
+            counts = split_rows(sum(f.num_rows for f in fragments), self.options.batch_rows,
+                                self.options.min_partitions)
+            self._write_plan(ds, t0, len(counts), 0, 0, plan_filter)
+            return [RcfmtInputPartition(i, [], rows=n) for i, n in enumerate(counts)]
+        if footers and sum(f.estimated_size for f in fragments) <= SINGLE_TASK_BYTES:
             groups = [fragments] if fragments else []  # few surviving blocks: one task
         else:
             groups = plan_partitions(fragments, self.options.max_partition_bytes, self.options.min_partitions)
@@ -392,13 +408,17 @@ class RcfmtReader(DataSourceReader):
             pruned = [f for f in everything if f.path not in kept_paths] + dropped
             pruned_groups = spread(pruned, groups, self.options.min_partitions)
             groups += [[] for _ in range(len(pruned_groups) - len(groups))]
+        self._write_plan(ds, t0, len(groups), ds.num_files - files_kept, blocks_pruned, plan_filter)
+        return [RcfmtInputPartition(i, g, p) for i, (g, p) in enumerate(zip(groups, pruned_groups))]
+
+    def _write_plan(self, ds, t0: float, partitions: int, files_pruned: int, blocks_pruned: int, plan_filter):
+        """With ``statsDir``: the plan's statistics and timings (planning began at ``t0``)."""
         if self.options.stats_dir:
             _write_json(self.options.stats_dir, f"plan-{self.plan_id}.json", {
                 "plan_id": self.plan_id, "version": ds.version, "files_total": ds.num_files,
-                "files_pruned": ds.num_files - files_kept, "blocks_pruned_planning": blocks_pruned,
-                "partitions": len(groups), "filter": repr(plan_filter), "open_ms": self.open_ms,
+                "files_pruned": files_pruned, "blocks_pruned_planning": blocks_pruned,
+                "partitions": partitions, "filter": repr(plan_filter), "open_ms": self.open_ms,
                 "plan_ms": (time.perf_counter() - t0) * 1e3, "pid": os.getpid()})
-        return [RcfmtInputPartition(i, g, p) for i, (g, p) in enumerate(zip(groups, pruned_groups))]
 
     @with_store_settings
     def read(self, partition):
@@ -440,10 +460,20 @@ class RcfmtReader(DataSourceReader):
 
 
     def _read_count(self, partition, fragments, expr, owner):
-        rows, stats, from_meta = count_fragments(
-            fragments, self.dataset_schema, expr, partition_names=self.partition_names,
-            verify_checksums=self.options.verify_checksums, column_ids=self.column_ids, fetch=self.options.fetch)
+        from rcfmt import ScanStats
+
+        t0 = time.perf_counter()
+        rows = getattr(partition, "rows", None)
+        if rows is not None:  # counted by planning, from the index
+            stats, from_meta = ScanStats(), rows
+            stats.rows_total = rows
+        else:
+            rows, stats, from_meta = count_fragments(
+                fragments, self.dataset_schema, expr, partition_names=self.partition_names,
+                verify_checksums=self.options.verify_checksums, column_ids=self.column_ids,
+                fetch=self.options.fetch)
         stats.rows_selected += from_meta  # (the count scan adds the rows it selected)
+        count_ms = (time.perf_counter() - t0) * 1e3
         try:
             yield from zero_column_batches(rows, self.options.batch_rows)
         finally:
@@ -451,7 +481,8 @@ class RcfmtReader(DataSourceReader):
                 _write_json(self.options.stats_dir,
                             f"task-{self.plan_id}-{partition.value}-{uuid.uuid4().hex[:8]}.json",
                             {"plan_id": self.plan_id, "partition": partition.value, "owner": owner,
-                             "stats": stats.as_dict(), "rows_from_metadata": from_meta})
+                             "stats": stats.as_dict(), "rows_from_metadata": from_meta, "count_ms": count_ms,
+                             "pid": os.getpid()})
 
 
 class RcfmtPushdownReader(RcfmtReader):

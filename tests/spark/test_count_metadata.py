@@ -108,10 +108,23 @@ def test_count_without_filter_reads_only_the_index(spark, counted, tmp_path):
     d = str(tmp_path / "stats")
     assert _zero_column(spark, rc, None, "columns", d).count() == N
     tasks = stats_records(d, "task")
-    assert len(tasks) == 1  # one task, opening no file
+    assert len(tasks) == 1  # one task (the rows fit one batch), opening no file
     s = tasks[0]["stats"]
     assert tasks[0]["rows_from_metadata"] == N
     assert s["pages_read"] == 0 and s["bytes_read"] == 0 and s["requests"] == 0 and s["rows_decoded"] == 0
+
+
+def test_count_without_filter_shares_the_rows_among_tasks(spark, counted, tmp_path):
+    """Spark takes in every row of a count, so many rows are yielded by several tasks
+    (one per batch, at most minPartitions), still from the index alone."""
+    d = str(tmp_path / "stats")
+    df = (spark.read.format("rcfmt").option("columns", "").option("batchRows", "1000")
+          .option("minPartitions", "4").option("statsDir", d).load(counted[2]))
+    assert df.count() == N
+    tasks = stats_records(d, "task")
+    assert sorted(t["rows_from_metadata"] for t in tasks) == [1500] * 4
+    assert all(t["stats"]["bytes_read"] == 0 and t["stats"]["rows_decoded"] == 0 for t in tasks)
+    assert stats_records(d, "plan")[0]["partitions"] == 4
 
 
 def test_count_with_filter_decodes_only_boundary_blocks_of_the_filter_column(spark, counted, tmp_path):

@@ -23,7 +23,7 @@ from pyspark.sql import types as T  # noqa: E402
 from oracle_filter import evaluate  # noqa: E402  (the independent oracle, tests/oracle_filter.py)
 from rcfmt.dataset import Fragment  # noqa: E402
 from spark_datasource.filters import translate, translate_all  # noqa: E402
-from spark_datasource.reader import claim_plan, plan_partitions, spread  # noqa: E402
+from spark_datasource.reader import claim_plan, plan_partitions, split_rows, spread  # noqa: E402
 from spark_datasource.source import pushdown_planning  # noqa: E402
 from spark_datasource.types import BatchConverter, spark_arrow_schema, to_rcfmt_schema, to_spark_schema  # noqa: E402
 
@@ -191,6 +191,14 @@ def test_partition_planning_splits_and_packs():
     assert all(sum(f.estimated_size for f in g) <= 10 << 20 for g in groups)
     flat = [f for g in groups for f in g]
     assert sum(f.blocks[1] - f.blocks[0] for f in flat if f.path == "/x/big") == 10
+
+
+def test_metadata_counts_are_shared_by_batches_up_to_min_partitions():
+    assert split_rows(0, 100, 4) == []
+    assert split_rows(99, 100, 4) == [99]
+    assert split_rows(1001, 100, 4) == [250, 250, 250, 251]
+    assert split_rows(250, 100, 4) == [83, 83, 84]
+    assert sum(split_rows(6_001_215, 262_144, 2)) == 6_001_215
 
 
 def test_pushdown_offered_only_where_spark_can_call_it():
