@@ -43,11 +43,11 @@ tables on stdout and bench/out/spark.json.
     python bench/bench_spark.py                      # SF1, --repeat 3
     python bench/bench_spark.py --scale 0.1 --repeat 1
     python bench/bench_spark.py --queries point,Q_a,Q6,agg1,Q1 --handoff   # issue 38's set
+    python bench/bench_spark.py --queries count --repeat 1 --writes 3      # Spark writes, interleaved
 """
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import gc
 import os
 import shutil
@@ -164,16 +164,9 @@ def build(spark, table, scale: float, rebuild: bool) -> dict:
         info = {"parquet": str(pq_path), "rcfmt": str(rc_path)}
         df = spark.read.parquet(str(src))  # the same splits, in order, for both writes
         if rebuild or not (pq_path / "_SUCCESS").exists():
-            shutil.rmtree(pq_path, ignore_errors=True)
-            t0 = time.perf_counter()
-            (df.write.mode("overwrite").option("compression", "zstd")
-             .option("parquet.block.row.count.limit", BLOCK_ROWS).parquet(str(pq_path)))
-            info["parquet_write_s"] = time.perf_counter() - t0
+            info["parquet_write_s"] = write_as("parquet", df, pq_path)
         if rebuild or not (rc_path / "_rcfmt").exists():
-            shutil.rmtree(rc_path, ignore_errors=True)
-            t0 = time.perf_counter()
-            df.write.format("rcfmt").mode("overwrite").option("blockRows", BLOCK_ROWS).save(str(rc_path))
-            info["rcfmt_write_s"] = time.perf_counter() - t0
+            info["rcfmt_write_s"] = write_as("rcfmt", df, rc_path)
         tiny_pq, tiny_rc = base / f"tiny_sf{tag}.{layout}.parquet", base / f"tiny_sf{tag}.{layout}.rcfmt"
         if rebuild or not (tiny_rc / "_rcfmt").exists():
             shutil.rmtree(tiny_pq, ignore_errors=True)
@@ -190,9 +183,40 @@ def build(spark, table, scale: float, rebuild: bool) -> dict:
     return out
 
 
+def write_as(fmt: str, df, path: Path) -> float:
+    """Write ``df`` to ``path`` (replaced) as zstd Parquet with BLOCK_ROWS-row groups or as
+    rcfmt with BLOCK_ROWS-row blocks; return the seconds it took."""
+    shutil.rmtree(path, ignore_errors=True)
+    t0 = time.perf_counter()
+    if fmt == "parquet":
+        (df.write.mode("overwrite").option("compression", "zstd")
+         .option("parquet.block.row.count.limit", BLOCK_ROWS).parquet(str(path)))
+    else:
+        df.write.format("rcfmt").mode("overwrite").option("blockRows", BLOCK_ROWS).save(str(path))
+    return time.perf_counter() - t0
+
+
+def time_writes(spark, scale: float, rounds: int) -> dict:
+    """Item 4 of issue 38: the natural-order DataFrame written as Parquet and as rcfmt,
+    alternately, ``rounds`` times after one warm-up round (the first write of a session
+    also starts Spark's Python workers); seconds per format."""
+    df = spark.read.parquet(str(bench_peers.layout_path("natural_128k", scale)))  # (written by build)
+    base = scratch_dir("spark") / "writes"
+    times: dict = {"parquet": [], "rcfmt": []}
+    for r in range(rounds + 1):
+        for fmt in ("parquet", "rcfmt") if r % 2 == 0 else ("rcfmt", "parquet"):
+            gc.collect()
+            elapsed = write_as(fmt, df, base / fmt)
+            print(f"[spark] write round {r}: {fmt} {elapsed:.2f} s (load {load_line()})", file=sys.stderr, flush=True)
+            if r:
+                times[fmt].append(elapsed)
+    shutil.rmtree(base, ignore_errors=True)
+    return times
+
+
 # --------------------------------------------------------------------------- the floor
 FLOOR_BATCH_ROWS = 262144  # the rcfmt source's batchRows default
-FLOOR_MAX_PARTITIONS = 4   # the rcfmt source's minPartitions default on 2 cores
+FLOOR_MAX_PARTITIONS = os.cpu_count() or 1  # the rcfmt source's minPartitions default
 
 
 def _floor_source():
@@ -379,6 +403,8 @@ def main(argv=None) -> int:
     ap.add_argument("--queries", default=",".join(QUERIES))
     ap.add_argument("--rebuild", action="store_true", help="rewrite the Spark-written files and the floor files")
     ap.add_argument("--handoff", action="store_true", help="also measure the per-row hand-off cost by column type")
+    ap.add_argument("--writes", type=int, default=0, metavar="N",
+                    help="also time N interleaved Spark writes of the natural layout, Parquet and rcfmt")
     ap.add_argument("--driver-memory", default="6g")
     ap.add_argument("--out", default="spark")
     args = ap.parse_args(argv)
@@ -420,6 +446,7 @@ def main(argv=None) -> int:
                 if r:
                     times.setdefault((layout, q, fmt), []).append(elapsed)
     hand = handoff(spark, args.scale, args.repeat) if args.handoff else []
+    writes = time_writes(spark, args.scale, args.writes) if args.writes else {}
     loads.append(load_line())
     spark.stop()
     results, rows, ok = [], [], True
@@ -451,7 +478,13 @@ def main(argv=None) -> int:
                    [[lay, fmt_bytes(paths[lay]["parquet_bytes"]), fmt_bytes(paths[lay]["rcfmt_bytes"]),
                      fmt_seconds(paths[lay].get("parquet_write_s")), fmt_seconds(paths[lay].get("rcfmt_write_s"))]
                     for lay in layouts]))
-    write_json(args.out, {"machine": machine_info(), "pyspark": pyspark.__version__, "scale": args.scale,
+    if writes:
+        tp, tr = Timing(writes["parquet"]), Timing(writes["rcfmt"])
+        print(md_table(["Spark write, natural", "Parquet", "rcfmt", "rcfmt / Parquet"],
+                       [["best", fmt_seconds(tp.best), fmt_seconds(tr.best), f"{tr.best / tp.best:.2f}x"],
+                        ["median", fmt_seconds(tp.median), fmt_seconds(tr.median), f"{tr.median / tp.median:.2f}x"]]))
+        print()
+    write_json(args.out, {"writes": writes, "machine": machine_info(), "pyspark": pyspark.__version__, "scale": args.scale,
                           "files": paths, "floors": {f"{k[0]}/{k[1]}": v for k, v in floors.items()},
                           "loads": loads, "results": results, "handoff": hand}, args)
     return 0 if ok else 1
