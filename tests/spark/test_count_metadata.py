@@ -163,3 +163,10 @@ def test_zero_column_relation_with_spark_filters(spark, counted):
     want = _spark_count(spark, pq, "x < 500")
     assert df.union(df).count() == 2 * want
     assert df.count() == want
+
+
+def test_count_of_an_empty_dataset_plans_no_task(spark, tmp_path):
+    path = str(tmp_path / "empty")
+    rcfmt.write_dataset(pa.table({"x": pa.array([], pa.int64())}), path)
+    df = spark.read.format("rcfmt").option("columns", "").load(path)
+    assert df.count() == 0 and df.isEmpty()
