@@ -33,12 +33,33 @@ PACKAGES = ["rcfmt"]
 MAX_LINES = 800
 #: modules over MAX_LINES today, each with the most lines it may have (its length when
 #: listed) and why it is not split yet. Only remove entries or lower ceilings.
-LONG_MODULES = {
-    # FileScan: planning (pruning by stats, bloom and bitmaps; the page index's part is
-    # in scan/page_pruning.py, the per-column page path in scan/page_path.py) and the
-    # block path around the native executor; to split along plan / execute (issue 35's
-    # rcfmt/scan/plan.py and execute.py) as the native block executor takes the loop.
-    "rcfmt/scan/scanner.py": 864,
+LONG_MODULES: dict[str, int] = {}
+#: the layers of docs/ARCHITECTURE.md, bottom up: a module may import modules of its own
+#: layer or a lower one, never a higher one. A module belongs to the layer of its longest
+#: matching prefix (``rcfmt.scan.nnf`` is a predicate, ``rcfmt.scan.scanner`` the scan).
+LAYERS = [
+    ("base", ["rcfmt.errors", "rcfmt.memory", "rcfmt.progress", "rcfmt.threads", "rcfmt._native",
+              "rcfmt.interop.arrow"]),
+    ("storage and codecs", ["rcfmt.storage", "rcfmt.codecs"]),
+    ("column types", ["rcfmt.schema.types", "rcfmt.schema.annotated", "rcfmt.schema.statistics"]),
+    ("encodings", ["rcfmt.encodings"]),
+    ("schema", ["rcfmt.schema"]),
+    ("predicates", ["rcfmt.scan.expr", "rcfmt.scan.nnf", "rcfmt.scan.bind", "rcfmt.scan.intervals",
+                    "rcfmt.scan.residual", "rcfmt.scan.evaluate", "rcfmt.scan.arrow_eval", "rcfmt.scan.sql_filter",
+                    "rcfmt.scan.expr_json", "rcfmt.scan.nan_order", "rcfmt.scan.spark_meaning", "rcfmt.scan.prune",
+                    "rcfmt.scan.selection"]),
+    ("index", ["rcfmt.index"]),
+    ("format and layout", ["rcfmt.format", "rcfmt.layout"]),
+    ("scan", ["rcfmt.scan"]),
+    ("file", ["rcfmt.file"]),
+    ("dataset", ["rcfmt.dataset"]),
+    ("dataframes", ["rcfmt.interop"]),
+    ("cli", ["rcfmt.cli"]),
+    ("public API", ["rcfmt"]),
+]
+#: imports that go up a layer, each with its reason
+UPWARD = {
+    ("rcfmt.file.writer", "rcfmt"): "the footer's created_by names __version__, kept in the package's root",
 }
 #: old module names kept for users (``sys.modules`` aliases of the new module): code in
 #: rcfmt imports the module itself
@@ -182,6 +203,52 @@ def long_modules(package: str, root: Path = ROOT, limit: int = MAX_LINES) -> lis
             if lines > limit:
                 out.append(f"{path.relative_to(root)}: {lines}")
     return out
+
+
+def layer_of(module: str, layers=LAYERS) -> int:
+    """The position in ``layers`` of the layer whose longest prefix names ``module``."""
+    best = None
+    for i, (_, prefixes) in enumerate(layers):
+        for prefix in prefixes:
+            if _inside(module, prefix) and (best is None or len(prefix) > best[1]):
+                best = (i, len(prefix))
+    if best is None:
+        raise AssertionError(f"{module} is in no layer: add it to LAYERS")
+    return best[0]
+
+
+def upward_imports(package: str, root: Path = ROOT, layers=LAYERS, allowed=UPWARD) -> list[str]:
+    """Imports of a module of ``package`` from a higher layer than its own, but those
+    ``allowed``."""
+    modules = modules_of(root, package.partition(".")[0])
+    found = []
+    for name, path in modules.items():
+        if not _inside(name, package):
+            continue
+        for target, _, line in imports_of(name, path, modules):
+            if layer_of(target, layers) > layer_of(name, layers) and (name, target) not in allowed:
+                found.append(f"{name}:{line} ({layers[layer_of(name, layers)][0]}) imports {target} "
+                             f"({layers[layer_of(target, layers)][0]})")
+    return sorted(set(found))
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_no_module_imports_a_higher_layer(package):
+    assert upward_imports(package) == []
+
+
+def test_the_layer_check_finds_an_upward_import(tmp_path):
+    pkg = tmp_path / "top"
+    (pkg / "low").mkdir(parents=True)
+    for path in ("__init__.py", "low/__init__.py", "high.py"):
+        (pkg / path).write_text("")
+    layers = [("low", ["top.low"]), ("high", ["top.high", "top"])]
+    (pkg / "low" / "a.py").write_text("def f():\n    from ..high import g\n")
+    assert upward_imports("top", tmp_path, layers, {}) == ["top.low.a:2 (low) imports top.high (high)"]
+    assert upward_imports("top", tmp_path, layers, {("top.low.a", "top.high"): "why"}) == []
+    (pkg / "low" / "a.py").write_text("")
+    (pkg / "high.py").write_text("from .low import a\n")
+    assert upward_imports("top", tmp_path, layers, {}) == []
 
 
 @pytest.mark.parametrize("package", PACKAGES)

@@ -4,6 +4,12 @@ only for the pages that hold selected rows, gathering only the selected values.
 
 Every stage keeps a superset of the matching rows until the exact evaluation; each is
 counted in :class:`ScanStats`.
+
+:class:`FileScan` plans and drives; its parts live beside it as mixins: pruning blocks
+(:mod:`~rcfmt.scan.block_pruning`), pruning pages with the page index
+(:mod:`~rcfmt.scan.page_pruning`), the bytes a block needs
+(:mod:`~rcfmt.scan.fetching`) and the per-column page path the native executor leaves
+(:mod:`~rcfmt.scan.page_path`).
 """
 from __future__ import annotations
 
@@ -24,20 +30,19 @@ from ..schema.nested import assemble as nested_assemble
 from ..schema.nested import list_node as nested_list_node
 from ..schema.nested import under_structs as nested_under_structs
 from ..schema.types import LogicalType
-from .._native import select as _select
-from ..index.bloom import chunks as bloom_filters
-from ..index.bitmap.answer import BlockAnswer, answer_block, leaf_columns, to_mask
+from ..index.bitmap.answer import BlockAnswer, to_mask
 from .evaluate import ColumnData, column_conjuncts, eval_nnf
 from .fetch_plan import BlockGroups, coalesce
-from .nnf import BoundAnd, BoundListContains, columns as expr_columns, fold, leaves, to_nnf
+from .nnf import BoundAnd, BoundListContains, columns as expr_columns, leaves, to_nnf
 from .bind import bind
 from .block_exec import BlockColumns, BlockFilter, page_table
 from .plan import PRUNE_STAGES, BlockPlan, FilePlan
+from .block_pruning import INDEX_NARROWS, BlockPruning
+from .fetching import BlockFetching
 from .page_path import PagePath, gather_data
 from .page_pruning import PagePruning
 from .scan_stats import ScanStats
-from .scheduling import PROBE_BLOCKS, STREAM_WINDOW, Probe, map_blocks
-from .prune import may_match
+from .scheduling import STREAM_WINDOW, Probe, map_blocks
 from .selection import RowRanges, Selection
 
 __all__ = ["ScanStats", "FileScan", "scan_file"]
@@ -47,15 +52,12 @@ __all__ = ["ScanStats", "FileScan", "scan_file"]
 #: projected columns may hold to be fetched with its filter columns, one round trip
 #: instead of two)
 COALESCE_GAP = 64 * 1024
-#: a bitmap index that leaves some of a block's filter undecided narrows the rows the
-#: rest is evaluated on only when it leaves at most 1/INDEX_NARROWS of them
-INDEX_NARROWS = 8
 
 
 _INT32 = LogicalType("int32")  # dictionary indices
 
 
-class FileScan(PagePath, PagePruning):
+class FileScan(BlockPruning, PagePruning, BlockFetching, PagePath):
     """A planned scan of one open :class:`~rcfmt.file.reader.RcfmtFile`.
 
     ``columns``: projected column names (None = all); ``filter``: an expression or DNF
@@ -134,152 +136,6 @@ class FileScan(PagePath, PagePruning):
             out.append(field)
         return pa.schema(out, metadata=self.file.schema.metadata)
 
-    def _prune_blocks(self) -> list[int]:
-        n = self.file.num_blocks
-        lo, hi = self.block_range
-        if self.nnf is None:
-            return list(range(lo, hi))
-        stats = {name: self.file.block_stats(name) for name in self.filter_names}
-        keep = may_match(self.nnf, stats, n)
-        keep[:lo] = False
-        keep[hi:] = False
-        self.stats.blocks_pruned_stats += int((hi - lo) - keep.sum())
-        self.pruned["stats"] = [lo + int(b) for b in np.flatnonzero(~keep[lo:hi])]
-        if self.file.remote and self.use_page_index and keep.any():
-            keep = self._remote_page_keep(keep)
-        if self.use_bloom and keep.any() and not (self.file.remote and self.use_page_index and keep.sum() < 2):
-            by_bloom = self._bloom_keep(np.flatnonzero(keep))
-            self.stats.blocks_pruned_bloom += int(keep.sum() - by_bloom.sum())
-            self.pruned["bloom"] = [int(b) for b in np.flatnonzero(keep & ~by_bloom)]
-            keep = by_bloom
-        kept = [int(b) for b in np.flatnonzero(keep)]
-        if self.use_bitmap_index and kept and self.file.bitmap_columns:
-            kept = self._index_keep(kept)
-        return kept
-
-    def _index_keep(self, blocks: list[int]) -> list[int]:
-        """Among ``blocks``, those whose bitmap indexes leave rows that may match; what
-        the indexes said of each is kept for the scan of the block (``_answers``)."""
-        file = self.file
-        cols = {name: c for name in leaf_columns(self.nnf)
-                if (c := self.filter_ids.get(name)) is not None and c in file.bitmap_columns}
-        if not cols:
-            return blocks
-        scratch = bytearray()
-
-        def answer(b: int, buf, base: int) -> BlockAnswer | None:
-            """What the indexes say of block ``b``: from ``buf`` (bytes from ``base`` on,
-            fetched already) or, locally, one read of its adjacent entries into ``scratch``."""
-            nonlocal scratch
-            here, at = buf, base
-            if here is None:
-                spans = [s for c in cols.values() if (s := file.bitmap_span(b, c))[1]]
-                lo, hi = (min(o for o, _ in spans), max(o + n for o, n in spans)) if spans else (0, 0)
-                if spans and hi - lo <= 2 * sum(n for _, n in spans):
-                    if len(scratch) < hi - lo:
-                        scratch = bytearray(hi - lo)
-                    here, at = memoryview(scratch)[: hi - lo], lo
-                    file.read_into(lo, here)
-            entries = {name: e for name, c in cols.items() if (e := file.bitmap_entry(b, c, here, at)) is not None}
-            return answer_block(self.nnf, entries, int(file.footer.blocks[b]["row_count"])) if entries else None
-
-        # On object storage the entries of the first PROBE_BLOCKS blocks come in one request
-        # (coalesced), and the others' in one more only if those decided something: the
-        # entries of an index that does not narrow this filter cost bytes for nothing
-        # (Q6 on lineitem in natural order: its 14 MB of bitmaps). Locally each block's
-        # (adjacent) entries are read with one read into a reused buffer, while worth it.
-        # (One thread: per block the Python around the native passes is most of the time,
-        # and threads measured slower, contending for the GIL.)
-        probe = Probe()
-        kept = []
-        for batch in ([blocks[:PROBE_BLOCKS], blocks[PROBE_BLOCKS:]] if file.remote else [blocks]):
-            if not batch or not probe.worth_asking():
-                kept.extend(batch)
-                continue
-            buf, base = self._prefetch_spans([file.bitmap_span(b, c) for b in batch for c in cols.values()]) \
-                if file.remote else (None, 0)
-            for b in batch:
-                a = answer(b, buf, base) if buf is not None or probe.worth_asking() else None
-                if a is not None:
-                    rows = int(file.footer.blocks[b]["row_count"])
-                    probe.note(not a.count or a.exact or a.count * INDEX_NARROWS <= rows)
-                    if not a.count:
-                        self.stats.blocks_pruned_index += 1
-                        self.pruned["bitmap"].append(b)
-                        continue
-                    self._answers[b] = a
-                kept.append(b)
-        return kept
-
-    def _prefetch_spans(self, spans, local: bool = False):
-        """On object storage (and locally if ``local``), the bytes of ``spans``
-        (``(offset, length)``; length 0: none) in as few reads as their coalesced
-        ranges allow, as ``(buffer, base)``; ``(None, 0)`` otherwise or for a single
-        span (each is then read apart)."""
-        spans = sorted((o, n) for o, n in spans if n)
-        if not (self.file.remote or local) or len(spans) < 2:
-            return None, 0
-        lo = np.array([o for o, _ in spans], np.int64)
-        starts, ends = coalesce(lo, lo + np.array([n for _, n in spans], np.int64), self._gap)
-        return self.file.read_ranges(starts, ends), int(starts[0])
-
-    def _remote_page_keep(self, keep: np.ndarray) -> np.ndarray:
-        """On object storage, blocks are pruned by their page indexes before any bloom
-        filter is asked: the page indexes of every block kept by statistics come in one
-        request, which the scan needs anyway, while bloom filters cost a request of their
-        own -- asked only when more than one block is left, since for one block the probe
-        could save at most the request it costs."""
-        kept = [int(b) for b in np.flatnonzero(keep)]
-        self._prefetch_page_indexes(kept)
-        keep = keep.copy()
-        for b in kept:
-            ranges = self._planned_ranges[b] = self.row_ranges(b, {})
-            if ranges.row_count == 0:
-                keep[b] = False
-                self.stats.blocks_pruned_pages += 1
-                self.pruned["pages"].append(b)
-        return keep
-
-    def _bloom_keep(self, blocks: np.ndarray) -> np.ndarray:
-        """Among ``blocks`` (kept by stats), which may match once bloom filters are asked.
-        Returns a mask over all blocks."""
-        keep = np.zeros(self.file.num_blocks, bool)
-        keep[blocks] = True
-        probes = [leaf for leaf in leaves(self.nnf) if bloom_filters.can_probe(leaf)]
-        if not probes:
-            return keep
-        cache = {}
-        buf, base = self._prefetch_blooms(blocks, {self.filter_ids[leaf.column.name] for leaf in probes})
-
-        def leaf_fn(leaf):
-            if not bloom_filters.can_probe(leaf):
-                return np.ones(len(blocks), bool)
-            col = self.filter_ids[leaf.column.name]
-            out = np.ones(len(blocks), bool)
-            for j, b in enumerate(blocks):
-                key = (int(b), col)
-                if key not in cache:
-                    cache[key] = bloom_filters.read_filter(self.file, int(b), col, buf, base)
-                bf = cache[key]
-                if bf is not None:
-                    out[j] = bloom_filters.may_contain(bf, leaf)
-            return out
-
-        mask = fold(self.nnf, leaf_fn, np.logical_and, np.logical_or)
-        result = np.zeros(self.file.num_blocks, bool)
-        result[blocks[mask]] = True
-        return result
-
-    def _prefetch_blooms(self, blocks, cols):
-        """On object storage: the bloom filters of ``cols`` in ``blocks``, fetched in as few
-        requests as their coalesced ranges allow, as ``(buffer, base)``; ``(None, 0)``
-        locally (each filter is then read when probed)."""
-        if not self.file.remote or len(blocks) < 2:
-            return None, 0
-        footer = self.file.footer
-        return self._prefetch_spans((int(footer.chunks[c][b]["bloom_offset"]), int(footer.chunks[c][b]["bloom_length"]))
-                                    for b in blocks for c in cols)
-
     # ---------------------------------------------------------------- decoding
     def _pushdown(self, nnf) -> tuple[dict, set]:
         """``(conjuncts, mask-only columns)`` of a predicate: the leaves of its top-level
@@ -294,73 +150,6 @@ class FileScan(PagePath, PagePruning):
         only = {name for name, group in conjuncts.items()
                 if counts[name] == len(group) and self.filter_ids.get(name) not in projected}
         return conjuncts, only
-
-    def _plan_column(self, block: int, col: int, selection: Selection, cache: dict, stats: ScanStats) -> tuple:
-        """What of chunk ``col`` the rows ``selection`` needs: ``("whole",)`` (every
-        row: the chunk is walked without its page index), ``("pages", page_ids,
-        positions)`` (the pages holding selected rows; ``positions``: where each selected
-        row lands among their rows, when few are selected) or ``("none",)``."""
-        if 0 < selection.row_count == selection.num_rows:
-            stats.pages_total += int(self.file.footer.chunks[col][block]["page_count"])
-            return ("whole",)
-        index = self._page_index(block, col, cache)
-        stats.pages_total += len(index.entries)
-        positions = None
-        if 0 < selection.row_count and selection.row_count * 8 < selection.num_rows:
-            # few rows: find each one's page, and where it lands among the decoded rows
-            page_ids, positions = _select.sparse_positions(selection.to_indices(), index.first, index.counts)
-        else:
-            page_ids = selection.pages_holding(index.first, index.counts)
-        if not len(page_ids):
-            return ("none",)
-        return ("pages", page_ids, positions)
-
-    def _column_ranges(self, block: int, col: int, plan: tuple, cache: dict):
-        """``(lo, hi)`` of the byte ranges ``plan`` needs of one column: its whole chunk,
-        or its pages and its dictionary page (which precedes every data page); None
-        for a plan that reads nothing."""
-        rec = self.file.footer.chunks[col][block]
-        offset = int(rec["offset"])
-        if plan[0] == "whole":
-            return np.array([offset], np.int64), np.array([offset + int(rec["length"])], np.int64)
-        if plan[0] != "pages":
-            return None
-        entries = self._page_index(block, col, cache).entries
-        lo = entries["offset"][plan[1]].astype(np.int64)
-        hi = lo + entries["length"][plan[1]].astype(np.int64)
-        if int(rec["dictionary_length"]):
-            lo = np.concatenate(([offset], lo))
-            hi = np.concatenate(([offset + int(rec["dictionary_length"])], hi))
-        return lo, hi
-
-    def _byte_ranges(self, block: int, plans: dict, cache: dict):
-        """The bytes ``plans`` need, for every column at once, as sorted disjoint
-        ``(starts, ends)`` (None if nothing). A column's ranges closer than
-        ``COALESCE_GAP`` are merged; ranges of different columns only when they touch
-        (the chunks of a block are adjacent in the file, so adjacent projected columns
-        cost one read) -- and on object storage, where a request costs as much as ~1 MB
-        of transfer, whenever they are closer than ``FetchOptions.coalesce_gap``."""
-        gap = self._gap
-        parts = [r for col, plan in plans.items() if (r := self._column_ranges(block, col, plan, cache)) is not None]
-        if not parts:
-            return None
-        merged = [coalesce(lo, hi, gap) for lo, hi in parts]
-        lo = np.concatenate([m[0] for m in merged])
-        hi = np.concatenate([m[1] for m in merged])
-        order = np.argsort(lo, kind="stable")
-        return coalesce(lo[order], hi[order], gap if self.file.remote else 0)
-
-    def _fetch(self, block: int, plans: dict, cache: dict, stats: ScanStats):
-        """Read the bytes ``plans`` need (:meth:`_byte_ranges`): ``(buffer, base)``, file
-        offset ``base`` at ``buffer[0]``; ranges apart are read apart into the same
-        buffer (:meth:`RcfmtFile.read_ranges`), never the bytes between them."""
-        ranges = self._byte_ranges(block, plans, cache)
-        if ranges is None:
-            return None, 0
-        starts, ends = ranges
-        buf = self.file.read_ranges(starts, ends)
-        stats.bytes_read += int((ends - starts).sum())
-        return buf, int(starts[0])
 
     def _executor(self, cols: list) -> BlockColumns:
         """The block executor's spec of the flat columns ``cols`` (built once per scan)."""
@@ -488,29 +277,6 @@ class FileScan(PagePath, PagePruning):
         stats.pages_read += got[2][0]
         stats.rows_decoded += got[2][1]
         return got[:2]
-
-    def _planned_bytes(self, block: int, plans: dict, cache: dict) -> int:
-        """Bytes of the chunks and pages the ``plans`` of :meth:`_plan_column` name (not
-        the gaps a coalesced read would add)."""
-        parts = (self._column_ranges(block, col, plan, cache) for col, plan in plans.items())
-        return sum(int((hi - lo).sum()) for r in parts if r is not None for lo, hi in [r])
-
-    def _filter_read(self, block: int, candidates: Selection, filter_ids, projected: list, cache: dict,
-                     stats: ScanStats):
-        """``((buffer, base), whether the projected columns' candidate pages came along)``:
-        the candidate pages of the filter columns ``filter_ids``, read. On object
-        storage the projected columns' pages that may hold matching rows ride along
-        when they are few (at most ``FetchOptions.coalesce_gap``): the rows the filter
-        selects lie in them."""
-        scratch = ScanStats()  # (pages are counted where they are decoded)
-        plans = {col: self._plan_column(block, col, candidates, cache, scratch) for col in filter_ids}
-        rode = False
-        if self.file.remote and projected:
-            ride = {col: self._plan_column(block, col, candidates, cache, scratch) for col in projected}
-            if self._planned_bytes(block, ride, cache) <= self._gap:
-                plans.update(ride)
-                rode = True
-        return self._fetch(block, plans, cache, stats), rode
 
     def _to_arrow(self, col: int, data: ColumnData, as_requested: bool = True) -> pa.Array:
         """Column ``col``'s values as Arrow: a DictionaryArray when ``read_dictionary``

@@ -8,7 +8,7 @@ import pyarrow.compute as pc
 
 import rcfmt
 from rcfmt import col
-from rcfmt.scan.scanner import PROBE_BLOCKS
+from rcfmt.scan.scheduling import PROBE_BLOCKS
 
 BLOCK, PAGE = 1000, 100
 

@@ -1,0 +1,114 @@
+"""The bytes a block's plan needs, the fetching part of
+:class:`~rcfmt.scan.scanner.FileScan` (a mixin): per column what of its chunk the
+selected rows need (the whole chunk, the pages holding them, or nothing), those pages'
+byte ranges (with the chunk's dictionary page), merged across columns into as few reads
+as the coalescing rule allows, and read into one buffer.
+
+It reads ``self.file`` and ``self._gap`` that :class:`~rcfmt.scan.scanner.FileScan`
+sets up, and the page index through :class:`~rcfmt.scan.page_pruning.PagePruning`'s
+``self._page_index``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .._native import select as _select
+from .fetch_plan import coalesce
+from .scan_stats import ScanStats
+from .selection import Selection
+
+__all__ = ["BlockFetching"]
+
+
+class BlockFetching:
+    """The fetching part of :class:`~rcfmt.scan.scanner.FileScan` (see the module)."""
+
+    def _plan_column(self, block: int, col: int, selection: Selection, cache: dict, stats: ScanStats) -> tuple:
+        """What of chunk ``col`` the rows ``selection`` needs: ``("whole",)`` (every
+        row: the chunk is walked without its page index), ``("pages", page_ids,
+        positions)`` (the pages holding selected rows; ``positions``: where each selected
+        row lands among their rows, when few are selected) or ``("none",)``."""
+        if 0 < selection.row_count == selection.num_rows:
+            stats.pages_total += int(self.file.footer.chunks[col][block]["page_count"])
+            return ("whole",)
+        index = self._page_index(block, col, cache)
+        stats.pages_total += len(index.entries)
+        positions = None
+        if 0 < selection.row_count and selection.row_count * 8 < selection.num_rows:
+            # few rows: find each one's page, and where it lands among the decoded rows
+            page_ids, positions = _select.sparse_positions(selection.to_indices(), index.first, index.counts)
+        else:
+            page_ids = selection.pages_holding(index.first, index.counts)
+        if not len(page_ids):
+            return ("none",)
+        return ("pages", page_ids, positions)
+
+    def _column_ranges(self, block: int, col: int, plan: tuple, cache: dict):
+        """``(lo, hi)`` of the byte ranges ``plan`` needs of one column: its whole chunk,
+        or its pages and its dictionary page (which precedes every data page); None
+        for a plan that reads nothing."""
+        rec = self.file.footer.chunks[col][block]
+        offset = int(rec["offset"])
+        if plan[0] == "whole":
+            return np.array([offset], np.int64), np.array([offset + int(rec["length"])], np.int64)
+        if plan[0] != "pages":
+            return None
+        entries = self._page_index(block, col, cache).entries
+        lo = entries["offset"][plan[1]].astype(np.int64)
+        hi = lo + entries["length"][plan[1]].astype(np.int64)
+        if int(rec["dictionary_length"]):
+            lo = np.concatenate(([offset], lo))
+            hi = np.concatenate(([offset + int(rec["dictionary_length"])], hi))
+        return lo, hi
+
+    def _byte_ranges(self, block: int, plans: dict, cache: dict):
+        """The bytes ``plans`` need, for every column at once, as sorted disjoint
+        ``(starts, ends)`` (None if nothing). A column's ranges closer than
+        ``COALESCE_GAP`` are merged; ranges of different columns only when they touch
+        (the chunks of a block are adjacent in the file, so adjacent projected columns
+        cost one read) -- and on object storage, where a request costs as much as ~1 MB
+        of transfer, whenever they are closer than ``FetchOptions.coalesce_gap``."""
+        gap = self._gap
+        parts = [r for col, plan in plans.items() if (r := self._column_ranges(block, col, plan, cache)) is not None]
+        if not parts:
+            return None
+        merged = [coalesce(lo, hi, gap) for lo, hi in parts]
+        lo = np.concatenate([m[0] for m in merged])
+        hi = np.concatenate([m[1] for m in merged])
+        order = np.argsort(lo, kind="stable")
+        return coalesce(lo[order], hi[order], gap if self.file.remote else 0)
+
+    def _fetch(self, block: int, plans: dict, cache: dict, stats: ScanStats):
+        """Read the bytes ``plans`` need (:meth:`_byte_ranges`): ``(buffer, base)``, file
+        offset ``base`` at ``buffer[0]``; ranges apart are read apart into the same
+        buffer (:meth:`RcfmtFile.read_ranges`), never the bytes between them."""
+        ranges = self._byte_ranges(block, plans, cache)
+        if ranges is None:
+            return None, 0
+        starts, ends = ranges
+        buf = self.file.read_ranges(starts, ends)
+        stats.bytes_read += int((ends - starts).sum())
+        return buf, int(starts[0])
+
+    def _planned_bytes(self, block: int, plans: dict, cache: dict) -> int:
+        """Bytes of the chunks and pages the ``plans`` of :meth:`_plan_column` name (not
+        the gaps a coalesced read would add)."""
+        parts = (self._column_ranges(block, col, plan, cache) for col, plan in plans.items())
+        return sum(int((hi - lo).sum()) for r in parts if r is not None for lo, hi in [r])
+
+    def _filter_read(self, block: int, candidates: Selection, filter_ids, projected: list, cache: dict,
+                     stats: ScanStats):
+        """``((buffer, base), whether the projected columns' candidate pages came along)``:
+        the candidate pages of the filter columns ``filter_ids``, read. On object
+        storage the projected columns' pages that may hold matching rows ride along
+        when they are few (at most ``FetchOptions.coalesce_gap``): the rows the filter
+        selects lie in them."""
+        scratch = ScanStats()  # (pages are counted where they are decoded)
+        plans = {col: self._plan_column(block, col, candidates, cache, scratch) for col in filter_ids}
+        rode = False
+        if self.file.remote and projected:
+            ride = {col: self._plan_column(block, col, candidates, cache, scratch) for col in projected}
+            if self._planned_bytes(block, ride, cache) <= self._gap:
+                plans.update(ride)
+                rode = True
+        return self._fetch(block, plans, cache, stats), rode
