@@ -24,7 +24,7 @@ from ..format.layout import (FORMAT_VERSION, HEADER, HEADER_SIZE, MAGIC, MAX_PAG
 from ..format.stats_slots import stats_arrays
 from ..schema.statistics import StatsArrays
 from ..storage import fetch as fetching
-from ..storage.fetch import FETCH_CONCURRENCY, FetchOptions, check_fetch  # noqa: F401 (FETCH_CONCURRENCY: its old home)
+from ..storage.fetch import FETCH_CONCURRENCY, LOCAL_COALESCE_GAP, FetchOptions, check_fetch, one_read  # noqa: F401 (FETCH_CONCURRENCY: its old home)
 from ..storage.registry import open_input
 from ..interop.arrow import export_stream
 from ..schema.arrow_io import to_arrow
@@ -342,18 +342,17 @@ class RcfmtFile:
         return stats_arrays(self.footer.chunks[i], self.footer.columns[i].type, self.footer.blocks["row_count"])
 
     def page_indexes(self, block: int, columns) -> dict[int, np.ndarray]:
-        """Page-index records of several chunks of one block, fetched with one read.
-
-        (A block's page-index records are adjacent in the page-index region.)"""
+        """Page-index records of several chunks of one block, fetched with one read
+        when the ranges they span are close enough to coalesce
+        (:func:`rcfmt.storage.fetch.one_read`; a block's page-index records are
+        adjacent in the page-index region)."""
         columns = sorted(set(columns))
         recs = [self.footer.chunks[c][block] for c in columns]
-        spans = [(int(r["page_index_offset"]), int(r["page_index_length"])) for r in recs if int(r["page_index_length"])]
-        if len(spans) < 2:
+        span = one_read(((int(r["page_index_offset"]), int(r["page_index_length"])) for r in recs),
+                        self.fetch.coalesce_gap if self.remote else LOCAL_COALESCE_GAP)
+        if span is None:  # one chunk, or far apart: read them one by one
             return {c: self.page_index(block, c) for c in columns}
-        lo = min(o for o, _ in spans)
-        hi = max(o + n for o, n in spans)
-        if hi - lo > 4 * sum(n for _, n in spans):  # far apart: read them one by one
-            return {c: self.page_index(block, c) for c in columns}
+        lo, hi = span
         raw = self.read_range(lo, hi - lo)
         return {c: self.page_index(block, c, raw, lo) for c in columns}
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..index.bitmap.answer import BlockAnswer, answer_block, leaf_columns
 from ..index.bloom import chunks as bloom_filters
-from .fetch_plan import coalesce
+from ..storage.fetch import coalesce, one_read
 from .nnf import fold, leaves
 from .prune import may_match
 from .scheduling import PROBE_BLOCKS, Probe
@@ -69,9 +69,9 @@ class BlockPruning:
             nonlocal scratch
             here, at = buf, base
             if here is None:
-                spans = [s for c in cols.values() if (s := file.bitmap_span(b, c))[1]]
-                lo, hi = (min(o for o, _ in spans), max(o + n for o, n in spans)) if spans else (0, 0)
-                if spans and hi - lo <= 2 * sum(n for _, n in spans):
+                span = one_read((file.bitmap_span(b, c) for c in cols.values()), self._gap)
+                if span is not None:
+                    lo, hi = span
                     if len(scratch) < hi - lo:
                         scratch = bytearray(hi - lo)
                     here, at = memoryview(scratch)[: hi - lo], lo

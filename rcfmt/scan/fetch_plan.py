@@ -20,7 +20,7 @@ import threading
 
 import numpy as np
 
-__all__ = ["BlockGroups", "coalesce"]
+__all__ = ["BlockGroups"]
 
 
 class _Group:
@@ -97,23 +97,3 @@ class BlockGroups:
             group.pending -= 1
             if group.pending <= 0:
                 group.buf = None
-
-
-def coalesce(lo: np.ndarray, hi: np.ndarray, gap: int) -> tuple[np.ndarray, np.ndarray]:
-    """Ranges ``[lo[i], hi[i])`` (sorted by ``lo``) merged where the next one begins at
-    most ``gap`` bytes past the end of all before it: ``(starts, ends)``."""
-    n = len(lo)
-    if n <= 1:
-        return lo, hi
-    if n <= 16:  # (a column's few pages: a loop is 5x faster than numpy's calls)
-        starts, ends = [int(lo[0])], [int(hi[0])]
-        for a, b in zip(lo[1:].tolist(), hi[1:].tolist()):
-            if a - ends[-1] > gap:
-                starts.append(a)
-                ends.append(b)
-            elif b > ends[-1]:
-                ends[-1] = b
-        return np.array(starts, np.int64), np.array(ends, np.int64)
-    hi = np.maximum.accumulate(hi)
-    cut = np.flatnonzero(lo[1:] - hi[:-1] > gap) + 1
-    return lo[np.concatenate(([0], cut))], hi[np.concatenate((cut - 1, [len(hi) - 1]))]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._native import select as _select
-from .fetch_plan import coalesce
+from ..storage.fetch import coalesce
 from .scan_stats import ScanStats
 from .selection import Selection
 
@@ -64,7 +64,7 @@ class BlockFetching:
     def _byte_ranges(self, block: int, plans: dict, cache: dict):
         """The bytes ``plans`` need, for every column at once, as sorted disjoint
         ``(starts, ends)`` (None if nothing). A column's ranges closer than
-        ``COALESCE_GAP`` are merged; ranges of different columns only when they touch
+        the scan's gap (:data:`~rcfmt.storage.fetch.LOCAL_COALESCE_GAP` locally) are merged; ranges of different columns only when they touch
         (the chunks of a block are adjacent in the file, so adjacent projected columns
         cost one read) -- and on object storage, where a request costs as much as ~1 MB
         of transfer, whenever they are closer than ``FetchOptions.coalesce_gap``."""

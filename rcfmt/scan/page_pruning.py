@@ -17,7 +17,7 @@ import numpy as np
 
 from .._native import pageindex as _pageindex
 from ..index.page import PageIndex, page_interval_kind, stats_kind
-from .fetch_plan import coalesce
+from ..storage.fetch import coalesce
 from .intervals import Interval
 from .nnf import BoundAnd, BoundListContains, BoundOr
 from .prune import leaf_may_match

@@ -32,7 +32,8 @@ from ..schema.nested import under_structs as nested_under_structs
 from ..schema.types import LogicalType
 from ..index.bitmap.answer import BlockAnswer, to_mask
 from .evaluate import ColumnData, column_conjuncts, eval_nnf
-from .fetch_plan import BlockGroups, coalesce
+from ..storage.fetch import LOCAL_COALESCE_GAP, coalesce
+from .fetch_plan import BlockGroups
 from .nnf import BoundAnd, BoundListContains, columns as expr_columns, leaves, to_nnf
 from .bind import bind
 from .block_exec import BlockColumns, BlockFilter, page_table
@@ -47,11 +48,6 @@ from .selection import RowRanges, Selection
 
 __all__ = ["ScanStats", "FileScan", "scan_file"]
 
-#: byte ranges of a local file at most this far apart are read with one read (remote
-#: files: :attr:`rcfmt.FetchOptions.coalesce_gap`, which also bounds what a block's
-#: projected columns may hold to be fetched with its filter columns, one round trip
-#: instead of two)
-COALESCE_GAP = 64 * 1024
 
 
 _INT32 = LogicalType("int32")  # dictionary indices
@@ -71,7 +67,7 @@ class FileScan(BlockPruning, PagePruning, BlockFetching, PagePath):
                  blocks: tuple[int, int] | None = None, use_bitmap_index: bool = True):
         self.file = file
         #: ranges at most this far apart are read together (remote files: the file's FetchOptions)
-        self._gap = file.fetch.coalesce_gap if file.remote else COALESCE_GAP
+        self._gap = file.fetch.coalesce_gap if file.remote else LOCAL_COALESCE_GAP
         #: per output field: a stored column's index, or a nested field's (pruned) node
         self.outputs = file.resolve_outputs(columns)
         self.col_ids = [o for o in self.outputs if isinstance(o, int)]

@@ -84,7 +84,7 @@ def test_coalescing_merges_exactly_the_ranges_within_the_gap(spans, gap):
     """Both paths of the scanner's range coalescing (a loop for a column's few ranges,
     numpy for many) merge a range into the one before when it begins at most ``gap``
     past the end of everything before it, and nothing else."""
-    from rcfmt.scan.fetch_plan import coalesce
+    from rcfmt.storage.fetch import coalesce
 
     spans.sort()
     lo = np.array([a for a, _ in spans], np.int64)
@@ -98,3 +98,24 @@ def test_coalescing_merges_exactly_the_ranges_within_the_gap(spans, gap):
         else:
             want_e[-1] = max(want_e[-1], b)
     assert starts.tolist() == want_s and ends.tolist() == want_e
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 1000), st.integers(0, 100)), max_size=12), st.integers(0, 60))
+def test_one_read_covers_every_span_or_none(spans, gap):
+    """``one_read`` (the rule for ranges read together or one by one: page indexes of a
+    block, bitmap entries) gives the one range coalescing leaves, holding every
+    non-empty span, exactly when there are two or more and ``coalesce`` merges them."""
+    from rcfmt.storage.fetch import coalesce, one_read
+
+    got = one_read(spans, gap)
+    real = sorted((a, n) for a, n in spans if n)
+    if len(real) < 2:
+        assert got is None
+        return
+    lo = np.array([a for a, _ in real], np.int64)
+    starts, _ = coalesce(lo, lo + np.array([n for _, n in real], np.int64), gap)
+    if len(starts) > 1:
+        assert got is None
+    else:
+        assert got == (min(a for a, _ in real), max(a + n for a, n in real))
