@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from rcfmt._native.pageindex import entries_consistent
@@ -69,3 +70,28 @@ def test_short_buffers_and_bad_sizes_are_inconsistent():
     assert not entries_consistent(raw[:-1], 2, DTYPE.itemsize, 2, 0, 0)
     assert not entries_consistent(raw, 2, 16, 2, 0, 0)
     assert not entries_consistent(raw, 3, DTYPE.itemsize, 2, 0, 0)
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(st.lists(st.integers(1, 40), min_size=1, max_size=15), st.data())
+def test_page_table_names_exactly_the_pages_holding_the_rows(counts, data):
+    """``page_table`` (the executor's table of the pages a lookup or narrow window
+    reads) against ``searchsorted`` on the records' first rows: the pages holding at
+    least one of the rows, in order, with their offset, row count, length and first row."""
+    from rcfmt._native.pageindex import page_table
+
+    first = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
+    rec = np.zeros(len(counts), DTYPE)
+    rec["first_row"], rec["row_count"] = first, counts
+    rec["offset"] = np.arange(len(counts)) * 1000 + 7
+    rec["length"] = np.arange(len(counts)) + 100
+    total = int(sum(counts))
+    rows = np.array(sorted(data.draw(st.sets(st.integers(0, total - 1), max_size=30))), np.int64)
+    got = page_table(np.frombuffer(rec, np.uint8), len(rec), DTYPE.itemsize, rows)
+    pages = np.unique(np.searchsorted(first, rows, side="right") - 1)
+    want = np.array([rec["offset"][pages], rec["row_count"][pages], rec["length"][pages], first[pages]], np.int64)
+    assert got.flags.c_contiguous and got.dtype == np.int64
+    assert got.reshape(4, -1).tolist() == want.reshape(4, -1).tolist()
+    # a row past the block's rows is no page's
+    with pytest.raises(ValueError):
+        page_table(np.frombuffer(rec, np.uint8), len(rec), DTYPE.itemsize, np.append(rows, total).astype(np.int64))

@@ -19,22 +19,23 @@ class PageIndex:
     the block) with their first rows and row counts as int64, converted once, and the
     pages' statistics (computed on first use, shared by every leaf on the column)."""
 
-    __slots__ = ("entries", "first", "counts", "_stats", "_places")
+    __slots__ = ("entries", "first", "counts", "_stats")
 
     def __init__(self, entries: np.ndarray):
         self.entries = entries
         self.first = entries["first_row"].astype(np.int64)
         self.counts = entries["row_count"].astype(np.int64)
         self._stats = None
-        self._places = None
 
-    def places(self) -> np.ndarray:
-        """int64 (4, pages): each page's file offset, rows, length and first row (the
-        block executor's page table, before it is cut to the pages read)."""
-        if self._places is None:
-            e = self.entries
-            self._places = np.array([e["offset"], self.counts, e["length"], self.first], np.int64)
-        return self._places
+    def table(self, rows: np.ndarray) -> np.ndarray:
+        """The pages holding a row of ``rows`` (sorted int64 rows of the block) as the
+        block executor reads them: int64 (4, n), each page's file offset, row count,
+        length and first row, in page order (one native pass over the records)."""
+        e = self.entries
+        if not len(e):
+            return np.zeros((4, 0), np.int64)
+        return _pageindex.page_table(np.frombuffer(e, np.uint8), len(e), e.dtype.itemsize,
+                                     np.ascontiguousarray(rows, np.int64))
 
     def stats(self, file, block: int, col: int):
         if self._stats is None:

@@ -31,7 +31,7 @@ from ..schema.arrow_io import Bitmap
 from ..schema.types import PhysicalKind
 from .evaluate import ColumnData, block_predicate
 
-__all__ = ["BlockColumns", "BlockFilter", "SKIPPED", "page_table"]
+__all__ = ["BlockColumns", "BlockFilter", "SKIPPED"]
 
 #: what :meth:`BlockColumns.run` gives for a column it did not decode (the filter's mask
 #: was already empty)
@@ -56,16 +56,6 @@ def _encodings(ltype) -> int:
         except RcfmtError:
             pass
     return bits
-
-
-def page_table(places: np.ndarray, page_ids: np.ndarray, base: int) -> np.ndarray:
-    """The pages ``page_ids`` of a chunk as the executor reads them, from its
-    :meth:`PageIndex.places <rcfmt.index.page.PageIndex.places>`: int64 (4, n) --
-    positions in a buffer holding file offset ``base`` at 0, rows, lengths, first rows
-    in the block."""
-    table = places.take(page_ids, axis=1)  # (C-contiguous, as the executor reads it)
-    table[0] -= base
-    return table
 
 
 class BlockColumns:
@@ -148,7 +138,7 @@ class BlockColumns:
         holds no TRUE row the columns left are not decoded: they are :data:`SKIPPED`.
         ``unused`` (a bool per column): columns decoded only for the mask, not wrapped
         (given as :data:`SKIPPED` too). ``pages`` (with ``selected``): per column the
-        :func:`page_table` of the pages holding its selected rows, the only bytes of the
+        :meth:`PageIndex.table <rcfmt.index.page.PageIndex.table>` of the pages holding its selected rows (offsets made positions in ``buf``), the only bytes of the
         column ``buf`` then needs."""
         if self.filters is None:
             got = _block.run_block(buf, base, self.spec, self.chunks[block], rows, verify, selected=selected,

@@ -112,3 +112,32 @@ class BlockFetching:
                 plans.update(ride)
                 rode = True
         return self._fetch(block, plans, cache, stats), rode
+
+    def _fetch_tables(self, block: int, cols, tables: list, stats: ScanStats):
+        """Read the pages of ``tables`` (per column of ``cols``, a page table with file
+        offsets: :meth:`PageIndex.table <rcfmt.index.page.PageIndex.table>`) and each
+        column's dictionary page, merged as :meth:`_byte_ranges` merges them:
+        ``(buffer, base)``, file offset ``base`` at ``buffer[0]``."""
+        chunks = self.file.footer.chunks
+        parts = []
+        for col, table in zip(cols, tables):
+            if not table.shape[1]:
+                continue
+            lo, hi = table[0], table[0] + table[2]
+            dictionary = int(chunks[col][block]["dictionary_length"])
+            if dictionary:  # (the dictionary page precedes every data page of its chunk)
+                offset = int(chunks[col][block]["offset"])
+                lo, hi = np.concatenate(([offset], lo)), np.concatenate(([offset + dictionary], hi))
+            parts.append(coalesce(lo, hi, self._gap))
+        if not parts:
+            return None, 0
+        if len(parts) == 1:
+            starts, ends = parts[0]
+        else:
+            lo = np.concatenate([p[0] for p in parts])
+            hi = np.concatenate([p[1] for p in parts])
+            order = np.argsort(lo, kind="stable")
+            starts, ends = coalesce(lo[order], hi[order], self._gap if self.file.remote else 0)
+        buf = self.file.read_ranges(starts, ends)
+        stats.bytes_read += int((ends - starts).sum())
+        return buf, int(starts[0])

@@ -127,6 +127,8 @@ class PagePruning:
             return out
         if isinstance(expr, BoundListContains):  # element pages count elements, not rows
             return RowRanges.full(int(self.file.footer.blocks[block]["row_count"]))
+        if page_interval_kind(expr) is not None:  # (a lookup's one comparison: the native pass too)
+            return self._interval_page_masks((expr,), block, cache)[0]
         col = self.filter_ids[expr.column.name]
         return {col: leaf_may_match(expr, self._page_index(block, col, cache).stats(self.file, block, col))}
 

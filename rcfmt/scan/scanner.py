@@ -36,7 +36,7 @@ from ..storage.fetch import LOCAL_COALESCE_GAP, coalesce
 from .fetch_plan import BlockGroups
 from .nnf import BoundAnd, BoundListContains, columns as expr_columns, leaves, to_nnf
 from .bind import bind
-from .block_exec import BlockColumns, BlockFilter, page_table
+from .block_exec import BlockColumns, BlockFilter
 from .plan import PRUNE_STAGES, BlockPlan, FilePlan
 from .block_pruning import INDEX_NARROWS, BlockPruning
 from .fetching import BlockFetching
@@ -209,17 +209,21 @@ class FileScan(BlockPruning, PagePruning, BlockFetching, PagePath):
         """``(buffer, base, tables)``: the pages of ``cols`` holding a row ``selection``
         selects (and their dictionary pages), read together as :meth:`_fetch` reads
         them unless ``fetched`` (``(buffer, base)``) holds them, and per column their
-        :func:`~rcfmt.scan.block_exec.page_table`."""
-        page_ids = {}
+        page table as the executor reads it (:meth:`PageIndex.table
+        <rcfmt.index.page.PageIndex.table>`, offsets made positions in the buffer)."""
+        rows = selection.to_indices()
+        tables = []
         for col in cols:
             index = self._page_index(block, col, cache)
             stats.pages_total += len(index.entries)
-            page_ids[col] = selection.pages_holding(index.first, index.counts)
+            tables.append(index.table(rows))
         if fetched is None:
-            buf, base = self._fetch(block, {col: ("pages", ids, None) for col, ids in page_ids.items()}, cache, stats)
+            buf, base = self._fetch_tables(block, cols, tables, stats)
         else:
             buf, base = fetched
-        return buf, base, [page_table(self._page_index(block, col, cache).places(), page_ids[col], base) for col in cols]
+        for table in tables:
+            table[0] -= base
+        return buf, base, tables
 
     def _read_whole(self, executor: BlockColumns, block: int, rows: int, stats: ScanStats):
         """``(buffer, base)``: the whole chunks ``executor`` decodes in ``block``, read

@@ -256,7 +256,9 @@ def _page_tables(f, cols, selected, base=0):
     for col in cols:
         index = PageIndex(f.page_index(0, col))
         ids = np.unique(np.searchsorted(index.first, selected, side="right") - 1)
-        out.append(block_exec.page_table(index.places(), ids, base))
+        e = index.entries
+        out.append(np.array([e["offset"][ids].astype(np.int64) - base, index.counts[ids], e["length"][ids],
+                             index.first[ids]], np.int64))
     return out
 
 
