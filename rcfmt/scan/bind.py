@@ -60,12 +60,12 @@ def check_type(ref: Ref, t: pa.DataType) -> None:
 
 
 def _field(schema: pa.Schema, name: str) -> pa.Field:
-    matches = [f for f in schema if f.name == name]
+    matches = schema.get_all_field_indices(name) if isinstance(name, str) else []
     if not matches:
         raise SchemaError(f"unknown column {name!r} in filter; available columns: {', '.join(map(repr, schema.names)) or '(none)'}")
     if len(matches) > 1:
         raise SchemaError(f"column {name!r} in filter is ambiguous: the schema has {len(matches)} columns of that name")
-    return matches[0]
+    return schema.field(matches[0])
 
 
 def _resolve(schema: pa.Schema, name: str) -> Ref:

@@ -96,15 +96,8 @@ class BlockColumns:
                 chunks[:, :, j] = np.stack([r[name] for r in records], axis=1)
         self.chunks = chunks
         self.pages = chunks[:, :, _block.C_PAGES].sum(axis=1).tolist()
-        order = np.argsort(chunks[:, :, _block.C_OFFSET], axis=1, kind="stable")
-        self._lo = np.take_along_axis(chunks[:, :, _block.C_OFFSET], order, axis=1)
-        self._hi = self._lo + np.take_along_axis(chunks[:, :, _block.C_LENGTH], order, axis=1)
-        # blocks whose chunks make one range once merged (``gap``: what coalescing allows;
-        # the chunks of a block lie side by side): one read, worked out here, not per block
-        top = np.maximum.accumulate(self._hi, axis=1)
-        self._one = ((self._lo[:, 1:] - top[:, :-1]) <= gap).all(axis=1).tolist() if len(self.cols) else []
-        self._start = self._lo[:, :1]
-        self._end = top[:, -1:]
+        self._gap = gap
+        self._whole = None  # (what :meth:`ranges` needs, worked out on its first call)
         #: the Arrow type each column is wrapped as here (None: by the scan, as the Python
         #: path does -- read_dictionary and annotated columns), and its buffer layout:
         #: bytes per value, 0 bools (bits), -4 / -8 strings/binary (offset width)
@@ -114,11 +107,22 @@ class BlockColumns:
                        (0 if lt.kind == PhysicalKind.BOOL else lt.width) for lt in self.ltypes]
 
     def ranges(self, block: int):
-        """The chunks' byte ranges in ``block``: ``(starts, ends)`` merged when they
-        make one range, else ``(lo, hi, False)``, sorted, for the caller to coalesce."""
-        if self._one[block]:
-            return self._start[block], self._end[block], True
-        return self._lo[block], self._hi[block], False
+        """The chunks' byte ranges in ``block``: ``(starts, ends, True)`` merged when
+        they make one range, else ``(lo, hi, False)``, sorted, for the caller to coalesce."""
+        if self._whole is None:
+            chunks = self.chunks
+            order = np.argsort(chunks[:, :, _block.C_OFFSET], axis=1, kind="stable")
+            lo = np.take_along_axis(chunks[:, :, _block.C_OFFSET], order, axis=1)
+            hi = lo + np.take_along_axis(chunks[:, :, _block.C_LENGTH], order, axis=1)
+            # blocks whose chunks make one range once merged (``gap``: what coalescing
+            # allows; the chunks of a block lie side by side): one read, worked out once
+            top = np.maximum.accumulate(hi, axis=1)
+            one = ((lo[:, 1:] - top[:, :-1]) <= self._gap).all(axis=1).tolist() if len(self.cols) else []
+            self._whole = (lo, hi, one, lo[:, :1], top[:, -1:])  # (built alike by racing threads)
+        lo, hi, one, start, end = self._whole
+        if one[block]:
+            return start[block], end[block], True
+        return lo[block], hi[block], False
 
     def run(self, buf, base: int, block: int, rows: int, verify: bool, mask: np.ndarray | None = None,
             selected: np.ndarray | None = None, unused: list | None = None,
