@@ -13,17 +13,35 @@ from libc.math cimport INFINITY, NAN, nextafter
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 
 
+cdef extern from *:
+    """
+    #include <string.h>
+    /* little-endian loads (one instruction on the little-endian hosts rcfmt runs on) */
+    static inline uint64_t rc_le64(const uint8_t* p) {
+        uint64_t v; memcpy(&v, p, 8);
+    #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+        v = __builtin_bswap64(v);
+    #endif
+        return v;
+    }
+    static inline uint32_t rc_le32(const uint8_t* p) {
+        uint32_t v; memcpy(&v, p, 4);
+    #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+        v = __builtin_bswap32(v);
+    #endif
+        return v;
+    }
+    """
+    uint64_t rc_le64(const uint8_t* p) noexcept nogil
+    uint32_t rc_le32(const uint8_t* p) noexcept nogil
+
+
 cdef inline uint64_t _u64(const uint8_t[::1] b, Py_ssize_t p) noexcept nogil:
-    cdef uint64_t v = 0
-    cdef int k
-    for k in range(7, -1, -1):
-        v = (v << 8) | b[p + k]
-    return v
+    return rc_le64(&b[p])
 
 
 cdef inline uint32_t _u32(const uint8_t[::1] b, Py_ssize_t p) noexcept nogil:
-    return (<uint32_t>b[p] | (<uint32_t>b[p + 1] << 8) | (<uint32_t>b[p + 2] << 16)
-            | (<uint32_t>b[p + 3] << 24))
+    return rc_le32(&b[p])
 
 
 cdef bint _tile(const uint8_t[::1] raw, Py_ssize_t count, Py_ssize_t record_size,

@@ -74,6 +74,22 @@ class FileMetaData:
     #: distinct estimates that sized them (one per block, null where not estimated).
     #: Informational: reading never depends on it (``{}`` when absent or malformed)
     bloom_report: dict = field(default_factory=dict)
+    #: :meth:`chunk_fields`' tables, by the fields asked
+    _fields_cache: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def chunk_fields(self, names: tuple) -> np.ndarray:
+        """int64 (blocks, columns, len(names)): the chunk records' integer fields
+        ``names`` of every (block, column), built once per footer (a scan's executor
+        reads them per block for the columns it decodes). Read-only."""
+        table = self._fields_cache.get(names)
+        if table is None:
+            table = np.zeros((self.num_blocks, len(self.chunks), len(names)), np.int64)
+            for i, records in enumerate(self.chunks):
+                for j, name in enumerate(names):
+                    table[:, i, j] = records[name]
+            table.flags.writeable = False
+            self._fields_cache[names] = table
+        return table
 
     @property
     def num_rows(self) -> int:

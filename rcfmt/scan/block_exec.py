@@ -88,12 +88,8 @@ class BlockColumns:
             spec[i, _block.S_ENCODINGS] = _encodings(ltype)
             spec[i, _block.S_DISCARD] = bool(discard and discard[i])
         self.spec = spec
-        nblocks = file.num_blocks
-        chunks = np.zeros((nblocks, len(self.cols), _block.C_COLS), np.int64)
-        if self.cols:  # (a field of every column at once: a scan builds this per lookup)
-            records = [footer.chunks[col][:nblocks] for col in self.cols]
-            for j, name in enumerate(_CHUNK_FIELDS):
-                chunks[:, :, j] = np.stack([r[name] for r in records], axis=1)
+        # (a copy: C-contiguous per block, as the executor reads it)
+        chunks = np.ascontiguousarray(footer.chunk_fields(_CHUNK_FIELDS)[:, self.cols, :])
         self.chunks = chunks
         self.pages = chunks[:, :, _block.C_PAGES].sum(axis=1).tolist()
         self._gap = gap
