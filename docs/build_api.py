@@ -30,7 +30,7 @@ MODULES = [
     "rcfmt.file.footer_cache",
     "rcfmt.interop.polars",  # public as rcfmt.polars
     "rcfmt.interop.pandas_io",  # public as rcfmt.pandas_io
-    "rcfmt.progress",
+    "rcfmt.runtime.progress",
     "rcfmt.errors",
     "rcfmt.cli",
     "rcfmt.cli.reports",

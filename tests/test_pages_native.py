@@ -316,7 +316,7 @@ def test_native_kernels_agree_with_the_reference_decoders_on_hostile_bodies(data
 
 
 def test_decoded_columns_live_in_arrow_memory(tmp_path):
-    """Decoded values are Arrow memory (the system pool, see rcfmt.memory): held while
+    """Decoded values are Arrow memory (the system pool, see rcfmt.runtime.memory): held while
     the table lives, all returned once it is gone."""
     import gc
 
@@ -329,7 +329,7 @@ def test_decoded_columns_live_in_arrow_memory(tmp_path):
                       "s": pa.array([f"v{i % 997}" for i in range(n)])})
     path = tmp_path / "t.rcfmt"
     rcfmt.write_table(table, path, block_rows=50_000)
-    pool = pa.default_memory_pool()  # (rcfmt.memory allocates outputs there)
+    pool = pa.default_memory_pool()  # (rcfmt.runtime.memory allocates outputs there)
     gc.collect()
     before = pool.bytes_allocated()
     got = rcfmt.read_table(path)

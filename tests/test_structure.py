@@ -38,7 +38,7 @@ LONG_MODULES: dict[str, int] = {}
 #: layer or a lower one, never a higher one. A module belongs to the layer of its longest
 #: matching prefix (``rcfmt.scan.nnf`` is a predicate, ``rcfmt.scan.scanner`` the scan).
 LAYERS = [
-    ("base", ["rcfmt.errors", "rcfmt.memory", "rcfmt.progress", "rcfmt.threads", "rcfmt._native",
+    ("base", ["rcfmt.errors", "rcfmt.runtime", "rcfmt._native",
               "rcfmt.interop.arrow"]),
     ("storage and codecs", ["rcfmt.storage", "rcfmt.codecs"]),
     ("column types", ["rcfmt.schema.types", "rcfmt.schema.annotated", "rcfmt.schema.statistics"]),

@@ -47,7 +47,7 @@ from rcfmt._native.pages cimport Failure, _bodies, _headers, _page_offsets, _pag
 from rcfmt._native.select cimport DT_I64, bits_into, member_into, range_into
 from rcfmt._native.validate cimport decimal_row, utf8_row32, utf8_row64
 
-from .. import memory as _memory
+from ..runtime import memory as _memory
 from rcfmt._native import pages as _pages
 from rcfmt._native import select as _select
 

@@ -43,7 +43,7 @@ import sys
 
 import numpy as np
 
-from .. import memory as _memory
+from ..runtime import memory as _memory
 cimport numpy as cnp
 
 from rcfmt._native.bitpack cimport packed_nbytes, unpack_raw

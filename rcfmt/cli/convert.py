@@ -87,7 +87,7 @@ def convert(source: str, target: str, *, block_rows: int | None = None, compress
             progress=None) -> str:
     """Convert ``source`` into ``target``; returns the target's format. ``progress``: a
     bar of rows on stderr (None: on a terminal; True; False)."""
-    from ..progress import progress_bar, wanted
+    from ..runtime.progress import progress_bar, wanted
 
     wanted(progress)
     out_fmt = format_of(target, target=True, partitioned=bool(partition_by))

@@ -394,7 +394,7 @@ def vacuum(root, retention_seconds: float = 3600.0, *, dry_run: bool = False, pr
     remaining version references (an overwritten or crashed writer's); writers there
     stage nothing. A prefix without any committed version is left alone. ``progress``:
     a bar of files deleted on stderr (None: on a terminal; True, False)."""
-    from ..progress import wanted
+    from ..runtime.progress import wanted
 
     wanted(progress)
     if is_remote(root):
@@ -442,7 +442,7 @@ def vacuum(root, retention_seconds: float = 3600.0, *, dry_run: bool = False, pr
         if log.is_hint_leftover(name) and old(os.path.join(log.meta_dir(root), name)):
             removed.append(os.path.join(log.meta_dir(root), name))  # a hint write a crash interrupted
     if not dry_run:
-        from ..progress import progress_bar
+        from ..runtime.progress import progress_bar
 
         _refresh_hint(root, keep)
 
@@ -489,7 +489,7 @@ def _vacuum_remote(root: str, retention_seconds: float, dry_run: bool, progress=
             removed.append(rel)
     paths = [f"{root}/{rel}" for rel in removed]
     if not dry_run:
-        from ..progress import progress_bar
+        from ..runtime.progress import progress_bar
 
         _refresh_hint(root, keep)
 

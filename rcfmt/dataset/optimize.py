@@ -85,7 +85,7 @@ def optimize(dataset, cluster_by=None, *, curve: str = "zorder", mapping: str = 
     ``OPTIMIZE ... WHERE``). ``write_options``: as for :func:`write_dataset`.
     ``progress``: a bar of rows rewritten on stderr (None: on a terminal; True, False).
     """
-    from ..progress import progress_bar, wanted
+    from ..runtime.progress import progress_bar, wanted
 
     wanted(progress)
     target_file_rows = positive("target_file_rows", target_file_rows)

@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 
 from ..errors import CorruptFileError, InvalidOptionError, SchemaError
 from ..storage.fetch import FetchOptions, check_fetch
-from ..threads import MAX_FILE_THREADS, cpu_threads
+from ..runtime.threads import MAX_FILE_THREADS, cpu_threads
 from ..interop.arrow import export_stream
 from ..schema.arrow_io import filter_rows
 from ..file.reader import RcfmtFile

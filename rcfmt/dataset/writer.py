@@ -211,7 +211,7 @@ def write_dataset(data, path, *, partition_by=None, mode: str = "append",
 
     Returns the :class:`~rcfmt.dataset.Dataset` at the committed version.
     """
-    from ..progress import progress_bar, wanted
+    from ..runtime.progress import progress_bar, wanted
     from .dataset import Dataset
 
     wanted(progress)  # a bad value raises before anything is written

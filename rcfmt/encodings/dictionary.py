@@ -33,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from .. import memory
+from ..runtime import memory
 from .._native import dictbuild as _dictbuild
 from .._native import select as _select
 from .._native import varbinary as _vb

@@ -16,7 +16,7 @@ import functools
 
 import numpy as np
 
-from .. import memory
+from ..runtime import memory
 from .._native import pages as _pages
 from .._native import validate as _validate
 from ..encodings import by_id

@@ -11,7 +11,7 @@ from typing import Iterator, Sequence
 import numpy as np
 import pyarrow as pa
 
-from .. import memory
+from ..runtime import memory
 from ..schema import nested as nested_mod
 from .._native import pageindex as _pageindex
 from .._native.pages import crc32

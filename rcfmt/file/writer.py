@@ -30,7 +30,7 @@ from ..index.bitmap.layout import DIRECTORY_RECORD, EQUALITY, RANGE, encode_dire
 from ..schema.types import logical_type_from_arrow
 from ..schema import nested
 from ..storage import ByteSink, open_output
-from ..threads import shared_pool
+from ..runtime.threads import shared_pool
 from ..interop.arrow import arrow_stream, as_table
 from ..schema.tables import VIEW_STORAGE, physical_columns, physical_schema, storage_schema
 from ..schema.arrow_io import from_arrow, one_array, take, to_numpy, validity
@@ -651,7 +651,7 @@ def write_table(table, where, *, metadata: dict | None = None, cluster_by=None, 
     :data:`PROGRESS_MIN_ROWS` rows; True: always; False: never). Other options are
     those of :class:`Writer`. Bad arguments raise before anything is written.
     """
-    from ..progress import progress_bar, wanted
+    from ..runtime.progress import progress_bar, wanted
 
     wanted(progress)  # a bad value raises before anything is written
     stream = arrow_stream(table) if cluster_by is None else None

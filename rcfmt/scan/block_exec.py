@@ -22,7 +22,7 @@ import functools
 import numpy as np
 import pyarrow as pa
 
-from .. import memory
+from ..runtime import memory
 from .._native import block as _block
 from ..encodings import by_id
 from ..encodings.base import ColumnValues

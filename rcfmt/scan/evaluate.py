@@ -29,7 +29,7 @@ from typing import Callable
 import numpy as np
 import pyarrow as pa
 
-from .. import memory
+from ..runtime import memory
 from .._native import select as _select
 from ..encodings.base import ColumnValues
 from ..errors import CorruptFileError

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import memory
+from ..runtime import memory
 from .._native import varbinary as _vb
 from ..encodings.base import ColumnValues
 from ..errors import CorruptFileError, UnsupportedError

@@ -23,7 +23,7 @@ import pyarrow as pa
 from ..encodings.base import ColumnValues
 from ..encodings.dictionary import take as dictionary_take
 from ..errors import CorruptFileError, InvalidOptionError
-from ..threads import cpu_threads
+from ..runtime.threads import cpu_threads
 from ..interop.arrow import export_stream
 from ..schema.arrow_io import to_arrow
 from ..schema.nested import assemble as nested_assemble

@@ -8,7 +8,7 @@ from concurrent.futures import wait
 from itertools import islice
 from typing import Iterator
 
-from ..threads import shared_pool
+from ..runtime.threads import shared_pool
 
 __all__ = ["Probe", "map_blocks", "PROBE_BLOCKS", "STREAM_WINDOW"]
 

@@ -10,7 +10,7 @@ from typing import NamedTuple
 import numpy as np
 import pyarrow as pa
 
-from .. import memory
+from ..runtime import memory
 from ..encodings.base import ColumnValues
 from ..errors import UnsupportedError
 from .types import LogicalType, PhysicalKind, logical_type_from_arrow

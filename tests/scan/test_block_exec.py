@@ -176,7 +176,7 @@ def test_a_column_kept_alone_keeps_only_its_own_memory(tmp_path):
     table = pa.table({f"c{i}": pa.array(np.arange(n, dtype=np.int64) * i) for i in range(8)})
     path = tmp_path / "t.rcfmt"
     rcfmt.write_table(table, path, block_rows=n)
-    pool = pa.default_memory_pool()  # (rcfmt.memory allocates outputs there)
+    pool = pa.default_memory_pool()  # (rcfmt.runtime.memory allocates outputs there)
     gc.collect()
     before = pool.bytes_allocated()
     read = rcfmt.read_table(path, use_threads=False)

@@ -70,7 +70,7 @@ def test_scans_share_one_pool_and_a_forked_child_gets_its_own(path):
     survive a fork: the child must not wait on them)."""
     import multiprocessing
 
-    from rcfmt.threads import shared_pool
+    from rcfmt.runtime.threads import shared_pool
 
     with rcfmt.open(path) as f:
         f.scan(use_threads=True).read()

@@ -19,7 +19,7 @@ def wanted(progress) -> bool:
         isatty = getattr(sys.stderr, "isatty", None)
         return bool(isatty and isatty())
     if not isinstance(progress, bool):
-        from .errors import InvalidOptionError
+        from ..errors import InvalidOptionError
 
         raise InvalidOptionError(f"progress must be True, False or None, got {progress!r}")
     return progress
