@@ -181,44 +181,25 @@ def interval_pages(const uint8_t[::1] raw, Py_ssize_t count, Py_ssize_t record_s
         _interval_pages(&raw[0], count, record_size, width, kind, ilo, ihi, dlo, dhi, &out[0])
 
 
-# ------------------------------------------------------------------ the pages holding rows
-def page_table(const uint8_t[::1] raw, Py_ssize_t count, Py_ssize_t record_size, const int64_t[::1] rows):
-    """The pages among ``count`` checked records (:func:`entries_consistent`: they tile
-    the block in order) that hold a row of ``rows`` (sorted int64 rows of the block, each
-    below its row count): int64 (4, n) -- each such page's file offset, row count, length
-    and first row, in page order. A row past the last page is an error (ValueError), not
-    a page."""
+# ------------------------------------------------------------------ the pages a scan reads
+def page_table(const uint8_t[::1] raw, Py_ssize_t count, Py_ssize_t record_size, const int64_t[::1] pages):
+    """The records ``pages`` (page numbers below ``count``) of ``count`` records of
+    ``record_size`` bytes in ``raw`` as the block executor reads them: int64 (4, n) --
+    each page's file offset, row count, length and first row."""
     import numpy as np
-    cdef Py_ssize_t nrows = rows.shape[0], i = 0, lo, hi, mid, page = 0, n = 0
+    cdef Py_ssize_t n = pages.shape[0], i, p
     if record_size < 24 or count < 0 or raw.shape[0] < count * record_size:
         raise ValueError("page-index records shorter than their count")
-    out = np.empty((4, min(nrows, count)), np.int64)
+    out = np.empty((4, n), np.int64)
     cdef int64_t[:, ::1] t = out
-    cdef uint64_t first, end, r
+    for i in range(n):
+        if pages[i] < 0 or pages[i] >= count:
+            raise ValueError("a page number outside the page index")
     with nogil:
-        while i < nrows and page < count:
-            r = <uint64_t>rows[i]
-            # the page holding r: at or after ``page`` (rows are sorted), found by bisection
-            lo, hi = page, count
-            while hi - lo > 1:
-                mid = (lo + hi) >> 1
-                if _u64(raw, mid * record_size) <= r:
-                    lo = mid
-                else:
-                    hi = mid
-            page = lo
-            first = _u64(raw, page * record_size)
-            end = first + _u32(raw, page * record_size + 20)
-            if r < first or r >= end:
-                break
-            t[0, n] = <int64_t>_u64(raw, page * record_size + 8)
-            t[1, n] = <int64_t>(end - first)
-            t[2, n] = <int64_t>_u32(raw, page * record_size + 16)
-            t[3, n] = <int64_t>first
-            n += 1
-            while i < nrows and <uint64_t>rows[i] < end:  # (the other rows of this page)
-                i += 1
-            page += 1
-    if i < nrows:
-        raise ValueError("a row outside the pages of the page index")
-    return out[:, :n].copy() if n < out.shape[1] else out
+        for i in range(n):
+            p = pages[i] * record_size
+            t[0, i] = <int64_t>_u64(raw, p + 8)
+            t[1, i] = <int64_t>_u32(raw, p + 20)
+            t[2, i] = <int64_t>_u32(raw, p + 16)
+            t[3, i] = <int64_t>_u64(raw, p)
+    return out

@@ -27,15 +27,15 @@ class PageIndex:
         self.counts = entries["row_count"].astype(np.int64)
         self._stats = None
 
-    def table(self, rows: np.ndarray) -> np.ndarray:
-        """The pages holding a row of ``rows`` (sorted int64 rows of the block) as the
-        block executor reads them: int64 (4, n), each page's file offset, row count,
-        length and first row, in page order (one native pass over the records)."""
+    def table(self, pages: np.ndarray) -> np.ndarray:
+        """Pages ``pages`` (int64 page numbers, in order) as the block executor reads
+        them: int64 (4, n), each page's file offset, row count, length and first row
+        (one native pass over their records)."""
         e = self.entries
-        if not len(e):
+        if not len(pages):
             return np.zeros((4, 0), np.int64)
         return _pageindex.page_table(np.frombuffer(e, np.uint8), len(e), e.dtype.itemsize,
-                                     np.ascontiguousarray(rows, np.int64))
+                                     np.ascontiguousarray(pages, np.int64))
 
     def stats(self, file, block: int, col: int):
         if self._stats is None:

@@ -211,12 +211,11 @@ class FileScan(BlockPruning, PagePruning, BlockFetching, PagePath):
         them unless ``fetched`` (``(buffer, base)``) holds them, and per column their
         page table as the executor reads it (:meth:`PageIndex.table
         <rcfmt.index.page.PageIndex.table>`, offsets made positions in the buffer)."""
-        rows = selection.to_indices()
         tables = []
         for col in cols:
             index = self._page_index(block, col, cache)
             stats.pages_total += len(index.entries)
-            tables.append(index.table(rows))
+            tables.append(index.table(selection.pages_holding(index.first, index.counts)))
         if fetched is None:
             buf, base = self._fetch_tables(block, cols, tables, stats)
         else:
