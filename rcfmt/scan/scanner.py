@@ -232,7 +232,7 @@ class FileScan(BlockPruning, PagePruning, BlockFetching, PagePath):
         if not merged:
             starts, ends = coalesce(starts, ends, self._gap if self.file.remote else 0)
         buf = self.file.read_ranges(starts, ends)
-        stats.bytes_read += int(ends[0] - starts[0]) if len(starts) == 1 else int((ends - starts).sum())
+        stats.bytes_read += int(ends[0] - starts[0]) if len(starts) == 1 else int(np.add.reduce(ends - starts))
         stats.pages_total += executor.pages[block]
         return buf, int(starts[0])
 
@@ -535,12 +535,15 @@ class FileScan(BlockPruning, PagePruning, BlockFetching, PagePath):
             paged = bool(rest) and (fetched is not None or self.file.remote
                                     or not self._dense(block, selection, self._executor(rest)))
             projected = self._whole_columns(block, rest, selection.num_rows, cache, stats, fetched, selection, paged)
+        picked = None  # the selected rows among the candidates the filter columns hold (None: all)
+        if filter_data and selected < len(mask):
+            picked = np.flatnonzero(mask)
         for col in self.outputs:
             if not isinstance(col, int):
                 arrays.append(self._nested_at(block, col, selection, cache, stats))
             elif col in filter_data:  # decoded for the filter: keep its selected rows
                 data = filter_data[col]
-                arrays.append(self._to_arrow(col, data if mask.all() else gather_data(data, np.flatnonzero(mask))))
+                arrays.append(self._to_arrow(col, data if picked is None else gather_data(data, picked)))
             else:
                 data = projected[col]  # (Arrow already when the block executor decoded it)
                 arrays.append(data if isinstance(data, pa.Array) else self._to_arrow(col, data))

@@ -201,7 +201,7 @@ class RowRanges:
         """Number of rows in the set."""
         if len(self.starts) == 1:  # (most sets: no numpy reduction for one range)
             return int(self.ends[0]) - int(self.starts[0])
-        return int((self.ends - self.starts).sum())
+        return int(np.add.reduce(self.ends - self.starts))
 
     def __len__(self) -> int:
         """Number of ranges."""
