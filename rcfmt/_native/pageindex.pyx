@@ -11,6 +11,7 @@ then the ``min`` and ``max`` slots of the column's stats width from 40.
 """
 from libc.math cimport INFINITY, NAN, nextafter
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
+from libc.string cimport memcmp
 
 
 cdef extern from *:
@@ -82,6 +83,8 @@ def entries_consistent(const uint8_t[::1] raw, Py_ssize_t count, Py_ssize_t reco
 # ------------------------------------------------------------------ page pruning by an interval
 #: interval_pages value kinds
 KIND_SIGNED, KIND_UNSIGNED, KIND_FLOAT64, KIND_DECIMAL128 = 0, 1, 2, 3
+#: bytes_pages' bounds: strings and binaries (truncated bounds, FORMAT.md section 5.3)
+KIND_BYTES = 4
 
 cdef extern from *:
     """
@@ -179,6 +182,51 @@ def interval_pages(const uint8_t[::1] raw, Py_ssize_t count, Py_ssize_t record_s
         return
     with nogil:
         _interval_pages(&raw[0], count, record_size, width, kind, ilo, ihi, dlo, dhi, &out[0])
+
+
+cdef inline int _cmp_bytes(const uint8_t* a, Py_ssize_t la, const uint8_t* b, Py_ssize_t lb) noexcept nogil:
+    """Lexicographic order of two byte strings, as Python compares bytes: -1, 0 or 1."""
+    cdef int c = memcmp(a, b, la if la < lb else lb) if (la and lb) else 0
+    if c:
+        return -1 if c < 0 else 1
+    return (la > lb) - (la < lb)
+
+
+def bytes_pages(const uint8_t[::1] raw, Py_ssize_t count, Py_ssize_t record_size, int width,
+                const uint8_t[::1] lo, int lo_kind, const uint8_t[::1] hi, int hi_kind, uint8_t[::1] out):
+    """:func:`interval_pages` for string and binary columns: may page ``i`` hold a
+    non-null value ``x`` with ``lo < x`` / ``lo <= x`` (``lo_kind`` 1 / 2; 0: none) and
+    ``x < hi`` / ``x <= hi``, compared as bytes? A page's bounds are its first
+    ``min_len`` / ``max_len`` slot bytes: a truncated min is <= every value and a
+    truncated max >= every value, so the tests hold for bounds exact or not; a length
+    beyond the slot makes the bounds unknown (the page may match). Written to ``out``."""
+    if record_size < 40 + 2 * width or raw.shape[0] < count * record_size or out.shape[0] < count:
+        raise ValueError("records too short for their stats slots, or out too short")
+    cdef Py_ssize_t i, nlo = lo.shape[0], nhi = hi.shape[0], lmin, lmax
+    cdef const uint8_t* r
+    cdef const uint8_t* plo = &lo[0] if nlo else NULL
+    cdef const uint8_t* phi = &hi[0] if nhi else NULL
+    cdef int64_t ordered
+    cdef bint keep
+    if count <= 0:
+        return
+    with nogil:
+        for i in range(count):
+            r = &raw[0] + i * record_size
+            ordered = <int64_t>rc_le32(r + 20) - <int64_t>rc_le32(r + 24) - <int64_t>rc_le32(r + 28)
+            lmin, lmax = r[33], r[34]
+            if ordered <= 0:
+                out[i] = 0
+                continue
+            if not (r[32] & 1) or lmin > width or lmax > width:
+                out[i] = 1  # no bounds known: the page may match
+                continue
+            keep = True
+            if lo_kind:  # some value above lo: the max (an upper bound) above it
+                keep = _cmp_bytes(r + 40 + width, lmax, plo, nlo) >= (1 if lo_kind == 1 else 0)
+            if keep and hi_kind:  # some value below hi: the min (a lower bound) below it
+                keep = _cmp_bytes(r + 40, lmin, phi, nhi) <= (-1 if hi_kind == 1 else 0)
+            out[i] = keep
 
 
 # ------------------------------------------------------------------ the pages a scan reads

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._native import pageindex as _pageindex
+from ..schema.types import PhysicalKind
 from ..scan.intervals import Interval
 
 
@@ -60,13 +61,34 @@ def stats_kind(ltype) -> int | None:
 def page_interval_kind(leaf) -> int | None:
     """The stats kind of ``leaf``'s column when ``leaf`` is a comparison the native page
     kernel tests exactly (an int literal on integer-like bounds, a non-NaN number on
-    float64 bounds), else None."""
+    float64 bounds, bytes on string and binary bounds: :func:`bytes_pages`), else None."""
     if not Interval.holds(leaf):
         return None
-    kind = stats_kind(leaf.column.ltype)
     value = leaf.value
+    if leaf.column.ltype.kind == PhysicalKind.VARBINARY:
+        return _pageindex.KIND_BYTES if isinstance(value, bytes) else None
+    kind = stats_kind(leaf.column.ltype)
     if kind is None or isinstance(value, (bool, np.bool_)):
         return None
     if kind == _pageindex.KIND_FLOAT64:
         return kind if isinstance(value, (int, float, np.integer, np.floating)) and value == value else None
     return kind if isinstance(value, (int, np.integer)) else None
+
+
+def interval_page_mask(entries: np.ndarray, kind: int, interval: Interval) -> np.ndarray:
+    """Bool per page of ``entries`` (one chunk's page-index records): may the page hold
+    a value inside ``interval`` (of stats kind ``kind``, :func:`page_interval_kind`)?
+    One native pass over the records' bounds."""
+    keep = np.empty(len(entries), np.uint8)
+    if len(entries):
+        raw = np.frombuffer(entries, np.uint8)
+        width = entries.dtype["min"].itemsize
+        if kind == _pageindex.KIND_BYTES:
+            lo = np.frombuffer(interval.lo if interval.lo_kind else b"", np.uint8)
+            hi = np.frombuffer(interval.hi if interval.hi_kind else b"", np.uint8)
+            _pageindex.bytes_pages(raw, len(entries), entries.dtype.itemsize, width, lo, interval.lo_kind, hi,
+                                   interval.hi_kind, keep)
+        else:
+            _pageindex.interval_pages(raw, len(entries), entries.dtype.itemsize, width, kind, interval.lo,
+                                      interval.lo_kind, interval.hi, interval.hi_kind, keep)
+    return keep.view(bool)

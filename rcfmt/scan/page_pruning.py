@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._native import pageindex as _pageindex
-from ..index.page import PageIndex, page_interval_kind, stats_kind
+from ..index.page import PageIndex, interval_page_mask, page_interval_kind
 from ..storage.fetch import coalesce
 from .intervals import Interval
 from .nnf import BoundAnd, BoundListContains, BoundOr
@@ -136,24 +135,17 @@ class PagePruning:
         """``({column: page keep mask}, other children)``: the comparisons among
         ``children`` (ANDed) on columns whose page bounds the native kernel reads, folded
         per column into one interval and tested in one pass over its page index."""
-        intervals: dict[int, Interval] = {}
+        intervals: dict[int, tuple[int, Interval]] = {}
         rest = []
         for child in children:
-            if page_interval_kind(child) is None:
+            kind = page_interval_kind(child)
+            if kind is None:
                 rest.append(child)
                 continue
             col = self.filter_ids[child.column.name]
-            intervals.setdefault(col, Interval()).add(child.op, child.value)
-        masks = {}
-        for col, interval in intervals.items():
-            entries = self._page_index(block, col, cache).entries
-            keep = np.empty(len(entries), np.uint8)
-            if len(entries):
-                _pageindex.interval_pages(
-                    np.frombuffer(entries, np.uint8), len(entries), entries.dtype.itemsize,
-                    entries.dtype["min"].itemsize, stats_kind(self.file.footer.columns[col].type),
-                    interval.lo, interval.lo_kind, interval.hi, interval.hi_kind, keep)
-            masks[col] = keep.view(bool)
+            intervals.setdefault(col, (kind, Interval()))[1].add(child.op, child.value)
+        masks = {col: interval_page_mask(self._page_index(block, col, cache).entries, kind, interval)
+                 for col, (kind, interval) in intervals.items()}
         return masks, rest
 
     def _as_ranges(self, part, block: int, cache: dict, rows: int) -> RowRanges:
