@@ -78,3 +78,26 @@ def test_a_float_and_an_int_interval_agree_with_the_python_path(tmp_path):
             want = leaf_may_match(leaves[0], stats) & leaf_may_match(leaves[1], stats)
             got = interval_page_mask(entries, page_interval_kind(leaves[0]), interval)
             assert got.tolist() == want.tolist() and 0 < got.sum() < len(got)
+
+
+def test_forged_string_bounds_longer_than_their_slot_are_unknown_bounds():
+    """A bound length past the slot (no writer makes one) leaves the page's bounds
+    unknown: the page may match, as the Python path decides (``stats_arrays``); a page
+    whose values are all NULL may not."""
+    from rcfmt._native.pageindex import bytes_pages
+    from rcfmt.format.layout import page_record
+
+    width = 4
+    rec = np.zeros(4, page_record(width))
+    rec["row_count"] = 10
+    rec["stats_flags"] = 1
+    rec["min"] = np.frombuffer(b"zzzz" * 4, f"V{width}")
+    rec["max"] = np.frombuffer(b"zzzz" * 4, f"V{width}")
+    rec["min_len"], rec["max_len"] = width, width
+    rec["min_len"][1] = width + 1  # forged: a min longer than its slot
+    rec["max_len"][2] = 255  # forged: a max longer than its slot
+    rec["null_count"][3] = 10  # all NULL
+    out = np.empty(4, np.uint8)
+    lo = np.frombuffer(b"a", np.uint8)
+    bytes_pages(np.frombuffer(rec, np.uint8), 4, rec.dtype.itemsize, width, lo, 2, lo, 2, out)  # x == b"a"
+    assert out.tolist() == [0, 1, 1, 0]
