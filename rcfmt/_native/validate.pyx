@@ -16,7 +16,7 @@ cimport numpy as cnp
 
 cnp.import_array()
 
-__all__ = ["utf8_invalid_row", "decimal_invalid_row"]
+__all__ = ["utf8_invalid_row", "decimal_invalid_row", "backwards_offset_row"]
 
 cdef extern from *:
     """
@@ -125,6 +125,20 @@ def utf8_invalid_row(const uint8_t[::1] data, const offset_t[::1] offsets):
         return -1
     with nogil:
         row = _utf8_row(&data[0], data.shape[0], &offsets[0], n)
+    return row
+
+
+def backwards_offset_row(const offset_t[::1] offsets):
+    """Index ``i`` of the first value whose offsets go backwards (``offsets[i + 1] <
+    offsets[i]``), or -1: one GIL-free pass, no temporaries."""
+    cdef int64_t n = offsets.shape[0] - 1, i, row = -1
+    if n <= 0:
+        return -1
+    with nogil:
+        for i in range(n):
+            if offsets[i + 1] < offsets[i]:
+                row = i
+                break
     return row
 
 

@@ -71,9 +71,9 @@ def _first_invalid(arr: pa.Array, ltype) -> tuple[int, str] | None:
         offsets = values.offsets
         if int(offsets[0]) < 0 or int(offsets[-1]) > len(values.values):
             return 0, "offsets outside the data"
-        backwards = offsets[1:] < offsets[:-1]
-        if backwards.any():
-            return int(np.argmax(backwards)), f"{ltype.name} offsets go backwards"
+        backwards = _validate.backwards_offset_row(np.ascontiguousarray(offsets))
+        if backwards >= 0:
+            return backwards, f"{ltype.name} offsets go backwards"
         if ltype.name != "string":
             return None
         slot = _validate.utf8_invalid_row(values.values, offsets)
