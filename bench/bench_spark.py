@@ -44,6 +44,12 @@ tables on stdout and bench/out/spark.json.
     python bench/bench_spark.py --scale 0.1 --repeat 1
     python bench/bench_spark.py --queries point,Q_a,Q6,agg1,Q1 --handoff   # issue 38's set
     python bench/bench_spark.py --queries count --repeat 1 --writes 3      # Spark writes, interleaved
+
+``--breakdown N`` then runs rcfmt and the floor N more times per query, rcfmt with
+``statsDir``: its planner's time (opening the dataset and planning partitions, in
+Spark's planner worker), its slowest task's time inside rcfmt's generator (decoding,
+converting), and the rest of the gap to the floor (Spark's side: more tasks or workers,
+the hand-off of more bytes, noise).
 """
 from __future__ import annotations
 
@@ -374,7 +380,7 @@ def load_line() -> str:
     return f"{la[0]:.2f} {la[1]:.2f} {la[2]:.2f}"
 
 
-def run(spark, fmt: str, path: str, q: str, c, floor: dict | None = None):
+def run(spark, fmt: str, path: str, q: str, c, floor: dict | None = None, stats_dir: str | None = None):
     if fmt == "parquet":
         spark.read.parquet(path).createOrReplaceTempView("t_parquet")
         return spark.sql(sql(q, c, "t_parquet")).collect()
@@ -383,6 +389,8 @@ def run(spark, fmt: str, path: str, q: str, c, floor: dict | None = None):
          .load().createOrReplaceTempView("t_floor"))
         return spark.sql(sql(q, c, "t_floor", True)).collect()
     reader = spark.read.format("rcfmt")
+    if stats_dir is not None:
+        reader = reader.option("statsDir", stats_dir)
     if COLUMNS[q] is not ALL_COLUMNS:
         reader = reader.option("columns", ", ".join(COLUMNS[q]))
     if where(q, c) is not None:
@@ -392,6 +400,45 @@ def run(spark, fmt: str, path: str, q: str, c, floor: dict | None = None):
 
 
 ENGINES = ("parquet", "rcfmt", "floor")
+
+
+def breakdown(spark, paths: dict, floors: dict, cases, c, repeat: int) -> list[dict]:
+    """Where rcfmt's time goes, per (layout, query): ``repeat`` runs each of rcfmt (with
+    ``statsDir``: the planner's open and plan times, each task's time in rcfmt's
+    generator) and of the floor, interleaved; per engine the run of least wall time."""
+    import json
+    import tempfile
+
+    out = []
+    for layout, q in cases:
+        if q == "trivial":
+            continue
+        best = {}
+        for _ in range(repeat):
+            for fmt in ("floor", "rcfmt"):
+                stats_dir = tempfile.mkdtemp(prefix="rcfmt-breakdown-") if fmt == "rcfmt" else None
+                gc.collect()
+                t0 = time.perf_counter()
+                run(spark, fmt, None if fmt == "floor" else paths[layout][fmt], q, c, floors[(layout, q)], stats_dir)
+                wall = time.perf_counter() - t0
+                if fmt not in best or wall < best[fmt][0]:
+                    records = []
+                    for name in sorted(os.listdir(stats_dir)) if stats_dir else ():
+                        with open(os.path.join(stats_dir, name)) as fh:
+                            records.append(json.load(fh))
+                    best[fmt] = (wall, records)
+                if stats_dir:
+                    shutil.rmtree(stats_dir, ignore_errors=True)
+        wall, records = best["rcfmt"]
+        plans = [r for r in records if "plan_ms" in r]
+        tasks = [r for r in records if "plan_ms" not in r]
+        planner = sum(r.get("open_ms", 0) + r["plan_ms"] for r in plans)
+        slowest = max((r.get("scan_ms", r.get("count_ms", 0.0)) for r in tasks), default=0.0)
+        gap = (wall - best["floor"][0]) * 1e3
+        out.append({"layout": layout, "query": q, "floor_ms": best["floor"][0] * 1e3, "rcfmt_ms": wall * 1e3,
+                    "gap_ms": gap, "planner_ms": planner, "tasks": len(tasks), "slowest_task_ms": slowest,
+                    "rest_ms": gap - planner - slowest})
+    return out
 
 
 # --------------------------------------------------------------------------- main
@@ -405,6 +452,9 @@ def main(argv=None) -> int:
     ap.add_argument("--handoff", action="store_true", help="also measure the per-row hand-off cost by column type")
     ap.add_argument("--writes", type=int, default=0, metavar="N",
                     help="also time N interleaved Spark writes of the natural layout, Parquet and rcfmt")
+    ap.add_argument("--breakdown", type=int, default=0, metavar="N",
+                    help="also run rcfmt N more times per query with statsDir: where its time goes "
+                         "(planner, slowest task, the rest) against the floor's")
     ap.add_argument("--driver-memory", default="6g")
     ap.add_argument("--out", default="spark")
     args = ap.parse_args(argv)
@@ -445,6 +495,7 @@ def main(argv=None) -> int:
                 summaries[(layout, q, fmt)] = summary(q, res)
                 if r:
                     times.setdefault((layout, q, fmt), []).append(elapsed)
+    split = breakdown(spark, paths, floors, cases, c, args.breakdown) if args.breakdown else []
     hand = handoff(spark, args.scale, args.repeat) if args.handoff else []
     writes = time_writes(spark, args.scale, args.writes) if args.writes else {}
     loads.append(load_line())
@@ -469,6 +520,13 @@ def main(argv=None) -> int:
     print(md_table(["layout", "query", "rows to Spark", "Spark Parquet", "floor (toy source)", "rcfmt",
                     "rcfmt / floor", "rcfmt / Parquet", "floor / Parquet", "result"], rows))
     print()
+    if split:
+        print(md_table(["layout", "query", "floor", "rcfmt", "rcfmt - floor", "rcfmt planner (open + plan)",
+                        "tasks", "slowest task (in rcfmt)", "rest of the gap"],
+                       [[b["layout"], b["query"], f"{b['floor_ms']:.0f} ms", f"{b['rcfmt_ms']:.0f} ms",
+                         f"{b['gap_ms']:.0f} ms", f"{b['planner_ms']:.1f} ms", b["tasks"],
+                         f"{b['slowest_task_ms']:.1f} ms", f"{b['rest_ms']:.0f} ms"] for b in split]))
+        print()
     if hand:
         print(md_table(["column type", "rows", "one column into noop", "same, 1 row", "hand-off ns/row"],
                        [[h["type"], f"{h['rows']:,}", fmt_seconds(h["best_s"]), fmt_seconds(h["one_row_s"]),
@@ -486,7 +544,7 @@ def main(argv=None) -> int:
         print()
     write_json(args.out, {"writes": writes, "machine": machine_info(), "pyspark": pyspark.__version__, "scale": args.scale,
                           "files": paths, "floors": {f"{k[0]}/{k[1]}": v for k, v in floors.items()},
-                          "loads": loads, "results": results, "handoff": hand}, args)
+                          "loads": loads, "results": results, "handoff": hand, "breakdown": split}, args)
     return 0 if ok else 1
 
 
