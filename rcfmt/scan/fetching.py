@@ -55,11 +55,7 @@ class BlockFetching:
             return None
         entries = self._page_index(block, col, cache).entries
         lo = entries["offset"][plan[1]].astype(np.int64)
-        hi = lo + entries["length"][plan[1]].astype(np.int64)
-        if int(rec["dictionary_length"]):
-            lo = np.concatenate(([offset], lo))
-            hi = np.concatenate(([offset + int(rec["dictionary_length"])], hi))
-        return lo, hi
+        return _with_dictionary(rec, lo, lo + entries["length"][plan[1]].astype(np.int64))
 
     def _byte_ranges(self, block: int, plans: dict, cache: dict):
         """The bytes ``plans`` need, for every column at once, as sorted disjoint
@@ -68,21 +64,31 @@ class BlockFetching:
         (the chunks of a block are adjacent in the file, so adjacent projected columns
         cost one read) -- and on object storage, where a request costs as much as ~1 MB
         of transfer, whenever they are closer than ``FetchOptions.coalesce_gap``."""
-        gap = self._gap
-        parts = [r for col, plan in plans.items() if (r := self._column_ranges(block, col, plan, cache)) is not None]
+        return self._merge([r for col, plan in plans.items()
+                            if (r := self._column_ranges(block, col, plan, cache)) is not None])
+
+    def _merge(self, parts: list):
+        """Per-column ``(lo, hi)`` ranges merged by :meth:`_byte_ranges`' rule: sorted
+        disjoint ``(starts, ends)``, or None for no part."""
         if not parts:
             return None
-        merged = [coalesce(lo, hi, gap) for lo, hi in parts]
+        merged = [coalesce(lo, hi, self._gap) for lo, hi in parts]
+        if len(merged) == 1:
+            return merged[0]
         lo = np.concatenate([m[0] for m in merged])
         hi = np.concatenate([m[1] for m in merged])
         order = np.argsort(lo, kind="stable")
-        return coalesce(lo[order], hi[order], gap if self.file.remote else 0)
+        return coalesce(lo[order], hi[order], self._gap if self.file.remote else 0)
 
     def _fetch(self, block: int, plans: dict, cache: dict, stats: ScanStats):
         """Read the bytes ``plans`` need (:meth:`_byte_ranges`): ``(buffer, base)``, file
         offset ``base`` at ``buffer[0]``; ranges apart are read apart into the same
         buffer (:meth:`RcfmtFile.read_ranges`), never the bytes between them."""
-        ranges = self._byte_ranges(block, plans, cache)
+        return self._read(self._byte_ranges(block, plans, cache), stats)
+
+    def _read(self, ranges, stats: ScanStats):
+        """``(buffer, base)`` of merged ``ranges`` (``(starts, ends)``; None: nothing
+        to read), their bytes counted."""
         if ranges is None:
             return None, 0
         starts, ends = ranges
@@ -119,25 +125,16 @@ class BlockFetching:
         column's dictionary page, merged as :meth:`_byte_ranges` merges them:
         ``(buffer, base)``, file offset ``base`` at ``buffer[0]``."""
         chunks = self.file.footer.chunks
-        parts = []
-        for col, table in zip(cols, tables):
-            if not table.shape[1]:
-                continue
-            lo, hi = table[0], table[0] + table[2]
-            dictionary = int(chunks[col][block]["dictionary_length"])
-            if dictionary:  # (the dictionary page precedes every data page of its chunk)
-                offset = int(chunks[col][block]["offset"])
-                lo, hi = np.concatenate(([offset], lo)), np.concatenate(([offset + dictionary], hi))
-            parts.append(coalesce(lo, hi, self._gap))
-        if not parts:
-            return None, 0
-        if len(parts) == 1:
-            starts, ends = parts[0]
-        else:
-            lo = np.concatenate([p[0] for p in parts])
-            hi = np.concatenate([p[1] for p in parts])
-            order = np.argsort(lo, kind="stable")
-            starts, ends = coalesce(lo[order], hi[order], self._gap if self.file.remote else 0)
-        buf = self.file.read_ranges(starts, ends)
-        stats.bytes_read += int((ends - starts).sum())
-        return buf, int(starts[0])
+        parts = [_with_dictionary(chunks[col][block], table[0], table[0] + table[2])
+                 for col, table in zip(cols, tables) if table.shape[1]]
+        return self._read(self._merge(parts), stats)
+
+
+def _with_dictionary(rec, lo: np.ndarray, hi: np.ndarray):
+    """A column's page ranges ``(lo, hi)`` with its chunk's dictionary page (chunk
+    record ``rec``) first, when it has one: it precedes every data page."""
+    length = int(rec["dictionary_length"])
+    if not length:
+        return lo, hi
+    offset = int(rec["offset"])
+    return np.concatenate(([offset], lo)), np.concatenate(([offset + length], hi))
