@@ -421,3 +421,48 @@ def test_first_threaded_streams_in_fresh_interpreters(tmp_path):
         assert proc.returncode == 0, (proc.stdout + proc.stderr)[-800:]
         got_all, got_filtered = (pa.ipc.open_file(str(o)).read_all() for o in outs)
         assert got_all.equals(table) and got_filtered.equals(expected), run
+
+
+LOOKUP_CHILD = textwrap.dedent("""
+    import json, sys, threading
+    import rcfmt
+    path = sys.argv[1]
+    keys = json.loads(sys.argv[2])
+    barrier = threading.Barrier(len(keys))
+    out, errors = {}, []
+    with rcfmt.open(path) as f:  # one open file: its footer's tables are built by whichever thread comes first
+        def look(key):
+            try:
+                barrier.wait()
+                got = f.scan(filter=rcfmt.col("tail") == key).read()
+                out[key] = got.column("dep").to_pylist()
+            except Exception as exc:
+                errors.append(f"{type(exc).__name__}: {exc}")
+        threads = [threading.Thread(target=look, args=(k,)) for k in keys]
+        for t in threads: t.start()
+        for t in threads: t.join()
+    if errors:
+        print(errors[0]); sys.exit(1)
+    print(json.dumps(out))
+""")
+
+
+def test_first_lookups_sharing_one_file_in_threads_of_a_fresh_interpreter(tmp_path):
+    """A fresh interpreter's first acts: six threads looking up string keys in one open
+    file at once (string page bounds tested natively, page tables gathered natively,
+    the executor's chunk table built lazily on the shared footer, pooled blocks): each
+    thread gets the rows Arrow selects."""
+    import json
+
+    table = _table()
+    path = tmp_path / "f.rcfmt"
+    rcfmt.write_table(table, path, block_rows=4096, page_rows=512, dictionary=False, bloom_filter_columns=None)
+    tails = table.column("tail").to_pylist()
+    keys = sorted({tails[i] for i in (0, 5000, 11_999, 4096, 8191)} | {"N-absent"})
+    deps = table.column("dep").to_pylist()
+    want = {k: [d for t, d in zip(tails, deps) if t == k] for k in keys}
+    for _ in range(3):
+        proc = subprocess.run([sys.executable, "-c", LOOKUP_CHILD, str(path), json.dumps(keys)], capture_output=True,
+                              text=True, cwd=ROOT, timeout=120)
+        assert proc.returncode == 0, (proc.stdout + proc.stderr)[-800:]
+        assert json.loads(proc.stdout) == want
