@@ -161,12 +161,16 @@ def coalesce(lo: np.ndarray, hi: np.ndarray, gap: int) -> tuple[np.ndarray, np.n
 
 def one_read(spans, gap: int) -> tuple[int, int] | None:
     """``(start, end)`` of the one read that brings every span of ``spans``
-    (``(offset, length)`` pairs; length 0: none) when :func:`coalesce` with ``gap``
-    merges them into one range; None when they are fewer than two or lie further apart
-    (each is then read alone)."""
+    (``(offset, length)`` pairs; length 0: none) when :func:`coalesce`'s rule with
+    ``gap`` merges them into one range; None when they are fewer than two or lie further
+    apart (each is then read alone). Python integers: a forged offset past 2**63 makes
+    no overflow here (the read of it fails where it is checked)."""
     spans = sorted((int(o), int(n)) for o, n in spans if n)
     if len(spans) < 2:
         return None
-    lo = np.array([o for o, _ in spans], np.int64)
-    starts, ends = coalesce(lo, lo + np.array([n for _, n in spans], np.int64), gap)
-    return (int(starts[0]), int(ends[0])) if len(starts) == 1 else None
+    start, end = spans[0][0], spans[0][0] + spans[0][1]
+    for offset, length in spans[1:]:
+        if offset - end > gap:
+            return None
+        end = max(end, offset + length)
+    return start, end

@@ -421,3 +421,20 @@ def test_native_equality_containers_match_the_container_rules(data):
         want = [encode_mask(codes == k) if mask_rule else encode_bitmap(np.flatnonzero(codes == k), rows)
                 for k in range(keys) if k != implied]
         assert got == want
+
+
+@pytest.mark.parametrize("offset, length", [(2**64 - 1, 112), (2**64 - 50, 100), (1000 - 1, 2), (999, 2**32 - 1),
+                                            (10, 5)])
+def test_a_directory_entry_outside_its_region_is_refused_without_wrapping(offset, length):
+    """An entry whose offset plus length passes 2**64 wraps around in 64-bit arithmetic
+    and would seem to lie inside the region (a fuzzed file made one, which then reached
+    the reads): the check must not wrap. Region [100, 1000)."""
+    from rcfmt.index.bitmap.layout import DIRECTORY_RECORD, encode_directory, parse_directory
+
+    records = np.zeros((1, 2), DIRECTORY_RECORD)
+    records[0, 0] = (100, 50, 0)
+    records[0, 1] = (offset, length, 0)
+    with pytest.raises(CorruptFileError, match="outside the bitmap index region"):
+        parse_directory(encode_directory(records.reshape(-1)), 1, 2, (100, 1000), True)
+    records[0, 1] = (950, 50, 0)  # ends at the region's end: fine
+    assert parse_directory(encode_directory(records.reshape(-1)), 1, 2, (100, 1000), True).shape == (1, 2)

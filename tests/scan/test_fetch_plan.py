@@ -119,3 +119,12 @@ def test_one_read_covers_every_span_or_none(spans, gap):
         assert got is None
     else:
         assert got == (min(a for a, _ in real), max(a + n for a, n in real))
+
+
+def test_one_read_takes_offsets_past_int64():
+    """Spans come from footers and directories a forged file controls: an offset past
+    2**63 is no overflow here (its read fails where reads are checked)."""
+    from rcfmt.storage.fetch import one_read
+
+    assert one_read([(2**64 - 1, 112), (10, 5)], 64) is None
+    assert one_read([(2**64 - 200, 100), (2**64 - 100, 100)], 0) == (2**64 - 200, 2**64)

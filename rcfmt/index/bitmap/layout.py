@@ -292,7 +292,10 @@ def parse_directory(raw: bytes, columns: int, blocks: int, region: tuple[int, in
     offsets = records["offset"].astype(np.uint64)
     lengths = records["length"].astype(np.uint64)
     present = lengths > 0
-    if present.any() and ((offsets[present] < np.uint64(start)) | (offsets[present] + lengths[present] > np.uint64(end))).any():
+    # (no sum that can wrap: an offset near 2**64 plus its length must not come back inside)
+    lo, hi = np.uint64(start), np.uint64(max(start, end))
+    if present.any() and ((offsets[present] < lo) | (lengths[present] > hi - lo)
+                          | (offsets[present] > hi - lengths[present])).any():
         raise _fail("entry outside the bitmap index region")
     return records
 
