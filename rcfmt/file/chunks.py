@@ -30,7 +30,7 @@ from ..schema.types import LogicalType, PhysicalKind
 
 __all__ = ["ChunkDecoder"]
 
-_PLAIN, _DICTIONARY, _RLE, _BITPACK, _DELTA, _ALP, _DELTA_LENGTH = 0, 1, 2, 3, 4, 5, 6
+_PLAIN, _DICTIONARY, _RLE, _BITPACK, _DELTA, _ALP, _DELTA_LENGTH, _BYTE_SPLIT, _ALP_SPLIT = range(9)
 _I32_MAX = (1 << 31) - 1
 #: the most a footer's estimate may make the pipeline allocate before any header is read
 ARENA_HINT_MAX = 256 << 20
@@ -50,6 +50,10 @@ def _native_mode(encoding_id: int, ltype: LogicalType):
         return _pages.MODE_RLE, ltype.width, False
     if encoding_id == _ALP:
         return _pages.MODE_ALP, ltype.width, False
+    if encoding_id == _ALP_SPLIT:
+        return _pages.MODE_ALP_SPLIT, ltype.width, False
+    if encoding_id == _BYTE_SPLIT:
+        return _pages.MODE_SPLIT, ltype.width, ltype.is_signed
     if encoding_id == _BITPACK and ltype.name == "decimal128":
         return _pages.MODE_BITPACK_DECIMAL, 8, True
     mode = _pages.MODE_BITPACK if encoding_id == _BITPACK else _pages.MODE_DELTA

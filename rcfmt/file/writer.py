@@ -169,14 +169,15 @@ class Writer:
     page_size : int
         Target uncompressed bytes per page; ``page_rows`` caps rows per page.
     compression : {"auto", "zstd", "lz4", "none"}
-        Per chunk; "auto" uses zstd where it saves at least 10% of the chunk.
+        Per chunk; "auto" uses zstd where it saves at least 10% of the chunk's data
+        pages, and on a dictionary page where it saves 10% of that page.
     compression_level : int, optional
         zstd level (default 3).
     encoding : str or dict, optional
         Force an encoding ("plain", "dictionary", "rle", "bitpack", "delta", "alp",
-        "delta_length") for all or some columns; by default the writer chooses one per
-        chunk. A forced encoding that cannot represent a chunk (bitpack on decimals
-        beyond 64 bits) falls back to PLAIN for that chunk.
+        "delta_length", "byte_split", "alp_split") for all or some columns; by default
+        the writer chooses one per chunk. A forced encoding that cannot represent a
+        chunk (bitpack on decimals beyond 64 bits) falls back to PLAIN for that chunk.
     dictionary : bool
         Whether the selector may choose DICTIONARY.
     stats_truncate : int

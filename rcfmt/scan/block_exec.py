@@ -40,8 +40,9 @@ SKIPPED = "skipped"
 _KINDS = {PhysicalKind.FIXED: _block.KIND_FIXED, PhysicalKind.BOOL: _block.KIND_BOOL,
           PhysicalKind.VARBINARY: _block.KIND_VARBINARY}
 #: encodings the executor decodes, per physical kind (PLAIN, DICTIONARY, RLE, BITPACK,
-#: DELTA, ALP, DELTA_LENGTH); a chunk in any other goes through the Python path
-_DECODED = {PhysicalKind.FIXED: (0, 1, 2, 3, 4, 5), PhysicalKind.BOOL: (0, 2), PhysicalKind.VARBINARY: (0, 1, 6)}
+#: DELTA, ALP, DELTA_LENGTH, BYTE_SPLIT, ALP_SPLIT); a chunk in any other goes through the
+#: Python path
+_DECODED = {PhysicalKind.FIXED: (0, 1, 2, 3, 4, 5, 7, 8), PhysicalKind.BOOL: (0, 2), PhysicalKind.VARBINARY: (0, 1, 6)}
 _CHUNK_FIELDS = ("offset", "length", "dictionary_length", "dictionary_size", "page_count", "encoding")
 
 
