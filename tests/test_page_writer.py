@@ -109,6 +109,54 @@ def test_auto_keeps_the_codec_only_when_it_saves_enough():
     assert write_pages([body], [0], [1], [0], [0], None, 0, codecs.ZSTD, 3, exact + 1e-6)[1] == codecs.NONE
 
 
+@settings(max_examples=examples(100), deadline=None)
+@given(chunks(), st.sampled_from([codecs.NONE, codecs.ZSTD]), st.sampled_from([codecs.NONE, codecs.ZSTD, codecs.LZ4]),
+       st.sampled_from([-1.0, 0.0, 0.10, 0.5]))
+def test_a_dictionary_page_is_compressed_and_judged_on_its_own(chunk, codec, dictionary_codec, min_saving):
+    """With ``dictionary_codec`` the dictionary page takes that codec when it saves
+    ``min_saving`` of its own bytes, and the data pages are laid out exactly as they
+    would be without it (their codec judged on theirs alone): the same bytes as two
+    separate calls."""
+    rows, valid, bodies, dictionary = chunk
+    types, starts, nulls = _arrays(rows, valid, dictionary)
+    out, used, lengths, raw = write_pages(bodies, types, rows, nulls, starts, valid, 3, codec, 3, min_saving,
+                                          None, dictionary_codec)
+    if not dictionary:  # nothing to set apart: the argument changes nothing
+        assert bytes(out) == bytes(write_pages(bodies, types, rows, nulls, starts, valid, 3, codec, 3,
+                                               min_saving)[0])
+        return
+    head = write_pages(bodies[:1], types[:1], rows[:1], nulls[:1], starts[:1], valid, 3, dictionary_codec, 3,
+                       min_saving)
+    tail = write_pages(bodies[1:], types[1:], rows[1:], nulls[1:], starts[1:], valid, 3, codec, 3, min_saving)
+    assert bytes(out) == bytes(head[0]) + bytes(tail[0])
+    assert used == tail[1] and out[2] == head[1]
+    assert list(lengths) == [*head[2], *tail[2]] and list(raw) == [*head[3], *tail[3]]
+
+
+def test_strings_dictionary_compressed_while_codes_are_not(tmp_path):
+    """Default writer ("auto"): a string column of many similar distinct values whose
+    codes are dense (not worth zstd) stores its dictionary page compressed and its data
+    pages raw, and reads back; with compression="none" nothing is compressed."""
+    import pyarrow as pa
+
+    import rcfmt
+
+    rng = np.random.default_rng(1)
+    names = np.array([f"N{i:05d}AA" for i in range(1500)])
+    table = pa.table({"tail": names[rng.integers(0, len(names), 100_000)]})
+    for compression, dictionary_codec in (("auto", codecs.ZSTD), ("none", codecs.NONE)):
+        path = tmp_path / f"{compression}.rcfmt"
+        rcfmt.write_table(table, path, compression=compression)
+        with rcfmt.open(path) as f:
+            rec = f.footer.chunks[0][0]
+            assert int(rec["encoding"]) == 1 and int(rec["compression"]) == codecs.NONE
+            start, dict_len = int(rec["offset"]), int(rec["dictionary_length"])
+        data = path.read_bytes()
+        assert data[start + 2] == dictionary_codec  # the dictionary page's header
+        assert data[start + dict_len + 2] == codecs.NONE  # the first data page's
+        assert rcfmt.read_table(path).equals(table)
+
+
 @pytest.mark.parametrize("codec", [codecs.ZSTD, codecs.LZ4])
 def test_python_codec_fallback_writes_the_same_format(codec):
     rng = np.random.default_rng(1)

@@ -32,6 +32,7 @@ __all__ = ["Compressor", "write_pages"]
 cdef enum:
     HEADER_SIZE = 32
     FLAG_VALIDITY = 1
+    PAGE_DICTIONARY = 1
     CODEC_NONE = 0
 cdef int64_t MAX_PAGE_ROWS = 1 << 20
 cdef int64_t MAX_PAGE_BYTES = 0x7FFFFFFF
@@ -121,8 +122,9 @@ cdef int64_t _compress_python(int codec, int level, const uint8_t* src, int64_t 
 
 cdef int64_t _write(Page* pages, Py_ssize_t n, const uint8_t* valid, int encoding, int* codec, int level,
                     double min_saving, void* cctx, uint8_t* out, uint8_t* scratch) except -2 nogil:
-    """Lay out every page at ``out``; the bytes written, or -1 when compression failed.
-    ``codec`` becomes CODEC_NONE when compression does not pay (``min_saving >= 0``)."""
+    """Lay out ``n`` pages at ``out`` with one codec; the bytes written, or -1 when
+    compression failed. ``codec`` becomes CODEC_NONE when compression does not pay
+    (``min_saving >= 0``)."""
     cdef Py_ssize_t k
     cdef int64_t pos = 0, raw_total = 0, stored_total = 0, got
     cdef Page* pg
@@ -164,7 +166,7 @@ cdef int64_t _write(Page* pages, Py_ssize_t n, const uint8_t* valid, int encodin
 
 
 def write_pages(bodies, page_types, rows, nulls, first_rows, valid, int encoding, int codec, int level,
-                double min_saving=-1.0, Compressor compressor=None):
+                double min_saving=-1.0, Compressor compressor=None, int dictionary_codec=-1):
     """The pages of one column chunk, assembled: ``(chunk bytes, codec used, page
     lengths, uncompressed body sizes)``, lengths and sizes int64, one per page.
 
@@ -175,7 +177,9 @@ def write_pages(bodies, page_types, rows, nulls, first_rows, valid, int encoding
     bitmap of its rows in front of its body. ``codec`` (0 none, 1 zstd, 2 lz4) at
     ``level``; with ``min_saving >= 0`` the codec is dropped (codec used 0) unless
     the compressed bodies take at most ``1 - min_saving`` of the uncompressed ones.
-    ``compressor``: a zstd context to reuse (one per thread)."""
+    ``compressor``: a zstd context to reuse (one per thread). ``dictionary_codec`` (>= 0):
+    a dictionary page (the first body) is compressed with it and judged on its own by
+    ``min_saving``, whatever the data pages do; -1: it goes with the data pages."""
     cdef Py_ssize_t n = len(bodies), k
     cdef const uint8_t[::1] v
     cdef const uint8_t* valid_ptr = NULL
@@ -185,8 +189,11 @@ def write_pages(bodies, page_types, rows, nulls, first_rows, valid, int encoding
     cdef const uint8_t[::1] types_v = np.ascontiguousarray(page_types, dtype=np.uint8)
     if not (rows_v.shape[0] == nulls_v.shape[0] == first_v.shape[0] == types_v.shape[0] == n):
         raise ValueError("write_pages needs one type, row count, null count and first row per body")
-    if codec < 0 or codec > 2:
-        raise ValueError(f"unknown codec id {codec}")
+    if codec < 0 or codec > 2 or dictionary_codec < -1 or dictionary_codec > 2:
+        raise ValueError(f"unknown codec id {codec} / {dictionary_codec}")
+    cdef bint apart = dictionary_codec >= 0 and n > 0 and types_v[0] == PAGE_DICTIONARY
+    cdef int dict_used = dictionary_codec if apart else codec
+    cdef int page_codec
     cdef Py_ssize_t valid_len = 0
     if valid is not None:
         v = np.ascontiguousarray(valid).view(np.uint8)
@@ -201,7 +208,7 @@ def write_pages(bodies, page_types, rows, nulls, first_rows, valid, int encoding
     cdef uint8_t* scratch = NULL
     cdef void* cctx = NULL
     cdef int used = codec
-    cdef int64_t size
+    cdef int64_t size, got
     cdef cnp.ndarray out
     cdef uint8_t* out_ptr
     try:
@@ -223,7 +230,9 @@ def write_pages(bodies, page_types, rows, nulls, first_rows, valid, int encoding
             pages[k].raw = pages[k].body_len + ((pages[k].rows + 7) // 8 if pages[k].nulls else 0)
             if pages[k].raw > MAX_PAGE_BYTES:
                 raise ValueError("page too large")  # a writer bug: it cuts pages well below this
-            bound = pages[k].raw if codec == CODEC_NONE else max(pages[k].raw, compress_bound(codec, pages[k].raw))
+            page_codec = dict_used if k == 0 else codec
+            bound = pages[k].raw if page_codec == CODEC_NONE else max(pages[k].raw,
+                                                                      compress_bound(page_codec, pages[k].raw))
             capacity += HEADER_SIZE + bound
             if pages[k].nulls:
                 largest = max(largest, pages[k].raw)
@@ -232,13 +241,20 @@ def write_pages(bodies, page_types, rows, nulls, first_rows, valid, int encoding
             scratch = <uint8_t*>malloc(largest)
             if scratch == NULL:
                 raise MemoryError()
-        if codec != CODEC_NONE and compress_native(codec):
+        if (codec != CODEC_NONE and compress_native(codec)) or (dict_used != CODEC_NONE and compress_native(dict_used)):
             cctx = compressor.cctx if compressor is not None else compressor_new()
-            if cctx == NULL and codec == 1:
+            if cctx == NULL and (codec == 1 or dict_used == 1):
                 raise MemoryError()
         out_ptr = <uint8_t*>cnp.PyArray_DATA(out)
         with nogil:
-            size = _write(pages, n, valid_ptr, encoding, &used, level, min_saving, cctx, out_ptr, scratch)
+            if apart:  # the dictionary page alone, then the data pages after it
+                size = _write(pages, 1, valid_ptr, encoding, &dict_used, level, min_saving, cctx, out_ptr, scratch)
+                if size >= 0:
+                    got = _write(pages + 1, n - 1, valid_ptr, encoding, &used, level, min_saving, cctx,
+                                 out_ptr + size, scratch)
+                    size = -1 if got < 0 else size + got
+            else:
+                size = _write(pages, n, valid_ptr, encoding, &used, level, min_saving, cctx, out_ptr, scratch)
         if size < 0:
             raise RuntimeError(f"compression with codec {codec} failed")
         lengths = np.empty(n, dtype=np.int64)

@@ -108,10 +108,10 @@ def encode_chunk(values: ColumnValues, valid, col: ColumnSchema, options,
             stats = compute_stats(values, valid, ltype, options.stats_truncate)
         page_stats = compute_page_stats(values, valid, ltype, bounds, options.stats_truncate)
     # pages: [validity bitmap] + encoded values, compressed and checksummed in one native call
-    codec, min_saving = _codec(options, analysis.compression)
+    codec, dictionary_codec, min_saving = _codec(options, analysis.compression)
     out, codec, dict_len, entries, uncompressed = _pages(encoded, encoding.id, bounds, page_stats,
                                                           valid if stats.null_count else None, col, codec,
-                                                          options.compression_level, min_saving)
+                                                          options.compression_level, min_saving, dictionary_codec)
     width = col.stat_width
 
     record = np.zeros(1, dtype=chunk_record(width))
@@ -163,7 +163,7 @@ def _index_candidates(values: ColumnValues, valid, col: ColumnSchema, options, a
 
 
 def _pages(encoded, encoding_id: int, bounds: list[int], page_stats: list, valid, col: ColumnSchema, codec: int,
-           level: int | None, min_saving: float | None):
+           level: int | None, min_saving: float | None, dictionary_codec: int | None = None):
     """The chunk's pages laid out (its dictionary page first) in one native call, and
     their page-index records: ``(bytes, codec used, dictionary page length, records with
     offsets relative to the chunk, uncompressed bytes)``."""
@@ -180,7 +180,7 @@ def _pages(encoded, encoding_id: int, bounds: list[int], page_stats: list, valid
         nulls = np.concatenate(([0], nulls))
         starts = np.concatenate(([0], starts))
     out, codec, lengths, raw = assemble_pages(bodies, types, rows, nulls, starts, valid, encoding_id, codec, level,
-                                              min_saving)
+                                              min_saving, dictionary_codec)
     dict_len = int(lengths[0]) if has_dict else 0
     data = slice(1, None) if has_dict else slice(None)
     entries = np.zeros(len(page_stats), dtype=page_record(col.stat_width))
@@ -194,15 +194,19 @@ def _pages(encoded, encoding_id: int, bounds: list[int], page_stats: list, valid
     return out, codec, dict_len, entries, int(raw.sum())
 
 
-def _codec(options, advice: str | None) -> tuple[int, float | None]:
-    """The chunk's codec, and the share of its bytes the codec must save to be kept
-    (None: kept whatever it saves). With "auto", the selector's advice (from compressing
-    a sample) decides first: dense chunks are not compressed at all; otherwise the codec
-    is kept only if it saves at least ``AUTO_MIN_SAVING`` of the chunk."""
-    if options.compression == "none" or (options.compression == "auto" and advice == "none"):
-        return codecs.NONE, None
-    codec = codecs.LZ4 if options.compression == "lz4" else codecs.ZSTD
-    return codec, AUTO_MIN_SAVING if options.compression == "auto" else None
+def _codec(options, advice: str | None) -> tuple[int, int | None, float | None]:
+    """The codec of the chunk's data pages, that of its dictionary page (None: the
+    data pages'), and the share of its bytes a codec must save to be kept (None: kept
+    whatever it saves). With "auto", the selector's advice (from compressing a sample)
+    decides first: dense data pages are not compressed at all; otherwise zstd is kept
+    only if it saves at least ``AUTO_MIN_SAVING`` of the data pages. A dictionary page
+    is judged by that rule on its own: distinct strings often compress where their
+    bit-packed codes do not."""
+    if options.compression == "none":
+        return codecs.NONE, None, None
+    if options.compression == "auto":
+        return (codecs.NONE if advice == "none" else codecs.ZSTD), codecs.ZSTD, AUTO_MIN_SAVING
+    return (codecs.LZ4 if options.compression == "lz4" else codecs.ZSTD), None, None
 
 
 #: a table with at least this many rows gets a progress bar on a terminal (progress=None)

@@ -29,15 +29,19 @@ def _compressor() -> Compressor:
 
 
 def assemble_pages(bodies: list, page_types, rows, nulls, first_rows, valid: np.ndarray | None, encoding: int,
-                   codec: int, level: int | None = None, min_saving: float | None = None):
+                   codec: int, level: int | None = None, min_saving: float | None = None,
+                   dictionary_codec: int | None = None):
     """A chunk's pages laid out back to back: ``(bytes, codec used, page lengths,
     uncompressed body sizes)`` (see :func:`rcfmt._native.page_writer.write_pages`).
     ``valid``: the chunk's validity (bool per row; a page with nulls gets the bitmap of
     its rows in front of its body); ``min_saving``: keep ``codec`` only if it saves at
-    least this share of the bytes."""
+    least this share of the bytes; ``dictionary_codec``: compress a dictionary page (the
+    first body) with this codec, kept by ``min_saving`` on its own bytes, whatever the
+    data pages do (None: it goes with them)."""
     level = codecs.DEFAULT_ZSTD_LEVEL if level is None else level
     return write_pages(bodies, page_types, rows, nulls, first_rows, valid, encoding, codec, level,
-                       -1.0 if min_saving is None else min_saving, _compressor())
+                       -1.0 if min_saving is None else min_saving, _compressor(),
+                       -1 if dictionary_codec is None else dictionary_codec)
 
 
 def build_page(page_type: int, encoding: int, rows: int, body: bytes, codec: int = codecs.NONE,
