@@ -46,7 +46,7 @@ if sys.byteorder != "little":  # the SWAR kernels and the wire format assume it
 
 __all__ = [
     "BLOCK", "packed_size",
-    "for_pack", "for_pack_into", "for_unpack", "for_unpack_into",
+    "for_pack", "for_pack_into", "for_unpack", "for_unpack_into", "split_into",
     "delta_range", "delta_pack", "delta_pack_into", "delta_unpack", "delta_unpack_into",
 ]
 
@@ -501,6 +501,45 @@ def for_pack_into(values, ref, int width, uint8_t[::1] dst):
     ``ref``: int (signed or unsigned). Every ``values - ref`` must fit in ``width`` bits:
     higher bits are dropped. ``dst`` must be aligned to the itemsize."""
     return _pack_into(values, ref, width, dst, False)
+
+
+cdef void _split(const uint8_t* ip, int itemsize, Py_ssize_t n, int width, uint64_t r, uint8_t* op) noexcept nogil:
+    cdef Py_ssize_t i
+    cdef int k
+    cdef uint64_t u
+    for i in range(n):
+        if itemsize == 1:
+            u = ip[i]
+        elif itemsize == 2:
+            u = (<const uint16_t*>ip)[i]
+        elif itemsize == 4:
+            u = (<const uint32_t*>ip)[i]
+        else:
+            u = (<const uint64_t*>ip)[i]
+        u -= r  # mod 2**64: its low T bits are (v - ref) mod 2**T
+        for k in range(width):
+            op[k * n + i] = <uint8_t>(u >> (8 * k))
+
+
+def split_into(values, ref, int width, uint8_t[::1] dst, Py_ssize_t offset=0):
+    """BYTE_SPLIT's planes: write ``(values - ref) mod 2**T`` as ``width`` byte planes
+    of ``len(values)`` bytes each (plane ``k``: byte ``k`` of every value) at
+    ``dst[offset:]``. ``values``: 1-D integer array (1/2/4/8 bytes, T = 8 * itemsize);
+    ``ref``: int in the values' type; ``width <= itemsize``."""
+    cdef cnp.ndarray v = _int_array(values, "values", False)
+    cdef int itemsize = cnp.PyArray_ITEMSIZE(v)
+    cdef Py_ssize_t n = cnp.PyArray_DIM(v, 0)
+    if not 0 <= width <= itemsize:
+        raise ValueError(f"byte width {width} out of range 0..{itemsize}")
+    cdef uint64_t r = _ref_bits(ref, itemsize, "reference")
+    if offset < 0 or dst.shape[0] - offset < width * n:
+        raise ValueError(f"dst holds {dst.shape[0] - offset} bytes after {offset}, {width * n} needed")
+    if n == 0 or width == 0:
+        return
+    cdef const uint8_t* ip = <const uint8_t*>cnp.PyArray_DATA(v)
+    cdef uint8_t* op = &dst[offset]
+    with nogil:
+        _split(ip, itemsize, n, width, r, op)
 
 
 def for_pack(values, ref, int width):

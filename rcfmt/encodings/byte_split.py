@@ -47,6 +47,7 @@ import struct
 
 import numpy as np
 
+from .._native import bitpack as _bp
 from ..errors import CorruptFileError
 from ..schema.types import LogicalType, PhysicalKind
 from .base import ColumnValues, Encoding
@@ -81,15 +82,8 @@ def value_bytes(lo: int, hi: int) -> int:
 
 def split_into(values: np.ndarray, ref: int, width: int, out, offset: int) -> None:
     """Write ``(values - ref) mod 2**T`` (an integer array) as ``width`` byte planes of
-    ``len(values)`` bytes each into ``out`` from ``offset`` on."""
-    if not width:
-        return
-    itemsize = values.dtype.itemsize
-    unsigned = values.view(f"<u{itemsize}")
-    if ref % (1 << 8 * itemsize):
-        unsigned = unsigned - np.array(ref % (1 << 8 * itemsize), dtype=unsigned.dtype)  # wraps
-    planes = unsigned.view(np.uint8).reshape(-1, itemsize)[:, :width]
-    np.frombuffer(out, np.uint8, count=width * len(values), offset=offset).reshape(width, -1)[:] = planes.T
+    ``len(values)`` bytes each into ``out`` from ``offset`` on (one native pass)."""
+    _bp.split_into(values, ref, width, out, offset)
 
 
 def join_planes(body, offset: int, rows: int, width: int, ref: int, info: IntType) -> np.ndarray:
