@@ -20,8 +20,8 @@ from ..format.stats_slots import encode_slots, fill_slots
 from ..index.bloom.sbbf import estimate_distinct
 from ..index.bloom.chunks import BloomCandidate, chunk_hashes, filter_bits
 from ..index.bitmap.build import dictionary_keys, key_counts, propose
-from ..schema.statistics import (ColumnStats, binary_chunk_and_page_stats, binary_stats_from_dictionary,
-                                 compute_page_stats, compute_stats)
+from ..schema.statistics import (ColumnStats, StatsArrays, binary_chunk_and_page_stats,
+                                 binary_stats_from_dictionary, compute_page_stats, compute_stats)
 from ..schema.types import LogicalType, PhysicalKind
 from ..schema.arrow_io import fill_null_slots
 
@@ -102,11 +102,11 @@ def encode_chunk(values: ColumnValues, valid, col: ColumnSchema, options,
     if by_pages and both is None:
         both = binary_chunk_and_page_stats(values, valid, bounds, options.stats_truncate)
     if both is not None:  # strings: chunk and pages from one pass
-        stats, page_stats = both
+        stats, page_stats = both[0], StatsArrays.from_units(both[1], np.diff(np.asarray(bounds, np.int64)))
     else:
         if by_pages:
             stats = compute_stats(values, valid, ltype, options.stats_truncate)
-        page_stats = compute_page_stats(values, valid, ltype, bounds, options.stats_truncate)
+        page_stats = compute_page_stats(values, valid, ltype, bounds, options.stats_truncate, stats)
     # pages: [validity bitmap] + encoded values, compressed and checksummed in one native call
     codec, dictionary_codec, min_saving = _codec(options, analysis.compression)
     out, codec, dict_len, entries, uncompressed = _pages(encoded, encoding.id, bounds, page_stats,
@@ -162,14 +162,14 @@ def _index_candidates(values: ColumnValues, valid, col: ColumnSchema, options, a
     return candidate, proposal, keys
 
 
-def _pages(encoded, encoding_id: int, bounds: list[int], page_stats: list, valid, col: ColumnSchema, codec: int,
+def _pages(encoded, encoding_id: int, bounds: list[int], page_stats: StatsArrays, valid, col: ColumnSchema, codec: int,
            level: int | None, min_saving: float | None, dictionary_codec: int | None = None):
     """The chunk's pages laid out (its dictionary page first) in one native call, and
     their page-index records: ``(bytes, codec used, dictionary page length, records with
     offsets relative to the chunk, uncompressed bytes)``."""
     starts = np.asarray(bounds[:-1], dtype=np.int64)
     rows = np.diff(np.asarray(bounds, dtype=np.int64))
-    nulls = np.fromiter((p.null_count for p in page_stats), np.int64, len(page_stats))
+    nulls = page_stats.null_count
     bodies = list(encoded.pages)
     types = np.full(len(bodies), PAGE_DATA, np.uint8)
     has_dict = encoded.dictionary is not None
@@ -189,7 +189,7 @@ def _pages(encoded, encoding_id: int, bounds: list[int], page_stats: list, valid
     entries["length"] = lengths[data]
     entries["row_count"] = rows[data]
     entries["null_count"] = nulls[data]
-    entries["nan_count"] = np.fromiter((p.nan_count for p in page_stats), np.int64, len(page_stats))
+    entries["nan_count"] = page_stats.nan_count
     fill_slots(entries, page_stats, col.type, col.stat_width)
     return out, codec, dict_len, entries, int(raw.sum())
 

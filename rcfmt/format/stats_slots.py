@@ -47,24 +47,32 @@ def encode_slots(stats: ColumnStats, ltype: LogicalType, width: int) -> dict:
     }
 
 
-def fill_slots(records: np.ndarray, stats: list[ColumnStats], ltype: LogicalType, width: int) -> None:
-    """Set the statistics fields of ``records[k]`` from ``stats[k]``, as
-    :func:`encode_slots` encodes them (fixed-width values in a few vectorized passes)."""
-    if ltype.kind == PhysicalKind.VARBINARY or ltype.name == "decimal128" or not len(stats):
-        for record, st in zip(records, stats):
-            for key, value in encode_slots(st, ltype, width).items():
+def fill_slots(records: np.ndarray, stats: StatsArrays, ltype: LogicalType, width: int) -> None:
+    """Set the statistics fields of ``records[k]`` from unit ``k`` of ``stats``, as
+    :func:`encode_slots` encodes them: numeric arrays (decimal128 as int64 low words
+    when they fit) in a few vectorized passes, strings and wide decimals unit by unit."""
+    if not len(stats):
+        return
+    decimal64 = ltype.name == "decimal128" and stats.min.dtype == np.int64  # low words
+    if ltype.kind == PhysicalKind.VARBINARY or (ltype.name == "decimal128" and not decimal64) \
+            or stats.min.dtype == object:
+        for k, record in enumerate(records):
+            for key, value in encode_slots(stats.unit(k), ltype, width).items():
                 record[key] = value
         return
-    n = len(stats)
-    has = np.fromiter((st.has_min_max for st in stats), bool, n)
-    min_exact = np.fromiter((st.min_exact for st in stats), bool, n)
-    max_exact = np.fromiter((st.max_exact for st in stats), bool, n)
-    records["stats_flags"] = np.where(has, STATS_HAS_MIN_MAX | np.where(min_exact, STATS_MIN_EXACT, 0)
-                                      | np.where(max_exact, STATS_MAX_EXACT, 0), 0)
+    has = stats.has_min_max
+    records["stats_flags"] = np.where(has, STATS_HAS_MIN_MAX | np.where(stats.min_exact, STATS_MIN_EXACT, 0)
+                                      | np.where(stats.max_exact, STATS_MAX_EXACT, 0), 0)
     records["min_len"] = records["max_len"] = np.where(has, width, 0)
+    dtype = np.dtype(np.int64) if decimal64 else ltype.numpy_dtype
     for field in ("min", "max"):
-        values = np.fromiter((getattr(st, field) if ok else 0 for st, ok in zip(stats, has)), ltype.numpy_dtype, n)
-        records[field] = values.view(f"V{width}")
+        values = np.asarray(getattr(stats, field))
+        if values.dtype != dtype and values.dtype.itemsize == dtype.itemsize:
+            values = values.view(dtype)  # (datetime64 storage, say)
+        values = np.where(has, values, np.zeros(1, dtype)).astype(dtype)
+        if decimal64:  # 16-byte two's complement: the low word, then its sign extension
+            values = np.column_stack((values, values >> 63))
+        records[field] = np.ascontiguousarray(values).view(f"V{width}").reshape(-1)
 
 
 def _values(records: np.ndarray, field: str, lengths: np.ndarray, ltype: LogicalType) -> np.ndarray:

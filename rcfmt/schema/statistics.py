@@ -49,6 +49,27 @@ class StatsArrays:
         """The statistics of the units at ``indices`` (array of ints or bool mask)."""
         return StatsArrays(**{name: getattr(self, name)[indices] for name in self.__dataclass_fields__})
 
+    @classmethod
+    def from_units(cls, units: list, rows) -> "StatsArrays":
+        """The arrays of a list of :class:`ColumnStats` (one per unit of ``rows`` rows);
+        ``min``/``max`` are object arrays, None where a unit has no bounds."""
+        n = len(units)
+        bounds = [np.empty(n, dtype=object), np.empty(n, dtype=object)]
+        for k, unit in enumerate(units):
+            bounds[0][k], bounds[1][k] = unit.min, unit.max
+        return cls(np.asarray(rows, dtype=np.int64),
+                   np.fromiter((u.null_count for u in units), np.int64, n),
+                   np.fromiter((u.nan_count for u in units), np.int64, n),
+                   np.fromiter((u.has_min_max for u in units), bool, n), bounds[0], bounds[1],
+                   np.fromiter((u.min_exact for u in units), bool, n),
+                   np.fromiter((u.max_exact for u in units), bool, n))
+
+    def unit(self, k: int) -> "ColumnStats":
+        """Unit ``k`` as a :class:`ColumnStats`."""
+        has = bool(self.has_min_max[k])
+        return ColumnStats(int(self.null_count[k]), int(self.nan_count[k]), self.min[k] if has else None,
+                           self.max[k] if has else None, bool(self.min_exact[k]), bool(self.max_exact[k]))
+
 
 # ---------------------------------------------------------------------------- computing
 from dataclasses import dataclass as _dataclass  # noqa: E402
@@ -254,36 +275,44 @@ def _vectorizable(ltype: LogicalType) -> bool:
     return ltype.kind == PhysicalKind.FIXED and ltype.name != "decimal128"
 
 
-def compute_page_stats(values, valid, ltype: LogicalType, bounds, truncate: int) -> list[ColumnStats]:
-    """Statistics of each page ``[bounds[k], bounds[k+1])`` of a chunk.
+def compute_page_stats(values, valid, ltype: LogicalType, bounds, truncate: int,
+                       chunk: ColumnStats | None = None) -> StatsArrays:
+    """Statistics of each page ``[bounds[k], bounds[k+1])`` of a chunk, as arrays.
 
     Numeric pages are reduced all at once with ``reduceat`` (null slots masked out with
-    sentinels); other types are computed page by page.
+    sentinels; numpy's SIMD reductions, no Python per page): ``min``/``max`` arrays of
+    the storage dtype, int64 for decimal128 chunks whose values all fit in 64 bits.
+    Strings, bools and wider decimals are computed page by page (object arrays of the
+    stats domain). ``chunk``: the chunk's statistics, when known (they tell whether its
+    decimals fit in 64 bits without a pass over them).
     """
     starts = np.asarray(bounds[:-1], dtype=np.int64)
     stops = np.asarray(bounds[1:], dtype=np.int64)
+    rows = stops - starts
     if ltype.name == "decimal128" and len(starts) and not np.any(stops == starts):
         words = np.ascontiguousarray(values.values).view("<i8").reshape(-1, 2)
-        if np.array_equal(words[:, 1], words[:, 0] >> 63):  # every value fits in 64 bits
-            stats = compute_page_stats(_Int64View(words[:, 0].copy()), valid, _INT64, bounds, truncate)
-            return [ColumnStats(st.null_count, 0, None if st.min is None else int(st.min),
-                                None if st.max is None else int(st.max)) for st in stats]
+        if chunk is not None and chunk.has_min_max and not chunk.null_count:  # its bounds tell
+            fits = -(1 << 63) <= int(chunk.min) and int(chunk.max) < (1 << 63)
+        else:  # (null slots hold fill values: look at every slot)
+            fits = np.array_equal(words[:, 1], words[:, 0] >> 63)
+        if fits:
+            # every value fits in 64 bits: the pages' bounds are their low words' (int64)
+            return compute_page_stats(_Int64View(words[:, 0].copy()), valid, _INT64, bounds, truncate)
     if ltype.kind == PhysicalKind.VARBINARY:
         both = binary_chunk_and_page_stats(values, valid, bounds, truncate)
         if both is not None:
-            return both[1]
+            return StatsArrays.from_units(both[1], rows)
     if not _vectorizable(ltype) or len(starts) == 0 or np.any(stops == starts):
-        return [compute_stats(values.slice(a, b), None if valid is None else valid[a:b], ltype, truncate)
-                for a, b in zip(starts, stops)]
+        return StatsArrays.from_units(
+            [compute_stats(values.slice(a, b), None if valid is None else valid[a:b], ltype, truncate)
+             for a, b in zip(starts, stops)], rows)
     v = values.values
-    rows = stops - starts
     nulls = np.zeros(len(starts), np.int64) if valid is None else rows - np.add.reduceat(valid, starts)
-    scalar = v.dtype.type
     if ltype.is_float:
         nan = np.isnan(v)
         if valid is not None:
             nan &= valid
-        nans = np.add.reduceat(nan, starts)
+        nans = np.add.reduceat(nan, starts).astype(np.int64)
         if nans.any() or (valid is not None and nulls.any()):
             # NaN must not enter min/max, and a filled null slot may hold a NaN
             # copied from a neighbour: mask both out with +-inf sentinels
@@ -305,10 +334,5 @@ def compute_page_stats(values, valid, ltype: LogicalType, bounds, truncate: int)
             info = np.iinfo(v.dtype)
             lo = np.minimum.reduceat(np.where(valid, v, info.max), starts)
             hi = np.maximum.reduceat(np.where(valid, v, info.min), starts)
-    out = []
-    for k in range(len(starts)):
-        if counted[k] > 0:
-            out.append(ColumnStats(int(nulls[k]), int(nans[k]), scalar(lo[k]), scalar(hi[k])))
-        else:
-            out.append(ColumnStats(int(nulls[k]), int(nans[k])))
-    return out
+    has = counted > 0
+    return StatsArrays(rows, nulls.astype(np.int64), nans, has, lo, hi, has.copy(), has.copy())
