@@ -22,6 +22,12 @@ rounds of each engine's best of ``--repeat``, and the ratios the issue names.
 
     python bench/bench_polars.py                   # SF1, 3 rounds, best of 3
     python bench/bench_polars.py --scale 0.1 --rounds 1
+    python bench/bench_polars.py --categorical     # Q_g instead: strings as Categorical
+
+``--categorical`` runs ``Q_g`` (``group_by(l_shipmode, l_returnflag).agg(sum(l_quantity),
+len())`` over every row, natural layout) with ``pl.scan_parquet``, ``scan_rcfmt`` and
+``scan_rcfmt(categorical=["l_shipmode", "l_returnflag"])``, each checked against
+``pl.scan_parquet``'s answer.
 """
 from __future__ import annotations
 
@@ -45,9 +51,15 @@ CELLS = [("Q_c", "natural_128k"), ("Q_c", "zorder_128k"), ("Q_a", "zorder_128k")
 ENGINES = ("polars_parquet", "polars_rcfmt", "rcfmt")
 
 
+_GROUPED = ["l_shipmode", "l_returnflag"]
+
+
 def _polars_query(lf, q: str, c: peers.Constants):
     import polars as pl
 
+    if q == "Q_g":
+        return (lf.group_by(_GROUPED).agg(pl.col("l_quantity").sum(), pl.len())
+                .with_columns(pl.col(_GROUPED).cast(pl.String)).sort(_GROUPED).collect())
     if q == "Q_a":
         return lf.filter((pl.col("l_shipdate") >= c.d("shipdate_lo")) & (pl.col("l_shipdate") < c.d("shipdate_hi"))
                          & pl.col("l_partkey").is_between(c.partkey_lo, c.partkey_hi)).collect()
@@ -69,11 +81,14 @@ def _run(engine: str, q: str, path: Path, c: peers.Constants):
         return _polars_query(pl.scan_parquet(path), q, c)
     from rcfmt.polars import scan_rcfmt
 
-    return _polars_query(scan_rcfmt(path), q, c)
+    return _polars_query(scan_rcfmt(path, categorical=_GROUPED if engine == "polars_rcfmt_cat" else False), q, c)
 
 
-def _summary(engine: str, q: str, result) -> peers.Summary:
-    return peers.summarise_arrow(q, result) if engine == "rcfmt" else peers.summarise_polars(q, result)
+def _summary(engine: str, q: str, result):
+    if q == "Q_g":  # the grouped rows themselves
+        return [[str(v) for v in row] for row in result.rows()]
+    summary = peers.summarise_arrow(q, result) if engine == "rcfmt" else peers.summarise_polars(q, result)
+    return asdict(summary)
 
 
 def _worker() -> int:
@@ -83,7 +98,7 @@ def _worker() -> int:
     for task in spec["tasks"]:
         timing, result = measure(lambda: _run(spec["engine"], task["query"], Path(task["path"]), c),
                                  repeat=spec["repeat"])
-        out.append({"best": min(timing.times), "summary": asdict(_summary(spec["engine"], task["query"], result))})
+        out.append({"best": min(timing.times), "summary": _summary(spec["engine"], task["query"], result)})
     json.dump(out, sys.stdout)
     return 0
 
@@ -102,10 +117,13 @@ def main(argv=None) -> int:
     ap.add_argument("--scale", type=float, default=1.0)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--categorical", action="store_true", help="run Q_g: string columns as Categorical")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.worker:
         return _worker()
+    if args.categorical:
+        return _categorical(args)
     print(machine_line())
     if (warn := busy_warning()) is not None:
         print(warn)
@@ -135,6 +153,32 @@ def main(argv=None) -> int:
     for f in failures:
         print("WRONG RESULT:", f)
     return 1 if failures else 0
+
+
+def _categorical(args) -> int:
+    print(machine_line())
+    if (warn := busy_warning()) is not None:
+        print(warn)
+    _, c, paths, _ = peers.prepare(args.scale, layouts=("natural_128k",))
+    rpaths = skipping.build_rcfmt(paths)
+    engines = ("polars_parquet", "polars_rcfmt", "polars_rcfmt_cat")
+    times: dict[str, list[float]] = {}
+    answers = {}
+    for r in range(args.rounds):
+        for engine in (engines if r % 2 == 0 else engines[::-1]):
+            path = (paths if engine == "polars_parquet" else rpaths)["natural_128k"]
+            res, = _in_child(engine, [{"query": "Q_g", "path": str(path)}], c, args.repeat)
+            times.setdefault(engine, []).append(res["best"])
+            answers[engine] = res["summary"]
+        print(f"round {r + 1}/{args.rounds} done (load {os.getloadavg()[0]:.2f})", flush=True)
+    med = {e: statistics.median(v) for e, v in times.items()}
+    print(md_table(["Q_g natural_128k", "ms", "vs pl.scan_parquet (speedup)"],
+                   [[e, f"{med[e] * 1e3:.1f}", f"{med['polars_parquet'] / med[e]:.2f}x"] for e in engines]))
+    print(f"load after: {os.getloadavg()[0]:.2f}")
+    wrong = [e for e in engines if answers[e] != answers["polars_parquet"]]
+    for e in wrong:
+        print("WRONG RESULT:", e, answers[e][:3], "!=", answers["polars_parquet"][:3])
+    return 1 if wrong else 0
 
 
 if __name__ == "__main__":

@@ -167,3 +167,58 @@ def test_small_batches_are_handed_over_together_in_order(path, limit):
     got = scan_rcfmt(path).filter(expr).head(limit).collect()
     assert got.equals(want)
     assert scan_rcfmt(path).filter(expr).select("s").collect().equals(pl.from_arrow(_table()).filter(expr).select("s"))
+
+
+def test_string_columns_as_categoricals(tmp_path):
+    """``categorical=``: the columns arrive as Polars Categorical holding the same
+    strings (NULLs kept) across blocks with their own dictionaries and a block stored
+    without one; projections, limits and pushed predicates work on them; a group-by
+    gives Polars' own answer."""
+    table = _table().append_column("t", pa.array([f"w{j % 4}" if j < 4000 else f"x{j}" for j in range(N)]))
+    p = tmp_path / "c.rcfmt"
+    rcfmt.write_table(table, p, block_rows=1000, page_rows=250)
+    with rcfmt.open(p) as f:  # (the last blocks' "t" are too distinct for a dictionary)
+        assert {int(e) for e in f.footer.chunks[f.schema.get_field_index("t")]["encoding"]} > {1}
+    frame = pl.from_arrow(table)
+    as_cat = frame.with_columns(pl.col("s", "t").cast(pl.Categorical))
+    for categorical in (True, ["s", "t"]):
+        lf = scan_rcfmt(p, categorical=categorical)
+        assert lf.collect_schema()["s"] == pl.Categorical and lf.collect_schema()["id"] == pl.Int64
+        assert lf.collect().equals(as_cat)
+    lf = scan_rcfmt(p, categorical=["s"])
+    assert lf.collect_schema()["t"] == pl.String
+    stats = ScanStats()
+    got = scan_rcfmt(p, categorical=["s"], stats=stats).filter(pl.col("s") == "v07").select("id", "s").collect()
+    assert got.equals(as_cat.filter(pl.col("s") == "v07").select("id", "s"))
+    assert stats.rows_selected == got.height  # pushed: the scan selected exactly Polars' rows
+    assert lf.head(5).collect().equals(as_cat.with_columns(pl.col("t").cast(pl.String)).head(5))
+    agg = lambda f: f.group_by("s").agg(pl.col("k").sum()).sort("s").with_columns(pl.col("s").cast(pl.String))  # noqa: E731
+    assert agg(lf).collect().equals(agg(frame.lazy()).collect())
+
+
+def test_categoricals_of_a_dataset(tmp_path):
+    """A dataset: stored string columns and a string partition column as Categorical,
+    files pruned as before."""
+    table = _table().append_column("part", pa.array(["a" if j < 3000 else "b" for j in range(N)]))
+    rcfmt.write_dataset(table, tmp_path / "ds", partition_by=["part"], target_file_rows=2000)
+    want = pl.from_arrow(table).with_columns(pl.col("s", "part").cast(pl.Categorical))
+    stats = ScanStats()
+    lf = scan_rcfmt(tmp_path / "ds", categorical=True, stats=stats)
+    got = lf.filter(pl.col("id") < 100).collect()
+    assert got.select(sorted(got.columns)).sort("id").equals(want.filter(pl.col("id") < 100).select(sorted(want.columns)))
+    assert stats.files_pruned >= 2
+    got = scan_rcfmt(tmp_path / "ds", categorical=["part"]).filter(pl.col("part") == "b").select("id", "part").collect()
+    assert got.sort("id").equals(want.filter(pl.col("part") == "b").select("id", "part"))
+
+
+def test_bad_categorical_options_are_refused(path, tmp_path):
+    from rcfmt.errors import InvalidOptionError
+
+    for bad in ("s", ["k"], ["nope"], 3):
+        with pytest.raises(InvalidOptionError):
+            scan_rcfmt(path, categorical=bad)
+    rcfmt.write_dataset(_table(), tmp_path / "ds")
+    ds = rcfmt.dataset(tmp_path / "ds")
+    for bad in (["k"], ["s"], "s"):
+        with pytest.raises(InvalidOptionError):
+            ds.scan(columns=["id", "k"], read_dictionary=bad)

@@ -182,15 +182,18 @@ class Dataset:
                 for i in np.flatnonzero(keep)]
 
     def scan(self, columns: Sequence[str] | None = None, filter=None, *, use_threads: bool = True,
-             verify_checksums: bool = True, fetch: FetchOptions | None = None) -> DatasetScan:
+             verify_checksums: bool = True, fetch: FetchOptions | None = None,
+             read_dictionary: Sequence[str] | None = None) -> DatasetScan:
         """Plan a scan: files are pruned now (from the index), blocks, pages and rows as it
         runs. ``fetch``: how reads of remote files trade requests for bytes
-        (:class:`~rcfmt.storage.fetch.FetchOptions`)."""
+        (:class:`~rcfmt.storage.fetch.FetchOptions`); ``read_dictionary``: string or binary
+        columns to return as ``pyarrow.DictionaryArray`` (int32 indices; a dictionary
+        chunk's codes are kept as they are)."""
         fragments = self.get_fragments(filter)
         return DatasetScan(self.schema, fragments, columns, filter, partition_names=self.partitioning.names,
                            files_total=self.num_files, files_pruned=self.num_files - len(fragments),
                            use_threads=use_threads, verify_checksums=verify_checksums, column_ids=self.column_ids,
-                           fetch=fetch)
+                           fetch=fetch, read_dictionary=read_dictionary)
 
     def read(self, columns: Sequence[str] | None = None, filter=None, *, use_threads: bool = True,
              fetch: FetchOptions | None = None) -> pa.Table:

@@ -110,6 +110,26 @@ class FileInfo:
 
 
 # ------------------------------------------------------------------ scanning
+def _dictionary_columns(names, schema: pa.Schema, columns: list) -> list[str]:
+    """``read_dictionary``'s names, checked: selected top-level string or binary columns."""
+    if names is None:
+        return []
+    if isinstance(names, str) or not isinstance(names, Sequence):
+        raise InvalidOptionError(f"read_dictionary must be a list of column names, got {names!r}")
+    for name in names:
+        if name not in columns:
+            raise InvalidOptionError(f"read_dictionary names {name!r}, which is not a selected column")
+        t = schema.field(name).type
+        if not (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
+                or pa.types.is_large_binary(t)):
+            raise InvalidOptionError(f"read_dictionary: column {name!r} is {t}, not strings or binary")
+    return list(dict.fromkeys(names))
+
+
+def _as_dictionary(field: pa.Field, names: list) -> pa.Field:
+    return field.with_type(pa.dictionary(pa.int32(), field.type)) if field.name in names else field
+
+
 class DatasetScan:
     """A planned scan of fragments of a dataset; ``read()``, ``iter_batches()`` and
     ``stats`` (a :class:`~rcfmt.scan.scanner.ScanStats` summed over the files scanned,
@@ -119,7 +139,8 @@ class DatasetScan:
     def __init__(self, schema: pa.Schema, fragments: Sequence[Fragment], columns: Sequence[str] | None = None,
                  filter=None, *, partition_names: Sequence[str] = (), files_total: int | None = None,
                  files_pruned: int = 0, use_threads: bool = True, verify_checksums: bool = True,
-                 column_ids: dict | None = None, fetch: FetchOptions | None = None):
+                 column_ids: dict | None = None, fetch: FetchOptions | None = None,
+                 read_dictionary: Sequence[str] | None = None):
         self.schema = schema
         self.fragments = list(fragments)
         self.column_ids = column_ids  # (None: no column was ever renamed)
@@ -130,9 +151,10 @@ class DatasetScan:
         # a name is a field, or a path to a field under structs (its struct is returned pruned)
         projected = nested.project(nested.plan_schema(schema)[0], list(columns)) if columns else []
         self.columns = list(columns)
-        self.output_schema = pa.schema([schema.field(n.name) if n.kind == nested.LEAF else n.field
-                                        for n in projected])
         self.partition_names = set(partition_names)
+        self.read_dictionary = _dictionary_columns(read_dictionary, schema, self.columns)
+        self.output_schema = pa.schema([_as_dictionary(schema.field(n.name), self.read_dictionary)
+                                        if n.kind == nested.LEAF else n.field for n in projected])
         self.nnf = prepare_filter(filter, schema)
         self.use_threads = use_threads
         self.verify_checksums = verify_checksums
@@ -171,7 +193,8 @@ class DatasetScan:
             if narrower:  # columns widened since the file was written: those leaves are applied after
                 pushed, post = _pushable(pushed, narrower), pushed
                 columns += [c for c in sorted(expr_columns(post)) if c not in columns]
-            scan = f.scan(columns, pushed, use_threads=use_threads,
+            as_dictionary = [c for c in (renamed_path(c, renames) for c in self.read_dictionary) if c in columns]
+            scan = f.scan(columns, pushed, use_threads=use_threads, read_dictionary=as_dictionary or None,
                           blocks=None if frag.blocks is None else _clamp(frag.blocks, f.num_blocks))
             scan.stats.requests += opened
         except BaseException:
@@ -200,8 +223,12 @@ class DatasetScan:
         for field in self.output_schema:
             if field.name in self.partition_names:
                 value = partition.get(field.name)
-                arrays.append(pa.nulls(n, field.type) if value is None else
-                              pa.repeat(pa.scalar(value, field.type), n))
+                if value is not None and pa.types.is_dictionary(field.type):  # one entry, repeated
+                    arrays.append(pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)),
+                                                                 pa.array([value], field.type.value_type)))
+                else:
+                    arrays.append(pa.nulls(n, field.type) if value is None else
+                                  pa.repeat(pa.scalar(value, field.type), n))
             elif batch.schema.get_field_index(field.name) < 0:  # a column the file predates
                 arrays.append(pa.nulls(n, field.type))
             else:

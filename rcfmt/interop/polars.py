@@ -53,6 +53,7 @@ from typing import NamedTuple
 import numpy as np
 import pyarrow as pa
 
+from ..errors import InvalidOptionError
 from ..scan.expr import col
 from ..scan.nan_order import is_nan_literal, nan_order_compare
 
@@ -244,7 +245,7 @@ class _Translator:
         """The Polars type of a cast's ``dtype`` node (None for forms not known)."""
         pl = self.pl
         literal = node.get("Literal") if isinstance(node, dict) else None
-        if isinstance(literal, str) and literal in _SIMPLE_TYPES:
+        if isinstance(literal, str) and (literal in _SIMPLE_TYPES or literal == "String"):
             return getattr(pl, literal)
         if isinstance(literal, dict) and len(literal) == 1:
             (kind, args), = literal.items()
@@ -267,6 +268,8 @@ class _Translator:
     def _widens(self, source, target) -> bool:
         """Whether casting ``source`` to ``target`` keeps every value exactly."""
         pl = self.pl
+        if source == target:  # (a Categorical column is cast to String, its stored type)
+            return True
         if source.is_decimal() and target.is_decimal():
             return target.scale >= source.scale and target.precision - target.scale >= source.precision - source.scale
         if source.is_integer() and target.is_integer():
@@ -443,12 +446,31 @@ def _groups_of_rows(batches, size: int):
         yield group
 
 
-def scan_rcfmt(path, *, stats=None, use_threads: bool = True, fetch=None):
+def _categorical_columns(categorical, schema: pa.Schema) -> list[str]:
+    """The string columns ``scan_rcfmt(categorical=...)`` hands over as Categorical."""
+    strings = [f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)]
+    if categorical is True:
+        return strings
+    if categorical is False or categorical is None:
+        return []
+    if isinstance(categorical, str) or not isinstance(categorical, (list, tuple)):
+        raise InvalidOptionError(f"categorical must be True, False or a list of column names, got {categorical!r}")
+    for name in categorical:
+        if name not in strings:
+            raise InvalidOptionError(f"categorical names {name!r}, which is not a string column of the source")
+    return list(dict.fromkeys(categorical))
+
+
+def scan_rcfmt(path, *, stats=None, use_threads: bool = True, fetch=None, categorical=False):
     """A ``polars.LazyFrame`` over the rcfmt file or dataset at ``path``, with
     projection, predicate (see the module docstring), ``n_rows`` and batch size pushed
     into the rcfmt scan. ``stats``: a :class:`rcfmt.scan.scanner.ScanStats` each
     collection adds its scan's counts to; ``fetch``: :class:`rcfmt.FetchOptions` for
-    remote reads."""
+    remote reads; ``categorical``: string columns to hand over as ``pl.Categorical``
+    (True: every string column), their dictionary chunks' codes kept as they are --
+    no string is materialized, and Polars' group-bys and joins on them run on codes.
+    Predicates on them are pushed as on strings (Polars compares categoricals by their
+    strings)."""
     import polars as pl
     from polars.io.plugins import register_io_source
 
@@ -461,10 +483,10 @@ def scan_rcfmt(path, *, stats=None, use_threads: bool = True, fetch=None):
         with RcfmtFile(file, fetch=fetch) as f:
             schema = f.schema
 
-        def start(columns, expr):
+        def start(columns, expr, as_dictionary):
             f = RcfmtFile(file, fetch=fetch)
             try:
-                return f.scan(columns, expr, use_threads=use_threads), f.close
+                return f.scan(columns, expr, use_threads=use_threads, read_dictionary=as_dictionary or None), f.close
             except BaseException:
                 f.close()
                 raise
@@ -472,9 +494,13 @@ def scan_rcfmt(path, *, stats=None, use_threads: bool = True, fetch=None):
         dataset = Dataset.open(path)
         schema = dataset.schema
 
-        def start(columns, expr):
-            return dataset.scan(columns=columns, filter=expr, use_threads=use_threads, fetch=fetch), lambda: None
-    pl_schema = polars_schema(schema)
+        def start(columns, expr, as_dictionary):
+            return dataset.scan(columns=columns, filter=expr, use_threads=use_threads, fetch=fetch,
+                                read_dictionary=as_dictionary or None), lambda: None
+    pl_schema = polars_schema(schema)  # (predicates are translated on the stored types)
+    categories = _categorical_columns(categorical, schema)
+    out_schema = pl.Schema({name: pl.Categorical() if name in categories else dtype
+                            for name, dtype in pl_schema.items()})
 
     def source(with_columns, predicate, n_rows, batch_size):
         translation = Translation(None, False) if predicate is None else translate(predicate, schema, pl_schema)
@@ -482,7 +508,7 @@ def scan_rcfmt(path, *, stats=None, use_threads: bool = True, fetch=None):
         refilter = predicate is not None and not translation.exact
         wanted = list(with_columns) if with_columns is not None else list(schema.names)
         needed = list(dict.fromkeys(wanted + (predicate.meta.root_names() if refilter else [])))
-        scan, close = start(needed, translation.expr)
+        scan, close = start(needed, translation.expr, [c for c in categories if c in needed])
         size = batch_size or 65536
         left = n_rows
 
@@ -509,4 +535,4 @@ def scan_rcfmt(path, *, stats=None, use_threads: bool = True, fetch=None):
             if stats is not None:
                 stats.add(scan.stats)
 
-    return register_io_source(source, schema=pl_schema, explain_name="rcfmt", explain_detail=str(path))
+    return register_io_source(source, schema=out_schema, explain_name="rcfmt", explain_detail=str(path))
