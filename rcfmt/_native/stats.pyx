@@ -93,6 +93,58 @@ def minmax_binary(const offset_t[::1] offsets, const uint8_t[::1] data, const ui
     return count, lo, hi
 
 
+def truncated_bounds(const offset_t[::1] offsets, const uint8_t[::1] data, const int64_t[::1] lo_i,
+                     const int64_t[::1] hi_i, int limit):
+    """Per unit ``k``: statistics bounds from the values at rows ``lo_i[k]`` and
+    ``hi_i[k]`` (-1: the unit has none), cut to ``limit`` bytes as
+    :func:`rcfmt.schema.statistics.truncate_min` / ``truncate_max`` do (a longer
+    minimum keeps its prefix; a longer maximum keeps its prefix with the last byte that
+    is not 0xFF incremented and what follows dropped, and has no bound if every byte is
+    0xFF). Returns ``(has, mins, maxs, min_exact, max_exact)``: bool arrays and object
+    arrays of ``bytes`` (b"" where ``has`` is False). ``offsets`` must be validated."""
+    cdef Py_ssize_t n = lo_i.shape[0], k, size = data.shape[0]
+    cdef int64_t a, b, m
+    cdef bytearray top
+    cdef Py_ssize_t t
+    if hi_i.shape[0] != n or limit < 0:
+        raise ValueError("one upper row per lower row, and a limit >= 0")
+    has = np.zeros(n, bool)
+    min_exact = np.zeros(n, bool)
+    max_exact = np.zeros(n, bool)
+    mins = np.empty(n, dtype=object)
+    maxs = np.empty(n, dtype=object)
+    cdef uint8_t[::1] h = has.view(np.uint8), lx = min_exact.view(np.uint8), hx = max_exact.view(np.uint8)
+    cdef const uint8_t* base = &data[0] if size else <const uint8_t*>b""
+    cdef Py_ssize_t rows = offsets.shape[0] - 1
+    for k in range(n):
+        mins[k] = maxs[k] = b""
+        if lo_i[k] < 0 or hi_i[k] < 0:
+            continue
+        if lo_i[k] >= rows or hi_i[k] >= rows:
+            raise ValueError("a bound's row is past the values")
+        a, b = offsets[hi_i[k]], offsets[hi_i[k] + 1]
+        m = b - a
+        if m <= limit:
+            maxs[k] = base[a:b]
+            hx[k] = 1
+        else:
+            t = limit
+            while t > 0 and base[a + t - 1] == 0xFF:
+                t -= 1
+            if t == 0:
+                continue  # no upper bound that short: the unit has no bounds at all
+            top = bytearray(base[a:a + t])
+            top[t - 1] += 1
+            maxs[k] = bytes(top)
+        a, b = offsets[lo_i[k]], offsets[lo_i[k] + 1]
+        m = b - a
+        mins[k] = base[a:b] if m <= limit else base[a:a + limit]
+        lx[k] = m <= limit
+        h[k] = 1
+    max_exact &= has
+    return has, mins, maxs, min_exact, max_exact
+
+
 cdef void _minmax_range(const offset_t* offsets, const uint8_t* base, int64_t size, const uint8_t* valid, Py_ssize_t start,
                         Py_ssize_t stop, int64_t* count_out, int64_t* lo_out, int64_t* hi_out) noexcept nogil:
     cdef Py_ssize_t i, count = 0, lo_i = -1, hi_i = -1

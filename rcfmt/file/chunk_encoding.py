@@ -102,7 +102,7 @@ def encode_chunk(values: ColumnValues, valid, col: ColumnSchema, options,
     if by_pages and both is None:
         both = binary_chunk_and_page_stats(values, valid, bounds, options.stats_truncate)
     if both is not None:  # strings: chunk and pages from one pass
-        stats, page_stats = both[0], StatsArrays.from_units(both[1], np.diff(np.asarray(bounds, np.int64)))
+        stats, page_stats = both
     else:
         if by_pages:
             stats = compute_stats(values, valid, ltype, options.stats_truncate)

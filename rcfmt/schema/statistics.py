@@ -66,9 +66,10 @@ class StatsArrays:
 
     def unit(self, k: int) -> "ColumnStats":
         """Unit ``k`` as a :class:`ColumnStats`."""
-        has = bool(self.has_min_max[k])
-        return ColumnStats(int(self.null_count[k]), int(self.nan_count[k]), self.min[k] if has else None,
-                           self.max[k] if has else None, bool(self.min_exact[k]), bool(self.max_exact[k]))
+        if not self.has_min_max[k]:
+            return ColumnStats(int(self.null_count[k]), int(self.nan_count[k]))
+        return ColumnStats(int(self.null_count[k]), int(self.nan_count[k]), self.min[k], self.max[k],
+                           bool(self.min_exact[k]), bool(self.max_exact[k]))
 
 
 # ---------------------------------------------------------------------------- computing
@@ -182,9 +183,9 @@ def _binary_stats(data: np.ndarray, offsets: np.ndarray, null_count: int, lo_i: 
 __all__ += ["compute_page_stats", "binary_chunk_and_page_stats", "binary_stats_from_dictionary"]
 
 
-def binary_chunk_and_page_stats(values, valid, bounds, truncate: int) -> tuple[ColumnStats, list[ColumnStats]] | None:
+def binary_chunk_and_page_stats(values, valid, bounds, truncate: int) -> tuple[ColumnStats, StatsArrays] | None:
     """Statistics of a string/binary chunk and of each of its pages ``[bounds[k],
-    bounds[k+1])`` from one native pass over the pages: the chunk's bounds are the
+    bounds[k+1])`` (as arrays) from one native pass over the pages: the chunk's bounds are the
     smallest page minimum and the largest page maximum, compared untruncated, so they
     equal :func:`compute_stats` of the chunk. None when the pages do not tile the
     chunk or one is empty (then compute each apart)."""
@@ -197,8 +198,7 @@ def binary_chunk_and_page_stats(values, valid, bounds, truncate: int) -> tuple[C
     _, lo_i, hi_i = _stats.minmax_binary(offsets, data, valid_u8, np.concatenate((starts, stops[-1:])))
     rows = stops - starts
     nulls = np.zeros(len(starts), np.int64) if valid is None else rows - np.add.reduceat(valid, starts)
-    pages = [_binary_stats(data, offsets, int(nulls[k]), int(lo_i[k]), int(hi_i[k]), truncate)
-             for k in range(len(starts))]
+    pages = _binary_pages(offsets, data, lo_i, hi_i, rows, nulls, truncate)
 
     def value(i):
         return data[offsets[i]:offsets[i + 1]].tobytes()
@@ -215,7 +215,7 @@ DICTIONARY_STATS_MAX = 256
 
 
 def binary_stats_from_dictionary(dictionary, valid, bounds, truncate: int
-                                 ) -> tuple[ColumnStats, list[ColumnStats]] | None:
+                                 ) -> tuple[ColumnStats, StatsArrays] | None:
     """:func:`binary_chunk_and_page_stats` from the writer's dictionary of the chunk,
     ``(codes per row, distinct values)``: a page's bounds are its least and greatest
     entries in byte order (the same values, so the same statistics). None when the
@@ -240,14 +240,25 @@ def binary_stats_from_dictionary(dictionary, valid, bounds, truncate: int
         nulls = rows - np.add.reduceat(valid, starts)
         lows = np.minimum.reduceat(np.where(valid, ranks, 255), starts)
         highs = np.maximum.reduceat(np.where(valid, ranks, 0), starts)
-    pages = [_binary_stats(data, offsets, int(nulls[k]), -1, -1, truncate) if nulls[k] == rows[k]
-             else _binary_stats(data, offsets, int(nulls[k]), int(order[lows[k]]), int(order[highs[k]]), truncate)
-             for k in range(len(starts))]
+    empty = nulls == rows  # (their ranks are the sentinels: no entry to look up)
+    top = max(len(order) - 1, 0)
+    lo_rows = np.where(empty, -1, order[np.minimum(lows, top)] if len(order) else -1)
+    hi_rows = np.where(empty, -1, order[np.minimum(highs, top)] if len(order) else -1)
+    pages = _binary_pages(offsets, data, lo_rows, hi_rows, rows, nulls, truncate)
     if nulls.sum() == len(codes):
         return ColumnStats(len(codes)), pages
     some = nulls < rows
     lo, hi = int(order[lows[some].min()]), int(order[highs[some].max()])
     return _binary_stats(data, offsets, int(nulls.sum()), lo, hi, truncate), pages
+
+
+def _binary_pages(offsets, data, lo_i, hi_i, rows, nulls, truncate: int) -> StatsArrays:
+    """Pages' statistics from the rows of their least and greatest values (-1: none),
+    truncated in one native call."""
+    has, mins, maxs, min_exact, max_exact = _stats.truncated_bounds(
+        offsets, data, np.ascontiguousarray(lo_i, np.int64), np.ascontiguousarray(hi_i, np.int64), truncate)
+    return StatsArrays(np.asarray(rows, np.int64), np.asarray(nulls, np.int64), np.zeros(len(rows), np.int64),
+                       has, mins, maxs, min_exact, max_exact)
 
 
 def _tiles(bounds, n: int):
@@ -301,7 +312,7 @@ def compute_page_stats(values, valid, ltype: LogicalType, bounds, truncate: int,
     if ltype.kind == PhysicalKind.VARBINARY:
         both = binary_chunk_and_page_stats(values, valid, bounds, truncate)
         if both is not None:
-            return StatsArrays.from_units(both[1], rows)
+            return both[1]
     if not _vectorizable(ltype) or len(starts) == 0 or np.any(stops == starts):
         return StatsArrays.from_units(
             [compute_stats(values.slice(a, b), None if valid is None else valid[a:b], ltype, truncate)
