@@ -367,9 +367,14 @@ def choose(chunk: ColumnValues, ltype: LogicalType, analysis: ChunkAnalysis,
             if enc.name == hint.name and variant == hint.variant:
                 if size * _cost(enc.name) <= best_raw * hint.relative * HINT_DRIFT:
                     # only the hinted variant's sample is compressed: whether zstd pays
-                    # changes from chunk to chunk more than which encoding wins
-                    est = _compressed_estimate(enc, params, ltype, analysis, _Sample(chunk, ltype), size)
-                    compressed = est * ZSTD_COST < size
+                    # changes from chunk to chunk more than which encoding wins. Where the
+                    # hint was zstd, not even that: the pages are compressed anyway, and
+                    # the page writer keeps zstd only if it saves its share of the bytes
+                    if hint.compression == "zstd" and compression == "auto":
+                        est, compressed = size, True
+                    else:
+                        est = _compressed_estimate(enc, params, ltype, analysis, _Sample(chunk, ltype), size)
+                        compressed = est * ZSTD_COST < size
                     analysis.candidates = [(s[1].name, s[2], s[4], round(s[0])) for s in scored]
                     analysis.candidates.append((enc.name, variant + "+zstd", est, round(est * _cost(enc.name)
                                                                                         * ZSTD_COST)))

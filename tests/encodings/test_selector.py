@@ -224,3 +224,42 @@ def test_dictionary_for_values_that_repeat_only_across_the_chunk(tmp_path):
     rcfmt.write_table(table, tmp_path / "b.rcfmt", encoding={"t": "delta"})
     assert (tmp_path / "a.rcfmt").stat().st_size < 0.9 * (tmp_path / "b.rcfmt").stat().st_size
     assert rcfmt.read_table(tmp_path / "a.rcfmt").equals(table)
+
+
+def test_a_zstd_hint_is_taken_without_sampling_and_the_page_writer_still_judges(tmp_path, monkeypatch):
+    """A later chunk of a column whose sampled decision was "compress" takes it without
+    compressing a sample (the pages are compressed anyway); a "none" hint is checked on
+    a sample. Then, written: blocks of compressible values followed by random ones keep
+    zstd only where it saves the page writer's share (random blocks are stored raw)."""
+    lt = LogicalType("int64")
+    chunk = ColumnValues(np.tile(np.random.default_rng(1).integers(0, 1 << 40, 1000), 100))  # repeats zstd finds
+    calls = []
+    real = selector._compressed_estimate
+
+    def counting(*args, **kwargs):
+        calls.append(args[0].name)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(selector, "_compressed_estimate", counting)
+    stats = compute_stats(chunk, None, lt, 32)
+    first = selector.analyze(chunk, lt, stats, dictionary=False)
+    enc = selector.choose(chunk, lt, first)
+    decision = first.decision
+    assert decision is not None and decision.compression == "zstd" and calls
+    for advice, sampled in (("zstd", False), ("none", True)):
+        calls.clear()
+        hint = selector.Decision(decision.name, decision.variant, advice, decision.relative)
+        again = selector.analyze(chunk, lt, stats, dictionary=False)
+        assert selector.choose(chunk, lt, again, hint=hint) is enc
+        assert bool(calls) == sampled
+        assert again.compression == ("zstd" if advice == "zstd" else again.compression)
+    monkeypatch.setattr(selector, "_compressed_estimate", real)
+    rng = np.random.default_rng(0)
+    n = 16 * 4096
+    values = np.concatenate([np.repeat(rng.integers(0, 1 << 40, n // 64), 32), rng.integers(0, 1 << 62, n // 2)])
+    path = tmp_path / "t.rcfmt"
+    rcfmt.write_table(pa.table({"v": values}), path, block_rows=4096, dictionary=False)
+    with rcfmt.open(path) as f:
+        codecs_used = f.footer.chunks[0]["compression"].tolist()
+    assert set(codecs_used[:8]) == {1} and set(codecs_used[8:]) == {0}
+    assert rcfmt.read_table(path).column("v").to_numpy().tolist() == values.tolist()
