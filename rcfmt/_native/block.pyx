@@ -750,12 +750,28 @@ cdef int _gather_varbinary(Col* col, const uint8_t* d, const uint32_t* codes, in
 
 cdef inline Py_ssize_t _page_selection(const Col* col, int64_t first, int64_t count, Py_ssize_t* cursor) noexcept nogil:
     """The wanted rows in run rows ``[first, first + count)``: they are ``sel[j0:j1]``,
-    ``j0`` the cursor given, ``j1`` the cursor returned (pages come in row order)."""
-    cdef Py_ssize_t j = cursor[0]
-    while j < col.nsel and col.sel[j] < first + count:
-        j += 1
-    cursor[0] = j
-    return j
+    ``j0`` the cursor given, ``j1`` the cursor returned (pages come in row order).
+    Found by galloping from the cursor, then bisecting: a page holding many wanted rows
+    costs a few comparisons, not one per row (``sel`` is strictly increasing)."""
+    cdef Py_ssize_t lo = cursor[0], hi, step = 1, mid
+    cdef int64_t end = first + count
+    if lo >= col.nsel or col.sel[lo] >= end:
+        return lo
+    hi = lo + 1  # invariant: sel[lo] < end, and hi == nsel or sel[hi] >= end once found
+    while hi < col.nsel and col.sel[hi] < end:
+        lo = hi
+        step *= 2
+        hi = lo + step
+    if hi > col.nsel:
+        hi = col.nsel
+    while hi - lo > 1:
+        mid = lo + (hi - lo) // 2
+        if col.sel[mid] < end:
+            lo = mid
+        else:
+            hi = mid
+    cursor[0] = hi
+    return hi
 
 
 cdef void _gather_rows(const uint8_t* page, int64_t first, const int64_t* sel, Py_ssize_t j0, Py_ssize_t j1,

@@ -208,8 +208,9 @@ def test_selected_rows_are_gathered_natively(tmp_path, encoding):
     table, path, f, executor = _executor_over(tmp_path, 13, encoding)
     buf = path.read_bytes()
     rng = np.random.default_rng(1)
-    for k in (0, 1, 7, 400, 2500, N - 1, N):
-        selected = np.sort(rng.choice(N, k, replace=False)).astype(np.int64)
+    runs = [np.arange(0, 400), np.arange(399, 801), np.arange(400, N), np.array([399, 400, 799, 800])]
+    for k in (0, 1, 7, 400, 2500, N - 1, N, *runs):  # (runs: rows at and across page boundaries)
+        selected = (np.sort(rng.choice(N, k, replace=False)) if isinstance(k, int) else k).astype(np.int64)
         got, _pages, _rows = executor.run(buf, 0, 0, N, True, selected=selected)
         for name, array in zip(table.column_names, got):
             if isinstance(array, tuple):  # (annotated types: wrapped by the scan, checked below)
