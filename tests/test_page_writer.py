@@ -133,6 +133,18 @@ def test_a_dictionary_page_is_compressed_and_judged_on_its_own(chunk, codec, dic
     assert list(lengths) == [*head[2], *tail[2]] and list(raw) == [*head[3], *tail[3]]
 
 
+def test_a_dictionary_page_with_nulls_and_only_its_own_codec():
+    """A caller may hand a first (dictionary) page with nulls and compress only it: its
+    validity is compressed from the scratch buffer like any page's."""
+    valid = np.array([True, False, True, True])
+    bodies = [bytes(300), b"xy"]
+    out, used, lengths, raw = write_pages(bodies, [1, 0], [3, 1], [1, 0], [0, 3], valid, 3, codecs.NONE, 3, 0.1,
+                                          None, codecs.ZSTD)
+    head = write_pages(bodies[:1], [1], [3], [1], [0], valid, 3, codecs.ZSTD, 3, 0.1)
+    tail = write_pages(bodies[1:], [0], [1], [0], [3], valid, 3, codecs.NONE, 3, 0.1)
+    assert bytes(out) == bytes(head[0]) + bytes(tail[0]) and out[2] == codecs.ZSTD and used == codecs.NONE
+
+
 def test_strings_dictionary_compressed_while_codes_are_not(tmp_path):
     """Default writer ("auto"): a string column of many similar distinct values whose
     codes are dense (not worth zstd) stores its dictionary page compressed and its data

@@ -222,3 +222,7 @@ def test_bad_categorical_options_are_refused(path, tmp_path):
     for bad in (["k"], ["s"], "s"):
         with pytest.raises(InvalidOptionError):
             ds.scan(columns=["id", "k"], read_dictionary=bad)
+    nested = pa.table({"id": [1, 2], "st": pa.array([{"x": "a"}, {"x": "b"}])})
+    rcfmt.write_dataset(nested, tmp_path / "nested")
+    with pytest.raises(InvalidOptionError, match="top-level"):  # a path under a struct: not a column of its own
+        rcfmt.dataset(tmp_path / "nested").scan(columns=["id", "st.x"], read_dictionary=["st.x"])

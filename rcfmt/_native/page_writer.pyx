@@ -237,7 +237,7 @@ def write_pages(bodies, page_types, rows, nulls, first_rows, valid, int encoding
             if pages[k].nulls:
                 largest = max(largest, pages[k].raw)
         out = np.empty(max(capacity, 1), dtype=np.uint8)
-        if codec != CODEC_NONE and largest:
+        if (codec != CODEC_NONE or dict_used != CODEC_NONE) and largest:
             scratch = <uint8_t*>malloc(largest)
             if scratch == NULL:
                 raise MemoryError()
@@ -256,7 +256,7 @@ def write_pages(bodies, page_types, rows, nulls, first_rows, valid, int encoding
             else:
                 size = _write(pages, n, valid_ptr, encoding, &used, level, min_saving, cctx, out_ptr, scratch)
         if size < 0:
-            raise RuntimeError(f"compression with codec {codec} failed")
+            raise RuntimeError(f"compression with codec {codec} (dictionary page: {dict_used}) failed")
         lengths = np.empty(n, dtype=np.int64)
         raw = np.empty(n, dtype=np.int64)
         for k in range(n):

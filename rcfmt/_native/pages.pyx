@@ -1215,18 +1215,21 @@ cdef extern from *:
     #define RC_JOIN_PLANES(T, NAME)                                                        \
     static void NAME(const uint8_t* p, Py_ssize_t n, int w, T ref, T* out) {               \
         Py_ssize_t i; int k;                                                               \
-        const uint8_t *p0 = p, *p1 = p + n, *p2 = p + 2 * n, *p3 = p + 3 * n;              \
+        /* (plane pointers made only where they exist: p + k*n for k < w) */               \
         switch (w < 4 ? w : 4) {                                                           \
         case 0: for (i = 0; i < n; i++) out[i] = ref; break;                               \
-        case 1: for (i = 0; i < n; i++) out[i] = (T)(ref + (T)p0[i]); break;               \
-        case 2: for (i = 0; i < n; i++)                                                    \
-                    out[i] = (T)(ref + ((T)p0[i] | (T)((T)p1[i] << 8))); break;            \
-        case 3: for (i = 0; i < n; i++)                                                    \
-                    out[i] = (T)(ref + ((uint64_t)p0[i] | (uint64_t)p1[i] << 8             \
-                                        | (uint64_t)p2[i] << 16)); break;                  \
-        default: for (i = 0; i < n; i++)                                                   \
-                    out[i] = (T)(ref + ((uint64_t)p0[i] | (uint64_t)p1[i] << 8             \
-                                        | (uint64_t)p2[i] << 16 | (uint64_t)p3[i] << 24)); \
+        case 1: for (i = 0; i < n; i++) out[i] = (T)(ref + (T)p[i]); break;                \
+        case 2: { const uint8_t *p1 = p + n;                                               \
+                  for (i = 0; i < n; i++)                                                  \
+                      out[i] = (T)(ref + ((T)p[i] | (T)((T)p1[i] << 8))); break; }         \
+        case 3: { const uint8_t *p1 = p + n, *p2 = p + 2 * n;                              \
+                  for (i = 0; i < n; i++)                                                  \
+                      out[i] = (T)(ref + ((uint64_t)p[i] | (uint64_t)p1[i] << 8            \
+                                          | (uint64_t)p2[i] << 16)); break; }              \
+        default: { const uint8_t *p1 = p + n, *p2 = p + 2 * n, *p3 = p + 3 * n;            \
+                   for (i = 0; i < n; i++)                                                 \
+                       out[i] = (T)(ref + ((uint64_t)p[i] | (uint64_t)p1[i] << 8           \
+                                           | (uint64_t)p2[i] << 16 | (uint64_t)p3[i] << 24)); } \
         }                                                                                  \
         for (k = 4; k < w; k++)                                                            \
             for (i = 0; i < n; i++)                                                        \

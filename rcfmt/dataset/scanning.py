@@ -117,8 +117,8 @@ def _dictionary_columns(names, schema: pa.Schema, columns: list) -> list[str]:
     if isinstance(names, str) or not isinstance(names, Sequence):
         raise InvalidOptionError(f"read_dictionary must be a list of column names, got {names!r}")
     for name in names:
-        if name not in columns:
-            raise InvalidOptionError(f"read_dictionary names {name!r}, which is not a selected column")
+        if name not in columns or name not in schema.names:
+            raise InvalidOptionError(f"read_dictionary names {name!r}, which is not a selected top-level column")
         t = schema.field(name).type
         if not (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
                 or pa.types.is_large_binary(t)):
