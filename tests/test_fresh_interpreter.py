@@ -33,8 +33,17 @@ def _table(rows: int = 12_000) -> pa.Table:
     price = np.round(rng.uniform(0, 1000, rows), 2)                        # decimals: ALP
     carrier = np.array(["UA", "AA", "B6", "DL", "EV"])[rng.integers(0, 5, rows)]  # DICTIONARY
     tail = [f"N{rng.integers(0, 10**6)}XY" for _ in range(rows)]          # PLAIN / DELTA_LENGTH
+    # a daily schedule of 300 flights: arrival times (BYTE_SPLIT) and delays as doubles (ALP_SPLIT)
+    schedule = np.sort(np.clip(rng.normal(14 * 60, 240, 300), 300, 1430)).astype(np.int64)
+    duration = rng.choice([65, 80, 140, 185, 310], 300)
+    slot = np.arange(rows) % 300
+    late = np.round(rng.gamma(1.2, 18, rows) - 10).astype(np.int64)
+    very = rng.random(rows) < 0.01
+    late[very] = rng.integers(200, 1300, very.sum())
+    minute = (schedule[slot] + duration[slot] + late) % 1440
     return pa.table({"month": month, "day": day, "dep": dep, "price": price,
-                     "carrier": carrier, "tail": tail})
+                     "carrier": carrier, "tail": tail, "arr": ((minute // 60) * 100 + minute % 60).astype(np.int16),
+                     "late": late.astype(np.float64)})
 
 
 CHILD = textwrap.dedent("""
@@ -62,6 +71,9 @@ def test_threaded_first_read_in_fresh_interpreters(tmp_path):
     table = _table()
     path = tmp_path / "f.rcfmt"
     rcfmt.write_table(table, path, block_rows=4096, page_rows=1024)
+    with rcfmt.open(path) as f:  # every encoding the selector picks on real data is in the file
+        used = {int(e) for i in range(len(f.footer.columns)) for e in f.footer.chunks[i]["encoding"]}
+    assert used == set(range(9)) - {0}, used  # (all but PLAIN)
     failures = []
     for _ in range(RUNS):
         proc = subprocess.run([sys.executable, "-c", CHILD, str(path)], capture_output=True, text=True,
@@ -85,7 +97,7 @@ def test_threads_sharing_one_open_file_get_one_threads_result(tmp_path):
             assert got.equals(expected.slice(b * 4096, 4096)), f"block {b} differs under threads"
 
 
-@pytest.mark.parametrize("name", ["plain", "rle", "bitpack", "delta", "dictionary"])
+@pytest.mark.parametrize("name", ["plain", "rle", "bitpack", "delta", "dictionary", "byte_split", "alp_split"])
 def test_encoding_lookup_by_name_in_fresh_interpreter(name):
     code = f"from rcfmt.encodings import by_name, by_id; e = by_name({name!r}); assert by_id(e.id) is e; print(e.id)"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
