@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import string
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -36,7 +37,7 @@ __all__ = [
     "primitive_types", "unsupported_types", "UNSUPPORTED_TYPES", "timezones",
     # values, arrays, tables
     "column_names", "fields", "schemas", "storage_values", "arrays", "chunked_arrays", "tables", "metadata_dicts",
-    "write_options", "encodings_for", "CORE_ENCODINGS", "COMPRESSIONS",
+    "write_options", "encodings_for", "ipc_table", "assert_written_once", "CORE_ENCODINGS", "COMPRESSIONS",
     # oracles
     "examples", "storage_type", "storage_schema", "assert_tables_identical", "assert_arrays_identical",
     "expected_stats", "assert_stats_equal", "ExpectedStats", "example_table", "ALL_TYPES",
@@ -450,6 +451,22 @@ def assert_arrays_identical(actual, expected, where: str = "") -> None:
     else:
         diff = np.flatnonzero(ve & (sa != se))
         assert not len(diff), f"{where}: row {diff[0]}: {sa[diff[0]]!r} != {se[diff[0]]!r} (bitwise)"
+
+
+def ipc_table(path) -> pa.Table:
+    """The table of an Arrow IPC file (golden files' expected content)."""
+    import pyarrow.ipc as ipc
+
+    with ipc.open_file(path) as reader:
+        return reader.read_all()
+
+
+def assert_written_once(*files) -> None:
+    """Golden files: each ``(path, sha256)`` still holds the bytes it was written with."""
+    import hashlib
+
+    for path, digest in files:
+        assert hashlib.sha256(Path(path).read_bytes()).hexdigest() == digest, f"{path} was rewritten"
 
 
 def assert_tables_identical(actual: pa.Table, expected: pa.Table, check_metadata: bool = True) -> None:

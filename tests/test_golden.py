@@ -13,13 +13,11 @@ chunk, block layout) so that a silent change in how the file is interpreted is c
 """
 from __future__ import annotations
 
-import hashlib
 import struct
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.ipc as ipc
 import pytest
 
 import rcfmt
@@ -46,8 +44,7 @@ STAT_WIDTHS = [1, 1, 2, 4, 8, 1, 2, 4, 8, 4, 8, 8, 8, 8, 8, 4, 8, 8, 8, 8, 16, 1
 
 @pytest.fixture(scope="module")
 def expected() -> pa.Table:
-    with ipc.open_file(EXPECTED) as reader:
-        return reader.read_all()
+    return S.ipc_table(EXPECTED)
 
 
 @pytest.fixture(scope="module")
@@ -58,8 +55,7 @@ def golden():
 
 def test_golden_files_are_the_committed_ones():
     """Guards against regeneration: these bytes were written by rcfmt 0.1.0."""
-    assert hashlib.sha256(GOLDEN.read_bytes()).hexdigest() == GOLDEN_SHA256
-    assert hashlib.sha256(EXPECTED.read_bytes()).hexdigest() == EXPECTED_SHA256
+    S.assert_written_once((GOLDEN, GOLDEN_SHA256), (EXPECTED, EXPECTED_SHA256))
 
 
 

@@ -7,13 +7,12 @@ changed incompatibly -- fix that, not the file.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
-import pyarrow.ipc as ipc
 
 import rcfmt
+import strategies as S
 from rcfmt import col, list_contains
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -24,13 +23,11 @@ EXPECTED_SHA256 = "af201b711471c09161e700ce7a2a8bdc5541c7fc8a10f7a35ca331cf1a8ab
 
 
 def _expected():
-    with ipc.open_file(EXPECTED) as r:
-        return r.read_all()
+    return S.ipc_table(EXPECTED)
 
 
 def test_files_are_the_ones_written_once():
-    assert hashlib.sha256(GOLDEN.read_bytes()).hexdigest() == GOLDEN_SHA256
-    assert hashlib.sha256(EXPECTED.read_bytes()).hexdigest() == EXPECTED_SHA256
+    S.assert_written_once((GOLDEN, GOLDEN_SHA256), (EXPECTED, EXPECTED_SHA256))
 
 
 def test_reads_back_exactly():

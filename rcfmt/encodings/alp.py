@@ -71,8 +71,8 @@ from .._native import floats as _fl
 from ..errors import CorruptFileError
 from ..schema.types import LogicalType, PhysicalKind
 from .base import ColumnValues, EncodedChunk, Encoding
-from .bitpack import MAX_ROWS, IntType, as_buffer, packed_size
-from .byte_split import join_planes, split_into, value_bytes
+from .bitpack import MAX_ROWS, as_buffer, packed_size
+from .byte_split import UINT64, join_planes, split_into, value_bytes
 
 __all__ = ["Alp", "AlpSplit", "ENCODINGS", "HEADER_SIZE", "alp_params", "aligned_width"]
 
@@ -230,20 +230,31 @@ class Alp(Encoding):
     # ------------------------------------------------------------------ estimate
     def estimate_size(self, chunk: ColumnValues, ltype: LogicalType, analysis) -> int | None:
         """Size of the chunk as one page, from the (e, f) search on a sample."""
-        if ltype.name not in _MAX_E:
-            return None
-        params = analysis.params.get(self.name) if analysis is not None else None
+        params = self._params(chunk, ltype, analysis)
         if params is None:
-            e, f, frac, width = alp_params(np.asarray(chunk.values))
-            params = {"e": e, "f": f, "exceptions": frac, "width": width}
-            if analysis is not None:
-                analysis.params[self.name] = params
-        if params["exceptions"] > self.MAX_EXCEPTIONS:
             return None
         n = len(chunk)
         width = aligned_width(params["width"]) if params.get("aligned") else params["width"]
         item = 8 if ltype.name == "float64" else 4
         return HEADER_SIZE + packed_size(n, width, 8) + int(params["exceptions"] * n) * (item + 4)
+
+    def _params(self, chunk: ColumnValues, ltype: LogicalType, analysis) -> dict | None:
+        """This encoding's parameters for the chunk (kept in ``analysis.params`` under its
+        name): the (e, f) search on a sample, run once per chunk for ALP and ALP_SPLIT
+        alike (whichever asks second reuses the first's); None when ALP does not fit."""
+        if ltype.name not in _MAX_E:
+            return None
+        params = analysis.params.get(self.name) if analysis is not None else None
+        if params is None:
+            found = next((analysis.params[name] for name in ("alp", "alp_split")
+                          if analysis is not None and analysis.params.get(name)), None)
+            if found is None:
+                e, f, frac, width = alp_params(np.asarray(chunk.values))
+                found = {"e": e, "f": f, "exceptions": frac, "width": width}
+            params = {key: found[key] for key in ("e", "f", "exceptions", "width")}
+            if analysis is not None:
+                analysis.params[self.name] = params
+        return None if params["exceptions"] > self.MAX_EXCEPTIONS else params
 
 
 class AlpSplit(Alp):
@@ -276,29 +287,16 @@ class AlpSplit(Alp):
 
     @staticmethod
     def _unpack_ints(src, rows: int, width: int, ref: int, out: np.ndarray) -> None:
-        out.view(np.uint64)[:] = join_planes(src, HEADER_SIZE, rows, width, ref, _U64)
+        out.view(np.uint64)[:] = join_planes(src, HEADER_SIZE, rows, width, ref, UINT64)
 
     def estimate_size(self, chunk: ColumnValues, ltype: LogicalType, analysis) -> int | None:
-        """Bytes before compression, from ALP's (e, f) search when the selector already
-        ran it on this chunk (ALP's id is lower), else from a search of its own."""
-        if ltype.name not in _MAX_E:
-            return None
-        params = analysis.params.get(self.name) if analysis is not None else None
+        """Bytes before compression, from ALP's (e, f) search (shared with ALP)."""
+        params = self._params(chunk, ltype, analysis)
         if params is None:
-            found = analysis.params.get("alp") if analysis is not None else None
-            if found is None:
-                e, f, frac, width = alp_params(np.asarray(chunk.values))
-                found = {"e": e, "f": f, "exceptions": frac, "width": width}
-            params = {key: found[key] for key in ("e", "f", "exceptions", "width")}
-            if analysis is not None:
-                analysis.params[self.name] = params
-        if params["exceptions"] > self.MAX_EXCEPTIONS:
             return None
         n = len(chunk)
         item = 8 if ltype.name == "float64" else 4
         return HEADER_SIZE + n * value_bytes(0, (1 << params["width"]) - 1) + int(params["exceptions"] * n) * (item + 4)
 
-
-_U64 = IntType(np.dtype("<u8"), 8, 64, False, 0, (1 << 64) - 1)
 
 ENCODINGS = [Alp, AlpSplit]

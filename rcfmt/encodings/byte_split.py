@@ -53,16 +53,16 @@ from ..schema.types import LogicalType, PhysicalKind
 from .base import ColumnValues, Encoding
 from .bitpack import INT_TYPES, MAX_ROWS, IntType, as_buffer, storage_array
 
-__all__ = ["ByteSplit", "ENCODINGS", "HEADER_SIZE", "SUPPORTED_TYPES", "join_planes", "split_into", "value_bytes"]
+__all__ = ["ByteSplit", "ENCODINGS", "HEADER_SIZE", "SUPPORTED_TYPES", "UINT64", "join_planes", "split_into",
+           "value_bytes"]
 
 HEADER_SIZE = 16
 _HEADER = struct.Struct("<B7xq")
 _HEADER_U = struct.Struct("<B7xQ")
+#: unsigned 64-bit storage (float64 bits here, ALP_SPLIT's integers)
+UINT64 = IntType(np.dtype("<u8"), 8, 64, False, 0, (1 << 64) - 1)
 #: floats are split as the unsigned integers of their bits
-_FLOAT_BITS = {
-    "float32": IntType(np.dtype("<u4"), 4, 32, False, 0, (1 << 32) - 1),
-    "float64": IntType(np.dtype("<u8"), 8, 64, False, 0, (1 << 64) - 1),
-}
+_FLOAT_BITS = {"float32": IntType(np.dtype("<u4"), 4, 32, False, 0, (1 << 32) - 1), "float64": UINT64}
 SUPPORTED_TYPES = frozenset(INT_TYPES) | frozenset(_FLOAT_BITS)
 #: rows per page the size estimate assumes (one header each)
 _ESTIMATE_PAGE_ROWS = 8192

@@ -53,17 +53,9 @@ def fill_slots(records: np.ndarray, stats: StatsArrays, ltype: LogicalType, widt
     when they fit) in a few vectorized passes, strings and wide decimals unit by unit."""
     if not len(stats):
         return
-    if ltype.kind == PhysicalKind.VARBINARY:  # bytes of at most ``width``: zero-padded slots, lengths apart
-        has = stats.has_min_max
-        records["stats_flags"] = np.where(has, STATS_HAS_MIN_MAX | np.where(stats.min_exact, STATS_MIN_EXACT, 0)
-                                          | np.where(stats.max_exact, STATS_MAX_EXACT, 0), 0)
-        for field, length in (("min", "min_len"), ("max", "max_len")):
-            bounds = [b if ok else b"" for b, ok in zip(getattr(stats, field).tolist(), has.tolist())]
-            records[length] = np.fromiter(map(len, bounds), np.int64, len(bounds))
-            records[field] = np.array(bounds, dtype=f"S{width}").view(f"V{width}") if width else b""
-        return
     decimal64 = ltype.name == "decimal128" and stats.min.dtype == np.int64  # low words
-    if (ltype.name == "decimal128" and not decimal64) or stats.min.dtype == object:
+    if ltype.kind != PhysicalKind.VARBINARY and ((ltype.name == "decimal128" and not decimal64)
+                                                 or stats.min.dtype == object):
         for k, record in enumerate(records):
             for key, value in encode_slots(stats.unit(k), ltype, width).items():
                 record[key] = value
@@ -71,6 +63,12 @@ def fill_slots(records: np.ndarray, stats: StatsArrays, ltype: LogicalType, widt
     has = stats.has_min_max
     records["stats_flags"] = np.where(has, STATS_HAS_MIN_MAX | np.where(stats.min_exact, STATS_MIN_EXACT, 0)
                                       | np.where(stats.max_exact, STATS_MAX_EXACT, 0), 0)
+    if ltype.kind == PhysicalKind.VARBINARY:  # bytes of at most ``width``: zero-padded slots, lengths apart
+        for field, length in (("min", "min_len"), ("max", "max_len")):
+            bounds = [b if ok else b"" for b, ok in zip(getattr(stats, field).tolist(), has.tolist())]
+            records[length] = np.fromiter(map(len, bounds), np.int64, len(bounds))
+            records[field] = np.array(bounds, dtype=f"S{width}").view(f"V{width}") if width else b""
+        return
     records["min_len"] = records["max_len"] = np.where(has, width, 0)
     dtype = np.dtype(np.int64) if decimal64 else ltype.numpy_dtype
     for field in ("min", "max"):
