@@ -375,11 +375,11 @@ def test_selected_rows_of_bitpack_pages_decode_like_the_whole_run(tmp_path, valu
 
 def test_selected_bitpack_rows_refuse_forged_pages_and_decimals_past_their_precision(tmp_path):
     """The selective BITPACK decoder checks a page's header like the whole-page one, and
-    the precision of every block it unpacks: a scan selecting a row in a block holding a
-    decimal past its precision raises CorruptFileError; one selecting rows of other
-    blocks only never decodes that value. A forged width (checksums recomputed) is a
-    CorruptFileError located at the page."""
-    import decimal
+    the precision of every block it unpacks: selecting a row in a block holding a
+    decimal past its precision raises CorruptFileError; selecting rows of other blocks
+    only never decodes that value. A scan (the block executor) refuses the page whatever
+    row it selects. A forged width (checksums recomputed) is a CorruptFileError located
+    at the page."""
     import zlib
 
     from test_valid_arrow import PAGE_HEADER, _page_bodies, forge_footer
@@ -394,10 +394,16 @@ def test_selected_bitpack_rows_refuse_forged_pages_and_decimals_past_their_preci
     rcfmt.write_table(table, path, encoding={"x": "bitpack"}, compression="none", page_rows=n, bitmap_indexes=None)
     forge_footer(path, b'"precision":38', f'"precision":{precision:2d}'.encode())
     with rcfmt.open(path) as f:
-        got = f.scan(columns=["x"], filter=rcfmt.col("k") == 5).read()
-        assert got.column("x").to_pylist() == [decimal.Decimal(5)]
+        decoder = f.chunk_decoder(0, 1)
+        entries = f.page_index(0, 1)
+        args = (entries["offset"].astype(np.int64) - decoder.base, [0], entries["row_count"])
+        got, _, gathered = decoder.decode_run(*args, selected=np.array([5], np.int64))
+        assert gathered and got.values.tolist() == [5]
         with pytest.raises(rcfmt.CorruptFileError, match="precision"):
-            f.scan(columns=["x"], filter=rcfmt.col("k") == bad_row).read()
+            decoder.decode_run(*args, selected=np.array([bad_row], np.int64))
+        for k in (5, bad_row):
+            with pytest.raises(rcfmt.CorruptFileError, match="precision"):
+                f.scan(columns=["x"], filter=rcfmt.col("k") == k).read()
 
     # a forged width byte in x's page, both checksums made to agree
     rcfmt.write_table(table.set_column(1, "x", pa.array(np.arange(n) * 3)), path, encoding={"x": "bitpack"},

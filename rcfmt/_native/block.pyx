@@ -10,8 +10,8 @@ checksums, decompression (the page pipeline's per-thread codec contexts), values
 mode the pipeline decodes (PLAIN, RLE, BITPACK, DELTA, ALP, bools, BITPACK decimals),
 dictionary chunks (the dictionary page decoded and checked, the codes checked against
 its size, then the values gathered -- or the codes kept), strings/binary (PLAIN,
-DELTA_LENGTH) into offsets + data, validity bitmaps, and the checks the Python path
-makes (well-formed UTF-8 of strings, decimal precision).
+DELTA_LENGTH) into offsets + data, validity bitmaps, and the checks Arrow's validation
+needs (well-formed UTF-8 of strings, decimal precision).
 
 It is the page pipeline's own cores (:mod:`rcfmt._native.pages` ``_headers``,
 ``_bodies``, ``_page_values``, ``_page_offsets``; :mod:`rcfmt._native.validate`) run
@@ -27,11 +27,10 @@ section and handed back owned by :class:`Owned` buffers.
 
 Errors. The executor does not describe failures: per column it returns a status (what
 failed, and at which page) and leaves that column's outputs undefined. The caller
-re-runs such a column through the Python page path (:class:`rcfmt.file.chunks.ChunkDecoder`),
-which raises today's exact, located :class:`~rcfmt.errors.CorruptFileError` (or
-ChecksumError / UnsupportedError) -- or decodes it, when the executor only refused
-something it does not handle (an encoding it has no kernel for, memory): every error
-and message stays the Python path's own, and every result stays correct.
+raises the located error (:func:`rcfmt.scan.refusals.raise_refused`: the reference
+decoder, :class:`rcfmt.file.chunks.ChunkDecoder`, run over the same bytes says what is
+wrong, in the words every decoder of the format uses); a refused column is never
+decoded another way.
 """
 cimport cython
 from cpython.buffer cimport PyBuffer_FillInfo
@@ -82,7 +81,7 @@ cpdef enum:
 
 cpdef enum:
     # what run_block returns per column: R_COLS int64
-    R_STATUS = 0      # ST_*: 0, or why the column must go through the Python path
+    R_STATUS = 0      # ST_*: 0, or why the column was refused (rcfmt.scan.refusals explains it)
     R_PAGE = 1        # the page that failed (-1: the dictionary page or none)
     R_VALUES = 2      # arena offset of the values / kept codes / offsets
     R_VALID = 3       # arena offset of the validity bitmap
@@ -112,6 +111,7 @@ cpdef enum:
     ST_MEMORY = 9
     ST_PYTHON = 10      # the Python codec fallback raised (columns from there on)
     ST_SKIPPED = 11     # not decoded: the filter's mask was already empty (short_circuit)
+    ST_UNLISTED = 12    # a wanted row lies in none of the pages listed (the caller's error)
 
 # the page pipeline's constants (pages.pyx; checked at import below)
 cdef enum:
@@ -952,7 +952,7 @@ cdef int _listed_pages(const uint8_t* buf, Py_ssize_t size, int64_t start, int64
         while k < n[0] and firsts[k] + t[k, P_ROWS] <= col.sel[j]:
             k += 1
         if k == n[0] or col.sel[j] < firsts[k]:  # a wanted row in no page listed: the caller's error
-            return _fail(col, ST_UNSUPPORTED, -1)
+            return _fail(col, ST_UNLISTED, -1)
         col.rel[j] = t[k, P_FIRST] + col.sel[j] - firsts[k]
     col.sel = col.rel
     return 0
@@ -1219,7 +1219,7 @@ def run_block(buf, int64_t base, const int64_t[:, ::1] spec, const int64_t[:, ::
     bytes), and
     per column the :class:`Owned` string/binary data (or None) and the kept dictionary
     ``(values or data, int32 offsets or None)`` (or None). A column whose status is not
-    ST_OK must be decoded again by the Python path (see the module docstring).
+    ST_OK is refused (see the module docstring).
 
     ``filters`` (one :class:`Filter` or None per column) and ``mask`` (uint8, ``rows``):
     each column's filter is evaluated on its rows right after it is decoded, the first
@@ -1343,7 +1343,7 @@ def run_block(buf, int64_t base, const int64_t[:, ::1] spec, const int64_t[:, ::
                         empty = short_circuit and _none_set(mask_p, out_rows)
                     _free_temporaries(&cols[i])
                 reached = ncols
-        except Exception:  # the Python codec fallback raised: the Python path says it again
+        except Exception:  # the Python codec fallback raised: the reference decoder says it again
             for i in range(reached, ncols):
                 _free_temporaries(&cols[i])
                 cols[i].status = ST_PYTHON

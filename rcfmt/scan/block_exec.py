@@ -8,12 +8,10 @@ block (offset, length, dictionary length and size, page count, encoding), conver
 the footer once. :meth:`BlockColumns.run` decodes every one of those columns of a block
 whose rows are all selected (the whole-chunk case) in one GIL-free call.
 
-Errors: the native call returns a status per column; a column that failed is decoded
-again by the Python page path (:meth:`rcfmt.file.reader.RcfmtFile.chunk_decoder`,
-``ChunkDecoder.decode_all``), which raises the same located
-:class:`~rcfmt.errors.CorruptFileError` (ChecksumError, UnsupportedError) as before the
-executor existed -- or decodes the column, when the executor only refused something it
-has no kernel for. Either way errors, messages and results are the Python path's.
+Errors: the native call returns a status per column; the first column that failed is
+explained by :func:`~rcfmt.scan.refusals.raise_refused`, which raises the located
+:class:`~rcfmt.errors.CorruptFileError` (ChecksumError, UnsupportedError) the reference
+decoder finds in the same bytes. No column is decoded any other way.
 """
 from __future__ import annotations
 
@@ -30,6 +28,7 @@ from ..errors import RcfmtError
 from ..schema.arrow_io import Bitmap
 from ..schema.types import PhysicalKind
 from .evaluate import ColumnData, block_predicate
+from .refusals import raise_refused
 
 __all__ = ["BlockColumns", "BlockFilter", "SKIPPED"]
 
@@ -40,8 +39,8 @@ SKIPPED = "skipped"
 _KINDS = {PhysicalKind.FIXED: _block.KIND_FIXED, PhysicalKind.BOOL: _block.KIND_BOOL,
           PhysicalKind.VARBINARY: _block.KIND_VARBINARY}
 #: encodings the executor decodes, per physical kind (PLAIN, DICTIONARY, RLE, BITPACK,
-#: DELTA, ALP, DELTA_LENGTH, BYTE_SPLIT, ALP_SPLIT); a chunk in any other goes through the
-#: Python path
+#: DELTA, ALP, DELTA_LENGTH, BYTE_SPLIT, ALP_SPLIT); a chunk in any other is refused (no
+#: writer makes one: every encoding that can hold a type is here)
 _DECODED = {PhysicalKind.FIXED: (0, 1, 2, 3, 4, 5, 7, 8), PhysicalKind.BOOL: (0, 2), PhysicalKind.VARBINARY: (0, 1, 6)}
 _CHUNK_FIELDS = ("offset", "length", "dictionary_length", "dictionary_size", "page_count", "encoding")
 
@@ -69,10 +68,11 @@ class BlockColumns:
     def __init__(self, file, cols: list[int], dictionary_ids, gap: int = 0, filters: list | None = None,
                  discard: list | None = None):
         footer = file.footer
+        self.file = file
         self.cols = list(cols)
         #: per column a :class:`~rcfmt._native.block.Filter` spec (None: none), evaluated
-        #: into :meth:`run`'s mask; filtered columns keep their dictionary codes, as the
-        #: Python path's filter columns do (so are handed over in storage form)
+        #: into :meth:`run`'s mask; filtered columns keep their dictionary codes (so are
+        #: handed over in storage form, for :func:`~rcfmt.scan.evaluate.eval_nnf`)
         self.filters = None if filters is None else [None if f is None else _block.Filter(f) for f in filters]
         self.ltypes = [footer.columns[c].type for c in self.cols]
         spec = np.zeros((len(self.cols), _block.S_COLS), np.int64)
@@ -129,9 +129,8 @@ class BlockColumns:
         from ``base`` on), per column: an Arrow array (wrapped here, once: slices of the
         column's own arena, and the owned string data); ``(values, validity, codes,
         dictionary)`` for a read_dictionary, annotated or filtered column (wrapped by the
-        scan as the Python path does; ``codes``/``dictionary``: a dictionary chunk kept
-        as codes, values then None); or None for a column the Python path must decode
-        again (see the module docstring); then the data pages whose bodies were read
+        scan; ``codes``/``dictionary``: a dictionary chunk kept as codes, values then
+        None); then the data pages whose bodies were read
         (with ``selected``, those holding a selected row) and their rows, summed over
         the columns.
 
@@ -140,7 +139,10 @@ class BlockColumns:
         ``unused`` (a bool per column): columns decoded only for the mask, not wrapped
         (given as :data:`SKIPPED` too). ``pages`` (with ``selected``): per column the
         :meth:`PageIndex.table <rcfmt.index.page.PageIndex.table>` of the pages holding its selected rows (offsets made positions in ``buf``), the only bytes of the
-        column ``buf`` then needs."""
+        column ``buf`` then needs.
+
+        A column the executor refused raises its located error (see the module)."""
+        tables, rows_all = pages, rows
         if self.filters is None:
             got = _block.run_block(buf, base, self.spec, self.chunks[block], rows, verify, selected=selected,
                                    pages=pages)
@@ -152,11 +154,14 @@ class BlockColumns:
         pages = rows_read = 0
         out = []
         vbytes = (rows + 7) // 8
-        for i, (status, _page, at, valid_at, nulls, _size, keep, dsize, pages_i, rows_i) in enumerate(results.tolist()):
+        for i, (status, page, at, valid_at, nulls, _size, keep, dsize, pages_i, rows_i) in enumerate(results.tolist()):
             pages += pages_i
             rows_read += rows_i
+            if status and status != _block.ST_SKIPPED:
+                raise_refused(self.file, block, self.cols[i], status, page, buf, base, rows_all,
+                              None if tables is None else tables[i])
             if status or (unused is not None and unused[i]):
-                out.append(SKIPPED if not status or status == _block.ST_SKIPPED else None)
+                out.append(SKIPPED)
                 continue
             atype = self.arrow_types[i]
             if atype is not None:  # straight to Arrow
@@ -176,8 +181,8 @@ class BlockColumns:
         return out, pages, rows_read
 
     def _storage_form(self, i, arena, data, dictionary, at, valid_at, nulls, keep, dsize, rows):
-        """``(values, validity, codes, dictionary)`` of column ``i`` as the Python path
-        holds them (for read_dictionary and annotated columns)."""
+        """``(values, validity, codes, dictionary)`` of column ``i`` in storage form (for
+        read_dictionary, annotated and filter columns: :class:`~rcfmt.scan.evaluate.ColumnData`)."""
         ltype = self.ltypes[i]
         vbytes = (rows + 7) // 8
         validity = Bitmap(arena[valid_at: valid_at + vbytes], rows, nulls) if nulls else None
@@ -200,12 +205,12 @@ class BlockColumns:
 
 
 class BlockFilter:
-    """A scan's filter on the blocks whose rows are all candidates, in one native call
-    per block: its flat filter columns decoded whole, each column's conjuncts that
+    """A scan's filter on a block's candidate rows, in one native call per block: its
+    flat filter columns decoded at those rows, each column's conjuncts that
     :func:`~rcfmt.scan.evaluate.block_predicate` takes evaluated into one shared mask
-    (the decode pass of :class:`BlockColumns`), the rest of the filter left to
-    :func:`~rcfmt.scan.evaluate.eval_nnf` on the columns' data, which carries the mask as
-    :attr:`~rcfmt.scan.evaluate.ColumnData.pushed`.
+    (the decode pass of :class:`BlockColumns`), the rest of the filter (OR trees, list
+    leaves) left to :func:`~rcfmt.scan.evaluate.eval_nnf` on the columns' data, which
+    carries the mask as :attr:`~rcfmt.scan.evaluate.ColumnData.pushed`.
 
     ``filter_ids``: the filter's columns (name -> stored column); ``conjuncts``: the
     top-level conjuncts by column name; ``mask_only``: names of columns nothing but
@@ -233,14 +238,11 @@ class BlockFilter:
         or the candidate rows ``selected``, from ``buf``, file offset ``base`` at
         ``buf[0]``; ``pages``: as :meth:`BlockColumns.run` takes them): ``mask`` (bool,
         a byte per row decided) the AND of the leaves taken natively, final when
-        :attr:`complete` or when no row is TRUE (the columns' data is then empty); None
-        when a column must take the Python path (which raises its located error, or
-        decodes what the executor refused)."""
+        :attr:`complete` or when no row is TRUE (the columns' data is then empty). A
+        column the executor refused raises its located error."""
         mask = memory.empty(rows if selected is None else len(selected), bool)
         got, pages, rows_read = self.columns.run(buf, base, block, rows, verify, mask, selected=selected,
                                                  unused=self.unused, pages=pages)
-        if any(g is None for g in got):
-            return None
         if any(g is SKIPPED and not u for g, u in zip(got, self.unused)):
             return mask, {}, (pages, rows_read)
         data = {}

@@ -12,13 +12,13 @@ code in one native pass, both ANDed straight into the conjunction's mask. Lone
 comparisons on fixed-width numeric columns run as numpy comparisons on the decoded
 buffers. Other leaves go through Arrow compute.
 
-Pushed down: the scanner asks :func:`native_predicate` for the same interval or
-per-entry table of a column before it decodes the column's chunk (and, on columns
-without a dictionary, sets the values must be in or not in, for ``==``, ``!=``,
-``isin`` and NOT ``isin``, and the validity alone for ``is_null`` / ``is_valid``), and
-the page pipeline evaluates it on each page's values as soon as they are decoded (one
-GIL-free call decodes and filters); the mask arrives as :attr:`ColumnData.pushed` and
-the conjunction only ANDs it.
+Pushed down: the scanner asks :func:`block_predicate` for what the block executor can
+evaluate of a column's conjuncts (an interval, sets the values must be in or not in,
+for ``==``, ``!=``, ``isin`` and NOT ``isin``, string comparisons, and the validity
+alone for ``is_null`` / ``is_valid``; on a dictionary chunk, once per entry), and the
+executor evaluates it on each column's values as soon as they are decoded (one
+GIL-free call per block decodes and filters); the mask arrives as
+:attr:`ColumnData.pushed` and the conjunction only ANDs it.
 """
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ from .nnf import BoundAnd, BoundListContains, BoundOr, Cmp, Folded, InSet, Leaf,
 from .arrow_eval import list_contains_result, selection_mask, true_mask
 from .intervals import Interval
 
-__all__ = ["ColumnData", "leaf_mask", "eval_nnf", "column_conjuncts", "native_predicate", "block_predicate"]
+__all__ = ["ColumnData", "leaf_mask", "eval_nnf", "column_conjuncts", "block_predicate"]
 
 _NP_OPS = {"==": np.equal, "!=": np.not_equal, "<": np.less, "<=": np.less_equal,
            ">": np.greater, ">=": np.greater_equal}
@@ -274,7 +274,7 @@ def _data_interval_literal(leaf, data: ColumnData):
 # ---------------------------------------------------------------- pushed into decoding
 def column_conjuncts(expr) -> dict[str, list[Leaf]]:
     """The leaves of ``expr``'s top-level conjunction (``expr`` itself when it is a
-    leaf), by column: what :func:`native_predicate` may evaluate while the column is
+    leaf), by column: what :func:`block_predicate` may evaluate while the column is
     decoded. Lists' ``list_contains`` and nested And/Or are left to :func:`eval_nnf`."""
     children = expr.children if isinstance(expr, BoundAnd) else (expr,)
     out: dict[str, list[Leaf]] = {}
@@ -284,27 +284,8 @@ def column_conjuncts(expr) -> dict[str, list[Leaf]]:
     return out
 
 
-def native_predicate(leaves: list[Leaf], ltype: LogicalType, value_dtype: np.dtype | None,
-                     dictionary: ColumnValues | None):
-    """What the page pipeline can evaluate of ``leaves`` (one column's conjuncts) while
-    it decodes a chunk: ``(spec, leaf ids)``, ``spec`` the predicate of
-    :func:`rcfmt._native.pages.read_pages` without its mask, or None. A dictionary chunk
-    (``dictionary``) takes every leaf as one per-entry table; a chunk whose values
-    decode to ``value_dtype`` takes the comparisons an interval holds."""
-    if dictionary is not None:
-        table, null_true = None, True
-        for leaf in leaves:
-            entry, null_value = _entry_mask(leaf, dictionary, ltype)
-            table = entry if table is None else table & entry
-            null_true = null_true and null_value
-        return ("codes", table, null_true), frozenset(map(id, leaves))
-    if value_dtype is None:
-        return None
-    return _values_predicate(leaves, ltype, np.dtype(value_dtype))
-
-
 def _values_predicate(leaves: list[Leaf], ltype: LogicalType, dtype: np.dtype):
-    """:func:`native_predicate` for values decoded to ``dtype``: comparisons as one
+    """What the executor evaluates of ``leaves`` on values decoded to ``dtype``: comparisons as one
     interval, ``==``/``isin`` as a set the values must be in, ``!=``/``NOT isin`` as one
     they must not be in (on the types :func:`_exact_values` names; a float set with NaN
     stays with Arrow), and ``is_null``/``is_valid`` on the validity alone (any type)."""
@@ -403,7 +384,7 @@ def _taken(taken: list, nulls: list, empty: bool):
 def block_predicate(leaves: list[Leaf], ltype: LogicalType):
     """What the block executor (:class:`rcfmt._native.block.Filter`) evaluates of one
     column's conjuncts on every chunk of the column, dictionary or not: ``(spec, leaf
-    ids)`` or None. Fixed-width values take the leaves :func:`native_predicate` takes on
+    ids)`` or None. Fixed-width values take the leaves :func:`_values_predicate` takes on
     values of the column's own type; strings and binary their comparisons and sets
     (compared as bytes: UTF-8 byte order is code point order, as Arrow compares them);
     16-byte decimals their comparisons, as an interval of unscaled integers; any type

@@ -7,9 +7,9 @@ counted in :class:`ScanStats`.
 
 :class:`FileScan` plans and drives; its parts live beside it as mixins: pruning blocks
 (:mod:`~rcfmt.scan.block_pruning`), pruning pages with the page index
-(:mod:`~rcfmt.scan.page_pruning`), the bytes a block needs
-(:mod:`~rcfmt.scan.fetching`) and the per-column page path the native executor leaves
-(:mod:`~rcfmt.scan.page_path`).
+(:mod:`~rcfmt.scan.page_pruning`) and the bytes a block needs
+(:mod:`~rcfmt.scan.fetching`). Every stored column, flat or under a nested field, is
+decoded by the native block executor (:mod:`~rcfmt.scan.block_exec`).
 """
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ from .block_exec import BlockColumns, BlockFilter
 from .plan import PRUNE_STAGES, BlockPlan, FilePlan
 from .block_pruning import INDEX_NARROWS, BlockPruning
 from .fetching import BlockFetching
-from .page_path import PagePath, gather_data
+from .gather import empty_values, gather_data
 from .page_pruning import PagePruning
 from .scan_stats import ScanStats
 from .scheduling import STREAM_WINDOW, Probe, map_blocks
@@ -53,7 +53,7 @@ __all__ = ["ScanStats", "FileScan", "scan_file"]
 _INT32 = LogicalType("int32")  # dictionary indices
 
 
-class FileScan(BlockPruning, PagePruning, BlockFetching, PagePath):
+class FileScan(BlockPruning, PagePruning, BlockFetching):
     """A planned scan of one open :class:`~rcfmt.file.reader.RcfmtFile`.
 
     ``columns``: projected column names (None = all); ``filter``: an expression or DNF
@@ -81,13 +81,10 @@ class FileScan(BlockPruning, PagePruning, BlockFetching, PagePath):
                              if isinstance(leaf, BoundListContains)} if self.nnf is not None else {}
         self.row_filter_ids = {name: c for name, c in self.filter_ids.items() if name not in self.list_filters}
         self._pushdown_whole = None if self.nnf is None else self._pushdown(self.nnf)
-        #: native_predicate's answers for chunks without a dictionary, by (conjuncts, value
-        #: dtype): the same for every block (conjuncts kept in the value: their id stays theirs)
-        self._value_predicates: dict = {}
         #: the native block executor's spec, per list of columns decoded whole (built once per scan)
         self._executors: dict[tuple, BlockColumns] = {}
         #: the BlockFilter of the filter, or of a residual of its conjuncts a bitmap index
-        #: left, by the conjuncts' ids; built on first use (False: none, a list filter)
+        #: left, by the conjuncts' ids; built on first use (False: none, a filter on lists alone)
         self._block_filters: dict[tuple, BlockFilter | bool] = {}
         if read_dictionary is not None and (isinstance(read_dictionary, str) or not isinstance(read_dictionary, Sequence)):
             raise InvalidOptionError("read_dictionary must be a list of column names")
@@ -175,8 +172,7 @@ class FileScan(BlockPruning, PagePruning, BlockFetching, PagePath):
         (:mod:`rcfmt.scan.block_exec`), their whole chunks read together unless
         ``fetched`` (``(buffer, base)``) holds them already -- or, ``paged``, only the
         pages holding a selected row (:meth:`_page_tables`). A column the executor
-        refuses is decoded again by the Python page path, which raises its located error
-        (see :mod:`rcfmt.scan.block_exec`)."""
+        refuses raises its located error (:mod:`rcfmt.scan.refusals`)."""
         if not cols:
             return {}
         executor = self._executor(cols)
@@ -192,12 +188,7 @@ class FileScan(BlockPruning, PagePruning, BlockFetching, PagePath):
         stats.pages_read += pages
         stats.rows_decoded += rows_read
         for col, ltype, got in zip(cols, executor.ltypes, outputs):
-            if got is None and selection is not None:  # the Python path, as for few rows
-                out[col] = self._columns_at(block, [col], selection, cache, ScanStats())[col]
-            elif got is None:  # the Python path raises the located error (or decodes what the executor refused)
-                out[col] = self._column_from(block, col, ("whole",), Selection.all(rows), buf, base, cache,
-                                             ScanStats())
-            elif isinstance(got, tuple):  # read_dictionary, annotated types: wrapped as the Python path does
+            if isinstance(got, tuple):  # read_dictionary, annotated types: wrapped by _to_arrow
                 values, validity, codes, dictionary = got
                 out[col] = ColumnData(ltype, values, validity, codes, dictionary)
             else:
@@ -236,15 +227,15 @@ class FileScan(BlockPruning, PagePruning, BlockFetching, PagePath):
         stats.pages_total += executor.pages[block]
         return buf, int(starts[0])
 
-    def _block_filter(self, nnf, filter_ids: dict, list_filters: dict) -> BlockFilter | None:
+    def _block_filter(self, nnf, filter_ids: dict) -> BlockFilter | None:
         """The :class:`BlockFilter` deciding ``nnf`` -- the scan's filter, or the
         residual of its conjuncts a bitmap index left (on ``filter_ids``) -- built once
-        per scan; None for a filter on lists (the Python path's)."""
+        per scan; None for a filter on lists alone (no flat column to decode)."""
         key = tuple(map(id, nnf.children if isinstance(nnf, BoundAnd) else (nnf,)))  # (kept alive by self.nnf)
         got = self._block_filters.get(key)
         if got is None:
             conjuncts, mask_only = self._pushdown_whole if nnf is self.nnf else self._pushdown(nnf)
-            got = self._block_filters[key] = False if list_filters else BlockFilter(
+            got = self._block_filters[key] = False if not filter_ids else BlockFilter(
                 self.file, filter_ids, conjuncts, mask_only, sum(1 for _ in leaves(nnf)),
                 self._gap if self.file.remote else 0)
         return got or None
@@ -252,9 +243,7 @@ class FileScan(BlockPruning, PagePruning, BlockFetching, PagePath):
     def _native_filter(self, block_filter: BlockFilter, block: int, candidates: Selection, cache: dict,
                        stats: ScanStats, fetched: tuple | None = None):
         """:meth:`BlockFilter.run` of the scan's filter on the ``candidates`` of
-        ``block``: ``(mask over the candidates, filter columns' data)``, or None when
-        the Python path decides it (a list filter, a column the executor refused).
-        Candidates from the page index are read as :meth:`_dense` decides: whole
+        ``block``: ``(mask over the candidates, filter columns' data)``. Candidates from the page index are read as :meth:`_dense` decides: whole
         chunks, or their pages alone -- unless ``fetched`` (``(buffer, base)``, read
         by :meth:`_filter_read` or with the block's group) holds them already."""
         columns, rows = block_filter.columns, candidates.num_rows
@@ -271,8 +260,6 @@ class FileScan(BlockPruning, PagePruning, BlockFetching, PagePath):
             else:
                 buf, base, pages = self._page_tables(block, columns.cols, candidates, cache, stats, fetched)
         got = block_filter.run(buf, base, block, rows, self.file.verify_checksums, wanted, pages)
-        if got is None:
-            return None
         stats.pages_read += got[2][0]
         stats.rows_decoded += got[2][1]
         return got[:2]
@@ -317,17 +304,26 @@ class FileScan(BlockPruning, PagePruning, BlockFetching, PagePath):
                 # (a whole chunk's pages are checked to hold exactly ``slots`` when decoded)
                 held = None if rows is None else int(self._page_index(block, col, cache).counts.sum())
                 file.check_slots(block, col, slots, held)
-            if rows is None and fetched is not None:  # a whole read: the chunk straight to Arrow
-                rec = file.footer.chunks[col][block]
-                stats.pages_total += int(rec["page_count"])
-                stats.pages_read += int(rec["page_count"])
-                stats.rows_decoded += slots
-                return file._read_chunk(block, col, slots, *fetched)
-            sel = Selection.all(slots) if rows is None else Selection.from_indices(rows, slots)
-            data = self._columns_at(block, [col], sel, cache, stats, fetched)[col]
-            return self._to_arrow(col, data, as_requested=False)
+            if rows is None:  # every slot: the chunk read with the field's others
+                stats.pages_total += int(file.footer.chunks[col][block]["page_count"])
+                got = self._whole_columns(block, [col], slots, cache, stats, fetched)[col]
+            elif not len(rows):
+                got = ColumnData(file.footer.columns[col].type, empty_values(file.footer.columns[col].type), None)
+            else:  # the slots wanted: the pages holding them (or the whole chunk, when dense)
+                wanted = Selection.from_indices(rows, slots)
+                paged = self.file.remote or not self._dense(block, wanted, self._executor([col]))
+                got = self._whole_columns(block, [col], slots, cache, stats, None, wanted, paged)[col]
+            arr = got if isinstance(got, pa.Array) else self._to_arrow(col, got, as_requested=False)
+            if rows is None and arr.null_count and not file.footer.columns[col].nullable:
+                raise file._locate(CorruptFileError("nulls in a column declared not nullable"), block, col)
+            return arr
 
         return self._assembled(node, decode, selection.num_rows, rows, block)
+
+    def _lists_at(self, block: int, list_filters: dict, selection: Selection, cache: dict, stats: ScanStats) -> dict:
+        """``{name: list array}`` of the filter's lists (name -> dotted path) at the
+        selected rows of ``block``."""
+        return {name: self._list_at(block, path, selection, cache, stats) for name, path in list_filters.items()}
 
     def _list_at(self, block: int, path: str, selection: Selection, cache: dict, stats: ScanStats) -> pa.Array:
         """The list at dotted ``path`` (top level or under structs) for the selected rows
@@ -486,7 +482,7 @@ class FileScan(BlockPruning, PagePruning, BlockFetching, PagePath):
         native = None
         # the filter columns' bytes, and whether the projected columns' candidate pages are in them
         filter_read, rode_along = fetched, fetched is not None
-        block_filter = None if nnf is None else self._block_filter(nnf, filter_ids, list_filters)
+        block_filter = None if nnf is None else self._block_filter(nnf, filter_ids)
         if block_filter is not None:
             if filter_read is None and self.file.remote:
                 filter_read, rode_along = self._filter_read(block, candidates, filter_ids.values(),
@@ -495,31 +491,18 @@ class FileScan(BlockPruning, PagePruning, BlockFetching, PagePath):
         if native is not None:  # one native call decoded the filter columns into the mask
             fetched = filter_read if rode_along else None
             mask, filter_data = native
-            if filter_data and not block_filter.complete:
-                mask = eval_nnf(nnf, lambda name: filter_data[self.filter_ids[name]], candidates.row_count)
+            if filter_data and not block_filter.complete:  # (no data: no row is TRUE, the mask is final)
+                lists = self._lists_at(block, list_filters, candidates, cache, stats)
+                mask = eval_nnf(nnf, lambda name: lists[name] if name in lists else filter_data[self.filter_ids[name]],
+                                candidates.row_count)
             if count_only:
                 selected = int(np.count_nonzero(mask))
                 stats.rows_selected += selected
                 return selected, stats
             selection = candidates.refine(mask)
-        elif nnf is not None:
-            if filter_read is None:
-                filter_read, rode_along = self._filter_read(block, candidates, filter_ids.values(),
-                                                            [] if count_only else rest, cache, stats)
-            buf, base = filter_read
-            plans = {col: self._plan_column(block, col, candidates, cache, stats) for col in filter_ids.values()}
-            conjuncts, mask_only = self._pushdown_whole if nnf is self.nnf else self._pushdown(nnf)
-            names = {c: n for n, c in filter_ids.items()}
-            shared: dict = {}
-            filter_data = {col: self._column_from(block, col, plan, candidates, buf, base, cache, stats,
-                                                  conjuncts.get(names[col]), names[col] in mask_only, shared)
-                           for col, plan in plans.items()}
-            lists = {name: self._list_at(block, path, candidates, cache, stats)
-                     for name, path in list_filters.items()}
-            mask = eval_nnf(nnf, lambda name: lists[name] if name in lists else filter_data[self.filter_ids[name]],
-                            candidates.row_count)
-            selection = candidates.refine(mask)
-            fetched = filter_read if rode_along else None
+        elif nnf is not None:  # a filter on lists alone
+            lists = self._lists_at(block, list_filters, candidates, cache, stats)
+            selection = candidates.refine(eval_nnf(nnf, lists.__getitem__, candidates.row_count))
         else:
             selection = candidates
         selected = selection.row_count

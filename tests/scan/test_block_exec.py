@@ -105,7 +105,7 @@ def _corrupt_body(path, f, name, block=0):
 
 
 @pytest.mark.parametrize("name", ["i64", "s", "u", "f64"])
-def test_errors_are_the_python_paths(tmp_path, name):
+def test_errors_are_the_reference_decoders(tmp_path, name):
     table = _table(np.random.default_rng(9))
     path = tmp_path / "t.rcfmt"
     rcfmt.write_table(table, path, block_rows=2500, compression="none")
@@ -113,7 +113,7 @@ def test_errors_are_the_python_paths(tmp_path, name):
     f = rcfmt.open(path)
     with pytest.raises(CorruptFileError) as native:
         f.scan(columns=[name], use_threads=False).read()
-    # the Python page path on the same chunk says the same
+    # the reference decoder on the same chunk says the same
     col = f.column_index(name)
     with pytest.raises(CorruptFileError) as python:
         decoder = f.chunk_decoder(0, col)
@@ -122,7 +122,7 @@ def test_errors_are_the_python_paths(tmp_path, name):
         except CorruptFileError as exc:
             raise f._locate(exc, 0, col) from None
     assert str(native.value) == str(python.value)
-    # without checksums: the damaged values themselves, still the Python path's message
+    # without checksums: the damaged values themselves, still the reference decoder's message
     f = rcfmt.open(path, verify_checksums=False)
     try:
         native_text = str(f.scan(columns=[name], use_threads=False).read())
@@ -293,10 +293,11 @@ def test_rows_are_gathered_from_the_pages_the_page_index_names(tmp_path, encodin
             assert array.equals(table.column(name).combine_chunks().take(selected)), (name, selected)
 
 
-def test_page_tables_that_disagree_are_refused_and_left_to_the_python_path(tmp_path):
+def test_page_tables_that_disagree_are_refused(tmp_path):
     """A page table naming bytes outside its chunk, a page whose header says other rows
     or another length, or missing a selected row: the column is refused (its status),
-    never read out of bounds; the scan then decodes it by the Python path."""
+    never read out of bounds, and the refusal is a CorruptFileError located at the column
+    and block (the reference decoder's message, or the executor's status and page)."""
     table = _table(np.random.default_rng(29))
     path = tmp_path / "t.rcfmt"
     rcfmt.write_table(table, path, block_rows=N, page_rows=400)
@@ -330,11 +331,74 @@ def test_page_tables_that_disagree_are_refused_and_left_to_the_python_path(tmp_p
         t[3, 1] = 2000  # the second page claims rows past 900
 
     for change in (other_chunk, past_the_buffer, rows, length, missing):
-        out = forged(change)
-        assert out[0] is None and isinstance(out[1], pa.Array), change.__name__
+        with pytest.raises(CorruptFileError) as info:
+            forged(change)
+        assert (info.value.column, info.value.block) == (table.column_names[0], 0), change.__name__
     with pytest.raises(ValueError, match="one entry per column"):
         executor.run(buf, 0, 0, N, True, selected=selected, pages=[good[0]])
     with pytest.raises(ValueError, match="selected"):
         executor.run(buf, 0, 0, N, True, pages=good)
     with pytest.raises(ValueError, match="4, n"):
         executor.run(buf, 0, 0, N, True, selected=selected, pages=[good[0][:3].copy(), good[1]])
+
+
+def test_a_refused_chunk_is_never_decoded_another_way(tmp_path):
+    """A chunk the executor refuses though it is sound (here: its encoding struck from
+    the spec) raises a located CorruptFileError naming the executor's status; the
+    reference decoder, which accepts it, hands back no data."""
+    table = _table(np.random.default_rng(31))
+    path = tmp_path / "t.rcfmt"
+    rcfmt.write_table(table, path, block_rows=N)
+    f = rcfmt.open(path)
+    executor = block_exec.BlockColumns(f, [0], set())
+    buf = np.frombuffer(path.read_bytes(), np.uint8)
+    assert isinstance(executor.run(buf, 0, 0, N, True)[0][0], pa.Array)
+    executor.spec[0, block_exec._block.S_ENCODINGS] = 0
+    with pytest.raises(CorruptFileError, match="refused the chunk: an encoding or filter it has no kernel") as info:
+        executor.run(buf, 0, 0, N, True)
+    assert (info.value.column, info.value.block) == (table.column_names[0], 0)
+
+
+def _rows_where(table: pa.Table, keep) -> list:
+    return [row for row in table.to_pylist() if keep(row)]
+
+
+def test_every_stored_column_is_decoded_by_the_executor(tmp_path, monkeypatch):
+    """Flat columns, the stored columns of structs and of lists, lists in a filter alone
+    and beside flat conjuncts: a scan of a sound file never builds the reference
+    decoder (there is no per-column decode path), and its rows are those a plain Python
+    filter over the table keeps."""
+    n = 3000
+    rng = np.random.default_rng(37)
+    ks = rng.permutation(n)
+    table = pa.table({
+        "k": pa.array(ks),
+        "s": pa.array([None if i % 13 == 0 else f"v{i % 7}" for i in range(n)]),
+        "tags": pa.array([None if i % 11 == 0 else [int(k) % 5, int(k) % 3] for i, k in enumerate(ks)],
+                         pa.list_(pa.int64())),
+        "p": pa.StructArray.from_arrays([pa.array(ks * 2.0), pa.array([str(i) for i in range(n)])], names=["x", "y"]),
+    })
+    path = tmp_path / "t.rcfmt"
+    rcfmt.write_table(table, path, block_rows=1000, page_rows=200)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the reference decoder was built for a sound file")
+
+    monkeypatch.setattr(rcfmt.RcfmtFile, "chunk_decoder", refuse)
+    col, has = rcfmt.col, rcfmt.list_contains
+    cases = [
+        (None, lambda r: True),
+        (col("k") < 1500, lambda r: r["k"] < 1500),
+        (col("k") == 77, lambda r: r["k"] == 77),
+        (has(col("tags"), 3), lambda r: r["tags"] is not None and 3 in r["tags"]),
+        (has(col("tags"), 3) & (col("k") >= 2500), lambda r: r["tags"] is not None and 3 in r["tags"] and r["k"] >= 2500),
+        (has(col("tags"), 4) | (col("s") == "v2"),
+         lambda r: (r["tags"] is not None and 4 in r["tags"]) or r["s"] == "v2"),
+        (col("p.x") == 40.0, lambda r: r["p"]["x"] == 40.0),
+    ]
+    for use_threads in (False, True):
+        for expr, keep in cases:
+            got = rcfmt.read_table(path, filter=expr, use_threads=use_threads)
+            assert got.to_pylist() == _rows_where(table, keep), (expr, use_threads)
+    got = rcfmt.read_table(path, columns=["tags", "p"], filter=col("k") == 5)
+    assert got.to_pylist() == [{"tags": r["tags"], "p": r["p"]} for r in _rows_where(table, lambda r: r["k"] == 5)]

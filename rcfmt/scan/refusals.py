@@ -1,0 +1,60 @@
+"""The located error of a column chunk the block executor refused.
+
+The executor (:mod:`rcfmt._native.block`) answers a chunk it cannot decode with a
+status code and the page that failed, not a message. :func:`raise_refused` turns that
+answer into the located :class:`~rcfmt.errors.CorruptFileError` (ChecksumError,
+UnsupportedError) a user sees: the reference decoder
+(``file.chunk_decoder``: :class:`~rcfmt.file.chunks.ChunkDecoder`) runs over the same bytes -- the whole chunk,
+or the pages the executor was given -- and raises what it finds, worded as every
+decoder of the chunk's encoding words it. It never returns data: a chunk the reference
+decoder accepts where the executor refused it is reported as refused, status and page
+named.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .._native import block as _block
+from ..errors import CorruptFileError, UnsupportedError
+
+__all__ = ["raise_refused"]
+
+_STATUS = {
+    _block.ST_UNSUPPORTED: "an encoding or filter it has no kernel for",
+    _block.ST_CHUNK: "its chunk record disagrees with the bytes",
+    _block.ST_PAGES: "a page header or body fails its checks",
+    _block.ST_COUNTS: "its pages disagree with the footer",
+    _block.ST_DICTIONARY: "its dictionary page disagrees with its record",
+    _block.ST_VALUES: "a page's values fail their checks",
+    _block.ST_INVALID: "a value Arrow would refuse",
+    _block.ST_PYTHON: "a codec raised",
+    _block.ST_UNLISTED: "a wanted row lies in none of the pages listed",
+}
+
+
+def raise_refused(file, block: int, col: int, status: int, page: int, buf, base: int, rows: int,
+                  table: np.ndarray | None = None):
+    """Raise the located error of stored column ``col`` of ``block``, which the executor
+    refused with ``status`` at ``page`` (-1: none, or the dictionary page), decoding
+    ``buf`` (file bytes from ``base`` on): its whole chunk of ``rows`` rows, or the
+    pages of ``table`` (:meth:`PageIndex.table <rcfmt.index.page.PageIndex.table>`,
+    offsets made positions in ``buf``)."""
+    ltype = file.footer.columns[col].type
+    if status == _block.ST_MEMORY:
+        raise MemoryError(f"{file.path}: decoding column {file._names[col]!r} of block {block}")
+    if status == _block.ST_TOO_BIG:
+        raise file._locate(UnsupportedError(f"a block holds more than 2 GiB of {ltype.name} data; read it as "
+                                            f"large_{ltype.name} or write smaller blocks"), block, col)
+    try:
+        decoder = file.chunk_decoder(block, col, buf, base)  # (locates a CorruptFileError of its own)
+        if table is None:
+            decoder.decode_all(rows)
+        else:
+            first = file.page_index(block, col)["first_row"].astype(np.int64)
+            numbers = np.searchsorted(first, table[3])
+            decoder.decode_run(table[0], numbers, table[1], expected_lengths=table[2])
+    except (CorruptFileError, UnsupportedError) as exc:
+        raise file._locate(exc, block, col) from None
+    where = "" if page < 0 else f", page {page}"
+    raise file._locate(CorruptFileError(f"the block executor refused the chunk: "
+                                        f"{_STATUS.get(status, f'status {status}')}{where}"), block, col)
