@@ -1,6 +1,7 @@
 """The native page pipeline (rcfmt/_native/pages.pyx): CRC-32, codec resolution, the
 Python-codec fallback, page runs against an independent header parser, and selected
-(non-contiguous) pages decoded in one run."""
+(non-contiguous) pages decoded in one run; rows gathered from BITPACK pages by the
+block executor."""
 from __future__ import annotations
 
 import struct
@@ -16,7 +17,8 @@ from hypothesis import strategies as st
 
 import rcfmt
 import strategies as S
-from rcfmt._native import pages, select
+from rcfmt._native import pages
+from rcfmt.index.page import PageIndex
 
 PAGE_HEADER = struct.Struct("<BBBBIIIIIII")  # as docs/FORMAT.md 4.1 defines it
 
@@ -184,18 +186,8 @@ def test_selected_pages_decode_like_the_whole_chunk(data):
             if bitmap is not None:  # Arrow's layout: LSB first, unused trailing bits 0, the nulls counted
                 assert len(bitmap.bits) == (n + 7) // 8 and bitmap.null_count == n - int(whole_valid.sum()) > 0
                 assert np.unpackbits(bitmap.bits, bitorder="little")[n:].sum() == 0
-            values, valid, _ = decoder.decode_run(entries["offset"][picked].astype(np.int64) - decoder.base,
-                                                  np.array(picked), entries["row_count"][picked])
-            # some rows of those pages (BITPACK: only their 1,024-value blocks unpacked)
-            held = int(entries["row_count"][picked].sum())
-            rows_wanted = np.array(sorted(data.draw(st.sets(st.integers(0, max(held - 1, 0)), max_size=held),
-                                          label="rows")), np.int64)
-            some, some_valid, gathered = decoder.decode_run(
-                entries["offset"][picked].astype(np.int64) - decoder.base, np.array(picked),
-                entries["row_count"][picked], selected=rows_wanted)
-            if gathered:
-                assert some.values.tobytes() == values.values[rows_wanted].tobytes()
-            assert (some_valid is None) == (valid is None)
+            values, valid = decoder.decode_run(entries["offset"][picked].astype(np.int64) - decoder.base,
+                                               np.array(picked), entries["row_count"][picked])
             at = 0
             for p in picked:
                 first, rows = int(entries["first_row"][p]), int(entries["row_count"][p])
@@ -349,37 +341,36 @@ def test_decoded_columns_live_in_arrow_memory(tmp_path):
 ])
 def test_selected_rows_of_bitpack_pages_decode_like_the_whole_run(tmp_path, values):
     """Rows picked across pages of several 1,024-value blocks (first and last rows of
-    blocks and pages, runs, singles, none) decode to the values the whole run holds."""
+    blocks and pages, runs, singles, none) are gathered by the block executor -- from
+    the whole chunk, and from the pages holding them alone -- as the values the whole
+    chunk holds at those rows."""
+    from rcfmt.scan import block_exec
+
     path = tmp_path / "t.rcfmt"
     rcfmt.write_table(pa.table({"c": values}), path, block_rows=30_000, page_rows=7_000, encoding="bitpack",
                       compression="none")
     rng = np.random.default_rng(4)
+    buf = np.frombuffer(path.read_bytes(), np.uint8)
     with rcfmt.open(path) as f:
-        entries = f.page_index(0, 0)
-        pages = np.arange(len(entries))
-        decoder = f.chunk_decoder(0, 0)
-        args = (entries["offset"].astype(np.int64) - decoder.base, pages, entries["row_count"])
-        whole, valid, _ = decoder.decode_run(*args)
+        whole = f.read_column_chunk(0, 0)
+        index = PageIndex(f.page_index(0, 0))
+        executor = block_exec.BlockColumns(f, [0], set())
         edges = [0, 1023, 1024, 2047, 6999, 7000, 7001, 29_999]
-        for wanted in [np.array([], np.int64), np.array(edges, np.int64), np.arange(3000, 9000, dtype=np.int64),
+        for wanted in [np.array(edges, np.int64), np.arange(3000, 9000, dtype=np.int64),
                        np.unique(rng.integers(0, 30_000, 50)).astype(np.int64), np.arange(30_000, dtype=np.int64)]:
-            got, got_valid, gathered = decoder.decode_run(*args, selected=wanted)
-            assert gathered
-            assert got.values.tobytes() == whole.values[wanted].tobytes()
-            assert (got_valid is None) == (valid is None)
-        with pytest.raises(ValueError, match="strictly increasing"):
-            decoder.decode_run(*args, selected=np.array([5, 5], np.int64))
-        with pytest.raises(ValueError, match="strictly increasing"):
-            decoder.decode_run(*args, selected=np.array([30_000], np.int64))
+            expected = whole.take(pa.array(wanted))
+            got = executor.run(buf, 0, 0, 30_000, True, selected=wanted)[0][0]
+            assert got.equals(expected)
+            pages = np.unique(np.searchsorted(index.first, wanted, side="right") - 1)
+            got = executor.run(buf, 0, 0, 30_000, True, selected=wanted, pages=[index.table(pages)])[0][0]
+            assert got.equals(expected)
 
 
 def test_selected_bitpack_rows_refuse_forged_pages_and_decimals_past_their_precision(tmp_path):
-    """The selective BITPACK decoder checks a page's header like the whole-page one, and
-    the precision of every block it unpacks: selecting a row in a block holding a
-    decimal past its precision raises CorruptFileError; selecting rows of other blocks
-    only never decodes that value. A scan (the block executor) refuses the page whatever
-    row it selects. A forged width (checksums recomputed) is a CorruptFileError located
-    at the page."""
+    """A scan selecting rows of a BITPACK page (the block executor gathers them) checks
+    the whole page: a decimal past its precision anywhere in it raises CorruptFileError
+    whatever row is selected, and a forged width (checksums recomputed) is a
+    CorruptFileError located at the column."""
     import zlib
 
     from test_valid_arrow import PAGE_HEADER, _page_bodies, forge_footer
@@ -394,13 +385,6 @@ def test_selected_bitpack_rows_refuse_forged_pages_and_decimals_past_their_preci
     rcfmt.write_table(table, path, encoding={"x": "bitpack"}, compression="none", page_rows=n, bitmap_indexes=None)
     forge_footer(path, b'"precision":38', f'"precision":{precision:2d}'.encode())
     with rcfmt.open(path) as f:
-        decoder = f.chunk_decoder(0, 1)
-        entries = f.page_index(0, 1)
-        args = (entries["offset"].astype(np.int64) - decoder.base, [0], entries["row_count"])
-        got, _, gathered = decoder.decode_run(*args, selected=np.array([5], np.int64))
-        assert gathered and got.values.tolist() == [5]
-        with pytest.raises(rcfmt.CorruptFileError, match="precision"):
-            decoder.decode_run(*args, selected=np.array([bad_row], np.int64))
         for k in (5, bad_row):
             with pytest.raises(rcfmt.CorruptFileError, match="precision"):
                 f.scan(columns=["x"], filter=rcfmt.col("k") == k).read()
@@ -419,170 +403,6 @@ def test_selected_bitpack_rows_refuse_forged_pages_and_decimals_past_their_preci
     with rcfmt.open(path) as f:
         with pytest.raises(rcfmt.CorruptFileError, match="column='x'"):
             f.scan(columns=["x"], filter=rcfmt.col("k") == 7).read()
-
-
-# ------------------------------------------------------------------ predicates in the decode pass
-_BOUND_TYPES = [pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint16(), pa.uint32(), pa.uint64(),
-                pa.float64(), pa.float32(), pa.date32(), pa.timestamp("us"), pa.decimal128(9, 2),
-                pa.decimal128(20, 0)]
-
-
-def _reference_range(values: np.ndarray, valid, lo, lo_kind, hi, hi_kind) -> np.ndarray:
-    """The interval tested the plain way: Python comparisons value by value."""
-    out = np.zeros(len(values), bool)
-    for i, x in enumerate(values.tolist()):
-        if valid is not None and not valid[i]:
-            continue
-        ok = True
-        if lo_kind:
-            ok = x > lo if lo_kind == 1 else x >= lo
-        if ok and hi_kind:
-            ok = x < hi if hi_kind == 1 else x <= hi
-        out[i] = ok
-    return out
-
-
-@pytest.mark.parametrize("arrow_type", _BOUND_TYPES, ids=str)
-@settings(max_examples=S.examples(12))
-@given(data=st.data())
-def test_predicates_evaluated_in_the_decode_pass_match_a_reference(arrow_type, data):
-    """read_pages(predicate=...) fills, page by page in the decode pass, the mask a plain
-    evaluation of the decoded values gives: an interval on fixed-width values (bounds
-    strict, inclusive or absent, inside or beyond the type, NaN and -0.0 values, nulls
-    excluded) with sets the values must be in or not in (empty, short, longer than the
-    kernel's linear scan), validity alone (is_null / is_valid), a per-entry table on
-    dictionary codes (nulls taking the table's null value); written, or ANDed into a
-    mask there; for a whole chunk and for selected rows of BITPACK pages."""
-    n = data.draw(st.integers(1, 400))
-    with tempfile.TemporaryDirectory() as d:
-        arr = data.draw(S.arrays(st.just(arrow_type), n, nullable=True, sliced=False))
-        encodings = [e for e in S.encodings_for(arrow_type) if e not in ("bitpack", "dictionary")]
-        enc = data.draw(st.sampled_from(["bitpack", "dictionary", *encodings]), label="encoding")
-        path = Path(d) / "t.rcfmt"
-        if enc == "bitpack" and pa.types.is_floating(arrow_type):
-            enc = "alp"
-        rcfmt.write_table(pa.table({"c": arr}), path, block_rows=1000, encoding=enc,
-                          page_rows=data.draw(st.integers(1, 60)), compression=data.draw(st.sampled_from(["none", "zstd"])))
-        with rcfmt.open(path) as f:
-            decoder = f.chunk_decoder(0, 0)
-            if not decoder.is_dictionary and select.dtype_code(decoder.value_dtype) is None:
-                return  # (16-byte decimals: no range kernel; a scan evaluates them after decoding)
-            values, bitmap = decoder.decode_all(n, codes=True)
-            valid = None if bitmap is None else bitmap.bools()
-            if decoder.is_dictionary:
-                size = int(decoder.record["dictionary_size"])
-                table = np.array(data.draw(st.lists(st.booleans(), min_size=size, max_size=size)), bool)
-                null_value = data.draw(st.booleans())
-                want = table[values]
-                if valid is not None:
-                    want[~valid] = null_value
-                predicate = ("codes", table, null_value)
-            else:
-                dtype = decoder.value_dtype
-                raw = values.values
-                if dtype.kind == "f":  # (float32 columns: the binder gives float32 bounds)
-                    pick = st.one_of(st.floats(allow_nan=False, width=dtype.itemsize * 8),
-                                     st.sampled_from([0.0, -0.0]), st.sampled_from(raw.tolist()))
-                else:
-                    info = np.iinfo(dtype)
-                    pick = st.one_of(st.integers(int(info.min) - 2, int(info.max) + 2), st.sampled_from(raw.tolist()))
-                shape = data.draw(st.sampled_from(["range", "sets", "nulls"]), label="shape")
-                if shape == "nulls":  # is_null / is_valid: the validity alone
-                    want_null = data.draw(st.booleans(), label="want_null")
-                    valid_rows = np.ones(n, bool) if valid is None else valid
-                    want = ~valid_rows if want_null else valid_rows.copy()
-                    predicate = ("nulls", want_null)
-                else:
-                    lo, hi = data.draw(pick, label="lo"), data.draw(pick, label="hi")
-                    kinds = [(0, 1), (0, 2), (1, 0), (2, 0), (1, 1), (1, 2), (2, 1), (2, 2)]
-                    lo_kind, hi_kind = data.draw(st.sampled_from(kinds + [(0, 0)] * (shape == "sets")))
-                    want = _reference_range(raw, valid, lo, lo_kind, hi, hi_kind)
-                    predicate = ("range", lo, lo_kind, hi, hi_kind)
-                if shape == "sets":  # in `members` (None: no such set) and not in `excluded`
-                    sets = []
-                    for label in ("members", "excluded"):
-                        drawn = data.draw(st.none() | st.lists(pick, max_size=40), label=label)
-                        if drawn is not None and dtype.kind != "f":
-                            drawn = [v for v in drawn if info.min <= v <= info.max]
-                        elif drawn is not None:  # (a set holds no NaN: the kernel's check refuses it)
-                            drawn = [v for v in drawn if v == v]
-                        sets.append(None if drawn is None else np.array(sorted(set(drawn)), dtype))
-                    members, excluded = sets
-                    for i, x in enumerate(raw.tolist()):
-                        if members is not None and not any(x == m for m in members.tolist()):
-                            want[i] = False
-                        if excluded is not None and any(x == m for m in excluded.tolist()):
-                            want[i] = False
-                    predicate += (members, excluded)
-            mask = np.full(n, 7, np.uint8)  # (every byte must be written)
-            again, _ = decoder.decode_all(n, codes=True, predicate=predicate + (mask,))
-            assert (mask == want).all()
-            mask[:] = 7  # values decoded a page at a time into scratch, only the mask kept
-            dropped, again_bitmap = decoder.decode_all(n, codes=True, predicate=predicate + (mask,), keep=False)
-            assert dropped is None and (mask == want).all()
-            before = np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n), label="and_into"), bool)
-            mask = before.copy()  # ANDed into another column's answers for the same rows
-            decoder.decode_all(n, codes=True, predicate=predicate + (mask,), and_into=True)
-            assert (mask == (before & want)).all()
-            assert (again_bitmap is None) == (bitmap is None)
-            got = again if isinstance(again, np.ndarray) else again.values
-            assert got.tobytes() == (values if isinstance(values, np.ndarray) else values.values).tobytes()
-            if decoder.selective:  # selected rows only: the mask follows the values decoded
-                entries = f.page_index(0, 0)
-                wanted = np.array(sorted(data.draw(st.sets(st.integers(0, n - 1)), label="rows")), np.int64)
-                some_mask = np.full(len(wanted), 7, np.uint8)
-                _, _, gathered = decoder.decode_run(entries["offset"].astype(np.int64) - decoder.base,
-                                                    np.arange(len(entries)), entries["row_count"], selected=wanted,
-                                                    predicate=predicate + (some_mask,))
-                assert gathered and (some_mask == want[wanted]).all()
-                some_mask[:] = 7
-                dropped, _, _ = decoder.decode_run(entries["offset"].astype(np.int64) - decoder.base,
-                                                   np.arange(len(entries)), entries["row_count"], selected=wanted,
-                                                   predicate=predicate + (some_mask,), keep=False)
-                assert dropped is None and (some_mask == want[wanted]).all()
-
-
-def test_predicate_arguments_are_checked(tmp_path):
-    """A predicate read_pages cannot evaluate is a ValueError before anything runs."""
-    path = tmp_path / "t.rcfmt"
-    rcfmt.write_table(pa.table({"i": pa.array(np.arange(100, dtype=np.int32)),
-                                "s": pa.array(["a", "b"] * 50)}), path, encoding={"i": "plain", "s": "dictionary"})
-    with rcfmt.open(path) as f:
-        ints, codes = f.chunk_decoder(0, 0), f.chunk_decoder(0, 1)
-        with pytest.raises(ValueError, match="one entry per row"):
-            ints.decode_all(100, predicate=("range", 1, 1, 5, 1, np.zeros(99, bool)))
-        with pytest.raises(ValueError, match="writable, contiguous"):
-            ints.decode_all(100, predicate=("range", 1, 1, 5, 1, np.zeros(200, bool)[::2]))
-        with pytest.raises(ValueError, match="needs dictionary codes"):
-            ints.decode_all(100, predicate=("codes", np.ones(2, bool), False, np.zeros(100, bool)))
-        with pytest.raises(ValueError, match="unknown predicate"):
-            ints.decode_all(100, predicate=("between", 1, 1, 5, 1, np.zeros(100, bool)))
-        with pytest.raises(ValueError, match="fixed-width numeric"):
-            codes.decode_all(100, codes=True, predicate=("range", 1, 1, 5, 1, np.zeros(100, bool)))
-        with pytest.raises(ValueError, match="need a predicate"):
-            ints.decode_all(100, keep=False)
-        with pytest.raises(ValueError, match="item size"):
-            pages.read_pages(ints.buf, ints.base, start=int(ints.record["offset"]) - ints.base,
-                             end=int(ints.record["offset"] + ints.record["length"]) - ints.base, max_pages=100,
-                             max_rows=100, encoding=int(ints.record["encoding"]),
-                             values=(pages.MODE_PLAIN, 4, True, np.dtype(np.int64), 0, 0),
-                             predicate=("range", 1, 1, 5, 1, np.zeros(100, bool)))
-        with pytest.raises(ValueError, match="one entry per dictionary entry"):
-            codes.decode_all(100, codes=True, predicate=("codes", np.ones(3, bool), False, np.zeros(100, bool)))
-        mask = np.zeros(100, bool)
-        codes.decode_all(100, codes=True, predicate=("codes", np.array([False, True]), False, mask))
-        assert mask.tolist() == [False, True] * 50
-        with pytest.raises(ValueError, match="sorted and distinct"):
-            ints.decode_all(100, predicate=("range", 0, 0, 0, 0, np.array([5, 3], np.int32), None, mask))
-        with pytest.raises(ValueError, match="contiguous int32 array"):
-            ints.decode_all(100, predicate=("range", 0, 0, 0, 0, None, np.array([5], np.int64), mask))
-        with pytest.raises(ValueError, match="range predicate is"):
-            ints.decode_all(100, predicate=("range", 0, 0, 0, 0, None, mask))
-        with pytest.raises(ValueError, match="nulls predicate is"):
-            ints.decode_all(100, predicate=("nulls", True, None, mask))
-        ints.decode_all(100, predicate=("range", 10, 2, 0, 0, np.array([3, 12, 40], np.int32),
-                                        np.array([40], np.int32), mask))
-        assert np.flatnonzero(mask).tolist() == [12]
 
 
 def test_a_threads_zstd_context_outlives_a_failed_page_and_its_thread(tmp_path):

@@ -7,10 +7,11 @@ count and copies it into one Arrow-layout bitmap for the whole run. The result i
 :class:`PageRun`: a table of pages (rows, nulls, where each values body is) plus the
 arena and the bitmap. :func:`decode_values` then decodes the values of every page of
 a run straight into one preallocated output array (fixed-width values, or dictionary
-codes), again without the GIL; :func:`read_pages` can do both in one call, and evaluate
-a column's part of a filter on each page's values as they are decoded (a range, or a
-table per dictionary entry, into a row mask). Encodings without a kernel here are
-decoded page by page from :meth:`PageRun.body`.
+codes), again without the GIL; :func:`read_pages` can do both in one call. Encodings
+without a kernel here are decoded page by page from :meth:`PageRun.body`. The block
+executor (:mod:`rcfmt._native.block`) runs the same passes, column after column, with
+filters and gathers of its own; this module's ``def`` functions are the reference
+decoder's (:class:`rcfmt.file.chunks.ChunkDecoder`).
 
 Errors. The ``nogil`` passes record the first failure (what, which page, the numbers
 involved) and stop; the ``def`` wrappers turn it into the same
@@ -48,9 +49,7 @@ cimport numpy as cnp
 
 from rcfmt._native.bitpack cimport packed_nbytes, unpack_raw
 from rcfmt._native.floats cimport alp_factors
-from rcfmt._native.select cimport bits_into, lookup_into, member_into, range_into
 
-from rcfmt._native import select as _select
 
 from rcfmt.errors import ChecksumError, CorruptFileError, UnsupportedError
 
@@ -874,7 +873,7 @@ cdef object _error(Failure* f, Py_ssize_t base, object page_numbers, int page_ty
 def read_pages(buf, Py_ssize_t base, *, Py_ssize_t start=0, end=None, Py_ssize_t max_pages=0,
                Py_ssize_t max_rows=0, positions=None, expected_rows=None, expected_lengths=None,
                page_numbers=None, int page_type=0, int encoding=0, bint verify=True, Py_ssize_t arena_hint=0,
-               values=None, predicate=None, bint and_into=False):
+               values=None):
     """Run the pages of a chunk held in ``buf`` (file bytes from offset ``base`` on)
     through the pipeline; return a :class:`PageRun`.
 
@@ -891,28 +890,12 @@ def read_pages(buf, Py_ssize_t base, *, Py_ssize_t start=0, end=None, Py_ssize_t
     With ``values = (mode, itemsize, signed, out, limit, precision)`` (as for
     :func:`decode_values`, ``out`` holding ``max_rows`` values) the values are decoded in
     the same GIL-free call and ``run.bad`` is -1 or the first page whose values failed
-    their checks. A seventh item, for BITPACK modes, names the rows of the run wanted
-    (int64, strictly increasing): ``out`` then receives only their values, in order,
-    and only the 1,024-value blocks holding them are unpacked (and checked). Everything then happens in one GIL-free section when the
+    their checks. Everything then happens in one GIL-free section when the
     decompressed bodies fit ``arena_hint`` bytes (an estimate the caller makes; a larger
     need is allocated between the passes, as without a hint).
 
-    With ``values``, ``predicate`` evaluates a column's part of a filter on each page's
-    values as soon as they are decoded, into ``mask`` (bool or uint8, one byte per
-    value ``out`` receives): ``("range", lo, lo_kind, hi, hi_kind, mask)`` tests
-    ``lo <(=) x <(=) hi`` (bound kinds of :func:`rcfmt._native.select.range_mask`, both
-    BOUND_NONE for no bound; fixed-width numeric modes), and
-    ``("range", lo, lo_kind, hi, hi_kind, members, excluded, mask)`` also that ``x`` is
-    one of ``members`` and none of ``excluded`` (each None, or a sorted, distinct array
-    of the values' dtype); ``("nulls", want_null, mask)`` is the validity alone (TRUE on
-    null rows, or on valid ones); ``("codes", table, null_value, mask)`` looks each
-    dictionary code up in ``table`` (one byte per dictionary entry, MODE_CODES). Null
-    rows get 0, or ``null_value``; with ``and_into`` the answers are ANDed into the mask (which holds
-    another column's for the same rows). The mask is complete when no page failed
-    (``run.bad == -1``). With a
-    predicate, ``out`` may be a numpy dtype instead of an array: each page's values are
-    then decoded into a buffer of one page, evaluated and dropped (every check still
-    runs); only the mask and the validity are returned."""
+    (Filters evaluated in the decode pass and rows gathered from the pages are the
+    block executor's, :mod:`rcfmt._native.block`; this is the reference path.)"""
     cdef const uint8_t[::1] view = memoryview(buf).cast("B") if not isinstance(buf, np.ndarray) else buf
     cdef Py_ssize_t size = view.shape[0]
     cdef const uint8_t* p = &view[0] if size else <const uint8_t*>b""
@@ -954,31 +937,8 @@ def read_pages(buf, Py_ssize_t base, *, Py_ssize_t start=0, end=None, Py_ssize_t
     cdef ValuesSpec spec
     cdef bint decode = values is not None
     cdef Py_ssize_t bad = -1, i_sel
-    cdef const int64_t[::1] sel_view
-    selected = values[6] if decode and len(values) > 6 else None
-    if decode and selected is None:
+    if decode:
         _values_spec(&spec, values[0], values[1], values[2], values[3], max_rows, values[4], values[5])
-    elif decode:  # only these rows of the run, BITPACK pages only (checked here: the kernel trusts them)
-        if values[0] not in (MODE_BITPACK, MODE_BITPACK_DECIMAL):
-            raise ValueError("selected rows are decoded for BITPACK pages only")
-        sel_view = np.ascontiguousarray(selected, dtype=np.int64)
-        for i_sel in range(sel_view.shape[0]):
-            if sel_view[i_sel] < 0 or sel_view[i_sel] >= max_rows or (i_sel and sel_view[i_sel] <= sel_view[i_sel - 1]):
-                raise ValueError("selected rows must be strictly increasing and below max_rows")
-        _values_spec(&spec, values[0], values[1], values[2], values[3], sel_view.shape[0], values[4], values[5])
-        spec.selective = True
-        spec.positions = &sel_view[0] if sel_view.shape[0] else NULL
-        spec.npos = sel_view.shape[0]
-    cdef PredSpec pred
-    cdef PredSpec* pred_ptr = NULL
-    cdef list hold = []  # tables the predicate's kernels read (alive until the call returns)
-    if decode and spec.discard and predicate is None:
-        raise ValueError("values decoded without an output need a predicate")
-    if predicate is not None:
-        if not decode:
-            raise ValueError("a predicate is evaluated on the values read_pages decodes")
-        _pred_spec(&pred, predicate, &spec, values[3], spec.npos if spec.selective else max_rows, and_into, hold)
-        pred_ptr = &pred
     # preallocated when the caller knows enough: then one GIL-free section does it all
     arena = _memory.empty(arena_hint // 8 + 1, np.uint64) if arena_hint > 0 else None
     validity = np.empty((max_rows + 7) // 8, dtype=np.uint8) if decode else None
@@ -995,9 +955,7 @@ def read_pages(buf, Py_ssize_t base, *, Py_ssize_t start=0, end=None, Py_ssize_t
                     memset(bitmap, 0xFF, (rows + 7) // 8)
                 _bodies(p, t, n, arena_ptr, bitmap if any_nulls else NULL, verify, &f)
                 if f.code == OK:
-                    if pred_ptr != NULL:
-                        pred.bitmap = bitmap if any_nulls else NULL
-                    bad = _decode_run(t, n, p, arena_ptr, &spec, pred_ptr)
+                    bad = _decode_run(t, n, p, arena_ptr, &spec)
                 done = True
     except CorruptFileError as exc:  # from the Python codec fallback
         raise exc.with_context(page=_page_label(&f, page_numbers, page_type), offset=base + f.pos) from None
@@ -1016,17 +974,13 @@ def read_pages(buf, Py_ssize_t base, *, Py_ssize_t start=0, end=None, Py_ssize_t
                     memset(bitmap, 0xFF, (rows + 7) // 8)
                 _bodies(p, t, n, arena_ptr, bitmap if any_nulls else NULL, verify, &f)
                 if f.code == OK and decode:
-                    if pred_ptr != NULL:
-                        pred.bitmap = bitmap if any_nulls else NULL
-                    bad = _decode_run(t, n, p, arena_ptr, &spec, pred_ptr)
+                    bad = _decode_run(t, n, p, arena_ptr, &spec)
         except CorruptFileError as exc:  # from the Python codec fallback
             raise exc.with_context(page=_page_label(&f, page_numbers, page_type), offset=base + f.pos) from None
         if f.code:
             raise _error(&f, base, page_numbers, page_type, p)
     if bad == -2:
         raise MemoryError()
-    if bad == -3:
-        raise ValueError("selected rows lie past the run's pages")
     if not any_nulls:
         validity = None
     elif validity.shape[0] != (rows + 7) // 8:
@@ -1429,247 +1383,6 @@ cdef struct ValuesSpec:
     uint32_t limit     # dictionary size (MODE_CODES)
     int64_t decimal_lim
     uint8_t* out
-    # BITPACK modes only, when ``selective``: decode just these rows of the run
-    # (strictly increasing), value i of the output being row positions[i]
-    bint selective
-    const int64_t* positions
-    Py_ssize_t npos
-    # values decoded page by page into scratch and not kept (a predicate's only input)
-    bint discard
-
-
-cdef enum:
-    PRED_RANGE = 1   # lo <= value <= hi (inclusive bounds of the values' type), in / not in sets
-    PRED_CODES = 2   # table[code] (a leaf's answer per dictionary entry)
-    PRED_NULLS = 3   # the row is null (is_null) or valid (is_valid): validity only
-
-
-# A column's part of a filter, evaluated in the decode pass: one mask byte per row
-# decoded (per selected row in selective mode), 0 on null rows for PRED_RANGE,
-# ``null_value`` for PRED_CODES.
-# A set of values (sorted, distinct, of the values' dtype), and for integer sets with a
-# table (select.member_bits) that table: a bit per value from ``base`` on.
-cdef struct ValueSet:
-    bint given
-    const uint8_t* values
-    Py_ssize_t n
-    const uint8_t* bits     # NULL: search ``values``
-    uint64_t base
-    uint64_t span
-
-
-cdef struct PredSpec:
-    int kind
-    int dtype               # PRED_RANGE: a DT_* code of select.pxd
-    bint has_range          # PRED_RANGE: lo and hi apply (else only the sets, or every valid row)
-    bint empty              # PRED_RANGE: no value of the type lies in the interval
-    uint64_t lo             # PRED_RANGE: one value of the type each, in the low bytes
-    uint64_t hi
-    ValueSet members        # PRED_RANGE: values must be one of these (no set: any)
-    ValueSet excluded       # PRED_RANGE: values must be none of these
-    bint want_null          # PRED_NULLS: TRUE on null rows (is_null), else on valid ones
-    const uint8_t* table    # PRED_CODES: one byte per dictionary entry
-    uint32_t size
-    uint8_t null_value
-    uint8_t* mask
-    bint and_into           # AND into the mask already there (another column's conjuncts)
-    const uint8_t* bitmap   # the run's validity (bit per run row); NULL: no nulls
-
-
-cdef int _pred_spec(PredSpec* p, predicate, ValuesSpec* v, object out, Py_ssize_t rows, bint and_into,
-                    list hold) except -1:
-    """Check ``predicate`` (see :func:`read_pages`) against the values spec and fill ``p``;
-    the objects it points into are kept alive by the caller's ``predicate`` and ``hold``."""
-    cdef cnp.ndarray mask, table
-    cdef bytes raw
-    kind = predicate[0]
-    mask = np.asarray(predicate[len(predicate) - 1])
-    if not (cnp.PyArray_IS_C_CONTIGUOUS(mask) and cnp.PyArray_ISWRITEABLE(mask) and mask.dtype.itemsize == 1
-            and mask.dtype.kind in "bu"):
-        raise ValueError("the predicate's mask must be a writable, contiguous bool or uint8 array")
-    if mask.shape[0] < rows:
-        raise ValueError("the predicate's mask needs one entry per row decoded")
-    memset(p, 0, sizeof(PredSpec))
-    p.mask = <uint8_t*>cnp.PyArray_DATA(mask)
-    p.and_into = and_into
-    if kind == "codes":
-        if v.mode != MODE_CODES:
-            raise ValueError("a codes predicate needs dictionary codes")
-        table = np.asarray(predicate[1])
-        if not (cnp.PyArray_IS_C_CONTIGUOUS(table) and table.dtype.itemsize == 1 and table.dtype.kind in "bu"):
-            raise ValueError("the predicate's table must be contiguous bool or uint8")
-        if table.shape[0] != v.limit:
-            raise ValueError("the predicate's table needs one entry per dictionary entry")
-        p.kind = PRED_CODES
-        p.table = <const uint8_t*>cnp.PyArray_DATA(table) if table.shape[0] else <const uint8_t*>b""
-        p.size = v.limit
-        p.null_value = 1 if predicate[2] else 0
-        return 0
-    if kind == "nulls":
-        if len(predicate) != 3:
-            raise ValueError("a nulls predicate is (\"nulls\", want_null, mask)")
-        p.kind = PRED_NULLS
-        p.want_null = bool(predicate[1])
-        return 0
-    if kind != "range":
-        raise ValueError(f"unknown predicate kind {kind!r}")
-    if len(predicate) not in (6, 8):
-        raise ValueError("a range predicate is (\"range\", lo, lo_kind, hi, hi_kind[, members, excluded], mask)")
-    if v.mode not in (MODE_PLAIN, MODE_BITPACK, MODE_BITPACK_DECIMAL, MODE_DELTA, MODE_RLE, MODE_ALP, MODE_SPLIT,
-                      MODE_ALP_SPLIT):
-        raise ValueError("a range predicate needs fixed-width numeric values")
-    dtype = out if isinstance(out, np.dtype) else np.asarray(out).dtype
-    code = _select.dtype_code(dtype)
-    if code is None or dtype.itemsize != v.out_size:
-        raise ValueError(f"no range kernel for {dtype} values")
-    p.kind = PRED_RANGE
-    p.dtype = code
-    p.has_range = predicate[2] != 0 or predicate[4] != 0
-    if p.has_range:
-        bounds = _select.inclusive_bounds(dtype, predicate[1], predicate[2], predicate[3], predicate[4])
-        p.empty = bounds is None
-        if bounds is not None:
-            raw = np.array(bounds, dtype).tobytes()
-            memcpy(&p.lo, <const char*>raw, v.out_size)
-            memcpy(&p.hi, (<const char*>raw) + v.out_size, v.out_size)
-    if len(predicate) == 8:
-        _value_set(&p.members, predicate[5], dtype, hold)
-        _value_set(&p.excluded, predicate[6], dtype, hold)
-    return 0
-
-
-cdef int _value_set(ValueSet* out, values, dtype, list hold) except -1:
-    """Fill ``out`` from ``values`` (None, or a contiguous array of ``dtype``, sorted
-    and distinct: the kernels search it); a table it builds is kept alive in ``hold``."""
-    cdef cnp.ndarray arr, bits
-    memset(out, 0, sizeof(ValueSet))
-    if values is None:
-        return 0
-    if not isinstance(values, np.ndarray):
-        raise ValueError(f"a predicate's value set must be a contiguous {dtype} array")
-    arr = values
-    if not (arr.dtype == dtype and arr.ndim == 1 and cnp.PyArray_IS_C_CONTIGUOUS(arr)):
-        raise ValueError(f"a predicate's value set must be a contiguous {dtype} array")
-    if arr.shape[0] > 1 and not (values[1:] > values[:arr.shape[0] - 1]).all():
-        raise ValueError("a predicate's value set must be sorted and distinct")
-    out.given = True
-    out.n = arr.shape[0]
-    out.values = <const uint8_t*>cnp.PyArray_DATA(arr) if arr.shape[0] else <const uint8_t*>b""
-    table = _select.member_bits(arr)
-    if table is not None:
-        bits = table[2]
-        hold.append(bits)
-        out.bits, out.base, out.span = <const uint8_t*>cnp.PyArray_DATA(bits), table[0], table[1]
-    return 0
-
-
-cdef void _set_into(PredSpec* p, ValueSet* s, const uint8_t* values, Py_ssize_t n, bint negate, uint8_t* o,
-                    bint and_into) noexcept nogil:
-    if s.bits != NULL:
-        bits_into(p.dtype, values, n, s.base, s.span, s.bits, negate, o, and_into)
-    else:
-        member_into(p.dtype, values, n, s.values, s.n, negate, o, and_into)
-
-
-cdef void _pred_rows(PredSpec* p, const uint8_t* values, Py_ssize_t n, uint8_t* o) noexcept nogil:
-    """The predicate on ``n`` decoded values (ANDed into ``o`` with ``and_into``), null
-    rows not yet decided."""
-    cdef bint written = p.and_into
-    if p.kind == PRED_CODES:
-        lookup_into(p.table, p.size, <const uint32_t*>values, n, o, p.and_into)
-        return
-    if p.empty or (p.members.given and p.members.n == 0):
-        memset(o, 0, n)
-        return
-    if p.has_range:
-        range_into(p.dtype, values, n, &p.lo, &p.hi, o, written)
-        written = True
-    if p.members.given:
-        _set_into(p, &p.members, values, n, False, o, written)
-        written = True
-    if p.excluded.n:
-        _set_into(p, &p.excluded, values, n, True, o, written)
-        written = True
-    if not written:  # no constraint but validity (is_valid): every row, nulls cleared after
-        memset(o, 1, n)
-
-
-cdef void _pred_nulls(PredSpec* p, int64_t first, const int64_t* positions, Py_ssize_t n,
-                      uint8_t* o) noexcept nogil:
-    """Null rows among ``n`` mask bytes take ``null_value`` (ANDed: 0 clears them);
-    byte i is run row ``first + i``, or ``positions[i]`` when given."""
-    cdef Py_ssize_t i
-    cdef int64_t r
-    cdef int k
-    cdef uint8_t byte
-    if positions != NULL:
-        for i in range(n):
-            r = positions[i]
-            if not ((p.bitmap[r >> 3] >> (r & 7)) & 1):
-                o[i] = p.null_value
-        return
-    i = 0
-    while i < n:
-        r = first + i
-        if (r & 7) == 0 and i + 8 <= n:
-            byte = p.bitmap[r >> 3]
-            if byte != 0xFF:
-                for k in range(8):
-                    if not ((byte >> k) & 1):
-                        o[i + k] = p.null_value
-            i += 8
-        else:
-            if not ((p.bitmap[r >> 3] >> (r & 7)) & 1):
-                o[i] = p.null_value
-            i += 1
-
-
-cdef void _pred_codes_and_nullable(PredSpec* p, const uint32_t* codes, Py_ssize_t n, int64_t first,
-                                   const int64_t* positions, uint8_t* o) noexcept nogil:
-    """Codes ANDed into the mask where null rows are TRUE: a null row's code is
-    arbitrary, so the bytes of null rows are left as they are."""
-    cdef Py_ssize_t i
-    cdef int64_t r
-    cdef uint32_t code
-    for i in range(n):
-        r = positions[i] if positions != NULL else first + i
-        if (p.bitmap[r >> 3] >> (r & 7)) & 1:
-            code = codes[i]
-            o[i] = (o[i] != 0) & (p.table[code] if code < p.size else 0)
-
-
-cdef void _pred_validity(PredSpec* p, int64_t first, const int64_t* positions, Py_ssize_t n, bint nulls,
-                         uint8_t* o) noexcept nogil:
-    """PRED_NULLS on ``n`` rows (row i is run row ``first + i``, or ``positions[i]``):
-    TRUE where the row's validity is not ``want_null``; ``nulls``: the page has nulls."""
-    cdef Py_ssize_t i
-    cdef int64_t r
-    cdef uint8_t hit
-    if not nulls:  # every row valid
-        if p.want_null:
-            memset(o, 0, n)
-        elif not p.and_into:
-            memset(o, 1, n)
-        return
-    for i in range(n):
-        r = positions[i] if positions != NULL else first + i
-        hit = ((p.bitmap[r >> 3] >> (r & 7)) & 1) ^ (1 if p.want_null else 0)
-        o[i] = (hit & (o[i] != 0)) if p.and_into else hit
-
-
-cdef void _pred_page(PredSpec* p, const uint8_t* values, Py_ssize_t n, int64_t first, const int64_t* positions,
-                     bint nulls, uint8_t* o) noexcept nogil:
-    """The predicate on one page's ``n`` decoded values into ``o``: value i is run row
-    ``first + i`` (or ``positions[i]``); ``nulls``: the page has null rows."""
-    if p.kind == PRED_NULLS:
-        _pred_validity(p, first, positions, n, nulls and p.bitmap != NULL, o)
-        return
-    if nulls and p.bitmap != NULL and p.and_into and p.null_value:
-        _pred_codes_and_nullable(p, <const uint32_t*>values, n, first, positions, o)
-        return
-    _pred_rows(p, values, n, o)
-    if nulls and p.bitmap != NULL and not (p.and_into and p.null_value):
-        _pred_nulls(p, first, positions, n, o)
 
 
 cdef int _values_spec(ValuesSpec* v, int mode, int itemsize, bint signed, out, Py_ssize_t rows, uint32_t limit,
@@ -1683,7 +1396,6 @@ cdef int _values_spec(ValuesSpec* v, int mode, int itemsize, bint signed, out, P
             v.decimal_lim *= 10
         v.decimal_lim -= 1
     cdef cnp.ndarray o
-    v.discard = isinstance(out, np.dtype)
     if mode == MODE_CODES:
         itemsize = 4
     v.out_size = itemsize
@@ -1691,106 +1403,35 @@ cdef int _values_spec(ValuesSpec* v, int mode, int itemsize, bint signed, out, P
         itemsize = 1
     if itemsize not in (1, 2, 4, 8) and not ((mode == MODE_PLAIN or mode == MODE_RLE) and itemsize > 0):
         raise ValueError(f"itemsize {itemsize} not supported by mode {mode}")
-    if v.discard:
-        if (<object>out).itemsize != v.out_size:
-            raise ValueError("the values' dtype does not match the mode's item size")
-        v.out = NULL
-    else:
-        o = out
-        if not (cnp.PyArray_IS_C_CONTIGUOUS(o) and cnp.PyArray_ISWRITEABLE(o)):
-            raise ValueError("out must be a writable, contiguous array")
-        if cnp.PyArray_NBYTES(o) < rows * v.out_size:
-            raise ValueError("out is too small for the run")
-        if (<uintptr_t>cnp.PyArray_DATA(o)) % min(itemsize, 8):
-            raise ValueError("out is not aligned to its itemsize")
-        v.out = <uint8_t*>cnp.PyArray_DATA(o)
+    o = out
+    if not (cnp.PyArray_IS_C_CONTIGUOUS(o) and cnp.PyArray_ISWRITEABLE(o)):
+        raise ValueError("out must be a writable, contiguous array")
+    if cnp.PyArray_NBYTES(o) < rows * v.out_size:
+        raise ValueError("out is too small for the run")
+    if (<uintptr_t>cnp.PyArray_DATA(o)) % min(itemsize, 8):
+        raise ValueError("out is not aligned to its itemsize")
+    v.out = <uint8_t*>cnp.PyArray_DATA(o)
     v.mode = mode
     v.itemsize = itemsize
     v.signed = signed
     v.limit = limit
-    v.selective = False
-    v.positions = NULL
-    v.npos = 0
-    return 0
-
-
-cdef int _bitpack_selected(int mode, const uint8_t* body, Py_ssize_t size, Py_ssize_t rows, int itemsize,
-                           bint signed, int64_t decimal_lim, const int64_t* pos, Py_ssize_t count,
-                           int64_t first, uint8_t* out, uint64_t* scratch) noexcept nogil:
-    """The values of a BITPACK page (its rows start at run row ``first``) at the
-    ``count`` run rows ``pos`` (sorted, all in the page) into ``out``, one after another:
-    the header is checked as for a whole page, and only the 1,024-value blocks holding a
-    wanted row are unpacked (into ``scratch``, 1,024 values), each checked against the
-    decimal precision when it applies. 0, or 1 if a check fails."""
-    cdef int width, size_out = 8 if mode == MODE_BITPACK_DECIMAL else itemsize
-    cdef uint64_t ref
-    cdef Py_ssize_t i = 0, block, start, m, j
-    if _bitpack_header(mode, body, size, rows, itemsize, signed, &width, &ref):
-        return 1
-    while i < count:
-        block = (pos[i] - first) >> 10
-        start = block << 10
-        m = min(<Py_ssize_t>1024, rows - start)
-        unpack_raw(body + 16 + block * 128 * width, m, width, size_out, ref, 0, False, scratch)
-        if decimal_lim > 0 and not _decimals_fit(scratch, m, ref, width, decimal_lim):
-            return 1
-        while i < count and ((pos[i] - first) >> 10) == block:
-            j = pos[i] - first - start
-            memcpy(out + i * size_out, (<uint8_t*>scratch) + j * size_out, size_out)
-            i += 1
     return 0
 
 
 cdef Py_ssize_t _decode_run(int64_t[:, ::1] t, Py_ssize_t n, const uint8_t* buf, const uint8_t* arena,
-                            ValuesSpec* v, PredSpec* pred) noexcept nogil:
-    """Decode every page's values into ``v.out`` (or, with ``v.positions``, those rows'
-    values one after another), and with ``pred`` (else NULL) evaluate it on each page's
-    values right after they are decoded, while they are in cache: -1, the first page
-    whose values fail a check, or -2 when memory runs out."""
+                            ValuesSpec* v) noexcept nogil:
+    """Decode every page's values into ``v.out``: -1, the first page whose values fail
+    a check, or -2 when memory runs out."""
     cdef RunAccess a
-    cdef Py_ssize_t k, bad = -1, at = 0, end, most = 0
-    cdef int64_t lo, hi
-    cdef uint8_t* dst
-    cdef uint8_t* page_out = NULL
-    if v.discard:  # one page's values at a time, in a buffer of the largest page
-        if pred == NULL:
-            return -2
-        for k in range(n):
-            most = max(most, t[k, P_ROWS])
-        page_out = <uint8_t*>malloc(most * v.out_size + 8)
-        if page_out == NULL:
-            return -2
+    cdef Py_ssize_t k, bad = -1
     if _access(t, n, buf, arena, &a):
-        free(page_out)
         return -2
     for k in range(n):
-        if v.selective:
-            lo = t[k, P_FIRST]
-            hi = lo + t[k, P_ROWS]
-            end = at
-            while end < v.npos and v.positions[end] < hi:
-                end += 1
-            dst = page_out if v.discard else v.out + at * v.out_size
-            if end > at and _bitpack_selected(v.mode, _body(&a, t, k), t[k, P_LEN], t[k, P_ROWS], v.itemsize,
-                                              v.signed, v.decimal_lim, v.positions + at, end - at, lo, dst,
-                                              a.scratch):
-                bad = k
-                break
-            if pred != NULL and end > at:
-                _pred_page(pred, dst, end - at, 0, v.positions + at, t[k, P_NULLS] != 0, pred.mask + at)
-            at = end
-            continue
-        dst = page_out if v.discard else v.out + t[k, P_FIRST] * v.out_size
         if _page_values(v.mode, _body(&a, t, k), t[k, P_LEN], t[k, P_ROWS], v.itemsize, v.signed, v.limit,
-                        v.decimal_lim, dst, a.scratch):
+                        v.decimal_lim, v.out + t[k, P_FIRST] * v.out_size, a.scratch):
             bad = k
             break
-        if pred != NULL:
-            _pred_page(pred, dst, t[k, P_ROWS], t[k, P_FIRST], NULL, t[k, P_NULLS] != 0, pred.mask + t[k, P_FIRST])
-    if bad == -1 and v.selective and at != v.npos:
-        bad = -3  # rows past the pages: nothing was written for them
     free(a.scratch)
-    free(page_out)
     return bad
 
 
@@ -1810,7 +1451,7 @@ def decode_values(PageRun run, int mode, int itemsize, bint signed, out, uint32_
     cdef int64_t[:, ::1] t = run.pages
     cdef Py_ssize_t bad
     with nogil:
-        bad = _decode_run(t, run.count, &bview[0] if bview.shape[0] else NULL, &aview[0], &v, NULL)
+        bad = _decode_run(t, run.count, &bview[0] if bview.shape[0] else NULL, &aview[0], &v)
     if bad == -2:
         raise MemoryError()
     return bad

@@ -1,4 +1,9 @@
-"""Decode the pages of one column chunk from the bytes read from a file.
+"""The reference decoder: the pages of one column chunk, from the bytes read from a file.
+
+Scans decode through the block executor (:mod:`rcfmt._native.block`); this decoder
+explains what the executor refuses (:mod:`rcfmt.scan.refusals`), and backs
+:meth:`RcfmtFile.read_column_chunk <rcfmt.file.reader.RcfmtFile.read_column_chunk>` and
+the CLI's checks.
 
 Every page goes through the native page pipeline (:mod:`rcfmt._native.pages`): one
 GIL-free call parses and checks the headers of a run of pages, verifies their
@@ -124,52 +129,30 @@ class ChunkDecoder:
         estimate = stored * int(rec["uncompressed_size"]) // length + stored // 8 + 16 * pages + 64
         return min(estimate, 64 * stored + 64, ARENA_HINT_MAX)
 
-    def _read_run(self, rows: int, selected=None, predicate=None, keep: bool = True, **where):
+    def _read_run(self, rows: int, **where):
         """The pages ``where`` says (see :func:`rcfmt._native.pages.read_pages`), holding at
         most ``rows`` rows, through the pipeline, their values decoded in the same native
         call where a kernel exists: ``(run, values)``, values None for strings/binary
-        (decoded afterwards, from the run). ``selected`` (int64 rows of the run, strictly
-        increasing; BITPACK chunks only): decode only those rows' values. ``predicate``:
-        evaluated on the values in the same pass (``read_pages``' argument; the chunk must
-        have a values kernel, :attr:`value_dtype` or dictionary codes); without ``keep``
-        the values only feed it (decoded a page at a time, never returned: values None)."""
+        (decoded afterwards, from the run)."""
         out, spec = None, None
         if self.is_dictionary:
             limit = int(self.record["dictionary_size"])  # the dictionary page is checked to hold as many
-            out = memory.empty(rows, np.uint32) if keep else np.dtype(np.uint32)
+            out = memory.empty(rows, np.uint32)
             spec = (_pages.MODE_CODES, 4, False, out, limit, 0)
         elif self._mode is not None:
             mode, itemsize, signed = self._mode
             # BITPACK decimals stay int64 low words ("narrow" decimals): comparisons run on
             # them, and rcfmt.schema.arrow_io widens them when it builds Arrow arrays
             dtype = np.dtype(np.int64) if mode == _pages.MODE_BITPACK_DECIMAL else self.ltype.numpy_dtype
-            out = memory.empty(rows if selected is None else len(selected), dtype) if keep else dtype
+            out = memory.empty(rows, dtype)
             spec = (mode, itemsize, signed, out, 0, self.ltype.precision or 0)
-            if selected is not None:
-                spec += (selected,)
         run = _pages.read_pages(self.buf, self.base, max_rows=rows, page_type=PAGE_DATA, encoding=self.encoding.id,
-                                verify=self.verify, values=spec, predicate=predicate, **where)
+                                verify=self.verify, values=spec, **where)
         if spec is not None and run.bad >= 0:
             self._describe(run, run.bad, spec[4])
-        if not keep or out is None:
-            return run, None
-        return run, (out if selected is not None else out[: run.rows])
+        return run, (None if out is None else out[: run.rows])
 
-    @property
-    def value_dtype(self) -> np.dtype | None:
-        """The dtype the values kernel decodes this chunk's fixed-width values to (int64
-        low words for BITPACK decimals); None for dictionary chunks, bools and
-        strings/binary."""
-        if self.is_dictionary or self._mode is None or self.ltype.kind == PhysicalKind.BOOL:
-            return None
-        return np.dtype(np.int64) if self._mode[0] == _pages.MODE_BITPACK_DECIMAL else self.ltype.numpy_dtype
-
-    @property
-    def selective(self) -> bool:
-        """Whether :meth:`decode_run` can decode only selected rows (BITPACK chunks)."""
-        return self._mode is not None and self._mode[0] in (_pages.MODE_BITPACK, _pages.MODE_BITPACK_DECIMAL)
-
-    def _whole_run(self, rows: int, predicate=None, keep: bool = True, and_into: bool = False):
+    def _whole_run(self, rows: int):
         """Every data page of the chunk through the pipeline, counts checked against the
         footer: ``(run, values)`` as :meth:`_read_run`."""
         rec = self.record
@@ -178,8 +161,8 @@ class ChunkDecoder:
         pages = int(rec["page_count"])
         if not 0 <= start <= end <= len(self.buf):
             raise CorruptFileError(f"chunk [{start + self.base}, {end + self.base}) lies outside the bytes read")
-        run, values = self._read_run(rows, start=start, end=end, max_pages=pages, predicate=predicate, keep=keep,
-                                     and_into=and_into, arena_hint=self._arena_hint(end - start, pages))
+        run, values = self._read_run(rows, start=start, end=end, max_pages=pages,
+                                     arena_hint=self._arena_hint(end - start, pages))
         if run.count != pages or run.rows != rows:
             raise CorruptFileError(f"chunk pages hold {run.rows} rows in {run.count} pages, footer says {rows} rows "
                                    f"in {pages} pages")
@@ -256,38 +239,23 @@ class ChunkDecoder:
         return exc.with_context(page=run.page_number(k), offset=self.base + int(run.pages[k, 0]))
 
     # ------------------------------------------------------------------ public
-    def decode_all(self, rows: int, codes: bool = False, predicate=None, keep: bool = True,
-                   and_into: bool = False) -> tuple[ColumnValues | None, Bitmap | None]:
+    def decode_all(self, rows: int, codes: bool = False) -> tuple[ColumnValues, Bitmap | None]:
         """Decode every data page (checked to add up to ``rows``): values and validity,
         the Arrow bitmap the pipeline wrote (None without nulls); the uint32 codes of a
-        dictionary chunk instead of values with ``codes``. ``predicate`` (see
-        :meth:`_read_run`) fills its mask, one entry per row, in the same pass (ANDs
-        into it with ``and_into``); without ``keep`` it is all that is made (values
-        None)."""
-        run, decoded = self._whole_run(rows, predicate, keep, and_into)
+        dictionary chunk instead of values with ``codes``."""
+        run, decoded = self._whole_run(rows)
         bitmap = None if run.validity is None else Bitmap(run.validity, run.rows, run.null_count)
-        return (self._values(run, decoded, codes) if keep else None), bitmap
+        return self._values(run, decoded, codes), bitmap
 
-    def decode_run(self, positions, page_numbers, expected_rows, codes: bool = False, expected_lengths=None,
-                   selected=None, predicate=None, keep: bool = True):
+    def decode_run(self, positions, page_numbers, expected_rows, codes: bool = False, expected_lengths=None):
         """Decode the data pages whose headers are at ``positions`` in ``buf`` (their
         numbers in the chunk and the page index's row counts given, and its byte lengths
-        when only the pages' own bytes were read) in one run: ``(values, valid,
-        gathered)``, the pages' rows back to back. ``values`` is a :class:`ColumnValues`,
-        or the uint32 codes of a dictionary chunk with ``codes``. ``selected``: the rows
-        of the run wanted (int64, strictly increasing); for a BITPACK chunk only their
-        values are decoded (only the 1,024-value blocks holding them are unpacked) and
-        ``gathered`` is True; ``valid`` always covers every row of the run. ``predicate``
-        (see :meth:`_read_run`) fills its mask in the same pass, one entry per value
-        returned (or that would be: without ``keep``, values are None)."""
+        when only the pages' own bytes were read) in one run: ``(values, valid)``, the
+        pages' rows back to back. ``values`` is a :class:`ColumnValues`, or the uint32
+        codes of a dictionary chunk with ``codes``; ``valid`` a bool per row, or None."""
         expected = np.asarray(expected_rows, dtype=np.int64)
         stored = int(np.sum(expected_lengths)) if expected_lengths is not None else len(self.buf)
-        if not self.selective:
-            selected = None
-        run, decoded = self._read_run(int(expected.sum()), selected=selected, positions=positions,
-                                      expected_rows=expected, expected_lengths=expected_lengths,
-                                      page_numbers=page_numbers, arena_hint=self._arena_hint(stored, len(expected)),
-                                      predicate=predicate, keep=keep)
-        if selected is not None:
-            return (ColumnValues(decoded) if keep else None), run.valid(), True
-        return (self._values(run, decoded, codes) if keep else None), run.valid(), False
+        run, decoded = self._read_run(int(expected.sum()), positions=positions, expected_rows=expected,
+                                      expected_lengths=expected_lengths, page_numbers=page_numbers,
+                                      arena_hint=self._arena_hint(stored, len(expected)))
+        return self._values(run, decoded, codes), run.valid()
