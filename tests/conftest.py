@@ -6,6 +6,11 @@ root), and registers the hypothesis profile ``rcfmt`` (loaded unless
 ``HYPOTHESIS_PROFILE`` names another): no deadline, since CI machines are slow and
 shared. Suites size their ``max_examples`` with ``strategies.examples(n)``; set
 ``RCFMT_EXAMPLES_SCALE=20`` for a long local run.
+
+Scans of the suites' small files decode their blocks on the pool, as scans of large
+blocks do by default (``RCFMT_PARALLEL_BLOCK_BYTES=0``, inherited by the fresh
+interpreters tests start): races between a scan's workers stay covered. The default
+threshold is tested on its own (tests/scan/test_stream_threads.py).
 """
 from __future__ import annotations
 
@@ -14,6 +19,8 @@ import sys
 from pathlib import Path
 
 from hypothesis import HealthCheck, settings
+
+os.environ.setdefault("RCFMT_PARALLEL_BLOCK_BYTES", "0")  # (before rcfmt is imported)
 
 TESTS = Path(__file__).resolve().parent
 if str(TESTS) not in sys.path:

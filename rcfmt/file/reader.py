@@ -540,7 +540,10 @@ class RcfmtFile:
         ``read_dictionary`` lists columns to return as ``pyarrow.DictionaryArray``.
         ``blocks=(start, stop)`` scans only those blocks (e.g. one task's share).
         ``use_bloom``, ``use_page_index``, ``use_bitmap_index`` turn a skipping
-        structure off (for comparisons; results are the same)."""
+        structure off (for comparisons; results are the same). ``use_threads``: blocks
+        are decoded on a pool of one worker per core -- on a local file only when they
+        are large enough to gain from it (:data:`rcfmt.scan.scheduling.PARALLEL_BLOCK_BYTES`
+        of decoded columns per block); False keeps every block on the calling thread."""
         from ..scan.scanner import scan_file
 
         return scan_file(self, columns=columns, filter=filter, use_threads=use_threads,
@@ -552,7 +555,8 @@ class RcfmtFile:
         """Read the selected ``columns`` (all by default) of all rows matching ``filter``.
 
         A scan without a filter (:meth:`scan` also gives its statistics): each block's
-        columns decoded by one native call, blocks on the pool with ``use_threads``."""
+        columns decoded by one native call, blocks on the pool with ``use_threads`` (when
+        they are large enough: see :meth:`scan`)."""
         return self.scan(columns, filter, use_threads=use_threads, read_dictionary=read_dictionary).read()
 
     def iter_batches(self, batch_size: int = 65536, columns: Sequence[str] | None = None, filter=None,

@@ -43,7 +43,7 @@ from .fetching import BlockFetching
 from .gather import empty_values, gather_data
 from .page_pruning import PagePruning
 from .scan_stats import ScanStats
-from .scheduling import STREAM_WINDOW, Probe, map_blocks
+from .scheduling import STREAM_WINDOW, Probe, blocks_worth_threads, map_blocks
 from .selection import RowRanges, Selection
 
 __all__ = ["ScanStats", "FileScan", "scan_file"]
@@ -539,10 +539,23 @@ class FileScan(BlockPruning, PagePruning, BlockFetching):
         return pa.RecordBatch.from_arrays(arrays, schema=self.output_schema), stats
 
     # ---------------------------------------------------------------- driving
+    def _threads(self, blocks: list[int]) -> bool:
+        """Whether ``blocks`` are decoded on the pool: ``use_threads``, and on a local
+        file only when they are large enough (:func:`blocks_worth_threads`, on the
+        uncompressed bytes of the stored columns the scan decodes)."""
+        if not self.use_threads or len(blocks) < 2 or self.file.remote:
+            return self.use_threads
+        cols = set(self.filter_ids.values()) | set(self.col_ids)
+        for out in self.outputs:
+            if not isinstance(out, int):
+                cols.update(out.columns())
+        sizes = self.file.footer.chunk_fields(("uncompressed_size",))[:, sorted(cols), 0]
+        return blocks_worth_threads(sizes[np.asarray(blocks, np.int64)].sum(axis=1))
+
     def _run(self, blocks: list[int], use_threads: bool, window: int | None = None) -> Iterator[pa.RecordBatch]:
         if self.file.remote and len(blocks) > 1:
             self._groups = self._plan_groups(blocks)
-        for batch, stats in map_blocks(self.scan_block, blocks, use_threads, window):
+        for batch, stats in map_blocks(self.scan_block, blocks, use_threads and self._threads(blocks), window):
             self.stats.add(stats)
             if batch is not None:
                 yield batch
@@ -572,7 +585,7 @@ class FileScan(BlockPruning, PagePruning, BlockFetching):
                 self.stats.rows_selected_index += n
             else:
                 blocks.append(b)
-        results = list(map_blocks(self.count_block, blocks, self.use_threads))
+        results = list(map_blocks(self.count_block, blocks, self._threads(blocks)))
         for _, stats in results:
             self.stats.add(stats)
         return total + sum(n for n, _ in results)

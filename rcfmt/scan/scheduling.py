@@ -1,8 +1,10 @@
 """How a scan schedules its blocks: :func:`map_blocks` runs them on a pool (one worker
-per core, bounded windows for streams), and a :class:`Probe` decides whether an index
-is still worth asking for the next ones."""
+per core, bounded windows for streams) when :func:`blocks_worth_threads` says their
+decoding outweighs the hand-offs of the GIL, and a :class:`Probe` decides whether an
+index is still worth asking for the next ones."""
 from __future__ import annotations
 
+import os
 from collections import deque
 from concurrent.futures import wait
 from itertools import islice
@@ -10,7 +12,7 @@ from typing import Iterator
 
 from ..runtime.threads import shared_pool
 
-__all__ = ["Probe", "map_blocks", "PROBE_BLOCKS", "STREAM_WINDOW"]
+__all__ = ["Probe", "blocks_worth_threads", "map_blocks", "PARALLEL_BLOCK_BYTES", "PROBE_BLOCKS", "STREAM_WINDOW"]
 
 #: on a local file, when the page indexes (or the bitmap indexes) of this many blocks in
 #: a row pruned no page (decided nothing) for a scan's filter, the scan stops asking
@@ -21,6 +23,23 @@ PROBE_BLOCKS = 8
 
 #: blocks decoded ahead of a stream's consumer, per worker thread (iter_batches)
 STREAM_WINDOW = 2
+
+#: a local scan decodes its blocks on the pool only when they hold at least this many
+#: bytes of the columns it decodes, on average (the chunks' uncompressed sizes, from the
+#: footer). Each block costs some Python around its GIL-free call; two workers hand the
+#: GIL to each other at every such call (a futex wake and a context switch each), and on
+#: small blocks that costs more than the second core gains: 4,096-row blocks of 70 KB
+#: read 2.5x slower on two threads than on one, 280 KB blocks 0.95x, 560 KB 1.4x,
+#: 1.1 MB 1.6x (bench/RESULTS.md §10g). Files on object storage always use the pool
+#: (it overlaps requests). ``RCFMT_PARALLEL_BLOCK_BYTES`` overrides it (0: always).
+PARALLEL_BLOCK_BYTES = int(os.environ.get("RCFMT_PARALLEL_BLOCK_BYTES", 384 << 10))
+
+
+def blocks_worth_threads(sizes) -> bool:
+    """Whether blocks whose decoded columns hold ``sizes`` bytes (one total per
+    block) are worth decoding on the pool: :data:`PARALLEL_BLOCK_BYTES` or more on
+    average, and at least two of them."""
+    return len(sizes) > 1 and int(sum(sizes)) >= PARALLEL_BLOCK_BYTES * len(sizes)
 
 
 class Probe:

@@ -7,6 +7,7 @@ import threading
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 import rcfmt
@@ -91,3 +92,47 @@ def test_scans_share_one_pool_and_a_forked_child_gets_its_own(path):
 
 def _threaded_rows(path: str) -> int:
     return rcfmt.read_table(path, use_threads=True).num_rows
+
+
+def test_small_blocks_are_decoded_on_the_calling_thread_large_ones_on_the_pool(tmp_path, monkeypatch):
+    """With the default threshold (the suites run with 0: every scan on the pool), a
+    local scan's blocks go to the pool only when the columns it decodes hold
+    PARALLEL_BLOCK_BYTES per block on average: 4,096-row blocks of five columns stay on
+    the calling thread (reads, counts and streams), 131,072-row blocks of the same
+    columns go to the pool, and a projection of one small column of them stays. The rows
+    are the same either way."""
+    from rcfmt.scan import scheduling
+
+    monkeypatch.setattr(scheduling, "PARALLEL_BLOCK_BYTES", 384 << 10)
+    n = 1 << 18
+    rng = np.random.default_rng(5)
+    table = pa.table({"a": np.arange(n), "f": rng.standard_normal(n), "i": rng.integers(0, 1 << 30, n).astype(np.int32),
+                      "s": pa.array(rng.choice(["alpha", "beta", "gamma"], n)), "b": rng.integers(0, 100, n).astype(np.int8)})
+    small, large = tmp_path / "small.rcfmt", tmp_path / "large.rcfmt"
+    rcfmt.write_table(table, small, block_rows=4096)
+    rcfmt.write_table(table, large, block_rows=131_072)
+    seen = []
+    original = scanner.FileScan._block
+
+    def block(self, b, count_only):
+        seen.append(threading.current_thread().name)
+        return original(self, b, count_only)
+
+    monkeypatch.setattr(scanner.FileScan, "_block", block)
+
+    def threads_used(run) -> set:
+        seen.clear()
+        run()
+        return {name.startswith("rcfmt-scan") for name in seen}
+
+    expr = col("b") < 50
+    with rcfmt.open(small) as f:
+        assert threads_used(lambda: f.scan(use_threads=True).read()) == {False}
+        assert threads_used(lambda: f.scan(filter=expr, use_threads=True).count()) == {False}
+        assert threads_used(lambda: list(f.scan(use_threads=True).iter_batches())) == {False}
+        assert f.scan(filter=expr, use_threads=True).read().equals(f.scan(filter=expr, use_threads=False).read())
+    with rcfmt.open(large) as f:
+        assert threads_used(lambda: f.scan(use_threads=True).read()) == {True}
+        assert threads_used(lambda: f.scan(use_threads=False).read()) == {False}
+        assert threads_used(lambda: f.scan(["b"], use_threads=True).read()) == {False}  # 131 KB of int8 per block
+        assert f.scan(filter=expr, use_threads=True).read().equals(table.filter(pc.less(table["b"], 50)))
