@@ -25,6 +25,3 @@ cdef void member_into(int dtype, const void* x, Py_ssize_t n, const void* member
 # the same for integers through member_bits' table (base, span, bits)
 cdef void bits_into(int dtype, const void* x, Py_ssize_t n, uint64_t base, uint64_t span, const uint8_t* bits,
                     bint negate, uint8_t* o, bint and_into) noexcept nogil
-# o[i] = table[codes[i]] (0 for a code >= size), or ANDed into o[i]
-cdef void lookup_into(const uint8_t* table, uint32_t size, const uint32_t* codes, Py_ssize_t n,
-                      uint8_t* o, bint and_into) noexcept nogil

@@ -17,9 +17,9 @@
   selection's row ranges as a mask or as rows, a mask's rows, and a mask over a selection's rows laid out over the
   block (numpy: a cumulative sum of edges, ~150 µs for a 131,072-row block of many
   ranges; ``flatnonzero``; runs of the mask mapped back to rows).
-* ``range_into`` / ``member_into`` / ``lookup_into`` (``select.pxd``): the range,
-  set-membership and dictionary kernels, called by the page pipeline to evaluate
-  predicates in its decode pass (:func:`member_mask` exposes the membership kernel).
+* ``range_into`` / ``member_into`` / ``bits_into`` (``select.pxd``): the range and
+  set-membership kernels the block executor (``block.pyx``) evaluates filters with as it
+  decodes a column (:func:`member_mask` exposes the membership kernel).
 """
 from libc.math cimport INFINITY, nextafter, nextafterf
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
@@ -391,20 +391,6 @@ cdef void range_into(int dtype, const void* x, Py_ssize_t n, const void* lo, con
         rc_range_f64(<const double*>x, n, (<const double*>lo)[0], (<const double*>hi)[0], NULL, o, and_into)
     elif dtype == DT_F32:
         rc_range_f32(<const float*>x, n, (<const float*>lo)[0], (<const float*>hi)[0], NULL, o, and_into)
-
-
-cdef void lookup_into(const uint8_t* table, uint32_t size, const uint32_t* codes, Py_ssize_t n,
-                      uint8_t* o, bint and_into) noexcept nogil:
-    cdef Py_ssize_t i
-    cdef uint32_t code
-    if and_into:
-        for i in range(n):
-            code = codes[i]
-            o[i] = (o[i] != 0) & (table[code] if code < size else 0)
-        return
-    for i in range(n):
-        code = codes[i]
-        o[i] = table[code] if code < size else 0
 
 
 cdef void _range(const _value_t* x, Py_ssize_t n, _value_t lo, _value_t hi, const uint8_t* v, uint8_t* o,

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._native import select as _select
 from ..storage.fetch import coalesce
 from .scan_stats import ScanStats
 from .selection import Selection
@@ -25,23 +24,17 @@ class BlockFetching:
 
     def _plan_column(self, block: int, col: int, selection: Selection, cache: dict, stats: ScanStats) -> tuple:
         """What of chunk ``col`` the rows ``selection`` needs: ``("whole",)`` (every
-        row: the chunk is walked without its page index), ``("pages", page_ids,
-        positions)`` (the pages holding selected rows; ``positions``: where each selected
-        row lands among their rows, when few are selected) or ``("none",)``."""
+        row: the chunk is walked without its page index), ``("pages", page_ids)`` (the
+        pages holding selected rows) or ``("none",)``."""
         if 0 < selection.row_count == selection.num_rows:
             stats.pages_total += int(self.file.footer.chunks[col][block]["page_count"])
             return ("whole",)
         index = self._page_index(block, col, cache)
         stats.pages_total += len(index.entries)
-        positions = None
-        if 0 < selection.row_count and selection.row_count * 8 < selection.num_rows:
-            # few rows: find each one's page, and where it lands among the decoded rows
-            page_ids, positions = _select.sparse_positions(selection.to_indices(), index.first, index.counts)
-        else:
-            page_ids = selection.pages_holding(index.first, index.counts)
+        page_ids = selection.pages_holding(index.first, index.counts)
         if not len(page_ids):
             return ("none",)
-        return ("pages", page_ids, positions)
+        return ("pages", page_ids)
 
     def _column_ranges(self, block: int, col: int, plan: tuple, cache: dict):
         """``(lo, hi)`` of the byte ranges ``plan`` needs of one column: its whole chunk,

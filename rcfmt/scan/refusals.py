@@ -7,15 +7,16 @@ UnsupportedError) a user sees: the reference decoder
 (``file.chunk_decoder``: :class:`~rcfmt.file.chunks.ChunkDecoder`) runs over the same bytes -- the whole chunk,
 or the pages the executor was given -- and raises what it finds, worded as every
 decoder of the chunk's encoding words it. It never returns data: a chunk the reference
-decoder accepts where the executor refused it is reported as refused, status and page
-named.
+decoder accepts where the executor refused it is rcfmt's fault, not the file's (a
+request the executor cannot serve), and is raised as an :class:`~rcfmt.errors.RcfmtError`
+naming the status and page, asking for a report.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from .._native import block as _block
-from ..errors import CorruptFileError, UnsupportedError
+from ..errors import CorruptFileError, RcfmtError, UnsupportedError
 
 __all__ = ["raise_refused"]
 
@@ -45,16 +46,20 @@ def raise_refused(file, block: int, col: int, status: int, page: int, buf, base:
     if status == _block.ST_TOO_BIG:
         raise file._locate(UnsupportedError(f"a block holds more than 2 GiB of {ltype.name} data; read it as "
                                             f"large_{ltype.name} or write smaller blocks"), block, col)
+    numbers = None
     try:
         decoder = file.chunk_decoder(block, col, buf, base)  # (locates a CorruptFileError of its own)
         if table is None:
             decoder.decode_all(rows)
-        else:
+        else:  # (the page index, read again: this is the error path)
             first = file.page_index(block, col)["first_row"].astype(np.int64)
             numbers = np.searchsorted(first, table[3])
             decoder.decode_run(table[0], numbers, table[1], expected_lengths=table[2])
     except (CorruptFileError, UnsupportedError) as exc:
         raise file._locate(exc, block, col) from None
+    if numbers is not None and 0 <= page < len(numbers):  # (the executor counts the pages listed)
+        page = int(numbers[page])
     where = "" if page < 0 else f", page {page}"
-    raise file._locate(CorruptFileError(f"the block executor refused the chunk: "
-                                        f"{_STATUS.get(status, f'status {status}')}{where}"), block, col)
+    raise RcfmtError(f"{file.path}, column {file._names[col]!r}, block {block}: the block executor refused a "
+                     f"chunk the reference decoder reads ({_STATUS.get(status, f'status {status}')}{where}); "
+                     "this is a bug in rcfmt, please report it")

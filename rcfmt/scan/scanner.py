@@ -132,7 +132,7 @@ class FileScan(BlockPruning, PagePruning, BlockFetching):
     # ---------------------------------------------------------------- decoding
     def _pushdown(self, nnf) -> tuple[dict, set]:
         """``(conjuncts, mask-only columns)`` of a predicate: the leaves of its top-level
-        AND by column (evaluated in the decode pass where the pipeline can), and the
+        AND by column (evaluated in the decode pass where the executor can), and the
         columns whose values serve nothing else (not projected, no leaf elsewhere in the
         tree): decoded only into the mask when every one of their leaves is pushed."""
         conjuncts = column_conjuncts(nnf)
@@ -307,7 +307,8 @@ class FileScan(BlockPruning, PagePruning, BlockFetching):
             if rows is None:  # every slot: the chunk read with the field's others
                 stats.pages_total += int(file.footer.chunks[col][block]["page_count"])
                 got = self._whole_columns(block, [col], slots, cache, stats, fetched)[col]
-            elif not len(rows):
+            elif not len(rows):  # (no slot wanted: nothing read)
+                stats.pages_total += len(self._page_index(block, col, cache).entries)
                 got = ColumnData(file.footer.columns[col].type, empty_values(file.footer.columns[col].type), None)
             else:  # the slots wanted: the pages holding them (or the whole chunk, when dense)
                 wanted = Selection.from_indices(rows, slots)
@@ -539,16 +540,22 @@ class FileScan(BlockPruning, PagePruning, BlockFetching):
         return pa.RecordBatch.from_arrays(arrays, schema=self.output_schema), stats
 
     # ---------------------------------------------------------------- driving
-    def _threads(self, blocks: list[int]) -> bool:
+    def _threads(self, blocks: list[int], count_only: bool = False) -> bool:
         """Whether ``blocks`` are decoded on the pool: ``use_threads``, and on a local
         file only when they are large enough (:func:`blocks_worth_threads`, on the
-        uncompressed bytes of the stored columns the scan decodes)."""
+        uncompressed bytes of the stored columns the scan decodes: the filter's, lists'
+        lengths and elements included, and with ``count_only`` no other)."""
         if not self.use_threads or len(blocks) < 2 or self.file.remote:
             return self.use_threads
-        cols = set(self.filter_ids.values()) | set(self.col_ids)
-        for out in self.outputs:
-            if not isinstance(out, int):
-                cols.update(out.columns())
+        cols = set(self.row_filter_ids.values())
+        nodes = [nested_list_node(self.file.nested, path)[0] for path in self.list_filters.values()]
+        if not count_only:
+            cols.update(self.col_ids)
+            nodes += [out for out in self.outputs if not isinstance(out, int)]
+        for node in nodes:
+            cols.update(node.columns())
+        if not cols:
+            return False
         sizes = self.file.footer.chunk_fields(("uncompressed_size",))[:, sorted(cols), 0]
         return blocks_worth_threads(sizes[np.asarray(blocks, np.int64)].sum(axis=1))
 
@@ -585,7 +592,7 @@ class FileScan(BlockPruning, PagePruning, BlockFetching):
                 self.stats.rows_selected_index += n
             else:
                 blocks.append(b)
-        results = list(map_blocks(self.count_block, blocks, self._threads(blocks)))
+        results = list(map_blocks(self.count_block, blocks, self._threads(blocks, count_only=True)))
         for _, stats in results:
             self.stats.add(stats)
         return total + sum(n for n, _ in results)

@@ -28,11 +28,17 @@ STREAM_WINDOW = 2
 #: bytes of the columns it decodes, on average (the chunks' uncompressed sizes, from the
 #: footer). Each block costs some Python around its GIL-free call; two workers hand the
 #: GIL to each other at every such call (a futex wake and a context switch each), and on
-#: small blocks that costs more than the second core gains: 4,096-row blocks of 70 KB
-#: read 2.5x slower on two threads than on one, 280 KB blocks 0.95x, 560 KB 1.4x,
-#: 1.1 MB 1.6x (bench/RESULTS.md §10g). Files on object storage always use the pool
-#: (it overlaps requests). ``RCFMT_PARALLEL_BLOCK_BYTES`` overrides it (0: always).
-PARALLEL_BLOCK_BYTES = int(os.environ.get("RCFMT_PARALLEL_BLOCK_BYTES", 384 << 10))
+#: small blocks that costs more than the second core gains: on two cores, 4,096-row
+#: blocks of 70 KB read 0.4-0.8x as fast on two threads as on one, 281 KB blocks 0.98x,
+#: 561 KB 1.35x, 2.2 MB 1.5x (bench/RESULTS.md §10g). Files on object storage always use
+#: the pool (it overlaps requests). ``RCFMT_PARALLEL_BLOCK_BYTES`` (bytes, 0: always)
+#: overrides it. A dataset's scan runs its files on a pool of its own, each file's blocks
+#: by this rule.
+PARALLEL_BLOCK_BYTES = 384 << 10
+try:
+    PARALLEL_BLOCK_BYTES = max(0, int(os.environ.get("RCFMT_PARALLEL_BLOCK_BYTES", PARALLEL_BLOCK_BYTES)))
+except ValueError:  # (a setting that is not a number leaves the default)
+    pass
 
 
 def blocks_worth_threads(sizes) -> bool:

@@ -296,8 +296,9 @@ def test_rows_are_gathered_from_the_pages_the_page_index_names(tmp_path, encodin
 def test_page_tables_that_disagree_are_refused(tmp_path):
     """A page table naming bytes outside its chunk, a page whose header says other rows
     or another length, or missing a selected row: the column is refused (its status),
-    never read out of bounds, and the refusal is a CorruptFileError located at the column
-    and block (the reference decoder's message, or the executor's status and page)."""
+    never read out of bounds. Pages that disagree with their table are a CorruptFileError
+    located at the column and block (the reference decoder's message); a table missing a
+    wanted row is the caller's error, an RcfmtError naming the executor's status."""
     table = _table(np.random.default_rng(29))
     path = tmp_path / "t.rcfmt"
     rcfmt.write_table(table, path, block_rows=N, page_rows=400)
@@ -330,10 +331,13 @@ def test_page_tables_that_disagree_are_refused(tmp_path):
     def missing(t):
         t[3, 1] = 2000  # the second page claims rows past 900
 
-    for change in (other_chunk, past_the_buffer, rows, length, missing):
+    for change in (other_chunk, past_the_buffer, rows, length):
         with pytest.raises(CorruptFileError) as info:
             forged(change)
         assert (info.value.column, info.value.block) == (table.column_names[0], 0), change.__name__
+    with pytest.raises(rcfmt.RcfmtError, match="a wanted row lies in none of the pages listed.*bug in rcfmt") as info:
+        forged(missing)
+    assert not isinstance(info.value, CorruptFileError) and repr(table.column_names[0]) in str(info.value)
     with pytest.raises(ValueError, match="one entry per column"):
         executor.run(buf, 0, 0, N, True, selected=selected, pages=[good[0]])
     with pytest.raises(ValueError, match="selected"):
@@ -344,8 +348,9 @@ def test_page_tables_that_disagree_are_refused(tmp_path):
 
 def test_a_refused_chunk_is_never_decoded_another_way(tmp_path):
     """A chunk the executor refuses though it is sound (here: its encoding struck from
-    the spec) raises a located CorruptFileError naming the executor's status; the
-    reference decoder, which accepts it, hands back no data."""
+    the spec) is rcfmt's fault, not the file's: an RcfmtError (not a CorruptFileError)
+    naming the column, the block and the executor's status; the reference decoder,
+    which accepts the chunk, hands back no data."""
     table = _table(np.random.default_rng(31))
     path = tmp_path / "t.rcfmt"
     rcfmt.write_table(table, path, block_rows=N)
@@ -354,9 +359,11 @@ def test_a_refused_chunk_is_never_decoded_another_way(tmp_path):
     buf = np.frombuffer(path.read_bytes(), np.uint8)
     assert isinstance(executor.run(buf, 0, 0, N, True)[0][0], pa.Array)
     executor.spec[0, block_exec._block.S_ENCODINGS] = 0
-    with pytest.raises(CorruptFileError, match="refused the chunk: an encoding or filter it has no kernel") as info:
+    with pytest.raises(rcfmt.RcfmtError, match="refused a chunk the reference decoder reads .an encoding or filter "
+                                               "it has no kernel for.; this is a bug") as info:
         executor.run(buf, 0, 0, N, True)
-    assert (info.value.column, info.value.block) == (table.column_names[0], 0)
+    assert not isinstance(info.value, CorruptFileError)
+    assert f"column {table.column_names[0]!r}, block 0" in str(info.value)
 
 
 def _rows_where(table: pa.Table, keep) -> list:

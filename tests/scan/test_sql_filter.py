@@ -6,7 +6,6 @@ equal to 0.0) and SQL's NULL rules, and no code with rcfmt. Needs no Java (Spark
 answers: tests/spark/test_filter_differential.py)."""
 from __future__ import annotations
 
-import pyarrow as pa
 import pytest
 
 import rcfmt

@@ -135,4 +135,7 @@ def test_small_blocks_are_decoded_on_the_calling_thread_large_ones_on_the_pool(t
         assert threads_used(lambda: f.scan(use_threads=True).read()) == {True}
         assert threads_used(lambda: f.scan(use_threads=False).read()) == {False}
         assert threads_used(lambda: f.scan(["b"], use_threads=True).read()) == {False}  # 131 KB of int8 per block
+        # a count decodes the filter's columns alone: "b" here, however wide the projection
+        assert threads_used(lambda: f.scan(filter=expr, use_threads=True).count()) == {False}
+        assert threads_used(lambda: f.scan(filter=col("f") > 0, use_threads=True).count()) == {True}
         assert f.scan(filter=expr, use_threads=True).read().equals(table.filter(pc.less(table["b"], 50)))
