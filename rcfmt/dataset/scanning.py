@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 
 from ..errors import CorruptFileError, InvalidOptionError, SchemaError
 from ..storage.fetch import FetchOptions, check_fetch
+from ..storage.paths import is_remote
 from ..runtime.threads import MAX_FILE_THREADS, cpu_threads
 from ..interop.arrow import export_stream
 from ..schema.arrow_io import filter_rows
@@ -31,6 +32,7 @@ from ..scan.arrow_eval import evaluate, selection_mask
 from ..scan.prune import may_match
 from ..scan.residual import FALSE, TRUE, prepare_filter, residual_of
 from ..scan.plan import DatasetPlan
+from ..scan import scheduling
 from ..scan.scanner import ScanStats
 from ..schema import nested
 from ..schema.types import logical_type_from_arrow, same_logical_type
@@ -50,6 +52,20 @@ def open_data_file(path: str, verify_checksums: bool = True, size: int = 0,
     so on object storage their footers are cached across opens."""
     with missing_is_corrupt(path):
         return RcfmtFile(path, verify_checksums=verify_checksums, size=size or None, immutable=True, fetch=fetch)
+
+
+def _files_worth_threads(frags) -> bool:
+    """Whether fragments are worth scanning in parallel: always on object storage (the
+    requests overlap) and when the index does not know a file's size; local files when
+    their blocks hold, on average, half of :data:`~rcfmt.scan.scheduling.PARALLEL_BLOCK_BYTES`
+    stored bytes (every column, compressed: the estimate the index gives without a
+    footer). Smaller blocks hand the GIL between the files' threads at every GIL-free
+    call, which costs more than the second core gains (bench/RESULTS.md §10g: eight
+    files of 4,096-row blocks, 72 KB each, read 1.5x slower in parallel than one by one)."""
+    if any(is_remote(f.path) or not f.size or not f.num_blocks for f in frags):
+        return True
+    files = {f.path: f for f in frags}.values()
+    return 2 * sum(f.size for f in files) >= scheduling.PARALLEL_BLOCK_BYTES * sum(f.num_blocks for f in files)
 
 
 @contextlib.contextmanager
@@ -308,9 +324,10 @@ class DatasetScan:
 
     def _each_fragment(self, fn) -> list:
         """``fn(fragment, use_threads)`` of every fragment, in order: fragments in
-        parallel (each scanned on one thread), or one at a time with threaded scans."""
+        parallel (each scanned on one thread) when :func:`_files_worth_threads`, or one at
+        a time with threaded scans (each file's blocks then go to the pool by their size)."""
         frags = self.fragments
-        if self.use_threads and len(frags) > 1:
+        if self.use_threads and len(frags) > 1 and _files_worth_threads(frags):
             with ThreadPoolExecutor(cpu_threads(MAX_FILE_THREADS)) as pool:
                 return list(pool.map(lambda fr: fn(fr, False), frags))
         return [fn(fr, self.use_threads) for fr in frags]

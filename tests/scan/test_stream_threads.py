@@ -139,3 +139,32 @@ def test_small_blocks_are_decoded_on_the_calling_thread_large_ones_on_the_pool(t
         assert threads_used(lambda: f.scan(filter=expr, use_threads=True).count()) == {False}
         assert threads_used(lambda: f.scan(filter=col("f") > 0, use_threads=True).count()) == {True}
         assert f.scan(filter=expr, use_threads=True).read().equals(table.filter(pc.less(table["b"], 50)))
+
+
+def test_a_datasets_small_block_files_are_scanned_one_after_another(tmp_path, monkeypatch):
+    """With the default threshold, a local dataset's files go to threads of their own only
+    when their blocks are large (half of PARALLEL_BLOCK_BYTES of stored bytes per block):
+    files of 4,096-row blocks are read one after another on the calling thread, files
+    of 131,072-row blocks in parallel; the rows are the same."""
+    from rcfmt.dataset import scanning
+    from rcfmt.scan import scheduling
+
+    monkeypatch.setattr(scheduling, "PARALLEL_BLOCK_BYTES", 384 << 10)
+    n = 1 << 19
+    rng = np.random.default_rng(9)
+    table = pa.table({"a": np.arange(n), "f": rng.standard_normal(n), "i": rng.integers(0, 1 << 30, n).astype(np.int32)})
+    seen = []
+    original = scanning.DatasetScan._read_fragment
+
+    def read_fragment(self, frag, use_threads):
+        seen.append(threading.current_thread() is threading.main_thread())
+        return original(self, frag, use_threads)
+
+    monkeypatch.setattr(scanning.DatasetScan, "_read_fragment", read_fragment)
+    for block_rows, on_main in ((4096, {True}), (131_072, {False})):
+        root = tmp_path / f"ds{block_rows}"
+        rcfmt.write_dataset(table, root, block_rows=block_rows, target_file_rows=131_072)
+        seen.clear()
+        got = rcfmt.dataset(root).scan(use_threads=True).read()
+        assert len(seen) == 4 and set(seen) == on_main, block_rows
+        assert got.sort_by("a").equals(table)
