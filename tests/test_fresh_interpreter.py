@@ -7,6 +7,7 @@ known encoding as unknown (``UnsupportedError: unknown encoding id 2``).
 """
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tempfile
@@ -478,3 +479,43 @@ def test_first_lookups_sharing_one_file_in_threads_of_a_fresh_interpreter(tmp_pa
                               text=True, cwd=ROOT, timeout=120)
         assert proc.returncode == 0, (proc.stdout + proc.stderr)[-800:]
         assert json.loads(proc.stdout) == want
+
+
+_DEFAULT_RULE_CHILD = r"""
+import sys, threading
+import rcfmt
+from rcfmt.scan import scheduling
+assert scheduling.PARALLEL_BLOCK_BYTES == 384 << 10, scheduling.PARALLEL_BLOCK_BYTES
+small, large, ds = sys.argv[1:4]
+out, errors = [], []
+def read():
+    try:
+        out.append((rcfmt.read_table(small).num_rows, rcfmt.read_table(large, filter=rcfmt.col("b") < 50).num_rows,
+                    rcfmt.dataset(ds).scan().read().num_rows))
+    except Exception as exc:
+        errors.append(repr(exc))
+threads = [threading.Thread(target=read) for _ in range(4)]
+[t.start() for t in threads]
+[t.join() for t in threads]
+print(errors or sorted(set(out)))
+"""
+
+
+def test_first_threaded_reads_under_the_default_thread_rule(tmp_path):
+    """Without the suites' RCFMT_PARALLEL_BLOCK_BYTES=0: a fresh interpreter's first
+    reads, from four threads at once, of a small-block file (on the calling thread), a
+    large-block file (on the pool) and a small-block dataset (its files one after
+    another) give every row."""
+    n = 300_000
+    rng = np.random.default_rng(3)
+    table = pa.table({"a": np.arange(n), "f": rng.standard_normal(n), "b": rng.integers(0, 100, n).astype(np.int8)})
+    small, large, ds = tmp_path / "small.rcfmt", tmp_path / "large.rcfmt", tmp_path / "ds"
+    rcfmt.write_table(table, small, block_rows=4096)
+    rcfmt.write_table(table, large, block_rows=131_072)
+    rcfmt.write_dataset(table, ds, block_rows=4096, target_file_rows=100_000)
+    expected = f"[({n}, {int((table['b'].to_numpy() < 50).sum())}, {n})]"
+    env = {k: v for k, v in os.environ.items() if k != "RCFMT_PARALLEL_BLOCK_BYTES"}
+    for _ in range(3):
+        proc = subprocess.run([sys.executable, "-c", _DEFAULT_RULE_CHILD, str(small), str(large), str(ds)],
+                              capture_output=True, text=True, cwd=ROOT, timeout=120, env=env)
+        assert proc.returncode == 0 and proc.stdout.strip() == expected, (proc.stdout + proc.stderr)[-800:]
