@@ -142,24 +142,23 @@ class BlockColumns:
         column ``buf`` then needs.
 
         A column the executor refused raises its located error (see the module)."""
-        tables, rows_all = pages, rows
         if self.filters is None:
             got = _block.run_block(buf, base, self.spec, self.chunks[block], rows, verify, selected=selected,
                                    pages=pages)
         else:
             got = _block.run_block(buf, base, self.spec, self.chunks[block], rows, verify, self.filters,
                                    mask.view(np.uint8), True, selected, pages)
-        rows = rows if selected is None else len(selected)
+        out_rows = rows if selected is None else len(selected)
         arenas, results, data, dictionaries = got
-        pages = rows_read = 0
+        pages_read = rows_read = 0
         out = []
-        vbytes = (rows + 7) // 8
+        vbytes = (out_rows + 7) // 8
         for i, (status, page, at, valid_at, nulls, _size, keep, dsize, pages_i, rows_i) in enumerate(results.tolist()):
-            pages += pages_i
+            pages_read += pages_i
             rows_read += rows_i
             if status and status != _block.ST_SKIPPED:
-                raise_refused(self.file, block, self.cols[i], status, page, buf, base, rows_all,
-                              None if tables is None else tables[i])
+                raise_refused(self.file, block, self.cols[i], status, page, buf, base, rows,
+                              None if pages is None else pages[i])
             if status or (unused is not None and unused[i]):
                 out.append(SKIPPED)
                 continue
@@ -169,16 +168,18 @@ class BlockColumns:
                 validity = whole.slice(valid_at, vbytes) if nulls else None
                 width = self.widths[i]
                 if width > 0:
-                    out.append(pa.Array.from_buffers(atype, rows, [validity, whole.slice(at, rows * width)], nulls))
+                    values = whole.slice(at, out_rows * width)
+                    out.append(pa.Array.from_buffers(atype, out_rows, [validity, values], nulls))
                 elif width == 0:  # bools: bits
-                    out.append(pa.Array.from_buffers(atype, rows, [validity, whole.slice(at, vbytes)], nulls))
+                    out.append(pa.Array.from_buffers(atype, out_rows, [validity, whole.slice(at, vbytes)], nulls))
                 else:  # strings/binary: offsets in the arena, data owned
-                    offsets = whole.slice(at, (rows + 1) * (8 if width == -8 else 4))
-                    out.append(pa.Array.from_buffers(atype, rows, [validity, offsets, pa.py_buffer(data[i])], nulls))
+                    offsets = whole.slice(at, (out_rows + 1) * (8 if width == -8 else 4))
+                    out.append(pa.Array.from_buffers(atype, out_rows, [validity, offsets, pa.py_buffer(data[i])],
+                                                     nulls))
                 continue
             out.append(self._storage_form(i, arenas[i], data[i], dictionaries[i], at, valid_at, nulls, keep, dsize,
-                                          rows))
-        return out, pages, rows_read
+                                          out_rows))
+        return out, pages_read, rows_read
 
     def _storage_form(self, i, arena, data, dictionary, at, valid_at, nulls, keep, dsize, rows):
         """``(values, validity, codes, dictionary)`` of column ``i`` in storage form (for

@@ -17,6 +17,7 @@ import numpy as np
 
 from .._native import block as _block
 from ..errors import CorruptFileError, RcfmtError, UnsupportedError
+from ..schema.arrow_io import too_big
 
 __all__ = ["raise_refused"]
 
@@ -44,8 +45,7 @@ def raise_refused(file, block: int, col: int, status: int, page: int, buf, base:
     if status == _block.ST_MEMORY:
         raise MemoryError(f"{file.path}: decoding column {file._names[col]!r} of block {block}")
     if status == _block.ST_TOO_BIG:
-        raise file._locate(UnsupportedError(f"a block holds more than 2 GiB of {ltype.name} data; read it as "
-                                            f"large_{ltype.name} or write smaller blocks"), block, col)
+        raise file._locate(too_big(ltype), block, col)
     numbers = None
     try:
         decoder = file.chunk_decoder(block, col, buf, base)  # (locates a CorruptFileError of its own)

@@ -178,6 +178,12 @@ def wide_decimals(values: np.ndarray) -> np.ndarray:
     return out
 
 
+def too_big(ltype) -> UnsupportedError:
+    """The error of a block holding more string/binary data than 32-bit offsets reach."""
+    return UnsupportedError(f"a block holds more than 2 GiB of {ltype.name} data; read it as large_{ltype.name} "
+                            "or write smaller blocks")
+
+
 def to_arrow(values: ColumnValues, valid: np.ndarray | Bitmap | None, ltype: LogicalType) -> pa.Array:
     """Wrap storage values (and validity: bools, or a :class:`Bitmap`, used as it is) as
     an Arrow array of ``ltype``. Decimals may be int64 low words (see
@@ -206,8 +212,6 @@ def to_arrow(values: ColumnValues, valid: np.ndarray | Bitmap | None, ltype: Log
         offsets = offsets.astype(np.int64, copy=False)
     else:
         if n and int(offsets[-1]) > np.iinfo(np.int32).max:
-            raise UnsupportedError(
-                f"a block holds more than 2 GiB of {ltype.name} data; read it as large_{ltype.name} "
-                "or write smaller blocks")
+            raise too_big(ltype)
         offsets = offsets.astype(np.int32, copy=False)
     return pa.Array.from_buffers(atype, n, [validity, pa.py_buffer(offsets), pa.py_buffer(values.values)], null_count)
