@@ -317,3 +317,40 @@ def test_an_aliased_predicate_is_translated_as_its_expression():
         aliased = predicate.alias("b")
         assert translate_predicate(aliased, schema) is not None
         assert repr(translate_predicate(aliased, schema)) == repr(translate_predicate(predicate, schema))
+
+
+LITERALS = [pl.lit(5, pl.Int8), pl.lit(-(2**63), pl.Int64), pl.lit(2**64 - 1, pl.UInt64),
+            pl.lit(7, pl.UInt8), pl.lit(1.5, pl.Float64), pl.lit(-0.0, pl.Float64),
+            pl.lit(5e-324, pl.Float64), pl.lit(NAN, pl.Float64), pl.lit(INF, pl.Float64), pl.lit(0.1, pl.Float32),
+            pl.lit(D("-123.4500")), pl.lit(D("1E+5")), pl.lit(D("-0.01"), pl.Decimal(38, 2)),
+            pl.lit(dt.date(1969, 12, 31)), pl.lit(dt.datetime(2020, 1, 1, 0, 0, 0, 1)),
+            pl.lit(dt.datetime(2020, 1, 1, tzinfo=dt.timezone.utc)),
+            pl.lit(dt.datetime(2020, 1, 1), pl.Datetime("ns", "Europe/Paris")),
+            pl.lit(dt.datetime(1960, 1, 1), pl.Datetime("ms")), pl.lit(dt.timedelta(microseconds=-1)),
+            pl.lit(dt.timedelta(days=3), pl.Duration("ns")), pl.lit("é\x00"), pl.lit(""), pl.lit(b"\x00\xff"),
+            pl.lit(True), pl.lit(False), pl.lit(None, pl.Int64), pl.lit(None, pl.String), pl.lit(3), pl.lit(0.25)]
+
+
+@pytest.mark.parametrize("k", range(len(LITERALS)))
+def test_literals_read_from_the_json_equal_polars_values(k):
+    """The translator reads a literal's value from the predicate's JSON where it holds
+    it exactly (no Polars query per literal); each such value and its type equal what
+    Polars evaluates the literal to, and the forms JSON cannot hold (NaN, infinities,
+    float32, NULL, dynamic literals) are left to Polars' evaluation."""
+    import json
+
+    from rcfmt.interop.polars import _json_scalar
+
+    lit = LITERALS[k]
+    node = json.loads(lit.meta.serialize(format="json"))["Literal"]
+    got = _json_scalar(node, pl)
+    series = pl.select(lit.alias("v")).to_series()
+    value = (series.to_physical() if series.dtype.is_temporal() else series).to_list()[0]
+    if got is None:  # evaluated by Polars instead
+        assert (value is None or series.dtype == pl.Float32 or "Dyn" in node
+                or (isinstance(value, float) and not math.isfinite(value))), node
+        return
+    assert got[0] == series.dtype, node
+    assert type(got[1]) is type(value) and got[1] == value, node
+    if isinstance(value, float):
+        assert math.copysign(1, got[1]) == math.copysign(1, value)

@@ -96,6 +96,9 @@ class _Translator:
         self.schema = schema
         self.dtypes = polars_schema(schema) if dtypes is None else dtypes
         self.dropped = False  # whether a conjunct was left out (the translation keeps more rows)
+        #: a flat column, to spell the constants Polars folds parts into
+        self.flat = next((f.name for f in schema if not pa.types.is_nested(f.type)
+                          and not pa.types.is_dictionary(f.type)), None)
 
     # ---------------------------------------------------------------- predicates
     def predicate(self, node, expr, neg: bool = False):
@@ -111,16 +114,21 @@ class _Translator:
         (kind, body), = node.items()
         if kind == "Alias" and isinstance(body, list) and body:  # a name changes no value
             return self._node(body[0], self._children(expr, 1)[0], neg)
-        flat = [f.name for f in self.schema if not pa.types.is_nested(f.type) and not pa.types.is_dictionary(f.type)]
-        if kind == "Literal" and flat:  # a constant Polars folded a part into
-            try:
-                series = self.pl.select(expr.alias("v")).to_series()
-            except Exception:
-                raise _Skip from None
-            if series.dtype != self.pl.Boolean or len(series) != 1:
+        if kind == "Literal" and self.flat is not None:  # a constant Polars folded a part into
+            scalar = _json_scalar(body, self.pl)
+            if scalar is None:
+                try:
+                    series = self.pl.select(expr.get().alias("v")).to_series()
+                except Exception:
+                    raise _Skip from None
+                if series.dtype != self.pl.Boolean or len(series) != 1:
+                    return None
+                value = series[0]
+            elif scalar[0] == self.pl.Boolean:
+                value = scalar[1]
+            else:
                 return None
-            c = col(flat[0])
-            value = series[0]
+            c = col(self.flat)
             if value is None or value == neg:  # NULL stays NULL under NOT: never TRUE
                 return c.is_null() & c.is_valid()
             return c.is_null() | c.is_valid()
@@ -219,11 +227,9 @@ class _Translator:
         return (~found if values else found) if neg else found
 
     # ---------------------------------------------------------------- operands
-    def _children(self, expr, n: int) -> list:
-        children = list(reversed(expr.meta.pop()))
-        if len(children) != n:
-            raise _Skip
-        return children
+    @staticmethod
+    def _children(expr: "_Lazy", n: int) -> list:
+        return [_Lazy(expr, i, n) for i in range(n)]
 
     def _column(self, node) -> _Ref | None:
         """The column ``node`` reads: a column, or a column under a cast Polars inserts
@@ -295,9 +301,9 @@ class _Translator:
             node = node["Alias"][0]  # (a Series given to is_in arrives named)
         return isinstance(node, dict) and isinstance(node.get("Literal"), dict)
 
-    def _evaluate(self, expr):
+    def _evaluate(self, expr: "_Lazy"):
         try:
-            series = self.pl.select(expr.alias("v")).to_series()
+            series = self.pl.select(expr.get().alias("v")).to_series()
         except Exception:
             raise _Skip from None
         if len(series) != 1 or series.null_count():
@@ -315,6 +321,11 @@ class _Translator:
         casts a literal to the column's type where they differ: only exact cases kept)."""
         if not self._is_literal(node):
             raise _Skip
+        while "Alias" in node:
+            node = node["Alias"][0]
+        scalar = _json_scalar(node["Literal"], self.pl)
+        if scalar is not None:  # (the JSON holds it exactly: no Polars query to evaluate it)
+            return self._value(ref, scalar[0], scalar[1], False)
         dyn = "Dyn" in node["Literal"]
         series = self._evaluate(expr)
         return self._value(ref, series.dtype, self._physical(series, series.dtype)[0], dyn)
@@ -381,6 +392,78 @@ class _Translator:
         return nan_order_compare(col(ref.name), t, op, value)
 
 
+class _Lazy:
+    """The ``polars.Expr`` of a node of the predicate's tree, made only when asked for
+    (a literal JSON cannot hold, an ``is_in`` list): splitting an expression into its
+    children (``meta.pop``) costs a few microseconds a node."""
+
+    __slots__ = ("_parent", "_index", "_n", "_expr", "_children")
+
+    def __init__(self, parent=None, index: int = 0, n: int = 0, expr=None):
+        self._parent, self._index, self._n, self._expr, self._children = parent, index, n, expr, None
+
+    def get(self):
+        if self._expr is None:
+            self._expr = self._parent._child_exprs(self._n)[self._index]
+        return self._expr
+
+    def _child_exprs(self, n: int) -> list:
+        if self._children is None:
+            children = list(reversed(self.get().meta.pop()))
+            if len(children) != n:
+                raise _Skip
+            self._children = children
+        return self._children
+
+
+_INTEGER_SCALARS = ("Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64")
+
+
+def _json_scalar(literal, pl):
+    """``(Polars type, value as the translator takes it)`` of a literal node's JSON
+    (``{"Scalar": {type: value}}``) where the JSON holds the value exactly: integers,
+    float64 (JSON has no NaN nor infinities: Polars writes them as null, left to
+    Polars to evaluate), decimals (unscaled, precision, scale), dates (days),
+    datetimes and durations (ints of their unit), strings, binary and booleans.
+    None for every other form (evaluated with Polars)."""
+    scalar = literal.get("Scalar") if isinstance(literal, dict) else None
+    if not isinstance(scalar, dict) or len(scalar) != 1:
+        return None
+    (kind, v), = scalar.items()
+    if kind in _INTEGER_SCALARS:
+        return (getattr(pl, kind), v) if type(v) is int else None
+    if kind == "Float64":
+        return (pl.Float64, float(v)) if type(v) in (int, float) else None
+    if kind == "Boolean":
+        return (pl.Boolean, v) if type(v) is bool else None
+    if kind == "String":
+        return (pl.String, v) if type(v) is str else None
+    if kind == "Date":
+        return (pl.Date, v) if type(v) is int else None
+    if kind == "Decimal":
+        if isinstance(v, list) and len(v) == 3 and all(type(x) is int for x in v):
+            unscaled, precision, scale = v
+            return pl.Decimal(precision, scale), decimal.Decimal(unscaled).scaleb(-scale)
+        return None
+    if kind == "Binary":
+        if isinstance(v, list) and all(type(x) is int and 0 <= x < 256 for x in v):
+            return pl.Binary, bytes(v)
+        return None
+    if kind == "Datetime" and isinstance(v, list) and len(v) == 3 and type(v[0]) is int:
+        unit, zone = _UNIT_NAMES.get(v[1]), v[2]
+        if unit is None:
+            return None
+        if zone is None:
+            return pl.Datetime(unit), v[0]
+        if isinstance(zone, dict) and isinstance(zone.get("inner"), str):
+            return pl.Datetime(unit, zone["inner"]), v[0]
+        return None
+    if kind == "Duration" and isinstance(v, list) and len(v) == 2 and type(v[0]) is int:
+        unit = _UNIT_NAMES.get(v[1])
+        return (pl.Duration(unit), v[0]) if unit is not None else None
+    return None
+
+
 def _date(days: int):
     import datetime as dt
 
@@ -422,7 +505,7 @@ def translate(predicate, schema: pa.Schema, dtypes=None) -> Translation:
     except Exception:  # a Polars version whose serialization differs: push nothing
         return Translation(None, False)
     translator = _Translator(schema, dtypes)
-    expr = translator.predicate(tree, predicate)
+    expr = translator.predicate(tree, _Lazy(expr=predicate))
     return Translation(expr, expr is not None and not translator.dropped)
 
 
