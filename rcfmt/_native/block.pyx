@@ -36,7 +36,7 @@ cimport cython
 from cpython.buffer cimport PyBuffer_FillInfo
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t, uintptr_t
 from libc.stdlib cimport free, malloc, realloc
-from libc.string cimport memcmp, memcpy, memset
+from libc.string cimport memcmp, memcpy, memmove, memset
 
 import numpy as np
 
@@ -500,6 +500,52 @@ cdef extern from *:
     void rc_codes_word(const uint32_t* codes, Py_ssize_t n, uint32_t word, uint8_t* o, int and_into) noexcept nogil
 
 
+cdef extern from *:
+    """
+    /* The positions of the nonzero bytes of mask[0:n] into out (in order); their count.
+       Eight bytes a time, each nonzero byte folded to its low bit, the set bits walked:
+       a selective mask is mostly zero words, passed over in one test each. */
+    static inline uint64_t rc_fold_bytes(uint64_t w) {  /* bit 8k: byte k of w is nonzero */
+        w |= w >> 4; w |= w >> 2; w |= w >> 1;
+        return w & 0x0101010101010101ULL;
+    }
+    static int64_t rc_mask_count(const uint8_t* mask, int64_t n) {
+        int64_t i = 0, m = 0;
+        uint64_t w;
+        for (; i + 8 <= n; i += 8) {
+            memcpy(&w, mask + i, 8);
+            if (w) m += (int64_t)((rc_fold_bytes(w) * 0x0101010101010101ULL) >> 56);  /* (8 bits at most) */
+        }
+        for (; i < n; i++) m += mask[i] != 0;
+        return m;
+    }
+    /* The first j where v[0:n] stops being strictly increasing within [0, limit); n if none. */
+    static int64_t rc_sorted_below(const int64_t* v, int64_t n, int64_t limit) {
+        int64_t j, bad = 0;
+        if (n && (v[0] < 0 || v[n - 1] >= limit)) return 0;
+        for (j = 1; j < n; j++) bad |= v[j] <= v[j - 1];  /* (a pass the compiler vectorizes) */
+        if (!bad) return n;
+        for (j = 1; j < n; j++) if (v[j] <= v[j - 1]) return j;
+        return n;
+    }
+    static int64_t rc_mask_positions(const uint8_t* mask, int64_t n, int64_t* out) {
+        int64_t i = 0, j = 0;
+        uint64_t w;
+        for (; i + 8 <= n; i += 8) {
+            memcpy(&w, mask + i, 8);
+            if (!w) continue;
+            w = rc_fold_bytes(w);
+            while (w) { out[j++] = i + (__builtin_ctzll(w) >> 3); w &= w - 1; }
+        }
+        for (; i < n; i++) if (mask[i]) out[j++] = i;
+        return j;
+    }
+    """
+    int64_t rc_mask_count(const uint8_t* mask, int64_t n) noexcept nogil
+    int64_t rc_sorted_below(const int64_t* v, int64_t n, int64_t limit) noexcept nogil
+    int64_t rc_mask_positions(const uint8_t* mask, int64_t n, int64_t* out) noexcept nogil
+
+
 cdef void _codes_into(const uint8_t* table, int64_t size, const uint32_t* codes, Py_ssize_t n, uint8_t* o,
                       bint and_into) noexcept nogil:
     """o[i] = table[codes[i]] (ANDed with ``and_into``); the codes are checked against
@@ -564,6 +610,10 @@ cdef struct Col:
     int64_t* rel
     int64_t pages_read      # data pages whose bodies were read
     int64_t rows_read       # their rows
+    # (compact) returned at the rows the final mask selects: what needs every row's
+    # values first (bools packed into bits, BITPACK decimals widened) waits for that
+    bint defer
+    bint widen              # deferred: BITPACK decimals still int64 low words
 
 
 cdef inline int _fail(Col* col, int status, int64_t page) noexcept nogil:
@@ -912,6 +962,96 @@ cdef void _pack_bits(uint8_t* v, int64_t rows) noexcept nogil:
         v[j] = b
 
 
+cdef void _widen_decimals(uint8_t* values, int64_t rows) noexcept nogil:
+    """int64 low words -> 16-byte two's complement decimals, in place, from the end."""
+    cdef int64_t i = rows - 1, lo
+    while i >= 0:
+        lo = (<int64_t*>values)[i]
+        (<int64_t*>values)[2 * i] = lo
+        (<int64_t*>values)[2 * i + 1] = -1 if lo < 0 else 0
+        i -= 1
+
+
+cdef void _gather_in_place(uint8_t* v, const int64_t* pos, int64_t n, int size) noexcept nogil:
+    """v[j] = v[pos[j]] for j in [0, n), values of ``size`` bytes; ``pos`` increasing,
+    so pos[j] >= j and no value is overwritten before it is moved."""
+    cdef int64_t j
+    if size == 1:
+        for j in range(n):
+            v[j] = v[pos[j]]
+    elif size == 2:
+        for j in range(n):
+            (<uint16_t*>v)[j] = (<uint16_t*>v)[pos[j]]
+    elif size == 4:
+        for j in range(n):
+            (<uint32_t*>v)[j] = (<uint32_t*>v)[pos[j]]
+    elif size == 8:
+        for j in range(n):
+            (<uint64_t*>v)[j] = (<uint64_t*>v)[pos[j]]
+    elif size == 16:
+        for j in range(n):
+            (<uint64_t*>v)[2 * j] = (<uint64_t*>v)[2 * pos[j]]
+            (<uint64_t*>v)[2 * j + 1] = (<uint64_t*>v)[2 * pos[j] + 1]
+    else:
+        for j in range(n):
+            if pos[j] != j:
+                memcpy(v + j * size, v + pos[j] * size, size)
+
+
+cdef int _compact(Col* col, const int64_t* pos, int64_t n) noexcept nogil:
+    """A decoded column's outputs at positions ``pos`` (``n``, increasing) of the rows it
+    was decoded at, in place, and then what :func:`_column` deferred (bools packed,
+    BITPACK decimals widened). 0, or a status."""
+    cdef int64_t j, a, b, p = 0
+    cdef uint8_t* bits
+    cdef uint8_t* shrunk
+    cdef int64_t* offsets
+    cdef bint wide
+    if col.nulls:
+        bits = <uint8_t*>malloc((n + 7) // 8 + 8)
+        if bits == NULL:
+            return _fail(col, ST_MEMORY, -1)
+        col.nulls = _gather_validity(col.valid, pos, n, bits)
+        memcpy(col.valid, bits, (n + 7) // 8)
+        free(bits)
+    if col.keep_codes:
+        _gather_in_place(col.values, pos, n, 4)
+    elif col.s[S_KIND] == KIND_VARBINARY:  # the strings moved forward, new offsets
+        wide = col.s[S_LARGE] != 0
+        offsets = <int64_t*>malloc(8 * (n + 1))
+        if offsets == NULL:
+            return _fail(col, ST_MEMORY, -1)
+        offsets[0] = 0
+        for j in range(n):
+            if wide:
+                a, b = (<int64_t*>col.values)[pos[j]], (<int64_t*>col.values)[pos[j] + 1]
+            else:
+                a, b = (<int32_t*>col.values)[pos[j]], (<int32_t*>col.values)[pos[j] + 1]
+            if b > a:
+                memmove(col.data + p, col.data + a, b - a)
+            p += b - a
+            offsets[j + 1] = p
+        for j in range(n + 1):
+            if wide:
+                (<int64_t*>col.values)[j] = offsets[j]
+            else:
+                (<int32_t*>col.values)[j] = <int32_t>offsets[j]
+        free(offsets)
+        col.data_len = p
+        shrunk = <uint8_t*>realloc(col.data, p + 1)  # (the owner keeps no more than it returns)
+        if shrunk != NULL:
+            col.data = shrunk
+    elif col.s[S_KIND] == KIND_BOOL:
+        _gather_in_place(col.values, pos, n, 1)
+        _pack_bits(col.values, n)
+    elif col.widen:
+        _gather_in_place(col.values, pos, n, 8)
+        _widen_decimals(col.values, n)
+    else:
+        _gather_in_place(col.values, pos, n, <int>col.s[S_WIDTH])
+    return 0
+
+
 cdef Py_ssize_t _pages_holding(const Col* col, int64_t[:, ::1] t, Py_ssize_t n) noexcept nogil:
     """Keep in the page table ``t`` (``n`` pages, in row order) only the pages holding a
     selected row, in order; their count."""
@@ -1013,6 +1153,7 @@ cdef int _column(const uint8_t* buf, Py_ssize_t size, int64_t base, Col* col, in
     cdef bint selected = col.sel != NULL
     cdef int64_t out_rows = col.nsel if selected else rows
     cdef Py_ssize_t cursor = 0, j0, j1
+    cdef bint whole
     memset(&f, 0, sizeof(Failure))
     if by_value and kind == KIND_BOOL:
         return _fail(col, ST_UNSUPPORTED, -1)
@@ -1091,10 +1232,13 @@ cdef int _column(const uint8_t* buf, Py_ssize_t size, int64_t base, Col* col, in
                 j1 = _page_selection(col, t[k, P_FIRST], t[k, P_ROWS], &cursor)
                 if j1 == j0:
                     continue
+                whole = j1 - j0 == t[k, P_ROWS]  # every row of the page wanted: decoded in place
                 if _page_values(MODE_CODES, _body(buf, col.arena, t, k, aligned), t[k, P_LEN], t[k, P_ROWS], 4,
-                                False, <uint32_t>col.dsize, 0, col.pagebuf, col.scratch):
+                                False, <uint32_t>col.dsize, 0, <uint8_t*>(col.codes + j0) if whole else col.pagebuf,
+                                col.scratch):
                     return _fail(col, ST_VALUES, k)
-                _gather_rows(col.pagebuf, t[k, P_FIRST], col.sel, j0, j1, 4, <uint8_t*>col.codes)
+                if not whole:
+                    _gather_rows(col.pagebuf, t[k, P_FIRST], col.sel, j0, j1, 4, <uint8_t*>col.codes)
                 continue
             if _page_values(MODE_CODES, _body(buf, col.arena, t, k, aligned), t[k, P_LEN], t[k, P_ROWS], 4, False,
                             <uint32_t>col.dsize, 0, <uint8_t*>(col.codes + t[k, P_FIRST]), col.scratch):
@@ -1169,10 +1313,12 @@ cdef int _column(const uint8_t* buf, Py_ssize_t size, int64_t base, Col* col, in
             j1 = _page_selection(col, t[k, P_FIRST], t[k, P_ROWS], &cursor)
             if j1 == j0:
                 continue
+            whole = j1 - j0 == t[k, P_ROWS]  # every row of the page wanted: decoded in place
             if _page_values(mode, _body(buf, col.arena, t, k, aligned), t[k, P_LEN], t[k, P_ROWS], itemsize, signed,
-                            0, decimal_lim, col.pagebuf, col.scratch):
+                            0, decimal_lim, col.values + j0 * out_size if whole else col.pagebuf, col.scratch):
                 return _fail(col, ST_VALUES, k)
-            _gather_rows(col.pagebuf, t[k, P_FIRST], col.sel, j0, j1, out_size, col.values)
+            if not whole:
+                _gather_rows(col.pagebuf, t[k, P_FIRST], col.sel, j0, j1, out_size, col.values)
             continue
         if _page_values(mode, _body(buf, col.arena, t, k, aligned), t[k, P_LEN], t[k, P_ROWS], itemsize, signed, 0,
                         decimal_lim, col.values + t[k, P_FIRST] * out_size, col.scratch):
@@ -1190,23 +1336,57 @@ cdef int _column(const uint8_t* buf, Py_ssize_t size, int64_t base, Col* col, in
     if flt != NULL:
         _mask_nulls(col, flt, out_rows, mask, and_into)
     if kind == KIND_BOOL:  # a byte per value -> Arrow's bits (LSB first), in place: byte j is written
-        _pack_bits(col.values, out_rows)  # after bytes 8j..8j+7 are read
+        if not col.defer:  # after bytes 8j..8j+7 are read
+            _pack_bits(col.values, out_rows)
     elif mode == MODE_BITPACK_DECIMAL:  # int64 low words -> 16-byte decimals, in place, from the end
-        i = out_rows - 1
-        while i >= 0:
-            lo = (<int64_t*>col.values)[i]
-            (<int64_t*>col.values)[2 * i] = lo
-            (<int64_t*>col.values)[2 * i + 1] = -1 if lo < 0 else 0
-            i -= 1
+        if col.defer:
+            col.widen = True
+        else:
+            _widen_decimals(col.values, out_rows)
     elif s[S_DECIMAL] and decimal_row(<const uint64_t*>col.values, out_rows, <int>s[S_PRECISION]) >= 0:
         return _fail(col, ST_INVALID, -1)
     return 0
 
 
 # ------------------------------------------------------------------ the block
+cdef int _pick(const uint8_t* mask, int64_t n, const int64_t* sel, int64_t** pos, int64_t** rows,
+               int64_t** starts, int64_t** ends, int64_t* count, int64_t* runs) noexcept nogil:
+    """The rows a final ``mask`` (``n`` bytes) selects: their positions among the rows
+    decoded, their block rows (``sel[pos]``, or ``pos`` when every row was decoded) and
+    the runs of those rows (half-open). 0, or -1 out of memory (the caller frees)."""
+    cdef int64_t j, k = 0, m = rc_mask_count(mask, n), r
+    pos[0] = <int64_t*>malloc(8 * m + 8)
+    if pos[0] == NULL:
+        return -1
+    rc_mask_positions(mask, n, pos[0])
+    rows[0] = <int64_t*>malloc(8 * m + 8)
+    starts[0] = <int64_t*>malloc(8 * m + 8)
+    ends[0] = <int64_t*>malloc(8 * m + 8)
+    if rows[0] == NULL or starts[0] == NULL or ends[0] == NULL:
+        return -1
+    for j in range(m):
+        r = sel[pos[0][j]] if sel != NULL else pos[0][j]
+        rows[0][j] = r
+        if k and ends[0][k - 1] == r:
+            ends[0][k - 1] = r + 1
+        else:
+            starts[0][k] = r
+            ends[0][k] = r + 1
+            k += 1
+    count[0] = m
+    runs[0] = k
+    return 0
+
+
+cdef _int64s(int64_t* ptr, int64_t n):
+    """``n`` int64 at ``ptr`` (malloc'ed; owned from here on) as a numpy array."""
+    cdef int64_t* shrunk = <int64_t*>realloc(ptr, 8 * n + 8)
+    return np.frombuffer(_own(shrunk if shrunk != NULL else ptr, 8 * n), np.int64)
+
+
 def run_block(buf, int64_t base, const int64_t[:, ::1] spec, const int64_t[:, ::1] chunks, int64_t rows,
               bint verify, filters=None, uint8_t[::1] mask=None, bint short_circuit=False,
-              const int64_t[::1] selected=None, pages=None):
+              const int64_t[::1] selected=None, pages=None, compact=None):
     """Decode every column of one block (its rows, or the ``selected`` ones), in one
     GIL-free pass.
 
@@ -1239,7 +1419,13 @@ def run_block(buf, int64_t base, const int64_t[:, ::1] spec, const int64_t[:, ::
     (4, n): their positions in ``buf``, rows, lengths, and first rows in the block, in
     row order, holding every selected row (or None: the column's whole chunk is in
     ``buf``). Only those pages (and the dictionary page) are read, each checked against
-    its entry; nothing else of the chunk need be in ``buf``."""
+    its entry; nothing else of the chunk need be in ``buf``.
+
+    ``compact`` (with ``filters``: one flag per column): the mask is final once every
+    column is decoded (the AND of all the filters), and the flagged columns are returned
+    at the rows it selects only, one after another (their ``R_NULLS`` counted there);
+    the others as above. A fifth item is then returned: ``(rows, starts, ends)``, the
+    selected rows of the block (int64, in order) and their runs ``[starts, ends)``."""
     cdef const uint8_t[::1] view = memoryview(buf).cast("B") if not isinstance(buf, np.ndarray) else buf
     cdef Py_ssize_t size = view.shape[0]
     cdef const uint8_t* p = &view[0] if size else _EMPTY
@@ -1257,9 +1443,10 @@ def run_block(buf, int64_t base, const int64_t[:, ::1] spec, const int64_t[:, ::
     if selected is not None:
         out_rows = selected.shape[0]
         sel = &selected[0] if out_rows else <const int64_t*>_EMPTY
-        for j in range(out_rows):
-            if not (0 <= sel[j] < rows) or (j and sel[j] <= sel[j - 1]):
-                raise ValueError("selected rows must be sorted, distinct rows of the block")
+        with nogil:
+            j = rc_sorted_below(sel, out_rows, rows)
+        if j < out_rows:
+            raise ValueError("selected rows must be sorted, distinct rows of the block")
     cdef const int64_t[:, ::1] listed
     if pages is not None and (selected is None or len(pages) != ncols):
         raise ValueError("pages need the selected rows and one entry per column")
@@ -1304,8 +1491,13 @@ def run_block(buf, int64_t base, const int64_t[:, ::1] spec, const int64_t[:, ::
         raise MemoryError()
     for i in range(ncols):
         flts[i] = &(<Filter>filters[i]).f if filters is not None and filters[i] is not None else NULL
+    cdef bint compacting = compact is not None
+    if compacting and (filters is None or len(compact) != ncols):
+        free(flts)
+        raise ValueError("compact needs filters and one flag per column")
     cdef Col* cols = <Col*>malloc(max(ncols, 1) * sizeof(Col))
     if cols == NULL:
+        free(flts)
         raise MemoryError()
     memset(cols, 0, max(ncols, 1) * sizeof(Col))
     for i in range(ncols):
@@ -1319,6 +1511,7 @@ def run_block(buf, int64_t base, const int64_t[:, ::1] spec, const int64_t[:, ::
         cols[i].page = -1
         cols[i].sel = sel
         cols[i].nsel = out_rows
+        cols[i].defer = compacting and bool(compact[i])
         if pages is not None and pages[i] is not None:
             listed = pages[i]
             if listed.shape[0] != 4:
@@ -1329,6 +1522,13 @@ def run_block(buf, int64_t base, const int64_t[:, ::1] spec, const int64_t[:, ::
             cols[i].npl = listed.shape[1]
     data = [None] * ncols
     dictionaries = [None] * ncols
+    cdef int64_t* pos = NULL
+    cdef int64_t* picked_rows = NULL
+    cdef int64_t* starts = NULL
+    cdef int64_t* ends = NULL
+    cdef int64_t picked = 0, runs = 0
+    cdef bint no_memory = False
+    picks = None
     try:
         try:
             with nogil:
@@ -1343,10 +1543,24 @@ def run_block(buf, int64_t base, const int64_t[:, ::1] spec, const int64_t[:, ::
                         empty = short_circuit and _none_set(mask_p, out_rows)
                     _free_temporaries(&cols[i])
                 reached = ncols
+                if compacting:  # the mask is final: the flagged columns at the rows it selects
+                    if not anded:  # (no filter on any column: every row)
+                        memset(mask_p, 1, out_rows)
+                    if _pick(mask_p, out_rows, sel, &pos, &picked_rows, &starts, &ends, &picked, &runs):
+                        no_memory = True
+                    else:
+                        for i in range(ncols):
+                            if cols[i].defer and cols[i].status == ST_OK and not cols[i].discard:
+                                _compact(&cols[i], pos, picked)
         except Exception:  # the Python codec fallback raised: the reference decoder says it again
             for i in range(reached, ncols):
                 _free_temporaries(&cols[i])
                 cols[i].status = ST_PYTHON
+        if no_memory:
+            raise MemoryError()
+        if compacting:
+            picks = (_int64s(picked_rows, picked), _int64s(starts, runs), _int64s(ends, runs))
+            picked_rows = starts = ends = NULL
         for i in range(ncols):
             r[i, R_STATUS] = cols[i].status
             r[i, R_PAGE] = cols[i].page
@@ -1372,4 +1586,10 @@ def run_block(buf, int64_t base, const int64_t[:, ::1] spec, const int64_t[:, ::
             _free_outputs(&cols[i])
         free(cols)
         free(flts)
+        free(pos)
+        free(picked_rows)
+        free(starts)
+        free(ends)
+    if compacting:
+        return arenas, results, data, dictionaries, picks
     return arenas, results, data, dictionaries

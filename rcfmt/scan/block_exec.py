@@ -142,14 +142,25 @@ class BlockColumns:
         column ``buf`` then needs.
 
         A column the executor refused raises its located error (see the module)."""
+        return self.decode(buf, base, block, rows, verify, mask, selected, unused, pages)[:3]
+
+    def decode(self, buf, base: int, block: int, rows: int, verify: bool, mask: np.ndarray | None = None,
+               selected: np.ndarray | None = None, unused: list | None = None, pages: list | None = None,
+               compact: list | None = None) -> tuple[list, int, int, tuple | None]:
+        """:meth:`run`, and ``compact`` (with :attr:`filters`, a bool per column): the
+        mask is final once every column is decoded, the flagged columns are returned at
+        the rows it selects only, and those rows as a fourth item, ``(rows, starts,
+        ends)``: the selected rows of the block (int64) and their runs (None without
+        ``compact``)."""
         if self.filters is None:
             got = _block.run_block(buf, base, self.spec, self.chunks[block], rows, verify, selected=selected,
                                    pages=pages)
         else:
             got = _block.run_block(buf, base, self.spec, self.chunks[block], rows, verify, self.filters,
-                                   mask.view(np.uint8), True, selected, pages)
+                                   mask.view(np.uint8), True, selected, pages, compact)
         out_rows = rows if selected is None else len(selected)
-        arenas, results, data, dictionaries = got
+        arenas, results, data, dictionaries = got[:4]
+        picks = got[4] if compact is not None else None
         pages_read = rows_read = 0
         out = []
         vbytes = (out_rows + 7) // 8
@@ -177,13 +188,25 @@ class BlockColumns:
                     out.append(pa.Array.from_buffers(atype, out_rows, [validity, offsets, pa.py_buffer(data[i])],
                                                      nulls))
                 continue
-            out.append(self._storage_form(i, arenas[i], data[i], dictionaries[i], at, valid_at, nulls, keep, dsize,
-                                          out_rows))
-        return out, pages_read, rows_read
+            if compact is not None and compact[i]:  # (copied out: the arena was sized for every row decoded)
+                out.append(self._storage_form(i, arenas[i], data[i], dictionaries[i], at, valid_at, nulls, keep, dsize,
+                                              len(picks[0]), copy=True))
+            else:
+                out.append(self._storage_form(i, arenas[i], data[i], dictionaries[i], at, valid_at, nulls, keep, dsize,
+                                              out_rows))
+        return out, pages_read, rows_read, picks
 
-    def _storage_form(self, i, arena, data, dictionary, at, valid_at, nulls, keep, dsize, rows):
+    def _storage_form(self, i, arena, data, dictionary, at, valid_at, nulls, keep, dsize, rows, copy=False):
         """``(values, validity, codes, dictionary)`` of column ``i`` in storage form (for
-        read_dictionary, annotated and filter columns: :class:`~rcfmt.scan.evaluate.ColumnData`)."""
+        read_dictionary, annotated and filter columns: :class:`~rcfmt.scan.evaluate.ColumnData`);
+        ``copy``: in memory of their own, not views of the arena (which then is freed)."""
+        if copy:
+            used = at + self._output_bytes(i, rows, keep)
+            if nulls:
+                arena = np.concatenate((arena[:used], arena[valid_at: valid_at + (rows + 7) // 8]))
+                valid_at = used
+            else:
+                arena = arena[:used].copy()
         ltype = self.ltypes[i]
         vbytes = (rows + 7) // 8
         validity = Bitmap(arena[valid_at: valid_at + vbytes], rows, nulls) if nulls else None
@@ -203,6 +226,18 @@ class BlockColumns:
             bits = np.unpackbits(arena[at: at + vbytes], count=rows, bitorder="little").view(bool)
             return ColumnValues(bits), validity, None, None
         return ColumnValues(arena[at: at + rows * ltype.width].view(ltype.numpy_dtype)), validity, None, None
+
+
+    def _output_bytes(self, i: int, rows: int, keep: bool) -> int:
+        """Bytes of column ``i``'s values (kept codes, offsets) for ``rows`` rows in its arena."""
+        ltype = self.ltypes[i]
+        if keep:
+            return 4 * rows
+        if ltype.kind == PhysicalKind.VARBINARY:
+            return (rows + 1) * (8 if ltype.large else 4)
+        if ltype.kind == PhysicalKind.BOOL:
+            return (rows + 7) // 8
+        return rows * ltype.width
 
 
 class BlockFilter:
@@ -252,3 +287,18 @@ class BlockFilter:
             data[col] = ColumnData(ltype, None, None, pushed=pushed) if unused else ColumnData(ltype, *g,
                                                                                               pushed=pushed)
         return mask, data, (pages, rows_read)
+
+    def select(self, buf, base: int, block: int, rows: int, verify: bool, selected: np.ndarray | None = None,
+               pages: list | None = None, keep=()):
+        """:meth:`run` of a :attr:`complete` filter, whose mask is then final, with no
+        Python between the mask and the rows it selects: ``((rows, starts, ends),
+        {column: ColumnData}, (pages, rows) read)`` -- the block's selected rows (int64)
+        and their runs, found in the same native call, and the filter columns ``keep``
+        (projected ones) at those rows only, compacted there (no mask to gather by)."""
+        mask = memory.empty(rows if selected is None else len(selected), bool)
+        compact = [c in keep for c in self.columns.cols]
+        got, pages, rows_read, picks = self.columns.decode(buf, base, block, rows, verify, mask, selected,
+                                                           self.unused, pages, compact)
+        data = {col: ColumnData(ltype, *g) for col, ltype, flag, g in zip(self.columns.cols, self.columns.ltypes,
+                                                                          compact, got) if flag and g is not SKIPPED}
+        return picks, data, (pages, rows_read)

@@ -241,9 +241,12 @@ class FileScan(BlockPruning, PagePruning, BlockFetching):
         return got or None
 
     def _native_filter(self, block_filter: BlockFilter, block: int, candidates: Selection, cache: dict,
-                       stats: ScanStats, fetched: tuple | None = None):
+                       stats: ScanStats, fetched: tuple | None = None, keep=None):
         """:meth:`BlockFilter.run` of the scan's filter on the ``candidates`` of
-        ``block``: ``(mask over the candidates, filter columns' data)``. Candidates from the page index are read as :meth:`_dense` decides: whole
+        ``block``: ``(mask over the candidates, filter columns' data)``; or with ``keep``
+        (the filter is :attr:`~BlockFilter.complete`), :meth:`BlockFilter.select`:
+        ``(selection, the filter columns keep names at its rows)``. Candidates from the
+        page index are read as :meth:`_dense` decides: whole
         chunks, or their pages alone -- unless ``fetched`` (``(buffer, base)``, read
         by :meth:`_filter_read` or with the block's group) holds them already."""
         columns, rows = block_filter.columns, candidates.num_rows
@@ -259,10 +262,15 @@ class FileScan(BlockPruning, PagePruning, BlockFetching):
                 buf, base = self._read_whole(columns, block, rows, stats)
             else:
                 buf, base, pages = self._page_tables(block, columns.cols, candidates, cache, stats, fetched)
-        got = block_filter.run(buf, base, block, rows, self.file.verify_checksums, wanted, pages)
+        if keep is None:
+            got = block_filter.run(buf, base, block, rows, self.file.verify_checksums, wanted, pages)
+        else:
+            got = block_filter.select(buf, base, block, rows, self.file.verify_checksums, wanted, pages, keep)
         stats.pages_read += got[2][0]
         stats.rows_decoded += got[2][1]
-        return got[:2]
+        if keep is None:
+            return got[:2]
+        return Selection._picked(*got[0], rows), got[1]
 
     def _to_arrow(self, col: int, data: ColumnData, as_requested: bool = True) -> pa.Array:
         """Column ``col``'s values as Arrow: a DictionaryArray when ``read_dictionary``
@@ -480,7 +488,7 @@ class FileScan(BlockPruning, PagePruning, BlockFetching):
             buf, base, nbytes = self._groups.fetch(block, self.file)
             stats.bytes_read += nbytes
             fetched = (buf, base)
-        native = None
+        native = picked = None
         # the filter columns' bytes, and whether the projected columns' candidate pages are in them
         filter_read, rode_along = fetched, fetched is not None
         block_filter = None if nnf is None else self._block_filter(nnf, filter_ids)
@@ -488,8 +496,15 @@ class FileScan(BlockPruning, PagePruning, BlockFetching):
             if filter_read is None and self.file.remote:
                 filter_read, rode_along = self._filter_read(block, candidates, filter_ids.values(),
                                                             [] if count_only else rest, cache, stats)
-            native = self._native_filter(block_filter, block, candidates, cache, stats, filter_read)
-        if native is not None:  # one native call decoded the filter columns into the mask
+            if block_filter.complete and not list_filters and not count_only:  # the rows, in the same call
+                keep = {c for c in self.col_ids if c in filter_ids.values()}
+                picked = self._native_filter(block_filter, block, candidates, cache, stats, filter_read, keep)
+            else:
+                native = self._native_filter(block_filter, block, candidates, cache, stats, filter_read)
+        if picked is not None:  # one native call decoded the filter columns and picked the rows
+            fetched = filter_read if rode_along else None
+            selection, filter_data = picked
+        elif native is not None:  # one native call decoded the filter columns into the mask
             fetched = filter_read if rode_along else None
             mask, filter_data = native
             if filter_data and not block_filter.complete:  # (no data: no row is TRUE, the mask is final)
@@ -519,15 +534,15 @@ class FileScan(BlockPruning, PagePruning, BlockFetching):
             paged = bool(rest) and (fetched is not None or self.file.remote
                                     or not self._dense(block, selection, self._executor(rest)))
             projected = self._whole_columns(block, rest, selection.num_rows, cache, stats, fetched, selection, paged)
-        picked = None  # the selected rows among the candidates the filter columns hold (None: all)
-        if filter_data and selected < len(mask):
-            picked = np.flatnonzero(mask)
+        at = None  # the selected rows among the candidates the filter columns hold (None: all)
+        if filter_data and picked is None and selected < len(mask):
+            at = np.flatnonzero(mask)
         for col in self.outputs:
             if not isinstance(col, int):
                 arrays.append(self._nested_at(block, col, selection, cache, stats))
             elif col in filter_data:  # decoded for the filter: keep its selected rows
                 data = filter_data[col]
-                arrays.append(self._to_arrow(col, data if picked is None else gather_data(data, picked)))
+                arrays.append(self._to_arrow(col, data if at is None else gather_data(data, at)))
             else:
                 data = projected[col]  # (Arrow already when the block executor decoded it)
                 arrays.append(data if isinstance(data, pa.Array) else self._to_arrow(col, data))

@@ -488,6 +488,15 @@ class Selection:
         return cls._choose_from_ranges(ranges, n, kind)
 
     @classmethod
+    def _picked(cls, rows: np.ndarray, starts: np.ndarray, ends: np.ndarray, n: int) -> "Selection":
+        """Trusted constructor: ``rows`` (int64, sorted, distinct, below ``n``) and their
+        runs ``[starts, ends)``, as the block executor picks them (``run_block``'s
+        ``compact``). Kept as runs whatever their density: no form is built twice."""
+        self = cls._make(n, RowRanges._make(starts, ends), None, len(rows))
+        self._indices = _readonly(rows)
+        return self
+
+    @classmethod
     def from_indices(cls, indices, n: int, *, kind: str | None = None) -> "Selection":
         """The rows of a sorted array of row numbers, all below ``n``."""
         return cls.from_ranges(RowRanges.from_indices(indices), n, kind=kind)

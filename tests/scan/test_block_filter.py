@@ -152,6 +152,19 @@ def test_an_empty_mask_skips_the_columns_left(tmp_path):
     assert info.value.column == "b" and info.value.block == 0
 
 
+def _spy_on_filters(monkeypatch, note):
+    """Call ``note(filter, selected rows)`` on every native filter call: the mask alone
+    (:meth:`BlockFilter.run`) or the rows it picks (:meth:`BlockFilter.select`)."""
+    for name in ("run", "select"):
+        original = getattr(BlockFilter, name)
+
+        def spy(self, buf, base, block, rows, verify, selected=None, *rest, _original=original):
+            note(self, selected)
+            return _original(self, buf, base, block, rows, verify, selected, *rest)
+
+        monkeypatch.setattr(BlockFilter, name, spy)
+
+
 def test_candidates_the_page_index_leaves_are_decided_natively(tmp_path, monkeypatch):
     """Sorted data: the page index leaves a few pages of the block; the filter columns
     are decoded at those candidate rows only (the pages holding them: R_PAGES) and the
@@ -163,13 +176,7 @@ def test_candidates_the_page_index_leaves_are_decided_natively(tmp_path, monkeyp
     path = tmp_path / "t.rcfmt"
     rcfmt.write_table(table, path, block_rows=n, page_rows=500, bloom_filter_columns=None)
     seen = []
-    original = BlockFilter.run
-
-    def run(self, buf, base, block, rows, verify, selected=None, pages=None):
-        seen.append(None if selected is None else len(selected))
-        return original(self, buf, base, block, rows, verify, selected, pages)
-
-    monkeypatch.setattr(BlockFilter, "run", run)
+    _spy_on_filters(monkeypatch, lambda self, selected: seen.append(None if selected is None else len(selected)))
     expr = (col("k") >= 1200) & (col("k") < 2600) & (col("s") == "b")
     with rcfmt.open(path) as f:
         scan = f.scan(["k", "v"], filter=expr, use_threads=False)
@@ -192,13 +199,8 @@ def test_a_residual_the_bitmap_index_leaves_is_decided_natively(tmp_path, monkey
     rcfmt.write_table(table, path, block_rows=10_000, page_rows=1000, bitmap_indexes={"flag": "equality"},
                       bloom_filter_columns=None)
     seen = []
-    original = BlockFilter.run
-
-    def run(self, buf, base, block, rows, verify, selected=None, pages=None):
-        seen.append((tuple(sorted(self.names)), None if selected is None else len(selected)))
-        return original(self, buf, base, block, rows, verify, selected, pages)
-
-    monkeypatch.setattr(BlockFilter, "run", run)
+    _spy_on_filters(monkeypatch, lambda self, selected: seen.append((tuple(sorted(self.names)),
+                                                                     None if selected is None else len(selected))))
     expr = (col("flag") == "rare") & (col("v") < 0.5) & ~col("k").isin([3, 4, 5])
     with rcfmt.open(path) as f:
         scan = f.scan(["k", "v"], filter=expr, use_threads=False)
@@ -211,3 +213,65 @@ def test_a_residual_the_bitmap_index_leaves_is_decided_natively(tmp_path, monkey
     # the rows, then the threaded count (its blocks in any order)
     assert seen[:2] == [(("k", "v"), rare[0]), (("k", "v"), rare[1])]
     assert sorted(seen[2:]) == sorted(seen[:2])
+
+
+def _compact_table(n: int, rng) -> pa.Table:
+    nulls = rng.random(n) < 0.2
+    return pa.table({
+        "k": np.arange(n, dtype=np.int64),
+        "x": rng.random(n),
+        "i": pa.array(rng.integers(-50, 50, n), pa.int64(), mask=nulls),
+        "dec": pa.array([decimal.Decimal(int(v)).scaleb(-2) for v in rng.integers(-10**6, 10**6, n)],
+                        pa.decimal128(15, 2), mask=rng.random(n) < 0.1),
+        "b": pa.array(rng.random(n) < 0.5, mask=rng.random(n) < 0.1),
+        "s": pa.array([f"prefix-{v:05d}" for v in rng.integers(0, 40, n)], mask=rng.random(n) < 0.15),
+        "bin": pa.array([bytes([v % 7]) * int(v % 5) for v in rng.integers(0, 100, n)], pa.binary()),
+        "d": pa.array(rng.integers(0, 20000, n).astype(np.int32), pa.date32()),
+    })
+
+
+@pytest.mark.parametrize("encoding", [None, {"i": "bitpack", "dec": "bitpack", "d": "bitpack", "s": "plain"},
+                                      {"i": "plain", "dec": "plain", "d": "delta", "s": "dictionary",
+                                       "bin": "dictionary"}])
+def test_projected_filter_columns_come_compacted_from_the_native_call(tmp_path, monkeypatch, encoding):
+    """A filter every leaf of which the executor decides: the rows it selects are picked
+    in the same native call, and the projected filter columns are returned at those rows
+    only (values, NULLs -- is_null keeps them --, bools packed after, BITPACK decimals
+    widened after, strings and binary moved, dictionary codes), over every row of a block
+    and over the candidates the page index leaves: equal to the oracle's rows, with no
+    gather in Python."""
+    from rcfmt.scan import scanner
+
+    n = 6000
+    table = _compact_table(n, np.random.default_rng(11))
+    path = tmp_path / "t.rcfmt"
+    rcfmt.write_table(table, path, block_rows=2500, page_rows=300, encoding=encoding, bloom_filter_columns=None)
+    monkeypatch.setattr(scanner, "gather_data", lambda *a: pytest.fail("gathered in Python"))
+    picks = []
+    original = BlockFilter.select
+
+    def select(self, *args, **kwargs):
+        got = original(self, *args, **kwargs)
+        picks.append(got[0])
+        return got
+
+    monkeypatch.setattr(BlockFilter, "select", select)
+    filters = [(col("k") >= 300) & (col("k") < 2100) & (col("x") < 0.5),  # page-index candidates
+               (col("x") > 0.3) & (col("i") != 3),
+               col("s").is_null() & (col("x") < 0.8),
+               col("i").is_null(),  # (nulls kept: the validity of what is returned is all null)
+               col("dec").is_valid() & (col("dec") > decimal.Decimal("-2000.00")) & col("b").is_valid(),
+               (col("s") >= "prefix-00020") & ~col("bin").isin([b"", b"\x01"]) & (col("d") < 15000),
+               col("i").is_null() & (col("i") > 0) & (col("s") == "prefix-00001")]  # (no row: the short cut)
+    for expr in filters:
+        for columns in (None, ["s", "i", "k"], ["x"]):
+            picks.clear()
+            expected = filter_table(table, expr)
+            with rcfmt.open(path) as f:
+                got = f.scan(columns, filter=expr, use_threads=False).read()
+            want = expected if columns is None else expected.select(columns)
+            assert got.equals(want), (expr, columns)
+            assert picks, expr  # the native call picked the rows
+            for rows, starts, ends in picks:  # the runs are those of the rows
+                assert np.array_equal(np.concatenate([np.arange(a, b) for a, b in zip(starts, ends)] or [[]]),
+                                      rows)
