@@ -4,6 +4,7 @@ Python-codec fallback, page runs against an independent header parser, and selec
 block executor."""
 from __future__ import annotations
 
+import decimal
 import struct
 import tempfile
 import zlib
@@ -364,6 +365,54 @@ def test_selected_rows_of_bitpack_pages_decode_like_the_whole_run(tmp_path, valu
             pages = np.unique(np.searchsorted(index.first, wanted, side="right") - 1)
             got = executor.run(buf, 0, 0, 30_000, True, selected=wanted, pages=[index.table(pages)])[0][0]
             assert got.equals(expected)
+
+
+def _bitpack_cases():
+    rng = np.random.default_rng(9)
+    n = 5000
+    yield "int8 full width", pa.array(rng.integers(-128, 128, n).astype(np.int8))
+    yield "uint16", pa.array(rng.integers(0, 2**16, n).astype(np.uint16))
+    yield "int32 w=3", pa.array(rng.integers(100, 108, n).astype(np.int32))
+    yield "uint32 full width", pa.array(rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32))
+    yield "int64 full width", pa.array(rng.integers(-2**63, 2**63 - 1, n, dtype=np.int64))
+    yield "uint64 w=61", pa.array(rng.integers(0, 2**61, n, dtype=np.uint64) + np.uint64(2**62))
+    yield "int64 w=0", pa.array(np.full(n, -7, np.int64))
+    yield "date32", pa.array(rng.integers(0, 20000, n).astype(np.int32), pa.date32())
+    yield "timestamp", pa.array(rng.integers(0, 2**40, n), pa.timestamp("us", "UTC"))
+    yield "decimal in its range", pa.array(rng.integers(-10**6, 10**6, n).astype(np.int32)).cast(pa.decimal128(12, 2))
+    # values up to the precision's limit (9999) at 10 bits from 9000: the page's range does not prove
+    # them within it
+    yield "decimal near its limit", pa.array([decimal.Decimal(int(v)) for v in rng.integers(9000, 10000, n)],
+                                             pa.decimal128(4, 0))
+    yield "with nulls", pa.array([None if i % 5 == 0 else int(v) for i, v in enumerate(rng.integers(0, 99, n))],
+                                 pa.int16())
+
+
+@pytest.mark.parametrize("case", list(_bitpack_cases()), ids=lambda c: c[0])
+def test_few_rows_of_a_bitpack_page_are_read_where_they_are_packed(tmp_path, case):
+    """Fewer than one row in eight of a BITPACK page wanted: each is read from its lane,
+    row, word and bit (a value straddling two words included), every width from 0 to
+    the type's, signed and unsigned, dates, timestamps, decimals (their low words; a
+    page whose range does not prove its values within their precision is decoded whole
+    and checked): the values a whole decode gives at those rows."""
+    from rcfmt.scan import block_exec
+
+    _, values = case
+    n = len(values)
+    path = tmp_path / "t.rcfmt"
+    rcfmt.write_table(pa.table({"c": values}), path, block_rows=n, page_rows=2048, encoding="bitpack",
+                      compression="none")
+    rng = np.random.default_rng(4)
+    buf = np.frombuffer(path.read_bytes(), np.uint8)
+    with rcfmt.open(path) as f:
+        assert f.footer.chunks[0][0]["encoding"] == 3  # BITPACK
+        whole = f.read_column_chunk(0, 0)
+        executor = block_exec.BlockColumns(f, [0], set())
+        lane_edges = [0, 1, 15, 16, 17, 63, 64, 1023, 1024, 1025, 2047, 2048, 4095, 4096, n - 1]
+        for wanted in [np.array(lane_edges, np.int64), np.unique(rng.integers(0, n, 40)).astype(np.int64),
+                       np.arange(0, n, 97, dtype=np.int64), np.array([n - 1], np.int64)]:
+            got = executor.run(buf, 0, 0, n, True, selected=wanted)[0][0]
+            assert got.equals(whole.take(pa.array(wanted))), wanted[:5]
 
 
 def test_selected_bitpack_rows_refuse_forged_pages_and_decimals_past_their_precision(tmp_path):

@@ -42,7 +42,7 @@ import numpy as np
 
 cimport numpy as cnp
 
-from rcfmt._native.pages cimport Failure, _bodies, _headers, _page_offsets, _page_values
+from rcfmt._native.pages cimport Failure, _bitpack_gather, _bodies, _headers, _page_offsets, _page_values
 from rcfmt._native.select cimport DT_I64, bits_into, member_into, range_into
 from rcfmt._native.validate cimport decimal_row, utf8_row32, utf8_row64
 
@@ -149,6 +149,9 @@ cdef enum:
     ENC_ALP_SPLIT = 8
 
 cdef int64_t MAX_PAGE_ROWS = 1 << 20
+#: a BITPACK page of whose rows fewer than one in this many are wanted has them read
+#: where they are packed (a few shifts each) instead of unpacking the page first
+cdef int64_t GATHER_SPARSE = 8
 cdef int64_t I32_MAX = 0x7FFFFFFF
 
 if (_pages.MODE_PLAIN, _pages.MODE_BITPACK, _pages.MODE_BITPACK_DECIMAL, _pages.MODE_DELTA, _pages.MODE_CODES,
@@ -614,6 +617,10 @@ cdef struct Col:
     # values first (bools packed into bits, BITPACK decimals widened) waits for that
     bint defer
     bint widen              # deferred: BITPACK decimals still int64 low words
+    # (then) a column decoded at the rows the mask picked: its arena, malloc'ed once
+    # they are known, owned from here on
+    uint8_t* own
+    int64_t own_size
 
 
 cdef inline int _fail(Col* col, int status, int64_t page) noexcept nogil:
@@ -667,9 +674,27 @@ cdef void _free_outputs(Col* col) noexcept nogil:
     free(col.data)
     free(col.ddata)
     free(col.doffs)
+    free(col.own)
     col.data = NULL
     col.ddata = NULL
     col.doffs = NULL
+    col.own = NULL
+
+
+cdef inline int64_t _values_bytes(const int64_t* s, bint keep, bint discard, int64_t rows) noexcept nogil:
+    """Bytes of a column's values (kept codes, offsets) for ``rows`` rows in its arena."""
+    if discard:
+        return 0
+    if keep:
+        return 4 * rows
+    if s[S_KIND] == KIND_VARBINARY:
+        return (rows + 1) * (8 if s[S_LARGE] else 4)
+    return rows * s[S_WIDTH]
+
+
+cdef inline int64_t _arena_bytes(int64_t vbytes, int64_t rows) noexcept nogil:
+    """An arena's size: the values, then the validity, each 64-byte aligned, + alignment slack."""
+    return _round64(vbytes + 8) + _round64((rows + 7) // 8 + 8) + 64
 
 
 cdef int _dictionary(const uint8_t* buf, Py_ssize_t size, int64_t at, Col* col, bint verify,
@@ -1154,6 +1179,7 @@ cdef int _column(const uint8_t* buf, Py_ssize_t size, int64_t base, Col* col, in
     cdef int64_t out_rows = col.nsel if selected else rows
     cdef Py_ssize_t cursor = 0, j0, j1
     cdef bint whole
+    cdef int got
     memset(&f, 0, sizeof(Failure))
     if by_value and kind == KIND_BOOL:
         return _fail(col, ST_UNSUPPORTED, -1)
@@ -1314,6 +1340,14 @@ cdef int _column(const uint8_t* buf, Py_ssize_t size, int64_t base, Col* col, in
             if j1 == j0:
                 continue
             whole = j1 - j0 == t[k, P_ROWS]  # every row of the page wanted: decoded in place
+            if (mode == MODE_BITPACK or mode == MODE_BITPACK_DECIMAL) and (j1 - j0) * GATHER_SPARSE < t[k, P_ROWS]:
+                # few rows of the page: each read where it is packed, the others left packed
+                got = _bitpack_gather(mode, _body(buf, col.arena, t, k, aligned), t[k, P_LEN], t[k, P_ROWS],
+                                      itemsize, signed, decimal_lim, col.sel, j0, j1, t[k, P_FIRST], col.values)
+                if got == 1:
+                    return _fail(col, ST_VALUES, k)
+                if got == 0:
+                    continue
             if _page_values(mode, _body(buf, col.arena, t, k, aligned), t[k, P_LEN], t[k, P_ROWS], itemsize, signed,
                             0, decimal_lim, col.values + j0 * out_size if whole else col.pagebuf, col.scratch):
                 return _fail(col, ST_VALUES, k)
@@ -1346,6 +1380,26 @@ cdef int _column(const uint8_t* buf, Py_ssize_t size, int64_t base, Col* col, in
     elif s[S_DECIMAL] and decimal_row(<const uint64_t*>col.values, out_rows, <int>s[S_PRECISION]) >= 0:
         return _fail(col, ST_INVALID, -1)
     return 0
+
+
+cdef int _then_column(const uint8_t* buf, Py_ssize_t size, int64_t base, Col* col, int64_t rows, bint verify,
+                      int64_t[:, ::1] t, const int64_t* picked_rows, int64_t picked, int64_t* r) except -1 nogil:
+    """A column decoded after the filter, at the ``picked`` rows it selected, into an
+    arena made for them (``r``: its results row, where the values and validity lie)."""
+    cdef int64_t vbytes = _values_bytes(col.s, col.keep_codes, col.discard, picked)
+    cdef int64_t shift
+    col.own_size = _arena_bytes(vbytes, picked)
+    col.own = <uint8_t*>malloc(col.own_size)
+    if col.own == NULL:
+        return _fail(col, ST_MEMORY, -1)
+    shift = (-<int64_t>(<uintptr_t>col.own)) & 63
+    r[R_VALUES] = shift
+    r[R_VALID] = shift + _round64(vbytes + 8)
+    col.values = col.own + shift
+    col.valid = col.own + r[R_VALID]
+    col.sel = picked_rows
+    col.nsel = picked
+    return _column(buf, size, base, col, rows, verify, t, NULL, NULL, False)
 
 
 # ------------------------------------------------------------------ the block
@@ -1386,7 +1440,7 @@ cdef _int64s(int64_t* ptr, int64_t n):
 
 def run_block(buf, int64_t base, const int64_t[:, ::1] spec, const int64_t[:, ::1] chunks, int64_t rows,
               bint verify, filters=None, uint8_t[::1] mask=None, bint short_circuit=False,
-              const int64_t[::1] selected=None, pages=None, compact=None):
+              const int64_t[::1] selected=None, pages=None, compact=None, Py_ssize_t then=0):
     """Decode every column of one block (its rows, or the ``selected`` ones), in one
     GIL-free pass.
 
@@ -1425,7 +1479,12 @@ def run_block(buf, int64_t base, const int64_t[:, ::1] spec, const int64_t[:, ::
     column is decoded (the AND of all the filters), and the flagged columns are returned
     at the rows it selects only, one after another (their ``R_NULLS`` counted there);
     the others as above. A fifth item is then returned: ``(rows, starts, ends)``, the
-    selected rows of the block (int64, in order) and their runs ``[starts, ends)``."""
+    selected rows of the block (int64, in order) and their runs ``[starts, ends)``.
+
+    ``then`` (with ``compact``): the last ``then`` columns take no part in the filter
+    (their ``filters`` entries None): they are decoded after it, at the rows it picked
+    (their whole chunks in ``buf``; ST_SKIPPED when it picked none), into arenas sized
+    for those rows -- the filter and the projection of a block in one call."""
     cdef const uint8_t[::1] view = memoryview(buf).cast("B") if not isinstance(buf, np.ndarray) else buf
     cdef Py_ssize_t size = view.shape[0]
     cdef const uint8_t* p = &view[0] if size else _EMPTY
@@ -1450,73 +1509,101 @@ def run_block(buf, int64_t base, const int64_t[:, ::1] spec, const int64_t[:, ::
     cdef const int64_t[:, ::1] listed
     if pages is not None and (selected is None or len(pages) != ncols):
         raise ValueError("pages need the selected rows and one entry per column")
+    if then < 0 or then > ncols or (then and (compact is None or pages is not None)):
+        raise ValueError("then needs compact, no pages, and at most one column per column")
+    cdef Py_ssize_t first_then = ncols - then
     cdef cnp.ndarray results = np.zeros((ncols, R_COLS), np.int64)
     cdef int64_t[:, ::1] r = results
+    cdef int64_t shared = 0, at
     arenas = [None] * ncols
     for i in range(ncols):
         discard = spec[i, S_DISCARD] != 0 and chunks[i, C_DICT_LENGTH] > 0
         keep = spec[i, S_CODES] != 0 and chunks[i, C_DICT_LENGTH] > 0 and not discard
-        width = spec[i, S_WIDTH]
-        if discard:
-            vbytes = 0
-        elif keep:
-            vbytes = 4 * out_rows
-        elif spec[i, S_KIND] == KIND_VARBINARY:
-            vbytes = (out_rows + 1) * (8 if spec[i, S_LARGE] else 4)
-        else:
-            vbytes = out_rows * width
-        arena = _memory.empty(_round64(vbytes + 8) + _round64((out_rows + 7) // 8 + 8) + 64, np.uint8)
-        arenas[i] = arena
-        shift = (-<int64_t>(<uintptr_t>cnp.PyArray_DATA(arena))) & 63
-        r[i, R_VALUES] = shift
-        r[i, R_VALID] = shift + _round64(vbytes + 8)
         r[i, R_DICT] = keep
         npages = max(chunks[i, C_PAGES], 1)
         length = max(chunks[i, C_LENGTH], 0)
         capacity = max(capacity, min(npages, length // 32 + 1))
+        if i >= first_then:  # (the later columns' arenas are made once the rows are picked)
+            continue
+        vbytes = _values_bytes(&spec[i, 0], keep, discard, out_rows)
+        if compact is not None:  # (the filter's columns, compacted or dropped after: one arena for all)
+            r[i, R_VALUES] = shared
+            r[i, R_VALID] = shared + _round64(vbytes + 8)
+            shared += _arena_bytes(vbytes, out_rows)
+            continue
+        arena = _memory.empty(_arena_bytes(vbytes, out_rows), np.uint8)
+        arenas[i] = arena
+        shift = (-<int64_t>(<uintptr_t>cnp.PyArray_DATA(arena))) & 63
+        r[i, R_VALUES] = shift
+        r[i, R_VALID] = shift + _round64(vbytes + 8)
+    if shared:  # one arena for the filter's columns, each part 64-byte aligned
+        arena = _memory.empty(shared + 64, np.uint8)
+        shift = (-<int64_t>(<uintptr_t>cnp.PyArray_DATA(arena))) & 63
+        for i in range(first_then):
+            arenas[i] = arena
+            r[i, R_VALUES] += shift
+            r[i, R_VALID] += shift
     cdef cnp.ndarray table = np.empty((capacity, P_COLS), np.int64)
     cdef int64_t[:, ::1] t = table
     cdef const Flt** flts = NULL
     cdef uint8_t* mask_p = NULL
     cdef bint anded = False, empty = False
+    cdef uint8_t* own_mask = NULL
     if filters is not None:
-        if len(filters) != ncols or mask is None or mask.shape[0] < out_rows:
+        if len(filters) != ncols or (mask is None and compact is None) or (mask is not None and
+                                                                             mask.shape[0] < out_rows):
             raise ValueError("filters need one entry per column and a mask of one byte per row")
         for i in range(ncols):
             if filters[i] is not None and not isinstance(filters[i], Filter):
                 raise TypeError("filters are Filter objects or None")
-        mask_p = &mask[0] if out_rows else _EMPTY
+        if mask is None:  # (compact: the rows it picks are the answer, the mask a scratch of its own)
+            own_mask = <uint8_t*>malloc(out_rows + 8)
+            if own_mask == NULL:
+                raise MemoryError()
+            mask_p = own_mask
+        else:
+            mask_p = &mask[0] if out_rows else _EMPTY
     flts = <const Flt**>malloc(max(ncols, 1) * sizeof(Flt*))
     if flts == NULL:
+        free(own_mask)
         raise MemoryError()
     for i in range(ncols):
         flts[i] = &(<Filter>filters[i]).f if filters is not None and filters[i] is not None else NULL
     cdef bint compacting = compact is not None
     if compacting and (filters is None or len(compact) != ncols):
         free(flts)
+        free(own_mask)
         raise ValueError("compact needs filters and one flag per column")
+    for i in range(first_then, ncols):
+        if flts[i] != NULL:
+            free(flts)
+            free(own_mask)
+            raise ValueError("the columns decoded after the filter take no part in it")
     cdef Col* cols = <Col*>malloc(max(ncols, 1) * sizeof(Col))
     if cols == NULL:
         free(flts)
+        free(own_mask)
         raise MemoryError()
     memset(cols, 0, max(ncols, 1) * sizeof(Col))
     for i in range(ncols):
-        a = <uint8_t*>cnp.PyArray_DATA(<cnp.ndarray>arenas[i])
+        if i < first_then:
+            a = <uint8_t*>cnp.PyArray_DATA(<cnp.ndarray>arenas[i])
+            cols[i].values = a + r[i, R_VALUES]
+            cols[i].valid = a + r[i, R_VALID]
         cols[i].s = &spec[i, 0]
         cols[i].c = &chunks[i, 0]
-        cols[i].values = a + r[i, R_VALUES]
-        cols[i].valid = a + r[i, R_VALID]
         cols[i].keep_codes = r[i, R_DICT] != 0
         cols[i].discard = spec[i, S_DISCARD] != 0 and chunks[i, C_DICT_LENGTH] > 0
         cols[i].page = -1
         cols[i].sel = sel
         cols[i].nsel = out_rows
-        cols[i].defer = compacting and bool(compact[i])
+        cols[i].defer = compacting and bool(compact[i]) and i < first_then
         if pages is not None and pages[i] is not None:
             listed = pages[i]
             if listed.shape[0] != 4:
                 free(cols)
                 free(flts)
+                free(own_mask)
                 raise ValueError("each column's pages are a (4, n) int64 array")
             cols[i].plist = &listed[0, 0] if listed.shape[1] else <const int64_t*>_EMPTY
             cols[i].npl = listed.shape[1]
@@ -1532,7 +1619,7 @@ def run_block(buf, int64_t base, const int64_t[:, ::1] spec, const int64_t[:, ::
     try:
         try:
             with nogil:
-                for i in range(ncols):
+                for i in range(first_then):
                     reached = i
                     if empty:
                         cols[i].status = ST_SKIPPED
@@ -1542,16 +1629,24 @@ def run_block(buf, int64_t base, const int64_t[:, ::1] spec, const int64_t[:, ::
                         anded = True
                         empty = short_circuit and _none_set(mask_p, out_rows)
                     _free_temporaries(&cols[i])
-                reached = ncols
+                reached = first_then
                 if compacting:  # the mask is final: the flagged columns at the rows it selects
                     if not anded:  # (no filter on any column: every row)
                         memset(mask_p, 1, out_rows)
                     if _pick(mask_p, out_rows, sel, &pos, &picked_rows, &starts, &ends, &picked, &runs):
                         no_memory = True
                     else:
-                        for i in range(ncols):
+                        for i in range(first_then):
                             if cols[i].defer and cols[i].status == ST_OK and not cols[i].discard:
                                 _compact(&cols[i], pos, picked)
+                        for i in range(first_then, ncols):  # then the projection, at those rows
+                            reached = i
+                            if picked == 0:
+                                cols[i].status = ST_SKIPPED
+                                continue
+                            _then_column(p, size, base, &cols[i], rows, verify, t, picked_rows, picked, &r[i, 0])
+                            _free_temporaries(&cols[i])
+                        reached = ncols
         except Exception:  # the Python codec fallback raised: the reference decoder says it again
             for i in range(reached, ncols):
                 _free_temporaries(&cols[i])
@@ -1567,6 +1662,9 @@ def run_block(buf, int64_t base, const int64_t[:, ::1] spec, const int64_t[:, ::
             if cols[i].status != ST_OK:
                 _free_outputs(&cols[i])
                 continue
+            if cols[i].own != NULL:  # (a later column's arena, owned by its array from here on)
+                arenas[i] = np.frombuffer(_own(cols[i].own, cols[i].own_size), np.uint8)
+                cols[i].own = NULL
             r[i, R_NULLS] = cols[i].nulls
             r[i, R_DATA] = cols[i].data_len
             r[i, R_DSIZE] = cols[i].dsize
@@ -1586,6 +1684,7 @@ def run_block(buf, int64_t base, const int64_t[:, ::1] spec, const int64_t[:, ::
             _free_outputs(&cols[i])
         free(cols)
         free(flts)
+        free(own_mask)
         free(pos)
         free(picked_rows)
         free(starts)

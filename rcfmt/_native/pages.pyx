@@ -1246,6 +1246,67 @@ cdef inline int _bitpack_header(int mode, const uint8_t* body, Py_ssize_t size, 
     return 0
 
 
+cdef inline uint64_t _lane_word(const uint8_t* block, Py_ssize_t k, int T) noexcept nogil:
+    """Word ``k`` of a packed block of ``T``-bit words (little-endian, T-aligned)."""
+    if T == 64:
+        return (<const uint64_t*>block)[k]
+    if T == 32:
+        return (<const uint32_t*>block)[k]
+    if T == 16:
+        return (<const uint16_t*>block)[k]
+    return block[k]
+
+
+cdef int _bitpack_gather(int mode, const uint8_t* body, Py_ssize_t size, Py_ssize_t rows, int itemsize,
+                         bint signed, int64_t decimal_lim, const int64_t* sel, Py_ssize_t j0, Py_ssize_t j1,
+                         int64_t first, uint8_t* out) noexcept nogil:
+    """BITPACK values at page rows ``sel[j] - first`` (j in ``[j0, j1)``) into ``out[j]``,
+    each read where the packed layout keeps it (docs/FORMAT.md §7.3: lane, row, word
+    and bit found by arithmetic), the other values left packed; decimals as int64 low
+    words. The header is checked as :func:`_page_values` checks it. 0; 1 if a check
+    fails; 2 if it cannot say without every value (decimals whose page range does not
+    prove them within their precision): the caller decodes the page whole."""
+    cdef int width, T = 64 if mode == MODE_BITPACK_DECIMAL else itemsize * 8, size_out
+    cdef uint64_t ref, v, mask
+    cdef Py_ssize_t L = 1024 // T, j, i, row, k, b, bit
+    cdef const uint8_t* packed = body + 16
+    cdef const uint8_t* block
+    if _bitpack_header(mode, body, size, rows, itemsize, signed, &width, &ref):
+        return 1
+    if mode == MODE_BITPACK_DECIMAL:
+        if decimal_lim > 0:  # (every value within its precision, by the page's range alone)
+            if not (width < 61 and -decimal_lim <= <int64_t>ref <= decimal_lim
+                    and ((<int64_t>1) << width) - 1 <= decimal_lim - <int64_t>ref):
+                return 2
+        size_out = 8
+    else:
+        size_out = itemsize
+    mask = 0xFFFFFFFFFFFFFFFF if width == 64 else (((<uint64_t>1) << width) - 1)
+    for j in range(j0, j1):
+        i = sel[j] - first
+        if width == 0:
+            v = ref
+        else:
+            block = packed + (i >> 10) * 128 * width
+            row = (i & 1023) // L
+            b = row * width
+            k = (b // T) * L + (i & 1023) % L
+            bit = b % T
+            v = _lane_word(block, k, T) >> bit
+            if bit + width > T:  # (the value's high bits: the lane's next word)
+                v |= _lane_word(block, k + L, T) << (T - bit)
+            v = (v & mask) + ref
+        if size_out == 8:
+            (<uint64_t*>out)[j] = v
+        elif size_out == 4:
+            (<uint32_t*>out)[j] = <uint32_t>v
+        elif size_out == 2:
+            (<uint16_t*>out)[j] = <uint16_t>v
+        else:
+            out[j] = <uint8_t>v
+    return 0
+
+
 cdef int _page_values(int mode, const uint8_t* body, Py_ssize_t size, Py_ssize_t rows, int itemsize,
                       bint signed, uint32_t limit, int64_t decimal_lim, uint8_t* out,
                       uint64_t* scratch) noexcept nogil:

@@ -66,7 +66,7 @@ class BlockColumns:
     (a dictionary chunk then returns no values: :meth:`run` is told it is ``unused``)."""
 
     def __init__(self, file, cols: list[int], dictionary_ids, gap: int = 0, filters: list | None = None,
-                 discard: list | None = None):
+                 discard: list | None = None, then: int = 0):
         footer = file.footer
         self.file = file
         self.cols = list(cols)
@@ -74,6 +74,10 @@ class BlockColumns:
         #: into :meth:`run`'s mask; filtered columns keep their dictionary codes (so are
         #: handed over in storage form, for :func:`~rcfmt.scan.evaluate.eval_nnf`)
         self.filters = None if filters is None else [None if f is None else _block.Filter(f) for f in filters]
+        #: the last ``then`` columns are decoded after the filter, at the rows it picked
+        #: (:meth:`decode`); the others are the filter's, handed over in storage form
+        self.then = then
+        filtered = [filters is not None and i < len(self.cols) - then for i in range(len(self.cols))]
         self.ltypes = [footer.columns[c].type for c in self.cols]
         spec = np.zeros((len(self.cols), _block.S_COLS), np.int64)
         for i, (col, ltype) in enumerate(zip(self.cols, self.ltypes)):
@@ -85,7 +89,7 @@ class BlockColumns:
             spec[i, _block.S_PRECISION] = (ltype.precision or 0) if decimal else 0
             spec[i, _block.S_UTF8] = ltype.name == "string"
             spec[i, _block.S_LARGE] = bool(ltype.large)
-            spec[i, _block.S_CODES] = col in dictionary_ids or filters is not None
+            spec[i, _block.S_CODES] = col in dictionary_ids or filtered[i]
             spec[i, _block.S_ENCODINGS] = _encodings(ltype)
             spec[i, _block.S_DISCARD] = bool(discard and discard[i])
         self.spec = spec
@@ -98,8 +102,8 @@ class BlockColumns:
         #: the Arrow type each column is wrapped as here (None: by the scan, as the Python
         #: path does -- read_dictionary and annotated columns), and its buffer layout:
         #: bytes per value, 0 bools (bits), -4 / -8 strings/binary (offset width)
-        self.arrow_types = [None if lt.annotated or col in dictionary_ids or filters is not None else lt.to_arrow()
-                            for col, lt in zip(self.cols, self.ltypes)]
+        self.arrow_types = [None if lt.annotated or col in dictionary_ids or f else lt.to_arrow()
+                            for col, lt, f in zip(self.cols, self.ltypes, filtered)]
         self.widths = [(-8 if lt.large else -4) if lt.kind == PhysicalKind.VARBINARY else
                        (0 if lt.kind == PhysicalKind.BOOL else lt.width) for lt in self.ltypes]
 
@@ -157,13 +161,14 @@ class BlockColumns:
                                    pages=pages)
         else:
             got = _block.run_block(buf, base, self.spec, self.chunks[block], rows, verify, self.filters,
-                                   mask.view(np.uint8), True, selected, pages, compact)
+                                   None if mask is None else mask.view(np.uint8), True, selected, pages, compact,
+                                   self.then)
         out_rows = rows if selected is None else len(selected)
         arenas, results, data, dictionaries = got[:4]
         picks = got[4] if compact is not None else None
+        first_then = len(self.cols) - self.then
         pages_read = rows_read = 0
         out = []
-        vbytes = (out_rows + 7) // 8
         for i, (status, page, at, valid_at, nulls, _size, keep, dsize, pages_i, rows_i) in enumerate(results.tolist()):
             pages_read += pages_i
             rows_read += rows_i
@@ -173,40 +178,43 @@ class BlockColumns:
             if status or (unused is not None and unused[i]):
                 out.append(SKIPPED)
                 continue
+            picked = i >= first_then or (compact is not None and compact[i])
+            n = len(picks[0]) if picked else out_rows  # (compacted and later columns: at the picked rows)
             atype = self.arrow_types[i]
             if atype is not None:  # straight to Arrow
                 whole = pa.py_buffer(arenas[i])
+                vbytes = (n + 7) // 8
                 validity = whole.slice(valid_at, vbytes) if nulls else None
                 width = self.widths[i]
                 if width > 0:
-                    values = whole.slice(at, out_rows * width)
-                    out.append(pa.Array.from_buffers(atype, out_rows, [validity, values], nulls))
+                    values = whole.slice(at, n * width)
+                    out.append(pa.Array.from_buffers(atype, n, [validity, values], nulls))
                 elif width == 0:  # bools: bits
-                    out.append(pa.Array.from_buffers(atype, out_rows, [validity, whole.slice(at, vbytes)], nulls))
+                    out.append(pa.Array.from_buffers(atype, n, [validity, whole.slice(at, vbytes)], nulls))
                 else:  # strings/binary: offsets in the arena, data owned
-                    offsets = whole.slice(at, (out_rows + 1) * (8 if width == -8 else 4))
-                    out.append(pa.Array.from_buffers(atype, out_rows, [validity, offsets, pa.py_buffer(data[i])],
-                                                     nulls))
+                    offsets = whole.slice(at, (n + 1) * (8 if width == -8 else 4))
+                    out.append(pa.Array.from_buffers(atype, n, [validity, offsets, pa.py_buffer(data[i])], nulls))
                 continue
-            if compact is not None and compact[i]:  # (copied out: the arena was sized for every row decoded)
-                out.append(self._storage_form(i, arenas[i], data[i], dictionaries[i], at, valid_at, nulls, keep, dsize,
-                                              len(picks[0]), copy=True))
+            if picked and i < first_then:  # (compacted: copied out, the arena was sized for
+                out.append(self._storage_form(i, arenas[i], data[i], dictionaries[i], at, valid_at, nulls, keep,
+                                              dsize, n, copy=True))  # every row decoded)
             else:
-                out.append(self._storage_form(i, arenas[i], data[i], dictionaries[i], at, valid_at, nulls, keep, dsize,
-                                              out_rows))
+                out.append(self._storage_form(i, arenas[i], data[i], dictionaries[i], at, valid_at, nulls, keep,
+                                              dsize, n))
         return out, pages_read, rows_read, picks
 
     def _storage_form(self, i, arena, data, dictionary, at, valid_at, nulls, keep, dsize, rows, copy=False):
         """``(values, validity, codes, dictionary)`` of column ``i`` in storage form (for
         read_dictionary, annotated and filter columns: :class:`~rcfmt.scan.evaluate.ColumnData`);
         ``copy``: in memory of their own, not views of the arena (which then is freed)."""
-        if copy:
-            used = at + self._output_bytes(i, rows, keep)
+        if copy:  # (values, then validity, 8-byte aligned)
+            used = self._output_bytes(i, rows, keep)
+            vat = (used + 7) & ~7
+            own = np.empty(vat + ((rows + 7) // 8 if nulls else 0), np.uint8)
+            own[:used] = arena[at: at + used]
             if nulls:
-                arena = np.concatenate((arena[:used], arena[valid_at: valid_at + (rows + 7) // 8]))
-                valid_at = used
-            else:
-                arena = arena[:used].copy()
+                own[vat:] = arena[valid_at: valid_at + (rows + 7) // 8]
+            arena, at, valid_at = own, 0, vat
         ltype = self.ltypes[i]
         vbytes = (rows + 7) // 8
         validity = Bitmap(arena[valid_at: valid_at + vbytes], rows, nulls) if nulls else None
@@ -253,7 +261,8 @@ class BlockFilter:
     their conjuncts needs (their data is then not handed on when all are taken);
     ``leaf_count``: the filter's leaves."""
 
-    def __init__(self, file, filter_ids: dict, conjuncts: dict, mask_only: set, leaf_count: int, gap: int = 0):
+    def __init__(self, file, filter_ids: dict, conjuncts: dict, mask_only: set, leaf_count: int, gap: int = 0,
+                 then: list | None = None, dictionary_ids=()):
         self.names = list(filter_ids)
         cols = [filter_ids[n] for n in self.names]
         specs, self.ids = [], []
@@ -264,7 +273,12 @@ class BlockFilter:
         #: per column: only the mask needs it (not projected, every leaf taken natively)
         self.unused = [name in mask_only and len(ids) == len(conjuncts.get(name, ()))
                        for name, ids in zip(self.names, self.ids)]
-        self.columns = BlockColumns(file, cols, (), gap, specs, discard=self.unused)
+        #: flat projected columns decoded after the filter in the same call, at the rows it
+        #: picks (:meth:`select`; their whole chunks read with the filter's)
+        self.then = list(then or ())
+        n = len(self.then)
+        self.columns = BlockColumns(file, cols + self.then, dictionary_ids, gap, specs + [None] * n,
+                                    discard=self.unused + [False] * n, then=n)
         #: whether every leaf of the filter is in the mask (nothing left to evaluate)
         self.complete = sum(map(len, self.ids)) == leaf_count
 
@@ -294,11 +308,17 @@ class BlockFilter:
         Python between the mask and the rows it selects: ``((rows, starts, ends),
         {column: ColumnData}, (pages, rows) read)`` -- the block's selected rows (int64)
         and their runs, found in the same native call, and the filter columns ``keep``
-        (projected ones) at those rows only, compacted there (no mask to gather by)."""
-        mask = memory.empty(rows if selected is None else len(selected), bool)
-        compact = [c in keep for c in self.columns.cols]
-        got, pages, rows_read, picks = self.columns.decode(buf, base, block, rows, verify, mask, selected,
-                                                           self.unused, pages, compact)
+        (projected ones) at those rows only, compacted there (no mask to gather by) --
+        with the :attr:`then` columns, decoded at those rows after the filter (an Arrow
+        array, or storage form for read_dictionary and annotated ones, as
+        :meth:`BlockColumns.run` gives them)."""
+        nf = len(self.names)
+        compact = [c in keep for c in self.columns.cols[:nf]] + [False] * len(self.then)
+        got, pages, rows_read, picks = self.columns.decode(buf, base, block, rows, verify, None, selected,
+                                                           self.unused + [False] * len(self.then), pages, compact)
         data = {col: ColumnData(ltype, *g) for col, ltype, flag, g in zip(self.columns.cols, self.columns.ltypes,
                                                                           compact, got) if flag and g is not SKIPPED}
+        for col, ltype, g in zip(self.then, self.columns.ltypes[nf:], got[nf:]):  # (Arrow, or storage form)
+            if g is not SKIPPED:
+                data[col] = g if isinstance(g, pa.Array) else ColumnData(ltype, *g)
         return picks, data, (pages, rows_read)
