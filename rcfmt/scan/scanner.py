@@ -51,7 +51,7 @@ __all__ = ["ScanStats", "FileScan", "scan_file"]
 
 
 _INT32 = LogicalType("int32")  # dictionary indices
-_C_LENGTH = 1  # (rcfmt._native.block.C_LENGTH: a chunk record's length)
+_LENGTH = ("length",)
 
 #: a local block whose candidates a filter the executor decides wholly reads in whole
 #: chunks has its projected flat columns decoded in the same native call, at the rows it
@@ -253,26 +253,27 @@ class FileScan(BlockPruning, PagePruning, BlockFetching):
                 self._gap if self.file.remote else 0)
         return got or None
 
-    def _fused_filter(self, nnf, filter_ids: dict, rest: list) -> tuple[BlockFilter, list] | None:
+    def _fused_filter(self, nnf, filter_ids: dict, rest: list) -> list | None:
         """The :class:`BlockFilter` of ``nnf`` (a filter the executor decides wholly) with
         the projected flat columns ``rest`` decoded after it in the same native call, at
-        the rows it picks, and per block whether that is worth it (:data:`FUSED_BYTES`),
-        built once per scan; None when the scan's outputs are not all flat columns, or
-        nothing is left to project."""
+        the rows it picks, and per block whether that is worth it (:data:`FUSED_BYTES`):
+        ``[filter, worth]`` (filter None when no block is), built once per scan; None
+        when the scan's outputs are not all flat columns, or nothing is left to project."""
         if not rest or self._nested_outputs:
             return None
         key = (tuple(map(id, nnf.children if isinstance(nnf, BoundAnd) else (nnf,))), tuple(rest))
         got = self._fused_filters.get(key)
         if got is None:
-            conjuncts, mask_only = self._pushdown_whole if nnf is self.nnf else self._pushdown(nnf)
-            fused = BlockFilter(self.file, filter_ids, conjuncts, mask_only, sum(1 for _ in leaves(nnf)), 0,
-                                then=rest, dictionary_ids=self.dictionary_ids)
             # the blocks whose projected chunks are worth reading with the filter's, whole,
             # before it says which rows it keeps: at most FUSED_BYTES times its bytes
-            lengths = fused.columns.chunks[:, :, _C_LENGTH]
-            nf = len(fused.names)
-            worth = (lengths[:, nf:].sum(axis=1) <= FUSED_BYTES * lengths[:, :nf].sum(axis=1)).tolist()
-            got = self._fused_filters[key] = (fused, worth)  # (built alike by racing threads)
+            lengths = self.file.footer.chunk_fields(_LENGTH)[:, :, 0]
+            worth = (lengths[:, rest].sum(axis=1)
+                     <= FUSED_BYTES * lengths[:, list(filter_ids.values())].sum(axis=1)).tolist()
+            got = self._fused_filters[key] = [None, worth]  # (the filter made when a block is worth it)
+        if got[0] is None and any(got[1]):
+            conjuncts, mask_only = self._pushdown_whole if nnf is self.nnf else self._pushdown(nnf)
+            got[0] = BlockFilter(self.file, filter_ids, conjuncts, mask_only, sum(1 for _ in leaves(nnf)), 0,
+                                 then=rest, dictionary_ids=self.dictionary_ids)  # (built alike by racing threads)
         return got
 
     def _native_filter(self, block_filter: BlockFilter, block: int, candidates: Selection, cache: dict,
