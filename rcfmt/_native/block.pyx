@@ -617,6 +617,8 @@ cdef struct Col:
     # values first (bools packed into bits, BITPACK decimals widened) waits for that
     bint defer
     bint widen              # deferred: BITPACK decimals still int64 low words
+    bint as_values          # (compact) a dictionary chunk's values gathered, not its codes
+    uint32_t* kept          # deferred: a dictionary chunk's codes at every row decoded
     # (then) a column decoded at the rows the mask picked: its arena, malloc'ed once
     # they are known, owned from here on
     uint8_t* own
@@ -675,10 +677,12 @@ cdef void _free_outputs(Col* col) noexcept nogil:
     free(col.ddata)
     free(col.doffs)
     free(col.own)
+    free(col.kept)
     col.data = NULL
     col.ddata = NULL
     col.doffs = NULL
     col.own = NULL
+    col.kept = NULL
 
 
 cdef inline int64_t _values_bytes(const int64_t* s, bint keep, bint discard, int64_t rows) noexcept nogil:
@@ -1023,10 +1027,74 @@ cdef void _gather_in_place(uint8_t* v, const int64_t* pos, int64_t n, int size) 
                 memcpy(v + j * size, v + pos[j] * size, size)
 
 
-cdef int _compact(Col* col, const int64_t* pos, int64_t n) noexcept nogil:
+cdef int _dictionary_values(Col* col, const int64_t* pos, int64_t n, int64_t* r) noexcept nogil:
+    """A deferred dictionary chunk's values at positions ``pos`` of the rows it was
+    decoded at, gathered from its dictionary by their codes into an arena made for them
+    (``r``: the column's results row; its validity, compacted already, copied along); the
+    dictionary is then dropped and the column is plain. 0, or a status."""
+    cdef const uint32_t* codes = col.kept
+    cdef const uint32_t* off = <const uint32_t*>col.doffs
+    cdef bint wide = col.s[S_LARGE] != 0, varbinary = col.s[S_KIND] == KIND_VARBINARY
+    cdef int width = <int>col.s[S_WIDTH]
+    cdef int64_t vbytes = (n + 1) * (8 if wide else 4) if varbinary else n * width
+    cdef int64_t j, total = 0, p = 0, m, shift
+    cdef uint32_t code
+    cdef uint32_t* picked
+    col.own_size = _arena_bytes(vbytes, n)
+    col.own = <uint8_t*>malloc(col.own_size)
+    if col.own == NULL:
+        return _fail(col, ST_MEMORY, -1)
+    shift = (-<int64_t>(<uintptr_t>col.own)) & 63
+    r[R_VALUES] = shift
+    r[R_VALID] = shift + _round64(vbytes + 8)
+    if col.nulls:
+        memcpy(col.own + r[R_VALID], col.valid, (n + 7) // 8)
+    col.values = col.own + shift
+    col.valid = col.own + r[R_VALID]
+    if varbinary:  # (a null row's code is 0, a valid entry's: its bytes count, as a whole decode's do)
+        for j in range(n):
+            code = codes[pos[j]]
+            total += off[code + 1] - off[code]
+        if not wide and total > I32_MAX:
+            return _fail(col, ST_TOO_BIG, -1)
+        free(col.data)
+        col.data = <uint8_t*>malloc(total + 1)
+        if col.data == NULL:
+            return _fail(col, ST_MEMORY, -1)
+        _first_offset(col, wide)
+        for j in range(n):
+            code = codes[pos[j]]
+            m = off[code + 1] - off[code]
+            if m:
+                memcpy(col.data + p, col.ddata + off[code], m)
+            p += m
+            if wide:
+                (<int64_t*>col.values)[j + 1] = p
+            else:
+                (<int32_t*>col.values)[j + 1] = <int32_t>p
+        col.data_len = p
+    else:  # (the codes of the rows kept, then the values by them)
+        picked = <uint32_t*>malloc(4 * n + 4)
+        if picked == NULL:
+            return _fail(col, ST_MEMORY, -1)
+        for j in range(n):
+            picked[j] = codes[pos[j]]
+        _gather_fixed(col.ddata, picked, n, width, col.values)
+        free(picked)
+    free(col.ddata)
+    free(col.doffs)
+    col.ddata = col.doffs = NULL
+    col.ddata_len = 0
+    col.keep_codes = False
+    r[R_DICT] = 0
+    return 0
+
+
+cdef int _compact(Col* col, const int64_t* pos, int64_t n, int64_t* r) noexcept nogil:
     """A decoded column's outputs at positions ``pos`` (``n``, increasing) of the rows it
     was decoded at, in place, and then what :func:`_column` deferred (bools packed,
-    BITPACK decimals widened). 0, or a status."""
+    BITPACK decimals widened); a dictionary chunk's codes, or (``as_values``) its values
+    (``r``: its results row). 0, or a status."""
     cdef int64_t j, a, b, p = 0
     cdef uint8_t* bits
     cdef uint8_t* shrunk
@@ -1039,8 +1107,11 @@ cdef int _compact(Col* col, const int64_t* pos, int64_t n) noexcept nogil:
         col.nulls = _gather_validity(col.valid, pos, n, bits)
         memcpy(col.valid, bits, (n + 7) // 8)
         free(bits)
+    if col.keep_codes and col.as_values:
+        return _dictionary_values(col, pos, n, r)
     if col.keep_codes:
-        _gather_in_place(col.values, pos, n, 4)
+        for j in range(n):
+            (<uint32_t*>col.values)[j] = col.kept[pos[j]]
     elif col.s[S_KIND] == KIND_VARBINARY:  # the strings moved forward, new offsets
         wide = col.s[S_LARGE] != 0
         offsets = <int64_t*>malloc(8 * (n + 1))
@@ -1281,7 +1352,11 @@ cdef int _column(const uint8_t* buf, Py_ssize_t size, int64_t base, Col* col, in
         if col.discard:  # (its filter has its answer)
             return 0
         if col.keep_codes:  # the codes, and the dictionary handed over as it is
-            memcpy(col.values, col.codes, 4 * out_rows)
+            if col.defer:  # (compacted later: from the codes of every row, kept till then)
+                col.kept = col.codes
+                col.codes = NULL
+            else:
+                memcpy(col.values, col.codes, 4 * out_rows)
             if kind == KIND_VARBINARY:
                 col.doffs = <uint8_t*>col.dlocal
                 col.dlocal = NULL
@@ -1478,7 +1553,8 @@ def run_block(buf, int64_t base, const int64_t[:, ::1] spec, const int64_t[:, ::
     ``compact`` (with ``filters``: one flag per column): the mask is final once every
     column is decoded (the AND of all the filters), and the flagged columns are returned
     at the rows it selects only, one after another (their ``R_NULLS`` counted there);
-    the others as above. A fifth item is then returned: ``(rows, starts, ends)``, the
+    the others as above. Flag 2: a dictionary chunk of the column is returned as its
+    values there (``R_DICT`` 0), not as codes and its dictionary. A fifth item is then returned: ``(rows, starts, ends)``, the
     selected rows of the block (int64, in order) and their runs ``[starts, ends)``.
 
     ``then`` (with ``compact``): the last ``then`` columns take no part in the filter
@@ -1598,6 +1674,7 @@ def run_block(buf, int64_t base, const int64_t[:, ::1] spec, const int64_t[:, ::
         cols[i].sel = sel
         cols[i].nsel = out_rows
         cols[i].defer = compacting and bool(compact[i]) and i < first_then
+        cols[i].as_values = cols[i].defer and compact[i] == 2
         if pages is not None and pages[i] is not None:
             listed = pages[i]
             if listed.shape[0] != 4:
@@ -1638,7 +1715,7 @@ def run_block(buf, int64_t base, const int64_t[:, ::1] spec, const int64_t[:, ::
                     else:
                         for i in range(first_then):
                             if cols[i].defer and cols[i].status == ST_OK and not cols[i].discard:
-                                _compact(&cols[i], pos, picked)
+                                _compact(&cols[i], pos, picked, &r[i, 0])
                         for i in range(first_then, ncols):  # then the projection, at those rows
                             reached = i
                             if picked == 0:

@@ -276,6 +276,7 @@ class BlockFilter:
         #: flat projected columns decoded after the filter in the same call, at the rows it
         #: picks (:meth:`select`; their whole chunks read with the filter's)
         self.then = list(then or ())
+        self.dictionary_ids = frozenset(dictionary_ids)
         n = len(self.then)
         self.columns = BlockColumns(file, cols + self.then, dictionary_ids, gap, specs + [None] * n,
                                     discard=self.unused + [False] * n, then=n)
@@ -313,7 +314,9 @@ class BlockFilter:
         array, or storage form for read_dictionary and annotated ones, as
         :meth:`BlockColumns.run` gives them)."""
         nf = len(self.names)
-        compact = [c in keep for c in self.columns.cols[:nf]] + [False] * len(self.then)
+        # (2: a dictionary chunk's values gathered natively, unless read_dictionary wants its codes)
+        compact = [(1 if c in self.dictionary_ids else 2) if c in keep else 0
+                   for c in self.columns.cols[:nf]] + [0] * len(self.then)
         got, pages, rows_read, picks = self.columns.decode(buf, base, block, rows, verify, None, selected,
                                                            self.unused + [False] * len(self.then), pages, compact)
         data = {col: ColumnData(ltype, *g) for col, ltype, flag, g in zip(self.columns.cols, self.columns.ltypes,

@@ -250,7 +250,7 @@ class FileScan(BlockPruning, PagePruning, BlockFetching):
             conjuncts, mask_only = self._pushdown_whole if nnf is self.nnf else self._pushdown(nnf)
             got = self._block_filters[key] = False if not filter_ids else BlockFilter(
                 self.file, filter_ids, conjuncts, mask_only, sum(1 for _ in leaves(nnf)),
-                self._gap if self.file.remote else 0)
+                self._gap if self.file.remote else 0, dictionary_ids=self.dictionary_ids)
         return got or None
 
     def _fused_filter(self, nnf, filter_ids: dict, rest: list) -> list | None:

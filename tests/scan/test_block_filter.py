@@ -232,14 +232,16 @@ def _compact_table(n: int, rng) -> pa.Table:
 
 @pytest.mark.parametrize("encoding", [None, {"i": "bitpack", "dec": "bitpack", "d": "bitpack", "s": "plain"},
                                       {"i": "plain", "dec": "plain", "d": "delta", "s": "dictionary",
-                                       "bin": "dictionary"}])
+                                       "bin": "dictionary"},
+                                      {"i": "dictionary", "dec": "dictionary", "d": "dictionary", "s": "plain"}])
 def test_projected_filter_columns_come_compacted_from_the_native_call(tmp_path, monkeypatch, encoding):
     """A filter every leaf of which the executor decides: the rows it selects are picked
     in the same native call, and the projected filter columns are returned at those rows
     only (values, NULLs -- is_null keeps them --, bools packed after, BITPACK decimals
-    widened after, strings and binary moved, dictionary codes), over every row of a block
-    and over the candidates the page index leaves: equal to the oracle's rows, with no
-    gather in Python."""
+    widened after, strings and binary moved, dictionary chunks as their values -- or as
+    codes with the dictionary, for read_dictionary), over every row of a block and over
+    the candidates the page index leaves: equal to the oracle's rows, with no gather in
+    Python."""
     from rcfmt.scan import scanner
 
     n = 6000
@@ -275,3 +277,9 @@ def test_projected_filter_columns_come_compacted_from_the_native_call(tmp_path, 
             for rows, starts, ends in picks:  # the runs are those of the rows
                 assert np.array_equal(np.concatenate([np.arange(a, b) for a, b in zip(starts, ends)] or [[]]),
                                       rows)
+        # read_dictionary: the filter's dictionary chunks come compacted as codes, the dictionary kept
+        with rcfmt.open(path) as f:
+            got = f.scan(["s", "i", "bin"], filter=expr, read_dictionary=["s", "i"], use_threads=False).read()
+        assert got.schema.field("s").type == pa.dictionary(pa.int32(), pa.string())
+        assert got.schema.field("i").type == pa.dictionary(pa.int32(), pa.int64())
+        assert got.cast(expected.select(["s", "i", "bin"]).schema).equals(expected.select(["s", "i", "bin"])), expr
