@@ -1027,6 +1027,24 @@ cdef void _gather_in_place(uint8_t* v, const int64_t* pos, int64_t n, int size) 
                 memcpy(v + j * size, v + pos[j] * size, size)
 
 
+cdef int _own_arena(Col* col, int64_t vbytes, int64_t rows, int64_t* r) noexcept nogil:
+    """An arena of the column's own for ``rows`` rows (``vbytes`` of values, then the
+    validity, each 64-byte aligned), owned by it from here on (``col.own``); its values
+    and validity pointed there and their places written in ``r``, its results row.
+    0, or a status."""
+    cdef int64_t shift
+    col.own_size = _arena_bytes(vbytes, rows)
+    col.own = <uint8_t*>malloc(col.own_size)
+    if col.own == NULL:
+        return _fail(col, ST_MEMORY, -1)
+    shift = (-<int64_t>(<uintptr_t>col.own)) & 63
+    r[R_VALUES] = shift
+    r[R_VALID] = shift + _round64(vbytes + 8)
+    col.values = col.own + shift
+    col.valid = col.own + r[R_VALID]
+    return 0
+
+
 cdef int _dictionary_values(Col* col, const int64_t* pos, int64_t n, int64_t* r) noexcept nogil:
     """A deferred dictionary chunk's values at positions ``pos`` of the rows it was
     decoded at, gathered from its dictionary by their codes into an arena made for them
@@ -1037,20 +1055,14 @@ cdef int _dictionary_values(Col* col, const int64_t* pos, int64_t n, int64_t* r)
     cdef bint wide = col.s[S_LARGE] != 0, varbinary = col.s[S_KIND] == KIND_VARBINARY
     cdef int width = <int>col.s[S_WIDTH]
     cdef int64_t vbytes = (n + 1) * (8 if wide else 4) if varbinary else n * width
-    cdef int64_t j, total = 0, p = 0, m, shift
+    cdef int64_t j, total = 0, p = 0, m
     cdef uint32_t code
     cdef uint32_t* picked
-    col.own_size = _arena_bytes(vbytes, n)
-    col.own = <uint8_t*>malloc(col.own_size)
-    if col.own == NULL:
-        return _fail(col, ST_MEMORY, -1)
-    shift = (-<int64_t>(<uintptr_t>col.own)) & 63
-    r[R_VALUES] = shift
-    r[R_VALID] = shift + _round64(vbytes + 8)
+    cdef const uint8_t* valid = col.valid
+    if _own_arena(col, vbytes, n, r):
+        return col.status
     if col.nulls:
-        memcpy(col.own + r[R_VALID], col.valid, (n + 7) // 8)
-    col.values = col.own + shift
-    col.valid = col.own + r[R_VALID]
+        memcpy(col.valid, valid, (n + 7) // 8)
     if varbinary:  # (a null row's code is 0, a valid entry's: its bytes count, as a whole decode's do)
         for j in range(n):
             code = codes[pos[j]]
@@ -1461,17 +1473,8 @@ cdef int _then_column(const uint8_t* buf, Py_ssize_t size, int64_t base, Col* co
                       int64_t[:, ::1] t, const int64_t* picked_rows, int64_t picked, int64_t* r) except -1 nogil:
     """A column decoded after the filter, at the ``picked`` rows it selected, into an
     arena made for them (``r``: its results row, where the values and validity lie)."""
-    cdef int64_t vbytes = _values_bytes(col.s, col.keep_codes, col.discard, picked)
-    cdef int64_t shift
-    col.own_size = _arena_bytes(vbytes, picked)
-    col.own = <uint8_t*>malloc(col.own_size)
-    if col.own == NULL:
-        return _fail(col, ST_MEMORY, -1)
-    shift = (-<int64_t>(<uintptr_t>col.own)) & 63
-    r[R_VALUES] = shift
-    r[R_VALID] = shift + _round64(vbytes + 8)
-    col.values = col.own + shift
-    col.valid = col.own + r[R_VALID]
+    if _own_arena(col, _values_bytes(col.s, col.keep_codes, col.discard, picked), picked, r):
+        return col.status
     col.sel = picked_rows
     col.nsel = picked
     return _column(buf, size, base, col, rows, verify, t, NULL, NULL, False)
