@@ -283,3 +283,45 @@ def test_projected_filter_columns_come_compacted_from_the_native_call(tmp_path, 
         assert got.schema.field("s").type == pa.dictionary(pa.int32(), pa.string())
         assert got.schema.field("i").type == pa.dictionary(pa.int32(), pa.int64())
         assert got.cast(expected.select(["s", "i", "bin"]).schema).equals(expected.select(["s", "i", "bin"])), expr
+
+
+def test_the_projection_is_decoded_in_the_filters_call_when_its_chunks_are_few_bytes(tmp_path, monkeypatch):
+    """A block whose filter the executor decides wholly and whose candidates are read in
+    whole chunks has its projected columns decoded in the same call at the rows the
+    filter picked (every kind: fixed, NULLs, bools, strings, binary, decimals, dictionary
+    chunks, read_dictionary's codes) when their chunks hold at most FUSED_BYTES times the
+    filter's bytes; a projection of more bytes keeps its own call, reading only the pages
+    holding a picked row. Both give the oracle's rows."""
+    from rcfmt.scan import scanner
+
+    n = 6000
+    table = _compact_table(n, np.random.default_rng(5))
+    path = tmp_path / "t.rcfmt"
+    rcfmt.write_table(table, path, block_rows=3000, page_rows=300, bloom_filter_columns=None,
+                      encoding={"i": "dictionary", "d": "bitpack", "s": "dictionary"})
+    calls = []
+    original = BlockFilter.select
+
+    def select(self, *args, **kwargs):
+        calls.append(list(self.then))
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(BlockFilter, "select", select)
+    with rcfmt.open(path) as f:
+        ids = {name: f.column_index(name) for name in table.column_names}
+    wide = ["x", "i", "dec", "s", "bin", "d", "k"]  # (far more bytes than the bools' chunk)
+    for expr, columns, then in [  # (then: the projected columns decoded in the filter's call)
+        ((col("x") < 0.3) & (col("dec") > decimal.Decimal("-5000.00")) & (col("bin") != b""), ["i", "s", "k"],
+         ["i", "s", "k"]),
+        (col("b").is_null(), wide, []),
+        ((col("s") >= "prefix-00010") & (col("x") > 0.2) & col("i").is_valid(), ["b", "d", "bin", "k", "s"],
+         ["b", "d", "bin", "k"]),
+    ]:
+        for read_dictionary in (None, ["s", "i"]):
+            calls.clear()
+            with rcfmt.open(path) as f:
+                got = f.scan(columns, filter=expr, read_dictionary=read_dictionary, use_threads=False).read()
+            want = filter_table(table, expr).select(columns)
+            assert got.cast(want.schema).equals(want), (expr, columns, read_dictionary)
+            assert calls and all(t == [ids[c] for c in then] for t in calls), (expr, calls)
+    assert scanner.FUSED_BYTES == 2
