@@ -226,3 +226,56 @@ def test_bad_categorical_options_are_refused(path, tmp_path):
     rcfmt.write_dataset(nested, tmp_path / "nested")
     with pytest.raises(InvalidOptionError, match="top-level"):  # a path under a struct: not a column of its own
         rcfmt.dataset(tmp_path / "nested").scan(columns=["id", "st.x"], read_dictionary=["st.x"])
+
+
+def test_types_polars_holds_otherwise_are_handed_over_exactly(tmp_path):
+    """decimal256 (up to 38 digits), decimals of negative scale, zero-width fixed-size
+    binary, the same inside structs and lists, and extension types (one whose instances
+    cannot be hashed too): handed to Polars in a
+    type that holds every value (decimal128, decimal(p + k, 0), binary), with predicates
+    pushed on them selecting Polars' rows; a decimal of more digits than Polars holds is
+    refused with rcfmt's UnsupportedError when the LazyFrame is made (Polars would panic
+    at the collect)."""
+    import decimal
+
+    from rcfmt.errors import UnsupportedError
+
+    D = decimal.Decimal
+    n = 40
+    big = [None if i % 9 == 4 else D(i * 37 - 700).scaleb(-2) for i in range(n)]
+    table = pa.table({
+        "id": pa.array(range(n), pa.int64()),
+        "d256": pa.array(big, pa.decimal256(20, 2)),
+        "neg": pa.array([None if i % 7 == 1 else D((i - 20) * 100) for i in range(n)], pa.decimal64(5, -2)),
+        "fsb0": pa.array([None if i % 5 == 0 else b"" for i in range(n)], pa.binary(0)),
+        "st": pa.array([{"a": v} for v in big], pa.struct([("a", pa.decimal256(20, 2))])),
+        "li": pa.array([None if v is None else [v, v] for v in big], pa.list_(pa.decimal256(20, 2))),
+        "u": pa.ExtensionArray.from_storage(pa.uuid(), pa.array([bytes([i]) * 16 for i in range(n)], pa.binary(16))),
+    })
+    path = tmp_path / "t.rcfmt"
+    rcfmt.write_table(table, path, block_rows=16, page_rows=4)
+    got = scan_rcfmt(path).collect()
+    assert got.schema["d256"] == pl.Decimal(20, 2) and got.schema["neg"] == pl.Decimal(7, 0)
+    assert got.schema["fsb0"] == pl.Binary and got.schema["li"] == pl.List(pl.Decimal(20, 2))
+    back = rcfmt.read_table(path)
+    for name in ("d256", "neg", "fsb0", "st", "li"):
+        assert got[name].to_list() == back.column(name).to_pylist(), name
+    assert got["u"].to_list() == [bytes([i]) * 16 for i in range(n)]
+    frame = got
+    for pred in (pl.col("d256") > D("-1.00"), pl.col("d256").is_between(D("-3.00"), D("2.50")),
+                 pl.col("neg") >= 500, ~(pl.col("neg") < -300) & pl.col("d256").is_null(),
+                 pl.col("fsb0").is_null()):
+        stats = ScanStats()
+        rows = scan_rcfmt(path, stats=stats).filter(pred).collect()
+        want = frame.filter(pred)
+        assert rows.equals(want), pred
+        assert stats.rows_selected == want.height, pred  # pushed, exactly
+    from test_arrow_types import Tagged  # (an extension type its instances cannot be hashed)
+
+    tagged = tmp_path / "tagged.rcfmt"
+    rcfmt.write_table(pa.table({"t": pa.ExtensionArray.from_storage(Tagged("a\x00b"), pa.array([1, None, 3]))}), tagged)
+    assert scan_rcfmt(tagged).collect()["t"].to_list() == [1, None, 3]
+    wide = tmp_path / "wide.rcfmt"
+    rcfmt.write_table(pa.table({"x": pa.array([D(1)], pa.decimal256(39, 0))}), wide)
+    with pytest.raises(UnsupportedError, match="'x' is decimal256"):
+        scan_rcfmt(wide)

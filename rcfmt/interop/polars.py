@@ -53,11 +53,11 @@ from typing import NamedTuple
 import numpy as np
 import pyarrow as pa
 
-from ..errors import InvalidOptionError
+from ..errors import InvalidOptionError, UnsupportedError
 from ..scan.expr import col
 from ..scan.nan_order import is_nan_literal, nan_order_compare
 
-__all__ = ["scan_rcfmt", "translate", "translate_predicate", "Translation"]
+__all__ = ["scan_rcfmt", "translate", "translate_predicate", "Translation", "polars_arrow_schema", "polars_schema"]
 
 _OPS = {"Eq": "==", "NotEq": "!=", "Lt": "<", "LtEq": "<=", "Gt": ">", "GtEq": ">="}
 _FLIP = {"==": "==", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
@@ -470,20 +470,70 @@ def _date(days: int):
     return dt.date(1970, 1, 1) + dt.timedelta(days=days)
 
 
-@functools.lru_cache(maxsize=64)
-def _polars_types(schema: pa.Schema, field_metadata: tuple):
+#: the widest decimal Polars holds
+_POLARS_DIGITS = 38
+
+
+def _holdable(t: pa.DataType, name: str) -> pa.DataType:
+    """``t`` as a type Polars holds every value of exactly: decimal256 and negative-scale
+    decimals as decimal128 (``decimal(p, -k)`` as ``decimal(p + k, 0)``), a zero-width
+    fixed-size binary as binary, nested types by their children; UnsupportedError for a
+    decimal of more digits than Polars holds."""
+    if pa.types.is_decimal(t):
+        precision, scale = (t.precision - t.scale, 0) if t.scale < 0 else (t.precision, t.scale)
+        if precision > _POLARS_DIGITS:
+            raise UnsupportedError(
+                f"column {name!r} is {t}: Polars holds decimals of at most {_POLARS_DIGITS} digits; read it "
+                f"with rcfmt.read_table (pyarrow), or scan_rcfmt a dataset or file without it")
+        return t if pa.types.is_decimal128(t) and t.scale >= 0 else pa.decimal128(precision, scale)
+    if pa.types.is_fixed_size_binary(t) and t.byte_width == 0:
+        return pa.binary()
+    if pa.types.is_struct(t):
+        fields = [t.field(i) for i in range(t.num_fields)]
+        held = [f.with_type(_holdable(f.type, f"{name}.{f.name}")) for f in fields]
+        return t if held == fields else pa.struct(held)
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        item = t.value_field.with_type(_holdable(t.value_type, f"{name}[]"))
+        if item == t.value_field:
+            return t
+        if pa.types.is_fixed_size_list(t):
+            return pa.list_(item, t.list_size)
+        return pa.large_list(item) if pa.types.is_large_list(t) else pa.list_(item)
+    if pa.types.is_map(t):
+        key = t.key_field.with_type(_holdable(t.key_type, f"{name}.key"))
+        item = t.item_field.with_type(_holdable(t.item_type, f"{name}.value"))
+        return t if (key, item) == (t.key_field, t.item_field) else pa.map_(key, item, t.keys_sorted)
+    return t
+
+
+def polars_arrow_schema(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with each type Polars cannot hold as it is replaced by one holding
+    every value exactly (:func:`_holdable`): what ``scan_rcfmt`` casts the scan's
+    batches to before Polars takes them."""
+    fields = [f.with_type(_holdable(f.type, f.name)) for f in schema]
+    return schema if all(a.type == b.type for a, b in zip(fields, schema)) else pa.schema(fields, schema.metadata)
+
+
+def _polars_types(schema: pa.Schema):
     import polars as pl
 
-    return pl.from_arrow(schema.empty_table()).schema
+    return pl.from_arrow(polars_arrow_schema(schema).empty_table()).schema
+
+
+_cached_polars_types = functools.lru_cache(maxsize=64)(lambda schema, field_metadata: _polars_types(schema))
 
 
 def polars_schema(schema: pa.Schema):
-    """``schema`` as a ``polars.Schema`` (a copy of one cached per schema: converting
-    an empty table costs ~0.2 ms, once per ``scan_rcfmt`` and per collect)."""
+    """``schema`` as a ``polars.Schema`` (of :func:`polars_arrow_schema`'s types; a copy
+    of one cached per schema: converting an empty table costs ~0.2 ms, once per
+    ``scan_rcfmt`` and per collect)."""
     import polars as pl
 
     key = tuple(None if f.metadata is None else tuple(sorted(f.metadata.items())) for f in schema)
-    return pl.Schema(_polars_types(schema, key))
+    try:
+        return pl.Schema(_cached_polars_types(schema, key))
+    except TypeError:  # (an extension type that cannot be hashed: converted every time)
+        return pl.Schema(_polars_types(schema))
 
 
 class Translation(NamedTuple):
@@ -553,7 +603,10 @@ def scan_rcfmt(path, *, stats=None, use_threads: bool = True, fetch=None, catego
     (True: every string column), their dictionary chunks' codes kept as they are --
     no string is materialized, and Polars' group-bys and joins on them run on codes.
     Predicates on them are pushed as on strings (Polars compares categoricals by their
-    strings)."""
+    strings). Types Polars does not hold as they are stored are handed over in one that
+    holds every value exactly (:func:`polars_arrow_schema`: decimal256 and decimals of
+    negative scale as decimal128, zero-width fixed-size binary as binary); a decimal of
+    more than 38 digits raises :class:`~rcfmt.errors.UnsupportedError` here."""
     import polars as pl
     from polars.io.plugins import register_io_source
 
@@ -581,6 +634,9 @@ def scan_rcfmt(path, *, stats=None, use_threads: bool = True, fetch=None, catego
             return dataset.scan(columns=columns, filter=expr, use_threads=use_threads, fetch=fetch,
                                 read_dictionary=as_dictionary or None), lambda: None
     pl_schema = polars_schema(schema)  # (predicates are translated on the stored types)
+    held = polars_arrow_schema(schema)
+    # columns handed over cast to a type Polars holds them in (decimal256 as decimal128, ...)
+    recast = {f.name: f for f, g in zip(held, schema) if f.type != g.type}
     categories = _categorical_columns(categorical, schema)
     out_schema = pl.Schema({name: pl.Categorical() if name in categories else dtype
                             for name, dtype in pl_schema.items()})
@@ -599,7 +655,10 @@ def scan_rcfmt(path, *, stats=None, use_threads: bool = True, fetch=None, catego
             """One DataFrame of ``batches`` (their buffers, not copies): Polars' filter
             and select cost ~0.3 ms a call, so a selective scan's small batches (one per
             block) are handed over together, up to ``size`` rows."""
-            df = pl.from_arrow(pa.Table.from_batches(batches), rechunk=False)
+            table = pa.Table.from_batches(batches)
+            if recast and any(name in recast for name in table.column_names):
+                table = table.cast(pa.schema([recast.get(f.name, f) for f in table.schema], table.schema.metadata))
+            df = pl.from_arrow(table, rechunk=False)
             if refilter:
                 df = df.filter(predicate)
             return df if needed == wanted else df.select(wanted)  # (a select costs ~0.2 ms a call)
