@@ -1104,9 +1104,27 @@ cdef int _dictionary_values(Col* col, const int64_t* pos, int64_t n, int64_t* r)
 
 cdef int _compact(Col* col, const int64_t* pos, int64_t n, int64_t* r) noexcept nogil:
     """A decoded column's outputs at positions ``pos`` (``n``, increasing) of the rows it
-    was decoded at, in place, and then what :func:`_column` deferred (bools packed,
-    BITPACK decimals widened); a dictionary chunk's codes, or (``as_values``) its values
-    (``r``: its results row). 0, or a status."""
+    was decoded at, and then what :func:`_column` deferred (bools packed, BITPACK
+    decimals widened); a dictionary chunk's codes, or (``as_values``) its values. Compacted
+    in place, then moved into an arena of the column's own sized for them (``r``: its
+    results row): the arena of every row decoded is the filter's scratch. 0, or a status."""
+    if _compact_in_place(col, pos, n, r):
+        return col.status
+    if col.own != NULL:  # (a dictionary's values: gathered into an arena of their own already)
+        return 0
+    cdef uint8_t* values = col.values
+    cdef uint8_t* valid = col.valid
+    cdef int64_t vbytes = _values_bytes(col.s, col.keep_codes, False, n)
+    if _own_arena(col, vbytes, n, r):
+        return col.status
+    memcpy(col.values, values, vbytes)
+    if col.nulls:
+        memcpy(col.valid, valid, (n + 7) // 8)
+    return 0
+
+
+cdef int _compact_in_place(Col* col, const int64_t* pos, int64_t n, int64_t* r) noexcept nogil:
+    """:func:`_compact`'s first step: the outputs at ``pos``, where they are."""
     cdef int64_t j, a, b, p = 0
     cdef uint8_t* bits
     cdef uint8_t* shrunk

@@ -476,7 +476,8 @@ _POLARS_DIGITS = 38
 
 def _holdable(t: pa.DataType, name: str) -> pa.DataType:
     """``t`` as a type Polars holds every value of exactly: decimal256 and negative-scale
-    decimals as decimal128 (``decimal(p, -k)`` as ``decimal(p + k, 0)``), a zero-width
+    decimals as decimal128 (``decimal(p, -k)`` as ``decimal(p + k, 0)``; decimal32 and
+    decimal64 Polars reads as they are), a zero-width
     fixed-size binary as binary, nested types by their children; UnsupportedError for a
     decimal of more digits than Polars holds."""
     if pa.types.is_decimal(t):
@@ -485,7 +486,7 @@ def _holdable(t: pa.DataType, name: str) -> pa.DataType:
             raise UnsupportedError(
                 f"column {name!r} is {t}: Polars holds decimals of at most {_POLARS_DIGITS} digits; read it "
                 f"with rcfmt.read_table (pyarrow), or scan_rcfmt a dataset or file without it")
-        return t if pa.types.is_decimal128(t) and t.scale >= 0 else pa.decimal128(precision, scale)
+        return t if t.scale >= 0 and not pa.types.is_decimal256(t) else pa.decimal128(precision, scale)
     if pa.types.is_fixed_size_binary(t) and t.byte_width == 0:
         return pa.binary()
     if pa.types.is_struct(t):

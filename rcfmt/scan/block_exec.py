@@ -195,26 +195,13 @@ class BlockColumns:
                     offsets = whole.slice(at, (n + 1) * (8 if width == -8 else 4))
                     out.append(pa.Array.from_buffers(atype, n, [validity, offsets, pa.py_buffer(data[i])], nulls))
                 continue
-            if picked and i < first_then:  # (compacted: copied out, the arena was sized for
-                out.append(self._storage_form(i, arenas[i], data[i], dictionaries[i], at, valid_at, nulls, keep,
-                                              dsize, n, copy=True))  # every row decoded)
-            else:
-                out.append(self._storage_form(i, arenas[i], data[i], dictionaries[i], at, valid_at, nulls, keep,
-                                              dsize, n))
+            out.append(self._storage_form(i, arenas[i], data[i], dictionaries[i], at, valid_at, nulls, keep, dsize,
+                                          n))
         return out, pages_read, rows_read, picks
 
-    def _storage_form(self, i, arena, data, dictionary, at, valid_at, nulls, keep, dsize, rows, copy=False):
+    def _storage_form(self, i, arena, data, dictionary, at, valid_at, nulls, keep, dsize, rows):
         """``(values, validity, codes, dictionary)`` of column ``i`` in storage form (for
-        read_dictionary, annotated and filter columns: :class:`~rcfmt.scan.evaluate.ColumnData`);
-        ``copy``: in memory of their own, not views of the arena (which then is freed)."""
-        if copy:  # (values, then validity, 8-byte aligned)
-            used = self._output_bytes(i, rows, keep)
-            vat = (used + 7) & ~7
-            own = np.empty(vat + ((rows + 7) // 8 if nulls else 0), np.uint8)
-            own[:used] = arena[at: at + used]
-            if nulls:
-                own[vat:] = arena[valid_at: valid_at + (rows + 7) // 8]
-            arena, at, valid_at = own, 0, vat
+        read_dictionary, annotated and filter columns: :class:`~rcfmt.scan.evaluate.ColumnData`)."""
         ltype = self.ltypes[i]
         vbytes = (rows + 7) // 8
         validity = Bitmap(arena[valid_at: valid_at + vbytes], rows, nulls) if nulls else None
@@ -234,18 +221,6 @@ class BlockColumns:
             bits = np.unpackbits(arena[at: at + vbytes], count=rows, bitorder="little").view(bool)
             return ColumnValues(bits), validity, None, None
         return ColumnValues(arena[at: at + rows * ltype.width].view(ltype.numpy_dtype)), validity, None, None
-
-
-    def _output_bytes(self, i: int, rows: int, keep: bool) -> int:
-        """Bytes of column ``i``'s values (kept codes, offsets) for ``rows`` rows in its arena."""
-        ltype = self.ltypes[i]
-        if keep:
-            return 4 * rows
-        if ltype.kind == PhysicalKind.VARBINARY:
-            return (rows + 1) * (8 if ltype.large else 4)
-        if ltype.kind == PhysicalKind.BOOL:
-            return (rows + 7) // 8
-        return rows * ltype.width
 
 
 class BlockFilter:

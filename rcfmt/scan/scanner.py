@@ -575,14 +575,13 @@ class FileScan(BlockPruning, PagePruning, BlockFetching):
         if not selected:
             return None, stats
         arrays = []
-        if projected is not None:  # (decoded with the filter)
-            pass
-        elif selected == selection.num_rows:  # every row: the native block executor, one call for all of them
+        if projected is None and selected == selection.num_rows:  # every row: one executor call for all of them
             projected = self._whole_columns(block, rest, selected, cache, stats, fetched)
-        else:  # the executor, on the selected rows: from whole chunks when dense (local files), else their pages
+        elif projected is None:  # the executor, on the selected rows: from whole chunks when dense (local), else pages
             paged = bool(rest) and (fetched is not None or self.file.remote
                                     or not self._dense(block, selection, self._executor(rest)))
             projected = self._whole_columns(block, rest, selection.num_rows, cache, stats, fetched, selection, paged)
+        # (else: decoded with the filter, in its call)
         at = None  # the selected rows among the candidates the filter columns hold (None: all)
         if filter_data and picked is None and selected < len(mask):
             at = np.flatnonzero(mask)
