@@ -519,3 +519,54 @@ def test_first_threaded_reads_under_the_default_thread_rule(tmp_path):
         proc = subprocess.run([sys.executable, "-c", _DEFAULT_RULE_CHILD, str(small), str(large), str(ds)],
                               capture_output=True, text=True, cwd=ROOT, timeout=120, env=env)
         assert proc.returncode == 0 and proc.stdout.strip() == expected, (proc.stdout + proc.stderr)[-800:]
+
+
+_FUSED_CHILD = r"""
+import json, sys, threading
+import rcfmt
+from rcfmt import col
+q = (col("x") >= 10) & (col("x") < 60) & (col("s") != "bb") & col("y").is_valid()
+out, errors = [], []
+with rcfmt.open(sys.argv[1]) as f:
+    def scan(k):  # four threads at once on one open file, each a pooled scan
+        try:
+            s = f.scan(["z", "x", "w"] if k % 2 else ["x", "s"], filter=q)
+            t = s.read()
+            fused = [v for v in s._fused_filters.values()]
+            out.append((k % 2, t.num_rows, sum(t.column("x").to_pylist()),
+                        bool(fused and fused[0][0] is not None and any(fused[0][1]))))
+        except Exception as exc:
+            errors.append(repr(exc))
+    threads = [threading.Thread(target=scan, args=(k,)) for k in range(4)]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+print(json.dumps(errors or sorted(set(out))))
+"""
+
+
+def test_first_scans_decoding_the_projection_in_the_filters_call_in_a_fresh_interpreter(tmp_path):
+    """A fresh interpreter's first acts: four threads scanning one open file at once on
+    the pool, with a filter the executor decides wholly -- its rows picked natively, the
+    filter columns compacted, and (when the projection has columns of its own, of few
+    bytes) the projection decoded in the filter's call, that scan's fused filter built on
+    first use by racing workers: the rows Arrow selects."""
+    import json
+
+    rng = np.random.default_rng(21)
+    n = 120_000
+    table = pa.table({"x": rng.integers(0, 100, n).astype(np.int32),
+                      "s": np.array(["a", "bb", "ccc"])[rng.integers(0, 3, n)],
+                      "y": pa.array(np.where(rng.random(n) < 0.2, None, rng.random(n)).tolist(), pa.float64()),
+                      "z": rng.integers(0, 10, n).astype(np.int8), "w": rng.random(n) < 0.5})
+    path = tmp_path / "f.rcfmt"
+    rcfmt.write_table(table, path, block_rows=16_384, page_rows=2_000)
+    mask = pc.and_kleene(pc.and_kleene(pc.greater_equal(table["x"], 10), pc.less(table["x"], 60)),
+                         pc.and_kleene(pc.not_equal(table["s"], "bb"), pc.is_valid(table["y"])))
+    want = table.filter(pc.fill_null(mask, False))
+    x = int(pc.sum(want["x"]).as_py())
+    env = {**os.environ, "RCFMT_PARALLEL_BLOCK_BYTES": "0"}  # (small blocks: on the pool all the same)
+    for _ in range(3):
+        proc = subprocess.run([sys.executable, "-c", _FUSED_CHILD, str(path)], capture_output=True, text=True,
+                              cwd=ROOT, timeout=120, env=env)
+        assert proc.returncode == 0, proc.stderr[-800:]
+        assert json.loads(proc.stdout) == [[0, want.num_rows, x, False], [1, want.num_rows, x, True]], proc.stdout
