@@ -14,6 +14,7 @@ from .errors import (
     InvalidDataError,
     InvalidOptionError,
     RcfmtError,
+    RowIndexError,
     SchemaError,
     UnsupportedError,
 )
@@ -42,7 +43,7 @@ _LAZY = {
 
 __all__ = [
     "RcfmtError", "CorruptFileError", "ChecksumError", "UnsupportedError",
-    "SchemaError", "InvalidDataError", "InvalidOptionError", "FilterError", "__version__", *_LAZY,
+    "SchemaError", "InvalidDataError", "InvalidOptionError", "RowIndexError", "FilterError", "__version__", *_LAZY,
 ]
 
 

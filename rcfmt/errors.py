@@ -14,6 +14,7 @@ __all__ = [
     "InvalidDataError",
     "UnknownOptionError",
     "InvalidOptionError",
+    "RowIndexError",
     "FilterError",
     "CommitConflictError",
     "StorageError",
@@ -95,6 +96,17 @@ class InvalidOptionError(RcfmtError, ValueError):
 class UnknownOptionError(InvalidOptionError, TypeError):
     """An option rcfmt does not know (a misspelt keyword): a TypeError too, as Python
     raises for an unexpected keyword argument."""
+
+
+class RowIndexError(RcfmtError, IndexError):
+    """A row position outside the rows addressed (negative, or at or past their count):
+    an IndexError too, as Python raises for a list. ``position`` is the first bad one
+    and ``index`` where it stands in what was passed; both are in the message."""
+
+    def __init__(self, message: str, *, position: int | None = None, index: int | None = None):
+        self.position = position
+        self.index = index
+        super().__init__(message)
 
 
 class FilterError(RcfmtError, ValueError):

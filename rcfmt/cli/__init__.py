@@ -47,7 +47,8 @@ def _filter(text: str | None, schema):
 
 
 def _source(path: str):
-    """``(schema filters may name, open scan factory)`` of a file or dataset."""
+    """``(schema filters may name, the file or dataset)``: each has ``scan`` and
+    ``take``; a file is closed by :func:`_close`."""
     from .reports import is_dataset
 
     if is_dataset(path):
@@ -56,31 +57,56 @@ def _source(path: str):
         ds = open_dataset(path)
         from ..schema.nested import bind_schema
 
-        return bind_schema(ds.schema), lambda columns, flt: (ds.scan(columns, flt), None)
+        return bind_schema(ds.schema), ds
     from ..file.reader import RcfmtFile
 
     f = RcfmtFile(path)
-    return f.bind_schema, lambda columns, flt: (f.scan(columns, flt), f)
+    return f.bind_schema, f
+
+
+def _close(source) -> None:
+    close = getattr(source, "close", None)  # (a file; a dataset holds nothing open)
+    if close is not None:
+        close()
+
+
+def _positions(text: str) -> list[int]:
+    """``--rows``' comma-separated positions (ranges ``a-b`` inclusive, too)."""
+    out = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        lo, dash, hi = part.partition("-") if not part.startswith("-") else (part, "", "")
+        try:
+            out.extend(range(int(lo), int(hi) + 1) if dash else [int(lo)])
+        except ValueError:
+            raise RcfmtError(f"--rows takes row positions (0-based) such as 5,17,90211 or 10-19, got {part!r}") from None
+    return out
 
 
 def _head(args) -> int:
+    import pyarrow as pa
+
     from .reports import rows_report
 
-    schema, make = _source(args.path)
-    scan, f = make(_columns(args.columns), _filter(args.filter, schema))
+    if args.rows is not None and args.filter is not None:
+        raise RcfmtError("--rows and --filter cannot be combined: --rows names the rows to print")
+    schema, source = _source(args.path)
     try:
-        batches, rows = [], 0
-        for batch in scan.iter_batches():
-            if rows >= args.n:
-                break
-            batches.append(batch.slice(0, args.n - rows))
-            rows += batches[-1].num_rows
-        import pyarrow as pa
-
-        table = pa.Table.from_batches(batches, schema=scan.output_schema)
+        if args.rows is not None:  # the rows at those positions, in that order
+            table = source.take(_positions(args.rows), _columns(args.columns))
+        else:
+            scan = source.scan(_columns(args.columns), _filter(args.filter, schema),
+                               with_row_position=args.row_position)
+            batches, rows = [], 0
+            for batch in scan.iter_batches():
+                if rows >= args.n:
+                    break
+                batches.append(batch.slice(0, args.n - rows))
+                rows += batches[-1].num_rows
+            table = pa.Table.from_batches(batches, schema=scan.output_schema)
     finally:
-        if f is not None:
-            f.close()
+        _close(source)
     out = rows_report(table)
     if args.json:
         _print_json(out)
@@ -92,9 +118,9 @@ def _head(args) -> int:
 def _cat(args) -> int:
     import pyarrow as pa
 
-    schema, make = _source(args.path)
-    scan, f = make(_columns(args.columns), _filter(args.filter, schema))
+    schema, source = _source(args.path)
     try:
+        scan = source.scan(_columns(args.columns), _filter(args.filter, schema), with_row_position=args.row_position)
         if args.format == "json":
             from .reports import rows_report
 
@@ -110,8 +136,7 @@ def _cat(args) -> int:
                     w.write_batch(_csv_batch(batch))
             sys.stdout.write(sink.getvalue().to_pybytes().decode("utf-8"))
     finally:
-        if f is not None:
-            f.close()
+        _close(source)
     return 0
 
 
@@ -348,13 +373,16 @@ def _parser() -> argparse.ArgumentParser:
     p = command("bloom", "might each block hold a value? (its bloom filter)", path="FILE")
     p.add_argument("--column", required=True)
     p.add_argument("--value", required=True)
-    p = command("head", "the first rows of a file or dataset")
+    p = command("head", "the first rows of a file or dataset, or the rows at given positions")
     p.add_argument("-n", type=int, default=10)
     p.add_argument("--columns", help="comma-separated column names")
     p.add_argument("--filter", help="a SQL predicate, e.g. \"x > 5 AND dt >= DATE '2024-01-01'\"")
+    p.add_argument("--rows", help="the rows at these 0-based positions, in this order: 5,17,90211 or 10-19")
+    p.add_argument("--row-position", action="store_true", help="add each row's position as _row_position")
     p = command("cat", "every (selected) row, as CSV or JSON lines", json_option=False)
     p.add_argument("--columns")
     p.add_argument("--filter")
+    p.add_argument("--row-position", action="store_true", help="add each row's position as _row_position")
     p.add_argument("--format", choices=("csv", "json"), default="csv")
     command("check", "verify every checksum and structural rule; exit 1 on corruption")
     command("history", "the versions of a dataset", path="DIR")

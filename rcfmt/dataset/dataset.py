@@ -177,34 +177,62 @@ class Dataset:
         blocks = snap.column_values("num_blocks")
         parts = snap.partition_values()
         names = snap.partitioning.names
+        first = np.cumsum(rows) - rows  # each file's first row in the version (files in index order)
         return [Fragment(check_inside(self.root, os.path.join(self.root, *paths[i].split("/"))),
-                         tuple(zip(names, parts[i])), int(rows[i]), int(sizes[i]), int(blocks[i]))
+                         tuple(zip(names, parts[i])), int(rows[i]), int(sizes[i]), int(blocks[i]), None,
+                         int(first[i]))
                 for i in np.flatnonzero(keep)]
 
     def scan(self, columns: Sequence[str] | None = None, filter=None, *, use_threads: bool = True,
              verify_checksums: bool = True, fetch: FetchOptions | None = None,
-             read_dictionary: Sequence[str] | None = None) -> DatasetScan:
+             read_dictionary: Sequence[str] | None = None, with_row_position: bool = False) -> DatasetScan:
         """Plan a scan: files are pruned now (from the index), blocks, pages and rows as it
         runs. ``fetch``: how reads of remote files trade requests for bytes
         (:class:`~rcfmt.storage.fetch.FetchOptions`); ``read_dictionary``: string or binary
         columns to return as ``pyarrow.DictionaryArray`` (int32 indices; a dictionary
-        chunk's codes are kept as they are)."""
+        chunk's codes are kept as they are); ``with_row_position``: each row's position
+        in this version (files in index order, as :meth:`read` returns them) as a last
+        int64 column ``_row_position``, which :meth:`take` reads back."""
         fragments = self.get_fragments(filter)
         return DatasetScan(self.schema, fragments, columns, filter, partition_names=self.partitioning.names,
                            files_total=self.num_files, files_pruned=self.num_files - len(fragments),
                            use_threads=use_threads, verify_checksums=verify_checksums, column_ids=self.column_ids,
-                           fetch=fetch, read_dictionary=read_dictionary)
+                           fetch=fetch, read_dictionary=read_dictionary, with_row_position=with_row_position)
 
     def read(self, columns: Sequence[str] | None = None, filter=None, *, use_threads: bool = True,
-             fetch: FetchOptions | None = None) -> pa.Table:
-        """The selected ``columns`` of the rows matching ``filter``, files in index order."""
-        return self.scan(columns, filter, use_threads=use_threads, fetch=fetch).read()
+             fetch: FetchOptions | None = None, with_row_position: bool = False) -> pa.Table:
+        """The selected ``columns`` of the rows matching ``filter``, files in index order
+        (``with_row_position``: and each row's position in this version, as :meth:`scan`)."""
+        return self.scan(columns, filter, use_threads=use_threads, fetch=fetch,
+                         with_row_position=with_row_position).read()
 
     to_table = read
 
+    def take(self, indices, columns: Sequence[str] | None = None, *, use_threads: bool = True,
+             fetch: FetchOptions | None = None) -> pa.Table:
+        """The rows at positions ``indices`` of this version (0-based, in the order
+        :meth:`read` returns the rows: files in index order), in the order given --
+        unsorted and repeated positions allowed, across files, partitions and evolved
+        schemas. Positions are checked before anything is read, as
+        :meth:`RcfmtFile.take <rcfmt.file.reader.RcfmtFile.take>` checks them (against
+        :attr:`num_rows`); only the files, blocks and pages holding a wanted row are read."""
+        from ..scan.positions import by_unit, check_positions, reorder
+
+        positions = check_positions(indices, self.num_rows)
+        fragments = self.get_fragments()
+        wanted = by_unit(positions.rows, [f.num_rows for f in fragments])
+        chosen = [fragments[i] for i in sorted(wanted)]
+        scan = DatasetScan(self.schema, chosen, columns, None, partition_names=self.partitioning.names,
+                           files_total=self.num_files, files_pruned=self.num_files - len(chosen),
+                           use_threads=use_threads, column_ids=self.column_ids, fetch=fetch,
+                           rows={fragments[i].path: rows for i, rows in wanted.items()})
+        return reorder(scan.read(), positions)
+
     def iter_batches(self, batch_size: int = 65536, columns: Sequence[str] | None = None,
-                     filter=None, *, fetch: FetchOptions | None = None) -> Iterator[pa.RecordBatch]:
-        return self.scan(columns, filter, use_threads=False, fetch=fetch).iter_batches(batch_size)
+                     filter=None, *, fetch: FetchOptions | None = None,
+                     with_row_position: bool = False) -> Iterator[pa.RecordBatch]:
+        return self.scan(columns, filter, use_threads=False, fetch=fetch,
+                         with_row_position=with_row_position).iter_batches(batch_size)
 
     def __arrow_c_stream__(self, requested_schema=None):
         """Every row of this version as an Arrow C stream (the Arrow PyCapsule

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, fields as dc_fields
+from dataclasses import dataclass, fields as dc_fields, replace
 from typing import Iterator, NamedTuple, Sequence
 
 import numpy as np
@@ -32,6 +32,7 @@ from ..scan.arrow_eval import evaluate, selection_mask
 from ..scan.prune import may_match
 from ..scan.residual import FALSE, TRUE, prepare_filter, residual_of
 from ..scan.plan import DatasetPlan
+from ..scan.positions import ROW_POSITION, check_no_position_column, row_position_field
 from ..scan import scheduling
 from ..scan.scanner import ScanStats
 from ..schema import nested
@@ -82,7 +83,9 @@ def missing_is_corrupt(path: str):
 class Fragment:
     """One data file (or the blocks ``[blocks[0], blocks[1])`` of it) with its partition
     values ``((name, value), ...)``. ``num_rows``, ``size`` and ``num_blocks`` are those
-    of the whole file. Picklable; opening it needs only the file."""
+    of the whole file; ``first_row`` the position of its first row in the dataset
+    version (files in index order; None when unknown: no row positions then).
+    Picklable; opening it needs only the file."""
 
     path: str
     partition: tuple = ()
@@ -90,6 +93,7 @@ class Fragment:
     size: int = 0
     num_blocks: int = 0
     blocks: tuple | None = None
+    first_row: int | None = None
 
     def split(self, pieces: int) -> list["Fragment"]:
         """At most ``pieces`` fragments covering this one's blocks in order."""
@@ -99,8 +103,7 @@ class Fragment:
         if pieces == 1:
             return [self]
         cuts = [lo + (n * k) // pieces for k in range(pieces + 1)]
-        return [Fragment(self.path, self.partition, self.num_rows, self.size, self.num_blocks, (a, b))
-                for a, b in zip(cuts[:-1], cuts[1:])]
+        return [replace(self, blocks=(a, b)) for a, b in zip(cuts[:-1], cuts[1:])]
 
     @property
     def estimated_size(self) -> int:
@@ -150,13 +153,28 @@ class DatasetScan:
     """A planned scan of fragments of a dataset; ``read()``, ``iter_batches()`` and
     ``stats`` (a :class:`~rcfmt.scan.scanner.ScanStats` summed over the files scanned,
     with ``files_total``/``files_pruned`` of the file pruning). ``fetch``: how reads of
-    remote files trade requests for bytes (:class:`~rcfmt.storage.fetch.FetchOptions`)."""
+    remote files trade requests for bytes (:class:`~rcfmt.storage.fetch.FetchOptions`).
+    ``with_row_position``: each row's position in the dataset version as a last int64
+    column ``_row_position`` (the fragments must know their ``first_row``); ``rows``:
+    ``{fragment path: file positions}`` to read only those rows of each (ascending,
+    distinct, checked by the caller: ``Dataset.take``)."""
 
     def __init__(self, schema: pa.Schema, fragments: Sequence[Fragment], columns: Sequence[str] | None = None,
                  filter=None, *, partition_names: Sequence[str] = (), files_total: int | None = None,
                  files_pruned: int = 0, use_threads: bool = True, verify_checksums: bool = True,
                  column_ids: dict | None = None, fetch: FetchOptions | None = None,
-                 read_dictionary: Sequence[str] | None = None):
+                 read_dictionary: Sequence[str] | None = None, with_row_position: bool = False,
+                 rows: dict | None = None):
+        if not isinstance(with_row_position, (bool, np.bool_)):
+            raise InvalidOptionError(f"with_row_position must be True or False, got {with_row_position!r}")
+        self.with_row_position = bool(with_row_position)
+        if self.with_row_position:
+            check_no_position_column(schema.names)
+            unknown = [f.path for f in fragments if f.first_row is None]
+            if unknown:
+                raise InvalidOptionError(f"with_row_position needs each fragment's first_row (its place in the "
+                                         f"dataset version); {unknown[0]!r} has none")
+        self._rows = rows
         self.schema = schema
         self.fragments = list(fragments)
         self.column_ids = column_ids  # (None: no column was ever renamed)
@@ -170,7 +188,8 @@ class DatasetScan:
         self.partition_names = set(partition_names)
         self.read_dictionary = _dictionary_columns(read_dictionary, schema, self.columns)
         self.output_schema = pa.schema([_as_dictionary(schema.field(n.name), self.read_dictionary)
-                                        if n.kind == nested.LEAF else n.field for n in projected])
+                                        if n.kind == nested.LEAF else n.field for n in projected]
+                                       + ([row_position_field()] if self.with_row_position else []))
         self.nnf = prepare_filter(filter, schema)
         self.use_threads = use_threads
         self.verify_checksums = verify_checksums
@@ -211,7 +230,9 @@ class DatasetScan:
                 columns += [c for c in sorted(expr_columns(post)) if c not in columns]
             as_dictionary = [c for c in (renamed_path(c, renames) for c in self.read_dictionary) if c in columns]
             scan = f.scan(columns, pushed, use_threads=use_threads, read_dictionary=as_dictionary or None,
-                          blocks=None if frag.blocks is None else _clamp(frag.blocks, f.num_blocks))
+                          blocks=None if frag.blocks is None else _clamp(frag.blocks, f.num_blocks),
+                          with_row_position=self.with_row_position,
+                          _rows=None if self._rows is None else self._rows[frag.path])
             scan.stats.requests += opened
         except BaseException:
             f.close()
@@ -227,8 +248,8 @@ class DatasetScan:
         table = pa.table({name: _leaf_values(batch, name).cast(types.field(name).type) for name in names})
         return filter_rows(batch, pc.fill_null(evaluate(post, table), False))
 
-    def _assemble(self, batch: pa.RecordBatch, partition: dict, post=None, view: "FileView | None" = None
-                  ) -> pa.RecordBatch:
+    def _assemble(self, batch: pa.RecordBatch, partition: dict, post=None, view: "FileView | None" = None,
+                  first_row: int | None = None) -> pa.RecordBatch:
         if post is not None:
             batch = self._post_filter(batch, post, view.schema)
         if view is not None and view.renames:  # back to the dataset's names
@@ -237,7 +258,10 @@ class DatasetScan:
         n = batch.num_rows
         arrays = []
         for field in self.output_schema:
-            if field.name in self.partition_names:
+            if self.with_row_position and field.name == ROW_POSITION:  # file positions, moved to the version's
+                positions = batch.column(batch.schema.get_field_index(ROW_POSITION))
+                arrays.append(pa.array(np.asarray(positions) + first_row) if first_row else positions)
+            elif field.name in self.partition_names:
                 value = partition.get(field.name)
                 if value is not None and pa.types.is_dictionary(field.type):  # one entry, repeated
                     arrays.append(pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)),
@@ -273,7 +297,8 @@ class DatasetScan:
                 table = scan.read()
         finally:
             scan.file.close()
-        batches = [self._assemble(b, partition, post, view) for b in table.to_batches()] if table.num_rows else []
+        batches = ([self._assemble(b, partition, post, view, frag.first_row) for b in table.to_batches()]
+                   if table.num_rows else [])
         return scan, batches
 
     def _count_fragment(self, frag: Fragment, use_threads: bool):
@@ -339,7 +364,7 @@ class DatasetScan:
         for scan, bs in results:
             self._count(scan)
             batches.extend(bs)
-        if not self.columns:
+        if not self.output_schema:
             rows = sum(b.num_rows for b in batches)
             return pa.table({"_": pa.nulls(rows)}).select([])
         return pa.Table.from_batches(batches, schema=self.output_schema)
@@ -361,7 +386,7 @@ class DatasetScan:
             try:
                 with missing_is_corrupt(frag.path):
                     for batch in scan.iter_batches(batch_size):
-                        yield self._assemble(batch, partition, post, view)
+                        yield self._assemble(batch, partition, post, view, frag.first_row)
             finally:
                 scan.file.close()
                 self._count(scan)
@@ -572,9 +597,9 @@ def prune_blocks(fragments: Sequence[Fragment], schema: pa.Schema, filter, *, pa
                 names = sorted(expr_columns(residual))
                 mask = may_match(residual, {c: f.block_stats(c) for c in names}, n)[lo:hi]
         for a, b in true_runs(mask, lo):
-            kept.append(Fragment(frag.path, frag.partition, frag.num_rows, frag.size, frag.num_blocks, (a, b)))
+            kept.append(replace(frag, blocks=(a, b)))
         for a, b in true_runs(~mask, lo):
-            dropped.append(Fragment(frag.path, frag.partition, frag.num_rows, frag.size, frag.num_blocks, (a, b)))
+            dropped.append(replace(frag, blocks=(a, b)))
     return kept, dropped, total
 
 

@@ -531,7 +531,8 @@ class RcfmtFile:
 
     def scan(self, columns: Sequence[str] | None = None, filter=None, *, use_threads: bool = True,
              read_dictionary: Sequence[str] | None = None, use_bloom: bool = True, use_page_index: bool = True,
-             blocks: tuple[int, int] | None = None, use_bitmap_index: bool = True):
+             blocks: tuple[int, int] | None = None, use_bitmap_index: bool = True, with_row_position: bool = False,
+             _rows=None):
         """Plan a skipping scan; returns a :class:`~rcfmt.scan.scanner.FileScan` with
         ``read()``, ``iter_batches()``, ``count()`` and ``stats`` (what was pruned, read,
         decoded).
@@ -539,6 +540,8 @@ class RcfmtFile:
         ``filter`` is an expression (``rcfmt.col("x") > 5``) or pyarrow-style DNF list.
         ``read_dictionary`` lists columns to return as ``pyarrow.DictionaryArray``.
         ``blocks=(start, stop)`` scans only those blocks (e.g. one task's share).
+        ``with_row_position``: each row's position in the file (0-based) as a last int64
+        column ``_row_position``, which :meth:`take` reads back.
         ``use_bloom``, ``use_page_index``, ``use_bitmap_index`` turn a skipping
         structure off (for comparisons; results are the same). ``use_threads``: blocks
         are decoded on a pool of one worker per core -- on a local file only when they
@@ -548,23 +551,46 @@ class RcfmtFile:
 
         return scan_file(self, columns=columns, filter=filter, use_threads=use_threads,
                          read_dictionary=read_dictionary, use_bloom=use_bloom, use_page_index=use_page_index,
-                         blocks=blocks, use_bitmap_index=use_bitmap_index)
+                         blocks=blocks, use_bitmap_index=use_bitmap_index, with_row_position=with_row_position,
+                         rows=_rows)
 
     def read(self, columns: Sequence[str] | None = None, filter=None, *, use_threads: bool = True,
-             read_dictionary: Sequence[str] | None = None) -> pa.Table:
-        """Read the selected ``columns`` (all by default) of all rows matching ``filter``.
+             read_dictionary: Sequence[str] | None = None, with_row_position: bool = False) -> pa.Table:
+        """Read the selected ``columns`` (all by default) of all rows matching ``filter``
+        (``with_row_position``: and each row's position, as :meth:`scan`).
 
         A scan without a filter (:meth:`scan` also gives its statistics): each block's
         columns decoded by one native call, blocks on the pool with ``use_threads`` (when
         they are large enough: see :meth:`scan`)."""
-        return self.scan(columns, filter, use_threads=use_threads, read_dictionary=read_dictionary).read()
+        return self.scan(columns, filter, use_threads=use_threads, read_dictionary=read_dictionary,
+                         with_row_position=with_row_position).read()
+
+    def take(self, indices, columns: Sequence[str] | None = None, *, use_threads: bool = True,
+             read_dictionary: Sequence[str] | None = None) -> pa.Table:
+        """The rows at 0-based positions ``indices`` (any integer array-like: a list,
+        numpy or pyarrow array), in the order given -- unsorted and repeated positions
+        allowed; none gives an empty table of the schema.
+
+        Every position is checked before anything is read: one below 0 or at or past
+        :attr:`num_rows` is a :class:`~rcfmt.errors.RowIndexError` (an IndexError; no
+        wrap-around), floats, NULLs or anything not integers an
+        :class:`~rcfmt.errors.InvalidOptionError`, each naming the first bad one. Only the
+        blocks and pages holding a wanted row are read, and only those rows decoded
+        (the page index finds the pages; one native call per block)."""
+        from ..scan.positions import check_positions, reorder
+
+        positions = check_positions(indices, self.num_rows)
+        table = self.scan(columns, use_threads=use_threads, read_dictionary=read_dictionary,
+                          _rows=positions.rows).read()
+        return reorder(table, positions)
 
     def iter_batches(self, batch_size: int = 65536, columns: Sequence[str] | None = None, filter=None,
-                     *, use_threads: bool = False) -> Iterator[pa.RecordBatch]:
+                     *, use_threads: bool = False, with_row_position: bool = False) -> Iterator[pa.RecordBatch]:
         """Stream record batches of at most ``batch_size`` rows, one block in memory at a time."""
         if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
             raise InvalidOptionError(f"batch_size must be a positive integer, got {batch_size!r}")
-        yield from self.scan(columns, filter, use_threads=use_threads).iter_batches(batch_size)
+        yield from self.scan(columns, filter, use_threads=use_threads,
+                             with_row_position=with_row_position).iter_batches(batch_size)
 
     def __arrow_c_stream__(self, requested_schema=None):
         """Every row as an Arrow C stream (the Arrow PyCapsule interface), one block in
@@ -583,7 +609,10 @@ def open(path, *, verify_checksums: bool = True, filesystem=None,  # noqa: A001 
 
 def read_table(path, columns: Sequence[str] | None = None, filter=None, *, use_threads: bool = True,
                read_dictionary: Sequence[str] | None = None, verify_checksums: bool = True,
-               filesystem=None, fetch: FetchOptions | None = None) -> pa.Table:
-    """Read an rcfmt file (any path :func:`open` takes) into a :class:`pyarrow.Table`."""
+               filesystem=None, fetch: FetchOptions | None = None, with_row_position: bool = False) -> pa.Table:
+    """Read an rcfmt file (any path :func:`open` takes) into a :class:`pyarrow.Table`
+    (``with_row_position``: each row's position in the file as a last int64 column
+    ``_row_position``; ``rcfmt.open(path).take(positions)`` reads those rows back)."""
     with RcfmtFile(path, verify_checksums=verify_checksums, filesystem=filesystem, fetch=fetch) as f:
-        return f.read(columns, filter, use_threads=use_threads, read_dictionary=read_dictionary)
+        return f.read(columns, filter, use_threads=use_threads, read_dictionary=read_dictionary,
+                      with_row_position=with_row_position)

@@ -45,6 +45,7 @@ from .page_pruning import PagePruning
 from .scan_stats import ScanStats
 from .scheduling import STREAM_WINDOW, Probe, blocks_worth_threads, map_blocks
 from .selection import RowRanges, Selection
+from .positions import ROW_POSITION, by_unit, check_no_position_column, row_position_field
 
 __all__ = ["ScanStats", "FileScan", "scan_file"]
 
@@ -69,13 +70,22 @@ class FileScan(BlockPruning, PagePruning, BlockFetching):
     ``columns``: projected column names (None = all); ``filter``: an expression or DNF
     list (None = all rows); ``read_dictionary``: columns to return as
     ``pyarrow.DictionaryArray``; ``blocks``: ``(start, stop)`` to scan only those blocks
-    (statistics then count only them). ``stats`` accumulates as the scan runs.
+    (statistics then count only them); ``rows``: only these rows (file positions,
+    ascending and distinct, checked by the caller: ``take``), each block's intersected
+    into its candidates before anything is read; ``with_row_position``: each row's
+    position in the file as a last int64 column ``_row_position``. ``stats``
+    accumulates as the scan runs.
     """
 
     def __init__(self, file, columns: Sequence[str] | None = None, filter=None, *, use_threads: bool = True,
                  read_dictionary: Sequence[str] | None = None, use_bloom: bool = True, use_page_index: bool = True,
-                 blocks: tuple[int, int] | None = None, use_bitmap_index: bool = True):
+                 blocks: tuple[int, int] | None = None, use_bitmap_index: bool = True, rows: np.ndarray | None = None,
+                 with_row_position: bool = False):
         self.file = file
+        asked = rows
+        self.with_row_position = _flag(with_row_position, "with_row_position")
+        if self.with_row_position:
+            check_no_position_column(file.schema.names)
         #: ranges at most this far apart are read together (remote files: the file's FetchOptions)
         self._gap = file.fetch.coalesce_gap if file.remote else LOCAL_COALESCE_GAP
         #: per output field: a stored column's index, or a nested field's (pruned) node
@@ -114,6 +124,12 @@ class FileScan(BlockPruning, PagePruning, BlockFetching):
         rows = file.num_rows if (lo, hi) == (0, file.num_blocks) else int(
             np.asarray(file.footer.blocks["row_count"][lo:hi], np.int64).sum())
         self.stats = ScanStats(files_total=1, blocks_total=hi - lo, rows_total=rows)
+        block_rows = np.asarray(file.footer.blocks["row_count"], np.int64)
+        #: each block's first row in the file (row positions)
+        self._first_rows = np.concatenate(([0], np.cumsum(block_rows)[:-1])).tolist() if len(block_rows) else []
+        #: ``rows`` asked for (take), per block as a Selection (None: every row)
+        self._take = None if asked is None else {
+            b: Selection.from_indices(local, int(block_rows[b])) for b, local in by_unit(asked, block_rows).items()}
         self.output_schema = self._output_schema()
         #: output positions of flat columns declared not nullable (nulls there: a corrupt file)
         self._required = [i for i, c in enumerate(self.outputs)
@@ -126,7 +142,13 @@ class FileScan(BlockPruning, PagePruning, BlockFetching):
         # does the page index prune pages for this filter here? (remote: fetched with the plan)
         self._page_probe = Probe(enabled=not file.remote)
         before = file.thread_requests()
+        if self._take is not None:  # (blocks holding no row asked for: not even their statistics asked)
+            kept = [b for b in range(lo, hi) if b in self._take]
+            self.block_range = (kept[0], kept[-1] + 1) if kept else (lo, lo)
         self.blocks = self._prune_blocks()
+        if self._take is not None:
+            self.block_range = (lo, hi)
+            self.blocks = [b for b in self.blocks if b in self._take]
         self.stats.requests += file.thread_requests() - before  # bloom filters
 
     # ---------------------------------------------------------------- planning
@@ -140,6 +162,8 @@ class FileScan(BlockPruning, PagePruning, BlockFetching):
             if c in self.dictionary_ids:
                 field = field.with_type(pa.dictionary(pa.int32(), field.type))
             out.append(field)
+        if self.with_row_position:
+            out.append(row_position_field())
         return pa.schema(out, metadata=self.file.schema.metadata)
 
     # ---------------------------------------------------------------- decoding
@@ -419,7 +443,9 @@ class FileScan(BlockPruning, PagePruning, BlockFetching):
             ranges = self._planned_ranges[block] = self.row_ranges(block, cache)
             if ranges.row_count == 0:
                 continue
-            candidates = Selection.from_ranges(ranges, int(self.file.footer.blocks[block]["row_count"]))
+            candidates = self._asked(block, Selection.from_ranges(ranges, int(self.file.footer.blocks[block]["row_count"])))
+            if candidates.row_count == 0:
+                continue
             plans = {col: self._plan_column(block, col, candidates, cache, scratch) for col in needed}
             found = self._byte_ranges(block, plans, cache)
             if found is not None:
@@ -434,17 +460,19 @@ class FileScan(BlockPruning, PagePruning, BlockFetching):
         of it: the candidates are then exactly the matching rows). Reads metadata only."""
         rows = int(self.file.footer.blocks[block]["row_count"])
         if self.nnf is None:  # (every row: what row_ranges says without a filter)
-            return BlockPlan(block, rows, Selection.all(rows), None)
+            return BlockPlan(block, rows, Selection.all(rows) if self._take is None else self._take[block], None)
         answer = self._answers.get(block)
         if answer is not None and answer.exact:  # no filter column to decode, no page index to ask
-            stats.rows_selected_index += answer.count
-            return BlockPlan(block, rows, Selection.from_mask(to_mask(answer.maybe, rows), kind="bitmap"), None,
-                             "exact")
+            candidates = self._asked(block, Selection.from_mask(to_mask(answer.maybe, rows), kind="bitmap"))
+            stats.rows_selected_index += candidates.row_count
+            return BlockPlan(block, rows, candidates, None, "exact")
         ranges = self.row_ranges(block, cache)
         if ranges.row_count == 0:
             stats.blocks_pruned_pages += 1
             return None
-        candidates = Selection.from_ranges(ranges, rows)
+        candidates = self._asked(block, Selection.from_ranges(ranges, rows))
+        if candidates.row_count == 0:
+            return None
         if answer is None or answer.count * INDEX_NARROWS > rows:
             # (an index that leaves many rows would only add gathers to a filter that
             # decodes its columns' pages anyway: it served to prune the block)
@@ -456,6 +484,13 @@ class FileScan(BlockPruning, PagePruning, BlockFetching):
         residual = answer.residual
         return BlockPlan(block, rows, candidates, residual[0] if len(residual) == 1 else BoundAnd.of(*residual),
                          "narrowed")
+
+    def _asked(self, block: int, candidates: Selection) -> Selection:
+        """``candidates`` of ``block`` among the rows asked for (``rows=``, take)."""
+        if self._take is None:
+            return candidates
+        asked = self._take[block]
+        return asked if candidates.is_all else candidates.intersect(asked)
 
     def plan(self, fetch: bool = True) -> FilePlan:
         """The scan's plan (:class:`~rcfmt.scan.plan.FilePlan`), from metadata only: the
@@ -594,7 +629,9 @@ class FileScan(BlockPruning, PagePruning, BlockFetching):
             else:
                 data = projected[col]  # (Arrow already when the block executor decoded it)
                 arrays.append(data if isinstance(data, pa.Array) else self._to_arrow(col, data))
-        if not self.outputs:  # no columns projected: only the row count matters
+        if self.with_row_position:
+            arrays.append(pa.array(selection.to_indices() + self._first_rows[block]))
+        elif not self.outputs:  # no columns projected: only the row count matters
             return pa.record_batch([pa.nulls(selected)], names=["_"]).select([]), stats
         for i in self._required:
             if arrays[i].null_count:
@@ -633,7 +670,7 @@ class FileScan(BlockPruning, PagePruning, BlockFetching):
     def read(self) -> pa.Table:
         """All selected rows as one table (blocks decoded in parallel if use_threads)."""
         batches = list(self._run(self.blocks, self.use_threads))
-        if not self.outputs:
+        if not self.output_schema:
             rows = sum(b.num_rows for b in batches)
             # (replace_schema_metadata would drop the row count of a table without columns)
             return pa.table({"_": pa.nulls(rows)}, metadata=self.output_schema.metadata).select([])
@@ -643,12 +680,14 @@ class FileScan(BlockPruning, PagePruning, BlockFetching):
         """The number of rows the filter selects (``len(read())`` without decoding the
         projected columns; answered from bitmap indexes where they decide the filter)."""
         if self.nnf is None:
+            if self._take is not None:
+                return sum(self._take[b].row_count for b in self.blocks)
             return sum(int(self.file.footer.blocks[b]["row_count"]) for b in self.blocks)
         total = 0
         blocks = []
         for b in self.blocks:
             answer = self._answers.get(b)
-            if answer is not None and answer.exact:  # counted from the index
+            if answer is not None and answer.exact and self._take is None:  # counted from the index
                 n = answer.count
                 total += n
                 self.stats.rows_selected += n
@@ -691,8 +730,14 @@ def _block_range(blocks, n: int) -> tuple[int, int]:
 
 def scan_file(file, columns=None, filter=None, *, use_threads: bool = True, read_dictionary=None,
               use_bloom: bool = True, use_page_index: bool = True, blocks=None,
-              use_bitmap_index: bool = True) -> FileScan:
+              use_bitmap_index: bool = True, rows=None, with_row_position: bool = False) -> FileScan:
     """Plan a scan of ``file`` (pruning blocks now, pages and rows as it runs)."""
     return FileScan(file, columns, filter, use_threads=use_threads, read_dictionary=read_dictionary,
                     use_bloom=use_bloom, use_page_index=use_page_index, blocks=blocks,
-                    use_bitmap_index=use_bitmap_index)
+                    use_bitmap_index=use_bitmap_index, rows=rows, with_row_position=with_row_position)
+
+
+def _flag(value, name: str) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise InvalidOptionError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
