@@ -107,6 +107,12 @@ def scan(data: bytes) -> None:
             for batch in f.iter_batches(batch_size=50, filter=col(names[0]).is_null()):
                 _validate(pa.Table.from_batches([batch]))
             _validate(f.read(columns=names[:1]))
+            n = f.num_rows
+            if n:  # rows by position: the page index locates them (forged: CorruptFileError)
+                _validate(f.take([n - 1, 0, n // 2, n // 3, n // 2], use_threads=False))
+                got = f.read(filter=col(names[0]).is_valid(), with_row_position=True)
+                _validate(got)
+                _validate(f.take(got.column("_row_position")))
     except RcfmtError:
         pass
 

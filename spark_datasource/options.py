@@ -251,7 +251,7 @@ class ReadOptions:
 
 
 class WriteOptions:
-    """``path``, ``blockRows``, ``pageSize``, ``pageRows``, ``compression``,
+    """``path``, ``blockRows``, ``pageSize``, ``pageRows``, ``compressedPageSize``, ``compression``,
     ``compressionLevel``, ``statsTruncate``, ``targetFileRows``, ``partitionBy``,
     ``clusterBy``, ``curve``, ``mapping``, ``clusteringSpec`` (JSON of a fitted
     :class:`rcfmt.layout.ClusteringSpec`, set by :mod:`spark_datasource.clustering`) and
@@ -265,7 +265,8 @@ class WriteOptions:
         self.azure = azure_options(opts)
         self.writer_options = {}
         for key, name, lo in (("blockRows", "block_rows", 1), ("pageSize", "page_size", 64),
-                              ("pageRows", "page_rows", 1), ("statsTruncate", "stats_truncate", 1),
+                              ("pageRows", "page_rows", 1), ("compressedPageSize", "compressed_page_size", 64),
+                              ("statsTruncate", "stats_truncate", 1),
                               ("compressionLevel", "compression_level", -7)):
             value = _int(opts, key, None, lo)
             if value is not None:

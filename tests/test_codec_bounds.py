@@ -99,7 +99,7 @@ def test_a_forged_page_is_refused_within_the_bound_on_the_fallback_path(tmp_path
     path = tmp_path / "bomb.rcfmt"
     rng = np.random.default_rng(0)  # incompressible: the page body is larger than the bomb
     rcfmt.write_table(pa.table({"x": rng.integers(0, 2**62, 20_000)}), path, compression=codec_name,
-                      encoding="plain", page_rows=20_000, page_size=1 << 20)
+                      encoding="plain", page_rows=20_000, page_size=1 << 20, compressed_page_size=1 << 20)
     data = path.read_bytes()
     offset = make_bad.pages_of(data, path, "x", 0)[0]
     header = make_bad.read_header(data, offset)

@@ -124,6 +124,29 @@ def test_open_and_point_lookup_request_counts(remote_file, server_log, large_fil
         assert scan.stats.requests == f.requests - 1 == server_log.gets("data/f.rcfmt") - 1
 
 
+def test_take_reads_only_the_pages_holding_wanted_rows(remote_file, server_log, large_file_reads):
+    """Rows by position from an object: the blocks' page indexes in one request, then per
+    block holding a wanted row one request for its pages (columns coalesced), never the
+    chunks; the same rows as the local file, in the order asked."""
+    uri, local, table = remote_file
+    positions = [12345, 5, 19999, 5]
+    with rcfmt.open(uri) as f:
+        before, gets = f.requests, server_log.gets("data/f.rcfmt")
+        got = f.take(positions)
+        assert got.equals(table.take(positions))
+        # the page indexes, then the pages of the 3 blocks (one request each at most; here
+        # close enough for the fetch plan to read them in one)
+        assert 2 <= f.requests - before <= 1 + 3, f.requests - before
+        assert server_log.gets("data/f.rcfmt") - gets == f.requests - before
+        again = f.requests
+        assert f.take([6, 7]).column("id").to_pylist() == [6, 7]
+        assert f.requests - again == 1  # the page indexes kept from the first take: only the pages
+    with rcfmt.open(uri) as f, rcfmt.open(local) as g:
+        hits = f.read(filter=rcfmt.col("s") == "name-3", with_row_position=True)
+        assert hits.equals(g.read(filter=rcfmt.col("s") == "name-3", with_row_position=True))
+        assert f.take(hits.column("_row_position")).equals(hits.drop_columns(["_row_position"]))
+
+
 def test_scattered_pages_are_fetched_concurrently_and_counted(s3, server_log, large_file_reads, monkeypatch):
     """Pages far apart in one chunk are separate requests, in flight together (the fetch
     pool is used); the rows are right, and every request is counted once."""
@@ -448,6 +471,18 @@ def test_dataset_reads_with_filters_and_versions(remote_dataset):
     assert rcfmt.dataset(uri + "/").num_rows == ROWS
     pruned = ds.prune(rcfmt.col("id") < 100)
     assert 0 < int(pruned.sum()) < ds.num_files  # pruned from the index alone
+
+
+def test_dataset_take_and_row_positions_on_s3(remote_dataset):
+    uri, root, _ = remote_dataset
+    for version in (1, 2):
+        ds, local = rcfmt.dataset(uri, version=version), rcfmt.dataset(root, version=version)
+        positions = np.random.default_rng(version).integers(0, ds.num_rows, 200)
+        assert ds.take(positions).equals(local.take(positions))
+        f = rcfmt.col("x") < 0.01
+        hits = ds.read(filter=f, with_row_position=True)
+        assert hits.equals(local.read(filter=f, with_row_position=True)) and hits.num_rows
+        assert ds.take(hits.column("_row_position")).equals(hits.drop_columns(["_row_position"]))
 
 
 def test_dataset_errors(remote_dataset, s3):

@@ -92,7 +92,10 @@ def encode_chunk(values: ColumnValues, valid, col: ColumnSchema, options,
     else:
         encoding = forced
     estimate = encoding.estimate_size(values, ltype, analysis) or analysis.plain_size
-    bounds = page_bounds(values, ltype, encoding, estimate, options.page_size, options.page_rows)
+    codec, dictionary_codec, min_saving = _codec(options, analysis.compression)
+    # (a compressed page is decompressed whole to reach one value: smaller ones)
+    page_size = options.page_size if codec == codecs.NONE else min(options.page_size, options.compressed_page_size)
+    bounds = page_bounds(values, ltype, encoding, estimate, page_size, options.page_rows)
     encoded = encoding.encode_chunk(values, ltype, bounds, analysis=analysis)
 
     # statistics of the pages (and, for strings, of the chunk from theirs)
@@ -108,7 +111,6 @@ def encode_chunk(values: ColumnValues, valid, col: ColumnSchema, options,
             stats = compute_stats(values, valid, ltype, options.stats_truncate)
         page_stats = compute_page_stats(values, valid, ltype, bounds, options.stats_truncate, stats)
     # pages: [validity bitmap] + encoded values, compressed and checksummed in one native call
-    codec, dictionary_codec, min_saving = _codec(options, analysis.compression)
     out, codec, dict_len, entries, uncompressed = _pages(encoded, encoding.id, bounds, page_stats,
                                                           valid if stats.null_count else None, col, codec,
                                                           options.compression_level, min_saving, dictionary_codec)

@@ -31,10 +31,19 @@ class PagePruning:
     def _page_index(self, block: int, col: int, cache: dict) -> "PageIndex":
         key = (block, col)
         if key not in cache:
-            # first use in this block: fetch the entries of every column the scan needs
-            wanted = [c for c in {*self.row_filter_ids.values(), *self.col_ids} if (block, c) not in cache]
-            if col not in wanted:
-                wanted.append(col)
+            # first use in this block: the entries of every column the scan needs, those
+            # the open file holds from earlier scans, the others fetched together
+            held = self.file.page_index_cache
+            wanted = []
+            for c in {*self.row_filter_ids.values(), *self.col_ids, col}:
+                if (block, c) not in cache:
+                    got = held.get((block, c))
+                    if got is None:
+                        wanted.append(c)
+                    else:
+                        cache[(block, c)] = got
+            if key in cache:
+                return cache[key]
             prefetched = self._prefetched_page_indexes(block)
             if prefetched is not None and key in prefetched[2]:
                 buf, base, covered = prefetched
@@ -42,9 +51,9 @@ class PagePruning:
             else:
                 found = self.file.page_indexes(block, wanted)
             for c, entries in found.items():
-                cache[(block, c)] = PageIndex(entries)
+                cache[(block, c)] = self.file.keep_page_index(block, c, PageIndex(entries))
             if key not in cache:
-                cache[key] = PageIndex(self.file.page_index(block, col))
+                cache[key] = self.file.keep_page_index(block, col, PageIndex(self.file.page_index(block, col)))
         return cache[key]
 
     def _prefetched_page_indexes(self, block: int):
