@@ -43,7 +43,7 @@ from .fetching import BlockFetching
 from .gather import empty_values, gather_data
 from .page_pruning import PagePruning
 from .scan_stats import ScanStats
-from .scheduling import STREAM_WINDOW, Probe, blocks_worth_threads, map_blocks
+from .scheduling import STREAM_WINDOW, Probe, blocks_worth_threads, map_blocks, take_worth_threads
 from .selection import RowRanges, Selection
 from .positions import ROW_POSITION, by_unit, check_no_position_column, row_position_field
 
@@ -656,6 +656,8 @@ class FileScan(BlockPruning, PagePruning, BlockFetching):
             cols.update(node.columns())
         if not cols:
             return False
+        if self._take is not None and self.nnf is None:  # the pages holding the rows asked for
+            return take_worth_threads(sum(self._take[b].row_count for b in blocks) * len(cols), len(blocks))
         sizes = self.file.footer.chunk_fields(("uncompressed_size",))[:, sorted(cols), 0]
         return blocks_worth_threads(sizes[np.asarray(blocks, np.int64)].sum(axis=1))
 

@@ -378,3 +378,35 @@ def test_take_from_many_threads_in_a_fresh_interpreter(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
+
+
+def test_a_take_uses_the_pool_only_for_many_rows(tmp_path, monkeypatch):
+    """With the default thresholds (the suites run with 0: every scan on the pool), a
+    take's blocks go to the pool by the rows it wants, not by the blocks' sizes: a few
+    rows of large blocks stay on the calling thread, many go to the pool; the rows are
+    the same either way."""
+    import threading
+
+    from rcfmt.scan import scanner, scheduling
+
+    monkeypatch.setattr(scheduling, "PARALLEL_BLOCK_BYTES", 384 << 10)
+    n = 1 << 18
+    table = pa.table({"a": np.arange(n), "f": np.random.default_rng(1).standard_normal(n)})
+    path = tmp_path / "t.rcfmt"
+    rcfmt.write_table(table, path, block_rows=65_536)
+    seen = []
+    original = scanner.FileScan._block
+
+    def block(self, b, count_only):
+        seen.append(threading.current_thread().name.startswith("rcfmt-scan"))
+        return original(self, b, count_only)
+
+    monkeypatch.setattr(scanner.FileScan, "_block", block)
+    few = [3, 70_000, 140_000, 250_000]
+    many = np.arange(0, n, 97)
+    with rcfmt.open(path) as f:
+        assert f.take(few).equals(table.take(few)) and set(seen) == {False}
+        seen.clear()
+        assert f.take(many).equals(table.take(many)) and set(seen) == {True}
+        seen.clear()
+        assert f.read().num_rows == n and set(seen) == {True}  # (a whole read: by the blocks' sizes)
