@@ -42,7 +42,8 @@ import numpy as np
 
 cimport numpy as cnp
 
-from rcfmt._native.pages cimport Failure, _bitpack_gather, _bodies, _headers, _page_offsets, _page_values
+from rcfmt._native.pages cimport (Failure, _bitpack_gather, _bodies, _codes_gather, _headers, _page_offsets,
+                                  _page_values, _plain_gather)
 from rcfmt._native.select cimport DT_I64, bits_into, member_into, range_into
 from rcfmt._native.validate cimport decimal_row, utf8_row32, utf8_row64
 
@@ -149,8 +150,9 @@ cdef enum:
     ENC_ALP_SPLIT = 8
 
 cdef int64_t MAX_PAGE_ROWS = 1 << 20
-#: a BITPACK page of whose rows fewer than one in this many are wanted has them read
-#: where they are packed (a few shifts each) instead of unpacking the page first
+#: a BITPACK, PLAIN or dictionary-codes page of whose rows fewer than one in this many
+#: are wanted has them read where they lie (a few shifts each when packed) instead of
+#: decoding the page first
 cdef int64_t GATHER_SPARSE = 8
 cdef int64_t I32_MAX = 0x7FFFFFFF
 
@@ -1360,6 +1362,11 @@ cdef int _column(const uint8_t* buf, Py_ssize_t size, int64_t base, Col* col, in
                 if j1 == j0:
                     continue
                 whole = j1 - j0 == t[k, P_ROWS]  # every row of the page wanted: decoded in place
+                if (j1 - j0) * GATHER_SPARSE < t[k, P_ROWS]:  # few: each code read where it lies
+                    if _codes_gather(_body(buf, col.arena, t, k, aligned), t[k, P_LEN], t[k, P_ROWS],
+                                     <uint32_t>col.dsize, col.sel, j0, j1, t[k, P_FIRST], col.codes):
+                        return _fail(col, ST_VALUES, k)
+                    continue
                 if _page_values(MODE_CODES, _body(buf, col.arena, t, k, aligned), t[k, P_LEN], t[k, P_ROWS], 4,
                                 False, <uint32_t>col.dsize, 0, <uint8_t*>(col.codes + j0) if whole else col.pagebuf,
                                 col.scratch):
@@ -1453,6 +1460,11 @@ cdef int _column(const uint8_t* buf, Py_ssize_t size, int64_t base, Col* col, in
                     return _fail(col, ST_VALUES, k)
                 if got == 0:
                     continue
+            elif mode == MODE_PLAIN and (j1 - j0) * GATHER_SPARSE < t[k, P_ROWS]:  # few: copied from where they lie
+                if _plain_gather(_body(buf, col.arena, t, k, aligned), t[k, P_LEN], t[k, P_ROWS], itemsize, col.sel,
+                                 j0, j1, t[k, P_FIRST], col.values):
+                    return _fail(col, ST_VALUES, k)
+                continue
             if _page_values(mode, _body(buf, col.arena, t, k, aligned), t[k, P_LEN], t[k, P_ROWS], itemsize, signed,
                             0, decimal_lim, col.values + j0 * out_size if whole else col.pagebuf, col.scratch):
                 return _fail(col, ST_VALUES, k)

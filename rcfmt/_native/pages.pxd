@@ -41,6 +41,11 @@ cdef int _page_values(int mode, const uint8_t* body, Py_ssize_t size, Py_ssize_t
 cdef int _bitpack_gather(int mode, const uint8_t* body, Py_ssize_t size, Py_ssize_t rows, int itemsize,
                          bint signed, int64_t decimal_lim, const int64_t* sel, Py_ssize_t j0, Py_ssize_t j1,
                          int64_t first, uint8_t* out) noexcept nogil
+# dictionary codes (any layout) / PLAIN fixed-width values at chosen rows of one page, read in place; 0, or 1
+cdef int _codes_gather(const uint8_t* body, Py_ssize_t size, Py_ssize_t rows, uint32_t limit, const int64_t* sel,
+                       Py_ssize_t j0, Py_ssize_t j1, int64_t first, uint32_t* out) noexcept nogil
+cdef int _plain_gather(const uint8_t* body, Py_ssize_t size, Py_ssize_t rows, int itemsize, const int64_t* sel,
+                       Py_ssize_t j0, Py_ssize_t j1, int64_t first, uint8_t* out) noexcept nogil
 # one VARBINARY page's checked offsets (from 0) and where its data is; 0, or 1
 cdef int _page_offsets(int mode, const uint8_t* body, Py_ssize_t size, Py_ssize_t rows,
                        uint32_t* local, const uint8_t** data, Py_ssize_t* data_len) noexcept nogil

@@ -1267,10 +1267,8 @@ cdef int _bitpack_gather(int mode, const uint8_t* body, Py_ssize_t size, Py_ssiz
     fails; 2 if it cannot say without every value (decimals whose page range does not
     prove them within their precision): the caller decodes the page whole."""
     cdef int width, T = 64 if mode == MODE_BITPACK_DECIMAL else itemsize * 8, size_out
-    cdef uint64_t ref, v, mask
-    cdef Py_ssize_t L = 1024 // T, j, i, row, k, b, bit
+    cdef uint64_t ref
     cdef const uint8_t* packed = body + 16
-    cdef const uint8_t* block
     if _bitpack_header(mode, body, size, rows, itemsize, signed, &width, &ref):
         return 1
     if mode == MODE_BITPACK_DECIMAL:
@@ -1281,7 +1279,18 @@ cdef int _bitpack_gather(int mode, const uint8_t* body, Py_ssize_t size, Py_ssiz
         size_out = 8
     else:
         size_out = itemsize
-    mask = 0xFFFFFFFFFFFFFFFF if width == 64 else (((<uint64_t>1) << width) - 1)
+    _packed_at(packed, width, T, ref, sel, j0, j1, first, size_out, out)
+    return 0
+
+
+cdef void _packed_at(const uint8_t* packed, int width, int T, uint64_t ref, const int64_t* sel, Py_ssize_t j0,
+                     Py_ssize_t j1, int64_t first, int size_out, uint8_t* out) noexcept nogil:
+    """Values at page rows ``sel[j] - first`` (j in ``[j0, j1)``) of a packed layout
+    (docs/FORMAT.md §7.3: ``T``-bit words, ``width`` bits a value, plus ``ref``) into
+    ``out[j]`` of ``size_out`` bytes, each read where it is packed."""
+    cdef uint64_t v, mask = 0xFFFFFFFFFFFFFFFF if width == 64 else (((<uint64_t>1) << width) - 1)
+    cdef Py_ssize_t L = 1024 // T, j, i, row, k, b, bit
+    cdef const uint8_t* block
     for j in range(j0, j1):
         i = sel[j] - first
         if width == 0:
@@ -1304,6 +1313,57 @@ cdef int _bitpack_gather(int mode, const uint8_t* body, Py_ssize_t size, Py_ssiz
             (<uint16_t*>out)[j] = <uint16_t>v
         else:
             out[j] = <uint8_t>v
+
+
+cdef int _codes_gather(const uint8_t* body, Py_ssize_t size, Py_ssize_t rows, uint32_t limit, const int64_t* sel,
+                       Py_ssize_t j0, Py_ssize_t j1, int64_t first, uint32_t* out) noexcept nogil:
+    """Dictionary codes at page rows ``sel[j] - first`` (j in ``[j0, j1)``) into
+    ``out[j]``, each read where the page keeps it (every layout of docs/FORMAT.md §7.1),
+    the others left as they are. The header is checked as :func:`_page_values` checks
+    it, and every code read against ``limit`` (the dictionary's size). 0, or 1."""
+    cdef int width
+    cdef Py_ssize_t j, i
+    cdef uint16_t c16
+    cdef uint32_t c
+    if size < 1:
+        return 1
+    width = body[0]
+    if width == 0:
+        if size < 16 or not _zero(body + 1, 7) or not _zero(body + 9, 7):
+            return 1
+        width = body[8]
+        if width > 32 or size != 16 + packed_nbytes(rows, width, 4):
+            return 1
+        _packed_at(body + 16, width, 32, 0, sel, j0, j1, first, 4, <uint8_t*>out)
+    else:
+        if (width != 1 and width != 2 and width != 4) or size != 1 + rows * width:
+            return 1
+        for j in range(j0, j1):
+            i = sel[j] - first
+            if width == 1:
+                out[j] = body[1 + i]
+            elif width == 2:
+                memcpy(&c16, body + 1 + 2 * i, 2)
+                out[j] = c16
+            else:
+                memcpy(&c, body + 1 + 4 * i, 4)
+                out[j] = c
+    for j in range(j0, j1):
+        if out[j] >= limit:
+            return 1
+    return 0
+
+
+cdef int _plain_gather(const uint8_t* body, Py_ssize_t size, Py_ssize_t rows, int itemsize, const int64_t* sel,
+                       Py_ssize_t j0, Py_ssize_t j1, int64_t first, uint8_t* out) noexcept nogil:
+    """PLAIN fixed-width values at page rows ``sel[j] - first`` (j in ``[j0, j1)``) into
+    ``out[j]``, copied from where they lie (the page's size checked as
+    :func:`_page_values` checks it). 0, or 1."""
+    cdef Py_ssize_t j
+    if size != rows * itemsize:
+        return 1
+    for j in range(j0, j1):
+        memcpy(out + j * itemsize, body + (sel[j] - first) * itemsize, itemsize)
     return 0
 
 

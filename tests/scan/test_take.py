@@ -410,3 +410,60 @@ def test_a_take_uses_the_pool_only_for_many_rows(tmp_path, monkeypatch):
         assert f.take(many).equals(table.take(many)) and set(seen) == {True}
         seen.clear()
         assert f.read().num_rows == n and set(seen) == {True}  # (a whole read: by the blocks' sizes)
+
+
+@pytest.mark.parametrize("compression", ["none", "zstd"])
+@pytest.mark.parametrize("distinct, forced", [(2, False), (2, True), (200, False), (200, True), (70_000, True)])
+def test_few_rows_of_a_page_are_read_where_they_lie(tmp_path, compression, distinct, forced):
+    """Dictionary codes (every layout: bit-packed (the selector's choice on few values),
+    1, 2 and 4 bytes (a forced dictionary)) and PLAIN values of a page of which few rows
+    are wanted are read in place, not the page decoded: the rows at the first, last,
+    1,024-value block edges and random places of 2,000-row pages, against pyarrow."""
+    n = 8000 if distinct < 70_000 else 70_000
+    rng = np.random.default_rng(distinct)
+    codes = rng.integers(0, distinct, n) if distinct < 70_000 else rng.permutation(n)
+    table = pa.table({"d": pa.array([f"v{c:06d}" for c in codes]), "i": pa.array(codes * 3 - 7, pa.int64()),
+                      "x": pa.array(rng.standard_normal(n)), "b": pa.array(rng.integers(0, 200, n), pa.int16())})
+    path = tmp_path / "t.rcfmt"
+    forced_encodings = {"d": "dictionary", "b": "dictionary"} if forced else {}
+    rcfmt.write_table(table, path, page_rows=2000, compression=compression, compressed_page_size=1 << 20,
+                      encoding={"i": "plain", "x": "plain", **forced_encodings})
+    positions = [0, 1999, 2000, 1023, 1024, 3071, 3072, 7999, 4000 + 31, 4000 + 32, 5000]
+    positions += rng.integers(0, n, 20).tolist()
+    with rcfmt.open(path) as f:
+        assert f.footer.chunks[f.column_index("d")][0]["encoding"] == 1  # DICTIONARY
+        got = f.take(positions, use_threads=False)
+        assert got.equals(table.take(positions))
+        for k in range(4):  # one row of each page: every page read sparsely
+            assert f.take([2000 * k + 977]).equals(table.take([2000 * k + 977]))
+
+
+def test_a_forged_code_read_in_place_is_corrupt(tmp_path):
+    """A dictionary code at or past the dictionary's size, in a page whose checksums
+    were recomputed, is refused when a take reads it in place."""
+    import sys
+
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1] / "data"))
+    import make_bad
+
+    n = 4096
+    table = pa.table({"d": pa.array([f"k{i % 5}" for i in range(n)]), "i": np.arange(n)})
+    path = tmp_path / "t.rcfmt"
+    rcfmt.write_table(table, path, page_rows=n, compression="none")  # (the selector bit-packs the codes)
+    data = path.read_bytes()
+    (offset,) = make_bad.pages_of(data, path, "d", 0)
+    header = make_bad.read_header(data, offset)
+    start = offset + make_bad.PAGE_HEADER.size
+    body = bytearray(data[start: start + header["compressed_size"]])
+    if body[0] == 0:  # bit-packed codes: row 0's is the low bits of lane 0's first word
+        assert body[8] == 3  # (five entries)
+        body[16] |= 0b111  # 7, past the 5 entries
+    else:
+        assert body[0] == 1  # a byte a code
+        body[1] = 7
+    path.write_bytes(make_bad.patch_page(data, offset, bytes(body)))
+    with rcfmt.open(path) as f:
+        with pytest.raises(CorruptFileError):
+            f.take([0])
+        with pytest.raises(CorruptFileError):
+            f.read()  # (and decoded whole)
