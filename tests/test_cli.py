@@ -213,6 +213,29 @@ def test_head_and_cat_with_filters_and_columns(files):
     assert bad.returncode == 1 and "nosuch" in bad.stderr
 
 
+def test_head_prints_rows_by_position_and_row_positions(files):
+    path, ds, _, table = files
+    n = table.num_rows
+    rows = _json("head", path, "--rows", f"5,17,{n - 1},3-4", "--columns", "id,carrier")
+    want = table.take([5, 17, n - 1, 3, 4])
+    assert [r["id"] for r in rows] == want["id"].to_pylist() and set(rows[0]) == {"id", "carrier"}
+    text = _run("head", path, "--rows", "2,1").stdout.splitlines()
+    assert len(text) == 4 and text[0].split() == table.schema.names
+    full = rcfmt.dataset(ds).read()
+    assert [r["id"] for r in _json("head", ds, "--rows", "7,0", "--columns", "id")] == full.take([7, 0])["id"].to_pylist()
+    hits = _json("head", path, "-n", "3", "--columns", "id", "--filter", "carrier = 'DL'", "--row-position")
+    positions = [r["_row_position"] for r in hits]
+    assert [r["id"] for r in hits] == table.take(positions)["id"].to_pylist()
+    assert pc.all(pc.equal(table.take(positions)["carrier"], "DL")).as_py()
+    csv_out = _run("cat", path, "--columns", "id", "--filter", "id < 3", "--row-position").stdout.splitlines()
+    assert csv_out[0] == '"id","_row_position"' and len(csv_out) == 4
+    for bad, words in ((str(n), "out of range"), ("-1", "out of range"), ("x", "--rows takes")):
+        proc = _run("head", path, "--rows", bad, ok=False)
+        assert proc.returncode == 1 and words in proc.stderr, proc.stderr
+    proc = _run("head", path, "--rows", "1", "--filter", "id > 3", ok=False)
+    assert proc.returncode == 1 and "cannot be combined" in proc.stderr
+
+
 def test_check_finds_and_locates_corruption(files):
     path, ds, corrupt, _ = files
     assert _json("check", path)["ok"] is True

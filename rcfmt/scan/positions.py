@@ -92,8 +92,13 @@ def _as_array(indices) -> np.ndarray:
                           indices.to_numpy(zero_copy_only=False))
     if isinstance(indices, (str, bytes, dict, set, frozenset)) or np.isscalar(indices) or indices is None:
         raise InvalidOptionError(f"row positions must be an array-like of integers, got {type(indices).__name__}")
-    if hasattr(indices, "__arrow_c_array__") and not isinstance(indices, np.ndarray):
-        return _as_array(pa.array(indices))
+    if (hasattr(indices, "__arrow_c_array__") or type(indices).__module__.startswith(("pandas", "polars"))) \
+            and not isinstance(indices, np.ndarray):  # (their NULLs: Arrow's)
+        try:
+            converted = pa.array(indices)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError) as exc:
+            raise InvalidOptionError(f"row positions must be an array-like of integers ({exc})") from None
+        return _as_array(converted)
     try:
         arr = np.asarray(indices)
     except (ValueError, TypeError) as exc:

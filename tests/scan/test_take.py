@@ -62,6 +62,14 @@ def position_lists(draw, n: int, edges: list[int]):
 
 
 def _as_kind(positions: list[int], kind: str):
+    if kind == "pandas":
+        import pandas as pd
+
+        return pd.Series(positions, dtype="int64")
+    if kind == "polars":
+        import polars as pl
+
+        return pl.Series(positions, dtype=pl.Int64)
     if kind == "numpy":
         return np.array(positions, np.int64)
     if kind == "uint32":
@@ -82,7 +90,7 @@ def test_take_matches_pyarrow_on_every_type_and_encoding(tmp_path_factory, data)
     rcfmt.write_table(table, path, **options)
     with rcfmt.open(path) as f:
         positions = data.draw(position_lists(table.num_rows, _edges(f)))
-        kind = data.draw(st.sampled_from(["list", "numpy", "uint32", "pyarrow", "chunked"]))
+        kind = data.draw(st.sampled_from(["list", "numpy", "uint32", "pyarrow", "chunked", "pandas", "polars"]))
         threads = data.draw(st.booleans())
         got = f.take(_as_kind(positions, kind), use_threads=threads)
         S.assert_tables_identical(got, table.take(pa.array(positions, pa.int64())))
@@ -178,6 +186,8 @@ def test_empty_and_zero_column_takes(tmp_path):
     ([True, False], InvalidOptionError, "must be integers"),
     (["1"], InvalidOptionError, "must be integers"),
     ([[1, 2]], InvalidOptionError, "one-dimensional"),
+    (__import__("pandas").Series([1, None], dtype="Int64"), InvalidOptionError, "at index 1 is NULL"),
+    (__import__("polars").Series([2, None]), InvalidOptionError, "at index 1 is NULL"),
     (3, InvalidOptionError, "array-like"),
     ("12", InvalidOptionError, "array-like"),
     (None, InvalidOptionError, "array-like"),
