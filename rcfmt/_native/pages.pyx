@@ -1315,29 +1315,41 @@ cdef void _packed_at(const uint8_t* packed, int width, int T, uint64_t ref, cons
             out[j] = <uint8_t>v
 
 
+cdef inline int _codes_header(const uint8_t* body, Py_ssize_t size, Py_ssize_t rows, int* width) noexcept nogil:
+    """The layout of a dictionary-codes page body (docs/FORMAT.md §7.1), its header and
+    size checked: 0 (bit-packed, ``width`` set to the codes' bits) or the bytes of each
+    code (1, 2, 4); -1 if the body is corrupt."""
+    if size < 1:
+        return -1
+    if body[0] == 0:
+        if size < 16 or not _zero(body + 1, 7) or not _zero(body + 9, 7):
+            return -1
+        width[0] = body[8]
+        if width[0] > 32 or size != 16 + packed_nbytes(rows, width[0], 4):
+            return -1
+        return 0
+    if (body[0] != 1 and body[0] != 2 and body[0] != 4) or size != 1 + rows * body[0]:
+        return -1
+    return body[0]
+
+
 cdef int _codes_gather(const uint8_t* body, Py_ssize_t size, Py_ssize_t rows, uint32_t limit, const int64_t* sel,
                        Py_ssize_t j0, Py_ssize_t j1, int64_t first, uint32_t* out) noexcept nogil:
     """Dictionary codes at page rows ``sel[j] - first`` (j in ``[j0, j1)``) into
     ``out[j]``, each read where the page keeps it (every layout of docs/FORMAT.md §7.1),
     the others left as they are. The header is checked as :func:`_page_values` checks
     it, and every code read against ``limit`` (the dictionary's size). 0, or 1."""
-    cdef int width
+    cdef int width = 0
     cdef Py_ssize_t j, i
     cdef uint16_t c16
     cdef uint32_t c
-    if size < 1:
+    cdef int layout = _codes_header(body, size, rows, &width)
+    if layout < 0:
         return 1
-    width = body[0]
-    if width == 0:
-        if size < 16 or not _zero(body + 1, 7) or not _zero(body + 9, 7):
-            return 1
-        width = body[8]
-        if width > 32 or size != 16 + packed_nbytes(rows, width, 4):
-            return 1
+    if layout == 0:
         _packed_at(body + 16, width, 32, 0, sel, j0, j1, first, 4, <uint8_t*>out)
     else:
-        if (width != 1 and width != 2 and width != 4) or size != 1 + rows * width:
-            return 1
+        width = layout
         for j in range(j0, j1):
             i = sel[j] - first
             if width == 1:
@@ -1419,15 +1431,10 @@ cdef int _page_values(int mode, const uint8_t* body, Py_ssize_t size, Py_ssize_t
     if mode == MODE_BOOL_RLE:
         return _rle(body, size, rows, 0, out)
     # MODE_CODES: layout byte 0 = bit-packed, else the byte width of each code
-    if size < 1:
+    cdef int layout = _codes_header(body, size, rows, &width)
+    if layout < 0:
         return 1
-    width = body[0]
-    if width == 0:
-        if size < 16 or not _zero(body + 1, 7) or not _zero(body + 9, 7):
-            return 1
-        width = body[8]
-        if width > 32 or size != 16 + packed_nbytes(rows, width, 4):
-            return 1
+    if layout == 0:
         unpack_raw(body + 16, rows, width, 4, 0, 0, False, out)
         if rows and ((<uint64_t>1) << width) > limit:
             for i in range(rows):
@@ -1435,8 +1442,7 @@ cdef int _page_values(int mode, const uint8_t* body, Py_ssize_t size, Py_ssize_t
             if top >= limit:
                 return 1
         return 0
-    if (width != 1 and width != 2 and width != 4) or size != 1 + rows * width:
-        return 1
+    width = layout
     cdef uint32_t* codes = <uint32_t*>out
     cdef uint16_t c16
     if width == 1:
