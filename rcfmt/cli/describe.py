@@ -17,6 +17,7 @@ from ..codecs import CODEC_NAMES
 from ..encodings import by_id
 from ..errors import UnsupportedError
 from ..file.reader import RcfmtFile
+from ..schema.arrow_io import temporal_value
 
 __all__ = ["describe", "describe_dataset", "column_summary", "encoding_name", "format_bound"]
 
@@ -72,7 +73,7 @@ def format_bound(value, ltype) -> str:
         return str(decimal.Decimal(int(value)).scaleb(-ltype.scale))
     if ltype.name in ("date32", "timestamp"):
         try:
-            return str(pa.scalar(int(value), type=ltype.to_arrow()).as_py())
+            return str(temporal_value(int(value), ltype.to_arrow()))
         except (ValueError, OverflowError, pa.ArrowException):
             # out of Python's datetime range, or a time zone this machine does not know
             return f"{int(value)} ({ltype.unit or 'days'})"

@@ -19,6 +19,7 @@ import pyarrow as pa
 from ..codecs import CODEC_NAMES
 from ..errors import CorruptFileError, InvalidOptionError, RcfmtError
 from ..file.reader import RcfmtFile
+from ..schema.arrow_io import temporal_value
 from .describe import column_summary, encoding_name
 
 __all__ = ["is_dataset", "json_value", "schema_report", "meta_report", "pages_report", "index_report", "dictionary_report",
@@ -47,7 +48,7 @@ def json_value(value, ltype=None):
         return str(decimal.Decimal(value).scaleb(-ltype.scale))
     if ltype is not None and ltype.name in ("date32", "timestamp") and isinstance(value, int):
         try:
-            value = pa.scalar(value, type=ltype.to_arrow()).as_py()
+            value = temporal_value(value, ltype.to_arrow())
         except (ValueError, OverflowError, pa.ArrowException):
             return value
     if isinstance(value, float):

@@ -24,7 +24,7 @@ from ..storage.fetch import FetchOptions, check_fetch
 from ..storage.paths import is_remote
 from ..runtime.threads import MAX_FILE_THREADS, cpu_threads
 from ..interop.arrow import export_stream
-from ..schema.arrow_io import filter_rows
+from ..schema.arrow_io import filter_rows, int64_array
 from ..file.reader import RcfmtFile
 from ..scan.nnf import BoundAnd, BoundListContains, columns as expr_columns, fold
 from ..scan.bind import arrow_values
@@ -260,7 +260,7 @@ class DatasetScan:
         for field in self.output_schema:
             if self.with_row_position and field.name == ROW_POSITION:  # file positions, moved to the version's
                 positions = batch.column(batch.schema.get_field_index(ROW_POSITION))
-                arrays.append(pa.array(np.asarray(positions) + first_row) if first_row else positions)
+                arrays.append(int64_array(np.asarray(positions) + first_row) if first_row else positions)
             elif field.name in self.partition_names:
                 value = partition.get(field.name)
                 if value is not None and pa.types.is_dictionary(field.type):  # one entry, repeated

@@ -31,7 +31,6 @@ import math
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from .._native import layout as _k
 from ..errors import InvalidOptionError
@@ -97,6 +96,8 @@ def sample_column(column, sample_size: int = DEFAULT_SAMPLE_SIZE, seed: int = 0)
 def _sorted_groups(sample: pa.Array, ctype: ColumnType) -> tuple[np.ndarray, np.ndarray]:
     """(order, group) of a NULL-free sample: ``order`` sorts it, ``group[i]`` numbers the
     distinct value at sorted position i (0, 1, ...)."""
+    import pyarrow.compute as pc  # (on first use: 25 ms of imports)
+
     m = len(sample)
     if ctype.search == "bytes":
         order = pc.sort_indices(sample).to_numpy().astype(np.int64)
@@ -224,6 +225,8 @@ class PreparedBounds:
         return len(self.array) + 1
 
     def _check_sorted(self) -> None:
+        import pyarrow.compute as pc  # (on first use: 25 ms of imports)
+
         m = len(self.array)
         if m < 2:
             return

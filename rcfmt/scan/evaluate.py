@@ -36,7 +36,6 @@ from ..errors import CorruptFileError
 from ..schema.arrow_io import Bitmap, to_arrow
 from ..schema.types import LogicalType, PhysicalKind
 from .nnf import BoundAnd, BoundListContains, BoundOr, Cmp, Folded, InSet, Leaf, NanCheck, NullCheck, Prefix
-from .arrow_eval import list_contains_result, selection_mask, true_mask
 from .intervals import Interval
 
 __all__ = ["ColumnData", "leaf_mask", "eval_nnf", "column_conjuncts", "block_predicate"]
@@ -91,6 +90,8 @@ def _numeric(ltype: LogicalType) -> bool:
 
 
 def _arrow_mask(leaf: Leaf, values: ColumnValues, valid, ltype: LogicalType) -> np.ndarray:
+    from .arrow_eval import selection_mask  # (Arrow compute: imported by the leaves that need it)
+
     arr = to_arrow(values, valid, ltype.storage)  # (annotated types are compared as stored)
     table = pa.table({leaf.column.name: arr})
     return selection_mask(leaf, table)
@@ -205,6 +206,8 @@ def leaf_mask(leaf: Leaf, data: ColumnData) -> np.ndarray:
     """numpy bool per row: is ``leaf`` TRUE? (For ``list_contains``, ``data`` is the
     Arrow array of the lists.)"""
     if isinstance(leaf, BoundListContains):
+        from .arrow_eval import list_contains_result, true_mask
+
         return true_mask(list_contains_result(leaf, data))
     if data.codes is None:
         return _values_mask(leaf, data.values, data.valid, data.ltype)

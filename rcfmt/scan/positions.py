@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import InvalidOptionError, RowIndexError, SchemaError
+from ..schema.arrow_io import int64_array, take
 
 __all__ = ["ROW_POSITION", "Positions", "check_positions", "by_unit", "reorder", "row_position_field",
            "check_no_position_column"]
@@ -151,4 +152,4 @@ def reorder(table: pa.Table, positions: Positions) -> pa.Table:
         return table
     if table.num_columns == 0:
         return pa.table({"_": pa.nulls(positions.count)}, metadata=table.schema.metadata).select([])
-    return table.take(pa.array(positions.order))
+    return take(table, int64_array(positions.order))

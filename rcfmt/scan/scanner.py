@@ -25,7 +25,7 @@ from ..encodings.dictionary import take as dictionary_take
 from ..errors import CorruptFileError, InvalidOptionError
 from ..runtime.threads import cpu_threads
 from ..interop.arrow import export_stream
-from ..schema.arrow_io import to_arrow
+from ..schema.arrow_io import int64_array, to_arrow
 from ..schema.nested import assemble as nested_assemble
 from ..schema.nested import list_node as nested_list_node
 from ..schema.nested import under_structs as nested_under_structs
@@ -630,7 +630,7 @@ class FileScan(BlockPruning, PagePruning, BlockFetching):
                 data = projected[col]  # (Arrow already when the block executor decoded it)
                 arrays.append(data if isinstance(data, pa.Array) else self._to_arrow(col, data))
         if self.with_row_position:
-            arrays.append(pa.array(selection.to_indices() + self._first_rows[block]))
+            arrays.append(int64_array(selection.to_indices() + self._first_rows[block]))
         elif not self.outputs:  # no columns projected: only the row count matters
             return pa.record_batch([pa.nulls(selected)], names=["_"]).select([]), stats
         for i in self._required:

@@ -74,6 +74,21 @@ def _gatherable(data):
     return pa.concat_arrays([data])
 
 
+def int64_array(values: np.ndarray) -> pa.Array:
+    """An int64 Arrow array of numpy integers, from their buffer (``pa.array`` imports
+    pandas, 0.2 s, on its first call: kept off the read paths)."""
+    data = np.ascontiguousarray(values, np.int64)
+    return pa.Array.from_buffers(pa.int64(), len(data), [None, pa.py_buffer(data)])
+
+
+def temporal_value(value: int, atype: pa.DataType):
+    """The Python value (``datetime.date``, ``datetime.datetime``) of one stored integer
+    of a date32 or timestamp type ``atype``, from a buffer (``pa.scalar`` imports pandas);
+    OverflowError or ValueError outside Python's range."""
+    data = np.array([value], np.int32 if pa.types.is_date32(atype) else np.int64)
+    return pa.Array.from_buffers(atype, 1, [None, pa.py_buffer(data)])[0].as_py()
+
+
 def take(data, indices):
     """``data.take(indices)`` (arrays, chunked arrays, batches, tables), right for every
     nesting pyarrow gathers (see ``_gatherable``). Use it for every gather of user data."""

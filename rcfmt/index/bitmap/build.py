@@ -23,7 +23,6 @@ from typing import Callable
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ...encodings.base import ColumnValues
 from ...encodings.dictionary import take as take_values
@@ -214,6 +213,8 @@ def _key_codes(values: ColumnValues, valid: np.ndarray, ltype: LogicalType):
     """``(keys, codes)``: the distinct values of the rows in ``valid`` ascending (as
     stats-domain values) and each such row's key number."""
     if ltype.kind == PhysicalKind.VARBINARY:
+        import pyarrow.compute as pc  # (on first use: 25 ms of imports)
+
         arr = to_arrow(values, None, ltype.storage).filter(pa.array(valid))  # (annotated: keys as stored)
         encoded = pc.dictionary_encode(arr)
         dictionary = encoded.dictionary

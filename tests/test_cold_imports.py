@@ -1,0 +1,103 @@
+"""What a one-shot process imports (issue 64): ``import rcfmt`` and a first lookup, a
+filtered read, a full read, a write, ``open`` + ``schema`` and the CLI's ``head``,
+``inspect``, ``check`` and ``meta`` import nothing but the standard library, numpy,
+pyarrow (not ``pyarrow.compute``: 25 ms), zstandard, lz4 and orjson -- no pandas (0.2 s,
+which ``pa.array`` and ``pa.scalar`` pull in on their first call), no Polars, no cloud
+SDK. Counted in fresh interpreters, not timed (bench/bench_cold.py times them)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import rcfmt
+
+ALLOWED = {"numpy", "pyarrow", "zstandard", "lz4", "orjson", "rcfmt", "cython_runtime"}
+FORBIDDEN_SUBMODULES = ("pyarrow.compute", "pyarrow.pandas_compat", "pyarrow.dataset", "pyarrow.parquet")
+
+_REPORT = """
+import json, sys
+stdlib = set(sys.stdlib_module_names)
+top = sorted({m.split('.')[0] for m in sys.modules} - stdlib)
+print(json.dumps({"top": top, "modules": sorted(sys.modules)}))
+"""
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cold")
+    n = 50_000
+    rng = np.random.default_rng(0)
+    table = pa.table({"k": np.arange(n), "d": pa.array((np.arange(n) // 50).astype(np.int32)).view(pa.date32()),
+                      "x": rng.standard_normal(n), "s": [f"s{i % 300}" for i in range(n)],
+                      "p": pa.array([__import__("decimal").Decimal(int(v)) / 100 for v in rng.integers(0, 10**6, n)],
+                                  pa.decimal128(12, 2))})
+    path = root / "t.rcfmt"
+    rcfmt.write_table(table, path, block_rows=16_384)
+    return path, root
+
+
+def _modules(code: str, *argv) -> dict:
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code) + _REPORT, *map(str, argv)],
+                         capture_output=True, text=True, timeout=120, env=dict(os.environ))
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _check(got: dict, what: str) -> None:
+    extra = set(got["top"]) - ALLOWED - {m for m in got["top"] if m.startswith("_")}
+    assert not extra, f"{what} imported {sorted(extra)}"
+    heavy = [m for m in FORBIDDEN_SUBMODULES if m in got["modules"]]
+    assert not heavy, f"{what} imported {heavy}"
+
+
+@pytest.mark.parametrize("what, code", [
+    ("import rcfmt", "import rcfmt"),
+    ("a lookup", "import sys, rcfmt; rcfmt.read_table(sys.argv[1], filter=rcfmt.col('k') == 31337)"),
+    ("a filtered read", """
+        import datetime, sys, rcfmt
+        from rcfmt import col
+        t = rcfmt.read_table(sys.argv[1], columns=['k', 'd', 'p'],
+                             filter=(col('d') >= datetime.date(1970, 3, 1)) & (col('d') < datetime.date(1970, 3, 8))
+                             & (col('s') != 's7') & col('x').isin([0.5, 1.5]) & (col('p') < 5000))
+    """),
+    ("a full read", "import sys, rcfmt; rcfmt.read_table(sys.argv[1])"),
+    ("open + schema", "import sys, rcfmt; f = rcfmt.open(sys.argv[1]); f.schema; f.num_rows"),
+    ("a take in order", "import sys, rcfmt; rcfmt.open(sys.argv[1]).take([3, 40_000])"),
+    ("row positions", "import sys, rcfmt; rcfmt.read_table(sys.argv[1], filter=rcfmt.col('k') < 10, "
+                      "with_row_position=True)"),
+    ("a write", """
+        import sys, numpy as np, pyarrow as pa, rcfmt
+        t = rcfmt.read_table(sys.argv[1])
+        rcfmt.write_table(t.select(['k', 'd', 'x', 'p']), sys.argv[1] + '.copy')
+    """),
+])
+def test_first_calls_import_only_what_they_need(files, what, code):
+    path, _ = files
+    _check(_modules(code, path), what)
+
+
+@pytest.mark.parametrize("command", ["head", "inspect", "check", "meta", "schema"])
+def test_the_cli_starts_without_heavy_imports(files, command):
+    path, _ = files
+    code = f"""
+        import io, contextlib, sys
+        from rcfmt.cli import main
+        with contextlib.redirect_stdout(io.StringIO()):
+            assert main([{command!r}, sys.argv[1]]) == 0
+    """
+    _check(_modules(code, path), f"rcfmt {command}")
+
+
+def test_the_count_sees_a_heavy_import():
+    """(The check itself: pandas, or pyarrow.compute alone, is seen.)"""
+    with pytest.raises(AssertionError, match="pandas"):
+        _check(_modules("import pandas"), "pandas")
+    with pytest.raises(AssertionError, match="pyarrow.compute"):
+        _check(_modules("import pyarrow.compute"), "compute")
