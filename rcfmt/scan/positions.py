@@ -83,6 +83,8 @@ def _out_of_range(position: int, index: int, num_rows: int) -> RowIndexError:
 def _as_array(indices) -> np.ndarray:
     """``indices`` as a one-dimensional numpy integer array (not yet range-checked)."""
     if isinstance(indices, (pa.Array, pa.ChunkedArray)):
+        if len(indices) == 0:  # (no position, whatever its type: an empty list converts to nulls)
+            return np.empty(0, _I64)
         if indices.null_count:
             nulls = np.asarray(indices.is_null())
             raise InvalidOptionError(f"row positions must not be NULL: the position at index "

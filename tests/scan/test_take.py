@@ -113,7 +113,11 @@ def test_take_of_nested_columns(tmp_path_factory, data):
         positions = data.draw(position_lists(table.num_rows, _edges(f)))
         got = f.take(positions, use_threads=data.draw(st.booleans()))
     got.validate(full=True)
-    want = table.take(pa.array(positions, pa.int64()))
+    # (pyarrow 26 gathers a sliced fixed_size_list of fixed_size_lists from the wrong
+    # place: the oracle takes from a copy at offset 0)
+    contiguous = pa.Table.from_arrays([pa.concat_arrays(c.chunks) if c.num_chunks else c for c in table.columns],
+                                      schema=table.schema)
+    want = contiguous.take(pa.array(positions, pa.int64()))
     assert got.schema == want.schema
     for name in want.schema.names:
         assert pylist(got.column(name)) == pylist(want.column(name)), name
