@@ -95,6 +95,8 @@ def _head(args) -> int:
     try:
         if args.rows is not None:  # the rows at those positions, in that order
             table = source.take(_positions(args.rows), _columns(args.columns))
+        elif args.filter is None and not args.row_position:  # the first rows: only the pages holding them
+            table = source.take(range(max(0, min(args.n, source.num_rows))), _columns(args.columns))
         else:
             scan = source.scan(_columns(args.columns), _filter(args.filter, schema),
                                with_row_position=args.row_position)
