@@ -216,7 +216,13 @@ class RcfmtFile:
             if self._source.read_into(a, view[a - lo : b - lo]) != b - a:
                 raise CorruptFileError("file shrank while reading", path=self.path, offset=a)
 
-        if self._source.remote and len(ranges) > 1:  # a request each: in flight together, bounded
+        many = getattr(self._source, "read_ranges_into", None)
+        if many is not None and len(ranges) > 1:  # a local file: every range in one GIL-free call
+            starts_, ends_ = np.array(ranges, np.int64).T.copy()
+            failed = many(starts_, ends_, buf, lo)
+            if failed >= 0:
+                raise CorruptFileError("file shrank while reading", path=self.path, offset=int(starts_[failed]))
+        elif self._source.remote and len(ranges) > 1:  # a request each: in flight together, bounded
             list(fetching.fetch_pool().map(fetch, ranges))
         else:
             for r in ranges:

@@ -40,6 +40,20 @@ class LocalFile(ByteSource):
             done += n
         return done
 
+    def read_ranges_into(self, starts, ends, out, base: int) -> int:
+        """Read the ranges ``[starts[i], ends[i])`` (int64 arrays) into ``out`` (a
+        writable buffer holding file offset ``base`` at 0) in one GIL-free call; the
+        index of the first range the file ended before, or -1 when all were read whole
+        (an OS error raises OSError)."""
+        if self._fd is None:
+            raise RcfmtError("file is closed")
+        from .._native.preads import read_ranges
+
+        failed, err = read_ranges(self._fd, starts, ends, out, base)
+        if err:
+            raise OSError(err, os.strerror(err))
+        return failed
+
     def close(self) -> None:
         fd, self._fd = getattr(self, "_fd", None), None
         if fd is not None:

@@ -1,0 +1,77 @@
+"""Many ranges of a local file read in one GIL-free call (``rcfmt._native.preads``):
+the bytes of every range land where the buffer keeps them, a range outside the buffer
+is refused before anything is read, a file that ends first is reported (a scan then
+raises CorruptFileError), and a scan's reads are the same bytes as one by one."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import rcfmt
+from rcfmt._native.preads import read_ranges
+from rcfmt.storage.local import LocalFile
+
+
+def _file(tmp_path, n=100_000):
+    data = np.random.default_rng(0).integers(0, 256, n, dtype=np.uint8).tobytes()
+    path = tmp_path / "bytes"
+    path.write_bytes(data)
+    return path, data
+
+
+def test_every_range_lands_where_the_buffer_keeps_it(tmp_path):
+    path, data = _file(tmp_path)
+    starts = np.array([100, 5000, 5001 + 10, 99_000], np.int64)
+    ends = np.array([200, 5010, 7000, 100_000], np.int64)
+    out = np.full(ends[-1] - starts[0], 0xEE, np.uint8)
+    src = LocalFile(str(path))
+    try:
+        assert src.read_ranges_into(starts, ends, out, 100) == -1
+    finally:
+        src.close()
+    for a, b in zip(starts, ends):
+        assert out[a - 100: b - 100].tobytes() == data[a:b]
+    assert (out[200 - 100: 5000 - 100] == 0xEE).all()  # (between ranges: untouched)
+
+
+def test_ranges_outside_the_buffer_are_refused_before_reading(tmp_path):
+    path, _ = _file(tmp_path)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        out = np.zeros(100, np.uint8)
+        for starts, ends, base in (([0], [101], 0), ([10], [20], 11), ([30], [20], 0), ([0, 50], [10, 150], 0)):
+            with pytest.raises(ValueError, match="outside the buffer"):
+                read_ranges(fd, np.array(starts, np.int64), np.array(ends, np.int64), out, base)
+        assert not out.any()
+        with pytest.raises(ValueError, match="differ"):
+            read_ranges(fd, np.array([0, 1], np.int64), np.array([1], np.int64), out, 0)
+    finally:
+        os.close(fd)
+
+
+def test_a_file_that_ends_first_and_a_bad_descriptor_are_reported(tmp_path):
+    path, _ = _file(tmp_path, 1000)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        out = np.zeros(3000, np.uint8)
+        assert read_ranges(fd, np.array([0, 900, 2000], np.int64), np.array([10, 1100, 2100], np.int64), out, 0) \
+            == (1, 0)  # the second range runs past the end
+    finally:
+        os.close(fd)
+    failed, err = read_ranges(fd, np.array([0], np.int64), np.array([10], np.int64), np.zeros(10, np.uint8), 0)
+    assert failed == 0 and err != 0  # (a closed descriptor: EBADF)
+
+
+def test_a_scan_of_a_file_cut_short_is_corrupt(tmp_path):
+    path = tmp_path / "t.rcfmt"
+    n = 20_000
+    table = pa.table({"a": np.arange(n), "b": np.arange(n) * 2.5, "s": [f"v{i}" for i in range(n)]})
+    rcfmt.write_table(table, path, block_rows=5000, page_rows=500, compression="none")
+    with rcfmt.open(path) as f:
+        assert f.take([10, 7000, 19_999]).equals(table.take([10, 7000, 19_999]))
+        os.truncate(path, f.size // 2)  # (the footer read at the open stays)
+        with pytest.raises(rcfmt.CorruptFileError, match="shrank|outside the file"):
+            f.take([19_000, 19_500])
