@@ -32,7 +32,7 @@ from ..scan.arrow_eval import evaluate, selection_mask
 from ..scan.prune import may_match
 from ..scan.residual import FALSE, TRUE, prepare_filter, residual_of
 from ..scan.plan import DatasetPlan
-from ..scan.positions import ROW_POSITION, check_no_position_column, row_position_field
+from ..scan.positions import ROW_POSITION, check_no_position_column, position_flag, row_position_field
 from ..scan import scheduling
 from ..scan.scanner import ScanStats
 from ..schema import nested
@@ -165,9 +165,7 @@ class DatasetScan:
                  column_ids: dict | None = None, fetch: FetchOptions | None = None,
                  read_dictionary: Sequence[str] | None = None, with_row_position: bool = False,
                  rows: dict | None = None):
-        if not isinstance(with_row_position, (bool, np.bool_)):
-            raise InvalidOptionError(f"with_row_position must be True or False, got {with_row_position!r}")
-        self.with_row_position = bool(with_row_position)
+        self.with_row_position = position_flag(with_row_position)
         if self.with_row_position:
             check_no_position_column(schema.names)
             unknown = [f.path for f in fragments if f.first_row is None]

@@ -20,7 +20,7 @@ from ..errors import InvalidOptionError, RowIndexError, SchemaError
 from ..schema.arrow_io import int64_array, take
 
 __all__ = ["ROW_POSITION", "Positions", "check_positions", "by_unit", "reorder", "row_position_field",
-           "check_no_position_column"]
+           "check_no_position_column", "position_flag"]
 
 #: the column ``with_row_position=True`` adds
 ROW_POSITION = "_row_position"
@@ -30,6 +30,13 @@ _I64 = np.dtype(np.int64)
 
 def row_position_field() -> pa.Field:
     return pa.field(ROW_POSITION, pa.int64(), nullable=False)
+
+
+def position_flag(value) -> bool:
+    """``with_row_position``, checked: True or False (InvalidOptionError otherwise)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise InvalidOptionError(f"with_row_position must be True or False, got {value!r}")
+    return bool(value)
 
 
 def check_no_position_column(names) -> None:

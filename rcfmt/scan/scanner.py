@@ -45,7 +45,7 @@ from .page_pruning import PagePruning
 from .scan_stats import ScanStats
 from .scheduling import STREAM_WINDOW, Probe, blocks_worth_threads, map_blocks, take_worth_threads
 from .selection import RowRanges, Selection
-from .positions import ROW_POSITION, by_unit, check_no_position_column, row_position_field
+from .positions import by_unit, check_no_position_column, position_flag, row_position_field
 
 __all__ = ["ScanStats", "FileScan", "scan_file"]
 
@@ -83,7 +83,7 @@ class FileScan(BlockPruning, PagePruning, BlockFetching):
                  with_row_position: bool = False):
         self.file = file
         asked = rows
-        self.with_row_position = _flag(with_row_position, "with_row_position")
+        self.with_row_position = position_flag(with_row_position)
         if self.with_row_position:
             check_no_position_column(file.schema.names)
         #: ranges at most this far apart are read together (remote files: the file's FetchOptions)
@@ -142,12 +142,8 @@ class FileScan(BlockPruning, PagePruning, BlockFetching):
         # does the page index prune pages for this filter here? (remote: fetched with the plan)
         self._page_probe = Probe(enabled=not file.remote)
         before = file.thread_requests()
-        if self._take is not None:  # (blocks holding no row asked for: not even their statistics asked)
-            kept = [b for b in range(lo, hi) if b in self._take]
-            self.block_range = (kept[0], kept[-1] + 1) if kept else (lo, lo)
         self.blocks = self._prune_blocks()
-        if self._take is not None:
-            self.block_range = (lo, hi)
+        if self._take is not None:  # (blocks holding no row asked for are never planned)
             self.blocks = [b for b in self.blocks if b in self._take]
         self.stats.requests += file.thread_requests() - before  # bloom filters
 
@@ -443,7 +439,8 @@ class FileScan(BlockPruning, PagePruning, BlockFetching):
             ranges = self._planned_ranges[block] = self.row_ranges(block, cache)
             if ranges.row_count == 0:
                 continue
-            candidates = self._asked(block, Selection.from_ranges(ranges, int(self.file.footer.blocks[block]["row_count"])))
+            rows = int(self.file.footer.blocks[block]["row_count"])
+            candidates = self._asked(block, Selection.from_ranges(ranges, rows))
             if candidates.row_count == 0:
                 continue
             plans = {col: self._plan_column(block, col, candidates, cache, scratch) for col in needed}
@@ -738,8 +735,3 @@ def scan_file(file, columns=None, filter=None, *, use_threads: bool = True, read
                     use_bloom=use_bloom, use_page_index=use_page_index, blocks=blocks,
                     use_bitmap_index=use_bitmap_index, rows=rows, with_row_position=with_row_position)
 
-
-def _flag(value, name: str) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise InvalidOptionError(f"{name} must be True or False, got {value!r}")
-    return bool(value)
