@@ -492,3 +492,25 @@ def test_a_forged_code_read_in_place_is_corrupt(tmp_path):
             f.take([0])
         with pytest.raises(CorruptFileError):
             f.read()  # (and decoded whole)
+
+
+def test_a_file_dropped_without_close_releases_its_descriptor(tmp_path):
+    """What an open file keeps for its later scans (page indexes) refers back to no file:
+    one dropped without ``close`` after takes and lookups is freed, and its descriptor
+    closed, at once -- not at the next garbage collection."""
+    import gc
+    import os
+
+    path = tmp_path / "t.rcfmt"
+    rcfmt.write_table(pa.table({"a": np.arange(5000), "s": [f"v{i}" for i in range(5000)]}), path, block_rows=1000)
+    gc.disable()
+    try:
+        before = len(os.listdir("/proc/self/fd"))
+        for _ in range(20):
+            f = rcfmt.open(path)
+            f.take([1, 4321, 1])
+            f.read(filter=rcfmt.col("a") == 7, with_row_position=True)
+            del f
+        assert len(os.listdir("/proc/self/fd")) == before
+    finally:
+        gc.enable()
