@@ -15,7 +15,8 @@ a warm-up, every column returned as a pyarrow Table):
 and checks every engine's rows against rcfmt's (row count and sums of two columns).
 Reported: medians over rounds and the ratio peer / rcfmt (above 1: rcfmt faster).
 
-    python bench/bench_take.py [--scale 1] [--rounds 3] [--repeat 5] [--engines rcfmt,lance,vortex,pyarrow]
+    python bench/bench_take.py [--scale 1] [--dataset lineitem|flights] [--rounds 3] [--repeat 5]
+                               [--engines rcfmt,lance,vortex,pyarrow]
 """
 from __future__ import annotations
 
@@ -38,17 +39,17 @@ ENGINES = ("rcfmt", "lance", "vortex", "pyarrow")
 QUERIES = {"take10": 10, "take1k": 1_000, "take100k": 100_000, "full": None}
 
 
-def _paths(scale: float) -> dict[str, Path]:
-    base = DATA_DIR / "take" / f"sf{scale:g}"
+def _paths(scale: float, dataset: str = "lineitem") -> dict[str, Path]:
+    base = DATA_DIR / "take" / (f"sf{scale:g}" if dataset == "lineitem" else dataset)
     return {"rcfmt": base / "lineitem.rcfmt", "pyarrow": base / "lineitem.parquet",
             "lance": base / "lineitem.lance", "vortex": base / "lineitem.vortex"}
 
 
-def prepare(scale: float, engines) -> dict[str, Path]:
-    """Write lineitem in each format (default options), once; print sizes and write times."""
-    from datasets import tpch_lineitem
+def prepare(scale: float, engines, dataset: str = "lineitem") -> dict[str, Path]:
+    """Write the dataset in each format (default options), once; print write times."""
+    from datasets import nycflights13_flights, tpch_lineitem
 
-    paths = _paths(scale)
+    paths = _paths(scale, dataset)
     paths["rcfmt"].parent.mkdir(parents=True, exist_ok=True)
     table = None
     for engine in engines:
@@ -56,7 +57,7 @@ def prepare(scale: float, engines) -> dict[str, Path]:
         if path.exists():
             continue
         if table is None:
-            table = tpch_lineitem(scale)
+            table = tpch_lineitem(scale) if dataset == "lineitem" else nycflights13_flights()
         tmp = path.with_name(path.name + ".tmp")
         shutil.rmtree(tmp, ignore_errors=True) if tmp.is_dir() else tmp.unlink(missing_ok=True)
         start = time.perf_counter()
@@ -117,7 +118,7 @@ def _opener(engine: str, path: Path):
         def full():
             return vf.scan().read_all().to_arrow_table()
 
-        n = len(vf.scan(["l_orderkey"]).read_all())
+        n = len(vf.scan([vf.dtype.to_arrow_schema().names[0]]).read_all())
         return n, take, full
     import pyarrow.dataset as pads
 
@@ -127,10 +128,12 @@ def _opener(engine: str, path: Path):
 
 
 def _check(table) -> list:
+    """The row count and the sums of the first two integer columns."""
+    import pyarrow as pa
     import pyarrow.compute as pc
 
-    return [table.num_rows, int(pc.sum(table.column("l_orderkey")).as_py() or 0),
-            int(pc.sum(table.column("l_linenumber")).as_py() or 0)]
+    ints = [name for name, t in zip(table.schema.names, table.schema.types) if pa.types.is_integer(t)][:2]
+    return [table.num_rows, *[int(pc.sum(table.column(name)).as_py() or 0) for name in ints]]
 
 
 def worker(engine: str, path: str, queries: list[str], repeat: int) -> dict:
@@ -153,6 +156,8 @@ def worker(engine: str, path: str, queries: list[str], repeat: int) -> dict:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scale", type=float, default=1)
+    ap.add_argument("--dataset", choices=("lineitem", "flights"), default="lineitem",
+                    help="TPC-H lineitem at --scale, or nycflights13's flights")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--engines", default=",".join(ENGINES))
@@ -168,7 +173,7 @@ def main(argv=None) -> int:
     warning = busy_warning()
     if warning:
         print(warning, file=sys.stderr)
-    paths = prepare(args.scale, engines)
+    paths = prepare(args.scale, engines, args.dataset)
     runs: dict[str, dict[str, list[float]]] = {e: {q: [] for q in queries} for e in engines}
     checks: dict[str, dict] = {}
     for r in range(args.rounds):
@@ -200,7 +205,7 @@ def main(argv=None) -> int:
     print(md_table(headers, rows))
     if failures:
         print("RESULT MISMATCH:\n  " + "\n  ".join(failures))
-    write_json("take", {"medians": medians, "runs": runs, "sizes": sizes, "checks": checks}, args)
+    write_json(f"take_{args.dataset}", {"medians": medians, "runs": runs, "sizes": sizes, "checks": checks}, args)
     return 1 if failures else 0
 
 
