@@ -17,8 +17,9 @@ from ..errors import CommitConflictError, InvalidOptionError, RcfmtError, Schema
 from .evolution import column_ids, extend_column_ids, keeps_columns, merge_schemas, renamed_path
 from ..storage import delete_files, is_remote
 from . import log
+from .deletions import DV_COLUMNS
 from .index import (INDEX_METADATA_KEY, STATS_FIELDS, VALUES_FIELD, FileEntry, conform_index, Snapshot, dumps_info,
-                    entries_table, index_schema, schema_to_json, stats_schema)
+                    dv_columns, entries_table, index_schema, schema_to_json, stats_schema, vectors_of)
 from .partitioning import Partitioning
 from .snapshot import read_snapshot, remember_committed
 
@@ -98,6 +99,43 @@ def _without_files(prev: pa.Table | None, remove: set, added: set, root: str, ba
     return prev.filter(pa.array([p not in remove for p in paths], pa.bool_()))
 
 
+def _vectors(table: pa.Table | None) -> tuple[list, list]:
+    """``(paths, deletion vectors)`` of index rows."""
+    if table is None:
+        return [], []
+    return table.column("path").to_pylist(), vectors_of(table)
+
+
+def _check_vectors(prev: pa.Table | None, expected: dict, root: str, base: int, mode: str) -> None:
+    """CommitConflictError unless every file of ``expected`` is in ``prev`` with the
+    deletion vector it names (a concurrent delete, update or rewrite changed it)."""
+    if not expected:
+        return
+    now = dict(zip(*_vectors(prev)))
+    for path, vector in expected.items():
+        if path not in now:
+            raise CommitConflictError(f"{_OPERATIONS.get(mode, mode)} of {root!r} conflicts with version {base}, which "
+                                      f"no longer has file {path!r}: it was removed meanwhile (rewritten, or every row "
+                                      "deleted); nothing was written")
+        if now[path] != vector:
+            raise CommitConflictError(f"{_OPERATIONS.get(mode, mode)} of {root!r} conflicts with version {base}, which "
+                                      f"deleted rows of file {path!r} meanwhile; nothing was written")
+
+
+_OPERATIONS = {"rewrite": "rewrite", "change": "row-level change"}
+
+
+def _with_vectors(table: pa.Table, deletions: dict) -> pa.Table:
+    """Index rows whose files of ``deletions`` (``{relpath: DeletionVector}``) have
+    those vectors."""
+    paths, vectors = _vectors(table)
+    vectors = [deletions.get(p, v) for p, v in zip(paths, vectors)]
+    for name, column in dv_columns(vectors).items():
+        i = table.schema.get_field_index(name)
+        table = table.append_column(name, column) if i < 0 else table.set_column(i, name, column)
+    return table
+
+
 def remove_files(paths) -> None:
     delete_files(paths)
 
@@ -139,20 +177,21 @@ def commit(root: str, entries: list[FileEntry], *, mode: str, read_version: int,
            partitioning: Partitioning, txn_id: str, staged: list[tuple[str, str]] = (),
            clustering: dict | None = None, base_table_unindexed: pa.Table | None = None,
            operation_info: dict | None = None, remove: Iterable[str] = (), renames: dict | None = None,
-           base_snapshot: Snapshot | None = None) -> int:
+           base_snapshot: Snapshot | None = None, deletions: dict | None = None, expected: dict | None = None) -> int:
     """Publish ``staged`` data files and commit ``entries`` as a new version; return it
     (see :func:`commit_version`, which also returns the size of its index)."""
     return commit_version(root, entries, mode=mode, read_version=read_version, data_schema=data_schema,
                           partitioning=partitioning, txn_id=txn_id, staged=staged, clustering=clustering,
                           base_table_unindexed=base_table_unindexed, operation_info=operation_info, remove=remove,
-                          renames=renames, base_snapshot=base_snapshot)[0]
+                          renames=renames, base_snapshot=base_snapshot, deletions=deletions, expected=expected)[0]
 
 
 def commit_version(root: str, entries: list[FileEntry], *, mode: str, read_version: int, data_schema: pa.Schema,
                    partitioning: Partitioning, txn_id: str, staged: list[tuple[str, str]] = (),
                    clustering: dict | None = None, base_table_unindexed: pa.Table | None = None,
                    operation_info: dict | None = None, remove: Iterable[str] = (), renames: dict | None = None,
-                   base_snapshot: Snapshot | None = None) -> tuple[int, int]:
+                   base_snapshot: Snapshot | None = None, deletions: dict | None = None,
+                   expected: dict | None = None) -> tuple[int, int]:
     """:func:`commit`, returning ``(version, bytes of its index file)``.
 
     Publish ``staged`` data files and commit ``entries`` as a new version; return it.
@@ -161,7 +200,13 @@ def commit_version(root: str, entries: list[FileEntry], *, mode: str, read_versi
     :class:`CommitConflictError` if the latest version is no longer ``read_version``;
     "rewrite" replaces the files ``remove`` (relative paths) by ``entries`` and rebases
     onto concurrent commits as long as they left every file of ``remove`` in place
-    (else CommitConflictError: someone else rewrote or deleted them).
+    with the deletion vector it had in ``read_version`` (else CommitConflictError:
+    someone else rewrote them or deleted rows of them). "change" (a row-level
+    delete, update or merge) gives the files of ``deletions`` (``{relpath:
+    DeletionVector}``) their new vectors, removes the files ``remove`` (every row
+    deleted) and adds ``entries`` (new rows), rebasing onto concurrent commits as long
+    as each of those files is still there with the vector ``expected`` (``{relpath:
+    DeletionVector or None}``, what the caller read) -- never losing a delete.
     On any failure the published files are removed again and nothing is visible.
     ``base_table_unindexed``: index rows of the files of a plain directory that this
     first commit adopts (append to a directory without index). ``clustering``: what
@@ -176,9 +221,11 @@ def commit_version(root: str, entries: list[FileEntry], *, mode: str, read_versi
 
     After the commit the version hint names the new version (best effort; see
     :func:`rcfmt.dataset.log.find_latest`)."""
-    if mode not in ("append", "overwrite", "rewrite", "evolve"):
-        raise InvalidOptionError(f"mode must be 'append', 'overwrite', 'rewrite' or 'evolve', got {mode!r}")
+    if mode not in ("append", "overwrite", "rewrite", "evolve", "change"):
+        raise InvalidOptionError(f"mode must be 'append', 'overwrite', 'rewrite', 'evolve' or 'change', got {mode!r}")
     remove = set(remove)
+    deletions = dict(deletions or {})
+    expected = dict(expected or {})
     known = base_snapshot if (base_snapshot is not None and read_version and base_snapshot.version == read_version
                               and base_snapshot.root == root) else None
 
@@ -254,24 +301,35 @@ def commit_version(root: str, entries: list[FileEntry], *, mode: str, read_versi
                     prev = snap.table
                     if snap.info.get("column_ids") is not None:
                         ids = column_ids(snap.info, snap.data_schema)
-                    if recorded is None and mode == "append" and snap.info.get("clustering"):
+                    if recorded is None and mode in ("append", "change") and snap.info.get("clustering"):
                         # the policy stays; appended files are at best clustered within themselves
                         recorded = {**snap.info["clustering"], "scope": "file"}
-                if mode == "rewrite":
+                if mode == "rewrite" and base != read_version and read_version:
+                    # the rows it rewrote are those of read_version: deleted since, they would come back
+                    expected = {p: v for p, v in zip(*_vectors((known or read_snapshot(root, read_version,
+                                                                                        columns=[])).table))
+                                if p in remove}
+                if mode in ("rewrite", "change"):
+                    _check_vectors(prev, expected, root, base, mode)
                     prev = _without_files(prev, remove, {e.path for e in entries}, root, base)
                     removed = len(remove)
+                if mode == "change" and deletions:
+                    prev = _with_vectors(prev, deletions)
                 ischema = index_schema(schema, partitioning)
                 table = conform_index(new_rows, ischema)
                 if prev is not None and prev.num_rows:
                     table = pa.concat_tables([conform_index(prev, ischema), table])
                 schema_json = schema_to_json(schema)
+            deleted = int(np.asarray(table.column("deleted_rows").to_numpy()).sum()) if (
+                table.num_rows and table.schema.get_field_index("deleted_rows") >= 0) else 0
             info = {
-                "format": "rcfmt-dataset", "format_version": 1,
+                "format": "rcfmt-dataset", "format_version": 2 if deleted else 1,
                 "version": base + 1, "parent_version": base, "operation": mode, "transaction": txn_id,
                 "timestamp": _dt.datetime.now(_dt.timezone.utc).isoformat(),
                 "schema": schema_json, "partitioning": partitioning.to_json(), "clustering": recorded,
                 "num_files": table.num_rows, "num_rows": int(np.asarray(table.column("num_rows").to_numpy()).sum())
-                if table.num_rows else 0,
+                - deleted if table.num_rows else 0,
+                **({"deleted_rows": deleted} if deleted else {}),
                 "added_files": len(entries), "removed_files": removed,
                 **({"dropped_columns": dropped} if dropped else {}),
                 **_ids_info(ids, schema),

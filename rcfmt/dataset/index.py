@@ -6,6 +6,10 @@ Index schema (``c`` ranges over the data columns, ``p`` over the partition colum
     size            int64    bytes of the file
     num_rows        int64
     num_blocks      int64
+    deleted_rows    int64    rows of the file its deletion vector deletes (0: none)
+    dv_path, dv_offset, dv_size, dv_crc32, dv_inline
+                             where the deletion vector is (:mod:`rcfmt.dataset.deletions`);
+                             versions written before deletion vectors lack these columns
     p.value         typed    the file's partition value (NULL for the default partition)
     c.min, c.max    typed    file-level bounds of the non-null, non-NaN values; NULL when
                              unknown or when there is no such value. string/binary
@@ -50,6 +54,7 @@ from ..schema.statistics import ColumnStats, StatsArrays, truncate_max, truncate
 from ..schema import nested, nested_json
 from ..schema.types import LogicalType, PhysicalKind, logical_type_from_arrow, logical_type_from_json
 from ..index.bitmap.layout import RANGE, keys_parser
+from .deletions import DV_COLUMNS, DeletionVector
 from .partitioning import Partitioning
 
 __all__ = [
@@ -81,6 +86,11 @@ class FileEntry:
     partition: tuple = ()
     stats: dict = field(default_factory=dict)
     values: dict = field(default_factory=dict)  # column -> tuple of distinct values (stats domain), when known
+    deletion: DeletionVector | None = None  # the file's deleted rows (path relative to the root), if any
+
+    @property
+    def live_rows(self) -> int:
+        return self.num_rows - (self.deletion.cardinality if self.deletion is not None else 0)
 
 
 # ------------------------------------------------------------------ building entries
@@ -164,6 +174,12 @@ def _bound_type(ltype: LogicalType) -> pa.DataType:
 _BASE_FIELDS = {f.name: f for f in (pa.field("path", pa.string(), False), pa.field("size", pa.int64(), False),
                                      pa.field("num_rows", pa.int64(), False),
                                      pa.field("num_blocks", pa.int64(), False))}
+#: the deletion-vector columns (docs/DATASET.md §3.4): in every version written since
+#: deletion vectors exist, absent (no row deleted) in older ones
+_DV_FIELDS = {f.name: f for f in (pa.field("deleted_rows", pa.int64(), False), pa.field("dv_path", pa.string(), True),
+                                  pa.field("dv_offset", pa.int64(), False), pa.field("dv_size", pa.int64(), False),
+                                  pa.field("dv_crc32", pa.int64(), False), pa.field("dv_inline", pa.binary(), True))}
+assert tuple(_DV_FIELDS) == DV_COLUMNS
 
 
 def _stats_fields(name: str, ltype: LogicalType) -> list[pa.Field]:
@@ -178,7 +194,7 @@ def _stats_fields(name: str, ltype: LogicalType) -> list[pa.Field]:
 
 
 def index_schema(data_schema: pa.Schema, partitioning: Partitioning) -> pa.Schema:
-    fields = list(_BASE_FIELDS.values())
+    fields = [*_BASE_FIELDS.values(), *_DV_FIELDS.values()]
     for name, t in zip(partitioning.names, partitioning.types):
         fields.append(pa.field(f"{name}.value", t, True))
     for f in stats_schema(data_schema):
@@ -190,7 +206,7 @@ def index_field(name: str, stats: pa.Schema, partitioning: Partitioning) -> pa.F
     """The field of :func:`index_schema` called ``name`` (``stats``: the
     :func:`stats_schema` of the data schema), or None; without building the whole
     schema (a dataset's open checks only the columns it loads)."""
-    base = _BASE_FIELDS.get(name)
+    base = _BASE_FIELDS.get(name) or _DV_FIELDS.get(name)
     if base is not None:
         return base
     column, _, suffix = name.rpartition(".")
@@ -244,6 +260,7 @@ def entries_table(entries: list[FileEntry], data_schema: pa.Schema, partitioning
         "size": pa.array([e.size for e in entries], pa.int64()),
         "num_rows": pa.array([e.num_rows for e in entries], pa.int64()),
         "num_blocks": pa.array([e.num_blocks for e in entries], pa.int64()),
+        **dv_columns([e.deletion for e in entries]),
     }
     for i, (name, t) in enumerate(zip(partitioning.names, partitioning.types)):
         cols[f"{name}.value"] = pa.array([e.partition[i] for e in entries], t)
@@ -271,6 +288,28 @@ def entries_table(entries: list[FileEntry], data_schema: pa.Schema, partitioning
     return pa.Table.from_arrays([cols[n] for n in schema.names], schema=schema)
 
 
+def dv_columns(vectors: list) -> dict:
+    """The deletion-vector index columns of ``vectors`` (a :class:`DeletionVector` or
+    None per file)."""
+    return {
+        "deleted_rows": pa.array([0 if v is None else v.cardinality for v in vectors], pa.int64()),
+        "dv_path": pa.array([None if v is None else v.path for v in vectors], pa.string()),
+        "dv_offset": pa.array([0 if v is None else v.offset for v in vectors], pa.int64()),
+        "dv_size": pa.array([0 if v is None else v.size for v in vectors], pa.int64()),
+        "dv_crc32": pa.array([0 if v is None else v.crc32 for v in vectors], pa.int64()),
+        "dv_inline": pa.array([None if v is None else v.inline for v in vectors], pa.binary()),
+    }
+
+
+def vectors_of(table: pa.Table) -> list:
+    """Per index row, its file's :class:`DeletionVector` (None: no row deleted; every
+    file of a version written before deletion vectors)."""
+    if table.schema.get_field_index("deleted_rows") < 0:
+        return [None] * table.num_rows
+    cols = [table.column(n).to_pylist() for n in DV_COLUMNS]
+    return [None if not n else DeletionVector(n, p, o, s, c, i) for n, p, o, s, c, i in zip(*cols)]
+
+
 def conform_index(table: pa.Table, schema: pa.Schema) -> pa.Table:
     """Index rows of an older version (or of files lacking columns) under the index
     ``schema`` of a newer data schema: statistics of columns the files lack say every
@@ -284,7 +323,7 @@ def conform_index(table: pa.Table, schema: pa.Schema) -> pa.Table:
             cols.append(c if c.type == f.type else c.cast(f.type))
         elif f.name.endswith(".null_count"):
             cols.append(rows)
-        elif f.name.endswith(".nan_count"):
+        elif f.name.endswith(".nan_count") or f.name in ("deleted_rows", "dv_offset", "dv_size", "dv_crc32"):
             cols.append(pa.array([0] * n, pa.int64()))
         elif f.name.endswith((".min_exact", ".max_exact")):
             cols.append(pa.array([False] * n, pa.bool_()))
@@ -396,6 +435,20 @@ class Snapshot:
 
     def column_values(self, name: str) -> np.ndarray:
         return to_numpy(self.table.column(name))
+
+    def deleted_counts(self) -> np.ndarray:
+        """Per file, the rows its deletion vector deletes (zeros before deletion vectors)."""
+        if self.table.schema.get_field_index("deleted_rows") < 0:
+            return np.zeros(len(self), np.int64)
+        return np.asarray(self.column_values("deleted_rows"), np.int64)
+
+    def live_rows(self) -> np.ndarray:
+        """Per file, the rows a read returns: its rows less the deleted ones."""
+        return np.asarray(self.column_values("num_rows"), np.int64) - self.deleted_counts()
+
+    def vectors(self) -> list:
+        """Per file, its :class:`DeletionVector` (path relative to the root) or None."""
+        return vectors_of(self.table)
 
     def partition_values(self) -> list[tuple]:
         cols = [self.table.column(f"{n}.value").to_pylist() for n in self.partitioning.names]

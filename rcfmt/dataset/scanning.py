@@ -38,6 +38,7 @@ from ..scan.scanner import ScanStats
 from ..schema import nested
 from ..schema.types import logical_type_from_arrow, same_logical_type
 from .evolution import file_renames, renamed_expr, renamed_path, renamed_schema, widens
+from .deletions import DeletionVector, load as load_deletions, visible_positions
 from .index import Snapshot
 
 __all__ = ["DatasetScan", "Fragment", "FileInfo", "scan_fragments", "prune_blocks", "open_data_file",
@@ -84,8 +85,11 @@ class Fragment:
     """One data file (or the blocks ``[blocks[0], blocks[1])`` of it) with its partition
     values ``((name, value), ...)``. ``num_rows``, ``size`` and ``num_blocks`` are those
     of the whole file; ``first_row`` the position of its first row in the dataset
-    version (files in index order; None when unknown: no row positions then).
-    Picklable; opening it needs only the file."""
+    version (files in index order, deleted rows not counted; None when unknown: no
+    row positions then); ``deletion`` the file's deletion vector in this version
+    (:class:`~rcfmt.dataset.deletions.DeletionVector`, its path absolute), whose rows
+    every scan of the fragment leaves out. Picklable; opening it needs only the file
+    (and its deletion file)."""
 
     path: str
     partition: tuple = ()
@@ -94,6 +98,16 @@ class Fragment:
     num_blocks: int = 0
     blocks: tuple | None = None
     first_row: int | None = None
+    deletion: DeletionVector | None = None
+
+    @property
+    def live_rows(self) -> int:
+        """Rows of the file its deletion vector leaves."""
+        return self.num_rows - (self.deletion.cardinality if self.deletion is not None else 0)
+
+    def deleted_rows(self) -> np.ndarray | None:
+        """The file's deleted row positions (sorted; None: none), loaded and checked."""
+        return None if self.deletion is None else load_deletions(self.deletion, self.num_rows, self.path)
 
     def split(self, pieces: int) -> list["Fragment"]:
         """At most ``pieces`` fragments covering this one's blocks in order."""
@@ -230,7 +244,8 @@ class DatasetScan:
             scan = f.scan(columns, pushed, use_threads=use_threads, read_dictionary=as_dictionary or None,
                           blocks=None if frag.blocks is None else _clamp(frag.blocks, f.num_blocks),
                           with_row_position=self.with_row_position,
-                          _rows=None if self._rows is None else self._rows[frag.path])
+                          _rows=None if self._rows is None else self._rows[frag.path],
+                          _deleted=frag.deleted_rows())
             scan.stats.requests += opened
         except BaseException:
             f.close()
@@ -247,7 +262,7 @@ class DatasetScan:
         return filter_rows(batch, pc.fill_null(evaluate(post, table), False))
 
     def _assemble(self, batch: pa.RecordBatch, partition: dict, post=None, view: "FileView | None" = None,
-                  first_row: int | None = None) -> pa.RecordBatch:
+                  first_row: int | None = None, deleted: np.ndarray | None = None) -> pa.RecordBatch:
         if post is not None:
             batch = self._post_filter(batch, post, view.schema)
         if view is not None and view.renames:  # back to the dataset's names
@@ -258,7 +273,9 @@ class DatasetScan:
         for field in self.output_schema:
             if self.with_row_position and field.name == ROW_POSITION:  # file positions, moved to the version's
                 positions = batch.column(batch.schema.get_field_index(ROW_POSITION))
-                arrays.append(int64_array(np.asarray(positions) + first_row) if first_row else positions)
+                if first_row or deleted is not None:  # (numbered among the rows left)
+                    positions = int64_array(visible_positions(np.asarray(positions), deleted) + first_row)
+                arrays.append(positions)
             elif field.name in self.partition_names:
                 value = partition.get(field.name)
                 if value is not None and pa.types.is_dictionary(field.type):  # one entry, repeated
@@ -295,7 +312,7 @@ class DatasetScan:
                 table = scan.read()
         finally:
             scan.file.close()
-        batches = ([self._assemble(b, partition, post, view, frag.first_row) for b in table.to_batches()]
+        batches = ([self._assemble(b, partition, post, view, frag.first_row, scan.deleted) for b in table.to_batches()]
                    if table.num_rows else [])
         return scan, batches
 
@@ -384,7 +401,7 @@ class DatasetScan:
             try:
                 with missing_is_corrupt(frag.path):
                     for batch in scan.iter_batches(batch_size):
-                        yield self._assemble(batch, partition, post, view, frag.first_row)
+                        yield self._assemble(batch, partition, post, view, frag.first_row, scan.deleted)
             finally:
                 scan.file.close()
                 self._count(scan)

@@ -20,11 +20,40 @@ from . import log
 from .evolution import check_column_ids, merge_nullability, same_types
 from .index import (BASE_COLUMNS, INDEX_METADATA_KEY, FileEntry, Snapshot, check_index_columns, check_relpath,
                     entries_table, entry_from_file, index_errors, index_field, schema_from_json, stats_schema)
+from .deletions import DV_COLUMNS, DV_DIR
 from .partitioning import Partitioning, infer_partitioning
 
 __all__ = ["check_version_info", "read_snapshot", "read_latest", "discover", "load_base", "DATA_SUFFIXES"]
 
 DATA_SUFFIXES = (".rcfmt", ".rcf")
+#: the newest dataset format version this rcfmt reads: 2 is a version whose files may
+#: have deletion vectors (a reader of version 1 would return deleted rows: it refuses)
+FORMAT_VERSION = 2
+
+
+def check_deletions(table: pa.Table, path: str) -> None:
+    """An index's deletion-vector columns must describe possible vectors: at most the
+    file's rows deleted, a vector with bytes where rows are deleted, its deletion file
+    inside ``_rcfmt/deletions/`` (CorruptFileError otherwise: a forged count must not
+    make a count negative, nor a forged path read outside the dataset)."""
+    if table.schema.get_field_index("deleted_rows") < 0 or not table.num_rows:
+        return
+    import numpy as np
+
+    deleted = np.asarray(table.column("deleted_rows").to_numpy(), np.int64)
+    rows = np.asarray(table.column("num_rows").to_numpy(), np.int64)
+    sizes = np.asarray(table.column("dv_size").to_numpy(), np.int64)
+    where = np.asarray(table.column("dv_path").is_valid().to_numpy(zero_copy_only=False), bool) | np.asarray(
+        table.column("dv_inline").is_valid().to_numpy(zero_copy_only=False), bool)
+    bad = (deleted < 0) | (deleted > rows) | ((deleted > 0) != (sizes > 0)) | ((deleted > 0) & ~where)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise CorruptFileError(f"index entry {i} records {deleted[i]} deleted rows of {rows[i]} with a vector of "
+                               f"{sizes[i]} bytes", path=path)
+    for rel in table.column("dv_path").drop_null().unique().to_pylist():
+        check_relpath(rel, path)
+        if not rel.startswith(f"{log.META_DIR}/{DV_DIR}/"):
+            raise CorruptFileError(f"index names deletion file {rel!r} outside {log.META_DIR}/{DV_DIR}/", path=path)
 
 
 def check_version_info(info: dict, version: int, path: str) -> None:
@@ -52,7 +81,7 @@ def read_snapshot(root: str, version: int, columns: Sequence[str] | None = (), s
             partitioning = Partitioning.from_json(info["partitioning"])
         except (ValueError, KeyError, TypeError) as exc:
             raise CorruptFileError(f"malformed dataset metadata: {exc}", path=path) from None
-        if info.get("format_version", 1) > 1:
+        if info.get("format_version", 1) > FORMAT_VERSION:
             raise RcfmtError(f"{path}: dataset format version {info['format_version']} is newer than this rcfmt")
         check_version_info(info, version, path)
         bad_ids = check_column_ids(info, data_schema)
@@ -63,11 +92,13 @@ def read_snapshot(root: str, version: int, columns: Sequence[str] | None = (), s
         missing = [n for n in want if f.schema.get_field_index(n) < 0]
         if missing:
             raise CorruptFileError(f"lacks the index columns {missing} of its dataset schema", path=path)
+        want += [n for n in DV_COLUMNS if f.schema.get_field_index(n) >= 0 and n not in want]
         table = f.read() if columns is None else f.read(columns=want)
         if columns is None:  # (a writer conforms these to its schema: the base ones must be there)
             stats = stats_schema(data_schema)
             want = [n for n in table.schema.names if index_field(n, stats, partitioning) is not None]
         check_index_columns(table, want, data_schema, partitioning, path)
+        check_deletions(table, path)
     checked = _CHECKED_PATHS
     for rel in table.column("path").to_pylist():
         if rel not in checked:  # a path is checked once per process, not at every read of an index listing it

@@ -558,7 +558,7 @@ class RcfmtFile:
     def scan(self, columns: Sequence[str] | None = None, filter=None, *, use_threads: bool = True,
              read_dictionary: Sequence[str] | None = None, use_bloom: bool = True, use_page_index: bool = True,
              blocks: tuple[int, int] | None = None, use_bitmap_index: bool = True, with_row_position: bool = False,
-             _rows=None):
+             _rows=None, _deleted=None):
         """Plan a skipping scan; returns a :class:`~rcfmt.scan.scanner.FileScan` with
         ``read()``, ``iter_batches()``, ``count()`` and ``stats`` (what was pruned, read,
         decoded).
@@ -578,7 +578,7 @@ class RcfmtFile:
         return scan_file(self, columns=columns, filter=filter, use_threads=use_threads,
                          read_dictionary=read_dictionary, use_bloom=use_bloom, use_page_index=use_page_index,
                          blocks=blocks, use_bitmap_index=use_bitmap_index, with_row_position=with_row_position,
-                         rows=_rows)
+                         rows=_rows, deleted=_deleted)
 
     def read(self, columns: Sequence[str] | None = None, filter=None, *, use_threads: bool = True,
              read_dictionary: Sequence[str] | None = None, with_row_position: bool = False) -> pa.Table:

@@ -72,15 +72,18 @@ class FileScan(BlockPruning, PagePruning, BlockFetching):
     ``pyarrow.DictionaryArray``; ``blocks``: ``(start, stop)`` to scan only those blocks
     (statistics then count only them); ``rows``: only these rows (file positions,
     ascending and distinct, checked by the caller: ``take``), each block's intersected
-    into its candidates before anything is read; ``with_row_position``: each row's
-    position in the file as a last int64 column ``_row_position``. ``stats``
-    accumulates as the scan runs.
+    into its candidates before anything is read; ``deleted``: rows of the file a
+    dataset's deletion vector removes (file positions, ascending and distinct, checked
+    by the caller), subtracted from each block's candidates the same way (a block
+    left without rows is never read); ``with_row_position``: each row's position in
+    the file as a last int64 column ``_row_position``. ``stats`` accumulates as the
+    scan runs.
     """
 
     def __init__(self, file, columns: Sequence[str] | None = None, filter=None, *, use_threads: bool = True,
                  read_dictionary: Sequence[str] | None = None, use_bloom: bool = True, use_page_index: bool = True,
                  blocks: tuple[int, int] | None = None, use_bitmap_index: bool = True, rows: np.ndarray | None = None,
-                 with_row_position: bool = False):
+                 with_row_position: bool = False, deleted: np.ndarray | None = None):
         self.file = file
         asked = rows
         self.with_row_position = position_flag(with_row_position)
@@ -130,6 +133,11 @@ class FileScan(BlockPruning, PagePruning, BlockFetching):
         #: ``rows`` asked for (take), per block as a Selection (None: every row)
         self._take = None if asked is None else {
             b: Selection.from_indices(local, int(block_rows[b])) for b, local in by_unit(asked, block_rows).items()}
+        self.deleted = deleted
+        #: per block holding deleted rows, the rows left (a deletion vector's complement)
+        self._visible = None if deleted is None or not len(deleted) else {
+            b: Selection.from_indices(local, int(block_rows[b])).complement()
+            for b, local in by_unit(deleted, block_rows).items()}
         self.output_schema = self._output_schema()
         #: output positions of flat columns declared not nullable (nulls there: a corrupt file)
         self._required = [i for i, c in enumerate(self.outputs)
@@ -145,6 +153,8 @@ class FileScan(BlockPruning, PagePruning, BlockFetching):
         self.blocks = self._prune_blocks()
         if self._take is not None:  # (blocks holding no row asked for are never planned)
             self.blocks = [b for b in self.blocks if b in self._take]
+        if self._visible is not None:  # (nor blocks whose every row is deleted)
+            self.blocks = [b for b in self.blocks if b not in self._visible or self._visible[b].row_count]
         self.stats.requests += file.thread_requests() - before  # bloom filters
 
     # ---------------------------------------------------------------- planning
@@ -457,7 +467,7 @@ class FileScan(BlockPruning, PagePruning, BlockFetching):
         of it: the candidates are then exactly the matching rows). Reads metadata only."""
         rows = int(self.file.footer.blocks[block]["row_count"])
         if self.nnf is None:  # (every row: what row_ranges says without a filter)
-            return BlockPlan(block, rows, Selection.all(rows) if self._take is None else self._take[block], None)
+            return BlockPlan(block, rows, self._asked(block, Selection.all(rows)), None)
         answer = self._answers.get(block)
         if answer is not None and answer.exact:  # no filter column to decode, no page index to ask
             candidates = self._asked(block, Selection.from_mask(to_mask(answer.maybe, rows), kind="bitmap"))
@@ -483,11 +493,18 @@ class FileScan(BlockPruning, PagePruning, BlockFetching):
                          "narrowed")
 
     def _asked(self, block: int, candidates: Selection) -> Selection:
-        """``candidates`` of ``block`` among the rows asked for (``rows=``, take)."""
-        if self._take is None:
-            return candidates
-        asked = self._take[block]
-        return asked if candidates.is_all else candidates.intersect(asked)
+        """``candidates`` of ``block`` among the rows asked for (``rows=``, take), less
+        the deleted ones (``deleted=``): ``pruning ∩ requested − deleted``."""
+        if self._take is not None:
+            asked = self._take[block]
+            candidates = asked if candidates.is_all else candidates.intersect(asked)
+        if self._visible is not None and block in self._visible:
+            candidates = candidates.intersect(self._visible[block])
+        return candidates
+
+    def _changed(self, block: int) -> bool:
+        """Whether ``block``'s rows are narrowed by ``rows=`` or ``deleted=``."""
+        return self._take is not None or (self._visible is not None and block in self._visible)
 
     def plan(self, fetch: bool = True) -> FilePlan:
         """The scan's plan (:class:`~rcfmt.scan.plan.FilePlan`), from metadata only: the
@@ -679,14 +696,14 @@ class FileScan(BlockPruning, PagePruning, BlockFetching):
         """The number of rows the filter selects (``len(read())`` without decoding the
         projected columns; answered from bitmap indexes where they decide the filter)."""
         if self.nnf is None:
-            if self._take is not None:
-                return sum(self._take[b].row_count for b in self.blocks)
-            return sum(int(self.file.footer.blocks[b]["row_count"]) for b in self.blocks)
+            rows = self.file.footer.blocks
+            return sum(self._asked(b, Selection.all(int(rows[b]["row_count"]))).row_count if self._changed(b)
+                       else int(rows[b]["row_count"]) for b in self.blocks)
         total = 0
         blocks = []
         for b in self.blocks:
             answer = self._answers.get(b)
-            if answer is not None and answer.exact and self._take is None:  # counted from the index
+            if answer is not None and answer.exact and not self._changed(b):  # counted from the index
                 n = answer.count
                 total += n
                 self.stats.rows_selected += n
@@ -729,9 +746,10 @@ def _block_range(blocks, n: int) -> tuple[int, int]:
 
 def scan_file(file, columns=None, filter=None, *, use_threads: bool = True, read_dictionary=None,
               use_bloom: bool = True, use_page_index: bool = True, blocks=None,
-              use_bitmap_index: bool = True, rows=None, with_row_position: bool = False) -> FileScan:
+              use_bitmap_index: bool = True, rows=None, with_row_position: bool = False, deleted=None) -> FileScan:
     """Plan a scan of ``file`` (pruning blocks now, pages and rows as it runs)."""
     return FileScan(file, columns, filter, use_threads=use_threads, read_dictionary=read_dictionary,
                     use_bloom=use_bloom, use_page_index=use_page_index, blocks=blocks,
-                    use_bitmap_index=use_bitmap_index, rows=rows, with_row_position=with_row_position)
+                    use_bitmap_index=use_bitmap_index, rows=rows, with_row_position=with_row_position,
+                    deleted=deleted)
 
