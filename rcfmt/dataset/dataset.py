@@ -24,6 +24,7 @@ from ..scan.residual import prepare_filter
 from ..storage import (COMMIT_SCHEMES, delete_files, is_remote, list_tree, local_path, object_size, remote_kind,
                        scheme_of)
 from . import log
+from .deletions import DV_DIR
 from .index import INDEX_METADATA_KEY, Snapshot, check_inside
 from .snapshot import DATA_SUFFIXES, check_version_info, discover, load_base, read_latest, read_snapshot
 from .scanning import DatasetScan, FileInfo, Fragment, prune_blocks, scan_fragments, value_sets_keep
@@ -121,7 +122,13 @@ class Dataset:
 
     @property
     def num_rows(self) -> int:
-        return int(self._snap.column_values("num_rows").sum()) if len(self._snap) else 0
+        """Rows of this version (deleted rows not counted; from the index)."""
+        return int(self._snap.live_rows().sum()) if len(self._snap) else 0
+
+    @property
+    def num_deleted_rows(self) -> int:
+        """Rows of this version's files that its deletion vectors delete."""
+        return int(self._snap.deleted_counts().sum()) if len(self._snap) else 0
 
     @property
     def files(self) -> list[FileInfo]:
@@ -177,10 +184,12 @@ class Dataset:
         blocks = snap.column_values("num_blocks")
         parts = snap.partition_values()
         names = snap.partitioning.names
-        first = np.cumsum(rows) - rows  # each file's first row in the version (files in index order)
+        live = snap.live_rows()
+        first = np.cumsum(live) - live  # each file's first row in the version (files in index order)
+        vectors = snap.vectors()
         return [Fragment(check_inside(self.root, os.path.join(self.root, *paths[i].split("/"))),
                          tuple(zip(names, parts[i])), int(rows[i]), int(sizes[i]), int(blocks[i]), None,
-                         int(first[i]))
+                         int(first[i]), None if vectors[i] is None else vectors[i].resolved(self.root))
                 for i in np.flatnonzero(keep)]
 
     def scan(self, columns: Sequence[str] | None = None, filter=None, *, use_threads: bool = True,
@@ -217,15 +226,17 @@ class Dataset:
         :meth:`RcfmtFile.take <rcfmt.file.reader.RcfmtFile.take>` checks them (against
         :attr:`num_rows`); only the files, blocks and pages holding a wanted row are read."""
         from ..scan.positions import by_unit, check_positions, reorder
+        from .deletions import file_positions
 
         positions = check_positions(indices, self.num_rows)
         fragments = self.get_fragments()
-        wanted = by_unit(positions.rows, [f.num_rows for f in fragments])
+        wanted = by_unit(positions.rows, [f.live_rows for f in fragments])  # (deleted rows have no position)
         chosen = [fragments[i] for i in sorted(wanted)]
         scan = DatasetScan(self.schema, chosen, columns, None, partition_names=self.partitioning.names,
                            files_total=self.num_files, files_pruned=self.num_files - len(chosen),
                            use_threads=use_threads, column_ids=self.column_ids, fetch=fetch,
-                           rows={fragments[i].path: rows for i, rows in wanted.items()})
+                           rows={fragments[i].path: file_positions(rows, fragments[i].deleted_rows())
+                                 for i, rows in wanted.items()})
         return reorder(scan.read(), positions)
 
     def iter_batches(self, batch_size: int = 65536, columns: Sequence[str] | None = None,
@@ -245,10 +256,52 @@ class Dataset:
             return self.num_rows
         return self.scan([], filter).count()
 
+    # ---------------------------------------------------------------- row-level changes
+    def delete(self, filter) -> "Dataset":
+        """Delete the rows matching ``filter`` in one commit; returns the new version
+        (this Dataset when no row matches). No file is rewritten: the matching rows,
+        found with every skipping level (the stats index, block statistics, bloom
+        filters, bitmap indexes, the page index), enter their files' deletion vectors
+        (docs/DATASET.md §3.4); a file whose every row is deleted leaves the index. A
+        concurrent commit that deleted or rewrote the same files makes the delete run
+        again on the latest version (:data:`rcfmt.dataset.changes.MAX_ATTEMPTS` times,
+        then :class:`CommitConflictError`)."""
+        from .changes import delete
+
+        return delete(self, filter)
+
+    def update(self, filter, set: dict) -> "Dataset":
+        """Set the columns of ``set`` (``{column: value}``, each value a Python or Arrow
+        scalar of the column's type, None for NULL) in the rows matching ``filter``, in
+        one commit (merge-on-read: the rows are deleted by deletion vectors and written
+        again, changed, to new files, whose statistics enter the index); returns the
+        new version. An unknown column or a value of another type is a
+        :class:`SchemaError` before anything is written."""
+        from .changes import update
+
+        return update(self, filter, set)
+
+    def merge(self, source, on, when_matched: str | None = "update",
+              when_not_matched: str | None = "insert") -> "Dataset":
+        """Upsert ``source`` (a table, RecordBatchReader, pandas or Polars frame, any
+        ``__arrow_c_stream__``) by the key columns ``on``, in one commit; returns the
+        new version. A target row whose keys equal a source row's is matched:
+        ``when_matched`` "update" replaces it by the source row (columns the source
+        lacks keep the target's values), "delete" deletes it, None leaves it. Source
+        rows matching none are inserted with ``when_not_matched="insert"`` (columns the
+        source lacks NULL). Keys follow SQL equality: a NULL key matches nothing. The
+        target's rows are found by skipping on the keys (an ``isin`` filter of the
+        source's keys), not by reading the dataset. A source key present twice is an
+        :class:`InvalidDataError`, a key or column the dataset lacks, or a value its
+        type cannot hold, a :class:`SchemaError`, before anything is written."""
+        from .changes import merge
+
+        return merge(self, source, on, when_matched, when_not_matched)
+
     # ---------------------------------------------------------------- maintenance
     def optimize(self, cluster_by=None, *, curve: str = "zorder", mapping: str = "rank",
                  target_file_rows: int | None = None, where=None, force: bool = False, progress=None,
-                 **write_options) -> "Dataset":
+                 deleted_threshold: float | None = None, **write_options) -> "Dataset":
         """Rewrite the files of each partition into one clustered layout and commit it
         atomically against this version; returns the new version (see
         :mod:`rcfmt.dataset.optimize`). ``cluster_by``: column names (default: the
@@ -259,13 +312,18 @@ class Dataset:
         earlier optimize already clustered the same way (skipped by default);
         ``write_options``: as for :func:`rcfmt.write_dataset`. The rows stay the same
         multiset. Returns this Dataset when there is nothing to do. ``progress``: a bar
-        of rows rewritten on stderr (None: on a terminal; True, False)."""
-        from .optimize import optimize
+        of rows rewritten on stderr (None: on a terminal; True, False).
+        ``deleted_threshold``: a partition with a file whose deletion vector deletes
+        more than this share of its rows (default 0.1) is rewritten without them
+        (rewritten files never keep a vector)."""
+        from .optimize import DELETED_THRESHOLD, optimize
         from .files import DEFAULT_TARGET_FILE_ROWS
 
         return optimize(self, cluster_by, curve=curve, mapping=mapping,
                         target_file_rows=DEFAULT_TARGET_FILE_ROWS if target_file_rows is None else target_file_rows,
-                        where=where, force=force, progress=progress, **write_options)
+                        where=where, force=force, progress=progress,
+                        deleted_threshold=DELETED_THRESHOLD if deleted_threshold is None else deleted_threshold,
+                        **write_options)
 
     def evolve(self, add=None, drop=None, rename=None) -> "Dataset":
         """Change the data columns without rewriting a file, committed against this
@@ -389,6 +447,11 @@ def open_dataset(path, *, version: int | None = None) -> Dataset:
     return Dataset.open(path, version=version)
 
 
+def _deletion_files(snap: Snapshot) -> set:
+    """The deletion files (relative paths) a version's vectors are in."""
+    return {v.path for v in snap.vectors() if v is not None and v.path is not None}
+
+
 def _kept_versions(versions: list[int], old) -> list[int]:
     """The versions vacuum keeps: from the oldest one within the retention (``old(v)``
     false) or the latest, every later one. Removing only the oldest versions keeps the
@@ -446,7 +509,9 @@ def vacuum(root, retention_seconds: float = 3600.0, *, dry_run: bool = False, pr
     keep = _kept_versions(versions, lambda v: old(log.version_path(root, v)))
     referenced = set()
     for v in keep:
-        referenced.update(read_snapshot(root, v).paths)
+        snap = read_snapshot(root, v)
+        referenced.update(snap.paths)
+        referenced.update(_deletion_files(snap))
     if not versions:  # no commit yet: only what a writer left (plain files stay, as read)
         referenced.update(discover(root).paths)
     removed = []
@@ -463,6 +528,11 @@ def vacuum(root, retention_seconds: float = 3600.0, *, dry_run: bool = False, pr
             p = os.path.join(dirpath, name)
             if rel not in referenced and old(p):
                 removed.append(p)
+    deletions = os.path.join(root, log.META_DIR, DV_DIR)  # deletion files no kept version names
+    for name in (sorted(os.listdir(deletions)) if os.path.isdir(deletions) else ()):
+        p = os.path.join(deletions, name)
+        if f"{log.META_DIR}/{DV_DIR}/{name}" not in referenced and old(p):
+            removed.append(p)
     for area in (log.staging_root(root), log.tmp_dir(root), os.path.join(root, log.META_DIR, "_scans")):
         if os.path.isdir(area):
             for name in os.listdir(area):
@@ -510,9 +580,14 @@ def _vacuum_remote(root: str, retention_seconds: float, dry_run: bool, progress=
     keep = _kept_versions(versions, lambda v: old(version_rel[v]))
     referenced = set()
     for v in keep:
-        referenced.update(read_snapshot(root, v).paths)
+        snap = read_snapshot(root, v)
+        referenced.update(snap.paths)
+        referenced.update(_deletion_files(snap))
     removed = [version_rel[v] for v in versions if v not in keep]
     for rel in sorted(objects):
+        if rel.startswith(f"{meta}{DV_DIR}/") and rel not in referenced and old(rel):
+            removed.append(rel)  # a deletion file no kept version names
+            continue
         parts = rel.split("/")
         if any(p.startswith(("_", ".")) for p in parts) or not rel.endswith(DATA_SUFFIXES):
             continue

@@ -52,6 +52,7 @@ from ..scan.residual import FALSE, TRUE, prepare_filter, residual_of
 from ..storage import check_commit_support, is_remote
 from . import log
 from .evolution import file_renames
+from .deletions import load as load_deletions
 from .index import DEFAULT_INDEX_TRUNCATE
 from .commits import commit
 from .files import (DEFAULT_TARGET_FILE_ROWS, FileSetWriter, check_clustering_columns, clustering_info, clustering_spec,
@@ -68,13 +69,15 @@ SPILL_BUFFER_ROWS = 1 << 20
 #: spill files open at once; more ranges are split in several passes
 MAX_FANOUT = 256
 READ_BATCH_ROWS = 1 << 16
+#: a partition with a file missing more than this share of its rows (deletion vectors) is rewritten
+DELETED_THRESHOLD = 0.1
 #: a range split aims at ranges this full, so that sampling error rarely overfills one
 RANGE_FILL = 0.9
 
 
 def optimize(dataset, cluster_by=None, *, curve: str = "zorder", mapping: str = "rank",
              target_file_rows: int = DEFAULT_TARGET_FILE_ROWS, where=None, stats_truncate: int | None = None,
-             force: bool = False, progress=None, **write_options):
+             force: bool = False, progress=None, deleted_threshold: float = DELETED_THRESHOLD, **write_options):
     """Rewrite ``dataset`` (a :class:`~rcfmt.dataset.Dataset`) clustered by ``cluster_by``
     and commit; return the Dataset at the new version (``dataset`` itself when there was
     nothing to do). See the module docstring; ``cluster_by=None`` uses the clustering
@@ -84,10 +87,16 @@ def optimize(dataset, cluster_by=None, *, curve: str = "zorder", mapping: str = 
     partition columns only; just the partitions it selects are rewritten (as Delta's
     ``OPTIMIZE ... WHERE``). ``write_options``: as for :func:`write_dataset`.
     ``progress``: a bar of rows rewritten on stderr (None: on a terminal; True, False).
+    ``deleted_threshold``: a partition holding a file whose deletion vector deletes more
+    than this share of its rows is rewritten whatever its layout (the rewritten files
+    hold only the rows left, and no vector); rewritten files lose their vectors anyway.
     """
     from ..runtime.progress import progress_bar, wanted
 
     wanted(progress)
+    if isinstance(deleted_threshold, bool) or not isinstance(deleted_threshold, (int, float)) or not (
+            0 <= deleted_threshold <= 1):
+        raise InvalidOptionError(f"deleted_threshold must be a share of rows in [0, 1], got {deleted_threshold!r}")
     target_file_rows = positive("target_file_rows", target_file_rows)
     snap = dataset._snap
     spec = clustering_spec(cluster_by, curve, mapping)
@@ -103,15 +112,19 @@ def optimize(dataset, cluster_by=None, *, curve: str = "zorder", mapping: str = 
     groups = _partition_groups(snap, dataset.root)
     if where is not None:
         groups = _selected_partitions(groups, where, snap)
+    deleted = _deleted_rows(snap, dataset.root)
+    shares = {path: len(rows) / (len(rows) + n) for files in groups.values() for _, path, n in files
+              if (rows := deleted.get(path)) is not None}
     # files written under an older schema (columns added, dropped or widened since) are
     # rewritten in the current one, whatever their layout
     if spec is None:
         todo = {key: files for key, files in groups.items()
                 if math.ceil(sum(r for _, _, r in files) / target_file_rows) < len(files)
-                or _stale(files, snap.data_schema)}
+                or _worn(files, shares, deleted_threshold) or _stale(files, snap.data_schema)}
     else:
         todo = {key: files for key, files in groups.items()
-                if force or not _already_optimized(files, spec, target_file_rows) or _stale(files, snap.data_schema)}
+                if force or not _already_optimized(files, spec, target_file_rows)
+                or _worn(files, shares, deleted_threshold) or _stale(files, snap.data_schema)}
     if not todo:
         return dataset
     # the rewritten files keep the indexes they had
@@ -139,7 +152,7 @@ def optimize(dataset, cluster_by=None, *, curve: str = "zorder", mapping: str = 
                               desc="optimize") as step:
                 for key, files in todo.items():
                     _rewrite_partition(writer, key, files, snap.data_schema, spec, target_file_rows,
-                                       os.path.join(staging, "spill"), snap.info.get("column_ids"))
+                                       os.path.join(staging, "spill"), snap.info.get("column_ids"), deleted)
                     removed.extend(rel for rel, _, _ in files)
                     step(sum(n for _, _, n in files))
             written = writer.close()
@@ -160,12 +173,26 @@ def optimize(dataset, cluster_by=None, *, curve: str = "zorder", mapping: str = 
 
 # ------------------------------------------------------------------ planning
 def _partition_groups(snap, root: str) -> dict[tuple, list[tuple[str, str, int]]]:
-    """partition values -> ``[(relpath, absolute path, rows), ...]`` in index order."""
+    """partition values -> ``[(relpath, absolute path, rows left), ...]`` in index order."""
     groups: dict[tuple, list] = {}
-    rows = snap.column_values("num_rows") if len(snap) else []
+    rows = snap.live_rows() if len(snap) else []
     for rel, key, n in zip(snap.paths, snap.partition_values(), rows):
         groups.setdefault(tuple(key), []).append((rel, os.path.join(root, *rel.split("/")), int(n)))
     return groups
+
+
+def _deleted_rows(snap, root: str) -> dict:
+    """``{absolute path: deleted row positions}`` of the files with a deletion vector."""
+    out = {}
+    for rel, vector, n in zip(snap.paths, snap.vectors(), snap.column_values("num_rows") if len(snap) else []):
+        if vector is not None:
+            out[os.path.join(root, *rel.split("/"))] = load_deletions(vector.resolved(root), int(n))
+    return out
+
+
+def _worn(files, shares: dict, threshold: float) -> bool:
+    """Whether a file of the partition has more than ``threshold`` of its rows deleted."""
+    return any(shares.get(path, 0.0) > threshold for _, path, _ in files)
 
 
 def _selected_partitions(groups: dict, where, snap) -> dict:
@@ -299,18 +326,21 @@ def _split_keys(spec: ClusteringSpec, table) -> np.ndarray:
 # ------------------------------------------------------------------ rewriting
 def _rewrite_partition(writer: FileSetWriter, key: tuple, files, data_schema: pa.Schema,
                        spec: ClusteringSpec | None, target_file_rows: int, spill_dir: str,
-                       ids: dict | None = None) -> None:
+                       ids: dict | None = None, deleted: dict | None = None) -> None:
     """Rewrite the ``files`` of partition ``key`` in the dataset's current schema
-    (``ids``: its column ids, for files written before a rename)."""
+    (``ids``: its column ids, for files written before a rename), without the rows
+    ``deleted`` (``{path: deleted row positions}``) deletes."""
+    deleted = deleted or {}
     total = sum(n for _, _, n in files)
     if spec is None:  # compaction: same order, fewer files
         for _, path, _ in files:
-            for batch in _batches(path, data_schema, ids):
+            for batch in _batches(path, data_schema, ids, deleted.get(path)):
                 writer.write_partition(key, pa.Table.from_batches([batch]))
         writer.finish_partition(key)
         return
     if total <= IN_MEMORY_ROWS or total <= target_file_rows:
-        table = pa.concat_tables([_read(path, data_schema, ids) for _, path, _ in files]).combine_chunks()
+        table = pa.concat_tables([_read(path, data_schema, ids, deleted.get(path)) for _, path, _ in files]
+                                 ).combine_chunks()
         fitted = spec.fit(table)
         writer.metadata[METADATA_KEY] = fitted.to_json(include_bounds=False)
         writer.write_partition(key, fitted.apply(table))
@@ -331,7 +361,7 @@ def _rewrite_partition(writer: FileSetWriter, key: tuple, files, data_schema: pa
             writer.finish_partition(key)
 
     sources = [path for _, path, _ in files]
-    _split(lambda: (b for p in sources for b in _batches(p, data_schema, ids)), router, 0, ranges, data_schema,
+    _split(lambda: (b for p in sources for b in _batches(p, data_schema, ids, deleted.get(p))), router, 0, ranges, data_schema,
            spill_dir, emit)
 
 
@@ -396,20 +426,21 @@ def _unlink(path: str) -> None:
         pass
 
 
-def _read(path: str, schema: pa.Schema, ids: dict | None = None) -> pa.Table:
+def _read(path: str, schema: pa.Schema, ids: dict | None = None, deleted: np.ndarray | None = None) -> pa.Table:
     """A file's rows as ``schema`` (files of one dataset may differ in nullability,
     predate added columns, hold narrower types or, with the dataset's column ``ids``,
-    hold columns under the names they had before a rename: rcfmt.dataset.evolution)."""
+    hold columns under the names they had before a rename: rcfmt.dataset.evolution),
+    without the rows ``deleted``."""
     with RcfmtFile(path) as f:
         renames = file_renames(f.schema.names, ids, schema.names)
-        return pa.Table.from_batches([_as_schema(b, schema, renames) for b in f.read(use_threads=False).to_batches()],
-                                     schema=schema)
+        rows = f.scan(use_threads=False, _deleted=deleted).read()
+        return pa.Table.from_batches([_as_schema(b, schema, renames) for b in rows.to_batches()], schema=schema)
 
 
-def _batches(path: str, schema: pa.Schema, ids: dict | None = None):
+def _batches(path: str, schema: pa.Schema, ids: dict | None = None, deleted: np.ndarray | None = None):
     with RcfmtFile(path) as f:
         renames = file_renames(f.schema.names, ids, schema.names)
-        for batch in f.iter_batches(READ_BATCH_ROWS):
+        for batch in f.scan(use_threads=False, _deleted=deleted).iter_batches(READ_BATCH_ROWS):
             yield _as_schema(batch, schema, renames)
 
 

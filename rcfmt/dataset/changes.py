@@ -1,0 +1,347 @@
+"""Row-level changes of a dataset: :func:`delete`, :func:`update` and :func:`merge`,
+merge-on-read (docs/DATASET.md §3.4).
+
+No data file is rewritten. The rows a change removes are found by a skipping scan (the
+stats index, block statistics, bloom filters, bitmap indexes, the page index, late
+materialization), which returns their positions; each file holding some gets a new
+deletion vector -- the rows it had deleted and these -- and a file left without rows
+leaves the index. Rows a change writes (updated or inserted) go to new files. All of it
+is one commit (mode "change" of :func:`~rcfmt.dataset.commits.commit_version`), which
+rebases onto concurrent commits that left the changed files as it read them and
+otherwise raises :class:`~rcfmt.errors.CommitConflictError`; the change is then planned
+again on the latest version, at most :data:`MAX_ATTEMPTS` times, so a delete is never
+lost and never applied to rows it did not see.
+"""
+from __future__ import annotations
+
+import os
+import uuid
+from typing import Callable
+
+import numpy as np
+import pyarrow as pa
+
+from ..errors import CommitConflictError, InvalidDataError, InvalidOptionError, SchemaError, UnsupportedError
+from ..scan.positions import ROW_POSITION
+from . import log
+from .deletions import DeletionFileWriter, union
+from .files import DEFAULT_TARGET_FILE_ROWS, FileSetWriter, inherited_bitmap_indexes, join_path
+
+__all__ = ["delete", "update", "merge", "MAX_ATTEMPTS"]
+
+#: how many times a change is planned again after losing to a concurrent commit
+MAX_ATTEMPTS = 8
+_SOURCE_ROW = "__rcfmt_source_row"
+_TARGET_ROW = "__rcfmt_target_row"
+
+
+class _Change:
+    """What one attempt of a change found: per file (by index row) the file positions it
+    removes, the rows it writes, and the counts :meth:`Dataset.history` shows."""
+
+    def __init__(self, removed: dict, written: pa.Table | None, counts: dict):
+        self.removed, self.written, self.counts = removed, written, counts
+
+
+def _retrying(dataset, operation: str, plan: Callable) -> "object":
+    """Plan and commit a change on ``dataset``; after a conflict, on the latest version."""
+    from .dataset import Dataset
+
+    _check_indexed(dataset, operation)
+    current = dataset
+    for attempt in range(MAX_ATTEMPTS):
+        change = plan(current)
+        if not change.removed and (change.written is None or not change.written.num_rows):
+            return current  # nothing matched: nothing to commit
+        try:
+            version = _commit(current, operation, change)
+        except CommitConflictError:
+            if attempt + 1 == MAX_ATTEMPTS:
+                raise
+            log.backoff(attempt + 1)
+            current = Dataset.open(current.root)
+            continue
+        return Dataset.open(current.root, version=version)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _check_indexed(dataset, operation: str) -> None:
+    if dataset.version is None:
+        raise UnsupportedError(f"{operation} needs a dataset with an index (written by rcfmt.write_dataset); "
+                               f"{dataset.root!r} has none (append to it once to create one)")
+
+
+def _matched(dataset, filter, columns) -> tuple[pa.Table, dict]:
+    """The rows of ``dataset`` matching ``filter`` (``columns`` of them, and their
+    positions), and per index row of a file holding some, their file positions."""
+    table = dataset.scan(columns, filter, with_row_position=True).read()
+    return table, _by_file(dataset, np.asarray(table.column(ROW_POSITION)))
+
+
+def _by_file(dataset, positions: np.ndarray) -> dict:
+    """``{index row of a file: file positions}`` of version positions ``positions``."""
+    from .deletions import file_positions
+
+    if not len(positions):
+        return {}
+    snap = dataset._snap
+    live = snap.live_rows()
+    ends = np.cumsum(live)
+    order = np.sort(positions)
+    unit = np.searchsorted(ends, order, side="right")
+    vectors = snap.vectors()
+    out = {}
+    for u in np.unique(unit).tolist():
+        rows = order[unit == u] - (ends[u] - live[u])
+        vector = vectors[u]
+        deleted = None if vector is None else _load(vector, dataset.root, int(snap.column_values("num_rows")[u]))
+        out[u] = file_positions(rows, deleted)
+    return out
+
+
+def _load(vector, root: str, num_rows: int) -> np.ndarray:
+    from .deletions import load
+
+    return load(vector.resolved(root), num_rows)
+
+
+def _commit(dataset, operation: str, change: _Change) -> int:
+    """One commit of ``change`` against ``dataset``'s version: its deletion vectors, the
+    files it empties, its new files."""
+    from .commits import commit_version
+
+    snap = dataset._snap
+    root = dataset.root
+    paths, vectors, rows = snap.paths, snap.vectors(), snap.column_values("num_rows")
+    txn = f"{operation}-{uuid.uuid4().hex}"
+    vectors_out = DeletionFileWriter(root, txn)
+    deletions, remove, expected = {}, [], {}
+    for i, removed in change.removed.items():
+        before = None if vectors[i] is None else _load(vectors[i], root, int(rows[i]))
+        now = union(before, removed)
+        expected[paths[i]] = vectors[i]
+        if len(now) == int(rows[i]):
+            remove.append(paths[i])
+        else:
+            deletions[paths[i]] = vectors_out.add(now)
+    staging = None
+    files = []
+    try:
+        if change.written is not None and change.written.num_rows:
+            staging, files = _stage(dataset, change.written, txn)
+        vectors_out.close()
+        version, _ = commit_version(
+            root, [e for e, _ in files], mode="change", read_version=dataset.version,
+            data_schema=snap.data_schema, partitioning=snap.partitioning, txn_id=txn,
+            staged=[(p, e.path) for e, p in files], remove=remove, deletions=deletions, expected=expected,
+            operation_info={"operation": operation, **change.counts, "removed_files": len(remove)},
+            base_snapshot=None)
+    except BaseException:
+        vectors_out.discard()
+        raise
+    finally:
+        if staging is not None and not _remote(root):
+            log.remove_tree(staging)
+    return version
+
+
+def _remote(root: str) -> bool:
+    from ..storage import is_remote
+
+    return is_remote(root)
+
+
+def _stage(dataset, table: pa.Table, txn: str):
+    """Write ``table`` (the dataset's schema) as new data files of the dataset, not yet
+    committed: ``(staging directory or None, [(FileEntry, staged path)])``."""
+    root = dataset.root
+    staging = root if _remote(root) else os.path.join(log.staging_root(root), txn)
+    if not _remote(root):
+        os.makedirs(staging)
+    options: dict = {}
+    snap = dataset._snap
+    if snap.paths:  # new files keep the indexes the dataset's files have
+        data_schema = pa.schema([f for f in table.schema if f.name not in snap.partitioning.names])
+        inherited_bitmap_indexes([join_path(root, snap.paths[-1])], data_schema, options, dataset.column_ids)
+    writer = FileSetWriter(staging, table.schema, snap.partitioning, prefix=txn.rsplit("-", 1)[-1][:16],
+                           target_file_rows=DEFAULT_TARGET_FILE_ROWS, write_options=options)
+    try:
+        writer.write(table)
+        return (None if _remote(root) else staging), writer.close()
+    except BaseException:
+        writer.abort()
+        if not _remote(root):
+            log.remove_tree(staging)
+        raise
+
+
+# ------------------------------------------------------------------ the operations
+def delete(dataset, filter):
+    """Delete the rows matching ``filter`` (see :meth:`Dataset.delete`)."""
+    if filter is None:
+        raise InvalidOptionError("delete needs a filter (to delete every row, overwrite the dataset)")
+    dataset.scan([], filter)  # (a bad filter raises here, before anything is written)
+
+    def plan(ds) -> _Change:
+        table, removed = _matched(ds, filter, [])
+        return _Change(removed, None, {"rows_deleted": table.num_rows})
+
+    return _retrying(dataset, "delete", plan)
+
+
+def update(dataset, filter, set):
+    """Set columns of the rows matching ``filter`` (see :meth:`Dataset.update`)."""
+    if not isinstance(set, dict) or not set:
+        raise InvalidOptionError(f"set must be a non-empty dict of column -> value, got {set!r}")
+    values = {name: _value(dataset.schema, name, value) for name, value in set.items()}
+    dataset.scan([], filter)  # (a bad filter raises here, before anything is written)
+
+    def plan(ds) -> _Change:
+        table, removed = _matched(ds, filter, None)
+        table = table.drop_columns([ROW_POSITION])
+        for name, value in values.items():
+            i = table.schema.get_field_index(name)
+            table = table.set_column(i, table.schema.field(i), _repeat(value, table.num_rows))
+        return _Change(removed, table, {"rows_updated": table.num_rows})
+
+    return _retrying(dataset, "update", plan)
+
+
+def _value(schema: pa.Schema, name, value) -> pa.Scalar:
+    """``value`` as a scalar of column ``name``'s type (SchemaError if it is not one)."""
+    i = schema.get_field_index(name) if isinstance(name, str) else -1
+    if i < 0:
+        raise SchemaError(f"update sets unknown column {name!r}; the dataset has {schema.names}")
+    field = schema.field(i)
+    try:
+        scalar = value if isinstance(value, pa.Scalar) else pa.scalar(value)
+        if scalar.type != field.type:
+            scalar = scalar.cast(field.type, safe=True)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError, ValueError) as exc:
+        raise SchemaError(f"update sets column {name!r} ({field.type}) to {value!r}, which is not a value of "
+                          f"that type ({exc})") from None
+    if not scalar.is_valid and not field.nullable:
+        raise SchemaError(f"update sets column {name!r}, which is not nullable, to NULL")
+    return scalar
+
+
+def _repeat(value: pa.Scalar, n: int) -> pa.Array:
+    if not value.is_valid:
+        return pa.nulls(n, value.type)
+    return pa.repeat(value, n)
+
+
+def merge(dataset, source, on, when_matched="update", when_not_matched="insert"):
+    """Upsert ``source`` into the dataset by the keys ``on`` (see :meth:`Dataset.merge`)."""
+    import pyarrow.compute as pc
+
+    from ..scan.expr import col
+    from .writer import _batches_and_schema
+
+    if when_matched not in ("update", "delete", None):
+        raise InvalidOptionError(f"when_matched must be 'update', 'delete' or None, got {when_matched!r}")
+    if when_not_matched not in ("insert", None):
+        raise InvalidOptionError(f"when_not_matched must be 'insert' or None, got {when_not_matched!r}")
+    keys = [on] if isinstance(on, str) else list(on) if on is not None else []
+    if not keys or not all(isinstance(k, str) for k in keys) or len(set(keys)) != len(keys):
+        raise InvalidOptionError(f"on must name one or more distinct key columns, got {on!r}")
+    _, tables = _batches_and_schema(source)
+    tables = list(tables)
+    src = pa.concat_tables(tables) if len(tables) != 1 else tables[0]
+    src = _conformed_source(src, dataset.schema, keys)
+    present = np.ones(src.num_rows, bool)
+    for k in keys:
+        present &= ~np.asarray(src.column(k).is_null().to_numpy(zero_copy_only=False), bool)
+    keyed = src.filter(pa.array(present))  # (a NULL key matches nothing: SQL equality)
+    if keyed.num_rows:
+        counts = keyed.group_by(keys).aggregate([([], "count_all")])
+        dup = counts.filter(pc.greater(counts.column("count_all"), 1))
+        if dup.num_rows:
+            example = {k: dup.column(k)[0].as_py() for k in keys}
+            raise InvalidDataError(f"merge source holds {dup.num_rows} key(s) more than once (e.g. {example}): "
+                                   f"each target row must match at most one source row")
+    src = src.append_column(_SOURCE_ROW, pa.array(np.arange(src.num_rows, dtype=np.int64)))
+    keyed = src.filter(pa.array(present))
+    candidates = None
+    for k in keys:  # the target rows that may match, found by skipping on the keys
+        leaf = col(k).isin(pc.unique(keyed.column(k)).to_pylist()) if keyed.num_rows else None
+        candidates = leaf if candidates is None else candidates & leaf
+    columns = list(dataset.schema.names)
+
+    def plan(ds) -> _Change:
+        if not keyed.num_rows:
+            target = pa.table({**{c: pa.array([], dataset.schema.field(c).type) for c in columns},
+                               ROW_POSITION: pa.array([], pa.int64())})
+        else:
+            target = ds.read(columns, candidates, with_row_position=True)
+        target = target.append_column(_TARGET_ROW, pa.array(np.arange(target.num_rows, dtype=np.int64)))
+        pairs = target.select([*keys, _TARGET_ROW]).join(keyed.select([*keys, _SOURCE_ROW]), keys, join_type="inner",
+                                                        use_threads=False)
+        t_rows = np.asarray(pairs.column(_TARGET_ROW).to_numpy(), np.int64)
+        s_rows = np.asarray(pairs.column(_SOURCE_ROW).to_numpy(), np.int64)
+        removed, written, counts = {}, [], {"rows_updated": 0, "rows_deleted": 0, "rows_inserted": 0}
+        if when_matched is not None and len(t_rows):
+            removed = _by_file(ds, np.asarray(target.column(ROW_POSITION).take(pa.array(t_rows))))
+            if when_matched == "update":
+                updated = target.select(columns).take(pa.array(t_rows))
+                for name in src.column_names:
+                    if name != _SOURCE_ROW:
+                        i = updated.schema.get_field_index(name)
+                        updated = updated.set_column(i, updated.schema.field(i), src.column(name).take(pa.array(s_rows)))
+                written.append(updated)
+                counts["rows_updated"] = len(t_rows)
+            else:
+                counts["rows_deleted"] = len(t_rows)
+        if when_not_matched == "insert":
+            new = np.ones(src.num_rows, bool)
+            new[s_rows] = False
+            if new.any():
+                written.append(_full_rows(src.filter(pa.array(new)), dataset.schema))
+                counts["rows_inserted"] = int(new.sum())
+        table = pa.concat_tables(written) if written else None
+        return _Change(removed, table, counts)
+
+    return _retrying(dataset, "merge", plan)
+
+
+def _conformed_source(src: pa.Table, schema: pa.Schema, keys: list) -> pa.Table:
+    """The merge source's columns in the dataset's types; SchemaError for a key or a
+    column the dataset lacks, or a value its type cannot hold."""
+    for k in keys:
+        if schema.get_field_index(k) < 0:
+            raise SchemaError(f"merge key {k!r} is not a column of the dataset ({schema.names})")
+        if src.schema.get_field_index(k) < 0:
+            raise SchemaError(f"merge key {k!r} is not a column of the source ({src.schema.names})")
+    arrays, fields = [], []
+    for name in src.column_names:
+        i = schema.get_field_index(name)
+        if i < 0:
+            raise SchemaError(f"merge source column {name!r} is not a column of the dataset ({schema.names}); "
+                              f"add it with Dataset.evolve first")
+        field = schema.field(i)
+        column = src.column(name)
+        if column.type != field.type:
+            try:
+                column = column.cast(field.type, safe=True)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
+                raise SchemaError(f"merge source column {name!r} is {column.type}, the dataset's is {field.type} "
+                                  f"({exc})") from None
+        if column.null_count and not field.nullable:
+            raise SchemaError(f"merge source column {name!r} holds NULLs; the dataset's column is not nullable")
+        arrays.append(column)
+        fields.append(field)
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def _full_rows(rows: pa.Table, schema: pa.Schema) -> pa.Table:
+    """Source rows to insert, with every column of the dataset (NULL where the source
+    lacks one; SchemaError when that column is not nullable)."""
+    arrays = []
+    for field in schema:
+        if rows.schema.get_field_index(field.name) >= 0:
+            arrays.append(rows.column(field.name))
+        elif field.nullable:
+            arrays.append(pa.nulls(rows.num_rows, field.type))
+        else:
+            raise SchemaError(f"merge inserts rows without column {field.name!r}, which is not nullable")
+    return pa.Table.from_arrays(arrays, schema=schema)
