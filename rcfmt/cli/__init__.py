@@ -292,7 +292,7 @@ def _run(args) -> int:
             _print_json(out)
         else:
             print(_table_text(out, ["version", "operation", "num_files", "num_rows", "added_files", "removed_files",
-                                    "timestamp"]))
+                                    "rows_deleted", "rows_updated", "rows_inserted", "timestamp"]))
         return 0
     if cmd == "vacuum":
         from ..dataset import vacuum

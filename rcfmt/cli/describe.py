@@ -127,7 +127,8 @@ def describe_dataset(path) -> str:
         f"dataset: {ds.root}",
         f"version: {'none (no index: files discovered)' if ds.version is None else ds.version}",
         f"files:   {ds.num_files:,}",
-        f"rows:    {ds.num_rows:,}",
+        f"rows:    {ds.num_rows:,}" + (f" ({ds.num_deleted_rows:,} more deleted by deletion vectors)"
+                                            if ds.num_deleted_rows else ""),
     ]
     if ds.partition_by:
         lines.append(f"partitioned by: {', '.join(ds.partition_by)}")
@@ -136,9 +137,17 @@ def describe_dataset(path) -> str:
         lines.append(f"clustering: {clustering.get('curve')}[{clustering.get('mapping')}]"
                      f"({', '.join(clustering.get('columns', []))}), scope {clustering.get('scope')}")
     lines += ["", "schema:"] + [f"  {f.name}: {f.type}" for f in ds.schema]
+    if ds.num_deleted_rows:
+        lines += ["", f"{'deleted':>12} {'of rows':>12}  file (deletion vectors)"]
+        for rel, rows, deleted in zip(ds._snap.paths, ds._snap.column_values("num_rows"), ds._snap.deleted_counts()):
+            if deleted:
+                lines.append(f"{int(deleted):>12,} {int(rows):>12,}  {rel}")
     if ds.version is not None:
-        lines += ["", f"{'version':>7}  {'operation':<10} {'files':>7} {'rows':>14}  timestamp"]
+        lines += ["", f"{'version':>7}  {'operation':<10} {'files':>7} {'rows':>14} {'changed rows':>20}  timestamp"]
         for h in ds.history():
+            changed = " ".join(f"{sign}{h[key]:,}" for key, sign in (("rows_deleted", "-"), ("rows_updated", "~"),
+                                                                     ("rows_inserted", "+")) if h.get(key))
             lines.append(f"{h.get('version', '?'):>7}  {str(h.get('operation', '?')):<10} "
-                         f"{h.get('num_files', 0):>7,} {h.get('num_rows', 0):>14,}  {h.get('timestamp', '')}")
+                         f"{h.get('num_files', 0):>7,} {h.get('num_rows', 0):>14,} {changed:>20}  "
+                         f"{h.get('timestamp', '')}")
     return "\n".join(lines)

@@ -474,3 +474,20 @@ def test_delete_then_read_in_a_fresh_interpreter(lineitem_like):
             f"assert d.take([99]).column('k').to_pylist() == [99]; print('ok')")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "ok", out.stderr
+
+
+def test_the_worked_example_of_dataset_md():
+    """docs/DATASET.md §3.4: the bytes of rows 3, 7 and 65536-65539, and their entry."""
+    import re
+    import zlib
+
+    from rcfmt.dataset import deletion_vector
+
+    doc = open(os.path.join(os.path.dirname(__file__), "..", "..", "docs", "DATASET.md")).read()
+    block = doc.split("Worked example: rows 3, 7 and 65536-65539")[1].split("```")[1]
+    documented = bytes.fromhex(" ".join(re.match(r"((?:[0-9a-f]{2} )*[0-9a-f]{2})?", line).group(0) or ""
+                                        for line in block.splitlines()))
+    data = deletion_vector.encode(np.array([3, 7, 65536, 65537, 65538, 65539], np.int64))
+    assert data == documented and len(data) == 35
+    assert f"`dv_crc32` {zlib.crc32(data)}" in doc
+    assert deletion_vector.encode(np.arange(100, 5100)).__len__() == 27
