@@ -14,6 +14,8 @@ Targets:
 - ``bitmaps``: a bitmap-index entry (byte 0: column type, bytes 1-2: block rows) parsed
   and asked comparisons, IN, IS NULL and NaN checks;
 - ``index``: a dataset's stats index (an index version file) opened as the dataset;
+- ``deletions``: a deletion vector (bytes 0-3: the file's rows, 4-7: the declared
+  cardinality) decoded and loaded as an index entry describes it;
 - ``scan``: a whole file read through filtered scans, ``read_dictionary`` and batches.
 
 Checksums are not verified (or are recomputed), so mutations reach the structure checks
@@ -51,6 +53,7 @@ with atheris.instrument_imports(include=["rcfmt"]):
     from rcfmt import RcfmtError, col
     from rcfmt._native import pages as _pages
     from rcfmt.cli import describe
+    from rcfmt.dataset import deletion_vector, deletions
     from rcfmt.encodings import all_encodings
     from rcfmt.file.chunks import ChunkDecoder
     from rcfmt.format.layout import chunk_record
@@ -308,8 +311,38 @@ def index(data: bytes) -> None:
         pass
 
 
+def deletions_target(data: bytes) -> None:
+    """A forged deletion vector: decoded, and loaded through its (inline) descriptor
+    with the right checksum, for a file of the rows bytes 0-3 say; a result must be
+    sorted, distinct, of the declared cardinality and below the rows."""
+    if len(data) < 8:
+        return
+    rows, cardinality = struct.unpack_from("<II", data)
+    body = data[8:]
+    for attempt in (lambda: deletion_vector.decode(body, num_rows=rows, cardinality=cardinality),
+                    lambda: deletions.load(deletions.DeletionVector(cardinality, None, 0, len(body), zlib.crc32(body),
+                                                                    body), rows)):
+        try:
+            got = attempt()
+        except RcfmtError:
+            continue
+        assert got.dtype == np.int64 and len(got) == cardinality, (got.dtype, len(got), cardinality)
+        assert len(got) == 0 or (got[0] >= 0 and got[-1] < rows and bool(np.all(np.diff(got) > 0)))
+
+
+def make_deletions_corpus() -> None:
+    """Seeds of the ``deletions`` target: vectors of array, run and bitmap containers."""
+    out = CORPUS / "deletions"
+    out.mkdir(parents=True, exist_ok=True)
+    sets = {"array": np.array([3, 7, 65536, 65539], np.int64), "run": np.arange(100, 70_000, dtype=np.int64),
+            "bitmap": np.arange(0, 140_000, 3, dtype=np.int64), "high": np.array([5, (1 << 32) + 9], np.int64)}
+    for name, rows in sets.items():
+        (out / name).write_bytes(struct.pack("<II", min(int(rows[-1]) + 1, 2 ** 32 - 1), len(rows))
+                                 + deletion_vector.encode(rows))
+
+
 TARGETS = {"footer": footer, "pages": pages, "decoders": decoders, "bloom": bloom, "bitmaps": bitmaps, "index": index,
-           "scan": scan}
+           "scan": scan, "deletions": deletions_target}
 
 
 # ------------------------------------------------------------------ seed corpora
@@ -358,6 +391,7 @@ def make_corpus() -> None:
                     (CORPUS / "decoders" / f"seed{k}-{c}").write_bytes(bytes([e, t, head[4]]) + body)
     make_bitmap_corpus(table)
     make_types_corpus()
+    make_deletions_corpus()
     ds_root = _SCRATCH / "seed-ds"
     rcfmt.write_dataset(table, ds_root, partition_by=["s"])
     rcfmt.write_dataset(table.slice(0, 7), ds_root, mode="append")
