@@ -10,6 +10,9 @@ so a point costs milliseconds, not an interpreter start.
 
 After every kill:
 
+- ``delete`` and ``merge`` (deletion vectors forced into a deletion file) likewise:
+  the old or the new rows, and after a vacuum exactly the deletion files the latest
+  version names;
 - ``write_table``: the target path holds the old file or the new one, complete and
   valid; no other visible file;
 - ``first_write`` (into an empty directory) / ``append`` / ``overwrite`` / ``optimize`` /
@@ -37,7 +40,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-OPERATIONS = ("write_table", "first_write", "append", "overwrite", "optimize", "vacuum")
+OPERATIONS = ("write_table", "first_write", "append", "overwrite", "optimize", "vacuum", "delete", "merge")
 
 # The server: reads "op root point" lines; forks a child per line that runs the operation
 # with a profile hook killing itself at call number `point` (0: never; report the count).
@@ -47,7 +50,9 @@ SERVER = textwrap.dedent("""
     import rcfmt
     from rcfmt.dataset.dataset import vacuum
     sys.path.insert(0, sys.argv[1])
-    from kill_anywhere import new_table
+    from kill_anywhere import DELETED, merge_source, new_table
+    import rcfmt.dataset.deletions
+    rcfmt.dataset.deletions.INLINE_MAX = 8  # vectors go to a deletion file: its write is killed too
 
     def operation(op, root):
         if op == "write_table":
@@ -59,6 +64,10 @@ SERVER = textwrap.dedent("""
             rcfmt.dataset(root).optimize(["x"], target_file_rows=150, block_rows=50)
         elif op == "vacuum":
             vacuum(root, retention_seconds=0)
+        elif op == "delete":
+            rcfmt.dataset(root).delete(rcfmt.col("x").isin(DELETED))
+        elif op == "merge":
+            rcfmt.dataset(root).merge(merge_source(), on="x")
 
     for line in sys.stdin:
         op, root, point = line.split()
@@ -111,6 +120,19 @@ def new_table():
                      "p": [f"a{i % 4}" for i in range(n)]})
 
 
+#: the rows ``delete`` deletes (scattered: every partition's files get a vector)
+DELETED = list(range(0, 300, 3))
+
+
+def merge_source():
+    """What ``merge`` upserts: 40 rows matching old ones (x < 80, even), 20 new ones."""
+    import pyarrow as pa
+
+    x = list(range(0, 80, 2)) + list(range(5000, 5020))
+    return pa.table({"x": pa.array(x, pa.int64()), "s": [f"merged{i % 7}" for i in range(len(x))],
+                     "p": [f"a{i % 3}" for i in range(len(x))]})
+
+
 def _rows(table) -> list:
     """The rows as a sorted list of tuples (a multiset)."""
     if table.num_rows == 0:
@@ -140,6 +162,14 @@ def make_template(op: str, work: Path) -> tuple[Path, list, list]:
         return root, _rows(old), _rows(new)
     if op == "optimize":
         return root, _rows(old), _rows(old)
+    if op == "delete":
+        kept = old.filter(pa.array([x not in set(DELETED) for x in old.column("x").to_pylist()]))
+        return root, _rows(old), _rows(kept)
+    if op == "merge":
+        src = merge_source()
+        hit = set(src.column("x").to_pylist())
+        kept = old.filter(pa.array([x not in hit for x in old.column("x").to_pylist()]))
+        return root, _rows(old), _rows(pa.concat_tables([kept, src]))
     # vacuum: versions to drop, files no version references, staging leftovers
     rcfmt.write_dataset(new, root, mode="append")
     rcfmt.write_dataset(old, root, mode="overwrite", partition_by=["p"], target_file_rows=80)
@@ -182,6 +212,11 @@ def check(op: str, root: Path, before: list, after: list) -> str | None:
         for area in (staging_root(str(root)), tmp_dir(str(root))):
             if os.path.isdir(area) and os.listdir(area):
                 return f"after vacuum {area} still holds {os.listdir(area)}"
+        named = {v.path.rsplit("/", 1)[-1] for v in ds._snap.vectors() if v is not None and v.path is not None}
+        deletions = root / "_rcfmt" / "deletions"
+        kept = set(os.listdir(deletions)) if deletions.is_dir() else set()
+        if kept != named:
+            return f"after vacuum the deletion files are {sorted(kept)}, the version names {sorted(named)}"
     except rcfmt.RcfmtError as exc:
         return f"{type(exc).__name__}: {exc}"
     return None

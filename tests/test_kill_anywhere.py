@@ -42,3 +42,22 @@ def test_the_checker_sees_a_half_written_file_and_lost_rows(tmp_path):
 
     rcfmt.write_dataset(pa.table({"x": [1], "s": ["dup"], "p": ["a0"]}), root, mode="append")
     assert "neither old" in kill_anywhere.check("append", root, before, after)
+
+
+def test_the_checker_sees_a_partial_delete_and_a_stray_deletion_file(tmp_path):
+    """A delete that landed for some rows only, and a deletion file no version names
+    left after a vacuum, are both failures."""
+    import rcfmt
+
+    root, before, after = kill_anywhere.make_template("delete", tmp_path)
+    rcfmt.dataset(root).delete(rcfmt.col("x").isin(kill_anywhere.DELETED[:10]))
+    assert "neither old" in kill_anywhere.check("delete", root, before, after)
+    root, before, after = kill_anywhere.make_template("merge", tmp_path)
+    (root / "_rcfmt" / "deletions").mkdir(parents=True)
+    (root / "_rcfmt" / "deletions" / "dv-stray.rcdv").write_bytes(b"RCDV")
+    import os
+    import time
+
+    past = time.time() + 10  # (not older than a retention of 0 seconds: vacuum keeps it)
+    os.utime(root / "_rcfmt" / "deletions" / "dv-stray.rcdv", (past, past))
+    assert "deletion files" in kill_anywhere.check("merge", root, before, before)
