@@ -14,6 +14,8 @@ lost and never applied to rows it did not see.
 """
 from __future__ import annotations
 
+import decimal
+import math
 import os
 import uuid
 from typing import Callable
@@ -23,6 +25,7 @@ import pyarrow as pa
 
 from ..errors import CommitConflictError, InvalidDataError, InvalidOptionError, SchemaError, UnsupportedError
 from ..scan.positions import ROW_POSITION
+from ..scan.residual import prepare_filter
 from . import log
 from .deletions import DeletionFileWriter, union
 from .files import DEFAULT_TARGET_FILE_ROWS, FileSetWriter, inherited_bitmap_indexes, join_path
@@ -180,7 +183,7 @@ def delete(dataset, filter):
     """Delete the rows matching ``filter`` (see :meth:`Dataset.delete`)."""
     if filter is None:
         raise InvalidOptionError("delete needs a filter (to delete every row, overwrite the dataset)")
-    dataset.scan([], filter)  # (a bad filter raises here, before anything is written)
+    prepare_filter(filter, dataset.schema)  # (a bad filter raises here, before anything is written)
 
     def plan(ds) -> _Change:
         table, removed = _matched(ds, filter, [])
@@ -194,7 +197,7 @@ def update(dataset, filter, set):
     if not isinstance(set, dict) or not set:
         raise InvalidOptionError(f"set must be a non-empty dict of column -> value, got {set!r}")
     values = {name: _value(dataset.schema, name, value) for name, value in set.items()}
-    dataset.scan([], filter)  # (a bad filter raises here, before anything is written)
+    prepare_filter(filter, dataset.schema)  # (a bad filter raises here, before anything is written)
 
     def plan(ds) -> _Change:
         table, removed = _matched(ds, filter, None)
@@ -213,16 +216,33 @@ def _value(schema: pa.Schema, name, value) -> pa.Scalar:
     if i < 0:
         raise SchemaError(f"update sets unknown column {name!r}; the dataset has {schema.names}")
     field = schema.field(i)
+    errors = (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError, ValueError, OverflowError)
     try:
-        scalar = value if isinstance(value, pa.Scalar) else pa.scalar(value)
-        if scalar.type != field.type:
-            scalar = scalar.cast(field.type, safe=True)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError, ValueError) as exc:
+        if isinstance(value, bool) != pa.types.is_boolean(field.type) and not (
+                value is None or isinstance(value, pa.Scalar)):
+            raise TypeError("bools are the values of bool columns only")
+        if isinstance(value, pa.Scalar):
+            scalar = value if value.type == field.type else value.cast(field.type, safe=True)
+        else:
+            try:  # (0 is a value of decimal(15, 2), 1 of float64, whatever type Python gives them)
+                scalar = pa.scalar(value, type=field.type)
+            except errors:
+                scalar = pa.scalar(value).cast(field.type, safe=True)
+            if isinstance(value, (int, float, decimal.Decimal)) and not _same_number(scalar.as_py(), value):
+                raise ValueError(f"{value!r} would be stored as {scalar.as_py()!r}")
+    except errors as exc:
         raise SchemaError(f"update sets column {name!r} ({field.type}) to {value!r}, which is not a value of "
                           f"that type ({exc})") from None
     if not scalar.is_valid and not field.nullable:
         raise SchemaError(f"update sets column {name!r}, which is not nullable, to NULL")
     return scalar
+
+
+def _same_number(stored, value) -> bool:
+    """Whether a number kept its value in the column's type (1.5 in an int64 would not)."""
+    if isinstance(value, float) and math.isnan(value):
+        return isinstance(stored, float) and math.isnan(stored)
+    return stored == value
 
 
 def _repeat(value: pa.Scalar, n: int) -> pa.Array:
@@ -266,29 +286,30 @@ def merge(dataset, source, on, when_matched="update", when_not_matched="insert")
     for k in keys:  # the target rows that may match, found by skipping on the keys
         leaf = col(k).isin(pc.unique(keyed.column(k)).to_pylist()) if keyed.num_rows else None
         candidates = leaf if candidates is None else candidates & leaf
-    columns = list(dataset.schema.names)
+    schema = dataset.schema
+    # the target columns a matched row needs: its keys, and on update those the source lacks
+    lacking = [f.name for f in schema if f.name not in src.column_names] if when_matched == "update" else []
+    wanted = keys + [c for c in lacking if c not in keys]
 
     def plan(ds) -> _Change:
         if not keyed.num_rows:
-            target = pa.table({**{c: pa.array([], dataset.schema.field(c).type) for c in columns},
+            target = pa.table({**{c: pa.array([], schema.field(c).type) for c in wanted},
                                ROW_POSITION: pa.array([], pa.int64())})
         else:
-            target = ds.read(columns, candidates, with_row_position=True)
+            target = ds.read(wanted, candidates, with_row_position=True)
         target = target.append_column(_TARGET_ROW, pa.array(np.arange(target.num_rows, dtype=np.int64)))
         pairs = target.select([*keys, _TARGET_ROW]).join(keyed.select([*keys, _SOURCE_ROW]), keys, join_type="inner",
                                                         use_threads=False)
-        t_rows = np.asarray(pairs.column(_TARGET_ROW).to_numpy(), np.int64)
+        t_rows = pa.array(np.asarray(pairs.column(_TARGET_ROW).to_numpy(), np.int64))
         s_rows = np.asarray(pairs.column(_SOURCE_ROW).to_numpy(), np.int64)
         removed, written, counts = {}, [], {"rows_updated": 0, "rows_deleted": 0, "rows_inserted": 0}
         if when_matched is not None and len(t_rows):
-            removed = _by_file(ds, np.asarray(target.column(ROW_POSITION).take(pa.array(t_rows))))
-            if when_matched == "update":
-                updated = target.select(columns).take(pa.array(t_rows))
-                for name in src.column_names:
-                    if name != _SOURCE_ROW:
-                        i = updated.schema.get_field_index(name)
-                        updated = updated.set_column(i, updated.schema.field(i), src.column(name).take(pa.array(s_rows)))
-                written.append(updated)
+            removed = _by_file(ds, np.asarray(target.column(ROW_POSITION).take(t_rows)))
+            if when_matched == "update":  # the source's row, with the target's values of what it lacks
+                at = pa.array(s_rows)
+                written.append(pa.Table.from_arrays(
+                    [src.column(f.name).take(at) if f.name in src.column_names else target.column(f.name).take(t_rows)
+                     for f in schema], schema=schema))
                 counts["rows_updated"] = len(t_rows)
             else:
                 counts["rows_deleted"] = len(t_rows)
@@ -296,7 +317,7 @@ def merge(dataset, source, on, when_matched="update", when_not_matched="insert")
             new = np.ones(src.num_rows, bool)
             new[s_rows] = False
             if new.any():
-                written.append(_full_rows(src.filter(pa.array(new)), dataset.schema))
+                written.append(_full_rows(src.filter(pa.array(new)), schema))
                 counts["rows_inserted"] = int(new.sum())
         table = pa.concat_tables(written) if written else None
         return _Change(removed, table, counts)

@@ -26,6 +26,8 @@ from .snapshot import read_snapshot, remember_committed
 __all__ = ["commit", "commit_version", "write_index_file", "index_bytes", "publish_files", "remove_files"]
 
 INDEX_BLOCK_ROWS = 8192
+#: indexes of at most this many files are written without encoding choices (index_write_options)
+SMALL_INDEX_ROWS = 256
 MAX_COMMIT_ATTEMPTS = 1000
 
 
@@ -37,8 +39,19 @@ def write_index_file(root: str, table: pa.Table, info: dict, name: str) -> str:
     d = log.tmp_dir(root)
     os.makedirs(d, exist_ok=True)
     path = os.path.join(d, f"{name}.rcfmt")
-    write_table(table, path, metadata={INDEX_METADATA_KEY: dumps_info(info)}, block_rows=INDEX_BLOCK_ROWS)
+    write_table(table, path, metadata={INDEX_METADATA_KEY: dumps_info(info)}, **index_write_options(table))
     return path
+
+
+def index_write_options(table: pa.Table) -> dict:
+    """How an index file is written: like any rcfmt file, except that an index of few
+    files (at most :data:`SMALL_INDEX_ROWS`) is written plain, uncompressed and without
+    bloom filters or bitmap indexes -- per column, choosing an encoding costs more than
+    the bytes it could save, and every commit writes the index."""
+    if table.num_rows > SMALL_INDEX_ROWS:
+        return {"block_rows": INDEX_BLOCK_ROWS}
+    return {"block_rows": INDEX_BLOCK_ROWS, "encoding": "plain", "dictionary": False, "compression": "none",
+            "bloom_filter_columns": None, "bitmap_indexes": None, "use_threads": False}
 
 
 def index_bytes(table: pa.Table, info: dict) -> bytes:
@@ -49,7 +62,7 @@ def index_bytes(table: pa.Table, info: dict) -> bytes:
 
     with tempfile.TemporaryDirectory(prefix="rcfmt-index-") as d:
         path = os.path.join(d, "index.rcfmt")
-        write_table(table, path, metadata={INDEX_METADATA_KEY: dumps_info(info)}, block_rows=INDEX_BLOCK_ROWS)
+        write_table(table, path, metadata={INDEX_METADATA_KEY: dumps_info(info)}, **index_write_options(table))
         with open(path, "rb") as f:
             return f.read()
 

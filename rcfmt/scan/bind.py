@@ -229,10 +229,37 @@ def _float_bracket(q: Fraction | float, dtype: np.dtype) -> tuple[float, float]:
     return float(np.nextafter(f, t(-np.inf))), float(f)
 
 
+def _plain_int_members(ref: Ref, values) -> set | None:
+    """The members of an ``isin`` of Python or numpy integers on a plain integer column
+    (not a decimal, date, time or other annotated type) that the column can hold, or
+    None when another kind of value or column needs the general binding. The same
+    members :func:`_bind_compare` keeps, without a leaf per value."""
+    lt = ref.ltype
+    if lt.annot is not None or lt.is_float or lt.name not in _PLAIN_INTS:
+        return None
+    lo, hi = _int_range(lt)
+    out = set()
+    for v in values:
+        if type(v) is not int:
+            if not isinstance(v, np.integer):
+                return None
+            v = int(v)
+        if lo <= v <= hi:
+            out.add(v)
+    return out
+
+
+_PLAIN_INTS = frozenset(("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"))
+
+
 def _bind_isin(ref: Ref, e: IsIn) -> tuple[InSet, bool]:
     """The members of ``e`` other than NaN as an InSet, and whether NaN is one."""
     has_null, has_nan, members = False, False, set()
     dom = _domain(ref.ltype)
+    plain = _plain_int_members(ref, e.values)
+    if plain is not None:  # (a merge's thousands of integer keys: no per-value binding)
+        values = tuple(sorted(plain))
+        return InSet(ref, values, False, False, arrow_values(ref, values)), False
     for v in e.values:
         if v is None or (isinstance(v, pa.Scalar) and not v.is_valid):
             has_null = True

@@ -221,6 +221,19 @@ _NUMPY_DTYPES = {
 
 def logical_type_from_arrow(t: pa.DataType) -> LogicalType:
     """Map an Arrow type to its logical type, or raise :class:`SchemaError`."""
+    if type(t) is pa.DataType:  # (the plain types: asked per column, chunk and page; immutable, so kept)
+        known = _PLAIN_TYPES.get(t)
+        if known is None:
+            known = _PLAIN_TYPES[t] = _logical_type_from_arrow(t)
+        return known
+    return _logical_type_from_arrow(t)
+
+
+#: the logical types of the plain Arrow types (no parameters: ints, floats, strings, ...)
+_PLAIN_TYPES: dict = {}
+
+
+def _logical_type_from_arrow(t: pa.DataType) -> LogicalType:
     if pa.types.is_dictionary(t):
         return logical_type_from_arrow(t.value_type)
     if isinstance(t, pa.BaseExtensionType):
