@@ -514,3 +514,17 @@ def test_racing_deletes_and_appends_from_threads_lose_nothing(lineitem_like):
     got = rcfmt.dataset(ds.root).read(["k"]).column("k").to_pylist()
     gone = {k for rows in sets for k in rows}
     assert sorted(got) == [-2, -1] + [k for k in range(20_000) if k not in gone]
+
+
+def test_pages_whose_rows_are_all_deleted_are_not_read(tmp_path):
+    """Deleted rows leave each block's candidates before any read: a filtered scan reads
+    only pages holding a row left, for its filter and its projection alike."""
+    t = pa.table({"k": np.arange(4096, dtype=np.int64), "v": np.arange(4096) * 0.5})
+    ds = rcfmt.write_dataset(t, str(tmp_path / "d"), block_rows=4096, page_rows=256, compression="none")
+    before = ds.scan(["v"], col("k") < 2048)
+    assert before.read().num_rows == 2048
+    out = ds.delete(col("k") < 1024)  # the first 4 pages of each column
+    after = out.scan(["v"], col("k") < 2048)
+    assert after.read().column("v").to_pylist() == [k * 0.5 for k in range(1024, 2048)]
+    assert before.stats.pages_read == 16 and after.stats.pages_read == 8
+    assert after.stats.rows_decoded <= 2 * 1024
