@@ -528,3 +528,22 @@ def test_pages_whose_rows_are_all_deleted_are_not_read(tmp_path):
     assert after.read().column("v").to_pylist() == [k * 0.5 for k in range(1024, 2048)]
     assert before.stats.pages_read == 16 and after.stats.pages_read == 8
     assert after.stats.rows_decoded <= 2 * 1024
+
+
+def test_polars_duckdb_and_pandas_see_the_rows_left(tmp_path):
+    import duckdb
+    import polars as pl
+
+    from rcfmt.polars import scan_rcfmt
+
+    root = str(tmp_path / "d")
+    ds = rcfmt.write_dataset(pa.table({"k": np.arange(1000), "v": np.arange(1000) * 1.0}), root, target_file_rows=300)
+    ds = ds.delete(col("k").isin(list(range(0, 1000, 2))))
+    odd = list(range(1, 1000, 2))
+    lf = scan_rcfmt(root)
+    assert lf.select(pl.len()).collect().item() == 500
+    assert lf.filter(pl.col("k") < 10).collect()["k"].to_list() == odd[:5]
+    assert pl.DataFrame(ds)["k"].to_list() == odd
+    scan = ds.scan()
+    assert duckdb.connect().sql("select count(*), sum(k) from scan").fetchall() == [(500, sum(odd))]
+    assert ds.read().to_pandas()["k"].tolist() == odd
