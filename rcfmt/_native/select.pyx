@@ -247,9 +247,10 @@ def member_bits(members):
     span = (int(wide[k - 1]) - base) % (1 << 64) + 1
     if span > MAX_MEMBER_BITS:
         return None
-    flags = np.zeros(span, bool)
-    flags[(wide - np.uint64(base)).astype(np.int64)] = True
-    return base, span, np.packbits(flags, bitorder="little")
+    at = (wide - np.uint64(base)).astype(np.int64)  # (the bits set directly: no byte per value of the span)
+    bits = np.zeros((span + 7) >> 3, np.uint8)
+    np.bitwise_or.at(bits, at >> 3, np.left_shift(1, at & 7).astype(np.uint8))
+    return base, span, bits
 
 
 cdef void bits_into(int dtype, const void* x, Py_ssize_t n, uint64_t base, uint64_t span, const uint8_t* bits,

@@ -22,6 +22,8 @@ GIL-free call per block decodes and filters); the mask arrives as
 """
 from __future__ import annotations
 
+import bisect
+
 import functools
 import operator
 from typing import Callable
@@ -244,6 +246,16 @@ def _exact_values(ltype: LogicalType, dtype: np.dtype) -> bool:
         or (ltype.name == "decimal128" and dtype == np.int64)
 
 
+def _fitting(values, dtype: np.dtype) -> set:
+    """The values of an InSet (sorted) that ``dtype`` holds, as :func:`_fit` makes them;
+    integers of an integer dtype without a call per value (the members in range are a
+    slice)."""
+    if dtype.kind in "iu" and all(type(v) is int for v in values):
+        lo, hi = _limits(dtype)
+        return set(values[bisect.bisect_left(values, lo): bisect.bisect_right(values, hi)])
+    return {f for f in (_fit(v, dtype) for v in values) if f is not None}
+
+
 def _fit(value, dtype: np.dtype):
     """``value`` as a value of ``dtype`` (a Python int or float), or None when the type
     holds no such value (an integer out of range, a non-integer for integers, NaN, a
@@ -326,8 +338,7 @@ def _values_predicate(leaves: list[Leaf], ltype: LogicalType, dtype: np.dtype):
         elif isinstance(leaf, InSet):
             if dtype.kind == "f" and any(float(v) != float(v) for v in leaf.values):
                 continue  # NaN is a member to Arrow's is_in, equal to nothing here
-            members, excluded, never = _fold_set(leaf, {f for f in (_fit(v, dtype) for v in leaf.values)
-                                                        if f is not None}, members, excluded)
+            members, excluded, never = _fold_set(leaf, _fitting(leaf.values, dtype), members, excluded)
             empty |= never
             taken.append(id(leaf))
     done = _taken(taken, nulls, empty)

@@ -140,9 +140,9 @@ def _sorted_members(leaf: InSet, dtype: np.dtype) -> np.ndarray:
     (decimals held as int64 among them) members outside the dtype's range are dropped:
     no value within the bounds can equal them."""
     values = leaf.values
-    if dtype.kind in "iu":
+    if dtype.kind in "iu":  # (sorted: the members in range are a slice)
         info = np.iinfo(dtype)
-        values = [v for v in values if info.min <= v <= info.max]
+        values = values[bisect.bisect_left(values, int(info.min)): bisect.bisect_right(values, int(info.max))]
     return np.asarray(values, dtype=dtype)
 
 
