@@ -256,7 +256,24 @@ class WriteOptions:
     ``clusterBy``, ``curve``, ``mapping``, ``clusteringSpec`` (JSON of a fitted
     :class:`rcfmt.layout.ClusteringSpec`, set by :mod:`spark_datasource.clustering`) and
     ``expectedVersion`` (the write fails with CommitConflictError unless the dataset is
-    at that version when it starts; an overwrite also fails if a commit lands meanwhile)."""
+    at that version when it starts; an overwrite also fails if a commit lands meanwhile),
+    ``replaceWhere`` and ``replaceWhereCheck``.
+
+    ``replaceWhere`` (mode "overwrite" only; an append refuses it): a Spark SQL
+    predicate, in the syntax of the read ``filter`` option (:mod:`rcfmt.scan.sql_filter`,
+    Spark's semantics). The write replaces the rows of the dataset matching it (TRUE,
+    not NULL) by the written rows, in one commit: those rows are deleted by deletion
+    vectors, the other rows stay, the written files are added (history: operation
+    ``replaceWhere``, ``replace_where``, ``rows_deleted``, ``rows_inserted``). The data
+    is checked as an append's (columns, types, the dataset's partitioning). Every
+    written row must satisfy the predicate, as Delta requires: a row for which it is
+    FALSE or NULL fails the job and nothing is written (``replaceWhereCheck=false``
+    writes such rows anyway; they then stand outside what the predicate replaced). A
+    predicate that does not parse, that names an unknown column or that cannot be
+    translated exactly fails before any task runs. The rows deleted are those of the
+    version the job started from; a commit landing meanwhile that deleted rows of the
+    same files (or rewrote them) fails the write with CommitConflictError, other
+    commits (e.g. appends) are kept."""
 
     def __init__(self, options):
         opts = lower_keys(options)
@@ -281,6 +298,12 @@ class WriteOptions:
         self.curve = str(opts.get("curve") or "zorder").strip().lower()
         self.mapping = str(opts.get("mapping") or "rank").strip().lower()
         self.expected_version = _int(opts, "expectedVersion", None, lo=0)
+        raw = opts.get("replacewhere")
+        if raw is not None and not str(raw).strip():
+            raise InvalidOptionError("option replaceWhere is empty; give a SQL predicate (to replace every row, "
+                                     "overwrite without it)")
+        self.replace_where = None if raw is None else str(raw)
+        self.replace_where_check = _bool(opts, "replaceWhereCheck", True)
         self.clustering_spec = None
         if opts.get("clusteringspec"):
             from rcfmt.layout import ClusteringSpec

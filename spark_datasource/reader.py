@@ -15,6 +15,7 @@ Scan statistics: with ``.option("statsDir", dir)`` the planner writes
 """
 from __future__ import annotations
 
+import dataclasses
 import glob
 import json
 import math
@@ -34,7 +35,8 @@ from .filters import translate_all
 from .options import ReadOptions, with_store_settings
 from .types import BatchConverter, spark_arrow_schema, to_spark_type
 
-__all__ = ["RcfmtReader", "RcfmtPushdownReader", "RcfmtInputPartition", "plan_partitions", "read_scan_stats"]
+__all__ = ["RcfmtReader", "RcfmtPushdownReader", "RcfmtInputPartition", "plan_partitions", "read_scan_stats",
+           "count_fragments", "live_block_rows"]
 
 #: bytes a fragment "costs" beyond its size when packing partitions (opening, footer)
 OPEN_COST = 1 << 20
@@ -195,14 +197,26 @@ def _all_match(residual, f, names: list[str], n: int) -> np.ndarray:
     return clean & ~may_match(to_nnf(BoundNot(residual)), stats, n)
 
 
+def live_block_rows(row_count: np.ndarray, deleted: np.ndarray | None) -> np.ndarray:
+    """Rows per block (the footer's ``row_count``) that the file's deletion vector
+    leaves: ``deleted`` holds sorted file positions (None: no row deleted)."""
+    if deleted is None or not len(deleted):
+        return row_count
+    ends = np.cumsum(row_count)
+    cut = np.searchsorted(deleted, np.concatenate(([0], ends)), side="left")
+    return row_count - np.diff(cut)
+
+
 def count_fragments(fragments: list, schema: pa.Schema, expr, *, partition_names=(), verify_checksums=True,
                     column_ids=None, fetch=None) -> tuple:
     """Rows of ``fragments`` matching ``expr`` (the relation's filter; None: all), from
     metadata wherever it decides: whole files without a filter from the index's row
     counts, blocks the footer statistics prune or match entirely from the footer, the
     rest by a count scan that decodes only the filter columns (and answers from bitmap
-    indexes where they decide). Returns (rows, ScanStats of the decoding part, rows
-    counted from metadata)."""
+    indexes where they decide). Rows deleted by the files' deletion vectors never count:
+    the index's counts are of the rows left, the footer's have the deleted rows of their
+    blocks subtracted, the count scan leaves them out. Returns (rows, ScanStats of the
+    decoding part, rows counted from metadata)."""
     from rcfmt import ScanStats
     from rcfmt.dataset import scan_fragments
     from rcfmt.dataset.scanning import file_view, open_data_file, true_runs, without_missing
@@ -210,7 +224,6 @@ def count_fragments(fragments: list, schema: pa.Schema, expr, *, partition_names
     from rcfmt.scan.nnf import columns as expr_columns
     from rcfmt.scan.prune import may_match
     from rcfmt.scan.residual import FALSE, TRUE, prepare_filter, residual_of
-    from rcfmt.dataset import Fragment
 
     nnf = prepare_filter(expr, schema) if expr is not None else None
     stats = ScanStats()
@@ -220,15 +233,15 @@ def count_fragments(fragments: list, schema: pa.Schema, expr, *, partition_names
         residual = TRUE if nnf is None else residual_of(nnf, dict(frag.partition), schema)
         if residual is FALSE:
             continue
-        if residual is TRUE and frag.blocks is None:  # the index's row count
-            total += frag.num_rows
-            from_meta += frag.num_rows
+        if residual is TRUE and frag.blocks is None:  # the index's row count (rows left)
+            total += frag.live_rows
+            from_meta += frag.live_rows
             stats.rows_total += frag.num_rows
             continue
         with open_data_file(frag.path, verify_checksums, frag.size, fetch) as f:
             n = f.num_blocks
             lo, hi = frag.blocks if frag.blocks is not None else (0, n)
-            rows = np.asarray(f.footer.blocks["row_count"], np.int64)
+            physical = np.asarray(f.footer.blocks["row_count"], np.int64)
             if residual is not TRUE:
                 view = file_view(f, schema, column_ids)
                 residual = without_missing(renamed_expr(residual, view.renames), f, view.schema)
@@ -241,14 +254,17 @@ def count_fragments(fragments: list, schema: pa.Schema, expr, *, partition_names
                 every = maybe & _all_match(residual, f, names, n)
             window = np.zeros(n, bool)
             window[lo:hi] = True
-            counted = int(rows[every & window].sum())
-            stats.rows_total += int(rows[window & ~(maybe & ~every)].sum())  # (the count scan adds its own)
+            counted = 0
+            if (every & window).any():  # the footer's counts, minus the rows the deletion vector deletes
+                counted = int(live_block_rows(physical, frag.deleted_rows())[every & window].sum())
+            stats.rows_total += int(physical[window & ~(maybe & ~every)].sum())  # (the count scan adds its own)
             total += counted
             from_meta += counted
             stats.blocks_total += hi - lo
             stats.blocks_pruned_stats += int((~maybe & window).sum())
             for a, b in true_runs((maybe & ~every)[lo:hi], lo):
-                to_scan.append(Fragment(frag.path, frag.partition, frag.num_rows, frag.size, frag.num_blocks, (a, b)))
+                # (the file's deletion vector and first row go with it: the count scan leaves deleted rows out)
+                to_scan.append(dataclasses.replace(frag, blocks=(a, b)))
     if to_scan:
         scan = scan_fragments(to_scan, schema, [], expr, partition_names=partition_names, files_total=0,
                               files_pruned=0, use_threads=False, verify_checksums=verify_checksums,
@@ -394,8 +410,9 @@ class RcfmtReader(DataSourceReader):
                 fetch=self.options.fetch))
             blocks_pruned = sum(f.blocks[1] - f.blocks[0] if f.blocks else f.num_blocks for f in dropped)
         if not self.columns and plan_filter is None:
-            # count(*) and existence: the index's row counts answer; tasks open no file
-            counts = split_rows(sum(f.num_rows for f in fragments), self.options.batch_rows,
+            # count(*) and existence: the index's row counts (rows left) answer; tasks open no file
+            # (whole files here: no filter, so no block range)
+            counts = split_rows(sum(f.live_rows for f in fragments), self.options.batch_rows,
                                 self.options.min_partitions)
             self._write_plan(ds, t0, len(counts), 0, 0, plan_filter)
             return [RcfmtInputPartition(i, [], rows=n) for i, n in enumerate(counts)]

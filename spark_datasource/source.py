@@ -75,8 +75,12 @@ def pushdown_planning(frame=None) -> bool:
 
 class RcfmtDataSource(DataSource):
     """Reads a single rcfmt file, a dataset directory (with its stats index) or a plain
-    directory of rcfmt files (Hive partitions inferred); writes datasets. Options are
-    documented in README.md."""
+    directory of rcfmt files (Hive partitions inferred); writes datasets. Reads and
+    counts leave out the rows deleted by deletion vectors (``Dataset.delete``,
+    ``update``, ``merge``). Writes append, overwrite, or with
+    ``.mode("overwrite").option("replaceWhere", "<SQL predicate>")`` replace just the
+    rows matching the predicate in one commit (every written row must match it; see
+    :class:`~spark_datasource.options.WriteOptions`). Options are documented in README.md."""
 
     @classmethod
     def name(cls) -> str:

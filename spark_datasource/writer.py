@@ -12,6 +12,21 @@ commits a new index version (append: rebased onto concurrent commits; overwrite:
 :class:`rcfmt.CommitConflictError` if another commit happened since the job started),
 then removes the staging directory; until that commit nothing is visible. ``abort()``
 and failures of ``commit()`` remove the staging directory and any published file.
+
+``replaceWhere`` (with mode "overwrite"): the write replaces the rows matching a SQL
+predicate instead of the whole dataset. ``writer()`` parses the predicate against the
+dataset (a bad one, or one naming an unknown column, fails before any task runs) and
+checks the written data like an append (columns, types, the dataset's partitioning);
+each task checks that every row it writes satisfies the predicate (TRUE, not FALSE or
+NULL: Delta's rule; ``replaceWhereCheck=false`` skips it) and fails the job otherwise;
+``commit()`` finds the rows of the version the job started from that match the
+predicate (a skipping scan), deletes them with deletion vectors and adds the job's files
+in one commit (mode "change", history operation ``replaceWhere`` with ``rows_deleted``
+and ``rows_inserted``). A commit that landed meanwhile is kept when it left the files
+the predicate deletes from as the job read them: e.g. a blind append keeps all its rows,
+as if it came after the replaceWhere (Delta's WriteSerializable). One that deleted rows
+of those files, rewrote or removed them makes the commit fail with
+:class:`rcfmt.CommitConflictError` (nothing becomes visible; run the job again).
 """
 from __future__ import annotations
 
@@ -43,17 +58,26 @@ class RcfmtWriter(DataSourceArrowWriter):
     @with_store_settings
     def _begin(self, schema: StructType, overwrite: bool) -> None:
         from rcfmt.dataset import begin_write
-        from rcfmt.errors import CommitConflictError
+        from rcfmt.errors import CommitConflictError, InvalidOptionError
         from rcfmt.storage import is_remote
 
         self.mode = "overwrite" if overwrite else "append"
+        self.replace_where = self.options.replace_where
+        if self.replace_where is not None and not overwrite:
+            raise InvalidOptionError("option replaceWhere applies to mode 'overwrite' (it replaces the rows "
+                                     "matching the predicate); this write is an append")
         arrow_schema = to_rcfmt_schema(schema)
+        # replaceWhere: the written files join the dataset's, checked as an append's
         self.plan = begin_write(self.options.path, arrow_schema, partition_by=self.options.partition_by,
-                                mode=self.mode)
+                                mode="append" if self.replace_where is not None else self.mode)
         expected = self.options.expected_version
         if expected is not None and self.plan.read_version != expected:
             raise CommitConflictError(f"{self.options.path!r} is at version {self.plan.read_version}, the write "
                                       f"expected version {expected}; nothing was written")
+        self.replace_expr = None  # the predicate, as an rcfmt expression (Spark's semantics)
+        self.replace_check = None  # what tasks check every written row against (None: no check)
+        if self.replace_where is not None:
+            self._begin_replace()
         self.plan.check_write_options(self.options.writer_options)  # fail before any task
         cluster_by = self.options.clustering_spec or self.options.cluster_by
         self.clustering = self.plan.clustering_for(cluster_by, self.options.curve, self.options.mapping)
@@ -64,6 +88,61 @@ class RcfmtWriter(DataSourceArrowWriter):
         self.remote = is_remote(self.plan.root)
         # object stores: tasks write straight to the final keys, nothing names them before commit
         self.staging = self.plan.staging_dir(f"spark-{self.job_id}")
+
+    def _begin_replace(self) -> None:
+        """replaceWhere: parse the predicate against the dataset's columns (the written
+        data's for a new dataset) and plan the tasks' check of the written rows."""
+        from rcfmt.errors import InvalidOptionError, UnsupportedError
+        from rcfmt.scan.nnf import columns as expr_columns
+        from rcfmt.scan.residual import prepare_filter
+        from rcfmt.scan.sql_filter import parse_filter
+        from rcfmt.schema.nested import bind_schema
+
+        plan = self.plan
+        if plan.adopt is not None and plan.adopt.num_rows:
+            raise UnsupportedError(f"replaceWhere needs a dataset with an index (written by rcfmt); {plan.root!r} is "
+                                   "a plain directory of files (append to it once to create one)")
+        target = plan.base.schema if plan.base is not None else plan.schema
+        try:
+            self.replace_expr = parse_filter(self.replace_where, bind_schema(target))
+        except InvalidOptionError as exc:
+            text = str(exc)
+            raise InvalidOptionError("replaceWhere option: " + text.removeprefix("filter option: ")) from None
+        if self.options.replace_where_check:
+            written = bind_schema(plan.schema)
+            missing = sorted(c for c in expr_columns(prepare_filter(self.replace_expr, target))
+                             if written.get_field_index(c) < 0)
+            if missing:
+                raise InvalidOptionError(
+                    f"replaceWhere names column(s) {missing} that the written data lacks, so its rows cannot be "
+                    "checked against the predicate (set replaceWhereCheck=false to write them anyway)")
+            self.replace_check = prepare_filter(self.replace_expr, plan.schema)
+
+    def _check_rows(self, batch, seen: int) -> None:
+        """replaceWhere: InvalidDataError unless the predicate is TRUE on every row of
+        ``batch`` (rows ``seen`` and on of this task)."""
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        from rcfmt.errors import InvalidDataError
+        from rcfmt.scan.arrow_eval import evaluate
+        from rcfmt.scan.nnf import columns as expr_columns
+        from rcfmt.schema import nested
+
+        if not batch.num_rows:
+            return
+        types = nested.bind_schema(self.plan.schema)
+        names = sorted(expr_columns(self.replace_check))
+        table = pa.table({n: _leaf_values(batch, n).cast(types.field(n).type) for n in names})
+        ok = np.asarray(pc.fill_null(evaluate(self.replace_check, table), False).to_numpy(zero_copy_only=False), bool)
+        if not ok.all():
+            bad = int(np.flatnonzero(~ok)[0])
+            values = {n: table.column(n)[bad].as_py() for n in names}
+            raise InvalidDataError(
+                f"replaceWhere: written data holds {int((~ok).sum())} row(s) of this task that do not satisfy "
+                f"{self.replace_where!r} (e.g. {values}); every written row must (replaceWhereCheck=false "
+                "writes them anyway)", row=seen + bad)
 
     # ------------------------------------------------------------------ executors
     @with_store_settings
@@ -80,7 +159,11 @@ class RcfmtWriter(DataSourceArrowWriter):
                                target_file_rows=self.options.target_file_rows,
                                write_options=self.options.writer_options, clustering=self.clustering)
         try:
+            seen = 0
             for batch in iterator:
+                if self.replace_check is not None:
+                    self._check_rows(batch, seen)
+                    seen += batch.num_rows
                 writer.write(batch)
             files = writer.close()
         except BaseException:
@@ -96,6 +179,9 @@ class RcfmtWriter(DataSourceArrowWriter):
 
         try:
             files = [f for m in messages if m is not None for f in m.files]
+            if self.replace_where is not None:
+                self._commit_replace(files)
+                return
             commit(self.plan.root, [e for e, _ in files], mode=self.mode, read_version=self.plan.read_version,
                    data_schema=self.plan.data_schema, partitioning=self.plan.partitioning,
                    txn_id=f"spark-{self.job_id}", staged=[(p, e.path) for e, p in files],
@@ -105,7 +191,60 @@ class RcfmtWriter(DataSourceArrowWriter):
             if not self.remote:  # (on object storage the files are in place now)
                 self.plan.discard(self.staging)
 
+    def _commit_replace(self, files: list) -> int | None:
+        """replaceWhere: one commit (mode "change") deleting the rows of the version the
+        job started from that match the predicate and adding ``files``; the new version
+        (None when nothing matched and nothing was written)."""
+        from rcfmt.dataset import Dataset, clustering_info
+        from rcfmt.dataset.changes import deletion_change
+        from rcfmt.dataset.commits import commit_version
+        from rcfmt.dataset.deletions import DeletionFileWriter
+
+        plan = self.plan
+        root = plan.root
+        txn = f"spark-{self.job_id}"
+        deletions, remove, expected, rows_deleted = {}, [], {}, 0
+        vectors_out = None
+        try:
+            if plan.read_version:  # the rows the predicate matches in the version the job started from
+                vectors_out = DeletionFileWriter(root, txn)
+                ds = Dataset.open(root, version=plan.read_version)
+                rows_deleted, deletions, remove, expected = deletion_change(ds, self.replace_expr, vectors_out)
+            if not rows_deleted and not files:
+                return None  # nothing matched, nothing written: no new version
+            if vectors_out is not None:
+                vectors_out.close()
+            version, _ = commit_version(
+                root, [e for e, _ in files], mode="change", read_version=plan.read_version,
+                data_schema=plan.data_schema, partitioning=plan.partitioning, txn_id=txn,
+                staged=[(p, e.path) for e, p in files], remove=remove, deletions=deletions, expected=expected,
+                clustering=None if self.inherited else clustering_info(self.clustering, self.scope),
+                operation_info={"operation": "replaceWhere", "replace_where": self.replace_where,
+                                "rows_deleted": rows_deleted, "rows_inserted": sum(e.num_rows for e, _ in files),
+                                "removed_files": len(remove)})
+        except BaseException:
+            if vectors_out is not None:
+                vectors_out.discard()
+            raise
+        return version
+
     @with_store_settings
     def abort(self, messages) -> None:
         # on object storage, the files of the attempts that succeeded (failed ones deleted their own)
         self.plan.discard(self.staging, [p for m in messages or () if m is not None for _, p in m.files])
+
+
+def _leaf_values(batch, name: str):
+    """Column ``name`` of ``batch`` (a Spark batch), or the leaf at dotted path ``name``
+    under its structs (NULL where a struct on the way is NULL)."""
+    from rcfmt.schema import nested
+
+    names = batch.schema.names
+    if name in names:
+        return batch.column(names.index(name))
+    parts = name.split(".")
+    for k in range(len(parts) - 1, 0, -1):
+        top = ".".join(parts[:k])
+        if top in names:
+            return nested.under_structs(batch.column(names.index(top)), parts[k:])
+    raise KeyError(name)

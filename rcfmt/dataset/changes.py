@@ -30,7 +30,7 @@ from . import log
 from .deletions import DeletionFileWriter, union
 from .files import DEFAULT_TARGET_FILE_ROWS, FileSetWriter, inherited_bitmap_indexes, join_path
 
-__all__ = ["delete", "update", "merge", "MAX_ATTEMPTS"]
+__all__ = ["delete", "update", "merge", "deletion_change", "MAX_ATTEMPTS"]
 
 #: how many times a change is planned again after losing to a concurrent commit
 MAX_ATTEMPTS = 8
@@ -48,8 +48,7 @@ class _Change:
 
 def _retrying(dataset, operation: str, plan: Callable) -> "object":
     """Plan and commit a change on ``dataset``; after a conflict, on the latest version."""
-    from .dataset import Dataset
-
+    Dataset = type(dataset)  # (not imported: rcfmt.dataset.dataset imports this module)
     _check_indexed(dataset, operation)
     current = dataset
     for attempt in range(MAX_ATTEMPTS):
@@ -115,18 +114,9 @@ def _commit(dataset, operation: str, change: _Change) -> int:
 
     snap = dataset._snap
     root = dataset.root
-    paths, vectors, rows = snap.paths, snap.vectors(), snap.column_values("num_rows")
     txn = f"{operation}-{uuid.uuid4().hex}"
     vectors_out = DeletionFileWriter(root, txn)
-    deletions, remove, expected = {}, [], {}
-    for i, removed in change.removed.items():
-        before = None if vectors[i] is None else _load(vectors[i], root, int(rows[i]))
-        now = union(before, removed)
-        expected[paths[i]] = vectors[i]
-        if len(now) == int(rows[i]):
-            remove.append(paths[i])
-        else:
-            deletions[paths[i]] = vectors_out.add(now)
+    deletions, remove, expected = _vectors_after(dataset, change.removed, vectors_out)
     staging = None
     files = []
     try:
@@ -146,6 +136,24 @@ def _commit(dataset, operation: str, change: _Change) -> int:
         if staging is not None and not _remote(root):
             log.remove_tree(staging)
     return version
+
+
+def _vectors_after(dataset, removed: dict, vectors_out: DeletionFileWriter) -> tuple[dict, list, dict]:
+    """``(deletions, remove, expected)`` of a commit deleting ``removed`` (``{index row:
+    file positions}``): each file's new vector (its deleted rows and these, written to
+    ``vectors_out``), the files left without rows, and the vectors they had."""
+    snap = dataset._snap
+    paths, vectors, rows = snap.paths, snap.vectors(), snap.column_values("num_rows")
+    deletions, remove, expected = {}, [], {}
+    for i, positions in removed.items():
+        before = None if vectors[i] is None else _load(vectors[i], dataset.root, int(rows[i]))
+        now = union(before, positions)
+        expected[paths[i]] = vectors[i]
+        if len(now) == int(rows[i]):
+            remove.append(paths[i])
+        else:
+            deletions[paths[i]] = vectors_out.add(now)
+    return deletions, remove, expected
 
 
 def _remote(root: str) -> bool:
@@ -256,7 +264,7 @@ def merge(dataset, source, on, when_matched="update", when_not_matched="insert")
     import pyarrow.compute as pc
 
     from ..scan.expr import col
-    from .writer import _batches_and_schema
+    from ..interop.arrow import batches_and_schema
 
     if when_matched not in ("update", "delete", None):
         raise InvalidOptionError(f"when_matched must be 'update', 'delete' or None, got {when_matched!r}")
@@ -265,7 +273,7 @@ def merge(dataset, source, on, when_matched="update", when_not_matched="insert")
     keys = [on] if isinstance(on, str) else list(on) if on is not None else []
     if not keys or not all(isinstance(k, str) for k in keys) or len(set(keys)) != len(keys):
         raise InvalidOptionError(f"on must name one or more distinct key columns, got {on!r}")
-    _, tables = _batches_and_schema(source)
+    _, tables = batches_and_schema(source, "merge")
     tables = list(tables)
     src = pa.concat_tables(tables) if len(tables) != 1 else tables[0]
     src = _conformed_source(src, dataset.schema, keys)
@@ -366,3 +374,16 @@ def _full_rows(rows: pa.Table, schema: pa.Schema) -> pa.Table:
         else:
             raise SchemaError(f"merge inserts rows without column {field.name!r}, which is not nullable")
     return pa.Table.from_arrays(arrays, schema=schema)
+
+
+# ------------------------------------------------------------------ for callers committing their own change
+def deletion_change(dataset, filter, vectors_out: DeletionFileWriter) -> tuple[int, dict, list, dict]:
+    """The deletion of the rows of ``dataset`` (its version) matching ``filter``, for a
+    caller that commits it with rows of its own (mode "change" of
+    :func:`~rcfmt.dataset.commits.commit_version`; the Spark source's replaceWhere):
+    ``(rows deleted, deletions, remove, expected)`` -- the commit's ``deletions=``,
+    ``remove=`` and ``expected=`` arguments. New vectors go to ``vectors_out``, which
+    the caller closes before the commit and discards if it fails. No retry here: on a
+    conflict the caller plans again or gives up."""
+    table, removed = _matched(dataset, filter, [])
+    return (table.num_rows, *_vectors_after(dataset, removed, vectors_out))

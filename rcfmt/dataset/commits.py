@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from ..errors import CommitConflictError, InvalidOptionError, RcfmtError, SchemaError
 from .evolution import column_ids, extend_column_ids, keeps_columns, merge_schemas, renamed_path
+from ..schema.arrow_io import to_numpy
 from ..storage import delete_files, is_remote
 from . import log
 from .deletions import DV_COLUMNS
@@ -333,7 +334,7 @@ def commit_version(root: str, entries: list[FileEntry], *, mode: str, read_versi
                 if prev is not None and prev.num_rows:
                     table = pa.concat_tables([conform_index(prev, ischema), table])
                 schema_json = schema_to_json(schema)
-            deleted = int(np.asarray(table.column("deleted_rows").to_numpy()).sum()) if (
+            deleted = int(np.asarray(to_numpy(table.column("deleted_rows"))).sum()) if (
                 table.num_rows and table.schema.get_field_index("deleted_rows") >= 0) else 0
             info = {
                 "format": "rcfmt-dataset", "format_version": 2 if deleted else 1,

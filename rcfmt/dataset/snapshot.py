@@ -40,17 +40,18 @@ def check_deletions(table: pa.Table, path: str) -> None:
         return
     import numpy as np
 
-    deleted = np.asarray(table.column("deleted_rows").to_numpy(), np.int64)
-    rows = np.asarray(table.column("num_rows").to_numpy(), np.int64)
-    sizes = np.asarray(table.column("dv_size").to_numpy(), np.int64)
-    where = np.asarray(table.column("dv_path").is_valid().to_numpy(zero_copy_only=False), bool) | np.asarray(
-        table.column("dv_inline").is_valid().to_numpy(zero_copy_only=False), bool)
+    from ..schema.arrow_io import to_numpy, validity
+
+    deleted = np.asarray(to_numpy(table.column("deleted_rows")), np.int64)
+    rows = np.asarray(to_numpy(table.column("num_rows")), np.int64)
+    sizes = np.asarray(to_numpy(table.column("dv_size")), np.int64)
+    where = validity(table.column("dv_path")) | validity(table.column("dv_inline"))
     bad = (deleted < 0) | (deleted > rows) | ((deleted > 0) != (sizes > 0)) | ((deleted > 0) & ~where)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise CorruptFileError(f"index entry {i} records {deleted[i]} deleted rows of {rows[i]} with a vector of "
                                f"{sizes[i]} bytes", path=path)
-    for rel in table.column("dv_path").drop_null().unique().to_pylist():
+    for rel in {p for p in table.column("dv_path").to_pylist() if p is not None}:
         check_relpath(rel, path)
         if not rel.startswith(f"{log.META_DIR}/{DV_DIR}/"):
             raise CorruptFileError(f"index names deletion file {rel!r} outside {log.META_DIR}/{DV_DIR}/", path=path)

@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from ..errors import InvalidOptionError, SchemaError, UnsupportedError
 from ..file.writer import WriteOptions
-from ..interop.arrow import arrow_stream, as_table
+from ..interop.arrow import batches_and_schema
 from ..schema.tables import storage_schema
 from ..layout import ClusteringSpec
 from .evolution import merge_schemas
@@ -39,29 +39,6 @@ DATA_SUFFIXES = (".rcfmt", ".rcf")
 
 
 # ------------------------------------------------------------------ write_dataset
-def _batches_and_schema(data):
-    """(schema, iterator of tables) for any accepted input."""
-    stream = arrow_stream(data)
-    if stream is not None:  # a RecordBatchReader or any Arrow PyCapsule stream
-        return stream.schema, (pa.Table.from_batches([b]) for b in stream)
-    if isinstance(data, (pa.Table, pa.RecordBatch, dict)) or type(data).__name__ == "DataFrame":
-        table = as_table(data)
-        return table.schema, iter([table])
-    if isinstance(data, Iterable) and not isinstance(data, (str, bytes)):
-        it = iter(data)
-        try:
-            first = as_table(next(it))
-        except StopIteration:
-            raise SchemaError("write_dataset got an empty iterable: no schema to write") from None
-
-        def chain():
-            yield first
-            for item in it:
-                yield as_table(item)
-        return first.schema, chain()
-    return as_table(data).schema, iter([as_table(data)])
-
-
 @dataclass
 class WritePlan:
     """What a write to a dataset commits against, checked before any file is written:
@@ -215,7 +192,7 @@ def write_dataset(data, path, *, partition_by=None, mode: str = "append",
     from .dataset import Dataset
 
     wanted(progress)  # a bad value raises before anything is written
-    schema, tables = _batches_and_schema(data)
+    schema, tables = batches_and_schema(data)
     plan = begin_write(path, schema, partition_by=partition_by, mode=mode)
     truncate = DEFAULT_INDEX_TRUNCATE if stats_truncate is None else stats_truncate
     if stats_truncate is not None:

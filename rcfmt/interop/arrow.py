@@ -9,11 +9,13 @@ use it.
 """
 from __future__ import annotations
 
+from typing import Iterable
+
 import pyarrow as pa
 
 from ..errors import SchemaError
 
-__all__ = ["as_table", "arrow_stream", "export_stream"]
+__all__ = ["as_table", "arrow_stream", "export_stream", "batches_and_schema"]
 
 
 def as_table(data) -> pa.Table:
@@ -64,3 +66,28 @@ def export_stream(schema: pa.Schema, batches, requested_schema=None):
     """The Arrow C stream PyCapsule (``__arrow_c_stream__``) of ``batches``, an iterable
     of record batches of ``schema`` read lazily, as the consumer pulls them."""
     return pa.RecordBatchReader.from_batches(schema, batches).__arrow_c_stream__(requested_schema)
+
+
+def batches_and_schema(data, what: str = "write_dataset"):
+    """``(schema, iterator of tables)`` of any data rcfmt takes (a table, batch, dict,
+    pandas or Polars frame, RecordBatchReader, Arrow PyCapsule stream or an iterable of
+    those), streamed where it comes as a stream."""
+    stream = arrow_stream(data)
+    if stream is not None:  # a RecordBatchReader or any Arrow PyCapsule stream
+        return stream.schema, (pa.Table.from_batches([b]) for b in stream)
+    if isinstance(data, (pa.Table, pa.RecordBatch, dict)) or type(data).__name__ == "DataFrame":
+        table = as_table(data)
+        return table.schema, iter([table])
+    if isinstance(data, Iterable) and not isinstance(data, (str, bytes)):
+        it = iter(data)
+        try:
+            first = as_table(next(it))
+        except StopIteration:
+            raise SchemaError(f"{what} got an empty iterable: no schema to write") from None
+
+        def chain():
+            yield first
+            for item in it:
+                yield as_table(item)
+        return first.schema, chain()
+    return as_table(data).schema, iter([as_table(data)])
