@@ -11,7 +11,7 @@ import rcfmt
 __all__ = ["check_a_failed_write_leaves_nothing", "check_a_lost_race_rebases_and_an_overwrite_conflicts",
            "check_appends_from_threads_lose_no_row", "check_datasets_written_appended_and_overwritten",
            "check_optimize_and_vacuum", "check_cli_inspects", "check_first_calls_in_a_fresh_interpreter",
-           "check_a_file_replaced_while_read_is_an_error", "run_writers_and_a_reader"]
+           "check_a_file_replaced_while_read_is_an_error", "run_writers_and_a_reader", "check_row_changes"]
 
 
 def _sorted(t: pa.Table) -> pa.Table:
@@ -224,3 +224,36 @@ def check_a_file_replaced_while_read_is_an_error(uri: str, message: str) -> None
         with pytest.raises(rcfmt.StorageError, match=message):
             f.read(columns=["v"])
     assert rcfmt.read_table(uri).num_rows == n // 2
+
+
+def check_row_changes(uri: str, table: pa.Table, names, prefix: str) -> None:
+    """Deletes, an update and a merge on the store: vectors too big to inline go to one
+    deletion object per commit, uploaded before the version's conditional create; every
+    read applies them; optimize drops them and vacuum removes the deletion objects no
+    kept version names. ``table`` has an int64 ``id`` 0..n-1."""
+    import time
+
+    import numpy as np
+
+    n = table.num_rows
+    ds = rcfmt.write_dataset(table.select(["id", "x"]), uri, target_file_rows=5000)
+    ds = ds.delete(rcfmt.col("id").isin(list(range(0, n, 3))))
+    dv = [k for k in names() if k.startswith(f"{prefix}/_rcfmt/deletions/")]
+    assert len(dv) == 1 and dv[0].endswith(".rcdv"), dv
+    left = np.arange(n)[np.arange(n) % 3 != 0]
+    again = rcfmt.dataset(uri)
+    assert again.num_rows == len(left) == again.count_rows()
+    assert sorted(again.read(["id"]).column("id").to_pylist()) == left.tolist()
+    assert again.take([0, 1, len(left) - 1]).column("id").to_pylist() == [left[0], left[1], left[-1]]
+    ds = again.update(rcfmt.col("id") == 1, {"id": -1})
+    ds = ds.merge(pa.table({"id": pa.array([2, 10 ** 9], table.schema.field("id").type)}), on="id",
+                  when_matched="delete", when_not_matched="insert")
+    got = sorted(rcfmt.dataset(uri).read(["id"]).column("id").to_pylist())
+    assert got == sorted([-1, 10 ** 9] + [int(i) for i in left if i not in (1, 2)])
+    assert [h["operation"] for h in ds.history()][-3:] == ["delete", "update", "merge"]
+    ds = ds.optimize(deleted_threshold=0.0)
+    assert ds.num_deleted_rows == 0 and ds.num_rows == len(got)
+    time.sleep(1.1)  # (object modification times have a resolution of a second)
+    ds.vacuum(retention_seconds=0)
+    assert [k for k in names() if k.startswith(f"{prefix}/_rcfmt/deletions/")] == []
+    assert sorted(rcfmt.dataset(uri).read(["id"]).column("id").to_pylist()) == got

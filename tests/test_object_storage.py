@@ -1245,34 +1245,8 @@ def test_remote_bitmap_entries_are_fetched_past_the_first_blocks_only_if_they_na
 
 
 def test_deletes_updates_and_merges_on_s3(s3):
-    """Row-level changes on an s3:// dataset: vectors too big to inline go to one deletion
-    object per commit, uploaded before the version's conditional PUT; every read applies
-    them; vacuum removes a deletion object no kept version names."""
-    _, client = s3
-    t = _table()
-    uri = f"s3://{BUCKET}/dsw/changes"
-    ds = rcfmt.write_dataset(t, uri, target_file_rows=5000)
-    ids = np.arange(ROWS)
-    gone = list(range(0, ROWS, 3))
-    ds = ds.delete(rcfmt.col("id").isin(gone))
-    keys = [k for k in _keys(client, "dsw/changes/_rcfmt/deletions/")]
-    assert len(keys) == 1 and keys[0].endswith(".rcdv")
-    left = ids[ids % 3 != 0]
-    again = rcfmt.dataset(uri)
-    assert again.num_rows == len(left) == again.count_rows()
-    assert sorted(again.read(["id"]).column("id").to_pylist()) == left.tolist()
-    assert again.take([0, 1, len(left) - 1]).column("id").to_pylist() == [left[0], left[1], left[-1]]
-    ds = again.update(rcfmt.col("id") == 1, {"id": -1})
-    ds = ds.merge(pa.table({"id": pa.array([2, 10 ** 9], t.schema.field("id").type)}), on="id",
-                  when_matched="delete", when_not_matched="insert")
-    got = sorted(rcfmt.dataset(uri).read(["id"]).column("id").to_pylist())
-    assert got == sorted([-1, 10 ** 9] + [int(i) for i in left if i not in (1, 2)])
-    assert [h["operation"] for h in ds.history()][-3:] == ["delete", "update", "merge"]
-    ds = ds.optimize(deleted_threshold=0.0)
-    assert ds.num_deleted_rows == 0 and ds.num_rows == len(got)
-    import time
+    from store_commits import check_row_changes
 
-    time.sleep(1.1)  # (object modification times have a resolution of a second)
-    ds.vacuum(retention_seconds=0)
-    assert _keys(client, "dsw/changes/_rcfmt/deletions/") == []
-    assert sorted(rcfmt.dataset(uri).read(["id"]).column("id").to_pylist()) == got
+    _, client = s3
+    check_row_changes(f"s3://{BUCKET}/dsw/changes", _table(), lambda: _keys(client, "dsw/changes/"),
+                                    "dsw/changes")

@@ -129,6 +129,10 @@ def test_optimize_and_vacuum(store):
     assert not [n for n in store.names("opt/t/") if n.endswith("/")]
 
 
+def test_deletes_updates_and_merges(store):
+    store_commits.check_row_changes(f"{store.root}/changes/t", _table(), lambda: store.names("changes/t/"), "changes/t")
+
+
 def test_cli_inspects_a_file_and_a_dataset(store):
     store_commits.check_cli_inspects(f"{store.root}/cli/t", f"{store.root}/cli/f.rcfmt", _table())
 
