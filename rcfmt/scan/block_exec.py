@@ -223,6 +223,31 @@ class BlockColumns:
         return ColumnValues(arena[at: at + rows * ltype.width].view(ltype.numpy_dtype)), validity, None, None
 
 
+#: IN-sets of more members than this are cut to the file's bounds (:func:`_within_file`)
+NARROW_MEMBERS = 64
+
+
+def _within_file(spec, file, name: str):
+    """``spec`` with a large integer IN-set cut to the members within the file's bounds
+    (the least block min to the greatest block max of column ``name``): no value of the
+    file equals another, and a set spanning only the file's values becomes a bitset
+    (a merge's 10,000 keys over a dataset's key range, one file of it each)."""
+    if spec is None or spec[0] != "values" or spec[6] is None or len(spec[6]) <= NARROW_MEMBERS \
+            or spec[1].kind not in "iu":
+        return spec
+    stats = file.block_stats(name)
+    has = np.asarray(stats.has_min_max, bool)
+    rows = np.asarray(stats.row_count, np.int64) - np.asarray(stats.null_count, np.int64)
+    if not len(has) or not has[rows > 0].all():
+        return spec
+    members = spec[6]
+    if not (rows > 0).any():
+        return (*spec[:6], members[:0], spec[7])
+    lo, hi = np.min(stats.min[rows > 0]), np.max(stats.max[rows > 0])
+    cut = members[np.searchsorted(members, lo, "left"): np.searchsorted(members, hi, "right")]
+    return (*spec[:6], cut, spec[7])
+
+
 class BlockFilter:
     """A scan's filter on a block's candidate rows, in one native call per block: its
     flat filter columns decoded at those rows, each column's conjuncts that
@@ -243,7 +268,7 @@ class BlockFilter:
         specs, self.ids = [], []
         for name, col in zip(self.names, cols):
             got = block_predicate(conjuncts[name], file.footer.columns[col].type) if conjuncts.get(name) else None
-            specs.append(None if got is None else got[0])
+            specs.append(None if got is None else _within_file(got[0], file, name))
             self.ids.append(frozenset() if got is None else got[1])
         #: per column: only the mask needs it (not projected, every leaf taken natively)
         self.unused = [name in mask_only and len(ids) == len(conjuncts.get(name, ()))

@@ -325,3 +325,27 @@ def test_the_projection_is_decoded_in_the_filters_call_when_its_chunks_are_few_b
             assert got.cast(want.schema).equals(want), (expr, columns, read_dictionary)
             assert calls and all(t == [ids[c] for c in then] for t in calls), (expr, calls)
     assert scanner.FUSED_BYTES == 2
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), dtype=st.sampled_from(["int8", "int32", "int64", "uint16", "uint64"]))
+def test_large_in_sets_cut_to_a_files_bounds_select_what_the_oracle_does(tmp_path_factory, data, dtype):
+    """An IN-set of more than NARROW_MEMBERS integers is cut to each file's bounds before
+    the executor builds its bitset: the rows selected are still exactly the oracle's,
+    with members below, inside and above the file's values, NULLs and every block."""
+    from rcfmt.scan.block_exec import NARROW_MEMBERS
+
+    info = np.iinfo(dtype)
+    lo = data.draw(st.integers(int(info.min), int(info.max) - 200))
+    values = data.draw(st.lists(st.one_of(st.none(), st.integers(lo, lo + 200)), min_size=1, max_size=300))
+    members = data.draw(st.lists(st.integers(int(info.min), int(info.max)), min_size=NARROW_MEMBERS + 1,
+                                 max_size=400) | st.lists(st.integers(lo - 50 if lo - 50 >= info.min else lo, lo + 250),
+                                                          min_size=NARROW_MEMBERS + 1, max_size=400))
+    members = [m for m in members if info.min <= m <= info.max]
+    t = pa.table({"x": pa.array(values, getattr(pa, dtype)())})
+    path = tmp_path_factory.mktemp("inset") / "f.rcfmt"
+    rcfmt.write_table(t, path, block_rows=64, page_rows=16)
+    expr = col("x").isin(members)
+    got = rcfmt.read_table(path, filter=expr)
+    assert got.equals(filter_table(t, expr)), (len(members), lo)
+    assert rcfmt.read_table(path, filter=~expr).equals(filter_table(t, ~expr))
