@@ -33,7 +33,10 @@ class BlockPlan:
     evaluate by decoding (None: the candidates are exactly the matching rows), what the
     bitmap indexes did (``index``: ``"exact"`` decided the whole filter, ``"narrowed"``
     decided part of it, None) and, when the plan was asked for them, the byte ranges its
-    candidate pages span in the file (``fetch``: ``(starts, ends)``, half-open)."""
+    candidate pages span in the file (``fetch``: ``(starts, ends)``, half-open).
+    ``visible``: the block's rows a deletion vector leaves, when the filter is decided on
+    the candidates first and the few deleted rows are taken out of its answer after (a
+    scattered delete must not turn a block's run of candidates into thousands)."""
 
     block: int
     rows: int
@@ -41,6 +44,7 @@ class BlockPlan:
     residual: object | None
     index: str | None = None
     fetch: tuple[np.ndarray, np.ndarray] | None = None
+    visible: Selection | None = None
 
     @property
     def candidate_rows(self) -> int:

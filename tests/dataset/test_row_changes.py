@@ -547,3 +547,30 @@ def test_polars_duckdb_and_pandas_see_the_rows_left(tmp_path):
     scan = ds.scan()
     assert duckdb.connect().sql("select count(*), sum(k) from scan").fetchall() == [(500, sum(odd))]
     assert ds.read().to_pandas()["k"].tolist() == odd
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                 HealthCheck.function_scoped_fixture])
+@given(data=st.data(), defer=st.sampled_from([0, 10 ** 9]))
+def test_deleted_rows_taken_out_before_or_after_the_filter_alike(tmp_path_factory, monkeypatch, data, defer):
+    """Blocks with few deleted rows decide the filter on their candidates and take the
+    deleted rows out of the answer after (scanner.DEFER_DELETED); forced either way
+    (0: always after, 10**9: always before), reads and counts are the oracle's, through
+    the native filter that picks rows, the mask path and the projection in its call."""
+    from rcfmt.scan import scanner
+
+    monkeypatch.setattr(scanner, "DEFER_DELETED", defer)
+    n = data.draw(st.integers(1, 300))
+    table = _rows(data.draw, list(range(n)))
+    root = str(tmp_path_factory.mktemp("defer") / "d")
+    ds = rcfmt.write_dataset(table, root, block_rows=64, page_rows=16)
+    gone = data.draw(st.lists(st.integers(0, n - 1), unique=True, max_size=max(1, n // 4)))
+    if gone:
+        ds = ds.delete(col("id").isin(gone))
+    left = table.filter(pa.array(~np.isin(np.arange(n), gone)))
+    expr = data.draw(filters())
+    want = left.filter(pa.array(selection_mask(expr, left)))
+    columns = data.draw(st.sampled_from([None, ["id"], ["x", "s"], ["g"]]))
+    got = ds.read(columns, filter=expr)
+    assert _identical(got, want.select(got.column_names))
+    assert ds.count_rows(expr) == want.num_rows
