@@ -18,6 +18,7 @@ import decimal
 import math
 import os
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
 import numpy as np
@@ -28,6 +29,7 @@ from ..scan.positions import ROW_POSITION
 from ..scan.residual import prepare_filter
 from . import log
 from .deletions import DeletionFileWriter, union
+from .snapshot import read_snapshot
 from .files import DEFAULT_TARGET_FILE_ROWS, FileSetWriter, inherited_bitmap_indexes, join_path
 
 __all__ = ["delete", "update", "merge", "deletion_change", "MAX_ATTEMPTS"]
@@ -52,18 +54,21 @@ def _retrying(dataset, operation: str, plan: Callable) -> "object":
     _check_indexed(dataset, operation)
     current = dataset
     for attempt in range(MAX_ATTEMPTS):
-        change = plan(current)
+        with ThreadPoolExecutor(1) as pool:  # the whole index, which the commit rewrites, read meanwhile
+            base = pool.submit(read_snapshot, current.root, current.version, None, current._snap.index_size)
+            change = plan(current)
+            base = base.result()
         if not change.removed and (change.written is None or not change.written.num_rows):
             return current  # nothing matched: nothing to commit
         try:
-            version = _commit(current, operation, change)
+            version, size = _commit(current, operation, change, base)
         except CommitConflictError:
             if attempt + 1 == MAX_ATTEMPTS:
                 raise
             log.backoff(attempt + 1)
             current = Dataset.open(current.root)
             continue
-        return Dataset.open(current.root, version=version)
+        return Dataset(read_snapshot(current.root, version, size=size))
     raise AssertionError("unreachable")  # pragma: no cover
 
 
@@ -107,9 +112,10 @@ def _load(vector, root: str, num_rows: int) -> np.ndarray:
     return load(vector.resolved(root), num_rows)
 
 
-def _commit(dataset, operation: str, change: _Change) -> int:
-    """One commit of ``change`` against ``dataset``'s version: its deletion vectors, the
-    files it empties, its new files."""
+def _commit(dataset, operation: str, change: _Change, base=None) -> tuple[int, int]:
+    """One commit of ``change`` against ``dataset``'s version (``base``: that version
+    with every index column, when read already): its deletion vectors, the files it
+    empties, its new files. Returns the version and the size of its index."""
     from .commits import commit_version
 
     snap = dataset._snap
@@ -123,19 +129,19 @@ def _commit(dataset, operation: str, change: _Change) -> int:
         if change.written is not None and change.written.num_rows:
             staging, files = _stage(dataset, change.written, txn)
         vectors_out.close()
-        version, _ = commit_version(
+        version, size = commit_version(
             root, [e for e, _ in files], mode="change", read_version=dataset.version,
             data_schema=snap.data_schema, partitioning=snap.partitioning, txn_id=txn,
             staged=[(p, e.path) for e, p in files], remove=remove, deletions=deletions, expected=expected,
             operation_info={"operation": operation, **change.counts, "removed_files": len(remove)},
-            base_snapshot=None)
+            base_snapshot=base)
     except BaseException:
         vectors_out.discard()
         raise
     finally:
         if staging is not None and not _remote(root):
             log.remove_tree(staging)
-    return version
+    return version, size
 
 
 def _vectors_after(dataset, removed: dict, vectors_out: DeletionFileWriter) -> tuple[dict, list, dict]:
