@@ -574,3 +574,21 @@ def test_deleted_rows_taken_out_before_or_after_the_filter_alike(tmp_path_factor
     got = ds.read(columns, filter=expr)
     assert _identical(got, want.select(got.column_names))
     assert ds.count_rows(expr) == want.num_rows
+
+
+def test_the_cli_reads_rows_left_and_lists_deleted_rows_per_file(tmp_path, capsys):
+    from rcfmt.cli import main
+
+    root = str(tmp_path / "d")
+    ds = rcfmt.write_dataset(pa.table({"k": np.arange(100)}), root, target_file_rows=40)
+    ds.delete(col("k") < 5).update(col("k") == 50, {"k": 500})
+    assert main(["head", "-n", "3", root]) == 0
+    assert [line.split()[-1] for line in capsys.readouterr().out.strip().splitlines()[-3:]] == ["5", "6", "7"]
+    assert main(["inspect", root]) == 0
+    out = capsys.readouterr().out
+    assert "rows:    95 (6 more deleted by deletion vectors)" in out
+    assert [line.split()[:2] for line in out.splitlines() if line.strip().endswith("-00000.rcfmt")
+            or line.strip().endswith("-00001.rcfmt")] == [["5", "40"], ["1", "40"]]
+    assert "-5" in out and "~1" in out
+    assert main(["history", root]) == 0
+    assert "rows_deleted" in capsys.readouterr().out
