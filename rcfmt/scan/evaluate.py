@@ -396,6 +396,31 @@ def _taken(taken: list, nulls: list, empty: bool):
 
 
 def block_predicate(leaves: list[Leaf], ltype: LogicalType):
+    """:func:`_block_predicate`, kept per (leaves, type): every file of a dataset scan and
+    every scan of one filter asks it again for equal leaves, and a large IN-set's costs
+    a sort and a check of every member (a merge's 10,000 keys: ~5 ms a file)."""
+    leaves = list(leaves)
+    try:
+        got = _cached_predicate(tuple(leaves), ltype)
+    except TypeError:  # (a leaf that cannot be hashed)
+        return _block_predicate(leaves, ltype)
+    if got is None:
+        return None
+    spec, positions = got
+    return spec, frozenset(id(leaves[i]) for i in positions)
+
+
+@functools.lru_cache(maxsize=128)
+def _cached_predicate(leaves: tuple, ltype: LogicalType):
+    """:func:`_block_predicate` of equal leaves, the leaves it takes by their position."""
+    got = _block_predicate(list(leaves), ltype)
+    if got is None:
+        return None
+    where = {id(leaf): i for i, leaf in enumerate(leaves)}
+    return got[0], tuple(where[i] for i in got[1])
+
+
+def _block_predicate(leaves: list[Leaf], ltype: LogicalType):
     """What the block executor (:class:`rcfmt._native.block.Filter`) evaluates of one
     column's conjuncts on every chunk of the column, dictionary or not: ``(spec, leaf
     ids)`` or None. Fixed-width values take the leaves :func:`_values_predicate` takes on
