@@ -18,7 +18,6 @@ from .evolution import column_ids, extend_column_ids, keeps_columns, merge_schem
 from ..schema.arrow_io import to_numpy
 from ..storage import delete_files, is_remote
 from . import log
-from .deletions import DV_COLUMNS
 from .index import (INDEX_METADATA_KEY, STATS_FIELDS, VALUES_FIELD, FileEntry, conform_index, Snapshot, dumps_info,
                     dv_columns, entries_table, index_schema, schema_to_json, stats_schema, vectors_of)
 from .partitioning import Partitioning

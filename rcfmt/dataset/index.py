@@ -86,11 +86,6 @@ class FileEntry:
     partition: tuple = ()
     stats: dict = field(default_factory=dict)
     values: dict = field(default_factory=dict)  # column -> tuple of distinct values (stats domain), when known
-    deletion: DeletionVector | None = None  # the file's deleted rows (path relative to the root), if any
-
-    @property
-    def live_rows(self) -> int:
-        return self.num_rows - (self.deletion.cardinality if self.deletion is not None else 0)
 
 
 # ------------------------------------------------------------------ building entries
@@ -260,7 +255,7 @@ def entries_table(entries: list[FileEntry], data_schema: pa.Schema, partitioning
         "size": pa.array([e.size for e in entries], pa.int64()),
         "num_rows": pa.array([e.num_rows for e in entries], pa.int64()),
         "num_blocks": pa.array([e.num_blocks for e in entries], pa.int64()),
-        **dv_columns([e.deletion for e in entries]),
+        **dv_columns([None] * len(entries)),  # (a file is written whole: no row of it is deleted yet)
     }
     for i, (name, t) in enumerate(zip(partitioning.names, partitioning.types)):
         cols[f"{name}.value"] = pa.array([e.partition[i] for e in entries], t)
