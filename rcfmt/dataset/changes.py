@@ -87,22 +87,15 @@ def _matched(dataset, filter, columns) -> tuple[pa.Table, dict]:
 
 def _by_file(dataset, positions: np.ndarray) -> dict:
     """``{index row of a file: file positions}`` of version positions ``positions``."""
+    from ..scan.positions import by_unit
     from .deletions import file_positions
 
-    if not len(positions):
-        return {}
     snap = dataset._snap
-    live = snap.live_rows()
-    ends = np.cumsum(live)
-    order = np.sort(positions)
-    unit = np.searchsorted(ends, order, side="right")
-    vectors = snap.vectors()
+    vectors, rows = snap.vectors(), snap.column_values("num_rows")
     out = {}
-    for u in np.unique(unit).tolist():
-        rows = order[unit == u] - (ends[u] - live[u])
+    for u, visible in by_unit(np.sort(positions), snap.live_rows()).items():
         vector = vectors[u]
-        deleted = None if vector is None else _load(vector, dataset.root, int(snap.column_values("num_rows")[u]))
-        out[u] = file_positions(rows, deleted)
+        out[u] = file_positions(visible, None if vector is None else _load(vector, dataset.root, int(rows[u])))
     return out
 
 
