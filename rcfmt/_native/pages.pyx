@@ -39,6 +39,7 @@ from libc.string cimport memcpy, memset
 from posix.dlfcn cimport RTLD_LOCAL, RTLD_NOW, dlopen, dlsym
 
 import glob
+import importlib.util
 import os
 import sys
 
@@ -365,11 +366,16 @@ cdef void* _sym(void* handle, const char* name) noexcept:
 
 
 def _module_files(module_name, patterns):
+    """Files matching ``patterns`` in the directory of (sub)package ``module_name``, found
+    without importing it: only its shared library is wanted, not its Python module."""
+    top, _, rest = module_name.partition(".")
     try:
-        module = __import__(module_name, fromlist=["_"])
-    except ImportError:
+        spec = importlib.util.find_spec(top)
+    except (ImportError, ValueError):
         return []
-    where = os.path.dirname(getattr(module, "__file__", "") or "")
+    if spec is None or not spec.submodule_search_locations:
+        return []
+    where = os.path.join(list(spec.submodule_search_locations)[0], *(rest.split(".") if rest else ()))
     return [f for p in patterns for f in sorted(glob.glob(os.path.join(where, p)))]
 
 

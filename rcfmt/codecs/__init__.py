@@ -4,14 +4,13 @@ Separate from value encodings. Every decompression is bounded by the uncompresse
 recorded in the (checksummed) page header (no more than that many bytes, plus one, are
 ever produced, whatever the compressed frame claims), and its output length is verified.
 These are the Python codecs: the page pipeline (:mod:`rcfmt._native.pages`) calls the
-libraries' C entry points directly when it finds them, and these otherwise.
+libraries' C entry points directly when it finds them, and these otherwise. The
+``zstandard`` and ``lz4`` modules are imported on first use (a read whose pipeline has
+the C entry points never imports them).
 """
 from __future__ import annotations
 
 import threading
-
-import lz4.block
-import zstandard
 
 from ..errors import CorruptFileError, InvalidOptionError, UnsupportedError
 
@@ -35,19 +34,23 @@ def codec_id(name: str) -> int:
         raise InvalidOptionError(f"unknown compression {name!r}; expected one of {sorted(_IDS)} or 'auto'") from None
 
 
-def _zstd_compressor(level: int) -> zstandard.ZstdCompressor:
+def _zstd_compressor(level: int) -> "zstandard.ZstdCompressor":
     cache = getattr(_local, "compressors", None)
     if cache is None:
         cache = _local.compressors = {}
     comp = cache.get(level)
     if comp is None:
+        import zstandard
+
         comp = cache[level] = zstandard.ZstdCompressor(level=level, write_content_size=False)
     return comp
 
 
-def _zstd_decompressor() -> zstandard.ZstdDecompressor:
+def _zstd_decompressor() -> "zstandard.ZstdDecompressor":
     dec = getattr(_local, "decompressor", None)
     if dec is None:
+        import zstandard
+
         dec = _local.decompressor = zstandard.ZstdDecompressor()
     return dec
 
@@ -59,6 +62,8 @@ def compress(codec: int, data, level: int | None = None) -> bytes:
     if codec == ZSTD:
         return _zstd_compressor(DEFAULT_ZSTD_LEVEL if level is None else level).compress(data)
     if codec == LZ4:
+        import lz4.block
+
         return lz4.block.compress(data, store_size=False)
     raise InvalidOptionError(f"unknown codec id {codec}")
 
@@ -70,6 +75,8 @@ def _zstd_bounded(data, size: int):
     buffer by the declared size, ignoring ``max_output_size``); one that does not is
     decompressed into a buffer of ``size`` bytes, or, for ``size`` 0 (which the one-shot
     call cannot take), streamed for at most one byte."""
+    import zstandard
+
     dec = _zstd_decompressor()
     if size == 0:
         with dec.stream_reader(data) as reader:
@@ -86,6 +93,9 @@ def decompress(codec: int, data, uncompressed_size: int):
         if len(data) != uncompressed_size:
             raise CorruptFileError(f"stored size {len(data)} != uncompressed size {uncompressed_size}")
         return data
+    import lz4.block
+    import zstandard
+
     try:
         if codec == ZSTD:
             out = _zstd_bounded(data, uncompressed_size)

@@ -31,7 +31,6 @@ import threading
 from dataclasses import dataclass
 
 import numpy as np
-import zstandard
 
 from .._native import stats as _stats
 from .._native import varbinary as _vb
@@ -192,6 +191,8 @@ _zstd_local = threading.local()  # zstd compressors are not thread-safe: one per
 def _zstd_size(parts: list[bytes]) -> int:
     comp = getattr(_zstd_local, "c", None)
     if comp is None:
+        import zstandard  # (on first use: readers never need it)
+
         comp = _zstd_local.c = zstandard.ZstdCompressor(level=SAMPLE_ZSTD_LEVEL, write_content_size=False)
     return sum(len(comp.compress(p)) for p in parts)
 
