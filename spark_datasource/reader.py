@@ -10,8 +10,9 @@ filter -- block pruning from footers, page pruning from the page index, late
 materialization -- and yields Arrow batches converted to exactly what Spark expects.
 
 Scan statistics: with ``.option("statsDir", dir)`` the planner writes
-``plan-<id>.json`` (files total / pruned) and every task ``task-<id>-<n>-....json``
-(its ScanStats); :func:`read_scan_stats` sums them.
+``plan-<id>-....json`` (files total / pruned, its timings, the pickled sizes of the reader
+and the partitions) and every task ``task-<id>-....json`` (its ScanStats, its timings);
+:func:`read_scan_stats` sums them (:mod:`spark_datasource.timeline`: the records' timings).
 """
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ from rcfmt.schema.nested import bind_schema
 from .compat import SCAN_SCOPED_READ_INFO
 from .filters import translate_all
 from .options import ReadOptions, with_store_settings
+from .timeline import process_info, write_record
 from .types import BatchConverter, spark_arrow_schema, to_spark_type
 
 __all__ = ["RcfmtReader", "RcfmtPushdownReader", "RcfmtInputPartition", "plan_partitions", "read_scan_stats",
@@ -113,14 +115,6 @@ def spread(pruned: list, groups: list[list], min_groups: int) -> list[list]:
     return out
 
 
-def _write_json(directory: str, name: str, obj: dict) -> None:
-    os.makedirs(directory, exist_ok=True)
-    tmp = os.path.join(directory, f".{name}.{uuid.uuid4().hex}.tmp")
-    with open(tmp, "w") as fh:
-        json.dump(obj, fh)
-    os.replace(tmp, os.path.join(directory, name))
-
-
 def read_scan_stats(stats_dir: str):
     """Scan statistics written with ``.option("statsDir", stats_dir)``: a
     :class:`rcfmt.ScanStats` summed over every plan of which at least one task ran
@@ -147,6 +141,10 @@ def read_scan_stats(stats_dir: str):
         out.files_pruned += plan.get("files_pruned", 0)
         out.blocks_total += plan.get("blocks_pruned_planning", 0)  # blocks no task was given
         out.blocks_pruned_stats += plan.get("blocks_pruned_planning", 0)
+        counted = (plan.get("count") or {}).get("stats") or {}
+        for key, value in counted.items():  # a count made by planning (its tasks report the rows)
+            if key not in ("files_total", "files_pruned", "rows_total", "rows_selected"):
+                setattr(out, key, getattr(out, key) + value)
         for t in ts:
             for key, value in t["stats"].items():
                 if key not in ("files_total", "files_pruned"):
@@ -208,7 +206,7 @@ def live_block_rows(row_count: np.ndarray, deleted: np.ndarray | None) -> np.nda
 
 
 def count_fragments(fragments: list, schema: pa.Schema, expr, *, partition_names=(), verify_checksums=True,
-                    column_ids=None, fetch=None) -> tuple:
+                    column_ids=None, fetch=None, use_threads: bool = False) -> tuple:
     """Rows of ``fragments`` matching ``expr`` (the relation's filter; None: all), from
     metadata wherever it decides: whole files without a filter from the index's row
     counts, blocks the footer statistics prune or match entirely from the footer, the
@@ -267,7 +265,7 @@ def count_fragments(fragments: list, schema: pa.Schema, expr, *, partition_names
                 to_scan.append(dataclasses.replace(frag, blocks=(a, b)))
     if to_scan:
         scan = scan_fragments(to_scan, schema, [], expr, partition_names=partition_names, files_total=0,
-                              files_pruned=0, use_threads=False, verify_checksums=verify_checksums,
+                              files_pruned=0, use_threads=use_threads, verify_checksums=verify_checksums,
                               column_ids=column_ids, fetch=fetch)
         total += scan.count()
         blocks = stats.blocks_total
@@ -321,9 +319,10 @@ class RcfmtReader(DataSourceReader):
 
     def __init__(self, options, schema: StructType):
         t0 = time.perf_counter()
+        self.opened_at = time.time()  # (wall clock: the planner's start, reported with statsDir)
         self.options = options if isinstance(options, ReadOptions) else ReadOptions(options)
         self._open(schema)
-        self.open_ms = (time.perf_counter() - t0) * 1e3  # (reported with statsDir)
+        self.open_ms = (time.perf_counter() - t0) * 1e3
 
     @with_store_settings
     def _open(self, schema: StructType) -> None:
@@ -409,33 +408,58 @@ class RcfmtReader(DataSourceReader):
                 verify_checksums=self.options.verify_checksums, column_ids=self.column_ids,
                 fetch=self.options.fetch))
             blocks_pruned = sum(f.blocks[1] - f.blocks[0] if f.blocks else f.num_blocks for f in dropped)
-        if not self.columns and plan_filter is None:
-            # count(*) and existence: the index's row counts (rows left) answer; tasks open no file
-            # (whole files here: no filter, so no block range)
-            counts = split_rows(sum(f.live_rows for f in fragments), self.options.batch_rows,
-                                self.options.min_partitions)
-            self._write_plan(ds, t0, len(counts), 0, 0, plan_filter)
-            return [RcfmtInputPartition(i, [], rows=n) for i, n in enumerate(counts)]
+        if not self.columns and self.filter is None:
+            # count(*) and existence of the relation's rows: counted here, so that tasks open no
+            # file -- without a filter from the index's row counts (rows left), with the
+            # relation's filter from metadata where it decides and by a count scan of the
+            # filter columns elsewhere (threads: the planner's process has the driver's cores)
+            if plan_filter is None:
+                rows = from_meta = sum(f.live_rows for f in fragments)
+                count_stats = None
+            else:
+                rows, count_stats, from_meta = count_fragments(
+                    fragments, self.dataset_schema, plan_filter, partition_names=self.partition_names,
+                    verify_checksums=self.options.verify_checksums, column_ids=self.column_ids,
+                    fetch=self.options.fetch, use_threads=True)
+            counts = split_rows(rows, self.options.batch_rows, self.options.min_partitions)
+            partitions = [RcfmtInputPartition(i, [], rows=n) for i, n in enumerate(counts)]
+            self._write_plan(ds, t0, partitions, ds.num_files - files_kept, blocks_pruned, plan_filter,
+                             count={"rows": rows, "rows_from_metadata": from_meta,
+                                    "stats": None if count_stats is None else count_stats.as_dict()})
+            return partitions
         if footers and sum(f.estimated_size for f in fragments) <= SINGLE_TASK_BYTES:
             groups = [fragments] if fragments else []  # few surviving blocks: one task
         else:
             groups = plan_partitions(fragments, self.options.max_partition_bytes, self.options.min_partitions)
         pruned_groups = [[] for _ in groups]
-        if self.guarded:  # keep what planning pruned, for executions this plan does not belong to
+        if self.guarded and self.filter is not None:
+            # keep what the pushed filter pruned, for executions this plan does not belong to
+            # (what the relation's own filter prunes, no scan of the relation reads)
             pruned = [f for f in everything if f.path not in kept_paths] + dropped
             pruned_groups = spread(pruned, groups, self.options.min_partitions)
             groups += [[] for _ in range(len(pruned_groups) - len(groups))]
-        self._write_plan(ds, t0, len(groups), ds.num_files - files_kept, blocks_pruned, plan_filter)
-        return [RcfmtInputPartition(i, g, p) for i, (g, p) in enumerate(zip(groups, pruned_groups))]
+        partitions = [RcfmtInputPartition(i, g, p) for i, (g, p) in enumerate(zip(groups, pruned_groups))]
+        self._write_plan(ds, t0, partitions, ds.num_files - files_kept, blocks_pruned, plan_filter)
+        return partitions
 
-    def _write_plan(self, ds, t0: float, partitions: int, files_pruned: int, blocks_pruned: int, plan_filter):
-        """With ``statsDir``: the plan's statistics and timings (planning began at ``t0``)."""
+    def _write_plan(self, ds, t0: float, partitions: list, files_pruned: int, blocks_pruned: int, plan_filter,
+                    count: dict | None = None):
+        """With ``statsDir``: the plan's statistics and timings (``partitions()`` began at
+        ``t0``; the reader was made at ``opened_at``), the pickled sizes of the reader
+        and the partitions (what Spark ships to every task) and, for a relation of no
+        column, its ``count`` made here (rows, how many from metadata, the count scan's
+        ScanStats)."""
         if self.options.stats_dir:
-            _write_json(self.options.stats_dir, f"plan-{self.plan_id}.json", {
+            import pickle
+
+            plan_ms = (time.perf_counter() - t0) * 1e3
+            write_record(self.options.stats_dir, "plan", {
                 "plan_id": self.plan_id, "version": ds.version, "files_total": ds.num_files,
                 "files_pruned": files_pruned, "blocks_pruned_planning": blocks_pruned,
-                "partitions": partitions, "filter": repr(plan_filter), "open_ms": self.open_ms,
-                "plan_ms": (time.perf_counter() - t0) * 1e3, "pid": os.getpid()})
+                "partitions": len(partitions), "filter": repr(plan_filter), "open_ms": self.open_ms,
+                "plan_ms": plan_ms, "start": self.opened_at, "end": time.time(), **process_info(),
+                "reader_bytes": len(pickle.dumps(self)), "partition_bytes": [len(pickle.dumps(p)) for p in partitions],
+                "count": count})
 
     @with_store_settings
     def read(self, partition):
@@ -452,34 +476,40 @@ class RcfmtReader(DataSourceReader):
         if not self.columns:  # no column wanted (count(*), existence): rows counted from metadata
             yield from self._read_count(partition, fragments, expr, owner)
             return
+        started = time.time()
         scan = scan_fragments(fragments, self.dataset_schema, self.columns, expr,
                               partition_names=self.partition_names, files_total=0, files_pruned=0,
                               use_threads=False, verify_checksums=self.options.verify_checksums,
                               column_ids=self.column_ids, fetch=self.options.fetch)
         target = self.target
         convert = BatchConverter(target)
-        t0, inside = time.perf_counter(), 0.0  # (inside: time spent in this generator)
+        # inside: time in this generator; outside: time Spark took between batches (it
+        # serializes each batch to the JVM before asking for the next)
+        t0, inside, outside, batches, rows, nbytes = time.perf_counter(), 0.0, 0.0, 0, 0, 0
         try:
             for batch in scan.iter_batches(self.options.batch_rows):
                 if batch.schema.names != target.names:
                     batch = batch.rename_columns(target.names)
                 batch = convert(batch)
-                inside += time.perf_counter() - t0
+                batches, rows, nbytes = batches + 1, rows + batch.num_rows, nbytes + batch.nbytes
+                t1 = time.perf_counter()
+                inside += t1 - t0
                 yield batch
                 t0 = time.perf_counter()
+                outside += t0 - t1
         finally:
             if self.options.stats_dir:
                 inside += time.perf_counter() - t0
-                _write_json(self.options.stats_dir,
-                            f"task-{self.plan_id}-{partition.value}-{uuid.uuid4().hex[:8]}.json",
-                            {"plan_id": self.plan_id, "partition": partition.value, "owner": owner,
-                             "stats": scan.stats.as_dict(), "scan_ms": inside * 1e3, "pid": os.getpid()})
-
+                write_record(self.options.stats_dir, "task", {
+                    "plan_id": self.plan_id, "partition": partition.value, "owner": owner,
+                    "stats": scan.stats.as_dict(), "scan_ms": inside * 1e3, "handoff_ms": outside * 1e3,
+                    "batches": batches, "rows": rows, "bytes": nbytes, "start": started, "end": time.time(),
+                    **process_info()})
 
     def _read_count(self, partition, fragments, expr, owner):
         from rcfmt import ScanStats
 
-        t0 = time.perf_counter()
+        t0, started = time.perf_counter(), time.time()
         rows = getattr(partition, "rows", None)
         if rows is not None:  # counted by planning, from the index
             stats, from_meta = ScanStats(), rows
@@ -495,11 +525,10 @@ class RcfmtReader(DataSourceReader):
             yield from zero_column_batches(rows, self.options.batch_rows)
         finally:
             if self.options.stats_dir:
-                _write_json(self.options.stats_dir,
-                            f"task-{self.plan_id}-{partition.value}-{uuid.uuid4().hex[:8]}.json",
-                            {"plan_id": self.plan_id, "partition": partition.value, "owner": owner,
-                             "stats": stats.as_dict(), "rows_from_metadata": from_meta, "count_ms": count_ms,
-                             "pid": os.getpid()})
+                write_record(self.options.stats_dir, "task", {
+                    "plan_id": self.plan_id, "partition": partition.value, "owner": owner,
+                    "stats": stats.as_dict(), "rows_from_metadata": from_meta, "count_ms": count_ms,
+                    "rows": rows, "start": started, "end": time.time(), **process_info()})
 
 
 class RcfmtPushdownReader(RcfmtReader):

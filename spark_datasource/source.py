@@ -87,17 +87,23 @@ class RcfmtDataSource(DataSource):
         return "rcfmt"
 
     def schema(self):
+        import time
+
+        started = time.time()
         from rcfmt.dataset import Dataset
 
-        from .options import ReadOptions
+        from .options import ReadOptions, store_settings
         from .types import to_spark_schema
-
-        from .options import store_settings
 
         opts = ReadOptions(self.options)
         with store_settings(opts):
             schema = Dataset.open(opts.path, version=opts.version).schema
-        return to_spark_schema(opts.relation_schema(schema))
+        out = to_spark_schema(opts.relation_schema(schema))
+        if opts.stats_dir:  # (where a query's time goes: spark_datasource.timeline)
+            from .timeline import process_info, write_record
+
+            write_record(opts.stats_dir, "schema", {"start": started, "end": time.time(), **process_info()})
+        return out
 
     def reader(self, schema):
         from .reader import RcfmtPushdownReader, RcfmtReader

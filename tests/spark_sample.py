@@ -44,7 +44,7 @@ def sample_table() -> pa.Table:
 
 def stats_records(directory, kind: str) -> list[dict]:
     """The JSON records the Spark source wrote under its ``statsDir`` option: ``kind``
-    "plan" (one per planned read) or "task" (one per task)."""
+    "schema", "plan" (one per planned read) or "task" (one per task)."""
     import glob
     import json
     import os

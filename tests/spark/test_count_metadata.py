@@ -16,6 +16,7 @@ import pytest
 pyspark = pytest.importorskip("pyspark")
 
 import rcfmt  # noqa: E402
+import spark_datasource  # noqa: E402
 from spark_sample import stats_records  # noqa: E402
 from pyspark.sql.types import StructType  # noqa: E402
 
@@ -134,12 +135,14 @@ def test_count_with_filter_decodes_only_boundary_blocks_of_the_filter_column(spa
     d = str(tmp_path / "stats")
     predicate = "id >= 300 AND id < 5000"
     assert _zero_column(spark, rc, predicate, "schema", d).count() == _spark_count(spark, pq, predicate) == 4700
+    (plan,) = stats_records(d, "plan")
+    count = plan["count"]  # counted by planning: its tasks open no file
+    assert count["rows"] == 4700
+    assert count["rows_from_metadata"] >= 4700 - 2 * BLOCK_ROWS
+    assert 0 < count["stats"]["rows_decoded"] <= 2 * BLOCK_ROWS  # (one column: id)
     tasks = stats_records(d, "task")
-    from_meta = sum(t["rows_from_metadata"] for t in tasks)
-    decoded = sum(t["stats"]["rows_decoded"] for t in tasks)
-    assert from_meta >= 4700 - 2 * BLOCK_ROWS
-    assert 0 < decoded <= 2 * BLOCK_ROWS  # (one column: id)
-    assert sum(t["stats"]["rows_selected"] for t in tasks) == 4700
+    assert len(tasks) == 1 and tasks[0]["rows"] == 4700 and tasks[0]["stats"]["rows_decoded"] == 0
+    assert spark_datasource.read_scan_stats(d).rows_decoded == count["stats"]["rows_decoded"]
 
 
 def test_nulls_in_the_filter_column_are_decoded_not_assumed(spark, counted, tmp_path):
@@ -149,10 +152,9 @@ def test_nulls_in_the_filter_column_are_decoded_not_assumed(spark, counted, tmp_
     d = str(tmp_path / "stats")
     want = N - table.column("x").null_count
     assert _zero_column(spark, rc, "x >= 0", "columns", d).count() == _spark_count(spark, pq, "x >= 0") == want
-    tasks = stats_records(d, "task")
-    from_meta = sum(t["rows_from_metadata"] for t in tasks)
-    assert from_meta == 2 * BLOCK_ROWS  # the two NULL-free blocks (ids 1024-1535)
-    assert sum(t["stats"]["rows_decoded"] for t in tasks) > 0
+    (plan,) = stats_records(d, "plan")
+    assert plan["count"]["rows_from_metadata"] == 2 * BLOCK_ROWS  # the two NULL-free blocks (ids 1024-1535)
+    assert plan["count"]["stats"]["rows_decoded"] > 0
 
 
 def test_zero_column_relation_with_spark_filters(spark, counted):
