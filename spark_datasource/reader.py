@@ -408,11 +408,14 @@ class RcfmtReader(DataSourceReader):
                 verify_checksums=self.options.verify_checksums, column_ids=self.column_ids,
                 fetch=self.options.fetch))
             blocks_pruned = sum(f.blocks[1] - f.blocks[0] if f.blocks else f.num_blocks for f in dropped)
-        if not self.columns and self.filter is None:
-            # count(*) and existence of the relation's rows: counted here, so that tasks open no
-            # file -- without a filter from the index's row counts (rows left), with the
-            # relation's filter from metadata where it decides and by a count scan of the
-            # filter columns elsewhere (threads: the planner's process has the driver's cores)
+        small = footers and sum(f.estimated_size for f in fragments) <= SINGLE_TASK_BYTES
+        if not self.columns and self.filter is None and (plan_filter is None or small):
+            # count(*) and existence of the relation's rows, counted here so that tasks open no
+            # file: without a filter from the index's row counts (rows left); with the
+            # relation's filter, when few blocks survive (a read of them would be one task),
+            # from metadata where it decides and by a count scan of the filter columns
+            # elsewhere (threads: the planner's process has the driver's cores). Larger counts
+            # are shared among tasks.
             if plan_filter is None:
                 rows = from_meta = sum(f.live_rows for f in fragments)
                 count_stats = None
@@ -427,7 +430,7 @@ class RcfmtReader(DataSourceReader):
                              count={"rows": rows, "rows_from_metadata": from_meta,
                                     "stats": None if count_stats is None else count_stats.as_dict()})
             return partitions
-        if footers and sum(f.estimated_size for f in fragments) <= SINGLE_TASK_BYTES:
+        if small:
             groups = [fragments] if fragments else []  # few surviving blocks: one task
         else:
             groups = plan_partitions(fragments, self.options.max_partition_bytes, self.options.min_partitions)

@@ -12,11 +12,9 @@ import pytest
 
 pytest.importorskip("pyspark")
 
-import rcfmt  # noqa: E402
+from .floor_source import LOOKUP_BLOCK_ROWS as BLOCK_ROWS  # noqa: E402
+from .floor_source import LOOKUP_KEY, floor_source, make_lookup, records, run_lookup  # noqa: E402
 from spark_sample import stats_records  # noqa: E402
-
-ROWS = 40_000
-BLOCK_ROWS = 4096
 
 #: modules no read path of the Spark source needs (pandas is pyspark's own: its workers
 #: import it, so it is told apart by comparing with the floor source)
@@ -27,83 +25,14 @@ NEVER = {"polars", "duckdb", "hypothesis", "boto3", "botocore", "azure", "google
 TASK_MAY_ADD = {"rcfmt", "orjson"}
 
 
-def _floor_source():
-    """The floor: a toy source yielding an Arrow IPC file's batches, one task per
-    ``partitions``, writing the same timeline records as rcfmt's source (defined in a
-    function: cloudpickle ships it to the workers by value)."""
-    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
-
-    class FloorReader(DataSourceReader):
-        def __init__(self, path, n, stats_dir):
-            import time
-
-            self.opened_at = time.time()
-            self.path, self.n, self.stats_dir = path, n, stats_dir
-
-        def partitions(self):
-            import time
-
-            from spark_datasource.timeline import process_info, write_record
-
-            write_record(self.stats_dir, "plan", {"start": self.opened_at, "end": time.time(), "partitions": self.n,
-                                                  **process_info()})
-            return [InputPartition(i) for i in range(self.n)]
-
-        def read(self, partition):
-            import time
-
-            import pyarrow as pa
-
-            from spark_datasource.timeline import process_info, write_record
-
-            started = time.time()
-            reader = pa.ipc.open_file(pa.memory_map(self.path))
-            k = reader.num_record_batches
-            for i in range(k * partition.value // self.n, k * (partition.value + 1) // self.n):
-                yield reader.get_batch(i)
-            write_record(self.stats_dir, "task", {"start": started, "end": time.time(), **process_info()})
-
-    class FloorSource(DataSource):
-        @classmethod
-        def name(cls):
-            return "rcfmt_test_floor"
-
-        def schema(self):
-            import time
-
-            import pyarrow as pa
-            from pyspark.sql.pandas.types import from_arrow_schema
-
-            from spark_datasource.timeline import process_info, write_record
-
-            started = time.time()
-            out = from_arrow_schema(pa.ipc.open_file(pa.memory_map(self.options["path"])).schema)
-            write_record(self.options["statsDir"], "schema", {"start": started, "end": time.time(), **process_info()})
-            return out
-
-        def reader(self, schema):
-            return FloorReader(self.options["path"], int(self.options["partitions"]), self.options["statsDir"])
-
-    return FloorSource
-
-
 @pytest.fixture(scope="module")
 def lookup(spark, tmp_path_factory):
     """A sorted-key dataset of 3 files, and the floor's Arrow file of one key's rows."""
-    base = tmp_path_factory.mktemp("overhead")
-    table = pa.table({"k": pa.array(range(ROWS), pa.int64()), "v": pa.array([i % 97 for i in range(ROWS)], pa.int64()),
-                      "s": pa.array([f"row-{i}" for i in range(ROWS)])})
-    path = str(base / "ds")
-    rcfmt.write_dataset(table, path, target_file_rows=ROWS // 3 + 1, block_rows=BLOCK_ROWS)
-    floor = str(base / "lookup.arrow")
-    with pa.OSFile(floor, "wb") as sink, pa.ipc.new_file(sink, table.schema) as w:
-        w.write_table(table.slice(12_345, 1))
-    spark.dataSource.register(_floor_source())
-    return path, floor
+    spark.dataSource.register(floor_source())
+    return make_lookup(str(tmp_path_factory.mktemp("overhead")))
 
 
-def _records(stats_dir):
-    return {kind: stats_records(stats_dir, kind) for kind in ("schema", "plan", "task")}
+WANT = [(LOOKUP_KEY, LOOKUP_KEY % 97, f"row-{LOOKUP_KEY}")]
 
 
 def _run_both(spark, lookup, tmp_path, runs=2):
@@ -114,14 +43,8 @@ def _run_both(spark, lookup, tmp_path, runs=2):
     for r in range(runs):
         for engine in ("floor", "rcfmt"):
             d = str(tmp_path / f"{engine}-{r}")
-            if engine == "rcfmt":
-                df = (spark.read.format("rcfmt").option("filter", "k = 12345").option("statsDir", d).load(path))
-            else:
-                df = (spark.read.format("rcfmt_test_floor").option("path", floor).option("partitions", "1")
-                      .option("statsDir", d).load())
-            rows = df.collect()
-            assert [(x["k"], x["v"], x["s"]) for x in rows] == [(12345, 12345 % 97, "row-12345")]
-            out[engine] = _records(d)
+            assert run_lookup(spark, engine, path, floor, d) == WANT
+            out[engine] = records(d)
     return out
 
 
@@ -148,19 +71,27 @@ def test_the_pickled_reader_and_partitions_stay_small(spark, lookup, tmp_path):
     assert max(plan["partition_bytes"]) < 2_000
 
 
-def test_the_spark_path_imports_nothing_the_query_does_not_use(spark, lookup, tmp_path):
-    """A task of the rcfmt source imports no third-party module the floor source's task
-    lacks beyond rcfmt and its footer parser, and no call of the query (schema, planner,
-    task) imports a DataFrame library, a cloud SDK for a local path, the Python codec
-    modules (the page pipeline calls their C libraries) or a test tool."""
-    got = _run_both(spark, lookup, tmp_path)
+def test_the_spark_path_imports_nothing_the_query_does_not_use(tmp_path):
+    """In a new Spark session (a fresh interpreter: workers that ran nothing before), a
+    lookup's task imports no third-party module the floor source's task lacks beyond
+    rcfmt and its footer parser, and no call of the query (schema, planner, task) imports
+    a DataFrame library, a cloud SDK for a local path, the Python codec modules (the page
+    pipeline calls their C libraries) or a test tool."""
+    import json
+    import subprocess
+
+    probe = os.path.join(os.path.dirname(os.path.abspath(__file__)), "floor_source.py")
+    done = subprocess.run([sys.executable, probe, str(tmp_path)], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
     rc, fl = got["rcfmt"], got["floor"]
-    floor_task = set(fl["task"][0]["modules"])
-    for record in rc["task"] + rc["plan"] + rc["schema"]:
+    assert [tuple(r) for r in rc["rows"]] == [tuple(r) for r in fl["rows"]] == WANT
+    for record in rc["records"]["task"] + rc["records"]["plan"] + rc["records"]["schema"]:
         loaded = set(record["modules"])
         assert not loaded & NEVER, (record["kind"], sorted(loaded & NEVER))
-    extra = {m for m in set(rc["task"][0]["modules"]) - floor_task - TASK_MAY_ADD
-             if m not in sys.stdlib_module_names and not m.startswith("_cython_")}
+    floor_task = set(fl["records"]["task"][0]["modules"])
+    extra = {m for m in set(rc["records"]["task"][0]["modules"]) - floor_task - TASK_MAY_ADD
+             if m not in sys.stdlib_module_names and not m.startswith("_cython")}
     assert not extra, sorted(extra)
 
 
