@@ -225,8 +225,8 @@ class FileSetWriter:
                 raise
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError) as exc:
                 raise SchemaError(f"data does not fit the dataset schema: {exc}") from None
-        try:  # values a reader would refuse, by rows of the data given (its files' writers look again)
-            self._check_values(table)
+        try:  # values a reader would refuse, by rows of the data given
+            scrub = self._check_values(table)
         except InvalidDataError as exc:
             raise InvalidDataError(exc.reason, column=exc.column,
                                    row=None if exc.row is None else self._rows_seen + exc.row) from None
@@ -234,9 +234,11 @@ class FileSetWriter:
         if table.num_rows == 0:
             return
         for key, part in split_by_partition(table, self.partitioning):
-            self.write_partition(key, part)
+            # (clean rows are not looked at again by the files' writers; bytes under NULL
+            # strings are left to them, which store those slots emptied)
+            self.write_partition(key, part, _checked=not scrub)
 
-    def write_partition(self, key: tuple, table: pa.Table) -> None:
+    def write_partition(self, key: tuple, table: pa.Table, _checked: bool = False) -> None:
         """Append rows of the data columns (``data_schema``) to partition ``key``."""
         while table.num_rows:
             f = self._open.get(key) or self._new_file(key)
@@ -245,7 +247,7 @@ class FileSetWriter:
             if self.clustering is not None:
                 f.buffer.append(piece)
             else:
-                f.writer.write(piece)
+                f.writer._append(piece, checked=_checked)
             f.rows += piece.num_rows
             if f.rows >= self.target_file_rows:
                 self._finish(key)

@@ -153,7 +153,9 @@ class WriteOptions:
 def value_checker(schema: pa.Schema):
     """A function of a table of ``schema`` conformed to its storage form (as
     :class:`Writer` conforms what it is given) that raises :class:`InvalidDataError` at
-    its first value a reader would refuse (see :mod:`rcfmt.file.value_checks`)."""
+    its first value a reader would refuse (see :mod:`rcfmt.file.value_checks`), and
+    otherwise returns the stored columns holding bytes under NULL strings (empty: the
+    table is clean)."""
     stored, types = storage_schema(schema)
     nodes, physical = physical_columns(stored, types)
     columns = [ColumnSchema(n, t, nullable, 0) for n, t, nullable in physical]
@@ -261,16 +263,18 @@ class Writer:
         the column and the first bad row of ``data``; none of ``data`` is written."""
         self._append(data)
 
-    def _append(self, data, first_row: int = 0) -> None:
+    def _append(self, data, first_row: int = 0, checked: bool = False) -> None:
         """:meth:`write`; ``first_row``: where ``data`` starts in what the caller was
-        given (errors name rows of that)."""
+        given (errors name rows of that); ``checked``: the caller found no value a reader
+        would refuse and no bytes under a NULL string in ``data`` (conformed as this writer
+        conforms it: :func:`value_checker`), so they are not looked for again."""
         self._check_open()
         table = as_table(data)
         if table.num_columns == 0 and table.num_rows:  # rows live in column chunks: they would be lost
             raise SchemaError(f"a table without columns cannot be written ({table.num_rows} rows would be lost)")
         try:
             table = self._conform(table)
-            if self._check_values:
+            if self._check_values and not checked:
                 self._scrub |= check_table(table, self._nodes, self._columns)
         except InvalidDataError as exc:
             if not first_row or exc.row is None:
