@@ -40,6 +40,7 @@ def files(tmp_path_factory):
                                   pa.decimal128(12, 2))})
     path = root / "t.rcfmt"
     rcfmt.write_table(table, path, block_rows=16_384)
+    rcfmt.write_dataset(table, root / "ds", block_rows=16_384, target_file_rows=20_000)
     return path, root
 
 
@@ -72,6 +73,21 @@ def _check(got: dict, what: str) -> None:
     ("a take in order", "import sys, rcfmt; rcfmt.open(sys.argv[1]).take([3, 40_000])"),
     ("row positions", "import sys, rcfmt; rcfmt.read_table(sys.argv[1], filter=rcfmt.col('k') < 10, "
                       "with_row_position=True)"),
+    ("a dataset's filtered read", """
+        import os, sys, rcfmt
+        from rcfmt import col
+        ds = rcfmt.dataset(os.path.join(os.path.dirname(sys.argv[1]), 'ds'))
+        t = ds.read(['k', 's'], filter=(col('k') >= 100) & (col('k') < 30_000) & (col('s') != 's7'))
+        n = ds.count_rows(filter=col('p') < 5000)
+    """),
+    ("a Spark task's scan of dataset fragments", """
+        import os, sys, rcfmt
+        from rcfmt import col
+        from rcfmt.dataset import scan_fragments
+        ds = rcfmt.dataset(os.path.join(os.path.dirname(sys.argv[1]), 'ds'))
+        scan = scan_fragments(ds.get_fragments(), ds.schema, ['k', 'x'], col('k') < 25_000, use_threads=False)
+        batches = list(scan.iter_batches(65536))
+    """),
     ("a write", """
         import sys, numpy as np, pyarrow as pa, rcfmt
         t = rcfmt.read_table(sys.argv[1])

@@ -17,7 +17,6 @@ from typing import Iterator, NamedTuple, Sequence
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..errors import CorruptFileError, InvalidOptionError, SchemaError
 from ..storage.fetch import FetchOptions, check_fetch
@@ -28,7 +27,6 @@ from ..schema.arrow_io import filter_rows, int64_array
 from ..file.reader import RcfmtFile
 from ..scan.nnf import BoundAnd, BoundListContains, columns as expr_columns, fold
 from ..scan.bind import arrow_values
-from ..scan.arrow_eval import evaluate, selection_mask
 from ..scan.prune import may_match
 from ..scan.residual import FALSE, TRUE, prepare_filter, residual_of
 from ..scan.plan import DatasetPlan
@@ -259,6 +257,10 @@ class DatasetScan:
         types = nested.filter_schema(schema)
         names = sorted(expr_columns(post))
         table = pa.table({name: _leaf_values(batch, name).cast(types.field(name).type) for name in names})
+        import pyarrow.compute as pc  # (on first use: most scans never need it)
+
+        from ..scan.arrow_eval import evaluate
+
         return filter_rows(batch, pc.fill_null(evaluate(post, table), False))
 
     def _assemble(self, batch: pa.RecordBatch, partition: dict, post=None, view: "FileView | None" = None,
@@ -542,6 +544,8 @@ def value_sets_keep(nnf, snap: Snapshot, candidates: np.ndarray) -> np.ndarray:
                 known[name] = sets
     if not known:
         return np.ones(n, bool)
+
+    from ..scan.arrow_eval import selection_mask  # (pyarrow.compute: only when value sets are known)
 
     def leaf_fn(leaf) -> np.ndarray:
         out = np.ones(n, bool)

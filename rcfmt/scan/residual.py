@@ -9,7 +9,6 @@ import pyarrow as pa
 from ..schema import nested
 from .nnf import BoundAnd, BoundExpr, BoundListContains, BoundOr, Leaf, to_nnf
 from .bind import bind
-from .arrow_eval import evaluate
 
 __all__ = ["TRUE", "FALSE", "residual_of", "prepare_filter"]
 
@@ -43,6 +42,8 @@ def residual_of(expr: BoundExpr | None, values: dict, schema: pa.Schema):
     if isinstance(expr, Leaf) and expr.column.name in values:
         name = expr.column.name
         one = pa.table({name: pa.array([values[name]], schema.field(name).type)})
+        from .arrow_eval import evaluate  # (pyarrow.compute: only partitioned data needs it)
+
         return TRUE if evaluate(expr, one)[0].as_py() is True else FALSE
     return expr
 

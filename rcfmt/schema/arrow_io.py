@@ -81,6 +81,13 @@ def int64_array(values: np.ndarray) -> pa.Array:
     return pa.Array.from_buffers(pa.int64(), len(data), [None, pa.py_buffer(data)])
 
 
+def bool_array(values: np.ndarray) -> pa.Array:
+    """A boolean Arrow array (no NULL) of numpy bools, from a packed buffer (not
+    ``pa.array``: see :func:`int64_array`)."""
+    bits = np.packbits(np.asarray(values, bool), bitorder="little")
+    return pa.Array.from_buffers(pa.bool_(), len(values), [None, pa.py_buffer(bits)])
+
+
 def temporal_value(value: int, atype: pa.DataType):
     """The Python value (``datetime.date``, ``datetime.datetime``) of one stored integer
     of a date32 or timestamp type ``atype``, from a buffer (``pa.scalar`` imports pandas);

@@ -29,7 +29,7 @@ import pyarrow as pa
 
 from ..encodings.base import ColumnValues
 from ..errors import CorruptFileError, InvalidDataError, SchemaError
-from .arrow_io import filter_rows, take, to_arrow, to_numpy, validity
+from .arrow_io import bool_array, filter_rows, take, to_arrow, to_numpy, validity
 from .types import LogicalType, logical_type_from_arrow
 
 __all__ = ["Node", "is_nested", "plan_columns", "shred", "assemble", "project"]
@@ -167,7 +167,7 @@ def to_storage(arr, t: pa.DataType, rows: bool = True):
     src = arr.type
     if not _has_list_view(src):
         return arr.cast(t)
-    mask = arr.is_null() if arr.null_count else None
+    mask = _null_mask(arr) if arr.null_count else None
     if pa.types.is_list_view(src) or pa.types.is_large_list_view(src):
         large = pa.types.is_large_list(t)
         offsets, values = _view_elements(arr, large, rows)
@@ -426,6 +426,28 @@ def _presence(arr: pa.Array) -> pa.Array:
 
 
 # ---------------------------------------------------------------------- reading
+def _with_validity(arr: pa.Array, valid: np.ndarray | None) -> pa.Array:
+    """``arr`` (a struct, fixed-size list, list, large list or map array made without
+    NULLs, at offset 0) with ``valid`` (numpy bools; None: no NULL) as its validity,
+    from buffers: what ``from_arrays(..., mask=)`` makes, without the compute kernel
+    that inverts its mask (no ``pyarrow.compute`` import on a first read)."""
+    if valid is None:
+        return arr
+    bits = pa.py_buffer(np.packbits(valid, bitorder="little"))
+    t = arr.type
+    if pa.types.is_struct(t):
+        return pa.Array.from_buffers(t, len(arr), [bits], children=[arr.field(i) for i in range(t.num_fields)])
+    if pa.types.is_fixed_size_list(t):
+        return pa.Array.from_buffers(t, len(arr), [bits], children=[arr.values])
+    return pa.Array.from_buffers(t, len(arr), [bits, arr.buffers()[1]], children=[arr.values])
+
+
+def _null_mask(arr: pa.Array) -> pa.Array:
+    """Boolean array, True where ``arr`` is NULL (from its validity bitmap: no compute
+    kernel, so no ``pyarrow.compute`` import on a first read)."""
+    return bool_array(~validity(arr))
+
+
 def assemble(node: Node, decode: Callable, slots: int, rows: np.ndarray | None = None) -> pa.Array:
     """The Arrow array of ``node`` at ``rows`` (ascending positions among its ``slots``
     slots; None: all of them). ``decode(column, slots, rows)`` gives a stored column's
@@ -449,16 +471,16 @@ def assemble(node: Node, decode: Callable, slots: int, rows: np.ndarray | None =
         own = everything if rows is None else everything.take(to_arrow(ColumnValues(rows), None, _LENGTHS[True]))
     # a field declared non-nullable is null only where a struct above it is: Arrow wants no
     # validity there (the struct's own says it)
-    mask = own.is_null() if own.null_count and node.nullable else None
+    valid = validity(own) if own.null_count and node.nullable else None
     n = len(own)
     if k == STRUCT:
         children = [assemble(c, decode, slots, rows) for c in node.children]
-        return pa.StructArray.from_arrays(children, fields=[c.field for c in node.children], mask=mask)
+        return _with_validity(pa.StructArray.from_arrays(children, fields=[c.field for c in node.children]), valid)
     if k == FIXED_SIZE_LIST:
         size = node.size
         inner = None if rows is None else (rows[:, None] * size + np.arange(size)).ravel()
         values = assemble(node.children[0], decode, slots * size, inner)
-        return pa.FixedSizeListArray.from_arrays(values, type=node.arrow_type, mask=mask)
+        return _with_validity(pa.FixedSizeListArray.from_arrays(values, type=node.arrow_type), valid)
     lengths = to_numpy(everything).astype(np.int64)  # (entries under NULL: 0 below)
     if everything.null_count:
         lengths[~validity(everything)] = 0
@@ -485,10 +507,10 @@ def assemble(node: Node, decode: Callable, slots: int, rows: np.ndarray | None =
         if keys.null_count:
             raise CorruptFileError(f"null map key in {node.name!r}")
         items = assemble(value, decode, total, inner)
-        return pa.MapArray.from_arrays(offsets_arr, keys, items, type=node.arrow_type, mask=mask)
+        return _with_validity(pa.MapArray.from_arrays(offsets_arr, keys, items, type=node.arrow_type), valid)
     values = assemble(node.children[0], decode, total, inner)
     cls = pa.LargeListArray if k == LARGE_LIST else pa.ListArray
-    return cls.from_arrays(offsets_arr, values, type=node.arrow_type, mask=mask)
+    return _with_validity(cls.from_arrays(offsets_arr, values, type=node.arrow_type), valid)
 
 
 def _declared(arr: pa.Array, node: Node) -> pa.Array:
