@@ -44,12 +44,25 @@ tables on stdout and bench/out/spark.json.
     python bench/bench_spark.py --scale 0.1 --repeat 1
     python bench/bench_spark.py --queries point,Q_a,Q6,agg1,Q1 --handoff   # issue 38's set
     python bench/bench_spark.py --queries count --repeat 1 --writes 3      # Spark writes, interleaved
+    python bench/bench_spark.py --queries point,Q_a,Q6,agg1,count_q6 --breakdown 3 --writes 3 --cold  # issue 58
 
-``--breakdown N`` then runs rcfmt and the floor N more times per query, rcfmt with
-``statsDir``: its planner's time (opening the dataset and planning partitions, in
-Spark's planner worker), its slowest task's time inside rcfmt's generator (decoding,
-converting), and the rest of the gap to the floor (Spark's side: more tasks or workers,
-the hand-off of more bytes, noise).
+``--breakdown N`` then runs rcfmt and the floor N more times per query, both with
+``statsDir``: every call Spark makes in a Python worker (``schema()``, the planner's
+``reader()`` + ``partitions()``, each task's ``read()``) records its wall-clock span and
+its process (:mod:`spark_datasource.timeline`), so the query splits into Spark's time
+before ``schema()``, ``schema()``, Spark's time to the planner, the planner, the launch of
+the first task, the tasks (with the slowest task's time inside the source and the time
+Spark took between its batches) and Spark's time after the last task; with the tasks,
+the Python processes that served the query (and how many started during it) and the
+pickled sizes of rcfmt's reader and partitions. A row "rcfmt - floor" per query says in
+which phase the gap is.
+
+``--writes N`` times N rounds of Spark writes of the natural layout: Parquet, the floor
+sink (a Python writer that consumes Spark's Arrow batches and keeps nothing: what any
+Python sink costs) and rcfmt, with the machine's CPU seconds of each.
+``--cold`` times the first query of a new session against the second, per engine and
+query, each pair in a fresh process (the JVM, its Python workers and their imports start
+cold).
 """
 from __future__ import annotations
 
@@ -197,27 +210,71 @@ def write_as(fmt: str, df, path: Path) -> float:
     if fmt == "parquet":
         (df.write.mode("overwrite").option("compression", "zstd")
          .option("parquet.block.row.count.limit", BLOCK_ROWS).parquet(str(path)))
+    elif fmt == "floor":
+        df.write.format("rcfmt_floor_sink").mode("append").save(str(path))
     else:
         df.write.format("rcfmt").mode("overwrite").option("blockRows", BLOCK_ROWS).save(str(path))
     return time.perf_counter() - t0
 
 
+def _cpu_seconds() -> float:
+    """CPU time (user + system, all cores) the machine has spent since boot (Linux)."""
+    with open("/proc/stat") as fh:
+        ticks = [int(x) for x in fh.readline().split()[1:]]
+    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")  # (less idle and iowait)
+
+
+WRITERS = ("parquet", "floor", "rcfmt")
+
+
 def time_writes(spark, scale: float, rounds: int) -> dict:
-    """Item 4 of issue 38: the natural-order DataFrame written as Parquet and as rcfmt,
-    alternately, ``rounds`` times after one warm-up round (the first write of a session
-    also starts Spark's Python workers); seconds per format."""
+    """Item 4 of issue 38, item 3 of issue 58: the natural-order DataFrame written as
+    Parquet, to the floor sink (a Python writer that takes Spark's Arrow batches and keeps
+    nothing: what any Python sink pays) and as rcfmt, in rotating order, ``rounds`` times
+    after one warm-up round (the first write of a session also starts Spark's Python
+    workers); per writer the seconds and the machine's CPU seconds of each round."""
     df = spark.read.parquet(str(bench_peers.layout_path("natural_128k", scale)))  # (written by build)
     base = scratch_dir("spark") / "writes"
-    times: dict = {"parquet": [], "rcfmt": []}
+    times: dict = {w: [] for w in WRITERS}
+    cpu: dict = {w: [] for w in WRITERS}
     for r in range(rounds + 1):
-        for fmt in ("parquet", "rcfmt") if r % 2 == 0 else ("rcfmt", "parquet"):
+        for fmt in WRITERS[r % 3:] + WRITERS[:r % 3]:
             gc.collect()
+            c0 = _cpu_seconds()
             elapsed = write_as(fmt, df, base / fmt)
-            print(f"[spark] write round {r}: {fmt} {elapsed:.2f} s (load {load_line()})", file=sys.stderr, flush=True)
+            used = _cpu_seconds() - c0
+            print(f"[spark] write round {r}: {fmt} {elapsed:.2f} s, {used:.1f} CPU-s (load {load_line()})",
+                  file=sys.stderr, flush=True)
             if r:
                 times[fmt].append(elapsed)
+                cpu[fmt].append(used)
     shutil.rmtree(base, ignore_errors=True)
-    return times
+    return {"seconds": times, "cpu_seconds": cpu}
+
+
+def _floor_sink():
+    """A Python sink (``rcfmt_floor_sink``) that consumes the Arrow batches Spark hands it
+    and keeps nothing: the cost of any Python data source's write."""
+    from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
+
+    class FloorWriter(DataSourceArrowWriter):
+        def write(self, iterator):
+            for _ in iterator:
+                pass
+            return WriterCommitMessage()
+
+        def commit(self, messages):
+            pass
+
+    class FloorSink(DataSource):
+        @classmethod
+        def name(cls):
+            return "rcfmt_floor_sink"
+
+        def writer(self, schema, overwrite):
+            return FloorWriter()
+
+    return FloorSink
 
 
 # --------------------------------------------------------------------------- the floor
@@ -227,23 +284,51 @@ FLOOR_MAX_PARTITIONS = os.cpu_count() or 1  # the rcfmt source's minPartitions d
 
 def _floor_source():
     """The toy source (defined in a function so that cloudpickle ships it by value to
-    Spark's Python workers): options ``path`` (an Arrow IPC file) and ``partitions``."""
+    Spark's Python workers): options ``path`` (an Arrow IPC file), ``partitions`` and
+    ``statsDir`` (then it writes the same timeline records as rcfmt's source:
+    :mod:`spark_datasource.timeline`)."""
     from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
     class FloorReader(DataSourceReader):
-        def __init__(self, path, partitions):
-            self.path, self.n = path, partitions
+        def __init__(self, path, partitions, stats_dir=None):
+            import time
+
+            self.opened_at = time.time()
+            self.path, self.n, self.stats_dir = path, partitions, stats_dir
 
         def partitions(self):
-            return [InputPartition(i) for i in range(self.n)]
+            out = [InputPartition(i) for i in range(self.n)]
+            if self.stats_dir:
+                import time
+                from spark_datasource.timeline import process_info, write_record
+
+                write_record(self.stats_dir, "plan", {"start": self.opened_at, "end": time.time(),
+                                                      "partitions": self.n, **process_info()})
+            return out
 
         def read(self, partition):
+            import time
+
             import pyarrow as pa
 
+            started, t0, inside, outside, rows = time.time(), time.perf_counter(), 0.0, 0.0, 0
             reader = pa.ipc.open_file(pa.memory_map(self.path))
             k = reader.num_record_batches
             for i in range(k * partition.value // self.n, k * (partition.value + 1) // self.n):
-                yield reader.get_batch(i)
+                batch = reader.get_batch(i)
+                rows += batch.num_rows
+                t1 = time.perf_counter()
+                inside += t1 - t0
+                yield batch
+                t0 = time.perf_counter()
+                outside += t0 - t1
+            if self.stats_dir:
+                from spark_datasource.timeline import process_info, write_record
+
+                inside += time.perf_counter() - t0
+                write_record(self.stats_dir, "task", {"partition": partition.value, "scan_ms": inside * 1e3,
+                                                      "handoff_ms": outside * 1e3, "rows": rows, "start": started,
+                                                      "end": time.time(), **process_info()})
 
     class FloorSource(DataSource):
         @classmethod
@@ -251,13 +336,23 @@ def _floor_source():
             return "rcfmt_floor"
 
         def schema(self):
+            import time
+
             import pyarrow as pa
             from pyspark.sql.pandas.types import from_arrow_schema
 
-            return from_arrow_schema(pa.ipc.open_file(pa.memory_map(self.options["path"])).schema)
+            started = time.time()
+            out = from_arrow_schema(pa.ipc.open_file(pa.memory_map(self.options["path"])).schema)
+            if self.options.get("statsDir"):
+                from spark_datasource.timeline import process_info, write_record
+
+                write_record(self.options["statsDir"], "schema", {"start": started, "end": time.time(),
+                                                                  **process_info()})
+            return out
 
         def reader(self, schema):
-            return FloorReader(self.options["path"], int(self.options.get("partitions", "1")))
+            return FloorReader(self.options["path"], int(self.options.get("partitions", "1")),
+                               self.options.get("statsDir"))
 
     return FloorSource
 
@@ -385,8 +480,10 @@ def run(spark, fmt: str, path: str, q: str, c, floor: dict | None = None, stats_
         spark.read.parquet(path).createOrReplaceTempView("t_parquet")
         return spark.sql(sql(q, c, "t_parquet")).collect()
     if fmt == "floor":
-        (spark.read.format("rcfmt_floor").option("path", floor["path"]).option("partitions", floor["partitions"])
-         .load().createOrReplaceTempView("t_floor"))
+        reader = spark.read.format("rcfmt_floor").option("path", floor["path"]).option("partitions", floor["partitions"])
+        if stats_dir is not None:
+            reader = reader.option("statsDir", stats_dir)
+        reader.load().createOrReplaceTempView("t_floor")
         return spark.sql(sql(q, c, "t_floor", True)).collect()
     reader = spark.read.format("rcfmt")
     if stats_dir is not None:
@@ -402,10 +499,45 @@ def run(spark, fmt: str, path: str, q: str, c, floor: dict | None = None, stats_
 ENGINES = ("parquet", "rcfmt", "floor")
 
 
+PHASES = (("before_schema", "to schema()"), ("schema", "schema()"), ("to_planner", "to planner"),
+          ("planner", "planner"), ("to_tasks", "to 1st task"), ("tasks", "tasks (wall)"),
+          ("after_tasks", "after tasks"))
+
+
+def timeline(records: list[dict], t0: float, t1: float) -> dict:
+    """The phases of one query (ms) from its statsDir records (:mod:`spark_datasource.timeline`)
+    and the driver's wall clock at its start ``t0`` and end ``t1``: Spark's time before
+    ``schema()`` runs, ``schema()`` itself, Spark's time until the planner runs, the planner
+    (``reader()`` + ``partitions()``), the launch of the first task, the tasks (first start
+    to last end), and Spark's time after the last task; with the slowest task's time inside
+    the source's generator, the time Spark took between its batches (hand-off), the tasks,
+    the Python processes that ran the query's calls and how many of them started during it."""
+    by = {}
+    for r in records:
+        by.setdefault(r["kind"], []).append(r)
+    schema, plans, tasks = by.get("schema", []), by.get("plan", []), by.get("task", [])
+    s0 = min((r["start"] for r in schema), default=t0)
+    s1 = max((r["end"] for r in schema), default=s0)
+    p0 = min((r["start"] for r in plans), default=s1)
+    p1 = max((r["end"] for r in plans), default=p0)
+    k0 = min((r["start"] for r in tasks), default=p1)
+    k1 = max((r["end"] for r in tasks), default=k0)
+    ms = lambda a, b: (b - a) * 1e3  # noqa: E731
+    pids = {r["pid"] for r in records}
+    started = {r["pid"] for r in records if r.get("process_start") and r["process_start"] >= t0}
+    return {"total": ms(t0, t1), "before_schema": ms(t0, s0), "schema": ms(s0, s1), "to_planner": ms(s1, p0),
+            "planner": ms(p0, p1), "to_tasks": ms(p1, k0), "tasks": ms(k0, k1), "after_tasks": ms(k1, t1),
+            "slowest_inside": max((r.get("scan_ms", r.get("count_ms", 0.0)) for r in tasks), default=0.0),
+            "handoff": max((r.get("handoff_ms", 0.0) for r in tasks), default=0.0), "n_tasks": len(tasks),
+            "processes": len(pids), "started": len(started),
+            "reader_bytes": max((r.get("reader_bytes", 0) for r in plans), default=0),
+            "partition_bytes": max((max(r.get("partition_bytes") or [0]) for r in plans), default=0)}
+
+
 def breakdown(spark, paths: dict, floors: dict, cases, c, repeat: int) -> list[dict]:
-    """Where rcfmt's time goes, per (layout, query): ``repeat`` runs each of rcfmt (with
-    ``statsDir``: the planner's open and plan times, each task's time in rcfmt's
-    generator) and of the floor, interleaved; per engine the run of least wall time."""
+    """Where the time of rcfmt and of the floor goes, per (layout, query): ``repeat`` runs
+    of each with ``statsDir``, interleaved; per engine the phases (:func:`timeline`) of
+    its run of least wall time."""
     import json
     import tempfile
 
@@ -416,29 +548,91 @@ def breakdown(spark, paths: dict, floors: dict, cases, c, repeat: int) -> list[d
         best = {}
         for _ in range(repeat):
             for fmt in ("floor", "rcfmt"):
-                stats_dir = tempfile.mkdtemp(prefix="rcfmt-breakdown-") if fmt == "rcfmt" else None
+                stats_dir = tempfile.mkdtemp(prefix="rcfmt-breakdown-")
                 gc.collect()
-                t0 = time.perf_counter()
+                t0, p0 = time.time(), time.perf_counter()
                 run(spark, fmt, None if fmt == "floor" else paths[layout][fmt], q, c, floors[(layout, q)], stats_dir)
-                wall = time.perf_counter() - t0
+                wall, t1 = time.perf_counter() - p0, time.time()
                 if fmt not in best or wall < best[fmt][0]:
                     records = []
-                    for name in sorted(os.listdir(stats_dir)) if stats_dir else ():
+                    for name in sorted(os.listdir(stats_dir)):
                         with open(os.path.join(stats_dir, name)) as fh:
                             records.append(json.load(fh))
-                    best[fmt] = (wall, records)
-                if stats_dir:
-                    shutil.rmtree(stats_dir, ignore_errors=True)
-        wall, records = best["rcfmt"]
-        plans = [r for r in records if "plan_ms" in r]
-        tasks = [r for r in records if "plan_ms" not in r]
-        planner = sum(r.get("open_ms", 0) + r["plan_ms"] for r in plans)
-        slowest = max((r.get("scan_ms", r.get("count_ms", 0.0)) for r in tasks), default=0.0)
-        gap = (wall - best["floor"][0]) * 1e3
-        out.append({"layout": layout, "query": q, "floor_ms": best["floor"][0] * 1e3, "rcfmt_ms": wall * 1e3,
-                    "gap_ms": gap, "planner_ms": planner, "tasks": len(tasks), "slowest_task_ms": slowest,
-                    "rest_ms": gap - planner - slowest})
+                    best[fmt] = (wall, timeline(records, t0, t1))
+                shutil.rmtree(stats_dir, ignore_errors=True)
+        for fmt in ("floor", "rcfmt"):
+            out.append({"layout": layout, "query": q, "engine": fmt, **best[fmt][1]})
+        out.append({"layout": layout, "query": q, "engine": "rcfmt - floor",
+                    **{k: out[-1][k] - out[-2][k] for k in out[-1] if k not in ("layout", "query", "engine")}})
     return out
+
+
+def breakdown_table(split: list[dict]) -> str:
+    return md_table(["layout", "query", "engine", "total", *[label for _, label in PHASES], "slowest task inside",
+                     "its hand-off", "tasks", "processes (new)", "reader / partition pickled"],
+                    [[b["layout"], b["query"], b["engine"], f"{b['total']:.0f}",
+                      *[f"{b[k]:.0f}" for k, _ in PHASES], f"{b['slowest_inside']:.0f}", f"{b['handoff']:.0f}",
+                      f"{b['n_tasks']:+d}" if b["engine"].endswith("floor") and "-" in b["engine"] else b["n_tasks"],
+                      f"{b['processes']} ({b['started']})",
+                      f"{b['reader_bytes']:,} / {b['partition_bytes']:,} B" if b["engine"] == "rcfmt" else ""]
+                     for b in split])
+
+
+def cold_start(args, cases, floors: dict, paths: dict, c) -> list[dict]:
+    """The first query of a new Spark session (a new process: the JVM, its Python workers
+    and their imports all start cold) against a warm one, for rcfmt and the floor: per
+    engine and query, fresh ``python bench_spark.py --cold-one ...`` processes (two per
+    engine, alternating) time their first and then their second run of the query."""
+    import json
+    import subprocess
+
+    # (as a user runs it: Python writes and reuses its bytecode caches)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    out = []
+    for layout, q in cases:
+        best: dict = {}
+        for _ in range(2):  # the engines alternate; the least first-query time of two processes each
+            for fmt in ("floor", "rcfmt"):
+                proc = subprocess.run([sys.executable, __file__, "--cold-one", f"{fmt}:{layout}:{q}", "--scale",
+                                       str(args.scale), "--driver-memory", args.driver_memory],
+                                      capture_output=True, text=True, check=True, env=env)
+                first, warm = json.loads(proc.stdout.strip().splitlines()[-1])
+                if fmt not in best or first < best[fmt][0]:
+                    best[fmt] = (first, warm)
+        for fmt in ("floor", "rcfmt"):
+            first, warm = best[fmt]
+            out.append({"layout": layout, "query": q, "engine": fmt, "first_ms": first * 1e3, "warm_ms": warm * 1e3})
+    return out
+
+
+def cold_one(spec: str, args) -> None:
+    """``--cold-one fmt:layout:query``: in this new process, a session, then the query
+    twice; prints ``[first, second]`` seconds (the session's start is not counted)."""
+    import json
+
+    fmt, layout, q = spec.split(":")
+    table = datasets.tpch_lineitem(args.scale)
+    c = bench_peers.choose_constants(table)
+    del table
+    spark = session(args.driver_memory)
+    spark.dataSource.register(_floor_source())
+    tag = datasets._scale_tag(args.scale)
+    base = scratch_dir("spark")
+    path = str(base / f"lineitem_sf{tag}.{layout}.rcfmt")
+    floor = None
+    if fmt == "floor":
+        import pyarrow as pa
+
+        f = base / "floor" / f"sf{tag}.{layout}.{q}.arrow"
+        n = pa.ipc.open_file(pa.memory_map(str(f))).num_record_batches
+        floor = {"path": str(f), "partitions": max(1, min(FLOOR_MAX_PARTITIONS, n))}
+    times = []
+    for _ in range(2):
+        t0 = time.perf_counter()
+        run(spark, fmt, path, q, c, floor)
+        times.append(time.perf_counter() - t0)
+    spark.stop()
+    print(json.dumps(times))
 
 
 # --------------------------------------------------------------------------- main
@@ -455,9 +649,15 @@ def main(argv=None) -> int:
     ap.add_argument("--breakdown", type=int, default=0, metavar="N",
                     help="also run rcfmt N more times per query with statsDir: where its time goes "
                          "(planner, slowest task, the rest) against the floor's")
+    ap.add_argument("--cold", action="store_true",
+                    help="also time the first query of a new session against a warm one (a process per run)")
+    ap.add_argument("--cold-one", help=argparse.SUPPRESS)
     ap.add_argument("--driver-memory", default="6g")
     ap.add_argument("--out", default="spark")
     args = ap.parse_args(argv)
+    if args.cold_one:
+        cold_one(args.cold_one, args)
+        return 0
     warn = busy_warning()
     if warn:
         print(warn, file=sys.stderr)
@@ -467,6 +667,7 @@ def main(argv=None) -> int:
     del table
     spark = session(args.driver_memory)
     spark.dataSource.register(_floor_source())
+    spark.dataSource.register(_floor_sink())
     import pyspark
 
     layouts = [x for x in args.layouts.split(",") if x]
@@ -500,6 +701,7 @@ def main(argv=None) -> int:
     writes = time_writes(spark, args.scale, args.writes) if args.writes else {}
     loads.append(load_line())
     spark.stop()
+    cold = cold_start(args, [x for x in cases if x[1] != "trivial"], floors, paths, c) if args.cold else []
     results, rows, ok = [], [], True
     for layout, q in cases:
         tp, tr, tf = (Timing(times[(layout, q, f)]) for f in ENGINES)
@@ -521,11 +723,15 @@ def main(argv=None) -> int:
                     "rcfmt / floor", "rcfmt / Parquet", "floor / Parquet", "result"], rows))
     print()
     if split:
-        print(md_table(["layout", "query", "floor", "rcfmt", "rcfmt - floor", "rcfmt planner (open + plan)",
-                        "tasks", "slowest task (in rcfmt)", "rest of the gap"],
-                       [[b["layout"], b["query"], f"{b['floor_ms']:.0f} ms", f"{b['rcfmt_ms']:.0f} ms",
-                         f"{b['gap_ms']:.0f} ms", f"{b['planner_ms']:.1f} ms", b["tasks"],
-                         f"{b['slowest_task_ms']:.1f} ms", f"{b['rest_ms']:.0f} ms"] for b in split]))
+        print(breakdown_table(split))
+        print()
+    if cold:
+        floor_first = {(x["layout"], x["query"]): x["first_ms"] for x in cold if x["engine"] == "floor"}
+        print(md_table(["layout", "query", "engine", "first query of a session", "second", "first / second",
+                        "first - the floor's first"],
+                       [[x["layout"], x["query"], x["engine"], f"{x['first_ms']:.0f} ms", f"{x['warm_ms']:.0f} ms",
+                         f"{x['first_ms'] / x['warm_ms']:.2f}x",
+                         f"{x['first_ms'] - floor_first[(x['layout'], x['query'])]:+.0f} ms"] for x in cold]))
         print()
     if hand:
         print(md_table(["column type", "rows", "one column into noop", "same, 1 row", "hand-off ns/row"],
@@ -537,14 +743,21 @@ def main(argv=None) -> int:
                      fmt_seconds(paths[lay].get("parquet_write_s")), fmt_seconds(paths[lay].get("rcfmt_write_s"))]
                     for lay in layouts]))
     if writes:
-        tp, tr = Timing(writes["parquet"]), Timing(writes["rcfmt"])
-        print(md_table(["Spark write, natural", "Parquet", "rcfmt", "rcfmt / Parquet"],
-                       [["best", fmt_seconds(tp.best), fmt_seconds(tr.best), f"{tr.best / tp.best:.2f}x"],
-                        ["median", fmt_seconds(tp.median), fmt_seconds(tr.median), f"{tr.median / tp.median:.2f}x"]]))
+        t = {w: Timing(writes["seconds"][w]) for w in WRITERS}
+        cpu = {w: sorted(writes["cpu_seconds"][w])[len(writes["cpu_seconds"][w]) // 2] for w in WRITERS}
+        print(md_table(["Spark write, natural", "Parquet", "floor (Python sink)", "rcfmt", "rcfmt / Parquet",
+                        "floor / Parquet", "rcfmt / floor"],
+                       [[k, *[fmt_seconds(getattr(t[w], k)) for w in WRITERS],
+                         f"{getattr(t['rcfmt'], k) / getattr(t['parquet'], k):.2f}x",
+                         f"{getattr(t['floor'], k) / getattr(t['parquet'], k):.2f}x",
+                         f"{getattr(t['rcfmt'], k) / getattr(t['floor'], k):.2f}x"] for k in ("best", "median")]
+                       + [["CPU-s (median)", *[f"{cpu[w]:.1f}" for w in WRITERS],
+                           f"{cpu['rcfmt'] / cpu['parquet']:.2f}x", f"{cpu['floor'] / cpu['parquet']:.2f}x",
+                           f"{cpu['rcfmt'] / cpu['floor']:.2f}x"]]))
         print()
     write_json(args.out, {"writes": writes, "machine": machine_info(), "pyspark": pyspark.__version__, "scale": args.scale,
                           "files": paths, "floors": {f"{k[0]}/{k[1]}": v for k, v in floors.items()},
-                          "loads": loads, "results": results, "handoff": hand, "breakdown": split}, args)
+                          "loads": loads, "results": results, "handoff": hand, "breakdown": split, "cold": cold}, args)
     return 0 if ok else 1
 
 
