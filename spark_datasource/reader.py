@@ -2,8 +2,9 @@
 
 Planning (driver-side Python worker, re-run on every action): open the dataset (the
 latest index version, read once), prune files with the pushed filters from the index
-alone; when few files survive (``planningFooters``), read their footers and keep only
-the block ranges that may match; split large files into block ranges and pack the
+alone; when few files survive (``planningFooters``), read their footers (and the bloom
+filters and bitmap indexes of the blocks these keep) and keep only the block ranges that
+may match; split large files into block ranges and pack the
 fragments into partitions of about ``maxPartitionBytes`` (at least ``minPartitions``
 of them when there is enough data). Scanning (executors): each partition scans its fragments with the pushed
 filter -- block pruning from footers, page pruning from the page index, late
@@ -400,13 +401,15 @@ class RcfmtReader(DataSourceReader):
         kept_paths = {f.path for f in fragments}
         dropped, blocks_pruned, footers = [], 0, False
         if plan_filter is not None and 0 < len(fragments) <= self.options.planning_footers:
-            # few files survive the index: their footers are cheap, prune blocks now so that
-            # tasks are planned for the surviving blocks only (once per dataset version and filter)
+            # few files survive the index: their footers (and the bloom filters and bitmap
+            # indexes of the blocks these keep) are cheap, prune blocks now so that tasks are
+            # planned for the surviving blocks only (once per dataset version and filter): a
+            # lookup on a key with bloom filters is one task on its block
             footers = True
             fragments, dropped, _ = _cached(("blocks", key), lambda: prune_blocks(
                 fragments, self.dataset_schema, plan_filter, partition_names=self.partition_names,
                 verify_checksums=self.options.verify_checksums, column_ids=self.column_ids,
-                fetch=self.options.fetch))
+                fetch=self.options.fetch, use_indexes=True))
             blocks_pruned = sum(f.blocks[1] - f.blocks[0] if f.blocks else f.num_blocks for f in dropped)
         small = footers and sum(f.estimated_size for f in fragments) <= SINGLE_TASK_BYTES
         if not self.columns and self.filter is None and (plan_filter is None or small):

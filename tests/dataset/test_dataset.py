@@ -196,6 +196,38 @@ def test_prune_blocks_at_planning(tmp_path, table):
     assert len(kept) == 1 and kept[0].blocks is None and len(dropped) == 3
 
 
+@pytest.mark.parametrize("with_nulls", [False, True])
+def test_prune_blocks_with_indexes_keeps_every_block_that_holds_a_match(tmp_path, with_nulls):
+    """``use_indexes``: bloom filters drop blocks whose statistics cannot (interleaved keys:
+    every block spans the whole range), and no block holding a matching row is dropped
+    (checked against the rows themselves, with pyarrow.compute); a range filter (no bloom
+    probe) keeps what the statistics keep."""
+    import pyarrow.compute as pc
+
+    from rcfmt.scan.arrow_eval import evaluate
+    from rcfmt.scan.residual import prepare_filter
+
+    blocks, rows = 8, 512
+    keys = np.arange(blocks * rows).reshape(rows, blocks).T.ravel()  # block b: b, b + 8, b + 16, ...
+    k = pa.array(keys, mask=(keys % 97 == 5) if with_nulls else None)
+    table = pa.table({"k": k, "v": pa.array(keys * 3)})
+    ds = rcfmt.write_dataset(table, tmp_path, block_rows=rows, bloom_filter_columns=["k"])
+    block_of = np.repeat(np.arange(blocks), rows)
+    for f in (col("k") == 1234, col("k").isin([3, 1234, 4095, 999_999]), col("k") == 5, (col("k") < 20) & (col("v") > 3),
+              ~(col("k") == 7)):
+        stats_only = rcfmt.dataset.prune_blocks(ds.get_fragments(f), ds.schema, f)[0]
+        kept, dropped, total = rcfmt.dataset.prune_blocks(ds.get_fragments(f), ds.schema, f, use_indexes=True)
+        kept_blocks = {b for fr in kept for b in range(*(fr.blocks or (0, fr.num_blocks)))}
+        truth = pc.fill_null(evaluate(prepare_filter(f, ds.schema), table), False).to_numpy(zero_copy_only=False)
+        assert set(block_of[truth]) <= kept_blocks, f
+        assert total == blocks and len(kept_blocks) + sum(d.blocks[1] - d.blocks[0] for d in dropped) == blocks
+        assert kept_blocks <= {b for fr in stats_only for b in range(*(fr.blocks or (0, fr.num_blocks)))}
+    kept, _, _ = rcfmt.dataset.prune_blocks(ds.get_fragments(), ds.schema, col("k") == 1234, use_indexes=True)
+    assert [fr.blocks for fr in kept] == [(1234 % blocks, 1234 % blocks + 1)]  # the bloom filters found it
+    got = rcfmt.dataset.scan_fragments(kept, ds.schema, ["k", "v"], col("k") == 1234).read()
+    assert got.to_pylist() == [{"k": 1234, "v": 3702}]
+
+
 # ---------------------------------------------------------------- partitions
 def test_partitioned_write_read_and_pruning(tmp_path, table):
     ds = rcfmt.write_dataset(table, tmp_path, partition_by=["day", "region"], block_rows=64)

@@ -62,6 +62,28 @@ def test_a_lookup_runs_no_more_tasks_or_processes_than_the_floor(spark, lookup, 
     assert len(rc["schema"]) == 1 and len(rc["plan"]) == 1
 
 
+def test_a_lookup_on_a_bloom_filtered_key_is_one_task_on_its_block(spark, tmp_path):
+    """Keys interleaved across blocks (every block's statistics span the whole range, so
+    footers prune nothing): planning asks the bloom filters of the blocks the statistics
+    keep and plans one task on the one block holding the key."""
+    import numpy as np
+
+    import rcfmt
+
+    blocks, rows = 12, 4096
+    keys = np.arange(blocks * rows).reshape(rows, blocks).T.ravel()
+    path = str(tmp_path / "ds")
+    rcfmt.write_dataset(pa.table({"k": keys, "v": keys % 1000}), path, block_rows=rows,
+                        bloom_filter_columns=["k"])
+    d = str(tmp_path / "stats")
+    got = spark.read.format("rcfmt").option("filter", "k = 30001").option("statsDir", d).load(path).collect()
+    assert [(r["k"], r["v"]) for r in got] == [(30001, 1)]
+    (plan,) = stats_records(d, "plan")
+    (task,) = stats_records(d, "task")
+    assert plan["partitions"] == 1 and plan["blocks_pruned_planning"] == blocks - 1
+    assert task["stats"]["blocks_total"] == 1 and task["rows"] == 1
+
+
 def test_the_pickled_reader_and_partitions_stay_small(spark, lookup, tmp_path):
     """What Spark ships to every task: the reader (schema, options, the parsed filter)
     and one partition (fragments): no index, no footer, no dataset object."""
