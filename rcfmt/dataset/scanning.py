@@ -585,12 +585,12 @@ def prune_blocks(fragments: Sequence[Fragment], schema: pa.Schema, filter, *, pa
     """Refine fragments with their files' block statistics (reads each footer).
 
     Returns ``(kept, dropped, blocks_total)``: ``kept`` holds one fragment per run of
-    blocks that may match ``filter`` (block statistics only; bloom filters, pages and
-    rows are left to the scan), ``dropped`` the complementary block ranges. For
-    planners that want as many tasks as there are surviving blocks, not files.
-    ``use_indexes``: also drop the blocks the files' bloom filters and bitmap indexes
-    rule out (as a scan's block pruning does: reads those of the blocks the statistics
-    keep, for ``==``/``isin`` leaves and indexed columns). ``column_ids``:
+    blocks that may match ``filter`` (by block statistics; pages and rows are left to the
+    scan), ``dropped`` the complementary block ranges. For planners that want as many
+    tasks as there are surviving blocks, not files. ``use_indexes``: also drop the blocks
+    the files' bloom filters and bitmap indexes rule out (as a scan's block pruning does:
+    reads those of the blocks the statistics keep, for ``==``/``isin`` leaves and indexed
+    columns). ``column_ids``:
     :attr:`Dataset.column_ids` (files written before a rename); ``fetch``: the tail a
     remote open reads (:class:`~rcfmt.storage.fetch.FetchOptions`)."""
     nnf = prepare_filter(filter, schema)
@@ -619,13 +619,14 @@ def prune_blocks(fragments: Sequence[Fragment], schema: pa.Schema, filter, *, pa
             else:
                 names = sorted(expr_columns(residual))
                 mask = may_match(residual, {c: f.block_stats(c) for c in names}, n)[lo:hi]
-                # the scan's own block pruning (bloom filters, bitmap indexes) on the part of the
-                # filter the file can take as it is (columns widened since it was written: not)
-                narrower = _narrower_columns(f, view.schema, residual)
-                pushed = _pushable(residual, narrower) if narrower else residual
-                if use_indexes and pushed is not None and mask.any():
-                    kept_blocks = f.scan([], pushed, use_threads=False, blocks=(lo, hi)).blocks
-                    mask &= np.isin(np.arange(lo, hi), np.asarray(kept_blocks, np.int64))
+                if use_indexes and mask.any():
+                    # the scan's own block pruning (bloom filters, bitmap indexes) on the part of
+                    # the filter the file takes as it is (columns widened since it was written: not)
+                    narrower = _narrower_columns(f, view.schema, residual)
+                    pushed = _pushable(residual, narrower) if narrower else residual
+                    if pushed is not None:
+                        kept_blocks = f.scan([], pushed, use_threads=False, blocks=(lo, hi)).blocks
+                        mask &= np.isin(np.arange(lo, hi), np.asarray(kept_blocks, np.int64))
         for a, b in true_runs(mask, lo):
             kept.append(replace(frag, blocks=(a, b)))
         for a, b in true_runs(~mask, lo):
