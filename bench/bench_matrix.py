@@ -152,33 +152,29 @@ def decode_conditions(conds) -> list:
     return [(c[0], c[1], *map(_dec, c[2:])) for c in conds]
 
 
-def _combine(terms):
-    out = terms[0]
-    for t in terms[1:]:
-        out = out & t
+def _build(conds, column, between, literal=lambda name, x: x):
+    """The AND of ``conds`` (``(name, op, value[, high])``, op one of >=, <, ==, between)
+    in one engine's expressions: ``column(name)`` makes a column, ``between(c, lo, hi)``
+    a closed range, ``literal(name, x)`` a literal."""
+    out = None
+    for name, op, *v in conds:
+        c, s = column(name), [literal(name, x) for x in v]
+        term = c >= s[0] if op == ">=" else c < s[0] if op == "<" else c == s[0] if op == "==" \
+            else between(c, s[0], s[1])
+        out = term if out is None else out & term
     return out
 
 
 def rcfmt_filter(conds):
     import rcfmt
 
-    terms = []
-    for name, op, *v in conds:
-        c = rcfmt.col(name)
-        terms.append(c >= v[0] if op == ">=" else c < v[0] if op == "<" else c == v[0] if op == "=="
-                     else c.between(v[0], v[1]))
-    return _combine(terms)
+    return _build(conds, rcfmt.col, lambda c, lo, hi: c.between(lo, hi))
 
 
 def polars_filter(conds):
     import polars as pl
 
-    terms = []
-    for name, op, *v in conds:
-        c = pl.col(name)
-        terms.append(c >= v[0] if op == ">=" else c < v[0] if op == "<" else c == v[0] if op == "=="
-                     else c.is_between(v[0], v[1]))
-    return _combine(terms)
+    return _build(conds, pl.col, lambda c, lo, hi: c.is_between(lo, hi))
 
 
 def arrow_filter(conds, schema):
@@ -186,13 +182,8 @@ def arrow_filter(conds, schema):
     import pyarrow as pa
     import pyarrow.dataset as pads
 
-    terms = []
-    for name, op, *v in conds:
-        typ = schema.field(name).type
-        c, s = pads.field(name), [pa.scalar(x, typ) for x in v]
-        terms.append(c >= s[0] if op == ">=" else c < s[0] if op == "<" else c == s[0] if op == "=="
-                     else (c >= s[0]) & (c <= s[1]))
-    return _combine(terms)
+    return _build(conds, pads.field, lambda c, lo, hi: (c >= lo) & (c <= hi),
+                  lambda name, x: pa.scalar(x, schema.field(name).type))
 
 
 def q6_conditions(decimal: bool) -> list:
