@@ -24,9 +24,9 @@ extension types (arrow.uuid)  their storage's type       the storage (uuid: 16 b
 null                          VOID (NullType)            none
 ============================  =========================  ===============================
 
-Spark has no type for the rest (intervals of months or of (months, days, nanos),
-unions, decimals of over 38 digits): a column of one is refused by name when the
-relation is loaded.
+Spark has no type for the rest (intervals of months, of (days, milliseconds) or of
+(months, days, nanos), unions, decimals of over 38 digits): a column of one is refused
+by name when the relation is loaded.
 
 Timestamps and durations in seconds and milliseconds convert exactly (an out-of-range
 value raises); nanoseconds are **floored** to microseconds (Spark's precision), and

@@ -39,7 +39,7 @@ LONG_MODULES: dict[str, int] = {}
 #: matching prefix (``rcfmt.scan.nnf`` is a predicate, ``rcfmt.scan.scanner`` the scan).
 LAYERS = [
     ("base", ["rcfmt.errors", "rcfmt.runtime", "rcfmt._native",
-              "rcfmt.interop.arrow"]),
+              "rcfmt.interop.arrow", "rcfmt.interop.cdata"]),
     ("storage and codecs", ["rcfmt.storage", "rcfmt.codecs"]),
     ("column types", ["rcfmt.schema.types", "rcfmt.schema.annotated", "rcfmt.schema.statistics"]),
     ("encodings", ["rcfmt.encodings"]),

@@ -113,7 +113,7 @@ def _head(args) -> int:
     if args.json:
         _print_json(out)
     else:
-        print(_table_text(out, table.schema.names))
+        print(_table_text(out, list(out[0]) if out else table.schema.names))
     return 0
 
 
@@ -152,12 +152,13 @@ def _csv_schema(schema):
 def _as_text(t) -> bool:
     """Whether CSV cells show a column of type ``t`` as text: nested ones as JSON,
     extension types (which Arrow's CSV writer refuses) as ``cat --format json`` shows
-    them (a uuid in its canonical form)."""
+    them (a uuid in its canonical form), and intervals of months or of (days, ms), which
+    it cannot cast to text, as JSON too."""
     import pyarrow as pa
 
     from ..schema.nested import is_nested
 
-    return is_nested(t) or isinstance(t, pa.BaseExtensionType)
+    return is_nested(t) or isinstance(t, pa.BaseExtensionType) or t.id in (21, 22)
 
 
 def _csv_batch(batch):
@@ -168,12 +169,12 @@ def _csv_batch(batch):
 
     if not any(_as_text(f.type) for f in batch.schema):
         return batch
-    rows = rows_report(pa.Table.from_batches([batch]))
+    rows = [list(r.values()) for r in rows_report(pa.Table.from_batches([batch]))]  # (by position)
     columns = []
     for i, field in enumerate(batch.schema):
         if _as_text(field.type):
-            texts = [None if r[field.name] is None else r[field.name] if isinstance(r[field.name], str)
-                     else json.dumps(r[field.name], ensure_ascii=False) for r in rows]
+            texts = [None if r[i] is None else r[i] if isinstance(r[i], str)
+                     else json.dumps(r[i], ensure_ascii=False) for r in rows]
             columns.append(pa.array(texts, pa.string()))
         else:
             columns.append(batch.column(i))

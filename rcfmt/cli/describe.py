@@ -34,7 +34,7 @@ def column_summary(f: RcfmtFile) -> list[dict]:
     out = []
     for i, col in enumerate(f.footer.columns):
         chunks = f.footer.chunks[i]
-        stats = f.block_stats(col.name)
+        stats = f.block_stats(i)
         has = stats.has_min_max
         lo = min(stats.min[has]) if has.any() else None
         hi = max(stats.max[has]) if has.any() else None

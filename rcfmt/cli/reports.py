@@ -91,7 +91,7 @@ def schema_report(path) -> dict:
 def _chunk(f: RcfmtFile, block: int, col: int) -> dict:
     rec = f.footer.chunks[col][block]
     column = f.footer.columns[col]
-    stats = f.block_stats(column.name)
+    stats = f.block_stats(col)
     has = bool(stats.has_min_max[block])
     return {
         "column": column.name,
@@ -207,7 +207,12 @@ def dictionary_report(f: RcfmtFile, column: str, block: int | None = None) -> li
             raise f._locate(exc, b, c) from None
         entry = {"block": b, "dictionary": None}
         if values is not None:
-            entry["dictionary"] = [json_value(v) for v in to_arrow(values, None, ltype).to_pylist()]
+            shown = to_arrow(values, None, ltype).to_pylist()
+            if ltype.annot == ("day_time_interval",):  # (its stored int64: as (days, ms))
+                from ..schema.annotated import unpack_day_time
+
+                shown = [unpack_day_time(v) for v in shown]
+            entry["dictionary"] = [json_value(v) for v in shown]
         out.append(entry)
     return out
 
@@ -221,8 +226,11 @@ def _typed_literal(text: str, arrow_type: pa.DataType):
             arrow_type = arrow_type.storage_type
         if pa.types.is_fixed_size_binary(arrow_type):
             return text.encode()
-        if pa.types.is_duration(arrow_type):
-            return int(text)  # (in the column's unit)
+        if pa.types.is_duration(arrow_type) or arrow_type.id == 21:
+            return int(text)  # (in the column's unit; months for month_interval)
+        if arrow_type.id == 22:  # day_time_interval: "days,milliseconds"
+            days, ms = text.split(",")
+            return int(days), int(ms)
         if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
             return text
         if pa.types.is_binary(arrow_type) or pa.types.is_large_binary(arrow_type):
@@ -328,12 +336,64 @@ def history_report(path) -> list[dict]:
 
 
 def rows_report(table: pa.Table) -> list[dict]:
-    """Rows as JSON objects."""
+    """Rows as JSON objects (a name that repeats is told apart by its position:
+    ``"a [0]"``, ``"a [1]"``)."""
+    table = _intervals_shown(table)
+    names = table.column_names
+    if len(set(names)) != len(names):
+        table = table.rename_columns(_told_apart(names))
+    if any(_told_apart_type(f.type) != f.type for f in table.schema):  # (pyarrow refuses repeats in structs)
+        table = pa.table([pa.chunked_array([c.view(_told_apart_type(c.type)) for c in col.chunks],
+                                           _told_apart_type(col.type)) for col in table.columns],
+                         names=table.column_names)
     try:
         rows = table.to_pylist()
     except (OverflowError, ValueError, pa.ArrowException):  # beyond Python's dates and timedeltas
         rows = _as_units(table).to_pylist()
     return [{k: json_value(v) for k, v in row.items()} for row in rows]
+
+
+def _told_apart(names: list) -> list:
+    return [f"{n} [{i}]" if names.count(n) > 1 else n for i, n in enumerate(names)]
+
+
+def _told_apart_type(t: pa.DataType) -> pa.DataType:
+    """``t`` with the repeated field names of its structs told apart (same layout)."""
+    if pa.types.is_struct(t):
+        kids = [f.with_type(_told_apart_type(f.type)) for f in t]
+        return pa.struct([f.with_name(n) for f, n in zip(kids, _told_apart([f.name for f in kids]))])
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        item = t.value_field.with_type(_told_apart_type(t.value_type))
+        if pa.types.is_fixed_size_list(t):
+            return pa.list_(item, t.list_size)
+        return pa.large_list(item) if pa.types.is_large_list(t) else pa.list_(item)
+    return t
+
+
+def _intervals_shown(table: pa.Table) -> pa.Table:
+    """``table`` with its month_interval and day_time_interval columns (whose values
+    pyarrow cannot convert) as what they hold: months as ints, a top-level day_time as a
+    struct of days and milliseconds (nested ones as their stored int64, ms << 32 | days)."""
+    from ..interop import cdata
+
+    if not cdata.has_intervals(table.schema):
+        return table
+    from ..schema.arrow_io import bool_array, validity
+
+    day_time = [i for i, f in enumerate(table.schema) if f.type.id == cdata.DAY_TIME_INTERVAL_ID]
+    table = cdata.to_storage(table)
+    for i in day_time:
+        chunks = []
+        for c in table.column(i).chunks:
+            pairs = np.frombuffer(c.buffers()[1], "<i4", count=2 * (c.offset + len(c)))[2 * c.offset:] \
+                if len(c) else np.zeros(0, "<i4")
+            parts = [pa.Array.from_buffers(pa.int32(), len(c), [None, pa.py_buffer(np.ascontiguousarray(p))])
+                     for p in (pairs[0::2], pairs[1::2])]
+            chunks.append(pa.StructArray.from_arrays(parts, names=["days", "milliseconds"],
+                                                     mask=bool_array(~validity(c)) if c.null_count else None))
+        table = table.set_column(i, table.field(i).name, pa.chunked_array(
+            chunks, pa.struct([("days", pa.int32()), ("milliseconds", pa.int32())])))
+    return table
 
 
 def _as_units(table: pa.Table) -> pa.Table:

@@ -17,6 +17,7 @@ in nullability.
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import replace
 
 import pyarrow as pa
@@ -26,7 +27,28 @@ from ..errors import SchemaError
 from ..scan.nnf import BoundAnd, BoundListContains, BoundNot, BoundOr, Leaf
 from ..schema.types import logical_type_from_arrow, same_logical_type
 
-__all__ = ["widens", "merge_schemas", "column_ids", "file_renames", "renamed_expr"]
+__all__ = ["check_names", "widens", "merge_schemas", "column_ids", "file_renames", "renamed_expr"]
+
+
+def _repeated(names: list) -> list:
+    return sorted(n for n, k in Counter(names).items() if k > 1)
+
+
+def check_names(schema: pa.Schema, where: str = "") -> None:
+    """Raise :class:`SchemaError` for empty or repeated column names (at the top level or
+    as the dotted path of a leaf under structs): a file may hold them, but a dataset
+    matches columns by name across its files (its index, schema evolution, partitions,
+    Spark)."""
+    at = f" ({where})" if where else ""
+    if "" in schema.names:
+        raise SchemaError(f"a dataset's columns need non-empty names{at}: its index and partitions name them; a "
+                          "single file written with rcfmt.write_table keeps an empty name")
+    repeated = _repeated(schema.names) or _repeated(nested.filter_schema(schema).names)
+    if repeated:
+        raise SchemaError(f"column names {repeated} repeat{at}: a dataset matches columns by name across its files "
+                          "(its index, schema evolution, partitions), so its names must be unique; rename them, or "
+                          "read the file alone with rcfmt.read_table, which keeps repeated names")
+
 
 _SIGNED = [pa.int8(), pa.int16(), pa.int32(), pa.int64()]
 _UNSIGNED = [pa.uint8(), pa.uint16(), pa.uint32(), pa.uint64()]

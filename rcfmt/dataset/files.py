@@ -18,6 +18,7 @@ from ..schema.arrow_io import take
 from ..file.reader import RcfmtFile
 from ..file.writer import Writer, value_checker
 from ..interop.arrow import as_table
+from ..interop import cdata
 from ..layout import METADATA_KEY, ClusteringSpec
 from .evolution import file_renames, renamed_path
 from ..storage import delete_files, is_remote, open_output
@@ -100,8 +101,9 @@ def recorded_clustering(info: dict | None) -> ClusteringSpec | None:
 def cluster_file(table: pa.Table, spec: ClusteringSpec) -> tuple[pa.Table, dict]:
     """One file's rows reordered by ``spec`` (fitted on them when it has no bounds yet),
     and the file metadata recording it."""
-    fitted = spec if spec.fitted else spec.fit(table)
-    return fitted.apply(table), {METADATA_KEY: fitted.to_json(include_bounds=False)}
+    keys = cdata.to_storage(table)  # (interval columns cluster by their stored values)
+    fitted = spec if spec.fitted else spec.fit(keys)
+    return take(table, pa.array(fitted.order(keys))), {METADATA_KEY: fitted.to_json(include_bounds=False)}
 
 
 # ------------------------------------------------------------------ schemas

@@ -43,6 +43,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import InvalidOptionError, RcfmtError
+from ..interop import cdata
 from ..schema.arrow_io import take
 from ..file.reader import RcfmtFile
 from ..file.writer import Writer, WriteOptions
@@ -447,6 +448,9 @@ def _batches(path: str, schema: pa.Schema, ids: dict | None = None, deleted: np.
 def _as_schema(batch, schema: pa.Schema, renames: dict | None = None):
     """``batch`` (or table) as ``schema``: ``renames`` (``{column: name in the batch}``)
     names columns held under an earlier name; columns it lacks are NULL."""
+    storage = cdata.storage_schema(schema)
+    if storage is not schema or cdata.has_intervals(batch.schema):  # (as their storage: rcfmt.interop.cdata)
+        return cdata.relabel(_as_schema(cdata.to_storage(batch), storage, renames), schema)
     n = batch.num_rows
     where = {f.name: batch.schema.get_field_index((renames or {}).get(f.name, f.name)) for f in schema}
     arrays = [batch.column(where[f.name]).cast(f.type) if where[f.name] >= 0 else pa.nulls(n, f.type)

@@ -23,6 +23,7 @@ from ..storage.fetch import FetchOptions, check_fetch
 from ..storage.paths import is_remote
 from ..runtime.threads import MAX_FILE_THREADS, cpu_threads
 from ..interop.arrow import export_stream
+from ..interop import cdata
 from ..schema.arrow_io import filter_rows, int64_array
 from ..file.reader import RcfmtFile
 from ..scan.nnf import BoundAnd, BoundListContains, columns as expr_columns, fold
@@ -200,6 +201,9 @@ class DatasetScan:
         self.output_schema = pa.schema([_as_dictionary(schema.field(n.name), self.read_dictionary)
                                         if n.kind == nested.LEAF else n.field for n in projected]
                                        + ([row_position_field()] if self.with_row_position else []))
+        #: batches are assembled under the output schema with its interval types as their
+        #: storage types (pyarrow holds no array of them), relabeled after (rcfmt.interop.cdata)
+        self._batch_schema = cdata.storage_schema(self.output_schema)
         self.nnf = prepare_filter(filter, schema)
         self.use_threads = use_threads
         self.verify_checksums = verify_checksums
@@ -265,6 +269,9 @@ class DatasetScan:
 
     def _assemble(self, batch: pa.RecordBatch, partition: dict, post=None, view: "FileView | None" = None,
                   first_row: int | None = None, deleted: np.ndarray | None = None) -> pa.RecordBatch:
+        relabel = self._batch_schema is not self.output_schema
+        if relabel:
+            batch = cdata.to_storage(batch)
         if post is not None:
             batch = self._post_filter(batch, post, view.schema)
         if view is not None and view.renames:  # back to the dataset's names
@@ -272,7 +279,7 @@ class DatasetScan:
             batch = batch.rename_columns([back.get(n, n) for n in batch.schema.names])
         n = batch.num_rows
         arrays = []
-        for field in self.output_schema:
+        for field in self._batch_schema:
             if self.with_row_position and field.name == ROW_POSITION:  # file positions, moved to the version's
                 positions = batch.column(batch.schema.get_field_index(ROW_POSITION))
                 if first_row or deleted is not None:  # (numbered among the rows left)
@@ -295,7 +302,8 @@ class DatasetScan:
                 arrays.append(arr)
         if not arrays:
             return pa.record_batch([pa.nulls(n)], names=["_"]).select([])
-        return pa.RecordBatch.from_arrays(arrays, schema=self.output_schema)
+        batch = pa.RecordBatch.from_arrays(arrays, schema=self._batch_schema)
+        return cdata.relabel(batch, self.output_schema) if relabel else batch
 
     def _count(self, scan) -> None:
         if scan is None:

@@ -17,7 +17,7 @@ from ..errors import CorruptFileError, RcfmtError, SchemaError
 from ..file.reader import RcfmtFile
 from ..storage import is_remote
 from . import log
-from .evolution import check_column_ids, merge_nullability, same_types
+from .evolution import check_column_ids, check_names, merge_nullability, same_types
 from .index import (BASE_COLUMNS, INDEX_METADATA_KEY, FileEntry, Snapshot, check_index_columns, check_relpath,
                     entries_table, entry_from_file, index_errors, index_field, schema_from_json, stats_schema)
 from .deletions import DV_COLUMNS, DV_DIR
@@ -218,6 +218,7 @@ def discover(root: str, single_file: str | None = None) -> Snapshot:
     for rel in relpaths:
         with RcfmtFile(os.path.join(root, *rel.split("/"))) as f:
             schema = pa.schema([fl.remove_metadata() for fl in f.schema])
+            check_names(schema, rel)
             if data_schema is None:
                 data_schema = schema
                 clash = [n for n in partitioning.names if n in schema.names]

@@ -22,7 +22,7 @@ from ..file.writer import WriteOptions
 from ..interop.arrow import batches_and_schema
 from ..schema.tables import storage_schema
 from ..layout import ClusteringSpec
-from .evolution import merge_schemas
+from .evolution import check_names, merge_schemas
 from ..storage import check_commit_support, delete_files, is_remote, list_names, list_tree, local_path, remote_kind
 from . import log
 from .index import DEFAULT_INDEX_TRUNCATE, Snapshot
@@ -130,6 +130,7 @@ def begin_write(path, schema: pa.Schema, *, partition_by=None, mode: str = "appe
         root = os.path.abspath(local_path(path))
     if not is_remote(root) and os.path.isfile(root):
         raise InvalidOptionError(f"{root!r} is a file; a dataset is a directory")
+    check_names(schema)
     schema, _ = storage_schema(schema)
     schema = pa.schema([f.remove_metadata() for f in schema])
     if isinstance(partition_by, str):

@@ -28,6 +28,7 @@ from ..storage.fetch import FETCH_CONCURRENCY, LOCAL_COALESCE_GAP, FetchOptions,
 from ..storage.registry import open_input
 from ..interop.arrow import export_stream
 from ..schema.arrow_io import to_arrow
+from ..schema.names import ambiguous_name, name_index
 from .chunks import ChunkDecoder
 from .footer_cache import FOOTERS, CachedTail
 
@@ -86,7 +87,7 @@ class RcfmtFile:
             self.close()
             raise
         self._names = [c.name for c in self.footer.columns]
-        self._index = {name: i for i, name in enumerate(self._names)}
+        self._index = name_index(self._names)
         self.schema = self.footer.arrow_schema
         #: the stored columns (nested fields as the dotted paths of their nodes; docs/FORMAT.md §3a)
         self.physical_schema = self.footer.physical_schema
@@ -96,7 +97,7 @@ class RcfmtFile:
             self.filter_schema = self.bind_schema = self.schema
         else:  # filters name top-level leaves and leaves under structs (their slots are rows)
             paths = nested_mod.filter_columns(self.nested)
-            self.filter_schema = pa.schema([self.physical_schema.field(c) for c in paths.values()],
+            self.filter_schema = pa.schema([self.physical_schema.field(c) for _, c in paths],
                                            metadata=self.schema.metadata)
             self.bind_schema = nested_mod.bind_schema(self.schema)  # and lists, for list_contains
 
@@ -308,10 +309,15 @@ class RcfmtFile:
 
     # ------------------------------------------------------------------ metadata access
     def column_index(self, name: str) -> int:
+        """The stored column named ``name``; :class:`SchemaError` if there is none, or
+        more than one (Arrow allows repeated names: read those with ``columns=None``)."""
         try:
-            return self._index[name]
+            i = self._index[name]
         except (KeyError, TypeError):
             raise SchemaError(f"unknown column {name!r}; the file has {self._names}") from None
+        if i < 0:
+            raise ambiguous_name(name, self._names)
+        return i
 
     def resolve_columns(self, columns: Sequence[str] | None) -> list[int]:
         if columns is None:
@@ -326,13 +332,11 @@ class RcfmtFile:
         sub-fields named (``"payload.user.id"``)."""
         if self.nested is None:
             return self.resolve_columns(columns)
-        if columns is None:
-            names = [n.name for n in self.nested]
-        elif isinstance(columns, str) or not isinstance(columns, Sequence):
+        if columns is None:  # (by position: names may repeat)
+            return [n.column if n.kind == nested_mod.LEAF else n for n in self.nested]
+        if isinstance(columns, str) or not isinstance(columns, Sequence):
             raise InvalidOptionError(f"columns must be a list of column names, got {columns!r}")
-        else:
-            names = list(columns)
-        return [n.column if n.kind == nested_mod.LEAF else n for n in nested_mod.project(self.nested, names)]
+        return [n.column if n.kind == nested_mod.LEAF else n for n in nested_mod.project(self.nested, list(columns))]
 
     def element_slots(self, block: int) -> dict[int, int]:
         """Values held by each element column's chunk in ``block`` (list elements, not
@@ -351,9 +355,10 @@ class RcfmtFile:
             nested_mod.assemble(node, decode, rows)
         return {c: n for c, n in out.items() if c in elements}
 
-    def block_stats(self, column: str) -> StatsArrays:
-        """Footer statistics of every block of ``column``."""
-        i = self.column_index(column)
+    def block_stats(self, column: str | int) -> StatsArrays:
+        """Footer statistics of every block of ``column`` (a stored column's name, or
+        its position)."""
+        i = column if isinstance(column, int) and 0 <= column < len(self._names) else self.column_index(column)
         return stats_arrays(self.footer.chunks[i], self.footer.columns[i].type, self.footer.blocks["row_count"])
 
     def page_indexes(self, block: int, columns) -> dict[int, np.ndarray]:

@@ -32,6 +32,9 @@ from ..schema import nested
 from ..storage import ByteSink, open_output
 from ..runtime.threads import shared_pool
 from ..interop.arrow import arrow_stream, as_table
+from ..interop import cdata
+from ..schema.annotated import storage_node
+from ..schema.names import ambiguous_name, name_index
 from ..schema.tables import VIEW_STORAGE, physical_columns, physical_schema, storage_schema
 from ..schema.arrow_io import from_arrow, one_array, take, to_numpy, validity
 from .chunk_encoding import FILE_VALUES_MAX, FILE_VALUES_MAX_BYTES, encode_chunk
@@ -125,20 +128,27 @@ class WriteOptions:
                 raise InvalidOptionError("compression_level applies to zstd (or auto) only")
             compression_level = positive_int("compression_level", compression_level, -7, 22)
         names = schema.names
+        _refuse_ambiguous(names, encoding=encoding if isinstance(encoding, dict) else (),
+                          bloom_filter_columns=bloom_filter_columns if isinstance(bloom_filter_columns, list) else (),
+                          bitmap_indexes=bitmap_indexes if isinstance(bitmap_indexes, dict) else ())
         forced = None
         if encoding is not None:
-            pairs = {name: encoding for name in names} if isinstance(encoding, str) else encoding
-            if not isinstance(pairs, dict):
+            if isinstance(encoding, str):  # (every column: by position, as names may repeat)
+                pairs = [(f, encoding) for f in schema]
+            elif isinstance(encoding, dict):
+                unknown = [col for col in encoding if col not in names]
+                if unknown:
+                    raise SchemaError(f"encoding given for unknown column {unknown[0]!r}; columns: {names}")
+                pairs = [(schema.field(col), enc_name) for col, enc_name in encoding.items()]
+            else:
                 raise InvalidOptionError("encoding must be a name or a dict of column name -> name")
             forced = {}
-            for col, enc_name in pairs.items():
-                if col not in names:
-                    raise SchemaError(f"encoding given for unknown column {col!r}; columns: {names}")
+            for field, enc_name in pairs:
                 enc = by_name(enc_name)
-                ltype = logical_type_from_arrow(schema.field(col).type)
+                ltype = logical_type_from_arrow(field.type)
                 if not enc.supports(ltype):
-                    raise InvalidOptionError(f"encoding {enc_name!r} cannot store column {col!r} of type {ltype}")
-                forced[col] = enc
+                    raise InvalidOptionError(f"encoding {enc_name!r} cannot store column {field.name!r} of type {ltype}")
+                forced[field.name] = enc
         if not isinstance(dictionary, bool):
             raise InvalidOptionError(f"dictionary must be True or False, got {dictionary!r}")
         bloom = BloomPolicy(bloom_filter_columns, bloom_filter_fpp, names)
@@ -150,6 +160,17 @@ class WriteOptions:
                    dictionary, stats_truncate, bloom, use_threads, bitmaps)
 
 
+def _refuse_ambiguous(names: list, **options) -> None:
+    """Raise :class:`SchemaError` when an option names a column whose name repeats."""
+    if len(set(names)) == len(names):
+        return
+    index = name_index(names)
+    for option, given in options.items():
+        for name in given:
+            if index.get(name) == -1:
+                raise SchemaError(f"{option}: {ambiguous_name(name, names)}")
+
+
 def value_checker(schema: pa.Schema):
     """A function of a table of ``schema`` conformed to its storage form (as
     :class:`Writer` conforms what it is given) that raises :class:`InvalidDataError` at
@@ -159,7 +180,10 @@ def value_checker(schema: pa.Schema):
     stored, types = storage_schema(schema)
     nodes, physical = physical_columns(stored, types)
     columns = [ColumnSchema(n, t, nullable, 0) for n, t, nullable in physical]
-    return lambda table: check_table(table, nodes, columns)
+    if not cdata.has_intervals(stored):
+        return lambda table: check_table(table, nodes, columns)
+    nodes = None if nodes is None else tuple(storage_node(n) for n in nodes)
+    return lambda table: check_table(cdata.to_storage(table), nodes, columns)
 
 
 class Writer:
@@ -223,6 +247,12 @@ class Writer:
             raise SchemaError(f"schema must be a pyarrow.Schema, got {type(schema).__name__}")
         self.schema, types = storage_schema(schema)
         self._nodes, physical = physical_columns(self.schema, types)
+        #: what the data is conformed to: ``schema`` with its interval types (whose arrays
+        #: pyarrow cannot hold) relabeled to their storage types, and the tree shredding it
+        #: (``schema`` and ``_nodes`` themselves without intervals; rcfmt.interop.cdata)
+        self._data_schema = cdata.storage_schema(self.schema)
+        self._shred_nodes = self._nodes if self._nodes is None or self._data_schema is self.schema else \
+            tuple(storage_node(n) for n in self._nodes)
         self.options = WriteOptions.create(
             pa.schema([pa.field(n, t.to_arrow(), nullable) for n, t, nullable in physical]), **options)
         self._metadata = _merge_metadata(self.schema.metadata, metadata)
@@ -273,9 +303,11 @@ class Writer:
         if table.num_columns == 0 and table.num_rows:  # rows live in column chunks: they would be lost
             raise SchemaError(f"a table without columns cannot be written ({table.num_rows} rows would be lost)")
         try:
+            if self._data_schema is not self.schema or cdata.has_intervals(table.schema):
+                table = self._intervals_to_storage(table)
             table = self._conform(table)
             if self._check_values and not checked:
-                self._scrub |= check_table(table, self._nodes, self._columns)
+                self._scrub |= check_table(table, self._shred_nodes, self._columns)
         except InvalidDataError as exc:
             if not first_row or exc.row is None:
                 raise
@@ -297,7 +329,7 @@ class Writer:
     def flush_block(self) -> None:
         """End the current block now, even if it has fewer rows (or none)."""
         self._check_open()
-        combined = pa.concat_tables(self._pending) if self._pending else self.schema.empty_table()
+        combined = pa.concat_tables(self._pending) if self._pending else self._data_schema.empty_table()
         self._write_block(combined)
         self._pending, self._pending_rows = [], 0
 
@@ -355,13 +387,24 @@ class Writer:
         self._sink.write(data)
         self._pos += len(data)
 
+    def _intervals_to_storage(self, table: pa.Table) -> pa.Table:
+        """``table`` with its interval types relabeled to their storage types (the arrays
+        of neither can be held in Python: rcfmt.interop.cdata), each field holding one
+        checked to be of the writer's type first (an interval is not taken for its
+        storage type, nor the other way)."""
+        for f, field in zip(table.schema, self.schema):
+            if (cdata.has_intervals(f.type) or cdata.has_intervals(field.type)) \
+                    and not nested.storage_type(f.type).equals(field.type):
+                raise SchemaError(f"column {f.name!r} has type {f.type}, the writer expects {field.type}")
+        return cdata.to_storage(table)
+
     def _conform(self, table: pa.Table) -> pa.Table:
         if table.schema.names != self.schema.names:
             raise SchemaError(f"table columns {table.schema.names} differ from the writer's {self.schema.names}")
         columns = []
-        for name, column, field in zip(table.schema.names, table.columns, self.schema):
-            if pa.types.is_dictionary(column.type):
-                try:
+        for name, column, field in zip(table.schema.names, table.columns, self._data_schema):
+            if pa.types.is_dictionary(column.type) and not nested.is_nested(column.type.value_type):
+                try:  # (dictionaries of nested values: nested.to_storage below)
                     column = column.cast(column.type.value_type)
                 except pa.ArrowException as exc:  # (indices outside the dictionary)
                     raise InvalidDataError(f"dictionary-encoded values do not decode: {exc}", column=name,
@@ -372,7 +415,7 @@ class Writer:
                     column = column.cast(field.type)
                 except pa.ArrowException as exc:
                     raise SchemaError(f"column {name!r}: cannot store {column.type} as {field.type}: {exc}") from None
-            if column.type != field.type and nested.is_nested(field.type):
+            if column.type != field.type and (nested.is_nested(field.type) or pa.types.is_run_end_encoded(field.type)):
                 try:
                     column = nested.to_storage(column, field.type)
                 except InvalidDataError as exc:
@@ -385,7 +428,7 @@ class Writer:
                 raise SchemaError(f"column {name!r} is not nullable but holds {column.null_count} nulls")
             columns.append(column)
         try:
-            return pa.Table.from_arrays(columns, schema=self.schema)
+            return pa.Table.from_arrays(columns, schema=self._data_schema)
         except pa.ArrowInvalid as exc:  # (buffers that do not fit the lengths: arrays built by hand)
             raise InvalidDataError(f"the data is not valid Arrow: {exc}") from None
 
@@ -394,7 +437,7 @@ class Writer:
         if self._nodes is None:
             return block.columns
         out: dict = {}
-        for node, column in zip(self._nodes, block.columns):
+        for node, column in zip(self._shred_nodes, block.columns):
             if node.kind == nested.LEAF:
                 out[node.column] = column
             else:
@@ -693,9 +736,11 @@ def write_table(table, where, *, metadata: dict | None = None, cluster_by=None, 
         missing = [c for c in spec.columns if c not in table.column_names]
         if missing:
             raise SchemaError(f"cluster_by names unknown columns {missing}; columns: {table.column_names}")
+        _refuse_ambiguous(table.column_names, cluster_by=spec.columns)
         # unsupported types and bad options fail before the (costly) sort
         WriteOptions.create(table.schema, **{k: v for k, v in options.items() if k != "filesystem"})
-        order = spec.fit(table).order(table)
+        keys = cdata.to_storage(table)  # (intervals cluster by their stored values)
+        order = spec.fit(keys).order(keys)
         table = take(table, pa.array(order))
         metadata = {**(metadata or {}), METADATA_KEY: spec.to_json(include_bounds=False)}
     show = progress if progress is not None or table.num_rows >= PROGRESS_MIN_ROWS else False

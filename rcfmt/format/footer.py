@@ -20,7 +20,7 @@ from .._native import footer as _footer
 from ..errors import CorruptFileError, UnsupportedError
 from ..index.bitmap.layout import DIRECTORY_RECORD
 from ..schema.nested import element_columns
-from ..schema.nested_json import nodes_from_json, nodes_to_json
+from ..schema.nested_json import has_extensions, nodes_from_json, nodes_to_json
 from ..schema.types import LogicalType, logical_type_from_json
 from .layout import (
     BLOCK_RECORD,
@@ -119,11 +119,22 @@ def _encode_metadata(metadata: dict[str, bytes]) -> list:
     return out
 
 
+def required_features(meta: FileMetaData) -> list[str]:
+    """The features a file of ``meta`` needs its reader to know (docs/FORMAT.md §5)."""
+    features = [] if meta.nested is None else ["nested"]
+    if meta.nested is not None and has_extensions(meta.nested):  # (extension types over nested ones, §3a)
+        features.append("nested_extensions")
+    names = [c.name for c in meta.columns]
+    if len(set(names)) != len(names):
+        features.append("duplicate_names")
+    return features
+
+
 def serialize_footer(meta: FileMetaData) -> bytes:
     tables = [meta.blocks.tobytes(), *(c.tobytes() for c in meta.chunks)]
     doc = {
         "format_version": FORMAT_VERSION,
-        "required_features": ["nested"] if meta.nested is not None else [],
+        "required_features": required_features(meta),
         "created_by": meta.created_by,
         "num_rows": meta.num_rows,
         "schema": [c.to_json() for c in meta.columns],
@@ -287,24 +298,28 @@ def _schema(doc: dict, encodings_ok) -> _Schema:
     """The footer's schema part, from a cache keyed by the JSON values it is made of
     when they are hashable (a flat schema: every file of a dataset shares it)."""
     schema, metadata = doc["schema"], doc.get("metadata", [])
+    duplicates = "duplicate_names" in doc.get("required_features", ())
     if "nested" not in doc and type(schema) is list and type(metadata) is list:
         try:
             key = (tuple(tuple(e.items()) if type(e) is dict else e for e in schema),
                    tuple(tuple(m.items()) if type(m) is dict else m for m in metadata))
-            return _flat_schema(key, encodings_ok)
+            return _flat_schema(key, encodings_ok, duplicates)
         except TypeError:  # an unhashable value (unknown to this version): parse uncached
             pass
-    return _build_schema(doc, encodings_ok)
+    return _build_schema(doc, encodings_ok, duplicates)
 
 
 @functools.lru_cache(maxsize=256)
-def _flat_schema(key: tuple, encodings_ok) -> _Schema:
+def _flat_schema(key: tuple, encodings_ok, duplicates: bool) -> _Schema:
     schema, metadata = key
     return _build_schema({"schema": [dict(e) if type(e) is tuple else e for e in schema],
-                          "metadata": [dict(m) if type(m) is tuple else m for m in metadata]}, encodings_ok)
+                          "metadata": [dict(m) if type(m) is tuple else m for m in metadata]}, encodings_ok,
+                         duplicates)
 
 
-def _build_schema(doc: dict, encodings_ok) -> _Schema:
+def _build_schema(doc: dict, encodings_ok, duplicates: bool) -> _Schema:
+    """The schema part of a footer; ``duplicates``: the file lists the
+    ``duplicate_names`` feature, so column names may repeat."""
     columns, fields, allowed = [], [], []
     names = set()
     for entry in doc["schema"]:
@@ -315,8 +330,8 @@ def _build_schema(doc: dict, encodings_ok) -> _Schema:
             column, arrow_field, ok = _column(items, encodings_ok)
         except TypeError:  # an unhashable value (unknown to this version): parse uncached
             column, arrow_field, ok = _column.__wrapped__(items, encodings_ok)
-        if column.name in names:
-            raise _fail(f"bad or duplicate column name {column.name!r}")
+        if column.name in names and not duplicates:
+            raise _fail(f"duplicate column name {column.name!r} without the 'duplicate_names' required feature")
         names.add(column.name)
         columns.append(column)
         fields.append(arrow_field)
@@ -332,6 +347,8 @@ def _build_schema(doc: dict, encodings_ok) -> _Schema:
         if "nested" not in doc.get("required_features", []):
             raise _fail("nested fields without the 'nested' required feature")
         nested = nodes_from_json(doc["nested"], columns)
+        if has_extensions(nested) and "nested_extensions" not in doc.get("required_features", []):
+            raise _fail("extension types of nested fields without the 'nested_extensions' required feature")
         element[sorted(element_columns(nested))] = 1
         logical = pa.schema([n.field for n in nested], metadata=metadata or None)
     else:

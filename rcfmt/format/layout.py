@@ -18,7 +18,7 @@ TAIL = struct.Struct("<QI4s")  # footer length, footer crc32, magic
 TAIL_SIZE = TAIL.size  # 16
 
 #: features a file may list in "required_features"; a reader refuses unknown ones
-KNOWN_FEATURES: frozenset[str] = frozenset({"nested"})
+KNOWN_FEATURES: frozenset[str] = frozenset({"nested", "duplicate_names", "nested_extensions"})
 
 # -------------------------------------------------------------------- page header
 PAGE_HEADER = struct.Struct("<BBBBIIIIIII")

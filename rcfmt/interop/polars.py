@@ -53,7 +53,7 @@ from typing import NamedTuple
 import numpy as np
 import pyarrow as pa
 
-from ..errors import InvalidOptionError, UnsupportedError
+from ..errors import InvalidOptionError, SchemaError, UnsupportedError
 from ..scan.expr import col
 from ..scan.nan_order import is_nan_literal, nan_order_compare
 
@@ -479,7 +479,12 @@ def _holdable(t: pa.DataType, name: str) -> pa.DataType:
     decimals as decimal128 (``decimal(p, -k)`` as ``decimal(p + k, 0)``; decimal32 and
     decimal64 Polars reads as they are), a zero-width
     fixed-size binary as binary, nested types by their children; UnsupportedError for a
-    decimal of more digits than Polars holds."""
+    decimal of more digits than Polars holds, and for intervals of months or of (days,
+    milliseconds), which Polars has no type for."""
+    if t.id in (21, 22):  # month_interval, day_time_interval
+        raise UnsupportedError(
+            f"column {name!r} is {t}, which Polars has no type for; read it with rcfmt.read_table (pyarrow), "
+            f"or scan_rcfmt a dataset or file without it")
     if pa.types.is_decimal(t):
         precision, scale = (t.precision - t.scale, 0) if t.scale < 0 else (t.precision, t.scale)
         if precision > _POLARS_DIGITS:
@@ -634,6 +639,10 @@ def scan_rcfmt(path, *, stats=None, use_threads: bool = True, fetch=None, catego
         def start(columns, expr, as_dictionary):
             return dataset.scan(columns=columns, filter=expr, use_threads=use_threads, fetch=fetch,
                                 read_dictionary=as_dictionary or None), lambda: None
+    if len(set(schema.names)) != len(schema.names):
+        repeated = sorted({n for n in schema.names if schema.names.count(n) > 1})
+        raise SchemaError(f"{path}: column names {repeated} repeat, which a Polars frame cannot hold: read the file "
+                          "with rcfmt.read_table and rename them")
     pl_schema = polars_schema(schema)  # (predicates are translated on the stored types)
     held = polars_arrow_schema(schema)
     # columns handed over cast to a type Polars holds them in (decimal256 as decimal128, ...)

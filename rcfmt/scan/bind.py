@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import FilterError, SchemaError
-from ..schema.annotated import int_key
+from ..schema.annotated import int_key, pack_day_time
 from ..schema.types import LogicalType, logical_type_from_arrow
 from .expr import (OPS, And, Comparison, Expr, IsIn, IsNan, IsNull, IsValid, ListContains, Not, Or, StartsWith,
                    to_expr)
@@ -94,6 +94,10 @@ def _bind(e: Expr, schema) -> BoundExpr:
     if isinstance(e, Comparison):
         if e.op not in OPS:
             raise FilterError(f"unknown comparison operator {e.op!r} in {e!r}")
+        if e.op not in ("==", "!=") and ref.ltype.annot == ("day_time_interval",):
+            raise FilterError(f"{e.op} on day_time_interval column {ref.name!r} (in {e!r}): a day has no fixed "
+                              "length in milliseconds, so these intervals have no order; compare them with ==, "
+                              "!= or isin()")
         return _bind_compare(ref, e.op, _to_real(ref, e.value, e), repr(e))
     if isinstance(e, IsIn):
         members, has_nan = _bind_isin(ref, e)
@@ -320,6 +324,18 @@ def _to_real(ref: Ref, value, origin):
             bad("; a column of type null holds only NULLs: filter it with is_null() / is_valid()")
         if kind == "month_day_nano_interval":
             bad("; intervals have no order (a month has no fixed length): filter them with is_null() / is_valid()")
+        if kind == "month_interval":  # a count of months (ordered)
+            if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+                return Fraction(int(value))
+            bad("; month_interval columns take an int (a count of months)")
+        if kind == "day_time_interval":  # compared as stored: the packed int64 (equality only)
+            if isinstance(value, tuple) and len(value) == 2 and all(
+                    isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)) for x in value):
+                days, ms = int(value[0]), int(value[1])
+                if not (-2**31 <= days < 2**31 and -2**31 <= ms < 2**31):
+                    return Fraction(2**63)  # (beyond every stored value: equal to none)
+                return Fraction(pack_day_time(days, ms))
+            bad("; day_time_interval columns take a (days, milliseconds) tuple of ints")
         if kind == "duration":
             return _duration(value, ref, lt.annot[1], bad)
         if kind in ("time32", "time64"):

@@ -25,6 +25,7 @@ from ..encodings.dictionary import take as dictionary_take
 from ..errors import CorruptFileError, InvalidOptionError
 from ..runtime.threads import cpu_threads
 from ..interop.arrow import export_stream
+from ..schema.annotated import Relabeling
 from ..schema.arrow_io import int64_array, take as arrow_take, to_arrow
 from ..schema.nested import assemble as nested_assemble
 from ..schema.nested import list_node as nested_list_node
@@ -146,6 +147,7 @@ class FileScan(BlockPruning, PagePruning, BlockFetching):
             b: Selection.from_indices(local, int(block_rows[b])).complement()
             for b, local in by_unit(deleted, block_rows).items()}
         self.output_schema = self._output_schema()
+        self._labels = Relabeling(self.output_schema, file.schema)  # (interval types: built as their storage)
         #: output positions of flat columns declared not nullable (nulls there: a corrupt file)
         self._required = [i for i, c in enumerate(self.outputs)
                           if isinstance(c, int) and not file.footer.columns[c].nullable]
@@ -417,6 +419,7 @@ class FileScan(BlockPruning, PagePruning, BlockFetching):
         return nested_under_structs(self._nested_at(block, node, selection, cache, stats), names)
 
     def _assembled(self, node, decode, slots: int, rows, block: int) -> pa.Array:
+        node = self._labels.node(node)
         try:
             return nested_assemble(node, decode, slots, rows)
         except CorruptFileError as exc:
@@ -676,7 +679,7 @@ class FileScan(BlockPruning, PagePruning, BlockFetching):
             if arrays[i].null_count:
                 raise self.file._locate(CorruptFileError("nulls in a column declared not nullable"), block,
                                         self.outputs[i])
-        return pa.RecordBatch.from_arrays(arrays, schema=self.output_schema), stats
+        return self._labels.batch(arrays), stats
 
     # ---------------------------------------------------------------- driving
     def _threads(self, blocks: list[int], count_only: bool = False) -> bool:

@@ -7,6 +7,10 @@ the arrays of their storage type (docs/FORMAT.md section 3, "Stored as").
 - fixed_size_binary(N): binary values of N bytes;
 - decimal256: binary values of 32 bytes, the big-endian two's complement with its top
   bit flipped, so that bytewise order is numeric order;
+- month_interval, day_time_interval: int32 / int64 of the same bytes. pyarrow cannot
+  hold an array of either in Python, so tables and batches are relabeled to and from
+  their storage types as wholes (:mod:`rcfmt.interop.cdata`): the arrays seen here are
+  already the storage arrays, and :func:`from_storage` returns them as they are;
 - an extension type: its storage array, converted as above.
 
 Reading checks what Arrow's full validation would refuse (a decimal beyond its
@@ -21,15 +25,32 @@ import pyarrow as pa
 from ..errors import CorruptFileError, InvalidDataError, UnsupportedError
 from .types import LogicalType
 
-__all__ = ["to_storage", "from_storage", "decimal256_key", "key_decimal256", "int_key", "shown"]
+__all__ = ["to_storage", "from_storage", "decimal256_key", "key_decimal256", "int_key", "shown", "RELABELED",
+           "pack_day_time", "unpack_day_time"]
+
+#: annotated kinds whose arrays pyarrow cannot hold: converted at the table/batch level
+#: (rcfmt.interop.cdata), their storage arrays passed through here
+RELABELED = frozenset(("month_interval", "day_time_interval"))
 
 _KEY = 32  # bytes of a decimal256 key
 
 
 def _one(arr) -> pa.Array:
     if isinstance(arr, pa.ChunkedArray):
-        return arr.chunk(0) if arr.num_chunks == 1 else arr.combine_chunks()
+        return arr.chunk(0) if arr.num_chunks == 1 else combine_chunks(arr)
     return arr
+
+
+def combine_chunks(arr: pa.ChunkedArray) -> pa.Array:
+    """``arr.combine_chunks()``, also of run_end_encoded arrays of extension values,
+    which pyarrow 26 does not concatenate (their storage's are, then wrapped again)."""
+    t = arr.type
+    if not arr.num_chunks or not pa.types.is_run_end_encoded(t) or not isinstance(t.value_type, pa.BaseExtensionType):
+        return arr.combine_chunks()
+    out = pa.concat_arrays([pa.RunEndEncodedArray.from_arrays(c.run_ends, c.values.storage).slice(c.offset, len(c))
+                            for c in arr.chunks])
+    values = pa.ExtensionArray.from_storage(t.value_type, out.values)
+    return pa.RunEndEncodedArray.from_arrays(out.run_ends, values).slice(out.offset, len(out))
 
 
 def _validity_buffer(arr: pa.Array) -> pa.Buffer | None:
@@ -92,16 +113,18 @@ def to_storage(arr, ltype: LogicalType, check: bool = False) -> pa.Array:
     arr = _one(arr)
     if pa.types.is_dictionary(arr.type):
         arr = arr.dictionary_decode()
+    if ltype.ree is not None:  # (then its values, as below)
+        arr, ltype = ree_decode(arr), ltype.values
     if isinstance(arr.type, pa.BaseExtensionType):
         arr = arr.storage
     if ltype.annot is None:
         return arr
     kind = ltype.annot[0]
-    if kind == "run_end_encoded":
-        import pyarrow.compute as pc
-
-        return _clean_nulls(pc.run_end_decode(arr))
     storage = ltype.storage.to_arrow()
+    if kind in RELABELED:  # (relabeled to its storage with the whole table: rcfmt.interop.cdata)
+        if arr.type != storage:
+            raise UnsupportedError(f"a {kind} column given as {arr.type}, not relabeled to {storage}")
+        return arr
     if check and kind in ("decimal32", "decimal64", "decimal256"):
         _check_precision(arr, ltype)
     if check and kind == "date64":
@@ -123,6 +146,25 @@ def to_storage(arr, ltype: LogicalType, check: bool = False) -> pa.Array:
     if kind == "decimal256":
         return _binary(arr, decimal256_key(_fixed_bytes(arr, _KEY)))
     raise AssertionError(kind)
+
+
+def ree_decode(arr) -> pa.Array:
+    """The values of run_end_encoded ``arr`` (or of an extension of one), a slot per
+    row (values of a dictionary decoded, of an extension type as their storage), with
+    zeros under NULLs."""
+    import pyarrow.compute as pc
+
+    arr = _one(arr)
+    if isinstance(arr.type, pa.BaseExtensionType):
+        arr = arr.storage
+    values = arr.values  # (the physical values: ``arr`` holds the window)
+    if isinstance(values.type, pa.BaseExtensionType):
+        values = values.storage
+    if pa.types.is_dictionary(values.type):
+        values = values.dictionary_decode()
+    if values is not arr.values:  # (run_end_decode has no kernel for dictionary or extension values)
+        arr = pa.RunEndEncodedArray.from_arrays(arr.run_ends, values).slice(arr.offset, len(arr))
+    return _clean_nulls(pc.run_end_decode(arr))
 
 
 def _clean_nulls(arr: pa.Array) -> pa.Array:
@@ -172,6 +214,8 @@ def narrow_f32(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def from_storage(arr: pa.Array, ltype: LogicalType) -> pa.Array:
     """An array of ``ltype.to_arrow()`` from one of its storage type, checked (see the
     module doc)."""
+    if ltype.ree is not None:
+        return _ree_from_storage(arr, ltype)
     if ltype.annot is not None:
         arr = _from_annotated(arr, ltype)
     if ltype.ext is not None:
@@ -179,6 +223,27 @@ def from_storage(arr: pa.Array, ltype: LogicalType) -> pa.Array:
         if isinstance(t, pa.BaseExtensionType):
             arr = pa.ExtensionArray.from_storage(t, arr)
     return arr
+
+
+def _ree_from_storage(arr: pa.Array, ltype: LogicalType) -> pa.Array:
+    """A run_end_encoded array of ``ltype`` from its decoded values, stored: maximal runs
+    of bitwise-equal values (Arrow's run_end_encode: NaNs of one payload form a run,
+    -0.0 and 0.0 do not), encoded over the values' Arrow type (an extension's storage)."""
+    import pyarrow.compute as pc
+
+    values = ltype.values
+    if values.annot is not None:
+        arr = _from_annotated(arr, values)
+    out = pc.run_end_encode(arr, run_end_type=pa.type_for_alias(ltype.ree))
+    if values.ext is not None:
+        t = values.to_arrow()
+        if isinstance(t, pa.BaseExtensionType):
+            out = pa.RunEndEncodedArray.from_arrays(out.run_ends, pa.ExtensionArray.from_storage(t, out.values))
+    if ltype.ree_ext is not None:
+        t = ltype.to_arrow()
+        if isinstance(t, pa.BaseExtensionType):
+            out = pa.ExtensionArray.from_storage(t, out)
+    return out
 
 
 def _lengths_ok(arr: pa.Array, width: int) -> np.ndarray:
@@ -212,11 +277,9 @@ def _lengths_ok(arr: pa.Array, width: int) -> np.ndarray:
 
 def _from_annotated(arr: pa.Array, ltype: LogicalType) -> pa.Array:
     kind = ltype.annot[0]
+    if kind in RELABELED:  # (relabeled with the whole batch: rcfmt.interop.cdata)
+        return arr
     t = ltype.base.to_arrow()
-    if kind == "run_end_encoded":
-        import pyarrow.compute as pc
-
-        return pc.run_end_encode(arr, run_end_type=t.run_end_type)
     if kind == "date64":
         _check_whole_days(arr)
         return arr.view(t)
@@ -274,6 +337,8 @@ def first_beyond_precision(arr, ltype: LogicalType) -> tuple[int, str] | None:
     arr = _one(arr)
     if pa.types.is_dictionary(arr.type):
         arr = arr.dictionary_decode()
+    if ltype.ree is not None:  # (its values, a slot per row)
+        arr, ltype = ree_decode(arr), ltype.values
     if isinstance(arr.type, pa.BaseExtensionType):
         arr = arr.storage
     try:
@@ -377,7 +442,78 @@ def shown(value, ltype: LogicalType):
         return decimal.Decimal(int(value)).scaleb(-ltype.annot[2], decimal.Context(prec=100))
     if kind in ("duration", "date64", "time32", "time64"):
         try:
-            return pa.scalar(int(value), ltype.base.to_arrow()).as_py()
+            return pa.scalar(int(value), ltype.values.base.to_arrow()).as_py()
         except (ValueError, OverflowError, pa.ArrowException):
             return int(value)
+    if kind == "month_interval":
+        return int(value)
+    if kind == "day_time_interval":
+        return unpack_day_time(int(value))
     return value
+
+
+def pack_day_time(days: int, milliseconds: int) -> int:
+    """The stored int64 of a day_time_interval ``(days, milliseconds)`` (each an int32):
+    Arrow's 8 bytes {i32 days, i32 ms} read as one little-endian int64."""
+    return (milliseconds << 32) | (days & 0xFFFFFFFF)
+
+
+def unpack_day_time(value: int) -> tuple[int, int]:
+    """``(days, milliseconds)`` of a stored day_time_interval int64."""
+    days = value & 0xFFFFFFFF
+    return (days - (1 << 32) if days >= 1 << 31 else days), value >> 32
+
+
+class Relabeling:
+    """How a scan builds the batches of an output ``schema`` that may hold interval types
+    (whose arrays pyarrow cannot hold: :mod:`rcfmt.interop.cdata`): under ``storage``,
+    the schema with them as their storage types, then relabeled as a whole
+    (:meth:`batch`); nested fields assembled from storage-typed trees (:meth:`node`)
+    wherever ``source`` (the schema the scanned fields come from, filters' lists
+    included) holds an interval. Without intervals both are the identity, for the cost
+    of a method call."""
+
+    __slots__ = ("schema", "storage", "active", "nested", "_nodes")
+
+    def __init__(self, schema: pa.Schema, source: pa.Schema | None = None):
+        from ..interop.cdata import has_intervals, storage_schema
+
+        self.schema = schema
+        self.storage = storage_schema(schema)
+        self.active = self.storage is not schema
+        self.nested = self.active or (source is not None and has_intervals(source))
+        self._nodes: dict = {}
+
+    def batch(self, arrays: list) -> pa.RecordBatch:
+        """A RecordBatch of ``schema`` from ``arrays`` (interval columns as their storage)."""
+        batch = pa.RecordBatch.from_arrays(arrays, schema=self.storage)
+        if not self.active:
+            return batch
+        from ..interop.cdata import relabel
+
+        return relabel(batch, self.schema)
+
+    def node(self, node):
+        """``node``'s tree as the storage-typed arrays are assembled (:func:`storage_node`)."""
+        if not self.nested:
+            return node
+        got = self._nodes.get(id(node))
+        if got is None or got[0] is not node:
+            got = self._nodes[id(node)] = (node, storage_node(node))
+        return got[1]
+
+
+def storage_node(node):
+    """A :class:`rcfmt.schema.nested.Node` tree with every interval type in it (leaf
+    types) relabeled to its storage type (:mod:`rcfmt.interop.cdata`): the tree that
+    shreds and assembles the storage-labeled arrays the writer and the scanner handle
+    (``node`` itself when it holds none)."""
+    from dataclasses import replace
+
+    from ..interop.cdata import has_intervals, storage_type
+
+    if not has_intervals(node.field.type):
+        return node
+    if node.leaf_type is not None:
+        return replace(node, leaf_type=storage_type(node.leaf_type))
+    return replace(node, children=tuple(storage_node(c) for c in node.children))

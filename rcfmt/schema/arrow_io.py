@@ -47,7 +47,13 @@ def one_array(arr) -> pa.Array:
     concatenated."""
     if not isinstance(arr, pa.ChunkedArray):
         return arr
-    return arr.chunk(0) if arr.num_chunks == 1 else arr.combine_chunks()
+    if arr.num_chunks == 1:
+        return arr.chunk(0)
+    if pa.types.is_run_end_encoded(arr.type):
+        from .annotated import combine_chunks  # (of extension values, which pyarrow does not concatenate)
+
+        return combine_chunks(arr)
+    return arr.combine_chunks()
 
 
 def _nests_fixed_lists(t: pa.DataType) -> bool:

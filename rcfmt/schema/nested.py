@@ -16,23 +16,31 @@ slot). Columns whose slots are rows are *row columns*; the others are *element
 columns*. A row column under structs is null wherever one of those structs is null, so
 it is a flat column of its own: filters, statistics, page indexes and bloom filters
 work on it unchanged (``col("payload.user.id") == 42``). The tree is recorded in the
-footer under the JSON key ``nested``.
+footer under the JSON key ``nested``. An extension type over a nested type is its
+storage's node carrying the extension's name and metadata (``Node.ext``); the arrays
+shredded here are in their stored form (:mod:`rcfmt.schema.nested_storage`).
 """
 from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Callable
 
 import numpy as np
 import pyarrow as pa
 
 from ..encodings.base import ColumnValues
-from ..errors import CorruptFileError, InvalidDataError, SchemaError
-from .arrow_io import bool_array, filter_rows, take, to_arrow, to_numpy, validity
-from .types import LogicalType, logical_type_from_arrow
+from ..errors import CorruptFileError, SchemaError
+from .arrow_io import filter_rows, take, to_arrow, to_numpy, validity
+from .types import LogicalType, extension_key, extension_type, logical_type_from_arrow
+from .names import ambiguous_name
+# (the storage form of nested arrays, shredded here: dictionaries decoded, views as lists)
+from .nested_storage import is_nested, is_nested_extension, storage_type, to_storage
+from .nested_storage import type_ids as _type_ids
 
-__all__ = ["Node", "is_nested", "plan_columns", "shred", "assemble", "project"]
+__all__ = ["Node", "is_nested", "is_nested_extension", "storage_type", "to_storage", "plan_columns", "shred",
+           "assemble", "project"]
 
 STRUCT, LIST, LARGE_LIST, FIXED_SIZE_LIST, MAP, LEAF = "struct", "list", "large_list", "fixed_size_list", "map", "leaf"
 UNION = "union"
@@ -41,20 +49,9 @@ KINDS = (STRUCT, LIST, LARGE_LIST, FIXED_SIZE_LIST, MAP, UNION, LEAF)
 MAX_DEPTH = 64
 #: largest fixed_size_list size a file may declare
 MAX_LIST_SIZE = 1 << 20
-_VIEWS = {pa.string_view(): pa.string(), pa.binary_view(): pa.binary()}
 # (arrays are built from buffers: pyarrow's conversions of numpy import pandas on first use)
 _BOOL = LogicalType("bool")
 _LENGTHS = {False: LogicalType("int32"), True: LogicalType("int64")}
-
-
-def is_nested(t: pa.DataType) -> bool:
-    return pa.types.is_struct(t) or pa.types.is_list(t) or pa.types.is_large_list(t) \
-        or pa.types.is_fixed_size_list(t) or pa.types.is_map(t) or pa.types.is_union(t)
-
-
-def _union(t: pa.DataType, fields) -> pa.DataType:
-    """A union of ``t``'s mode and type codes over ``fields``."""
-    return pa.union(list(fields), t.mode, list(t.type_codes))
 
 
 @dataclass(frozen=True)
@@ -71,9 +68,21 @@ class Node:
     keys_sorted: bool = False  # map
     mode: str = ""  # union: "sparse" or "dense"
     type_codes: tuple = ()  # union: the code of each child
+    #: an extension type over the node's (nested) type: ``(name, serialized metadata)``
+    ext: tuple | None = None
+
+    @cached_property
+    def arrow_type(self) -> pa.DataType:
+        """The node's Arrow type: the extension type over :attr:`stored_type` when the
+        node has one (the registered type, else one written in this process, else
+        :attr:`stored_type` itself, as for flat extensions)."""
+        if self.ext is None:
+            return self.stored_type
+        return extension_type(self.ext, self.stored_type)
 
     @property
-    def arrow_type(self) -> pa.DataType:
+    def stored_type(self) -> pa.DataType:
+        """The node's Arrow type without its extension (its kind's type of its children)."""
         k = self.kind
         if k == LEAF:
             return self.leaf_type
@@ -103,127 +112,6 @@ class Node:
 
 
 # ---------------------------------------------------------------------- writing
-def storage_type(t: pa.DataType) -> pa.DataType:
-    """``t`` as rcfmt stores it: dictionaries as their values, views as offsets, inside
-    nested types too."""
-    if pa.types.is_dictionary(t):
-        if is_nested(t.value_type):
-            raise SchemaError(f"dictionary-encoded {t.value_type} is not supported; decode it first")
-        return storage_type(t.value_type)
-    if isinstance(t, pa.BaseExtensionType):  # (stored as its own type; Python ones need not be hashable)
-        return t
-    if t in _VIEWS:
-        return _VIEWS[t]
-    if pa.types.is_struct(t):
-        return pa.struct([f.with_type(storage_type(f.type)) for f in t])
-    if pa.types.is_union(t):
-        return _union(t, [f.with_type(storage_type(f.type)) for f in t])
-    if pa.types.is_map(t):
-        return pa.map_(t.key_field.with_type(storage_type(t.key_type)),
-                       t.item_field.with_type(storage_type(t.item_type)), keys_sorted=t.keys_sorted)
-    if pa.types.is_fixed_size_list(t):
-        return pa.list_(t.value_field.with_type(storage_type(t.value_type)), t.list_size)
-    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_list_view(t) \
-            or pa.types.is_large_list_view(t):
-        item = t.value_field.with_type(storage_type(t.value_type))
-        large = pa.types.is_large_list(t) or pa.types.is_large_list_view(t)
-        return pa.large_list(item) if large else pa.list_(item)
-    return t
-
-
-def _has_list_view(t: pa.DataType) -> bool:
-    if pa.types.is_list_view(t) or pa.types.is_large_list_view(t):
-        return True
-    if pa.types.is_struct(t) or pa.types.is_union(t):
-        return any(_has_list_view(f.type) for f in t)
-    if pa.types.is_map(t):
-        return _has_list_view(t.key_type) or _has_list_view(t.item_type)
-    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
-        return _has_list_view(t.value_type)
-    return False
-
-
-def to_storage(arr, t: pa.DataType, rows: bool = True):
-    """``arr`` (an Array or ChunkedArray of a nested type) as ``t``, the type
-    :func:`storage_type` makes of its type. List views (anywhere in the tree) become
-    lists here -- pyarrow's cast from list_view to list builds arrays one offset short,
-    which fail validation -- and the rest (dictionaries, string views, offset widths)
-    goes to Arrow's cast. Views outside their values, or more elements than a list's
-    32-bit offsets hold, raise :class:`InvalidDataError` (with the row, when ``rows``:
-    the slots of ``arr`` are rows)."""
-    if isinstance(arr, pa.ChunkedArray):
-        if not rows or arr.num_chunks < 2:
-            return pa.chunked_array([to_storage(c, t, rows) for c in arr.chunks], t)
-        out, base = [], 0
-        for c in arr.chunks:
-            try:
-                out.append(to_storage(c, t))
-            except InvalidDataError as exc:
-                raise InvalidDataError(exc.reason, row=base + exc.row if exc.row is not None else None) from None
-            base += len(c)
-        return pa.chunked_array(out, t)
-    if arr.type == t:
-        return arr
-    src = arr.type
-    if not _has_list_view(src):
-        return arr.cast(t)
-    mask = _null_mask(arr) if arr.null_count else None
-    if pa.types.is_list_view(src) or pa.types.is_large_list_view(src):
-        large = pa.types.is_large_list(t)
-        offsets, values = _view_elements(arr, large, rows)
-        cls = pa.LargeListArray if large else pa.ListArray
-        return cls.from_arrays(offsets, to_storage(values, t.value_type, False), type=t, mask=mask)
-    if pa.types.is_struct(src):
-        children = [to_storage(arr.field(i), t.field(i).type, rows) for i in range(src.num_fields)]
-        return pa.StructArray.from_arrays(children, fields=list(t), mask=mask)
-    if pa.types.is_union(src):
-        return _union_like(arr, t, [to_storage(c, f.type, False) for c, f in zip(_union_children(arr), t)])
-    if pa.types.is_map(src):  # offsets index the whole entries child
-        entries = arr.values
-        keys, items = to_storage(entries.field(0), t.key_type, False), to_storage(entries.field(1), t.item_type, False)
-        return pa.MapArray.from_arrays(arr.offsets, keys, items, type=t, mask=mask)
-    if pa.types.is_fixed_size_list(src):
-        size = src.list_size
-        values = to_storage(arr.values.slice(arr.offset * size, len(arr) * size), t.value_type, False)
-        return pa.FixedSizeListArray.from_arrays(values, type=t, mask=mask)
-    cls = pa.LargeListArray if pa.types.is_large_list(t) else pa.ListArray  # a list of list views
-    return cls.from_arrays(arr.offsets, to_storage(arr.values, t.value_type, False), type=t, mask=mask)
-
-
-def _view_elements(arr: pa.Array, large: bool, rows: bool) -> tuple[pa.Array, pa.Array]:
-    """Offsets (from 0) and elements of list views ``arr`` as a list holds them: the
-    elements of each non-null view, in row order (views may overlap, come in any order
-    and leave values out; a null view holds none)."""
-    n = len(arr)
-    starts = to_numpy(arr.offsets).astype(np.int64)  # (a sliced array's own window)
-    sizes = to_numpy(arr.sizes).astype(np.int64)
-    if arr.null_count:
-        sizes[~validity(arr)] = 0
-    ends = starts + sizes
-    used = sizes > 0
-    bad = (sizes < 0) | (used & ((starts < 0) | (ends > len(arr.values))))
-    if bad.any():
-        at = int(np.argmax(bad))
-        raise InvalidDataError(f"list view of {sizes[at]} values at offset {starts[at]} lies outside its "
-                               f"{len(arr.values)} values" + ("" if rows else f" (list {at} of its level)"),
-                               row=at if rows else None)
-    offsets = np.zeros(n + 1, np.int64)
-    np.cumsum(sizes, out=offsets[1:])
-    total = int(offsets[-1])
-    if not large and total > np.iinfo(np.int32).max:
-        raise InvalidDataError(f"list views hold {total} values in all, beyond a list's 32-bit offsets; "
-                               "write them as large_list_view")
-    shift = starts - offsets[:-1]  # where each view's elements come from, less where they go
-    if not used.any():
-        values = arr.values.slice(0, 0)
-    elif (shift[used] == shift[used][0]).all():  # views in order, back to back: a slice
-        values = arr.values.slice(int(shift[used][0]), total)
-    else:
-        index = np.repeat(shift, sizes) + np.arange(total, dtype=np.int64)
-        values = take(arr.values, to_arrow(ColumnValues(index), None, _LENGTHS[True]))
-    return to_arrow(ColumnValues(offsets.astype(np.int64 if large else np.int32)), None, _LENGTHS[large]), values
-
-
 def plan_columns(field: pa.Field, first: int) -> tuple[Node, list[tuple[str, LogicalType, bool]]]:
     """The tree of a (storage-typed) field and its physical columns ``(name, type,
     nullable)``, numbered from ``first``. Raises :class:`SchemaError` for types rcfmt
@@ -234,6 +122,12 @@ def plan_columns(field: pa.Field, first: int) -> tuple[Node, list[tuple[str, Log
         if depth > MAX_DEPTH:
             raise SchemaError(f"field {path!r} is nested deeper than {MAX_DEPTH} levels")
         t = f.type
+        if is_nested_extension(t):  # its storage's node, with the extension's name and metadata
+            try:
+                ext = extension_key(t)
+            except SchemaError as exc:
+                raise SchemaError(f"field {path!r}: {exc}") from None
+            return replace(walk(f.with_type(t.storage_type), path, inherited_nulls, depth), ext=ext)
         col = first + len(columns)
         nullable = f.nullable or inherited_nulls
         if pa.types.is_struct(t):
@@ -249,8 +143,6 @@ def plan_columns(field: pa.Field, first: int) -> tuple[Node, list[tuple[str, Log
             # at every slot, NULL where another child is chosen
             columns.append((path, LogicalType("int8"), False))
             kids = tuple(walk(c, f"{path}.{c.name}", True, depth + 1) for c in t)
-            if len({c.name for c in t}) != t.num_fields:
-                raise SchemaError(f"field {path!r} is a union with duplicate field names, which cannot be stored")
             return Node(f.name, f.nullable, UNION, col, kids, mode=t.mode, type_codes=tuple(t.type_codes))
         if pa.types.is_map(t):
             columns.append((path, LogicalType("int32"), nullable))
@@ -294,6 +186,8 @@ def shred(arr: pa.Array, node: Node, out: dict[int, pa.Array]) -> None:
     if k == LEAF:
         out[node.column] = arr if arr.type == node.leaf_type else arr.cast(node.leaf_type)
         return
+    if node.ext is not None and isinstance(arr.type, pa.BaseExtensionType):
+        arr = arr.storage
     n = len(arr)
     if k == UNION:
         out[node.column] = _type_ids(arr)
@@ -339,19 +233,6 @@ def _elements(values: pa.Array, offsets: np.ndarray, nulls: np.ndarray | None) -
     return pa.concat_arrays(runs) if runs else values.slice(lo, 0)
 
 
-def _type_ids(arr: pa.Array) -> pa.Array:
-    """The type code of every slot of union ``arr`` (int8, no NULLs)."""
-    n = len(arr)
-    codes = np.frombuffer(arr.buffers()[1], np.int8, count=arr.offset + n)[arr.offset:] if n else np.zeros(0, np.int8)
-    return pa.array(codes, pa.int8())
-
-
-def _union_children(arr: pa.Array) -> list[pa.Array]:
-    """The children of union ``arr`` as Arrow holds them (a sparse union's sliced to its
-    slots; a dense union's whole)."""
-    return [arr.field(i) for i in range(arr.type.num_fields)]
-
-
 def _row_children(arr: pa.Array, column: int) -> list[pa.Array]:
     """Each child of union ``arr`` at every slot: its value where the slot chose it, NULL
     elsewhere (a sparse union's unchosen values included: Arrow leaves them unspecified).
@@ -386,17 +267,6 @@ def pc_if_else(mask: np.ndarray, values: pa.Array) -> pa.Array:
     return pc.if_else(pa.array(mask), values, pa.nulls(len(values), values.type))
 
 
-def _union_like(arr: pa.Array, t: pa.DataType, children: list[pa.Array]) -> pa.Array:
-    """A union of type ``t`` with ``arr``'s type codes (and offsets) over ``children``."""
-    n = len(arr)
-    bufs = arr.buffers()
-    codes = pa.py_buffer(np.ascontiguousarray(to_numpy(_type_ids(arr))))
-    if t.mode == "sparse":
-        return pa.Array.from_buffers(t, n, [None, codes], 0, 0, children)
-    offsets = np.frombuffer(bufs[2], np.int32, count=arr.offset + n)[arr.offset:] if n else np.zeros(0, np.int32)
-    return pa.Array.from_buffers(t, n, [None, codes, pa.py_buffer(np.ascontiguousarray(offsets))], 0, 0, children)
-
-
 def _assemble_union(node: Node, type_ids: pa.Array, rows: list[pa.Array]) -> pa.Array:
     """The union of ``node`` from its slots' type codes and its children at every slot
     (dense: each child keeps the slots that chose it, in order)."""
@@ -407,7 +277,7 @@ def _assemble_union(node: Node, type_ids: pa.Array, rows: list[pa.Array]) -> pa.
     if not known.all():
         raise CorruptFileError(f"type code {int(codes[np.argmin(known)])} in union {node.name!r}, whose codes are "
                                f"{list(node.type_codes)}")
-    t = node.arrow_type
+    t = node.stored_type
     n = len(codes)
     if node.mode == "sparse":
         return pa.Array.from_buffers(t, n, [None, pa.py_buffer(codes)], 0, 0, rows)
@@ -442,12 +312,6 @@ def _with_validity(arr: pa.Array, valid: np.ndarray | None) -> pa.Array:
     return pa.Array.from_buffers(t, len(arr), [bits, arr.buffers()[1]], children=[arr.values])
 
 
-def _null_mask(arr: pa.Array) -> pa.Array:
-    """Boolean array, True where ``arr`` is NULL (from its validity bitmap: no compute
-    kernel, so no ``pyarrow.compute`` import on a first read)."""
-    return bool_array(~validity(arr))
-
-
 def assemble(node: Node, decode: Callable, slots: int, rows: np.ndarray | None = None) -> pa.Array:
     """The Arrow array of ``node`` at ``rows`` (ascending positions among its ``slots``
     slots; None: all of them). ``decode(column, slots, rows)`` gives a stored column's
@@ -457,7 +321,17 @@ def assemble(node: Node, decode: Callable, slots: int, rows: np.ndarray | None =
     the list's lengths, decoded whole): a selection reads, at every level, only what its
     rows need. Counts read from the file are checked before they size anything: list
     lengths are non-negative and add up to what the element columns hold (``decode``
-    checks that against their pages)."""
+    checks that against their pages). A node with an extension type gives an array of
+    that type (over its stored type's)."""
+    arr = _assemble(node, decode, slots, rows)
+    if node.ext is not None:
+        t = node.arrow_type
+        if isinstance(t, pa.BaseExtensionType):
+            return pa.ExtensionArray.from_storage(t, arr)
+    return arr
+
+
+def _assemble(node: Node, decode: Callable, slots: int, rows: np.ndarray | None) -> pa.Array:
     k = node.kind
     if k == LEAF:
         return _declared(decode(node.column, slots, rows), node)
@@ -480,7 +354,7 @@ def assemble(node: Node, decode: Callable, slots: int, rows: np.ndarray | None =
         size = node.size
         inner = None if rows is None else (rows[:, None] * size + np.arange(size)).ravel()
         values = assemble(node.children[0], decode, slots * size, inner)
-        return _with_validity(pa.FixedSizeListArray.from_arrays(values, type=node.arrow_type), valid)
+        return _with_validity(pa.FixedSizeListArray.from_arrays(values, type=node.stored_type), valid)
     lengths = to_numpy(everything).astype(np.int64)  # (entries under NULL: 0 below)
     if everything.null_count:
         lengths[~validity(everything)] = 0
@@ -507,10 +381,10 @@ def assemble(node: Node, decode: Callable, slots: int, rows: np.ndarray | None =
         if keys.null_count:
             raise CorruptFileError(f"null map key in {node.name!r}")
         items = assemble(value, decode, total, inner)
-        return _with_validity(pa.MapArray.from_arrays(offsets_arr, keys, items, type=node.arrow_type), valid)
+        return _with_validity(pa.MapArray.from_arrays(offsets_arr, keys, items, type=node.stored_type), valid)
     values = assemble(node.children[0], decode, total, inner)
     cls = pa.LargeListArray if k == LARGE_LIST else pa.ListArray
-    return _with_validity(cls.from_arrays(offsets_arr, values, type=node.arrow_type), valid)
+    return _with_validity(cls.from_arrays(offsets_arr, values, type=node.stored_type), valid)
 
 
 def _declared(arr: pa.Array, node: Node) -> pa.Array:
@@ -544,15 +418,17 @@ def element_columns(nodes) -> set[int]:
     return out
 
 
-def filter_columns(nodes) -> dict[str, int]:
-    """Physical columns a filter may name: top-level leaves and the leaves under
-    structs only (their slots are rows), by dotted path."""
-    out: dict[str, int] = {}
+def filter_columns(nodes) -> list[tuple[str, int]]:
+    """Physical columns a filter may name, ``(dotted path, column)``: top-level leaves
+    and the leaves under structs only (their slots are rows; not under an extension
+    type's struct: its fields are the extension's). A path may repeat (Arrow allows
+    repeated field names); binding refuses a filter that names one of those."""
+    out: list[tuple[str, int]] = []
 
     def walk(node: Node, path: str) -> None:
         if node.kind == LEAF:
-            out[path] = node.column
-        elif node.kind == STRUCT:
+            out.append((path, node.column))
+        elif node.kind == STRUCT and node.ext is None:
             for c in node.children:
                 walk(c, f"{path}.{c.name}")
 
@@ -588,30 +464,26 @@ def project(nodes, names) -> list:
 
 def _find(nodes, name: str):
     """``(top-level index, remaining path)`` of ``name`` (an exact top-level name wins
-    over a dotted path)."""
-    for i, n in enumerate(nodes):
-        if n.name == name:
-            return i, ()
-    for i, n in enumerate(nodes):
-        if name.startswith(n.name + "."):
-            path = _struct_path(n, name[len(n.name) + 1:])
-            if path is not None:
-                return i, path
-    return None
+    over a dotted path); :class:`SchemaError` when it names more than one field."""
+    exact = [(i, ()) for i, n in enumerate(nodes) if n.name == name]
+    found = exact or [(i, path) for i, n in enumerate(nodes) if name.startswith(n.name + ".")
+                      for path in _struct_paths(n, name[len(n.name) + 1:])]
+    if len(found) > 1:
+        raise ambiguous_name(name, [n.name for n in nodes])
+    return found[0] if found else None
 
 
-def _struct_path(node: Node, rest: str):
-    if node.kind != STRUCT:
-        return None
-    for c in node.children:
-        if c.name == rest:
-            return (c.name,)
-    for c in node.children:
-        if rest.startswith(c.name + "."):
-            sub = _struct_path(c, rest[len(c.name) + 1:])
-            if sub is not None:
-                return (c.name, *sub)
-    return None
+def _struct_paths(node: Node, rest: str) -> list[tuple]:
+    """Every path of child names under struct ``node`` that ``rest`` spells (an exact
+    child name wins over a dotted path); more than one when names repeat. An extension
+    type's struct is read whole (its fields are not projected apart)."""
+    if node.kind != STRUCT or node.ext is not None:
+        return []
+    exact = [(c.name,) for c in node.children if c.name == rest]
+    if exact:
+        return exact
+    return [(c.name, *sub) for c in node.children if rest.startswith(c.name + ".")
+            for sub in _struct_paths(c, rest[len(c.name) + 1:])]
 
 
 def _prune(node: Node, path: tuple) -> Node:
@@ -746,6 +618,9 @@ def same_shape(a: pa.DataType, b: pa.DataType, same_leaf: Callable[[pa.DataType,
         return False
     if not is_nested(a):
         return same_leaf(a, b)
+    if is_nested_extension(a) or is_nested_extension(b):
+        return is_nested_extension(a) and is_nested_extension(b) and a.extension_name == b.extension_name \
+            and same_shape(a.storage_type, b.storage_type, same_leaf)
     kinds = [pa.types.is_struct, pa.types.is_map, pa.types.is_fixed_size_list, pa.types.is_large_list,
              pa.types.is_list, pa.types.is_union]
     if [k(a) for k in kinds] != [k(b) for k in kinds]:

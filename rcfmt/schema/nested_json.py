@@ -4,12 +4,15 @@ The tree itself and shredding are :mod:`rcfmt.schema.nested`.
 """
 from __future__ import annotations
 
+import base64
 from typing import Callable
 
 import pyarrow as pa
 
+from ..errors import UnsupportedError
 from .nested import (FIXED_SIZE_LIST, KINDS, LARGE_LIST, LEAF, LIST, MAP, MAX_DEPTH, MAX_LIST_SIZE, STRUCT, UNION,
-                     Node)
+                     Node, is_nested_extension)
+from .types import extension_key, extension_type
 
 __all__ = ["nodes_to_json", "nodes_from_json", "field_to_json", "field_from_json"]
 
@@ -24,11 +27,36 @@ def nodes_to_json(nodes) -> list:
             out["keys_sorted"] = True
         if n.kind == UNION:
             out["mode"], out["type_codes"] = n.mode, list(n.type_codes)
+        if n.ext is not None:  # (files that list "nested_extensions" in required_features)
+            out.update(_ext_json(n.ext))
         if n.children:
             out["children"] = [enc(c) for c in n.children]
         return out
 
     return [enc(n) for n in nodes]
+
+
+def has_extensions(nodes) -> bool:
+    """Whether a node of the trees ``nodes`` has an extension type (the file then
+    requires the feature ``nested_extensions``)."""
+    return any(n.ext is not None or has_extensions(n.children) for n in nodes)
+
+
+def _ext_json(ext: tuple) -> dict:
+    return {"extension_name": ext[0], "extension_metadata": base64.b64encode(ext[1]).decode("ascii")}
+
+
+def _ext_from_json(obj: dict, what: str) -> tuple | None:
+    """``(name, metadata)`` of a node's or field's extension keys (None without them)."""
+    if "extension_name" not in obj and "extension_metadata" not in obj:
+        return None
+    name, meta = obj.get("extension_name"), obj.get("extension_metadata")
+    if not isinstance(name, str) or not isinstance(meta, str):
+        raise ValueError(f"{what} has a malformed extension type")
+    try:
+        return name, base64.b64decode(meta, validate=True)
+    except ValueError:
+        raise ValueError(f"{what} has malformed extension metadata") from None
 
 
 def nodes_from_json(doc, columns) -> tuple:
@@ -44,6 +72,9 @@ def nodes_from_json(doc, columns) -> tuple:
         if depth > MAX_DEPTH or not isinstance(obj, dict):
             raise ValueError("malformed nested node")
         kind, col, name = obj.get("kind"), obj.get("column"), obj.get("name")
+        if isinstance(kind, str) and kind not in KINDS:  # (a later version's: refused by name)
+            raise UnsupportedError(f"nested node {name!r} is of kind {kind!r}, which this version of rcfmt does "
+                                   "not know")
         if kind not in KINDS or not isinstance(col, int) or isinstance(col, bool) or not isinstance(name, str):
             raise ValueError(f"malformed nested node {obj.get('name')!r}")
         if not 0 <= col < len(columns) or col in seen:
@@ -68,24 +99,23 @@ def nodes_from_json(doc, columns) -> tuple:
         size = obj.get("size", 0)
         if kind == FIXED_SIZE_LIST and (not isinstance(size, int) or not 0 < size <= MAX_LIST_SIZE):
             raise ValueError(f"fixed_size_list {name!r} has size {size!r}")
-        if kind in (STRUCT, UNION) and len({c.name for c in children}) != len(children):
-            raise ValueError(f"{kind} {name!r} has duplicate field names")
         mode, codes = obj.get("mode", ""), obj.get("type_codes", [])
         if kind == UNION and (mode not in ("sparse", "dense") or not isinstance(codes, list)
                               or len(codes) != len(children) or len(set(map(repr, codes))) != len(codes)
                               or not all(isinstance(c, int) and not isinstance(c, bool) and 0 <= c < 128
                                          for c in codes)):
             raise ValueError(f"union {name!r} has mode {mode!r} and type codes {codes!r}")
+        ext = _ext_from_json(obj, f"nested node {name!r}")
+        if ext is not None and kind == LEAF:  # (a leaf's extension is its column's type)
+            raise ValueError(f"nested leaf {name!r} has extension keys")
         leaf = columns[col].type.to_arrow() if kind == LEAF else None
         return Node(name, nullable, kind, col, children, leaf, size if kind == FIXED_SIZE_LIST else 0,
                     bool(obj.get("keys_sorted", False)), mode if kind == UNION else "",
-                    tuple(codes) if kind == UNION else ())
+                    tuple(codes) if kind == UNION else (), ext)
 
     nodes = tuple(dec(o, 0) for o in doc)
     if len(seen) != len(columns):
         raise ValueError("nested tree does not use every column")
-    if len({n.name for n in nodes}) != len(nodes):
-        raise ValueError("duplicate top-level field names")
     for n in nodes:
         try:
             n.arrow_type  # map keys must be non-nullable etc.: Arrow refuses bad shapes
@@ -96,8 +126,13 @@ def nodes_from_json(doc, columns) -> tuple:
 
 # ---------------------------------------------------------------------- fields
 def field_to_json(f: pa.Field, flat_type_json: Callable[[pa.DataType], dict]) -> dict:
-    """A field of any type as JSON (flat types as ``flat_type_json`` writes them)."""
+    """A field of any type as JSON (flat types as ``flat_type_json`` writes them; an
+    extension of a nested type as its storage's JSON with ``extension_name`` and
+    ``extension_metadata``)."""
     t = f.type
+    if is_nested_extension(t):
+        body = field_to_json(f.with_type(t.storage_type), flat_type_json)
+        return {**body, **_ext_json(extension_key(t))}
     if pa.types.is_struct(t):
         body = {"type": STRUCT, "fields": [field_to_json(c, flat_type_json) for c in t]}
     elif pa.types.is_union(t):
@@ -143,4 +178,8 @@ def field_from_json(obj: dict, flat_type: Callable[[dict], pa.DataType], depth: 
         t = (pa.large_list if kind == LARGE_LIST else pa.list_)(sub("item"))
     else:
         t = flat_type(obj)
+    ext = _ext_from_json(obj, f"field {obj['name']!r}") if kind in (STRUCT, UNION, MAP, FIXED_SIZE_LIST, LIST,
+                                                                     LARGE_LIST) else None
+    if ext is not None:
+        t = extension_type(ext, t)
     return pa.field(obj["name"], t, bool(obj.get("nullable", True)))

@@ -22,14 +22,10 @@ def storage_schema(schema: pa.Schema) -> tuple[pa.Schema, list[LogicalType | Non
     """The schema rcfmt stores (dictionary columns become their value type, string and
     binary views plain strings and binaries, inside nested types too) and the logical
     type of each flat field (None for a nested one)."""
-    names = schema.names
-    if len(set(names)) != len(names):
-        dup = sorted({n for n in names if names.count(n) > 1})
-        raise SchemaError(f"duplicate column names: {dup}")
     fields, types = [], []
     for f in schema:
-        if not isinstance(f.name, str) or not f.name:
-            raise SchemaError(f"column names must be non-empty strings, got {f.name!r}")
+        if not isinstance(f.name, str):
+            raise SchemaError(f"column names must be strings, got {f.name!r}")
         try:
             stored = nested.storage_type(f.type)
         except SchemaError as exc:
@@ -52,10 +48,6 @@ def physical_columns(schema: pa.Schema, types) -> tuple[tuple | None, list[tuple
     """The stored columns ``(name, type, nullable)`` of a storage schema, and the tree of
     every field when one of them is nested (None otherwise; see :mod:`rcfmt.schema.nested`)."""
     nodes, columns = nested.plan_schema(schema)
-    names = [c[0] for c in columns]
-    if len(set(names)) != len(names):
-        dup = sorted({n for n in names if names.count(n) > 1})
-        raise SchemaError(f"nested field paths collide with other columns: {dup}")
     return (nodes if any(t is None for t in types) else None), columns
 
 
@@ -65,3 +57,4 @@ def physical_schema(schema: pa.Schema) -> pa.Schema:
     stored, types = storage_schema(schema)
     _, columns = physical_columns(stored, types)
     return pa.schema([pa.field(n, t.to_arrow(), nullable) for n, t, nullable in columns])
+

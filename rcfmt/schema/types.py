@@ -20,8 +20,10 @@ binary                 binary / large_binary       VARBINARY
 Other Arrow types are *annotated* storage types (``LogicalType.annot`` / ``ext``;
 docs/FORMAT.md section 3.1): duration and date64 as int64, decimal32/decimal64 as
 int32/int64 (unscaled), decimal256 as binary (32-byte order-preserving keys), halffloat
-as float32, null as bool (all NULL), fixed_size_binary as binary, extension types as
-their storage. ``name`` is the storage type's, so everything below the Arrow boundary
+as float32, null as bool (all NULL), fixed_size_binary as binary, month_interval and
+day_time_interval as int32 and int64 (the same bytes: their arrays, which pyarrow cannot
+hold in Python, are relabeled a table at a time by :mod:`rcfmt.interop.cdata`),
+extension types as their storage. ``name`` is the storage type's, so everything below the Arrow boundary
 (encodings, statistics, pruning, evaluation) sees only the storage type;
 :mod:`rcfmt.schema.annotated` converts arrays at the boundary and :mod:`rcfmt.scan.bind`
 converts literals.
@@ -86,6 +88,13 @@ class LogicalType:
     annot: tuple | None = None
     #: an extension type over the above: ``(extension name, serialized metadata bytes)``
     ext: tuple | None = None
+    #: a run_end_encoded type whose values are the type the fields above describe: its
+    #: run-end type ("int16", "int32" or "int64"). Stored decoded, as its values (so
+    #: ``annot``/``ext`` stay the values' own: literals, statistics and filters are the
+    #: values'); see :attr:`values`
+    ree: str | None = None
+    #: an extension type over that run_end_encoded type: ``(name, metadata)``, as ``ext``
+    ree_ext: tuple | None = None
 
     # ---------------------------------------------------------------- properties
     # (cached: asked per column chunk and per page by readers and writers; a frozen
@@ -127,7 +136,12 @@ class LogicalType:
     @property
     def annotated(self) -> bool:
         """Whether the Arrow type is not the storage type's own (see ``annot``)."""
-        return self.annot is not None or self.ext is not None
+        return self.annot is not None or self.ext is not None or self.ree is not None
+
+    @cached_property
+    def values(self) -> "LogicalType":
+        """The values of a run_end_encoded type (``self`` when not one)."""
+        return self if self.ree is None else replace(self, ree=None, ree_ext=None)
 
     @cached_property
     def storage(self) -> "LogicalType":
@@ -140,7 +154,7 @@ class LogicalType:
     @cached_property
     def base(self) -> "LogicalType":
         """The type without its extension (``self`` when not an extension)."""
-        return self if self.ext is None else replace(self, ext=None)
+        return self if self.ext is None else replace(self, ext=None)  # (of a type without ``ree``)
 
     # ---------------------------------------------------------------- conversions
     def to_arrow(self) -> pa.DataType:
@@ -149,10 +163,12 @@ class LogicalType:
 
     @cached_property
     def _arrow(self) -> pa.DataType:
+        if self.ree_ext is not None:
+            return extension_type(self.ree_ext, replace(self, ree_ext=None).to_arrow())
+        if self.ree is not None:
+            return pa.run_end_encoded(_RUN_ENDS[self.ree], self.values.to_arrow())
         if self.ext is not None:
-            return _extension_type(self.ext, self.base.to_arrow())
-        if self.annot is not None and self.annot[0] == "run_end_encoded":
-            return pa.run_end_encoded(_RUN_ENDS[self.annot[1]], self.storage.to_arrow())
+            return extension_type(self.ext, self.base.to_arrow())
         if self.annot is not None:
             return _annotated_arrow(self.annot)
         if self.name == "bool":
@@ -174,12 +190,16 @@ class LogicalType:
         raise UnsupportedError(f"unknown logical type {self.name!r}")
 
     def to_json(self) -> dict:
+        if self.ree_ext is not None:
+            return {"type": "extension", "extension_name": self.ree_ext[0],
+                    "extension_metadata": base64.b64encode(self.ree_ext[1]).decode("ascii"),
+                    "storage": replace(self, ree_ext=None).to_json()}
+        if self.ree is not None:
+            return {"type": "run_end_encoded", "run_ends": self.ree, "values": self.values.to_json()}
         if self.ext is not None:
             return {"type": "extension", "extension_name": self.ext[0],
                     "extension_metadata": base64.b64encode(self.ext[1]).decode("ascii"),
                     "storage": self.base.to_json()}
-        if self.annot is not None and self.annot[0] == "run_end_encoded":
-            return {"type": "run_end_encoded", "run_ends": self.annot[1], "values": self.storage.to_json()}
         if self.annot is not None:
             kind = self.annot[0]
             out = {"type": kind}
@@ -238,12 +258,17 @@ def _logical_type_from_arrow(t: pa.DataType) -> LogicalType:
         return logical_type_from_arrow(t.value_type)
     if isinstance(t, pa.BaseExtensionType):
         return _extension_from_arrow(t)
-    if pa.types.is_run_end_encoded(t):
-        values = logical_type_from_arrow(t.value_type)
-        if values.annotated or pa.types.is_dictionary(t.value_type):
+    if pa.types.is_run_end_encoded(t):  # (values of any flat type; dictionaries decoded)
+        try:
+            vt = t.value_type
+            values = logical_type_from_arrow(_VIEW_VALUES[vt] if pa.types.is_string_view(vt)
+                                             or pa.types.is_binary_view(vt) else vt)
+        except SchemaError:
+            values = None
+        if values is None or values.ree is not None or str(t.run_end_type) not in _RUN_ENDS:
             raise SchemaError(f"unsupported column type {t}: run_end_encoded values of type {t.value_type} "
-                              "(run_end_encoded holds the types of docs/FORMAT.md section 3 only)")
-        return replace(values, annot=("run_end_encoded", str(t.run_end_type)))
+                              "(rcfmt stores run_end_encoded arrays of the flat types it stores)")
+        return replace(values, ree=str(t.run_end_type))
     annot = _annotation(t)
     if annot is not None:
         return _ANNOTATED_STORAGE[annot[0]](annot)
@@ -272,8 +297,8 @@ def _logical_type_from_arrow(t: pa.DataType) -> LogicalType:
 def same_logical_type(a: LogicalType, b: LogicalType) -> bool:
     """Whether ``a`` and ``b`` hold the same values (the offset width of strings and
     binary, ``large``, aside)."""
-    return (a.name, a.unit, a.tz, a.precision, a.scale, a.annot, a.ext) == \
-        (b.name, b.unit, b.tz, b.precision, b.scale, b.annot, b.ext)
+    return (a.name, a.unit, a.tz, a.precision, a.scale, a.annot, a.ext, a.ree, a.ree_ext) == \
+        (b.name, b.unit, b.tz, b.precision, b.scale, b.annot, b.ext, b.ree, b.ree_ext)
 
 
 def logical_type_from_json(obj: dict) -> LogicalType:
@@ -319,8 +344,14 @@ _ANNOTATED_STORAGE = {
     "float16": lambda a: LogicalType("float32", annot=a),         # widened exactly
     "fixed_size_binary": lambda a: LogicalType("binary", annot=a),
     "month_day_nano_interval": lambda a: LogicalType("binary", annot=a),  # 16 bytes: i32 months, i32 days, i64 ns
+    "month_interval": lambda a: LogicalType("int32", annot=a),    # i32 months, signed
+    # the 8 bytes {i32 days, i32 ms} as one little-endian i64: days in the low 32 bits, ms in the
+    # high 32 (its order serves equality only: a day has no fixed length, Arrow defines no order)
+    "day_time_interval": lambda a: LogicalType("int64", annot=a),
 }
 _RUN_ENDS = {"int16": pa.int16(), "int32": pa.int32(), "int64": pa.int64()}
+#: run_end_encoded values stored as another type (rcfmt.schema.tables.VIEW_STORAGE)
+_VIEW_VALUES = {pa.string_view(): pa.string(), pa.binary_view(): pa.binary()}
 #: extension types rcfmt knows apart from Python ``pa.ExtensionType`` subclasses (their
 #: serialized metadata is empty)
 _CANONICAL_EXTENSIONS = {"arrow.uuid": pa.uuid, "arrow.json": pa.json_, "arrow.bool8": pa.bool8}
@@ -345,7 +376,13 @@ def _annotation(t: pa.DataType) -> tuple | None:
         return ("fixed_size_binary", t.byte_width)
     if t == pa.month_day_nano_interval():
         return ("month_day_nano_interval",)
+    if t.id in _INTERVAL_KINDS:  # (pyarrow has no Python class for their arrays: rcfmt.interop.cdata)
+        return (_INTERVAL_KINDS[t.id],)
     return None
+
+
+#: Arrow type ids of the intervals pyarrow cannot wrap as arrays, by their JSON name
+_INTERVAL_KINDS = {21: "month_interval", 22: "day_time_interval"}
 
 
 def _annotated_arrow(a: tuple) -> pa.DataType:
@@ -364,6 +401,10 @@ def _annotated_arrow(a: tuple) -> pa.DataType:
         return pa.float16()
     if kind == "month_day_nano_interval":
         return pa.month_day_nano_interval()
+    if kind in ("month_interval", "day_time_interval"):
+        from ..interop import cdata
+
+        return cdata.month_interval() if kind == "month_interval" else cdata.day_time_interval()
     return pa.binary(a[1])
 
 
@@ -373,27 +414,42 @@ _SEEN_EXTENSIONS: dict = {}
 
 
 def _extension_from_arrow(t: pa.BaseExtensionType) -> LogicalType:
+    name, meta = extension_key(t)
+    try:
+        storage = logical_type_from_arrow(t.storage_type)
+    except SchemaError:
+        raise SchemaError(f"unsupported column type {t}: an extension of {t.storage_type} (rcfmt stores "
+                          "extensions of the flat and nested types it stores)") from None
+    if storage.ext is not None or pa.types.is_dictionary(t.storage_type) or t.storage_type.id in _INTERVAL_KINDS \
+            or (storage.ree is not None and not storage.to_arrow().equals(t.storage_type)):
+        # (a run_end_encoded storage is kept as it is: not one of dictionary or view values)
+        raise SchemaError(f"unsupported column type {t}: an extension of {t.storage_type}")
+    # (over run_end_encoded values: the extension of the run_end_encoded type, not of its values)
+    return replace(storage, ree_ext=(name, meta)) if storage.ree is not None else replace(storage, ext=(name, meta))
+
+
+def extension_key(t: pa.BaseExtensionType) -> tuple[str, bytes]:
+    """``(ARROW:extension:name, ARROW:extension:metadata)`` of extension type ``t``, or
+    :class:`SchemaError` when rcfmt cannot serialize it. The type is remembered, so a
+    file read back in this process has it even if pyarrow has not registered it."""
     name = t.extension_name
     if isinstance(t, pa.ExtensionType):  # a Python subclass
         meta = bytes(t.__arrow_ext_serialize__())
     elif name in _CANONICAL_EXTENSIONS:
         meta = b""
-    else:
-        raise SchemaError(f"unsupported column type {t}: the extension type {name!r} is not one rcfmt can "
-                          f"serialize (Python pyarrow.ExtensionType subclasses and "
-                          f"{sorted(_CANONICAL_EXTENSIONS)} are)")
-    try:
-        storage = logical_type_from_arrow(t.storage_type)
-    except SchemaError:
-        raise SchemaError(f"unsupported column type {t}: an extension of {t.storage_type} (rcfmt stores "
-                          "extensions of the flat types it stores)") from None
-    if storage.ext is not None or pa.types.is_dictionary(t.storage_type):
-        raise SchemaError(f"unsupported column type {t}: an extension of {t.storage_type}")
+    else:  # (C++ extensions, e.g. arrow.opaque: their metadata through the C data interface)
+        from ..interop.cdata import extension_metadata
+
+        exported = extension_metadata(t)
+        if exported is None or exported[0] != name:
+            raise SchemaError(f"unsupported column type {t}: the extension type {name!r} does not export its "
+                              "metadata through the Arrow C data interface")
+        meta = exported[1]
     _SEEN_EXTENSIONS[(name, meta)] = t
-    return replace(storage, ext=(name, meta))
+    return name, meta
 
 
-def _extension_type(ext: tuple, storage: pa.DataType) -> pa.DataType:
+def extension_type(ext: tuple, storage: pa.DataType) -> pa.DataType:
     """The extension type named ``ext`` over ``storage``: pyarrow's registered type of
     that name (canonical ones included), else one written in this process, else the
     storage type itself (the name is then lost: docs/FORMAT.md section 3)."""
@@ -421,22 +477,22 @@ def _annotated_from_json(obj: dict) -> LogicalType:
         run_ends, values = obj.get("run_ends"), obj.get("values")
         if run_ends not in _RUN_ENDS or not isinstance(values, dict):
             raise ValueError(f"malformed run_end_encoded type {obj!r}")
-        base = logical_type_from_json(values)
-        if base.annotated:
+        base = logical_type_from_json(values)  # (any type of section 3 or 3.1 but run_end_encoded)
+        if base.ree is not None:
             raise ValueError(f"malformed run_end_encoded type {obj!r}")
-        return replace(base, annot=("run_end_encoded", run_ends))
+        return replace(base, ree=run_ends)
     if kind == "extension":
         name, meta, storage = obj.get("extension_name"), obj.get("extension_metadata"), obj.get("storage")
         if not isinstance(name, str) or not isinstance(meta, str) or not isinstance(storage, dict):
             raise ValueError(f"malformed extension type {obj!r}")
         base = logical_type_from_json(storage)
-        if base.ext is not None:
+        if base.ree_ext is not None or (base.ext is not None and base.ree is None):
             raise ValueError(f"malformed extension type {obj!r}")
         try:
             raw = base64.b64decode(meta, validate=True)
         except ValueError:
             raise ValueError(f"malformed extension metadata {obj!r}") from None
-        return replace(base, ext=(name, raw))
+        return replace(base, ree_ext=(name, raw)) if base.ree is not None else replace(base, ext=(name, raw))
     if kind == "duration":
         if obj.get("unit") not in _TIME_UNITS:
             raise ValueError(f"malformed duration type {obj!r}")

@@ -436,3 +436,13 @@ def test_pushed_filters_use_bitmap_indexes(spark, pushdown, tmp_path):
            .option("filter", "mode = 'AIR' AND flag = 'R'").load(path))
     assert df2.count() == expected
     assert spark_datasource.read_scan_stats(stats_dir2).rows_selected_index == expected
+
+
+def test_a_file_with_repeated_names_is_refused_naming_them(spark, tmp_path):
+    """A file may repeat a column name (Arrow allows it); Spark resolves columns by name,
+    so the relation is refused when loaded, naming the repeated column."""
+    path = tmp_path / "dup.rcfmt"
+    rcfmt.write_table(pa.Table.from_arrays([pa.array([1, 2]), pa.array(["x", "y"]), pa.array([3, 4])],
+                                           names=["a", "a", "b"]), path)
+    with pytest.raises(Exception, match=r"column names \['a'\] repeat"):
+        spark.read.format("rcfmt").load(str(path)).schema
