@@ -19,7 +19,9 @@ import pytest
 import rcfmt
 
 ALLOWED = {"numpy", "pyarrow", "zstandard", "lz4", "orjson", "rcfmt", "cython_runtime"}
-FORBIDDEN_SUBMODULES = ("pyarrow.compute", "pyarrow.pandas_compat", "pyarrow.dataset", "pyarrow.parquet")
+FORBIDDEN_SUBMODULES = ("pyarrow.compute", "pyarrow.pandas_compat", "pyarrow.dataset", "pyarrow.parquet",
+                        # the object stores' modules: local paths need none of them (urllib, ipaddress, ...)
+                        "rcfmt.storage.s3", "rcfmt.storage.gcs", "rcfmt.storage.azure")
 
 _REPORT = """
 import json, sys
@@ -117,3 +119,5 @@ def test_the_count_sees_a_heavy_import():
         _check(_modules("import pandas"), "pandas")
     with pytest.raises(AssertionError, match="pyarrow.compute"):
         _check(_modules("import pyarrow.compute"), "compute")
+    with pytest.raises(AssertionError, match="rcfmt.storage.azure"):
+        _check(_modules("from rcfmt.storage import AZURE_SETTINGS"), "azure settings")

@@ -27,7 +27,6 @@ Import the public names from ``rcfmt.storage``; settings that are module constan
 """
 from __future__ import annotations
 
-from .azure import AZURE_SETTINGS, azure_settings, check_azure_settings
 from .base import ByteSink, ByteSource, DirectoryError
 from .commit import create_if_absent
 from .fetch import FetchOptions, check_fetch
@@ -35,10 +34,23 @@ from .objects import object_size, read_object, replace_object
 from .paths import is_remote, local_path, scheme_of
 from .registry import (COMMIT_SCHEMES, check_commit_support, delete_files, list_names, list_sizes, list_tree,
                        open_input, open_output, remote_kind)
-from .s3 import S3_SETTINGS, check_s3_settings, s3_settings
 
 __all__ = ["local_path", "open_input", "open_output", "object_size", "read_object", "replace_object", "ByteSource",
            "ByteSink", "DirectoryError", "is_remote", "remote_kind", "list_names", "list_sizes", "list_tree",
            "delete_files", "check_commit_support", "create_if_absent", "COMMIT_SCHEMES", "s3_settings",
            "check_s3_settings", "S3_SETTINGS", "scheme_of", "azure_settings", "check_azure_settings", "AZURE_SETTINGS",
            "FetchOptions", "check_fetch"]
+
+#: public names of the object stores' modules, imported on first use (a local read
+#: loads no store module: ``tests/test_cold_imports.py``)
+_LAZY = {"S3_SETTINGS": "s3", "check_s3_settings": "s3", "s3_settings": "s3",
+         "AZURE_SETTINGS": "azure", "azure_settings": "azure", "check_azure_settings": "azure"}
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)

@@ -28,10 +28,11 @@ creates commit a version (:func:`check_commit_support`,
 """
 from __future__ import annotations
 
+import importlib
 from types import ModuleType
 
 from ..errors import StorageError, UnsupportedError
-from . import arrow_fs, azure, gcs, local, s3
+from . import arrow_fs, local
 from .base import ByteSink, ByteSource, available, client_errors
 from .paths import URI, file_uri, fspath, inner_path, is_remote, scheme_of
 
@@ -39,19 +40,20 @@ __all__ = ["STORES", "COMMIT_SCHEMES", "store", "uses_client", "from_uri", "open
            "delete_files", "remote_kind", "list_tree", "remote_entries", "list_names", "list_sizes",
            "check_commit_support"]
 
-#: the object stores with a module of their own: scheme -> (the module, the client
-#: library it reads and commits with, that library's package, the extra that installs it)
-STORES = {"s3": (s3, "boto3", "boto3", "s3"),
-          "gs": (gcs, "google.cloud.storage", "google-cloud-storage", "gcs"),
-          "abfs": (azure, "azure.storage.blob", "azure-storage-blob", "azure")}
+#: the object stores with a module of their own: scheme -> (the module's name in this
+#: package, imported on first use: a local read never loads them; the client library it
+#: reads and commits with, that library's package, the extra that installs it)
+STORES = {"s3": ("s3", "boto3", "boto3", "s3"),
+          "gs": ("gcs", "google.cloud.storage", "google-cloud-storage", "gcs"),
+          "abfs": ("azure", "azure.storage.blob", "azure-storage-blob", "azure")}
 #: object stores whose conditional create rcfmt uses to commit dataset versions
 COMMIT_SCHEMES = ("s3", "gs", "abfs")
 
 
 def store(scheme: str) -> ModuleType:
     """The module of the object store ``scheme`` (:data:`STORES`; see
-    :class:`rcfmt.storage.base.Store`)."""
-    return STORES[scheme][0]
+    :class:`rcfmt.storage.base.Store`), imported on first use."""
+    return importlib.import_module(f"{__package__}.{STORES[scheme][0]}")
 
 
 def uses_client(uri: str) -> bool:
@@ -69,12 +71,13 @@ def from_uri(uri: str):
     import pyarrow.fs as pafs
 
     scheme = scheme_of(uri)
-    settings = s3.current_settings()
+    settings = store("s3").current_settings() if scheme == "s3" else None
     if settings and uri[:5].lower() == "s3://":
-        return s3.filesystem(settings), inner_path(uri)
+        return store("s3").filesystem(settings), inner_path(uri)
     if scheme == "gs" and "?" not in uri:  # (a query's options go to pyarrow's from_uri)
-        return gcs.filesystem(), inner_path(uri)
+        return store("gs").filesystem(), inner_path(uri)
     if scheme == "abfs":
+        azure = store("abfs")
         return azure.filesystem(azure.settings(azure.split_uri(uri)[0])), azure.inner_path(uri)
     try:
         return pafs.FileSystem.from_uri(uri)
@@ -123,7 +126,7 @@ def open_output(where, filesystem=None, *, atomic: bool = True) -> ByteSink:
     if m.group(1).lower() == "file":
         return local.LocalSink(file_uri(path))
     if scheme_of(path) == "abfs":  # block blobs appear whole when committed: atomic either way
-        return azure.BlobSink(path, check_directory=atomic)
+        return store("abfs").BlobSink(path, check_directory=atomic)
     fs, inner = from_uri(path)
     return arrow_fs.ArrowSink(fs, inner, path, atomic)
 
@@ -135,7 +138,7 @@ def delete_files(paths) -> None:
             if not is_remote(p):
                 local.delete(p)
             elif _azure_sdk(p):
-                azure.delete(p)
+                store("abfs").delete(p)
             else:
                 fs, inner = from_uri(p)
                 fs.delete_file(inner)
@@ -146,7 +149,7 @@ def delete_files(paths) -> None:
 def remote_kind(uri: str) -> str | None:
     """"file", "dir" or None (nothing there) for an object-store URI."""
     if _azure_sdk(uri):
-        return azure.kind(uri)
+        return store("abfs").kind(uri)
     fs, inner = from_uri(uri)
     return arrow_fs.kind(fs, inner, uri)
 
@@ -155,7 +158,7 @@ def list_tree(uri: str) -> list[tuple[str, float]]:
     """Every object below the object-store prefix ``uri``: ``(path relative to it,
     modification time in seconds since the epoch)``."""
     if _azure_sdk(uri):
-        return azure.tree(uri)
+        return store("abfs").tree(uri)
     fs, inner = from_uri(uri)
     return arrow_fs.tree(fs, inner, uri)
 
@@ -164,7 +167,7 @@ def remote_entries(directory: str) -> list:
     """The ``pyarrow.fs.FileInfo`` of each entry of an object-store ``directory`` (one
     listing request); empty if it does not exist."""
     if _azure_sdk(directory):
-        return azure.entries(directory)
+        return store("abfs").entries(directory)
     fs, inner = from_uri(directory)
     return arrow_fs.entries(fs, inner, directory)
 
