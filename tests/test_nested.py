@@ -425,7 +425,7 @@ def _lengths_table():
     (lambda d: d["nested"][0].__setitem__("kind", "struct"), "struct"),
     (lambda d: d["nested"][0].__setitem__("column", 5), "column"),
     (lambda d: d["nested"][0]["children"][0].__setitem__("column", 0), "column"),
-    (lambda d: d["nested"][1].__setitem__("children", []), "children"),
+    (lambda d: d["nested"][1].__setitem__("children", []), "every column"),  # (a struct may have none)
     (lambda d: d.__setitem__("required_features", []), "required feature"),
     (lambda d: d["nested"][0].__setitem__("kind", "fixed_size_list"), "int32 column"),
     (lambda d: d["nested"].pop(), "every column"),

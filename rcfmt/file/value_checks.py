@@ -45,9 +45,10 @@ def _checked_columns(node: nested.Node, columns) -> list[int]:
 
 
 def _has_lists(node: nested.Node) -> bool:
-    """Whether shredding ``node`` follows offsets (lists, maps, dense unions) it must check."""
-    return node.kind in (nested.LIST, nested.LARGE_LIST, nested.MAP) or node.mode == "dense" \
-        or any(_has_lists(c) for c in node.children)
+    """Whether shredding ``node`` follows offsets (lists, maps, dense unions), type codes
+    (unions), run ends or an extension's dictionaries that it must check."""
+    return node.kind in (nested.LIST, nested.LARGE_LIST, nested.MAP, nested.UNION) or node.ree is not None \
+        or node.ext_storage is not None or node.ree_ext_storage is not None or any(_has_lists(c) for c in node.children)
 
 
 def empty_nulls(arr):
@@ -152,7 +153,10 @@ def check_table(table: pa.Table, nodes, columns) -> set[int]:
                 continue
             base = 0
             for chunk in column.chunks:
-                found = _check_stored(chunk, columns[c].type)
+                try:
+                    found = _check_stored(chunk, columns[c].type)
+                except InvalidDataError as exc:  # (an extension's dictionary that does not decode)
+                    raise InvalidDataError(exc.reason, column=columns[c].name) from None
                 if found is True:
                     scrub.add(c)
                 elif found is not None:

@@ -440,13 +440,25 @@ class Writer:
         for node, column in zip(self._shred_nodes, block.columns):
             if node.kind == nested.LEAF:
                 out[node.column] = column
-            else:
-                nested.shred(one_array(column), node, out)
+                continue
+            try:
+                if column.num_chunks > 1 and nested.holds_dictionaries(column.type):
+                    # (an extension's dictionaries: chunk by chunk, as their dictionaries may not unify)
+                    nested.shred_chunks(column, node, out, [c.type for c in self._columns])
+                else:
+                    nested.shred(one_array(column), node, out)
+            except nested.SlotError as exc:  # (what only a whole block shows: an extension's dictionaries)
+                raise InvalidDataError(exc.reason, column=self._columns[exc.column].name) from None
         return [out[i] for i in range(len(self._columns))]
 
     def _encode_column(self, arrays: list, i: int, block: int, hint=None):
         col = self._columns[i]
-        values, valid = from_arrow(empty_nulls(arrays[i]) if i in self._scrub else arrays[i], col.type)
+        try:
+            values, valid = from_arrow(empty_nulls(arrays[i]) if i in self._scrub else arrays[i], col.type)
+        except InvalidDataError as exc:  # (what only a whole block shows: an extension's dictionaries)
+            if exc.column is not None:
+                raise
+            raise InvalidDataError(exc.reason, column=col.name) from None
         request = None if i in self._element_ids else self.options.bitmaps.requested(col.name)
         # an auto filter hopeless in the last block that built one is not hashed again
         # (filters never kept took ~13% of a 1-thread lineitem write)

@@ -20,7 +20,7 @@ from .._native import footer as _footer
 from ..errors import CorruptFileError, UnsupportedError
 from ..index.bitmap.layout import DIRECTORY_RECORD
 from ..schema.nested import element_columns
-from ..schema.nested_json import has_extensions, nodes_from_json, nodes_to_json
+from ..schema.nested_json import nodes_from_json, nodes_to_json, tree_features
 from ..schema.types import LogicalType, logical_type_from_json
 from .layout import (
     BLOCK_RECORD,
@@ -121,13 +121,24 @@ def _encode_metadata(metadata: dict[str, bytes]) -> list:
 
 def required_features(meta: FileMetaData) -> list[str]:
     """The features a file of ``meta`` needs its reader to know (docs/FORMAT.md §5)."""
+    tree = [] if meta.nested is None else tree_features(meta.nested)
     features = [] if meta.nested is None else ["nested"]
-    if meta.nested is not None and has_extensions(meta.nested):  # (extension types over nested ones, §3a)
+    if "nested_extensions" in tree:  # (extension types over nested ones, §3a)
         features.append("nested_extensions")
     names = [c.name for c in meta.columns]
     if len(set(names)) != len(names):
         features.append("duplicate_names")
+    # (structs and unions without fields, run_end_encoded nested fields: §3a; extensions whose
+    # storage holds dictionaries or views, flat or nested: §3.1, §3a)
+    features += [f for f in ("empty_nested", "nested_run_end_encoded") if f in tree]
+    if "extension_storage" in tree or any(_declares_storage(c.type) for c in meta.columns):
+        features.append("extension_storage")
     return features
+
+
+def _declares_storage(ltype: LogicalType) -> bool:
+    """Whether a column's type records an extension's declared storage (``arrow_storage``)."""
+    return ltype.ext_storage is not None or ltype.ree_ext_storage is not None
 
 
 def serialize_footer(meta: FileMetaData) -> bytes:
@@ -342,13 +353,19 @@ def _build_schema(doc: dict, encodings_ok, duplicates: bool) -> _Schema:
         metadata[str(item["key"])] = value
     physical = pa.schema(fields, metadata=metadata or None)
     element = np.zeros(len(columns), np.uint8)
+    required = doc.get("required_features", [])
+    if "extension_storage" not in required and any(_declares_storage(c.type) for c in columns):
+        raise _fail("an extension's arrow_storage without the 'extension_storage' required feature")
     nested = None
     if "nested" in doc:
-        if "nested" not in doc.get("required_features", []):
+        if "nested" not in required:
             raise _fail("nested fields without the 'nested' required feature")
         nested = nodes_from_json(doc["nested"], columns)
-        if has_extensions(nested) and "nested_extensions" not in doc.get("required_features", []):
+        missing = [f for f in tree_features(nested) if f not in required]
+        if missing == ["nested_extensions"]:
             raise _fail("extension types of nested fields without the 'nested_extensions' required feature")
+        if missing:
+            raise _fail(f"nested fields that need the required features {missing}, which the file does not list")
         element[sorted(element_columns(nested))] = 1
         logical = pa.schema([n.field for n in nested], metadata=metadata or None)
     else:

@@ -18,7 +18,8 @@ TAIL = struct.Struct("<QI4s")  # footer length, footer crc32, magic
 TAIL_SIZE = TAIL.size  # 16
 
 #: features a file may list in "required_features"; a reader refuses unknown ones
-KNOWN_FEATURES: frozenset[str] = frozenset({"nested", "duplicate_names", "nested_extensions"})
+KNOWN_FEATURES: frozenset[str] = frozenset({"nested", "duplicate_names", "nested_extensions", "empty_nested",
+                                           "nested_run_end_encoded", "extension_storage"})
 
 # -------------------------------------------------------------------- page header
 PAGE_HEADER = struct.Struct("<BBBBIIIIIII")

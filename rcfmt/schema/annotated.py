@@ -26,7 +26,7 @@ from ..errors import CorruptFileError, InvalidDataError, UnsupportedError
 from .types import LogicalType
 
 __all__ = ["to_storage", "from_storage", "decimal256_key", "key_decimal256", "int_key", "shown", "RELABELED",
-           "pack_day_time", "unpack_day_time"]
+           "pack_day_time", "unpack_day_time", "decoded", "encoded"]
 
 #: annotated kinds whose arrays pyarrow cannot hold: converted at the table/batch level
 #: (rcfmt.interop.cdata), their storage arrays passed through here
@@ -109,14 +109,30 @@ def int_key(v: int) -> bytes:
 def to_storage(arr, ltype: LogicalType, check: bool = False) -> pa.Array:
     """``arr`` (of ``ltype.to_arrow()``, or its dictionary) as an array of
     ``ltype.storage.to_arrow()``. ``check`` (a writer's): a decimal beyond its
-    precision, which a reader would refuse, raises :class:`InvalidDataError`."""
+    precision, which a reader would refuse, raises :class:`InvalidDataError`; so do
+    values of an extension over dictionaries that a reader could not encode again
+    (more distinct values in ``arr`` than the declared index type addresses)."""
+    out = _to_storage(arr, ltype, check)
+    if check and (ltype.ext_storage or ltype.ree_ext_storage) and len(out):
+        try:
+            from_storage(out, ltype)
+        except pa.ArrowInvalid as exc:
+            raise InvalidDataError(f"the values of one block cannot be encoded as {ltype.to_arrow().storage_type} "
+                                   f"again ({exc}): write smaller blocks (block_rows)") from None
+    return out
+
+
+def _to_storage(arr, ltype: LogicalType, check: bool) -> pa.Array:
+    if isinstance(arr, pa.ChunkedArray) and arr.num_chunks > 1 and (ltype.ext_storage or ltype.ree_ext_storage):
+        # (each chunk decoded first: the dictionaries of an extension's storage may not unify)
+        return _one(pa.chunked_array([_to_storage(c, ltype, check) for c in arr.chunks], ltype.storage.to_arrow()))
     arr = _one(arr)
     if pa.types.is_dictionary(arr.type):
         arr = arr.dictionary_decode()
     if ltype.ree is not None:  # (then its values, as below)
         arr, ltype = ree_decode(arr), ltype.values
     if isinstance(arr.type, pa.BaseExtensionType):
-        arr = arr.storage
+        arr = decoded(arr.storage)
     if ltype.annot is None:
         return arr
     kind = ltype.annot[0]
@@ -160,11 +176,54 @@ def ree_decode(arr) -> pa.Array:
     values = arr.values  # (the physical values: ``arr`` holds the window)
     if isinstance(values.type, pa.BaseExtensionType):
         values = values.storage
-    if pa.types.is_dictionary(values.type):
-        values = values.dictionary_decode()
-    if values is not arr.values:  # (run_end_decode has no kernel for dictionary or extension values)
+    values = decoded(values)
+    if values is not arr.values:  # (run_end_decode has no kernel for dictionary, view or extension values)
         arr = pa.RunEndEncodedArray.from_arrays(arr.run_ends, values).slice(arr.offset, len(arr))
     return _clean_nulls(pc.run_end_decode(arr))
+
+
+_VIEWS = {pa.string_view(): pa.string(), pa.binary_view(): pa.binary()}
+
+
+def decoded(arr: pa.Array) -> pa.Array:
+    """``arr`` (a flat array, as an extension may declare its storage) as rcfmt stores it:
+    a dictionary decoded, a string or binary view as its offset form (``arr`` itself
+    otherwise). Indices outside the dictionary raise :class:`InvalidDataError`."""
+    if pa.types.is_dictionary(arr.type):
+        try:
+            return decoded(arr.dictionary_decode())
+        except (pa.ArrowIndexError, pa.ArrowInvalid) as exc:
+            raise InvalidDataError(f"dictionary-encoded values do not decode: {exc}") from None
+    if not isinstance(arr.type, pa.BaseExtensionType) and arr.type in _VIEWS:
+        return arr.cast(_VIEWS[arr.type])
+    return arr
+
+
+def encoded(arr: pa.Array, t: pa.DataType) -> pa.Array:
+    """``arr`` (of a flat type as rcfmt stores it) as an array of ``t``, the type it was
+    declared as (:func:`decoded` undone): dictionaries encoded again (their entries in
+    order of first use; ``ArrowInvalid`` when more values than ``t``'s index type
+    addresses), views cast back, run_end_encoded values so encoded in turn."""
+    if arr.type.equals(t):
+        return arr
+    if pa.types.is_dictionary(t):
+        values = encoded(arr, t.value_type)
+        try:
+            enc = values.dictionary_encode()
+            dictionary = enc.dictionary
+        except pa.ArrowNotImplementedError:  # (decimal32/64: encoded as integers of their width)
+            width = values.type.bit_width
+            enc = values.view(pa.type_for_alias(f"int{width}")).dictionary_encode()
+            dictionary = enc.dictionary.view(values.type)
+        indices = enc.indices.cast(t.index_type)  # (ArrowInvalid beyond the index type)
+        return pa.DictionaryArray.from_arrays(indices, dictionary, ordered=t.ordered)
+    if pa.types.is_run_end_encoded(t) and pa.types.is_run_end_encoded(arr.type):
+        values = encoded(arr.values, t.value_type)
+        return pa.RunEndEncodedArray.from_arrays(arr.run_ends, values, type=t).slice(arr.offset, len(arr))
+    if isinstance(t, pa.BaseExtensionType):
+        storage = arr.storage if isinstance(arr.type, pa.BaseExtensionType) else arr
+        return pa.ExtensionArray.from_storage(t, encoded(storage, t.storage_type))
+    return arr.cast(t)
 
 
 def _clean_nulls(arr: pa.Array) -> pa.Array:
@@ -221,7 +280,7 @@ def from_storage(arr: pa.Array, ltype: LogicalType) -> pa.Array:
     if ltype.ext is not None:
         t = ltype.to_arrow()
         if isinstance(t, pa.BaseExtensionType):
-            arr = pa.ExtensionArray.from_storage(t, arr)
+            arr = pa.ExtensionArray.from_storage(t, encoded(arr, t.storage_type) if ltype.ext_storage else arr)
     return arr
 
 
@@ -242,7 +301,7 @@ def _ree_from_storage(arr: pa.Array, ltype: LogicalType) -> pa.Array:
     if ltype.ree_ext is not None:
         t = ltype.to_arrow()
         if isinstance(t, pa.BaseExtensionType):
-            out = pa.ExtensionArray.from_storage(t, out)
+            out = pa.ExtensionArray.from_storage(t, encoded(out, t.storage_type) if ltype.ree_ext_storage else out)
     return out
 
 
@@ -340,7 +399,7 @@ def first_beyond_precision(arr, ltype: LogicalType) -> tuple[int, str] | None:
     if ltype.ree is not None:  # (its values, a slot per row)
         arr, ltype = ree_decode(arr), ltype.values
     if isinstance(arr.type, pa.BaseExtensionType):
-        arr = arr.storage
+        arr = decoded(arr.storage)
     try:
         if ltype.annot[0] == "date64":
             _check_whole_days(arr, InvalidDataError)

@@ -115,12 +115,12 @@ def filter_rows(data, mask):
 
 def from_arrow(arr: pa.Array, ltype: LogicalType) -> tuple[ColumnValues, np.ndarray | None]:
     """Storage values and validity (None when there are no nulls) of one Arrow array."""
+    if ltype.annotated:  # (an Arrow type stored as another: rcfmt.schema.annotated; chunks converted first)
+        from .annotated import to_storage
+        arr, ltype = to_storage(arr, ltype, check=True), ltype.storage
     arr = one_array(arr)
     if pa.types.is_dictionary(arr.type):
         arr = arr.dictionary_decode()
-    if ltype.annotated:  # (an Arrow type stored as another: rcfmt.schema.annotated)
-        from .annotated import to_storage
-        arr, ltype = to_storage(arr, ltype, check=True), ltype.storage
     n, off = len(arr), arr.offset
     bufs = arr.buffers()
     valid = None
@@ -160,6 +160,19 @@ def validity(arr) -> np.ndarray:
         return np.ones(n, bool)
     buf = arr.buffers()[0]
     return _bits(buf, arr.offset, n).copy() if buf is not None else np.zeros(n, bool)
+
+
+def struct_fields(arr: pa.StructArray) -> list[pa.Array]:
+    """The children of struct array ``arr`` in its window, each NULL where the struct
+    is (``StructArray.flatten``), except a union child, which has no validity of its own
+    and is returned as it is: Arrow's flatten gives a union child a validity bitmap,
+    which pyarrow 26 then aborts the process on (``array_nested.cc: Check failed``)."""
+    if arr.buffers()[0] is None or not any(pa.types.is_union(f.type) for f in arr.type):
+        return arr.flatten()  # (a validity bitmap, even without a NULL in the window, is ANDed in)
+    nulls = bool_array(~validity(arr))
+    return [arr.field(i) if pa.types.is_union(f.type)
+            else pa.StructArray.from_arrays([arr.field(i)], fields=[f], mask=nulls).flatten()[0]
+            for i, f in enumerate(arr.type)]
 
 
 def fill_null_slots(values: ColumnValues, valid: np.ndarray | None) -> ColumnValues:

@@ -17,12 +17,15 @@ columns*. A row column under structs is null wherever one of those structs is nu
 it is a flat column of its own: filters, statistics, page indexes and bloom filters
 work on it unchanged (``col("payload.user.id") == 42``). The tree is recorded in the
 footer under the JSON key ``nested``. An extension type over a nested type is its
-storage's node carrying the extension's name and metadata (``Node.ext``); the arrays
-shredded here are in their stored form (:mod:`rcfmt.schema.nested_storage`).
+storage's node carrying the extension's name and metadata (``Node.ext``; its declared
+storage, when that holds dictionaries or views, in ``Node.ext_storage``), a
+run_end_encoded one its values' node carrying the run-end type (``Node.ree``, and an
+extension over that in ``Node.ree_ext``): the *wrappers* of the node's type, which
+shredding takes off and assembling puts back. The arrays shredded here are in their
+stored form (:mod:`rcfmt.schema.nested_storage`).
 """
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Callable
@@ -31,16 +34,22 @@ import numpy as np
 import pyarrow as pa
 
 from ..encodings.base import ColumnValues
-from ..errors import CorruptFileError, SchemaError
-from .arrow_io import filter_rows, take, to_arrow, to_numpy, validity
-from .types import LogicalType, extension_key, extension_type, logical_type_from_arrow
+from ..errors import CorruptFileError, InvalidDataError, SchemaError
+from .annotated import from_storage
+from .annotated import to_storage as annotated_to_storage
+from .arrow_io import filter_rows, one_array, struct_fields, take, to_arrow, to_numpy, validity
+from .types import LogicalType, extension_key, logical_type_from_arrow, resolved_extension
 from .names import ambiguous_name
 # (the storage form of nested arrays, shredded here: dictionaries decoded, views as lists)
-from .nested_storage import is_nested, is_nested_extension, storage_type, to_storage
-from .nested_storage import type_ids as _type_ids
+from .nested_storage import encode_as, is_nested, is_nested_extension, storage_type, to_storage
+from .nested_runs import decode_runs, encode_runs
+# (what filters and datasets see of nested schemas: re-exported for them)
+from .nested_schemas import bind_schema, filter_schema, row_struct, same_shape
+from .nested_runs import type_ids as _type_ids
 
 __all__ = ["Node", "is_nested", "is_nested_extension", "storage_type", "to_storage", "plan_columns", "shred",
-           "assemble", "project"]
+           "assemble", "project", "row_struct", "filter_schema", "bind_schema", "same_shape", "holds_dictionaries",
+           "shred_chunks"]
 
 STRUCT, LIST, LARGE_LIST, FIXED_SIZE_LIST, MAP, LEAF = "struct", "list", "large_list", "fixed_size_list", "map", "leaf"
 UNION = "union"
@@ -52,6 +61,7 @@ MAX_LIST_SIZE = 1 << 20
 # (arrays are built from buffers: pyarrow's conversions of numpy import pandas on first use)
 _BOOL = LogicalType("bool")
 _LENGTHS = {False: LogicalType("int32"), True: LogicalType("int64")}
+RUN_ENDS = {"int16": pa.int16(), "int32": pa.int32(), "int64": pa.int64()}
 
 
 @dataclass(frozen=True)
@@ -70,15 +80,48 @@ class Node:
     type_codes: tuple = ()  # union: the code of each child
     #: an extension type over the node's (nested) type: ``(name, serialized metadata)``
     ext: tuple | None = None
+    #: the storage type of ``ext`` as Arrow declares it, when it is not :attr:`stored_type`
+    #: (it holds dictionaries or views, stored decoded)
+    ext_storage: pa.DataType | None = None
+    #: a run_end_encoded type over the above: its run-end type ("int16", "int32", "int64")
+    ree: str | None = None
+    #: an extension type over that run_end_encoded type, and its declared storage, as ``ext``
+    ree_ext: tuple | None = None
+    ree_ext_storage: pa.DataType | None = None
 
     @cached_property
     def arrow_type(self) -> pa.DataType:
-        """The node's Arrow type: the extension type over :attr:`stored_type` when the
-        node has one (the registered type, else one written in this process, else
-        :attr:`stored_type` itself, as for flat extensions)."""
-        if self.ext is None:
-            return self.stored_type
-        return extension_type(self.ext, self.stored_type)
+        """The node's Arrow type: :attr:`stored_type` in its wrappers -- the extension
+        type over it when the node has one (the registered type, else one written in this
+        process, else :attr:`stored_type` itself, as for flat extensions), the
+        run_end_encoded type over that, an extension over that."""
+        return self.wrapped_types[-1]
+
+    @cached_property
+    def wrapped_types(self) -> tuple:
+        """:attr:`stored_type`, then the type each wrapper makes of it (the extension,
+        the run_end_encoded type, the extension over that), in that order."""
+        t = self.stored_type
+        out = [t]
+        if self.ext is not None:
+            out.append(resolved_extension(self.ext, self.ext_storage, out[-1]))
+        if self.ree is not None:
+            out.append(pa.run_end_encoded(RUN_ENDS[self.ree], out[-1]))
+        if self.ree_ext is not None:
+            out.append(resolved_extension(self.ree_ext, self.ree_ext_storage, out[-1]))
+        return tuple(out)
+
+    @property
+    def wrapped(self) -> bool:
+        """Whether the node's type wraps its kind's (an extension, a run_end_encoded type)."""
+        return self.ext is not None or self.ree is not None
+
+    @property
+    def row_slots(self) -> bool:
+        """Whether the node's stored column has NULLs only where the field is NULL as
+        declared (False below a run_end_encoded type, whose values are NULL where its
+        field is declared non-nullable)."""
+        return self.nullable or self.ree is not None
 
     @property
     def stored_type(self) -> pa.DataType:
@@ -127,18 +170,26 @@ def plan_columns(field: pa.Field, first: int) -> tuple[Node, list[tuple[str, Log
                 ext = extension_key(t)
             except SchemaError as exc:
                 raise SchemaError(f"field {path!r}: {exc}") from None
-            return replace(walk(f.with_type(t.storage_type), path, inherited_nulls, depth), ext=ext)
+            decoded = storage_type(t.storage_type)  # (dictionaries, views: stored decoded)
+            declared = None if decoded.equals(t.storage_type) else t.storage_type
+            node = walk(f.with_type(decoded), path, inherited_nulls, depth)
+            if node.ree is not None and node.ree_ext is None:  # (an extension of a run_end_encoded type)
+                return replace(node, ree_ext=ext, ree_ext_storage=declared)
+            if node.ext is not None or node.ree is not None:  # (no Arrow format carries them)
+                raise SchemaError(f"field {path!r} is an extension of an extension type ({t})")
+            return replace(node, ext=ext, ext_storage=declared)
+        if pa.types.is_run_end_encoded(t) and is_nested(t):  # its values' node, with the run-end type
+            node = walk(pa.field(f.name, t.value_type), path, inherited_nulls, depth)
+            if node.ree is not None:
+                raise SchemaError(f"field {path!r} is a run_end_encoded type of run_end_encoded values ({t})")
+            return replace(node, nullable=f.nullable, ree=str(t.run_end_type))
         col = first + len(columns)
         nullable = f.nullable or inherited_nulls
-        if pa.types.is_struct(t):
-            if t.num_fields == 0:  # (docs/FORMAT.md §3a: a reader refuses a struct without fields)
-                raise SchemaError(f"field {path!r} is a struct without fields, which cannot be stored")
+        if pa.types.is_struct(t):  # (a struct without fields: its presence alone)
             columns.append((path, LogicalType("bool"), nullable))
             kids = tuple(walk(c, f"{path}.{c.name}", nullable, depth + 1) for c in t)
             return Node(f.name, f.nullable, STRUCT, col, kids)
-        if pa.types.is_union(t):
-            if t.num_fields == 0:
-                raise SchemaError(f"field {path!r} is a union without fields, which cannot be stored")
+        if pa.types.is_union(t):  # (a union without fields: its type codes alone, of empty arrays)
             # the type code of every slot (a union has no validity of its own); each child
             # at every slot, NULL where another child is chosen
             columns.append((path, LogicalType("int8"), False))
@@ -186,18 +237,20 @@ def shred(arr: pa.Array, node: Node, out: dict[int, pa.Array]) -> None:
     if k == LEAF:
         out[node.column] = arr if arr.type == node.leaf_type else arr.cast(node.leaf_type)
         return
-    if node.ext is not None and isinstance(arr.type, pa.BaseExtensionType):
-        arr = arr.storage
+    if node.wrapped:
+        arr = _unwrapped(arr, node)
     n = len(arr)
     if k == UNION:
-        out[node.column] = _type_ids(arr)
+        codes = _type_ids(arr)
+        _check_type_codes(codes, node)
+        out[node.column] = codes
         for child, values in zip(node.children, _row_children(arr, node.column)):
             shred(values, child, out)
         return
     if k in (STRUCT, FIXED_SIZE_LIST):
         out[node.column] = _presence(arr)
         if k == STRUCT:  # children null where the struct is null
-            for child, values in zip(node.children, arr.flatten()):
+            for child, values in zip(node.children, struct_fields(arr)):
                 shred(values, child, out)
         else:  # every slot of every list, null lists included
             size = node.size
@@ -215,6 +268,100 @@ def shred(arr: pa.Array, node: Node, out: dict[int, pa.Array]) -> None:
         shred(flat.field(1), node.children[1], out)
     else:
         shred(flat, node.children[0], out)
+
+
+def _check_type_codes(codes: pa.Array, node: Node) -> None:
+    """:class:`SlotError` at the first of a union's type codes that it does not declare
+    (Arrow's full validation refuses them; a reader would)."""
+    known = np.isin(to_numpy(codes), np.asarray(node.type_codes, np.int8))
+    if not known.all():
+        at = int(np.argmin(known))
+        raise SlotError(node.column, at, f"type code {codes[at].as_py()} is not among the union's "
+                                         f"{list(node.type_codes)}")
+
+
+def _unwrapped(arr: pa.Array, node: Node) -> pa.Array:
+    """``arr`` (of ``node``'s Arrow type) as its kind's stored type: out of an extension
+    over a run_end_encoded type, its runs decoded, out of its extension, its declared
+    storage decoded. Run ends or dictionary indices Arrow's validation refuses raise
+    :class:`SlotError` (of ``node``'s column)."""
+    declared = None
+    try:
+        if node.ree_ext is not None and isinstance(arr.type, pa.BaseExtensionType):
+            arr = arr.storage
+        if node.ree is not None:
+            arr = decode_runs(arr)
+        if node.ext is not None and isinstance(arr.type, pa.BaseExtensionType):
+            arr = arr.storage
+        if not arr.type.equals(node.stored_type):  # (an extension's storage of dictionaries or views)
+            declared = arr.type
+            arr = to_storage(arr, node.stored_type)
+            encode_as(arr, declared)  # (as a reader will: the indices must address the block's values)
+    except InvalidDataError as exc:
+        raise SlotError(node.column, exc.row or 0, exc.reason) from None
+    except pa.ArrowIndexError as exc:  # (Arrow's cast of a dictionary below: indices outside it)
+        raise SlotError(node.column, 0, f"dictionary-encoded values do not decode: {exc}") from None
+    except pa.ArrowInvalid as exc:
+        if declared is None:
+            raise
+        raise SlotError(node.column, 0, f"the values of one block cannot be encoded as {declared} again ({exc}): "
+                                        "write smaller blocks (block_rows)") from None
+    return arr
+
+
+def _wrap(arr: pa.Array, node: Node) -> pa.Array:
+    """``arr`` (of ``node``'s stored type) in ``node``'s wrappers (:meth:`Node.wrapped_types`)."""
+    types = iter(node.wrapped_types[1:])
+    if node.ext is not None:
+        t = next(types)
+        if isinstance(t, pa.BaseExtensionType):  # (else its storage, decoded: an extension this process does not know)
+            arr = pa.ExtensionArray.from_storage(t, encode_as(arr, t.storage_type))
+    if node.ree is not None:
+        arr = encode_runs(arr, next(types).run_end_type)
+    if node.ree_ext is not None:
+        t = next(types)
+        if isinstance(t, pa.BaseExtensionType):
+            arr = pa.ExtensionArray.from_storage(t, encode_as(arr, t.storage_type))
+    return arr
+
+
+def shred_chunks(column: pa.ChunkedArray, node: Node, out: dict[int, pa.Array], ltypes: list) -> None:
+    """:func:`shred` of ``column`` (one block, of ``node``'s type) chunk by chunk, each
+    stored column's parts chunks of one chunked array: for an extension's dictionaries,
+    which Arrow may not concatenate (it unifies no dictionaries holding NULLs). The
+    block is then assembled as a reader will assemble it (``ltypes``: the logical type of
+    each stored column); an extension's storage that cannot be encoded again (more
+    distinct values than a dictionary's index type addresses) raises :class:`SlotError`."""
+    parts: list[dict] = [{} for _ in column.chunks]
+    for chunk, part in zip(column.chunks, parts):
+        shred(chunk, node, part)
+    merged = {c: pa.chunked_array([p[c] for p in parts], parts[0][c].type) for c in parts[0]}
+
+    def decode(col: int, slots: int, selected) -> pa.Array:
+        arr, ltype = merged[col], ltypes[col]
+        if ltype.annotated and holds_dictionaries(arr.type):  # (a leaf's: decoded chunk by chunk, as read)
+            return from_storage(annotated_to_storage(arr, ltype), ltype)
+        return one_array(arr)
+
+    try:
+        assemble(node, decode, len(column))
+    except pa.ArrowInvalid as exc:
+        raise SlotError(node.column, 0, f"the values of one block cannot be encoded as their extension's storage "
+                                        f"again ({exc}): write smaller blocks (block_rows)") from None
+    out.update(merged)
+
+
+def holds_dictionaries(t: pa.DataType) -> bool:
+    """Whether a dictionary type sits anywhere in ``t`` (a storage type: in an extension's
+    storage), whose arrays' chunks may not concatenate (Arrow unifies no dictionaries
+    holding NULLs, nor beyond their index type)."""
+    if pa.types.is_dictionary(t):
+        return True
+    if isinstance(t, pa.BaseExtensionType):
+        return holds_dictionaries(t.storage_type)
+    if pa.types.is_run_end_encoded(t):
+        return holds_dictionaries(t.value_type)
+    return any(holds_dictionaries(t.field(i).type) for i in range(t.num_fields))
 
 
 def _elements(values: pa.Array, offsets: np.ndarray, nulls: np.ndarray | None) -> pa.Array:
@@ -322,13 +469,9 @@ def assemble(node: Node, decode: Callable, slots: int, rows: np.ndarray | None =
     rows need. Counts read from the file are checked before they size anything: list
     lengths are non-negative and add up to what the element columns hold (``decode``
     checks that against their pages). A node with an extension type gives an array of
-    that type (over its stored type's)."""
+    that type (over its stored type's), a run_end_encoded one in maximal runs."""
     arr = _assemble(node, decode, slots, rows)
-    if node.ext is not None:
-        t = node.arrow_type
-        if isinstance(t, pa.BaseExtensionType):
-            return pa.ExtensionArray.from_storage(t, arr)
-    return arr
+    return _wrap(arr, node) if node.wrapped else arr
 
 
 def _assemble(node: Node, decode: Callable, slots: int, rows: np.ndarray | None) -> pa.Array:
@@ -345,10 +488,13 @@ def _assemble(node: Node, decode: Callable, slots: int, rows: np.ndarray | None)
         own = everything if rows is None else everything.take(to_arrow(ColumnValues(rows), None, _LENGTHS[True]))
     # a field declared non-nullable is null only where a struct above it is: Arrow wants no
     # validity there (the struct's own says it)
-    valid = validity(own) if own.null_count and node.nullable else None
+    valid = validity(own) if own.null_count and node.row_slots else None
     n = len(own)
     if k == STRUCT:
         children = [assemble(c, decode, slots, rows) for c in node.children]
+        if not children:  # (a struct without fields: its length and validity alone)
+            bits = None if valid is None else pa.py_buffer(np.packbits(valid, bitorder="little"))
+            return pa.Array.from_buffers(node.stored_type, n, [bits])
         return _with_validity(pa.StructArray.from_arrays(children, fields=[c.field for c in node.children]), valid)
     if k == FIXED_SIZE_LIST:
         size = node.size
@@ -389,7 +535,7 @@ def _assemble(node: Node, decode: Callable, slots: int, rows: np.ndarray | None)
 
 def _declared(arr: pa.Array, node: Node) -> pa.Array:
     """A leaf's values, without validity when its field is declared non-nullable."""
-    if node.nullable or not arr.null_count:
+    if node.row_slots or not arr.null_count:
         return arr
     return pa.Array.from_buffers(arr.type, len(arr), [None, *arr.buffers()[1:]], 0, arr.offset)
 
@@ -398,7 +544,9 @@ def under_structs(arr: pa.Array, names) -> pa.Array:
     """The field reached from struct array ``arr`` through ``names``, NULL wherever a
     struct on the way is NULL (how a filter sees ``payload.user.id``)."""
     for name in names:
-        arr = arr.flatten()[arr.type.get_field_index(name)]  # flatten() ANDs the struct's validity
+        if pa.types.is_run_end_encoded(arr.type):  # (a run_end_encoded struct: its slots decoded)
+            arr = decode_runs(arr)
+        arr = struct_fields(arr)[arr.type.get_field_index(name)]  # (NULL where the struct is)
     return arr
 
 
@@ -422,13 +570,14 @@ def filter_columns(nodes) -> list[tuple[str, int]]:
     """Physical columns a filter may name, ``(dotted path, column)``: top-level leaves
     and the leaves under structs only (their slots are rows; not under an extension
     type's struct: its fields are the extension's). A path may repeat (Arrow allows
-    repeated field names); binding refuses a filter that names one of those."""
+    repeated field names); binding refuses a filter that names one of those. A
+    run_end_encoded struct's leaves are, a slot per row."""
     out: list[tuple[str, int]] = []
 
     def walk(node: Node, path: str) -> None:
         if node.kind == LEAF:
             out.append((path, node.column))
-        elif node.kind == STRUCT and node.ext is None:
+        elif node.kind == STRUCT and node.ext is None and node.ree_ext is None:
             for c in node.children:
                 walk(c, f"{path}.{c.name}")
 
@@ -477,7 +626,7 @@ def _struct_paths(node: Node, rest: str) -> list[tuple]:
     """Every path of child names under struct ``node`` that ``rest`` spells (an exact
     child name wins over a dotted path); more than one when names repeat. An extension
     type's struct is read whole (its fields are not projected apart)."""
-    if node.kind != STRUCT or node.ext is not None:
+    if node.kind != STRUCT or node.ext is not None or node.ree_ext is not None:
         return []
     exact = [(c.name,) for c in node.children if c.name == rest]
     if exact:
@@ -529,68 +678,6 @@ def plan_schema(schema: pa.Schema) -> tuple[tuple, list[tuple[str, LogicalType, 
     return tuple(nodes), columns
 
 
-def _schema_cache(fn):
-    """``functools.lru_cache`` for functions of a schema, which calls ``fn`` uncached for
-    a schema that cannot be hashed (one holding a Python extension type without
-    ``__hash__``)."""
-    cached = functools.lru_cache(maxsize=256)(fn)
-
-    @functools.wraps(fn)
-    def call(schema):
-        try:
-            hash(schema)
-        except TypeError:
-            return fn(schema)
-        return cached(schema)
-
-    call.cache_clear = cached.cache_clear
-    return call
-
-
-@_schema_cache
-def filter_schema(schema: pa.Schema) -> pa.Schema:
-    """The columns a filter may name in data of ``schema``: its flat fields and the
-    leaves under its structs (by dotted path). ``schema`` itself when it has no nested
-    field."""
-    if not any(is_nested(f.type) for f in schema):
-        return schema
-    out = []
-
-    def walk(f: pa.Field, path: str, nullable: bool) -> None:
-        if pa.types.is_struct(f.type):
-            for c in f.type:
-                walk(c, f"{path}.{c.name}", nullable or f.nullable)
-        elif not is_nested(f.type):
-            out.append(pa.field(path, f.type, nullable or f.nullable))
-
-    for f in schema:
-        walk(f, f.name, False)
-    return pa.schema(out, metadata=schema.metadata)
-
-
-@_schema_cache
-def bind_schema(schema: pa.Schema) -> pa.Schema:
-    """What a filter binds to: :func:`filter_schema`, plus the lists at the top level
-    or under structs (by dotted path, with their list type), which ``list_contains``
-    names. ``schema`` itself when it has no nested field."""
-    if not any(is_nested(f.type) for f in schema):
-        return schema
-    lists = []
-
-    def walk(f: pa.Field, path: str) -> None:
-        t = f.type
-        if pa.types.is_struct(t):
-            for c in t:
-                walk(c, f"{path}.{c.name}")
-        elif pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
-            lists.append(pa.field(path, t, True))  # (list_contains refuses lists of nested values)
-
-    for f in schema:
-        walk(f, f.name)
-    base = filter_schema(schema)
-    return pa.schema([*base, *lists], metadata=base.metadata)
-
-
 def list_node(nodes, path: str):
     """``(pruned top-level node, names below it)`` of the list at dotted ``path`` (a
     top-level list or one under structs), or None."""
@@ -609,27 +696,3 @@ def list_node(nodes, path: str):
                     return project(nodes, [path])[0], tuple(names)
                 rest, node = rest[len(kid.name) + 1:], kid
     return None
-
-
-def same_shape(a: pa.DataType, b: pa.DataType, same_leaf: Callable[[pa.DataType, pa.DataType], bool]) -> bool:
-    """Whether two types nest the same way (kinds, field names, list sizes) with leaves
-    that ``same_leaf`` accepts; nullability aside."""
-    if is_nested(a) != is_nested(b):
-        return False
-    if not is_nested(a):
-        return same_leaf(a, b)
-    if is_nested_extension(a) or is_nested_extension(b):
-        return is_nested_extension(a) and is_nested_extension(b) and a.extension_name == b.extension_name \
-            and same_shape(a.storage_type, b.storage_type, same_leaf)
-    kinds = [pa.types.is_struct, pa.types.is_map, pa.types.is_fixed_size_list, pa.types.is_large_list,
-             pa.types.is_list, pa.types.is_union]
-    if [k(a) for k in kinds] != [k(b) for k in kinds]:
-        return False
-    if pa.types.is_fixed_size_list(a) and a.list_size != b.list_size:
-        return False
-    if pa.types.is_union(a) and (a.mode != b.mode or list(a.type_codes) != list(b.type_codes)):
-        return False
-    fa = list(a) if pa.types.is_struct(a) or pa.types.is_union(a) else [a.key_field, a.item_field] if pa.types.is_map(a) else [a.value_field]
-    fb = list(b) if pa.types.is_struct(b) or pa.types.is_union(b) else [b.key_field, b.item_field] if pa.types.is_map(b) else [b.value_field]
-    return len(fa) == len(fb) and all(x.name == y.name and same_shape(x.type, y.type, same_leaf)
-                                      for x, y in zip(fa, fb))

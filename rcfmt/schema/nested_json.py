@@ -5,16 +5,17 @@ The tree itself and shredding are :mod:`rcfmt.schema.nested`.
 from __future__ import annotations
 
 import base64
+from dataclasses import replace
 from typing import Callable
 
 import pyarrow as pa
 
 from ..errors import UnsupportedError
-from .nested import (FIXED_SIZE_LIST, KINDS, LARGE_LIST, LEAF, LIST, MAP, MAX_DEPTH, MAX_LIST_SIZE, STRUCT, UNION,
-                     Node, is_nested_extension)
-from .types import extension_key, extension_type
+from .nested import (FIXED_SIZE_LIST, KINDS, LARGE_LIST, LEAF, LIST, MAP, MAX_DEPTH, MAX_LIST_SIZE, RUN_ENDS, STRUCT,
+                     UNION, Node, is_nested, is_nested_extension, storage_type)
+from .types import arrow_type_from_json, arrow_type_json, extension_key, resolved_extension
 
-__all__ = ["nodes_to_json", "nodes_from_json", "field_to_json", "field_from_json"]
+__all__ = ["nodes_to_json", "nodes_from_json", "field_to_json", "field_from_json", "tree_features"]
 
 
 # ---------------------------------------------------------------------- the footer's tree
@@ -28,7 +29,11 @@ def nodes_to_json(nodes) -> list:
         if n.kind == UNION:
             out["mode"], out["type_codes"] = n.mode, list(n.type_codes)
         if n.ext is not None:  # (files that list "nested_extensions" in required_features)
-            out.update(_ext_json(n.ext))
+            out.update(_ext_json(n.ext, n.ext_storage))
+        if n.ree is not None:  # ("nested_run_end_encoded")
+            out["run_end_encoded"] = n.ree
+            if n.ree_ext is not None:
+                out["run_end_encoded_extension"] = _ext_json(n.ree_ext, n.ree_ext_storage)
         if n.children:
             out["children"] = [enc(c) for c in n.children]
         return out
@@ -39,11 +44,39 @@ def nodes_to_json(nodes) -> list:
 def has_extensions(nodes) -> bool:
     """Whether a node of the trees ``nodes`` has an extension type (the file then
     requires the feature ``nested_extensions``)."""
-    return any(n.ext is not None or has_extensions(n.children) for n in nodes)
+    return any(n.ext is not None or n.ree_ext is not None or has_extensions(n.children) for n in nodes)
 
 
-def _ext_json(ext: tuple) -> dict:
-    return {"extension_name": ext[0], "extension_metadata": base64.b64encode(ext[1]).decode("ascii")}
+#: the required features (docs/FORMAT.md §5) of a tree's nodes, each with what needs it
+_FEATURES = {
+    "nested_extensions": lambda n: n.ext is not None or n.ree_ext is not None,
+    "empty_nested": lambda n: n.kind in (STRUCT, UNION) and not n.children,
+    "nested_run_end_encoded": lambda n: n.ree is not None,
+    "extension_storage": lambda n: n.ext_storage is not None or n.ree_ext_storage is not None,
+}
+
+
+def tree_features(nodes) -> list[str]:
+    """The required features the trees ``nodes`` need besides ``nested``, in the order
+    of :data:`_FEATURES` (``nested_extensions``, ``empty_nested``,
+    ``nested_run_end_encoded``, ``extension_storage``)."""
+    found: set[str] = set()
+
+    def walk(n: Node) -> None:
+        found.update(name for name, needs in _FEATURES.items() if needs(n))
+        for c in n.children:
+            walk(c)
+
+    for n in nodes:
+        walk(n)
+    return [name for name in _FEATURES if name in found]
+
+
+def _ext_json(ext: tuple, declared: pa.DataType | None = None) -> dict:
+    out = {"extension_name": ext[0], "extension_metadata": base64.b64encode(ext[1]).decode("ascii")}
+    if declared is not None:  # ("extension_storage": its storage as Arrow declares it)
+        out["arrow_storage"] = arrow_type_json(declared)
+    return out
 
 
 def _ext_from_json(obj: dict, what: str) -> tuple | None:
@@ -57,6 +90,33 @@ def _ext_from_json(obj: dict, what: str) -> tuple | None:
         return name, base64.b64decode(meta, validate=True)
     except ValueError:
         raise ValueError(f"{what} has malformed extension metadata") from None
+
+
+def _declared(obj: dict, stored: pa.DataType, what: str) -> pa.DataType | None:
+    """The ``arrow_storage`` of an extension's keys ``obj`` (None without it), checked
+    to be stored as ``stored``: the type is its storage type and not ``stored`` itself."""
+    if "arrow_storage" not in obj:
+        return None
+    if "extension_name" not in obj:
+        raise ValueError(f"{what} has an arrow_storage without an extension")
+    declared = arrow_type_from_json(obj["arrow_storage"])
+    if declared.equals(stored) or not storage_type(declared).equals(stored):
+        raise ValueError(f"{what}: arrow_storage {declared} is not stored as {stored}")
+    return declared
+
+
+def _with_storages(node: Node, obj: dict, ree_ext: dict | None) -> Node:
+    """``node`` with its extensions' declared storages (``arrow_storage``) and the
+    extension over its run_end_encoded type (``run_end_encoded_extension``), checked."""
+    what = f"nested node {node.name!r}"
+    if node.ext is not None:
+        node = replace(node, ext_storage=_declared(obj, node.stored_type, what))
+    elif "arrow_storage" in obj:
+        raise ValueError(f"{what} has an arrow_storage without an extension")
+    if ree_ext is not None:
+        inner = node.wrapped_types[-1]  # (the run_end_encoded type over the node's)
+        node = replace(node, ree_ext=_ext_from_json(ree_ext, what), ree_ext_storage=_declared(ree_ext, inner, what))
+    return node
 
 
 def nodes_from_json(doc, columns) -> tuple:
@@ -92,8 +152,7 @@ def nodes_from_json(doc, columns) -> tuple:
         ctype = columns[col].type.name
         want = {LEAF: (None, 0), STRUCT: ("bool", None), FIXED_SIZE_LIST: ("bool", 1), LIST: ("int32", 1),
                 LARGE_LIST: ("int64", 1), MAP: ("int32", 2), UNION: ("int8", None)}[kind]
-        if (want[0] is not None and ctype != want[0]) or (want[1] is not None and len(kids) != want[1]) \
-                or (kind in (STRUCT, UNION) and not kids):
+        if (want[0] is not None and ctype != want[0]) or (want[1] is not None and len(kids) != want[1]):
             raise ValueError(f"nested node {name!r} of kind {kind} has a {ctype} column and {len(kids)} children")
         children = tuple(dec(c, depth + 1, path) for c in kids)
         size = obj.get("size", 0)
@@ -106,12 +165,17 @@ def nodes_from_json(doc, columns) -> tuple:
                                          for c in codes)):
             raise ValueError(f"union {name!r} has mode {mode!r} and type codes {codes!r}")
         ext = _ext_from_json(obj, f"nested node {name!r}")
-        if ext is not None and kind == LEAF:  # (a leaf's extension is its column's type)
-            raise ValueError(f"nested leaf {name!r} has extension keys")
+        ree, ree_ext = obj.get("run_end_encoded"), obj.get("run_end_encoded_extension")
+        if kind == LEAF and (ext is not None or ree is not None or "arrow_storage" in obj or ree_ext is not None):
+            raise ValueError(f"nested leaf {name!r} has extension keys or run_end_encoded keys")  # (its column's type)
+        if (ree is not None and ree not in RUN_ENDS) or (ree_ext is not None and (ree is None or not isinstance(
+                ree_ext, dict) or _ext_from_json(ree_ext, f"nested node {name!r}") is None)):
+            raise ValueError(f"nested node {name!r} has a malformed run_end_encoded type")
         leaf = columns[col].type.to_arrow() if kind == LEAF else None
-        return Node(name, nullable, kind, col, children, leaf, size if kind == FIXED_SIZE_LIST else 0,
+        node = Node(name, nullable, kind, col, children, leaf, size if kind == FIXED_SIZE_LIST else 0,
                     bool(obj.get("keys_sorted", False)), mode if kind == UNION else "",
-                    tuple(codes) if kind == UNION else (), ext)
+                    tuple(codes) if kind == UNION else (), ext, ree=ree)
+        return _with_storages(node, obj, ree_ext)
 
     nodes = tuple(dec(o, 0) for o in doc)
     if len(seen) != len(columns):
@@ -128,11 +192,21 @@ def nodes_from_json(doc, columns) -> tuple:
 def field_to_json(f: pa.Field, flat_type_json: Callable[[pa.DataType], dict]) -> dict:
     """A field of any type as JSON (flat types as ``flat_type_json`` writes them; an
     extension of a nested type as its storage's JSON with ``extension_name`` and
-    ``extension_metadata``)."""
+    ``extension_metadata``, and ``arrow_storage`` when that holds dictionaries or views;
+    a run_end_encoded type of nested values as its values' JSON with
+    ``run_end_encoded``, and ``run_end_encoded_extension`` for an extension over it: the
+    keys of the tree's nodes, docs/FORMAT.md §3a)."""
     t = f.type
     if is_nested_extension(t):
-        body = field_to_json(f.with_type(t.storage_type), flat_type_json)
-        return {**body, **_ext_json(extension_key(t))}
+        decoded = storage_type(t.storage_type)
+        declared = None if decoded.equals(t.storage_type) else t.storage_type
+        body = field_to_json(f.with_type(decoded), flat_type_json)
+        if pa.types.is_run_end_encoded(decoded):
+            return {**body, "run_end_encoded_extension": _ext_json(extension_key(t), declared)}
+        return {**body, **_ext_json(extension_key(t), declared)}
+    if pa.types.is_run_end_encoded(t) and is_nested(t):
+        body = field_to_json(pa.field(f.name, t.value_type), flat_type_json)
+        return {**body, "run_end_encoded": str(t.run_end_type), "nullable": bool(f.nullable)}
     if pa.types.is_struct(t):
         body = {"type": STRUCT, "fields": [field_to_json(c, flat_type_json) for c in t]}
     elif pa.types.is_union(t):
@@ -178,8 +252,16 @@ def field_from_json(obj: dict, flat_type: Callable[[dict], pa.DataType], depth: 
         t = (pa.large_list if kind == LARGE_LIST else pa.list_)(sub("item"))
     else:
         t = flat_type(obj)
-    ext = _ext_from_json(obj, f"field {obj['name']!r}") if kind in (STRUCT, UNION, MAP, FIXED_SIZE_LIST, LIST,
-                                                                     LARGE_LIST) else None
+    what = f"field {obj['name']!r}"
+    nested = kind in (STRUCT, UNION, MAP, FIXED_SIZE_LIST, LIST, LARGE_LIST)
+    ext = _ext_from_json(obj, what) if nested else None
     if ext is not None:
-        t = extension_type(ext, t)
+        t = resolved_extension(ext, _declared(obj, t, what), t)
+    ree, ree_ext = (obj.get("run_end_encoded"), obj.get("run_end_encoded_extension")) if nested else (None, None)
+    if ree is not None:
+        if ree not in RUN_ENDS:
+            raise ValueError(f"{what} has a malformed run_end_encoded type")
+        t = pa.run_end_encoded(RUN_ENDS[ree], t)
+        if isinstance(ree_ext, dict) and _ext_from_json(ree_ext, what) is not None:
+            t = resolved_extension(_ext_from_json(ree_ext, what), _declared(ree_ext, t, what), t)
     return pa.field(obj["name"], t, bool(obj.get("nullable", True)))

@@ -2,6 +2,9 @@
 of an Arrow type -- dictionaries as their values, of any type and at any depth; string
 and binary views as their offset forms; list views as lists -- and its arrays converted
 to it (:func:`to_storage`), which :mod:`rcfmt.schema.nested` then shreds into columns.
+An extension type and a run_end_encoded one keep their type here (their node records
+them): the shredder decodes them. :func:`encode_as` goes back, from an array of a
+storage type to one of a type it stores (an extension's declared storage).
 """
 from __future__ import annotations
 
@@ -9,27 +12,31 @@ import numpy as np
 import pyarrow as pa
 
 from ..encodings.base import ColumnValues
-from ..errors import InvalidDataError, SchemaError
+from ..errors import InvalidDataError
+from .annotated import encoded
 from .arrow_io import bool_array, take, to_arrow, to_numpy, validity
+from .nested_runs import dictionary_encode, encode_runs, own_validity, type_ids
 from .types import LogicalType
 
-__all__ = ["is_nested", "is_nested_extension", "storage_type", "to_storage", "type_ids"]
+__all__ = ["is_nested", "is_nested_extension", "storage_type", "to_storage", "type_ids", "encode_as"]
 
 _LENGTHS = {False: LogicalType("int32"), True: LogicalType("int64")}
 _VIEWS = {pa.string_view(): pa.string(), pa.binary_view(): pa.binary()}
 
 
 def is_nested(t: pa.DataType) -> bool:
-    """Whether ``t`` is stored as a nested field (docs/FORMAT.md §3a): a struct, list,
-    map or union, or an extension type over one."""
+    """Whether ``t`` (a storage type: :func:`storage_type`) is stored as a nested field
+    (docs/FORMAT.md §3a): a struct, list, map or union, or an extension or
+    run_end_encoded type over one (over the storage type of one: a dictionary of structs)."""
     return pa.types.is_struct(t) or pa.types.is_list(t) or pa.types.is_large_list(t) \
         or pa.types.is_fixed_size_list(t) or pa.types.is_map(t) or pa.types.is_union(t) \
-        or (isinstance(t, pa.BaseExtensionType) and is_nested(t.storage_type))
+        or is_nested_extension(t) or (pa.types.is_run_end_encoded(t) and is_nested(storage_type(t.value_type)))
 
 
 def is_nested_extension(t: pa.DataType) -> bool:
-    """Whether ``t`` is an extension type over a nested storage type."""
-    return isinstance(t, pa.BaseExtensionType) and is_nested(t.storage_type)
+    """Whether ``t`` is an extension type over a nested storage type (or over one whose
+    storage type is nested: a dictionary of structs)."""
+    return isinstance(t, pa.BaseExtensionType) and is_nested(storage_type(t.storage_type))
 
 
 def _union(t: pa.DataType, fields) -> pa.DataType:
@@ -44,11 +51,7 @@ def storage_type(t: pa.DataType) -> pa.DataType:
         return storage_type(t.value_type)
     if pa.types.is_run_end_encoded(t):
         return pa.run_end_encoded(t.run_end_type, storage_type(t.value_type))
-    if isinstance(t, pa.BaseExtensionType):  # (stored as its own type; Python ones need not be hashable)
-        if is_nested(t.storage_type) and not storage_type(t.storage_type).equals(t.storage_type):
-            raise SchemaError(f"unsupported column type {t}: an extension of {t.storage_type}, which holds "
-                              "dictionaries, views or run_end_encoded dictionaries (rcfmt stores extensions of "
-                              "nested types as they are: their storage must be a type rcfmt stores unchanged)")
+    if isinstance(t, pa.BaseExtensionType):  # (kept: its node or schema entry records it; shredding decodes it)
         return t
     if t in _VIEWS:
         return _VIEWS[t]
@@ -80,7 +83,7 @@ def _rebuilt(t: pa.DataType) -> bool:
     if pa.types.is_run_end_encoded(t):
         vt = t.value_type
         return pa.types.is_dictionary(vt) or pa.types.is_string_view(vt) or pa.types.is_binary_view(vt) \
-            or _rebuilt(vt)
+            or _rebuilt(vt) or (is_nested(storage_type(vt)) and not storage_type(vt).equals(vt))
     if isinstance(t, pa.BaseExtensionType):
         return False
     if pa.types.is_struct(t) or pa.types.is_union(t):
@@ -206,13 +209,6 @@ def _view_elements(arr: pa.Array, large: bool, rows: bool) -> tuple[pa.Array, pa
     return to_arrow(ColumnValues(offsets.astype(np.int64 if large else np.int32)), None, _LENGTHS[large]), values
 
 
-def type_ids(arr: pa.Array) -> pa.Array:
-    """The type code of every slot of union ``arr`` (int8, no NULLs)."""
-    n = len(arr)
-    codes = np.frombuffer(arr.buffers()[1], np.int8, count=arr.offset + n)[arr.offset:] if n else np.zeros(0, np.int8)
-    return pa.array(codes, pa.int8())
-
-
 def _union_children(arr: pa.Array) -> list[pa.Array]:
     """The children of union ``arr`` as Arrow holds them (a sparse union's sliced to its
     slots; a dense union's whole)."""
@@ -234,3 +230,53 @@ def _null_mask(arr: pa.Array) -> pa.Array:
     """Boolean array, True where ``arr`` is NULL (from its validity bitmap: no compute
     kernel, so no ``pyarrow.compute`` import on a first read)."""
     return bool_array(~validity(arr))
+
+
+# ---------------------------------------------------------------------- back from storage
+def encode_as(arr: pa.Array, t: pa.DataType) -> pa.Array:
+    """``arr`` (of a type whose storage type, :func:`storage_type`, is ``arr``'s; parts of
+    it may already be of ``t``'s) as an array of ``t``: dictionaries encoded again (their
+    distinct values in order of first use), views and list views made again,
+    run_end_encoded arrays in maximal runs, extensions over their storage. Raises
+    ``ArrowInvalid`` when a dictionary's values are more than its index type addresses."""
+    src = arr.type
+    if src.equals(t):
+        return arr
+    n = len(arr)
+    if isinstance(t, pa.BaseExtensionType):
+        storage = arr.storage if isinstance(src, pa.BaseExtensionType) else arr
+        return pa.ExtensionArray.from_storage(t, encode_as(storage, t.storage_type))
+    if pa.types.is_dictionary(t):
+        if not is_nested(storage_type(t.value_type)):
+            return encoded(arr, t)
+        coded = dictionary_encode(arr, t)
+        return pa.DictionaryArray.from_arrays(coded.indices, encode_as(coded.dictionary, t.value_type),
+                                              ordered=t.ordered)
+    if pa.types.is_run_end_encoded(t):
+        runs = arr if pa.types.is_run_end_encoded(src) else encode_runs(arr, t.run_end_type)
+        values = encode_as(runs.values, t.value_type)
+        return pa.RunEndEncodedArray.from_arrays(runs.run_ends, values, type=t).slice(runs.offset, len(runs))
+    if pa.types.is_struct(t):
+        children = [encode_as(arr.field(i), t.field(i).type) for i in range(t.num_fields)]
+        return pa.Array.from_buffers(t, n, [own_validity(arr)], children=children)
+    if pa.types.is_union(t):
+        return _union_like(arr, t, [encode_as(c, f.type) for c, f in zip(_union_children(arr), t)])
+    if pa.types.is_map(t):
+        entries = arr.values
+        keys, items = encode_as(entries.field(0), t.key_type), encode_as(entries.field(1), t.item_type)
+        entries = pa.StructArray.from_arrays([keys, items], fields=[t.key_field, t.item_field])
+        return pa.Array.from_buffers(t, n, arr.buffers()[:2], offset=arr.offset, children=[entries])
+    if pa.types.is_fixed_size_list(t):
+        values = encode_as(arr.values, t.value_type)
+        return pa.Array.from_buffers(t, n, arr.buffers()[:1], offset=arr.offset, children=[values])
+    if pa.types.is_list_view(t) or pa.types.is_large_list_view(t):
+        offsets = to_numpy(arr.offsets).astype(np.int64)
+        width = np.int64 if pa.types.is_large_list_view(t) else np.int32
+        cls = pa.LargeListViewArray if pa.types.is_large_list_view(t) else pa.ListViewArray
+        return cls.from_arrays(pa.array(offsets[:-1].astype(width)), pa.array(np.diff(offsets).astype(width)),
+                               encode_as(arr.values, t.value_type), type=t,
+                               mask=_null_mask(arr) if arr.null_count else None)
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        values = encode_as(arr.values, t.value_type)
+        return pa.Array.from_buffers(t, n, arr.buffers()[:2], offset=arr.offset, children=[values])
+    return encoded(arr, t)

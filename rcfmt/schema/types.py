@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import base64
 import enum
+import json
 from dataclasses import dataclass, replace
 from functools import cached_property
 
@@ -95,6 +96,11 @@ class LogicalType:
     ree: str | None = None
     #: an extension type over that run_end_encoded type: ``(name, metadata)``, as ``ext``
     ree_ext: tuple | None = None
+    #: the storage type of ``ext`` (of ``ree_ext``) as Arrow declares it, when it is not the
+    #: stored one: dictionaries and views, stored decoded (docs/FORMAT.md §3.1
+    #: ``arrow_storage``); the JSON of :func:`arrow_type_json`, as a canonical string
+    ext_storage: str | None = None
+    ree_ext_storage: str | None = None
 
     # ---------------------------------------------------------------- properties
     # (cached: asked per column chunk and per page by readers and writers; a frozen
@@ -141,7 +147,7 @@ class LogicalType:
     @cached_property
     def values(self) -> "LogicalType":
         """The values of a run_end_encoded type (``self`` when not one)."""
-        return self if self.ree is None else replace(self, ree=None, ree_ext=None)
+        return self if self.ree is None else replace(self, ree=None, ree_ext=None, ree_ext_storage=None)
 
     @cached_property
     def storage(self) -> "LogicalType":
@@ -154,7 +160,7 @@ class LogicalType:
     @cached_property
     def base(self) -> "LogicalType":
         """The type without its extension (``self`` when not an extension)."""
-        return self if self.ext is None else replace(self, ext=None)  # (of a type without ``ree``)
+        return self if self.ext is None else replace(self, ext=None, ext_storage=None)  # (of a type without ``ree``)
 
     # ---------------------------------------------------------------- conversions
     def to_arrow(self) -> pa.DataType:
@@ -164,11 +170,12 @@ class LogicalType:
     @cached_property
     def _arrow(self) -> pa.DataType:
         if self.ree_ext is not None:
-            return extension_type(self.ree_ext, replace(self, ree_ext=None).to_arrow())
+            return resolved_extension(self.ree_ext, self.ree_ext_storage,
+                                      replace(self, ree_ext=None, ree_ext_storage=None).to_arrow())
         if self.ree is not None:
             return pa.run_end_encoded(_RUN_ENDS[self.ree], self.values.to_arrow())
         if self.ext is not None:
-            return extension_type(self.ext, self.base.to_arrow())
+            return resolved_extension(self.ext, self.ext_storage, self.base.to_arrow())
         if self.annot is not None:
             return _annotated_arrow(self.annot)
         if self.name == "bool":
@@ -191,15 +198,12 @@ class LogicalType:
 
     def to_json(self) -> dict:
         if self.ree_ext is not None:
-            return {"type": "extension", "extension_name": self.ree_ext[0],
-                    "extension_metadata": base64.b64encode(self.ree_ext[1]).decode("ascii"),
-                    "storage": replace(self, ree_ext=None).to_json()}
+            return _extension_json(self.ree_ext, replace(self, ree_ext=None, ree_ext_storage=None).to_json(),
+                                   self.ree_ext_storage)
         if self.ree is not None:
             return {"type": "run_end_encoded", "run_ends": self.ree, "values": self.values.to_json()}
         if self.ext is not None:
-            return {"type": "extension", "extension_name": self.ext[0],
-                    "extension_metadata": base64.b64encode(self.ext[1]).decode("ascii"),
-                    "storage": self.base.to_json()}
+            return _extension_json(self.ext, self.base.to_json(), self.ext_storage)
         if self.annot is not None:
             kind = self.annot[0]
             out = {"type": kind}
@@ -297,8 +301,9 @@ def _logical_type_from_arrow(t: pa.DataType) -> LogicalType:
 def same_logical_type(a: LogicalType, b: LogicalType) -> bool:
     """Whether ``a`` and ``b`` hold the same values (the offset width of strings and
     binary, ``large``, aside)."""
-    return (a.name, a.unit, a.tz, a.precision, a.scale, a.annot, a.ext, a.ree, a.ree_ext) == \
-        (b.name, b.unit, b.tz, b.precision, b.scale, b.annot, b.ext, b.ree, b.ree_ext)
+    return (a.name, a.unit, a.tz, a.precision, a.scale, a.annot, a.ext, a.ree, a.ree_ext, a.ext_storage,
+            a.ree_ext_storage) == \
+        (b.name, b.unit, b.tz, b.precision, b.scale, b.annot, b.ext, b.ree, b.ree_ext, b.ext_storage, b.ree_ext_storage)
 
 
 def logical_type_from_json(obj: dict) -> LogicalType:
@@ -408,24 +413,174 @@ def _annotated_arrow(a: tuple) -> pa.DataType:
     return pa.binary(a[1])
 
 
-#: extension types written in this process, by (name, metadata): read back as themselves
-#: even when their class is not registered with pyarrow
+#: extension types written in this process, by (name, metadata), one per storage type:
+#: read back as themselves even when their class is not registered with pyarrow
 _SEEN_EXTENSIONS: dict = {}
 
 
 def _extension_from_arrow(t: pa.BaseExtensionType) -> LogicalType:
     name, meta = extension_key(t)
+    declared = t.storage_type
+    decoded = decoded_flat(declared)  # (dictionaries and views are stored decoded: ``arrow_storage``)
     try:
-        storage = logical_type_from_arrow(t.storage_type)
+        storage = logical_type_from_arrow(decoded)
     except SchemaError:
-        raise SchemaError(f"unsupported column type {t}: an extension of {t.storage_type} (rcfmt stores "
+        raise SchemaError(f"unsupported column type {t}: an extension of {declared} (rcfmt stores "
                           "extensions of the flat and nested types it stores)") from None
-    if storage.ext is not None or pa.types.is_dictionary(t.storage_type) or t.storage_type.id in _INTERVAL_KINDS \
-            or (storage.ree is not None and not storage.to_arrow().equals(t.storage_type)):
-        # (a run_end_encoded storage is kept as it is: not one of dictionary or view values)
-        raise SchemaError(f"unsupported column type {t}: an extension of {t.storage_type}")
+    if storage.ext is not None or storage.ree_ext is not None or declared.id in _INTERVAL_KINDS \
+            or (storage.ree is not None and not storage.to_arrow().equals(decoded)):
+        # (an extension of an extension: no Arrow format carries it; intervals: no Python arrays)
+        raise SchemaError(f"unsupported column type {t}: an extension of {declared}")
+    extra = None if decoded.equals(declared) else canonical_json(arrow_type_json(declared))
     # (over run_end_encoded values: the extension of the run_end_encoded type, not of its values)
-    return replace(storage, ree_ext=(name, meta)) if storage.ree is not None else replace(storage, ext=(name, meta))
+    if storage.ree is not None:
+        return replace(storage, ree_ext=(name, meta), ree_ext_storage=extra)
+    return replace(storage, ext=(name, meta), ext_storage=extra)
+
+
+def decoded_flat(t: pa.DataType) -> pa.DataType:
+    """A flat type as rcfmt stores it: dictionaries as their values, string and binary
+    views as their offset forms, inside run_end_encoded values too."""
+    if pa.types.is_dictionary(t):
+        return decoded_flat(t.value_type)
+    if pa.types.is_run_end_encoded(t):
+        return pa.run_end_encoded(t.run_end_type, decoded_flat(t.value_type))
+    return _VIEW_VALUES.get(t, t) if not isinstance(t, pa.BaseExtensionType) else t
+
+
+def resolved_extension(ext: tuple, declared: str | pa.DataType | None, decoded: pa.DataType) -> pa.DataType:
+    """The Arrow type of an extension ``ext`` stored as ``decoded``: the extension type
+    over its ``declared`` storage (:func:`arrow_type_json`, or the type; None: ``decoded``
+    itself) when this process knows it (:func:`extension_type`), else ``decoded``."""
+    if declared is None:
+        return extension_type(ext, decoded)
+    if isinstance(declared, str):
+        declared = arrow_type_from_json(json.loads(declared))
+    t = extension_type(ext, declared)
+    return t if isinstance(t, pa.BaseExtensionType) else decoded
+
+
+def _extension_json(ext: tuple, storage: dict, declared: str | None) -> dict:
+    out = {"type": "extension", "extension_name": ext[0],
+           "extension_metadata": base64.b64encode(ext[1]).decode("ascii"), "storage": storage}
+    if declared is not None:
+        out["arrow_storage"] = json.loads(declared)
+    return out
+
+
+# ---------------------------------------------------------------------- Arrow types as JSON
+#: deepest Arrow type :func:`arrow_type_from_json` reads (a forged footer cannot recurse without end)
+MAX_TYPE_DEPTH = 128
+
+
+def canonical_json(obj) -> str:
+    """``obj`` as one JSON string (for hashable, comparable fields: :func:`arrow_type_json`
+    writes a type one way)."""
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+
+
+def arrow_type_json(t: pa.DataType) -> dict:
+    """Any Arrow type as JSON (docs/FORMAT.md §3.1 ``arrow_storage``): the schema entry of a
+    flat type (section 3, 3.1), and ``dictionary`` (``index``, ``ordered``?, ``values``),
+    ``string_view``, ``binary_view``, ``run_end_encoded`` (``run_ends``, ``values``),
+    ``extension`` (``extension_name``, ``extension_metadata``, ``storage``), and the
+    nested types as the dataset index spells them, their fields ``{"name", "nullable",
+    ...type}`` (``list_view`` and ``large_list_view`` as lists)."""
+    if pa.types.is_dictionary(t):
+        out = {"type": "dictionary", "index": str(t.index_type), "values": arrow_type_json(t.value_type)}
+        if t.ordered:
+            out["ordered"] = True
+        return out
+    if pa.types.is_string_view(t) or pa.types.is_binary_view(t):
+        return {"type": str(t)}
+    if pa.types.is_run_end_encoded(t):
+        return {"type": "run_end_encoded", "run_ends": str(t.run_end_type), "values": arrow_type_json(t.value_type)}
+    if isinstance(t, pa.BaseExtensionType):
+        name, meta = extension_key(t)
+        return {"type": "extension", "extension_name": name,
+                "extension_metadata": base64.b64encode(meta).decode("ascii"),
+                "storage": arrow_type_json(t.storage_type)}
+    if pa.types.is_struct(t):
+        return {"type": "struct", "fields": [_field_json(f) for f in t]}
+    if pa.types.is_union(t):
+        return {"type": "union", "mode": t.mode, "type_codes": list(t.type_codes),
+                "fields": [_field_json(f) for f in t]}
+    if pa.types.is_map(t):
+        out = {"type": "map", "key": _field_json(t.key_field), "value": _field_json(t.item_field)}
+        if t.keys_sorted:
+            out["keys_sorted"] = True
+        return out
+    if pa.types.is_fixed_size_list(t):
+        return {"type": "fixed_size_list", "size": t.list_size, "item": _field_json(t.value_field)}
+    for kind in ("list", "large_list", "list_view", "large_list_view"):
+        if getattr(pa.types, f"is_{kind}")(t):
+            return {"type": kind, "item": _field_json(t.value_field)}
+    return logical_type_from_arrow(t).to_json()
+
+
+def _field_json(f: pa.Field) -> dict:
+    return {"name": f.name, "nullable": bool(f.nullable), **arrow_type_json(f.type)}
+
+
+def arrow_type_from_json(obj, depth: int = 0) -> pa.DataType:
+    """Inverse of :func:`arrow_type_json` (an extension this process does not know reads
+    as its storage type); malformed input raises ValueError, a type this version does not
+    know UnsupportedError."""
+    if depth > MAX_TYPE_DEPTH or not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
+        raise ValueError(f"malformed Arrow type {obj!r}")
+    kind = obj["type"]
+    sub = depth + 1
+    try:
+        if kind == "dictionary":
+            index = _INT_NAMES.get(obj.get("index"))
+            if index is None or not isinstance(obj.get("ordered", False), bool):
+                raise ValueError(f"malformed dictionary type {obj!r}")
+            return pa.dictionary(index, arrow_type_from_json(obj.get("values"), sub), obj.get("ordered", False))
+        if kind in ("string_view", "binary_view"):
+            return getattr(pa, kind)()
+        if kind == "run_end_encoded":
+            if obj.get("run_ends") not in _RUN_ENDS:
+                raise ValueError(f"malformed run_end_encoded type {obj!r}")
+            return pa.run_end_encoded(_RUN_ENDS[obj["run_ends"]], arrow_type_from_json(obj.get("values"), sub))
+        if kind == "extension":  # (its ``storage`` is the declared storage, of any type)
+            name, meta = obj.get("extension_name"), obj.get("extension_metadata")
+            if not isinstance(name, str) or not isinstance(meta, str):
+                raise ValueError(f"malformed extension type {obj!r}")
+            return extension_type((name, base64.b64decode(meta, validate=True)),
+                                  arrow_type_from_json(obj["storage"], sub))
+        if kind == "struct":
+            return pa.struct([_field_from_json(f, sub) for f in _listed(obj, "fields")])
+        if kind == "union":
+            mode, codes = obj.get("mode"), obj.get("type_codes")
+            if mode not in ("sparse", "dense") or not isinstance(codes, list) \
+                    or not all(isinstance(c, int) and not isinstance(c, bool) and 0 <= c < 128 for c in codes):
+                raise ValueError(f"malformed union type {obj!r}")
+            return pa.union([_field_from_json(f, sub) for f in _listed(obj, "fields")], mode, codes)
+        if kind == "map":
+            return pa.map_(_field_from_json(obj.get("key"), sub), _field_from_json(obj.get("value"), sub),
+                           keys_sorted=bool(obj.get("keys_sorted", False)))
+        if kind == "fixed_size_list":
+            size = obj.get("size")
+            if not isinstance(size, int) or isinstance(size, bool) or not 0 <= size < 2**31:
+                raise ValueError(f"malformed fixed_size_list type {obj!r}")
+            return pa.list_(_field_from_json(obj.get("item"), sub), size)
+        if kind in ("list", "large_list", "list_view", "large_list_view"):
+            return getattr(pa, kind + ("_" if kind == "list" else ""))(_field_from_json(obj.get("item"), sub))
+    except (pa.ArrowException, TypeError) as exc:  # (Arrow refuses the shape: repeated codes, ...)
+        raise ValueError(f"malformed Arrow type {obj!r}: {exc}") from None
+    return logical_type_from_json(obj).to_arrow()
+
+
+def _listed(obj: dict, key: str) -> list:
+    if not isinstance(obj.get(key), list):
+        raise ValueError(f"malformed Arrow type {obj!r}")
+    return obj[key]
+
+
+def _field_from_json(obj, depth: int) -> pa.Field:
+    if not isinstance(obj, dict) or not isinstance(obj.get("name"), str) or not isinstance(obj.get("nullable"), bool):
+        raise ValueError(f"malformed Arrow field {obj!r}")
+    return pa.field(obj["name"], arrow_type_from_json(obj, depth), obj["nullable"])
 
 
 def extension_key(t: pa.BaseExtensionType) -> tuple[str, bytes]:
@@ -445,7 +600,9 @@ def extension_key(t: pa.BaseExtensionType) -> tuple[str, bytes]:
             raise SchemaError(f"unsupported column type {t}: the extension type {name!r} does not export its "
                               "metadata through the Arrow C data interface")
         meta = exported[1]
-    _SEEN_EXTENSIONS[(name, meta)] = t
+    seen = _SEEN_EXTENSIONS.setdefault((name, meta), [])
+    if not any(s.storage_type == t.storage_type for s in seen):  # (one per storage type)
+        seen.append(t)
     return name, meta
 
 
@@ -458,9 +615,9 @@ def extension_type(ext: tuple, storage: pa.DataType) -> pa.DataType:
         t = _CANONICAL_EXTENSIONS[name]()
         if t.storage_type == storage:
             return t
-    seen = _SEEN_EXTENSIONS.get((name, meta))
-    if seen is not None and seen.storage_type == storage:
-        return seen
+    for seen in _SEEN_EXTENSIONS.get((name, meta), ()):
+        if seen.storage_type == storage:
+            return seen
     import pyarrow.ipc  # noqa: F401 (the registry is reached through a schema's IPC form)
     field = pa.field("x", storage, metadata={b"ARROW:extension:name": name.encode("utf-8"),
                                              b"ARROW:extension:metadata": meta})
@@ -492,7 +649,16 @@ def _annotated_from_json(obj: dict) -> LogicalType:
             raw = base64.b64decode(meta, validate=True)
         except ValueError:
             raise ValueError(f"malformed extension metadata {obj!r}") from None
-        return replace(base, ree_ext=(name, raw)) if base.ree is not None else replace(base, ext=(name, raw))
+        declared = None
+        if "arrow_storage" in obj:  # (the storage as Arrow declares it: it must decode to ``storage``)
+            declared = arrow_type_from_json(obj["arrow_storage"])
+            stored = (base if base.ree is not None else base.base).to_arrow()
+            if not decoded_flat(declared).equals(stored) or decoded_flat(declared).equals(declared):
+                raise ValueError(f"extension {name!r}: arrow_storage {declared} is not stored as {stored}")
+            declared = canonical_json(arrow_type_json(declared))
+        if base.ree is not None:
+            return replace(base, ree_ext=(name, raw), ree_ext_storage=declared)
+        return replace(base, ext=(name, raw), ext_storage=declared)
     if kind == "duration":
         if obj.get("unit") not in _TIME_UNITS:
             raise ValueError(f"malformed duration type {obj!r}")
