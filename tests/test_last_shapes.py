@@ -803,15 +803,38 @@ def test_forged_footers_are_corrupt_files(tmp_path, column, change, match):
 
 
 def test_what_is_still_refused_by_name(tmp_path):
-    """run_end_encoded of run_end_encoded values (pyarrow reads it, rcfmt does not store
-    it), and what no Arrow format carries (an extension of an extension)."""
+    """run_end_encoded of nested values that hold run_end_encoded values (Arrow's take
+    has no kernel to decode them), and what no Arrow format carries (an extension of an
+    extension)."""
     inner = pc.run_end_encode(pa.array([1, 1, 2], pa.int8()))
-    ree_ree = pa.RunEndEncodedArray.from_arrays(pa.array([1, 2], pa.int32()), inner.slice(0, 2))
-    ree_ree.validate(full=True)
-    for t in (ree_ree.type, pa.run_end_encoded(pa.int32(), pa.struct([("r", ree_ree.type)])),
-              pa.run_end_encoded(pa.int32(), pa.run_end_encoded(pa.int16(), pa.list_(pa.int8())))):
+    for t in (pa.run_end_encoded(pa.int32(), pa.struct([("r", inner.type)])),
+              pa.run_end_encoded(pa.int32(), pa.list_(inner.type))):
         with pytest.raises(SchemaError, match="'x'.*run_end_encoded"):
             rcfmt.Writer(tmp_path / "t.rcfmt", pa.schema([("x", t)]))
     with pytest.raises(SchemaError, match="'x'.*an extension of"):
         rcfmt.Writer(tmp_path / "t.rcfmt", pa.schema([("x", Cat(Cat(pa.list_(pa.int8()))))]))
     assert not list(tmp_path.iterdir())
+
+
+@settings(max_examples=S.examples(60), **SETTINGS)
+@given(data=st.data())
+def test_runs_of_runs_are_stored_as_one_level_of_runs(tmp_path_factory, data):
+    """run_end_encoded<o, run_end_encoded<i, T>> (flat or nested T): stored decoded and
+    read back as run_end_encoded<o, T> with the same rows (docs/FORMAT.md §3.1)."""
+    nested = data.draw(st.booleans())
+    m = data.draw(st.integers(1, 12))
+    vals = data.draw(st.lists(st.none() | st.integers(-3, 3), min_size=m, max_size=m))
+    leaf = pa.array([None if v is None else [v] * (abs(v) % 3) for v in vals], pa.list_(pa.int8())) if nested \
+        else pa.array(vals, pa.int8())
+    inner_ends = np.cumsum(data.draw(st.lists(st.integers(1, 3), min_size=m, max_size=m)))
+    inner = pa.RunEndEncodedArray.from_arrays(pa.array(inner_ends, pa.int16()), leaf)
+    k = data.draw(st.integers(1, int(inner_ends[-1])))
+    outer_ends = np.cumsum(data.draw(st.lists(st.integers(1, 4), min_size=k, max_size=k)))
+    outer = pa.RunEndEncodedArray.from_arrays(pa.array(outer_ends, pa.int32()), inner.slice(0, k))
+    outer.validate(full=True)
+    cut = data.draw(st.integers(0, len(outer)))
+    table = pa.table({"r": pa.chunked_array([outer.slice(0, cut), outer.slice(cut)], outer.type),
+                      "k": pa.array(np.arange(len(outer)))})
+    back, _ = round_trip(tmp_path_factory, table, data.draw(write_options()))
+    assert back.schema.field("r").type == pa.run_end_encoded(pa.int32(), leaf.type)
+    assert plain(back["r"]) == plain(table["r"])

@@ -180,8 +180,9 @@ def plan_columns(field: pa.Field, first: int) -> tuple[Node, list[tuple[str, Log
             return replace(node, ext=ext, ext_storage=declared)
         if pa.types.is_run_end_encoded(t) and is_nested(t):  # its values' node, with the run-end type
             node = walk(pa.field(f.name, t.value_type), path, inherited_nulls, depth)
-            if node.ree is not None:
-                raise SchemaError(f"field {path!r} is a run_end_encoded type of run_end_encoded values ({t})")
+            if node.ree is not None or _holds_runs(t.value_type):  # (Arrow's take has no kernel to decode them)
+                raise SchemaError(f"field {path!r} is a run_end_encoded type of nested values holding "
+                                  f"run_end_encoded values ({t})")
             return replace(node, nullable=f.nullable, ree=str(t.run_end_type))
         col = first + len(columns)
         nullable = f.nullable or inherited_nulls
@@ -268,6 +269,17 @@ def shred(arr: pa.Array, node: Node, out: dict[int, pa.Array]) -> None:
         shred(flat.field(1), node.children[1], out)
     else:
         shred(flat, node.children[0], out)
+
+
+def _holds_runs(t: pa.DataType) -> bool:
+    """Whether a run_end_encoded type is anywhere in ``t``'s fields (or is ``t``)."""
+    if pa.types.is_run_end_encoded(t):
+        return True
+    if isinstance(t, pa.BaseExtensionType):
+        return _holds_runs(t.storage_type)
+    if pa.types.is_dictionary(t):
+        return _holds_runs(t.value_type)
+    return any(_holds_runs(t.field(i).type) for i in range(t.num_fields))
 
 
 def _check_type_codes(codes: pa.Array, node: Node) -> None:

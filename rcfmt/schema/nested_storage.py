@@ -15,7 +15,7 @@ from ..encodings.base import ColumnValues
 from ..errors import InvalidDataError
 from .annotated import encoded
 from .arrow_io import bool_array, take, to_arrow, to_numpy, validity
-from .nested_runs import dictionary_encode, encode_runs, own_validity, type_ids
+from .nested_runs import decode_runs, dictionary_encode, encode_runs, own_validity, type_ids
 from .types import LogicalType
 
 __all__ = ["is_nested", "is_nested_extension", "storage_type", "to_storage", "type_ids", "encode_as"]
@@ -50,7 +50,10 @@ def storage_type(t: pa.DataType) -> pa.DataType:
     if pa.types.is_dictionary(t):
         return storage_type(t.value_type)
     if pa.types.is_run_end_encoded(t):
-        return pa.run_end_encoded(t.run_end_type, storage_type(t.value_type))
+        values = storage_type(t.value_type)
+        if pa.types.is_run_end_encoded(values):  # (runs of runs: one level, the outer run ends)
+            values = values.value_type
+        return pa.run_end_encoded(t.run_end_type, values)
     if isinstance(t, pa.BaseExtensionType):  # (kept: its node or schema entry records it; shredding decodes it)
         return t
     if t in _VIEWS:
@@ -82,7 +85,7 @@ def _rebuilt(t: pa.DataType) -> bool:
         return is_nested(t.value_type) or _rebuilt(t.value_type)
     if pa.types.is_run_end_encoded(t):
         vt = t.value_type
-        return pa.types.is_dictionary(vt) or pa.types.is_string_view(vt) or pa.types.is_binary_view(vt) \
+        return pa.types.is_dictionary(vt) or pa.types.is_run_end_encoded(vt) or pa.types.is_string_view(vt) or pa.types.is_binary_view(vt) \
             or _rebuilt(vt) or (is_nested(storage_type(vt)) and not storage_type(vt).equals(vt))
     if isinstance(t, pa.BaseExtensionType):
         return False
@@ -125,7 +128,10 @@ def to_storage(arr, t: pa.DataType, rows: bool = True):
     if pa.types.is_dictionary(src):
         return to_storage(_dictionary_values(arr, rows), t, rows)
     if pa.types.is_run_end_encoded(src):  # (the physical values; ``arr`` holds its window)
-        values = to_storage(arr.values, t.value_type, False)
+        values = arr.values
+        if pa.types.is_run_end_encoded(values.type):  # (runs of runs: the inner ones undone)
+            values = decode_runs(values)
+        values = to_storage(values, t.value_type, False)
         return pa.RunEndEncodedArray.from_arrays(arr.run_ends, values).slice(arr.offset, len(arr))
     mask = _null_mask(arr) if arr.null_count else None
     if pa.types.is_list_view(src) or pa.types.is_large_list_view(src):

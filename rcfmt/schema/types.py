@@ -269,6 +269,8 @@ def _logical_type_from_arrow(t: pa.DataType) -> LogicalType:
                                              or pa.types.is_binary_view(vt) else vt)
         except SchemaError:
             values = None
+        if values is not None and values.ree is not None and values.ree_ext is None:
+            values = values.values  # (run_end_encoded values of run_end_encoded values: the inner runs undone)
         if values is None or values.ree is not None or str(t.run_end_type) not in _RUN_ENDS:
             raise SchemaError(f"unsupported column type {t}: run_end_encoded values of type {t.value_type} "
                               "(rcfmt stores run_end_encoded arrays of the flat types it stores)")
