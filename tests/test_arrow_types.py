@@ -25,31 +25,25 @@ from hypothesis import strategies as st
 
 import rcfmt
 import strategies as S
+from extension_types import TaggedExtension, register
 from rcfmt import col
 from rcfmt.errors import CorruptFileError, FilterError, InvalidDataError, SchemaError, UnsupportedError
 
 D = decimal.Decimal
 
 
-class Tagged(pa.ExtensionType):
-    """A Python extension type with metadata (registered below)."""
+@register
+class Tagged(TaggedExtension):
+    """A Python extension type with metadata."""
 
-    def __init__(self, tag: str = "x", storage: pa.DataType = pa.int64()):
-        self.tag = tag
-        super().__init__(storage, "rcfmt.test.tagged")
+    NAME, DEFAULT_TAG = "rcfmt.test.tagged", "x"
 
-    def __arrow_ext_serialize__(self):
-        return self.tag.encode()
+    def __init__(self, tag: str = "x", storage: pa.DataType = pa.int64()):  # (tag first, as these tests write it)
+        super().__init__(storage, tag)
 
     @classmethod
     def __arrow_ext_deserialize__(cls, storage_type, serialized):
         return cls(serialized.decode(), storage_type)
-
-
-try:
-    pa.register_extension_type(Tagged())
-except pa.ArrowKeyError:  # (registered by an earlier import)
-    pass
 
 #: every type of the issue, by a short name
 TYPES = {

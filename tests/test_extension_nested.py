@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 import rcfmt
 import strategies as S
+from extension_types import TaggedExtension, register
 from rcfmt import col
 from rcfmt.errors import CorruptFileError, SchemaError, UnsupportedError
 from test_nested import _footer_json, _rewrite_footer_json, canonical, nested_arrays, nested_types
@@ -29,25 +30,11 @@ LEAVES = st.sampled_from([pa.int64(), pa.int32(), pa.uint8(), pa.string(), pa.fl
                           pa.decimal128(12, 2), pa.binary()])
 
 
-class Boxed(pa.ExtensionType):
-    """A Python extension type over any storage, with metadata (registered below)."""
+@register
+class Boxed(TaggedExtension):
+    """A Python extension type over any storage, with metadata."""
 
-    def __init__(self, storage: pa.DataType, tag: str = "box"):
-        self.tag = tag
-        super().__init__(storage, "rcfmt.test.boxed")
-
-    def __arrow_ext_serialize__(self):
-        return self.tag.encode()
-
-    @classmethod
-    def __arrow_ext_deserialize__(cls, storage_type, serialized):
-        return cls(storage_type, serialized.decode())
-
-
-try:
-    pa.register_extension_type(Boxed(pa.int8()))
-except pa.ArrowKeyError:  # (registered by an earlier import)
-    pass
+    NAME, DEFAULT_TAG = "rcfmt.test.boxed", "box"
 
 
 def _nested(t: pa.DataType) -> bool:

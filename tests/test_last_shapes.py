@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 import rcfmt
 import strategies as S
+from extension_types import TaggedExtension, register
 from rcfmt import col
 from rcfmt.errors import CorruptFileError, InvalidDataError, SchemaError, UnsupportedError
 from test_nested import _footer_json, _rewrite_footer_json, canonical
@@ -31,25 +32,11 @@ NAMES = st.sampled_from(["a", "b", "c", "x"])
 SETTINGS = dict(deadline=None, suppress_health_check=list(HealthCheck))
 
 
-class Cat(pa.ExtensionType):
-    """A Python extension type over any storage, with metadata (registered below)."""
+@register
+class Cat(TaggedExtension):
+    """A Python extension type over any storage, with metadata."""
 
-    def __init__(self, storage: pa.DataType, tag: str = "cat"):
-        self.tag = tag
-        super().__init__(storage, "rcfmt.test.cat")
-
-    def __arrow_ext_serialize__(self):
-        return self.tag.encode()
-
-    @classmethod
-    def __arrow_ext_deserialize__(cls, storage_type, serialized):
-        return cls(storage_type, serialized.decode())
-
-
-try:
-    pa.register_extension_type(Cat(pa.int8()))
-except pa.ArrowKeyError:  # (registered by an earlier import)
-    pass
+    NAME, DEFAULT_TAG = "rcfmt.test.cat", "cat"
 
 
 def cat(arr: pa.Array, tag: str = "cat") -> pa.ExtensionArray:

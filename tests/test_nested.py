@@ -49,27 +49,31 @@ def _mask(draw, n: int, nullable: bool):
 
 
 @st.composite
-def nested_arrays(draw, t: pa.DataType, n: int, nullable: bool = True) -> pa.Array:
+def nested_arrays(draw, t: pa.DataType, n: int, nullable: bool = True, hook=None) -> pa.Array:
     """``n`` values of type ``t``; NULLs at every level where allowed, garbage under
-    NULL structs and non-empty ranges under NULL lists."""
+    NULL structs and non-empty ranges under NULL lists. ``hook(t, n, nullable)``, asked
+    first at every node, may give a strategy of its own for that node (None: the above)."""
+    special = None if hook is None else hook(t, n, nullable)
+    if special is not None:
+        return draw(special)
     if not is_nested(t):
         return draw(S.arrays(t, n, nullable=nullable, sliced=True))
     mask = _mask(draw, n, nullable)
     if pa.types.is_struct(t):
-        kids = [draw(nested_arrays(f.type, n, f.nullable)) for f in t]
+        kids = [draw(nested_arrays(f.type, n, f.nullable, hook)) for f in t]
         return pa.StructArray.from_arrays(kids, fields=list(t), mask=mask)
     if pa.types.is_fixed_size_list(t):
-        values = draw(nested_arrays(t.value_type, n * t.list_size, t.value_field.nullable))
+        values = draw(nested_arrays(t.value_type, n * t.list_size, t.value_field.nullable, hook))
         return pa.FixedSizeListArray.from_arrays(values, type=t, mask=mask)
     lengths = draw(st.lists(st.integers(0, 3), min_size=n, max_size=n))
     offsets = np.zeros(n + 1, np.int64)
     np.cumsum(lengths, out=offsets[1:])
     total = int(offsets[-1])
     if pa.types.is_map(t):
-        keys = draw(nested_arrays(t.key_type, total, False))
-        items = draw(nested_arrays(t.item_type, total, t.item_field.nullable))
+        keys = draw(nested_arrays(t.key_type, total, False, hook))
+        items = draw(nested_arrays(t.item_type, total, t.item_field.nullable, hook))
         return pa.MapArray.from_arrays(pa.array(offsets, pa.int32()), keys, items, type=t, mask=mask)
-    values = draw(nested_arrays(t.value_type, total, t.value_field.nullable))
+    values = draw(nested_arrays(t.value_type, total, t.value_field.nullable, hook))
     large = pa.types.is_large_list(t)
     cls = pa.LargeListArray if large else pa.ListArray
     return cls.from_arrays(pa.array(offsets, pa.int64() if large else pa.int32()), values, type=t, mask=mask)

@@ -19,7 +19,7 @@ import rcfmt
 import strategies as S
 from rcfmt import col
 from rcfmt.errors import InvalidDataError
-from test_nested import _leaf_under_structs, _mask, canonical, nested_types
+from test_nested import _leaf_under_structs, _mask, canonical, nested_arrays, nested_types
 
 #: leaves whose values all convert to Python (for comparing lists of values)
 LEAVES = st.sampled_from([pa.int64(), pa.int32(), pa.uint8(), pa.string(), pa.large_string(), pa.float64(),
@@ -72,38 +72,25 @@ def encoded_arrays(draw, t: pa.DataType, n: int, nullable: bool = True) -> pa.Ar
     return arr.slice(skip, n)
 
 
+def _encoded(t: pa.DataType, n: int, nullable: bool):
+    """Arrays of ``t`` with dictionaries (of any value type) wherever ``t`` has them."""
+    return nested_arrays(t, n, nullable, hook=_dictionaries)
+
+
+def _dictionaries(t: pa.DataType, n: int, nullable: bool):
+    return _dictionary_array(t, n, nullable) if pa.types.is_dictionary(t) else None
+
+
 @st.composite
-def _encoded(draw, t: pa.DataType, n: int, nullable: bool) -> pa.Array:
-    if pa.types.is_dictionary(t):
-        m = draw(st.integers(1 if n else 0, 6))
-        dictionary = draw(_encoded(t.value_type, m, nullable))
-        codes = draw(st.lists(st.integers(0, m - 1), min_size=n, max_size=n)) if m else [0] * n
-        mask = _mask(draw, n, nullable)
-        if not m and n:
-            mask = pa.array([True] * n)
-        indices = pa.array(codes, t.index_type, mask=None if mask is None else mask.to_numpy(zero_copy_only=False))
-        return pa.DictionaryArray.from_arrays(indices, dictionary)
-    if not _nested(t):
-        return draw(S.arrays(t, n, nullable=nullable, sliced=True))
+def _dictionary_array(draw, t: pa.DictionaryType, n: int, nullable: bool) -> pa.Array:
+    m = draw(st.integers(1 if n else 0, 6))
+    dictionary = draw(_encoded(t.value_type, m, nullable))
+    codes = draw(st.lists(st.integers(0, m - 1), min_size=n, max_size=n)) if m else [0] * n
     mask = _mask(draw, n, nullable)
-    if pa.types.is_struct(t):
-        kids = [draw(_encoded(f.type, n, f.nullable)) for f in t]
-        return pa.StructArray.from_arrays(kids, fields=list(t), mask=mask)
-    if pa.types.is_fixed_size_list(t):
-        values = draw(_encoded(t.value_type, n * t.list_size, t.value_field.nullable))
-        return pa.FixedSizeListArray.from_arrays(values, type=t, mask=mask)
-    lengths = draw(st.lists(st.integers(0, 3), min_size=n, max_size=n))
-    offsets = np.zeros(n + 1, np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    total = int(offsets[-1])
-    if pa.types.is_map(t):
-        keys = draw(_encoded(t.key_type, total, False))
-        items = draw(_encoded(t.item_type, total, t.item_field.nullable))
-        return pa.MapArray.from_arrays(pa.array(offsets, pa.int32()), keys, items, type=t, mask=mask)
-    values = draw(_encoded(t.value_type, total, t.value_field.nullable))
-    large = pa.types.is_large_list(t)
-    cls = pa.LargeListArray if large else pa.ListArray
-    return cls.from_arrays(pa.array(offsets, pa.int64() if large else pa.int32()), values, type=t, mask=mask)
+    if not m and n:
+        mask = pa.array([True] * n)
+    indices = pa.array(codes, t.index_type, mask=None if mask is None else mask.to_numpy(zero_copy_only=False))
+    return pa.DictionaryArray.from_arrays(indices, dictionary)
 
 
 # ---------------------------------------------------------------------- the oracle (pyarrow only)
