@@ -790,17 +790,39 @@ def test_forged_footers_are_corrupt_files(tmp_path, column, change, match):
 
 
 def test_what_is_still_refused_by_name(tmp_path):
-    """run_end_encoded of nested values that hold run_end_encoded values (Arrow's take
-    has no kernel to decode them), and what no Arrow format carries (an extension of an
-    extension)."""
-    inner = pc.run_end_encode(pa.array([1, 1, 2], pa.int8()))
-    for t in (pa.run_end_encoded(pa.int32(), pa.struct([("r", inner.type)])),
-              pa.run_end_encoded(pa.int32(), pa.list_(inner.type))):
-        with pytest.raises(SchemaError, match="'x'.*run_end_encoded"):
-            rcfmt.Writer(tmp_path / "t.rcfmt", pa.schema([("x", t)]))
+    """What no Arrow format carries: an extension of an extension (pyarrow cannot read
+    one back)."""
     with pytest.raises(SchemaError, match="'x'.*an extension of"):
         rcfmt.Writer(tmp_path / "t.rcfmt", pa.schema([("x", Cat(Cat(pa.list_(pa.int8()))))]))
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("shape", ["struct", "list", "map"])
+def test_runs_inside_run_end_encoded_nested_values_are_stored_as_their_values(tmp_path, shape):
+    """run_end_encoded<o, struct<r: run_end_encoded<i, T>>> (or a list or map value of
+    runs): the inner runs are stored as their values and read back so (docs/FORMAT.md
+    §3a), the rows unchanged; filters on the leaf see its values."""
+    inner = pc.run_end_encode(pa.array([1, 1, 2, None, 2, 5], pa.int8()))
+    if shape == "struct":
+        values = pa.StructArray.from_arrays([inner, pa.array(list("abcdef"))], names=["r", "s"])
+    elif shape == "list":
+        values = pa.ListArray.from_arrays(pa.array([0, 2, 2, 5, 6], pa.int32()), inner,
+                                      mask=pa.array([False, True, False, False]))
+    else:
+        values = pa.MapArray.from_arrays(pa.array([0, 1, 4, 6], pa.int32()), pa.array(list("uvwxyz")), inner)
+    runs = pa.RunEndEncodedArray.from_arrays(pa.array([2, 3, 7], pa.int32()), values.slice(len(values) - 3))
+    runs.validate(full=True)
+    table = pa.table({"x": runs, "k": pa.array(np.arange(len(runs)))})
+    path = tmp_path / "t.rcfmt"
+    rcfmt.write_table(table, path, block_rows=3)
+    back = rcfmt.read_table(path)
+    back.validate(full=True)
+    assert pa.types.is_run_end_encoded(back.schema.field("x").type)
+    assert "run_end_encoded" not in str(back.schema.field("x").type.value_type)
+    assert plain(back["x"]) == plain(table["x"])
+    if shape == "struct":
+        want = [k for k, v in enumerate(table["x"].to_pylist()) if v["r"] == 2]
+        assert rcfmt.read_table(path, filter=col("x.r") == 2)["k"].to_pylist() == want
 
 
 @settings(max_examples=S.examples(60), **SETTINGS)

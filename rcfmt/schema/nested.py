@@ -180,9 +180,9 @@ def plan_columns(field: pa.Field, first: int) -> tuple[Node, list[tuple[str, Log
             return replace(node, ext=ext, ext_storage=declared)
         if pa.types.is_run_end_encoded(t) and is_nested(t):  # its values' node, with the run-end type
             node = walk(pa.field(f.name, t.value_type), path, inherited_nulls, depth)
-            if node.ree is not None or _holds_runs(t.value_type):  # (Arrow's take has no kernel to decode them)
+            if node.ree is not None or _holds_runs(t.value_type):  # (runs in extensions under runs: no kernel takes them)
                 raise SchemaError(f"field {path!r} is a run_end_encoded type of nested values holding "
-                                  f"run_end_encoded values ({t})")
+                                  f"run_end_encoded values in an extension type ({t})")
             return replace(node, nullable=f.nullable, ree=str(t.run_end_type))
         col = first + len(columns)
         nullable = f.nullable or inherited_nulls

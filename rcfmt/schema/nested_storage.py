@@ -53,6 +53,8 @@ def storage_type(t: pa.DataType) -> pa.DataType:
         values = storage_type(t.value_type)
         if pa.types.is_run_end_encoded(values):  # (runs of runs: one level, the outer run ends)
             values = values.value_type
+        elif is_nested(values):  # (runs inside run-end-encoded nested values: their values, a slot each)
+            values = _without_runs(values)
         return pa.run_end_encoded(t.run_end_type, values)
     if isinstance(t, pa.BaseExtensionType):  # (kept: its node or schema entry records it; shredding decodes it)
         return t
@@ -75,6 +77,26 @@ def storage_type(t: pa.DataType) -> pa.DataType:
     return t
 
 
+def _without_runs(t: pa.DataType) -> pa.DataType:
+    """``t`` with every run_end_encoded type in its fields replaced by its values (not
+    inside extension types, which keep their storage)."""
+    if pa.types.is_run_end_encoded(t):
+        return _without_runs(t.value_type)
+    if pa.types.is_struct(t):
+        return pa.struct([f.with_type(_without_runs(f.type)) for f in t])
+    if pa.types.is_union(t):
+        return _union(t, [f.with_type(_without_runs(f.type)) for f in t])
+    if pa.types.is_map(t):
+        return pa.map_(t.key_field.with_type(_without_runs(t.key_type)),
+                       t.item_field.with_type(_without_runs(t.item_type)), keys_sorted=t.keys_sorted)
+    if pa.types.is_fixed_size_list(t):
+        return pa.list_(t.value_field.with_type(_without_runs(t.value_type)), t.list_size)
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        item = t.value_field.with_type(_without_runs(t.value_type))
+        return pa.large_list(item) if pa.types.is_large_list(t) else pa.list_(item)
+    return t
+
+
 def _rebuilt(t: pa.DataType) -> bool:
     """Whether :func:`to_storage` rebuilds arrays of ``t`` (somewhere in it: list views,
     dictionaries of nested values, run_end_encoded dictionaries), which Arrow's cast
@@ -83,10 +105,8 @@ def _rebuilt(t: pa.DataType) -> bool:
         return True
     if pa.types.is_dictionary(t):
         return is_nested(t.value_type) or _rebuilt(t.value_type)
-    if pa.types.is_run_end_encoded(t):
-        vt = t.value_type
-        return pa.types.is_dictionary(vt) or pa.types.is_run_end_encoded(vt) or pa.types.is_string_view(vt) or pa.types.is_binary_view(vt) \
-            or _rebuilt(vt) or (is_nested(storage_type(vt)) and not storage_type(vt).equals(vt))
+    if pa.types.is_run_end_encoded(t):  # (Arrow casts no run_end_encoded array to another type)
+        return True
     if isinstance(t, pa.BaseExtensionType):
         return False
     if pa.types.is_struct(t) or pa.types.is_union(t):
@@ -123,6 +143,8 @@ def to_storage(arr, t: pa.DataType, rows: bool = True):
     if arr.type == t:
         return arr
     src = arr.type
+    if pa.types.is_run_end_encoded(src) and not pa.types.is_run_end_encoded(t):  # (runs inside runs)
+        return to_storage(decode_runs(arr), t, rows)
     if not _rebuilt(src):
         return arr.cast(t)
     if pa.types.is_dictionary(src):
