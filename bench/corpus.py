@@ -7,7 +7,8 @@ trees: ``arrow-ipc-stream/integration/**/*.arrow_file``, ``**/*.parquet``). Each
 pyarrow can read is written with rcfmt's default options, read back, and put in one
 class:
 
-- ``exact``: the same schema and values (NaN payloads compared bit for bit);
+- ``exact``: the same schema (field and schema metadata included) and values (NaN
+  equal to NaN);
 - ``normalised``: the same values in the documented stored form (README "Types":
   dictionaries decoded, string/binary views as string/binary, list views as lists);
 - ``invalid input``: Arrow's own full validation refuses the table (a decimal beyond
@@ -74,8 +75,9 @@ def stored_form(t: pa.DataType) -> pa.DataType:
 
 
 def same_values(a: pa.Table, b: pa.Table) -> bool:
-    """Equal schemas and values, NaN equal to NaN."""
-    return a.schema == b.schema and a.num_rows == b.num_rows and (a.equals(b) or same_python_values(a, b))
+    """Equal schemas (field and schema metadata included) and values, NaN equal to NaN."""
+    return a.schema.equals(b.schema, check_metadata=True) and a.num_rows == b.num_rows \
+        and (a.equals(b) or same_python_values(a, b))
 
 
 def classify(path: pathlib.Path, scratch: str) -> tuple[str, str]:
@@ -101,7 +103,7 @@ def classify(path: pathlib.Path, scratch: str) -> tuple[str, str]:
     if same_values(back, table):
         return "exact", ""
     want = pa.schema([f.with_type(stored_form(f.type)) for f in table.schema], metadata=table.schema.metadata)
-    if back.schema != want:
+    if not back.schema.equals(want, check_metadata=True):
         return "WRONG", f"read back as {back.schema}, documented as {want}"
     if same_python_values(back, table):
         return "normalised", ""

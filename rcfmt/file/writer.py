@@ -256,8 +256,10 @@ class Writer:
         self.options = WriteOptions.create(
             pa.schema([pa.field(n, t.to_arrow(), nullable) for n, t, nullable in physical]), **options)
         self._metadata = _merge_metadata(self.schema.metadata, metadata)
-        self._columns = [ColumnSchema(n, t, nullable, stat_width(t, self.options.stats_truncate))
-                         for n, t, nullable in physical]
+        metadata = nested.column_metadata(self._nodes) if self._nodes is not None else \
+            {i: nested.field_metadata(f) for i, f in enumerate(self.schema) if f.metadata}
+        self._columns = [ColumnSchema(n, t, nullable, stat_width(t, self.options.stats_truncate), metadata.get(i, ()))
+                         for i, (n, t, nullable) in enumerate(physical)]
         self._sink = where if isinstance(where, ByteSink) else open_output(where, filesystem)
         self.path = self._sink.path
         self._pos = 0

@@ -44,9 +44,50 @@ class ColumnSchema:
     type: LogicalType
     nullable: bool
     stat_width: int
+    #: the Arrow field metadata of the field this column stores (its node's, for a nested
+    #: field's column): ``((key, value), ...)`` of bytes, empty when none
+    metadata: tuple = ()
 
     def to_json(self) -> dict:
-        return {"name": self.name, **self.type.to_json(), "nullable": self.nullable, "stat_width": self.stat_width}
+        out = {"name": self.name, **self.type.to_json(), "nullable": self.nullable, "stat_width": self.stat_width}
+        if self.metadata:
+            out["metadata"] = field_metadata_json(self.metadata)
+        return out
+
+
+def field_metadata_json(pairs) -> list:
+    """Arrow field metadata (``(key, value)`` bytes pairs) as the footer's JSON: each pair
+    ``{"key" | "key_base64", "value" | "base64"}`` (UTF-8 as text, other bytes base64)."""
+    out = []
+    for key, value in pairs:
+        entry = {}
+        for name, data, raw in (("key", key, "key_base64"), ("value", value, "base64")):
+            try:
+                entry[name] = data.decode("utf-8")
+            except UnicodeDecodeError:
+                entry[raw] = base64.b64encode(data).decode("ascii")
+        out.append(entry)
+    return out
+
+
+def field_metadata_from_json(doc) -> tuple:
+    """The pairs of :func:`field_metadata_json`; ValueError when malformed."""
+    if not isinstance(doc, list):
+        raise ValueError(f"malformed field metadata {doc!r}")
+    out = []
+    for entry in doc:
+        if not isinstance(entry, dict):
+            raise ValueError(f"malformed field metadata {doc!r}")
+        parts = []
+        for name, raw in (("key", "key_base64"), ("value", "base64")):
+            if isinstance(entry.get(name), str):
+                parts.append(entry[name].encode("utf-8"))
+            elif isinstance(entry.get(raw), str):
+                parts.append(base64.b64decode(entry[raw], validate=True))
+            else:
+                raise ValueError(f"malformed field metadata {doc!r}")
+        out.append(tuple(parts))
+    return tuple(out)
 
 
 @dataclass
@@ -389,9 +430,10 @@ def _column(items: tuple, encodings_ok) -> tuple:
     expected = ltype.width
     if (expected and width != expected) or not 1 <= width <= 255:
         raise _fail(f"column {name!r} has stat_width {width}")
-    column = ColumnSchema(name, ltype, bool(entry["nullable"]), width)
+    metadata = field_metadata_from_json(entry["metadata"]) if "metadata" in entry else ()
+    column = ColumnSchema(name, ltype, bool(entry["nullable"]), width, metadata)
     ok = np.ones(256, np.uint8) if encodings_ok is None else encodings_ok(ltype)
-    return column, pa.field(name, ltype.to_arrow(), column.nullable), ok
+    return column, pa.field(name, ltype.to_arrow(), column.nullable, dict(metadata) or None), ok
 
 
 _KNOWN_KEYS = {"format_version", "required_features", "created_by", "num_rows", "schema", "metadata",

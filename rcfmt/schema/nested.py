@@ -88,6 +88,9 @@ class Node:
     #: an extension type over that run_end_encoded type, and its declared storage, as ``ext``
     ree_ext: tuple | None = None
     ree_ext_storage: pa.DataType | None = None
+    #: the Arrow field's metadata, ``((key, value), ...)`` of bytes (stored with the
+    #: node's column: docs/FORMAT.md §5)
+    metadata: tuple = ()
 
     @cached_property
     def arrow_type(self) -> pa.DataType:
@@ -144,7 +147,7 @@ class Node:
 
     @property
     def field(self) -> pa.Field:
-        return pa.field(self.name, self.arrow_type, self.nullable)
+        return pa.field(self.name, self.arrow_type, self.nullable, dict(self.metadata) or None)
 
     def columns(self) -> list[int]:
         """Physical columns of this subtree, in pre-order."""
@@ -162,6 +165,10 @@ def plan_columns(field: pa.Field, first: int) -> tuple[Node, list[tuple[str, Log
     columns: list[tuple[str, LogicalType, bool]] = []
 
     def walk(f: pa.Field, path: str, inherited_nulls: bool, depth: int) -> Node:
+        node = node_of(f, path, inherited_nulls, depth)
+        return replace(node, metadata=field_metadata(f)) if f.metadata else node
+
+    def node_of(f: pa.Field, path: str, inherited_nulls: bool, depth: int) -> Node:
         if depth > MAX_DEPTH:
             raise SchemaError(f"field {path!r} is nested deeper than {MAX_DEPTH} levels")
         t = f.type
@@ -221,6 +228,26 @@ def plan_columns(field: pa.Field, first: int) -> tuple[Node, list[tuple[str, Log
         return Node(f.name, f.nullable, LEAF, col, leaf_type=ltype.to_arrow())
 
     return walk(field, field.name, False, 0), columns
+
+
+def field_metadata(f: pa.Field) -> tuple:
+    """``f``'s Arrow metadata as ``((key, value), ...)`` of bytes (empty: none)."""
+    return tuple(f.metadata.items()) if f.metadata else ()
+
+
+def column_metadata(nodes) -> dict[int, tuple]:
+    """``{stored column: the metadata of its node's field}``, for the nodes that have some."""
+    out: dict[int, tuple] = {}
+
+    def walk(node: Node) -> None:
+        if node.metadata:
+            out[node.column] = node.metadata
+        for c in node.children:
+            walk(c)
+
+    for n in nodes:
+        walk(n)
+    return out
 
 
 class SlotError(ValueError):
@@ -685,7 +712,8 @@ def plan_schema(schema: pa.Schema) -> tuple[tuple, list[tuple[str, LogicalType, 
             ltype = logical_type_from_arrow(f.type)
         except SchemaError as exc:
             raise SchemaError(f"column {f.name!r}: {exc}") from None
-        nodes.append(Node(f.name, f.nullable, LEAF, len(columns), leaf_type=ltype.to_arrow()))
+        nodes.append(Node(f.name, f.nullable, LEAF, len(columns), leaf_type=ltype.to_arrow(),
+                          metadata=field_metadata(f)))
         columns.append((f.name, ltype, f.nullable))
     return tuple(nodes), columns
 

@@ -174,7 +174,7 @@ def nodes_from_json(doc, columns) -> tuple:
         leaf = columns[col].type.to_arrow() if kind == LEAF else None
         node = Node(name, nullable, kind, col, children, leaf, size if kind == FIXED_SIZE_LIST else 0,
                     bool(obj.get("keys_sorted", False)), mode if kind == UNION else "",
-                    tuple(codes) if kind == UNION else (), ext, ree=ree)
+                    tuple(codes) if kind == UNION else (), ext, ree=ree, metadata=columns[col].metadata)
         return _with_storages(node, obj, ree_ext)
 
     nodes = tuple(dec(o, 0) for o in doc)

@@ -20,8 +20,8 @@ VIEW_STORAGE = {pa.string_view(): pa.string(), pa.binary_view(): pa.binary()}
 
 def storage_schema(schema: pa.Schema) -> tuple[pa.Schema, list[LogicalType | None]]:
     """The schema rcfmt stores (dictionary columns become their value type, string and
-    binary views plain strings and binaries, inside nested types too) and the logical
-    type of each flat field (None for a nested one)."""
+    binary views plain strings and binaries, inside nested types too; field metadata
+    kept) and the logical type of each flat field (None for a nested one)."""
     fields, types = [], []
     for f in schema:
         if not isinstance(f.name, str):
@@ -32,7 +32,7 @@ def storage_schema(schema: pa.Schema) -> tuple[pa.Schema, list[LogicalType | Non
             raise SchemaError(f"column {f.name!r}: {exc}") from None
         if nested.is_nested(stored):
             types.append(None)
-            fields.append(pa.field(f.name, stored, f.nullable))
+            fields.append(pa.field(f.name, stored, f.nullable, f.metadata))
             continue
         try:
             ltype = logical_type_from_arrow(f.type if isinstance(f.type, pa.BaseExtensionType)
@@ -40,7 +40,7 @@ def storage_schema(schema: pa.Schema) -> tuple[pa.Schema, list[LogicalType | Non
         except SchemaError as exc:
             raise SchemaError(f"column {f.name!r}: {exc}") from None
         types.append(ltype)
-        fields.append(pa.field(f.name, ltype.to_arrow(), f.nullable))
+        fields.append(pa.field(f.name, ltype.to_arrow(), f.nullable, f.metadata))
     return pa.schema(fields, metadata=schema.metadata), types
 
 
