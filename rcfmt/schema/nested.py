@@ -299,14 +299,21 @@ def shred(arr: pa.Array, node: Node, out: dict[int, pa.Array]) -> None:
 
 
 def _holds_runs(t: pa.DataType) -> bool:
-    """Whether a run_end_encoded type is anywhere in ``t``'s fields (or is ``t``)."""
-    if pa.types.is_run_end_encoded(t):
+    """Whether a run_end_encoded type is anywhere in ``t`` (in its fields, an extension's
+    storage, a dictionary's values)."""
+    return _holds(t, pa.types.is_run_end_encoded)
+
+
+def _holds(t: pa.DataType, test) -> bool:
+    """Whether ``test`` holds for ``t`` or a type anywhere in it (its fields, an
+    extension's storage, a dictionary's or run_end_encoded type's values)."""
+    if test(t):
         return True
     if isinstance(t, pa.BaseExtensionType):
-        return _holds_runs(t.storage_type)
-    if pa.types.is_dictionary(t):
-        return _holds_runs(t.value_type)
-    return any(_holds_runs(t.field(i).type) for i in range(t.num_fields))
+        return _holds(t.storage_type, test)
+    if pa.types.is_dictionary(t) or pa.types.is_run_end_encoded(t):
+        return _holds(t.value_type, test)
+    return any(_holds(t.field(i).type, test) for i in range(t.num_fields))
 
 
 def _check_type_codes(codes: pa.Array, node: Node) -> None:
@@ -394,13 +401,7 @@ def holds_dictionaries(t: pa.DataType) -> bool:
     """Whether a dictionary type sits anywhere in ``t`` (a storage type: in an extension's
     storage), whose arrays' chunks may not concatenate (Arrow unifies no dictionaries
     holding NULLs, nor beyond their index type)."""
-    if pa.types.is_dictionary(t):
-        return True
-    if isinstance(t, pa.BaseExtensionType):
-        return holds_dictionaries(t.storage_type)
-    if pa.types.is_run_end_encoded(t):
-        return holds_dictionaries(t.value_type)
-    return any(holds_dictionaries(t.field(i).type) for i in range(t.num_fields))
+    return _holds(t, pa.types.is_dictionary)
 
 
 def _elements(values: pa.Array, offsets: np.ndarray, nulls: np.ndarray | None) -> pa.Array:

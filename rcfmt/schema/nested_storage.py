@@ -60,21 +60,7 @@ def storage_type(t: pa.DataType) -> pa.DataType:
         return t
     if t in _VIEWS:
         return _VIEWS[t]
-    if pa.types.is_struct(t):
-        return pa.struct([f.with_type(storage_type(f.type)) for f in t])
-    if pa.types.is_union(t):
-        return _union(t, [f.with_type(storage_type(f.type)) for f in t])
-    if pa.types.is_map(t):
-        return pa.map_(t.key_field.with_type(storage_type(t.key_type)),
-                       t.item_field.with_type(storage_type(t.item_type)), keys_sorted=t.keys_sorted)
-    if pa.types.is_fixed_size_list(t):
-        return pa.list_(t.value_field.with_type(storage_type(t.value_type)), t.list_size)
-    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_list_view(t) \
-            or pa.types.is_large_list_view(t):
-        item = t.value_field.with_type(storage_type(t.value_type))
-        large = pa.types.is_large_list(t) or pa.types.is_large_list_view(t)
-        return pa.large_list(item) if large else pa.list_(item)
-    return t
+    return _with_child_types(t, storage_type)
 
 
 def _without_runs(t: pa.DataType) -> pa.DataType:
@@ -82,18 +68,26 @@ def _without_runs(t: pa.DataType) -> pa.DataType:
     inside extension types, which keep their storage)."""
     if pa.types.is_run_end_encoded(t):
         return _without_runs(t.value_type)
+    return t if isinstance(t, pa.BaseExtensionType) else _with_child_types(t, _without_runs)
+
+
+def _with_child_types(t: pa.DataType, fn) -> pa.DataType:
+    """Nested ``t`` with ``fn`` applied to the type of each of its child fields (list
+    views become lists); any other ``t`` as it is."""
     if pa.types.is_struct(t):
-        return pa.struct([f.with_type(_without_runs(f.type)) for f in t])
+        return pa.struct([f.with_type(fn(f.type)) for f in t])
     if pa.types.is_union(t):
-        return _union(t, [f.with_type(_without_runs(f.type)) for f in t])
+        return _union(t, [f.with_type(fn(f.type)) for f in t])
     if pa.types.is_map(t):
-        return pa.map_(t.key_field.with_type(_without_runs(t.key_type)),
-                       t.item_field.with_type(_without_runs(t.item_type)), keys_sorted=t.keys_sorted)
+        return pa.map_(t.key_field.with_type(fn(t.key_type)), t.item_field.with_type(fn(t.item_type)),
+                       keys_sorted=t.keys_sorted)
     if pa.types.is_fixed_size_list(t):
-        return pa.list_(t.value_field.with_type(_without_runs(t.value_type)), t.list_size)
-    if pa.types.is_list(t) or pa.types.is_large_list(t):
-        item = t.value_field.with_type(_without_runs(t.value_type))
-        return pa.large_list(item) if pa.types.is_large_list(t) else pa.list_(item)
+        return pa.list_(t.value_field.with_type(fn(t.value_type)), t.list_size)
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_list_view(t) \
+            or pa.types.is_large_list_view(t):
+        item = t.value_field.with_type(fn(t.value_type))
+        large = pa.types.is_large_list(t) or pa.types.is_large_list_view(t)
+        return pa.large_list(item) if large else pa.list_(item)
     return t
 
 
