@@ -29,7 +29,7 @@ from ..scan.positions import ROW_POSITION
 from ..scan.residual import prepare_filter
 from . import log
 from .deletions import DeletionFileWriter, union
-from .snapshot import read_snapshot
+from .snapshot import read_committed, read_snapshot
 from .files import DEFAULT_TARGET_FILE_ROWS, FileSetWriter, inherited_bitmap_indexes, join_path
 
 __all__ = ["delete", "update", "merge", "deletion_change", "MAX_ATTEMPTS"]
@@ -68,7 +68,7 @@ def _retrying(dataset, operation: str, plan: Callable) -> "object":
             log.backoff(attempt + 1)
             current = Dataset.open(current.root)
             continue
-        return Dataset(read_snapshot(current.root, version, size=size))
+        return Dataset(read_committed(current.root, version, size))
     raise AssertionError("unreachable")  # pragma: no cover
 
 

@@ -16,12 +16,13 @@ import pyarrow as pa
 from ..errors import CommitConflictError, InvalidOptionError, RcfmtError, SchemaError
 from .evolution import column_ids, extend_column_ids, keeps_columns, merge_schemas, renamed_path
 from ..schema.arrow_io import to_numpy
-from ..storage import delete_files, is_remote
-from . import log
+from ..storage import delete_files, is_remote, object_size, replace_object
+from . import changelog, log
 from .index import (INDEX_METADATA_KEY, STATS_FIELDS, VALUES_FIELD, FileEntry, conform_index, Snapshot, dumps_info,
-                    dv_columns, entries_table, index_schema, schema_to_json, stats_schema, vectors_of)
+                    dv_columns, entries_table, index_schema, schema_from_json, schema_to_json, stats_schema,
+                    vectors_of)
 from .partitioning import Partitioning
-from .snapshot import read_snapshot, remember_committed
+from .snapshot import conform_rows, read_run, read_snapshot, remember_committed
 
 __all__ = ["commit", "commit_version", "write_index_file", "index_bytes", "publish_files", "remove_files"]
 
@@ -33,21 +34,26 @@ MAX_COMMIT_ATTEMPTS = 1000
 
 # ------------------------------------------------------------------ commit
 def write_index_file(root: str, table: pa.Table, info: dict, name: str) -> str:
-    """Write a complete index to ``_rcfmt/_tmp/<name>.rcfmt`` (fsync'd); return its path."""
+    """Write an index version (complete, or a change) to ``_rcfmt/_tmp/<name>.rcfmt``
+    (fsync'd); return its path."""
     from ..file.writer import write_table
 
     d = log.tmp_dir(root)
     os.makedirs(d, exist_ok=True)
     path = os.path.join(d, f"{name}.rcfmt")
-    write_table(table, path, metadata={INDEX_METADATA_KEY: dumps_info(info)}, **index_write_options(table))
+    write_table(table, path, metadata={INDEX_METADATA_KEY: dumps_info(info)}, **index_write_options(table, info))
     return path
 
 
-def index_write_options(table: pa.Table) -> dict:
+def index_write_options(table: pa.Table, info: dict | None = None) -> dict:
     """How an index file is written: like any rcfmt file, except that an index of few
     files (at most :data:`SMALL_INDEX_ROWS`) is written plain, uncompressed and without
     bloom filters or bitmap indexes -- per column, choosing an encoding costs more than
-    the bytes it could save, and every commit writes the index."""
+    the bytes it could save, and every commit writes the index. A change (one row holding
+    an Arrow IPC stream) is written plain and compressed."""
+    if info is not None and changelog.layout_of(info) != changelog.CHECKPOINT:
+        return {"encoding": "plain", "dictionary": False, "compression": "zstd", "bloom_filter_columns": None,
+                "bitmap_indexes": None, "use_threads": False}
     if table.num_rows > SMALL_INDEX_ROWS:
         return {"block_rows": INDEX_BLOCK_ROWS}
     return {"block_rows": INDEX_BLOCK_ROWS, "encoding": "plain", "dictionary": False, "compression": "none",
@@ -62,7 +68,8 @@ def index_bytes(table: pa.Table, info: dict) -> bytes:
 
     with tempfile.TemporaryDirectory(prefix="rcfmt-index-") as d:
         path = os.path.join(d, "index.rcfmt")
-        write_table(table, path, metadata={INDEX_METADATA_KEY: dumps_info(info)}, **index_write_options(table))
+        write_table(table, path, metadata={INDEX_METADATA_KEY: dumps_info(info)},
+                    **index_write_options(table, info))
         with open(path, "rb") as f:
             return f.read()
 
@@ -149,6 +156,81 @@ def _with_vectors(table: pa.Table, deletions: dict) -> pa.Table:
     return table
 
 
+def _changes(root: str, snap: Snapshot, base: int, table: pa.Table, touched: set, info: dict, name: str,
+             runs_written: list) -> tuple[pa.Table, dict] | None:
+    """``(stored table, info)`` of the new version written as its changes to ``snap``
+    (version ``base``, every index column): the rows of ``table`` (the new complete index)
+    whose paths are ``touched`` (added files, new deletion vectors) and the paths of
+    ``snap`` that ``table`` lacks. Runs of the chain that reach :data:`changelog.MERGE_FANOUT`
+    of one level are merged first (their objects listed in ``runs_written``). None when
+    the version should be a checkpoint: the chain's changes reach its checkpoint's size."""
+    import pyarrow.compute as pc
+
+    binfo = snap.info
+    base_paths = snap.table.column("path")
+    new_paths = table.column("path")
+    removed = base_paths.filter(pc.invert(pc.is_in(base_paths, value_set=new_paths.combine_chunks())))
+    rows = table.filter(pc.is_in(new_paths, value_set=pa.array(sorted(touched), pa.string())))
+    own = changelog.Change(rows, removed.combine_chunks() if isinstance(removed, pa.ChunkedArray) else removed)
+    base_size = snap.index_size if snap.index_size is not None else object_size(log.version_path(root, base))
+    if base_size is None:
+        return None
+    if changelog.layout_of(binfo) == changelog.CHANGES:
+        ckpt = dict(binfo["checkpoint"])
+        runs = [dict(r) for r in binfo["runs"]]
+        runs.append({"path": _meta_rel(log.version_path(root, base)), "size": base_size, "first": base,
+                     "last": base, "level": 0})
+        chain_rows = int(binfo.get("chain_rows", 0)) + own.size
+    else:
+        ckpt = {"version": base, "size": base_size, "files": len(snap)}
+        runs, chain_rows = [], own.size
+    if chain_rows >= max(changelog.CHECKPOINT_MIN_ROWS, changelog.CHECKPOINT_FRACTION * ckpt.get("files", 0)):
+        return None
+    ischema = index_schema(schema_from_json(info["schema"]),
+                           Partitioning.from_json(info["partitioning"]))
+    fan = changelog.MERGE_FANOUT
+    while len(runs) >= fan and len({r["level"] for r in runs[-fan:]}) == 1:
+        group = runs[-fan:]
+        where = log.version_path(root, base + 1)
+        loaded = [read_run(root, r, where) for r in group]
+        merged = changelog.combine(
+            [changelog.Change(conform_rows(ch.rows, snap.partitioning, ischema, r["path"]), ch.removed)
+             for (ch, rec), r in zip(loaded, group)], lambda t: t)
+        first, last = group[0]["first"], group[-1]["last"]
+        rel = f"{log.META_DIR}/{changelog.RUNS_DIR}/{changelog.run_name(first, last, name)}"
+        run_info = {"format": "rcfmt-dataset", "format_version": changelog.CHANGES_FORMAT_VERSION,
+                    "layout": changelog.RUN, "first": first, "last": last, "level": group[0]["level"] + 1,
+                    "schema": info["schema"], "partitioning": info["partitioning"],
+                    "transaction": info["transaction"]}
+        size = _write_run(root, rel, changelog.change_table(merged), run_info, runs_written)
+        runs[-fan:] = [{"path": rel, "size": size, "first": first, "last": last, "level": group[0]["level"] + 1}]
+    info = {**info, "format_version": changelog.CHANGES_FORMAT_VERSION, "layout": changelog.CHANGES,
+            "checkpoint": ckpt, "runs": runs, "chain_rows": chain_rows}
+    return changelog.change_table(own), info
+
+
+def _meta_rel(path: str) -> str:
+    return f"{log.META_DIR}/{os.path.basename(path)}"
+
+
+def _write_run(root: str, rel: str, table: pa.Table, info: dict, written: list) -> int:
+    """Write a merged run (a new, unique name; no version names it yet); its size."""
+    if is_remote(root):
+        data = index_bytes(table, info)
+        target = f"{root.rstrip('/')}/{rel}"
+        written.append(target)
+        replace_object(target, data)
+        return len(data)
+    from ..file.writer import write_table
+
+    target = os.path.join(root, *rel.split("/"))
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    written.append(target)
+    write_table(table, target, metadata={INDEX_METADATA_KEY: dumps_info(info)}, **index_write_options(table, info))
+    log.fsync_dir(os.path.dirname(target))
+    return os.path.getsize(target)
+
+
 def remove_files(paths) -> None:
     delete_files(paths)
 
@@ -190,13 +272,15 @@ def commit(root: str, entries: list[FileEntry], *, mode: str, read_version: int,
            partitioning: Partitioning, txn_id: str, staged: list[tuple[str, str]] = (),
            clustering: dict | None = None, base_table_unindexed: pa.Table | None = None,
            operation_info: dict | None = None, remove: Iterable[str] = (), renames: dict | None = None,
-           base_snapshot: Snapshot | None = None, deletions: dict | None = None, expected: dict | None = None) -> int:
+           base_snapshot: Snapshot | None = None, deletions: dict | None = None, expected: dict | None = None,
+           checkpoint: bool = False) -> int:
     """Publish ``staged`` data files and commit ``entries`` as a new version; return it
     (see :func:`commit_version`, which also returns the size of its index)."""
     return commit_version(root, entries, mode=mode, read_version=read_version, data_schema=data_schema,
                           partitioning=partitioning, txn_id=txn_id, staged=staged, clustering=clustering,
                           base_table_unindexed=base_table_unindexed, operation_info=operation_info, remove=remove,
-                          renames=renames, base_snapshot=base_snapshot, deletions=deletions, expected=expected)[0]
+                          renames=renames, base_snapshot=base_snapshot, deletions=deletions, expected=expected,
+                          checkpoint=checkpoint)[0]
 
 
 def commit_version(root: str, entries: list[FileEntry], *, mode: str, read_version: int, data_schema: pa.Schema,
@@ -204,7 +288,7 @@ def commit_version(root: str, entries: list[FileEntry], *, mode: str, read_versi
                    clustering: dict | None = None, base_table_unindexed: pa.Table | None = None,
                    operation_info: dict | None = None, remove: Iterable[str] = (), renames: dict | None = None,
                    base_snapshot: Snapshot | None = None, deletions: dict | None = None,
-                   expected: dict | None = None) -> tuple[int, int]:
+                   expected: dict | None = None, checkpoint: bool = False) -> tuple[int, int]:
     """:func:`commit`, returning ``(version, bytes of its index file)``.
 
     Publish ``staged`` data files and commit ``entries`` as a new version; return it.
@@ -232,6 +316,11 @@ def commit_version(root: str, entries: list[FileEntry], *, mode: str, read_versi
     ``read_version + 1`` from it without looking anything up or reading the index again
     (if another writer has that version, the attempt fails and rebases as usual).
 
+    The version is written as the changes it makes to its base version
+    (:mod:`rcfmt.dataset.changelog`) unless it is an overwrite, an evolve, a first
+    version, ``checkpoint`` is true, or the chain of changes since the last checkpoint
+    has grown to the checkpoint's size: then it is a complete index (a checkpoint).
+
     After the commit the version hint names the new version (best effort; see
     :func:`rcfmt.dataset.log.find_latest`)."""
     if mode not in ("append", "overwrite", "rewrite", "evolve", "change"):
@@ -258,6 +347,7 @@ def commit_version(root: str, entries: list[FileEntry], *, mode: str, read_versi
                 base = log.latest_version(root)
             schema = data_schema
             removed = 0
+            snap = None  # the base version, when this version may be written as its changes
             recorded = clustering
             dropped: list = []  # names dropped by Dataset.evolve while their bytes may remain in files
             ids = None  # the base version's column ids, when it records them (or a rename starts them)
@@ -348,17 +438,28 @@ def commit_version(root: str, entries: list[FileEntry], *, mode: str, read_versi
                 **_ids_info(ids, schema),
                 **(operation_info or {}),
             }
-            if is_remote(root):
-                data = index_bytes(table, info)
-                size = len(data)
-                published_now = log.publish_remote_version(root, base + 1, data)
-            else:
-                tmp = write_index_file(root, table, info, f"{txn_id}-{attempt}")
-                size = os.path.getsize(tmp)
-                published_now = log.publish_version(root, base + 1, tmp)
+            stored, runs_written = table, []
+            if snap is not None and mode in ("append", "rewrite", "change") and not checkpoint:
+                planned = _changes(root, snap, base, table, {e.path for e in entries} | set(deletions), info,
+                                   f"{txn_id}-{attempt}", runs_written)
+                if planned is not None:
+                    stored, info = planned
+            try:
+                if is_remote(root):
+                    data = index_bytes(stored, info)
+                    size = len(data)
+                    published_now = log.publish_remote_version(root, base + 1, data)
+                else:
+                    tmp = write_index_file(root, stored, info, f"{txn_id}-{attempt}")
+                    size = os.path.getsize(tmp)
+                    published_now = log.publish_version(root, base + 1, tmp)
+            except BaseException:
+                remove_files(runs_written)
+                raise
             if published_now:
                 committed = base + 1
                 break
+            remove_files(runs_written)  # (merged for a version another writer took)
             if mode == "overwrite":
                 raise CommitConflictError(
                     f"overwrite of {root!r} based on version {read_version} conflicts with version {base + 1} "

@@ -24,6 +24,7 @@ from ..scan.residual import prepare_filter
 from ..storage import (COMMIT_SCHEMES, delete_files, is_remote, list_tree, local_path, object_size, remote_kind,
                        scheme_of)
 from . import log
+from .changelog import CHANGES, RUNS_DIR, layout_of
 from .deletions import DV_DIR
 from .index import INDEX_METADATA_KEY, Snapshot, check_inside
 from .snapshot import DATA_SUFFIXES, check_version_info, discover, load_base, read_latest, read_snapshot
@@ -383,6 +384,21 @@ class Dataset:
                                          **({"renamed_columns_now": rename} if rename else {})})
         return Dataset.open(self.root, version=version)
 
+    def checkpoint(self) -> "Dataset":
+        """Commit a version that holds the complete index (a checkpoint, docs/DATASET.md
+        §4.2) and changes nothing else; return the dataset at it. Readers of it and of the
+        versions after it need no older version file. Writers make checkpoints on their
+        own as a chain of changes grows; ``optimize`` always does."""
+        if self.version is None:
+            raise InvalidOptionError(f"{self.root!r} has no index to checkpoint; write it with rcfmt.write_dataset")
+        from .commits import commit
+
+        snap = self._snap
+        version = commit(self.root, [], mode="append", read_version=self.version, data_schema=snap.data_schema,
+                         partitioning=snap.partitioning, txn_id=f"checkpoint-{uuid.uuid4().hex}",
+                         operation_info={"operation": "checkpoint"}, checkpoint=True)
+        return Dataset.open(self.root, version=version)
+
     def history(self) -> list[dict]:
         """Commit metadata of every version still present, oldest first."""
         out = []
@@ -463,6 +479,35 @@ def _kept_versions(versions: list[int], old) -> list[int]:
     return []
 
 
+def _with_checkpoint(root: str, versions: list[int], keep: list[int]) -> list[int]:
+    """``keep`` extended down to the checkpoint the oldest kept version is read from (a
+    changes version needs its checkpoint and the versions of its chain; docs/DATASET.md
+    §4.2): vacuum drops versions older than the oldest checkpoint still needed."""
+    if not keep:
+        return keep
+    first = read_snapshot(root, keep[0], columns=[])
+    if layout_of(first.info) != CHANGES:
+        return keep
+    start = first.info["checkpoint"]["version"]
+    return [v for v in versions if v >= start]
+
+
+def _referenced(root: str, retained: list[int], keep: list[int]) -> set:
+    """Relative paths of the data files and deletion files the ``retained`` versions
+    (those within the retention) name, and of the merged runs the versions vacuum keeps
+    name. A version kept only because a retained one is read from its chain (older than
+    the retention) keeps its metadata, not its data: like any version past the
+    retention, it may no longer be readable."""
+    referenced = set()
+    for v in keep:
+        snap = read_snapshot(root, v, columns=[]) if v not in retained else read_snapshot(root, v)
+        if v in retained:
+            referenced.update(snap.paths)
+            referenced.update(_deletion_files(snap))
+        referenced.update(r["path"] for r in snap.info.get("runs", ()))
+    return referenced
+
+
 def _refresh_hint(root: str, keep: list[int]) -> None:
     """Before vacuum deletes versions, the hint is made to name the latest version when
     it is missing, unreadable or names an older one (perhaps one vacuum removes: readers
@@ -506,12 +551,9 @@ def vacuum(root, retention_seconds: float = 3600.0, *, dry_run: bool = False, pr
         except FileNotFoundError:
             return False
 
-    keep = _kept_versions(versions, lambda v: old(log.version_path(root, v)))
-    referenced = set()
-    for v in keep:
-        snap = read_snapshot(root, v)
-        referenced.update(snap.paths)
-        referenced.update(_deletion_files(snap))
+    retained = _kept_versions(versions, lambda v: old(log.version_path(root, v)))
+    keep = _with_checkpoint(root, versions, retained)
+    referenced = _referenced(root, retained, keep)
     if not versions:  # no commit yet: only what a writer left (plain files stay, as read)
         referenced.update(discover(root).paths)
     removed = []
@@ -528,11 +570,12 @@ def vacuum(root, retention_seconds: float = 3600.0, *, dry_run: bool = False, pr
             p = os.path.join(dirpath, name)
             if rel not in referenced and old(p):
                 removed.append(p)
-    deletions = os.path.join(root, log.META_DIR, DV_DIR)  # deletion files no kept version names
-    for name in (sorted(os.listdir(deletions)) if os.path.isdir(deletions) else ()):
-        p = os.path.join(deletions, name)
-        if f"{log.META_DIR}/{DV_DIR}/{name}" not in referenced and old(p):
-            removed.append(p)
+    for area in (DV_DIR, RUNS_DIR):  # deletion files and merged runs no kept version names
+        d = os.path.join(root, log.META_DIR, area)
+        for name in (sorted(os.listdir(d)) if os.path.isdir(d) else ()):
+            p = os.path.join(d, name)
+            if f"{log.META_DIR}/{area}/{name}" not in referenced and old(p):
+                removed.append(p)
     for area in (log.staging_root(root), log.tmp_dir(root), os.path.join(root, log.META_DIR, "_scans")):
         if os.path.isdir(area):
             for name in os.listdir(area):
@@ -577,16 +620,14 @@ def _vacuum_remote(root: str, retention_seconds: float, dry_run: bool, progress=
         return mtime is not None and mtime < cutoff
 
     version_rel = {v: f"{meta}{os.path.basename(log.version_path(root, v))}" for v in versions}
-    keep = _kept_versions(versions, lambda v: old(version_rel[v]))
-    referenced = set()
-    for v in keep:
-        snap = read_snapshot(root, v)
-        referenced.update(snap.paths)
-        referenced.update(_deletion_files(snap))
+    retained = _kept_versions(versions, lambda v: old(version_rel[v]))
+    keep = _with_checkpoint(root, versions, retained)
+    referenced = _referenced(root, retained, keep)
     removed = [version_rel[v] for v in versions if v not in keep]
     for rel in sorted(objects):
-        if rel.startswith(f"{meta}{DV_DIR}/") and rel not in referenced and old(rel):
-            removed.append(rel)  # a deletion file no kept version names
+        if rel.startswith((f"{meta}{DV_DIR}/", f"{meta}{RUNS_DIR}/")):
+            if rel not in referenced and old(rel):
+                removed.append(rel)  # a deletion file or merged run no kept version names
             continue
         parts = rel.split("/")
         if any(p.startswith(("_", ".")) for p in parts) or not rel.endswith(DATA_SUFFIXES):

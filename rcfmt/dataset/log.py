@@ -2,8 +2,9 @@
 
 Layout of the metadata directory ``<root>/_rcfmt/``::
 
-    v00000000000000000001.rcfmt   version 1 of the stats index: a complete snapshot
-    v00000000000000000002.rcfmt   ...
+    v00000000000000000001.rcfmt   version 1 of the stats index: a checkpoint (complete)
+    v00000000000000000002.rcfmt   ... its changes to version 1, or a checkpoint
+    runs/                          changes of several versions merged (:mod:`.changelog`)
     _tmp/                          index files being written (before they are linked)
     _staging/<transaction>/        data files being written (before they are published)
 
@@ -13,8 +14,9 @@ Commit (optimistic concurrency, no locks, no server):
    to their final place (``<root>/<partition dirs>/part-<txn>-....rcfmt``; unique
    names, so a rename never replaces anything). Nothing references them yet, so no
    reader sees them;
-2. the writer reads the latest version ``v`` and writes the complete index of version
-   ``v + 1`` to ``_tmp/`` (fsync'd);
+2. the writer reads the latest version ``v`` and writes version ``v + 1`` to ``_tmp/``
+   (fsync'd): the changes that turn ``v``'s index into the new one, or a checkpoint
+   (:mod:`rcfmt.dataset.changelog`);
 3. it publishes it with ``os.link(tmp, v(v+1))``, which fails if that version exists:
    create-if-absent, atomic on POSIX file systems. Exactly one writer wins each
    version number; the directory is fsync'd and the tmp name unlinked;
@@ -195,7 +197,7 @@ def fsync_dir(path: str) -> None:
 
 
 def publish_version(root: str, version: int, tmp_path: str) -> bool:
-    """Link the complete index ``tmp_path`` as ``version``; False if that version exists.
+    """Link the index version ``tmp_path`` as ``version``; False if that version exists.
 
     The tmp file is unlinked in every case."""
     target = version_path(root, version)

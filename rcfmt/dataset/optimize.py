@@ -166,7 +166,8 @@ def optimize(dataset, cluster_by=None, *, curve: str = "zorder", mapping: str = 
                          clustering=clustering_info(spec, "partition") if spec is not None else snap.info.get(
                              "clustering"),
                          base_table_unindexed=adopt,
-                         operation_info={"operation": "optimize", "rewritten_partitions": len(todo)})
+                         operation_info={"operation": "optimize", "rewritten_partitions": len(todo)},
+                         checkpoint=True)
     finally:
         log.remove_tree(staging)
     return type(dataset).open(dataset.root, version=version)

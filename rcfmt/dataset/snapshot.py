@@ -18,17 +18,20 @@ from ..file.reader import RcfmtFile
 from ..storage import is_remote
 from . import log
 from .evolution import check_column_ids, check_names, merge_nullability, same_types
-from .index import (BASE_COLUMNS, INDEX_METADATA_KEY, FileEntry, Snapshot, check_index_columns, check_relpath,
-                    entries_table, entry_from_file, index_errors, index_field, schema_from_json, stats_schema)
+from . import changelog
+from .index import (BASE_COLUMNS, INDEX_METADATA_KEY, VALUES_FIELD, FileEntry, Snapshot, check_index_columns,
+                    check_inside, check_relpath, conform_index, entries_table, entry_from_file, index_errors,
+                    index_field, index_schema, schema_from_json, stats_schema)
 from .deletions import DV_COLUMNS, DV_DIR
 from .partitioning import Partitioning, infer_partitioning
 
-__all__ = ["check_version_info", "read_snapshot", "read_latest", "discover", "load_base", "DATA_SUFFIXES"]
+__all__ = ["check_version_info", "read_snapshot", "read_committed", "read_run", "conform_rows", "read_latest", "discover", "load_base", "DATA_SUFFIXES"]
 
 DATA_SUFFIXES = (".rcfmt", ".rcf")
 #: the newest dataset format version this rcfmt reads: 2 is a version whose files may
-#: have deletion vectors (a reader of version 1 would return deleted rows: it refuses)
-FORMAT_VERSION = 2
+#: have deletion vectors (a reader of version 1 would return deleted rows: it refuses),
+#: 3 a changes version or run (:mod:`.changelog`; a reader of 2 would see its own rows only)
+FORMAT_VERSION = 3
 
 
 def check_deletions(table: pa.Table, path: str) -> None:
@@ -66,40 +69,77 @@ def check_version_info(info: dict, version: int, path: str) -> None:
                                f"with parent {parent!r}", path=path)
 
 
+def _version_info(f, version: int | None, path: str) -> tuple[dict, pa.Schema, Partitioning]:
+    """The dataset metadata of an index object: ``(info, data schema, partitioning)``,
+    checked (CorruptFileError; RcfmtError for a format newer than this rcfmt). With a
+    ``version``, the object must be that version (its recorded version and parent)."""
+    raw = f.metadata.get(INDEX_METADATA_KEY)
+    if raw is None:
+        raise CorruptFileError("index file has no dataset metadata", path=path)
+    try:
+        info = json.loads(raw)
+        data_schema = schema_from_json(info["schema"])
+        partitioning = Partitioning.from_json(info["partitioning"])
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise CorruptFileError(f"malformed dataset metadata: {exc}", path=path) from None
+    if info.get("format_version", 1) > FORMAT_VERSION:
+        raise RcfmtError(f"{path}: dataset format version {info['format_version']} is newer than this rcfmt")
+    if version is not None:
+        check_version_info(info, version, path)
+    bad_ids = check_column_ids(info, data_schema)
+    if bad_ids:
+        raise CorruptFileError(f"malformed dataset metadata: {bad_ids}", path=path)
+    return info, data_schema, partitioning
+
+
 def read_snapshot(root: str, version: int, columns: Sequence[str] | None = (), size: int | None = None) -> Snapshot:
     """Version ``version`` of the index. ``columns``: extra index columns to load besides
     the base and partition columns (None = all); ``size``: the index file's size, if
-    listed (on object storage a cached index is then opened without a request)."""
+    listed (on object storage a cached index is then opened without a request). A
+    changes version (:mod:`rcfmt.dataset.changelog`) is read with its checkpoint and runs,
+    one read of each."""
     path = log.version_path(root, version)
+    known = _CHAINS.get(path)  # a changes version this process has read: its parts are kept
+    if known is not None and known[0] == _identity(root, version, size):
+        return known[1].again(columns)
     with index_errors(version, path), \
             RcfmtFile(path, size=size, immutable=True) as f:  # a version is written once, never replaced
-        raw = f.metadata.get(INDEX_METADATA_KEY)
-        if raw is None:
-            raise CorruptFileError("index file has no dataset metadata", path=path)
-        try:
-            info = json.loads(raw)
-            data_schema = schema_from_json(info["schema"])
-            partitioning = Partitioning.from_json(info["partitioning"])
-        except (ValueError, KeyError, TypeError) as exc:
-            raise CorruptFileError(f"malformed dataset metadata: {exc}", path=path) from None
-        if info.get("format_version", 1) > FORMAT_VERSION:
-            raise RcfmtError(f"{path}: dataset format version {info['format_version']} is newer than this rcfmt")
-        check_version_info(info, version, path)
-        bad_ids = check_column_ids(info, data_schema)
-        if bad_ids:
-            raise CorruptFileError(f"malformed dataset metadata: {bad_ids}", path=path)
-        base = [*BASE_COLUMNS, *(f"{n}.value" for n in partitioning.names)]
-        want = [*base, *columns] if columns is not None else base
-        missing = [n for n in want if f.schema.get_field_index(n) < 0]
-        if missing:
-            raise CorruptFileError(f"lacks the index columns {missing} of its dataset schema", path=path)
-        want += [n for n in DV_COLUMNS if f.schema.get_field_index(n) >= 0 and n not in want]
-        table = f.read() if columns is None else f.read(columns=want)
-        if columns is None:  # (a writer conforms these to its schema: the base ones must be there)
-            stats = stats_schema(data_schema)
-            want = [n for n in table.schema.names if index_field(n, stats, partitioning) is not None]
-        check_index_columns(table, want, data_schema, partitioning, path)
-        check_deletions(table, path)
+        info, data_schema, partitioning = _version_info(f, version, path)
+        layout = changelog.layout_of(info)
+        if layout == changelog.CHANGES:
+            own = changelog.read_change(f.read(), path)
+            _check_rows(own.rows, data_schema, partitioning, path)
+            size = f.size
+            _RUNS.put((path, size), (own, info))
+        elif layout != changelog.CHECKPOINT:
+            raise CorruptFileError(f"index version has layout {layout!r}", path=path)
+        else:
+            base = [*BASE_COLUMNS, *(f"{n}.value" for n in partitioning.names)]
+            want = [*base, *columns] if columns is not None else base
+            missing = [n for n in want if f.schema.get_field_index(n) < 0]
+            if missing:
+                raise CorruptFileError(f"lacks the index columns {missing} of its dataset schema", path=path)
+            want += [n for n in DV_COLUMNS if f.schema.get_field_index(n) >= 0 and n not in want]
+            table = f.read() if columns is None else f.read(columns=want)
+            if columns is None:  # (a writer conforms these to its schema: the base ones must be there)
+                stats = stats_schema(data_schema)
+                want = [n for n in table.schema.names if index_field(n, stats, partitioning) is not None]
+            check_index_columns(table, want, data_schema, partitioning, path)
+            check_deletions(table, path)
+    if layout == changelog.CHANGES:
+        with index_errors(version, path):
+            snap = _read_changes(root, version, info, own, columns, size, path, data_schema, partitioning)
+        identity = _identity(root, version, size)
+        if identity is not None:  # (a copy: what callers load into theirs is theirs)
+            kept = object.__new__(ChainSnapshot)
+            kept.__dict__.update(snap.__dict__, _base=_fresh(snap._base))
+            _CHAINS.put(path, (identity, kept))
+        return snap
+    _check_paths(table, path)
+    return Snapshot(root, data_schema, partitioning, table, info, version, path, size)
+
+
+def _check_paths(table: pa.Table, path: str) -> None:
     checked = _CHECKED_PATHS
     for rel in table.column("path").to_pylist():
         if rel not in checked:  # a path is checked once per process, not at every read of an index listing it
@@ -107,7 +147,193 @@ def read_snapshot(root: str, version: int, columns: Sequence[str] | None = (), s
             if len(checked) >= _CHECKED_MAX:
                 checked.clear()
             checked.add(rel)
-    return Snapshot(root, data_schema, partitioning, table, info, version, path, size)
+
+
+class _RunCache:
+    """Decoded changes objects (versions and runs) by ``(path, size)``: both are written
+    once under a unique name, so a reopen or the next commit reads only what is new."""
+
+    def __init__(self, limit: int = 256):
+        self._items: collections.OrderedDict = collections.OrderedDict()
+        self._limit = limit
+        self._lock = threading.Lock()
+
+    def get(self, key):
+        with self._lock:
+            item = self._items.get(key)
+            if item is not None:
+                self._items.move_to_end(key)
+            return item
+
+    def put(self, key, item) -> None:
+        with self._lock:
+            self._items[key] = item
+            self._items.move_to_end(key)
+            while len(self._items) > self._limit:
+                self._items.popitem(last=False)
+
+
+_RUNS = _RunCache()
+#: changes versions read: ``{path: (identity, snapshot)}`` (:func:`_identity`), so that a
+#: warm reopen reads no index object
+_CHAINS = _RunCache(16)
+#: where a merged run may be: ``_rcfmt/runs/r<first>-<last>-<writer's name>.rcfmt``
+_RUN_PATH = re.compile(rf"{log.META_DIR}/{changelog.RUNS_DIR}/r[0-9]{{20}}-[0-9]{{20}}-[A-Za-z0-9_-]{{1,200}}\.rcfmt\Z")
+
+
+def read_run(root: str, entry: dict, path: str) -> tuple[changelog.Change, dict]:
+    """``(change, info)`` of the run ``entry`` of a changes version's ``runs`` (``path``:
+    that version, for errors): a version file for a run of one version, else an object
+    under ``_rcfmt/runs/``. Its name, size and versions are checked against the entry."""
+    try:
+        rel, run_size, first, last = entry["path"], entry["size"], entry["first"], entry["last"]
+        if not all(type(x) is int for x in (run_size, first, last)) or not isinstance(rel, str):
+            raise TypeError("mistyped")
+    except (KeyError, TypeError) as exc:
+        raise CorruptFileError(f"malformed run entry {entry!r} ({exc})", path=path) from None
+    if first == last and rel == f"{log.META_DIR}/{os.path.basename(log.version_path(root, first))}":
+        version = first
+    elif _RUN_PATH.match(rel):
+        version = None
+    else:
+        raise CorruptFileError(f"run entry names {rel!r}, neither version {first} nor an object of "
+                               f"{log.META_DIR}/{changelog.RUNS_DIR}/", path=path)
+    if version is not None:
+        where = log.version_path(root, version)
+    elif is_remote(root):
+        where = f"{root.rstrip('/')}/{rel}"
+    else:
+        where = check_inside(root, os.path.join(root, *rel.split("/")))
+    cached = _RUNS.get((where, run_size))
+    if cached is None:
+        with index_errors(version, where), RcfmtFile(where, size=run_size, immutable=True) as f:
+            if f.size != run_size:
+                raise CorruptFileError(f"is {f.size} bytes, its run entry says {run_size}", path=where)
+            info, schema, partitioning = _version_info(f, version, where)
+            change = changelog.read_change(f.read(), where)
+            _check_rows(change.rows, schema, partitioning, where)
+        cached = (change, info)
+        _RUNS.put((where, run_size), cached)
+    change, info = cached
+    expect = changelog.CHANGES if version is not None else changelog.RUN
+    if changelog.layout_of(info) != expect or info.get("first", first) != first or info.get("last", last) != last:
+        raise CorruptFileError(f"{rel} is not the {expect} of versions {first}..{last} its entry names", path=path)
+    return change, info
+
+
+def _chain(info: dict, version: int, path: str) -> tuple[int, int | None, list]:
+    """``(checkpoint version, its size, runs)`` a changes version names, checked: the
+    checkpoint is an earlier version and the runs cover the versions after it up to the
+    parent, in order, without gap or overlap."""
+    try:
+        ckpt = info["checkpoint"]
+        c, c_size, runs = ckpt["version"], ckpt.get("size"), list(info["runs"])
+        if type(c) is not int or (c_size is not None and type(c_size) is not int):
+            raise TypeError("mistyped checkpoint")
+        nxt = c + 1
+        for r in runs:
+            if r["first"] != nxt or r["last"] < r["first"]:
+                raise ValueError(f"run {r!r} does not start at version {nxt}")
+            nxt = r["last"] + 1
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise CorruptFileError(f"malformed changes version chain ({exc})", path=path) from None
+    if not 1 <= c < version or nxt != version:
+        raise CorruptFileError(f"changes version {version} names checkpoint {c} and runs up to {nxt - 1}, "
+                               f"not a chain ending at its parent", path=path)
+    return c, c_size, runs
+
+
+def _check_rows(rows: pa.Table, schema: pa.Schema, partitioning: Partitioning, where: str) -> None:
+    """A change's rows (read from ``where``, written under the data ``schema``) checked as
+    an index version's are: columns of the index schema, typed, without forged NULLs or
+    deletion vectors (once per object: :func:`read_run` keeps them checked)."""
+    check_index_columns(rows, rows.schema.names, schema, partitioning, where)
+    check_deletions(rows, where)
+
+
+def conform_rows(rows: pa.Table, partitioning: Partitioning, ischema: pa.Schema, where: str) -> pa.Table:
+    """The (checked) index rows of a change under the index schema ``ischema`` of a
+    later version of the same chain (columns added since, types widened)."""
+    if rows.schema == ischema:
+        return rows
+    try:
+        return conform_index(rows, ischema)
+    except (pa.ArrowException, KeyError) as exc:
+        raise CorruptFileError(f"index rows do not convert to a later version's schema ({exc})", path=where) from None
+
+
+def _read_changes(root: str, version: int, info: dict, own: changelog.Change, columns, size: int, path: str,
+                  data_schema: pa.Schema, partitioning: Partitioning) -> Snapshot:
+    """A changes version: its checkpoint's rows with the changes of its runs and its own
+    applied in order."""
+    c, c_size, runs = _chain(info, version, path)
+    base = read_snapshot(root, c, columns, size=c_size)
+    if changelog.layout_of(base.info) != changelog.CHECKPOINT:
+        raise CorruptFileError(f"changes version {version} names version {c} as its checkpoint, which is not one",
+                               path=path)
+    if base.partitioning != partitioning:
+        raise CorruptFileError(f"changes version {version} has another partitioning than its checkpoint {c}",
+                               path=path)
+    ischema = index_schema(data_schema, partitioning)
+    loaded = [(*read_run(root, r, path), r["path"]) for r in runs] + [(own, info, path)]
+    if any(rec["partitioning"] != info["partitioning"] for _, rec, _ in loaded):
+        raise CorruptFileError(f"a run of changes version {version} has another partitioning", path=path)
+    delta = changelog.combine([changelog.Change(conform_rows(ch.rows, partitioning, ischema, where), ch.removed)
+                               for ch, rec, where in loaded], lambda t: t)
+    _check_paths(delta.rows, path)
+    order = changelog.apply_order(base.table.column("path").combine_chunks(), delta)
+    return ChainSnapshot(root, data_schema, partitioning, info, version, path, size, base, delta.rows, order, columns)
+
+
+def _fresh(snap: Snapshot) -> Snapshot:
+    """A new snapshot of a checkpoint over the same rows (statistics it loads are its own)."""
+    return Snapshot(snap.root, snap.data_schema, snap.partitioning, snap.table, snap.info, snap.version,
+                    snap.index_path, snap.index_size)
+
+
+class ChainSnapshot(Snapshot):
+    """A changes version: the rows of its checkpoint (``base``, whose statistics columns
+    load on demand as a checkpoint's do) and its chain's changes (``delta``, every
+    column), arranged by ``order`` (:func:`rcfmt.dataset.changelog.apply_order`)."""
+
+    def __init__(self, root, data_schema, partitioning, info, version, path, size, base: Snapshot,
+                 delta: pa.Table, order, columns):
+        self._base, self._delta = base, delta
+        self._order = order if isinstance(order, pa.Array) else pa.array(order, pa.int64())
+        self._ischema = index_schema(data_schema, partitioning)
+        names = [n for n in self._ischema.names] if columns is None else list(dict.fromkeys(
+            [*BASE_COLUMNS, *DV_COLUMNS, *(f"{n}.value" for n in partitioning.names), *columns]))
+        table = pa.table({n: self._assemble(n) for n in names},
+                         schema=pa.schema([self._ischema.field(n) for n in names]))
+        super().__init__(root, data_schema, partitioning, table, info, version, path, size)
+
+    def again(self, columns) -> "ChainSnapshot":
+        """This version read again, with the index columns ``columns`` (as
+        :func:`read_snapshot`): a new snapshot over the same parts, which loads its own
+        columns (the checkpoint's statistics read on demand, as before)."""
+        base = _fresh(self._base)
+        return ChainSnapshot(self.root, self.data_schema, self.partitioning, self.info, self.version,
+                             self.index_path, self.index_size, base, self._delta, self._order, columns)
+
+    def _assemble(self, name: str) -> pa.Array:
+        field = self._ischema.field(name)
+        base = self._base
+        if base.table.schema.get_field_index(name) < 0 and index_field(
+                name, base.stats_schema, base.partitioning) is not None:
+            base._load_columns([name], optional=name.endswith(f".{VALUES_FIELD}"))
+        have = [n for n in ("num_rows", name) if base.table.schema.get_field_index(n) >= 0]
+        try:
+            part = conform_index(base.table.select(list(dict.fromkeys(have))), pa.schema([field])).column(0)
+        except (pa.ArrowException, KeyError) as exc:
+            raise CorruptFileError(f"index column {name!r} of checkpoint {base.version} does not convert to "
+                                   f"version {self.version}'s schema ({exc})", path=base.index_path) from None
+        both = pa.chunked_array([*part.chunks, *self._delta.column(name).chunks], field.type)
+        return both.take(self._order).combine_chunks()
+
+    def _load_columns(self, names: list, optional: bool = False) -> None:
+        for name in names:
+            if self.table.schema.get_field_index(name) < 0 and self._ischema.get_field_index(name) >= 0:
+                self.table = self.table.append_column(self._ischema.field(name), self._assemble(name))
 
 
 #: relative paths :func:`check_relpath` accepted (a pure check of the string: any root)
@@ -149,7 +375,7 @@ def remember_committed(root: str, version: int, size: int, table: pa.Table, info
             _COMMITTED.popitem(last=False)
 
 
-def _committed(root: str, version: int, size: int | None) -> Snapshot | None:
+def committed_snapshot(root: str, version: int, size: int | None) -> Snapshot | None:
     """Version ``version`` with every index column, if this process committed it last at
     ``root`` and its file is still the one it wrote."""
     with _COMMITTED_LOCK:
@@ -162,6 +388,13 @@ def _committed(root: str, version: int, size: int | None) -> Snapshot | None:
                     info, version, log.version_path(root, version), size)
 
 
+def read_committed(root: str, version: int, size: int | None) -> Snapshot:
+    """Version ``version``, just committed by this process: the rows it wrote (no read)
+    while its file is the one it wrote, else read."""
+    known = committed_snapshot(root, version, size)
+    return known if known is not None else read_snapshot(root, version, size=size)
+
+
 def read_latest(root: str, columns: Sequence[str] | None = ()) -> Snapshot | None:
     """The latest version of the index (:func:`rcfmt.dataset.log.find_latest`: O(1)
     lookups from the version hint), None when nothing is committed. A hint naming a
@@ -172,7 +405,7 @@ def read_latest(root: str, columns: Sequence[str] | None = ()) -> Snapshot | Non
     if not version:
         return None
     if columns is None:
-        known = _committed(root, version, size)
+        known = committed_snapshot(root, version, size)
         if known is not None:
             return known
     try:

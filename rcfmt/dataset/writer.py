@@ -27,7 +27,7 @@ from ..storage import check_commit_support, delete_files, is_remote, list_names,
 from . import log
 from .index import DEFAULT_INDEX_TRUNCATE, Snapshot
 from .partitioning import Partitioning
-from .snapshot import WRITER_FILE, load_base, read_snapshot
+from .snapshot import WRITER_FILE, load_base, read_committed
 from .commits import commit, commit_version
 from .files import (DEFAULT_TARGET_FILE_ROWS, FileSetWriter, check_clustering_columns, cluster_file, clustering_info,
                     clustering_spec, inherited_bitmap_indexes, join_path, recorded_clustering, split_schema)
@@ -233,4 +233,4 @@ def write_dataset(data, path, *, partition_by=None, mode: str = "append",
     finally:
         if not remote:
             log.remove_tree(staging)
-    return Dataset(read_snapshot(plan.root, version, size=size))  # (its size known: no lookup)
+    return Dataset(read_committed(plan.root, version, size))  # (the rows it committed: no read)

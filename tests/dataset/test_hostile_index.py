@@ -12,6 +12,7 @@ import pytest
 
 import rcfmt
 from rcfmt.dataset.log import latest_version, version_path
+from index_forgery import every_version_a_checkpoint
 
 
 def _forge_paths(root, new_path):
@@ -24,6 +25,13 @@ def _forge_paths(root, new_path):
     table = table.set_column(table.schema.get_field_index("path"), "path", pa.array(paths, table.schema.field("path").type))
     os.remove(path)
     rcfmt.write_table(table, path, metadata=metadata)
+
+
+@pytest.fixture(autouse=True)
+def _complete_indexes(monkeypatch):
+    """These tests forge complete index versions: every commit here writes one
+    (forged changes versions: tests/dataset/test_changelog.py)."""
+    every_version_a_checkpoint(monkeypatch)
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ from rcfmt.dataset import commits as dataset_commits
 from store_commits import run_writers_and_a_reader
 from rcfmt.dataset import log
 from rcfmt.dataset import snapshot as dataset_snapshot
+from index_forgery import every_version_a_checkpoint
 from rcfmt.dataset import writer as dataset_writer
 
 
@@ -118,7 +119,8 @@ def test_a_hint_that_is_a_directory_is_ignored(tmp_path):
     assert_latest(root, 3)
 
 
-def test_a_hint_naming_a_vacuumed_version(tmp_path):
+def test_a_hint_naming_a_vacuumed_version(tmp_path, monkeypatch):
+    every_version_a_checkpoint(monkeypatch)  # (vacuum keeps the versions a changes version is read from)
     root = str(tmp_path / "d")
     make(root, 5)
     hint = open(log.hint_path(root), "rb").read()
@@ -130,9 +132,10 @@ def test_a_hint_naming_a_vacuumed_version(tmp_path):
     assert_latest(root, 5)
 
 
-def test_vacuum_removes_the_oldest_versions_only_and_crashed_hint_writes(tmp_path):
+def test_vacuum_removes_the_oldest_versions_only_and_crashed_hint_writes(tmp_path, monkeypatch):
     """Versions stay contiguous (the walk from a hint relies on it): a version inside the
     retention keeps every later one, even one whose mtime says it is old."""
+    every_version_a_checkpoint(monkeypatch)  # (vacuum keeps the versions a changes version is read from)
     root = str(tmp_path / "d")
     make(root, 5)
     for v in (1, 2, 4):
@@ -285,12 +288,14 @@ def test_open_and_commit_do_not_list_the_metadata_directory(tmp_path, monkeypatc
         counts.take()
         rcfmt.dataset(root).read()
         opened = counts.take()
-        assert opened == (0, 2), opened  # stats: the hint's version and the one after it
+        # stats: the hint's version, the one after it, and the version again, whose changes
+        # this process read before (its parts are kept while its file is the same)
+        assert opened == (0, 3), opened
         assert rcfmt.write_dataset(batch(versions), root).version == versions + 1
         committed = counts.take()
         assert committed[0] == 0, committed
-        assert rcfmt.dataset(root, version=versions).version == versions  # time travel: a stat
-        assert counts.take() == (0, 1)
+        assert rcfmt.dataset(root, version=versions).version == versions  # time travel: a stat (and the kept one's)
+        assert counts.take() == (0, 2)
         seen[versions] = committed
         os.unlink(log.version_path(root, versions + 1))  # (back to `versions` for the loop)
         set_hint(root, None)
@@ -298,9 +303,10 @@ def test_open_and_commit_do_not_list_the_metadata_directory(tmp_path, monkeypatc
 
 
 def test_one_read_of_the_index_per_append(tmp_path, monkeypatch):
-    """write_dataset reads the latest index once (its plan; none when this process
+    """write_dataset reads the latest index once (its plan; not at all when this process
     committed it last: the rows it wrote are kept) and its commit builds the next version
-    from it; the Dataset it returns reads the new version."""
+    from it; the Dataset it returns is the version it committed (no read). Reading a
+    changes version reads it and its checkpoint (version 1 here), each once."""
     root = str(tmp_path / "d")
     make(root, 5)
     reads = []
@@ -311,15 +317,14 @@ def test_one_read_of_the_index_per_append(tmp_path, monkeypatch):
         return real(r, version, *a, **k)
 
     monkeypatch.setattr(dataset_snapshot, "read_snapshot", counted)
-    monkeypatch.setattr(dataset_writer, "read_snapshot", counted)
     monkeypatch.setattr(dataset_commits, "read_snapshot", counted)
     monkeypatch.setattr(sys.modules["rcfmt.dataset.dataset"], "read_snapshot", counted)
     assert rcfmt.write_dataset(batch(5), root).version == 6
-    assert reads == [6], reads  # (version 5: this process committed it)
+    assert reads == [], reads  # (version 5: this process committed it)
     dataset_snapshot._COMMITTED.clear()  # (another process committed it)
     reads.clear()
     assert rcfmt.write_dataset(batch(6), root).version == 7
-    assert reads == [6, 7], reads
+    assert reads == [6, 1], reads
     path = log.version_path(root, 7)  # a version file replaced behind the writer's back is read again
     with open(path, "rb") as f:
         data = f.read()
@@ -328,7 +333,7 @@ def test_one_read_of_the_index_per_append(tmp_path, monkeypatch):
         f.write(data)
     reads.clear()
     assert rcfmt.write_dataset(batch(7), root).version == 8
-    assert reads == [7, 8], reads
+    assert reads == [7, 1], reads
     assert_latest(root, 8)
 
 
@@ -338,10 +343,13 @@ def test_check_relpath_runs_once_per_path(tmp_path, monkeypatch):
     calls = []
     real = dataset_snapshot.check_relpath
     monkeypatch.setattr(dataset_snapshot, "check_relpath", lambda rel, path=None: calls.append(rel) or real(rel, path))
+    rcfmt.dataset(root)
+    calls.clear()
     for _ in range(3):
         rcfmt.dataset(root)
     assert calls == []  # (every path was checked when this process first read it)
     dataset_snapshot._CHECKED_PATHS.clear()
+    dataset_snapshot._CHAINS._items.clear()  # (a version read before is not checked again)
     rcfmt.dataset(root)
     rcfmt.dataset(root)
     assert len(calls) == 5
@@ -377,9 +385,16 @@ def test_s3_requests_per_open_and_append_do_not_grow_with_versions():
                 assert not listings or i == 0, listings  # (the first commit: no hint yet)
                 per_append[i + 1] = sorted(r[0] for r in requests)
                 proxy.reset_counts()
+                assert rcfmt.dataset(uri).version == i + 1  # (the new version: read once, then cached)
+                first_open = [(r[0], r[1].rsplit("/", 1)[-1]) for r in proxy.requests]
+                proxy.reset_counts()
                 assert rcfmt.dataset(uri).version == i + 1
                 per_open[i + 1] = [(r[0], r[1].rsplit("/", 1)[-1]) for r in proxy.requests]
             assert per_append[3] == per_append[25], (per_append[3], per_append[25])
+            # the first open after an append reads the new version and nothing older (its
+            # checkpoint and runs come from the cache); a warm reopen reads no index object
+            assert sorted(first_open) == [("GET", "_last_version"), ("GET", "v00000000000000000025.rcfmt"),
+                                          ("HEAD", "v00000000000000000026.rcfmt")], first_open
             assert per_open[25] == [("GET", "_last_version"), ("HEAD", "v00000000000000000026.rcfmt")]
         finally:
             os.environ["AWS_ENDPOINT_URL"] = saved
