@@ -14,6 +14,7 @@ Targets:
 - ``bitmaps``: a bitmap-index entry (byte 0: column type, bytes 1-2: block rows) parsed
   and asked comparisons, IN, IS NULL and NaN checks;
 - ``index``: a dataset's stats index (an index version file) opened as the dataset;
+- ``changes``: a changes version (an incremental index version) read through its chain;
 - ``deletions``: a deletion vector (bytes 0-3: the file's rows, 4-7: the declared
   cardinality) decoded and loaded as an index entry describes it;
 - ``scan``: a whole file read through filtered scans, ``read_dictionary`` and batches.
@@ -341,24 +342,81 @@ def make_deletions_corpus() -> None:
                                  + deletion_vector.encode(rows))
 
 
+_CHANGES_ROOT = _SCRATCH / "ds-changes"
+
+
+def changes(data: bytes) -> None:
+    """The bytes as version 2 of the seed dataset whose checkpoint (version 1) and data
+    files ``fuzz/corpus/changes-data/`` holds: a changes version (docs/DATASET.md §4.2)
+    read through its chain."""
+    from rcfmt.dataset import snapshot
+
+    meta = _CHANGES_ROOT / "_rcfmt"
+    if not meta.exists():
+        import shutil
+
+        shutil.copytree(CORPUS / "changes-data", _CHANGES_ROOT)
+    (meta / "v00000000000000000002.rcfmt").write_bytes(data)
+    snapshot._CHAINS._items.clear()
+    snapshot._RUNS._items.clear()
+    try:
+        ds = rcfmt.dataset(_CHANGES_ROOT, version=2)
+        _validate(ds.to_table(filter=col(ds.schema.names[0]).is_valid()) if ds.schema.names else ds.to_table())
+        ds.history()
+    except RcfmtError:
+        pass
+
+
+def make_changes_corpus(table) -> None:
+    """Seeds of the ``changes`` target: version 2 of a dataset, an append and a delete
+    (a deletion vector), over the same checkpoint."""
+    import shutil
+
+    out = CORPUS / "changes"
+    shutil.rmtree(out, ignore_errors=True)
+    shutil.rmtree(CORPUS / "changes-data", ignore_errors=True)
+    out.mkdir(parents=True)
+    root = _SCRATCH / "seed-changes"
+    rcfmt.write_dataset(table, root, partition_by=["s"])
+    shutil.copytree(root, CORPUS / "changes-data", ignore=shutil.ignore_patterns("_last_version", "_tmp", "_staging"))
+    for k, change in enumerate([lambda: rcfmt.write_dataset(table.slice(0, 7), root, mode="append"),
+                                lambda: rcfmt.dataset(root).delete(col("i") < 0)]):
+        change()
+        v2 = root / "_rcfmt" / "v00000000000000000002.rcfmt"
+        (out / f"seed{k}.rcfmt").write_bytes(v2.read_bytes())
+        for p in root.rglob("*.rcfmt"):  # (the append's data file; the delete writes none)
+            rel = p.relative_to(root)
+            if "_rcfmt" not in rel.parts and not (CORPUS / "changes-data" / rel).exists():
+                (CORPUS / "changes-data" / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy(p, CORPUS / "changes-data" / rel)
+        v2.unlink()
+        for d in ("deletions",):
+            if (root / "_rcfmt" / d).exists():
+                shutil.copytree(root / "_rcfmt" / d, CORPUS / "changes-data" / "_rcfmt" / d, dirs_exist_ok=True)
+
+
 TARGETS = {"footer": footer, "pages": pages, "decoders": decoders, "bloom": bloom, "bitmaps": bitmaps, "index": index,
-           "scan": scan, "deletions": deletions_target}
+           "scan": scan, "deletions": deletions_target, "changes": changes}
 
 
 # ------------------------------------------------------------------ seed corpora
-def make_corpus() -> None:
-    """Write the small seed files of every target (deterministic)."""
-    import shutil
-
+def _seed_table() -> pa.Table:
     rng = np.random.default_rng(0)
     n = 60
     valid = rng.random(n) > 0.2
-    table = pa.table({
+    return pa.table({
         "i": pa.array(rng.integers(-50, 50, n), pa.int32(), mask=~valid),
         "f": pa.array(np.round(rng.normal(0, 10, n), 1)),
         "s": pa.array([f"v{k % 5}" for k in range(n)], mask=~valid),
         "d": pa.array([f"x{k}" for k in range(n)]),
     })
+
+
+def make_corpus() -> None:
+    """Write the small seed files of every target (deterministic)."""
+    import shutil
+
+    table = _seed_table()
     shutil.rmtree(CORPUS, ignore_errors=True)
     (CORPUS / "index-data").parent.mkdir(parents=True, exist_ok=True)
     for target in TARGETS:
@@ -392,6 +450,7 @@ def make_corpus() -> None:
     make_bitmap_corpus(table)
     make_types_corpus()
     make_deletions_corpus()
+    make_changes_corpus(table)
     ds_root = _SCRATCH / "seed-ds"
     rcfmt.write_dataset(table, ds_root, partition_by=["s"])
     rcfmt.write_dataset(table.slice(0, 7), ds_root, mode="append")
