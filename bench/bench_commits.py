@@ -14,7 +14,15 @@ Reported per store, at version 100 and at the last version:
 Targets: append at the last version within 1.3x of the one at version 100, reopen within
 1.5x, S3 requests per append not growing with the version count.
 
-    python bench/bench_commits.py --versions 2000 --stores local,s3
+Since incremental versions (issue 63, docs/DATASET.md §4.2) it also reports, locally,
+what each append writes to ``_rcfmt/``: its own version file (a change, or a
+checkpoint), and the runs it merged; the largest change and the amortized bytes per
+append of runs and checkpoints; ``_rcfmt/``'s size at the end against the last
+checkpoint; and a cold open (this process's caches of versions, runs and footers
+cleared) at each mark.
+
+    python bench/bench_commits.py --versions 10000 --stores local
+    python bench/bench_commits.py --versions 2000 --stores s3
 """
 from __future__ import annotations
 
@@ -37,7 +45,10 @@ sys.path.insert(1, str(HERE.parent))
 sys.path.insert(2, str(HERE.parent / "tests"))
 
 import rcfmt  # noqa: E402
+from rcfmt.dataset import changelog, log  # noqa: E402
 from rcfmt.dataset import commits as dataset_commits  # noqa: E402
+from rcfmt.dataset import snapshot as dataset_snapshot  # noqa: E402
+from rcfmt.file.footer_cache import FOOTERS  # noqa: E402
 from common import md_table, print_header  # noqa: E402
 
 BUCKET = "commits"
@@ -90,8 +101,64 @@ def loadavg() -> str:
         return "n/a"
 
 
+def cold_open(root: str) -> float:
+    """Seconds to open ``root`` with this process's caches of versions, runs and footers
+    cleared (what another process pays, less its imports)."""
+    dataset_snapshot._COMMITTED.clear()
+    dataset_snapshot._RUNS._items.clear()
+    dataset_snapshot._CHAINS._items.clear()
+    FOOTERS.clear()
+    t0 = time.perf_counter()
+    d = rcfmt.dataset(root)
+    d.count_rows(rcfmt.col("id") < 1000)  # (loads a statistics column of the checkpoint too)
+    return time.perf_counter() - t0
+
+
+class MetaBytes:
+    """What each local append wrote to ``_rcfmt/``: its version file (a change or a
+    checkpoint) and the runs it merged."""
+
+    def __init__(self, root: str):
+        self.root = root
+        self.runs_seen: set = set()
+        self.changes: list[int] = []  # bytes of each changes version
+        self.checkpoints: list[tuple[int, int]] = []  # (version, bytes) of each checkpoint
+        self.runs: list[int] = []  # bytes of each merged run
+        self.changes_max = (0, 0)
+
+    def after(self, version: int) -> None:
+        path = log.version_path(self.root, version)
+        size = os.path.getsize(path)
+        with rcfmt.open(path) as f:
+            layout = changelog.layout_of(__import__("json").loads(f.metadata["rcfmt.dataset"]))
+        if layout == changelog.CHANGES:
+            self.changes.append(size)
+            self.changes_max = max(self.changes_max, (size, version))
+        else:
+            self.checkpoints.append((version, size))
+        d = os.path.join(self.root, log.META_DIR, changelog.RUNS_DIR)
+        if os.path.isdir(d):
+            for e in os.scandir(d):
+                if e.name not in self.runs_seen:
+                    self.runs_seen.add(e.name)
+                    self.runs.append(e.stat().st_size)
+
+    def summary(self, versions: int) -> dict:
+        total = 0
+        for dirpath, _, files in os.walk(os.path.join(self.root, log.META_DIR)):
+            total += sum(os.path.getsize(os.path.join(dirpath, f)) for f in files)
+        last_ckpt = self.checkpoints[-1][1] if self.checkpoints else 0
+        return {"versions": versions, "changes_count": len(self.changes), "changes_max": self.changes_max,
+                "changes_median": statistics.median(self.changes) if self.changes else 0,
+                "changes_total": sum(self.changes), "runs_count": len(self.runs), "runs_total": sum(self.runs),
+                "checkpoints": len(self.checkpoints), "checkpoints_total": sum(s for _, s in self.checkpoints),
+                "checkpoint_versions": [v for v, _ in self.checkpoints], "last_checkpoint": last_ckpt,
+                "meta_total": total}
+
+
 def run_store(name: str, root: str, versions: int, window: int, reopen: int, proxy=None) -> dict:
-    marks = sorted({min(100, versions), versions})
+    marks = sorted({min(100, versions), min(1000, versions), versions})
+    meta = MetaBytes(root) if proxy is None else None
     appends: list[float] = []
     index_s: list[float] = []
     requests: list[collections.Counter] = []
@@ -112,10 +179,12 @@ def run_store(name: str, root: str, versions: int, window: int, reopen: int, pro
                 requests.append(collections.Counter(r[0] for r in proxy.requests))
             assert ds.version == i + 1, (ds.version, i + 1)
             v = i + 1
+            if meta is not None:
+                meta.after(v)
             if v % 250 == 0:
                 print(f"  {name}: version {v}, {time.perf_counter() - started:.0f} s, load average {loadavg()}",
                       flush=True)
-            if proxy is None and v == marks[0] and len(marks) > 1:
+            if proxy is None and v == marks[0] and marks[-1] > marks[0]:
                 shutil.copytree(root, root + "-at-v%d" % v)  # for the interleaved comparison below
             if v in marks:
                 lo = max(0, v - window)
@@ -131,7 +200,10 @@ def run_store(name: str, root: str, versions: int, window: int, reopen: int, pro
                     if proxy is not None:
                         reopen_requests = collections.Counter(r[0] for r in proxy.requests)
                     assert d.version == v
+                colds = [cold_open(root) for _ in range(5)]
+                rcfmt.dataset(root)  # (warm again)
                 mark = {
+                    "cold_open_median_s": statistics.median(colds),
                     "append_median_s": statistics.median(appends[lo:v]),
                     "index_write_median_s": statistics.median(index_s[lo:v]),
                     "reopen_median_s": statistics.median(times),
@@ -146,7 +218,9 @@ def run_store(name: str, root: str, versions: int, window: int, reopen: int, pro
                     mark["append_requests_by_method"] = dict(sum(requests[lo:v], collections.Counter()))
                     mark["reopen_requests"] = dict(reopen_requests)
                 out["marks"][v] = mark
-    if proxy is None and len(marks) > 1:
+    if meta is not None:
+        out["meta"] = meta.summary(versions)
+    if proxy is None and marks[-1] > marks[0]:
         out["interleaved"] = interleaved(root + "-at-v%d" % marks[0], root, window, reopen)
     return out
 
@@ -184,7 +258,7 @@ def report(name: str, res: dict) -> list[str]:
     for v in marks:
         m = res["marks"][v]
         row = [name, v, m["files"], fmt_ms(m["append_median_s"]), fmt_ms(m["index_write_median_s"]),
-               fmt_ms(m["reopen_median_s"])]
+               fmt_ms(m["reopen_median_s"]), fmt_ms(m["cold_open_median_s"]), m["index_bytes"]]
         if "append_requests_median" in m:
             row += [f"{m['append_requests_median']:g} (max {m['append_requests_max']})",
                     sum(m["reopen_requests"].values())]
@@ -193,7 +267,9 @@ def report(name: str, res: dict) -> list[str]:
         rows.append(row)
     a = last["append_median_s"] / first["append_median_s"]
     r = last["reopen_median_s"] / first["reopen_median_s"]
-    rows.append([name, f"ratio {marks[-1]}/{marks[0]}", "", f"{a:.2f}x", "", f"{r:.2f}x", "", ""])
+    c = last["cold_open_median_s"] / first["cold_open_median_s"]
+    rows.append([name, f"ratio {marks[-1]}/{marks[0]}", "", f"{a:.2f}x", "", f"{r:.2f}x", f"{c:.2f}x", "", "",
+                 ""])
     return rows
 
 
@@ -231,7 +307,19 @@ def main(argv=None) -> int:
         rows += report(store, res)
     print()
     print(md_table(["store", "version", "files", "median append", "of which index write", "warm reopen",
-                    "requests / append", "requests / reopen"], rows))
+                    "cold open", "version file bytes", "requests / append", "requests / reopen"], rows))
+    for store, res in results.items():
+        m = res.get("meta")
+        if m:
+            n = m["versions"]
+            print(f"\n{store}, what appends wrote to _rcfmt/ over {n} versions: {m['changes_count']} changes "
+                  f"versions (median {m['changes_median']:.0f} B, largest {m['changes_max'][0]} B at version "
+                  f"{m['changes_max'][1]}); {m['runs_count']} merged runs, {m['runs_total']} B "
+                  f"({m['runs_total'] / n:.0f} B per append); {m['checkpoints']} checkpoints, "
+                  f"{m['checkpoints_total']} B ({m['checkpoints_total'] / n:.0f} B per append), at versions "
+                  f"{m['checkpoint_versions']}; _rcfmt/ {m['meta_total']} B = "
+                  f"{(m['meta_total'] - m['changes_total']) / max(1, m['last_checkpoint']):.2f}x the last checkpoint "
+                  f"({m['last_checkpoint']} B) + the changes' own {m['changes_total']} B")
     for store, res in results.items():
         if "interleaved" in res:
             il = res["interleaved"]
