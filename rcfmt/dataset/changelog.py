@@ -39,7 +39,7 @@ import pyarrow as pa
 from ..errors import CorruptFileError
 
 __all__ = ["Change", "CHANGES", "CHECKPOINT", "RUN", "RUNS_DIR", "MERGE_FANOUT", "CHECKPOINT_MIN_ROWS",
-           "change_table", "read_change", "combine", "apply_order", "layout_of", "run_name"]
+           "change_table", "read_change", "combine", "apply_order", "layout_of", "run_name", "runs_of", "runs_json"]
 
 #: ``layout`` of an index version or object (info key); versions without it are checkpoints
 CHECKPOINT = "checkpoint"
@@ -72,6 +72,35 @@ class Change:
     def size(self) -> int:
         """Index rows this change touches (rows held plus paths removed)."""
         return self.rows.num_rows + len(self.removed)
+
+
+def runs_of(info: dict) -> list[dict]:
+    """The runs a changes version's info lists, as ``{"path", "size", "first", "last",
+    "level"}`` (``path`` relative to the root). They are stored compactly (an entry per
+    run, in a version that may list dozens): ``[first, last, 0, size]`` for a version's
+    own changes (``_rcfmt/v<first>.rcfmt``), ``[first, last, level, size, name]`` for a
+    merged run (``_rcfmt/runs/<name>``). ValueError if malformed."""
+    out = []
+    for entry in info["runs"]:
+        if not isinstance(entry, list) or len(entry) not in (4, 5) or not all(type(x) is int for x in entry[:4]):
+            raise ValueError(f"malformed run entry {entry!r}")
+        first, last, level, size = entry[:4]
+        if len(entry) == 4:
+            if level != 0 or first != last:
+                raise ValueError(f"run entry {entry!r} names no merged run but is not one version")
+            path = f"_rcfmt/v{first:020d}.rcfmt"
+        else:
+            if level < 1 or not isinstance(entry[4], str):
+                raise ValueError(f"malformed run entry {entry!r}")
+            path = f"_rcfmt/{RUNS_DIR}/{entry[4]}"
+        out.append({"path": path, "size": size, "first": first, "last": last, "level": level})
+    return out
+
+
+def runs_json(runs: list[dict]) -> list:
+    """``runs`` (as :func:`runs_of` gives them) in their stored form."""
+    return [[r["first"], r["last"], r["level"], r["size"]] if r["level"] == 0 else
+            [r["first"], r["last"], r["level"], r["size"], r["path"].rsplit("/", 1)[-1]] for r in runs]
 
 
 def layout_of(info: dict) -> str:

@@ -22,7 +22,7 @@ from .index import (INDEX_METADATA_KEY, STATS_FIELDS, VALUES_FIELD, FileEntry, c
                     dv_columns, entries_table, index_schema, schema_from_json, schema_to_json, stats_schema,
                     vectors_of)
 from .partitioning import Partitioning
-from .snapshot import conform_rows, read_run, read_snapshot, remember_committed
+from .snapshot import conform_rows, read_run, read_snapshot, remember_committed, remember_run
 
 __all__ = ["commit", "commit_version", "write_index_file", "index_bytes", "publish_files", "remove_files"]
 
@@ -157,8 +157,8 @@ def _with_vectors(table: pa.Table, deletions: dict) -> pa.Table:
 
 
 def _changes(root: str, snap: Snapshot, base: int, table: pa.Table, touched: set, info: dict, name: str,
-             runs_written: list) -> tuple[pa.Table, dict] | None:
-    """``(stored table, info)`` of the new version written as its changes to ``snap``
+             runs_written: list) -> tuple[pa.Table, dict, changelog.Change] | None:
+    """``(stored table, info, change)`` of the new version written as its changes to ``snap``
     (version ``base``, every index column): the rows of ``table`` (the new complete index)
     whose paths are ``touched`` (added files, new deletion vectors) and the paths of
     ``snap`` that ``table`` lacks. Runs of the chain that reach :data:`changelog.MERGE_FANOUT`
@@ -177,7 +177,7 @@ def _changes(root: str, snap: Snapshot, base: int, table: pa.Table, touched: set
         return None
     if changelog.layout_of(binfo) == changelog.CHANGES:
         ckpt = dict(binfo["checkpoint"])
-        runs = [dict(r) for r in binfo["runs"]]
+        runs = changelog.runs_of(binfo)
         runs.append({"path": _meta_rel(log.version_path(root, base)), "size": base_size, "first": base,
                      "last": base, "level": 0})
         chain_rows = int(binfo.get("chain_rows", 0)) + own.size
@@ -203,10 +203,11 @@ def _changes(root: str, snap: Snapshot, base: int, table: pa.Table, touched: set
                     "schema": info["schema"], "partitioning": info["partitioning"],
                     "transaction": info["transaction"]}
         size = _write_run(root, rel, changelog.change_table(merged), run_info, runs_written)
+        remember_run(runs_written[-1], size, merged, run_info)
         runs[-fan:] = [{"path": rel, "size": size, "first": first, "last": last, "level": group[0]["level"] + 1}]
     info = {**info, "format_version": changelog.CHANGES_FORMAT_VERSION, "layout": changelog.CHANGES,
-            "checkpoint": ckpt, "runs": runs, "chain_rows": chain_rows}
-    return changelog.change_table(own), info
+            "checkpoint": ckpt, "runs": changelog.runs_json(runs), "chain_rows": chain_rows}
+    return changelog.change_table(own), info, own
 
 
 def _meta_rel(path: str) -> str:
@@ -438,12 +439,12 @@ def commit_version(root: str, entries: list[FileEntry], *, mode: str, read_versi
                 **_ids_info(ids, schema),
                 **(operation_info or {}),
             }
-            stored, runs_written = table, []
+            stored, runs_written, own = table, [], None
             if snap is not None and mode in ("append", "rewrite", "change") and not checkpoint:
                 planned = _changes(root, snap, base, table, {e.path for e in entries} | set(deletions), info,
                                    f"{txn_id}-{attempt}", runs_written)
                 if planned is not None:
-                    stored, info = planned
+                    stored, info, own = planned
             try:
                 if is_remote(root):
                     data = index_bytes(stored, info)
@@ -458,6 +459,8 @@ def commit_version(root: str, entries: list[FileEntry], *, mode: str, read_versi
                 raise
             if published_now:
                 committed = base + 1
+                if own is not None:  # (the next writer here merges it without reading it back)
+                    remember_run(log.version_path(root, committed), size, own, info)
                 break
             remove_files(runs_written)  # (merged for a version another writer took)
             if mode == "overwrite":

@@ -24,7 +24,7 @@ from ..scan.residual import prepare_filter
 from ..storage import (COMMIT_SCHEMES, delete_files, is_remote, list_tree, local_path, object_size, remote_kind,
                        scheme_of)
 from . import log
-from .changelog import CHANGES, RUNS_DIR, layout_of
+from .changelog import CHANGES, RUNS_DIR, layout_of, runs_of
 from .deletions import DV_DIR
 from .index import INDEX_METADATA_KEY, Snapshot, check_inside
 from .snapshot import DATA_SUFFIXES, check_version_info, discover, load_base, read_latest, read_snapshot
@@ -504,7 +504,8 @@ def _referenced(root: str, retained: list[int], keep: list[int]) -> set:
         if v in retained:
             referenced.update(snap.paths)
             referenced.update(_deletion_files(snap))
-        referenced.update(r["path"] for r in snap.info.get("runs", ()))
+        if layout_of(snap.info) == CHANGES:
+            referenced.update(r["path"] for r in runs_of(snap.info))
     return referenced
 
 

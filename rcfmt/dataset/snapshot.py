@@ -181,6 +181,12 @@ _CHAINS = _RunCache(16)
 _RUN_PATH = re.compile(rf"{log.META_DIR}/{changelog.RUNS_DIR}/r[0-9]{{20}}-[0-9]{{20}}-[A-Za-z0-9_-]{{1,200}}\.rcfmt\Z")
 
 
+def remember_run(path: str, size: int, change: changelog.Change, info: dict) -> None:
+    """Keep a changes object this process wrote (a version or a merged run at ``path``,
+    ``size`` bytes), as :func:`read_run` would decode it."""
+    _RUNS.put((path, size), (change, info))
+
+
 def read_run(root: str, entry: dict, path: str) -> tuple[changelog.Change, dict]:
     """``(change, info)`` of the run ``entry`` of a changes version's ``runs`` (``path``:
     that version, for errors): a version file for a run of one version, else an object
@@ -227,7 +233,7 @@ def _chain(info: dict, version: int, path: str) -> tuple[int, int | None, list]:
     parent, in order, without gap or overlap."""
     try:
         ckpt = info["checkpoint"]
-        c, c_size, runs = ckpt["version"], ckpt.get("size"), list(info["runs"])
+        c, c_size, runs = ckpt["version"], ckpt.get("size"), changelog.runs_of(info)
         if type(c) is not int or (c_size is not None and type(c_size) is not int):
             raise TypeError("mistyped checkpoint")
         nxt = c + 1
@@ -297,13 +303,14 @@ class ChainSnapshot(Snapshot):
     column), arranged by ``order`` (:func:`rcfmt.dataset.changelog.apply_order`)."""
 
     def __init__(self, root, data_schema, partitioning, info, version, path, size, base: Snapshot,
-                 delta: pa.Table, order, columns):
+                 delta: pa.Table, order, columns, assembled: pa.Table | None = None):
         self._base, self._delta = base, delta
         self._order = order if isinstance(order, pa.Array) else pa.array(order, pa.int64())
         self._ischema = index_schema(data_schema, partitioning)
         names = [n for n in self._ischema.names] if columns is None else list(dict.fromkeys(
             [*BASE_COLUMNS, *DV_COLUMNS, *(f"{n}.value" for n in partitioning.names), *columns]))
-        table = pa.table({n: self._assemble(n) for n in names},
+        have = assembled.schema.names if assembled is not None else ()
+        table = pa.table({n: assembled.column(n) if n in have else self._assemble(n) for n in names},
                          schema=pa.schema([self._ischema.field(n) for n in names]))
         super().__init__(root, data_schema, partitioning, table, info, version, path, size)
 
@@ -313,7 +320,7 @@ class ChainSnapshot(Snapshot):
         columns (the checkpoint's statistics read on demand, as before)."""
         base = _fresh(self._base)
         return ChainSnapshot(self.root, self.data_schema, self.partitioning, self.info, self.version,
-                             self.index_path, self.index_size, base, self._delta, self._order, columns)
+                             self.index_path, self.index_size, base, self._delta, self._order, columns, self.table)
 
     def _assemble(self, name: str) -> pa.Array:
         field = self._ischema.field(name)

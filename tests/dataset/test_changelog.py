@@ -41,6 +41,10 @@ def _layout(root: str, version: int) -> str:
         return changelog.layout_of(json.loads(f.metadata[INDEX_METADATA_KEY]))
 
 
+def _runs(info: dict) -> list[dict]:
+    return changelog.runs_of(info) if info.get("layout") == changelog.CHANGES else []
+
+
 def _batch(i: int, rows: int = 3) -> pa.Table:
     return pa.table({"id": pa.array(range(i * rows, (i + 1) * rows), pa.int64()),
                      "s": pa.array([f"name-{i}-{j}" for j in range(rows)])})
@@ -147,7 +151,7 @@ def test_appends_write_changes_and_chains_merge_into_levels(tmp_path, small_leve
         assert sorted(rcfmt.dataset(root, version=v).read(["id"]).column("id").to_pylist()) == list(range(3 * v))
     info = rcfmt.dataset(root).info
     if info.get("layout") == changelog.CHANGES:  # at most fanout - 1 runs per level
-        levels = [r["level"] for r in info["runs"]]
+        levels = [r["level"] for r in _runs(info)]
         assert all(levels.count(level) < 2 for level in set(levels)), levels
 
 
@@ -248,7 +252,7 @@ def test_one_read_of_each_object_per_open(tmp_path, small_levels, monkeypatch):
     assert ds.num_rows == 39
     assert len(opened) == len(set(opened)), opened  # no object read twice
     info = ds.info
-    want = {os.path.basename(r["path"]) for r in info.get("runs", ())} | {os.path.basename(
+    want = {os.path.basename(r["path"]) for r in _runs(info)} | {os.path.basename(
         log.version_path(root, ds.version))}
     if info.get("layout") == changelog.CHANGES:
         want.add(os.path.basename(log.version_path(root, info["checkpoint"]["version"])))
@@ -271,7 +275,7 @@ def test_vacuum_keeps_the_chain_of_the_oldest_kept_version(tmp_path, small_level
     assert versions == list(range(start, 31))
     assert all(log.version_path(root, v) in removed for v in range(1, start))
     runs = set(os.listdir(os.path.join(root, "_rcfmt", "runs")))  # those a kept version names, no other
-    assert runs == {os.path.basename(r["path"]) for v in versions for r in read_snapshot(root, v).info.get("runs", ())
+    assert runs == {os.path.basename(r["path"]) for v in versions for r in _runs(read_snapshot(root, v).info)
                     if "/runs/" in r["path"]}
     _cold()
     assert sorted(rcfmt.dataset(root).read(["id"]).column("id").to_pylist()) == list(range(90))
@@ -302,7 +306,7 @@ def test_a_lost_race_removes_the_runs_it_merged(tmp_path, small_levels, monkeypa
     ds = rcfmt.dataset(root)
     assert ds.version == 5 and ds.num_rows == 15
     named = {os.path.basename(r["path"]) for v in log.list_versions(root)
-             for r in read_snapshot(root, v).info.get("runs", ()) if "/runs/" in r["path"]}
+             for r in _runs(read_snapshot(root, v).info) if "/runs/" in r["path"]}
     assert set(os.listdir(os.path.join(root, "_rcfmt", "runs"))) == named  # no orphan of the lost attempt
 
 
@@ -339,7 +343,7 @@ def chain(tmp_path, small_levels):
     for i in range(7):
         rcfmt.write_dataset(_batch(i), root)
     info = rcfmt.dataset(root).info
-    assert info["layout"] == changelog.CHANGES and any("/runs/" in r["path"] for r in info["runs"])
+    assert info["layout"] == changelog.CHANGES and any("/runs/" in r["path"] for r in _runs(info))
     _cold()
     return root
 
@@ -357,18 +361,20 @@ def _edit_info(root: str, version: int, edit) -> str:
 
 @pytest.mark.parametrize("forgery", [
     lambda i: i["runs"].pop(0),                                      # a gap
-    lambda i: i["runs"].append(dict(i["runs"][-1])),                  # an overlap
+    lambda i: i["runs"].append(list(i["runs"][-1])),                  # an overlap
     lambda i: i["checkpoint"].update(version=i["version"]),           # itself
     lambda i: i["checkpoint"].update(version=i["version"] + 5),       # the future
     lambda i: i["checkpoint"].update(version="1"),                    # mistyped
     lambda i: i.pop("runs"),
-    lambda i: i["runs"][0].update(path="_rcfmt/../../outside.rcfmt"),
-    lambda i: i["runs"][0].update(path="_rcfmt/runs/r1-2-x.rcfmt"),  # not a run's name
-    lambda i: i["runs"][0].update(size=i["runs"][0]["size"] + 1),    # not the object written
-    lambda i: i["runs"][-1].update(first=i["runs"][-1]["first"] - 1),
+    lambda i: i["runs"][0].__setitem__(4, "../../../outside.rcfmt"),
+    lambda i: i["runs"][0].__setitem__(4, "r1-2-x.rcfmt"),             # not a run's name
+    lambda i: i["runs"][0].__setitem__(3, i["runs"][0][3] + 1),        # not the object written
+    lambda i: i["runs"][-1].__setitem__(0, i["runs"][-1][0] - 1),
+    lambda i: i["runs"][-1].__setitem__(1, i["runs"][-1][1] + 1),      # a version's own, two versions
+    lambda i: i["runs"][0].pop(),                                      # a merged run without a name
     lambda i: i.update(layout="journal"),
 ], ids=["gap", "overlap", "self", "future", "mistyped", "no-runs", "outside", "bad-name", "size", "range",
-        "layout"])
+        "level0-range", "unnamed", "layout"])
 def test_forged_chains_are_corrupt_files(chain, forgery):
     version = log.latest_version(chain)
     _edit_info(chain, version, forgery)
@@ -412,7 +418,7 @@ def test_forged_change_rows_are_corrupt_files(chain, forgery):
 
 def test_forged_vectors_in_a_run_are_corrupt_files(chain):
     info = rcfmt.dataset(chain).info
-    level0 = next(r for r in info["runs"] if r["level"] == 0)
+    level0 = next(r for r in _runs(info) if r["level"] == 0)
 
     def forge(rows):
         i = rows.schema.get_field_index("deleted_rows")
@@ -420,8 +426,8 @@ def test_forged_vectors_in_a_run_are_corrupt_files(chain):
 
     edit_version_rows(chain, level0["first"], forge)
     _edit_info(chain, log.latest_version(chain),
-               lambda i: [r.update(size=os.path.getsize(log.version_path(chain, r["first"])))
-                          for r in i["runs"] if r["level"] == 0 and r["first"] == level0["first"]])
+               lambda i: [r.__setitem__(3, os.path.getsize(log.version_path(chain, r[0])))
+                          for r in i["runs"] if r[2] == 0 and r[0] == level0["first"]])
     _cold()
     with pytest.raises(rcfmt.CorruptFileError, match="deleted rows"):
         rcfmt.dataset(chain).read()
@@ -429,7 +435,7 @@ def test_forged_vectors_in_a_run_are_corrupt_files(chain):
 
 def test_a_missing_run_or_checkpoint_is_a_corrupt_file_or_os_error(chain):
     info = rcfmt.dataset(chain).info
-    run = next(r for r in info["runs"] if "/runs/" in r["path"])
+    run = next(r for r in _runs(info) if "/runs/" in r["path"])
     os.unlink(os.path.join(chain, *run["path"].split("/")))
     _cold()
     with pytest.raises((rcfmt.RcfmtError, OSError)):
@@ -461,7 +467,7 @@ def test_s3_chains_merge_and_vacuum(small_levels):
 
         objects = [rel for rel, _ in list_tree(uri)]
         runs = {rel for rel in objects if rel.startswith("_rcfmt/runs/")}
-        assert runs == {r["path"] for r in ds.info.get("runs", ()) if "/runs/" in r["path"]}
+        assert runs == {r["path"] for r in _runs(ds.info) if "/runs/" in r["path"]}
 
 
 def test_the_worked_example_of_dataset_md(tmp_path, monkeypatch):
@@ -479,9 +485,9 @@ def test_the_worked_example_of_dataset_md(tmp_path, monkeypatch):
     with rcfmt.open(log.version_path(root, 2)) as f:
         change = changelog.read_change(f.read(), "v2")
     assert change.rows.num_rows == 1 and len(change.removed) == 0 and change.rows.num_columns == 17
-    assert len(read_snapshot(root, 17).info["runs"]) == 15
+    assert len(_runs(read_snapshot(root, 17).info)) == 15
     v18 = read_snapshot(root, 18).info
-    (run,) = v18["runs"]
+    (run,) = _runs(v18)
     assert (run["first"], run["last"], run["level"], v18["chain_rows"]) == (2, 17, 1, 17)
     assert run["path"].startswith("_rcfmt/runs/r00000000000000000002-00000000000000000017-")
     with rcfmt.open(os.path.join(root, *run["path"].split("/"))) as f:
