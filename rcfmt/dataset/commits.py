@@ -157,21 +157,25 @@ def _with_vectors(table: pa.Table, deletions: dict) -> pa.Table:
 
 
 def _changes(root: str, snap: Snapshot, base: int, table: pa.Table, touched: set, info: dict, name: str,
-             runs_written: list) -> tuple[pa.Table, dict, changelog.Change] | None:
+             runs_written: list, appended: int = 0) -> tuple[pa.Table, dict, changelog.Change] | None:
     """``(stored table, info, change)`` of the new version written as its changes to ``snap``
     (version ``base``, every index column): the rows of ``table`` (the new complete index)
     whose paths are ``touched`` (added files, new deletion vectors) and the paths of
-    ``snap`` that ``table`` lacks. Runs of the chain that reach :data:`changelog.MERGE_FANOUT`
+    ``snap`` that ``table`` lacks (``appended``: the number of new rows at the end of
+    ``table`` when that is all that changed, an append). Runs of the chain that reach :data:`changelog.MERGE_FANOUT`
     of one level are merged first (their objects listed in ``runs_written``). None when
     the version should be a checkpoint: the chain's changes reach its checkpoint's size."""
     import pyarrow.compute as pc
 
     binfo = snap.info
-    base_paths = snap.table.column("path")
-    new_paths = table.column("path")
-    removed = base_paths.filter(pc.invert(pc.is_in(base_paths, value_set=new_paths.combine_chunks())))
-    rows = table.filter(pc.is_in(new_paths, value_set=pa.array(sorted(touched), pa.string())))
-    own = changelog.Change(rows, removed.combine_chunks() if isinstance(removed, pa.ChunkedArray) else removed)
+    if appended:  # an append: the new rows are the last ones, nothing is removed
+        own = changelog.Change(table.slice(table.num_rows - appended), pa.array([], pa.string()))
+    else:
+        base_paths = snap.table.column("path")
+        new_paths = table.column("path")
+        removed = base_paths.filter(pc.invert(pc.is_in(base_paths, value_set=new_paths.combine_chunks())))
+        rows = table.filter(pc.is_in(new_paths, value_set=pa.array(sorted(touched), pa.string())))
+        own = changelog.Change(rows, removed.combine_chunks() if isinstance(removed, pa.ChunkedArray) else removed)
     base_size = snap.index_size if snap.index_size is not None else object_size(log.version_path(root, base))
     if base_size is None:
         return None
@@ -442,7 +446,8 @@ def commit_version(root: str, entries: list[FileEntry], *, mode: str, read_versi
             stored, runs_written, own = table, [], None
             if snap is not None and mode in ("append", "rewrite", "change") and not checkpoint:
                 planned = _changes(root, snap, base, table, {e.path for e in entries} | set(deletions), info,
-                                   f"{txn_id}-{attempt}", runs_written)
+                                   f"{txn_id}-{attempt}", runs_written,
+                                   appended=len(entries) if mode == "append" and entries else 0)
                 if planned is not None:
                     stored, info, own = planned
             try:

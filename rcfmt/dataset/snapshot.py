@@ -177,6 +177,8 @@ _RUNS = _RunCache()
 #: changes versions read: ``{path: (identity, snapshot)}`` (:func:`_identity`), so that a
 #: warm reopen reads no index object
 _CHAINS = _RunCache(16)
+#: objects of a chain read at once from an object store
+REMOTE_READS = 8
 #: where a merged run may be: ``_rcfmt/runs/r<first>-<last>-<writer's name>.rcfmt``
 _RUN_PATH = re.compile(rf"{log.META_DIR}/{changelog.RUNS_DIR}/r[0-9]{{20}}-[0-9]{{20}}-[A-Za-z0-9_-]{{1,200}}\.rcfmt\Z")
 
@@ -273,7 +275,16 @@ def _read_changes(root: str, version: int, info: dict, own: changelog.Change, co
     """A changes version: its checkpoint's rows with the changes of its runs and its own
     applied in order."""
     c, c_size, runs = _chain(info, version, path)
-    base = read_snapshot(root, c, columns, size=c_size)
+    if is_remote(root) and len(runs) > 1:  # one request each: the objects are fetched side by side
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(min(REMOTE_READS, len(runs) + 1)) as pool:
+            base_read = pool.submit(read_snapshot, root, c, columns, c_size)
+            for future in [pool.submit(read_run, root, r, path) for r in runs]:
+                future.result()  # (kept by read_run: read again below from memory)
+            base = base_read.result()
+    else:
+        base = read_snapshot(root, c, columns, size=c_size)
     if changelog.layout_of(base.info) != changelog.CHECKPOINT:
         raise CorruptFileError(f"changes version {version} names version {c} as its checkpoint, which is not one",
                                path=path)
@@ -353,6 +364,7 @@ _CHECKED_MAX = 1 << 20
 #: process starts from, without reading the index it has just written
 _COMMITTED: "collections.OrderedDict" = collections.OrderedDict()
 _COMMITTED_ROOTS = 16
+_COMMITTED_CHUNKS = 64
 _COMMITTED_LOCK = threading.Lock()
 
 
@@ -374,7 +386,9 @@ def remember_committed(root: str, version: int, size: int, table: pa.Table, info
     identity = _identity(root, version, size)
     if identity is None:
         return
-    entry = (version, identity, table.combine_chunks(), info_json)
+    if max((c.num_chunks for c in table.columns), default=0) > _COMMITTED_CHUNKS:
+        table = table.combine_chunks()  # (each append adds a chunk: combined now and then, not each time)
+    entry = (version, identity, table, info_json)
     with _COMMITTED_LOCK:
         _COMMITTED[root] = entry
         _COMMITTED.move_to_end(root)

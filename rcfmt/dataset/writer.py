@@ -201,7 +201,8 @@ def write_dataset(data, path, *, partition_by=None, mode: str = "append",
     if "bitmap_indexes" not in write_options and plan.mode == "append" and plan.read_version:
         # an append keeps the indexes the dataset's (latest) files have
         base = plan.base
-        inherited_bitmap_indexes([join_path(plan.root, rel) for rel in base.paths[-1:]], plan.data_schema, write_options,
+        last = [base.table.column("path")[len(base) - 1].as_py()] if len(base) else []  # (not every path listed)
+        inherited_bitmap_indexes([join_path(plan.root, rel) for rel in last], plan.data_schema, write_options,
                                  base.info.get("column_ids"))
     WriteOptions.create(plan.data_schema, **write_options)  # bad options raise before anything is written
     clustering = plan.clustering_for(cluster_by, curve, mapping)
