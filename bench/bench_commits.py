@@ -105,8 +105,8 @@ def cold_open(root: str) -> float:
     """Seconds to open ``root`` with this process's caches of versions, runs and footers
     cleared (what another process pays, less its imports)."""
     dataset_snapshot._COMMITTED.clear()
-    dataset_snapshot._RUNS._items.clear()
-    dataset_snapshot._CHAINS._items.clear()
+    dataset_snapshot._RUNS.clear()
+    dataset_snapshot._CHAINS.clear()
     FOOTERS.clear()
     t0 = time.perf_counter()
     d = rcfmt.dataset(root)

@@ -357,8 +357,8 @@ def changes(data: bytes) -> None:
 
         shutil.copytree(CORPUS / "changes-data", _CHANGES_ROOT)
     (meta / "v00000000000000000002.rcfmt").write_bytes(data)
-    snapshot._CHAINS._items.clear()
-    snapshot._RUNS._items.clear()
+    snapshot._CHAINS.clear()
+    snapshot._RUNS.clear()
     try:
         ds = rcfmt.dataset(_CHANGES_ROOT, version=2)
         _validate(ds.to_table(filter=col(ds.schema.names[0]).is_valid()) if ds.schema.names else ds.to_table())

@@ -150,33 +150,58 @@ def _check_paths(table: pa.Table, path: str) -> None:
 
 
 class _RunCache:
-    """Decoded changes objects (versions and runs) by ``(path, size)``: both are written
-    once under a unique name, so a reopen or the next commit reads only what is new."""
+    """A least-recently-used map of decoded index objects, bounded in entries and in
+    bytes (``cost(item)``); an item costing more than the whole bound is not kept."""
 
-    def __init__(self, limit: int = 256):
+    def __init__(self, limit: int, max_bytes: int, cost):
         self._items: collections.OrderedDict = collections.OrderedDict()
-        self._limit = limit
+        self._limit, self._max_bytes, self._cost = limit, max_bytes, cost
+        self._bytes = 0
         self._lock = threading.Lock()
 
     def get(self, key):
         with self._lock:
-            item = self._items.get(key)
-            if item is not None:
-                self._items.move_to_end(key)
-            return item
+            entry = self._items.get(key)
+            if entry is None:
+                return None
+            self._items.move_to_end(key)
+            return entry[0]
 
     def put(self, key, item) -> None:
+        cost = self._cost(item)
         with self._lock:
-            self._items[key] = item
-            self._items.move_to_end(key)
-            while len(self._items) > self._limit:
-                self._items.popitem(last=False)
+            old = self._items.pop(key, None)
+            if old is not None:
+                self._bytes -= old[1]
+            if cost > self._max_bytes:
+                return
+            self._items[key] = (item, cost)
+            self._bytes += cost
+            while len(self._items) > self._limit or self._bytes > self._max_bytes:
+                self._bytes -= self._items.popitem(last=False)[1][1]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self._bytes = 0
 
 
-_RUNS = _RunCache()
+def _change_bytes(item) -> int:
+    change, _ = item
+    return change.rows.nbytes + change.removed.nbytes
+
+
+def _chain_bytes(item) -> int:
+    _, snap = item
+    return snap._delta.nbytes + snap._base.table.nbytes + snap.table.nbytes + 8 * len(snap._order)
+
+
+#: decoded changes versions and merged runs by ``(path, size)``: both are written once under
+#: a unique name, so a reopen or the next commit reads only what is new
+_RUNS = _RunCache(256, 64 << 20, _change_bytes)
 #: changes versions read: ``{path: (identity, snapshot)}`` (:func:`_identity`), so that a
 #: warm reopen reads no index object
-_CHAINS = _RunCache(16)
+_CHAINS = _RunCache(16, 128 << 20, _chain_bytes)
 #: objects of a chain read at once from an object store
 REMOTE_READS = 8
 #: where a merged run may be: ``_rcfmt/runs/r<first>-<last>-<writer's name>.rcfmt``

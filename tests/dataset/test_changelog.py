@@ -32,8 +32,8 @@ from dataset.test_row_changes import WRITE, RowChanges
 def _cold() -> None:
     """Forget what this process keeps of versions and runs (a reader in another process)."""
     dataset_snapshot._COMMITTED.clear()
-    dataset_snapshot._RUNS._items.clear()
-    dataset_snapshot._CHAINS._items.clear()
+    dataset_snapshot._RUNS.clear()
+    dataset_snapshot._CHAINS.clear()
 
 
 def _layout(root: str, version: int) -> str:
@@ -502,3 +502,19 @@ def test_the_worked_example_of_dataset_md(tmp_path, monkeypatch):
     assert sorted(os.path.basename(p) for p in index_objects) == sorted(
         [os.path.basename(log.version_path(root, 18)), os.path.basename(run["path"]),
          os.path.basename(log.version_path(root, 1))])
+
+
+def test_the_caches_of_decoded_objects_are_bounded_in_bytes():
+    """A process keeps decoded runs and chains within a byte bound: the least recently
+    used go first, and an object larger than the bound is not kept."""
+    cache = dataset_snapshot._RunCache(100, 1000, lambda item: item)
+    for k in range(5):
+        cache.put(k, 300)
+    assert [cache.get(k) for k in range(5)] == [None, None, 300, 300, 300]
+    cache.get(2)  # (used: kept over 3)
+    cache.put(5, 300)
+    assert cache.get(3) is None and cache.get(2) == 300
+    cache.put(6, 5000)
+    assert cache.get(6) is None and cache.get(2) == 300
+    cache.put(2, 900)  # (replacing an entry frees its bytes)
+    assert cache.get(4) is None and cache.get(5) is None and cache.get(2) == 900

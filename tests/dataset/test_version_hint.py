@@ -349,7 +349,7 @@ def test_check_relpath_runs_once_per_path(tmp_path, monkeypatch):
         rcfmt.dataset(root)
     assert calls == []  # (every path was checked when this process first read it)
     dataset_snapshot._CHECKED_PATHS.clear()
-    dataset_snapshot._CHAINS._items.clear()  # (a version read before is not checked again)
+    dataset_snapshot._CHAINS.clear()  # (a version read before is not checked again)
     rcfmt.dataset(root)
     rcfmt.dataset(root)
     assert len(calls) == 5
