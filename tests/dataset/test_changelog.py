@@ -518,3 +518,30 @@ def test_the_caches_of_decoded_objects_are_bounded_in_bytes():
     assert cache.get(6) is None and cache.get(2) == 300
     cache.put(2, 900)  # (replacing an entry frees its bytes)
     assert cache.get(4) is None and cache.get(5) is None and cache.get(2) == 900
+
+
+def test_a_fresh_interpreter_reads_every_version_of_a_chain_from_threads(tmp_path, small_levels):
+    """A user's first process: nothing cached; eight threads read versions of one chain
+    at once (the caches of runs and chains are shared between them)."""
+    import subprocess
+    import sys
+
+    root = str(tmp_path / "d")
+    for i in range(24):
+        rcfmt.write_dataset(_batch(i), root)
+    assert _layout(root, 24) == changelog.CHANGES or _layout(root, 23) == changelog.CHANGES
+    code = (
+        "import sys, threading, rcfmt\n"
+        "root = sys.argv[1]\n"
+        "out = {}\n"
+        "def read(v):\n"
+        "    out[v] = sorted(rcfmt.dataset(root, version=v).read(['id']).column('id').to_pylist())\n"
+        "threads = [threading.Thread(target=read, args=(v,)) for v in range(1, 25) for _ in range(2)]\n"
+        "[t.start() for t in threads]\n"
+        "[t.join() for t in threads]\n"
+        "assert all(out[v] == list(range(3 * v)) for v in range(1, 25)), out\n"
+        "print(rcfmt.dataset(root).count_rows(rcfmt.col('id') < 30))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code, root], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "30"
