@@ -157,16 +157,16 @@ def read_change(table: pa.Table, path: str) -> Change:
     return Change(rows, removed)
 
 
-def combine(changes: list[Change], conform) -> Change:
-    """One change equal to applying ``changes`` in order. ``conform(table)`` brings each
-    one's rows under one index schema (the newest's). A path keeps the place of its first
-    row and the content of its last; a removed path keeps no row."""
+def combine(changes: list[Change]) -> Change:
+    """One change equal to applying ``changes`` (their rows under one index schema) in
+    order. A path keeps the place of its first row and the content of its last; a removed
+    path keeps no row."""
     import pyarrow.compute as pc
 
     if len(changes) == 1:
-        return Change(conform(changes[0].rows), changes[0].removed)
+        return changes[0]
     removed = pa.chunked_array([c.removed for c in changes], pa.string()).combine_chunks()
-    rows = pa.concat_tables([conform(c.rows) for c in changes]).combine_chunks()
+    rows = pa.concat_tables([c.rows for c in changes]).combine_chunks()
     paths = rows.column("path").to_pylist()
     last = {p: i for i, p in enumerate(paths)}  # (in order of first appearance)
     if len(last) != len(paths):  # a later row of a path replaces the earlier one, in its place

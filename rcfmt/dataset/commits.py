@@ -198,8 +198,8 @@ def _changes(root: str, snap: Snapshot, base: int, table: pa.Table, touched: set
         where = log.version_path(root, base + 1)
         loaded = [read_run(root, r, where) for r in group]
         merged = changelog.combine(
-            [changelog.Change(conform_rows(ch.rows, snap.partitioning, ischema, r["path"]), ch.removed)
-             for (ch, rec), r in zip(loaded, group)], lambda t: t)
+            [changelog.Change(conform_rows(ch.rows, ischema, r["path"]), ch.removed)
+             for (ch, rec), r in zip(loaded, group)])
         first, last = group[0]["first"], group[-1]["last"]
         rel = f"{log.META_DIR}/{changelog.RUNS_DIR}/{changelog.run_name(first, last, name)}"
         run_info = {"format": "rcfmt-dataset", "format_version": changelog.CHANGES_FORMAT_VERSION,

@@ -500,7 +500,7 @@ def _referenced(root: str, retained: list[int], keep: list[int]) -> set:
     retention, it may no longer be readable."""
     referenced = set()
     for v in keep:
-        snap = read_snapshot(root, v, columns=[]) if v not in retained else read_snapshot(root, v)
+        snap = read_snapshot(root, v)
         if v in retained:
             referenced.update(snap.paths)
             referenced.update(_deletion_files(snap))

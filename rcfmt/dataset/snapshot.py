@@ -284,7 +284,7 @@ def _check_rows(rows: pa.Table, schema: pa.Schema, partitioning: Partitioning, w
     check_deletions(rows, where)
 
 
-def conform_rows(rows: pa.Table, partitioning: Partitioning, ischema: pa.Schema, where: str) -> pa.Table:
+def conform_rows(rows: pa.Table, ischema: pa.Schema, where: str) -> pa.Table:
     """The (checked) index rows of a change under the index schema ``ischema`` of a
     later version of the same chain (columns added since, types widened)."""
     if rows.schema == ischema:
@@ -305,11 +305,12 @@ def _read_changes(root: str, version: int, info: dict, own: changelog.Change, co
 
         with ThreadPoolExecutor(min(REMOTE_READS, len(runs) + 1)) as pool:
             base_read = pool.submit(read_snapshot, root, c, columns, c_size)
-            for future in [pool.submit(read_run, root, r, path) for r in runs]:
-                future.result()  # (kept by read_run: read again below from memory)
+            run_reads = [pool.submit(read_run, root, r, path) for r in runs]
+            read = [future.result() for future in run_reads]
             base = base_read.result()
     else:
         base = read_snapshot(root, c, columns, size=c_size)
+        read = [read_run(root, r, path) for r in runs]
     if changelog.layout_of(base.info) != changelog.CHECKPOINT:
         raise CorruptFileError(f"changes version {version} names version {c} as its checkpoint, which is not one",
                                path=path)
@@ -317,11 +318,11 @@ def _read_changes(root: str, version: int, info: dict, own: changelog.Change, co
         raise CorruptFileError(f"changes version {version} has another partitioning than its checkpoint {c}",
                                path=path)
     ischema = index_schema(data_schema, partitioning)
-    loaded = [(*read_run(root, r, path), r["path"]) for r in runs] + [(own, info, path)]
+    loaded = [(ch, rec, r["path"]) for (ch, rec), r in zip(read, runs)] + [(own, info, path)]
     if any(rec["partitioning"] != info["partitioning"] for _, rec, _ in loaded):
         raise CorruptFileError(f"a run of changes version {version} has another partitioning", path=path)
-    delta = changelog.combine([changelog.Change(conform_rows(ch.rows, partitioning, ischema, where), ch.removed)
-                               for ch, rec, where in loaded], lambda t: t)
+    delta = changelog.combine([changelog.Change(conform_rows(ch.rows, ischema, where), ch.removed)
+                               for ch, rec, where in loaded])
     _check_paths(delta.rows, path)
     order = changelog.apply_order(base.table.column("path").combine_chunks(), delta)
     return ChainSnapshot(root, data_schema, partitioning, info, version, path, size, base, delta.rows, order, columns)
