@@ -16,8 +16,8 @@ from rcfmt.storage import FetchOptions
 
 from .compat import SCAN_SCOPED_READ_INFO
 
-__all__ = ["ReadOptions", "WriteOptions", "azure_options", "fetch_options", "lower_keys", "s3_options",
-           "store_settings", "with_store_settings"]
+__all__ = ["ReadOptions", "WriteOptions", "StreamReadOptions", "StreamWriteOptions", "azure_options",
+           "fetch_options", "lower_keys", "s3_options", "store_settings", "with_store_settings"]
 
 #: options that set the S3 client: rcfmt's names, and the Hadoop S3A names users already
 #: set for Spark (``fs.s3a.*``, also spelled as in SparkConf: ``spark.hadoop.fs.s3a.*``)
@@ -312,3 +312,46 @@ class WriteOptions:
             if self.cluster_by is not None and list(self.clustering_spec.columns) != self.cluster_by:
                 raise InvalidOptionError(f"clusterBy={self.cluster_by} disagrees with clusteringSpec columns "
                                          f"{list(self.clustering_spec.columns)}")
+
+
+class StreamReadOptions(ReadOptions):
+    """A streaming read's options (``spark.readStream.format("rcfmt")``): those of
+    :class:`ReadOptions` except ``version``, and ``startingVersion`` (a version number:
+    stream the rows appended by that version and the later ones; ``latest``: only
+    versions committed after the query starts; absent: the rows of the latest version
+    first, then the later versions), ``maxFilesPerTrigger`` and ``maxRowsPerTrigger``
+    (admission control: at most that many files / rows per micro-batch, at least one
+    file) and ``skipChangeCommits`` (versions that delete or rewrite rows -- overwrite,
+    delete, update, merge, replaceWhere -- are skipped instead of failing the query)."""
+
+    def __init__(self, options):
+        super().__init__(options)
+        opts = lower_keys(options)
+        if self.version is not None:
+            raise InvalidOptionError("option version applies to batch reads; a streaming read starts at "
+                                     "option startingVersion (a version number or 'latest')")
+        raw = opts.get("startingversion")
+        if raw is None or str(raw).strip().lower() == "latest":
+            self.starting_version = None if raw is None else "latest"
+        else:
+            self.starting_version = _int(opts, "startingVersion", None, lo=1)
+        self.max_files = _int(opts, "maxFilesPerTrigger", None)
+        self.max_rows = _int(opts, "maxRowsPerTrigger", None)
+        self.skip_change_commits = _bool(opts, "skipChangeCommits", False)
+
+
+class StreamWriteOptions(WriteOptions):
+    """A streaming write's options (``df.writeStream.format("rcfmt")``): those of
+    :class:`WriteOptions` except ``replaceWhere`` and ``expectedVersion``, and
+    ``txnAppId`` (the application whose batches the dataset records for exactly-once
+    commits; default: the streaming query's id, read from the ``checkpointLocation``'s
+    ``metadata`` file, which Spark writes when the query starts)."""
+
+    def __init__(self, options):
+        super().__init__(options)
+        opts = lower_keys(options)
+        for key, value in (("replaceWhere", self.replace_where), ("expectedVersion", self.expected_version)):
+            if value is not None:
+                raise InvalidOptionError(f"option {key} applies to batch writes, not to a streaming write")
+        self.application = str(opts["txnappid"]).strip() if str(opts.get("txnappid") or "").strip() else None
+        self.checkpoint_location = opts.get("checkpointlocation") or None

@@ -80,7 +80,9 @@ class RcfmtDataSource(DataSource):
     ``update``, ``merge``). Writes append, overwrite, or with
     ``.mode("overwrite").option("replaceWhere", "<SQL predicate>")`` replace just the
     rows matching the predicate in one commit (every written row must match it; see
-    :class:`~spark_datasource.options.WriteOptions`). Options are documented in README.md."""
+    :class:`~spark_datasource.options.WriteOptions`). Streaming: an exactly-once sink and
+    a source of the rows new versions append (:mod:`spark_datasource.streaming`).
+    Options are documented in README.md."""
 
     @classmethod
     def name(cls) -> str:
@@ -118,6 +120,16 @@ class RcfmtDataSource(DataSource):
         from .writer import RcfmtWriter
 
         return RcfmtWriter(self.options, schema, overwrite)
+
+    def streamWriter(self, schema, overwrite: bool):
+        from .streaming import RcfmtStreamWriter
+
+        return RcfmtStreamWriter(self.options, schema, overwrite)
+
+    def streamReader(self, schema):
+        from .streaming import RcfmtStreamReader
+
+        return RcfmtStreamReader(self.options, schema)
 
 
 def register(spark, *, pushdown: bool = True) -> None:

@@ -175,18 +175,24 @@ class RcfmtWriter(DataSourceArrowWriter):
     # ------------------------------------------------------------------ driver
     @with_store_settings
     def commit(self, messages) -> None:
+        self._commit(messages)
+
+    def _commit(self, messages, stream: tuple[str, int] | None = None) -> int | None:
+        """Commit the files of ``messages``; the new version (None: none was made).
+        ``stream``: a streaming micro-batch (see :func:`rcfmt.dataset.commit`)."""
         from rcfmt.dataset import clustering_info, commit
 
         try:
             files = [f for m in messages if m is not None for f in m.files]
             if self.replace_where is not None:
-                self._commit_replace(files)
-                return
-            commit(self.plan.root, [e for e, _ in files], mode=self.mode, read_version=self.plan.read_version,
-                   data_schema=self.plan.data_schema, partitioning=self.plan.partitioning,
-                   txn_id=f"spark-{self.job_id}", staged=[(p, e.path) for e, p in files],
-                   clustering=None if self.inherited else clustering_info(self.clustering, self.scope),
-                   base_table_unindexed=self.plan.adopt)
+                return self._commit_replace(files)
+            if stream is not None and not files and self.mode == "append":
+                return None  # an empty micro-batch appends nothing: no version
+            return commit(self.plan.root, [e for e, _ in files], mode=self.mode, read_version=self.plan.read_version,
+                          data_schema=self.plan.data_schema, partitioning=self.plan.partitioning,
+                          txn_id=f"spark-{self.job_id}", staged=[(p, e.path) for e, p in files],
+                          clustering=None if self.inherited else clustering_info(self.clustering, self.scope),
+                          base_table_unindexed=self.plan.adopt, stream=stream)
         finally:
             if not self.remote:  # (on object storage the files are in place now)
                 self.plan.discard(self.staging)

@@ -24,7 +24,7 @@ from .index import (INDEX_METADATA_KEY, STATS_FIELDS, VALUES_FIELD, FileEntry, c
 from .partitioning import Partitioning
 from .snapshot import conform_rows, read_run, read_snapshot, remember_committed, remember_run
 
-__all__ = ["commit", "commit_version", "write_index_file", "index_bytes", "publish_files", "remove_files"]
+__all__ = ["commit", "commit_version", "stream_batches", "write_index_file", "index_bytes", "publish_files", "remove_files"]
 
 INDEX_BLOCK_ROWS = 8192
 #: indexes of at most this many files are written without encoding choices (index_write_options)
@@ -236,6 +236,40 @@ def _write_run(root: str, rel: str, table: pa.Table, info: dict, written: list) 
     return os.path.getsize(target)
 
 
+#: the applications (streaming queries) whose last batch a version carries: the most recent ones
+STREAM_APPLICATIONS_KEPT = 1000
+
+
+def stream_batches(info: dict) -> dict:
+    """``{application id: last batch id}`` a version records (streaming sinks' micro-batches)."""
+    recorded = info.get("stream_batches") or {}
+    return {app: int(entry[0]) for app, entry in recorded.items()} if isinstance(recorded, dict) else {}
+
+
+def _recorded_batch(info: dict, app: str) -> int:
+    entry = (info.get("stream_batches") or {}).get(app)
+    return int(entry[0]) if entry else -1
+
+
+def _stream_info(base_info: dict, stream: tuple[str, int] | None) -> dict:
+    """The version info keys of streaming sinks: ``stream_batches`` (``{application:
+    [last batch, unix time]}``, carried from the base version, this commit's batch
+    added; the :data:`STREAM_APPLICATIONS_KEPT` most recent applications) and, for a
+    micro-batch, ``stream`` (``{"application", "batch"}``)."""
+    import time
+
+    recorded = dict(base_info.get("stream_batches") or {})
+    if stream is None:
+        return {"stream_batches": recorded} if recorded else {}
+    app, batch = stream
+    recorded.pop(app, None)
+    recorded[app] = [int(batch), round(time.time(), 3)]
+    if len(recorded) > STREAM_APPLICATIONS_KEPT:
+        newest = sorted(recorded, key=lambda a: recorded[a][1])[-STREAM_APPLICATIONS_KEPT:]
+        recorded = {a: recorded[a] for a in recorded if a in set(newest)}
+    return {"stream_batches": recorded, "stream": {"application": app, "batch": int(batch)}}
+
+
 def remove_files(paths) -> None:
     delete_files(paths)
 
@@ -278,14 +312,14 @@ def commit(root: str, entries: list[FileEntry], *, mode: str, read_version: int,
            clustering: dict | None = None, base_table_unindexed: pa.Table | None = None,
            operation_info: dict | None = None, remove: Iterable[str] = (), renames: dict | None = None,
            base_snapshot: Snapshot | None = None, deletions: dict | None = None, expected: dict | None = None,
-           checkpoint: bool = False) -> int:
+           checkpoint: bool = False, stream: tuple[str, int] | None = None) -> int | None:
     """Publish ``staged`` data files and commit ``entries`` as a new version; return it
     (see :func:`commit_version`, which also returns the size of its index)."""
     return commit_version(root, entries, mode=mode, read_version=read_version, data_schema=data_schema,
                           partitioning=partitioning, txn_id=txn_id, staged=staged, clustering=clustering,
                           base_table_unindexed=base_table_unindexed, operation_info=operation_info, remove=remove,
                           renames=renames, base_snapshot=base_snapshot, deletions=deletions, expected=expected,
-                          checkpoint=checkpoint)[0]
+                          checkpoint=checkpoint, stream=stream)[0]
 
 
 def commit_version(root: str, entries: list[FileEntry], *, mode: str, read_version: int, data_schema: pa.Schema,
@@ -293,7 +327,8 @@ def commit_version(root: str, entries: list[FileEntry], *, mode: str, read_versi
                    clustering: dict | None = None, base_table_unindexed: pa.Table | None = None,
                    operation_info: dict | None = None, remove: Iterable[str] = (), renames: dict | None = None,
                    base_snapshot: Snapshot | None = None, deletions: dict | None = None,
-                   expected: dict | None = None, checkpoint: bool = False) -> tuple[int, int]:
+                   expected: dict | None = None, checkpoint: bool = False,
+                   stream: tuple[str, int] | None = None) -> tuple[int | None, int]:
     """:func:`commit`, returning ``(version, bytes of its index file)``.
 
     Publish ``staged`` data files and commit ``entries`` as a new version; return it.
@@ -326,6 +361,13 @@ def commit_version(root: str, entries: list[FileEntry], *, mode: str, read_versi
     version, ``checkpoint`` is true, or the chain of changes since the last checkpoint
     has grown to the checkpoint's size: then it is a complete index (a checkpoint).
 
+    ``stream`` (``(application id, batch id)``, a streaming sink's micro-batch): the
+    version records the batch, and every later version carries the last batch of each
+    application (``stream_batches``, :func:`stream_batches`); when the version it is
+    based on already records this batch or a later one of the application (a batch
+    replayed after a crash between its commit and the engine's checkpoint), nothing is
+    committed, the published files are removed and ``(None, 0)`` is returned.
+
     After the commit the version hint names the new version (best effort; see
     :func:`rcfmt.dataset.log.find_latest`)."""
     if mode not in ("append", "overwrite", "rewrite", "evolve", "change"):
@@ -354,6 +396,7 @@ def commit_version(root: str, entries: list[FileEntry], *, mode: str, read_versi
             removed = 0
             snap = None  # the base version, when this version may be written as its changes
             recorded = clustering
+            base_info = {}  # the base version's info (what streaming sinks committed is carried on)
             dropped: list = []  # names dropped by Dataset.evolve while their bytes may remain in files
             ids = None  # the base version's column ids, when it records them (or a rename starts them)
             if mode in ("overwrite", "evolve") and base != read_version:
@@ -379,7 +422,9 @@ def commit_version(root: str, entries: list[FileEntry], *, mode: str, read_versi
                         f"overwrite of {root!r} based on version {read_version} conflicts with version {base} "
                         "committed meanwhile; nothing was written")
                 if base:
-                    removed = len(known) if known is not None else len(read_snapshot(root, base, columns=[]))
+                    replaced = known if known is not None else read_snapshot(root, base, columns=[])
+                    removed = len(replaced)
+                    base_info = replaced.info
                 table = new_rows
             else:
                 if base == 0:
@@ -428,6 +473,11 @@ def commit_version(root: str, entries: list[FileEntry], *, mode: str, read_versi
                 if prev is not None and prev.num_rows:
                     table = pa.concat_tables([conform_index(prev, ischema), table])
                 schema_json = schema_to_json(schema)
+            if snap is not None:
+                base_info = snap.info
+            if stream is not None and _recorded_batch(base_info, stream[0]) >= stream[1]:
+                remove_files(published)  # a replayed batch: committed before, by this or an earlier attempt
+                return None, 0
             deleted = int(np.asarray(to_numpy(table.column("deleted_rows"))).sum()) if (
                 table.num_rows and table.schema.get_field_index("deleted_rows") >= 0) else 0
             info = {
@@ -441,6 +491,7 @@ def commit_version(root: str, entries: list[FileEntry], *, mode: str, read_versi
                 "added_files": len(entries), "removed_files": removed,
                 **({"dropped_columns": dropped} if dropped else {}),
                 **_ids_info(ids, schema),
+                **_stream_info(base_info, stream),
                 **(operation_info or {}),
             }
             stored, runs_written, own = table, [], None

@@ -1,0 +1,280 @@
+"""Structured Streaming: an exactly-once sink and a source that follows new versions.
+
+Sink (``df.writeStream.format("rcfmt").option("checkpointLocation", ck).start(path)``)
+-------------------------------------------------------------------------------------
+Each micro-batch is written as a batch write is (tasks stage files, the driver commits
+them; same options, partitioning and clustering) and committed as one version that
+records the application -- the streaming query's id, read from the checkpoint's
+``metadata`` file, or the ``txnAppId`` option -- and the batch id
+(:func:`rcfmt.dataset.commit`'s ``stream``). Every version carries the last batch of each
+application, so a batch Spark runs again after a crash between the commit and its own
+checkpoint finds itself recorded in the version it is based on and commits nothing
+(its files are removed): every row once. Appends of concurrent writers (other queries,
+batch jobs) rebase as usual. Output mode ``append`` appends; ``complete`` overwrites
+the dataset with each batch. An empty append batch makes no version.
+
+Source (``spark.readStream.format("rcfmt").load(path)``)
+--------------------------------------------------------
+An offset is a position in the sequence of files the stream delivers:
+``{"version": v, "index": i, "snapshot": s}`` -- every file before the ``i``-th of
+version ``v``'s list is delivered, where the list is the files of version ``v``'s
+snapshot (``s`` true: the starting snapshot) or the files version ``v`` added (in index
+order). Without ``startingVersion`` the stream starts with the latest version's
+snapshot (its deletion vectors applied), then each later version; with it, with the
+files that version and the later ones add. Versions that append are delivered; versions
+that keep the rows as they are (optimize, checkpoint, an evolve that keeps the stream's
+columns) are skipped; versions that delete or rewrite rows fail the query with
+:class:`rcfmt.errors.UnsupportedError` unless ``skipChangeCommits`` is set (then they
+are skipped, the rows they add too, as Delta does). ``maxFilesPerTrigger`` /
+``maxRowsPerTrigger`` bound a micro-batch (at least one file); ``Trigger.AvailableNow``
+delivers the versions committed when the query starts, in batches of that bound. The
+``filter`` and ``columns`` options apply to every micro-batch, as to batch reads.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+
+from pyspark.sql.datasource import DataSourceStreamArrowWriter, DataSourceStreamReader
+from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadMaxFiles, ReadMaxRows,
+                                              SupportsTriggerAvailableNow)
+from pyspark.sql.types import StructType
+
+from .options import StreamReadOptions, StreamWriteOptions, with_store_settings
+from .reader import RcfmtInputPartition, RcfmtReader, plan_partitions
+from .writer import RcfmtWriter
+
+__all__ = ["RcfmtStreamWriter", "RcfmtStreamReader", "Offset", "query_id"]
+
+
+# ------------------------------------------------------------------ sink
+def query_id(checkpoint_location: str | None) -> str:
+    """The id of the streaming query whose checkpoint is at ``checkpoint_location`` (from
+    the ``metadata`` file Spark writes there when the query starts: stable across
+    restarts of the query, new for a new checkpoint)."""
+    from rcfmt.errors import InvalidOptionError
+
+    if not checkpoint_location:
+        raise InvalidOptionError("a streaming write to rcfmt needs .option('checkpointLocation', ...) (the "
+                                 "checkpoint's query id makes its commits exactly once) or .option('txnAppId', ...)")
+    where = str(checkpoint_location).rstrip("/")
+    if where.startswith("file:") and not where.startswith("file://"):
+        where = where[len("file:"):]
+    try:
+        lowered = where.lower()
+        if lowered.startswith(("s3://", "s3a://", "gs://", "abfs://", "abfss://")):
+            from rcfmt.storage import read_object
+
+            if lowered.startswith("s3a://"):
+                where = "s3://" + where.split("://", 1)[1]
+            raw = read_object(where + "/metadata")
+        else:
+            from rcfmt.storage import local_path
+
+            with open(os.path.join(os.path.abspath(local_path(where)), "metadata"), "rb") as f:
+                raw = f.read()
+        found = json.loads(raw.decode().strip().splitlines()[0])["id"]
+        if not isinstance(found, str) or not found:
+            raise ValueError("no id")
+        return found
+    except Exception as exc:
+        raise InvalidOptionError(f"cannot read the streaming query's id from {checkpoint_location!r}/metadata "
+                                 f"({type(exc).__name__}: {exc}); set .option('txnAppId', <a name unique to this "
+                                 "query>) for exactly-once commits") from None
+
+
+class RcfmtStreamWriter(RcfmtWriter, DataSourceStreamArrowWriter):
+    """One micro-batch of a streaming write (Spark makes one per batch)."""
+
+    def __init__(self, options, schema: StructType, overwrite: bool):
+        opts = options if isinstance(options, StreamWriteOptions) else StreamWriteOptions(options)
+        self.application = opts.application or query_id(opts.checkpoint_location)
+        super().__init__(opts, schema, overwrite)
+
+    @with_store_settings
+    def commit(self, messages, batchId: int) -> None:
+        self._commit(messages, stream=(self.application, int(batchId)))
+
+    def abort(self, messages, batchId: int) -> None:
+        super().abort(messages)
+
+
+# ------------------------------------------------------------------ source
+@dataclasses.dataclass(frozen=True)
+class Offset:
+    """Every file before the ``index``-th of version ``version``'s list is delivered (the
+    list: the version's snapshot when ``snapshot``, else the files it added)."""
+
+    version: int
+    index: int = 0
+    snapshot: bool = False
+
+    @classmethod
+    def of(cls, raw: dict) -> "Offset":
+        from rcfmt.errors import InvalidOptionError
+
+        try:
+            return cls(int(raw["version"]), int(raw.get("index", 0)), bool(raw.get("snapshot", False)))
+        except (KeyError, TypeError, ValueError):
+            raise InvalidOptionError(f"not an rcfmt stream offset: {raw!r}") from None
+
+    def json(self) -> dict:
+        return {"version": self.version, "index": self.index, "snapshot": self.snapshot}
+
+    def key(self) -> tuple:
+        return (self.version, self.index)
+
+
+class RcfmtStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Micro-batches of the files new versions add (see the module docstring)."""
+
+    def __init__(self, options, schema: StructType):
+        self.options = options if isinstance(options, StreamReadOptions) else StreamReadOptions(options)
+        self.scan = RcfmtReader(self.options, schema)  # what every micro-batch reads, and how
+        if self.scan.version is None:
+            from rcfmt.errors import UnsupportedError
+
+            raise UnsupportedError(f"a streaming read needs a dataset with versions (written by rcfmt); "
+                                   f"{self.options.path!r} has none")
+        self.root = self.scan._dataset().root
+        self._lists: dict = {}  # (version, snapshot) -> [(relpath, live rows)] it delivers
+        self._target = None  # Trigger.AvailableNow: the last version to deliver
+
+    def __getstate__(self):  # (tasks need the scan only)
+        state = dict(self.__dict__)
+        state["_lists"] = {}
+        return state
+
+    # -------------------------------------------------------------- offsets
+    @with_store_settings
+    def _latest(self) -> int:
+        from rcfmt.dataset import log
+
+        return log.latest_version(self.root)
+
+    def initialOffset(self) -> dict:
+        start = self.options.starting_version
+        if start == "latest":
+            return Offset(self._latest() + 1).json()
+        if start is None:
+            return Offset(self._latest(), 0, True).json()
+        return Offset(start).json()
+
+    def getDefaultReadLimit(self):
+        if self.options.max_files is not None:
+            return ReadMaxFiles(self.options.max_files)
+        if self.options.max_rows is not None:
+            return ReadMaxRows(self.options.max_rows)
+        return ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self._target = self._latest()
+
+    def reportLatestOffset(self):
+        return Offset(self._latest() + 1).json()
+
+    def latestOffset(self, start: dict, limit=None) -> dict:
+        pos = Offset.of(start)
+        last = self._target if self._target is not None else self._latest()
+        max_files = max_rows = None
+        if not isinstance(limit, ReadAllAvailable):
+            max_files = limit.max_files if isinstance(limit, ReadMaxFiles) else self.options.max_files
+            max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else self.options.max_rows
+        from rcfmt.errors import UnsupportedError
+
+        files = rows = 0
+        while pos.version <= last:
+            try:
+                listed = self._files(pos.version, pos.snapshot)
+            except UnsupportedError:
+                if not files:
+                    raise
+                break  # deliver what comes before the version, then fail on it
+            for i in range(pos.index, len(listed)):
+                n = listed[i][1]
+                if files and ((max_files is not None and files >= max_files)
+                              or (max_rows is not None and rows + n > max_rows)):
+                    return Offset(pos.version, i, pos.snapshot).json()
+                files, rows = files + 1, rows + n
+            pos = Offset(pos.version + 1)
+        return pos.json() if pos.key() != Offset.of(start).key() else start
+
+    @with_store_settings
+    def _files(self, version: int, snapshot: bool) -> list:
+        """The files ``(relpath, live rows)`` the stream delivers for version ``version``
+        (its snapshot, or what it added); UnsupportedError for a version that deletes
+        or rewrites rows (unless ``skipChangeCommits``) or drops a streamed column."""
+        key = (version, snapshot)
+        if key not in self._lists:
+            if len(self._lists) >= 64:
+                self._lists.pop(next(iter(self._lists)))
+            self._lists[key] = self._list(version, snapshot)
+        return self._lists[key]
+
+    def _list(self, version: int, snapshot: bool) -> list:
+        from rcfmt.dataset import Dataset
+        from rcfmt.dataset.version_changes import NO_DATA_CHANGE, version_changes
+        from rcfmt.errors import UnsupportedError
+
+        if snapshot:
+            ds = Dataset.open(self.root, version=version)
+            snap = ds._snap
+            return list(zip(snap.paths, (int(n) for n in snap.live_rows()))) if len(snap) else []
+        changes = version_changes(self.root, version)
+        if changes.operation in NO_DATA_CHANGE:
+            return []
+        if changes.operation == "evolve":
+            self._check_evolve(version)
+            return []
+        if changes.changes_rows:
+            if self.options.skip_change_commits:
+                return []
+            raise UnsupportedError(
+                f"version {version} of {self.root!r} ({changes.operation}) deletes or rewrites rows "
+                f"({len(changes.removed)} file(s) removed, rows deleted from {len(changes.vectors_changed)}); a "
+                "stream delivers appended rows only. Set .option('skipChangeCommits', 'true') to skip such "
+                "versions (the rows they add too), or restart the query with a later startingVersion")
+        return list(zip(changes.added, changes.added_rows))
+
+    def _check_evolve(self, version: int) -> None:
+        from rcfmt.dataset import Dataset, same_types
+        from rcfmt.errors import UnsupportedError
+
+        schema = Dataset.open(self.root, version=version).schema
+        for name in self.scan.columns:
+            top = name.split(".")[0]
+            if schema.get_field_index(top) < 0 or not same_types(
+                    schema.field(top).type, self.scan.dataset_schema.field(top).type):
+                raise UnsupportedError(
+                    f"version {version} of {self.root!r} changed the schema: column {top!r}, which this stream "
+                    "reads, was dropped, renamed or retyped; restart the query (from startingVersion "
+                    f"{version + 1}) to read the new schema")
+
+    # -------------------------------------------------------------- batches
+    @with_store_settings
+    def partitions(self, start: dict, end: dict) -> list:
+        from rcfmt.dataset import Dataset
+
+        pos, stop = Offset.of(start), Offset.of(end)
+        fragments = []
+        while pos.key() < stop.key():
+            listed = self._files(pos.version, pos.snapshot)
+            upto = stop.index if pos.version == stop.version else len(listed)
+            wanted = {p for p, _ in listed[pos.index:upto]}
+            if wanted:
+                ds = Dataset.open(self.root, version=pos.version)
+                paths = ds._snap.paths
+                keep = {os.path.join(ds.root, *p.split("/")) for p in paths if p in wanted}
+                fragments += [f for f in ds.get_fragments(self.scan.relation_filter) if f.path in keep]
+            if pos.version == stop.version:
+                break
+            pos = Offset(pos.version + 1)
+        groups = plan_partitions(fragments, self.options.max_partition_bytes, self.options.min_partitions)
+        return [RcfmtInputPartition(i, g) for i, g in enumerate(groups)]
+
+    def read(self, partition):
+        return self.scan.read(partition)
+
+    def commit(self, end: dict) -> None:
+        pass
