@@ -139,11 +139,12 @@ class RcfmtStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                                    f"{self.options.path!r} has none")
         self.root = self.scan._dataset().root
         self._lists: dict = {}  # (version, snapshot) -> [(relpath, live rows)] it delivers
+        self._nothing: set = set()  # versions that deliver no file
         self._target = None  # Trigger.AvailableNow: the last version to deliver
 
     def __getstate__(self):  # (tasks need the scan only)
         state = dict(self.__dict__)
-        state["_lists"] = {}
+        state["_lists"], state["_nothing"] = {}, set()
         return state
 
     # -------------------------------------------------------------- offsets
@@ -198,7 +199,7 @@ class RcfmtStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     return Offset(pos.version, i, pos.snapshot).json()
                 files, rows = files + 1, rows + n
             pos = Offset(pos.version + 1)
-        return pos.json() if pos.key() != Offset.of(start).key() else start
+        return pos.json() if files else start  # (no file: no micro-batch, even past versions without one)
 
     @with_store_settings
     def _files(self, version: int, snapshot: bool) -> list:
@@ -206,11 +207,18 @@ class RcfmtStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         (its snapshot, or what it added); UnsupportedError for a version that deletes
         or rewrites rows (unless ``skipChangeCommits``) or drops a streamed column."""
         key = (version, snapshot)
-        if key not in self._lists:
+        if key in self._lists:
+            return self._lists[key]
+        if not snapshot and version in self._nothing:
+            return []
+        listed = self._list(version, snapshot)
+        if not listed and not snapshot:
+            self._nothing.add(version)  # (walked past on every trigger until a file comes)
+        else:
             if len(self._lists) >= 64:
                 self._lists.pop(next(iter(self._lists)))
-            self._lists[key] = self._list(version, snapshot)
-        return self._lists[key]
+            self._lists[key] = listed
+        return listed
 
     def _list(self, version: int, snapshot: bool) -> list:
         from rcfmt.dataset import Dataset
@@ -238,14 +246,18 @@ class RcfmtStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return list(zip(changes.added, changes.added_rows))
 
     def _check_evolve(self, version: int) -> None:
-        from rcfmt.dataset import Dataset, same_types
+        """UnsupportedError when evolve version ``version`` dropped, renamed or retyped a
+        column this stream reads (added columns are not read: the stream keeps its schema)."""
+        from rcfmt.dataset import Dataset
         from rcfmt.errors import UnsupportedError
 
-        schema = Dataset.open(self.root, version=version).schema
+        before = Dataset.open(self.root, version=version - 1).schema
+        after = Dataset.open(self.root, version=version).schema
         for name in self.scan.columns:
             top = name.split(".")[0]
-            if schema.get_field_index(top) < 0 or not same_types(
-                    schema.field(top).type, self.scan.dataset_schema.field(top).type):
+            if before.get_field_index(top) < 0:
+                continue  # (added later: files of this version and before lack it)
+            if after.get_field_index(top) < 0 or after.field(top).type != before.field(top).type:
                 raise UnsupportedError(
                     f"version {version} of {self.root!r} changed the schema: column {top!r}, which this stream "
                     "reads, was dropped, renamed or retyped; restart the query (from startingVersion "
