@@ -119,6 +119,19 @@ def test_sink_complete_mode_overwrites_and_bad_input_fails_before_writing(spark,
     q = _sink_query(spark, tmp_path / "in", tmp_path / "bad", tmp_path / "ck3", replaceWhere="id > 0")
     assert "replaceWhere applies to batch writes" in _error(q)
     assert not os.path.exists(tmp_path / "bad" / "_rcfmt" / "v00000000000000000001.rcfmt")
+    # a path that is a file, not a dataset directory: the query fails, the file stays as it was
+    (tmp_path / "notes.txt").write_text("not a dataset")
+    q = _sink_query(spark, tmp_path / "in", tmp_path / "notes.txt", tmp_path / "ck4")
+    assert "notes.txt" in _error(q)
+    assert (tmp_path / "notes.txt").read_text() == "not a dataset"
+    # no checkpoint location: Spark refuses the query at start()
+    from pyspark.errors import PySparkException
+    from pyspark.sql.utils import AnalysisException
+
+    stream = spark.readStream.format("json").schema("id long, g string").load(str(tmp_path / "in"))
+    with pytest.raises((AnalysisException, PySparkException), match="checkpointLocation must be specified"):
+        stream.writeStream.format("rcfmt").start(str(tmp_path / "nock"))
+    assert not os.path.exists(tmp_path / "nock" / "_rcfmt")
 
 
 KILLED_DRIVER = r"""
