@@ -72,16 +72,20 @@ def floor_source():
     (defined in a function: cloudpickle ships it to the workers by value)."""
     from pyspark.sql.datasource import DataSource, DataSourceStreamArrowWriter, DataSourceStreamReader, InputPartition
     from pyspark.sql.datasource import WriterCommitMessage
-    from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxFiles
+    from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxFiles, SupportsTriggerAvailableNow
 
-    class FloorReader(DataSourceStreamReader):
+    class FloorReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         def __init__(self, path, max_files):
-            self.path, self.max_files = path, max_files
+            self.path, self.max_files, self.target = path, max_files, None
 
         def _count(self):
             import os
 
-            return len([n for n in os.listdir(self.path) if n.endswith(".arrow")])
+            n = len([n for n in os.listdir(self.path) if n.endswith(".arrow")])
+            return n if self.target is None else min(n, self.target)
+
+        def prepareForTriggerAvailableNow(self):
+            self.target = self._count()
 
         def initialOffset(self):
             return {"file": 0}
@@ -137,7 +141,7 @@ def floor_source():
             return from_arrow_schema(pa.ipc.open_file(pa.memory_map(path)).schema)
 
         def streamReader(self, schema):
-            return FloorReader(self.options["path"], int(self.options.get("maxFilesPerTrigger", 0)))
+            return FloorReader(self.options["path"], int(self.options.get("maxfilespertrigger", 0)))
 
         def streamWriter(self, schema, overwrite):
             return FloorWriter()
@@ -157,7 +161,12 @@ def session():
     return spark
 
 
-def time_sink(spark, fmt: str, source: Path, schema, work: Path) -> float:
+def _batch_ms(query) -> list[float]:
+    """Milliseconds of each micro-batch that read rows (Spark's triggerExecution)."""
+    return [float(p["durationMs"]["triggerExecution"]) for p in query.recentProgress if p.get("numInputRows")]
+
+
+def time_sink(spark, fmt: str, source: Path, schema, work: Path) -> tuple[float, list]:
     target, ck = work / f"sink-{fmt}", work / f"ck-sink-{fmt}"
     shutil.rmtree(target, ignore_errors=True)
     shutil.rmtree(ck, ignore_errors=True)
@@ -170,10 +179,10 @@ def time_sink(spark, fmt: str, source: Path, schema, work: Path) -> float:
     elapsed = time.perf_counter() - t0
     if q.exception() is not None:
         raise RuntimeError(str(q.exception()))
-    return elapsed
+    return elapsed, _batch_ms(q)
 
 
-def time_source(spark, fmt: str, path: Path, schema, work: Path) -> float:
+def time_source(spark, fmt: str, path: Path, schema, work: Path) -> tuple[float, list]:
     ck = work / f"ck-source-{fmt}"
     shutil.rmtree(ck, ignore_errors=True)
     reader = spark.readStream.format("rcfmt_floor_stream" if fmt == "floor" else fmt).option("maxFilesPerTrigger", 4)
@@ -186,7 +195,7 @@ def time_source(spark, fmt: str, path: Path, schema, work: Path) -> float:
     elapsed = time.perf_counter() - t0
     if q.exception() is not None:
         raise RuntimeError(str(q.exception()))
-    return elapsed
+    return elapsed, _batch_ms(q)
 
 
 def latency(spark, fmt: str, work: Path, commits: int, gap: float, rows: int) -> list[float]:
@@ -278,14 +287,17 @@ def main() -> int:
     formats = ("rcfmt", "floor", "parquet")
     sink = {f: [] for f in formats}
     read = {f: [] for f in formats}
+    steady = {(what, f): [] for what in ("sink", "source") for f in formats}  # ms per batch after the first
     for rnd in range(args.repeat + 1):
         print(f"round {rnd} ({'warm-up' if rnd == 0 else 'timed'}): {busy_warning(0.0) or 'load ok'}", flush=True)
         for fmt in formats:
-            s = time_sink(spark, fmt, source, schema, work)
-            r = time_source(spark, fmt, paths[fmt], schema, work)
+            s, s_batches = time_sink(spark, fmt, source, schema, work)
+            r, r_batches = time_source(spark, fmt, paths[fmt], schema, work)
             if rnd:
                 sink[fmt].append(s)
                 read[fmt].append(r)
+                steady["sink", fmt] += s_batches[1:]
+                steady["source", fmt] += r_batches[1:]
             print(f"  {fmt}: sink {s:.2f} s, source {r:.2f} s", flush=True)
     written = rcfmt.dataset(str(work / "sink-rcfmt"))
     assert written.num_rows == total and written.version == args.files, (written.num_rows, written.version)
@@ -301,12 +313,21 @@ def main() -> int:
     print(f"\n{machine_line()}\n{args.files} micro-batches of {args.rows:,} rows ({total:,} rows)\n")
     print(md_table(["stream", "rcfmt rows/s", "floor rows/s", "Parquet rows/s", "rcfmt", "floor", "Parquet",
                     "rcfmt speed / Parquet's", "rcfmt speed / floor's"], rows))
+    srows = []
+    for what, per in (("sink", args.rows), ("source", args.rows * 4)):
+        m = {f: statistics.median(steady[what, f]) if steady[what, f] else float("nan") for f in formats}
+        srows.append([what, f"{per:,}", *(f"{m[f]:.0f} ms" for f in formats), f"{m['parquet'] / m['rcfmt']:.2f}x",
+                      f"{m['floor'] / m['rcfmt']:.2f}x"])
+    print("\nsteady state: median time of a micro-batch after the first (Spark's triggerExecution)\n")
+    print(md_table(["stream", "rows per batch", "rcfmt", "floor", "Parquet", "Parquet / rcfmt", "floor / rcfmt"],
+                   srows))
     lrows = [[fmt, f"{statistics.median(v) * 1e3:.0f} ms" if v else "-", f"{max(v) * 1e3:.0f} ms" if v else "-",
               f"{len(v)}/{args.commits}"] for fmt, v in lat.items()]
     print(f"\nlatency from commit to delivery (default trigger, {args.commits} commits of 1,000 rows, "
           f"one per {args.gap} s)\n")
     print(md_table(["source", "median", "max", "delivered"], lrows))
     write_json("streaming", {"machine": machine_info(), "sink": sink, "source": read, "latency": lat,
+                             "steady_ms": {f"{w}/{f}": v for (w, f), v in steady.items()},
                              "rows": args.rows, "files": args.files}, args)
     return 0
 

@@ -347,6 +347,7 @@ class ChainSnapshot(Snapshot):
         names = [n for n in self._ischema.names] if columns is None else list(dict.fromkeys(
             [*BASE_COLUMNS, *DV_COLUMNS, *(f"{n}.value" for n in partitioning.names), *columns]))
         have = assembled.schema.names if assembled is not None else ()
+        self._preload([n for n in names if n not in have])
         table = pa.table({n: assembled.column(n) if n in have else self._assemble(n) for n in names},
                          schema=pa.schema([self._ischema.field(n) for n in names]))
         super().__init__(root, data_schema, partitioning, table, info, version, path, size)
@@ -359,12 +360,21 @@ class ChainSnapshot(Snapshot):
         return ChainSnapshot(self.root, self.data_schema, self.partitioning, self.info, self.version,
                              self.index_path, self.index_size, base, self._delta, self._order, columns, self.table)
 
+    def _preload(self, names: list) -> None:
+        """Load the checkpoint's columns ``names`` it has not loaded yet, in one read (a
+        column the index gained after the checkpoint, ``<column>.values``, may be absent)."""
+        base = self._base
+        need = [n for n in names if base.table.schema.get_field_index(n) < 0
+                and index_field(n, base.stats_schema, base.partitioning) is not None]
+        for optional in (False, True):
+            part = [n for n in need if n.endswith(f".{VALUES_FIELD}") == optional]
+            if part:
+                base._load_columns(part, optional=optional)
+
     def _assemble(self, name: str) -> pa.Array:
         field = self._ischema.field(name)
         base = self._base
-        if base.table.schema.get_field_index(name) < 0 and index_field(
-                name, base.stats_schema, base.partitioning) is not None:
-            base._load_columns([name], optional=name.endswith(f".{VALUES_FIELD}"))
+        self._preload([name])
         have = [n for n in ("num_rows", name) if base.table.schema.get_field_index(n) >= 0]
         try:
             part = conform_index(base.table.select(list(dict.fromkeys(have))), pa.schema([field])).column(0)
@@ -375,9 +385,11 @@ class ChainSnapshot(Snapshot):
         return both.take(self._order).combine_chunks()
 
     def _load_columns(self, names: list, optional: bool = False) -> None:
+        names = [n for n in names
+                 if self.table.schema.get_field_index(n) < 0 and self._ischema.get_field_index(n) >= 0]
+        self._preload(names)
         for name in names:
-            if self.table.schema.get_field_index(name) < 0 and self._ischema.get_field_index(name) >= 0:
-                self.table = self.table.append_column(self._ischema.field(name), self._assemble(name))
+            self.table = self.table.append_column(self._ischema.field(name), self._assemble(name))
 
 
 #: relative paths :func:`check_relpath` accepted (a pure check of the string: any root)

@@ -63,6 +63,11 @@ class WritePlan:
     #: :func:`commit` builds the next version from it instead of reading the index again
     base: Snapshot | None = None
 
+    def __getstate__(self):
+        # sent to other processes (an engine's tasks and its commit) without ``base``: the
+        # whole index, which they do not need (the commit reads the latest version anyway)
+        return {**self.__dict__, "base": None}
+
     def clustering_for(self, cluster_by, curve: str = "zorder", mapping: str = "rank") -> ClusteringSpec | None:
         """The clustering of this write's files: ``cluster_by`` (names or a spec; an
         empty list means none) or, when None, the dataset's recorded clustering for an
