@@ -366,7 +366,8 @@ class RcfmtReader(DataSourceReader):
         state.pop("_ds", None)
         return state
 
-    def _dataset(self):
+    def dataset(self):
+        """The dataset version this reader reads (opened again after unpickling)."""
         ds = getattr(self, "_ds", None)
         if ds is None:
             from rcfmt.dataset import Dataset
@@ -387,7 +388,7 @@ class RcfmtReader(DataSourceReader):
         from rcfmt.dataset import prune_blocks
 
         t0 = time.perf_counter()
-        ds = self._dataset()
+        ds = self.dataset()
         plan_filter = self._plan_filter()
         # every file any scan of this relation may need (the relation filter prunes for all)
         # (cached only for a dataset version and the relation's own filter, given as text)
@@ -553,7 +554,7 @@ class RcfmtPushdownReader(RcfmtReader):
         pushed, rest = translate_all(filters, schema, names)
         self.filter = pushed
         if self.guarded and pushed is not None:
-            self.claims_dir = claims_directory(self._dataset())
+            self.claims_dir = claims_directory(self.dataset())
         return rest if not self.guarded else list(filters)
 
 

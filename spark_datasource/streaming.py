@@ -137,8 +137,8 @@ class RcfmtStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
             raise UnsupportedError(f"a streaming read needs a dataset with versions (written by rcfmt); "
                                    f"{self.options.path!r} has none")
-        self.root = self.scan._dataset().root
-        self._lists: dict = {}  # (version, snapshot) -> [(relpath, live rows)] it delivers
+        self.root = self.scan.dataset().root
+        self._lists: dict = {}  # (version, snapshot) -> [(path, live rows)] it delivers
         self._nothing: set = set()  # versions that deliver no file
         self._target = None  # Trigger.AvailableNow: the last version to deliver
 
@@ -203,7 +203,7 @@ class RcfmtStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     @with_store_settings
     def _files(self, version: int, snapshot: bool) -> list:
-        """The files ``(relpath, live rows)`` the stream delivers for version ``version``
+        """The files ``(path, live rows)`` the stream delivers for version ``version``
         (its snapshot, or what it added); UnsupportedError for a version that deletes
         or rewrites rows (unless ``skipChangeCommits``) or drops a streamed column."""
         key = (version, snapshot)
@@ -226,9 +226,7 @@ class RcfmtStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         from rcfmt.errors import UnsupportedError
 
         if snapshot:
-            ds = Dataset.open(self.root, version=version)
-            snap = ds._snap
-            return list(zip(snap.paths, (int(n) for n in snap.live_rows()))) if len(snap) else []
+            return [(f.path, f.live_rows) for f in Dataset.open(self.root, version=version).get_fragments()]
         changes = version_changes(self.root, version)
         if changes.operation in NO_DATA_CHANGE:
             return []
@@ -243,7 +241,11 @@ class RcfmtStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 f"({len(changes.removed)} file(s) removed, rows deleted from {len(changes.vectors_changed)}); a "
                 "stream delivers appended rows only. Set .option('skipChangeCommits', 'true') to skip such "
                 "versions (the rows they add too), or restart the query with a later startingVersion")
-        return list(zip(changes.added, changes.added_rows))
+        return [(self._absolute(p), n) for p, n in zip(changes.added, changes.added_rows)]
+
+    def _absolute(self, relpath: str) -> str:
+        """A data file's path as its fragments name it."""
+        return os.path.join(self.root, *relpath.split("/"))
 
     def _check_evolve(self, version: int) -> None:
         """UnsupportedError when evolve version ``version`` dropped, renamed or retyped a
@@ -276,9 +278,7 @@ class RcfmtStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             wanted = {p for p, _ in listed[pos.index:upto]}
             if wanted:
                 ds = Dataset.open(self.root, version=pos.version)
-                paths = ds._snap.paths
-                keep = {os.path.join(ds.root, *p.split("/")) for p in paths if p in wanted}
-                fragments += [f for f in ds.get_fragments(self.scan.relation_filter) if f.path in keep]
+                fragments += [f for f in ds.get_fragments(self.scan.relation_filter) if f.path in wanted]
             if pos.version == stop.version:
                 break
             pos = Offset(pos.version + 1)
