@@ -179,3 +179,16 @@ def test_offsets_and_options_are_checked(tmp_path):
     rcfmt.write_table(pa.table({"id": [1]}), str(plain / "a.rcfmt"))
     with pytest.raises(UnsupportedError, match="needs a dataset with versions"):
         RcfmtStreamReader({"path": str(plain)}, to_spark_schema(pa.schema([("id", pa.int64())])))
+
+
+def test_a_stream_behind_vacuum_fails_clearly(tmp_path):
+    """Versions a stream has not read yet, removed by vacuum: the stream fails naming
+    the version, instead of skipping rows."""
+    root = str(tmp_path / "ds")
+    for k in range(4):
+        rcfmt.write_dataset(pa.table({"id": [k]}), root, mode="append")
+    stream = Stream(root, startingVersion=2)
+    rcfmt.dataset(root).checkpoint()
+    rcfmt.dataset(root).vacuum(retention_seconds=0)
+    with pytest.raises(rcfmt.RcfmtError, match="version [12] of .* is no longer there"):
+        stream.step(ReadAllAvailable())
