@@ -44,8 +44,45 @@ class _Change:
     """What one attempt of a change found: per file (by index row) the file positions it
     removes, the rows it writes, and the counts :meth:`Dataset.history` shows."""
 
-    def __init__(self, removed: dict, written: pa.Table | None, counts: dict):
+    def __init__(self, removed: dict, written: pa.Table | None, counts: dict, staged=None):
         self.removed, self.written, self.counts = removed, written, counts
+        #: ``written`` already being staged (:class:`_Prestaged`), used by the first commit
+        self.staged = staged
+
+
+class _Prestaged:
+    """The rows a change will write, staged as data files in a thread while the change
+    is planned (an upsert writes every source row whatever matches). The first commit
+    takes the files (a failed commit removes what it published); :meth:`discard`
+    removes them if no commit took them."""
+
+    def __init__(self, dataset, table: pa.Table, txn: str):
+        self._pool = ThreadPoolExecutor(1)
+        self._future = self._pool.submit(_stage, dataset, table, txn)
+        self._taken = False
+
+    def take(self):
+        """``_stage``'s result, once; None after."""
+        if self._taken:
+            return None
+        self._taken = True
+        return self._future.result()
+
+    def discard(self) -> None:
+        self._pool.shutdown(wait=True)
+        if self._taken:
+            return
+        self._taken = True
+        try:
+            staging, files = self._future.result()
+        except BaseException:  # (the staging removed what it wrote)
+            return
+        if staging is not None:
+            log.remove_tree(staging)
+        else:
+            from ..storage import delete_files
+
+            delete_files([p for _, p in files])
 
 
 def _retrying(dataset, operation: str, plan: Callable) -> "object":
@@ -119,7 +156,10 @@ def _commit(dataset, operation: str, change: _Change, base=None) -> tuple[int, i
     staging = None
     files = []
     try:
-        if change.written is not None and change.written.num_rows:
+        ready = change.staged.take() if change.staged is not None else None
+        if ready is not None:
+            staging, files = ready
+        elif change.written is not None and change.written.num_rows:
             staging, files = _stage(dataset, change.written, txn)
         vectors_out.close()
         version, size = commit_version(
@@ -298,6 +338,12 @@ def merge(dataset, source, on, when_matched="update", when_not_matched="insert")
     lacking = [f.name for f in schema if f.name not in src.column_names] if when_matched == "update" else []
     wanted = keys + [c for c in lacking if c not in keys]
 
+    # an upsert of a source with every column writes each source row, matched or not: its
+    # files are written while the target is scanned for the matches
+    everything = when_matched == "update" and when_not_matched == "insert" and not lacking and src.num_rows
+    prestaged_rows = _full_rows(src, schema) if everything else None
+    prestaged = _Prestaged(dataset, prestaged_rows, f"merge-{uuid.uuid4().hex}") if everything else None
+
     def plan(ds) -> _Change:
         if not keyed.num_rows:
             target = pa.table({**{c: pa.array([], schema.field(c).type) for c in wanted},
@@ -310,6 +356,10 @@ def merge(dataset, source, on, when_matched="update", when_not_matched="insert")
         t_rows = pa.array(np.asarray(pairs.column(_TARGET_ROW).to_numpy(), np.int64))
         s_rows = np.asarray(pairs.column(_SOURCE_ROW).to_numpy(), np.int64)
         removed, written, counts = {}, [], {"rows_updated": 0, "rows_deleted": 0, "rows_inserted": 0}
+        if prestaged is not None:
+            removed = _by_file(ds, np.asarray(target.column(ROW_POSITION).take(t_rows))) if len(t_rows) else {}
+            counts.update(rows_updated=len(t_rows), rows_inserted=src.num_rows - len(t_rows))
+            return _Change(removed, prestaged_rows, counts, prestaged)
         if when_matched is not None and len(t_rows):
             removed = _by_file(ds, np.asarray(target.column(ROW_POSITION).take(t_rows)))
             if when_matched == "update":  # the source's row, with the target's values of what it lacks
@@ -329,7 +379,12 @@ def merge(dataset, source, on, when_matched="update", when_not_matched="insert")
         table = pa.concat_tables(written) if written else None
         return _Change(removed, table, counts)
 
-    return _retrying(dataset, "merge", plan)
+    if prestaged is None:
+        return _retrying(dataset, "merge", plan)
+    try:
+        return _retrying(dataset, "merge", plan)
+    finally:
+        prestaged.discard()
 
 
 def _conformed_source(src: pa.Table, schema: pa.Schema, keys: list) -> pa.Table:

@@ -242,6 +242,8 @@ def _plain_int_members(ref: Ref, values) -> set | None:
     if lt.annot is not None or lt.is_float or lt.name not in _PLAIN_INTS:
         return None
     lo, hi = _int_range(lt)
+    if values and all(type(v) is int for v in values) and lo <= min(values) and max(values) <= hi:
+        return set(values)
     out = set()
     for v in values:
         if type(v) is not int:

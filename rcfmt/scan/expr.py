@@ -168,6 +168,9 @@ class Column:
             raise FilterError(f"isin() needs a list of values, got {type(values).__name__} {values!r}")
         if isinstance(values, (pa.Array, pa.ChunkedArray)):
             values = list(values)  # pyarrow scalars, converted at bind time
+        values = tuple(values)
+        if all(type(v) is int for v in values):  # (a merge's thousands of keys: no check per value)
+            return IsIn(self.name, values)
         return IsIn(self.name, tuple(_check_literal(v) for v in values))
 
     def between(self, lo, hi) -> "And":

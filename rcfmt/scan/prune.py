@@ -139,11 +139,17 @@ def _sorted_members(leaf: InSet, dtype: np.dtype) -> np.ndarray:
     """The members (already sorted and distinct) as ``dtype``; for integer stats
     (decimals held as int64 among them) members outside the dtype's range are dropped:
     no value within the bounds can equal them."""
+    kept = leaf.__dict__.setdefault("_sorted_members", {})  # (per leaf: asked for by every file, block and page)
+    found = kept.get(dtype.str)
+    if found is not None:
+        return found
     values = leaf.values
     if dtype.kind in "iu":  # (sorted: the members in range are a slice)
         info = np.iinfo(dtype)
         values = values[bisect.bisect_left(values, int(info.min)): bisect.bisect_right(values, int(info.max))]
-    return np.asarray(values, dtype=dtype)
+    found = kept[dtype.str] = np.asarray(values, dtype=dtype)
+    found.flags.writeable = False
+    return found
 
 
 def _in_may_match(leaf: InSet, s: StatsArrays, has, ordered, valid, nans, discrete: bool) -> np.ndarray:

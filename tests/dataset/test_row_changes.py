@@ -299,6 +299,51 @@ def test_merge_upserts_and_finds_targets_by_skipping(lineitem_like):
     assert out.num_rows == 20_002
 
 
+def _unstaged(root: str) -> bool:
+    staging = os.path.join(root, "_rcfmt", "_staging")
+    return not os.path.isdir(staging) or not os.listdir(staging)
+
+
+def _unreferenced(ds) -> set:
+    files = {os.path.relpath(os.path.join(d, n), ds.root) for d, _, names in os.walk(ds.root)
+             if "_rcfmt" not in d for n in names}
+    return files - {os.path.relpath(f.path, ds.root) for f in rcfmt.dataset(ds.root).files}
+
+
+def test_an_upsert_written_while_planning_retries_and_fails_cleanly(lineitem_like, monkeypatch):
+    """An upsert of every column writes its rows while it scans for the matches: after a
+    conflicting commit it plans and writes again (the first attempt's files removed), and
+    a failed plan leaves no staged file behind."""
+    from rcfmt.dataset import changes
+
+    ds, _ = lineitem_like
+    src = pa.table({"k": pa.array([5, 7, 60_000], pa.int64()), "v": [1.0, 2.0, 3.0],
+                    "s": ["a", "b", "c"]})
+    real, calls = changes._vectors_after, []
+
+    def racing(dataset, removed, out):  # another writer deletes row 7 just before the first commit
+        calls.append(dataset.version)
+        if len(calls) == 1:
+            rcfmt.dataset(dataset.root).delete(col("k") == 7)
+        return real(dataset, removed, out)
+
+    monkeypatch.setattr(changes, "_vectors_after", racing)
+    out = ds.merge(src, on="k")
+    assert calls == [1, 1, 2] and out.version == 3  # the merge, the racing delete, the merge again
+    got = out.read(filter=col("k").isin([5, 7, 60_000])).sort_by("k")
+    assert got.column("v").to_pylist() == [1.0, 2.0, 3.0] and out.info["rows_updated"] == 1  # (7 was deleted)
+    assert _unstaged(ds.root) and not _unreferenced(out)
+    monkeypatch.setattr(changes, "_vectors_after", real)
+
+    def broken(*_):
+        raise RuntimeError("plan failed")
+
+    monkeypatch.setattr(changes, "_by_file", broken)
+    with pytest.raises(RuntimeError, match="plan failed"):
+        out.merge(src, on="k")
+    assert _unstaged(ds.root) and not _unreferenced(out) and rcfmt.dataset(ds.root).version == 3
+
+
 @pytest.mark.parametrize("source", ["pandas", "polars", "reader"])
 def test_merge_takes_any_arrow_source(lineitem_like, source):
     ds, _ = lineitem_like
