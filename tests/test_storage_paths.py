@@ -219,16 +219,16 @@ def test_gcs_clients_are_kept_for_new_threads_and_share_credentials_found_once(m
     assert len(calls) == 2
 
 
-def test_the_documented_module_paths_from_before_the_storage_package_still_work():
-    """``rcfmt.fetch_options``, ``rcfmt.s3_source`` and ``rcfmt.azure_store`` are the
-    storage package's modules themselves (so a setting made through the old name, e.g.
-    ``rcfmt.s3_source.ATTEMPTS``, is the one in force)."""
-    import rcfmt.azure_store
-    import rcfmt.fetch_options
-    import rcfmt.s3_source
-    from rcfmt.fetch_options import FetchOptions
-    from rcfmt.storage import azure, fetch, s3
+def test_the_module_names_from_before_the_schema_and_storage_packages_are_gone():
+    """``rcfmt.types``, ``rcfmt.nested``, ``rcfmt.statistics``, ``rcfmt.fetch_options``,
+    ``rcfmt.s3_source`` and ``rcfmt.azure_store`` were removed (CHANGELOG.md); their
+    names live in :mod:`rcfmt.schema` and :mod:`rcfmt.storage`, and the public ones at
+    the top level."""
+    import importlib
 
-    assert rcfmt.fetch_options is fetch and rcfmt.s3_source is s3 and rcfmt.azure_store is azure
-    assert FetchOptions is rcfmt.FetchOptions is rcfmt.storage.FetchOptions
-    assert rcfmt.azure_store.azure_settings is rcfmt.storage.azure_settings
+    for old in ("types", "nested", "statistics", "fetch_options", "s3_source", "azure_store"):
+        with pytest.raises(ModuleNotFoundError):
+            importlib.import_module(f"rcfmt.{old}")
+    from rcfmt.storage import fetch
+
+    assert fetch.FetchOptions is rcfmt.FetchOptions is rcfmt.storage.FetchOptions

@@ -63,8 +63,7 @@ UPWARD = {
 }
 #: old module names kept for users (``sys.modules`` aliases of the new module): code in
 #: rcfmt imports the module itself
-ALIASES = ["rcfmt.types", "rcfmt.nested", "rcfmt.statistics", "rcfmt.polars", "rcfmt.pandas_io",
-           "rcfmt.fetch_options", "rcfmt.s3_source", "rcfmt.azure_store"]
+ALIASES = ["rcfmt.polars", "rcfmt.pandas_io"]
 
 
 def modules_of(root: Path, top: str = "rcfmt") -> dict[str, Path]:

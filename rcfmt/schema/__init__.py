@@ -10,6 +10,5 @@
 - :mod:`rcfmt.schema.tables`: the stored schema of an Arrow schema and its physical columns;
 - :mod:`rcfmt.schema.statistics`: column statistics (footer, page index, pruning).
 
-The old names ``rcfmt.types``, ``rcfmt.nested`` and ``rcfmt.statistics`` stay importable
-(they give these modules); code in rcfmt imports from here.
+Code in rcfmt imports from here.
 """
