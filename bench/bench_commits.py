@@ -207,7 +207,7 @@ def run_store(name: str, root: str, versions: int, window: int, reopen: int, pro
                     "append_median_s": statistics.median(appends[lo:v]),
                     "index_write_median_s": statistics.median(index_s[lo:v]),
                     "reopen_median_s": statistics.median(times),
-                    "index_bytes": d._snap.index_size or (os.path.getsize(d._snap.index_path)
+                    "index_bytes": d.snapshot.index_size or (os.path.getsize(d.snapshot.index_path)
                                                           if not proxy else None),
                     "files": d.num_files,
                 }

@@ -192,6 +192,47 @@ def private_imports(package: str, root: Path = ROOT) -> list[str]:
     return out
 
 
+#: private attributes of other libraries' objects used by their documented names (pyarrow's
+#: C data interface, ctypes' structure fields, CPython's frames)
+FOREIGN_PRIVATE = frozenset({"_export_to_c", "_import_from_c", "_fields_", "_getframe"})
+
+
+def _defined_names(tree: ast.Module) -> set[str]:
+    """Every name a module defines for its own objects: functions, classes and their
+    methods, attributes assigned (``x._name = ...``, ``__slots__`` entries) and names
+    bound at any level."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(node.name)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            out.add(node.attr)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            out.add(node.id)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            out.add(node.value)  # (``__slots__ = ("_name", ...)``, getattr(obj, "_name"))
+    return out
+
+
+def private_attributes(package: str, root: Path = ROOT) -> list[str]:
+    """``module:line uses obj._name`` for each use, in a module of ``package``, of a
+    private attribute of an object other than ``self``/``cls`` that the module does not
+    define itself (another module's object reached into)."""
+    modules = modules_of(root, package.partition(".")[0])
+    out = []
+    for name, path in modules.items():
+        if not _inside(name, package):
+            continue
+        tree = _parse(path)
+        own = _defined_names(tree)
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and _private(node.attr) and node.attr not in own
+                    and node.attr not in FOREIGN_PRIVATE
+                    and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))):
+                out.append(f"{name}:{node.lineno} uses {ast.unparse(node)}")
+    return sorted(set(out))
+
+
 def long_modules(package: str, root: Path = ROOT, limit: int = MAX_LINES) -> list[str]:
     """``file: lines`` for each module of ``package`` over ``limit`` lines."""
     modules = modules_of(root, package.partition(".")[0])
@@ -261,6 +302,21 @@ def test_no_module_uses_another_modules_private_name(package):
 
 
 @pytest.mark.parametrize("package", PACKAGES)
+def test_no_module_uses_a_private_attribute_of_another_modules_object(package):
+    assert private_attributes(package) == []
+
+
+def test_the_private_attribute_check_finds_a_reach_into_another_object(tmp_path):
+    pkg = tmp_path / "top"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("class A:\n    def __init__(self):\n        self._x = 1\n        self._y = 2\n"
+                              "    def f(self, other):\n        return other._y\n")
+    (pkg / "b.py").write_text("def g(a):\n    return a._x + a._y\n")
+    assert private_attributes("top", tmp_path) == ["top.b:2 uses a._x", "top.b:2 uses a._y"]
+
+
+@pytest.mark.parametrize("package", PACKAGES)
 def test_no_module_is_over_the_line_limit(package):
     over = {}
     for entry in long_modules(package):
@@ -288,6 +344,10 @@ def test_the_spark_source_uses_no_private_name_of_rcfmt():
              for target, imported, line in imports_of(name, path, modules)
              if _inside(target, "rcfmt") and _private(imported)]
     assert found == []
+
+
+def test_the_spark_source_reaches_into_no_object_of_rcfmt():
+    assert private_attributes("spark_datasource") == []
 
 
 def test_the_checks_find_what_they_look_for(tmp_path):

@@ -139,7 +139,7 @@ def describe_dataset(path) -> str:
     lines += ["", "schema:"] + [f"  {f.name}: {f.type}" for f in ds.schema]
     if ds.num_deleted_rows:
         lines += ["", f"{'deleted':>12} {'of rows':>12}  file (deletion vectors)"]
-        for rel, rows, deleted in zip(ds._snap.paths, ds._snap.column_values("num_rows"), ds._snap.deleted_counts()):
+        for rel, rows, deleted in zip(ds.snapshot.paths, ds.snapshot.column_values("num_rows"), ds.snapshot.deleted_counts()):
             if deleted:
                 lines.append(f"{int(deleted):>12,} {int(rows):>12,}  {rel}")
     if ds.version is not None:

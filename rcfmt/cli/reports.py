@@ -204,7 +204,7 @@ def dictionary_report(f: RcfmtFile, column: str, block: int | None = None) -> li
         try:
             values = decoder.dictionary
         except CorruptFileError as exc:
-            raise f._locate(exc, b, c) from None
+            raise f.locate_error(exc, b, c) from None
         entry = {"block": b, "dictionary": None}
         if values is not None:
             shown = to_arrow(values, None, ltype).to_pylist()

@@ -92,7 +92,7 @@ def _retrying(dataset, operation: str, plan: Callable) -> "object":
     current = dataset
     for attempt in range(MAX_ATTEMPTS):
         with ThreadPoolExecutor(1) as pool:  # the whole index, which the commit rewrites, read meanwhile
-            base = pool.submit(read_snapshot, current.root, current.version, None, current._snap.index_size)
+            base = pool.submit(read_snapshot, current.root, current.version, None, current.snapshot.index_size)
             change = plan(current)
             base = base.result()
         if not change.removed and (change.written is None or not change.written.num_rows):
@@ -127,7 +127,7 @@ def _by_file(dataset, positions: np.ndarray) -> dict:
     from ..scan.positions import by_unit
     from .deletions import file_positions
 
-    snap = dataset._snap
+    snap = dataset.snapshot
     vectors, rows = snap.vectors(), snap.column_values("num_rows")
     out = {}
     for u, visible in by_unit(np.sort(positions), snap.live_rows()).items():
@@ -148,7 +148,7 @@ def _commit(dataset, operation: str, change: _Change, base=None) -> tuple[int, i
     empties, its new files. Returns the version and the size of its index."""
     from .commits import commit_version
 
-    snap = dataset._snap
+    snap = dataset.snapshot
     root = dataset.root
     txn = f"{operation}-{uuid.uuid4().hex}"
     vectors_out = DeletionFileWriter(root, txn)
@@ -181,7 +181,7 @@ def _vectors_after(dataset, removed: dict, vectors_out: DeletionFileWriter) -> t
     """``(deletions, remove, expected)`` of a commit deleting ``removed`` (``{index row:
     file positions}``): each file's new vector (its deleted rows and these, written to
     ``vectors_out``), the files left without rows, and the vectors they had."""
-    snap = dataset._snap
+    snap = dataset.snapshot
     paths, vectors, rows = snap.paths, snap.vectors(), snap.column_values("num_rows")
     deletions, remove, expected = {}, [], {}
     for i, positions in removed.items():
@@ -209,7 +209,7 @@ def _stage(dataset, table: pa.Table, txn: str):
     if not _remote(root):
         os.makedirs(staging)
     options: dict = {}
-    snap = dataset._snap
+    snap = dataset.snapshot
     if snap.paths:  # new files keep the indexes the dataset's files have
         data_schema = pa.schema([f for f in table.schema if f.name not in snap.partitioning.names])
         inherited_bitmap_indexes([join_path(root, snap.paths[-1])], data_schema, options, dataset.column_ids)

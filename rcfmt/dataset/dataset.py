@@ -53,6 +53,12 @@ class Dataset:
         self.info = dict(snapshot.info)
 
     @property
+    def snapshot(self) -> Snapshot:
+        """The index version this dataset reads (its rows of files, statistics loaded on
+        demand): what modules that plan and commit changes work from."""
+        return self._snap
+
+    @property
     def column_ids(self) -> dict | None:
         """``{name: id}`` of every name a data column has had since a column was first
         renamed (None before: every file holds its columns under the current names).

@@ -16,7 +16,7 @@ from ..schema import nested
 from ..errors import InvalidDataError, InvalidOptionError, SchemaError
 from ..schema.arrow_io import take
 from ..file.reader import RcfmtFile
-from ..file.writer import Writer, value_checker
+from ..file.writer import Writer, append_checked, value_checker
 from ..interop.arrow import as_table
 from ..interop import cdata
 from ..layout import METADATA_KEY, ClusteringSpec
@@ -249,7 +249,10 @@ class FileSetWriter:
             if self.clustering is not None:
                 f.buffer.append(piece)
             else:
-                f.writer._append(piece, checked=_checked)
+                if _checked:
+                    append_checked(f.writer, piece)
+                else:
+                    f.writer.write(piece)
             f.rows += piece.num_rows
             if f.rows >= self.target_file_rows:
                 self._finish(key)

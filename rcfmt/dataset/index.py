@@ -455,9 +455,9 @@ class Snapshot:
         want = [f"{c}.{s}" for c in columns if self.stats_schema.get_field_index(c) >= 0 for s in STATS_FIELDS]
         missing = [n for n in want if self.table.schema.get_field_index(n) < 0]
         if missing:
-            self._load_columns(missing)
+            self.load_columns(missing)
 
-    def _load_columns(self, names: list, optional: bool = False) -> None:
+    def load_columns(self, names: list, optional: bool = False) -> None:
         """Append index columns ``names`` to ``table``, read from the index file (a
         version is never replaced); with ``optional``, those the file lacks are skipped
         (columns added to the index after that version was written)."""
@@ -486,7 +486,7 @@ class Snapshot:
         if self.stats_schema.get_field_index(name) < 0:
             return [None] * len(self)
         if self.table.schema.get_field_index(column) < 0 and self.index_path is not None:
-            self._load_columns([column], optional=True)  # (versions written before it lack it)
+            self.load_columns([column], optional=True)  # (versions written before it lack it)
         if self.table.schema.get_field_index(column) < 0:
             return [None] * len(self)
         lt = self._ltypes[name]

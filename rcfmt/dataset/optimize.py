@@ -99,7 +99,7 @@ def optimize(dataset, cluster_by=None, *, curve: str = "zorder", mapping: str = 
             0 <= deleted_threshold <= 1):
         raise InvalidOptionError(f"deleted_threshold must be a share of rows in [0, 1], got {deleted_threshold!r}")
     target_file_rows = positive("target_file_rows", target_file_rows)
-    snap = dataset._snap
+    snap = dataset.snapshot
     spec = clustering_spec(cluster_by, curve, mapping)
     if spec is None:
         spec = recorded_clustering(snap.info)

@@ -369,7 +369,7 @@ class ChainSnapshot(Snapshot):
         for optional in (False, True):
             part = [n for n in need if n.endswith(f".{VALUES_FIELD}") == optional]
             if part:
-                base._load_columns(part, optional=optional)
+                base.load_columns(part, optional=optional)
 
     def _assemble(self, name: str) -> pa.Array:
         field = self._ischema.field(name)
@@ -384,7 +384,7 @@ class ChainSnapshot(Snapshot):
         both = pa.chunked_array([*part.chunks, *self._delta.column(name).chunks], field.type)
         return both.take(self._order).combine_chunks()
 
-    def _load_columns(self, names: list, optional: bool = False) -> None:
+    def load_columns(self, names: list, optional: bool = False) -> None:
         names = [n for n in names
                  if self.table.schema.get_field_index(n) < 0 and self._ischema.get_field_index(n) >= 0]
         self._preload(names)

@@ -507,9 +507,9 @@ class RcfmtFile:
         try:
             return ChunkDecoder(buf, base, rec, self.footer.columns[column].type, self.verify_checksums, dictionary)
         except CorruptFileError as exc:
-            raise self._locate(exc, block, column) from None
+            raise self.locate_error(exc, block, column) from None
 
-    def _locate(self, exc, block: int, column: int):
+    def locate_error(self, exc, block: int, column: int):
         """``exc`` (a CorruptFileError or UnsupportedError raised decoding chunk
         ``column`` of ``block``) naming this file, the column and the block."""
         if isinstance(exc, UnsupportedError):
@@ -548,7 +548,7 @@ class RcfmtFile:
                 raise CorruptFileError("nulls in a column declared not nullable")
             return to_arrow(values, valid, col.type)
         except (CorruptFileError, UnsupportedError) as exc:
-            raise self._locate(exc, block, column) from None
+            raise self.locate_error(exc, block, column) from None
 
     def _check_block(self, i) -> int:
         if isinstance(i, bool) or not isinstance(i, (int, np.integer)) or not -self.num_blocks <= i < self.num_blocks:

@@ -40,7 +40,7 @@ from ..schema.arrow_io import from_arrow, one_array, take, to_numpy, validity
 from .chunk_encoding import FILE_VALUES_MAX, FILE_VALUES_MAX_BYTES, encode_chunk
 from .value_checks import check_table, empty_nulls
 
-__all__ = ["Writer", "write_table", "WriteOptions", "value_checker"]
+__all__ = ["Writer", "write_table", "WriteOptions", "value_checker", "append_checked"]
 
 DEFAULT_BLOCK_ROWS = 1 << 20
 DEFAULT_PAGE_SIZE = 128 * 1024
@@ -671,6 +671,12 @@ class Writer:
         self._write(encode_directory(directory))
         return {"offset": start, "length": self._pos - start, "directory_offset": directory_offset,
                 "columns": indexed}
+
+
+def append_checked(writer: Writer, data) -> None:
+    """:meth:`Writer.write` of ``data`` that :func:`value_checker` of the writer's schema
+    has passed already (the caller checked it once for several files): not checked again."""
+    writer._append(data, checked=True)
 
 
 def _bad_index(column) -> int | None:

@@ -43,9 +43,9 @@ def raise_refused(file, block: int, col: int, status: int, page: int, buf, base:
     offsets made positions in ``buf``)."""
     ltype = file.footer.columns[col].type
     if status == _block.ST_MEMORY:
-        raise MemoryError(f"{file.path}: decoding column {file._names[col]!r} of block {block}")
+        raise MemoryError(f"{file.path}: decoding column {file.footer.columns[col].name!r} of block {block}")
     if status == _block.ST_TOO_BIG:
-        raise file._locate(too_big(ltype), block, col)
+        raise file.locate_error(too_big(ltype), block, col)
     numbers = None
     try:
         decoder = file.chunk_decoder(block, col, buf, base)  # (locates a CorruptFileError of its own)
@@ -56,10 +56,10 @@ def raise_refused(file, block: int, col: int, status: int, page: int, buf, base:
             numbers = np.searchsorted(first, table[3])
             decoder.decode_run(table[0], numbers, table[1], expected_lengths=table[2])
     except (CorruptFileError, UnsupportedError) as exc:
-        raise file._locate(exc, block, col) from None
+        raise file.locate_error(exc, block, col) from None
     if numbers is not None and 0 <= page < len(numbers):  # (the executor counts the pages listed)
         page = int(numbers[page])
     where = "" if page < 0 else f", page {page}"
-    raise RcfmtError(f"{file.path}, column {file._names[col]!r}, block {block}: the block executor refused a "
+    raise RcfmtError(f"{file.path}, column {file.footer.columns[col].name!r}, block {block}: the block executor refused a "
                      f"chunk the reference decoder reads ({_STATUS.get(status, f'status {status}')}{where}); "
                      "this is a bug in rcfmt, please report it")

@@ -348,7 +348,7 @@ class FileScan(BlockPruning, PagePruning, BlockFetching):
         stats.rows_decoded += got[2][1]
         if keep is None:
             return got[:2]
-        return Selection._picked(*got[0], rows), got[1]
+        return Selection.picked(*got[0], rows), got[1]
 
     def _to_arrow(self, col: int, data: ColumnData, as_requested: bool = True) -> pa.Array:
         """Column ``col``'s values as Arrow: a DictionaryArray when ``read_dictionary``
@@ -402,7 +402,7 @@ class FileScan(BlockPruning, PagePruning, BlockFetching):
                 got = self._whole_columns(block, [col], slots, cache, stats, None, wanted, paged)[col]
             arr = got if isinstance(got, pa.Array) else self._to_arrow(col, got, as_requested=False)
             if rows is None and arr.null_count and not file.footer.columns[col].nullable:
-                raise file._locate(CorruptFileError("nulls in a column declared not nullable"), block, col)
+                raise file.locate_error(CorruptFileError("nulls in a column declared not nullable"), block, col)
             return arr
 
         return self._assembled(node, decode, selection.num_rows, rows, block)
@@ -677,7 +677,7 @@ class FileScan(BlockPruning, PagePruning, BlockFetching):
             return pa.record_batch([pa.nulls(selected)], names=["_"]).select([]), stats
         for i in self._required:
             if arrays[i].null_count:
-                raise self.file._locate(CorruptFileError("nulls in a column declared not nullable"), block,
+                raise self.file.locate_error(CorruptFileError("nulls in a column declared not nullable"), block,
                                         self.outputs[i])
         return self._labels.batch(arrays), stats
 

@@ -488,7 +488,7 @@ class Selection:
         return cls._choose_from_ranges(ranges, n, kind)
 
     @classmethod
-    def _picked(cls, rows: np.ndarray, starts: np.ndarray, ends: np.ndarray, n: int) -> "Selection":
+    def picked(cls, rows: np.ndarray, starts: np.ndarray, ends: np.ndarray, n: int) -> "Selection":
         """Trusted constructor: ``rows`` (int64, sorted, distinct, below ``n``) and their
         runs ``[starts, ends)``, as the block executor picks them (``run_block``'s
         ``compact``). Kept as runs whatever their density: no form is built twice."""

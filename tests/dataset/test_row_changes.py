@@ -471,7 +471,7 @@ def _forge(root: str, **changes) -> None:
 def test_forged_vectors_are_corrupt_files(lineitem_like, forgery):
     ds, _ = lineitem_like
     out = ds.delete(col("k").isin(list(range(0, 5000, 3))))  # file 0 only (a vector in a deletion file)
-    dv = next(v for v in out._snap.vectors() if v is not None)
+    dv = next(v for v in out.snapshot.vectors() if v is not None)
     change = {
         "crc": {"dv_crc32": lambda c, has: pc.add(c, 1)},
         "count": {"deleted_rows": lambda c, has: pa.array([v - 1 if v else 0 for v in c.to_pylist()], pa.int64())},

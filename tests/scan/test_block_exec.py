@@ -120,7 +120,7 @@ def test_errors_are_the_reference_decoders(tmp_path, name):
         try:
             decoder.decode_all(int(f.footer.blocks[0]["row_count"]))
         except CorruptFileError as exc:
-            raise f._locate(exc, 0, col) from None
+            raise f.locate_error(exc, 0, col) from None
     assert str(native.value) == str(python.value)
     # without checksums: the damaged values themselves, still the reference decoder's message
     f = rcfmt.open(path, verify_checksums=False)
@@ -132,7 +132,7 @@ def test_errors_are_the_reference_decoders(tmp_path, name):
         col_data = f.chunk_decoder(0, col).decode_all(int(f.footer.blocks[0]["row_count"]))
         python_text = None
     except CorruptFileError as exc:
-        python_text = str(f._locate(exc, 0, col))
+        python_text = str(f.locate_error(exc, 0, col))
     if python_text is not None:
         assert native_text == python_text
     else:
