@@ -42,13 +42,15 @@ import numpy as np
 
 cimport numpy as cnp
 
+from rcfmt._native.pages cimport (MODE_ALP, MODE_ALP_SPLIT, MODE_BITPACK, MODE_BITPACK_DECIMAL, MODE_BOOL_PLAIN,
+                                  MODE_BOOL_RLE, MODE_CODES, MODE_DELTA, MODE_PLAIN, MODE_RLE, MODE_SPLIT, P_ARENA,
+                                  P_AT, P_COLS, P_FIRST, P_LEN, P_NULLS, P_POS, P_ROWS, VB_DELTA_LENGTH, VB_PLAIN)
 from rcfmt._native.pages cimport (Failure, _bitpack_gather, _bodies, _codes_gather, _headers, _page_offsets,
                                   _page_values, _plain_gather)
 from rcfmt._native.select cimport DT_I64, bits_into, member_into, range_into
 from rcfmt._native.validate cimport decimal_row, utf8_row32, utf8_row64
 
 from ..runtime import memory as _memory
-from rcfmt._native import pages as _pages
 from rcfmt._native import select as _select
 
 cnp.import_array()
@@ -114,52 +116,14 @@ cpdef enum:
     ST_SKIPPED = 11     # not decoded: the filter's mask was already empty (short_circuit)
     ST_UNLISTED = 12    # a wanted row lies in none of the pages listed (the caller's error)
 
-# the page pipeline's constants (pages.pyx; checked at import below)
-cdef enum:
-    P_POS = 0
-    P_ROWS = 1
-    P_NULLS = 2
-    P_FIRST = 3
-    P_AT = 4
-    P_LEN = 5
-    P_ARENA = 6
-    P_COLS = 7
-    PAGE_DATA = 0
-    PAGE_DICTIONARY = 1
-    MODE_PLAIN = 1
-    MODE_BITPACK = 2
-    MODE_BITPACK_DECIMAL = 3
-    MODE_DELTA = 4
-    MODE_CODES = 5
-    MODE_RLE = 6
-    MODE_ALP = 7
-    MODE_BOOL_PLAIN = 8
-    MODE_BOOL_RLE = 9
-    MODE_SPLIT = 10
-    MODE_ALP_SPLIT = 11
-    VB_PLAIN = 1
-    VB_DELTA_LENGTH = 2
-    ENC_PLAIN = 0
-    ENC_DICTIONARY = 1
-    ENC_RLE = 2
-    ENC_BITPACK = 3
-    ENC_DELTA = 4
-    ENC_ALP = 5
-    ENC_DELTA_LENGTH = 6
-    ENC_BYTE_SPLIT = 7
-    ENC_ALP_SPLIT = 8
-
-cdef int64_t MAX_PAGE_ROWS = 1 << 20
+from rcfmt._native.format cimport (ENC_ALP, ENC_ALP_SPLIT, ENC_BITPACK, ENC_BYTE_SPLIT, ENC_DELTA, ENC_DELTA_LENGTH,
+                                   ENC_DICTIONARY, ENC_PLAIN, ENC_RLE, MAX_PAGE_ROWS, PAGE_DATA, PAGE_DICTIONARY)
 #: a BITPACK, PLAIN or dictionary-codes page of whose rows fewer than one in this many
 #: are wanted has them read where they lie (a few shifts each when packed) instead of
 #: decoding the page first
 cdef int64_t GATHER_SPARSE = 8
 cdef int64_t I32_MAX = 0x7FFFFFFF
 
-if (_pages.MODE_PLAIN, _pages.MODE_BITPACK, _pages.MODE_BITPACK_DECIMAL, _pages.MODE_DELTA, _pages.MODE_CODES,
-        _pages.MODE_RLE, _pages.MODE_ALP, _pages.MODE_BOOL_PLAIN, _pages.MODE_BOOL_RLE, _pages.MODE_SPLIT,
-        _pages.MODE_ALP_SPLIT, _pages.VB_PLAIN, _pages.VB_DELTA_LENGTH) != (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 1, 2):
-    raise ImportError("rcfmt._native.block disagrees with rcfmt._native.pages on its modes")
 
 
 # ------------------------------------------------------------------ owned buffers

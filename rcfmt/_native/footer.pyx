@@ -37,9 +37,7 @@ cpdef enum:
     FOOTER_ENCODING_TYPE = 14      # a known encoding that cannot hold the column's type
     _FOOTER_CHECKS = 15
 
-DEF BLOCK_RECORD_SIZE = 32
-DEF PAGE_HEADER_SIZE = 32
-DEF MIN_BLOOM_LENGTH = 36
+from rcfmt._native.format cimport BLOCK_RECORD_SIZE, MIN_BLOOM_LENGTH, PAGE_HEADER_SIZE
 
 
 cdef inline uint64_t _u64(const uint8_t* p) noexcept nogil:

@@ -29,13 +29,7 @@ cnp.import_array()
 
 __all__ = ["Compressor", "write_pages"]
 
-cdef enum:
-    HEADER_SIZE = 32
-    FLAG_VALIDITY = 1
-    PAGE_DICTIONARY = 1
-    CODEC_NONE = 0
-cdef int64_t MAX_PAGE_ROWS = 1 << 20
-cdef int64_t MAX_PAGE_BYTES = 0x7FFFFFFF
+from rcfmt._native.format cimport CODEC_NONE, FLAG_VALIDITY, MAX_PAGE_BYTES, MAX_PAGE_ROWS, PAGE_DICTIONARY, PAGE_HEADER_SIZE
 
 
 cdef class Compressor:
@@ -99,11 +93,11 @@ cdef inline void _header(const Page* pg, int encoding, int codec, uint8_t* out) 
     words[2] = <uint32_t>pg.nulls
     words[3] = <uint32_t>pg.stored
     words[4] = <uint32_t>pg.raw           # uncompressed size
-    words[5] = crc32_raw(out + HEADER_SIZE, <size_t>pg.stored, 0)
+    words[5] = crc32_raw(out + PAGE_HEADER_SIZE, <size_t>pg.stored, 0)
     words[6] = 0
     memcpy(out + 4, words, 28)
-    words[6] = crc32_raw(out, HEADER_SIZE - 4, 0)
-    memcpy(out + HEADER_SIZE - 4, &words[6], 4)
+    words[6] = crc32_raw(out, PAGE_HEADER_SIZE - 4, 0)
+    memcpy(out + PAGE_HEADER_SIZE - 4, &words[6], 4)
 
 
 cdef int64_t _compress_python(int codec, int level, const uint8_t* src, int64_t n, uint8_t* dst,
@@ -137,31 +131,31 @@ cdef int64_t _write(Page* pages, Py_ssize_t n, const uint8_t* valid, int encodin
                 _raw_body(pg, valid, scratch)
                 src = scratch
             if compress_native(codec[0]):
-                got = compress_into(codec[0], level, src, pg.raw, out + pos + HEADER_SIZE,
+                got = compress_into(codec[0], level, src, pg.raw, out + pos + PAGE_HEADER_SIZE,
                                     compress_bound(codec[0], pg.raw), cctx)
             else:
-                got = _compress_python(codec[0], level, src, pg.raw, out + pos + HEADER_SIZE,
+                got = _compress_python(codec[0], level, src, pg.raw, out + pos + PAGE_HEADER_SIZE,
                                        compress_bound(codec[0], pg.raw))
             if got < 0:
                 return -1
             pg.stored = got
-            pos += HEADER_SIZE + got
+            pos += PAGE_HEADER_SIZE + got
             raw_total += pg.raw
             stored_total += got
         if min_saving < 0 or <double>stored_total <= <double>raw_total * (1.0 - min_saving):
             pos = 0
             for k in range(n):
                 _header(&pages[k], encoding, codec[0], out + pos)
-                pos += HEADER_SIZE + pages[k].stored
+                pos += PAGE_HEADER_SIZE + pages[k].stored
             return pos
         codec[0] = CODEC_NONE  # not worth it: store the pages as they are
     pos = 0
     for k in range(n):
         pg = &pages[k]
-        _raw_body(pg, valid, out + pos + HEADER_SIZE)
+        _raw_body(pg, valid, out + pos + PAGE_HEADER_SIZE)
         pg.stored = pg.raw
         _header(pg, encoding, CODEC_NONE, out + pos)
-        pos += HEADER_SIZE + pg.raw
+        pos += PAGE_HEADER_SIZE + pg.raw
     return pos
 
 
@@ -233,7 +227,7 @@ def write_pages(bodies, page_types, rows, nulls, first_rows, valid, int encoding
             page_codec = dict_used if k == 0 else codec
             bound = pages[k].raw if page_codec == CODEC_NONE else max(pages[k].raw,
                                                                       compress_bound(page_codec, pages[k].raw))
-            capacity += HEADER_SIZE + bound
+            capacity += PAGE_HEADER_SIZE + bound
             if pages[k].nulls:
                 largest = max(largest, pages[k].raw)
         out = np.empty(max(capacity, 1), dtype=np.uint8)
@@ -260,7 +254,7 @@ def write_pages(bodies, page_types, rows, nulls, first_rows, valid, int encoding
         lengths = np.empty(n, dtype=np.int64)
         raw = np.empty(n, dtype=np.int64)
         for k in range(n):
-            lengths[k] = HEADER_SIZE + pages[k].stored
+            lengths[k] = PAGE_HEADER_SIZE + pages[k].stored
             raw[k] = pages[k].raw
         return out[:size], used, lengths, raw
     finally:

@@ -14,6 +14,36 @@ cdef Py_ssize_t compress_into(int codec, int level, const uint8_t* src, Py_ssize
 # passes read_pages runs, on raw pointers, without the GIL.
 from libc.stdint cimport int64_t, uint64_t
 
+# the columns of a page table (PageRun.pages, the block executor's ``t``)
+cdef enum:
+    P_POS = 0        # header position in buf
+    P_ROWS = 1
+    P_NULLS = 2
+    P_FIRST = 3      # first row of the page within the run
+    P_AT = 4         # values body: offset in the arena (P_ARENA) or in buf
+    P_LEN = 5        # values body length
+    P_ARENA = 6      # 1: body in the arena (decompressed), 0: in buf
+    P_COLS = 7
+
+# the fixed-width value modes of _page_values (Python sees them as rcfmt._native.pages.MODE_*)
+cpdef enum:
+    MODE_PLAIN = 1            # fixed-width PLAIN: rows * itemsize bytes
+    MODE_BITPACK = 2          # BITPACK of 1/2/4/8-byte integers
+    MODE_BITPACK_DECIMAL = 3  # BITPACK of decimal128 low words -> int64 (precision checked)
+    MODE_DELTA = 4            # DELTA of 1/2/4/8-byte integers
+    MODE_CODES = 5            # DICTIONARY codes -> uint32
+    MODE_RLE = 6              # RLE of fixed-width values
+    MODE_ALP = 7              # ALP of float64 (itemsize 8) or float32 (itemsize 4)
+    MODE_BOOL_PLAIN = 8       # bits -> one byte per value (numpy bool)
+    MODE_BOOL_RLE = 9         # RLE of bools (run values as bits)
+    MODE_SPLIT = 10           # BYTE_SPLIT of 1/2/4/8-byte integers or float bits
+    MODE_ALP_SPLIT = 11       # ALP_SPLIT of float64 (itemsize 8) or float32 (itemsize 4)
+
+# the layouts of a VARBINARY page (_page_offsets)
+cpdef enum:
+    VB_PLAIN = 1          # int32 offsets[rows + 1] then the data bytes
+    VB_DELTA_LENGTH = 2   # u32 m, u32 0, DELTA(int32) body of the offsets (m bytes), data
+
 # the first failure of a pass: its code (an Err of pages.pyx, 0: none), page, position
 cdef struct Failure:
     int code

@@ -63,28 +63,24 @@ __all__ = ["PageRun", "read_pages", "decode_values", "decode_varbinary", "crc32"
            "MODE_PLAIN", "MODE_BITPACK", "MODE_BITPACK_DECIMAL", "MODE_DELTA", "MODE_CODES"]
 
 # ------------------------------------------------------------------ format constants
-cdef enum:
-    HEADER_SIZE = 32
-cdef uint32_t MAX_PAGE_ROWS = 1 << 20
-cdef uint32_t MAX_PAGE_BYTES = 0x7FFFFFFF
-cdef int PAGE_DATA = 0
-cdef int PAGE_DICTIONARY = 1
-cdef int FLAG_VALIDITY = 1
-cdef int CODEC_NONE = 0
-cdef int CODEC_ZSTD = 1
-cdef int CODEC_LZ4 = 2
-CODEC_NAMES = {0: "none", 1: "zstd", 2: "lz4"}
+from rcfmt._native.format cimport (CODEC_LZ4, CODEC_NONE, CODEC_ZSTD, ENC_ALP, ENC_ALP_SPLIT, ENC_BITPACK,
+                                   ENC_BYTE_SPLIT, ENC_DELTA, ENC_DELTA_LENGTH, ENC_DICTIONARY, ENC_PLAIN, ENC_RLE,
+                                   FLAG_VALIDITY, MAX_PAGE_BYTES, MAX_PAGE_ROWS, PAGE_DATA, PAGE_DICTIONARY,
+                                   PAGE_HEADER_SIZE, BLOCK_RECORD_SIZE, MIN_BLOOM_LENGTH)
+CODEC_NAMES = {CODEC_NONE: "none", CODEC_ZSTD: "zstd", CODEC_LZ4: "lz4"}
 
-# columns of PageRun.pages
-cdef enum:
-    P_POS = 0        # header position in buf
-    P_ROWS = 1
-    P_NULLS = 2
-    P_FIRST = 3      # first row of the page within the run
-    P_AT = 4         # values body: offset in the arena (P_ARENA) or in buf
-    P_LEN = 5        # values body length
-    P_ARENA = 6      # 1: body in the arena (decompressed), 0: in buf
-    P_COLS = 7
+
+def format_constants() -> dict:
+    """The format numbers the native modules use (rcfmt/_native/format.pxd), by name."""
+    return {"PAGE_HEADER_SIZE": PAGE_HEADER_SIZE, "PAGE_DATA": PAGE_DATA, "PAGE_DICTIONARY": PAGE_DICTIONARY,
+            "FLAG_VALIDITY": FLAG_VALIDITY, "CODEC_NONE": CODEC_NONE, "CODEC_ZSTD": CODEC_ZSTD,
+            "CODEC_LZ4": CODEC_LZ4, "ENC_PLAIN": ENC_PLAIN, "ENC_DICTIONARY": ENC_DICTIONARY, "ENC_RLE": ENC_RLE,
+            "ENC_BITPACK": ENC_BITPACK, "ENC_DELTA": ENC_DELTA, "ENC_ALP": ENC_ALP,
+            "ENC_DELTA_LENGTH": ENC_DELTA_LENGTH, "ENC_BYTE_SPLIT": ENC_BYTE_SPLIT, "ENC_ALP_SPLIT": ENC_ALP_SPLIT,
+            "BLOCK_RECORD_SIZE": BLOCK_RECORD_SIZE, "MIN_BLOOM_LENGTH": MIN_BLOOM_LENGTH,
+            "MAX_PAGE_ROWS": MAX_PAGE_ROWS, "MAX_PAGE_BYTES": MAX_PAGE_BYTES}
+
+# (the page table's columns P_*: rcfmt/_native/pages.pxd)
 
 # ------------------------------------------------------------------ failures
 cdef enum Err:
@@ -496,11 +492,11 @@ cdef int _parse_header(const uint8_t* buf, Py_ssize_t size, Py_ssize_t pos, Head
                        Failure* f) noexcept nogil:
     """Parse and check the page header at ``buf[pos]`` (checksum, flags, limits, counts,
     body inside ``buf[:size]``). 0 or the failure code."""
-    if pos < 0 or pos + HEADER_SIZE > size:
+    if pos < 0 or pos + PAGE_HEADER_SIZE > size:
         f.code = TRUNCATED_HEADER
         return f.code
-    memcpy(h, buf + pos, HEADER_SIZE)
-    if crc32_raw(buf + pos, HEADER_SIZE - 4, 0) != h.header_crc:
+    memcpy(h, buf + pos, PAGE_HEADER_SIZE)
+    if crc32_raw(buf + pos, PAGE_HEADER_SIZE - 4, 0) != h.header_crc:
         f.code = HEADER_CRC
     elif h.page_type != PAGE_DATA and h.page_type != PAGE_DICTIONARY:
         f.code = PAGE_TYPE
@@ -519,7 +515,7 @@ cdef int _parse_header(const uint8_t* buf, Py_ssize_t size, Py_ssize_t pos, Head
         f.c = h.null_count
     elif ((h.flags & FLAG_VALIDITY) != 0) != (h.null_count > 0):
         f.code = VALIDITY_FLAG
-    elif pos + HEADER_SIZE + <Py_ssize_t>h.compressed_size > size:
+    elif pos + PAGE_HEADER_SIZE + <Py_ssize_t>h.compressed_size > size:
         f.code = PAST_END
         f.a = h.compressed_size
     return f.code
@@ -616,9 +612,9 @@ cdef int _headers(const uint8_t* buf, Py_ssize_t size, Py_ssize_t pos, Py_ssize_
             f.a = h.row_count
             f.b = expected[k]
             return f.code
-        if lengths != NULL and HEADER_SIZE + <int64_t>h.compressed_size != lengths[k]:
+        if lengths != NULL and PAGE_HEADER_SIZE + <int64_t>h.compressed_size != lengths[k]:
             f.code = EXPECTED_LENGTH
-            f.a = HEADER_SIZE + <int64_t>h.compressed_size
+            f.a = PAGE_HEADER_SIZE + <int64_t>h.compressed_size
             f.b = lengths[k]
             return f.code
         if rows + h.row_count > max_rows:
@@ -648,11 +644,11 @@ cdef int _headers(const uint8_t* buf, Py_ssize_t size, Py_ssize_t pos, Py_ssize_
             t[k, P_AT] = arena  # start of the decompressed body, for now
             arena += h.uncompressed_size + 8
         else:
-            t[k, P_AT] = pos + HEADER_SIZE
+            t[k, P_AT] = pos + PAGE_HEADER_SIZE
         t[k, P_LEN] = h.uncompressed_size
         any_nulls[0] = any_nulls[0] or h.null_count > 0
         rows += h.row_count
-        pos += HEADER_SIZE + h.compressed_size
+        pos += PAGE_HEADER_SIZE + h.compressed_size
         k += 1
     n_out[0] = k
     rows_out[0] = rows
@@ -772,8 +768,8 @@ cdef int _bodies(const uint8_t* buf, int64_t[:, ::1] t, Py_ssize_t n, uint8_t* a
             pos = t[k, P_POS]
             f.page = k
             f.pos = pos
-            memcpy(&h, buf + pos, HEADER_SIZE)
-            stored = buf + pos + HEADER_SIZE
+            memcpy(&h, buf + pos, PAGE_HEADER_SIZE)
+            stored = buf + pos + PAGE_HEADER_SIZE
             if verify and crc32_raw(stored, h.compressed_size, 0) != h.body_crc:
                 f.code = BODY_CRC
                 rc = f.code
@@ -927,7 +923,7 @@ def read_pages(buf, Py_ssize_t base, *, Py_ssize_t start=0, end=None, Py_ssize_t
         capacity = count
     else:
         # each page takes at least a header, so the buffer bounds the table size
-        capacity = min(max_pages, (stop - start) // HEADER_SIZE + 1)
+        capacity = min(max_pages, (stop - start) // PAGE_HEADER_SIZE + 1)
     if expected_rows is not None:
         exp_view = np.ascontiguousarray(expected_rows, dtype=np.int64)
         if exp_view.shape[0] != count:
@@ -1012,18 +1008,7 @@ def read_pages(buf, Py_ssize_t base, *, Py_ssize_t start=0, end=None, Py_ssize_t
 
 
 # ------------------------------------------------------------------ values
-cpdef enum:
-    MODE_PLAIN = 1            # fixed-width PLAIN: rows * itemsize bytes
-    MODE_BITPACK = 2          # BITPACK of 1/2/4/8-byte integers
-    MODE_BITPACK_DECIMAL = 3  # BITPACK of decimal128 low words -> int64 (precision checked)
-    MODE_DELTA = 4            # DELTA of 1/2/4/8-byte integers
-    MODE_CODES = 5            # DICTIONARY codes -> uint32
-    MODE_RLE = 6              # RLE of fixed-width values
-    MODE_ALP = 7              # ALP of float64 (itemsize 8) or float32 (itemsize 4)
-    MODE_BOOL_PLAIN = 8       # bits -> one byte per value (numpy bool)
-    MODE_BOOL_RLE = 9         # RLE of bools (run values as bits)
-    MODE_SPLIT = 10           # BYTE_SPLIT of 1/2/4/8-byte integers or float bits
-    MODE_ALP_SPLIT = 11       # ALP_SPLIT of float64 (itemsize 8) or float32 (itemsize 4)
+# (the value modes MODE_*: rcfmt/_native/pages.pxd)
 
 
 cdef inline uint64_t _le64(const uint8_t* p) noexcept nogil:
@@ -1591,9 +1576,7 @@ def decode_values(PageRun run, int mode, int itemsize, bint signed, out, uint32_
 
 
 # ------------------------------------------------------------------ variable-length values
-cpdef enum:
-    VB_PLAIN = 1          # int32 offsets[rows + 1] then the data bytes
-    VB_DELTA_LENGTH = 2   # u32 m, u32 0, DELTA(int32) body of the offsets (m bytes), data
+# (the VARBINARY layouts VB_*: rcfmt/_native/pages.pxd)
 
 
 cdef int _page_offsets(int mode, const uint8_t* body, Py_ssize_t size, Py_ssize_t rows,
