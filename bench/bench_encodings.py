@@ -106,7 +106,7 @@ def kernel_speeds(f, block: int = 0, repeat: int = 20) -> list[float]:
     ``read_pages``; dictionary chunks: their codes), best of ``repeat``, one thread."""
     import numpy as np
 
-    from rcfmt._native import pages
+    from rcfmt._native import decoders, pages
     from rcfmt.file.chunks import _native_mode
 
     out = []
@@ -116,17 +116,17 @@ def kernel_speeds(f, block: int = 0, repeat: int = 20) -> list[float]:
         run = dec._whole_run(rows)
         if dec.is_dictionary:
             buf = np.empty(rows, np.uint32)
-            call = lambda: pages.decode_values(run, pages.MODE_CODES, 4, False, buf, len(dec.dictionary))  # noqa: E731
+            call = lambda: pages.decode_values(run, decoders.MODE_CODES, 4, False, buf, len(dec.dictionary))  # noqa: E731
             nbytes = buf.nbytes
         elif column.type.kind.name == "VARBINARY":
             offsets = np.empty(rows + 1, np.int32)
             data = np.empty(int(run.pages[:, 5].sum()), np.uint8)
-            mode = pages.VB_PLAIN if dec.encoding.name == "plain" else pages.VB_DELTA_LENGTH
+            mode = decoders.VB_PLAIN if dec.encoding.name == "plain" else decoders.VB_DELTA_LENGTH
             call = lambda: pages.decode_varbinary(run, mode, offsets, data)  # noqa: E731
             nbytes = offsets.nbytes + int(call()[1])
         else:
             mode, itemsize, signed = _native_mode(dec.encoding.id, column.type)
-            buf = np.empty(rows, np.int64 if mode == pages.MODE_BITPACK_DECIMAL else column.type.numpy_dtype)
+            buf = np.empty(rows, np.int64 if mode == decoders.MODE_BITPACK_DECIMAL else column.type.numpy_dtype)
             call = lambda: pages.decode_values(run, mode, itemsize, signed, buf, 0, column.type.precision or 0)  # noqa: E731
             nbytes = buf.nbytes
         best = 1e9

@@ -52,6 +52,7 @@ with atheris.instrument_imports(include=["rcfmt"]):
 
     import rcfmt
     from rcfmt import RcfmtError, col
+    from rcfmt._native import decoders as _decoders
     from rcfmt._native import pages as _pages
     from rcfmt.cli import describe
     from rcfmt.dataset import deletion_vector, deletions
@@ -239,7 +240,7 @@ def _dictionary_codes(body: bytes, rows: int, dictionary_size: int) -> None:
         run = _pages.read_pages(page, 0, start=0, end=len(page), max_pages=1, max_rows=rows, page_type=0,
                                 encoding=1)
         out = np.empty(run.rows, np.uint32)
-        native_ok = _pages.decode_values(run, _pages.MODE_CODES, 4, False, out, dictionary_size) < 0
+        native_ok = _pages.decode_values(run, _decoders.MODE_CODES, 4, False, out, dictionary_size) < 0
     except RcfmtError as exc:
         native_ok = False
         _outcome(str(exc))

@@ -659,7 +659,7 @@ def native_decode(encoding, body, rows, ltype):
     Returns ColumnValues; raises CorruptFileError when a check fails."""
     import zlib as _zlib
 
-    from rcfmt._native import pages
+    from rcfmt._native import decoders, pages
     from rcfmt.errors import CorruptFileError
     from rcfmt.file.chunks import _native_mode
     from rcfmt.format.page import build_page
@@ -673,7 +673,7 @@ def native_decode(encoding, body, rows, ltype):
     if ltype.kind == PhysicalKind.VARBINARY:
         offsets = np.empty(rows + 1, np.int64 if ltype.large else np.int32)
         data = np.empty(len(body), np.uint8)
-        mode = pages.VB_PLAIN if encoding.name == "plain" else pages.VB_DELTA_LENGTH
+        mode = decoders.VB_PLAIN if encoding.name == "plain" else decoders.VB_DELTA_LENGTH
         bad, size = pages.decode_varbinary(run, mode, offsets, data)
         if bad >= 0:
             raise CorruptFileError("native kernel refused the page")
@@ -681,7 +681,7 @@ def native_decode(encoding, body, rows, ltype):
 
         return ColumnValues(data[:size], offsets)
     mode, itemsize, signed = _native_mode(encoding.id, ltype)
-    narrow = mode == pages.MODE_BITPACK_DECIMAL  # int64 low words, widened for Arrow
+    narrow = mode == decoders.MODE_BITPACK_DECIMAL  # int64 low words, widened for Arrow
     out = np.empty(rows, np.int64 if narrow else ltype.numpy_dtype)
     if pages.decode_values(run, mode, itemsize, signed, out, 0, ltype.precision or 0) >= 0:
         raise CorruptFileError("native kernel refused the page")

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import rcfmt
 import strategies as S
-from rcfmt._native import pages
+from rcfmt._native import decoders, pages
 from rcfmt.index.page import PageIndex
 
 PAGE_HEADER = struct.Struct("<BBBBIIIIIII")  # as docs/FORMAT.md 4.1 defines it
@@ -226,10 +226,10 @@ def test_values_decoded_in_the_page_call_whatever_the_arena_hint(data):
                          encoding=int(rec["encoding"]))
             plain = pages.read_pages(decoder.buf, decoder.base, **where)
             if decoder.is_dictionary:
-                mode, itemsize, signed, limit, dtype = pages.MODE_CODES, 4, False, int(rec["dictionary_size"]), np.uint32
+                mode, itemsize, signed, limit, dtype = decoders.MODE_CODES, 4, False, int(rec["dictionary_size"]), np.uint32
             else:
                 (mode, itemsize, signed), limit = decoder._mode, 0
-                dtype = np.int64 if mode == pages.MODE_BITPACK_DECIMAL else decoder.ltype.numpy_dtype
+                dtype = np.int64 if mode == decoders.MODE_BITPACK_DECIMAL else decoder.ltype.numpy_dtype
             want = np.empty(n, dtype)
             assert pages.decode_values(plain, mode, itemsize, signed, want, limit, decoder.ltype.precision or 0) == -1
             for hint in (0, 16, 1 << 22):

@@ -42,11 +42,12 @@ import numpy as np
 
 cimport numpy as cnp
 
-from rcfmt._native.pages cimport (MODE_ALP, MODE_ALP_SPLIT, MODE_BITPACK, MODE_BITPACK_DECIMAL, MODE_BOOL_PLAIN,
-                                  MODE_BOOL_RLE, MODE_CODES, MODE_DELTA, MODE_PLAIN, MODE_RLE, MODE_SPLIT, P_ARENA,
-                                  P_AT, P_COLS, P_FIRST, P_LEN, P_NULLS, P_POS, P_ROWS, VB_DELTA_LENGTH, VB_PLAIN)
-from rcfmt._native.pages cimport (Failure, _bitpack_gather, _bodies, _codes_gather, _headers, _page_offsets,
-                                  _page_values, _plain_gather)
+from rcfmt._native.decoders cimport (MODE_ALP, MODE_ALP_SPLIT, MODE_BITPACK, MODE_BITPACK_DECIMAL, MODE_BOOL_PLAIN,
+                                     MODE_BOOL_RLE, MODE_CODES, MODE_DELTA, MODE_PLAIN, MODE_RLE, MODE_SPLIT,
+                                     VB_DELTA_LENGTH, VB_PLAIN, _bitpack_gather, _codes_gather, _page_offsets,
+                                     _page_values, _plain_gather)
+from rcfmt._native.pages cimport P_ARENA, P_AT, P_COLS, P_FIRST, P_LEN, P_NULLS, P_POS, P_ROWS
+from rcfmt._native.pages cimport Failure, _bodies, _headers
 from rcfmt._native.select cimport DT_I64, bits_into, member_into, range_into
 from rcfmt._native.validate cimport decimal_row, utf8_row32, utf8_row64
 

@@ -22,6 +22,7 @@ import functools
 import numpy as np
 
 from ..runtime import memory
+from .._native import decoders as _decoders
 from .._native import pages as _pages
 from .._native import validate as _validate
 from ..encodings import by_id
@@ -46,22 +47,22 @@ def _native_mode(encoding_id: int, ltype: LogicalType):
     """``(mode, itemsize, signed)`` of the values kernel for this encoding and type
     (None: DICTIONARY, or strings/binary, which have kernels of their own)."""
     if ltype.kind == PhysicalKind.BOOL:
-        return (_pages.MODE_BOOL_PLAIN if encoding_id == _PLAIN else _pages.MODE_BOOL_RLE), 1, False
+        return (_decoders.MODE_BOOL_PLAIN if encoding_id == _PLAIN else _decoders.MODE_BOOL_RLE), 1, False
     if ltype.kind != PhysicalKind.FIXED or encoding_id == _DICTIONARY:
         return None
     if encoding_id == _PLAIN:
-        return _pages.MODE_PLAIN, ltype.width, False
+        return _decoders.MODE_PLAIN, ltype.width, False
     if encoding_id == _RLE:
-        return _pages.MODE_RLE, ltype.width, False
+        return _decoders.MODE_RLE, ltype.width, False
     if encoding_id == _ALP:
-        return _pages.MODE_ALP, ltype.width, False
+        return _decoders.MODE_ALP, ltype.width, False
     if encoding_id == _ALP_SPLIT:
-        return _pages.MODE_ALP_SPLIT, ltype.width, False
+        return _decoders.MODE_ALP_SPLIT, ltype.width, False
     if encoding_id == _BYTE_SPLIT:
-        return _pages.MODE_SPLIT, ltype.width, ltype.is_signed
+        return _decoders.MODE_SPLIT, ltype.width, ltype.is_signed
     if encoding_id == _BITPACK and ltype.name == "decimal128":
-        return _pages.MODE_BITPACK_DECIMAL, 8, True
-    mode = _pages.MODE_BITPACK if encoding_id == _BITPACK else _pages.MODE_DELTA
+        return _decoders.MODE_BITPACK_DECIMAL, 8, True
+    mode = _decoders.MODE_BITPACK if encoding_id == _BITPACK else _decoders.MODE_DELTA
     return mode, ltype.width, ltype.is_signed
 
 
@@ -138,12 +139,12 @@ class ChunkDecoder:
         if self.is_dictionary:
             limit = int(self.record["dictionary_size"])  # the dictionary page is checked to hold as many
             out = memory.empty(rows, np.uint32)
-            spec = (_pages.MODE_CODES, 4, False, out, limit, 0)
+            spec = (_decoders.MODE_CODES, 4, False, out, limit, 0)
         elif self._mode is not None:
             mode, itemsize, signed = self._mode
             # BITPACK decimals stay int64 low words ("narrow" decimals): comparisons run on
             # them, and rcfmt.schema.arrow_io widens them when it builds Arrow arrays
-            dtype = np.dtype(np.int64) if mode == _pages.MODE_BITPACK_DECIMAL else self.ltype.numpy_dtype
+            dtype = np.dtype(np.int64) if mode == _decoders.MODE_BITPACK_DECIMAL else self.ltype.numpy_dtype
             out = memory.empty(rows, dtype)
             spec = (mode, itemsize, signed, out, 0, self.ltype.precision or 0)
         run = _pages.read_pages(self.buf, self.base, max_rows=rows, page_type=PAGE_DATA, encoding=self.encoding.id,
@@ -177,7 +178,7 @@ class ChunkDecoder:
             return decoded if codes else take(dictionary, decoded, self.ltype)
         if decoded is not None:  # fixed-width values and bools
             values = ColumnValues(decoded)
-            if self._mode[0] in (_pages.MODE_PLAIN, _pages.MODE_RLE):
+            if self._mode[0] in (_decoders.MODE_PLAIN, _decoders.MODE_RLE):
                 self._check_valid(values, run)
             return values  # BITPACK decimals are checked in the kernel
         return self._native_varbinary(run)
@@ -188,7 +189,7 @@ class ChunkDecoder:
         large = self.ltype.large or capacity > _I32_MAX
         offsets = memory.empty(run.rows + 1, np.int64 if large else np.int32)
         data = memory.empty(capacity, np.uint8)
-        mode = _pages.VB_PLAIN if self.encoding.id == _PLAIN else _pages.VB_DELTA_LENGTH
+        mode = _decoders.VB_PLAIN if self.encoding.id == _PLAIN else _decoders.VB_DELTA_LENGTH
         bad, size = _pages.decode_varbinary(run, mode, offsets, data)
         if bad >= 0:
             self._describe(run, bad)

@@ -14,7 +14,7 @@ import pyarrow as pa
 from ..runtime import memory
 from ..schema import nested as nested_mod
 from .._native import pageindex as _pageindex
-from .._native.pages import crc32
+from .._native.checksum import crc32
 from ..errors import ChecksumError, CorruptFileError, InvalidOptionError, SchemaError, UnsupportedError
 from ..encodings import holds_type
 from ..index.bitmap.layout import IndexEntry, keys_parser, parse_directory, parse_entry
