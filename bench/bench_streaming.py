@@ -171,15 +171,8 @@ def time_sink(spark, fmt: str, source: Path, schema, work: Path) -> tuple[float,
     shutil.rmtree(target, ignore_errors=True)
     shutil.rmtree(ck, ignore_errors=True)
     stream = spark.readStream.format("parquet").schema(schema).option("maxFilesPerTrigger", 1).load(str(source))
-    t0 = time.perf_counter()
     fmt = "rcfmt_floor_stream" if fmt == "floor" else fmt
-    q = (stream.writeStream.format(fmt).option("checkpointLocation", str(ck)).option("path", str(target))
-         .trigger(availableNow=True).start())
-    q.awaitTermination()
-    elapsed = time.perf_counter() - t0
-    if q.exception() is not None:
-        raise RuntimeError(str(q.exception()))
-    return elapsed, _batch_ms(q)
+    return _drain(stream.writeStream.format(fmt).option("path", str(target)), ck)
 
 
 def time_source(spark, fmt: str, path: Path, schema, work: Path) -> tuple[float, list]:
@@ -188,9 +181,14 @@ def time_source(spark, fmt: str, path: Path, schema, work: Path) -> tuple[float,
     reader = spark.readStream.format("rcfmt_floor_stream" if fmt == "floor" else fmt).option("maxFilesPerTrigger", 4)
     if fmt == "parquet":
         reader = reader.schema(schema)
+    return _drain(reader.load(str(path)).writeStream.format("noop"), ck)
+
+
+def _drain(writer, checkpoint: Path) -> tuple[float, list]:
+    """Run ``writer`` with ``Trigger.AvailableNow`` to its end: (seconds from ``start()``,
+    the milliseconds of each micro-batch that read rows)."""
     t0 = time.perf_counter()
-    q = (reader.load(str(path)).writeStream.format("noop").option("checkpointLocation", str(ck))
-         .trigger(availableNow=True).start())
+    q = writer.option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start()
     q.awaitTermination()
     elapsed = time.perf_counter() - t0
     if q.exception() is not None:
