@@ -23,7 +23,7 @@ import numpy as np
 cimport numpy as cnp
 
 from rcfmt._native.checksum cimport crc32_raw
-from rcfmt._native.pages cimport compress_bound, compress_into, compress_native, compressor_free, compressor_new
+from rcfmt._native.codec_libs cimport compress_bound, compress_into, compress_native, compressor_free, compressor_new
 
 cnp.import_array()
 

@@ -1,16 +1,6 @@
-# What other native modules call directly (the page writer): the codecs the page pipeline
-# resolved at import. Raw pointers, no checks. (CRC-32: rcfmt/_native/checksum.pxd.)
-from libc.stdint cimport uint8_t, uint32_t
-cdef bint compress_native(int codec) noexcept nogil
-cdef Py_ssize_t compress_bound(int codec, Py_ssize_t n) noexcept nogil
-cdef void* compressor_new() noexcept nogil
-cdef void compressor_free(void* cctx) noexcept nogil
-cdef Py_ssize_t compress_into(int codec, int level, const uint8_t* src, Py_ssize_t n, uint8_t* dst,
-                              Py_ssize_t cap, void* cctx) noexcept nogil
-
 # The page pipeline's cores, for the block executor (rcfmt/_native/block.pyx): the same
 # passes read_pages runs, on raw pointers, without the GIL.
-from libc.stdint cimport int64_t, uint64_t
+from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 
 # the columns of a page table (PageRun.pages, the block executor's ``t``)
 cdef enum:

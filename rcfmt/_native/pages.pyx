@@ -20,13 +20,9 @@ involved) and stop; the ``def`` wrappers turn it into the same
 page (number and file offset). :func:`decode_values` reports the first page whose
 values fail a check; the caller describes it with the encoding's own decoder.
 
-Decompression without the GIL (see docs/DESIGN-engine.md): zstd and LZ4 entry points
-are resolved once, at import, from the libraries the ``zstandard`` and ``lz4`` wheels
-already load (their extension modules export the C symbols), else from the system's
-``libzstd.so.1`` / ``liblz4.so.1``. Only stable, documented ABI functions are used
-(``ZSTD_decompressDCtx``, ``LZ4_decompress_safe``), declared here; nothing is linked at
-build time, so ``pip install`` needs no codec headers. If a codec cannot be resolved,
-its pages are decompressed by the Python codec under the GIL: slower, same results.
+Decompression without the GIL: the zstd and LZ4 entry points come from
+:mod:`rcfmt._native.codec_libs`; if a codec cannot be resolved, its pages are
+decompressed by the Python codec under the GIL: slower, same results.
 
 CRC-32 (zlib's polynomial) comes from :mod:`rcfmt._native.checksum`.
 """
@@ -34,10 +30,7 @@ cimport cython
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t, uintptr_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memset
-from posix.dlfcn cimport RTLD_LOCAL, RTLD_NOW, dlopen, dlsym
 
-import glob
-import importlib.util
 import os
 import sys
 
@@ -47,11 +40,14 @@ from ..runtime import memory as _memory
 cimport numpy as cnp
 
 from rcfmt._native.checksum cimport crc32_raw
+from rcfmt._native.codec_libs cimport (DEC_FAILED, DEC_NO_MEMORY, DEC_OK, DEC_SIZE, dctx_done, dctx_of_thread,
+                                       decompress_native, zstd_error_name)
 from rcfmt._native.decoders cimport (_page_values, _page_offsets, MODE_BITPACK, MODE_BITPACK_DECIMAL, MODE_BOOL_PLAIN, MODE_BOOL_RLE, MODE_CODES, MODE_DELTA, MODE_PLAIN, MODE_RLE)
 
 
 from rcfmt.errors import ChecksumError, CorruptFileError, UnsupportedError
 from rcfmt._native.checksum import crc32, crc32_implementation, use_clmul  # (the pipeline's CRC, for Python)
+from rcfmt._native.codec_libs import codec_sources, use_native_codecs  # (its codecs, for Python)
 
 cnp.import_array()
 
@@ -123,197 +119,6 @@ cdef struct Header:
     uint32_t uncompressed_size
     uint32_t body_crc
     uint32_t header_crc
-
-
-# ------------------------------------------------------------------ codecs
-ctypedef void* (*zstd_create_t)() noexcept nogil
-ctypedef size_t (*zstd_free_t)(void*) noexcept nogil
-ctypedef size_t (*zstd_decompress_t)(void*, void*, size_t, const void*, size_t) noexcept nogil
-ctypedef unsigned (*zstd_is_error_t)(size_t) noexcept nogil
-ctypedef const char* (*zstd_error_name_t)(size_t) noexcept nogil
-ctypedef unsigned (*zstd_version_t)() noexcept nogil
-ctypedef int (*lz4_decompress_t)(const char*, char*, int, int) noexcept nogil
-ctypedef size_t (*zstd_set_parameter_t)(void*, int, int) noexcept nogil
-ctypedef size_t (*zstd_compress2_t)(void*, void*, size_t, const void*, size_t) noexcept nogil
-ctypedef int (*lz4_compress_t)(const char*, char*, int, int) noexcept nogil
-
-cdef zstd_create_t _zstd_create = NULL
-cdef zstd_free_t _zstd_free = NULL
-
-
-cdef extern from *:
-    """
-    #include <pthread.h>
-    /* One zstd decompression context per thread, kept between calls (creating and
-       freeing one per call cost ~12 us: its ~160 KB workspace), freed when the thread
-       exits (the pthread key's destructor: a scan's pool threads do not leak them). */
-    static pthread_key_t rc_zkey;
-    static pthread_once_t rc_zonce = PTHREAD_ONCE_INIT;
-    static int rc_zkey_ok = 0;
-    static size_t (*rc_zfree)(void*) = NULL;
-    static void rc_zdestroy(void* ctx) { if (ctx && rc_zfree) rc_zfree(ctx); }
-    static void rc_zinit(void) { rc_zkey_ok = pthread_key_create(&rc_zkey, rc_zdestroy) == 0; }
-    static void* rc_zctx_get(void) {
-        pthread_once(&rc_zonce, rc_zinit);
-        return rc_zkey_ok ? pthread_getspecific(rc_zkey) : NULL;
-    }
-    /* keep ``ctx`` for this thread; 0 when it cannot be kept (the caller frees it) */
-    static int rc_zctx_keep(void* ctx, size_t (*free_fn)(void*)) {
-        rc_zfree = free_fn;
-        pthread_once(&rc_zonce, rc_zinit);
-        return rc_zkey_ok && pthread_setspecific(rc_zkey, ctx) == 0;
-    }
-    static void rc_zctx_drop(void) { if (rc_zkey_ok) pthread_setspecific(rc_zkey, NULL); }
-    """
-    void* rc_zctx_get() noexcept nogil
-    int rc_zctx_keep(void* ctx, zstd_free_t free_fn) noexcept nogil
-    void rc_zctx_drop() noexcept nogil
-cdef zstd_decompress_t _zstd_decompress = NULL
-cdef zstd_is_error_t _zstd_is_error = NULL
-cdef zstd_error_name_t _zstd_error_name = NULL
-cdef lz4_decompress_t _lz4_decompress = NULL
-cdef zstd_create_t _zstd_create_c = NULL
-cdef zstd_free_t _zstd_free_c = NULL
-cdef zstd_set_parameter_t _zstd_set_parameter = NULL
-cdef zstd_compress2_t _zstd_compress2 = NULL
-cdef lz4_compress_t _lz4_compress = NULL
-cdef bint _native_codecs = True
-_SOURCES = {"zstd": None, "lz4": None, "zstd compress": None, "lz4 compress": None}
-
-
-cdef void* _open(str path):
-    cdef bytes b = os.fsencode(path)
-    return dlopen(b, RTLD_NOW | RTLD_LOCAL)
-
-
-cdef void* _sym(void* handle, const char* name) noexcept:
-    return dlsym(handle, name) if handle != NULL else NULL
-
-
-def _module_files(module_name, patterns):
-    """Files matching ``patterns`` in the directory of (sub)package ``module_name``, found
-    without importing it: only its shared library is wanted, not its Python module."""
-    top, _, rest = module_name.partition(".")
-    try:
-        spec = importlib.util.find_spec(top)
-    except (ImportError, ValueError):
-        return []
-    if spec is None or not spec.submodule_search_locations:
-        return []
-    where = os.path.join(list(spec.submodule_search_locations)[0], *(rest.split(".") if rest else ()))
-    return [f for p in patterns for f in sorted(glob.glob(os.path.join(where, p)))]
-
-
-def _resolve_codecs():
-    """Find zstd and LZ4 entry points (see the module docstring); record where from."""
-    global _zstd_create, _zstd_free, _zstd_decompress, _zstd_is_error, _zstd_error_name, _lz4_decompress
-    global _zstd_create_c, _zstd_free_c, _zstd_set_parameter, _zstd_compress2, _lz4_compress
-    cdef void* h
-    cdef zstd_version_t version
-    for path in _module_files("zstandard", ["_cffi*.so", "backend_c*.so"]) + ["libzstd.so.1", "libzstd.so"]:
-        h = _open(path)
-        version = <zstd_version_t>_sym(h, "ZSTD_versionNumber")
-        if version == NULL or version() < 10400:
-            continue
-        if _zstd_decompress == NULL:
-            _zstd_create = <zstd_create_t>_sym(h, "ZSTD_createDCtx")
-            _zstd_free = <zstd_free_t>_sym(h, "ZSTD_freeDCtx")
-            _zstd_decompress = <zstd_decompress_t>_sym(h, "ZSTD_decompressDCtx")
-            _zstd_is_error = <zstd_is_error_t>_sym(h, "ZSTD_isError")
-            _zstd_error_name = <zstd_error_name_t>_sym(h, "ZSTD_getErrorName")
-            if (_zstd_create != NULL and _zstd_free != NULL and _zstd_decompress != NULL
-                    and _zstd_is_error != NULL and _zstd_error_name != NULL):
-                _SOURCES["zstd"] = path
-            else:
-                _zstd_decompress = NULL
-        if _zstd_compress2 == NULL and _zstd_decompress != NULL:  # (ZSTD_isError comes with it)
-            _zstd_create_c = <zstd_create_t>_sym(h, "ZSTD_createCCtx")
-            _zstd_free_c = <zstd_free_t>_sym(h, "ZSTD_freeCCtx")
-            _zstd_set_parameter = <zstd_set_parameter_t>_sym(h, "ZSTD_CCtx_setParameter")
-            _zstd_compress2 = <zstd_compress2_t>_sym(h, "ZSTD_compress2")
-            if (_zstd_create_c != NULL and _zstd_free_c != NULL and _zstd_set_parameter != NULL
-                    and _zstd_compress2 != NULL):
-                _SOURCES["zstd compress"] = path
-            else:
-                _zstd_compress2 = NULL
-        if _zstd_decompress != NULL and _zstd_compress2 != NULL:
-            break
-    for path in _module_files("lz4.block", ["_block*.so"]) + ["liblz4.so.1", "liblz4.so"]:
-        h = _open(path)
-        if _lz4_decompress == NULL:
-            _lz4_decompress = <lz4_decompress_t>_sym(h, "LZ4_decompress_safe")
-            if _lz4_decompress != NULL:
-                _SOURCES["lz4"] = path
-        if _lz4_compress == NULL:
-            _lz4_compress = <lz4_compress_t>_sym(h, "LZ4_compress_default")
-            if _lz4_compress != NULL:
-                _SOURCES["lz4 compress"] = path
-        if _lz4_decompress != NULL and _lz4_compress != NULL:
-            break
-
-
-_resolve_codecs()
-
-
-def codec_sources():
-    """Where each codec's native decompressor was found (None: decompressed in Python)."""
-    return dict(_SOURCES)
-
-
-def use_native_codecs(bint enabled):
-    """Turn the native codecs (both directions) off (tests of the Python fallback) or back on."""
-    global _native_codecs
-    _native_codecs = enabled
-
-
-cdef enum:
-    ZSTD_C_COMPRESSION_LEVEL = 100    # ZSTD_c_compressionLevel (stable API, zstd >= 1.4)
-    ZSTD_C_CONTENT_SIZE_FLAG = 200    # ZSTD_c_contentSizeFlag
-
-
-cdef bint compress_native(int codec) noexcept nogil:
-    """Whether :func:`compress_into` compresses ``codec`` without the GIL."""
-    if not _native_codecs:
-        return False
-    return (codec == CODEC_ZSTD and _zstd_compress2 != NULL) or (codec == CODEC_LZ4 and _lz4_compress != NULL)
-
-
-cdef Py_ssize_t compress_bound(int codec, Py_ssize_t n) noexcept nogil:
-    """The most bytes compressing ``n`` bytes with ``codec`` may take (natively)."""
-    if codec == CODEC_ZSTD:  # ZSTD_COMPRESSBOUND, as documented in zstd.h
-        return n + (n >> 8) + (((128 << 10) - n) >> 11 if n < (128 << 10) else 0)
-    return n + n // 255 + 16  # LZ4_COMPRESSBOUND, as documented in lz4.h
-
-
-cdef void* compressor_new() noexcept nogil:
-    """A zstd compression context (NULL when zstd is not resolved or memory is out)."""
-    return _zstd_create_c() if _zstd_create_c != NULL else NULL
-
-
-cdef void compressor_free(void* cctx) noexcept nogil:
-    if cctx != NULL and _zstd_free_c != NULL:
-        _zstd_free_c(cctx)
-
-
-cdef Py_ssize_t compress_into(int codec, int level, const uint8_t* src, Py_ssize_t n, uint8_t* dst,
-                              Py_ssize_t cap, void* cctx) noexcept nogil:
-    """Compress ``src[:n]`` into ``dst[:cap]`` (``cap`` >= :func:`compress_bound`) as
-    :func:`rcfmt.codecs.compress` does: zstd frames without content size, byte for byte
-    the same; LZ4 raw blocks from ``LZ4_compress_default`` (python-lz4's output differs
-    in a few matches, within 0.1% in size). The stored size, or -1 (a codec error, or not
-    :func:`compress_native`)."""
-    cdef size_t got
-    cdef int lz4_got
-    if codec == CODEC_ZSTD and _native_codecs and _zstd_compress2 != NULL and cctx != NULL:
-        if (_zstd_is_error(_zstd_set_parameter(cctx, ZSTD_C_COMPRESSION_LEVEL, level))
-                or _zstd_is_error(_zstd_set_parameter(cctx, ZSTD_C_CONTENT_SIZE_FLAG, 0))):
-            return -1
-        got = _zstd_compress2(cctx, dst, <size_t>cap, src, <size_t>n)
-        return -1 if _zstd_is_error(got) else <Py_ssize_t>got
-    if codec == CODEC_LZ4 and _native_codecs and _lz4_compress != NULL and n <= 0x7E000000:
-        lz4_got = _lz4_compress(<const char*>src, <char*>dst, <int>n, <int>min(cap, <Py_ssize_t>0x7FFFFFFF))
-        return lz4_got if lz4_got > 0 else -1
-    return -1
 
 
 # ------------------------------------------------------------------ headers
@@ -529,39 +334,23 @@ cdef int _decompress(int codec, const uint8_t* src, Py_ssize_t n, uint8_t* dst, 
                      void** zctx, Failure* f) except -1 nogil:
     """Decompress one body into ``dst[:cap]``; 0, or a failure code (-1: Python error
     from the fallback codec)."""
-    cdef size_t got
-    cdef int lz4_got
-    if codec == CODEC_ZSTD and _native_codecs and _zstd_decompress != NULL:
-        if zctx[0] == NULL:
-            zctx[0] = _zstd_create()
-            if zctx[0] == NULL:
-                f.code = NO_MEMORY
-                return f.code
-        got = _zstd_decompress(zctx[0], dst, <size_t>cap, src, <size_t>n)
-        if _zstd_is_error(got):
-            f.code = DECOMPRESS
-            f.a = codec
-            f.b = <int64_t>got
-            return f.code
-        if <Py_ssize_t>got != cap:
-            f.code = DECOMPRESSED_SIZE
-            f.a = <int64_t>got
-            f.b = cap
-            return f.code
+    cdef int64_t detail = 0
+    cdef int got = decompress_native(codec, src, n, dst, cap, zctx, &detail)
+    if got == DEC_OK:
         return OK
-    if codec == CODEC_LZ4 and _native_codecs and _lz4_decompress != NULL:
-        lz4_got = _lz4_decompress(<const char*>src, <char*>dst, <int>n, <int>cap) if n <= 0x7FFFFFFF else -1
-        if lz4_got < 0:
-            f.code = DECOMPRESS
-            f.a = codec
-            f.b = 0
-            return f.code
-        if lz4_got != cap:
-            f.code = DECOMPRESSED_SIZE
-            f.a = lz4_got
-            f.b = cap
-            return f.code
-        return OK
+    if got == DEC_NO_MEMORY:
+        f.code = NO_MEMORY
+        return f.code
+    if got == DEC_FAILED:
+        f.code = DECOMPRESS
+        f.a = codec
+        f.b = detail
+        return f.code
+    if got == DEC_SIZE:
+        f.code = DECOMPRESSED_SIZE
+        f.a = detail
+        f.b = cap
+        return f.code
     if codec != CODEC_ZSTD and codec != CODEC_LZ4:
         f.code = CODEC
         f.a = codec
@@ -589,7 +378,7 @@ cdef int _bodies(const uint8_t* buf, int64_t[:, ::1] t, Py_ssize_t n, uint8_t* a
     cdef Py_ssize_t k, pos, vbytes
     cdef const uint8_t* stored
     cdef const uint8_t* body
-    cdef void* zctx = rc_zctx_get()  # this thread's (created at its first zstd page)
+    cdef void* zctx = dctx_of_thread()  # this thread's (created at its first zstd page)
     cdef void* held = zctx
     cdef int rc = OK
     try:
@@ -634,14 +423,7 @@ cdef int _bodies(const uint8_t* buf, int64_t[:, ::1] t, Py_ssize_t n, uint8_t* a
             t[k, P_AT] += vbytes
             t[k, P_LEN] -= vbytes
     finally:
-        if zctx != NULL:
-            if rc != OK and f.code == DECOMPRESS:  # a context that failed is not reused
-                if zctx == held:
-                    rc_zctx_drop()
-                _zstd_free(zctx)
-            elif zctx != held:  # created here: kept for the thread's next calls
-                if not rc_zctx_keep(zctx, _zstd_free):
-                    _zstd_free(zctx)
+        dctx_done(zctx, held, rc != OK and f.code == DECOMPRESS)  # (a context that failed is not reused)
     return rc
 
 
@@ -687,7 +469,7 @@ cdef object _error(Failure* f, Py_ssize_t base, object page_numbers, int page_ty
                                        else "dictionary page does not match its footer record")
     elif f.code == DECOMPRESS:
         name = CODEC_NAMES.get(f.a, f.a)
-        detail = "corrupt LZ4 block" if f.a == CODEC_LZ4 else (<bytes>_zstd_error_name(<size_t>f.b)).decode()
+        detail = "corrupt LZ4 block" if f.a == CODEC_LZ4 else (<bytes>zstd_error_name(<size_t>f.b)).decode()
         cls, text = CorruptFileError, f"{name} decompression failed: {detail}"
     else:
         cls, fmt = _MESSAGES[f.code]
