@@ -13,7 +13,7 @@ from typing import Iterable
 import numpy as np
 import pyarrow as pa
 
-from ..errors import CommitConflictError, InvalidOptionError, RcfmtError, SchemaError
+from ..errors import CommitConflictError, CorruptFileError, InvalidOptionError, RcfmtError, SchemaError
 from .evolution import column_ids, extend_column_ids, keeps_columns, merge_schemas, renamed_path
 from ..schema.arrow_io import to_numpy
 from ..storage import delete_files, is_remote, object_size, replace_object
@@ -240,15 +240,32 @@ def _write_run(root: str, rel: str, table: pa.Table, info: dict, written: list) 
 STREAM_APPLICATIONS_KEPT = 1000
 
 
+def _stream_records(info: dict) -> dict:
+    """The ``stream_batches`` info key of a version, checked: ``{application: [batch,
+    time]}``; CorruptFileError when a forged or damaged index holds anything else."""
+    recorded = info.get("stream_batches")
+    if recorded is None:
+        return {}
+    if isinstance(recorded, dict) and all(
+            isinstance(app, str) and isinstance(entry, list) and len(entry) == 2
+            and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in entry)
+            and isinstance(entry[0], int) and entry[0] >= 0
+            for app, entry in recorded.items()):
+        return recorded
+    raise CorruptFileError(
+        f"dataset index version {info.get('version')}: 'stream_batches' is not a map of "
+        f"application to [batch, time]: {str(recorded)[:200]!r}")
+
+
 def stream_batches(info: dict) -> dict:
-    """``{application id: last batch id}`` a version records (streaming sinks' micro-batches)."""
-    recorded = info.get("stream_batches") or {}
-    return {app: int(entry[0]) for app, entry in recorded.items()} if isinstance(recorded, dict) else {}
+    """``{application id: last batch id}`` a version records (streaming sinks' micro-batches);
+    CorruptFileError when the record is malformed."""
+    return {app: entry[0] for app, entry in _stream_records(info).items()}
 
 
 def _recorded_batch(info: dict, app: str) -> int:
-    entry = (info.get("stream_batches") or {}).get(app)
-    return int(entry[0]) if entry else -1
+    entry = _stream_records(info).get(app)
+    return entry[0] if entry else -1
 
 
 def _stream_info(base_info: dict, stream: tuple[str, int] | None) -> dict:
@@ -258,7 +275,7 @@ def _stream_info(base_info: dict, stream: tuple[str, int] | None) -> dict:
     micro-batch, ``stream`` (``{"application", "batch"}``)."""
     import time
 
-    recorded = dict(base_info.get("stream_batches") or {})
+    recorded = dict(_stream_records(base_info))
     if stream is None:
         return {"stream_batches": recorded} if recorded else {}
     app, batch = stream

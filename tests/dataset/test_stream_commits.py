@@ -139,3 +139,42 @@ def test_version_changes_tell_appends_from_row_changes(tmp_path):
     assert overwrite.changes_rows and overwrite.added_rows == (5,)
     with pytest.raises(RcfmtError, match="no longer there"):
         version_changes(root, 9)
+
+
+def _forge_stream_record(root: str, value) -> None:
+    """Rewrite the latest index version with its ``stream_batches`` info replaced by ``value``."""
+    import json
+
+    from rcfmt.dataset.index import INDEX_METADATA_KEY
+    from rcfmt.dataset.log import latest_version, version_path
+
+    path = version_path(root, latest_version(root))
+    with rcfmt.open(path) as f:
+        table, metadata = f.read(), dict(f.metadata)
+    info = json.loads(metadata[INDEX_METADATA_KEY])
+    info["stream_batches"] = value
+    metadata[INDEX_METADATA_KEY] = json.dumps(info)
+    os.remove(path)
+    rcfmt.write_table(table, path, metadata=metadata)
+
+
+@pytest.mark.parametrize("forged", [
+    ["q1", 0], {"q1": 3}, {"q1": [None, 1.0]}, {"q1": ["0", 1.0]}, {"q1": [0]}, {"q1": [-1, 1.0]},
+    {"q1": [1.5, 1.0]}, {"q1": [True, 1.0]}, {"q1": [0, "now"]}, "q1",
+], ids=repr)
+def test_a_forged_stream_record_is_a_corrupt_index(tmp_path, forged):
+    """A version whose ``stream_batches`` is not ``{application: [batch, time]}`` is refused
+    as corrupt wherever it is read: by ``stream_batches`` and by the next micro-batch's
+    commit (which then leaves no file behind)."""
+    root = str(tmp_path / "ds")
+    assert _stream_commit(root, _rows(0), "q1", 0) == 1
+    _forge_stream_record(root, forged)
+    with pytest.raises(rcfmt.CorruptFileError, match="stream_batches"):
+        commits.stream_batches(rcfmt.dataset(root).info)
+    files = _data_files(root)
+    with pytest.raises(rcfmt.CorruptFileError, match="stream_batches"):
+        _stream_commit(root, _rows(5), "q1", 1)
+    assert _data_files(root) == files and rcfmt.dataset(root).version == 1
+    _forge_stream_record(root, {"q1": [0, 1.5]})  # the well-formed record still reads
+    assert commits.stream_batches(rcfmt.dataset(root).info) == {"q1": 0}
+    assert _stream_commit(root, _rows(5), "q1", 1) == 2
