@@ -189,3 +189,23 @@ def test_a_null_struct_over_a_union_child_writes_and_filters(tmp_path):
     assert got.column(0).to_pylist() == [{"u": 3, "x": 3}]
     ds = rcfmt.write_dataset(table, tmp_path / "ds")
     assert ds.read(filter=col("s.x").is_null()).column(0).to_pylist() == [None, {"u": "d", "x": None}]
+
+
+def test_a_null_struct_over_an_extension_of_a_union_does_not_abort(tmp_path):
+    """The same abort, for a union under an extension type (found by
+    tests/test_runs_in_extensions.py): the extension's child is taken as it is too."""
+    from extension_types import TaggedExtension, register
+
+    @register
+    class Tagged(TaggedExtension):
+        NAME = "rcfmt.test.union_box"
+
+    u = pa.UnionArray.from_sparse(pa.array([0, 1, 0], pa.int8()), [pa.array([1, 2, 3]), pa.array(list("abc"))])
+    e = pa.ExtensionArray.from_storage(Tagged(u.type), u)
+    s = pa.StructArray.from_arrays([e, pa.array([1, 2, 3], pa.int16())], names=["e", "j"],
+                                   mask=pa.array([True, False, False]))
+    table = pa.table({"s": s})
+    path = tmp_path / "se.rcfmt"
+    rcfmt.write_table(table, path)
+    assert rcfmt.read_table(path).equals(table)
+    assert rcfmt.read_table(path, filter=col("s.j") >= 2).column(0).to_pylist() == [{"e": "b", "j": 2}, {"e": 3, "j": 3}]

@@ -174,6 +174,8 @@ def required_features(meta: FileMetaData) -> list[str]:
     features += [f for f in ("empty_nested", "nested_run_end_encoded") if f in tree]
     if "extension_storage" in tree or any(_declares_storage(c.type) for c in meta.columns):
         features.append("extension_storage")
+    if "extension_storage_runs" in tree:  # (§3a: runs in an extension's storage below a run_end_encoded type)
+        features.append("extension_storage_runs")
     return features
 
 

@@ -19,7 +19,8 @@ TAIL_SIZE = TAIL.size  # 16
 
 #: features a file may list in "required_features"; a reader refuses unknown ones
 KNOWN_FEATURES: frozenset[str] = frozenset({"nested", "duplicate_names", "nested_extensions", "empty_nested",
-                                           "nested_run_end_encoded", "extension_storage"})
+                                           "nested_run_end_encoded", "extension_storage",
+                                           "extension_storage_runs"})
 
 # -------------------------------------------------------------------- page header
 PAGE_HEADER = struct.Struct("<BBBBIIIIIII")

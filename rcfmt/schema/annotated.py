@@ -42,15 +42,21 @@ def _one(arr) -> pa.Array:
 
 
 def combine_chunks(arr: pa.ChunkedArray) -> pa.Array:
-    """``arr.combine_chunks()``, also of run_end_encoded arrays of extension values,
-    which pyarrow 26 does not concatenate (their storage's are, then wrapped again)."""
-    t = arr.type
-    if not arr.num_chunks or not pa.types.is_run_end_encoded(t) or not isinstance(t.value_type, pa.BaseExtensionType):
+    """``arr.combine_chunks()``, also where its type holds run_end_encoded types, which
+    pyarrow 26 does not always concatenate (:func:`rcfmt.schema.gather.concat_runs`)."""
+    from .gather import concat_runs, holds_runs
+
+    if not arr.num_chunks or not holds_runs(arr.type):
         return arr.combine_chunks()
-    out = pa.concat_arrays([pa.RunEndEncodedArray.from_arrays(c.run_ends, c.values.storage).slice(c.offset, len(c))
-                            for c in arr.chunks])
-    values = pa.ExtensionArray.from_storage(t.value_type, out.values)
-    return pa.RunEndEncodedArray.from_arrays(out.run_ends, values).slice(out.offset, len(out))
+    return concat_runs(arr.chunks, arr.type)
+
+
+def concat_arrays(arrays: list) -> pa.Array:
+    """``pa.concat_arrays(arrays)`` (non-empty, of one type), also where that type holds
+    run_end_encoded types (:func:`rcfmt.schema.gather.concat_runs`)."""
+    from .gather import concat_runs
+
+    return concat_runs(arrays, arrays[0].type)
 
 
 def _validity_buffer(arr: pa.Array) -> pa.Buffer | None:
@@ -176,6 +182,8 @@ def ree_decode(arr) -> pa.Array:
     values = arr.values  # (the physical values: ``arr`` holds the window)
     if isinstance(values.type, pa.BaseExtensionType):
         values = values.storage
+    if pa.types.is_run_end_encoded(values.type):  # (an extension's runs, under runs: a slot per value first)
+        values = ree_decode(values)
     values = decoded(values)
     if values is not arr.values:  # (run_end_decode has no kernel for dictionary, view or extension values)
         arr = pa.RunEndEncodedArray.from_arrays(arr.run_ends, values).slice(arr.offset, len(arr))
@@ -217,9 +225,12 @@ def encoded(arr: pa.Array, t: pa.DataType) -> pa.Array:
             dictionary = enc.dictionary.view(values.type)
         indices = enc.indices.cast(t.index_type)  # (ArrowInvalid beyond the index type)
         return pa.DictionaryArray.from_arrays(indices, dictionary, ordered=t.ordered)
-    if pa.types.is_run_end_encoded(t) and pa.types.is_run_end_encoded(arr.type):
-        values = encoded(arr.values, t.value_type)
-        return pa.RunEndEncodedArray.from_arrays(arr.run_ends, values, type=t).slice(arr.offset, len(arr))
+    if pa.types.is_run_end_encoded(t):  # (runs of ``arr``'s values, when it has none: maximal ones)
+        import pyarrow.compute as pc
+
+        runs = arr if pa.types.is_run_end_encoded(arr.type) else pc.run_end_encode(arr, run_end_type=t.run_end_type)
+        values = encoded(runs.values, t.value_type)
+        return pa.RunEndEncodedArray.from_arrays(runs.run_ends, values, type=t).slice(runs.offset, len(runs))
     if isinstance(t, pa.BaseExtensionType):
         storage = arr.storage if isinstance(arr.type, pa.BaseExtensionType) else arr
         return pa.ExtensionArray.from_storage(t, encoded(storage, t.storage_type))
@@ -297,7 +308,8 @@ def _ree_from_storage(arr: pa.Array, ltype: LogicalType) -> pa.Array:
     if values.ext is not None:
         t = values.to_arrow()
         if isinstance(t, pa.BaseExtensionType):
-            out = pa.RunEndEncodedArray.from_arrays(out.run_ends, pa.ExtensionArray.from_storage(t, out.values))
+            inner = encoded(out.values, t.storage_type) if values.ext_storage else out.values
+            out = pa.RunEndEncodedArray.from_arrays(out.run_ends, pa.ExtensionArray.from_storage(t, inner))
     if ltype.ree_ext is not None:
         t = ltype.to_arrow()
         if isinstance(t, pa.BaseExtensionType):

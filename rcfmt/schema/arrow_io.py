@@ -13,6 +13,7 @@ import pyarrow as pa
 from ..runtime import memory
 from ..encodings.base import ColumnValues
 from ..errors import UnsupportedError
+from .gather import holds_runs
 from .types import LogicalType, PhysicalKind, logical_type_from_arrow
 from .._native import floats as _fl
 from .._native import varbinary as _vb
@@ -49,8 +50,8 @@ def one_array(arr) -> pa.Array:
         return arr
     if arr.num_chunks == 1:
         return arr.chunk(0)
-    if pa.types.is_run_end_encoded(arr.type):
-        from .annotated import combine_chunks  # (of extension values, which pyarrow does not concatenate)
+    if holds_runs(arr.type):
+        from .annotated import combine_chunks  # (of runs anywhere, which pyarrow does not always concatenate)
 
         return combine_chunks(arr)
     return arr.combine_chunks()
@@ -104,13 +105,48 @@ def temporal_value(value: int, atype: pa.DataType):
 
 def take(data, indices):
     """``data.take(indices)`` (arrays, chunked arrays, batches, tables), right for every
-    nesting pyarrow gathers (see ``_gatherable``). Use it for every gather of user data."""
+    nesting pyarrow gathers (see ``_gatherable``) and for run_end_encoded arrays anywhere
+    in a type, which Arrow's take has no kernel for (:mod:`rcfmt.schema.gather`; their
+    ``indices`` hold no NULL). Use it for every gather of user data."""
+    if isinstance(data, (pa.Table, pa.RecordBatch)):
+        if any(holds_runs(f.type) for f in data.schema):
+            picked = _positions(indices)
+            columns = [_take_runs_of(c, *picked) for c in data.columns]
+            return type(data).from_arrays(columns, schema=data.schema)
+    elif holds_runs(data.type):
+        return _take_runs_of(data, *_positions(indices))
     return _gatherable(data).take(indices)
 
 
 def filter_rows(data, mask):
     """``data.filter(mask)``, right for every nesting (see ``take``)."""
+    types = [f.type for f in data.schema] if isinstance(data, (pa.Table, pa.RecordBatch)) else [data.type]
+    if any(holds_runs(t) for t in types):
+        keep = np.asarray(mask.to_numpy(zero_copy_only=False) if isinstance(mask, (pa.Array, pa.ChunkedArray))
+                          else mask)
+        return take(data, np.flatnonzero(np.asarray(keep == True)))  # noqa: E712 (NULL drops the row, as filter does)
     return _gatherable(data).filter(mask)
+
+
+def _positions(indices) -> tuple[np.ndarray, np.ndarray | None]:
+    """``indices`` (Arrow, numpy or a sequence of ints) as int64 numpy, and where they
+    are NULL (None: nowhere)."""
+    if isinstance(indices, (pa.Array, pa.ChunkedArray)):
+        nulls = ~validity(indices) if indices.null_count else None
+        return to_numpy(indices).astype(np.int64, copy=True), nulls
+    return np.asarray(indices, np.int64), None
+
+
+def _take_runs_of(column, picked: np.ndarray, nulls: np.ndarray | None):
+    """:func:`rcfmt.schema.gather.take_runs` of an array or chunked array (its chunks
+    joined)."""
+    from .gather import take_runs
+
+    if nulls is not None:
+        picked[nulls] = 0 if len(column) else picked[nulls]
+    if isinstance(column, pa.ChunkedArray):
+        return pa.chunked_array([take_runs(one_array(column), picked, nulls)], column.type)
+    return take_runs(column, picked, nulls)
 
 
 def from_arrow(arr: pa.Array, ltype: LogicalType) -> tuple[ColumnValues, np.ndarray | None]:
@@ -164,15 +200,23 @@ def validity(arr) -> np.ndarray:
 
 def struct_fields(arr: pa.StructArray) -> list[pa.Array]:
     """The children of struct array ``arr`` in its window, each NULL where the struct
-    is (``StructArray.flatten``), except a union child, which has no validity of its own
-    and is returned as it is: Arrow's flatten gives a union child a validity bitmap,
-    which pyarrow 26 then aborts the process on (``array_nested.cc: Check failed``)."""
-    if arr.buffers()[0] is None or not any(pa.types.is_union(f.type) for f in arr.type):
+    is (``StructArray.flatten``), except a union child (or an extension over one), which
+    has no validity of its own and is returned as it is: Arrow's flatten gives a union
+    child a validity bitmap, which pyarrow 26 then aborts the process on
+    (``array_nested.cc: Check failed``)."""
+    if arr.buffers()[0] is None or not any(_union_storage(f.type) for f in arr.type):
         return arr.flatten()  # (a validity bitmap, even without a NULL in the window, is ANDed in)
     nulls = bool_array(~validity(arr))
-    return [arr.field(i) if pa.types.is_union(f.type)
+    return [arr.field(i) if _union_storage(f.type)
             else pa.StructArray.from_arrays([arr.field(i)], fields=[f], mask=nulls).flatten()[0]
             for i, f in enumerate(arr.type)]
+
+
+def _union_storage(t: pa.DataType) -> bool:
+    """Whether ``t`` is a union or an extension type over one (at any depth)."""
+    while isinstance(t, pa.BaseExtensionType):
+        t = t.storage_type
+    return pa.types.is_union(t)
 
 
 def fill_null_slots(values: ColumnValues, valid: np.ndarray | None) -> ColumnValues:

@@ -35,13 +35,14 @@ import pyarrow as pa
 
 from ..encodings.base import ColumnValues
 from ..errors import CorruptFileError, InvalidDataError, SchemaError
-from .annotated import from_storage
+from .annotated import concat_arrays, from_storage
 from .annotated import to_storage as annotated_to_storage
 from .arrow_io import filter_rows, one_array, struct_fields, take, to_arrow, to_numpy, validity
 from .types import LogicalType, extension_key, logical_type_from_arrow, resolved_extension
 from .names import ambiguous_name
 # (the storage form of nested arrays, shredded here: dictionaries decoded, views as lists)
-from .nested_storage import encode_as, is_nested, is_nested_extension, storage_type, to_storage
+from .gather import holds, holds_runs
+from .nested_storage import encode_as, is_nested, is_nested_extension, storage_type, to_storage, without_runs
 from .nested_runs import decode_runs, encode_runs
 # (what filters and datasets see of nested schemas: re-exported for them)
 from .nested_schemas import bind_schema, filter_schema, row_struct, same_shape
@@ -164,11 +165,11 @@ def plan_columns(field: pa.Field, first: int) -> tuple[Node, list[tuple[str, Log
     cannot store."""
     columns: list[tuple[str, LogicalType, bool]] = []
 
-    def walk(f: pa.Field, path: str, inherited_nulls: bool, depth: int) -> Node:
-        node = node_of(f, path, inherited_nulls, depth)
+    def walk(f: pa.Field, path: str, inherited_nulls: bool, depth: int, in_runs: bool = False) -> Node:
+        node = node_of(f, path, inherited_nulls, depth, in_runs)
         return replace(node, metadata=field_metadata(f)) if f.metadata else node
 
-    def node_of(f: pa.Field, path: str, inherited_nulls: bool, depth: int) -> Node:
+    def node_of(f: pa.Field, path: str, inherited_nulls: bool, depth: int, in_runs: bool) -> Node:
         if depth > MAX_DEPTH:
             raise SchemaError(f"field {path!r} is nested deeper than {MAX_DEPTH} levels")
         t = f.type
@@ -178,47 +179,50 @@ def plan_columns(field: pa.Field, first: int) -> tuple[Node, list[tuple[str, Log
             except SchemaError as exc:
                 raise SchemaError(f"field {path!r}: {exc}") from None
             decoded = storage_type(t.storage_type)  # (dictionaries, views: stored decoded)
+            if in_runs:  # (below runs, runs are stored as their values, in an extension's storage too)
+                decoded = without_runs(decoded)
             declared = None if decoded.equals(t.storage_type) else t.storage_type
-            node = walk(f.with_type(decoded), path, inherited_nulls, depth)
+            node = walk(f.with_type(decoded), path, inherited_nulls, depth, in_runs)
             if node.ree is not None and node.ree_ext is None:  # (an extension of a run_end_encoded type)
                 return replace(node, ree_ext=ext, ree_ext_storage=declared)
             if node.ext is not None or node.ree is not None:  # (no Arrow format carries them)
                 raise SchemaError(f"field {path!r} is an extension of an extension type ({t})")
             return replace(node, ext=ext, ext_storage=declared)
         if pa.types.is_run_end_encoded(t) and is_nested(t):  # its values' node, with the run-end type
-            node = walk(pa.field(f.name, t.value_type), path, inherited_nulls, depth)
-            if node.ree is not None or _holds_runs(t.value_type):  # (runs in extensions under runs: no kernel takes them)
+            if _runs_in_extensions(t.value_type) and _unions_or_inner_extensions(t.value_type):
                 raise SchemaError(f"field {path!r} is a run_end_encoded type of nested values holding "
-                                  f"run_end_encoded values in an extension type ({t})")
+                                  "run_end_encoded values in an extension type, together with unions or "
+                                  f"extensions inside extensions ({t})")
+            node = walk(pa.field(f.name, t.value_type), path, inherited_nulls, depth, True)
             return replace(node, nullable=f.nullable, ree=str(t.run_end_type))
         col = first + len(columns)
         nullable = f.nullable or inherited_nulls
         if pa.types.is_struct(t):  # (a struct without fields: its presence alone)
             columns.append((path, LogicalType("bool"), nullable))
-            kids = tuple(walk(c, f"{path}.{c.name}", nullable, depth + 1) for c in t)
+            kids = tuple(walk(c, f"{path}.{c.name}", nullable, depth + 1, in_runs) for c in t)
             return Node(f.name, f.nullable, STRUCT, col, kids)
         if pa.types.is_union(t):  # (a union without fields: its type codes alone, of empty arrays)
             # the type code of every slot (a union has no validity of its own); each child
             # at every slot, NULL where another child is chosen
             columns.append((path, LogicalType("int8"), False))
-            kids = tuple(walk(c, f"{path}.{c.name}", True, depth + 1) for c in t)
+            kids = tuple(walk(c, f"{path}.{c.name}", True, depth + 1, in_runs) for c in t)
             return Node(f.name, f.nullable, UNION, col, kids, mode=t.mode, type_codes=tuple(t.type_codes))
         if pa.types.is_map(t):
             columns.append((path, LogicalType("int32"), nullable))
-            kids = (walk(t.key_field, f"{path}.{t.key_field.name}", False, depth + 1),
-                    walk(t.item_field, f"{path}.{t.item_field.name}", False, depth + 1))
+            kids = (walk(t.key_field, f"{path}.{t.key_field.name}", False, depth + 1, in_runs),
+                    walk(t.item_field, f"{path}.{t.item_field.name}", False, depth + 1, in_runs))
             return Node(f.name, f.nullable, MAP, col, kids, keys_sorted=t.keys_sorted)
         if pa.types.is_fixed_size_list(t):
             if not 0 < t.list_size <= MAX_LIST_SIZE:  # (as a reader checks)
                 raise SchemaError(f"field {path!r} is a fixed_size_list of size {t.list_size}; rcfmt stores sizes "
                                   f"1 to {MAX_LIST_SIZE}")
             columns.append((path, LogicalType("bool"), nullable))
-            kid = walk(t.value_field, f"{path}.{t.value_field.name}", False, depth + 1)
+            kid = walk(t.value_field, f"{path}.{t.value_field.name}", False, depth + 1, in_runs)
             return Node(f.name, f.nullable, FIXED_SIZE_LIST, col, (kid,), size=t.list_size)
         if pa.types.is_list(t) or pa.types.is_large_list(t):
             large = pa.types.is_large_list(t)
             columns.append((path, LogicalType("int64" if large else "int32"), nullable))
-            kid = walk(t.value_field, f"{path}.{t.value_field.name}", False, depth + 1)
+            kid = walk(t.value_field, f"{path}.{t.value_field.name}", False, depth + 1, in_runs)
             return Node(f.name, f.nullable, LARGE_LIST if large else LIST, col, (kid,))
         try:
             ltype = logical_type_from_arrow(t)
@@ -228,6 +232,30 @@ def plan_columns(field: pa.Field, first: int) -> tuple[Node, list[tuple[str, Log
         return Node(f.name, f.nullable, LEAF, col, leaf_type=ltype.to_arrow())
 
     return walk(field, field.name, False, 0), columns
+
+
+def _extensions_in(t: pa.DataType):
+    """Every extension type in ``t`` (``t`` included)."""
+    if isinstance(t, pa.BaseExtensionType):
+        yield t
+        yield from _extensions_in(t.storage_type)
+    elif pa.types.is_dictionary(t) or pa.types.is_run_end_encoded(t):
+        yield from _extensions_in(t.value_type)
+    else:
+        for i in range(t.num_fields):
+            yield from _extensions_in(t.field(i).type)
+
+
+def _runs_in_extensions(t: pa.DataType) -> bool:
+    """Whether an extension type in ``t`` holds run_end_encoded types in its storage."""
+    return any(holds_runs(x.storage_type) for x in _extensions_in(t))
+
+
+def _unions_or_inner_extensions(t: pa.DataType) -> bool:
+    """Whether ``t`` holds a union, or an extension type inside another's storage (the
+    shapes whose runs inside extensions, below runs, are not stored: issue 61's notes)."""
+    return holds(t, pa.types.is_union) or any(
+        holds(x.storage_type, lambda y: isinstance(y, pa.BaseExtensionType)) for x in _extensions_in(t))
 
 
 def field_metadata(f: pa.Field) -> tuple:
@@ -298,24 +326,6 @@ def shred(arr: pa.Array, node: Node, out: dict[int, pa.Array]) -> None:
         shred(flat, node.children[0], out)
 
 
-def _holds_runs(t: pa.DataType) -> bool:
-    """Whether a run_end_encoded type is anywhere in ``t`` (in its fields, an extension's
-    storage, a dictionary's values)."""
-    return _holds(t, pa.types.is_run_end_encoded)
-
-
-def _holds(t: pa.DataType, test) -> bool:
-    """Whether ``test`` holds for ``t`` or a type anywhere in it (its fields, an
-    extension's storage, a dictionary's or run_end_encoded type's values)."""
-    if test(t):
-        return True
-    if isinstance(t, pa.BaseExtensionType):
-        return _holds(t.storage_type, test)
-    if pa.types.is_dictionary(t) or pa.types.is_run_end_encoded(t):
-        return _holds(t.value_type, test)
-    return any(_holds(t.field(i).type, test) for i in range(t.num_fields))
-
-
 def _check_type_codes(codes: pa.Array, node: Node) -> None:
     """:class:`SlotError` at the first of a union's type codes that it does not declare
     (Arrow's full validation refuses them; a reader would)."""
@@ -358,17 +368,26 @@ def _unwrapped(arr: pa.Array, node: Node) -> pa.Array:
 def _wrap(arr: pa.Array, node: Node) -> pa.Array:
     """``arr`` (of ``node``'s stored type) in ``node``'s wrappers (:meth:`Node.wrapped_types`)."""
     types = iter(node.wrapped_types[1:])
-    if node.ext is not None:
-        t = next(types)
-        if isinstance(t, pa.BaseExtensionType):  # (else its storage, decoded: an extension this process does not know)
-            arr = pa.ExtensionArray.from_storage(t, encode_as(arr, t.storage_type))
-    if node.ree is not None:
-        arr = encode_runs(arr, next(types).run_end_type)
+    ext = next(types) if node.ext is not None else None
+    if node.ree is not None:  # the runs of the stored values (an extension's are its storage's), then their wrapper
+        runs_type = next(types)
+        runs = encode_runs(arr, runs_type.run_end_type)
+        values = _extended(runs.values, ext)
+        arr = pa.RunEndEncodedArray.from_arrays(runs.run_ends, values, type=runs_type).slice(runs.offset, len(runs))
+    elif ext is not None:
+        arr = _extended(arr, ext)
     if node.ree_ext is not None:
-        t = next(types)
-        if isinstance(t, pa.BaseExtensionType):
-            arr = pa.ExtensionArray.from_storage(t, encode_as(arr, t.storage_type))
+        arr = _extended(arr, next(types))
     return arr
+
+
+def _extended(arr: pa.Array, t: pa.DataType | None) -> pa.Array:
+    """``arr`` (a node's stored type) as extension type ``t`` over its declared storage
+    (as it is when ``t`` is not an extension: one this process does not know, read as
+    its storage decoded)."""
+    if t is None or not isinstance(t, pa.BaseExtensionType):
+        return arr
+    return pa.ExtensionArray.from_storage(t, encode_as(arr, t.storage_type))
 
 
 def shred_chunks(column: pa.ChunkedArray, node: Node, out: dict[int, pa.Array], ltypes: list) -> None:
@@ -401,7 +420,7 @@ def holds_dictionaries(t: pa.DataType) -> bool:
     """Whether a dictionary type sits anywhere in ``t`` (a storage type: in an extension's
     storage), whose arrays' chunks may not concatenate (Arrow unifies no dictionaries
     holding NULLs, nor beyond their index type)."""
-    return _holds(t, pa.types.is_dictionary)
+    return holds(t, pa.types.is_dictionary)
 
 
 def _elements(values: pa.Array, offsets: np.ndarray, nulls: np.ndarray | None) -> pa.Array:
@@ -417,7 +436,7 @@ def _elements(values: pa.Array, offsets: np.ndarray, nulls: np.ndarray | None) -
     # fixed_size_list of fixed_size_lists at the wrong place (values from elsewhere)
     edges = np.flatnonzero(np.diff(np.concatenate(([False], keep, [False])).astype(np.int8)))
     runs = [values.slice(lo + int(a), int(b - a)) for a, b in zip(edges[::2], edges[1::2])]
-    return pa.concat_arrays(runs) if runs else values.slice(lo, 0)
+    return concat_arrays(runs) if runs else values.slice(lo, 0)
 
 
 def _row_children(arr: pa.Array, column: int) -> list[pa.Array]:
@@ -449,6 +468,9 @@ def _row_children(arr: pa.Array, column: int) -> list[pa.Array]:
 
 def pc_if_else(mask: np.ndarray, values: pa.Array) -> pa.Array:
     """``values`` where ``mask``, NULL elsewhere."""
+    if isinstance(values.type, pa.BaseExtensionType) or holds_runs(values.type):  # (if_else has no kernel)
+        n = len(values)
+        return take(values, pa.array(np.arange(n, dtype=np.int64), mask=~np.asarray(mask, bool)))
     import pyarrow.compute as pc
 
     return pc.if_else(pa.array(mask), values, pa.nulls(len(values), values.type))

@@ -13,6 +13,7 @@ import pyarrow as pa
 from ..errors import UnsupportedError
 from .nested import (FIXED_SIZE_LIST, KINDS, LARGE_LIST, LEAF, LIST, MAP, MAX_DEPTH, MAX_LIST_SIZE, RUN_ENDS, STRUCT,
                      UNION, Node, is_nested, is_nested_extension, storage_type)
+from .nested_storage import without_runs
 from .types import arrow_type_from_json, arrow_type_json, extension_key, resolved_extension
 
 __all__ = ["nodes_to_json", "nodes_from_json", "field_to_json", "field_from_json", "tree_features"]
@@ -53,13 +54,16 @@ _FEATURES = {
     "empty_nested": lambda n: n.kind in (STRUCT, UNION) and not n.children,
     "nested_run_end_encoded": lambda n: n.ree is not None,
     "extension_storage": lambda n: n.ext_storage is not None or n.ree_ext_storage is not None,
+    # (below a run_end_encoded type: an extension's storage holding runs, stored as their values)
+    "extension_storage_runs": lambda n: n.ext_storage is not None and not storage_type(n.ext_storage).equals(
+        n.stored_type),
 }
 
 
 def tree_features(nodes) -> list[str]:
     """The required features the trees ``nodes`` need besides ``nested``, in the order
     of :data:`_FEATURES` (``nested_extensions``, ``empty_nested``,
-    ``nested_run_end_encoded``, ``extension_storage``)."""
+    ``nested_run_end_encoded``, ``extension_storage``, ``extension_storage_runs``)."""
     found: set[str] = set()
 
     def walk(n: Node) -> None:
@@ -92,25 +96,28 @@ def _ext_from_json(obj: dict, what: str) -> tuple | None:
         raise ValueError(f"{what} has malformed extension metadata") from None
 
 
-def _declared(obj: dict, stored: pa.DataType, what: str) -> pa.DataType | None:
+def _declared(obj: dict, stored: pa.DataType, what: str, in_runs: bool = False) -> pa.DataType | None:
     """The ``arrow_storage`` of an extension's keys ``obj`` (None without it), checked
-    to be stored as ``stored``: the type is its storage type and not ``stored`` itself."""
+    to be stored as ``stored``: the type is its storage type (below a run_end_encoded
+    type, its storage type without runs) and not ``stored`` itself."""
     if "arrow_storage" not in obj:
         return None
     if "extension_name" not in obj:
         raise ValueError(f"{what} has an arrow_storage without an extension")
     declared = arrow_type_from_json(obj["arrow_storage"])
-    if declared.equals(stored) or not storage_type(declared).equals(stored):
+    expected = without_runs(storage_type(declared)) if in_runs else storage_type(declared)
+    if declared.equals(stored) or not expected.equals(stored):
         raise ValueError(f"{what}: arrow_storage {declared} is not stored as {stored}")
     return declared
 
 
-def _with_storages(node: Node, obj: dict, ree_ext: dict | None) -> Node:
+def _with_storages(node: Node, obj: dict, ree_ext: dict | None, in_runs: bool) -> Node:
     """``node`` with its extensions' declared storages (``arrow_storage``) and the
-    extension over its run_end_encoded type (``run_end_encoded_extension``), checked."""
+    extension over its run_end_encoded type (``run_end_encoded_extension``), checked
+    (``in_runs``: the node is below a run_end_encoded type)."""
     what = f"nested node {node.name!r}"
     if node.ext is not None:
-        node = replace(node, ext_storage=_declared(obj, node.stored_type, what))
+        node = replace(node, ext_storage=_declared(obj, node.stored_type, what, in_runs or node.ree is not None))
     elif "arrow_storage" in obj:
         raise ValueError(f"{what} has an arrow_storage without an extension")
     if ree_ext is not None:
@@ -128,7 +135,7 @@ def nodes_from_json(doc, columns) -> tuple:
         raise ValueError("'nested' is not a list")
     seen: set[int] = set()
 
-    def dec(obj, depth: int, parent: str | None = None) -> Node:
+    def dec(obj, depth: int, parent: str | None = None, in_runs: bool = False) -> Node:
         if depth > MAX_DEPTH or not isinstance(obj, dict):
             raise ValueError("malformed nested node")
         kind, col, name = obj.get("kind"), obj.get("column"), obj.get("name")
@@ -154,7 +161,8 @@ def nodes_from_json(doc, columns) -> tuple:
                 LARGE_LIST: ("int64", 1), MAP: ("int32", 2), UNION: ("int8", None)}[kind]
         if (want[0] is not None and ctype != want[0]) or (want[1] is not None and len(kids) != want[1]):
             raise ValueError(f"nested node {name!r} of kind {kind} has a {ctype} column and {len(kids)} children")
-        children = tuple(dec(c, depth + 1, path) for c in kids)
+        below_runs = in_runs or obj.get("run_end_encoded") is not None
+        children = tuple(dec(c, depth + 1, path, below_runs) for c in kids)
         size = obj.get("size", 0)
         if kind == FIXED_SIZE_LIST and (not isinstance(size, int) or not 0 < size <= MAX_LIST_SIZE):
             raise ValueError(f"fixed_size_list {name!r} has size {size!r}")
@@ -175,7 +183,7 @@ def nodes_from_json(doc, columns) -> tuple:
         node = Node(name, nullable, kind, col, children, leaf, size if kind == FIXED_SIZE_LIST else 0,
                     bool(obj.get("keys_sorted", False)), mode if kind == UNION else "",
                     tuple(codes) if kind == UNION else (), ext, ree=ree, metadata=columns[col].metadata)
-        return _with_storages(node, obj, ree_ext)
+        return _with_storages(node, obj, ree_ext, in_runs)
 
     nodes = tuple(dec(o, 0) for o in doc)
     if len(seen) != len(columns):

@@ -18,7 +18,7 @@ from .arrow_io import bool_array, take, to_arrow, to_numpy, validity
 from .nested_runs import decode_runs, dictionary_encode, encode_runs, own_validity, type_ids
 from .types import LogicalType
 
-__all__ = ["is_nested", "is_nested_extension", "storage_type", "to_storage", "type_ids", "encode_as"]
+__all__ = ["is_nested", "is_nested_extension", "storage_type", "without_runs", "to_storage", "type_ids", "encode_as"]
 
 _LENGTHS = {False: LogicalType("int32"), True: LogicalType("int64")}
 _VIEWS = {pa.string_view(): pa.string(), pa.binary_view(): pa.binary()}
@@ -54,7 +54,7 @@ def storage_type(t: pa.DataType) -> pa.DataType:
         if pa.types.is_run_end_encoded(values):  # (runs of runs: one level, the outer run ends)
             values = values.value_type
         elif is_nested(values):  # (runs inside run-end-encoded nested values: their values, a slot each)
-            values = _without_runs(values)
+            values = without_runs(values)
         return pa.run_end_encoded(t.run_end_type, values)
     if isinstance(t, pa.BaseExtensionType):  # (kept: its node or schema entry records it; shredding decodes it)
         return t
@@ -63,12 +63,12 @@ def storage_type(t: pa.DataType) -> pa.DataType:
     return _with_child_types(t, storage_type)
 
 
-def _without_runs(t: pa.DataType) -> pa.DataType:
+def without_runs(t: pa.DataType) -> pa.DataType:
     """``t`` with every run_end_encoded type in its fields replaced by its values (not
     inside extension types, which keep their storage)."""
     if pa.types.is_run_end_encoded(t):
-        return _without_runs(t.value_type)
-    return t if isinstance(t, pa.BaseExtensionType) else _with_child_types(t, _without_runs)
+        return without_runs(t.value_type)
+    return t if isinstance(t, pa.BaseExtensionType) else _with_child_types(t, without_runs)
 
 
 def _with_child_types(t: pa.DataType, fn) -> pa.DataType:

@@ -271,6 +271,10 @@ def _logical_type_from_arrow(t: pa.DataType) -> LogicalType:
             values = None
         if values is not None and values.ree is not None and values.ree_ext is None:
             values = values.values  # (run_end_encoded values of run_end_encoded values: the inner runs undone)
+        elif values is not None and values.ree is not None and isinstance(vt, pa.BaseExtensionType):
+            # (values of an extension over runs: the extension over their values, its runs declared)
+            declared = values.ree_ext_storage or canonical_json(arrow_type_json(vt.storage_type))
+            values = replace(values.values, ext=values.ree_ext, ext_storage=declared)
         if values is None or values.ree is not None or str(t.run_end_type) not in _RUN_ENDS:
             raise SchemaError(f"unsupported column type {t}: run_end_encoded values of type {t.value_type} "
                               "(rcfmt stores run_end_encoded arrays of the flat types it stores)")
@@ -308,13 +312,14 @@ def same_logical_type(a: LogicalType, b: LogicalType) -> bool:
         (b.name, b.unit, b.tz, b.precision, b.scale, b.annot, b.ext, b.ree, b.ree_ext, b.ext_storage, b.ree_ext_storage)
 
 
-def logical_type_from_json(obj: dict) -> LogicalType:
-    """Parse the footer's JSON type description; unknown types raise UnsupportedError."""
+def logical_type_from_json(obj: dict, _in_runs: bool = False) -> LogicalType:
+    """Parse the footer's JSON type description; unknown types raise UnsupportedError.
+    (``_in_runs``: ``obj`` is the values of a run_end_encoded type.)"""
     if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
         raise ValueError(f"malformed type description {obj!r}")
     name = obj["type"]
     if name in _ANNOTATED_STORAGE or name in ("extension", "run_end_encoded"):
-        return _annotated_from_json(obj)
+        return _annotated_from_json(obj, _in_runs)
     if name in _NUMPY_DTYPES and name not in ("timestamp", "decimal128"):
         large = bool(obj.get("large", False))
         if large and name not in ("string", "binary"):
@@ -430,10 +435,10 @@ def _extension_from_arrow(t: pa.BaseExtensionType) -> LogicalType:
         raise SchemaError(f"unsupported column type {t}: an extension of {declared} (rcfmt stores "
                           "extensions of the flat and nested types it stores)") from None
     if storage.ext is not None or storage.ree_ext is not None or declared.id in _INTERVAL_KINDS \
-            or (storage.ree is not None and not storage.to_arrow().equals(decoded)):
+            or (storage.ree is not None and not storage.to_arrow().equals(stored_flat(declared))):
         # (an extension of an extension: no Arrow format carries it; intervals: no Python arrays)
         raise SchemaError(f"unsupported column type {t}: an extension of {declared}")
-    extra = None if decoded.equals(declared) else canonical_json(arrow_type_json(declared))
+    extra = None if stored_flat(declared).equals(declared) else canonical_json(arrow_type_json(declared))
     # (over run_end_encoded values: the extension of the run_end_encoded type, not of its values)
     if storage.ree is not None:
         return replace(storage, ree_ext=(name, meta), ree_ext_storage=extra)
@@ -448,6 +453,15 @@ def decoded_flat(t: pa.DataType) -> pa.DataType:
     if pa.types.is_run_end_encoded(t):
         return pa.run_end_encoded(t.run_end_type, decoded_flat(t.value_type))
     return _VIEW_VALUES.get(t, t) if not isinstance(t, pa.BaseExtensionType) else t
+
+
+def stored_flat(t: pa.DataType) -> pa.DataType:
+    """:func:`decoded_flat` of ``t`` with runs of runs as one level of runs (the outer
+    run ends): the flat type rcfmt stores an extension's declared storage ``t`` as."""
+    t = decoded_flat(t)
+    if pa.types.is_run_end_encoded(t) and pa.types.is_run_end_encoded(t.value_type):
+        return stored_flat(pa.run_end_encoded(t.run_end_type, t.value_type.value_type))
+    return t
 
 
 def resolved_extension(ext: tuple, declared: str | pa.DataType | None, decoded: pa.DataType) -> pa.DataType:
@@ -630,13 +644,13 @@ def extension_type(ext: tuple, storage: pa.DataType) -> pa.DataType:
     return t if isinstance(t, pa.BaseExtensionType) else storage
 
 
-def _annotated_from_json(obj: dict) -> LogicalType:
+def _annotated_from_json(obj: dict, in_runs: bool) -> LogicalType:
     kind = obj["type"]
     if kind == "run_end_encoded":
         run_ends, values = obj.get("run_ends"), obj.get("values")
         if run_ends not in _RUN_ENDS or not isinstance(values, dict):
             raise ValueError(f"malformed run_end_encoded type {obj!r}")
-        base = logical_type_from_json(values)  # (any type of section 3 or 3.1 but run_end_encoded)
+        base = logical_type_from_json(values, True)  # (any type of section 3 or 3.1 but run_end_encoded)
         if base.ree is not None:
             raise ValueError(f"malformed run_end_encoded type {obj!r}")
         return replace(base, ree=run_ends)
@@ -655,7 +669,11 @@ def _annotated_from_json(obj: dict) -> LogicalType:
         if "arrow_storage" in obj:  # (the storage as Arrow declares it: it must decode to ``storage``)
             declared = arrow_type_from_json(obj["arrow_storage"])
             stored = (base if base.ree is not None else base.base).to_arrow()
-            if not decoded_flat(declared).equals(stored) or decoded_flat(declared).equals(declared):
+            # (the values of a run_end_encoded type: the extension's runs, declared, are stored as their values)
+            runs_inside = in_runs and base.ree is None and pa.types.is_run_end_encoded(declared)
+            as_stored = stored_flat(declared)
+            if not (as_stored.value_type if runs_inside else as_stored).equals(stored) \
+                    or as_stored.equals(declared) and not runs_inside:
                 raise ValueError(f"extension {name!r}: arrow_storage {declared} is not stored as {stored}")
             declared = canonical_json(arrow_type_json(declared))
         if base.ree is not None:
