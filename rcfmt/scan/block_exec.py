@@ -22,6 +22,7 @@ import pyarrow as pa
 
 from ..runtime import memory
 from .._native import block as _block
+from .._native import filters as _filters
 from ..encodings import by_id
 from ..encodings.base import ColumnValues
 from ..errors import RcfmtError
@@ -70,10 +71,10 @@ class BlockColumns:
         footer = file.footer
         self.file = file
         self.cols = list(cols)
-        #: per column a :class:`~rcfmt._native.block.Filter` spec (None: none), evaluated
+        #: per column a :class:`~rcfmt._native.filters.Filter` spec (None: none), evaluated
         #: into :meth:`run`'s mask; filtered columns keep their dictionary codes (so are
         #: handed over in storage form, for :func:`~rcfmt.scan.evaluate.eval_nnf`)
-        self.filters = None if filters is None else [None if f is None else _block.Filter(f) for f in filters]
+        self.filters = None if filters is None else [None if f is None else _filters.Filter(f) for f in filters]
         #: the last ``then`` columns are decoded after the filter, at the rows it picked
         #: (:meth:`decode`); the others are the filter's, handed over in storage form
         self.then = then

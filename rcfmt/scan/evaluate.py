@@ -421,7 +421,7 @@ def _cached_predicate(leaves: tuple, ltype: LogicalType):
 
 
 def _block_predicate(leaves: list[Leaf], ltype: LogicalType):
-    """What the block executor (:class:`rcfmt._native.block.Filter`) evaluates of one
+    """What the block executor (:class:`rcfmt._native.filters.Filter`) evaluates of one
     column's conjuncts on every chunk of the column, dictionary or not: ``(spec, leaf
     ids)`` or None. Fixed-width values take the leaves :func:`_values_predicate` takes on
     values of the column's own type; strings and binary their comparisons and sets
