@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import CorruptFileError, InvalidDataError, UnsupportedError
-from .types import LogicalType
+from .types import LogicalType, same_type
 
 __all__ = ["to_storage", "from_storage", "decimal256_key", "key_decimal256", "int_key", "shown", "RELABELED",
            "pack_day_time", "unpack_day_time", "decoded", "encoded"]
@@ -212,7 +212,7 @@ def encoded(arr: pa.Array, t: pa.DataType) -> pa.Array:
     declared as (:func:`decoded` undone): dictionaries encoded again (their entries in
     order of first use; ``ArrowInvalid`` when more values than ``t``'s index type
     addresses), views cast back, run_end_encoded values so encoded in turn."""
-    if arr.type.equals(t):
+    if same_type(arr.type, t):
         return arr
     if pa.types.is_dictionary(t):
         values = encoded(arr, t.value_type)

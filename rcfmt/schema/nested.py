@@ -38,7 +38,7 @@ from ..errors import CorruptFileError, InvalidDataError, SchemaError
 from .annotated import concat_arrays, from_storage
 from .annotated import to_storage as annotated_to_storage
 from .arrow_io import filter_rows, one_array, struct_fields, take, to_arrow, to_numpy, validity
-from .types import LogicalType, extension_key, logical_type_from_arrow, resolved_extension
+from .types import LogicalType, extension_key, logical_type_from_arrow, resolved_extension, same_type
 from .names import ambiguous_name
 # (the storage form of nested arrays, shredded here: dictionaries decoded, views as lists)
 from .gather import holds, holds_runs
@@ -181,7 +181,7 @@ def plan_columns(field: pa.Field, first: int) -> tuple[Node, list[tuple[str, Log
             decoded = storage_type(t.storage_type)  # (dictionaries, views: stored decoded)
             if in_runs:  # (below runs, runs are stored as their values, in an extension's storage too)
                 decoded = without_runs(decoded)
-            declared = None if decoded.equals(t.storage_type) else t.storage_type
+            declared = None if same_type(decoded, t.storage_type) else t.storage_type
             node = walk(f.with_type(decoded), path, inherited_nulls, depth, in_runs)
             if node.ree is not None and node.ree_ext is None:  # (an extension of a run_end_encoded type)
                 return replace(node, ree_ext=ext, ree_ext_storage=declared)
@@ -189,10 +189,6 @@ def plan_columns(field: pa.Field, first: int) -> tuple[Node, list[tuple[str, Log
                 raise SchemaError(f"field {path!r} is an extension of an extension type ({t})")
             return replace(node, ext=ext, ext_storage=declared)
         if pa.types.is_run_end_encoded(t) and is_nested(t):  # its values' node, with the run-end type
-            if _runs_in_extensions(t.value_type) and _unions_or_inner_extensions(t.value_type):
-                raise SchemaError(f"field {path!r} is a run_end_encoded type of nested values holding "
-                                  "run_end_encoded values in an extension type, together with unions or "
-                                  f"extensions inside extensions ({t})")
             node = walk(pa.field(f.name, t.value_type), path, inherited_nulls, depth, True)
             return replace(node, nullable=f.nullable, ree=str(t.run_end_type))
         col = first + len(columns)
@@ -232,30 +228,6 @@ def plan_columns(field: pa.Field, first: int) -> tuple[Node, list[tuple[str, Log
         return Node(f.name, f.nullable, LEAF, col, leaf_type=ltype.to_arrow())
 
     return walk(field, field.name, False, 0), columns
-
-
-def _extensions_in(t: pa.DataType):
-    """Every extension type in ``t`` (``t`` included)."""
-    if isinstance(t, pa.BaseExtensionType):
-        yield t
-        yield from _extensions_in(t.storage_type)
-    elif pa.types.is_dictionary(t) or pa.types.is_run_end_encoded(t):
-        yield from _extensions_in(t.value_type)
-    else:
-        for i in range(t.num_fields):
-            yield from _extensions_in(t.field(i).type)
-
-
-def _runs_in_extensions(t: pa.DataType) -> bool:
-    """Whether an extension type in ``t`` holds run_end_encoded types in its storage."""
-    return any(holds_runs(x.storage_type) for x in _extensions_in(t))
-
-
-def _unions_or_inner_extensions(t: pa.DataType) -> bool:
-    """Whether ``t`` holds a union, or an extension type inside another's storage (the
-    shapes whose runs inside extensions, below runs, are not stored: issue 61's notes)."""
-    return holds(t, pa.types.is_union) or any(
-        holds(x.storage_type, lambda y: isinstance(y, pa.BaseExtensionType)) for x in _extensions_in(t))
 
 
 def field_metadata(f: pa.Field) -> tuple:
@@ -349,7 +321,7 @@ def _unwrapped(arr: pa.Array, node: Node) -> pa.Array:
             arr = decode_runs(arr)
         if node.ext is not None and isinstance(arr.type, pa.BaseExtensionType):
             arr = arr.storage
-        if not arr.type.equals(node.stored_type):  # (an extension's storage of dictionaries or views)
+        if not same_type(arr.type, node.stored_type):  # (an extension's storage of dictionaries or views)
             declared = arr.type
             arr = to_storage(arr, node.stored_type)
             encode_as(arr, declared)  # (as a reader will: the indices must address the block's values)

@@ -14,7 +14,7 @@ from ..errors import UnsupportedError
 from .nested import (FIXED_SIZE_LIST, KINDS, LARGE_LIST, LEAF, LIST, MAP, MAX_DEPTH, MAX_LIST_SIZE, RUN_ENDS, STRUCT,
                      UNION, Node, is_nested, is_nested_extension, storage_type)
 from .nested_storage import without_runs
-from .types import arrow_type_from_json, arrow_type_json, extension_key, resolved_extension
+from .types import arrow_type_from_json, arrow_type_json, extension_key, resolved_extension, same_type
 
 __all__ = ["nodes_to_json", "nodes_from_json", "field_to_json", "field_from_json", "tree_features"]
 
@@ -55,8 +55,8 @@ _FEATURES = {
     "nested_run_end_encoded": lambda n: n.ree is not None,
     "extension_storage": lambda n: n.ext_storage is not None or n.ree_ext_storage is not None,
     # (below a run_end_encoded type: an extension's storage holding runs, stored as their values)
-    "extension_storage_runs": lambda n: n.ext_storage is not None and not storage_type(n.ext_storage).equals(
-        n.stored_type),
+    "extension_storage_runs": lambda n: n.ext_storage is not None and not same_type(storage_type(n.ext_storage),
+                                                                                      n.stored_type),
 }
 
 
@@ -106,7 +106,7 @@ def _declared(obj: dict, stored: pa.DataType, what: str, in_runs: bool = False) 
         raise ValueError(f"{what} has an arrow_storage without an extension")
     declared = arrow_type_from_json(obj["arrow_storage"])
     expected = without_runs(storage_type(declared)) if in_runs else storage_type(declared)
-    if declared.equals(stored) or not expected.equals(stored):
+    if same_type(declared, stored) or not same_type(expected, stored):
         raise ValueError(f"{what}: arrow_storage {declared} is not stored as {stored}")
     return declared
 
@@ -207,7 +207,7 @@ def field_to_json(f: pa.Field, flat_type_json: Callable[[pa.DataType], dict]) ->
     t = f.type
     if is_nested_extension(t):
         decoded = storage_type(t.storage_type)
-        declared = None if decoded.equals(t.storage_type) else t.storage_type
+        declared = None if same_type(decoded, t.storage_type) else t.storage_type
         body = field_to_json(f.with_type(decoded), flat_type_json)
         if pa.types.is_run_end_encoded(decoded):
             return {**body, "run_end_encoded_extension": _ext_json(extension_key(t), declared)}

@@ -16,7 +16,7 @@ from ..errors import InvalidDataError
 from .annotated import encoded
 from .arrow_io import bool_array, take, to_arrow, to_numpy, validity
 from .nested_runs import decode_runs, dictionary_encode, encode_runs, own_validity, type_ids
-from .types import LogicalType
+from .types import LogicalType, same_type
 
 __all__ = ["is_nested", "is_nested_extension", "storage_type", "without_runs", "to_storage", "type_ids", "encode_as"]
 
@@ -134,7 +134,7 @@ def to_storage(arr, t: pa.DataType, rows: bool = True):
                 raise InvalidDataError(exc.reason, row=base + exc.row if exc.row is not None else None) from None
             base += len(c)
         return pa.chunked_array(out, t)
-    if arr.type == t:
+    if same_type(arr.type, t):
         return arr
     src = arr.type
     if pa.types.is_run_end_encoded(src) and not pa.types.is_run_end_encoded(t):  # (runs inside runs)
@@ -262,7 +262,7 @@ def encode_as(arr: pa.Array, t: pa.DataType) -> pa.Array:
     run_end_encoded arrays in maximal runs, extensions over their storage. Raises
     ``ArrowInvalid`` when a dictionary's values are more than its index type addresses."""
     src = arr.type
-    if src.equals(t):
+    if same_type(src, t):
         return arr
     n = len(arr)
     if isinstance(t, pa.BaseExtensionType):

@@ -435,10 +435,10 @@ def _extension_from_arrow(t: pa.BaseExtensionType) -> LogicalType:
         raise SchemaError(f"unsupported column type {t}: an extension of {declared} (rcfmt stores "
                           "extensions of the flat and nested types it stores)") from None
     if storage.ext is not None or storage.ree_ext is not None or declared.id in _INTERVAL_KINDS \
-            or (storage.ree is not None and not storage.to_arrow().equals(stored_flat(declared))):
+            or (storage.ree is not None and not same_type(storage.to_arrow(), stored_flat(declared))):
         # (an extension of an extension: no Arrow format carries it; intervals: no Python arrays)
         raise SchemaError(f"unsupported column type {t}: an extension of {declared}")
-    extra = None if stored_flat(declared).equals(declared) else canonical_json(arrow_type_json(declared))
+    extra = None if same_type(stored_flat(declared), declared) else canonical_json(arrow_type_json(declared))
     # (over run_end_encoded values: the extension of the run_end_encoded type, not of its values)
     if storage.ree is not None:
         return replace(storage, ree_ext=(name, meta), ree_ext_storage=extra)
@@ -453,6 +453,26 @@ def decoded_flat(t: pa.DataType) -> pa.DataType:
     if pa.types.is_run_end_encoded(t):
         return pa.run_end_encoded(t.run_end_type, decoded_flat(t.value_type))
     return _VIEW_VALUES.get(t, t) if not isinstance(t, pa.BaseExtensionType) else t
+
+
+def same_type(a: pa.DataType, b: pa.DataType) -> bool:
+    """``a == b``, also where a run_end_encoded type's values hold an extension type:
+    pyarrow 26 then takes two run_end_encoded types of different values for equal (its
+    fingerprint of such a type leaves the values out), e.g.
+    ``run_end_encoded<int16, list<ext<A>>> == run_end_encoded<int16, large_list<ext<B>>>``."""
+    return a == b and _runs_agree(a, b)
+
+
+def _runs_agree(a: pa.DataType, b: pa.DataType) -> bool:
+    """Whether the values of every run_end_encoded type in ``a`` and ``b`` (types pyarrow
+    finds equal, so of one shape) are the same types."""
+    if pa.types.is_run_end_encoded(a):
+        return same_type(a.value_type, b.value_type)
+    if isinstance(a, pa.BaseExtensionType):
+        return _runs_agree(a.storage_type, b.storage_type)
+    if pa.types.is_dictionary(a):
+        return _runs_agree(a.value_type, b.value_type)
+    return all(_runs_agree(a.field(i).type, b.field(i).type) for i in range(a.num_fields))
 
 
 def stored_flat(t: pa.DataType) -> pa.DataType:
@@ -617,7 +637,7 @@ def extension_key(t: pa.BaseExtensionType) -> tuple[str, bytes]:
                               "metadata through the Arrow C data interface")
         meta = exported[1]
     seen = _SEEN_EXTENSIONS.setdefault((name, meta), [])
-    if not any(s.storage_type == t.storage_type for s in seen):  # (one per storage type)
+    if not any(same_type(s.storage_type, t.storage_type) for s in seen):  # (one per storage type)
         seen.append(t)
     return name, meta
 
@@ -629,10 +649,10 @@ def extension_type(ext: tuple, storage: pa.DataType) -> pa.DataType:
     name, meta = ext
     if name in _CANONICAL_EXTENSIONS and not meta:
         t = _CANONICAL_EXTENSIONS[name]()
-        if t.storage_type == storage:
+        if same_type(t.storage_type, storage):
             return t
     for seen in _SEEN_EXTENSIONS.get((name, meta), ()):
-        if seen.storage_type == storage:
+        if same_type(seen.storage_type, storage):
             return seen
     import pyarrow.ipc  # noqa: F401 (the registry is reached through a schema's IPC form)
     field = pa.field("x", storage, metadata={b"ARROW:extension:name": name.encode("utf-8"),
@@ -672,8 +692,8 @@ def _annotated_from_json(obj: dict, in_runs: bool) -> LogicalType:
             # (the values of a run_end_encoded type: the extension's runs, declared, are stored as their values)
             runs_inside = in_runs and base.ree is None and pa.types.is_run_end_encoded(declared)
             as_stored = stored_flat(declared)
-            if not (as_stored.value_type if runs_inside else as_stored).equals(stored) \
-                    or as_stored.equals(declared) and not runs_inside:
+            if not same_type(as_stored.value_type if runs_inside else as_stored, stored) \
+                    or same_type(as_stored, declared) and not runs_inside:
                 raise ValueError(f"extension {name!r}: arrow_storage {declared} is not stored as {stored}")
             declared = canonical_json(arrow_type_json(declared))
         if base.ree is not None:
