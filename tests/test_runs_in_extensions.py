@@ -322,3 +322,18 @@ def test_same_type_sees_the_values_of_runs():
     assert not same_type(runs(pa.large_list(a)), runs(pa.list_(a)))
     assert same_type(runs(pa.list_(a)), runs(pa.list_(Cat(pa.int32(), "x"))))
     assert not same_type(pa.list_(a), pa.list_(b))
+
+
+def test_concatenation_of_chunks_holding_runs_and_dictionaries():
+    """Chunks whose dictionaries differ, beside runs: joined with every value kept."""
+    from rcfmt.schema.annotated import combine_chunks
+
+    def chunk(codes, words, ends, values):
+        d = pa.DictionaryArray.from_arrays(pa.array(codes, pa.int8()), pa.array(words))
+        r = pa.RunEndEncodedArray.from_arrays(pa.array(ends, pa.int16()), pa.array(values, pa.int8()))
+        return pa.StructArray.from_arrays([d, r], ["d", "r"])
+
+    parts = [chunk([0, None, 1], ["x", "y"], [3], [5]), chunk([1, 0], ["p", "q"], [1, 2], [6, 7])]
+    joined = combine_chunks(pa.chunked_array([parts[0].slice(1), parts[1]]))
+    joined.validate(full=True)
+    assert py_values(joined) == [{"d": None, "r": 5}, {"d": "y", "r": 5}, {"d": "q", "r": 6}, {"d": "p", "r": 7}]

@@ -106,8 +106,8 @@ def temporal_value(value: int, atype: pa.DataType):
 def take(data, indices):
     """``data.take(indices)`` (arrays, chunked arrays, batches, tables), right for every
     nesting pyarrow gathers (see ``_gatherable``) and for run_end_encoded arrays anywhere
-    in a type, which Arrow's take has no kernel for (:mod:`rcfmt.schema.gather`; their
-    ``indices`` hold no NULL). Use it for every gather of user data."""
+    in a type, which Arrow's take has no kernel for (:mod:`rcfmt.schema.gather`; a NULL
+    index makes a NULL slot, as Arrow's take does). Use it for every gather of user data."""
     if isinstance(data, (pa.Table, pa.RecordBatch)):
         if any(holds_runs(f.type) for f in data.schema):
             picked = _positions(indices)
@@ -143,7 +143,7 @@ def _take_runs_of(column, picked: np.ndarray, nulls: np.ndarray | None):
     from .gather import take_runs
 
     if nulls is not None:
-        picked[nulls] = 0 if len(column) else picked[nulls]
+        picked[nulls] = 0  # (any slot: it is NULL)
     if isinstance(column, pa.ChunkedArray):
         return pa.chunked_array([take_runs(one_array(column), picked, nulls)], column.type)
     return take_runs(column, picked, nulls)

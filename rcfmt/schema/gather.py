@@ -157,9 +157,12 @@ def concat_runs(arrays: list, t: pa.DataType) -> pa.Array:
         return pa.ExtensionArray.from_storage(t, concat_runs([a.storage for a in parts], t.storage_type))
     if pa.types.is_run_end_encoded(t):
         return _concat_from_runs(parts, t)
-    if pa.types.is_dictionary(t):
-        return pa.DictionaryArray.from_arrays(concat_runs([a.indices for a in parts], t.index_type),
-                                              parts[0].dictionary, ordered=t.ordered)  # (one dictionary, else unified below)
+    if pa.types.is_dictionary(t):  # (the dictionaries one after the other, the indices moved on)
+        starts = np.cumsum([0] + [len(a.dictionary) for a in parts[:-1]])
+        indices = pa.concat_arrays([pa.array(_shifted(a.indices, int(k)), t.index_type)
+                                    for a, k in zip(parts, starts)])
+        return pa.DictionaryArray.from_arrays(indices, concat_runs([a.dictionary for a in parts], t.value_type),
+                                              ordered=t.ordered)
     if pa.types.is_union(t):
         return _concat_union(parts, t)
     mask = _joined_nulls(parts)
@@ -188,8 +191,15 @@ def concat_runs(arrays: list, t: pa.DataType) -> pa.Array:
 
 def _empty(t: pa.DataType) -> pa.Array:
     """An empty array of ``t`` (any type)."""
-    return pa.array([], t.storage_type if isinstance(t, pa.BaseExtensionType) else t) if not isinstance(
-        t, pa.BaseExtensionType) else pa.ExtensionArray.from_storage(t, _empty(t.storage_type))
+    if isinstance(t, pa.BaseExtensionType):
+        return pa.ExtensionArray.from_storage(t, _empty(t.storage_type))
+    return pa.array([], t)
+
+
+def _shifted(indices: pa.Array, by: int) -> np.ndarray:
+    """Dictionary ``indices`` plus ``by``, NULL where they are (a masked numpy array)."""
+    values = _ints(indices).astype(np.int64) + by
+    return np.ma.masked_array(values, ~_validity(indices)) if indices.null_count else values
 
 
 def _joined_nulls(parts: list) -> pa.Array | None:
