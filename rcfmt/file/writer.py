@@ -27,7 +27,7 @@ from ..format.stats_slots import DEFAULT_TRUNCATE, stat_width
 from ..index.bloom.chunks import DEFAULT_FPP, BloomPolicy
 from ..index.bitmap.build import BitmapPolicy, Proposal, within_budget
 from ..index.bitmap.layout import DIRECTORY_RECORD, EQUALITY, RANGE, encode_directory, encode_keys, entry_keys
-from ..schema.types import logical_type_from_arrow
+from ..schema.types import logical_type_from_arrow, same_type
 from ..schema import nested
 from ..storage import ByteSink, open_output
 from ..runtime.threads import shared_pool
@@ -417,14 +417,15 @@ class Writer:
                     column = column.cast(field.type)
                 except pa.ArrowException as exc:
                     raise SchemaError(f"column {name!r}: cannot store {column.type} as {field.type}: {exc}") from None
-            if column.type != field.type and (nested.is_nested(field.type) or pa.types.is_run_end_encoded(field.type)):
+            if not same_type(column.type, field.type) and (nested.is_nested(field.type)
+                                                           or pa.types.is_run_end_encoded(field.type)):
                 try:
                     column = nested.to_storage(column, field.type)
                 except InvalidDataError as exc:
                     raise InvalidDataError(exc.reason, column=name, row=exc.row) from None
                 except (pa.ArrowException, NotImplementedError) as exc:
                     raise SchemaError(f"column {name!r}: cannot store {column.type} as {field.type}: {exc}") from None
-            if column.type != field.type:
+            if not same_type(column.type, field.type):
                 raise SchemaError(f"column {name!r} has type {column.type}, the writer expects {field.type}")
             if not field.nullable and column.null_count:
                 raise SchemaError(f"column {name!r} is not nullable but holds {column.null_count} nulls")
