@@ -26,7 +26,8 @@ def cpu_threads(limit: int = MAX_CPU_THREADS) -> int:
 
 def shared_pool(name: str) -> ThreadPoolExecutor:
     """The process-wide pool of :func:`cpu_threads` threads named ``rcfmt-<name>``
-    ("scan": blocks of every scan; "write": chunks of every write), created on first use
+    ("scan": blocks of every scan; "columns": groups of a block's columns, when its
+    scan runs one block at a time; "write": chunks of every write), created on first use
     and kept: starting and joining threads cost a selective scan of a few blocks more
     than decoding them. Work on it never waits for other work on it. A forked child
     starts without pools (threads do not survive a fork)."""

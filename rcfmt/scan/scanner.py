@@ -7,41 +7,39 @@ counted in :class:`ScanStats`.
 
 :class:`FileScan` plans and drives; its parts live beside it as mixins: pruning blocks
 (:mod:`~rcfmt.scan.block_pruning`), pruning pages with the page index
-(:mod:`~rcfmt.scan.page_pruning`) and the bytes a block needs
-(:mod:`~rcfmt.scan.fetching`). Every stored column, flat or under a nested field, is
-decoded by the native block executor (:mod:`~rcfmt.scan.block_exec`).
+(:mod:`~rcfmt.scan.page_pruning`), the bytes a block needs
+(:mod:`~rcfmt.scan.fetching`) and decoding its columns (:mod:`~rcfmt.scan.decoding`).
+Every stored column, flat or under a nested field, is decoded by the native block
+executor (:mod:`~rcfmt.scan.block_exec`).
 """
 from __future__ import annotations
 
 import threading
+from concurrent.futures import wait
 from dataclasses import replace
 from typing import Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
 
-from ..encodings.base import ColumnValues
-from ..encodings.dictionary import take as dictionary_take
 from ..errors import CorruptFileError, InvalidOptionError
 from ..runtime.threads import cpu_threads
 from ..interop.arrow import export_stream
 from ..schema.annotated import Relabeling
-from ..schema.arrow_io import int64_array, take as arrow_take, to_arrow
-from ..schema.nested import assemble as nested_assemble
+from ..schema.arrow_io import int64_array, take as arrow_take
 from ..schema.nested import list_node as nested_list_node
-from ..schema.nested import under_structs as nested_under_structs
-from ..schema.types import LogicalType
 from ..index.bitmap.answer import BlockAnswer, to_mask
 from .evaluate import ColumnData, column_conjuncts, eval_nnf
-from ..storage.fetch import LOCAL_COALESCE_GAP, coalesce
+from ..storage.fetch import LOCAL_COALESCE_GAP
 from .fetch_plan import BlockGroups
 from .nnf import BoundAnd, BoundListContains, columns as expr_columns, leaves, to_nnf
 from .bind import bind
 from .block_exec import BlockColumns, BlockFilter
 from .plan import PRUNE_STAGES, BlockPlan, FilePlan
 from .block_pruning import INDEX_NARROWS, BlockPruning
+from .decoding import ColumnDecoding
 from .fetching import BlockFetching
-from .gather import empty_values, gather_data
+from .gather import gather_data
 from .page_pruning import PagePruning
 from .scan_stats import ScanStats
 from .scheduling import STREAM_WINDOW, Probe, blocks_worth_threads, map_blocks, take_worth_threads
@@ -52,7 +50,6 @@ __all__ = ["ScanStats", "FileScan", "scan_file"]
 
 
 
-_INT32 = LogicalType("int32")  # dictionary indices
 _LENGTH = ("length",)
 
 #: a local block whose candidates a filter the executor decides wholly reads in whole
@@ -71,8 +68,13 @@ DEFER_DELETED = 16
 #: every column) keeps reading only the pages holding a selected row
 FUSED_BYTES = 2
 
+#: a scan whose blocks are decoded on the pool splits each block's columns among the
+#: cores as well when it has fewer than this many blocks per core (one block at a time:
+#: always)
+COLUMN_SPLIT_BLOCKS = 2
 
-class FileScan(BlockPruning, PagePruning, BlockFetching):
+
+class FileScan(BlockPruning, PagePruning, BlockFetching, ColumnDecoding):
     """A planned scan of one open :class:`~rcfmt.file.reader.RcfmtFile`.
 
     ``columns``: projected column names (None = all); ``filter``: an expression or DNF
@@ -155,6 +157,11 @@ class FileScan(BlockPruning, PagePruning, BlockFetching):
         self._prefetch_lock = threading.Lock()
         self._page_index_bytes = None
         self._groups: BlockGroups | None = None  # remote files: blocks read together (_plan_groups)
+        #: whether a block's columns are decoded on the pool, split in groups
+        #: (:meth:`_decode_split`): set by :meth:`_run` when its blocks are not, or are
+        #: too few (:data:`COLUMN_SPLIT_BLOCKS`)
+        self._column_threads = False
+        self._column_groups: dict[tuple, list | None] = {}
         self._planned_ranges: dict[int, RowRanges] = {}  # remote files: row ranges found while planning
         # does the page index prune pages for this filter here? (remote: fetched with the plan)
         self._page_probe = Probe(enabled=not file.remote)
@@ -195,89 +202,6 @@ class FileScan(BlockPruning, PagePruning, BlockFetching):
         only = {name for name, group in conjuncts.items()
                 if counts[name] == len(group) and self.filter_ids.get(name) not in projected}
         return conjuncts, only
-
-    def _executor(self, cols: list) -> BlockColumns:
-        """The block executor's spec of the flat columns ``cols`` (built once per scan)."""
-        key = tuple(cols)
-        executor = self._executors.get(key)
-        if executor is None:
-            executor = self._executors[key] = BlockColumns(self.file, cols, self.dictionary_ids,
-                                                           self._gap if self.file.remote else 0)
-        return executor
-
-    def _dense(self, block: int, selection: Selection, executor: BlockColumns) -> bool:
-        """Whether the selected rows of ``block`` are worth reading ``executor``'s whole
-        chunks for (one read): at least as many as a column has pages, and spanning a
-        quarter of the block or more. Either way the executor decodes only the pages
-        holding a selected row and gathers the rows; for fewer or clustered rows
-        (lookups, narrow windows) the page index names those pages and only their
-        bytes are read (:meth:`_page_tables`)."""
-        if selection.row_count * len(executor.cols) < executor.pages[block]:
-            return False
-        rows = selection.to_indices()
-        return 4 * (int(rows[-1]) - int(rows[0]) + 1) >= selection.num_rows
-
-    def _whole_columns(self, block: int, cols: list, rows: int, cache: dict, stats: ScanStats,
-                       fetched: tuple | None = None, selection: Selection | None = None, paged: bool = False) -> dict:
-        """``{column: Arrow array or ColumnData}`` of the flat columns ``cols`` at every row of ``block``
-        (or the rows ``selection`` selects): one native call decodes them all
-        (:mod:`rcfmt.scan.block_exec`), their whole chunks read together unless
-        ``fetched`` (``(buffer, base)``) holds them already -- or, ``paged``, only the
-        pages holding a selected row (:meth:`_page_tables`). A column the executor
-        refuses raises its located error (:mod:`rcfmt.scan.refusals`)."""
-        if not cols:
-            return {}
-        executor = self._executor(cols)
-        pages = None
-        if paged:
-            buf, base, pages = self._page_tables(block, cols, selection, cache, stats, fetched)
-        else:
-            buf, base = self._read_whole(executor, block, rows, stats) if fetched is None else fetched
-        out = {}
-        wanted = None if selection is None else selection.to_indices()
-        outputs, pages, rows_read = executor.run(buf, base, block, rows, self.file.verify_checksums, selected=wanted,
-                                                 pages=pages)
-        stats.pages_read += pages
-        stats.rows_decoded += rows_read
-        for col, ltype, got in zip(cols, executor.ltypes, outputs):
-            if isinstance(got, tuple):  # read_dictionary, annotated types: wrapped by _to_arrow
-                values, validity, codes, dictionary = got
-                out[col] = ColumnData(ltype, values, validity, codes, dictionary)
-            else:
-                out[col] = got
-        return out
-
-    def _page_tables(self, block: int, cols, selection: Selection, cache: dict, stats: ScanStats,
-                     fetched: tuple | None = None):
-        """``(buffer, base, tables)``: the pages of ``cols`` holding a row ``selection``
-        selects (and their dictionary pages), read together as :meth:`_fetch` reads
-        them unless ``fetched`` (``(buffer, base)``) holds them, and per column their
-        page table as the executor reads it (:meth:`PageIndex.table
-        <rcfmt.index.page.PageIndex.table>`, offsets made positions in the buffer)."""
-        tables = []
-        for col in cols:
-            index = self._page_index(block, col, cache)
-            stats.pages_total += len(index.entries)
-            tables.append(index.table(selection.pages_holding(index.first, index.counts)))
-        if fetched is None:
-            buf, base = self._fetch_tables(block, cols, tables, stats)
-        else:
-            buf, base = fetched
-        for table in tables:
-            table[0] -= base
-        return buf, base, tables
-
-    def _read_whole(self, executor: BlockColumns, block: int, rows: int, stats: ScanStats):
-        """``(buffer, base)``: the whole chunks ``executor`` decodes in ``block``, read
-        as :meth:`_fetch` would read them (bytes and pages counted; the pages and rows
-        decoded are counted by the caller, from the executor's answer)."""
-        starts, ends, merged = executor.ranges(block)
-        if not merged:
-            starts, ends = coalesce(starts, ends, self._gap if self.file.remote else 0)
-        buf = self.file.read_ranges(starts, ends)
-        stats.bytes_read += int(ends[0] - starts[0]) if len(starts) == 1 else int(np.add.reduce(ends - starts))
-        stats.pages_total += executor.pages[block]
-        return buf, int(starts[0])
 
     def _block_filter(self, nnf, filter_ids: dict) -> BlockFilter | None:
         """The :class:`BlockFilter` deciding ``nnf`` -- the scan's filter, or the
@@ -349,81 +273,6 @@ class FileScan(BlockPruning, PagePruning, BlockFetching):
         if keep is None:
             return got[:2]
         return Selection.picked(*got[0], rows), got[1]
-
-    def _to_arrow(self, col: int, data: ColumnData, as_requested: bool = True) -> pa.Array:
-        """Column ``col``'s values as Arrow: a DictionaryArray when ``read_dictionary``
-        names it (and ``as_requested``; parts of a nested field never are)."""
-        ltype = data.ltype
-        field_type = self.file.physical_schema.field(col).type
-        dictionary = as_requested and col in self.dictionary_ids
-        if data.codes is not None:
-            if dictionary:
-                indices = to_arrow(ColumnValues(data.codes.astype(np.int32)), data.validity, _INT32)
-                return pa.DictionaryArray.from_arrays(indices, to_arrow(data.dictionary, None, ltype))
-            values = dictionary_take(data.dictionary, data.codes, ltype)
-            return to_arrow(values, data.validity, ltype)
-        if dictionary and ltype.annotated:  # (pyarrow encodes no decimal32/64 or extension arrays)
-            from ..schema.annotated import from_storage
-
-            encoded = to_arrow(data.values, data.validity, ltype.storage).dictionary_encode()
-            return pa.DictionaryArray.from_arrays(encoded.indices, from_storage(encoded.dictionary, ltype))
-        arr = to_arrow(data.values, data.validity, ltype)
-        if dictionary:
-            arr = arr.dictionary_encode()
-            if arr.type != pa.dictionary(pa.int32(), field_type):
-                arr = arr.cast(pa.dictionary(pa.int32(), field_type))
-        return arr
-
-    def _nested_at(self, block: int, node, selection: Selection, cache: dict, stats: ScanStats) -> pa.Array:
-        """A nested field at the selected rows of ``block``, assembled from its stored
-        columns (:func:`rcfmt.schema.nested.assemble`). Every stored column is read like a flat
-        one at the positions the selection needs in it (rows, or below a list the
-        selected lists' elements, found through its lengths): only the pages holding
-        them are read and decoded."""
-        file = self.file
-        rows = None if selection.row_count == selection.num_rows else selection.to_indices()
-        # every row: every stored column is read whole, all of them with one read
-        fetched = self._fetch(block, {c: ("whole",) for c in node.columns()}, cache, stats) if rows is None else None
-
-        def decode(col: int, slots: int, rows) -> pa.Array:
-            if file.is_element_column(col):  # slots from the lengths: check them against the pages
-                # (a whole chunk's pages are checked to hold exactly ``slots`` when decoded)
-                held = None if rows is None else int(self._page_index(block, col, cache).counts.sum())
-                file.check_slots(block, col, slots, held)
-            if rows is None:  # every slot: the chunk read with the field's others
-                stats.pages_total += int(file.footer.chunks[col][block]["page_count"])
-                got = self._whole_columns(block, [col], slots, cache, stats, fetched)[col]
-            elif not len(rows):  # (no slot wanted: nothing read)
-                stats.pages_total += len(self._page_index(block, col, cache).entries)
-                got = ColumnData(file.footer.columns[col].type, empty_values(file.footer.columns[col].type), None)
-            else:  # the slots wanted: the pages holding them (or the whole chunk, when dense)
-                wanted = Selection.from_indices(rows, slots)
-                paged = self.file.remote or not self._dense(block, wanted, self._executor([col]))
-                got = self._whole_columns(block, [col], slots, cache, stats, None, wanted, paged)[col]
-            arr = got if isinstance(got, pa.Array) else self._to_arrow(col, got, as_requested=False)
-            if rows is None and arr.null_count and not file.footer.columns[col].nullable:
-                raise file.locate_error(CorruptFileError("nulls in a column declared not nullable"), block, col)
-            return arr
-
-        return self._assembled(node, decode, selection.num_rows, rows, block)
-
-    def _lists_at(self, block: int, list_filters: dict, selection: Selection, cache: dict, stats: ScanStats) -> dict:
-        """``{name: list array}`` of the filter's lists (name -> dotted path) at the
-        selected rows of ``block``."""
-        return {name: self._list_at(block, path, selection, cache, stats) for name, path in list_filters.items()}
-
-    def _list_at(self, block: int, path: str, selection: Selection, cache: dict, stats: ScanStats) -> pa.Array:
-        """The list at dotted ``path`` (top level or under structs) for the selected rows
-        of ``block``: NULL where it or a struct above it is NULL."""
-        node, names = nested_list_node(self.file.nested, path)
-        return nested_under_structs(self._nested_at(block, node, selection, cache, stats), names)
-
-    def _assembled(self, node, decode, slots: int, rows, block: int) -> pa.Array:
-        node = self._labels.node(node)
-        try:
-            return nested_assemble(node, decode, slots, rows)
-        except CorruptFileError as exc:
-            raise exc.with_context(path=self.file.path, column=node.name, block=block) from None
 
     # ---------------------------------------------------------------- one block
     def scan_block(self, block: int) -> tuple[pa.RecordBatch | None, ScanStats]:
@@ -651,6 +500,22 @@ class FileScan(BlockPruning, PagePruning, BlockFetching):
             return selected, stats
         if not selected:
             return None, stats
+        nested = self._nested_on_pool(block, rest, selection, cache) if self._column_threads else None
+        try:
+            return self._outputs(block, selection, rest, projected, fetched, filter_data, mask, picked, nested,
+                                 cache, stats), stats
+        finally:
+            if nested:
+                wait(nested.values())
+
+    def _outputs(self, block: int, selection: Selection, rest: list, projected: dict | None, fetched,
+                 filter_data: dict, mask, picked, nested: dict | None, cache: dict, stats: ScanStats):
+        """The batch of ``block`` at the rows ``selection`` selects (not none): the
+        projected flat columns ``rest`` decoded unless ``projected`` holds them, the
+        filter columns' data (``filter_data``, at the candidates ``mask`` kept unless
+        ``picked``) cut to those rows, the nested fields assembled (or taken from
+        ``nested``, their futures by output position), the row positions."""
+        selected = selection.row_count
         arrays = []
         if projected is None and selected == selection.num_rows:  # every row: one executor call for all of them
             projected = self._whole_columns(block, rest, selected, cache, stats, fetched)
@@ -662,8 +527,12 @@ class FileScan(BlockPruning, PagePruning, BlockFetching):
         at = None  # the selected rows among the candidates the filter columns hold (None: all)
         if filter_data and picked is None and selected < len(mask):
             at = np.flatnonzero(mask)
-        for col in self.outputs:
-            if not isinstance(col, int):
+        for i, col in enumerate(self.outputs):
+            if nested and i in nested:
+                arr, own = nested[i].result()
+                stats.add(own)
+                arrays.append(arr)
+            elif not isinstance(col, int):
                 arrays.append(self._nested_at(block, col, selection, cache, stats))
             elif col in filter_data:  # decoded for the filter: keep its selected rows
                 data = filter_data[col]
@@ -674,12 +543,12 @@ class FileScan(BlockPruning, PagePruning, BlockFetching):
         if self.with_row_position:
             arrays.append(int64_array(selection.to_indices() + self._first_rows[block]))
         elif not self.outputs:  # no columns projected: only the row count matters
-            return pa.record_batch([pa.nulls(selected)], names=["_"]).select([]), stats
+            return pa.record_batch([pa.nulls(selected)], names=["_"]).select([])
         for i in self._required:
             if arrays[i].null_count:
                 raise self.file.locate_error(CorruptFileError("nulls in a column declared not nullable"), block,
                                         self.outputs[i])
-        return self._labels.batch(arrays), stats
+        return self._labels.batch(arrays)
 
     # ---------------------------------------------------------------- driving
     def _threads(self, blocks: list[int], count_only: bool = False) -> bool:
@@ -706,7 +575,12 @@ class FileScan(BlockPruning, PagePruning, BlockFetching):
     def _run(self, blocks: list[int], use_threads: bool, window: int | None = None) -> Iterator[pa.RecordBatch]:
         if self.file.remote and len(blocks) > 1:
             self._groups = self._plan_groups(blocks)
-        for batch, stats in map_blocks(self.scan_block, blocks, use_threads and self._threads(blocks), window):
+        threaded = use_threads and len(blocks) > 1 and self._threads(blocks)
+        # a block's columns on the pool too when its blocks are too few to keep every core
+        # busy to the end (orders SF1, blocks of 1M and 0.45M rows: 116 -> 98 ms on two
+        # cores; lineitem's six blocks gain nothing)
+        self._column_threads = use_threads and (not threaded or len(blocks) < COLUMN_SPLIT_BLOCKS * cpu_threads())
+        for batch, stats in map_blocks(self.scan_block, blocks, threaded, window):
             self.stats.add(stats)
             if batch is not None:
                 yield batch

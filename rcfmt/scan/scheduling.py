@@ -12,8 +12,8 @@ from typing import Iterator
 
 from ..runtime.threads import shared_pool
 
-__all__ = ["Probe", "blocks_worth_threads", "map_blocks", "PARALLEL_BLOCK_BYTES", "PROBE_BLOCKS", "STREAM_WINDOW",
-           "TAKE_THREADED_CELLS", "take_worth_threads"]
+__all__ = ["Probe", "blocks_worth_threads", "column_groups", "map_blocks", "PARALLEL_BLOCK_BYTES", "PROBE_BLOCKS",
+           "STREAM_WINDOW", "TAKE_THREADED_CELLS", "take_worth_threads"]
 
 #: on a local file, when the page indexes (or the bitmap indexes) of this many blocks in
 #: a row pruned no page (decided nothing) for a scan's filter, the scan stops asking
@@ -62,6 +62,27 @@ def blocks_worth_threads(sizes) -> bool:
     block) are worth decoding on the pool: :data:`PARALLEL_BLOCK_BYTES` or more on
     average, and at least two of them."""
     return len(sizes) > 1 and int(sum(sizes)) >= PARALLEL_BLOCK_BYTES * len(sizes)
+
+
+def column_groups(sizes, threads: int) -> list[list[int]] | None:
+    """How a block's columns are split among ``threads`` workers when its blocks are not
+    (a one-block file, or one block left by pruning): positions into ``sizes`` (the
+    columns' uncompressed bytes in the block) in groups of about equal bytes, largest
+    first onto the lightest group, each group's positions ascending; None when one
+    thread is better -- fewer than two columns or threads, or less than
+    :data:`PARALLEL_BLOCK_BYTES` per group (each group's hand-off of the GIL must pay
+    for itself, as a block's does)."""
+    sizes = [int(s) for s in sizes]
+    n = min(threads, len(sizes))
+    if n < 2 or sum(sizes) < PARALLEL_BLOCK_BYTES * n:
+        return None
+    loads = [0] * n
+    groups: list[list[int]] = [[] for _ in range(n)]
+    for i in sorted(range(len(sizes)), key=lambda i: -sizes[i]):
+        g = loads.index(min(loads))
+        groups[g].append(i)
+        loads[g] += sizes[i]
+    return [sorted(g) for g in groups if g]
 
 
 class Probe:

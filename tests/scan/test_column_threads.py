@@ -1,0 +1,202 @@
+"""A scan that runs one block at a time (a one-block file, one block left by pruning, a
+stream) splits the block's columns among the cores with ``use_threads``: flat columns in
+groups of about equal bytes, each group one GIL-free executor call on the "columns"
+pool, and nested fields assembled there beside them. The answer, the scan's counts and
+the errors are those of one thread."""
+import threading
+from decimal import Decimal
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import rcfmt
+from rcfmt import col
+from rcfmt.errors import ChecksumError, CorruptFileError
+from rcfmt.scan import block_exec, decoding, scanner
+from rcfmt.scan.scheduling import PARALLEL_BLOCK_BYTES, column_groups
+
+N = 6_000
+
+
+@given(st.lists(st.integers(0, 1 << 22), max_size=40), st.integers(1, 8))
+@settings(max_examples=200, deadline=None)
+def test_column_groups_cover_every_column_once_and_balance_bytes(sizes, threads):
+    groups = column_groups(sizes, threads)
+    n = min(threads, len(sizes))
+    if n < 2 or sum(sizes) < PARALLEL_BLOCK_BYTES * n:
+        assert groups is None
+        return
+    assert groups is not None and 2 <= len(groups) <= n
+    assert sorted(i for g in groups for i in g) == list(range(len(sizes)))
+    assert all(g == sorted(g) and g for g in groups)
+    loads = [sum(sizes[i] for i in g) for g in groups]
+    # (largest first onto the lightest group: no group exceeds another by more than one column)
+    assert max(loads) - min(loads) <= max(sizes)
+
+
+def _table(n: int = N) -> pa.Table:
+    rng = np.random.default_rng(7)
+    ints = rng.integers(0, 1_000, n)
+    return pa.table({
+        "i": pa.array(ints, pa.int64()),
+        "f": pa.array(np.where(ints % 11 == 0, np.nan, rng.normal(size=n))),
+        "s": pa.array([None if i % 13 == 0 else f"s{i % 300:05d}-{'x' * (i % 17)}" for i in ints]),
+        "b": pa.array([None if i % 7 == 0 else bool(i & 1) for i in ints]),
+        "d": pa.array([None if i % 5 == 0 else Decimal(i * 3) / 100 for i in ints.tolist()], pa.decimal128(9, 2)),
+        "cat": pa.array([f"c{i % 4}" for i in ints]),
+        "l": pa.array([None if i % 9 == 0 else list(range(i % 4)) for i in ints], pa.list_(pa.int32())),
+        "st": pa.array([{"x": int(i), "y": f"y{i % 3}"} for i in ints],
+                       pa.struct([("x", pa.int64()), ("y", pa.string())])),
+    })
+
+
+@pytest.fixture(scope="module")
+def one_block(tmp_path_factory):
+    table = _table()
+    path = tmp_path_factory.mktemp("colthreads") / "t.rcfmt"
+    rcfmt.write_table(table, path, page_rows=512)  # (one block: N rows are far below the default)
+    return table, path
+
+
+@pytest.fixture
+def two_cores(monkeypatch):
+    """The scan sees two cores (a one-core runner would never split), and the threads
+    each executor call ran on are recorded."""
+    monkeypatch.setattr(scanner, "cpu_threads", lambda limit=8: 2)
+    monkeypatch.setattr(decoding, "cpu_threads", lambda limit=8: 2)
+    threads = []
+    lock = threading.Lock()
+    original = block_exec.BlockColumns.run
+
+    def recording(self, *args, **kwargs):
+        with lock:
+            threads.append((threading.current_thread().name, tuple(self.cols)))
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(block_exec.BlockColumns, "run", recording)
+    return threads
+
+
+def _same(got: pa.Table, want: pa.Table) -> bool:
+    """Table equality that takes NaN for NaN (Table.equals does not)."""
+    def plain(t):
+        if "f" not in t.column_names:
+            return t
+        f = t["f"]
+        return t.set_column(t.schema.get_field_index("f"), "f", pc.if_else(pc.is_nan(f), float("inf"), f))
+    return plain(got).equals(plain(want))
+
+
+def _columns_pool(threads) -> set:
+    return {cols for name, cols in threads if name.startswith("rcfmt-columns")}
+
+
+@pytest.mark.parametrize("columns", [None, ["i", "f", "s", "b", "d", "cat"], ["l", "st", "i"], ["l", "st"]])
+def test_one_block_scan_splits_its_columns_and_answers_as_one_thread(one_block, two_cores, columns):
+    table, path = one_block
+    with rcfmt.open(path) as f:
+        assert f.num_blocks == 1
+        one = f.scan(columns, use_threads=False)
+        want = one.read()
+        many = f.scan(columns, use_threads=True)
+        got = many.read()
+    assert _same(got, table.select(columns or table.column_names))
+    assert _same(got, want)
+    assert _columns_pool(two_cores), "nothing was decoded on the columns pool"
+    for name in ("pages_read", "pages_total", "rows_decoded", "rows_selected", "bytes_read", "requests"):
+        assert getattr(many.stats, name) == getattr(one.stats, name), name
+
+
+@pytest.mark.parametrize("flt", [
+    col("i") < 40,  # scattered rows: whole chunks, dense
+    (col("f") > 0.5) & (col("s") != "s00007-"),
+    ~(col("d") >= 100),  # NULLs: unknown, not kept
+    col("i").isin([1, 2, 500]) | (col("b") == True),  # noqa: E712
+])
+def test_filtered_one_block_scan_splits_the_projection(one_block, two_cores, flt):
+    table, path = one_block
+    with rcfmt.open(path) as f:
+        want = f.read(filter=flt, use_threads=False)
+        got = f.read(filter=flt, use_threads=True, read_dictionary=["cat"])
+    assert got.num_rows == want.num_rows > 0
+    assert got.column("cat").type == pa.dictionary(pa.int32(), pa.string())
+    assert _same(got.set_column(got.schema.get_field_index("cat"), "cat", got["cat"].cast(pa.string())), want)
+
+
+def test_expected_rows_against_pyarrow(one_block, two_cores):
+    table, path = one_block
+    got = rcfmt.read_table(path, filter=(col("i") < 40) & (col("s").is_valid()), use_threads=True)
+    mask = pc.and_kleene(pc.less(table["i"], 40), pc.is_valid(table["s"]))
+    assert _same(got, table.filter(mask))
+    assert _columns_pool(two_cores)
+
+
+def test_stream_and_one_block_left_by_pruning_split_too(tmp_path, two_cores):
+    table = pa.concat_tables([_table(), _table()])
+    path = tmp_path / "two.rcfmt"
+    rcfmt.write_table(table, path, block_rows=N, page_rows=512)
+    with rcfmt.open(path) as f:
+        assert f.num_blocks == 2
+        scan = f.scan(filter=col("i") >= 0, blocks=(1, 2), use_threads=True)
+        got = scan.read()
+        assert _same(got, table.slice(N))
+        streamed = pa.Table.from_batches(list(f.scan(use_threads=True, blocks=(0, 1)).iter_batches(1_000)))
+    assert _same(streamed, table.slice(0, N))
+    assert _columns_pool(two_cores)
+
+
+def test_small_blocks_stay_on_one_thread(tmp_path, two_cores, monkeypatch):
+    monkeypatch.setattr("rcfmt.scan.scheduling.PARALLEL_BLOCK_BYTES", 1 << 30)
+    path = tmp_path / "t.rcfmt"
+    rcfmt.write_table(_table(500), path)
+    assert rcfmt.read_table(path, use_threads=True).num_rows == 500
+    assert not _columns_pool(two_cores)
+    assert not [name for name, _ in two_cores if name.startswith("rcfmt-")]
+
+
+def _corrupt_chunk(path, column: str):
+    with rcfmt.open(path) as f:
+        c = f.column_index(column)
+        chunk = f.footer.chunks[c][0]
+        at = int(chunk["offset"]) + int(chunk["length"]) // 2
+    with open(path, "r+b") as out:
+        out.seek(at)
+        byte = out.read(1)
+        out.seek(at)
+        out.write(bytes([byte[0] ^ 0x5A]))
+
+
+@pytest.mark.parametrize("column", ["i", "s", "d"])
+def test_a_corrupt_column_on_the_pool_raises_the_located_error_of_one_thread(tmp_path, two_cores, column):
+    path = tmp_path / "t.rcfmt"
+    rcfmt.write_table(_table().select(["i", "f", "s", "b", "d"]), path, page_rows=512)
+    _corrupt_chunk(path, column)
+    with pytest.raises(CorruptFileError) as one:
+        rcfmt.read_table(path, use_threads=False)
+    with pytest.raises(CorruptFileError) as many:
+        rcfmt.read_table(path, use_threads=True)
+    assert type(many.value) is type(one.value)
+    assert isinstance(many.value, ChecksumError)
+    assert str(many.value) == str(one.value)
+    assert _columns_pool(two_cores)
+
+
+@pytest.mark.parametrize("blocks, split", [(2, True), (3, True), (4, False), (8, False)])
+def test_few_threaded_blocks_split_their_columns_and_many_do_not(tmp_path, two_cores, blocks, split):
+    """Blocks on the pool split their columns too when fewer than COLUMN_SPLIT_BLOCKS per
+    core (two cores here): a last block alone would otherwise leave a core idle."""
+    rows = 1_500
+    table = pa.concat_tables([_table(rows)] * blocks)
+    path = tmp_path / "t.rcfmt"
+    rcfmt.write_table(table, path, block_rows=rows, page_rows=512)
+    with rcfmt.open(path) as f:
+        assert f.num_blocks == blocks
+        got = f.read(use_threads=True)
+        want = f.read(use_threads=False)
+    assert _same(got, table) and _same(want, table)
+    assert [n for n, _ in two_cores if n.startswith("rcfmt-scan")], "the blocks were not on the pool"
+    assert bool(_columns_pool(two_cores)) is split
