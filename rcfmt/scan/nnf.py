@@ -19,6 +19,7 @@ def _paren(e) -> str:
 
 __all__ = [
     "Ref", "BoundExpr", "Leaf", "Cmp", "Folded", "InSet", "NullCheck", "NanCheck", "Prefix", "BoundListContains",
+    "without_nan_checks",
     "BoundAnd", "BoundOr", "BoundNot", "is_list_type", "to_nnf", "fold", "columns", "leaves",
 ]
 
@@ -244,6 +245,30 @@ def _nnf(e: BoundExpr, neg: bool) -> BoundExpr:
     if isinstance(e, Leaf):
         return _nnf(e.negate(), False) if neg else e
     raise TypeError(f"not a bound expression: {e!r}")
+
+
+def without_nan_checks(expr: BoundExpr, nan_free) -> BoundExpr:
+    """``expr`` (in NNF) for data whose columns named in ``nan_free`` hold no NaN, the
+    same TRUE/FALSE/NULL per row: there ``is_nan`` is FALSE for every non-null value
+    (NULL for NULL), a :class:`Folded`, and such a leaf next to a comparison, set or
+    prefix leaf of its column (NULL exactly on that column's NULLs) is dropped where it
+    cannot change the answer -- FALSE in an OR, TRUE in an AND. NaN order (Polars and
+    Spark: ``x > 1.0`` is ``(x > 1.0) | is_nan(x)``) and the NOT of a float comparison
+    (``(x >= 5) | is_nan(x)``) thus leave a plain comparison, which the block executor
+    decides without the Python evaluation of an OR."""
+    if not nan_free:
+        return expr
+    if isinstance(expr, NanCheck):
+        if expr.column.name not in nan_free:
+            return expr
+        return Folded(expr.column, expr.negated, f"{expr!r}, no NaN in the data")
+    if not isinstance(expr, (BoundAnd, BoundOr)):
+        return expr
+    kids = [without_nan_checks(c, nan_free) for c in expr.children]
+    neutral = isinstance(expr, BoundAnd)  # (TRUE changes no AND, FALSE no OR)
+    witnesses = {k.column for k in kids if isinstance(k, (Cmp, InSet, Prefix))}
+    kept = [k for k in kids if not (isinstance(k, Folded) and k.value == neutral and k.column in witnesses)]
+    return type(expr).of(*kept)
 
 
 # =============================================================== helpers over trees

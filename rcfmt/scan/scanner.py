@@ -32,7 +32,7 @@ from ..index.bitmap.answer import BlockAnswer, to_mask
 from .evaluate import ColumnData, column_conjuncts, eval_nnf
 from ..storage.fetch import LOCAL_COALESCE_GAP
 from .fetch_plan import BlockGroups
-from .nnf import BoundAnd, BoundListContains, columns as expr_columns, leaves, to_nnf
+from .nnf import BoundAnd, BoundListContains, NanCheck, columns as expr_columns, leaves, to_nnf, without_nan_checks
 from .bind import bind
 from .block_exec import BlockColumns, BlockFilter
 from .plan import PRUNE_STAGES, BlockPlan, FilePlan
@@ -108,6 +108,11 @@ class FileScan(BlockPruning, PagePruning, BlockFetching, ColumnDecoding):
         self.nnf = None if self.bound is None else to_nnf(self.bound)
         self.filter_names = sorted(expr_columns(self.nnf)) if self.nnf is not None else []
         self.filter_ids = {name: file.column_index(name) for name in self.filter_names}
+        if self.nnf is not None:  # (is_nan of a column the file holds no NaN in: a constant)
+            self.nnf = without_nan_checks(self.nnf, {
+                leaf.column.name for leaf in leaves(self.nnf) if isinstance(leaf, NanCheck)
+                and leaf.column.name in self.filter_ids
+                and not file.footer.chunks[self.filter_ids[leaf.column.name]]["nan_count"].any()})
         # list_contains leaves: their element columns prune blocks (stats, bloom filters);
         # rows are decided on the lists, decoded for the candidate rows (not the elements)
         self.list_filters = {leaf.column.name: leaf.list_name for leaf in leaves(self.nnf)
