@@ -26,6 +26,7 @@ import pyarrow as pa
 
 from ..errors import CommitConflictError, InvalidDataError, InvalidOptionError, SchemaError, UnsupportedError
 from ..scan.positions import ROW_POSITION
+from ..schema.types import same_type
 from ..scan.residual import prepare_filter
 from . import log
 from .deletions import DeletionFileWriter, union
@@ -403,7 +404,7 @@ def _conformed_source(src: pa.Table, schema: pa.Schema, keys: list) -> pa.Table:
                               f"add it with Dataset.evolve first")
         field = schema.field(i)
         column = src.column(name)
-        if column.type != field.type:
+        if not same_type(column.type, field.type):
             try:
                 column = column.cast(field.type, safe=True)
             except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:

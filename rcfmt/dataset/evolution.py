@@ -25,7 +25,7 @@ import pyarrow as pa
 from ..schema import nested
 from ..errors import SchemaError
 from ..scan.nnf import BoundAnd, BoundListContains, BoundNot, BoundOr, Leaf
-from ..schema.types import logical_type_from_arrow, same_logical_type
+from ..schema.types import logical_type_from_arrow, same_logical_type, same_type
 
 __all__ = ["check_names", "widens", "merge_schemas", "column_ids", "file_renames", "renamed_expr"]
 
@@ -61,7 +61,7 @@ def _same_flat(a: pa.DataType, b: pa.DataType) -> bool:
 def widens(a: pa.DataType, b: pa.DataType) -> bool:
     """Whether every value of type ``a`` is a value of type ``b`` (``a`` may be read as
     ``b``): the same type, or a widening the module docstring lists."""
-    if a == b:
+    if same_type(a, b):
         return True
     if nested.is_nested(a) or nested.is_nested(b):
         return nested.same_shape(a, b, _same_flat)

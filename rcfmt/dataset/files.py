@@ -15,6 +15,7 @@ import pyarrow as pa
 from ..schema import nested
 from ..errors import InvalidDataError, InvalidOptionError, SchemaError
 from ..schema.arrow_io import take
+from ..schema.types import same_schema
 from ..file.reader import RcfmtFile
 from ..file.writer import Writer, append_checked, value_checker
 from ..interop.arrow import as_table
@@ -213,7 +214,7 @@ class FileSetWriter:
         table = as_table(data)
         if table.schema.names != self.schema.names:
             raise SchemaError(f"columns {table.schema.names} differ from the dataset's {self.schema.names}")
-        if not table.schema.equals(self.schema):
+        if not same_schema(table.schema, self.schema):
             try:  # (list views by rcfmt: Arrow's cast makes invalid lists of them)
                 columns = []
                 for column, field in zip(table.columns, self.schema):

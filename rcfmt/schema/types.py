@@ -463,6 +463,12 @@ def same_type(a: pa.DataType, b: pa.DataType) -> bool:
     return a == b and _runs_agree(a, b)
 
 
+def same_schema(a: pa.Schema, b: pa.Schema) -> bool:
+    """``a.equals(b)`` (names, types, nullability; metadata aside), types compared by
+    :func:`same_type`."""
+    return a.equals(b) and all(same_type(x.type, y.type) for x, y in zip(a, b))
+
+
 def _runs_agree(a: pa.DataType, b: pa.DataType) -> bool:
     """Whether the values of every run_end_encoded type in ``a`` and ``b`` (types pyarrow
     finds equal, so of one shape) are the same types."""
