@@ -486,3 +486,25 @@ def test_date_scalars_beyond_python_dates_bind_and_show(tmp_path):
         assert rcfmt.read_table(tmp_path / "d.rcfmt", filter=e).num_rows == 1
         assert str(days) in repr(e) or days == 5
     assert rcfmt.read_table(tmp_path / "d.rcfmt", filter=col("d") >= pa.scalar(0, pa.date64())).num_rows == 2
+
+
+def test_a_large_integer_in_list_bound_again_gives_each_column_its_own_members():
+    """A dataset binds one filter per file: a large IN-list's members are remembered by
+    the list, per column type -- a narrower column keeps only the members it can hold,
+    whichever column bound the list first."""
+    keys = tuple([-5, 3, 2**40, 7, 3] + list(range(100, 200)))
+    flt = col("k").isin(list(keys))
+    wide = pa.schema([("k", pa.int64())])
+    narrow = pa.schema([("k", pa.int32())])
+    unsigned = pa.schema([("k", pa.uint8())])
+    expected = {
+        wide: sorted(set(keys)),
+        narrow: sorted(v for v in set(keys) if -2**31 <= v < 2**31),
+        unsigned: sorted(v for v in set(keys) if 0 <= v < 256),
+    }
+    for schema in (wide, narrow, unsigned, wide, unsigned, narrow):
+        bound = bind(flt, schema)
+        assert isinstance(bound, InSet) and list(bound.values) == expected[schema], schema
+        assert bound.value_set.to_pylist() == expected[schema]
+    # another list of the same values is bound on its own
+    assert list(bind(col("k").isin(list(keys[:3]) + [1]), wide).values) == sorted({-5, 3, 2**40, 1})
