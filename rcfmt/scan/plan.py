@@ -36,7 +36,9 @@ class BlockPlan:
     candidate pages span in the file (``fetch``: ``(starts, ends)``, half-open).
     ``visible``: the block's rows a deletion vector leaves, when the filter is decided on
     the candidates first and the few deleted rows are taken out of its answer after (a
-    scattered delete must not turn a block's run of candidates into thousands)."""
+    scattered delete must not turn a block's run of candidates into thousands).
+    ``proven``: the filter's conjuncts the block's statistics prove TRUE on every row,
+    taken out of ``residual``."""
 
     block: int
     rows: int
@@ -45,6 +47,7 @@ class BlockPlan:
     index: str | None = None
     fetch: tuple[np.ndarray, np.ndarray] | None = None
     visible: Selection | None = None
+    proven: tuple[str, ...] = ()
 
     @property
     def candidate_rows(self) -> int:
@@ -58,7 +61,8 @@ class BlockPlan:
         ranges = self.candidates.to_ranges()
         out = {"block": self.block, "rows": self.rows, "candidate_rows": self.candidate_rows,
                "candidate_ranges": [[int(s), int(e)] for s, e in zip(ranges.starts, ranges.ends)],
-               "index": self.index, "residual": None if self.residual is None else str(self.residual)}
+               "index": self.index, "residual": None if self.residual is None else str(self.residual),
+               "proven": list(self.proven)}
         if self.fetch is not None:
             out["fetch"] = [[int(s), int(e)] for s, e in zip(*self.fetch)]
             out["fetch_bytes"] = self.fetch_bytes
@@ -71,6 +75,8 @@ class BlockPlan:
         index = f", bitmap index: {self.index}" if self.index else ""
         fetch = f", {self.fetch_bytes} bytes in {len(self.fetch[0])} ranges" if self.fetch is not None else ""
         decode = "" if self.residual is None else " -> decode"
+        if self.proven:
+            decode += f", proven by statistics: {' AND '.join(self.proven)}"
         return (f"block {self.block}: {self.candidate_rows}/{self.rows} candidate rows in {len(ranges)} ranges "
                 f"{shown}{more}{index}{fetch}{decode}")
 

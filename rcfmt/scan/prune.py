@@ -25,7 +25,7 @@ import numpy as np
 from ..schema.statistics import StatsArrays
 from .nnf import BoundExpr, BoundListContains, Cmp, Folded, InSet, Leaf, NanCheck, NullCheck, Prefix, fold, to_nnf
 
-__all__ = ["leaf_may_match", "may_match", "prefix_successor"]
+__all__ = ["always_true", "leaf_always_true", "leaf_may_match", "may_match", "prefix_successor"]
 
 _PY_OPS = {"==": operator.eq, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
 _NP_OPS = {"==": np.equal, "<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal}
@@ -88,6 +88,66 @@ def leaf_may_match(leaf: Leaf, stats: StatsArrays) -> np.ndarray:
     if isinstance(leaf, Prefix):
         return _prefix_may_match(leaf, stats, has, valid)
     raise TypeError(f"not a bound leaf: {leaf!r}")
+
+
+def always_true(expr: BoundExpr, stats_by_column: dict[str, StatsArrays], n: int) -> np.ndarray:
+    """Bool per unit: is ``expr`` (in NNF) TRUE on every row of the unit, as the same
+    guaranteed counts and bounds prove it? True: the unit's rows need no evaluation
+    (a block between a window's bounds); False: unknown. A column without stats proves
+    nothing; an AND needs every child proven, an OR one."""
+    def leaf(x):
+        stats = stats_by_column.get(x.column.name)
+        return np.zeros(n, bool) if stats is None else leaf_always_true(x, stats)
+
+    return fold(expr, leaf, np.logical_and, np.logical_or)
+
+
+def leaf_always_true(leaf: Leaf, stats: StatsArrays) -> np.ndarray:
+    """Bool per unit: is ``leaf`` TRUE on every row of the unit? Only the bounds'
+    guarantee is used (every non-null non-NaN value lies in ``[min, max]``, truncated
+    string bounds included), never their exactness: a NULL row makes a leaf NULL (so
+    no unit with one is proven, but for ``is_null``), and a NaN row makes a comparison
+    FALSE but for ``!=``."""
+    rows = np.asarray(stats.row_count, np.int64)
+    nulls = np.asarray(stats.null_count, np.int64)
+    nans = np.asarray(stats.nan_count, np.int64)
+    valid = rows - nulls
+    no_nulls = (nulls == 0) & (rows > 0)
+    ordered = valid - nans
+    has = np.asarray(stats.has_min_max, bool) & (ordered > 0)
+    if isinstance(leaf, NullCheck):
+        return (rows > 0) & (nulls == 0 if leaf.negated else nulls == rows)
+    if isinstance(leaf, NanCheck):
+        return no_nulls & (nans == 0 if leaf.negated else nans == rows)
+    if isinstance(leaf, Folded):
+        return no_nulls if leaf.value else np.zeros(len(rows), bool)
+    if isinstance(leaf, Cmp):
+        v, op = leaf.value, leaf.op
+        if op == "!=":  # (NaN != v is TRUE: only the ordered values must miss v)
+            outside = _compare(stats.min, ">", v, has) | _compare(stats.max, "<", v, has)
+            return no_nulls & ((ordered == 0) | outside)
+        if op == "==":
+            proven = _compare(stats.min, "==", v, has) & _compare(stats.max, "==", v, has)
+        elif op in (">", ">="):
+            proven = _compare(stats.min, op, v, has)
+        else:
+            proven = _compare(stats.max, op, v, has)
+        return no_nulls & (nans == 0) & proven
+    if isinstance(leaf, InSet):
+        if leaf.negated:  # (no member within the bounds; NOT IN with a NULL member is never TRUE)
+            if leaf.has_null:
+                return np.zeros(len(rows), bool)
+            return no_nulls & (nans == 0) & has & ~_any_member_within(leaf, stats, has)
+        if not leaf.values:
+            return np.zeros(len(rows), bool)
+        return no_nulls & (nans == 0) & _all_within_members(leaf, stats, has, _is_discrete(leaf))
+    if isinstance(leaf, Prefix) and not leaf.negated and leaf.prefix:
+        succ = prefix_successor(leaf.prefix)
+        inside = _compare(stats.min, ">=", leaf.prefix, has)
+        if succ is not None:
+            inside &= _compare(stats.max, "<", succ, has)
+        return no_nulls & inside
+    return np.zeros(len(rows), bool)  # (list leaves, negated prefixes: not proven)
 
 
 # ---------------------------------------------------------------- comparisons

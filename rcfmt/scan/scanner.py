@@ -36,6 +36,7 @@ from .nnf import BoundAnd, BoundListContains, NanCheck, columns as expr_columns,
 from .bind import bind
 from .block_exec import BlockColumns, BlockFilter
 from .plan import PRUNE_STAGES, BlockPlan, FilePlan
+from .prune import always_true
 from .block_pruning import INDEX_NARROWS, BlockPruning
 from .decoding import ColumnDecoding
 from .fetching import BlockFetching
@@ -167,6 +168,7 @@ class FileScan(BlockPruning, PagePruning, BlockFetching, ColumnDecoding):
         #: too few (:data:`COLUMN_SPLIT_BLOCKS`)
         self._column_threads = False
         self._column_groups: dict[tuple, list | None] = {}
+        self._proven: dict | None = None  # (_proven_conjuncts)
         self._planned_ranges: dict[int, RowRanges] = {}  # remote files: row ranges found while planning
         # does the page index prune pages for this filter here? (remote: fetched with the plan)
         self._page_probe = Probe(enabled=not file.remote)
@@ -349,14 +351,48 @@ class FileScan(BlockPruning, PagePruning, BlockFetching, ColumnDecoding):
         if answer is None or answer.count * INDEX_NARROWS > rows:
             # (an index that leaves many rows would only add gathers to a filter that
             # decodes its columns' pages anyway: it served to prune the block)
-            return BlockPlan(block, rows, candidates, self.nnf, visible=visible)
+            return self._less_proven(BlockPlan(block, rows, candidates, self.nnf, visible=visible))
         candidates = candidates.intersect(Selection.from_mask(to_mask(answer.maybe, rows), kind="bitmap"))
         if candidates.row_count == 0:
             stats.blocks_pruned_index += 1
             return None
         residual = answer.residual
-        return BlockPlan(block, rows, candidates, residual[0] if len(residual) == 1 else BoundAnd.of(*residual),
-                         "narrowed", visible=visible)
+        return self._less_proven(BlockPlan(block, rows, candidates, residual[0] if len(residual) == 1
+                                           else BoundAnd.of(*residual), "narrowed", visible=visible))
+
+    def _less_proven(self, plan: BlockPlan) -> BlockPlan:
+        """``plan`` without the conjuncts its block's statistics prove TRUE on every row
+        (:func:`~rcfmt.scan.prune.always_true`: a block inside a window's bounds decodes
+        no filter column for them); with none left, its candidates (less its deleted
+        rows) are exactly the matching rows."""
+        proven = self._proven_conjuncts()
+        if not proven:
+            return plan
+        conjuncts = plan.residual.children if isinstance(plan.residual, BoundAnd) else (plan.residual,)
+        left = [c for c in conjuncts if id(c) not in proven or not proven[id(c)][plan.block]]
+        if len(left) == len(conjuncts):
+            return plan
+        shown = tuple(str(c) for c in conjuncts if c not in left)
+        if left:
+            return replace(plan, residual=BoundAnd.of(*left), proven=shown)
+        candidates = plan.candidates if plan.visible is None else plan.candidates.intersect(plan.visible)
+        return replace(plan, candidates=candidates, residual=None, visible=None, proven=shown)
+
+    def _proven_conjuncts(self) -> dict:
+        """Per top-level conjunct of the filter (by ``id``) proven TRUE on every row of
+        some block, a bool per block; built once per scan, from the blocks' statistics.
+        None without checksum verification: a damaged page may then decode to values
+        its statistics do not bound, and the rows returned must still be those whose
+        decoded values pass the filter."""
+        if not self.file.verify_checksums:
+            return {}
+        if self._proven is None:
+            conjuncts = self.nnf.children if isinstance(self.nnf, BoundAnd) else (self.nnf,)
+            stats = {name: self.file.block_stats(name) for name in self.filter_names}
+            n = self.file.num_blocks
+            proven = {id(c): always_true(c, stats, n) for c in conjuncts}
+            self._proven = {k: v.tolist() for k, v in proven.items() if v.any()}  # (built alike by racing threads)
+        return self._proven
 
     def _asked(self, block: int, candidates: Selection, less_deleted: bool = True) -> Selection:
         """``candidates`` of ``block`` among the rows asked for (``rows=``, take), less

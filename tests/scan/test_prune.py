@@ -17,8 +17,8 @@ import rcfmt
 from rcfmt.scan.expr import And, col
 from rcfmt.scan.nnf import BoundAnd, Cmp, Leaf, to_nnf
 from rcfmt.scan.bind import bind
-from rcfmt.scan.prune import leaf_may_match, may_match, prefix_successor
-from rcfmt.scan.scanner import FileScan
+from rcfmt.scan.prune import always_true, leaf_always_true, leaf_may_match, may_match, prefix_successor
+from rcfmt.scan.scanner import FileScan, scan_file
 from rcfmt.schema.statistics import StatsArrays
 
 import strategies_expr as sx  # tests/ is on sys.path (tests/conftest.py)
@@ -318,3 +318,102 @@ def test_native_interval_page_masks_are_sound_and_as_tight(data, tmp_path_factor
 def _cmp(name, op, v):
     c = rcfmt.col(name)
     return {"<": c < v, "<=": c <= v, ">": c > v, ">=": c >= v, "==": c == v}[op]
+
+
+# =============================================================== units proven TRUE on every row
+@SETTINGS
+@given(data=st.data())
+def test_always_true_is_sound(data):
+    """A unit :func:`always_true` proves must have every row TRUE under the oracle
+    (NULL rows, NaN, -0.0, truncated string bounds, units without bounds), for random
+    trees with NOT; and where bounds are exact, a range comparison without NULL or NaN in
+    the unit is proven exactly when every row satisfies it."""
+    d = data.draw(sx.tables())
+    units = data.draw(sx.splits(d.table.num_rows))
+    truncate = data.draw(st.sampled_from([None, None, 1, 2, 3]))
+    stats = {}
+    for f in d.schema:
+        unknown = data.draw(st.lists(st.booleans(), min_size=len(units), max_size=len(units))) if data.draw(st.booleans()) else None
+        stats[f.name] = sx.brute_stats(d.values[f.name], f.type, units, truncate=truncate, unknown=unknown)
+    expr = data.draw(sx.exprs(d))
+    nnf = to_nnf(bind(expr, d.schema))
+    proven = always_true(nnf, stats, len(units))
+    mask = selection_mask(expr, d.table)
+    for u, (a, b) in enumerate(units):
+        if proven[u]:
+            assert mask[a:b].all(), f"unit {u} rows {a}:{b} proven TRUE but a row is not: {nnf!r}\nstats={stats}"
+
+
+@SETTINGS
+@given(data=st.data())
+def test_single_comparisons_are_proven_where_exact_bounds_allow(data):
+    d = data.draw(sx.tables(max_columns=1, max_rows=40))
+    (f,) = d.schema
+    units = data.draw(sx.splits(d.table.num_rows, max_units=8))
+    stats = sx.brute_stats(d.values[f.name], f.type, units)
+    expr = data.draw(sx.leaves(d))
+    nnf = to_nnf(bind(expr, d.schema))
+    if not (isinstance(nnf, Cmp) and nnf.op in ("<", "<=", ">", ">=")):
+        return
+    mask = selection_mask(expr, d.table)
+    got = leaf_always_true(nnf, stats)
+    for u, (a, b) in enumerate(units):
+        values = [v for v in d.values[f.name][a:b]]
+        clean = b > a and all(v is not None and not (isinstance(v, float) and math.isnan(v)) for v in values)
+        assert got[u] == (clean and bool(mask[a:b].all())), f"unit {u} of {nnf!r}: {values}"
+
+
+@pytest.mark.parametrize("expr, proven", [
+    ((col("x") >= 10) & (col("x") < 30), [False, True, True, False, False, False, False, False, False, False]),
+    (col("x") != 5, [False] + [True] * 9),
+    (col("x").isin(list(range(20, 40))), [False, False, True, True] + [False] * 6),
+    (~col("x").isin([5, 55]), [False, True, True, True, True, False, True, True, True, True]),
+    (col("x").is_valid(), [True] * 10),
+    ((col("x") < 10) | (col("x") >= 90), [True] + [False] * 8 + [True]),
+])
+def test_sorted_units_inside_a_window_are_proven(expr, proven):
+    stats = {"x": stats_of(SORTED, pa.int64(), TENS)}
+    assert always_true(to_nnf(bind(expr, pa.schema([("x", pa.int64())]))), stats, 10).tolist() == proven
+
+
+def test_nulls_and_nans_prove_nothing_but_their_own_checks():
+    values = [1.0, 2.0, None, 3.0, NAN, 4.0]
+    units = [(0, 2), (2, 4), (4, 6)]
+    stats = {"x": stats_of(values, pa.float64(), units)}
+    schema = pa.schema([("x", pa.float64())])
+    at = lambda e: always_true(to_nnf(bind(e, schema)), stats, 3).tolist()  # noqa: E731
+    assert at(col("x") > 0) == [True, False, False]  # (NULL, NaN: not TRUE)
+    assert at(col("x") != 10) == [True, False, True]  # (NaN != 10 is TRUE)
+    assert at(col("x").is_valid()) == [True, False, True]
+    assert at(~col("x").is_nan()) == [True, False, False]
+    assert at(col("x").is_null() | (col("x") > 0)) == [True, False, False]
+
+
+def test_a_scan_skips_the_filter_of_blocks_its_statistics_prove(tmp_path):
+    """Blocks inside a window decode no filter column; the rows and counts are the
+    oracle's, a deletion vector still applies, and the plan says what was proven."""
+    n = 10_000
+    table = pa.table({"t": pa.array(np.arange(n), pa.int64()), "v": pa.array(np.arange(n) % 7, pa.int32()),
+                      "s": pa.array([None if i % 13 == 0 else f"s{i}" for i in range(n)])})
+    path = tmp_path / "t.rcfmt"
+    rcfmt.write_table(table, path, block_rows=1_000, page_rows=100)
+    flt = (col("t") >= 1_500) & (col("t") < 7_250) & (col("v") != 9)
+    expected = table.filter(pa.array(selection_mask(flt, table)))
+    with rcfmt.open(path) as f:
+        scan = f.scan(["t", "s"], flt, use_threads=False)
+        plan = scan.plan()
+        got = scan.read()
+        assert scan.stats.rows_selected == expected.num_rows == scan_count(f, flt)
+        inner = [b for b in plan.blocks if 2 <= b.block <= 6]
+        assert inner and all(b.residual is None and len(b.proven) == 3 for b in inner)
+        edge = [b for b in plan.blocks if b.block in (1, 7)]
+        assert all(b.residual is not None for b in edge)
+        assert "proven by statistics" in plan.explain()
+        deleted = np.array([2_500, 2_501, 6_000, 7_100], np.int64)
+        less = scan_file(f, ["t"], flt, use_threads=False, deleted=deleted).read()
+    assert got.equals(expected.select(["t", "s"]))
+    assert less["t"].to_pylist() == [t for t in expected["t"].to_pylist() if t not in set(deleted.tolist())]
+
+
+def scan_count(f, flt) -> int:
+    return f.scan([], flt, use_threads=False).count()
