@@ -199,6 +199,13 @@ def _check_sound(d, expr, units, stats):
 @SETTINGS
 @given(data=st.data())
 def test_pruning_is_sound(data):
+    d, units, stats = _units_with_stats(data)
+    _check_sound(d, data.draw(sx.exprs(d)), units, stats)
+
+
+def _units_with_stats(data):
+    """A random table, its rows cut into units, and brute-force statistics per column
+    and unit (string bounds truncated or not, some units without bounds)."""
     d = data.draw(sx.tables())
     units = data.draw(sx.splits(d.table.num_rows))
     truncate = data.draw(st.sampled_from([None, None, 1, 2, 3]))
@@ -206,7 +213,7 @@ def test_pruning_is_sound(data):
     for f in d.schema:
         unknown = data.draw(st.lists(st.booleans(), min_size=len(units), max_size=len(units))) if data.draw(st.booleans()) else None
         stats[f.name] = sx.brute_stats(d.values[f.name], f.type, units, truncate=truncate, unknown=unknown)
-    _check_sound(d, data.draw(sx.exprs(d)), units, stats)
+    return d, units, stats
 
 
 @SETTINGS
@@ -326,15 +333,8 @@ def _cmp(name, op, v):
 def test_always_true_is_sound(data):
     """A unit :func:`always_true` proves must have every row TRUE under the oracle
     (NULL rows, NaN, -0.0, truncated string bounds, units without bounds), for random
-    trees with NOT; and where bounds are exact, a range comparison without NULL or NaN in
-    the unit is proven exactly when every row satisfies it."""
-    d = data.draw(sx.tables())
-    units = data.draw(sx.splits(d.table.num_rows))
-    truncate = data.draw(st.sampled_from([None, None, 1, 2, 3]))
-    stats = {}
-    for f in d.schema:
-        unknown = data.draw(st.lists(st.booleans(), min_size=len(units), max_size=len(units))) if data.draw(st.booleans()) else None
-        stats[f.name] = sx.brute_stats(d.values[f.name], f.type, units, truncate=truncate, unknown=unknown)
+    trees with NOT."""
+    d, units, stats = _units_with_stats(data)
     expr = data.draw(sx.exprs(d))
     nnf = to_nnf(bind(expr, d.schema))
     proven = always_true(nnf, stats, len(units))
@@ -347,6 +347,8 @@ def test_always_true_is_sound(data):
 @SETTINGS
 @given(data=st.data())
 def test_single_comparisons_are_proven_where_exact_bounds_allow(data):
+    """Where bounds are exact, a range comparison is proven on a unit exactly when the
+    unit holds no NULL or NaN and every row satisfies it."""
     d = data.draw(sx.tables(max_columns=1, max_rows=40))
     (f,) = d.schema
     units = data.draw(sx.splits(d.table.num_rows, max_units=8))
