@@ -439,7 +439,8 @@ class FileScan(BlockPruning, PagePruning, BlockFetching, ColumnDecoding):
                 if plan.residual is None and not self.col_ids and plan.index == "exact":
                     ranges = None  # answered by the index: nothing to read
                 else:
-                    cols = needed if plan.residual is not None else self.col_ids
+                    cols = self.col_ids if plan.residual is None else needed if plan.residual is self.nnf else \
+                        self._needed_by(plan.residual)
                     ranges = self._byte_ranges(block, {c: self._plan_column(block, c, plan.candidates, cache, scratch)
                                                        for c in cols}, cache)
                 plan = replace(plan, fetch=ranges if ranges is not None else (np.zeros(0, np.int64),) * 2)
@@ -457,6 +458,12 @@ class FileScan(BlockPruning, PagePruning, BlockFetching, ColumnDecoding):
                         filter=None if self.nnf is None else str(self.nnf), blocks_total=hi - lo,
                         rows_total=self.stats.rows_total, pruned={k: tuple(sorted(v)) for k, v in pruned.items()},
                         pushed=pushed, mask_only=tuple(sorted(mask_only)), after_decode=after, blocks=tuple(plans))
+
+    def _needed_by(self, residual) -> list[int]:
+        """The stored columns a block whose filter is ``residual`` reads: those of its
+        row filter, then the projected ones."""
+        names = expr_columns(residual)
+        return list(dict.fromkeys([*(c for n, c in self.row_filter_ids.items() if n in names), *self.col_ids]))
 
     def explain(self) -> str:
         """The plan as text: what pruned which blocks, the candidate rows and bytes of

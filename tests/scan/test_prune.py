@@ -411,6 +411,15 @@ def test_a_scan_skips_the_filter_of_blocks_its_statistics_prove(tmp_path):
         edge = [b for b in plan.blocks if b.block in (1, 7)]
         assert all(b.residual is not None for b in edge)
         assert "proven by statistics" in plan.explain()
+        s_only = f.scan(["s"], flt, use_threads=False).plan()  # (a proven block reads s alone)
+        s_col = f.column_index("s")
+        for b in s_only.blocks:
+            chunk = f.footer.chunks[s_col][b.block]
+            lo, hi = int(chunk["offset"]), int(chunk["offset"]) + int(chunk["length"])
+            inside = bool(((b.fetch[0] >= lo) & (b.fetch[1] <= hi)).all())
+            assert inside == (b.residual is None), b  # (an edge block reads its filter column t too)
+            v = f.footer.chunks[f.column_index("v")][b.block]  # (v != 9 is proven everywhere: never read)
+            assert not ((b.fetch[0] < int(v["offset"]) + int(v["length"])) & (b.fetch[1] > int(v["offset"]))).any()
         deleted = np.array([2_500, 2_501, 6_000, 7_100], np.int64)
         less = scan_file(f, ["t"], flt, use_threads=False, deleted=deleted).read()
     assert got.equals(expected.select(["t", "s"]))
