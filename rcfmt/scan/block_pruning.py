@@ -35,7 +35,7 @@ class BlockPruning:
         lo, hi = self.block_range
         if self.nnf is None:
             return list(range(lo, hi))
-        stats = {name: self.file.block_stats(name) for name in self.filter_names}
+        stats = self._filter_stats = {name: self.file.block_stats(name) for name in self.filter_names}
         keep = may_match(self.nnf, stats, n)
         keep[:lo] = False
         keep[hi:] = False

@@ -169,6 +169,7 @@ class FileScan(BlockPruning, PagePruning, BlockFetching, ColumnDecoding):
         self._column_threads = False
         self._column_groups: dict[tuple, list | None] = {}
         self._proven: dict | None = None  # (_proven_conjuncts)
+        self._filter_stats: dict = {}  # the filter columns' block statistics (read by _prune_blocks)
         self._planned_ranges: dict[int, RowRanges] = {}  # remote files: row ranges found while planning
         # does the page index prune pages for this filter here? (remote: fetched with the plan)
         self._page_probe = Probe(enabled=not file.remote)
@@ -388,7 +389,7 @@ class FileScan(BlockPruning, PagePruning, BlockFetching, ColumnDecoding):
             return {}
         if self._proven is None:
             conjuncts = self.nnf.children if isinstance(self.nnf, BoundAnd) else (self.nnf,)
-            stats = {name: self.file.block_stats(name) for name in self.filter_names}
+            stats = self._filter_stats  # (the blocks' statistics pruning read)
             n = self.file.num_blocks
             proven = {id(c): always_true(c, stats, n) for c in conjuncts}
             self._proven = {k: v.tolist() for k, v in proven.items() if v.any()}  # (built alike by racing threads)
