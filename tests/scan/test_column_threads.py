@@ -200,3 +200,25 @@ def test_few_threaded_blocks_split_their_columns_and_many_do_not(tmp_path, two_c
     assert _same(got, table) and _same(want, table)
     assert [n for n, _ in two_cores if n.startswith("rcfmt-scan")], "the blocks were not on the pool"
     assert bool(_columns_pool(two_cores)) is split
+
+
+def test_a_corrupt_nested_field_on_the_pool_raises_the_error_of_one_thread(tmp_path, two_cores):
+    """A nested field assembled on the pool beside the flat columns: its damaged chunk
+    raises the located error one thread raises, after every field's work is done."""
+    path = tmp_path / "t.rcfmt"
+    rcfmt.write_table(_table().select(["i", "l", "st"]), path, page_rows=512)
+    with rcfmt.open(path) as f:
+        element = next(c for c, col in enumerate(f.footer.columns) if col.name.startswith("l."))
+        chunk = f.footer.chunks[element][0]
+        at = int(chunk["offset"]) + int(chunk["length"]) // 2
+    with open(path, "r+b") as out:
+        out.seek(at)
+        byte = out.read(1)
+        out.seek(at)
+        out.write(bytes([byte[0] ^ 0x5A]))
+    with pytest.raises(CorruptFileError) as one:
+        rcfmt.read_table(path, use_threads=False)
+    with pytest.raises(CorruptFileError) as many:
+        rcfmt.read_table(path, use_threads=True)
+    assert type(many.value) is type(one.value) and str(many.value) == str(one.value)
+    assert _columns_pool(two_cores)
