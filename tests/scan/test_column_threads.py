@@ -207,15 +207,7 @@ def test_a_corrupt_nested_field_on_the_pool_raises_the_error_of_one_thread(tmp_p
     raises the located error one thread raises, after every field's work is done."""
     path = tmp_path / "t.rcfmt"
     rcfmt.write_table(_table().select(["i", "l", "st"]), path, page_rows=512)
-    with rcfmt.open(path) as f:
-        element = next(c for c, col in enumerate(f.footer.columns) if col.name.startswith("l."))
-        chunk = f.footer.chunks[element][0]
-        at = int(chunk["offset"]) + int(chunk["length"]) // 2
-    with open(path, "r+b") as out:
-        out.seek(at)
-        byte = out.read(1)
-        out.seek(at)
-        out.write(bytes([byte[0] ^ 0x5A]))
+    _corrupt_chunk(path, "l.item")  # (the list's elements)
     with pytest.raises(CorruptFileError) as one:
         rcfmt.read_table(path, use_threads=False)
     with pytest.raises(CorruptFileError) as many:
