@@ -570,3 +570,51 @@ def test_first_scans_decoding_the_projection_in_the_filters_call_in_a_fresh_inte
                               cwd=ROOT, timeout=120, env=env)
         assert proc.returncode == 0, proc.stderr[-800:]
         assert json.loads(proc.stdout) == [[0, want.num_rows, x, False], [1, want.num_rows, x, True]], proc.stdout
+
+
+_ONE_BLOCK_CHILD = r"""
+import hashlib, json, os, sys, threading
+import rcfmt
+out, errors = [], []
+def read(k):
+    try:  # (default options: threads on, the default thread rule)
+        t = rcfmt.read_table(sys.argv[1], columns=None if k % 2 else ["a", "l", "st"])
+        out.append((k % 2, t.num_rows, hashlib.sha256(repr(t.to_pydict()).encode()).hexdigest()))
+    except Exception as exc:
+        errors.append(repr(exc))
+threads = [threading.Thread(target=read, args=(k,)) for k in range(4)]
+[t.start() for t in threads]
+[t.join() for t in threads]
+pool = any(t.name.startswith("rcfmt-columns") for t in threading.enumerate())
+print(json.dumps(errors or [sorted(set(out)), pool or (os.cpu_count() or 1) < 2]))
+"""
+
+
+def test_first_reads_of_a_one_block_file_split_its_columns_in_a_fresh_interpreter(tmp_path):
+    """A fresh interpreter's first reads, from four threads at once, of a one-block file
+    (flat columns, a list and a struct, megabytes of them): its columns decoded and its
+    nested fields assembled on the "columns" pool, made on first use by racing readers;
+    the rows those of one thread in this process."""
+    import hashlib
+    import json
+
+    rng = np.random.default_rng(36)
+    n = 200_000
+    table = pa.table({"a": np.arange(n), "f": rng.standard_normal(n), "s": [f"v{i % 977}" for i in range(n)],
+                      "l": pa.array([list(range(i % 4)) for i in range(n)], pa.list_(pa.int32())),
+                      "st": pa.array([{"x": i, "y": f"y{i % 5}"} for i in range(n)],
+                                     pa.struct([("x", pa.int64()), ("y", pa.string())]))})
+    path = tmp_path / "one.rcfmt"
+    rcfmt.write_table(table, path)
+    with rcfmt.open(path) as f:
+        assert f.num_blocks == 1
+    digest = {k: hashlib.sha256(repr(rcfmt.read_table(path, columns=None if k else ["a", "l", "st"],
+                                                      use_threads=False).to_pydict()).encode()).hexdigest()
+              for k in (0, 1)}
+    env = {k: v for k, v in os.environ.items() if k != "RCFMT_PARALLEL_BLOCK_BYTES"}
+    proc = subprocess.run([sys.executable, "-c", _ONE_BLOCK_CHILD, str(path)], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120, env=env)
+    assert proc.returncode == 0, proc.stderr[-800:]
+    got, pooled = json.loads(proc.stdout)
+    assert got == [[0, n, digest[0]], [1, n, digest[1]]]
+    assert pooled, "no rcfmt-columns thread on a machine of several cores"
