@@ -255,27 +255,36 @@ def _plain_int_members(ref: Ref, values) -> set | None:
     return out
 
 
-#: :func:`_sorted_plain_int_members` of the last large IN-lists, by ``id`` of the values
-#: tuple (kept here, so the id is not reused while cached): a dataset scan binds one
-#: filter once per file, and a merge's 10,000 keys cost ~2.5 ms to check and sort each
-#: time (a third of the key scan of a 12-file upsert)
+#: The leaves :func:`_bind_isin` bound of the last large IN-lists of plain integers, by
+#: ``id`` of the values tuple (kept here, so the id is not reused while cached) and the
+#: column: a dataset scan binds one filter once per file, and a merge's 10,000 keys cost
+#: ~2.5 ms to check and sort each time, and ~1 ms more to turn into the arrays pruning
+#: and the kernel take (a leaf keeps those: see ``prune._sorted_members``)
 _MEMBERS: dict[int, tuple] = {}
 _MEMBERS_CACHED = 16
 _MEMBERS_FROM = 64
 
 
-def _sorted_plain_int_members(ref: Ref, values: tuple) -> tuple | None:
-    """:func:`_plain_int_members` sorted, remembered for large IN-lists."""
+def _plain_int_leaf(ref: Ref, values: tuple) -> "InSet | None":
+    """The InSet of :func:`_plain_int_members` (None when those are None), the same
+    leaf again for a large IN-list bound to an equal column before."""
     hit = _MEMBERS.get(id(values))
-    if hit is not None and hit[0] is values and hit[1] == ref.ltype:
-        return hit[2]
+    if hit is not None and hit[0] is values:
+        leaf = hit[1].get(ref)
+        if leaf is not None:
+            return leaf
     plain = _plain_int_members(ref, values)
-    out = None if plain is None else tuple(sorted(plain))
+    if plain is None:
+        return None
+    members = tuple(sorted(plain))
+    leaf = InSet(ref, members, False, False, arrow_values(ref, members))
     if len(values) >= _MEMBERS_FROM:
-        if len(_MEMBERS) >= _MEMBERS_CACHED:
-            _MEMBERS.clear()
-        _MEMBERS[id(values)] = (values, ref.ltype, out)
-    return out
+        if hit is None or hit[0] is not values:
+            if len(_MEMBERS) >= _MEMBERS_CACHED:
+                _MEMBERS.clear()
+            hit = _MEMBERS[id(values)] = (values, {})
+        hit[1][ref] = leaf
+    return leaf
 
 
 _PLAIN_INTS = frozenset(("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"))
@@ -285,9 +294,9 @@ def _bind_isin(ref: Ref, e: IsIn) -> tuple[InSet, bool]:
     """The members of ``e`` other than NaN as an InSet, and whether NaN is one."""
     has_null, has_nan, members = False, False, set()
     dom = _domain(ref.ltype)
-    values = _sorted_plain_int_members(ref, e.values)
-    if values is not None:  # (a merge's thousands of integer keys: no per-value binding)
-        return InSet(ref, values, False, False, arrow_values(ref, values)), False
+    leaf = _plain_int_leaf(ref, e.values)
+    if leaf is not None:  # (a merge's thousands of integer keys: no per-value binding)
+        return leaf, False
     for v in e.values:
         if v is None or (isinstance(v, pa.Scalar) and not v.is_valid):
             has_null = True

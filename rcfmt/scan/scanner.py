@@ -53,9 +53,6 @@ __all__ = ["ScanStats", "FileScan", "scan_file"]
 
 _LENGTH = ("length",)
 
-#: a local block whose candidates a filter the executor decides wholly reads in whole
-#: chunks has its projected flat columns decoded in the same native call, at the rows it
-#: picks, their whole chunks read with the filter's before it says which rows it keeps --
 #: a block whose deletion vector deletes at most 1/DEFER_DELETED of its rows has its filter
 #: decided on the candidates as they are, the deleted rows taken out of the answer after
 #: (:meth:`FileScan._deferred`): scattered deleted rows would otherwise cut a run of
@@ -63,6 +60,9 @@ _LENGTH = ("length",)
 #: (TPC-H Q6 after 1,000 scattered deletes: 1.28x the time before)
 DEFER_DELETED = 16
 
+#: a local block whose candidates a filter the executor decides wholly reads in whole
+#: chunks has its projected flat columns decoded in the same native call, at the rows it
+#: picks, their whole chunks read with the filter's before it says which rows it keeps --
 #: when they hold at most this many times the filter columns' bytes: a selective filter
 #: then reads at most that much in vain, a dense one saves a read and a call per block
 #: (TPC-H Q6 on unclustered lineitem: 1.1x); a projection of many columns (a lookup of

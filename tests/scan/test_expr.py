@@ -502,9 +502,14 @@ def test_a_large_integer_in_list_bound_again_gives_each_column_its_own_members()
         narrow: sorted(v for v in set(keys) if -2**31 <= v < 2**31),
         unsigned: sorted(v for v in set(keys) if 0 <= v < 256),
     }
+    first = {}
     for schema in (wide, narrow, unsigned, wide, unsigned, narrow):
         bound = bind(flt, schema)
         assert isinstance(bound, InSet) and list(bound.values) == expected[schema], schema
         assert bound.value_set.to_pylist() == expected[schema]
+        # the leaf itself is kept (with the arrays pruning makes of it), per column
+        assert first.setdefault(schema, bound) is bound
+    other = bind(col("j").isin(flt.values), pa.schema([("j", pa.int64())]))  # (the same values tuple)
+    assert other.column.name == "j" and other is not first[wide] and other.values == first[wide].values
     # another list of the same values is bound on its own
     assert list(bind(col("k").isin(list(keys[:3]) + [1]), wide).values) == sorted({-5, 3, 2**40, 1})
