@@ -113,7 +113,9 @@ def test_random_extensions_of_nested_types_round_trip(tmp_path_factory, data):
             assert_same(pa.Table.from_batches(batches, schema=f.schema), table)
         if f.num_rows:
             got = f.read(filter=col("id") >= f.num_rows // 2)
-            assert_same(got, table.filter(pc.greater_equal(table["id"], f.num_rows // 2)))
+            # (ids ascend from 0: the rows kept are a slice -- pyarrow 26's filter and take
+            # misread a sliced fixed_size_list of fixed_size_lists, two levels of offsets)
+            assert_same(got, table.slice(f.num_rows // 2))
     assert "nested_extensions" in _footer_json(path)["required_features"]
 
 

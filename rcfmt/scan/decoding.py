@@ -31,7 +31,7 @@ from .block_exec import BlockColumns
 from .evaluate import ColumnData
 from .gather import empty_values
 from .scan_stats import ScanStats
-from .scheduling import column_groups
+from .scheduling import column_groups, columns_worth_threads
 from .selection import Selection
 
 __all__ = ["ColumnDecoding"]
@@ -109,8 +109,8 @@ class ColumnDecoding:
             groups = column_groups(scanned.sum(axis=0), cpu_threads())
             self._column_groups[key] = None if groups is None else [[cols[i] for i in g] for g in groups]
         groups = self._column_groups[key]
-        if groups is None or column_groups(self.file.footer.chunk_fields(("uncompressed_size",))[block, cols, 0],
-                                           len(groups)) is None:
+        if groups is None or not columns_worth_threads(
+                self.file.footer.chunk_fields(("uncompressed_size",))[block, cols, 0], len(groups)):
             return None
         return groups
 
@@ -245,15 +245,15 @@ class ColumnDecoding:
         """Futures of the nested outputs of ``block`` at the rows ``selection`` selects,
         each assembled on the pool (``(array, its own ScanStats)``, by output position)
         while this thread decodes the flat columns ``rest`` -- when the scan runs one block
-        at a time and :func:`~rcfmt.scan.scheduling.column_groups` finds the work worth
-        splitting (each nested field and the flat columns together a unit, by bytes);
+        at a time and :func:`~rcfmt.scan.scheduling.columns_worth_threads` finds the work
+        worth splitting (each nested field and the flat columns together a unit, by bytes);
         None otherwise. Local files only (a remote file's reads are planned per block)."""
         if not self._nested_outputs or self.file.remote:
             return None
         sizes = self.file.footer.chunk_fields(("uncompressed_size",))[block, :, 0]
         positions = [i for i, out in enumerate(self.outputs) if not isinstance(out, int)]
         units = [int(sizes[rest].sum())] + [int(sizes[self.outputs[i].columns()].sum()) for i in positions]
-        if column_groups(units, cpu_threads()) is None or len(positions) < 2 and not rest:
+        if not columns_worth_threads(units, cpu_threads()) or len(positions) < 2 and not rest:
             return None
 
         def assemble(node):

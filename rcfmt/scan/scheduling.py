@@ -64,18 +64,26 @@ def blocks_worth_threads(sizes) -> bool:
     return len(sizes) > 1 and int(sum(sizes)) >= PARALLEL_BLOCK_BYTES * len(sizes)
 
 
-def column_groups(sizes, threads: int) -> list[list[int]] | None:
-    """How a block's columns are split among ``threads`` workers when its blocks are not
-    (a one-block file, or one block left by pruning): positions into ``sizes`` (the
-    columns' uncompressed bytes in the block) in groups of about equal bytes, largest
-    first onto the lightest group, each group's positions ascending; None when one
-    thread is better -- fewer than two columns or threads, or less than
+def columns_worth_threads(sizes, threads: int) -> bool:
+    """Whether a block's columns (``sizes``: their uncompressed bytes in it) are worth
+    splitting among ``threads`` workers: at least two columns and threads, and
     :data:`PARALLEL_BLOCK_BYTES` per group (each group's hand-off of the GIL must pay
     for itself, as a block's does)."""
-    sizes = [int(s) for s in sizes]
     n = min(threads, len(sizes))
-    if n < 2 or sum(sizes) < PARALLEL_BLOCK_BYTES * n:
+    return n >= 2 and int(sum(int(s) for s in sizes)) >= PARALLEL_BLOCK_BYTES * n
+
+
+def column_groups(sizes, threads: int) -> list[list[int]] | None:
+    """How a block's columns are split among ``threads`` workers when its blocks are not
+    (a one-block file, one block left by pruning, or fewer blocks than the cores can
+    share): positions into ``sizes`` (the columns' uncompressed bytes in the block) in
+    groups of about equal bytes, largest first onto the lightest group, each group's
+    positions ascending; None when one thread is better (see
+    :func:`columns_worth_threads`)."""
+    sizes = [int(s) for s in sizes]
+    if not columns_worth_threads(sizes, threads):
         return None
+    n = min(threads, len(sizes))
     loads = [0] * n
     groups: list[list[int]] = [[] for _ in range(n)]
     for i in sorted(range(len(sizes)), key=lambda i: -sizes[i]):

@@ -51,14 +51,6 @@ def combine_chunks(arr: pa.ChunkedArray) -> pa.Array:
     return concat_runs(arr.chunks, arr.type)
 
 
-def concat_arrays(arrays: list) -> pa.Array:
-    """``pa.concat_arrays(arrays)`` (non-empty, of one type), also where that type holds
-    run_end_encoded types (:func:`rcfmt.schema.gather.concat_runs`)."""
-    from .gather import concat_runs
-
-    return concat_runs(arrays, arrays[0].type)
-
-
 def _validity_buffer(arr: pa.Array) -> pa.Buffer | None:
     """``arr``'s validity as a bitmap starting at bit 0 (None without nulls)."""
     if not arr.null_count:

@@ -35,13 +35,13 @@ import pyarrow as pa
 
 from ..encodings.base import ColumnValues
 from ..errors import CorruptFileError, InvalidDataError, SchemaError
-from .annotated import concat_arrays, from_storage
+from .annotated import from_storage
 from .annotated import to_storage as annotated_to_storage
 from .arrow_io import filter_rows, one_array, struct_fields, take, to_arrow, to_numpy, validity
 from .types import LogicalType, extension_key, logical_type_from_arrow, resolved_extension, same_type
 from .names import ambiguous_name
 # (the storage form of nested arrays, shredded here: dictionaries decoded, views as lists)
-from .gather import holds, holds_runs
+from .gather import concat_runs, holds, holds_runs
 from .nested_storage import encode_as, is_nested, is_nested_extension, storage_type, to_storage, without_runs
 from .nested_runs import decode_runs, encode_runs
 # (what filters and datasets see of nested schemas: re-exported for them)
@@ -408,7 +408,7 @@ def _elements(values: pa.Array, offsets: np.ndarray, nulls: np.ndarray | None) -
     # fixed_size_list of fixed_size_lists at the wrong place (values from elsewhere)
     edges = np.flatnonzero(np.diff(np.concatenate(([False], keep, [False])).astype(np.int8)))
     runs = [values.slice(lo + int(a), int(b - a)) for a, b in zip(edges[::2], edges[1::2])]
-    return concat_arrays(runs) if runs else values.slice(lo, 0)
+    return concat_runs(runs, runs[0].type) if runs else values.slice(lo, 0)
 
 
 def _row_children(arr: pa.Array, column: int) -> list[pa.Array]:

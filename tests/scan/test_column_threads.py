@@ -17,7 +17,7 @@ import rcfmt
 from rcfmt import col
 from rcfmt.errors import ChecksumError, CorruptFileError
 from rcfmt.scan import block_exec, decoding, scanner
-from rcfmt.scan.scheduling import PARALLEL_BLOCK_BYTES, column_groups
+from rcfmt.scan.scheduling import PARALLEL_BLOCK_BYTES, column_groups, columns_worth_threads
 
 N = 6_000
 
@@ -27,6 +27,8 @@ N = 6_000
 def test_column_groups_cover_every_column_once_and_balance_bytes(sizes, threads):
     groups = column_groups(sizes, threads)
     n = min(threads, len(sizes))
+    # (the yes/no the scan asks before it splits: the same answer, without the groups)
+    assert columns_worth_threads(sizes, threads) == (groups is not None)
     if n < 2 or sum(sizes) < PARALLEL_BLOCK_BYTES * n:
         assert groups is None
         return
