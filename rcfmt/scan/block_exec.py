@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..runtime import memory
+from .._native import abi as _abi
 from .._native import block as _block
 from .._native import filters as _filters
 from ..encodings import by_id
@@ -37,8 +38,8 @@ __all__ = ["BlockColumns", "BlockFilter", "SKIPPED"]
 #: was already empty)
 SKIPPED = "skipped"
 
-_KINDS = {PhysicalKind.FIXED: _block.KIND_FIXED, PhysicalKind.BOOL: _block.KIND_BOOL,
-          PhysicalKind.VARBINARY: _block.KIND_VARBINARY}
+_KINDS = {PhysicalKind.FIXED: _abi.KIND_FIXED, PhysicalKind.BOOL: _abi.KIND_BOOL,
+          PhysicalKind.VARBINARY: _abi.KIND_VARBINARY}
 #: encodings the executor decodes, per physical kind (PLAIN, DICTIONARY, RLE, BITPACK,
 #: DELTA, ALP, DELTA_LENGTH, BYTE_SPLIT, ALP_SPLIT); a chunk in any other is refused (no
 #: writer makes one: every encoding that can hold a type is here)
@@ -80,24 +81,24 @@ class BlockColumns:
         self.then = then
         filtered = [filters is not None and i < len(self.cols) - then for i in range(len(self.cols))]
         self.ltypes = [footer.columns[c].type for c in self.cols]
-        spec = np.zeros((len(self.cols), _block.S_COLS), np.int64)
+        spec = np.zeros((len(self.cols), _abi.S_COLS), np.int64)
         for i, (col, ltype) in enumerate(zip(self.cols, self.ltypes)):
             decimal = ltype.name == "decimal128"
-            spec[i, _block.S_KIND] = _KINDS[ltype.kind]
-            spec[i, _block.S_WIDTH] = ltype.width
-            spec[i, _block.S_SIGNED] = ltype.is_signed
-            spec[i, _block.S_DECIMAL] = decimal
-            spec[i, _block.S_PRECISION] = (ltype.precision or 0) if decimal else 0
-            spec[i, _block.S_UTF8] = ltype.name == "string"
-            spec[i, _block.S_LARGE] = bool(ltype.large)
-            spec[i, _block.S_CODES] = col in dictionary_ids or filtered[i]
-            spec[i, _block.S_ENCODINGS] = _encodings(ltype)
-            spec[i, _block.S_DISCARD] = bool(discard and discard[i])
+            spec[i, _abi.S_KIND] = _KINDS[ltype.kind]
+            spec[i, _abi.S_WIDTH] = ltype.width
+            spec[i, _abi.S_SIGNED] = ltype.is_signed
+            spec[i, _abi.S_DECIMAL] = decimal
+            spec[i, _abi.S_PRECISION] = (ltype.precision or 0) if decimal else 0
+            spec[i, _abi.S_UTF8] = ltype.name == "string"
+            spec[i, _abi.S_LARGE] = bool(ltype.large)
+            spec[i, _abi.S_CODES] = col in dictionary_ids or filtered[i]
+            spec[i, _abi.S_ENCODINGS] = _encodings(ltype)
+            spec[i, _abi.S_DISCARD] = bool(discard and discard[i])
         self.spec = spec
         # (a copy: C-contiguous per block, as the executor reads it)
         chunks = np.ascontiguousarray(footer.chunk_fields(_CHUNK_FIELDS)[:, self.cols, :])
         self.chunks = chunks
-        self.pages = chunks[:, :, _block.C_PAGES].sum(axis=1).tolist()
+        self.pages = chunks[:, :, _abi.C_PAGES].sum(axis=1).tolist()
         self._gap = gap
         self._whole = None  # (what :meth:`ranges` needs, worked out on its first call)
         #: the Arrow type each column is wrapped as here (None: by the scan, as the Python
@@ -113,9 +114,9 @@ class BlockColumns:
         they make one range, else ``(lo, hi, False)``, sorted, for the caller to coalesce."""
         if self._whole is None:
             chunks = self.chunks
-            order = np.argsort(chunks[:, :, _block.C_OFFSET], axis=1, kind="stable")
-            lo = np.take_along_axis(chunks[:, :, _block.C_OFFSET], order, axis=1)
-            hi = lo + np.take_along_axis(chunks[:, :, _block.C_LENGTH], order, axis=1)
+            order = np.argsort(chunks[:, :, _abi.C_OFFSET], axis=1, kind="stable")
+            lo = np.take_along_axis(chunks[:, :, _abi.C_OFFSET], order, axis=1)
+            hi = lo + np.take_along_axis(chunks[:, :, _abi.C_LENGTH], order, axis=1)
             # blocks whose chunks make one range once merged (``gap``: what coalescing
             # allows; the chunks of a block lie side by side): one read, worked out once
             top = np.maximum.accumulate(hi, axis=1)
@@ -173,7 +174,7 @@ class BlockColumns:
         for i, (status, page, at, valid_at, nulls, _size, keep, dsize, pages_i, rows_i) in enumerate(results.tolist()):
             pages_read += pages_i
             rows_read += rows_i
-            if status and status != _block.ST_SKIPPED:
+            if status and status != _abi.ST_SKIPPED:
                 raise_refused(self.file, block, self.cols[i], status, page, buf, base, rows,
                               None if pages is None else pages[i])
             if status or (unused is not None and unused[i]):

@@ -15,22 +15,22 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._native import block as _block
+from .._native import abi as _abi
 from ..errors import CorruptFileError, RcfmtError, UnsupportedError
 from ..schema.arrow_io import too_big
 
 __all__ = ["raise_refused"]
 
 _STATUS = {
-    _block.ST_UNSUPPORTED: "an encoding or filter it has no kernel for",
-    _block.ST_CHUNK: "its chunk record disagrees with the bytes",
-    _block.ST_PAGES: "a page header or body fails its checks",
-    _block.ST_COUNTS: "its pages disagree with the footer",
-    _block.ST_DICTIONARY: "its dictionary page disagrees with its record",
-    _block.ST_VALUES: "a page's values fail their checks",
-    _block.ST_INVALID: "a value Arrow would refuse",
-    _block.ST_PYTHON: "a codec raised",
-    _block.ST_UNLISTED: "a wanted row lies in none of the pages listed",
+    _abi.ST_UNSUPPORTED: "an encoding or filter it has no kernel for",
+    _abi.ST_CHUNK: "its chunk record disagrees with the bytes",
+    _abi.ST_PAGES: "a page header or body fails its checks",
+    _abi.ST_COUNTS: "its pages disagree with the footer",
+    _abi.ST_DICTIONARY: "its dictionary page disagrees with its record",
+    _abi.ST_VALUES: "a page's values fail their checks",
+    _abi.ST_INVALID: "a value Arrow would refuse",
+    _abi.ST_PYTHON: "a codec raised",
+    _abi.ST_UNLISTED: "a wanted row lies in none of the pages listed",
 }
 
 
@@ -42,9 +42,9 @@ def raise_refused(file, block: int, col: int, status: int, page: int, buf, base:
     pages of ``table`` (:meth:`PageIndex.table <rcfmt.index.page.PageIndex.table>`,
     offsets made positions in ``buf``)."""
     ltype = file.footer.columns[col].type
-    if status == _block.ST_MEMORY:
+    if status == _abi.ST_MEMORY:
         raise MemoryError(f"{file.path}: decoding column {file.footer.columns[col].name!r} of block {block}")
-    if status == _block.ST_TOO_BIG:
+    if status == _abi.ST_TOO_BIG:
         raise file.locate_error(too_big(ltype), block, col)
     numbers = None
     try:

@@ -358,7 +358,7 @@ def test_a_refused_chunk_is_never_decoded_another_way(tmp_path):
     executor = block_exec.BlockColumns(f, [0], set())
     buf = np.frombuffer(path.read_bytes(), np.uint8)
     assert isinstance(executor.run(buf, 0, 0, N, True)[0][0], pa.Array)
-    executor.spec[0, block_exec._block.S_ENCODINGS] = 0
+    executor.spec[0, block_exec._abi.S_ENCODINGS] = 0
     with pytest.raises(rcfmt.RcfmtError, match="refused a chunk the reference decoder reads .an encoding or filter "
                                                "it has no kernel for.; this is a bug") as info:
         executor.run(buf, 0, 0, N, True)
