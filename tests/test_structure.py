@@ -5,8 +5,9 @@
   from the design);
 - no module imports another module's ``_private`` name (``from .x import _y``, or
   ``x._y`` through a module it imported): what modules share is public in the package;
-- no ``.py`` file over :data:`MAX_LINES` lines (the native kernels, ``.pyx``, are not
-  read), except the files of :data:`LONG_MODULES`, each under its ceiling;
+- no ``.py`` file over :data:`MAX_LINES` lines, except the files of
+  :data:`LONG_MODULES`, each under its ceiling; no native kernel (``.pyx``) over
+  :data:`MAX_LINES` either (their text is counted, not parsed);
 - no module of rcfmt imports one of the old names kept for users (:data:`ALIASES`).
 
 Checked for the whole package (issue 39; docs/ARCHITECTURE.md says which package may
@@ -327,6 +328,20 @@ def test_no_module_is_over_the_line_limit(package):
     assert grown == {}, "modules over the line limit (or over their LONG_MODULES ceiling)"
     listed = {p for p in LONG_MODULES if _inside(p.removesuffix(".py").replace("/", "."), package)}
     assert listed - set(over) == set(), "under the limit now: remove these from LONG_MODULES"
+
+
+def native_kernels_over(limit: int, root: Path = ROOT / "rcfmt" / "_native") -> dict[str, int]:
+    """The ``.pyx`` files under ``root`` longer than ``limit`` lines, with their lengths."""
+    lengths = {p.name: len(p.read_text().splitlines()) for p in sorted(root.glob("*.pyx"))}
+    return {name: n for name, n in lengths.items() if n > limit}
+
+
+def test_no_native_kernel_is_over_the_line_limit(tmp_path):
+    """Each ``.pyx`` holds one concern (docs/ARCHITECTURE.md, "The native kernels")."""
+    assert native_kernels_over(MAX_LINES) == {}
+    (tmp_path / "long.pyx").write_text("x = 1\n" * (MAX_LINES + 1))  # (the check can fail)
+    (tmp_path / "short.pyx").write_text("x = 1\n" * MAX_LINES)
+    assert native_kernels_over(MAX_LINES, tmp_path) == {"long.pyx": MAX_LINES + 1}
 
 
 def test_rcfmt_does_not_import_the_old_names():
