@@ -618,3 +618,52 @@ def test_first_reads_of_a_one_block_file_split_its_columns_in_a_fresh_interprete
     got, pooled = json.loads(proc.stdout)
     assert got == [[0, n, digest[0]], [1, n, digest[1]]]
     assert pooled, "no rcfmt-columns thread on a machine of several cores"
+
+
+_IN_LIST_CHILD = textwrap.dedent("""
+    import json, sys, threading
+    import rcfmt
+    from rcfmt import col
+    root, keys = sys.argv[1], json.loads(sys.argv[2])
+    flt = col("k").isin(keys)  # (one list: its bound leaf is kept and shared)
+    ds = rcfmt.dataset(root)
+    barrier = threading.Barrier(4)
+    out, errors = {}, []
+    def read(i):
+        try:
+            barrier.wait()
+            t = ds.read(["k", "j"], flt if i % 2 else col("j").isin(keys), with_row_position=True)
+            out[i] = sorted(zip(t["k"].to_pylist(), t["j"].to_pylist(), t["_row_position"].to_pylist()))
+        except Exception as exc:
+            errors.append(repr(exc))
+    threads = [threading.Thread(target=read, args=(i,)) for i in range(4)]
+    for t in threads: t.start()
+    for t in threads: t.join()
+    print(json.dumps([errors, [out.get(i) for i in range(4)]]))
+""")
+
+
+def test_first_dataset_reads_binding_one_large_in_list_in_threads_of_a_fresh_interpreter(tmp_path):
+    """A merge's key scan as a fresh interpreter's first act, from four threads at once:
+    a large integer IN-list (one list) bound to an int64 and an int32 column of every
+    file of a dataset (files scanned on the pool), its leaf made once per column and
+    shared by racing binders. Each thread's rows are the oracle's."""
+    import json
+
+    n = 40_000
+    table = pa.table({"k": pa.array(np.arange(n) * 3, pa.int64()), "j": pa.array(np.arange(n) % 5000, pa.int32())})
+    root = tmp_path / "ds"
+    rcfmt.write_dataset(table, str(root), target_file_rows=5_000, progress=False)
+    keys = sorted({int(v) for v in np.random.default_rng(37).integers(-10, 3 * n, 400)} | {2**40})
+    proc = subprocess.run([sys.executable, "-c", _IN_LIST_CHILD, str(root), json.dumps(keys)], capture_output=True,
+                          text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-800:]
+    errors, got = json.loads(proc.stdout)
+    assert errors == []
+    for i, rows in enumerate(got):
+        column = "k" if i % 2 else "j"
+        mask = pc.is_in(table[column], pa.array([v for v in keys if column == "k" or v < 2**31], table[column].type))
+        positions = np.flatnonzero(mask.to_numpy(zero_copy_only=False))
+        want = sorted(zip(table["k"].to_numpy()[positions].tolist(), table["j"].to_numpy()[positions].tolist(),
+                          positions.tolist()))
+        assert [tuple(r) for r in rows] == want, column

@@ -43,6 +43,7 @@ import decimal
 import functools
 import json
 import os
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -407,6 +408,13 @@ def check_inside(root: str, path: str) -> str:
     return path
 
 
+#: held while index columns are appended to a snapshot's table: a Dataset shared by
+#: threads loads each column once (two first filtered reads at once appended the same
+#: statistics twice, and every later read of the column raised KeyError); reentrant, as
+#: a chain of changes loads its checkpoint's columns within its own load
+LOADING_COLUMNS = threading.RLock()
+
+
 class Snapshot:
     """One version of a dataset: its schema, partitioning and file list.
 
@@ -472,6 +480,12 @@ class Snapshot:
         """Append index columns ``names`` to ``table``, read from the index file (a
         version is never replaced); with ``optional``, those the file lacks are skipped
         (columns added to the index after that version was written)."""
+        with LOADING_COLUMNS:
+            names = [n for n in names if self.table.schema.get_field_index(n) < 0]  # (loaded meanwhile)
+            if names:
+                self._append_columns(names, optional)
+
+    def _append_columns(self, names: list, optional: bool) -> None:
         from ..file.reader import RcfmtFile
 
         with index_errors(self.version, self.index_path):

@@ -19,9 +19,9 @@ from ..storage import is_remote
 from . import log
 from .evolution import check_column_ids, check_names, merge_nullability, same_types
 from . import changelog
-from .index import (BASE_COLUMNS, INDEX_METADATA_KEY, VALUES_FIELD, FileEntry, Snapshot, check_index_columns,
-                    check_inside, check_relpath, conform_index, entries_table, entry_from_file, index_errors,
-                    index_field, index_schema, schema_from_json, stats_schema)
+from .index import (BASE_COLUMNS, INDEX_METADATA_KEY, LOADING_COLUMNS, VALUES_FIELD, FileEntry, Snapshot,
+                    check_index_columns, check_inside, check_relpath, conform_index, entries_table, entry_from_file,
+                    index_errors, index_field, index_schema, schema_from_json, stats_schema)
 from .deletions import DV_COLUMNS, DV_DIR
 from .partitioning import Partitioning, infer_partitioning
 
@@ -385,11 +385,12 @@ class ChainSnapshot(Snapshot):
         return both.take(self._order).combine_chunks()
 
     def load_columns(self, names: list, optional: bool = False) -> None:
-        names = [n for n in names
-                 if self.table.schema.get_field_index(n) < 0 and self._ischema.get_field_index(n) >= 0]
-        self._preload(names)
-        for name in names:
-            self.table = self.table.append_column(self._ischema.field(name), self._assemble(name))
+        with LOADING_COLUMNS:  # (threads sharing the snapshot load a column once)
+            names = [n for n in names
+                     if self.table.schema.get_field_index(n) < 0 and self._ischema.get_field_index(n) >= 0]
+            self._preload(names)
+            for name in names:
+                self.table = self.table.append_column(self._ischema.field(name), self._assemble(name))
 
 
 #: relative paths :func:`check_relpath` accepted (a pure check of the string: any root)
