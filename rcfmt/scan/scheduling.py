@@ -77,7 +77,8 @@ def column_groups(sizes, threads: int) -> list[list[int]] | None:
     """How a block's columns are split among ``threads`` workers when its blocks are not
     (a one-block file, one block left by pruning, or fewer blocks than the cores can
     share): positions into ``sizes`` (the columns' uncompressed bytes in the block) in
-    groups of about equal bytes, largest first onto the lightest group, each group's
+    groups of about equal bytes, largest first onto the lightest group (of those, the
+    one with fewest columns: every group gets one, empty columns too), each group's
     positions ascending; None when one thread is better (see
     :func:`columns_worth_threads`)."""
     sizes = [int(s) for s in sizes]
@@ -87,7 +88,7 @@ def column_groups(sizes, threads: int) -> list[list[int]] | None:
     loads = [0] * n
     groups: list[list[int]] = [[] for _ in range(n)]
     for i in sorted(range(len(sizes)), key=lambda i: -sizes[i]):
-        g = loads.index(min(loads))
+        g = min(range(n), key=lambda k: (loads[k], len(groups[k])))  # (ties: fewest columns, so none is empty)
         groups[g].append(i)
         loads[g] += sizes[i]
     return [sorted(g) for g in groups if g]

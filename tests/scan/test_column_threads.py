@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import rcfmt
@@ -23,6 +23,8 @@ N = 6_000
 
 
 @given(st.lists(st.integers(0, 1 << 22), max_size=40), st.integers(1, 8))
+@example([0, 0], 2)  # (empty columns, with the test's PARALLEL_BLOCK_BYTES of 0: a group each all the same)
+@example([0, 0, 5, 0], 3)
 @settings(max_examples=200, deadline=None)
 def test_column_groups_cover_every_column_once_and_balance_bytes(sizes, threads):
     groups = column_groups(sizes, threads)
