@@ -31,7 +31,7 @@ from ..scan.residual import prepare_filter
 from . import log
 from .deletions import DeletionFileWriter, union
 from .snapshot import read_committed, read_snapshot
-from .files import DEFAULT_TARGET_FILE_ROWS, FileSetWriter, inherited_bitmap_indexes, join_path
+from .files import DEFAULT_TARGET_FILE_ROWS, FileSetWriter, inherited_bitmap_indexes, inherited_hints, join_path
 
 __all__ = ["delete", "update", "merge", "deletion_change", "MAX_ATTEMPTS"]
 
@@ -210,12 +210,16 @@ def _stage(dataset, table: pa.Table, txn: str):
     if not _remote(root):
         os.makedirs(staging)
     options: dict = {}
+    hints = None
     snap = dataset.snapshot
-    if snap.paths:  # new files keep the indexes the dataset's files have
+    if snap.paths:  # new files keep the indexes the dataset's files have, and start from their encodings
         data_schema = pa.schema([f for f in table.schema if f.name not in snap.partitioning.names])
-        inherited_bitmap_indexes([join_path(root, snap.paths[-1])], data_schema, options, dataset.column_ids)
+        last = join_path(root, snap.paths[-1])
+        inherited_bitmap_indexes([last], data_schema, options, dataset.column_ids)
+        if not _remote(root):  # (another footer read from an object store costs more than sampling saves)
+            hints = inherited_hints(last, data_schema, dataset.column_ids)
     writer = FileSetWriter(staging, table.schema, snap.partitioning, prefix=txn.rsplit("-", 1)[-1][:16],
-                           target_file_rows=DEFAULT_TARGET_FILE_ROWS, write_options=options)
+                           target_file_rows=DEFAULT_TARGET_FILE_ROWS, write_options=options, hints=hints)
     try:
         writer.write(table)
         return (None if _remote(root) else staging), writer.close()

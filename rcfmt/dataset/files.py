@@ -17,7 +17,7 @@ from ..errors import InvalidDataError, InvalidOptionError, SchemaError
 from ..schema.arrow_io import take
 from ..schema.types import same_schema
 from ..file.reader import RcfmtFile
-from ..file.writer import Writer, append_checked, value_checker
+from ..file.writer import Writer, append_checked, chunk_hints, value_checker
 from ..interop.arrow import as_table
 from ..interop import cdata
 from ..layout import METADATA_KEY, ClusteringSpec
@@ -27,7 +27,7 @@ from .index import DEFAULT_INDEX_TRUNCATE, FileEntry, entry_from_file
 from .partitioning import Partitioning
 
 __all__ = ["FileSetWriter", "DEFAULT_TARGET_FILE_ROWS", "clustering_spec", "clustering_info",
-           "recorded_clustering", "cluster_file", "check_clustering_columns", "inherited_bitmap_indexes",
+           "recorded_clustering", "cluster_file", "check_clustering_columns", "inherited_bitmap_indexes", "inherited_hints",
            "split_schema", "split_by_partition", "positive", "join_path"]
 
 DEFAULT_TARGET_FILE_ROWS = 1 << 22
@@ -63,6 +63,17 @@ def inherited_bitmap_indexes(paths, data_schema: pa.Schema, write_options: dict,
                 option[column] = entry.get("named", "auto")
     if reported:
         write_options["bitmap_indexes"] = option or None
+
+
+def inherited_hints(path: str, data_schema: pa.Schema, ids: dict | None = None) -> dict:
+    """The encodings the dataset file at ``path`` chose in its last block, as hints
+    for new files of the same columns (:func:`rcfmt.file.writer.chunk_hints`, under the
+    dataset's names: ``ids`` as for :func:`inherited_bitmap_indexes`). A hint saves
+    the selector's sampling while the new rows look alike; it is never binding."""
+    with RcfmtFile(path) as f:
+        hints = chunk_hints(f.footer)
+        back = {old: new for new, old in file_renames(f.schema.names, ids, data_schema.names).items()}
+    return {renamed_path(column, back): decision for column, decision in hints.items()}
 
 
 # ------------------------------------------------------------------ clustering
@@ -191,7 +202,7 @@ class FileSetWriter:
     def __init__(self, staging_dir: str, schema: pa.Schema, partitioning: Partitioning, *, prefix: str,
                  target_file_rows: int = DEFAULT_TARGET_FILE_ROWS, write_options: dict | None = None,
                  clustering: ClusteringSpec | None = None, metadata: dict | None = None,
-                 truncate: int = DEFAULT_INDEX_TRUNCATE):
+                 truncate: int = DEFAULT_INDEX_TRUNCATE, hints: dict | None = None):
         self.staging_dir = staging_dir
         self.schema = schema
         self.partitioning = partitioning
@@ -202,6 +213,7 @@ class FileSetWriter:
         self.clustering = clustering
         self.metadata = dict(metadata or {})
         self.truncate = truncate
+        self.hints = hints  # (stored column -> selector Decision: see inherited_hints)
         self._open: dict[tuple, _OpenFile] = {}
         self._seq = 0
         self._check_values = value_checker(schema)
@@ -273,7 +285,8 @@ class FileSetWriter:
             os.makedirs(os.path.dirname(staged), exist_ok=True)
         f = _OpenFile(relpath, staged)
         if self.clustering is None:
-            f.writer = Writer(_sink(staged), self.data_schema, metadata=self.metadata, **self.write_options)
+            f.writer = Writer(_sink(staged), self.data_schema, metadata=self.metadata, _hints=self.hints,
+                              **self.write_options)
         self._open[key] = f
         return f
 
@@ -283,7 +296,8 @@ class FileSetWriter:
             table = pa.concat_tables(f.buffer).combine_chunks() if f.buffer else self.data_schema.empty_table()
             f.buffer = []
             table, meta = cluster_file(table, self.clustering)
-            w = Writer(_sink(f.staged), self.data_schema, metadata={**self.metadata, **meta}, **self.write_options)
+            w = Writer(_sink(f.staged), self.data_schema, metadata={**self.metadata, **meta}, _hints=self.hints,
+                       **self.write_options)
             try:
                 w.write(table)
             except BaseException:

@@ -30,7 +30,7 @@ from .partitioning import Partitioning
 from .snapshot import WRITER_FILE, load_base, read_committed
 from .commits import commit, commit_version
 from .files import (DEFAULT_TARGET_FILE_ROWS, FileSetWriter, check_clustering_columns, cluster_file, clustering_info,
-                    clustering_spec, inherited_bitmap_indexes, join_path, recorded_clustering, split_schema)
+                    clustering_spec, inherited_bitmap_indexes, inherited_hints, join_path, recorded_clustering, split_schema)
 
 __all__ = ["write_dataset", "begin_write", "WritePlan", "FileSetWriter", "commit", "clustering_spec", "clustering_info",
            "recorded_clustering", "cluster_file", "check_clustering_columns", "DEFAULT_TARGET_FILE_ROWS"]
@@ -209,6 +209,12 @@ def write_dataset(data, path, *, partition_by=None, mode: str = "append",
         last = [base.table.column("path")[len(base) - 1].as_py()] if len(base) else []  # (not every path listed)
         inherited_bitmap_indexes([join_path(plan.root, rel) for rel in last], plan.data_schema, write_options,
                                  base.info.get("column_ids"))
+    hints = None
+    if plan.mode == "append" and plan.read_version and len(plan.base) and not is_remote(plan.root):
+        # appended files start from the encodings of the dataset's latest file (local files
+        # only: another footer read from an object store costs more than sampling saves)
+        last = plan.base.table.column("path")[len(plan.base) - 1].as_py()
+        hints = inherited_hints(join_path(plan.root, last), plan.data_schema, plan.base.info.get("column_ids"))
     WriteOptions.create(plan.data_schema, **write_options)  # bad options raise before anything is written
     clustering = plan.clustering_for(cluster_by, curve, mapping)
     inherited = cluster_by is None and clustering is not None
@@ -220,7 +226,7 @@ def write_dataset(data, path, *, partition_by=None, mode: str = "append",
         os.makedirs(staging)  # (and the staging root: nothing is created before the checks)
     writer = FileSetWriter(staging, plan.schema, plan.partitioning, prefix=txn[:16],
                            target_file_rows=target_file_rows, write_options=write_options, clustering=clustering,
-                           truncate=truncate)
+                           truncate=truncate, hints=hints)
     try:
         try:
             with progress_bar(progress, desc="write_dataset") as step:

@@ -32,11 +32,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import codecs
 from .._native import stats as _stats
 from .._native import varbinary as _vb
+from ..errors import UnsupportedError
 from ..schema.statistics import ColumnStats
 from ..schema.types import LogicalType, PhysicalKind
-from . import all_encodings, by_name
+from . import all_encodings, by_id, by_name
 from .analysis import ChunkAnalysis
 from .base import ColumnValues, Encoding
 from .bitpack import pack_codes
@@ -317,12 +319,26 @@ def _bounds_of(sample: _Sample) -> list[int]:
 class Decision:
     """What :func:`choose` settled on by sampling a chunk, for later chunks of the same
     column to reuse (see ``hint``): the encoding and variant, the compression advice,
-    and the winner's raw score relative to the best raw score of that chunk."""
+    and the winner's raw score relative to the best raw score of that chunk.
+    ``variant`` None: whichever variant of the encoding is smallest raw (a decision
+    read back from a file's chunk record, which names the encoding alone)."""
 
     name: str
-    variant: str
+    variant: str | None
     compression: str | None
     relative: float
+
+    @classmethod
+    def of_chunk(cls, encoding_id: int, codec: int) -> Decision | None:
+        """The decision a stored chunk shows (its encoding id and codec), as a hint for
+        more rows of its column (a dataset's next files), or None for an unknown id. Its
+        ``relative`` is 1: taken only while the encoding stays within ``HINT_DRIFT`` of
+        the new chunk's best raw score, since the score it won by is not stored."""
+        try:
+            name = by_id(int(encoding_id)).name
+        except UnsupportedError:
+            return None
+        return cls(name, None, "none" if int(codec) == codecs.NONE else "zstd", 1.0)
 
 
 #: a hint is taken while the hinted variant's raw score, relative to the chunk's best,
@@ -364,27 +380,26 @@ def choose(chunk: ColumnValues, ltype: LogicalType, analysis: ChunkAnalysis,
     sample_it = (compression != "none" and n > 0 and ltype.kind != PhysicalKind.BOOL
                  and best_raw > TINY_BYTES and best_raw > analysis.plain_size * TINY_FRACTION)
     if sample_it and hint is not None:
-        for enc, variant, params, size in raw:
-            if enc.name == hint.name and variant == hint.variant:
-                if size * _cost(enc.name) <= best_raw * hint.relative * HINT_DRIFT:
-                    # only the hinted variant's sample is compressed: whether zstd pays
-                    # changes from chunk to chunk more than which encoding wins. Where the
-                    # hint was zstd, not even that: the pages are compressed anyway, and
-                    # the page writer keeps zstd only if it saves its share of the bytes
-                    if hint.compression == "zstd" and compression == "auto":
-                        est, compressed = size, True
-                    else:
-                        est = _compressed_estimate(enc, params, ltype, analysis, _Sample(chunk, ltype), size)
-                        compressed = est * ZSTD_COST < size
-                    analysis.candidates = [(s[1].name, s[2], s[4], round(s[0])) for s in scored]
-                    analysis.candidates.append((enc.name, variant + "+zstd", est, round(est * _cost(enc.name)
-                                                                                        * ZSTD_COST)))
-                    if params is not None:
-                        analysis.params[enc.name] = params
-                    analysis.compression = "zstd" if compressed else "none"
-                    analysis.estimated_size = est if compressed else size
-                    return enc
-                break
+        hinted = min((r for r in raw if r[0].name == hint.name and hint.variant in (None, r[1])),
+                     key=lambda r: r[3], default=None)  # (the variant hinted, or the encoding's smallest)
+        if hinted is not None and hinted[3] * _cost(hint.name) <= best_raw * hint.relative * HINT_DRIFT:
+            enc, variant, params, size = hinted
+            # only the hinted variant's sample is compressed: whether zstd pays
+            # changes from chunk to chunk more than which encoding wins. Where the
+            # hint was zstd, not even that: the pages are compressed anyway, and
+            # the page writer keeps zstd only if it saves its share of the bytes
+            if hint.compression == "zstd" and compression == "auto":
+                est, compressed = size, True
+            else:
+                est = _compressed_estimate(enc, params, ltype, analysis, _Sample(chunk, ltype), size)
+                compressed = est * ZSTD_COST < size
+            analysis.candidates = [(s[1].name, s[2], s[4], round(s[0])) for s in scored]
+            analysis.candidates.append((enc.name, variant + "+zstd", est, round(est * _cost(enc.name) * ZSTD_COST)))
+            if params is not None:
+                analysis.params[enc.name] = params
+            analysis.compression = "zstd" if compressed else "none"
+            analysis.estimated_size = est if compressed else size
+            return enc
     # step 3: sampled compression ratios
     if sample_it:
         sample = _Sample(chunk, ltype)

@@ -263,3 +263,72 @@ def test_a_zstd_hint_is_taken_without_sampling_and_the_page_writer_still_judges(
         codecs_used = f.footer.chunks[0]["compression"].tolist()
     assert set(codecs_used[:8]) == {1} and set(codecs_used[8:]) == {0}
     assert rcfmt.read_table(path).column("v").to_numpy().tolist() == values.tolist()
+
+
+def test_a_hint_read_from_a_chunk_record_names_the_encoding_alone(monkeypatch):
+    """``Decision.of_chunk`` (encoding id and codec of a stored chunk, no variant): the
+    hint takes the encoding's smallest raw variant without sampling while that stays
+    within ``HINT_DRIFT`` of the chunk's best raw score, and samples as usual when
+    another encoding is much smaller raw; an unknown encoding id gives no hint."""
+    lt = LogicalType("int64")
+    rng = np.random.default_rng(3)
+    chunk = ColumnValues(np.sort(rng.integers(0, 1 << 40, 50_000)))
+    stats = compute_stats(chunk, None, lt, 32)
+    calls = []
+    real = selector._compressed_estimate
+    monkeypatch.setattr(selector, "_compressed_estimate", lambda *a, **k: calls.append(a[0].name) or real(*a, **k))
+    first = selector.analyze(chunk, lt, stats, dictionary=False)
+    chosen = selector.choose(chunk, lt, first)
+    assert calls and first.decision is not None
+    raw = {}
+    for enc in [by_name("plain"), chosen]:
+        for _, _, size in selector._variants(chunk, lt, first, enc):
+            raw.setdefault(enc.name, []).append(size)
+    hint = selector.Decision.of_chunk(chosen.id, 1)
+    assert hint == selector.Decision(chosen.name, None, "zstd", 1.0)
+    calls.clear()
+    again = selector.analyze(chunk, lt, stats, dictionary=False)
+    assert selector.choose(chunk, lt, again, hint=hint) is chosen and not calls
+    assert again.estimated_size == min(raw[chosen.name])  # (the smallest variant, compressed anyway)
+    # plain is ~2x the delta/bitpack sizes of sorted keys raw: a plain hint is not taken
+    calls.clear()
+    again = selector.analyze(chunk, lt, stats, dictionary=False)
+    assert selector.choose(chunk, lt, again, hint=selector.Decision.of_chunk(by_name("plain").id, 0)) is chosen
+    assert calls
+    assert selector.Decision.of_chunk(250, 1) is None
+
+
+def test_a_writer_given_a_files_hints_does_not_sample_and_writes_alike(tmp_path, monkeypatch):
+    """``Writer(_hints=chunk_hints(footer))`` of the same kind of data: no sample is
+    compressed where the hints hold, and the file is the same size within 2% and reads
+    back equal."""
+    from rcfmt.file.writer import Writer, chunk_hints
+
+    n = 20_000
+
+    def table(seed):
+        r = np.random.default_rng(seed)
+        return pa.table({"k": np.arange(seed * n, (seed + 1) * n, dtype=np.int64) * 8 + r.integers(0, 8, n),
+                         "price": np.round(r.uniform(900, 100_000, n), 2),
+                         "flag": r.choice(np.array(["A", "N", "R"]), n),
+                         "comment": [f"carefully final {i % 977} deposits" for i in r.integers(0, 10**6, n)]})
+
+    first = tmp_path / "first.rcfmt"
+    rcfmt.write_table(table(0), first)
+    with rcfmt.open(first) as f:
+        hints = chunk_hints(f.footer)
+    assert set(hints) == {"k", "price", "flag", "comment"}
+    calls = []
+    real = selector._compressed_estimate
+    monkeypatch.setattr(selector, "_compressed_estimate", lambda *a, **k: calls.append(a[0].name) or real(*a, **k))
+    sizes = {}
+    for name, given_hints in (("sampled", None), ("hinted", hints)):
+        calls.clear()
+        path = tmp_path / f"{name}.rcfmt"
+        with Writer(path, table(1).schema, _hints=given_hints, use_threads=False) as w:
+            w.write(table(1))
+        sizes[name] = (path.stat().st_size, len(calls))
+        assert rcfmt.read_table(path).equals(table(1))
+    assert sizes["sampled"][1] > 0
+    assert sizes["hinted"][1] < sizes["sampled"][1] / 2, sizes
+    assert abs(sizes["hinted"][0] - sizes["sampled"][0]) <= 0.02 * sizes["sampled"][0]

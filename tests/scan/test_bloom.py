@@ -10,7 +10,7 @@ import struct
 import numpy as np
 import pyarrow as pa
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -29,6 +29,7 @@ from rcfmt.index.bloom.sbbf import (
     expected_fpp,
     hash_values,
     optimal_num_bytes,
+    within_fpp,
 )
 from rcfmt.schema.types import LogicalType
 from strategies import examples
@@ -409,6 +410,21 @@ def test_expected_fpp():
         expected_fpp(48, 10)
     with pytest.raises(InvalidOptionError):
         expected_fpp(64, -1)
+
+
+@given(st.integers(5, 20), st.integers(0, 60), st.sampled_from([0.001, 0.01, 0.05, 0.1, 0.3]), st.integers(-3, 3))
+@example(10, 0, 0.1, 0)
+@settings(max_examples=examples(300), deadline=None)
+def test_within_fpp_agrees_with_expected_fpp(log_bytes, per_block, fpp, nudge):
+    """The writer's load test (one division per filter) decides as computing the rate
+    does, including at the load where the rate crosses ``fpp`` (``nudge`` values around it)."""
+    from rcfmt.index.bloom.sbbf import _max_load
+
+    num_bytes = 1 << log_bytes
+    blocks = num_bytes // 32
+    for ndv in (per_block * blocks + nudge, int(_max_load(fpp) * blocks) + nudge):
+        if ndv >= 0:
+            assert within_fpp(num_bytes, ndv, fpp) == (expected_fpp(num_bytes, ndv) <= fpp), (num_bytes, ndv, fpp)
 
 
 def test_sizing():

@@ -15,7 +15,7 @@ import numpy as np
 from ...encodings.base import ColumnValues
 from ...errors import ChecksumError, CorruptFileError, InvalidOptionError
 from ...schema.types import LogicalType, PhysicalKind
-from .sbbf import MIN_BYTES, BloomFilter, expected_fpp, hash_binary, hash_fixed, hash_values, optimal_num_bytes
+from .sbbf import MIN_BYTES, BloomFilter, hash_binary, hash_fixed, hash_values, optimal_num_bytes, within_fpp
 from ...scan.nnf import BoundListContains, Cmp, InSet
 
 __all__ = ["BloomCandidate", "BloomPolicy", "build_filter", "chunk_hashes", "filter_bits", "fold", "read_filter", "can_probe",
@@ -109,7 +109,7 @@ class BloomPolicy:
         for size, i, ndv, bits in sorted(auto, key=lambda a: (a[0], a[1])):
             if size > budget:  # halve to the largest power of two within the budget, if still good enough
                 fits = 1 << (budget.bit_length() - 1) if budget >= MIN_BYTES else 0
-                if not fits or expected_fpp(fits, ndv) > AUTO_MAX_FPP:
+                if not fits or not within_fpp(fits, ndv, AUTO_MAX_FPP):
                     continue
                 size = fits
             budget -= size
@@ -124,7 +124,7 @@ class BloomPolicy:
         if candidate.column in self.named or candidate.bits is None:
             return False
         size = len(candidate.bits)
-        while size > MIN_BYTES and expected_fpp(size // 2, candidate.ndv) <= AUTO_MAX_FPP:
+        while size > MIN_BYTES and within_fpp(size // 2, candidate.ndv, AUTO_MAX_FPP):
             size //= 2
         return size > int(block_bytes * AUTO_BLOCK_SHARE)
 

@@ -80,6 +80,7 @@ The example is checked by ``tests/scan/test_bloom.py``.
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -99,6 +100,7 @@ __all__ = [
     "hash_values",
     "optimal_num_bytes",
     "expected_fpp",
+    "within_fpp",
     "estimate_distinct",
 ]
 
@@ -150,7 +152,36 @@ def expected_fpp(num_bytes: int, ndv: int) -> float:
     _check_size(num_bytes)
     if isinstance(ndv, bool) or not isinstance(ndv, (int, np.integer)) or ndv < 0:
         raise InvalidOptionError(f"ndv must be a non-negative integer, got {ndv!r}")
-    lam = int(ndv) / (int(num_bytes) // BLOCK_BYTES)
+    return _fpp_at_load(int(ndv) / (int(num_bytes) // BLOCK_BYTES))
+
+
+def within_fpp(num_bytes: int, ndv: int, fpp: float) -> bool:
+    """``expected_fpp(num_bytes, ndv) <= fpp``, decided by the load alone (distinct
+    values per block, against the highest load at which the rate stays within ``fpp``,
+    found once per ``fpp``): the writer asks it for every filter it sizes or folds."""
+    load = int(ndv) / (int(num_bytes) // BLOCK_BYTES)
+    limit = _max_load(float(fpp))
+    if abs(load - limit) > 1e-9 * limit:
+        return load < limit
+    return _fpp_at_load(load) <= fpp  # (at the limit itself: exactly)
+
+
+@functools.lru_cache(maxsize=16)
+def _max_load(fpp: float) -> float:
+    """The load at which :func:`expected_fpp` reaches ``fpp`` (it grows with the load)."""
+    lo, hi = 0.0, 1.0
+    while _fpp_at_load(hi) <= fpp and hi < 1e12:
+        lo, hi = hi, hi * 2
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if mid in (lo, hi):
+            break
+        lo, hi = (mid, hi) if _fpp_at_load(mid) <= fpp else (lo, mid)
+    return lo
+
+
+def _fpp_at_load(lam: float) -> float:
+    """:func:`expected_fpp` at ``lam`` distinct values per block."""
     if lam == 0:
         return 0.0
     # sum over k of Poisson(k; lam) * (1 - (31/32)^k)^8, over the k that carry the mass
