@@ -18,7 +18,7 @@ import decimal
 import math
 import os
 import uuid
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Callable
 
 import numpy as np
@@ -59,8 +59,14 @@ class _Prestaged:
 
     def __init__(self, dataset, table: pa.Table, txn: str):
         self._pool = ThreadPoolExecutor(1)
-        self._future = self._pool.submit(_stage, dataset, table, txn)
+        # (one thread: the planning's scan has the cores; a pool of the writer's own only contends)
+        self._future = self._pool.submit(_stage, dataset, table, txn, False)
         self._taken = False
+
+    def submit(self, fn: Callable, *args) -> Future:
+        """Run ``fn(*args)`` on the staging's thread, once the staging is done: work
+        that overlaps the planning without a third thread contending for the GIL."""
+        return self._pool.submit(fn, *args)
 
     def take(self):
         """``_stage``'s result, once; None after."""
@@ -86,14 +92,17 @@ class _Prestaged:
             delete_files([p for _, p in files])
 
 
-def _retrying(dataset, operation: str, plan: Callable) -> "object":
-    """Plan and commit a change on ``dataset``; after a conflict, on the latest version."""
+def _retrying(dataset, operation: str, plan: Callable, prestaged: _Prestaged | None = None) -> "object":
+    """Plan and commit a change on ``dataset``; after a conflict, on the latest version.
+    The whole index, which the commit rewrites, is read while the change is planned: on
+    the thread of ``prestaged`` (after its files) if given, else on a thread of its own."""
     Dataset = type(dataset)  # (not imported: rcfmt.dataset.dataset imports this module)
     _check_indexed(dataset, operation)
     current = dataset
     for attempt in range(MAX_ATTEMPTS):
-        with ThreadPoolExecutor(1) as pool:  # the whole index, which the commit rewrites, read meanwhile
-            base = pool.submit(read_snapshot, current.root, current.version, None, current.snapshot.index_size)
+        with ThreadPoolExecutor(1) as pool:
+            args = (read_snapshot, current.root, current.version, None, current.snapshot.index_size)
+            base = prestaged.submit(*args) if prestaged is not None else pool.submit(*args)
             change = plan(current)
             base = base.result()
         if not change.removed and (change.written is None or not change.written.num_rows):
@@ -202,14 +211,15 @@ def _remote(root: str) -> bool:
     return is_remote(root)
 
 
-def _stage(dataset, table: pa.Table, txn: str):
+def _stage(dataset, table: pa.Table, txn: str, use_threads: bool = True):
     """Write ``table`` (the dataset's schema) as new data files of the dataset, not yet
-    committed: ``(staging directory or None, [(FileEntry, staged path)])``."""
+    committed: ``(staging directory or None, [(FileEntry, staged path)])``;
+    ``use_threads``: the writer's (encoding chunks in parallel)."""
     root = dataset.root
     staging = root if _remote(root) else os.path.join(log.staging_root(root), txn)
     if not _remote(root):
         os.makedirs(staging)
-    options: dict = {}
+    options: dict = {"use_threads": use_threads}
     hints = None
     snap = dataset.snapshot
     if snap.paths:  # new files keep the indexes the dataset's files have, and start from their encodings
@@ -387,7 +397,7 @@ def merge(dataset, source, on, when_matched="update", when_not_matched="insert")
     if prestaged is None:
         return _retrying(dataset, "merge", plan)
     try:
-        return _retrying(dataset, "merge", plan)
+        return _retrying(dataset, "merge", plan, prestaged)
     finally:
         prestaged.discard()
 
