@@ -194,7 +194,8 @@ class Dataset:
         live = snap.live_rows()
         first = np.cumsum(live) - live  # each file's first row in the version (files in index order)
         vectors = snap.vectors()
-        return [Fragment(check_inside(self.root, os.path.join(self.root, *paths[i].split("/"))),
+        real_root = None if is_remote(self.root) else os.path.realpath(self.root)
+        return [Fragment(check_inside(self.root, os.path.join(self.root, *paths[i].split("/")), real_root),
                          tuple(zip(names, parts[i])), int(rows[i]), int(sizes[i]), int(blocks[i]), None,
                          int(first[i]), None if vectors[i] is None else vectors[i].resolved(self.root))
                 for i in np.flatnonzero(keep)]

@@ -396,16 +396,37 @@ def check_relpath(rel, index_path: str | None = None) -> str:
     return rel
 
 
-def check_inside(root: str, path: str) -> str:
+def check_inside(root: str, path: str, real_root: str | None = None) -> str:
     """``path`` if, with symlinks resolved, it lies inside ``root``; else CorruptFileError.
-    (Object stores have no symlinks: there :func:`check_relpath` suffices.)"""
+    (Object stores have no symlinks: there :func:`check_relpath` suffices.)
+    ``real_root``: ``os.path.realpath(root)``, for a caller checking many paths."""
     if is_remote(root):
         return path
-    real_root = os.path.realpath(root)
+    if real_root is None:
+        real_root = os.path.realpath(root)
+    if _plainly_below(root, path):
+        return path
     real = os.path.realpath(path)
     if os.path.commonpath([real_root, real]) != real_root:
         raise CorruptFileError(f"data file resolves to {real!r}, outside the dataset root {real_root!r}", path=path)
     return path
+
+
+def _plainly_below(root: str, path: str) -> bool:
+    """Whether ``path`` is ``root`` joined with plain names none of which is a symlink
+    (then it resolves inside ``root``, wherever ``root`` itself resolves): one lstat per
+    name below the root instead of one per component of the whole path."""
+    head = root.rstrip(os.sep)
+    if not head or not path.startswith(head + os.sep):
+        return False
+    at = head
+    for name in path[len(head) + 1:].split(os.sep):
+        if name in ("", ".", ".."):
+            return False
+        at = os.path.join(at, name)
+        if os.path.islink(at):
+            return False
+    return True
 
 
 #: held while index columns are appended to a snapshot's table: a Dataset shared by

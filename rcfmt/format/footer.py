@@ -118,18 +118,21 @@ class FileMetaData:
     #: :meth:`chunk_fields`' tables, by the fields asked
     _fields_cache: dict = field(default_factory=dict, repr=False, compare=False)
 
-    def chunk_fields(self, names: tuple) -> np.ndarray:
+    def chunk_fields(self, names: tuple, columns: tuple | None = None) -> np.ndarray:
         """int64 (blocks, columns, len(names)): the chunk records' integer fields
-        ``names`` of every (block, column), built once per footer (a scan's executor
-        reads them per block for the columns it decodes). Read-only."""
-        table = self._fields_cache.get(names)
+        ``names`` of every (block, column) -- or of the stored ``columns`` only, in that
+        order -- built once per footer (a scan's executor reads them per block for the
+        columns it decodes). Read-only."""
+        key = names if columns is None else (names, columns)
+        table = self._fields_cache.get(key)
         if table is None:
-            table = np.zeros((self.num_blocks, len(self.chunks), len(names)), np.int64)
-            for i, records in enumerate(self.chunks):
+            chunks = self.chunks if columns is None else [self.chunks[c] for c in columns]
+            table = np.zeros((self.num_blocks, len(chunks), len(names)), np.int64)
+            for i, records in enumerate(chunks):
                 for j, name in enumerate(names):
                     table[:, i, j] = records[name]
             table.flags.writeable = False
-            self._fields_cache[names] = table
+            self._fields_cache[key] = table
         return table
 
     @property

@@ -95,8 +95,8 @@ class BlockColumns:
             spec[i, _abi.S_ENCODINGS] = _encodings(ltype)
             spec[i, _abi.S_DISCARD] = bool(discard and discard[i])
         self.spec = spec
-        # (a copy: C-contiguous per block, as the executor reads it)
-        chunks = np.ascontiguousarray(footer.chunk_fields(_CHUNK_FIELDS)[:, self.cols, :])
+        # (C-contiguous per block, as the executor reads it; the file's other columns not made)
+        chunks = footer.chunk_fields(_CHUNK_FIELDS, tuple(self.cols))
         self.chunks = chunks
         self.pages = chunks[:, :, _abi.C_PAGES].sum(axis=1).tolist()
         self._gap = gap

@@ -60,8 +60,8 @@ class ColumnDecoding:
         bytes are read (:meth:`_page_tables`)."""
         if selection.row_count * len(executor.cols) < executor.pages[block]:
             return False
-        rows = selection.to_indices()
-        return 4 * (int(rows[-1]) - int(rows[0]) + 1) >= selection.num_rows
+        first, last = selection.span()
+        return 4 * (last - first + 1) >= selection.num_rows
 
     def _whole_columns(self, block: int, cols: list, rows: int, cache: dict, stats: ScanStats,
                        fetched: tuple | None = None, selection: Selection | None = None, paged: bool = False) -> dict:

@@ -576,6 +576,17 @@ class Selection:
             self._indices = _readonly(rows.astype(_I64, copy=False))
         return self._indices
 
+    def span(self) -> tuple[int, int]:
+        """``(first, last)`` selected rows (none selected: InvalidOptionError), without
+        listing the rows between."""
+        if self.is_empty:
+            raise InvalidOptionError("an empty selection has no first or last row")
+        if self._indices is not None:
+            return int(self._indices[0]), int(self._indices[-1])
+        if self._ranges is not None:
+            return int(self._ranges.starts[0]), int(self._ranges.ends[-1]) - 1
+        return int(np.argmax(self._mask)), self._n - 1 - int(np.argmax(self._mask[::-1]))
+
     # ------------------------------------------------------------ per page
     def overlaps(self, first_rows, row_counts) -> np.ndarray:
         """Bool array: which pages hold at least one selected row (pages must lie in the block)."""

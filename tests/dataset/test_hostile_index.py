@@ -59,6 +59,25 @@ def test_symlink_pointing_out_of_the_root_is_refused(setup):
         rcfmt.dataset(root).to_table()
 
 
+def test_a_symlinked_directory_below_the_root_is_resolved(setup, tmp_path):
+    """A directory below the root that is a symlink is resolved like a linked file: out
+    of the root it is refused; a root reached through a symlink, or a link to a file
+    inside the root, reads."""
+    root, outside = setup
+    os.symlink(tmp_path, root / "a=1")
+    _forge_paths(root, f"a=1/{outside.name}")
+    with pytest.raises(rcfmt.CorruptFileError, match="outside the dataset root"):
+        rcfmt.dataset(root).to_table()
+    inside = tmp_path / "ds2"
+    rcfmt.write_dataset(pa.table({"x": [1, 2, 3]}), inside)
+    os.symlink(inside, tmp_path / "alias")
+    assert sorted(rcfmt.dataset(tmp_path / "alias").to_table().column("x").to_pylist()) == [1, 2, 3]
+    name = rcfmt.dataset(inside).files[0].path
+    os.symlink(name, inside / "same.rcfmt")
+    _forge_paths(inside, "same.rcfmt")
+    assert sorted(rcfmt.dataset(inside).to_table().column("x").to_pylist()) == [1, 2, 3]
+
+
 def test_ordinary_dataset_still_reads(setup):
     root, _ = setup
     assert sorted(rcfmt.dataset(root).to_table().column("x").to_pylist()) == [1, 2, 3]

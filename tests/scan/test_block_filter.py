@@ -13,6 +13,7 @@ import decimal
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -168,6 +169,40 @@ def _spy_on_filters(monkeypatch, note):
             return _original(self, buf, base, block, rows, verify, selected, *rest)
 
         monkeypatch.setattr(BlockFilter, name, spy)
+
+
+def test_candidates_nearly_every_row_are_filtered_as_every_row(tmp_path, monkeypatch):
+    """An IN-list whose members fall in 19 of a block's 20 pages: the filter runs on
+    every row of the whole chunks (no candidate list), with the same answer; rows that
+    ``take`` asks for or a deletion vector removes stay a list, and stay out."""
+    n = 10_000
+    table = pa.table({"k": np.arange(n, dtype=np.int64) * 3, "v": np.arange(n) * 0.5})
+    path = tmp_path / "t.rcfmt"
+    rcfmt.write_table(table, path, block_rows=n, page_rows=500, bloom_filter_columns=None, bitmap_indexes=None)
+    members = [int(k) for k in range(3, 3 * n, 3 * 97)][:-3]  # every page but the last
+    expr = col("k").isin(members)
+    seen = []
+    _spy_on_filters(monkeypatch, lambda self, selected: seen.append(None if selected is None else len(selected)))
+    with rcfmt.open(path) as f:
+        got = f.scan(["k", "v"], filter=expr, use_threads=False, with_row_position=True).read()
+    want = filter_table(table, expr)
+    assert got.select(["k", "v"]).equals(want.select(["k", "v"]))
+    assert got.column("_row_position").to_pylist() == [k // 3 for k in want.column("k").to_pylist()]
+    assert seen == [None]
+    root = str(tmp_path / "d")
+    ds = rcfmt.write_dataset(table, root, block_rows=n, page_rows=500, bloom_filter_columns=None,
+                             bitmap_indexes=None)
+    gone = list(range(0, 3 * n, 36))  # every 12th row: more than deferred deletes (1/16), fewer than 1/10
+    ds = ds.delete(col("k").isin(gone))
+    every = col("k").isin(members + gone[::7])  # every page, some deleted rows
+    seen.clear()
+    left = filter_table(table, every & ~col("k").isin(gone)).select(["k", "v"])
+    assert ds.read(["k", "v"], every).equals(left)
+    assert seen and None not in seen
+    seen.clear()
+    kept = [k for k in table.column("k").to_pylist() if k % 36]
+    positions = [0, 5, 33, 1000, 4999]
+    assert ds.take(positions).column("k").to_pylist() == [kept[p] for p in positions]
 
 
 def test_candidates_the_page_index_leaves_are_decided_natively(tmp_path, monkeypatch):

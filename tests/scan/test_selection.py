@@ -60,8 +60,15 @@ def check_selection(sel: Selection, model, n: int, auto: bool = True) -> None:
     assert sel.is_all == (len(model) == n)
     if auto:
         assert sel.kind == expected_kind(model, n), (sel.kind, runs_of(model), n)
+    if model:  # (asked before to_indices, which it then reads)
+        assert sel.span() == (min(model), max(model))
+    else:
+        with pytest.raises(InvalidOptionError):
+            sel.span()
     assert sel.to_indices().tolist() == sorted(model)
     assert sel.to_indices().dtype == np.int64
+    if model:
+        assert sel.span() == (min(model), max(model))
     mask = sel.to_mask()
     assert len(mask) == n and set(np.flatnonzero(mask).tolist()) == model
     assert sel.to_mask(n + 3)[n:].sum() == 0
