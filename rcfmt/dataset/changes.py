@@ -334,7 +334,8 @@ def merge(dataset, source, on, when_matched="update", when_not_matched="insert")
     present = np.ones(src.num_rows, bool)
     for k in keys:
         present &= ~np.asarray(src.column(k).is_null().to_numpy(zero_copy_only=False), bool)
-    keyed = src.filter(pa.array(present))  # (a NULL key matches nothing: SQL equality)
+    every = bool(present.all())
+    keyed = src if every else src.filter(pa.array(present))  # (a NULL key matches nothing: SQL equality)
     if keyed.num_rows:
         counts = keyed.group_by(keys).aggregate([([], "count_all")])
         dup = counts.filter(pc.greater(counts.column("count_all"), 1))
@@ -343,7 +344,7 @@ def merge(dataset, source, on, when_matched="update", when_not_matched="insert")
             raise InvalidDataError(f"merge source holds {dup.num_rows} key(s) more than once (e.g. {example}): "
                                    f"each target row must match at most one source row")
     src = src.append_column(_SOURCE_ROW, pa.array(np.arange(src.num_rows, dtype=np.int64)))
-    keyed = src.filter(pa.array(present))
+    keyed = src if every else src.filter(pa.array(present))
     candidates = None
     for k in keys:  # the target rows that may match, found by skipping on the keys
         leaf = col(k).isin(pc.unique(keyed.column(k)).to_pylist()) if keyed.num_rows else None
@@ -366,10 +367,8 @@ def merge(dataset, source, on, when_matched="update", when_not_matched="insert")
         else:
             target = ds.read(wanted, candidates, with_row_position=True)
         target = target.append_column(_TARGET_ROW, pa.array(np.arange(target.num_rows, dtype=np.int64)))
-        pairs = target.select([*keys, _TARGET_ROW]).join(keyed.select([*keys, _SOURCE_ROW]), keys, join_type="inner",
-                                                        use_threads=False)
-        t_rows = pa.array(np.asarray(pairs.column(_TARGET_ROW).to_numpy(), np.int64))
-        s_rows = np.asarray(pairs.column(_SOURCE_ROW).to_numpy(), np.int64)
+        t_rows, s_rows = _matches(target, keyed, keys)
+        t_rows = pa.array(t_rows)
         removed, written, counts = {}, [], {"rows_updated": 0, "rows_deleted": 0, "rows_inserted": 0}
         if prestaged is not None:
             removed = _by_file(ds, np.asarray(target.column(ROW_POSITION).take(t_rows))) if len(t_rows) else {}
@@ -400,6 +399,27 @@ def merge(dataset, source, on, when_matched="update", when_not_matched="insert")
         return _retrying(dataset, "merge", plan, prestaged)
     finally:
         prestaged.discard()
+
+
+def _matches(target: pa.Table, keyed: pa.Table, keys: list) -> tuple[np.ndarray, np.ndarray]:
+    """The pairs of ``target`` rows (``_TARGET_ROW``) and source rows (``keyed``'s
+    ``_SOURCE_ROW``, keys distinct and not NULL) whose keys are equal, as two int64
+    arrays: by a search of the sorted source keys for one integer key, else a hash join."""
+    if len(keys) == 1 and pa.types.is_integer(keyed.schema.field(keys[0]).type) \
+            and target.column(keys[0]).null_count == 0:
+        source = np.asarray(keyed.column(keys[0]).to_numpy())
+        wanted = np.asarray(target.column(keys[0]).to_numpy())
+        order = np.argsort(source, kind="stable")
+        ordered = source[order]
+        at = np.minimum(np.searchsorted(ordered, wanted), max(len(ordered) - 1, 0))
+        hit = ordered[at] == wanted if len(ordered) else np.zeros(len(wanted), bool)
+        t_rows = np.asarray(target.column(_TARGET_ROW).to_numpy(), np.int64)[hit]
+        s_rows = np.asarray(keyed.column(_SOURCE_ROW).to_numpy(), np.int64)[order[at[hit]]]
+        return t_rows, s_rows
+    pairs = target.select([*keys, _TARGET_ROW]).join(keyed.select([*keys, _SOURCE_ROW]), keys, join_type="inner",
+                                                    use_threads=False)
+    return (np.asarray(pairs.column(_TARGET_ROW).to_numpy(), np.int64),
+            np.asarray(pairs.column(_SOURCE_ROW).to_numpy(), np.int64))
 
 
 def _conformed_source(src: pa.Table, schema: pa.Schema, keys: list) -> pa.Table:

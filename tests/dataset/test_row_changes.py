@@ -20,6 +20,7 @@ import rcfmt
 from rcfmt import col
 
 from oracle_filter import selection_mask
+from strategies import examples
 
 PREFIX = "customer-account-reference-0000000000-"
 SCHEMA = pa.schema([("id", pa.int64()), ("x", pa.float64()), ("s", pa.string()), ("g", pa.int32())])
@@ -340,6 +341,27 @@ def test_new_files_start_from_the_encodings_of_the_latest_file(tmp_path, monkeyp
     more = rcfmt.write_dataset(src.set_column(0, "k", pa.array(np.arange(5004, dtype=np.int64) + 10**9)),
                                out.root, mode="append")
     assert len(calls) <= sampled and more.num_rows == n + 5002 + 5004
+
+
+@given(st.lists(st.integers(-50, 50), max_size=40), st.lists(st.integers(-50, 50), max_size=40, unique=True),
+       st.sampled_from([pa.int64(), pa.int8(), pa.uint32()]))
+@settings(max_examples=examples(150), deadline=None)
+def test_merge_pairs_of_one_integer_key_are_the_hash_joins(target_keys, source_keys, key_type):
+    """A merge on one integer key pairs target and source rows by searching the sorted
+    source keys: the same pairs as Arrow's hash join (target keys repeated or unmatched,
+    either side empty)."""
+    from rcfmt.dataset import changes
+
+    if key_type == pa.uint32():
+        target_keys, source_keys = [abs(k) for k in target_keys], sorted({abs(k) for k in source_keys})
+    target = pa.table({"k": pa.array(target_keys, key_type),
+                       changes._TARGET_ROW: pa.array(np.arange(len(target_keys)), pa.int64())})
+    keyed = pa.table({"k": pa.array(source_keys, key_type),
+                      changes._SOURCE_ROW: pa.array(np.arange(len(source_keys)) * 3 + 1, pa.int64())})
+    t_rows, s_rows = changes._matches(target, keyed, ["k"])
+    joined = target.join(keyed, ["k"], join_type="inner", use_threads=False)
+    want = sorted(zip(joined.column(changes._TARGET_ROW).to_pylist(), joined.column(changes._SOURCE_ROW).to_pylist()))
+    assert sorted(zip(t_rows.tolist(), s_rows.tolist())) == want
 
 
 def _unstaged(root: str) -> bool:
