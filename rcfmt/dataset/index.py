@@ -429,11 +429,6 @@ def _plainly_below(root: str, path: str) -> bool:
     return True
 
 
-#: held while index columns are appended to a snapshot's table: a Dataset shared by
-#: threads loads each column once (two first filtered reads at once appended the same
-#: statistics twice, and every later read of the column raised KeyError); reentrant, as
-#: a chain of changes loads its checkpoint's columns within its own load
-LOADING_COLUMNS = threading.RLock()
 
 
 class Snapshot:
@@ -459,6 +454,12 @@ class Snapshot:
         self.schema = pa.schema(list(data_schema) + partitioning.fields)
         self.stats_schema = stats_schema(data_schema)  # the data columns with statistics in the index
         self._ltypes = {f.name: logical_type_from_arrow(f.type) for f in [*self.stats_schema, *partitioning.fields]}
+        #: held while index columns are appended to ``table``: a Dataset shared by threads
+        #: loads each column once (two first filtered reads at once appended the same
+        #: statistics twice, and every later read of the column raised KeyError). One per
+        #: snapshot, so that datasets (and their object-store reads) do not wait on each
+        #: other; a chain of changes takes its checkpoint's within its own.
+        self.loading = threading.RLock()
 
     # ---- files
     def __len__(self) -> int:
@@ -501,7 +502,7 @@ class Snapshot:
         """Append index columns ``names`` to ``table``, read from the index file (a
         version is never replaced); with ``optional``, those the file lacks are skipped
         (columns added to the index after that version was written)."""
-        with LOADING_COLUMNS:
+        with self.loading:
             names = [n for n in names if self.table.schema.get_field_index(n) < 0]  # (loaded meanwhile)
             if names:
                 self._append_columns(names, optional)

@@ -19,7 +19,7 @@ from ..storage import is_remote
 from . import log
 from .evolution import check_column_ids, check_names, merge_nullability, same_types
 from . import changelog
-from .index import (BASE_COLUMNS, INDEX_METADATA_KEY, LOADING_COLUMNS, VALUES_FIELD, FileEntry, Snapshot,
+from .index import (BASE_COLUMNS, INDEX_METADATA_KEY, VALUES_FIELD, FileEntry, Snapshot,
                     check_index_columns, check_inside, check_relpath, conform_index, entries_table, entry_from_file,
                     index_errors, index_field, index_schema, schema_from_json, stats_schema)
 from .deletions import DV_COLUMNS, DV_DIR
@@ -132,7 +132,7 @@ def read_snapshot(root: str, version: int, columns: Sequence[str] | None = (), s
         identity = _identity(root, version, size)
         if identity is not None:  # (a copy: what callers load into theirs is theirs)
             kept = object.__new__(ChainSnapshot)
-            kept.__dict__.update(snap.__dict__, _base=_fresh(snap._base))
+            kept.__dict__.update(snap.__dict__, _base=_fresh(snap._base), loading=threading.RLock())
             _CHAINS.put(path, (identity, kept))
         return snap
     _check_paths(table, path)
@@ -385,7 +385,7 @@ class ChainSnapshot(Snapshot):
         return both.take(self._order).combine_chunks()
 
     def load_columns(self, names: list, optional: bool = False) -> None:
-        with LOADING_COLUMNS:  # (threads sharing the snapshot load a column once)
+        with self.loading:  # (threads sharing the snapshot load a column once)
             names = [n for n in names
                      if self.table.schema.get_field_index(n) < 0 and self._ischema.get_field_index(n) >= 0]
             self._preload(names)

@@ -261,6 +261,7 @@ def _plain_int_members(ref: Ref, values) -> set | None:
 #: ~2.5 ms to check and sort each time, and ~1 ms more to turn into the arrays pruning
 #: and the kernel take (a leaf keeps those: see ``prune._sorted_members``)
 _MEMBERS: dict[int, tuple] = {}
+_NOT_PLAIN = object()
 _MEMBERS_CACHED = 16
 _MEMBERS_FROM = 64
 
@@ -272,19 +273,17 @@ def _plain_int_leaf(ref: Ref, values: tuple) -> "InSet | None":
     if hit is not None and hit[0] is values:
         leaf = hit[1].get(ref)
         if leaf is not None:
-            return leaf
+            return None if leaf is _NOT_PLAIN else leaf
     plain = _plain_int_members(ref, values)
-    if plain is None:
-        return None
-    members = tuple(sorted(plain))
-    leaf = InSet(ref, members, False, False, arrow_values(ref, members))
+    members = None if plain is None else tuple(sorted(plain))
+    leaf = _NOT_PLAIN if plain is None else InSet(ref, members, False, False, arrow_values(ref, members))
     if len(values) >= _MEMBERS_FROM:
         if hit is None or hit[0] is not values:
             if len(_MEMBERS) >= _MEMBERS_CACHED:
                 _MEMBERS.clear()
             hit = _MEMBERS[id(values)] = (values, {})
-        hit[1][ref] = leaf
-    return leaf
+        hit[1][ref] = leaf  # (a list the general binding serves is remembered too: not checked per file)
+    return None if leaf is _NOT_PLAIN else leaf
 
 
 _PLAIN_INTS = frozenset(("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"))

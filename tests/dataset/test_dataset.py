@@ -451,3 +451,44 @@ def test_decimal_and_timestamp_bounds(tmp_path):
     assert ds.read(filter=col("d") > decimal.Decimal("1.49")).num_rows == 1
     assert ds.read(filter=col("n") == 1000).num_rows == 1
     assert ds.scan(filter=col("u") > 2**64).stats.files_pruned == 1
+
+
+def test_a_datasets_index_load_does_not_wait_on_another_datasets(tmp_path):
+    """Each snapshot guards its own statistics columns: a filtered read of one dataset
+    loads its index columns while another dataset's snapshot is in the middle of a load
+    (its lock held by another thread), and threads sharing one snapshot still load a
+    column once."""
+    import threading
+
+    table = pa.table({"k": np.arange(20_000, dtype=np.int64), "v": np.arange(20_000) * 0.5})
+    one = rcfmt.write_dataset(table, str(tmp_path / "one"), target_file_rows=5_000)
+    two = rcfmt.write_dataset(table, str(tmp_path / "two"), target_file_rows=5_000)
+    holding, release = threading.Event(), threading.Event()
+
+    def hold():
+        with one.snapshot.loading:
+            holding.set()
+            release.wait(60)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert holding.wait(60)
+        done = []
+        reader = threading.Thread(target=lambda: done.append(two.read(["k"], rcfmt.col("v") < 10).num_rows))
+        reader.start()
+        reader.join(60)
+        assert done == [20]  # (with one lock for every snapshot, the read waits for the holder)
+    finally:
+        release.set()
+        holder.join()
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(one.read(["k"], rcfmt.col("v") < 10).num_rows))
+               for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == [20] * 4
+    names = one.snapshot.table.schema.names
+    assert len(names) == len(set(names))

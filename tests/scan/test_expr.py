@@ -488,7 +488,7 @@ def test_date_scalars_beyond_python_dates_bind_and_show(tmp_path):
     assert rcfmt.read_table(tmp_path / "d.rcfmt", filter=col("d") >= pa.scalar(0, pa.date64())).num_rows == 2
 
 
-def test_a_large_integer_in_list_bound_again_gives_each_column_its_own_members():
+def test_a_large_integer_in_list_bound_again_gives_each_column_its_own_members(monkeypatch):
     """A dataset binds one filter per file: a large IN-list's members are remembered by
     the list, per column type -- a narrower column keeps only the members it can hold,
     whichever column bound the list first."""
@@ -513,3 +513,16 @@ def test_a_large_integer_in_list_bound_again_gives_each_column_its_own_members()
     assert other.column.name == "j" and other is not first[wide] and other.values == first[wide].values
     # another list of the same values is bound on its own
     assert list(bind(col("k").isin(list(keys[:3]) + [1]), wide).values) == sorted({-5, 3, 2**40, 1})
+    # a large list the general binding serves (a date column) is remembered as such: bound
+    # again, it gives the same members, and a plain column of the same list its own leaf
+    from rcfmt.scan import bind as binding
+
+    checked = []
+    real = binding._plain_int_members
+    monkeypatch.setattr(binding, "_plain_int_members", lambda *a: checked.append(a[0]) or real(*a))
+    dates = pa.schema([("k", pa.date32())])
+    first_dates = bind(flt, dates)
+    again = bind(flt, dates)
+    assert again is not first_dates and list(again.values) == list(first_dates.values)
+    assert len(checked) == 1  # (not checked again for the next file)
+    assert bind(flt, wide) is first[wide]
