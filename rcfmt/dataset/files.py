@@ -17,7 +17,8 @@ from ..errors import InvalidDataError, InvalidOptionError, SchemaError
 from ..schema.arrow_io import take
 from ..schema.types import same_schema
 from ..file.reader import RcfmtFile
-from ..file.writer import Writer, append_checked, chunk_hints, value_checker
+from ..file.chunk_encoding import chunk_hints
+from ..file.writer import Writer, append_checked, value_checker
 from ..interop.arrow import as_table
 from ..interop import cdata
 from ..layout import METADATA_KEY, ClusteringSpec
@@ -67,7 +68,7 @@ def inherited_bitmap_indexes(paths, data_schema: pa.Schema, write_options: dict,
 
 def inherited_hints(path: str, data_schema: pa.Schema, ids: dict | None = None) -> dict:
     """The encodings the dataset file at ``path`` chose in its last block, as hints
-    for new files of the same columns (:func:`rcfmt.file.writer.chunk_hints`, under the
+    for new files of the same columns (:func:`rcfmt.file.chunk_encoding.chunk_hints`, under the
     dataset's names: ``ids`` as for :func:`inherited_bitmap_indexes`). A hint saves
     the selector's sampling while the new rows look alike; it is never binding."""
     with RcfmtFile(path) as f:

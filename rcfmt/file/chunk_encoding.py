@@ -11,7 +11,7 @@ from .. import codecs
 from ..encodings import by_name
 from ..encodings.base import ColumnValues, Encoding
 from ..encodings.plain import Plain
-from ..encodings.selector import analyze, choose
+from ..encodings.selector import Decision, analyze, choose
 from ..errors import SchemaError
 from ..format.footer import ColumnSchema
 from ..format.layout import PAGE_DATA, PAGE_DICTIONARY, UNKNOWN_COUNT, chunk_record, page_record
@@ -212,3 +212,18 @@ def _codec(options, advice: str | None) -> tuple[int, int | None, float | None]:
 
 
 #: a table with at least this many rows gets a progress bar on a terminal (progress=None)
+
+
+def chunk_hints(footer) -> dict:
+    """The encodings a file's last block chose, per stored column (dotted paths for
+    nested leaves), as hints for a writer of more rows like them (``Writer``'s
+    ``_hints``): ``{column: selector.Decision}``, columns of unknown encodings left out."""
+    if not footer.num_blocks:
+        return {}
+    last = footer.chunk_fields(("encoding", "compression"))[-1]
+    out = {}
+    for col, (encoding_id, codec) in zip(footer.columns, last.tolist()):
+        decision = Decision.of_chunk(encoding_id, codec)
+        if decision is not None:
+            out[col.name] = decision
+    return out

@@ -20,7 +20,6 @@ import pyarrow as pa
 from .. import __version__
 from ..encodings import by_name
 from ..encodings.base import Encoding
-from ..encodings.selector import Decision
 from ..errors import InvalidDataError, InvalidOptionError, RcfmtError, SchemaError, UnknownOptionError
 from ..format.footer import ColumnSchema, FileMetaData, serialize_footer
 from ..format.layout import BLOCK_RECORD, FORMAT_VERSION, HEADER, MAGIC, TAIL, chunk_record
@@ -77,21 +76,6 @@ def _lagged(history: list, block: int):
         if b <= block - HINT_LAG:
             return value if block - b < RESAMPLE_BLOCKS else None
     return None
-
-
-def chunk_hints(footer) -> dict:
-    """The encodings a file's last block chose, per stored column (dotted paths for
-    nested leaves), as hints for a writer of more rows like them (``Writer``'s
-    ``_hints``): ``{column: selector.Decision}``, columns of unknown encodings left out."""
-    if not footer.num_blocks:
-        return {}
-    last = footer.chunk_fields(("encoding", "compression"))[-1]
-    out = {}
-    for col, (encoding_id, codec) in zip(footer.columns, last.tolist()):
-        decision = Decision.of_chunk(encoding_id, codec)
-        if decision is not None:
-            out[col.name] = decision
-    return out
 
 
 def _pool() -> ThreadPoolExecutor:
@@ -292,8 +276,8 @@ class Writer:
         self._bloom_report: dict[str, dict] = {}  # per column: filters kept, left out, estimates
         self._chunk_keys: list[list] = [[] for _ in self._columns]  # per column, per block: distinct values or None
         # per column: (block, sampled Decision); ``_hints`` (stored column -> Decision, as
-        # :func:`chunk_hints` reads them from a file of the same data) as if sampled just
-        # before the first block: a dataset's small new files do not sample again
+        # chunk_encoding.chunk_hints reads them from a file of the same data) as if sampled
+        # just before the first block: a dataset's small new files do not sample again
         self._decisions: list[list] = [[(-HINT_LAG, _hints[c.name])] if _hints and c.name in _hints else []
                                        for c in self._columns]
         self._bloom_hopeless: list[list] = [[] for _ in self._columns]  # per column: (block, BloomPolicy.hopeless)

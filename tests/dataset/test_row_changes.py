@@ -306,7 +306,7 @@ def test_new_files_start_from_the_encodings_of_the_latest_file(tmp_path, monkeyp
     where that file compressed, and hold the right rows."""
     from rcfmt.dataset.files import inherited_hints
     from rcfmt.encodings import selector
-    from rcfmt.file.writer import chunk_hints
+    from rcfmt.file.chunk_encoding import chunk_hints
 
     n = 40_000
     rng = np.random.default_rng(11)

@@ -302,7 +302,8 @@ def test_a_writer_given_a_files_hints_does_not_sample_and_writes_alike(tmp_path,
     """``Writer(_hints=chunk_hints(footer))`` of the same kind of data: no sample is
     compressed where the hints hold, and the file is the same size within 2% and reads
     back equal."""
-    from rcfmt.file.writer import Writer, chunk_hints
+    from rcfmt.file.chunk_encoding import chunk_hints
+    from rcfmt.file.writer import Writer
 
     n = 20_000
 
