@@ -54,7 +54,7 @@ from rcfmt._native.abi cimport (C_COLS, C_DICT_LENGTH, C_LENGTH, C_PAGES, R_COLS
                                 R_PAGE, R_PAGES, R_ROWS, R_STATUS, R_VALID, R_VALUES, S_CODES, S_COLS, S_DISCARD,
                                 ST_OK, ST_PYTHON, ST_SKIPPED)
 from rcfmt._native.column cimport (Col, _arena_bytes, _column, _free_outputs, _free_temporaries, _round8, _round64,
-                                   _then_column, _values_bytes)
+                                   _then_column, _values_bytes, tmp_free)
 from rcfmt._native.gather cimport _compact
 
 from ..runtime import memory as _memory
@@ -70,13 +70,18 @@ cdef uint8_t _EMPTY[8]
 
 cdef class Owned:
     """A buffer malloc'ed by the executor (string data, a kept dictionary), freed with
-    the last reference; exposes the buffer protocol (numpy, ``pyarrow.py_buffer``)."""
+    the last reference (``pooled``: by :func:`rcfmt._native.column.tmp_free`, which may
+    keep it for reuse); exposes the buffer protocol (numpy, ``pyarrow.py_buffer``)."""
 
     cdef void* ptr
     cdef Py_ssize_t size
+    cdef bint pooled
 
     def __dealloc__(self):
-        free(self.ptr)
+        if self.pooled:
+            tmp_free(self.ptr)
+        else:
+            free(self.ptr)
 
     def __len__(self):
         return self.size
@@ -422,6 +427,7 @@ def run_block(buf, int64_t base, const int64_t[:, ::1] spec, const int64_t[:, ::
             r[i, R_ROWS] = cols[i].rows_read
             if cols[i].data != NULL:
                 data[i] = _own(cols[i].data, cols[i].data_len)
+                (<Owned>data[i]).pooled = True  # (tmp_alloc'ed: column.pyx, gather.pyx)
                 cols[i].data = NULL
             if cols[i].keep_codes:
                 dictionaries[i] = (_own(cols[i].ddata, cols[i].ddata_len),

@@ -138,6 +138,9 @@ cdef inline Py_ssize_t _page_selection(const Col* col, int64_t first, int64_t co
     return hi
 
 
+cdef void* tmp_alloc(size_t n) noexcept nogil
+cdef void tmp_free(void* p) noexcept nogil
+cdef void* tmp_shrink(void* p, size_t n) noexcept nogil
 cdef void _free_temporaries(Col* col) noexcept nogil
 cdef void _free_outputs(Col* col) noexcept nogil
 cdef int _column(const uint8_t* buf, Py_ssize_t size, int64_t base, Col* col, int64_t rows, bint verify,

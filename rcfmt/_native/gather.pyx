@@ -9,7 +9,8 @@ from libc.string cimport memcpy, memmove, memset
 
 from rcfmt._native.abi cimport (KIND_BOOL, KIND_VARBINARY, R_DICT, R_VALID, R_VALUES, S_KIND, S_LARGE, S_WIDTH,
                                  ST_MEMORY, ST_TOO_BIG)
-from rcfmt._native.column cimport I32_MAX, Col, _arena_bytes, _fail, _first_offset, _round64, _values_bytes
+from rcfmt._native.column cimport (I32_MAX, Col, _arena_bytes, _fail, _first_offset, _round64, _values_bytes, tmp_alloc,
+                                   tmp_free, tmp_shrink)
 
 
 ctypedef fused _at_t:
@@ -66,7 +67,7 @@ cdef int _gather_varbinary(Col* col, const uint8_t* d, const uint32_t* codes, in
         total += off[code + 1] - off[code]
     if not wide and total > I32_MAX:
         return _fail(col, ST_TOO_BIG, -1)
-    col.data = <uint8_t*>malloc(total + 16)
+    col.data = <uint8_t*>tmp_alloc(total + 16)
     if col.data == NULL:
         return _fail(col, ST_MEMORY, -1)
     _first_offset(col, wide)
@@ -180,8 +181,8 @@ cdef int _dictionary_values(Col* col, const int64_t* pos, int64_t n, int64_t* r)
             total += off[code + 1] - off[code]
         if not wide and total > I32_MAX:
             return _fail(col, ST_TOO_BIG, -1)
-        free(col.data)
-        col.data = <uint8_t*>malloc(total + 1)
+        tmp_free(col.data)
+        col.data = <uint8_t*>tmp_alloc(total + 1)
         if col.data == NULL:
             return _fail(col, ST_MEMORY, -1)
         _first_offset(col, wide)
@@ -238,7 +239,6 @@ cdef int _compact_in_place(Col* col, const int64_t* pos, int64_t n, int64_t* r) 
     """:func:`_compact`'s first step: the outputs at ``pos``, where they are."""
     cdef int64_t j, a, b, p = 0
     cdef uint8_t* bits
-    cdef uint8_t* shrunk
     cdef int64_t* offsets
     cdef bint wide
     if col.nulls:
@@ -275,9 +275,7 @@ cdef int _compact_in_place(Col* col, const int64_t* pos, int64_t n, int64_t* r) 
                 (<int32_t*>col.values)[j] = <int32_t>offsets[j]
         free(offsets)
         col.data_len = p
-        shrunk = <uint8_t*>realloc(col.data, p + 1)  # (the owner keeps no more than it returns)
-        if shrunk != NULL:
-            col.data = shrunk
+        col.data = <uint8_t*>tmp_shrink(col.data, p + 1)  # (the owner keeps no more than it returns)
     elif col.s[S_KIND] == KIND_BOOL:
         _gather_in_place(col.values, pos, n, 1)
         _pack_bits(col.values, n)
