@@ -53,6 +53,13 @@ cdef extern from *:
     static size_t rc_kept_cap[RC_KEPT_SLOTS];
     static size_t rc_kept_total = 0;
     static pthread_mutex_t rc_kept_lock = PTHREAD_MUTEX_INITIALIZER;
+    /* a child forked while another thread held the lock (a Spark worker) starts with
+       it free: the kept blocks are its own copies */
+    static void rc_kept_child(void) {
+        pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+        rc_kept_lock = fresh;
+    }
+    static void rc_kept_init(void) { pthread_atfork(NULL, NULL, rc_kept_child); }
 
     static void* rc_tmp_alloc(size_t n) {
         size_t* h = NULL; size_t cap = 0; int i, best = -1;
@@ -111,6 +118,10 @@ cdef extern from *:
     void* rc_tmp_alloc(size_t n) noexcept nogil
     void rc_tmp_free(void* p) noexcept nogil
     void* rc_tmp_shrink(void* p, size_t n) noexcept nogil
+    void rc_kept_init() noexcept nogil
+
+
+rc_kept_init()
 
 
 cdef void* tmp_alloc(size_t n) noexcept nogil:
