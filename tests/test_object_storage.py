@@ -1250,3 +1250,26 @@ def test_deletes_updates_and_merges_on_s3(s3):
     _, client = s3
     check_row_changes(f"s3://{BUCKET}/dsw/changes", _table(), lambda: _keys(client, "dsw/changes/"),
                                     "dsw/changes")
+
+
+def test_remote_scans_read_exactly_what_their_plans_fetch(remote_file):
+    """On object storage too, each block's first read is its plan's ``fetch`` (the filter
+    columns' candidate pages, the projection riding along when few; blocks read with
+    their neighbours in one request), and the rows are the oracle's."""
+    from scan.test_plan import _check_reads_follow_plan, _recorded_scan
+
+    uri, _, table = remote_file
+    ids = table["id"].to_numpy()
+    col, kinds = rcfmt.col, set()
+    for columns, expr in ((None, col("id") == 7_000), (["x"], (col("id") >= 5_000) & (col("id") < 9_000)),
+                          (["s"], col("x") < 0.5), (None, None)):
+        with rcfmt.open(uri, fetch=rcfmt.FetchOptions(tail_bytes=64)) as f:
+            plan, reads, got = _recorded_scan(f, columns, expr)
+            _check_reads_follow_plan(f, plan, reads, columns)
+        assert reads
+        kinds.update((b.read, b.ride) for b in plan.blocks)
+        want = table if expr is None else table.filter(pa.array(
+            (ids == 7_000) if columns is None else ((ids >= 5_000) & (ids < 9_000)) if columns == ["x"]
+            else table["x"].to_numpy() < 0.5))
+        assert got.equals(want.select(got.column_names))
+    assert {("ranged", True), ("group", False)} <= kinds, kinds

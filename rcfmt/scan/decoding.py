@@ -64,19 +64,20 @@ class ColumnDecoding:
         return 4 * (last - first + 1) >= selection.num_rows
 
     def _whole_columns(self, block: int, cols: list, rows: int, cache: dict, stats: ScanStats,
-                       fetched: tuple | None = None, selection: Selection | None = None, paged: bool = False) -> dict:
+                       fetched: tuple | None = None, selection: Selection | None = None, paged: bool = False,
+                       tables: list | None = None) -> dict:
         """``{column: Arrow array or ColumnData}`` of the flat columns ``cols`` at every row of ``block``
         (or the rows ``selection`` selects): one native call decodes them all
         (:mod:`rcfmt.scan.block_exec`), their whole chunks read together unless
         ``fetched`` (``(buffer, base)``) holds them already -- or, ``paged``, only the
-        pages holding a selected row (:meth:`_page_tables`). A column the executor
+        pages holding a selected row (:meth:`_page_tables`; ``tables``: planned). A column the executor
         refuses raises its located error (:mod:`rcfmt.scan.refusals`)."""
         if not cols:
             return {}
         executor = self._executor(cols)
         pages = None
         if paged:
-            buf, base, pages = self._page_tables(block, cols, selection, cache, stats, fetched)
+            buf, base, pages = self._page_tables(block, cols, selection, cache, stats, fetched, tables)
         else:
             buf, base = self._read_whole(executor, block, rows, stats) if fetched is None else fetched
         out = {}
@@ -134,25 +135,37 @@ class ColumnDecoding:
             by_col.update(zip(group, outputs))
         return [by_col[c] for c in cols], sum(g[1] for g in got), sum(g[2] for g in got)
 
-    def _page_tables(self, block: int, cols, selection: Selection, cache: dict, stats: ScanStats,
-                     fetched: tuple | None = None):
-        """``(buffer, base, tables)``: the pages of ``cols`` holding a row ``selection``
-        selects (and their dictionary pages), read together as :meth:`_fetch` reads
-        them unless ``fetched`` (``(buffer, base)``) holds them, and per column their
-        page table as the executor reads it (:meth:`PageIndex.table
-        <rcfmt.index.page.PageIndex.table>`, offsets made positions in the buffer)."""
+    def _candidate_tables(self, block: int, cols, selection: Selection, cache: dict) -> list:
+        """Per column of ``cols``, the page table of its pages holding a row ``selection``
+        selects (:meth:`PageIndex.table <rcfmt.index.page.PageIndex.table>`, file offsets)."""
         tables = []
         for col in cols:
             index = self._page_index(block, col, cache)
-            stats.pages_total += len(index.entries)
             tables.append(index.table(selection.pages_holding(index.first, index.counts)))
+        return tables
+
+    def _page_tables(self, block: int, cols, selection: Selection, cache: dict, stats: ScanStats,
+                     fetched: tuple | None = None, tables: list | None = None):
+        """``(buffer, base, tables)``: the pages of ``cols`` holding a row ``selection``
+        selects (and their dictionary pages; ``tables``: their page tables, planned
+        already), read together as :meth:`_fetch` reads them unless ``fetched``
+        (``(buffer, base)``) holds them, and per column their page table as the
+        executor reads it (offsets made positions in the buffer)."""
+        own = tables is None  # (planned tables are the plan's: made relative in copies)
+        if own:
+            tables = self._candidate_tables(block, cols, selection, cache)
+        for col in cols:
+            stats.pages_total += len(self._page_index(block, col, cache).entries)
         if fetched is None:
-            buf, base = self._fetch_tables(block, cols, tables, stats)
+            buf, base = self._read(self._table_ranges(block, cols, tables), stats)
         else:
             buf, base = fetched
+        out = []
         for table in tables:
+            table = table if own else table.copy()
             table[0] -= base
-        return buf, base, tables
+            out.append(table)
+        return buf, base, out
 
     def _read_whole(self, executor: BlockColumns, block: int, rows: int, stats: ScanStats):
         """``(buffer, base)``: the whole chunks ``executor`` decodes in ``block``, read

@@ -95,32 +95,13 @@ class BlockFetching:
         parts = (self._column_ranges(block, col, plan, cache) for col, plan in plans.items())
         return sum(int((hi - lo).sum()) for r in parts if r is not None for lo, hi in [r])
 
-    def _filter_read(self, block: int, candidates: Selection, filter_ids, projected: list, cache: dict,
-                     stats: ScanStats):
-        """``((buffer, base), whether the projected columns' candidate pages came along)``:
-        the candidate pages of the filter columns ``filter_ids``, read. On object
-        storage the projected columns' pages that may hold matching rows ride along
-        when they are few (at most ``FetchOptions.coalesce_gap``): the rows the filter
-        selects lie in them."""
-        scratch = ScanStats()  # (pages are counted where they are decoded)
-        plans = {col: self._plan_column(block, col, candidates, cache, scratch) for col in filter_ids}
-        rode = False
-        if self.file.remote and projected:
-            ride = {col: self._plan_column(block, col, candidates, cache, scratch) for col in projected}
-            if self._planned_bytes(block, ride, cache) <= self._gap:
-                plans.update(ride)
-                rode = True
-        return self._fetch(block, plans, cache, stats), rode
-
-    def _fetch_tables(self, block: int, cols, tables: list, stats: ScanStats):
-        """Read the pages of ``tables`` (per column of ``cols``, a page table with file
-        offsets: :meth:`PageIndex.table <rcfmt.index.page.PageIndex.table>`) and each
-        column's dictionary page, merged as :meth:`_byte_ranges` merges them:
-        ``(buffer, base)``, file offset ``base`` at ``buffer[0]``."""
+    def _table_ranges(self, block: int, cols, tables: list):
+        """The bytes of the pages of ``tables`` (per column of ``cols``, a page table with
+        file offsets: :meth:`PageIndex.table <rcfmt.index.page.PageIndex.table>`) and of
+        each column's dictionary page, merged as :meth:`_byte_ranges` merges them."""
         chunks = self.file.footer.chunks
-        parts = [_with_dictionary(chunks[col][block], table[0], table[0] + table[2])
-                 for col, table in zip(cols, tables) if table.shape[1]]
-        return self._read(self._merge(parts), stats)
+        return self._merge([_with_dictionary(chunks[col][block], table[0], table[0] + table[2])
+                            for col, table in zip(cols, tables) if table.shape[1]])
 
 
 def _with_dictionary(rec, lo: np.ndarray, hi: np.ndarray):

@@ -3,8 +3,29 @@
 A plan says, from metadata alone (the footer's statistics, bloom filters, bitmap-index
 entries, the page index; never a data page), what each block of a file comes to: pruned,
 and by what, or kept with the rows that may match (its candidates), the part of the
-filter left to decode there, and the bytes its candidate pages span. Execution takes a
-:class:`BlockPlan` per kept block (:meth:`rcfmt.scan.scanner.FileScan.plan`).
+filter left to decode there, how the executor decides it (the block's ``mode``) and the
+bytes it reads first (``fetch``), exactly. Execution takes a :class:`BlockPlan` per kept
+block and makes no choice of its own but one: the projected columns' pages after a
+filter, which only its answer names (:meth:`rcfmt.scan.scanner.FileScan.plan`).
+
+A block's mode (:attr:`BlockPlan.mode`):
+
+* :data:`ROWS`: no filter left to decode (none, or bitmap indexes and statistics decided
+  it): the candidates are the rows; ``fetch`` is the projected columns' bytes at them.
+* :data:`FUSED`: the executor decides the filter and decodes the projected columns at the
+  rows it picks in one native call; ``fetch`` is both's whole chunks.
+* :data:`PICK`: the executor decides the filter and picks the rows; the projected columns
+  are decoded after, at those rows (``fetch``: the filter columns' bytes).
+* :data:`MASK`: the executor decodes the filter columns into a mask of the leaves it
+  takes; the rest of the filter (OR trees, list leaves) is evaluated on their values
+  (a count, too, stops at the mask).
+* :data:`LISTS`: a filter on lists alone, decided on the lists at the candidate rows.
+
+How a block's first bytes are read (:attr:`BlockPlan.read`): :data:`CHUNKS` (whole
+chunks: every row asked, or candidates dense enough), :data:`PAGES` (the candidate pages
+and their dictionary pages), on object storage :data:`RANGED` (the candidate pages, and
+the projected columns' candidate pages riding along when ``ride``) or :data:`GROUP` (with
+the neighbouring blocks, in one request: :mod:`rcfmt.scan.fetch_plan`).
 
 ``explain()`` renders a plan as text (in the spirit of DuckDB's ``EXPLAIN``) and
 ``to_dict()`` as plain Python values (JSON-serialisable).
@@ -17,7 +38,17 @@ import numpy as np
 
 from .selection import Selection
 
-__all__ = ["BlockPlan", "DatasetPlan", "FilePlan", "PRUNE_STAGES"]
+__all__ = ["BlockPlan", "DatasetPlan", "FilePlan", "PRUNE_STAGES", "ROWS", "FUSED", "PICK", "MASK", "LISTS",
+           "CHUNKS", "PAGES", "RANGED", "GROUP"]
+
+#: the modes of a kept block (see the module)
+ROWS, FUSED, PICK, MASK, LISTS = "rows", "fused", "pick", "mask", "lists"
+#: how a block's first bytes are read (see the module)
+CHUNKS, PAGES, RANGED, GROUP = "chunks", "pages", "ranged", "group"
+
+_MODE_TEXT = {ROWS: "the candidates are the rows", FUSED: "filter and projection in one call",
+              PICK: "filter picks the rows", MASK: "filter into a mask, the rest of it on the values",
+              LISTS: "filter on the lists"}
 
 #: the stages that prune whole blocks, in the order a scan asks them
 PRUNE_STAGES = ("stats", "bloom", "bitmap", "pages")
@@ -32,8 +63,12 @@ class BlockPlan:
     :class:`~rcfmt.scan.selection.Selection` over them), the ``residual`` filter to
     evaluate by decoding (None: the candidates are exactly the matching rows), what the
     bitmap indexes did (``index``: ``"exact"`` decided the whole filter, ``"narrowed"``
-    decided part of it, None) and, when the plan was asked for them, the byte ranges its
-    candidate pages span in the file (``fetch``: ``(starts, ends)``, half-open).
+    decided part of it, None), its ``mode`` and ``read`` (see the module), ``every``
+    (the filter runs on every row of the block, its candidates being nearly all of
+    them), ``ride`` and the byte ranges its execution reads first, exactly
+    (``fetch``: ``(starts, ends)``, half-open; None: nothing, or with its ``GROUP``);
+    ``tables``: with ``read`` :data:`PAGES`, the filter columns' page tables as the
+    executor takes them (file offsets).
     ``visible``: the block's rows a deletion vector leaves, when the filter is decided on
     the candidates first and the few deleted rows are taken out of its answer after (a
     scattered delete must not turn a block's run of candidates into thousands).
@@ -48,6 +83,11 @@ class BlockPlan:
     fetch: tuple[np.ndarray, np.ndarray] | None = None
     visible: Selection | None = None
     proven: tuple[str, ...] = ()
+    mode: str = ROWS
+    read: str | None = None
+    every: bool = False
+    ride: bool = False
+    tables: list | None = field(default=None, repr=False, compare=False)
 
     @property
     def candidate_rows(self) -> int:
@@ -62,7 +102,7 @@ class BlockPlan:
         out = {"block": self.block, "rows": self.rows, "candidate_rows": self.candidate_rows,
                "candidate_ranges": [[int(s), int(e)] for s, e in zip(ranges.starts, ranges.ends)],
                "index": self.index, "residual": None if self.residual is None else str(self.residual),
-               "proven": list(self.proven)}
+               "proven": list(self.proven), "mode": self.mode, "read": self.read, "every_row": self.every}
         if self.fetch is not None:
             out["fetch"] = [[int(s), int(e)] for s, e in zip(*self.fetch)]
             out["fetch_bytes"] = self.fetch_bytes
@@ -73,12 +113,18 @@ class BlockPlan:
         shown = ", ".join(f"[{s}, {e})" for s, e in list(zip(ranges.starts.tolist(), ranges.ends.tolist()))[:_SHOWN_RANGES])
         more = f", ... {len(ranges) - _SHOWN_RANGES} more" if len(ranges) > _SHOWN_RANGES else ""
         index = f", bitmap index: {self.index}" if self.index else ""
-        fetch = f", {self.fetch_bytes} bytes in {len(self.fetch[0])} ranges" if self.fetch is not None else ""
-        decode = "" if self.residual is None else " -> decode"
+        line = (f"block {self.block}: {self.candidate_rows}/{self.rows} candidate rows in {len(ranges)} ranges "
+                f"{shown}{more}{index} -> {_MODE_TEXT[self.mode]}")
+        if self.read == GROUP:
+            line += "; reads with its neighbours"
+        elif self.fetch is not None:
+            how = ", ".join([self.read] + ["every row"] * self.every + ["projection along"] * self.ride)
+            line += f"; reads {self.fetch_bytes} bytes in {len(self.fetch[0])} ranges ({how})"
+        if self.mode in (PICK, MASK):
+            line += ", then the projected columns' pages holding the rows"
         if self.proven:
-            decode += f", proven by statistics: {' AND '.join(self.proven)}"
-        return (f"block {self.block}: {self.candidate_rows}/{self.rows} candidate rows in {len(ranges)} ranges "
-                f"{shown}{more}{index}{fetch}{decode}")
+            line += f"; proven by statistics: {' AND '.join(self.proven)}"
+        return line
 
 
 @dataclass(frozen=True)

@@ -30,12 +30,12 @@ from ..schema.arrow_io import int64_array, take as arrow_take
 from ..schema.nested import list_node as nested_list_node
 from ..index.bitmap.answer import BlockAnswer, to_mask
 from .evaluate import ColumnData, column_conjuncts, eval_nnf
-from ..storage.fetch import LOCAL_COALESCE_GAP
+from ..storage.fetch import LOCAL_COALESCE_GAP, coalesce
 from .fetch_plan import BlockGroups
 from .nnf import BoundAnd, BoundListContains, NanCheck, columns as expr_columns, leaves, to_nnf, without_nan_checks
 from .bind import bind
 from .block_exec import BlockColumns, BlockFilter
-from .plan import PRUNE_STAGES, BlockPlan, FilePlan
+from .plan import CHUNKS, FUSED, GROUP, LISTS, MASK, PAGES, PICK, PRUNE_STAGES, RANGED, BlockPlan, FilePlan
 from .prune import always_true
 from .block_pruning import INDEX_NARROWS, BlockPruning
 from .decoding import ColumnDecoding
@@ -254,49 +254,6 @@ class FileScan(BlockPruning, PagePruning, BlockFetching, ColumnDecoding):
                                  then=rest, dictionary_ids=self.dictionary_ids)  # (built alike by racing threads)
         return got
 
-    def _native_filter(self, block_filter: BlockFilter, block: int, candidates: Selection, cache: dict,
-                       stats: ScanStats, fetched: tuple | None = None, keep=None, whole: bool = False,
-                       pruned_only: bool = False):
-        """:meth:`BlockFilter.run` of the scan's filter on the ``candidates`` of
-        ``block``: ``(mask over the candidates, filter columns' data)``; or with ``keep``
-        (the filter is :attr:`~BlockFilter.complete`), :meth:`BlockFilter.select`:
-        ``(selection, the filter columns keep names at its rows)``. Candidates from the
-        page index are read as :meth:`_dense` decides (``whole``: whole chunks): whole
-        chunks, or their pages alone -- unless ``fetched`` (``(buffer, base)``, read
-        by :meth:`_filter_read` or with the block's group) holds them already.
-        ``pruned_only`` (with ``keep``): no row outside the candidates can pass the
-        filter (they are what page pruning left): when they are nearly every row
-        (:data:`EVERY_ROW_SHARE`) and whole chunks are read, every row is filtered
-        rather than the candidates gathered (the few pages pruned cost less to decode
-        than listing and checking every candidate row: a merge's keys leave ~all)."""
-        columns, rows = block_filter.columns, candidates.num_rows
-        wanted = pages = None
-        every = pruned_only and keep is not None and candidates.row_count >= EVERY_ROW_SHARE * rows
-        if whole:
-            wanted = None if candidates.row_count == rows or every else candidates.to_indices()
-            buf, base = self._read_whole(columns, block, rows, stats)
-        elif candidates.row_count == rows:
-            if fetched is None:
-                buf, base = self._read_whole(columns, block, rows, stats)  # (read, and counted, also if in vain)
-            else:
-                (buf, base), stats.pages_total = fetched, stats.pages_total + columns.pages[block]
-        else:  # page-index candidates (whole pages): the candidate pages alone, or whole chunks if dense
-            if fetched is None and not self.file.remote and self._dense(block, candidates, columns):
-                buf, base = self._read_whole(columns, block, rows, stats)
-                wanted = None if every else candidates.to_indices()
-            else:
-                wanted = candidates.to_indices()
-                buf, base, pages = self._page_tables(block, columns.cols, candidates, cache, stats, fetched)
-        if keep is None:
-            got = block_filter.run(buf, base, block, rows, self.file.verify_checksums, wanted, pages)
-        else:
-            got = block_filter.select(buf, base, block, rows, self.file.verify_checksums, wanted, pages, keep)
-        stats.pages_read += got[2][0]
-        stats.rows_decoded += got[2][1]
-        if keep is None:
-            return got[:2]
-        return Selection.picked(*got[0], rows), got[1]
-
     # ---------------------------------------------------------------- one block
     def scan_block(self, block: int) -> tuple[pa.RecordBatch | None, ScanStats]:
         """Selected rows of one block (None if none), and what it cost."""
@@ -343,7 +300,16 @@ class FileScan(BlockPruning, PagePruning, BlockFetching, ColumnDecoding):
         groups = BlockGroups(spans, self._gap, self.file.fetch.max_request_bytes)
         return groups if len(groups) else None
 
-    def _block_plan(self, block: int, cache: dict, stats: ScanStats) -> BlockPlan | None:
+    def _block_plan(self, block: int, cache: dict, stats: ScanStats, count_only: bool = False,
+                    groups: BlockGroups | None = None) -> BlockPlan | None:
+        """The plan of ``block`` (None: pruned, no row can match): its candidates and the
+        filter left (:meth:`_candidates`), and how the executor decides it
+        (:meth:`_physical`; ``count_only``: for a count; ``groups``: the blocks of a
+        remote scan read together)."""
+        plan = self._candidates(block, cache, stats)
+        return None if plan is None else self._physical(plan, cache, count_only, groups)
+
+    def _candidates(self, block: int, cache: dict, stats: ScanStats) -> BlockPlan | None:
         """The plan of ``block`` (None: pruned, no row can match): the rows that may match,
         from its page index and its bitmap indexes, and the filter left to decode, with
         the conjuncts the indexes decided exactly taken out (None when they decided all
@@ -375,6 +341,85 @@ class FileScan(BlockPruning, PagePruning, BlockFetching, ColumnDecoding):
         residual = answer.residual
         return self._less_proven(BlockPlan(block, rows, candidates, residual[0] if len(residual) == 1
                                            else BoundAnd.of(*residual), "narrowed", visible=visible))
+
+    def _physical(self, plan: BlockPlan, cache: dict, count_only: bool, groups: BlockGroups | None) -> BlockPlan:
+        """``plan`` with its physical choices made (:mod:`rcfmt.scan.plan`), from metadata
+        only: its mode, how its first bytes are read and which (``fetch``), whether its
+        filter runs on every row and whether the projection rides along."""
+        block, candidates, nnf = plan.block, plan.candidates, plan.residual
+        if nnf is None:
+            return plan if count_only else replace(plan, **self._projection_fetch(block, candidates, cache, groups))
+        filter_ids, list_filters = self._residual_columns(nnf)
+        block_filter = self._block_filter(nnf, filter_ids)
+        if block_filter is None:
+            return replace(plan, mode=LISTS)
+        all_rows = candidates.row_count == plan.rows
+        dense = all_rows or (not self.file.remote and self._dense(block, candidates, block_filter.columns))
+        grouped = groups is not None and block in groups
+        rest = [c for c in self.col_ids if c not in filter_ids.values()]
+        mode, columns = MASK, block_filter.columns
+        if block_filter.complete and not list_filters and not count_only:  # the rows, in the same call
+            mode = PICK
+            fused = None if grouped or self.file.remote else self._fused_filter(nnf, filter_ids, rest)
+            if fused is not None and fused[1][block] and dense:  # the projection too: whole chunks, one call
+                mode, columns = FUSED, fused[0].columns
+        read = GROUP if grouped else RANGED if self.file.remote else CHUNKS if dense else PAGES
+        # (rows outside the candidates cannot match when page pruning alone left them out)
+        pruned_only = plan.index is None and self._take is None and (
+            plan.visible is not None or self._visible is None or block not in self._visible)
+        every = (mode != MASK and read == CHUNKS and pruned_only and not all_rows
+                 and candidates.row_count >= EVERY_ROW_SHARE * plan.rows)
+        ride = {}
+        if read == RANGED and rest and not count_only:  # the projected candidate pages along, when few
+            scratch = ScanStats()
+            ride = {col: self._plan_column(block, col, candidates, cache, scratch) for col in rest}
+            if self._planned_bytes(block, ride, cache) > self._gap:
+                ride = {}
+        fetch, tables = self._filter_fetch(block, read, columns, candidates, cache, ride)
+        return replace(plan, mode=mode, read=read, every=every, ride=bool(ride), fetch=fetch, tables=tables)
+
+    def _residual_columns(self, nnf) -> tuple[dict, dict]:
+        """``(flat filter columns, list filters)`` of ``nnf``, the scan's filter or a residual of it."""
+        if nnf is self.nnf:
+            return self.row_filter_ids, self.list_filters
+        names = expr_columns(nnf)
+        return ({n: c for n, c in self.row_filter_ids.items() if n in names},
+                {n: p for n, p in self.list_filters.items() if n in names})
+
+    def _filter_fetch(self, block: int, read: str, columns: BlockColumns, candidates: Selection, cache: dict,
+                      ride: dict):
+        """``(fetch, tables)`` of a block whose filter columns (``columns``) are read as
+        ``read`` says (:meth:`_physical`): the byte ranges, and for :data:`PAGES` the
+        candidate pages' tables (file offsets)."""
+        if read == CHUNKS:
+            starts, ends, merged = columns.ranges(block)
+            return ((starts, ends) if merged else coalesce(starts, ends, self._gap if self.file.remote else 0)), None
+        if read == PAGES:
+            tables = self._candidate_tables(block, columns.cols, candidates, cache)
+            return self._table_ranges(block, columns.cols, tables), tables
+        if read == RANGED:
+            scratch = ScanStats()  # (pages are counted where they are decoded)
+            plans = {col: self._plan_column(block, col, candidates, cache, scratch) for col in columns.cols}
+            return self._byte_ranges(block, {**plans, **ride}, cache), None
+        return None, None  # (GROUP: read with its neighbours)
+
+    def _projection_fetch(self, block: int, selection: Selection, cache: dict, groups: BlockGroups | None) -> dict:
+        """The ``read`` and ``fetch`` of a block whose projected flat columns are decoded at
+        ``selection`` with no filter before them, as :meth:`_whole_columns` reads them."""
+        rest = self.col_ids
+        if not rest or not selection.row_count:
+            return {}
+        if groups is not None and block in groups:
+            return {"read": GROUP}
+        executor = self._executor(rest)
+        if selection.row_count == selection.num_rows or not (self.file.remote or
+                                                             not self._dense(block, selection, executor)):
+            starts, ends, merged = executor.ranges(block)
+            return {"read": CHUNKS, "fetch": (starts, ends) if merged else coalesce(
+                starts, ends, self._gap if self.file.remote else 0)}
+        tables = self._candidate_tables(block, rest, selection, cache)
+        return {"read": RANGED if self.file.remote else PAGES, "fetch": self._table_ranges(block, rest, tables),
+                "tables": tables}
 
     def _less_proven(self, plan: BlockPlan) -> BlockPlan:
         """``plan`` without the conjuncts its block's statistics prove TRUE on every row
@@ -436,31 +481,23 @@ class FileScan(BlockPruning, PagePruning, BlockFetching, ColumnDecoding):
 
     def plan(self, fetch: bool = True) -> FilePlan:
         """The scan's plan (:class:`~rcfmt.scan.plan.FilePlan`), from metadata only: the
-        blocks each stage pruned, and per kept block its candidate rows, the filter left
-        to decode and (``fetch``) the byte ranges of the candidate pages of every column
-        the scan reads. Reading the plan costs page-index and bitmap-index reads, never a
-        data page; the scan's ``stats`` are left as they were."""
+        blocks each stage pruned, and per kept block what its execution runs -- its
+        candidate rows, the filter left to decode, its mode and (``fetch``) the byte
+        ranges it reads first, exactly (:mod:`rcfmt.scan.plan`). Reading the plan costs
+        page-index and bitmap-index reads, never a data page; the scan's ``stats`` are
+        left as they were."""
         scratch = ScanStats()
         pruned = {stage: list(blocks) for stage, blocks in self.pruned.items()}
-        needed = list(dict.fromkeys([*self.row_filter_ids.values(), *self.col_ids]))
+        groups = self._plan_groups(self.blocks) if self.file.remote and len(self.blocks) > 1 else None
         plans = []
         for block in self.blocks:
             cache: dict = {}
             before = scratch.blocks_pruned_pages
-            plan = self._block_plan(block, cache, scratch)
+            plan = self._block_plan(block, cache, scratch, groups=groups)
             if plan is None:
                 pruned["pages" if scratch.blocks_pruned_pages > before else "bitmap"].append(block)
                 continue
-            if fetch:
-                if plan.residual is None and not self.col_ids and plan.index == "exact":
-                    ranges = None  # answered by the index: nothing to read
-                else:
-                    cols = self.col_ids if plan.residual is None else needed if plan.residual is self.nnf else \
-                        self._needed_by(plan.residual)
-                    ranges = self._byte_ranges(block, {c: self._plan_column(block, c, plan.candidates, cache, scratch)
-                                                       for c in cols}, cache)
-                plan = replace(plan, fetch=ranges if ranges is not None else (np.zeros(0, np.int64),) * 2)
-            plans.append(plan)
+            plans.append(plan if fetch else replace(plan, fetch=None, tables=None))
         if self.nnf is None:
             pushed, mask_only, after = {}, set(), ()
         else:
@@ -475,12 +512,6 @@ class FileScan(BlockPruning, PagePruning, BlockFetching, ColumnDecoding):
                         rows_total=self.stats.rows_total, pruned={k: tuple(sorted(v)) for k, v in pruned.items()},
                         pushed=pushed, mask_only=tuple(sorted(mask_only)), after_decode=after, blocks=tuple(plans))
 
-    def _needed_by(self, residual) -> list[int]:
-        """The stored columns a block whose filter is ``residual`` reads: those of its
-        row filter, then the projected ones."""
-        names = expr_columns(residual)
-        return list(dict.fromkeys([*(c for n, c in self.row_filter_ids.items() if n in names), *self.col_ids]))
-
     def explain(self) -> str:
         """The plan as text: what pruned which blocks, the candidate rows and bytes of
         each kept block, and where each part of the filter is evaluated."""
@@ -488,63 +519,49 @@ class FileScan(BlockPruning, PagePruning, BlockFetching, ColumnDecoding):
 
     def _scan_block(self, block: int, stats: ScanStats, count_only: bool = False):
         cache: dict = {}  # the block's page indexes, read by planning, used by execution
-        plan = self._block_plan(block, cache, stats)
+        plan = self._block_plan(block, cache, stats, count_only, self._groups)
         if plan is None:
             return (0 if count_only else None), stats
         return self._execute(plan, cache, stats, count_only)
 
     def _execute(self, plan: BlockPlan, cache: dict, stats: ScanStats, count_only: bool = False):
-        """Decode what ``plan`` leaves to decode of its block: the filter columns at the
-        candidate rows, the mask, and the projected columns at the selected rows."""
-        block, candidates, nnf = plan.block, plan.candidates, plan.residual
-        filter_names = set() if nnf is None or nnf is self.nnf else expr_columns(nnf)
-        if nnf is self.nnf:
-            filter_ids, list_filters = self.row_filter_ids, self.list_filters
-        else:
-            filter_ids = {n: c for n, c in self.row_filter_ids.items() if n in filter_names}
-            list_filters = {n: p for n, p in self.list_filters.items() if n in filter_names}
-        filter_data: dict[int, ColumnData] = {}
-        mask = None
+        """Run ``plan`` (:meth:`_block_plan`: its mode and its reads decided): decode the
+        filter columns at the candidate rows, decide the rows, and decode the projected
+        columns at them."""
+        block, candidates, nnf, mode = plan.block, plan.candidates, plan.residual, plan.mode
+        filter_ids, list_filters = ({}, {}) if nnf is None else self._residual_columns(nnf)
         rest = [c for c in self.col_ids if c not in filter_ids.values()]
         fetched = None
-        if self._groups is not None and block in self._groups:  # read with its neighbours
+        if plan.read == GROUP:  # read with its neighbours
             buf, base, nbytes = self._groups.fetch(block, self.file)
             stats.bytes_read += nbytes
             fetched = (buf, base)
-        native = picked = projected = None
-        # the filter columns' bytes, and whether the projected columns' candidate pages are in them
-        filter_read, rode_along = fetched, fetched is not None
-        block_filter = None if nnf is None else self._block_filter(nnf, filter_ids)
-        if block_filter is not None:
-            if filter_read is None and self.file.remote:
-                filter_read, rode_along = self._filter_read(block, candidates, filter_ids.values(),
-                                                            [] if count_only else rest, cache, stats)
-            if block_filter.complete and not list_filters and not count_only:  # the rows, in the same call
+        picked = projected = mask = None
+        filter_data: dict[int, ColumnData] = {}
+        if mode in (FUSED, PICK, MASK):
+            block_filter = self._fused_filter(nnf, filter_ids, rest)[0] if mode == FUSED else \
+                self._block_filter(nnf, filter_ids)
+            buf, base, pages = self._filter_bytes(plan, block_filter.columns, cache, stats, fetched)
+            wanted = None if plan.every or candidates.row_count == plan.rows else candidates.to_indices()
+            verify = self.file.verify_checksums
+            if mode == MASK:  # one native call decodes the filter columns into the mask
+                mask, filter_data, read = block_filter.run(buf, base, block, plan.rows, verify, wanted, pages)
+            else:  # one native call decodes the filter columns and picks the rows (FUSED: and the projection)
                 keep = {c for c in self.col_ids if c in filter_ids.values()}
-                fused = None if filter_read is not None or self.file.remote else self._fused_filter(nnf, filter_ids,
-                                                                                                   rest)
-                # (rows outside the candidates cannot match: page pruning alone left them out)
-                pruned_only = plan.index is None and self._take is None and (
-                    plan.visible is not None or self._visible is None or block not in self._visible)
-                if fused is not None and fused[1][block] and (candidates.row_count == candidates.num_rows or
-                                                              self._dense(block, candidates, block_filter.columns)):
-                    # the projection too: the filter's and the projection's whole chunks, one read, one call
-                    picked = self._native_filter(fused[0], block, candidates, cache, stats, None, keep, whole=True,
-                                                 pruned_only=pruned_only)
-                    projected = {c: picked[1].pop(c) for c in rest if c in picked[1]}
-                else:
-                    picked = self._native_filter(block_filter, block, candidates, cache, stats, filter_read, keep,
-                                                 pruned_only=pruned_only)
-            else:
-                native = self._native_filter(block_filter, block, candidates, cache, stats, filter_read)
-        if picked is not None:  # one native call decoded the filter columns and picked the rows
-            fetched = filter_read if rode_along else None
-            selection, filter_data = picked
+                picks, filter_data, read = block_filter.select(buf, base, block, plan.rows, verify, wanted, pages,
+                                                               keep)
+                picked = Selection.picked(*picks, plan.rows)
+                if mode == FUSED:
+                    projected = {c: filter_data.pop(c) for c in rest if c in filter_data}
+            stats.pages_read += read[0]
+            stats.rows_decoded += read[1]
+            fetched = (buf, base) if plan.read == GROUP or plan.ride else None
+            buf = None  # (the filter's bytes, freed before the projection's are read unless they hold them)
+        if picked is not None:
+            selection = picked
             if plan.visible is not None:
                 selection, filter_data, projected = _less_deleted(plan.visible, selection, filter_data, projected)
-        elif native is not None:  # one native call decoded the filter columns into the mask
-            fetched = filter_read if rode_along else None
-            mask, filter_data = native
+        elif mode == MASK:
             if filter_data and not block_filter.complete:  # (no data: no row is TRUE, the mask is final)
                 lists = self._lists_at(block, list_filters, candidates, cache, stats)
                 mask = eval_nnf(nnf, lambda name: lists[name] if name in lists else filter_data[self.filter_ids[name]],
@@ -556,13 +573,15 @@ class FileScan(BlockPruning, PagePruning, BlockFetching, ColumnDecoding):
                 stats.rows_selected += selected
                 return selected, stats
             selection = candidates.refine(mask)
-        elif nnf is not None:  # a filter on lists alone
+        elif mode == LISTS:
             lists = self._lists_at(block, list_filters, candidates, cache, stats)
             selection = candidates.refine(eval_nnf(nnf, lists.__getitem__, candidates.row_count))
             if plan.visible is not None:
                 selection = selection.intersect(plan.visible)
-        else:
+        else:  # ROWS: the candidates are the rows, their projection read as planned
             selection = candidates
+            if plan.fetch is not None and not count_only:
+                projected = self._planned_projection(plan, rest, cache, stats)
         selected = selection.row_count
         stats.rows_selected += selected
         if count_only:
@@ -576,6 +595,28 @@ class FileScan(BlockPruning, PagePruning, BlockFetching, ColumnDecoding):
         finally:
             if nested:
                 wait(nested.values())
+
+    def _filter_bytes(self, plan: BlockPlan, columns: BlockColumns, cache: dict, stats: ScanStats, fetched):
+        """``(buffer, base, page tables or None)`` of the filter columns (``columns``) of
+        ``plan``'s block: its ``fetch`` read (or its group's bytes, ``fetched``), and
+        unless whole chunks are decoded, the candidate pages' tables in that buffer."""
+        if plan.read != GROUP:
+            fetched = self._read(plan.fetch, stats)
+        if plan.read == CHUNKS or plan.candidates.row_count == plan.rows:
+            stats.pages_total += columns.pages[plan.block]
+            return *fetched, None
+        return self._page_tables(plan.block, columns.cols, plan.candidates, cache, stats, fetched, plan.tables)
+
+    def _planned_projection(self, plan: BlockPlan, cols: list, cache: dict, stats: ScanStats) -> dict:
+        """The projected flat columns ``cols`` of a :data:`ROWS` plan at its candidates,
+        from the bytes it planned (``fetch``; ``tables`` for pages)."""
+        candidates = plan.candidates
+        fetched = self._read(plan.fetch, stats)
+        if plan.read == CHUNKS:
+            stats.pages_total += self._executor(cols).pages[plan.block]
+            return self._whole_columns(plan.block, cols, plan.rows, cache, stats, fetched,
+                                       None if candidates.row_count == plan.rows else candidates)
+        return self._whole_columns(plan.block, cols, plan.rows, cache, stats, fetched, candidates, True, plan.tables)
 
     def _outputs(self, block: int, selection: Selection, rest: list, projected: dict | None, fetched,
                  filter_data: dict, mask, picked, nested: dict | None, cache: dict, stats: ScanStats):

@@ -14,6 +14,7 @@ import rcfmt
 from oracle_filter import selection_mask
 from rcfmt import col
 from rcfmt.scan.plan import PRUNE_STAGES
+from rcfmt.scan.scanner import scan_file
 from strategies import examples
 from strategies_expr import exprs, tables
 
@@ -155,3 +156,106 @@ def test_dataset_plan_names_pruned_files_and_holds_every_match(tmp_path):
     assert scan.read().num_rows == truth
     by_partition = rcfmt.dataset(root).scan(filter=col("p") == 0).plan()
     assert len(by_partition.files) == 2 and by_partition.files_pruned == 2
+
+
+# ---------------------------------------------------------------- the plan is what runs
+def _recorded_scan(f, columns, expr, **options):
+    """``(plan, data reads, table)``: the plan of a scan and, from another scan of the same
+    arguments run on one thread, every ``read_ranges`` call that touched a column chunk
+    (page-index and bitmap-index reads left out), as ``(starts, ends)`` lists."""
+    plan = scan_file(f, columns, filter=expr, use_threads=False, **options).plan()
+    scan = scan_file(f, columns, filter=expr, use_threads=False, **options)
+    chunks = _data_ranges(f)
+    reads, real = [], f.read_ranges
+
+    def recording(starts, ends):
+        if any(s < hi and lo < e for s, e in zip(starts.tolist(), ends.tolist()) for lo, hi in chunks):
+            reads.append((starts.tolist(), ends.tolist()))
+        return real(starts, ends)
+
+    f.read_ranges = recording
+    try:
+        got = scan.read()
+    finally:
+        del f.read_ranges
+    return plan, reads, got
+
+
+def _block_chunks(f, block: int, names) -> list[tuple[int, int]]:
+    out = []
+    for name in names:
+        rec = f.footer.chunks[f.column_index(name)][block]
+        out.append((int(rec["offset"]), int(rec["offset"]) + int(rec["length"])))
+    return out
+
+
+def _check_reads_follow_plan(f, plan, reads, columns):
+    """Each kept block's first read is its plan's ``fetch``, exactly; after it, only
+    the projected columns' pages that the filter's answer names (within those columns'
+    chunks of that block, and only in the modes that project after the filter); nothing
+    else is read."""
+    projected = columns if columns is not None else f.schema.names
+    i = 0
+    for b in plan.blocks:
+        if b.read == "group":  # (its group's one read, made by the group's first block)
+            first = _block_chunks(f, b.block, projected)[0][0]
+            if i < len(reads) and reads[i][0][0] <= first < reads[i][1][-1]:
+                i += 1
+        elif b.fetch is not None:
+            assert i < len(reads), (b.block, b.mode, "planned read not made")
+            assert reads[i] == (b.fetch[0].tolist(), b.fetch[1].tolist()), (b.block, b.mode, b.read)
+            i += 1
+        within = _block_chunks(f, b.block, projected)
+        while i < len(reads) and b.mode in ("pick", "mask") and all(
+                any(lo <= s and e <= hi for lo, hi in within) for s, e in zip(*reads[i])):
+            i += 1
+    assert i == len(reads), ("reads beyond the plan", reads[i:])
+
+
+@SETTINGS
+@given(case=cases(), data=st.data())
+def test_execution_reads_exactly_what_the_plan_fetches(tmp_path_factory, case, data):
+    table, expr, options = case
+    path = tmp_path_factory.mktemp("reads") / "t.rcfmt"
+    rcfmt.write_table(table, path, **options)
+    names = table.column_names
+    columns = data.draw(st.none() | st.lists(st.sampled_from(names), unique=True), label="columns")
+    with rcfmt.open(path) as f:
+        plan, reads, got = _recorded_scan(f, columns, expr)
+        _check_reads_follow_plan(f, plan, reads, columns)
+    assert got.num_rows == int(selection_mask(expr, table).sum())
+
+
+def test_every_mode_reads_what_its_plan_says(tmp_path):
+    """On a file large enough for every physical choice: each mode appears in a plan, its
+    execution reads exactly the plan's first bytes, and explain() names the mode."""
+    n = 64_000
+    k = np.arange(n)
+    rng = np.random.default_rng(5)
+    table = pa.table({"k": k, "v": rng.integers(0, 1_000, n), "s": pa.array([f"s{i % 977:05d}" for i in range(n)]),
+                      "m": (k // 4_000) % 4})
+    path = tmp_path / "t.rcfmt"
+    rcfmt.write_table(table, path, block_rows=16_000, page_rows=1_000, bitmap_indexes={"m": "equality"})
+    cases = {  # (columns, filter, options) -> the modes expected among its blocks
+        "rows, pages (a lookup by position)": (None, None, {"rows": np.array([3, 17_000, 40_001])}, {"rows"}),
+        "rows, chunks (every row)": (["k", "v"], None, {}, {"rows"}),
+        "rows (decided by the bitmap index)": (["k"], col("m") == 2, {}, {"rows"}),
+        "fused (dense filter, narrow projection)": (["k"], col("v") < 900, {}, {"fused"}),
+        "pick, pages (a narrow window)": (None, (col("k") >= 20_100) & (col("k") < 20_300), {}, {"pick"}),
+        "mask (an OR tree)": (["s"], (col("v") == 3) | (col("k") < 10), {}, {"mask"}),
+    }
+    with rcfmt.open(path) as f:
+        for name, (columns, expr, options, modes) in cases.items():
+            plan, reads, got = _recorded_scan(f, columns, expr, **options)
+            assert {b.mode for b in plan.blocks} == modes, (name, plan.explain())
+            _check_reads_follow_plan(f, plan, reads, columns)
+            assert reads, name
+            want = table if expr is None else table.filter(selection_mask(expr, table))
+            if "rows" in options:
+                want = table.take(options["rows"])
+            assert got.equals(want.select(got.column_names)), name
+            assert all(f"-> {_MODE_WORDS[m]}" in plan.explain() for m in modes), (name, plan.explain())
+
+
+_MODE_WORDS = {"rows": "the candidates are the rows", "fused": "filter and projection in one call",
+               "pick": "filter picks the rows", "mask": "filter into a mask"}
