@@ -236,6 +236,35 @@ def test_head_prints_rows_by_position_and_row_positions(files):
     assert proc.returncode == 1 and "cannot be combined" in proc.stderr
 
 
+def test_aware_timestamps_are_shown_as_pyarrow_converts_them(tmp_path):
+    """``head`` and ``meta`` show time-zone-aware timestamps (UTC, a fixed offset, an IANA
+    zone, NULLs, every unit but ns) as pyarrow's own conversion does, without the pandas
+    pyarrow imports for it."""
+    from rcfmt.cli.reports import json_value, rows_report
+
+    micros = np.array([0, 1_700_000_123_456_789 // 1000, -86_400_000_000 * 400, 1_234_567_890_123_456], np.int64)
+    columns = {}
+    for zone in ("UTC", "+05:30", "America/New_York", "Europe/Paris"):
+        for unit, per in (("s", 10**6), ("ms", 10**3), ("us", 1)):
+            columns[f"{zone}/{unit}"] = pa.array(list(micros // per) + [None], pa.int64()).view(
+                pa.timestamp(unit, zone))
+    table = pa.table(columns)
+    want = [{k: json_value(v) for k, v in row.items()} for row in table.to_pylist()]  # (pyarrow, with pandas)
+    assert rows_report(table) == want
+    path = tmp_path / "tz.rcfmt"
+    rcfmt.write_table(table, path)
+    assert _json("head", path) == want
+    meta = {c["name"]: c for c in _json("meta", path)["columns"]}
+    for name, column in columns.items():
+        assert meta[name]["min"] == json_value(column.drop_null().to_pylist()[2]), name
+    code = ("import sys, io, contextlib; from rcfmt.cli import main\n"
+            "for cmd in ('head', 'meta', 'inspect'):\n"
+            "    with contextlib.redirect_stdout(io.StringIO()): main([cmd, sys.argv[1]])\n"
+            "print('pandas' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "False", out.stderr
+
+
 def test_check_finds_and_locates_corruption(files):
     path, ds, corrupt, _ = files
     assert _json("check", path)["ok"] is True

@@ -39,7 +39,9 @@ def files(tmp_path_factory):
     table = pa.table({"k": np.arange(n), "d": pa.array((np.arange(n) // 50).astype(np.int32)).view(pa.date32()),
                       "x": rng.standard_normal(n), "s": [f"s{i % 300}" for i in range(n)],
                       "p": pa.array([__import__("decimal").Decimal(int(v)) / 100 for v in rng.integers(0, 10**6, n)],
-                                  pa.decimal128(12, 2))})
+                                  pa.decimal128(12, 2)),
+                      # (aware timestamps: pyarrow imports pandas to make them Python values)
+                      "t": pa.array(np.arange(n, dtype=np.int64) * 60_000_000).view(pa.timestamp("us", "Europe/Paris"))})
     path = root / "t.rcfmt"
     rcfmt.write_table(table, path, block_rows=16_384)
     rcfmt.write_dataset(table, root / "ds", block_rows=16_384, target_file_rows=20_000)

@@ -5,6 +5,7 @@ decoded numpy buffers into Arrow arrays without another copy where it can.
 """
 from __future__ import annotations
 
+import datetime as dt
 from typing import NamedTuple
 
 import numpy as np
@@ -18,7 +19,7 @@ from .types import LogicalType, PhysicalKind, logical_type_from_arrow
 from .._native import floats as _fl
 from .._native import varbinary as _vb
 
-__all__ = ["Bitmap", "one_array", "from_arrow", "to_arrow", "to_numpy", "validity", "wide_decimals", "fill_null_slots",
+__all__ = ["Bitmap", "tzinfo_of", "one_array", "from_arrow", "to_arrow", "to_numpy", "validity", "wide_decimals", "fill_null_slots",
            "concat_values", "take", "filter_rows"]
 
 
@@ -100,7 +101,28 @@ def temporal_value(value: int, atype: pa.DataType):
     of a date32 or timestamp type ``atype``, from a buffer (``pa.scalar`` imports pandas);
     OverflowError or ValueError outside Python's range."""
     data = np.array([value], np.int32 if pa.types.is_date32(atype) else np.int64)
-    return pa.Array.from_buffers(atype, 1, [None, pa.py_buffer(data)])[0].as_py()
+    zone = tzinfo_of(atype.tz) if pa.types.is_timestamp(atype) and atype.tz and atype.unit != "ns" else None
+    if zone is None:
+        return pa.Array.from_buffers(atype, 1, [None, pa.py_buffer(data)])[0].as_py()
+    # (an aware one as a naive UTC one: pyarrow imports pandas to convert aware timestamps)
+    naive = pa.Array.from_buffers(pa.timestamp(atype.unit), 1, [None, pa.py_buffer(data)])[0].as_py()
+    return naive.replace(tzinfo=dt.timezone.utc).astimezone(zone)
+
+
+def tzinfo_of(name: str) -> dt.tzinfo | None:
+    """The ``tzinfo`` of an Arrow time zone (``UTC``, ``+05:30``, an IANA name); None
+    if Python does not know it."""
+    if name in ("UTC", "utc", "Z", "Etc/UTC"):
+        return dt.timezone.utc
+    if len(name) == 6 and name[0] in "+-" and name[3] == ":" and name[1:3].isdigit() and name[4:].isdigit():
+        sign = 1 if name[0] == "+" else -1
+        return dt.timezone(sign * dt.timedelta(hours=int(name[1:3]), minutes=int(name[4:])))
+    import zoneinfo
+
+    try:
+        return zoneinfo.ZoneInfo(name)
+    except (ValueError, zoneinfo.ZoneInfoNotFoundError):
+        return None
 
 
 def take(data, indices):
