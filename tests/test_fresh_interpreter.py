@@ -532,7 +532,7 @@ with rcfmt.open(sys.argv[1]) as f:
         try:
             s = f.scan(["z", "x", "w"] if k % 2 else ["x", "s"], filter=q)
             t = s.read()
-            fused = [v for v in s._fused_filters.values()]
+            fused = [v for v in s._planner.programs._fused.values()]
             out.append((k % 2, t.num_rows, sum(t.column("x").to_pylist()),
                         bool(fused and fused[0][0] is not None and any(fused[0][1]))))
         except Exception as exc:

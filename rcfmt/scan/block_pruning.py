@@ -1,13 +1,8 @@
-"""Pruning whole blocks, the first part of planning a
-:class:`~rcfmt.scan.scanner.FileScan` (a mixin): footer statistics, then on object
-storage the page indexes (fetched together), then split-block bloom filters, then bitmap
-indexes -- each stage asked only about the blocks the stages before it kept, each
-counted in the scan's statistics and listed in ``self.pruned``.
-
-It reads ``self.file``, ``self.nnf``, ``self.filter_names``, ``self.filter_ids``,
-``self.block_range``, the ``use_*`` switches, ``self.stats``, ``self.pruned`` and
-``self._gap`` that :class:`~rcfmt.scan.scanner.FileScan` sets up, and keeps what the
-bitmap indexes said of each kept block in ``self._answers``.
+"""Pruning whole blocks, the first part of planning a scan (:class:`BlockPruning`):
+footer statistics, then on object storage the page indexes (fetched together), then
+split-block bloom filters, then bitmap indexes -- each stage asked only about the
+blocks the stages before it kept, each counted in the scan's statistics and listed in
+``pruned``.
 """
 from __future__ import annotations
 
@@ -17,6 +12,7 @@ from ..index.bitmap.answer import BlockAnswer, answer_block, leaf_columns
 from ..index.bloom import chunks as bloom_filters
 from ..storage.fetch import coalesce, one_read
 from .nnf import fold, leaves
+from .plan import PRUNE_STAGES
 from .prune import may_match
 from .scheduling import PROBE_BLOCKS, Probe
 
@@ -28,34 +24,50 @@ INDEX_NARROWS = 8
 
 
 class BlockPruning:
-    """The block-pruning part of :class:`~rcfmt.scan.scanner.FileScan` (see the module)."""
+    """The blocks of the scan ``query`` (:class:`~rcfmt.scan.query.ScanQuery`) that may
+    hold a matching row (:meth:`run`; ``pages``: the scan's
+    :class:`~rcfmt.scan.page_pruning.PageIndexes`, ``stats``: its
+    :class:`~rcfmt.scan.scan_stats.ScanStats`). After it: ``pruned`` (the blocks each
+    stage pruned), ``answers`` (what bitmap indexes said of the blocks kept) and
+    ``filter_stats`` (the filter columns' block statistics, read by the first stage)."""
 
-    def _prune_blocks(self) -> list[int]:
+    def __init__(self, query, pages, stats):
+        self.query, self.file, self.pages, self.stats = query, query.file, pages, stats
+        self.nnf = query.nnf
+        self.filter_ids = query.filter_ids
+        self._gap = query.gap
+        self.pruned: dict[str, list[int]] = {stage: [] for stage in PRUNE_STAGES}
+        self.answers: dict[int, BlockAnswer] = {}
+        self.filter_stats: dict = {}
+
+    def run(self) -> list[int]:
+        """The blocks kept, in order (each stage counted in ``stats``)."""
+        query = self.query
         n = self.file.num_blocks
-        lo, hi = self.block_range
+        lo, hi = query.block_range
         if self.nnf is None:
             return list(range(lo, hi))
-        stats = self._filter_stats = {name: self.file.block_stats(name) for name in self.filter_names}
+        stats = self.filter_stats = {name: self.file.block_stats(name) for name in query.filter_names}
         keep = may_match(self.nnf, stats, n)
         keep[:lo] = False
         keep[hi:] = False
         self.stats.blocks_pruned_stats += int((hi - lo) - keep.sum())
         self.pruned["stats"] = [lo + int(b) for b in np.flatnonzero(~keep[lo:hi])]
-        if self.file.remote and self.use_page_index and keep.any():
+        if self.file.remote and query.use_page_index and keep.any():
             keep = self._remote_page_keep(keep)
-        if self.use_bloom and keep.any() and not (self.file.remote and self.use_page_index and keep.sum() < 2):
+        if query.use_bloom and keep.any() and not (self.file.remote and query.use_page_index and keep.sum() < 2):
             by_bloom = self._bloom_keep(np.flatnonzero(keep))
             self.stats.blocks_pruned_bloom += int(keep.sum() - by_bloom.sum())
             self.pruned["bloom"] = [int(b) for b in np.flatnonzero(keep & ~by_bloom)]
             keep = by_bloom
         kept = [int(b) for b in np.flatnonzero(keep)]
-        if self.use_bitmap_index and kept and self.file.bitmap_columns:
+        if query.use_bitmap_index and kept and self.file.bitmap_columns:
             kept = self._index_keep(kept)
         return kept
 
     def _index_keep(self, blocks: list[int]) -> list[int]:
         """Among ``blocks``, those whose bitmap indexes leave rows that may match; what
-        the indexes said of each is kept for the scan of the block (``_answers``)."""
+        the indexes said of each is kept for the scan of the block (``answers``)."""
         file = self.file
         cols = {name: c for name in leaf_columns(self.nnf)
                 if (c := self.filter_ids.get(name)) is not None and c in file.bitmap_columns}
@@ -103,7 +115,7 @@ class BlockPruning:
                         self.stats.blocks_pruned_index += 1
                         self.pruned["bitmap"].append(b)
                         continue
-                    self._answers[b] = a
+                    self.answers[b] = a
                 kept.append(b)
         return kept
 
@@ -126,10 +138,10 @@ class BlockPruning:
         own -- asked only when more than one block is left, since for one block the probe
         could save at most the request it costs."""
         kept = [int(b) for b in np.flatnonzero(keep)]
-        self._prefetch_page_indexes(kept)
+        self.pages.prefetch(kept)
         keep = keep.copy()
         for b in kept:
-            ranges = self._planned_ranges[b] = self.row_ranges(b, {})
+            ranges = self.pages.planned[b] = self.pages.row_ranges(b, {})
             if ranges.row_count == 0:
                 keep[b] = False
                 self.stats.blocks_pruned_pages += 1

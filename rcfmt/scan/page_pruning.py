@@ -1,17 +1,16 @@
-"""Pruning pages with the page index, the planning part of
-:class:`~rcfmt.scan.scanner.FileScan` (a mixin): a block's page-index records (fetched
+"""A scan's page indexes (:class:`PageIndexes`): a block's page-index records (fetched
 together for every column the scan needs, or all blocks' at once on object storage),
 and the rows they leave to a filter -- per column a mask over its pages, the comparisons
 on one column folded into one interval and tested in one native pass, masks of
 different columns turned into row ranges and intersected or united.
 
-It reads ``self.file``, ``self.nnf``, ``self.filter_ids``, ``self.row_filter_ids``,
-``self.col_ids``, ``self.blocks``, ``self.use_page_index``, the probe
-``self._page_probe``, ``self._planned_ranges`` (ranges decided while planning) and the
-remote prefetch state (``self._page_index_bytes``, ``self._prefetch_lock``,
-``self._gap``) that :class:`~rcfmt.scan.scanner.FileScan` sets up.
+The planner prunes pages with it and the executor finds the pages holding selected rows
+in it; both share the per-block ``cache`` of the records (``{(block, column):
+PageIndex}``) that one block's planning and execution pass along.
 """
 from __future__ import annotations
+
+import threading
 
 import numpy as np
 
@@ -20,22 +19,36 @@ from ..storage.fetch import coalesce
 from .intervals import Interval
 from .nnf import BoundAnd, BoundListContains, BoundOr
 from .prune import leaf_may_match
+from .scheduling import Probe
 from .selection import RowRanges
 
-__all__ = ["PagePruning"]
+__all__ = ["PageIndexes"]
 
 
-class PagePruning:
-    """The page index's part of :class:`~rcfmt.scan.scanner.FileScan` (see the module)."""
+class PageIndexes:
+    """The page indexes of the scan ``query`` (:class:`~rcfmt.scan.query.ScanQuery`)
+    asks of its file (see the module). ``blocks``: the blocks the scan visits, once
+    block pruning has kept them (remote files prefetch theirs together);
+    ``planned``: row ranges of blocks worked out before their scan (remote planning)."""
 
-    def _page_index(self, block: int, col: int, cache: dict) -> "PageIndex":
+    def __init__(self, query):
+        self.query = query
+        self.file = query.file
+        self.blocks: list[int] = []
+        self.planned: dict[int, RowRanges] = {}
+        # does the page index prune pages for this filter here? (remote: fetched with the plan)
+        self._probe = Probe(enabled=not query.file.remote)
+        self._prefetch_lock = threading.Lock()
+        self._page_index_bytes = None
+
+    def page_index(self, block: int, col: int, cache: dict) -> PageIndex:
         key = (block, col)
         if key not in cache:
             # first use in this block: the entries of every column the scan needs, those
             # the open file holds from earlier scans, the others fetched together
             held = self.file.page_index_cache
             wanted = []
-            for c in {*self.row_filter_ids.values(), *self.col_ids, col}:
+            for c in {*self.query.row_filter_ids.values(), *self.query.col_ids, col}:
                 if (block, c) not in cache:
                     got = held.get((block, c))
                     if got is None:
@@ -56,24 +69,33 @@ class PagePruning:
                 cache[key] = self.file.keep_page_index(block, col, PageIndex(self.file.page_index(block, col)))
         return cache[key]
 
+    def tables(self, block: int, cols, selection, cache: dict) -> list:
+        """Per column of ``cols``, the page table of its pages holding a row ``selection``
+        selects (:meth:`PageIndex.table <rcfmt.index.page.PageIndex.table>`, file offsets)."""
+        tables = []
+        for col in cols:
+            index = self.page_index(block, col, cache)
+            tables.append(index.table(selection.pages_holding(index.first, index.counts)))
+        return tables
+
     def _prefetched_page_indexes(self, block: int):
         """On object storage, when the scan will visit more than one block: the
         page-index records of every column it needs in every block it keeps, fetched by
-        the first block that asks (or by planning, :meth:`_remote_page_keep`), in as few
+        the first block that asks (or by block pruning), in as few
         requests as their coalesced ranges allow (one, for the lineitem file's 46
         blocks), instead of one request per block. ``(buffer, base, {(block, column)})``
         or None (local files, a single block)."""
         if self._page_index_bytes is None and self.file.remote and len(self.blocks) >= 2:
-            self._prefetch_page_indexes(self.blocks)
+            self.prefetch(self.blocks)
         return self._page_index_bytes
 
-    def _prefetch_page_indexes(self, blocks: list[int]) -> None:
+    def prefetch(self, blocks: list[int]) -> None:
         """Fetch the page-index records of every column the scan needs in ``blocks``,
         once (:meth:`_prefetched_page_indexes`)."""
         with self._prefetch_lock:
             if self._page_index_bytes is None:
                 footer = self.file.footer
-                cols = sorted({*self.row_filter_ids.values(), *self.col_ids})
+                cols = sorted({*self.query.row_filter_ids.values(), *self.query.col_ids})
                 spans = []
                 for b in blocks:
                     for c in cols:
@@ -86,7 +108,7 @@ class PagePruning:
                     spans.sort()
                     lo = np.array([o for o, _, _ in spans], np.int64)
                     starts, ends = coalesce(lo, lo + np.array([n for _, n, _ in spans], np.int64),
-                                             self._gap)
+                                             self.query.gap)
                     buf = self.file.read_ranges(starts, ends)
                     self._page_index_bytes = (buf, int(starts[0]), frozenset(k for _, _, k in spans))
 
@@ -97,15 +119,16 @@ class PagePruning:
         up); only masks of different columns become row ranges, intersected (AND) or
         united (OR)."""
         rows = int(self.file.footer.blocks[block]["row_count"])
-        if self.nnf is None or not self.use_page_index:
+        nnf = self.query.nnf
+        if nnf is None or not self.query.use_page_index:
             return RowRanges.full(rows)
-        planned = self._planned_ranges.get(block)
+        planned = self.planned.get(block)
         if planned is not None:
             return planned
-        if not self._page_probe.worth_asking():
+        if not self._probe.worth_asking():
             return RowRanges.full(rows)
-        ranges = self._as_ranges(self._page_masks(self.nnf, block, cache), block, cache, rows)
-        self._page_probe.note(ranges.row_count < rows)
+        ranges = self._as_ranges(self._page_masks(nnf, block, cache), block, cache, rows)
+        self._probe.note(ranges.row_count < rows)
         return ranges
 
     def _page_masks(self, expr, block: int, cache: dict):
@@ -117,7 +140,7 @@ class PagePruning:
             ranges: list[RowRanges] = []
             children = expr.children
             if is_and:  # a column's comparisons: one native pass over its page index
-                masks, children = self._interval_page_masks(children, block, cache)
+                masks, children = self.interval_page_masks(children, block, cache)
             for child in children:
                 part = self._page_masks(child, block, cache)
                 if isinstance(part, RowRanges):
@@ -136,11 +159,11 @@ class PagePruning:
         if isinstance(expr, BoundListContains):  # element pages count elements, not rows
             return RowRanges.full(int(self.file.footer.blocks[block]["row_count"]))
         if page_interval_kind(expr) is not None:  # (a lookup's one comparison: the native pass too)
-            return self._interval_page_masks((expr,), block, cache)[0]
-        col = self.filter_ids[expr.column.name]
-        return {col: leaf_may_match(expr, self._page_index(block, col, cache).stats(self.file, block, col))}
+            return self.interval_page_masks((expr,), block, cache)[0]
+        col = self.query.filter_ids[expr.column.name]
+        return {col: leaf_may_match(expr, self.page_index(block, col, cache).stats(self.file, block, col))}
 
-    def _interval_page_masks(self, children, block: int, cache: dict):
+    def interval_page_masks(self, children, block: int, cache: dict):
         """``({column: page keep mask}, other children)``: the comparisons among
         ``children`` (ANDed) on columns whose page bounds the native kernel reads, folded
         per column into one interval and tested in one pass over its page index."""
@@ -151,17 +174,18 @@ class PagePruning:
             if kind is None:
                 rest.append(child)
                 continue
-            col = self.filter_ids[child.column.name]
+            col = self.query.filter_ids[child.column.name]
             intervals.setdefault(col, (kind, Interval()))[1].add(child.op, child.value)
-        masks = {col: interval_page_mask(self._page_index(block, col, cache).entries, kind, interval)
+        masks = {col: interval_page_mask(self.page_index(block, col, cache).entries, kind, interval)
                  for col, (kind, interval) in intervals.items()}
         return masks, rest
 
     def _as_ranges(self, part, block: int, cache: dict, rows: int) -> RowRanges:
+        """``part`` (a RowRanges, or ``{column: page keep mask}``) as row ranges."""
         if isinstance(part, RowRanges):
             return part
         ((col, keep),) = part.items()
         if keep.all():
             return RowRanges.full(rows)
-        index = self._page_index(block, col, cache)
+        index = self.page_index(block, col, cache)
         return RowRanges.from_pages(index.first, index.counts, keep)

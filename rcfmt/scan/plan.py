@@ -88,6 +88,8 @@ class BlockPlan:
     every: bool = False
     ride: bool = False
     tables: list | None = field(default=None, repr=False, compare=False)
+    #: the native filter program the executor runs (:mod:`rcfmt.scan.programs`; None: no flat filter)
+    program: object | None = field(default=None, repr=False, compare=False)
 
     @property
     def candidate_rows(self) -> int:

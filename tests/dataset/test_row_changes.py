@@ -663,12 +663,12 @@ def test_polars_duckdb_and_pandas_see_the_rows_left(tmp_path):
 @given(data=st.data(), defer=st.sampled_from([0, 10 ** 9]))
 def test_deleted_rows_taken_out_before_or_after_the_filter_alike(tmp_path_factory, monkeypatch, data, defer):
     """Blocks with few deleted rows decide the filter on their candidates and take the
-    deleted rows out of the answer after (scanner.DEFER_DELETED); forced either way
+    deleted rows out of the answer after (planner.DEFER_DELETED); forced either way
     (0: always after, 10**9: always before), reads and counts are the oracle's, through
     the native filter that picks rows, the mask path and the projection in its call."""
-    from rcfmt.scan import scanner
+    from rcfmt.scan import planner
 
-    monkeypatch.setattr(scanner, "DEFER_DELETED", defer)
+    monkeypatch.setattr(planner, "DEFER_DELETED", defer)
     n = data.draw(st.integers(1, 300))
     table = _rows(data.draw, list(range(n)))
     root = str(tmp_path_factory.mktemp("defer") / "d")

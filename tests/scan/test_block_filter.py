@@ -55,7 +55,7 @@ def _scan(path, expr, columns=None, page_index=False):
     (tests/scan/test_prune.py): here every block is decided by the native filter."""
     f = rcfmt.open(path)
     scan = f.scan(columns, filter=expr, use_page_index=page_index, use_threads=False)
-    scan._proven = {}  # (none proven: every kept block reaches the executor's filter)
+    scan._planner._proven = {}  # (none proven: every kept block reaches the executor's filter)
     return scan
 
 
@@ -69,7 +69,7 @@ def test_native_filter_matches_the_oracle(tmp_path_factory, case):
     scan = _scan(path, expr, page_index=page_index)
     got = scan.read()
     if scan.blocks and not page_index:  # (blocks pruned by stats or pages never reach the executor)
-        assert [type(f) for f in scan._block_filters.values()] == [BlockFilter]
+        assert [type(f) for f in scan._planner.programs._filters.values()] == [BlockFilter]
     assert got.num_rows == expected.num_rows
     for name in table.column_names:
         a, b = got.column(name).combine_chunks(), expected.column(name).combine_chunks()
@@ -282,13 +282,13 @@ def test_projected_filter_columns_come_compacted_from_the_native_call(tmp_path, 
     codes with the dictionary, for read_dictionary), over every row of a block and over
     the candidates the page index leaves: equal to the oracle's rows, with no gather in
     Python."""
-    from rcfmt.scan import scanner
+    from rcfmt.scan import executor
 
     n = 6000
     table = _compact_table(n, np.random.default_rng(11))
     path = tmp_path / "t.rcfmt"
     rcfmt.write_table(table, path, block_rows=2500, page_rows=300, encoding=encoding, bloom_filter_columns=None)
-    monkeypatch.setattr(scanner, "gather_data", lambda *a: pytest.fail("gathered in Python"))
+    monkeypatch.setattr(executor, "gather_data", lambda *a: pytest.fail("gathered in Python"))
     picks = []
     original = BlockFilter.select
 
@@ -332,7 +332,7 @@ def test_the_projection_is_decoded_in_the_filters_call_when_its_chunks_are_few_b
     chunks, read_dictionary's codes) when their chunks hold at most FUSED_BYTES times the
     filter's bytes; a projection of more bytes keeps its own call, reading only the pages
     holding a picked row. Both give the oracle's rows."""
-    from rcfmt.scan import scanner
+    from rcfmt.scan import programs
 
     n = 6000
     table = _compact_table(n, np.random.default_rng(5))
@@ -364,7 +364,7 @@ def test_the_projection_is_decoded_in_the_filters_call_when_its_chunks_are_few_b
             want = filter_table(table, expr).select(columns)
             assert got.cast(want.schema).equals(want), (expr, columns, read_dictionary)
             assert calls and all(t == [ids[c] for c in then] for t in calls), (expr, calls)
-    assert scanner.FUSED_BYTES == 2
+    assert programs.FUSED_BYTES == 2
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 import rcfmt
 from rcfmt import col
 from rcfmt.errors import ChecksumError, CorruptFileError
-from rcfmt.scan import block_exec, decoding, scanner
+from rcfmt.scan import block_exec, executor, scanner
 from rcfmt.scan.scheduling import PARALLEL_BLOCK_BYTES, column_groups, columns_worth_threads
 
 N = 6_000
@@ -71,7 +71,7 @@ def two_cores(monkeypatch):
     """The scan sees two cores (a one-core runner would never split), and the threads
     each executor call ran on are recorded."""
     monkeypatch.setattr(scanner, "cpu_threads", lambda limit=8: 2)
-    monkeypatch.setattr(decoding, "cpu_threads", lambda limit=8: 2)
+    monkeypatch.setattr(executor, "cpu_threads", lambda limit=8: 2)
     threads = []
     lock = threading.Lock()
     original = block_exec.BlockColumns.run

@@ -305,7 +305,7 @@ def test_native_interval_page_masks_are_sound_and_as_tight(data, tmp_path_factor
         if not cmps:
             return  # every leaf folded to a constant by the binder
         scan = FileScan(f, filter=rcfmt.col(name).is_valid())
-        masks, rest = scan._interval_page_masks(cmps, 0, {})
+        masks, rest = scan._planner.pages.interval_page_masks(cmps, 0, {})
         assert not rest
         got = masks[0]
         stats = f.page_stats(0, 0)

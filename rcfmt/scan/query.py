@@ -1,0 +1,166 @@
+"""What a scan asks of one open file, bound to it once: the columns returned and how, the
+filter bound and normalized, the rows asked for (``take``) and those a deletion vector
+removes, the scanned block range and the switches of each pruning stage.
+
+A :class:`ScanQuery` is built once per scan and only read afterwards: the planner
+(:mod:`rcfmt.scan.planner`) and the executor (:mod:`rcfmt.scan.executor`) share it.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from ..errors import InvalidOptionError
+from ..schema.annotated import Relabeling
+from ..storage.fetch import LOCAL_COALESCE_GAP
+from .bind import bind
+from .evaluate import column_conjuncts
+from .nnf import BoundListContains, NanCheck, columns as expr_columns, leaves, to_nnf, without_nan_checks
+from .positions import by_unit, check_no_position_column, position_flag, row_position_field
+from .selection import Selection
+
+__all__ = ["ScanQuery"]
+
+
+class ScanQuery:
+    """A scan's request of ``file`` (see :class:`~rcfmt.scan.scanner.FileScan` for the
+    arguments), bound: ``outputs`` (per output field a stored column's index or a nested
+    field's pruned node) and ``col_ids`` (the flat ones), the bound filter ``nnf`` (None:
+    every row) with its columns (``filter_ids``; ``list_filters``: ``list_contains``
+    leaves, by name; ``row_filter_ids``: the flat others), ``take`` and ``visible`` per
+    block as selections, and what the output is (``output_schema``, ``labels``,
+    ``required``: outputs declared not nullable)."""
+
+    def __init__(self, file, columns: Sequence[str] | None = None, filter=None, *,
+                 read_dictionary: Sequence[str] | None = None, use_bloom: bool = True, use_page_index: bool = True,
+                 blocks: tuple[int, int] | None = None, use_bitmap_index: bool = True, rows: np.ndarray | None = None,
+                 with_row_position: bool = False, deleted: np.ndarray | None = None):
+        self.file = file
+        self.with_row_position = position_flag(with_row_position)
+        if self.with_row_position:
+            check_no_position_column(file.schema.names)
+        #: ranges at most this far apart are read together (remote files: the file's FetchOptions)
+        self.gap = file.fetch.coalesce_gap if file.remote else LOCAL_COALESCE_GAP
+        self.outputs = file.resolve_outputs(columns)
+        self.col_ids = [o for o in self.outputs if isinstance(o, int)]
+        self.bound = bind(filter, file.bind_schema)
+        self.nnf = None if self.bound is None else to_nnf(self.bound)
+        self.filter_names = sorted(expr_columns(self.nnf)) if self.nnf is not None else []
+        self.filter_ids = {name: file.column_index(name) for name in self.filter_names}
+        if self.nnf is not None:  # (is_nan of a column the file holds no NaN in: a constant)
+            self.nnf = without_nan_checks(self.nnf, {
+                leaf.column.name for leaf in leaves(self.nnf) if isinstance(leaf, NanCheck)
+                and leaf.column.name in self.filter_ids
+                and not file.footer.chunks[self.filter_ids[leaf.column.name]]["nan_count"].any()})
+        # list_contains leaves: their element columns prune blocks (stats, bloom filters);
+        # rows are decided on the lists, decoded for the candidate rows (not the elements)
+        self.list_filters = {leaf.column.name: leaf.list_name for leaf in leaves(self.nnf)
+                             if isinstance(leaf, BoundListContains)} if self.nnf is not None else {}
+        self.row_filter_ids = {name: c for name, c in self.filter_ids.items() if name not in self.list_filters}
+        #: the stored columns a scan of every kind may read: the row filter's, then the projected ones
+        self.needed = list(dict.fromkeys([*self.row_filter_ids.values(), *self.col_ids]))
+        if read_dictionary is not None and (isinstance(read_dictionary, str) or not isinstance(read_dictionary, Sequence)):
+            raise InvalidOptionError("read_dictionary must be a list of column names")
+        self.dictionary_ids = {file.column_index(name) for name in (read_dictionary or ())}
+        self.use_bloom = use_bloom
+        self.use_page_index = use_page_index
+        self.use_bitmap_index = use_bitmap_index
+        self.block_range = _block_range(blocks, file.num_blocks)
+        block_rows = np.asarray(file.footer.blocks["row_count"], np.int64)
+        #: each block's first row in the file (row positions)
+        self.first_rows = np.concatenate(([0], np.cumsum(block_rows)[:-1])).tolist() if len(block_rows) else []
+        #: ``rows`` asked for (take), per block as a Selection (None: every row)
+        self.take = None if rows is None else {
+            b: Selection.from_indices(local, int(block_rows[b])) for b, local in by_unit(rows, block_rows).items()}
+        self.deleted = deleted
+        #: per block holding deleted rows, the rows left (a deletion vector's complement)
+        self.visible = None if deleted is None or not len(deleted) else {
+            b: Selection.from_indices(local, int(block_rows[b])).complement()
+            for b, local in by_unit(deleted, block_rows).items()}
+        self.output_schema = self._output_schema()
+        self.labels = Relabeling(self.output_schema, file.schema)  # (interval types: built as their storage)
+        #: output positions of flat columns declared not nullable (nulls there: a corrupt file)
+        self.required = [i for i, c in enumerate(self.outputs)
+                         if isinstance(c, int) and not file.footer.columns[c].nullable]
+        self.nested_outputs = any(not isinstance(c, int) for c in self.outputs)
+        self.pushdown_whole = None if self.nnf is None else self._pushdown(self.nnf)
+
+    def _output_schema(self) -> pa.Schema:
+        out = []
+        for c in self.outputs:
+            if not isinstance(c, int):
+                out.append(c.field)
+                continue
+            field = self.file.physical_schema.field(c)
+            if c in self.dictionary_ids:
+                field = field.with_type(pa.dictionary(pa.int32(), field.type))
+            out.append(field)
+        if self.with_row_position:
+            out.append(row_position_field())
+        return pa.schema(out, metadata=self.file.schema.metadata)
+
+    def block_rows(self, block: int) -> int:
+        return int(self.file.footer.blocks[block]["row_count"])
+
+    def pushdown(self, nnf) -> tuple[dict, set]:
+        """``(conjuncts, mask-only columns)`` of a predicate: the leaves of its top-level
+        AND by column (evaluated in the decode pass where the executor can), and the
+        columns whose values serve nothing else (not projected, no leaf elsewhere in the
+        tree): decoded only into the mask when every one of their leaves is pushed."""
+        return self.pushdown_whole if nnf is self.nnf else self._pushdown(nnf)
+
+    def _pushdown(self, nnf) -> tuple[dict, set]:
+        conjuncts = column_conjuncts(nnf)
+        counts: dict[str, int] = {}
+        for leaf in leaves(nnf):
+            counts[leaf.column.name] = counts.get(leaf.column.name, 0) + 1
+        projected = set(self.col_ids)
+        only = {name for name, group in conjuncts.items()
+                if counts[name] == len(group) and self.filter_ids.get(name) not in projected}
+        return conjuncts, only
+
+    def residual_columns(self, nnf) -> tuple[dict, dict]:
+        """``(flat filter columns, list filters)`` of ``nnf``, the scan's filter or a residual of it."""
+        if nnf is self.nnf:
+            return self.row_filter_ids, self.list_filters
+        names = expr_columns(nnf)
+        return ({n: c for n, c in self.row_filter_ids.items() if n in names},
+                {n: p for n, p in self.list_filters.items() if n in names})
+
+    def asked(self, block: int, candidates: Selection, less_deleted: bool = True) -> Selection:
+        """``candidates`` of ``block`` among the rows asked for (``rows=``, take), less
+        the deleted ones (``deleted=``; unless ``less_deleted`` is False: the plan then
+        takes them out after the filter): ``pruning ∩ requested − deleted``."""
+        if self.take is not None:
+            asked = self.take[block]
+            candidates = asked if candidates.is_all else candidates.intersect(asked)
+        if less_deleted and self.visible is not None and block in self.visible:
+            candidates = candidates.intersect(self.visible[block])
+        return candidates
+
+    def deferred(self, block: int, defer: int) -> Selection | None:
+        """The rows of ``block`` its deletion vector leaves, when they are so many (all
+        but 1/``defer`` at most) that the filter is best decided on the candidates as
+        they are and the deleted rows taken out of its answer; else None."""
+        if self.visible is None or block not in self.visible or self.take is not None:
+            return None
+        visible = self.visible[block]
+        return visible if (visible.num_rows - visible.row_count) * defer <= visible.num_rows else None
+
+    def changed(self, block: int) -> bool:
+        """Whether ``block``'s rows are narrowed by ``rows=`` or ``deleted=``."""
+        return self.take is not None or (self.visible is not None and block in self.visible)
+
+
+def _block_range(blocks, n: int) -> tuple[int, int]:
+    if blocks is None:
+        return 0, n
+    try:
+        lo, hi = (int(b) for b in blocks)
+    except (TypeError, ValueError):
+        raise InvalidOptionError(f"blocks must be (start, stop), got {blocks!r}") from None
+    if not 0 <= lo <= hi <= n:
+        raise InvalidOptionError(f"blocks=({lo}, {hi}) is outside the file's {n} blocks")
+    return lo, hi
