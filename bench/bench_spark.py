@@ -378,7 +378,7 @@ def relation_table(path: str, q: str, c):
     import pyarrow as pa
     from rcfmt.dataset import Dataset
     from rcfmt.schema.nested import bind_schema
-    from rcfmt.scan.sql_filter import parse_filter
+    from rcfmt.predicate.sql_filter import parse_filter
     from spark_datasource.options import ReadOptions
     from spark_datasource.types import BatchConverter, spark_arrow_schema, to_spark_schema
 

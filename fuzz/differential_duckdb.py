@@ -247,7 +247,7 @@ def main(argv=None) -> int:
 
 
 def _report(out: Path, k: int, tab, tree, options, cuts, how, got, want, shrinker: Shrinker, shrink: bool):
-    from rcfmt.scan.arrow_eval import selection_mask
+    from rcfmt.predicate.arrow_eval import selection_mask
 
     if shrink:
         small, small_tree, small_cuts, small_options, answers = shrinker.run(tab, tree, options, cuts, how)
@@ -263,7 +263,7 @@ def _report(out: Path, k: int, tab, tree, options, cuts, how, got, want, shrinke
     where.mkdir(parents=True, exist_ok=True)
     feather.write_feather(tab.table, where / "table.arrow", compression="uncompressed")
     text = (f"filter: {expr!r}\nsql:    {sd.to_sql(tree, tab.types)}\nread path: {how}\n"
-            f"rcfmt:  {got}\nduckdb: {want}\nrcfmt in-memory evaluation (rcfmt.scan.arrow_eval): {oracle}\n"
+            f"rcfmt:  {got}\nduckdb: {want}\nrcfmt in-memory evaluation (rcfmt.predicate.arrow_eval): {oracle}\n"
             f"writer options: {options!r}\nblock cuts (flush_block after row): {cuts}\n"
             f"table ({tab.table.num_rows} rows): {tab.table.schema}\n{tab.table.to_pylist()}\n")
     (where / "README.txt").write_text(text)

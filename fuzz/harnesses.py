@@ -63,7 +63,7 @@ with atheris.instrument_imports(include=["rcfmt"]):
     from rcfmt.index.bitmap.answer import answer_block
     from rcfmt.index.bloom.sbbf import BloomFilter, hash_values
     from filters import pushed_conjunction
-    from rcfmt.scan.nnf import BoundAnd, BoundOr, Cmp, InSet, NanCheck, NullCheck, Ref
+    from rcfmt.predicate.nnf import BoundAnd, BoundOr, Cmp, InSet, NanCheck, NullCheck, Ref
     from rcfmt.schema.types import logical_type_from_arrow
 
 _SCRATCH = Path(tempfile.mkdtemp(prefix="rcfmt-fuzz-"))

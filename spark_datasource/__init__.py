@@ -27,11 +27,11 @@ def read(spark, path, *, filter=None, columns=None, **options):
     ``filterExpr`` option, as JSON: rcfmt's semantics); ``columns``: names. Every scan of
     the returned DataFrame reads only those rows and columns, however Spark replays its
     plans; ``options`` are other read options."""
-    from rcfmt.scan.expr import Expr
+    from rcfmt.predicate.expr import Expr
 
     reader = spark.read.format("rcfmt")
     if isinstance(filter, Expr):
-        from rcfmt.scan.expr_json import dumps
+        from rcfmt.predicate.expr_json import dumps
 
         reader = reader.option("filterExpr", dumps(filter))
     elif filter is not None:

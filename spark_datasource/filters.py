@@ -30,8 +30,8 @@ from pyspark.sql import datasource as D
 
 from rcfmt.errors import RcfmtError
 from rcfmt.schema.nested import filter_schema
-from rcfmt.scan.expr import And, Not, Or, col
-from rcfmt.scan.bind import bind
+from rcfmt.predicate.expr import And, Not, Or, col
+from rcfmt.predicate.bind import bind
 
 __all__ = ["translate", "translate_all"]
 

@@ -222,7 +222,7 @@ class ReadOptions:
         self.pushdown_option = raw
         # relation-defining options: every scan of the DataFrame is these rows of these columns
         self.filter = opts.get("filter") or None
-        self.filter_expr = opts.get("filterexpr") or None  # an rcfmt expression as JSON (rcfmt.scan.expr_json)
+        self.filter_expr = opts.get("filterexpr") or None  # an rcfmt expression as JSON (rcfmt.predicate.expr_json)
         # (an empty list: no column -- count(*) and existence answered from metadata)
         self.columns = [] if "columns" in opts and not str(opts["columns"]).strip() else _list(opts, "columns")
 
@@ -260,7 +260,7 @@ class WriteOptions:
     ``replaceWhere`` and ``replaceWhereCheck``.
 
     ``replaceWhere`` (mode "overwrite" only; an append refuses it): a Spark SQL
-    predicate, in the syntax of the read ``filter`` option (:mod:`rcfmt.scan.sql_filter`,
+    predicate, in the syntax of the read ``filter`` option (:mod:`rcfmt.predicate.sql_filter`,
     Spark's semantics). The write replaces the rows of the dataset matching it (TRUE,
     not NULL) by the written rows, in one commit: those rows are deleted by deletion
     vectors, the other rows stay, the written files are added (history: operation

@@ -182,8 +182,8 @@ def _all_match(residual, f, names: list[str], n: int) -> np.ndarray:
     where no row can make ``NOT residual`` TRUE (``may_match`` of its negation, which
     keeps NULL semantics) and no column it reads holds a NULL or a NaN (so the filter
     is TRUE or FALSE on every row). Filters on list columns never count so."""
-    from rcfmt.scan.nnf import BoundListContains, BoundNot, leaves, to_nnf
-    from rcfmt.scan.prune import may_match
+    from rcfmt.predicate.nnf import BoundListContains, BoundNot, leaves, to_nnf
+    from rcfmt.predicate.prune import may_match
 
     if any(isinstance(leaf, BoundListContains) for leaf in leaves(residual)):
         return np.zeros(n, bool)
@@ -220,9 +220,9 @@ def count_fragments(fragments: list, schema: pa.Schema, expr, *, partition_names
     from rcfmt.dataset import scan_fragments
     from rcfmt.dataset.scanning import file_view, open_data_file, true_runs, without_missing
     from rcfmt.dataset.evolution import renamed_expr
-    from rcfmt.scan.nnf import columns as expr_columns
-    from rcfmt.scan.prune import may_match
-    from rcfmt.scan.residual import FALSE, TRUE, prepare_filter, residual_of
+    from rcfmt.predicate.nnf import columns as expr_columns
+    from rcfmt.predicate.prune import may_match
+    from rcfmt.predicate.residual import FALSE, TRUE, prepare_filter, residual_of
 
     nnf = prepare_filter(expr, schema) if expr is not None else None
     stats = ScanStats()
@@ -351,11 +351,11 @@ class RcfmtReader(DataSourceReader):
     def _parse_filter(self, ds):
         out = None
         if self.options.filter is not None:
-            from rcfmt.scan.sql_filter import parse_filter
+            from rcfmt.predicate.sql_filter import parse_filter
 
             out = parse_filter(self.options.filter, bind_schema(ds.schema))
         if self.options.filter_expr is not None:
-            from rcfmt.scan.sql_filter import parse_filter_expr
+            from rcfmt.predicate.sql_filter import parse_filter_expr
 
             expr = parse_filter_expr(self.options.filter_expr, bind_schema(ds.schema))
             out = expr if out is None else out & expr

@@ -93,9 +93,9 @@ class RcfmtWriter(DataSourceArrowWriter):
         """replaceWhere: parse the predicate against the dataset's columns (the written
         data's for a new dataset) and plan the tasks' check of the written rows."""
         from rcfmt.errors import InvalidOptionError, UnsupportedError
-        from rcfmt.scan.nnf import columns as expr_columns
-        from rcfmt.scan.residual import prepare_filter
-        from rcfmt.scan.sql_filter import parse_filter
+        from rcfmt.predicate.nnf import columns as expr_columns
+        from rcfmt.predicate.residual import prepare_filter
+        from rcfmt.predicate.sql_filter import parse_filter
         from rcfmt.schema.nested import bind_schema
 
         plan = self.plan
@@ -126,8 +126,8 @@ class RcfmtWriter(DataSourceArrowWriter):
         import pyarrow.compute as pc
 
         from rcfmt.errors import InvalidDataError
-        from rcfmt.scan.arrow_eval import evaluate
-        from rcfmt.scan.nnf import columns as expr_columns
+        from rcfmt.predicate.arrow_eval import evaluate
+        from rcfmt.predicate.nnf import columns as expr_columns
         from rcfmt.schema import nested
 
         if not batch.num_rows:

@@ -3,7 +3,7 @@ each row of a pyarrow table, computed with Arrow's own compute kernels and plain
 Python, sharing no code with :mod:`rcfmt.scan` (no binding, no NNF, no evaluator).
 
 It only reads the public attributes of the user's unbound expression objects
-(:mod:`rcfmt.scan.expr`) and parses DNF list filters itself. Every soundness suite
+(:mod:`rcfmt.predicate.expr`) and parses DNF list filters itself. Every soundness suite
 compares the engine's rows and values with it.
 
 Semantics (the ones decided for the release):
@@ -48,7 +48,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rcfmt.scan.expr import And, Column, Comparison, IsIn, IsNan, IsNull, IsValid, ListContains, Not, Or, StartsWith
+from rcfmt.predicate.expr import And, Column, Comparison, IsIn, IsNan, IsNull, IsValid, ListContains, Not, Or, StartsWith
 
 __all__ = ["OracleError", "evaluate", "selection_mask", "filter_table", "parse_dnf"]
 

@@ -1,5 +1,5 @@
 """Random SQL predicate trees for the differential tests of the ``filter`` option's
-translator (:mod:`rcfmt.scan.sql_filter`), rendered as Spark SQL and as DuckDB SQL.
+translator (:mod:`rcfmt.predicate.sql_filter`), rendered as Spark SQL and as DuckDB SQL.
 
 A tree is built once from a seeded :class:`random.Random` over a table's columns and
 rendered per dialect, so the same predicate goes to rcfmt (Spark's text), to Spark (on

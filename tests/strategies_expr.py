@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 from hypothesis import strategies as st
 
-from rcfmt.scan.expr import And, Not, Or, col
+from rcfmt.predicate.expr import And, Not, Or, col
 from rcfmt.schema.statistics import StatsArrays
 from rcfmt.schema.types import LogicalType, logical_type_from_arrow
 

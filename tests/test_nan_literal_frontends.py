@@ -64,7 +64,7 @@ def test_polars_gets_its_own_rows_for_nan_predicates(path):
         want = frame.filter(predicate)["id"].to_list()
         got = scan_rcfmt(str(file)).filter(predicate).collect()["id"].to_list()
         assert sorted(got) == sorted(want), predicate
-        pushed = translate_predicate(predicate, table.schema)  # with Polars' NaN order (rcfmt.scan.nan_order)
+        pushed = translate_predicate(predicate, table.schema)  # with Polars' NaN order (rcfmt.predicate.nan_order)
         if pushed is not None:
             assert sorted(rcfmt.read_table(file, columns=["id"], filter=pushed)["id"].to_pylist()) == sorted(want), \
                 predicate

@@ -701,7 +701,7 @@ def test_list_contains_on_datasets_with_files_lacking_the_list(tmp_path):
 
 def test_sql_filters_name_struct_paths_and_array_contains():
     from rcfmt.schema.nested import bind_schema
-    from rcfmt.scan.sql_filter import parse_filter
+    from rcfmt.predicate.sql_filter import parse_filter
 
     schema = bind_schema(pa.schema([("p", pa.struct([("u", pa.struct([("id", pa.int64())])),
                                                      ("tags", pa.list_(pa.string()))])),

@@ -21,7 +21,7 @@ import oracle_filter
 import strategies_expr as sx
 from every_type import EVERY_TYPE
 from oracle_filter import OracleError, evaluate, filter_table, selection_mask
-from rcfmt.scan.expr import And, Comparison, IsIn, IsNan, IsNull, IsValid, Not, Or, StartsWith, col, list_contains
+from rcfmt.predicate.expr import And, Comparison, IsIn, IsNan, IsNull, IsValid, Not, Or, StartsWith, col, list_contains
 from strategies import examples
 
 NAN = math.nan
@@ -356,7 +356,7 @@ def _readable(expr, schema) -> bool:
     """Whether rcfmt accepts the literals (the strategies draw some it refuses, e.g. a
     float for a date column); the oracle answers only for those."""
     from rcfmt.errors import FilterError
-    from rcfmt.scan.bind import bind
+    from rcfmt.predicate.bind import bind
 
     try:
         bind(expr, schema)

@@ -37,7 +37,7 @@ MAX_LINES = 800
 LONG_MODULES: dict[str, int] = {}
 #: the layers of docs/ARCHITECTURE.md, bottom up: a module may import modules of its own
 #: layer or a lower one, never a higher one. A module belongs to the layer of its longest
-#: matching prefix (``rcfmt.scan.nnf`` is a predicate, ``rcfmt.scan.scanner`` the scan).
+#: matching prefix (``rcfmt.schema.types`` is a column type, ``rcfmt.schema.nested`` the schema).
 LAYERS = [
     ("base", ["rcfmt.errors", "rcfmt.runtime", "rcfmt._native",
               "rcfmt.interop.arrow", "rcfmt.interop.cdata"]),
@@ -46,10 +46,7 @@ LAYERS = [
                       "rcfmt.schema.gather"]),
     ("encodings", ["rcfmt.encodings"]),
     ("schema", ["rcfmt.schema"]),
-    ("predicates", ["rcfmt.scan.expr", "rcfmt.scan.nnf", "rcfmt.scan.bind", "rcfmt.scan.intervals",
-                    "rcfmt.scan.residual", "rcfmt.scan.evaluate", "rcfmt.scan.arrow_eval", "rcfmt.scan.sql_filter",
-                    "rcfmt.scan.expr_json", "rcfmt.scan.nan_order", "rcfmt.scan.spark_meaning", "rcfmt.scan.prune",
-                    "rcfmt.scan.selection"]),
+    ("predicates", ["rcfmt.predicate"]),
     ("index", ["rcfmt.index"]),
     ("format and layout", ["rcfmt.format", "rcfmt.layout"]),
     ("scan", ["rcfmt.scan"]),

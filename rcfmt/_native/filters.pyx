@@ -1,6 +1,6 @@
 """Filter kernels of the block executor (:mod:`rcfmt._native.block`): one column's part
 of a scan's filter (:class:`Filter`, built once per scan from a spec of
-:func:`rcfmt.scan.evaluate.block_predicate`) and the GIL-free kernels that evaluate it
+:func:`rcfmt.predicate.evaluate.block_predicate`) and the GIL-free kernels that evaluate it
 into a byte mask -- on fixed-width values (ranges, member and excluded sets), 16-byte
 and int64-held decimals, strings/binary (byte-string bounds and sets), and dictionary
 codes through a per-entry table.
@@ -27,7 +27,7 @@ cdef uint8_t _EMPTY[8]
 cdef class Filter:
     """One column's part of a scan's filter, as :func:`run_block` evaluates it on every
     chunk of the column, dictionary or not (built once per scan from a spec of
-    :func:`rcfmt.scan.evaluate.block_predicate`):
+    :func:`rcfmt.predicate.evaluate.block_predicate`):
 
     * ``("values", dtype, lo, lo_kind, hi, hi_kind, members, excluded)``: fixed-width
       values of ``dtype`` in the interval (bound kinds as :func:`select.range_mask`),

@@ -40,7 +40,7 @@ def _filter(text: str | None, schema):
     if text is None:
         return None
     try:
-        from ..scan.sql_filter import parse_filter
+        from ..predicate.sql_filter import parse_filter
     except ImportError:  # pragma: no cover - sqlglot missing
         raise RcfmtError("--filter needs sqlglot: pip install 'rcfmt[spark]' (or sqlglot)") from None
     return parse_filter(text, schema)

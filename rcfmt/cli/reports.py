@@ -257,8 +257,8 @@ def bloom_report(f: RcfmtFile, column: str, value: str) -> dict:
     "has_filter", "might_contain"}]}`` (``might_contain`` is true where a block has no
     filter: only a filter can rule a value out)."""
     from ..index.bloom import chunks as bloom_filters
-    from ..scan.expr import col
-    from ..scan.bind import bind
+    from ..predicate.expr import col
+    from ..predicate.bind import bind
 
     c = f.column_index(column)
     literal = _typed_literal(value, f.schema.field(c).type)

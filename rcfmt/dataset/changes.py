@@ -27,7 +27,7 @@ import pyarrow as pa
 from ..errors import CommitConflictError, InvalidDataError, InvalidOptionError, SchemaError, UnsupportedError
 from ..scan.positions import ROW_POSITION
 from ..schema.types import same_type
-from ..scan.residual import prepare_filter
+from ..predicate.residual import prepare_filter
 from . import log
 from .deletions import DeletionFileWriter, union
 from .snapshot import read_committed, read_snapshot
@@ -317,7 +317,7 @@ def merge(dataset, source, on, when_matched="update", when_not_matched="insert")
     """Upsert ``source`` into the dataset by the keys ``on`` (see :meth:`Dataset.merge`)."""
     import pyarrow.compute as pc
 
-    from ..scan.expr import col
+    from ..predicate.expr import col
     from ..interop.arrow import batches_and_schema
 
     if when_matched not in ("update", "delete", None):

@@ -18,9 +18,9 @@ import pyarrow as pa
 from ..errors import CorruptFileError, InvalidOptionError, SchemaError, UnsupportedError
 from ..storage.fetch import FetchOptions
 from ..file.reader import RcfmtFile
-from ..scan.nnf import columns as expr_columns
-from ..scan.prune import may_match
-from ..scan.residual import prepare_filter
+from ..predicate.nnf import columns as expr_columns
+from ..predicate.prune import may_match
+from ..predicate.residual import prepare_filter
 from ..storage import (COMMIT_SCHEMES, delete_files, is_remote, list_tree, local_path, object_size, remote_kind,
                        scheme_of)
 from . import log

@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from ..schema import nested
 from ..errors import SchemaError
-from ..scan.nnf import BoundAnd, BoundListContains, BoundNot, BoundOr, Leaf
+from ..predicate.nnf import BoundAnd, BoundListContains, BoundNot, BoundOr, Leaf
 from ..schema.types import logical_type_from_arrow, same_logical_type, same_type
 
 __all__ = ["check_names", "widens", "merge_schemas", "column_ids", "file_renames", "renamed_expr"]

@@ -48,8 +48,8 @@ from ..schema.arrow_io import take
 from ..file.reader import RcfmtFile
 from ..file.writer import Writer, WriteOptions
 from ..layout import METADATA_KEY, ClusteringSpec, cluster_order
-from ..scan.nnf import columns as expr_columns
-from ..scan.residual import FALSE, TRUE, prepare_filter, residual_of
+from ..predicate.nnf import columns as expr_columns
+from ..predicate.residual import FALSE, TRUE, prepare_filter, residual_of
 from ..storage import check_commit_support, is_remote
 from . import log
 from .evolution import file_renames

@@ -2,7 +2,7 @@
 :class:`FileInfo`, :class:`DatasetScan`, and :func:`prune_blocks` / :func:`scan_fragments`
 for engines that plan fragments themselves (the Spark source).
 
-A scan prunes files with :func:`rcfmt.scan.prune.may_match` on statistics from the
+A scan prunes files with :func:`rcfmt.predicate.prune.may_match` on statistics from the
 stats index (one unit per file; partition columns are constant units), so file pruning
 has exactly the semantics of block pruning. Partition columns in the filter are then
 replaced by their (constant) truth value per file, and the rest of the filter goes to
@@ -26,10 +26,10 @@ from ..interop.arrow import export_stream
 from ..interop import cdata
 from ..schema.arrow_io import filter_rows, int64_array
 from ..file.reader import RcfmtFile
-from ..scan.nnf import BoundAnd, BoundListContains, columns as expr_columns, fold
-from ..scan.bind import arrow_values
-from ..scan.prune import may_match
-from ..scan.residual import FALSE, TRUE, prepare_filter, residual_of
+from ..predicate.nnf import BoundAnd, BoundListContains, columns as expr_columns, fold
+from ..predicate.bind import arrow_values
+from ..predicate.prune import may_match
+from ..predicate.residual import FALSE, TRUE, prepare_filter, residual_of
 from ..scan.plan import DatasetPlan
 from ..scan.positions import ROW_POSITION, check_no_position_column, position_flag, row_position_field
 from ..scan import scheduling
@@ -263,7 +263,7 @@ class DatasetScan:
         table = pa.table({name: _leaf_values(batch, name).cast(types.field(name).type) for name in names})
         import pyarrow.compute as pc  # (on first use: most scans never need it)
 
-        from ..scan.arrow_eval import evaluate
+        from ..predicate.arrow_eval import evaluate
 
         return filter_rows(batch, pc.fill_null(evaluate(post, table), False))
 
@@ -553,7 +553,7 @@ def value_sets_keep(nnf, snap: Snapshot, candidates: np.ndarray) -> np.ndarray:
     if not known:
         return np.ones(n, bool)
 
-    from ..scan.arrow_eval import selection_mask  # (pyarrow.compute: only when value sets are known)
+    from ..predicate.arrow_eval import selection_mask  # (pyarrow.compute: only when value sets are known)
 
     def leaf_fn(leaf) -> np.ndarray:
         out = np.ones(n, bool)

@@ -16,5 +16,5 @@ defined in its own module here, not in :mod:`rcfmt.format`; ``format`` knows the
 frame (header, blocks, chunk and page records, footer) and refers to an index module
 for that index's records. Nothing in this package imports :mod:`rcfmt.file` or
 :mod:`rcfmt.scan`'s scanner; the evaluators use the bound predicate nodes of
-:mod:`rcfmt.scan.nnf`.
+:mod:`rcfmt.predicate.nnf`.
 """

@@ -12,7 +12,7 @@ import numpy as np
 
 from .._native import pageindex as _pageindex
 from ..schema.types import PhysicalKind
-from ..scan.intervals import Interval
+from ..predicate.intervals import Interval
 
 
 class PageIndex:

@@ -54,8 +54,8 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import InvalidOptionError, SchemaError, UnsupportedError
-from ..scan.expr import col
-from ..scan.nan_order import is_nan_literal, nan_order_compare
+from ..predicate.expr import col
+from ..predicate.nan_order import is_nan_literal, nan_order_compare
 
 __all__ = ["scan_rcfmt", "translate", "translate_predicate", "Translation", "polars_arrow_schema", "polars_schema"]
 

@@ -29,7 +29,7 @@ from ..encodings.base import ColumnValues
 from ..errors import RcfmtError
 from ..schema.arrow_io import Bitmap
 from ..schema.types import PhysicalKind
-from .evaluate import ColumnData, block_predicate
+from ..predicate.evaluate import ColumnData, block_predicate
 from .refusals import raise_refused
 
 __all__ = ["BlockColumns", "BlockFilter", "SKIPPED"]
@@ -74,7 +74,7 @@ class BlockColumns:
         self.cols = list(cols)
         #: per column a :class:`~rcfmt._native.filters.Filter` spec (None: none), evaluated
         #: into :meth:`run`'s mask; filtered columns keep their dictionary codes (so are
-        #: handed over in storage form, for :func:`~rcfmt.scan.evaluate.eval_nnf`)
+        #: handed over in storage form, for :func:`~rcfmt.predicate.evaluate.eval_nnf`)
         self.filters = None if filters is None else [None if f is None else _filters.Filter(f) for f in filters]
         #: the last ``then`` columns are decoded after the filter, at the rows it picked
         #: (:meth:`decode`); the others are the filter's, handed over in storage form
@@ -203,7 +203,7 @@ class BlockColumns:
 
     def _storage_form(self, i, arena, data, dictionary, at, valid_at, nulls, keep, dsize, rows):
         """``(values, validity, codes, dictionary)`` of column ``i`` in storage form (for
-        read_dictionary, annotated and filter columns: :class:`~rcfmt.scan.evaluate.ColumnData`)."""
+        read_dictionary, annotated and filter columns: :class:`~rcfmt.predicate.evaluate.ColumnData`)."""
         ltype = self.ltypes[i]
         vbytes = (rows + 7) // 8
         validity = Bitmap(arena[valid_at: valid_at + vbytes], rows, nulls) if nulls else None
@@ -253,10 +253,10 @@ def _within_file(spec, file, name: str):
 class BlockFilter:
     """A scan's filter on a block's candidate rows, in one native call per block: its
     flat filter columns decoded at those rows, each column's conjuncts that
-    :func:`~rcfmt.scan.evaluate.block_predicate` takes evaluated into one shared mask
+    :func:`~rcfmt.predicate.evaluate.block_predicate` takes evaluated into one shared mask
     (the decode pass of :class:`BlockColumns`), the rest of the filter (OR trees, list
-    leaves) left to :func:`~rcfmt.scan.evaluate.eval_nnf` on the columns' data, which
-    carries the mask as :attr:`~rcfmt.scan.evaluate.ColumnData.pushed`.
+    leaves) left to :func:`~rcfmt.predicate.evaluate.eval_nnf` on the columns' data, which
+    carries the mask as :attr:`~rcfmt.predicate.evaluate.ColumnData.pushed`.
 
     ``filter_ids``: the filter's columns (name -> stored column); ``conjuncts``: the
     top-level conjuncts by column name; ``mask_only``: names of columns nothing but

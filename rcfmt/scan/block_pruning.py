@@ -11,9 +11,9 @@ import numpy as np
 from ..index.bitmap.answer import BlockAnswer, answer_block, leaf_columns
 from ..index.bloom import chunks as bloom_filters
 from ..storage.fetch import coalesce, one_read
-from .nnf import fold, leaves
+from ..predicate.nnf import fold, leaves
 from .plan import PRUNE_STAGES
-from .prune import may_match
+from ..predicate.prune import may_match
 from .scheduling import PROBE_BLOCKS, Probe
 
 __all__ = ["BlockPruning", "INDEX_NARROWS"]

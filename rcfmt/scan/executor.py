@@ -30,14 +30,14 @@ from ..schema.nested import list_node as nested_list_node
 from ..schema.nested import under_structs as nested_under_structs
 from ..schema.types import LogicalType
 from .block_exec import BlockColumns
-from .evaluate import ColumnData, eval_nnf
+from ..predicate.evaluate import ColumnData, eval_nnf
 from .fetch_plan import BlockGroups
 from .fetching import dense
 from .gather import empty_values, gather_data
 from .plan import CHUNKS, FUSED, GROUP, LISTS, MASK, PICK, BlockPlan
 from .scan_stats import ScanStats
 from .scheduling import column_groups, columns_worth_threads
-from .selection import Selection
+from ..predicate.selection import Selection
 
 __all__ = ["BlockExecutor"]
 

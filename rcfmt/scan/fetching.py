@@ -10,7 +10,7 @@ import numpy as np
 
 from ..storage.fetch import coalesce
 from .scan_stats import ScanStats
-from .selection import Selection
+from ..predicate.selection import Selection
 
 __all__ = ["Reads", "dense"]
 

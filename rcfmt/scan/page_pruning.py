@@ -16,11 +16,11 @@ import numpy as np
 
 from ..index.page import PageIndex, interval_page_mask, page_interval_kind
 from ..storage.fetch import coalesce
-from .intervals import Interval
-from .nnf import BoundAnd, BoundListContains, BoundOr
-from .prune import leaf_may_match
+from ..predicate.intervals import Interval
+from ..predicate.nnf import BoundAnd, BoundListContains, BoundOr
+from ..predicate.prune import leaf_may_match
 from .scheduling import Probe
-from .selection import RowRanges
+from ..predicate.selection import RowRanges
 
 __all__ = ["PageIndexes"]
 

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .selection import Selection
+from ..predicate.selection import Selection
 
 __all__ = ["BlockPlan", "DatasetPlan", "FilePlan", "PRUNE_STAGES", "ROWS", "FUSED", "PICK", "MASK", "LISTS",
            "CHUNKS", "PAGES", "RANGED", "GROUP"]
@@ -60,7 +60,7 @@ _SHOWN_RANGES = 4
 @dataclass(frozen=True)
 class BlockPlan:
     """One kept block: its ``rows``, the ``candidates`` that may match (a
-    :class:`~rcfmt.scan.selection.Selection` over them), the ``residual`` filter to
+    :class:`~rcfmt.predicate.selection.Selection` over them), the ``residual`` filter to
     evaluate by decoding (None: the candidates are exactly the matching rows), what the
     bitmap indexes did (``index``: ``"exact"`` decided the whole filter, ``"narrowed"``
     decided part of it, None), its ``mode`` and ``read`` (see the module), ``every``

@@ -16,13 +16,13 @@ from ..index.bitmap.answer import to_mask
 from .block_pruning import INDEX_NARROWS, BlockPruning
 from .fetch_plan import BlockGroups
 from .fetching import Reads, dense
-from .nnf import BoundAnd
+from ..predicate.nnf import BoundAnd
 from .page_pruning import PageIndexes
 from .plan import CHUNKS, FUSED, GROUP, LISTS, MASK, PAGES, PICK, RANGED, BlockPlan, FilePlan
 from .programs import Programs
-from .prune import always_true
+from ..predicate.prune import always_true
 from .scan_stats import ScanStats
-from .selection import Selection
+from ..predicate.selection import Selection
 
 __all__ = ["DEFER_DELETED", "EVERY_ROW_SHARE", "ScanPlanner"]
 
@@ -181,7 +181,7 @@ class ScanPlanner:
 
     def _less_proven(self, plan: BlockPlan) -> BlockPlan:
         """``plan`` without the conjuncts its block's statistics prove TRUE on every row
-        (:func:`~rcfmt.scan.prune.always_true`: a block inside a window's bounds decodes
+        (:func:`~rcfmt.predicate.prune.always_true`: a block inside a window's bounds decodes
         no filter column for them); with none left, its candidates (less its deleted
         rows) are exactly the matching rows."""
         proven = self._proven_conjuncts()

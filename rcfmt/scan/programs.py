@@ -9,7 +9,7 @@ The planner picks a block's program (its plan's ``mode``); the executor runs it.
 from __future__ import annotations
 
 from .block_exec import BlockColumns, BlockFilter
-from .nnf import BoundAnd, leaves
+from ..predicate.nnf import BoundAnd, leaves
 
 __all__ = ["FUSED_BYTES", "Programs"]
 

@@ -15,11 +15,11 @@ import pyarrow as pa
 from ..errors import InvalidOptionError
 from ..schema.annotated import Relabeling
 from ..storage.fetch import LOCAL_COALESCE_GAP
-from .bind import bind
-from .evaluate import column_conjuncts
-from .nnf import BoundListContains, NanCheck, columns as expr_columns, leaves, to_nnf, without_nan_checks
+from ..predicate.bind import bind
+from ..predicate.evaluate import column_conjuncts
+from ..predicate.nnf import BoundListContains, NanCheck, columns as expr_columns, leaves, to_nnf, without_nan_checks
 from .positions import by_unit, check_no_position_column, position_flag, row_position_field
-from .selection import Selection
+from ..predicate.selection import Selection
 
 __all__ = ["ScanQuery"]
 

@@ -30,7 +30,7 @@ from .planner import ScanPlanner
 from .query import ScanQuery
 from .scan_stats import ScanStats
 from .scheduling import STREAM_WINDOW, blocks_worth_threads, map_blocks, take_worth_threads
-from .selection import Selection
+from ..predicate.selection import Selection
 
 __all__ = ["FileScan", "ScanStats", "scan_file"]
 

@@ -25,7 +25,7 @@ day_time_interval as int32 and int64 (the same bytes: their arrays, which pyarro
 hold in Python, are relabeled a table at a time by :mod:`rcfmt.interop.cdata`),
 extension types as their storage. ``name`` is the storage type's, so everything below the Arrow boundary
 (encodings, statistics, pruning, evaluation) sees only the storage type;
-:mod:`rcfmt.schema.annotated` converts arrays at the boundary and :mod:`rcfmt.scan.bind`
+:mod:`rcfmt.schema.annotated` converts arrays at the boundary and :mod:`rcfmt.predicate.bind`
 converts literals.
 
 The *stats domain* of a type is how its min/max values are represented in Python:

@@ -207,8 +207,8 @@ def test_prune_blocks_with_indexes_keeps_every_block_that_holds_a_match(tmp_path
     probe) keeps what the statistics keep."""
     import pyarrow.compute as pc
 
-    from rcfmt.scan.arrow_eval import evaluate
-    from rcfmt.scan.residual import prepare_filter
+    from rcfmt.predicate.arrow_eval import evaluate
+    from rcfmt.predicate.residual import prepare_filter
 
     blocks, rows = 8, 512
     keys = np.arange(blocks * rows).reshape(rows, blocks).T.ravel()  # block b: b, b + 8, b + 16, ...

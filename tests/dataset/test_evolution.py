@@ -471,8 +471,8 @@ def test_negated_leaves_on_columns_a_file_lacks(older_files, expr):
     filter TRUE on a NULL row (only is_null, ~is_valid), and the dataset's rows (their
     values) are the oracle's over the whole dataset read without a filter."""
     from oracle_filter import evaluate, filter_table
-    from rcfmt.scan.nnf import columns as expr_columns
-    from rcfmt.scan.residual import FALSE, TRUE, prepare_filter, residual_of
+    from rcfmt.predicate.nnf import columns as expr_columns
+    from rcfmt.predicate.residual import FALSE, TRUE, prepare_filter, residual_of
 
     ds, everything = older_files
     want = filter_table(everything, expr).sort_by("k")

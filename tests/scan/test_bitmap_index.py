@@ -16,8 +16,8 @@ from rcfmt import col
 from rcfmt.errors import ChecksumError, CorruptFileError, InvalidOptionError, SchemaError
 from rcfmt.index.bitmap.build import supported_kinds
 from rcfmt.index.bitmap.answer import answer_block, to_mask
-from rcfmt.scan.nnf import to_nnf
-from rcfmt.scan.bind import bind
+from rcfmt.predicate.nnf import to_nnf
+from rcfmt.predicate.bind import bind
 from oracle_filter import selection_mask
 from rcfmt.scan.scanner import scan_file
 from strategies import examples

@@ -23,8 +23,8 @@ from oracle_filter import filter_table
 from rcfmt import col
 from rcfmt.errors import ChecksumError
 from rcfmt.scan.block_exec import BlockFilter
-from rcfmt.scan.evaluate import block_predicate, column_conjuncts
-from rcfmt.scan.expr import And, Not
+from rcfmt.predicate.evaluate import block_predicate, column_conjuncts
+from rcfmt.predicate.expr import And, Not
 from strategies import examples
 from strategies_expr import BYTES_TYPES, DECIMAL_TYPES, FLOAT_TYPES, INT_TYPES, TEMPORAL_TYPES, leaves, tables
 

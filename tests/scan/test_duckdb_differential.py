@@ -32,7 +32,7 @@ import rcfmt  # noqa: E402
 import sql_differential as sd  # noqa: E402
 from rcfmt import col  # noqa: E402
 from rcfmt.errors import FilterError  # noqa: E402
-from rcfmt.scan.arrow_eval import selection_mask  # noqa: E402
+from rcfmt.predicate.arrow_eval import selection_mask  # noqa: E402
 from strategies import assert_tables_identical, examples  # noqa: E402
 
 CAPS = sd.duckdb_capabilities()
@@ -105,7 +105,7 @@ def test_file_read_paths_agree_with_duckdb(tmp_path_factory, case):
 @settings(max_examples=examples(100), deadline=None, suppress_health_check=HEALTH)
 @given(data=st.data())
 def test_evaluation_agrees_with_duckdb(data):
-    """The in-memory evaluation (rcfmt.scan.arrow_eval, the engine's statement of its
+    """The in-memory evaluation (rcfmt.predicate.arrow_eval, the engine's statement of its
     semantics) over deeper trees: isolates a semantics difference from a reader bug."""
     tab = data.draw(tables(max_rows=30))
     duck = _duck(tab.table)

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rcfmt.scan.evaluate import _decimal_compare
+from rcfmt.predicate.evaluate import _decimal_compare
 from strategies import examples  # tests/ is on sys.path (tests/conftest.py)
 
 OPS = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
@@ -42,9 +42,9 @@ import pyarrow as pa  # noqa: E402
 
 import rcfmt  # noqa: E402
 from rcfmt.schema.arrow_io import from_arrow  # noqa: E402
-from rcfmt.scan.evaluate import ColumnData, eval_nnf  # noqa: E402
-from rcfmt.scan.nnf import to_nnf  # noqa: E402
-from rcfmt.scan.bind import bind  # noqa: E402
+from rcfmt.predicate.evaluate import ColumnData, eval_nnf  # noqa: E402
+from rcfmt.predicate.nnf import to_nnf  # noqa: E402
+from rcfmt.predicate.bind import bind  # noqa: E402
 from rcfmt.schema.types import logical_type_from_arrow  # noqa: E402
 from oracle_filter import selection_mask  # noqa: E402  (the independent oracle, tests/oracle_filter.py)
 
@@ -166,7 +166,7 @@ def test_conjunctions_evaluated_in_the_decode_pass_match_the_arrow_oracle(tmp_pa
 def test_a_conjunction_is_decided_in_the_decode_pass(tmp_path, monkeypatch):
     """Q6's shape (two intervals and a dictionary column's leaves, nulls among the
     values): no separate mask pass runs after decoding, and the rows are Arrow's."""
-    from rcfmt.scan import evaluate
+    from rcfmt.predicate import evaluate
 
     rng = np.random.default_rng(7)
     n = 20_000
@@ -237,8 +237,8 @@ def test_leaves_on_a_null_row_are_decided_as_evaluated():
     """The value each leaf takes on a null row (what a dictionary chunk's null rows get)
     is, kind by kind, what evaluating the leaf on a null value gives, and what the
     independent oracle gives the user's leaf on a NULL (only is_null is TRUE there)."""
-    from rcfmt.scan import evaluate
-    from rcfmt.scan.nnf import Leaf
+    from rcfmt.predicate import evaluate
+    from rcfmt.predicate.nnf import Leaf
 
     table = pa.table({"i": pa.array([3, None], pa.int8()), "f": pa.array([float("nan"), None]),
                       "s": pa.array(["ab", None]), "d": pa.array([dt.date(2024, 1, 1), None])})
@@ -269,7 +269,7 @@ def test_leaves_on_a_null_row_are_decided_as_evaluated():
 def test_small_dictionaries_compare_strings_as_arrow_does(arrow_type):
     """Every operator, entry and literal of a small dictionary (compared as bytes in
     Python) against Arrow's comparison: UTF-8 byte order, prefixes, empty strings, NUL."""
-    from rcfmt.scan.evaluate import _values_mask
+    from rcfmt.predicate.evaluate import _values_mask
 
     texts = ["", "a", "a\x00", "ab", "b", "e", "é", "z", "ÿ", "\uffff", "\U0001F600", "\ufffd"]
     entries = [t.encode("utf-8") for t in texts] if arrow_type == pa.binary() else texts

@@ -25,10 +25,10 @@ from hypothesis import strategies as st
 import rcfmt
 from rcfmt.errors import FilterError, SchemaError
 from rcfmt.schema.arrow_io import from_arrow
-from rcfmt.scan.evaluate import ColumnData, eval_nnf
-from rcfmt.scan.expr import And, Comparison, IsIn, IsNan, IsNull, IsValid, Not, Or, StartsWith, col, to_expr
-from rcfmt.scan.nnf import BoundAnd, BoundNot, BoundOr, Cmp, Folded, InSet, NanCheck, NullCheck, Prefix, columns, to_nnf
-from rcfmt.scan.bind import bind
+from rcfmt.predicate.evaluate import ColumnData, eval_nnf
+from rcfmt.predicate.expr import And, Comparison, IsIn, IsNan, IsNull, IsValid, Not, Or, StartsWith, col, to_expr
+from rcfmt.predicate.nnf import BoundAnd, BoundNot, BoundOr, Cmp, Folded, InSet, NanCheck, NullCheck, Prefix, columns, to_nnf
+from rcfmt.predicate.bind import bind
 from rcfmt.schema.types import logical_type_from_arrow
 
 import oracle_filter  # tests/ is on sys.path (tests/conftest.py)
@@ -515,7 +515,7 @@ def test_a_large_integer_in_list_bound_again_gives_each_column_its_own_members(m
     assert list(bind(col("k").isin(list(keys[:3]) + [1]), wide).values) == sorted({-5, 3, 2**40, 1})
     # a large list the general binding serves (a date column) is remembered as such: bound
     # again, it gives the same members, and a plain column of the same list its own leaf
-    from rcfmt.scan import bind as binding
+    from rcfmt.predicate import bind as binding
 
     checked = []
     real = binding._plain_int_members

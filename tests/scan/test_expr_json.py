@@ -1,4 +1,4 @@
-"""Expressions as JSON (rcfmt.scan.expr_json): exact round trips and strict loading."""
+"""Expressions as JSON (rcfmt.predicate.expr_json): exact round trips and strict loading."""
 from __future__ import annotations
 
 import datetime as dt
@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from rcfmt import col
 from rcfmt.errors import FilterError
 from oracle_filter import selection_mask
-from rcfmt.scan.bind import bind
-from rcfmt.scan.expr_json import dumps, loads
+from rcfmt.predicate.bind import bind
+from rcfmt.predicate.expr_json import dumps, loads
 from strategies_expr import exprs, tables
 from strategies import examples
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import rcfmt
 from oracle_filter import selection_mask
 from rcfmt import col
-from rcfmt.scan.nnf import Folded, NanCheck, leaves
+from rcfmt.predicate.nnf import Folded, NanCheck, leaves
 from rcfmt.scan.scanner import scan_file
 from strategies import examples
 from strategies_expr import Data, exprs, tables

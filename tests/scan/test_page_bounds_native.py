@@ -13,10 +13,10 @@ from hypothesis import given, settings, strategies as st
 
 import rcfmt
 from rcfmt.index.page import interval_page_mask, page_interval_kind
-from rcfmt.scan.bind import bind
-from rcfmt.scan.intervals import Interval
-from rcfmt.scan.nnf import to_nnf
-from rcfmt.scan.prune import leaf_may_match
+from rcfmt.predicate.bind import bind
+from rcfmt.predicate.intervals import Interval
+from rcfmt.predicate.nnf import to_nnf
+from rcfmt.predicate.prune import leaf_may_match
 from strategies import examples
 
 PREFIX = "common-prefix-" * 3

@@ -14,10 +14,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import rcfmt
-from rcfmt.scan.expr import And, col
-from rcfmt.scan.nnf import BoundAnd, Cmp, Leaf, to_nnf
-from rcfmt.scan.bind import bind
-from rcfmt.scan.prune import always_true, leaf_always_true, leaf_may_match, may_match, prefix_successor
+from rcfmt.predicate.expr import And, col
+from rcfmt.predicate.nnf import BoundAnd, Cmp, Leaf, to_nnf
+from rcfmt.predicate.bind import bind
+from rcfmt.predicate.prune import always_true, leaf_always_true, leaf_may_match, may_match, prefix_successor
 from rcfmt.scan.scanner import FileScan, scan_file
 from rcfmt.schema.statistics import StatsArrays
 

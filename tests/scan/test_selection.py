@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, rule
 
 from rcfmt.errors import InvalidOptionError
-from rcfmt.scan.selection import RANGES_MAX_DENSITY, RowRanges, Selection
+from rcfmt.predicate.selection import RANGES_MAX_DENSITY, RowRanges, Selection
 from strategies import examples
 
 

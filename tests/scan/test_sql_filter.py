@@ -1,4 +1,4 @@
-"""The ``filter`` option's translator (:mod:`rcfmt.scan.sql_filter`, also the CLI's
+"""The ``filter`` option's translator (:mod:`rcfmt.predicate.sql_filter`, also the CLI's
 ``--filter``): Spark SQL predicates over the Spark tests' sample table, translated and run
 through rcfmt's scan, select the rows DuckDB's SQL selects on the same Arrow table --
 DuckDB shares Spark's float semantics (NaN equal to NaN and above every number, -0.0
@@ -10,7 +10,7 @@ import pytest
 
 import rcfmt
 from rcfmt.errors import InvalidOptionError
-from rcfmt.scan.sql_filter import parse_filter
+from rcfmt.predicate.sql_filter import parse_filter
 from spark_sample import sample_table
 from sql_predicates import PredicateGenerator
 from strategies import examples
@@ -148,8 +148,8 @@ F = rcfmt.col("f")
     rcfmt.col("i32") > 3, ~rcfmt.col("s").isin(["a", None]),
 ])
 def test_rcfmt_expressions_meaning_what_spark_means_are_taken(expr):
-    from rcfmt.scan.expr_json import dumps
-    from rcfmt.scan.sql_filter import parse_filter_expr
+    from rcfmt.predicate.expr_json import dumps
+    from rcfmt.predicate.sql_filter import parse_filter_expr
 
     assert repr(parse_filter_expr(dumps(expr), SCHEMA)) == repr(expr)
 
@@ -161,8 +161,8 @@ def test_rcfmt_expressions_meaning_what_spark_means_are_taken(expr):
 ])
 def test_rcfmt_expressions_spark_would_read_otherwise_are_refused(expr, rows):
     """Refused, naming the rows where the meanings part, not applied with rcfmt's meaning."""
-    from rcfmt.scan.expr_json import dumps
-    from rcfmt.scan.sql_filter import parse_filter_expr
+    from rcfmt.predicate.expr_json import dumps
+    from rcfmt.predicate.sql_filter import parse_filter_expr
 
     with pytest.raises(InvalidOptionError, match="other rows than Spark SQL") as info:
         parse_filter_expr(dumps(expr), SCHEMA)

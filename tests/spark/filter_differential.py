@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 import rcfmt
-from rcfmt.scan.sql_filter import parse_filter
+from rcfmt.predicate.sql_filter import parse_filter
 from spark_sample import sample_table
 
 DDL = ("id bigint, b boolean, i8 tinyint, i16 smallint, i32 int, f double, r float, dec decimal(10,2), "

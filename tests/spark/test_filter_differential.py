@@ -11,7 +11,7 @@ pytest.importorskip("pyspark")
 pytest.importorskip("sqlglot")
 
 from rcfmt.errors import InvalidOptionError  # noqa: E402
-from rcfmt.scan.sql_filter import parse_filter  # noqa: E402
+from rcfmt.predicate.sql_filter import parse_filter  # noqa: E402
 from sql_predicates import PredicateGenerator  # noqa: E402
 from strategies import examples  # noqa: E402
 

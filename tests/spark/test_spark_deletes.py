@@ -124,7 +124,7 @@ def test_planning_counts_live_rows_and_ships_vectors(changed):
                                        "x >= 0", "s = 'upd'"])
 def test_count_fragments_subtracts_deleted_rows(changed, predicate):
     """Blocks matching entirely are counted from the footer minus their deleted rows."""
-    from rcfmt.scan.sql_filter import parse_filter
+    from rcfmt.predicate.sql_filter import parse_filter
     from spark_datasource.reader import count_fragments
 
     root, expected = changed

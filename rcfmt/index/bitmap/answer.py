@@ -4,7 +4,7 @@ data page of a block is read.
 A predicate in NNF is monotone, so each node is folded into two bitmaps over the
 block's rows: ``true`` (rows certainly TRUE) and ``maybe`` (rows that may be TRUE).
 A leaf the index answers gives the exact rows where it is TRUE as both (SQL NULL
-semantics and NaN exactly as :mod:`rcfmt.scan.evaluate` decides them); a leaf it cannot
+semantics and NaN exactly as :mod:`rcfmt.predicate.evaluate` decides them); a leaf it cannot
 answer (no index on its column in this block, or a kind of leaf no index answers)
 gives nothing for ``true`` and every row for ``maybe``. And/Or intersect/unite both.
 A block whose ``maybe`` is empty cannot match; a conjunct whose leaves are all answered
@@ -20,7 +20,7 @@ import numpy as np
 
 from ..._native import bitmaps as _bitmaps
 from .layout import BITSLICED, EQUALITY, IndexEntry, words
-from ...scan.nnf import BoundAnd, BoundOr, Cmp, Folded, InSet, NanCheck, NullCheck, Prefix
+from ...predicate.nnf import BoundAnd, BoundOr, Cmp, Folded, InSet, NanCheck, NullCheck, Prefix
 
 __all__ = ["BlockAnswer", "answer_block", "popcount", "to_mask", "leaf_columns"]
 

@@ -16,7 +16,7 @@ from ...encodings.base import ColumnValues
 from ...errors import ChecksumError, CorruptFileError, InvalidOptionError
 from ...schema.types import LogicalType, PhysicalKind
 from .sbbf import MIN_BYTES, BloomFilter, hash_binary, hash_fixed, hash_values, optimal_num_bytes, within_fpp
-from ...scan.nnf import BoundListContains, Cmp, InSet
+from ...predicate.nnf import BoundListContains, Cmp, InSet
 
 __all__ = ["BloomCandidate", "BloomPolicy", "build_filter", "chunk_hashes", "filter_bits", "fold", "read_filter", "can_probe",
            "may_contain"]

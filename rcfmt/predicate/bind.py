@@ -1,6 +1,6 @@
-"""Binding: an :class:`~rcfmt.scan.expr.Expr` (or DNF filter) resolved against a schema
-into a bound tree (:mod:`rcfmt.scan.nnf`), literals checked and converted to each
-column's stats domain by exact value (the rules are stated in :mod:`rcfmt.scan.expr`),
+"""Binding: an :class:`~rcfmt.predicate.expr.Expr` (or DNF filter) resolved against a schema
+into a bound tree (:mod:`rcfmt.predicate.nnf`), literals checked and converted to each
+column's stats domain by exact value (the rules are stated in :mod:`rcfmt.predicate.expr`),
 and literals as Arrow values of the column's type for evaluation.
 """
 from __future__ import annotations

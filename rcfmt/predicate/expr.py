@@ -9,9 +9,9 @@ Life of a filter::
     -> evaluate(bound, table)               exact TRUE/FALSE/NULL per row (in memory)
 
 One module a step: this one holds the expressions users build (and DNF filters);
-:mod:`rcfmt.scan.bind` binds them to a schema (literal conversion included);
-:mod:`rcfmt.scan.nnf` holds the bound tree, its negation normal form and the helpers
-over trees; :mod:`rcfmt.scan.arrow_eval` evaluates a bound tree exactly with Arrow.
+:mod:`rcfmt.predicate.bind` binds them to a schema (literal conversion included);
+:mod:`rcfmt.predicate.nnf` holds the bound tree, its negation normal form and the helpers
+over trees; :mod:`rcfmt.predicate.arrow_eval` evaluates a bound tree exactly with Arrow.
 
 Semantics, stated once (SQL three-valued logic, IEEE floats, exact literals):
 
@@ -65,7 +65,7 @@ def _paren(e) -> str:
 
 
 class BoundBase:
-    """The base of bound predicates (:class:`rcfmt.scan.nnf.BoundExpr`), here so that
+    """The base of bound predicates (:class:`rcfmt.predicate.nnf.BoundExpr`), here so that
     this module tells them apart in its error messages without importing the bound tree,
     which builds on this module."""
 

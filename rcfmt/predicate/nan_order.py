@@ -1,7 +1,7 @@
 """Comparisons with NaN ordered above every number and equal to itself (-0.0 equal to
 0.0), as Spark SQL and Polars order floats, built from rcfmt expressions (whose own
 comparisons follow IEEE: NaN matches no comparison but ``!=``). Shared by the Spark
-``filter`` option (:mod:`rcfmt.scan.sql_filter`) and the Polars plugin
+``filter`` option (:mod:`rcfmt.predicate.sql_filter`) and the Polars plugin
 (:mod:`rcfmt.interop.polars`)."""
 from __future__ import annotations
 

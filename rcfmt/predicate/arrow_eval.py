@@ -1,5 +1,5 @@
 """Exact evaluation of a bound predicate on an Arrow table with Arrow compute (SQL
-three-valued logic, as :mod:`rcfmt.scan.expr` states it): the engine's in-memory path
+three-valued logic, as :mod:`rcfmt.predicate.expr` states it): the engine's in-memory path
 (leaves the native kernels do not take, ``list_contains``, residual filters, a
 dataset's value sets). Engine code, not a test oracle: the tests check it against
 ``tests/oracle_filter.py`` and DuckDB, which share no code with it.

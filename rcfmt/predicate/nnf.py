@@ -1,7 +1,7 @@
-"""Bound predicates: the tree :func:`rcfmt.scan.bind.bind` produces (columns resolved,
+"""Bound predicates: the tree :func:`rcfmt.predicate.bind.bind` produces (columns resolved,
 literals in the stats domain), its negation normal form, and helpers over trees.
 
-Semantics are those of :mod:`rcfmt.scan.expr`.
+Semantics are those of :mod:`rcfmt.predicate.expr`.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """A conjunction of comparisons on one column as one interval ``lo <(=) x <(=) hi``.
 
-Evaluation (:mod:`rcfmt.scan.evaluate`, on decoded values) and page pruning
+Evaluation (:mod:`rcfmt.predicate.evaluate`, on decoded values) and page pruning
 (:mod:`rcfmt.scan.scanner`, on page-index bounds) both fold a column's ``<``, ``<=``,
 ``>``, ``>=`` and ``==`` leaves into one such interval and test it in one native pass.
 The folding is exact for totally ordered values (integers, dates, timestamps, decimals,

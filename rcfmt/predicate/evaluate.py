@@ -3,7 +3,7 @@
 In negation normal form the predicate is monotone, so "the row is TRUE" depends only on
 which leaves are TRUE: every leaf is evaluated to a numpy bool mask (TRUE = True;
 FALSE and NULL = False) and the masks are combined with ``&`` / ``|``. NULL semantics
-and NaN stay exact because each leaf already encodes them (see :mod:`rcfmt.scan.expr`).
+and NaN stay exact because each leaf already encodes them (see :mod:`rcfmt.predicate.expr`).
 
 Fast paths: in a conjunction, a column's comparisons (int, date, timestamp, float64,
 narrow decimals) become one interval tested in one native pass, and a dictionary

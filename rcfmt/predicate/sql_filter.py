@@ -32,10 +32,10 @@ import numpy as np
 
 import pyarrow as pa
 
-from rcfmt.scan.expr import col, list_contains
-from rcfmt.scan.nnf import is_list_type
+from rcfmt.predicate.expr import col, list_contains
+from rcfmt.predicate.nnf import is_list_type
 from rcfmt.errors import FilterError, InvalidOptionError, SchemaError
-from rcfmt.scan.nan_order import is_nan_literal as _is_nan, nan_order_compare as _spark_compare
+from rcfmt.predicate.nan_order import is_nan_literal as _is_nan, nan_order_compare as _spark_compare
 
 __all__ = ["parse_filter", "parse_filter_expr"]
 
@@ -61,7 +61,7 @@ def parse_filter(text: str, schema: pa.Schema):
     except ParseError as exc:
         raise InvalidOptionError(f"filter option: not a SQL predicate: {exc}") from None
     expr = _Translator(exp, schema).predicate(tree)
-    from rcfmt.scan.bind import bind
+    from rcfmt.predicate.bind import bind
 
     try:
         bind(expr, schema)
@@ -72,13 +72,13 @@ def parse_filter(text: str, schema: pa.Schema):
 
 def parse_filter_expr(text: str, schema: pa.Schema):
     """The rcfmt expression of the ``filterExpr`` option (JSON written by
-    :func:`rcfmt.scan.expr_json.dumps`), bound once to check columns and literals. It is
+    :func:`rcfmt.predicate.expr_json.dumps`), bound once to check columns and literals. It is
     applied as it is, so one whose rows could differ from what the same predicate selects
     in Spark SQL (NaN compared on a float column, ``~is_nan``) is refused
-    (:func:`rcfmt.scan.spark_meaning.check_spark_meaning`)."""
-    from rcfmt.scan.bind import bind
-    from rcfmt.scan.expr_json import loads
-    from rcfmt.scan.spark_meaning import check_spark_meaning
+    (:func:`rcfmt.predicate.spark_meaning.check_spark_meaning`)."""
+    from rcfmt.predicate.bind import bind
+    from rcfmt.predicate.expr_json import loads
+    from rcfmt.predicate.spark_meaning import check_spark_meaning
 
     try:
         expr = loads(text)
