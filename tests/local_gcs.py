@@ -7,7 +7,7 @@ Clients find it as users point theirs at an emulator: ``STORAGE_EMULATOR_HOST``,
 by google-cloud-storage (rcfmt's commits) and by rcfmt for pyarrow's GCS client (reads
 and data files). The server honours ``ifGenerationMatch=0`` on multipart uploads, the
 form google-cloud-storage uses for objects up to 8 MiB (a dataset's index versions
-here); ``tests/test_object_storage_gcs.py`` checks that it does, atomically.
+here); ``tests/storage/test_object_storage_gcs.py`` checks that it does, atomically.
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """A local S3 API server for tests and benchmarks (:func:`s3_server`), and an HTTP
 proxy in front of it (:class:`S3Proxy`) that counts what clients ask for and can
 inject faults: the measuring stick of bench/bench_object_storage.py and the fault
-tests of tests/test_object_storage.py.
+tests of tests/storage/test_object_storage.py.
 
 Clients are pointed at the proxy (``endpoint``) instead of the server; every request is
 forwarded unchanged (the Host header too, so request signatures stay valid) and the

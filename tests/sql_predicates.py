@@ -5,7 +5,7 @@ A tree is built once from a seeded :class:`random.Random` over a table's columns
 rendered per dialect, so the same predicate goes to rcfmt (Spark's text), to Spark (on
 Parquet) and to DuckDB. Literals come from the columns' own values plus the edge cases
 (NaN in every spelling, +-inf, -0.0, NULL members, empty prefixes). Shared by
-``tests/scan/test_sql_filter.py``, ``tests/spark/test_filter_differential.py`` and the
+``tests/predicate/test_sql_filter.py``, ``tests/spark/test_filter_differential.py`` and the
 long run ``fuzz/spark_filter_differential.py``; nothing here imports rcfmt.
 """
 from __future__ import annotations

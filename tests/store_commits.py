@@ -204,7 +204,7 @@ def check_first_calls_in_a_fresh_interpreter(file_uri: str, table: pa.Table) -> 
     """A user's first calls, at once from six threads of a new process: three filtered
     reads of the file and three appends to one dataset beside it; the reads equal the
     brute-force filter and every append commits a version of its own."""
-    from test_object_storage import _run_fresh
+    from storage.test_object_storage import _run_fresh
 
     rcfmt.write_table(table, file_uri, block_rows=2048, page_rows=256)
     _run_fresh(_FRESH, file_uri)

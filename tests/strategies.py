@@ -85,7 +85,7 @@ def _deep(t: pa.DataType, levels: int) -> pa.DataType:
 #: what rcfmt refuses by name (SchemaError): the bounds a reader enforces -- fixed_size_list
 #: sizes up to 2^20, nesting up to 64 levels. (Every type pyarrow reads back is stored: structs
 #: and unions without fields, run_end_encoded of nested and of run_end_encoded values, extensions
-#: over dictionaries or views in tests/test_last_shapes.py.)
+#: over dictionaries or views in tests/schema/test_last_shapes.py.)
 UNSUPPORTED_TYPES = [
     pa.list_(pa.int8(), 2**20 + 1),
     _deep(pa.int8(), 65),

@@ -333,6 +333,24 @@ def native_kernels_over(limit: int, root: Path = ROOT / "rcfmt" / "_native") -> 
     return {name: n for name, n in lengths.items() if n > limit}
 
 
+#: the test modules at the root of tests/: those of the whole package (every other suite
+#: sits in the directory of the package it tests: docs/ARCHITECTURE.md, "Tests")
+ROOT_TESTS = {"test_api.py", "test_api_docs.py", "test_structure.py", "test_cold_imports.py",
+              "test_fresh_interpreter.py", "test_kill_anywhere.py", "test_fuzz_pages.py"}
+
+
+def loose_tests(tests: Path = ROOT / "tests") -> list[str]:
+    """Test modules at the root of ``tests`` that are not whole-package ones."""
+    return sorted(p.name for p in tests.glob("test_*.py") if p.name not in ROOT_TESTS)
+
+
+def test_the_tests_mirror_the_packages(tmp_path):
+    assert loose_tests() == []
+    (tmp_path / "test_api.py").write_text("")
+    (tmp_path / "test_something.py").write_text("")  # (the check can fail)
+    assert loose_tests(tmp_path) == ["test_something.py"]
+
+
 def test_no_native_kernel_is_over_the_line_limit(tmp_path):
     """Each ``.pyx`` holds one concern (docs/ARCHITECTURE.md, "The native kernels")."""
     assert native_kernels_over(MAX_LINES) == {}

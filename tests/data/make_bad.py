@@ -6,7 +6,7 @@
 Every file is a small valid rcfmt v1 file (see :func:`base_file`) with exactly one
 defect, and *with every checksum recomputed*, so the defect has to be caught by
 validation, not by a CRC. Each file must have a named test in
-``tests/test_corruption.py`` (a meta-test enforces it).
+``tests/file/test_corruption.py`` (a meta-test enforces it).
 
 The forging helpers (:func:`split_file`, :func:`build_file`, :func:`patch_page`,
 :func:`pages_of`) are also imported by the tests. They know the v1 byte layout:

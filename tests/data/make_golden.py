@@ -3,7 +3,7 @@
 
 RUN ONCE. The committed golden file must never be regenerated: it is what rcfmt 0.1
 wrote for format version 1, and every later rcfmt must read it exactly
-(``tests/test_golden.py`` pins its SHA-256). A new format version gets a new golden
+(``tests/format/test_golden.py`` pins its SHA-256). A new format version gets a new golden
 file (``golden_v2.rcfmt``) next to this one.
 
     python tests/data/make_golden.py --force    # (re)writes both files

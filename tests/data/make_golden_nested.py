@@ -1,6 +1,6 @@
 """Write the nested-fields golden file (FORMAT.md §3a) once: ``golden_nested.rcfmt`` and
 its expected content ``golden_nested.arrow`` (Arrow IPC). Never regenerate them: the
-test (tests/test_golden_nested.py) proves that files written with this layout keep
+test (tests/format/test_golden_nested.py) proves that files written with this layout keep
 reading back exactly.
 
     python tests/data/make_golden_nested.py

@@ -1,7 +1,7 @@
 """Write the golden file of the split encodings (FORMAT.md §7.7 BYTE_SPLIT, §7.8
 ALP_SPLIT) and of a dictionary page compressed apart from its raw data pages (§4.2)
 once: ``golden_split.rcfmt`` and its expected content ``golden_split.arrow`` (Arrow IPC).
-Never regenerate them: tests/test_golden_split.py proves that files written with these
+Never regenerate them: tests/format/test_golden_split.py proves that files written with these
 layouts keep reading back exactly.
 
     python tests/data/make_golden_split.py

@@ -20,7 +20,7 @@ import strategies as S
 from oracle_filter import selection_mask
 from rcfmt.errors import CorruptFileError, InvalidOptionError, RowIndexError, SchemaError
 from strategies_expr import exprs, tables as expr_tables
-from test_nested import canonical, nested_tables, pylist
+from schema.test_nested import canonical, nested_tables, pylist
 
 SETTINGS = settings(max_examples=S.examples(60), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,

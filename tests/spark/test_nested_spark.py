@@ -106,12 +106,12 @@ def test_filters_on_nested_paths_translate_exactly():
 
 
 def test_spark_reads_an_events_dataset_after_appends_and_a_rename(spark, tmp_path):
-    """The GitHub-event-like nested dataset of tests/test_nested.py, written by rcfmt in
+    """The GitHub-event-like nested dataset of tests/schema/test_nested.py, written by rcfmt in
     partitions, appended to, and with a struct column renamed (files keep the old
     name): Spark reads what Python reads, and a filter on a leaf of the renamed struct
     prunes files and blocks."""
     import pyarrow.compute as pc
-    from test_nested import _events
+    from schema.test_nested import _events
 
     root = tmp_path / "events"
     rcfmt.write_dataset(_events(300, 1), root, partition_by=["kind"], block_rows=50)

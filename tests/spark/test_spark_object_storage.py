@@ -185,7 +185,7 @@ def test_spark_reads_and_appends_to_a_dataset_on_object_storage(stores):
     """On S3, GCS and Azure, with the endpoint and credentials in the environment, one
     Spark driver reads each store's dataset (rows, a pushed-down filter, an aggregate,
     the columns, the ``filter``/``columns`` options, and the ``fetch`` options: parsed in
-    tests/test_fetch_options.py) and appends to it; rcfmt reads Spark's commit back as
+    tests/storage/test_fetch_options.py) and appends to it; rcfmt reads Spark's commit back as
     version 2, and no staging or tmp objects are left behind. Then a streaming query
     reads the dataset with the rcfmt source and writes it with the rcfmt sink to
     another dataset on the same store."""

@@ -19,7 +19,7 @@ import rcfmt
 import strategies as S
 from rcfmt import col
 from rcfmt.errors import InvalidDataError
-from test_nested import _leaf_under_structs, _mask, canonical, nested_arrays, nested_types
+from schema.test_nested import _leaf_under_structs, _mask, canonical, nested_arrays, nested_types
 
 #: leaves whose values all convert to Python (for comparing lists of values)
 LEAVES = st.sampled_from([pa.int64(), pa.int32(), pa.uint8(), pa.string(), pa.large_string(), pa.float64(),

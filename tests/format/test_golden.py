@@ -25,7 +25,7 @@ import strategies as S
 from rcfmt.index.bloom.sbbf import hash_arrow
 from rcfmt.index.bloom.chunks import read_filter
 
-DATA = Path(__file__).resolve().parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 GOLDEN = DATA / "golden_v1.rcfmt"
 EXPECTED = DATA / "golden_v1.arrow"
 GOLDEN_SHA256 = "67643e19214befeb811e72a1378d5a452df2f73241dc3db6d79bded9b8029157"

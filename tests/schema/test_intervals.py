@@ -426,7 +426,7 @@ def test_spark_refuses_them_by_name():
 
 
 # ------------------------------------------------------------------ docs/FORMAT.md's worked examples
-FORMAT = (Path(__file__).resolve().parent.parent / "docs" / "FORMAT.md").read_text()
+FORMAT = (Path(__file__).resolve().parents[2] / "docs" / "FORMAT.md").read_text()
 
 
 @pytest.mark.parametrize("name, arr, header, body", [

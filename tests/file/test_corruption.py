@@ -24,7 +24,7 @@ import strategies as S
 from rcfmt import ChecksumError, CorruptFileError, RcfmtError, UnsupportedError
 from rcfmt.index.bloom.chunks import read_filter
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1]  # (tests/)
 BAD = HERE / "data" / "bad"
 ROOT = HERE.parent
 

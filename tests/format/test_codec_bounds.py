@@ -23,7 +23,7 @@ import rcfmt
 from rcfmt import codecs
 from rcfmt._native import pages
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "data"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "data"))
 import make_bad  # noqa: E402
 
 EXPANDED = 32 << 20  # what each bomb decompresses to

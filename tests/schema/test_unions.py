@@ -127,7 +127,7 @@ def test_filters_do_not_reach_into_unions(tmp_path):
 
 
 def test_a_union_without_fields_is_stored(tmp_path):
-    """(Its arrays are empty: no type code exists. More in tests/test_last_shapes.py.)"""
+    """(Its arrays are empty: no type code exists. More in tests/schema/test_last_shapes.py.)"""
     empty = pa.Array.from_buffers(pa.sparse_union([]), 0, [None, pa.py_buffer(b"")], children=[])
     rcfmt.write_table(pa.table({"u": empty}), tmp_path / "t.rcfmt")
     assert rcfmt.read_table(tmp_path / "t.rcfmt").equals(pa.table({"u": empty}))
@@ -193,7 +193,7 @@ def test_a_null_struct_over_a_union_child_writes_and_filters(tmp_path):
 
 def test_a_null_struct_over_an_extension_of_a_union_does_not_abort(tmp_path):
     """The same abort, for a union under an extension type (found by
-    tests/test_runs_in_extensions.py): the extension's child is taken as it is too."""
+    tests/schema/test_runs_in_extensions.py): the extension's child is taken as it is too."""
     from extension_types import TaggedExtension, register
 
     @register

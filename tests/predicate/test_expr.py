@@ -3,7 +3,7 @@
 Evaluation is checked on hand-written answers through the engine (a file written
 plain and dictionary-encoded, read with the filter and with its negation, which tells
 TRUE, FALSE and NULL apart) and through the independent oracle (tests/oracle_filter.py,
-itself checked against a plain-Python model in tests/test_oracle_filter.py); NNF is
+itself checked against a plain-Python model in tests/predicate/test_oracle_filter.py); NNF is
 checked row by row against the oracle.
 """
 from __future__ import annotations

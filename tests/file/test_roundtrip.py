@@ -595,7 +595,7 @@ def test_parallel_and_serial_writers_write_identical_bytes(tmp_path, compression
     import subprocess
     import sys
 
-    tests, root = str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent)
+    tests, root = str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parents[2])
     for attempt in range(4):
         proc = subprocess.run([sys.executable, "-c", _PARALLEL_SCRIPT, tests, root, str(tmp_path), compression],
                               capture_output=True, text=True, timeout=300)

@@ -221,7 +221,7 @@ def test_unregistered_extension_reads_back_in_another_process_as_its_storage(tmp
 def test_what_no_arrow_format_carries_is_refused_by_name(tmp_path):
     """An extension of an extension type (Arrow's IPC format, C data interface and
     schemas carry one name per field) is refused by name, flat or nested; extensions over
-    dictionaries and run_end_encoded nested values are stored (tests/test_last_shapes.py)."""
+    dictionaries and run_end_encoded nested values are stored (tests/schema/test_last_shapes.py)."""
     with pytest.raises(SchemaError, match="rcfmt.test.tagged.*an extension of extension"):
         rcfmt.Writer(tmp_path / "t.rcfmt", pa.schema([("t", Tagged("d", Tagged("e", pa.int8())))]))
     with pytest.raises(SchemaError, match="'n'.*an extension of an extension type"):
@@ -1018,8 +1018,8 @@ def test_bloom_filters_hold_what_hash_arrow_says(tmp_path, name):
 
 
 def test_extension_of_a_nested_type_holding_dictionaries_is_stored(tmp_path):
-    """(Extensions of nested types are stored: tests/test_extension_nested.py. One whose
-    storage holds dictionaries is stored decoded and encoded again: tests/test_last_shapes.py.)"""
+    """(Extensions of nested types are stored: tests/schema/test_extension_nested.py. One whose
+    storage holds dictionaries is stored decoded and encoded again: tests/schema/test_last_shapes.py.)"""
     st_ = pa.struct([("a", pa.dictionary(pa.int8(), pa.string()))])
     arr = pa.ExtensionArray.from_storage(Tagged("s", st_), pa.array([{"a": "x"}], st_))
     rcfmt.write_table(pa.table({"s": arr}), tmp_path / "s.rcfmt")

@@ -14,7 +14,7 @@ import rcfmt
 from oracle_filter import filter_table
 from rcfmt.index.bitmap.build import supported_kinds
 from rcfmt.schema.types import logical_type_from_arrow
-from .test_scan_soundness import assert_same
+from scan.test_scan_soundness import assert_same
 
 FLAT = ["f", "i", "s", "d"]
 LAYOUT = dict(block_rows=not_leaves.BLOCK, page_rows=3, stats_truncate=2)

@@ -25,7 +25,7 @@ import strategies as S
 from extension_types import TaggedExtension, register
 from rcfmt import col
 from rcfmt.errors import CorruptFileError, InvalidDataError, SchemaError, UnsupportedError
-from test_nested import _footer_json, _rewrite_footer_json, canonical
+from schema.test_nested import _footer_json, _rewrite_footer_json, canonical
 
 FLAT = [pa.int32(), pa.int64(), pa.string(), pa.bool_(), pa.float64(), pa.binary(), pa.decimal128(9, 2)]
 NAMES = st.sampled_from(["a", "b", "c", "x"])

@@ -1,7 +1,7 @@
 """What a path argument may be (rcfmt.storage): local paths and file:// URIs work
 everywhere; writers and datasets refuse other URIs before anything is read or created
 (never taking them for a relative local path such as ./s3:/bucket/ds). Reading single
-files from object storage: tests/test_object_storage.py."""
+files from object storage: tests/storage/test_object_storage.py."""
 from __future__ import annotations
 
 import os

@@ -15,7 +15,7 @@ import rcfmt
 import strategies as S
 from rcfmt import col, list_contains
 
-DATA = Path(__file__).resolve().parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 GOLDEN = DATA / "golden_nested.rcfmt"
 EXPECTED = DATA / "golden_nested.arrow"
 GOLDEN_SHA256 = "abfa1574ae8fd9e2e2722d3517ef65c7dfe3924b5d1290a454a2c24ea906641a"

@@ -32,8 +32,8 @@ from rcfmt.schema.gather import holds_runs
 from rcfmt.schema.nested_storage import is_nested, storage_type
 from rcfmt.schema.types import same_type
 from arrow_values import py_values
-from test_last_shapes import SETTINGS, Cat, arrays_of, cat, chunked, round_trip, types_with, write_options
-from test_nested import _footer_json, _rewrite_footer_json
+from schema.test_last_shapes import SETTINGS, Cat, arrays_of, cat, chunked, round_trip, types_with, write_options
+from schema.test_nested import _footer_json, _rewrite_footer_json
 
 RUN_ENDS = st.sampled_from([pa.int16(), pa.int32(), pa.int64()])
 FLAT = st.sampled_from([pa.int32(), pa.string(), pa.bool_(), pa.decimal128(9, 2)])

@@ -422,7 +422,7 @@ def test_selected_bitpack_rows_refuse_forged_pages_and_decimals_past_their_preci
     CorruptFileError located at the column."""
     import zlib
 
-    from test_valid_arrow import PAGE_HEADER, _page_bodies, forge_footer
+    from file.test_valid_arrow import PAGE_HEADER, _page_bodies, forge_footer
 
     n, bad_row, precision = 3000, 2500, 9
     raw = [i % 1000 for i in range(n)]

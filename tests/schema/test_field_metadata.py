@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import rcfmt
 from rcfmt import col
 from strategies import examples
-from test_nested import _rewrite_footer_json
+from schema.test_nested import _rewrite_footer_json
 
 SETTINGS = settings(max_examples=examples(50), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 METADATA = st.none() | st.dictionaries(st.binary(min_size=1, max_size=6) | st.text(min_size=1, max_size=6).map(str.encode),

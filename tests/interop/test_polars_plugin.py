@@ -1,6 +1,6 @@
 """rcfmt.polars.scan_rcfmt: a Polars LazyFrame whose projection, predicate, row limit
 and batch size reach the rcfmt scan. Every query's rows equal Polars' own on the same
-data; pruning shows in the scan statistics. (tests/test_polars_pushdown.py checks each
+data; pruning shows in the scan statistics. (tests/interop/test_polars_pushdown.py checks each
 translated form against Polars on random data.)"""
 from __future__ import annotations
 
@@ -270,7 +270,7 @@ def test_types_polars_holds_otherwise_are_handed_over_exactly(tmp_path):
         want = frame.filter(pred)
         assert rows.equals(want), pred
         assert stats.rows_selected == want.height, pred  # pushed, exactly
-    from test_arrow_types import Tagged  # (an extension type its instances cannot be hashed)
+    from schema.test_arrow_types import Tagged  # (an extension type its instances cannot be hashed)
 
     tagged = tmp_path / "tagged.rcfmt"
     rcfmt.write_table(pa.table({"t": pa.ExtensionArray.from_storage(Tagged("a\x00b"), pa.array([1, None, 3]))}), tagged)

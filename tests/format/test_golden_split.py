@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 import rcfmt
 import strategies as S
 
-DATA = Path(__file__).resolve().parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 GOLDEN = DATA / "golden_split.rcfmt"
 EXPECTED = DATA / "golden_split.arrow"
 GOLDEN_SHA256 = "164e1fee956262a8839662d22fa24d1f3ed1a57bbee1394ba301e323d5a677bb"

@@ -24,7 +24,7 @@ import strategies as S
 from extension_types import TaggedExtension, register
 from rcfmt import col
 from rcfmt.errors import CorruptFileError, SchemaError, UnsupportedError
-from test_nested import _footer_json, _rewrite_footer_json, canonical, nested_arrays, nested_types
+from schema.test_nested import _footer_json, _rewrite_footer_json, canonical, nested_arrays, nested_types
 
 LEAVES = st.sampled_from([pa.int64(), pa.int32(), pa.uint8(), pa.string(), pa.float64(), pa.bool_(),
                           pa.decimal128(12, 2), pa.binary()])
@@ -272,7 +272,7 @@ def test_writer_streaming_and_datasets(tmp_path):
 
 
 def test_storages_of_dictionaries_and_views_are_stored(tmp_path):
-    """(Stored decoded, encoded again on read: tests/test_last_shapes.py.)"""
+    """(Stored decoded, encoded again on read: tests/schema/test_last_shapes.py.)"""
     dict_storage = pa.StructArray.from_arrays([pa.array(["x", None, "x"]).dictionary_encode()], names=["a"])
     view_storage = pa.array([[1], None, [2, 3]], pa.list_view(pa.int8()))
     t = pa.table({"d": boxed(dict_storage), "v": boxed(view_storage)})

@@ -1,5 +1,5 @@
 """rcfmt.FetchOptions: how reads of remote files trade requests for bytes (what they
-change on a real S3 server: tests/test_object_storage.py)."""
+change on a real S3 server: tests/storage/test_object_storage.py)."""
 from __future__ import annotations
 
 import numpy as np

@@ -57,7 +57,7 @@ def _sorted(t: pa.Table) -> pa.Table:
 
 
 # ------------------------------------------------------------------ the commit primitive
-# (the server's create-if-absent, and racers for it: tests/test_store_datasets.py)
+# (the server's create-if-absent, and racers for it: tests/storage/test_store_datasets.py)
 
 
 def test_a_create_whose_answer_was_lost_is_taken_as_won(gcs, monkeypatch):
@@ -103,7 +103,7 @@ def test_a_file_is_written_whole_and_read_with_filters(gcs, tmp_path):
         assert scan.read().equals(t.slice(0, 100)) and scan.stats.blocks_pruned_stats == f.num_blocks - 1
 
 
-# (dataset operations: tests/test_store_datasets.py, on every store)
+# (dataset operations: tests/storage/test_store_datasets.py, on every store)
 
 
 # ------------------------------------------------------------------ faults

@@ -290,7 +290,7 @@ def test_write_dataset_refuses_and_commits_nothing(tmp_path, partition_by):
 # ---------------------------------------------------------------- schemas a reader refuses
 @pytest.mark.parametrize("t, match", [
     (pa.list_(pa.list_(pa.int8(), 2), 2**20 + 1), "fixed_size_list of size 1048577"),  # (a struct without fields
-    # is stored: tests/test_last_shapes.py)
+    # is stored: tests/schema/test_last_shapes.py)
     (pa.list_(pa.int8(), 2**20 + 1), "fixed_size_list of size 1048577"),
 ])
 def test_nested_shapes_a_reader_refuses_are_schema_errors(target, t, match):

@@ -118,7 +118,7 @@ def test_settings_given_in_code_replace_the_environment(monkeypatch):
 
 
 # ------------------------------------------------------------------ the commit primitive
-# (the server's create-if-absent, and racers for it: tests/test_store_datasets.py)
+# (the server's create-if-absent, and racers for it: tests/storage/test_store_datasets.py)
 
 
 def test_a_create_whose_answer_was_lost_is_taken_as_won(azure, monkeypatch):
@@ -209,7 +209,7 @@ def test_a_file_is_read_with_filters_in_every_spelling(azure):
         rcfmt.write_table(t, f"az://{CONTAINER}/files")
 
 
-# (dataset operations: tests/test_store_datasets.py, on every store)
+# (dataset operations: tests/storage/test_store_datasets.py, on every store)
 
 
 # ------------------------------------------------------------------ reads: requests and faults

@@ -23,7 +23,7 @@ import rcfmt
 import strategies as S
 from rcfmt import col
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fuzz"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "fuzz"))
 import fuzz_pages  # noqa: E402 - the page walk shared with the fuzzer
 
 PAGE_HEADER = struct.Struct("<BBBBIIIIIII")  # docs/FORMAT.md 4.1
