@@ -333,6 +333,56 @@ def native_kernels_over(limit: int, root: Path = ROOT / "rcfmt" / "_native") -> 
     return {name: n for name, n in lengths.items() if n > limit}
 
 
+def _protocol_members(path: Path, name: str) -> set[str]:
+    """The names a ``typing.Protocol`` class ``name`` of ``path`` declares."""
+    for node in _parse(path).body:
+        if isinstance(node, ast.ClassDef) and node.name == name:
+            out = set()
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    out.add(item.name)
+                elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                    out.add(item.target.id)
+            return out
+    raise AssertionError(f"no class {name} in {path}")
+
+
+def file_uses_outside(members: set[str], package: Path = ROOT / "rcfmt" / "scan") -> list[str]:
+    """``file.<name>`` uses (``file``, ``self.file``, ``query.file``, ...) in the modules
+    of ``package`` whose name is not among ``members``."""
+    found = []
+    for path in sorted(package.glob("*.py")):
+        for node in ast.walk(_parse(path)):
+            if not isinstance(node, ast.Attribute):
+                continue
+            base = node.value
+            named_file = (isinstance(base, ast.Name) and base.id == "file") or (
+                isinstance(base, ast.Attribute) and base.attr == "file")
+            if named_file and node.attr not in members:
+                found.append(f"{path.name}:{node.lineno} file.{node.attr}")
+    return found
+
+
+def test_the_scan_uses_only_what_its_file_protocol_declares(tmp_path):
+    """The scan's typed boundary (docs/ARCHITECTURE.md): every ``file.<name>`` in
+    ``rcfmt/scan`` is a member of ``ScanFile``, and ``RcfmtFile`` has every member."""
+    import rcfmt
+    from rcfmt.file.reader import RcfmtFile
+    from rcfmt.scan.source import ScanFile
+
+    members = _protocol_members(ROOT / "rcfmt" / "scan" / "source.py", "ScanFile")
+    assert file_uses_outside(members) == []
+    missing = [m for m in members if not hasattr(RcfmtFile, m) and m not in RcfmtFile.__init__.__code__.co_names]
+    assert missing == []
+    path = tmp_path / "t.rcfmt"
+    rcfmt.write_table(__import__("pyarrow").table({"a": [1, 2]}), path)
+    with rcfmt.open(path) as f:
+        assert isinstance(f, ScanFile) and all(hasattr(f, m) for m in members)
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "m.py").write_text("def g(self):\n    return self.file.secret\n")  # (the check can fail)
+    assert file_uses_outside(members, tmp_path / "pkg") == ["m.py:2 file.secret"]
+
+
 #: the test modules at the root of tests/: those of the whole package (every other suite
 #: sits in the directory of the package it tests: docs/ARCHITECTURE.md, "Tests")
 ROOT_TESTS = {"test_api.py", "test_api_docs.py", "test_structure.py", "test_cold_imports.py",

@@ -20,6 +20,7 @@ from ..predicate.evaluate import column_conjuncts
 from ..predicate.nnf import BoundListContains, NanCheck, columns as expr_columns, leaves, to_nnf, without_nan_checks
 from .positions import by_unit, check_no_position_column, position_flag, row_position_field
 from ..predicate.selection import Selection
+from .source import ScanFile
 
 __all__ = ["ScanQuery"]
 
@@ -33,7 +34,7 @@ class ScanQuery:
     block as selections, and what the output is (``output_schema``, ``labels``,
     ``required``: outputs declared not nullable)."""
 
-    def __init__(self, file, columns: Sequence[str] | None = None, filter=None, *,
+    def __init__(self, file: ScanFile, columns: Sequence[str] | None = None, filter=None, *,
                  read_dictionary: Sequence[str] | None = None, use_bloom: bool = True, use_page_index: bool = True,
                  blocks: tuple[int, int] | None = None, use_bitmap_index: bool = True, rows: np.ndarray | None = None,
                  with_row_position: bool = False, deleted: np.ndarray | None = None):

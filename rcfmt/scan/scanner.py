@@ -28,6 +28,7 @@ from .executor import BlockExecutor
 from .plan import FilePlan
 from .planner import ScanPlanner
 from .query import ScanQuery
+from .source import ScanFile
 from .scan_stats import ScanStats
 from .scheduling import STREAM_WINDOW, blocks_worth_threads, map_blocks, take_worth_threads
 from ..predicate.selection import Selection
@@ -41,7 +42,8 @@ COLUMN_SPLIT_BLOCKS = 2
 
 
 class FileScan:
-    """A planned scan of one open :class:`~rcfmt.file.reader.RcfmtFile`.
+    """A planned scan of one open file (:class:`~rcfmt.scan.source.ScanFile`: an
+    :class:`~rcfmt.file.reader.RcfmtFile`).
 
     ``columns``: projected column names (None = all); ``filter``: an expression or DNF
     list (None = all rows); ``read_dictionary``: columns to return as
@@ -56,7 +58,7 @@ class FileScan:
     scan runs; ``blocks`` and ``pruned`` say what block pruning kept and pruned.
     """
 
-    def __init__(self, file, columns: Sequence[str] | None = None, filter=None, *, use_threads: bool = True,
+    def __init__(self, file: ScanFile, columns: Sequence[str] | None = None, filter=None, *, use_threads: bool = True,
                  read_dictionary: Sequence[str] | None = None, use_bloom: bool = True, use_page_index: bool = True,
                  blocks: tuple[int, int] | None = None, use_bitmap_index: bool = True, rows: np.ndarray | None = None,
                  with_row_position: bool = False, deleted: np.ndarray | None = None):
@@ -222,7 +224,7 @@ class FileScan:
         return export_stream(self.output_schema, self.iter_batches(), requested_schema)
 
 
-def scan_file(file, columns=None, filter=None, *, use_threads: bool = True, read_dictionary=None,
+def scan_file(file: ScanFile, columns=None, filter=None, *, use_threads: bool = True, read_dictionary=None,
               use_bloom: bool = True, use_page_index: bool = True, blocks=None,
               use_bitmap_index: bool = True, rows=None, with_row_position: bool = False, deleted=None) -> FileScan:
     """Plan a scan of ``file`` (pruning blocks now, pages and rows as it runs)."""
