@@ -182,11 +182,19 @@ def _recorded_scan(f, columns, expr, **options):
 
 
 def _block_chunks(f, block: int, names) -> list[tuple[int, int]]:
-    out = []
+    """The byte spans of ``names``' chunks in ``block``, adjacent ones merged (a read
+    may span the chunks of neighbouring columns)."""
+    spans = []
     for name in names:
         rec = f.footer.chunks[f.column_index(name)][block]
-        out.append((int(rec["offset"]), int(rec["offset"]) + int(rec["length"])))
-    return out
+        spans.append((int(rec["offset"]), int(rec["offset"]) + int(rec["length"])))
+    merged: list[tuple[int, int]] = []
+    for lo, hi in sorted(spans):
+        if merged and lo <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(hi, merged[-1][1]))
+        else:
+            merged.append((lo, hi))
+    return merged
 
 
 def _check_reads_follow_plan(f, plan, reads, columns):
