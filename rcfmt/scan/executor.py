@@ -218,12 +218,13 @@ class BlockExecutor:
             buf, base = self._read_whole(executor, block, rows, stats) if fetched is None else fetched
         out = {}
         wanted = None if selection is None else selection.to_indices()
-        groups = None if paged or not self.column_threads else self._split(block, cols)
+        groups = None if not self.column_threads else self._paged_split(block, cols, pages) if paged else \
+            self._split(block, cols)
         if groups is None:
             outputs, pages, rows_read = executor.run(buf, base, block, rows, self.file.verify_checksums,
                                                      selected=wanted, pages=pages)
         else:
-            outputs, pages, rows_read = self._decode_split(groups, cols, buf, base, block, rows, wanted)
+            outputs, pages, rows_read = self._decode_split(groups, cols, buf, base, block, rows, wanted, pages)
         stats.pages_read += pages
         stats.rows_decoded += rows_read
         for col, ltype, got in zip(cols, executor.ltypes, outputs):
@@ -251,18 +252,36 @@ class BlockExecutor:
             return None
         return groups
 
-    def _decode_split(self, groups: list, cols: list, buf, base: int, block: int, rows: int, wanted):
+    def _paged_split(self, block: int, cols: list, tables: list) -> list | None:
+        """:func:`~rcfmt.scan.scheduling.column_groups` of ``cols`` decoded from the pages
+        of ``tables`` alone (a take, a lookup: the pages holding the rows), by the bytes
+        those pages decompress to (their stored bytes scaled by their chunk's ratio);
+        None: decoded on this thread."""
+        fields = self.file.footer.chunk_fields(("uncompressed_size", "length"))[block, cols]
+        sizes = [int(t[2].sum()) * int(f[0]) // max(int(f[1]), 1) for t, f in zip(tables, fields)]
+        groups = column_groups(sizes, cpu_threads())
+        return None if groups is None else [[cols[i] for i in g] for g in groups]
+
+    def _decode_split(self, groups: list, cols: list, buf, base: int, block: int, rows: int, wanted,
+                      pages: list | None = None):
         """:meth:`BlockColumns.run` of ``cols`` in ``block`` (all ``rows`` rows, or the
-        ``wanted`` ones) from ``buf``, one call per group of columns, the first group on
-        this thread and the others on the pool at the same time: ``(outputs in the order
-        of cols, pages read, rows decoded)``. Every call is waited for before an error of
-        one (the first group's, then the pool's in order) is raised."""
+        ``wanted`` ones) from ``buf`` (``pages``: per column of ``cols`` its page table,
+        when only those pages are in it), one call per group of columns, the first group
+        on this thread and the others on the pool at the same time: ``(outputs in the
+        order of cols, pages read, rows decoded)``. Every call is waited for before an
+        error of one (the first group's, then the pool's in order) is raised."""
         verify = self.file.verify_checksums
         pool = shared_pool("columns")
-        futures = [pool.submit(self.programs.columns(g).run, buf, base, block, rows, verify, selected=wanted)
-                   for g in groups[1:]]
+        by_position = None if pages is None else dict(zip(cols, pages))
+
+        def tables(group):
+            return None if by_position is None else [by_position[c] for c in group]
+
+        futures = [pool.submit(self.programs.columns(g).run, buf, base, block, rows, verify, selected=wanted,
+                               pages=tables(g)) for g in groups[1:]]
         try:
-            got = [self.programs.columns(groups[0]).run(buf, base, block, rows, verify, selected=wanted)]
+            got = [self.programs.columns(groups[0]).run(buf, base, block, rows, verify, selected=wanted,
+                                                        pages=tables(groups[0]))]
         finally:
             wait(futures)
         got += [f.result() for f in futures]

@@ -115,6 +115,27 @@ def test_one_block_scan_splits_its_columns_and_answers_as_one_thread(one_block, 
         assert getattr(many.stats, name) == getattr(one.stats, name), name
 
 
+@pytest.mark.parametrize("positions", [[3, 2_900, 5_999], list(range(0, N, 700)), [0, 1, 2, 511, 512, 4_095]])
+def test_a_take_of_few_rows_splits_its_pages_among_the_cores(one_block, two_cores, positions):
+    """A take reads the pages holding its rows only; their columns are decoded in groups
+    on the cores too (each group with its own columns' page tables), and the rows, the
+    order and every count are those of one thread."""
+    table, path = one_block
+    flat = ["i", "f", "s", "b", "d", "cat"]
+    with rcfmt.open(path) as f:
+        one = f.scan(flat, use_threads=False, _rows=np.array(sorted(positions)))
+        want = one.read()
+        many = f.scan(flat, use_threads=True, _rows=np.array(sorted(positions)))
+        got = many.read()
+        assert _same(f.take(positions[::-1], columns=flat), table.select(flat).take(positions[::-1]))
+    assert _same(got, table.select(flat).take(sorted(positions))) and _same(got, want)
+    pooled = _columns_pool(two_cores)
+    assert pooled and all(set(cols) < set(range(len(table.columns))) for cols in pooled), two_cores
+    for name in ("pages_read", "pages_total", "rows_decoded", "rows_selected", "bytes_read"):
+        assert getattr(many.stats, name) == getattr(one.stats, name), name
+    assert one.stats.pages_read < len(flat) * -(-N // 512)  # (pages, not whole chunks)
+
+
 @pytest.mark.parametrize("flt", [
     col("i") < 40,  # scattered rows: whole chunks, dense
     (col("f") > 0.5) & (col("s") != "s00007-"),
