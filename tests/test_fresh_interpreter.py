@@ -667,3 +667,49 @@ def test_first_dataset_reads_binding_one_large_in_list_in_threads_of_a_fresh_int
         want = sorted(zip(table["k"].to_numpy()[positions].tolist(), table["j"].to_numpy()[positions].tolist(),
                           positions.tolist()))
         assert [tuple(r) for r in rows] == want, column
+
+
+_TAKE_CHILD = r"""
+import hashlib, json, os, sys, threading
+import rcfmt
+positions = json.loads(sys.argv[2])
+out, errors = [], []
+def take(k):
+    try:  # (default options: threads on, the default thread rule; the file opened by each thread)
+        with rcfmt.open(sys.argv[1]) as f:
+            t = f.take(positions[k % 2], columns=["a", "f", "s"])
+        out.append((k % 2, t.num_rows, hashlib.sha256(repr(t.to_pydict()).encode()).hexdigest()))
+    except Exception as exc:
+        errors.append(repr(exc))
+threads = [threading.Thread(target=take, args=(k,)) for k in range(4)]
+[t.start() for t in threads]
+[t.join() for t in threads]
+pool = any(t.name.startswith("rcfmt-columns") for t in threading.enumerate())
+print(json.dumps(errors or [sorted(set(out)), pool or (os.cpu_count() or 1) < 2]))
+"""
+
+
+def test_first_takes_of_a_one_block_file_split_their_pages_in_a_fresh_interpreter(tmp_path):
+    """A fresh interpreter's first takes, from four threads at once, of scattered rows of
+    a one-block file: the pages holding them (megabytes once decompressed) decoded in
+    column groups on the "columns" pool, made on first use by racing readers; the rows,
+    in the order asked, those pyarrow takes."""
+    import hashlib
+    import json
+
+    rng = np.random.default_rng(39)
+    n = 200_000
+    table = pa.table({"a": np.arange(n), "f": rng.standard_normal(n), "s": [f"v{i % 977}" for i in range(n)]})
+    path = tmp_path / "one.rcfmt"
+    rcfmt.write_table(table, path)
+    # (few rows, unsorted, repeated: the pages holding them read, not whole chunks)
+    positions = [rng.choice(n, 12, replace=False).tolist(), rng.integers(0, n, 15).tolist()]
+    want = [[k, len(p), hashlib.sha256(repr(table.take(p).to_pydict()).encode()).hexdigest()]
+            for k, p in enumerate(positions)]
+    env = {k: v for k, v in os.environ.items() if k != "RCFMT_PARALLEL_BLOCK_BYTES"}
+    proc = subprocess.run([sys.executable, "-c", _TAKE_CHILD, str(path), json.dumps(positions)], capture_output=True,
+                          text=True, cwd=ROOT, timeout=120, env=env)
+    assert proc.returncode == 0, proc.stderr[-800:]
+    got, pooled = json.loads(proc.stdout)
+    assert got == want
+    assert pooled, "no rcfmt-columns thread on a machine of several cores"
