@@ -74,6 +74,10 @@ class RcfmtFile:
         #: no read for them, as the footer read at the open serves every scan
         self.page_index_cache: dict = {}
         self._page_index_cached = 0  # bytes of records held there
+        #: the native block executor's views of lists of columns scans of this open file
+        #: built (:class:`~rcfmt.scan.programs.Programs`): the next scan of the same
+        #: columns (a loader's takes, repeated lookups) builds none
+        self.program_cache: dict = {}
         try:
             self.size = self._source.size
             self.footer = self._open_footer(immutable and self._source.remote)

@@ -16,6 +16,7 @@ decoder finds in the same bytes. No column is decoded any other way.
 from __future__ import annotations
 
 import functools
+import weakref
 
 import numpy as np
 import pyarrow as pa
@@ -70,7 +71,10 @@ class BlockColumns:
     def __init__(self, file, cols: list[int], dictionary_ids, gap: int = 0, filters: list | None = None,
                  discard: list | None = None, then: int = 0):
         footer = file.footer
-        self.file = file
+        #: the file, weakly: an open file keeps the specs its scans built
+        #: (:class:`~rcfmt.scan.programs.Programs`), and a file dropped without ``close``
+        #: must be freed at once, not by the garbage collector
+        self._file = weakref.ref(file)
         self.cols = list(cols)
         #: per column a :class:`~rcfmt._native.filters.Filter` spec (None: none), evaluated
         #: into :meth:`run`'s mask; filtered columns keep their dictionary codes (so are
@@ -175,7 +179,7 @@ class BlockColumns:
             pages_read += pages_i
             rows_read += rows_i
             if status and status != _abi.ST_SKIPPED:
-                raise_refused(self.file, block, self.cols[i], status, page, buf, base, rows,
+                raise_refused(self._file(), block, self.cols[i], status, page, buf, base, rows,
                               None if pages is None else pages[i])
             if status or (unused is not None and unused[i]):
                 out.append(SKIPPED)

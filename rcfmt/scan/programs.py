@@ -11,7 +11,7 @@ from __future__ import annotations
 from .block_exec import BlockColumns, BlockFilter
 from ..predicate.nnf import BoundAnd, leaves
 
-__all__ = ["FUSED_BYTES", "Programs"]
+__all__ = ["FUSED_BYTES", "KEPT_PROGRAMS", "Programs"]
 
 #: a local block whose candidates a filter the executor decides wholly reads in whole
 #: chunks has its projected flat columns decoded in the same native call, at the rows it
@@ -21,6 +21,9 @@ __all__ = ["FUSED_BYTES", "Programs"]
 #: (TPC-H Q6 on unclustered lineitem: 1.1x); a projection of many columns (a lookup of
 #: every column) keeps reading only the pages holding a selected row
 FUSED_BYTES = 2
+
+#: views of lists of columns an open file keeps for later scans (then it starts afresh)
+KEPT_PROGRAMS = 64
 
 _LENGTH = ("length",)
 
@@ -46,13 +49,22 @@ class Programs:
         self._fused: dict[tuple, list] = {}
 
     def columns(self, cols: list) -> BlockColumns:
-        """The block executor's spec of the flat columns ``cols``."""
+        """The block executor's spec of the flat columns ``cols`` (kept by the open file
+        too, for the next scans of the same columns: at most :data:`KEPT_PROGRAMS`)."""
         key = tuple(cols)
         got = self._columns.get(key)
         if got is None:
             query = self.query
-            got = self._columns[key] = BlockColumns(self.file, cols, query.dictionary_ids,
-                                                    query.gap if self.file.remote else 0)
+            gap = query.gap if self.file.remote else 0
+            held = self.file.program_cache
+            whole_key = (key, frozenset(query.dictionary_ids), gap)
+            got = held.get(whole_key)
+            if got is None:
+                got = BlockColumns(self.file, cols, query.dictionary_ids, gap)
+                if len(held) >= KEPT_PROGRAMS:
+                    held.clear()
+                held[whole_key] = got  # (built alike by racing threads)
+            self._columns[key] = got
         return got
 
     def filter(self, nnf, filter_ids: dict) -> BlockFilter | None:

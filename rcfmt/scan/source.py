@@ -41,6 +41,8 @@ class ScanFile(Protocol):
     fetch: FetchOptions
     #: page indexes read by earlier scans, by ``(block, column)``
     page_index_cache: dict
+    #: native programs built by earlier scans (:class:`~rcfmt.scan.programs.Programs`)
+    program_cache: dict
 
     @property
     def num_rows(self) -> int: ...

@@ -167,6 +167,43 @@ def test_spec_built_once_per_scan(tmp_path, monkeypatch):
     assert len(built) == 1
 
 
+def test_an_open_file_keeps_its_column_specs_for_the_next_scans(tmp_path, monkeypatch):
+    """Scans of the same columns of one open file (a loader's takes, repeated lookups)
+    build the executor's spec once; another list of columns, read_dictionary or another
+    open of the file builds its own; the file keeps at most KEPT_PROGRAMS of them; every
+    answer is the one of a fresh spec."""
+    from rcfmt.scan import programs
+
+    table = _table(np.random.default_rng(2))
+    path = tmp_path / "t.rcfmt"
+    rcfmt.write_table(table, path, block_rows=500)
+    built = []
+    real = block_exec.BlockColumns.__init__
+
+    def counting(self, file, cols, *a, **k):
+        built.append(tuple(cols))
+        real(self, file, cols, *a, **k)
+
+    monkeypatch.setattr(block_exec.BlockColumns, "__init__", counting)
+    names = table.column_names
+    with rcfmt.open(path) as f:
+        for _ in range(3):
+            assert f.take([5, 3, 900], use_threads=False).equals(table.take([5, 3, 900]))
+        assert len(built) == 1
+        assert f.read(names[:2], use_threads=False).equals(table.select(names[:2]))
+        assert len(built) == 2
+        dictionary = f.read(names[:2], use_threads=False, read_dictionary=[names[1]])
+        assert len(built) == 3 and pa.types.is_dictionary(dictionary.schema.field(1).type)
+        monkeypatch.setattr(programs, "KEPT_PROGRAMS", 4)
+        for i in range(6):  # (more lists than kept: the file starts afresh, answers stay right)
+            cols = [names[i % len(names)], names[(i + 1) % len(names)]]
+            assert f.read(cols, use_threads=False).equals(table.select(cols))
+        assert len(f.program_cache) <= 4
+    with rcfmt.open(path) as g:
+        g.take([1], use_threads=False)
+    assert built[-1] == built[0]  # (a new open builds its own)
+
+
 def test_a_column_kept_alone_keeps_only_its_own_memory(tmp_path):
     """Each column decodes into its own arena: once the table is dropped, one column
     kept from it holds its own bytes, not the whole block's (8 columns here)."""
