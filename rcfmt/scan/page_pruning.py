@@ -73,9 +73,13 @@ class PageIndexes:
         """Per column of ``cols``, the page table of its pages holding a row ``selection``
         selects (:meth:`PageIndex.table <rcfmt.index.page.PageIndex.table>`, file offsets)."""
         tables = []
+        first = pages = None
         for col in cols:
             index = self.page_index(block, col, cache)
-            tables.append(index.table(selection.pages_holding(index.first, index.counts)))
+            # (columns paged alike -- most of a block's -- hold the rows in the same pages)
+            if first is None or not (index.first is first or np.array_equal(index.first, first)):
+                first, pages = index.first, selection.pages_holding(index.first, index.counts)
+            tables.append(index.table(pages))
         return tables
 
     def _prefetched_page_indexes(self, block: int):
