@@ -203,6 +203,14 @@ class RcfmtFile:
             raise CorruptFileError(f"range [{lo}, {hi}) lies outside the file of {self.size} bytes",
                                    path=self.path, offset=lo)
         buf = memory.empty(hi - lo)
+        many = getattr(self._source, "read_ranges_into", None)
+        if many is not None and self._tail is None and len(starts) > 1:  # a local file: every range in one GIL-free call
+            starts_, ends_ = np.ascontiguousarray(starts, np.int64), np.ascontiguousarray(ends, np.int64)
+            failed = many(starts_, ends_, buf, lo)
+            if failed >= 0:
+                raise CorruptFileError("file shrank while reading", path=self.path, offset=int(starts_[failed]))
+            self._count(len(starts_), int(np.add.reduce(ends_ - starts_)))
+            return buf
         view = memoryview(buf)
         ranges = list(zip(starts.tolist(), ends.tolist()))
 
@@ -221,8 +229,7 @@ class RcfmtFile:
             if self._source.read_into(a, view[a - lo : b - lo]) != b - a:
                 raise CorruptFileError("file shrank while reading", path=self.path, offset=a)
 
-        many = getattr(self._source, "read_ranges_into", None)
-        if many is not None and len(ranges) > 1:  # a local file: every range in one GIL-free call
+        if many is not None and len(ranges) > 1:  # (the ranges the tail did not hold)
             starts_, ends_ = np.array(ranges, np.int64).T.copy()
             failed = many(starts_, ends_, buf, lo)
             if failed >= 0:

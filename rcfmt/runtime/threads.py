@@ -19,9 +19,15 @@ _POOLS: dict[str, ThreadPoolExecutor] = {}
 _LOCK = threading.Lock()
 
 
+_CORES: list[int] = []
+
+
 def cpu_threads(limit: int = MAX_CPU_THREADS) -> int:
-    """The cores of this machine, at most ``limit``."""
-    return min(limit, os.cpu_count() or 1)
+    """The cores of this machine, at most ``limit`` (counted once per process: the count
+    reads a file of the kernel's, and a scan asks for it per block)."""
+    if not _CORES:
+        _CORES.append(os.cpu_count() or 1)
+    return min(limit, _CORES[0])
 
 
 def shared_pool(name: str) -> ThreadPoolExecutor:

@@ -257,9 +257,9 @@ class BlockExecutor:
         of ``tables`` alone (a take, a lookup: the pages holding the rows), by the bytes
         those pages decompress to (their stored bytes scaled by their chunk's ratio);
         None: decoded on this thread."""
+        stored = np.fromiter((np.add.reduce(t[2]) for t in tables), np.int64, len(tables))
         fields = self.file.footer.chunk_fields(("uncompressed_size", "length"))[block, cols]
-        sizes = [int(t[2].sum()) * int(f[0]) // max(int(f[1]), 1) for t, f in zip(tables, fields)]
-        groups = column_groups(sizes, cpu_threads())
+        groups = column_groups(stored * fields[:, 0] // np.maximum(fields[:, 1], 1), cpu_threads())
         return None if groups is None else [[cols[i] for i in g] for g in groups]
 
     def _decode_split(self, groups: list, cols: list, buf, base: int, block: int, rows: int, wanted,
@@ -301,8 +301,7 @@ class BlockExecutor:
         own = tables is None  # (planned tables are the plan's: made relative in copies)
         if own:
             tables = self.pages.tables(block, cols, selection, cache)
-        for col in cols:
-            stats.pages_total += len(self.pages.page_index(block, col, cache).entries)
+        stats.pages_total += self.programs.columns(cols).pages[block]  # (the page indexes' records, counted)
         if fetched is None:
             buf, base = self.reads.read(self.reads.table_ranges(block, cols, tables), stats)
         else:

@@ -86,13 +86,22 @@ class Reads:
         disjoint ``(starts, ends)``, or None for no part."""
         if not parts:
             return None
-        merged = [coalesce(lo, hi, self._gap) for lo, hi in parts]
-        if len(merged) == 1:
-            return merged[0]
-        lo = np.concatenate([m[0] for m in merged])
-        hi = np.concatenate([m[1] for m in merged])
+        if len(parts) == 1:
+            return coalesce(*parts[0], self._gap)
+        return self._merge_owned(np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]),
+                                 np.repeat(np.arange(len(parts)), [len(p[0]) for p in parts]))
+
+    def _merge_owned(self, lo: np.ndarray, hi: np.ndarray, owner: np.ndarray):
+        """Ranges ``[lo, hi)`` of the columns ``owner`` numbers, merged by
+        :meth:`byte_ranges`' rule in one pass: a column's ranges lie in its chunk and the
+        chunks apart, so once sorted each column's ranges follow one another; neighbours
+        of one column merge within the gap, of two columns by the rule across columns."""
         order = np.argsort(lo, kind="stable")
-        return coalesce(lo[order], hi[order], self._gap if self.file.remote else 0)
+        lo, hi, owner = lo[order], hi[order], owner[order]
+        top = np.maximum.accumulate(hi)
+        allowed = np.where(owner[1:] == owner[:-1], self._gap, self._gap if self.file.remote else 0)
+        cut = np.flatnonzero(lo[1:] - top[:-1] > allowed) + 1
+        return lo[np.concatenate(([0], cut))], top[np.concatenate((cut - 1, [len(top) - 1]))]
 
     def fetch(self, block: int, plans: dict, cache: dict, stats: ScanStats):
         """Read the bytes ``plans`` need (:meth:`byte_ranges`): ``(buffer, base)``, file
@@ -120,9 +129,23 @@ class Reads:
         """The bytes of the pages of ``tables`` (per column of ``cols``, a page table with
         file offsets: :meth:`PageIndex.table <rcfmt.index.page.PageIndex.table>`) and of
         each column's dictionary page, merged as :meth:`byte_ranges` merges them."""
-        chunks = self.file.footer.chunks
-        return self.merge([_with_dictionary(chunks[col][block], table[0], table[0] + table[2])
-                            for col, table in zip(cols, tables) if table.shape[1]])
+        counts = np.array([t.shape[1] for t in tables], np.int64)
+        if not counts.any():
+            return None
+        pages = np.concatenate(tables, axis=1)  # (every column's pages, then each one's dictionary page)
+        fields = self.file.footer.chunk_fields(_DICTIONARY_FIELDS)[block, cols]
+        dictionaries = np.flatnonzero((fields[:, 1] > 0) & (counts > 0))
+        lo = np.concatenate((pages[0], fields[dictionaries, 0]))
+        hi = np.concatenate((pages[0] + pages[2], fields[dictionaries, 0] + fields[dictionaries, 1]))
+        owner = np.concatenate((np.repeat(np.arange(len(tables)), counts), dictionaries))
+        if np.count_nonzero(counts) == 1:
+            order = np.argsort(lo, kind="stable")
+            return coalesce(lo[order], hi[order], self._gap)
+        return self._merge_owned(lo, hi, owner)
+
+
+#: a chunk record's fields its dictionary page is found by (at the chunk's offset, before every data page)
+_DICTIONARY_FIELDS = ("offset", "dictionary_length")
 
 
 def _with_dictionary(rec, lo: np.ndarray, hi: np.ndarray):

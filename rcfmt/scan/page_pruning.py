@@ -54,7 +54,7 @@ class PageIndexes:
                     if got is None:
                         wanted.append(c)
                     else:
-                        cache[(block, c)] = got
+                        cache[(block, c)] = _alike(got, block, cache)
             if key in cache:
                 return cache[key]
             prefetched = self._prefetched_page_indexes(block)
@@ -64,21 +64,22 @@ class PageIndexes:
             else:
                 found = self.file.page_indexes(block, wanted)
             for c, entries in found.items():
-                cache[(block, c)] = self.file.keep_page_index(block, c, PageIndex(entries))
+                cache[(block, c)] = self.file.keep_page_index(block, c, _alike(PageIndex(entries), block, cache))
             if key not in cache:
-                cache[key] = self.file.keep_page_index(block, col, PageIndex(self.file.page_index(block, col)))
+                index = _alike(PageIndex(self.file.page_index(block, col)), block, cache)
+                cache[key] = self.file.keep_page_index(block, col, index)
         return cache[key]
 
     def tables(self, block: int, cols, selection, cache: dict) -> list:
         """Per column of ``cols``, the page table of its pages holding a row ``selection``
         selects (:meth:`PageIndex.table <rcfmt.index.page.PageIndex.table>`, file offsets)."""
         tables = []
-        first = pages = None
+        holding: dict[int, np.ndarray] = {}  # (columns paged alike share their rows' pages: :func:`_alike`)
         for col in cols:
             index = self.page_index(block, col, cache)
-            # (columns paged alike -- most of a block's -- hold the rows in the same pages)
-            if first is None or not (index.first is first or np.array_equal(index.first, first)):
-                first, pages = index.first, selection.pages_holding(index.first, index.counts)
+            pages = holding.get(id(index.first))
+            if pages is None:
+                pages = holding[id(index.first)] = selection.pages_holding(index.first, index.counts)
             tables.append(index.table(pages))
         return tables
 
@@ -193,3 +194,22 @@ class PageIndexes:
             return RowRanges.full(rows)
         index = self.page_index(block, col, cache)
         return RowRanges.from_pages(index.first, index.counts, keep)
+
+
+def _alike(index: PageIndex, block: int, cache: dict) -> PageIndex:
+    """``index`` (just read, of a chunk of ``block``) holding the very arrays of first
+    rows and counts of an index of the block paged alike that ``cache`` met before, when
+    there is one (most of a block's columns are paged alike): searches for the pages
+    holding rows then serve them all, found by identity (:meth:`PageIndexes.tables`).
+    The block's distinct layouts are kept in ``cache`` under ``("layouts", block)``."""
+    layouts = cache.setdefault(("layouts", block), [])
+    first = index.first
+    for other in layouts:
+        if other.first is first:
+            return index
+        if len(other.first) == len(first) and np.array_equal(other.first, first) \
+                and np.array_equal(other.counts, index.counts):  # (a list's elements: counted in values, not rows)
+            index.first, index.counts = other.first, other.counts
+            return index
+    layouts.append(index)
+    return index

@@ -117,8 +117,10 @@ class ScanPlanner:
         whether its filter runs on every row and whether the projection rides along."""
         query, remote = self.query, self.file.remote
         block, candidates, nnf = plan.block, plan.candidates, plan.residual
-        if nnf is None:
-            return plan if count_only else replace(plan, **self._projection_fetch(block, candidates, cache, groups))
+        if nnf is None:  # (built, not replaced: a take's many blocks each plan this way)
+            extra = {} if count_only else self._projection_fetch(block, candidates, cache, groups)
+            return BlockPlan(block, plan.rows, candidates, None, plan.index, visible=plan.visible, proven=plan.proven,
+                             **extra) if extra else plan
         filter_ids, list_filters = query.residual_columns(nnf)
         program = self.programs.filter(nnf, filter_ids)
         if program is None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from .block_exec import BlockColumns, BlockFilter
 from ..predicate.nnf import BoundAnd, leaves
 
-__all__ = ["FUSED_BYTES", "KEPT_PROGRAMS", "Programs"]
+__all__ = ["FUSED_BYTES", "KEPT_PROGRAMS", "Programs", "keep"]
 
 #: a local block whose candidates a filter the executor decides wholly reads in whole
 #: chunks has its projected flat columns decoded in the same native call, at the rows it
@@ -61,9 +61,7 @@ class Programs:
             got = held.get(whole_key)
             if got is None:
                 got = BlockColumns(self.file, cols, query.dictionary_ids, gap)
-                if len(held) >= KEPT_PROGRAMS:
-                    held.clear()
-                held[whole_key] = got  # (built alike by racing threads)
+                keep(held, whole_key, got)
             self._columns[key] = got
         return got
 
@@ -104,3 +102,11 @@ class Programs:
             got[0] = BlockFilter(self.file, filter_ids, conjuncts, mask_only, sum(1 for _ in leaves(nnf)), 0,
                                  then=rest, dictionary_ids=query.dictionary_ids)
         return got
+
+
+def keep(held: dict, key, value) -> None:
+    """Keep ``value`` in an open file's ``program_cache`` (``held``), which holds at most
+    :data:`KEPT_PROGRAMS` entries (emptied when full; racing threads build alike)."""
+    if len(held) >= KEPT_PROGRAMS:
+        held.clear()
+    held[key] = value

@@ -18,6 +18,7 @@ from ..storage.fetch import LOCAL_COALESCE_GAP
 from ..predicate.bind import bind
 from ..predicate.evaluate import column_conjuncts
 from ..predicate.nnf import BoundListContains, NanCheck, columns as expr_columns, leaves, to_nnf, without_nan_checks
+from .programs import keep
 from .positions import by_unit, check_no_position_column, position_flag, row_position_field
 from ..predicate.selection import Selection
 from .source import ScanFile
@@ -44,7 +45,11 @@ class ScanQuery:
             check_no_position_column(file.schema.names)
         #: ranges at most this far apart are read together (remote files: the file's FetchOptions)
         self.gap = file.fetch.coalesce_gap if file.remote else LOCAL_COALESCE_GAP
-        self.outputs = file.resolve_outputs(columns)
+        if read_dictionary is not None and (isinstance(read_dictionary, str) or not isinstance(read_dictionary, Sequence)):
+            raise InvalidOptionError("read_dictionary must be a list of column names")
+        # (what is returned depends on the columns asked alone: worked out once per open file)
+        (self.outputs, self.dictionary_ids, self.output_schema, self.labels, self.required,
+         self.nested_outputs) = self._projection(columns, read_dictionary)
         self.col_ids = [o for o in self.outputs if isinstance(o, int)]
         self.bound = bind(filter, file.bind_schema)
         self.nnf = None if self.bound is None else to_nnf(self.bound)
@@ -62,9 +67,6 @@ class ScanQuery:
         self.row_filter_ids = {name: c for name, c in self.filter_ids.items() if name not in self.list_filters}
         #: the stored columns a scan of every kind may read: the row filter's, then the projected ones
         self.needed = list(dict.fromkeys([*self.row_filter_ids.values(), *self.col_ids]))
-        if read_dictionary is not None and (isinstance(read_dictionary, str) or not isinstance(read_dictionary, Sequence)):
-            raise InvalidOptionError("read_dictionary must be a list of column names")
-        self.dictionary_ids = {file.column_index(name) for name in (read_dictionary or ())}
         self.use_bloom = use_bloom
         self.use_page_index = use_page_index
         self.use_bitmap_index = use_bitmap_index
@@ -80,22 +82,41 @@ class ScanQuery:
         self.visible = None if deleted is None or not len(deleted) else {
             b: Selection.from_indices(local, int(block_rows[b])).complement()
             for b, local in by_unit(deleted, block_rows).items()}
-        self.output_schema = self._output_schema()
-        self.labels = Relabeling(self.output_schema, file.schema)  # (interval types: built as their storage)
-        #: output positions of flat columns declared not nullable (nulls there: a corrupt file)
-        self.required = [i for i, c in enumerate(self.outputs)
-                         if isinstance(c, int) and not file.footer.columns[c].nullable]
-        self.nested_outputs = any(not isinstance(c, int) for c in self.outputs)
         self.pushdown_whole = None if self.nnf is None else self._pushdown(self.nnf)
 
-    def _output_schema(self) -> pa.Schema:
+    def _projection(self, columns, read_dictionary) -> tuple:
+        """``(outputs, dictionary_ids, output_schema, labels, required, nested_outputs)``
+        of the projection ``columns`` (``labels``: interval types built as their storage;
+        ``required``: output positions of flat columns declared not nullable, where nulls
+        mean a corrupt file). Kept in the file's ``program_cache`` by the names asked (a
+        loader's takes and repeated lookups ask the same): none of it is changed after."""
+        file = self.file
+        key = None
+        if (columns is None or isinstance(columns, (list, tuple))) and all(
+                isinstance(n, str) for n in (*(columns or ()), *(read_dictionary or ()))):
+            key = ("projection", None if columns is None else tuple(columns),
+                   tuple(read_dictionary or ()), self.with_row_position)
+            got = file.program_cache.get(key)
+            if got is not None:
+                return got
+        outputs = file.resolve_outputs(columns)
+        dictionary_ids = frozenset(file.column_index(name) for name in (read_dictionary or ()))
+        schema = self._output_schema(outputs, dictionary_ids)
+        got = (outputs, dictionary_ids, schema, Relabeling(schema, file.schema),
+               [i for i, c in enumerate(outputs) if isinstance(c, int) and not file.footer.columns[c].nullable],
+               any(not isinstance(c, int) for c in outputs))
+        if key is not None:
+            keep(file.program_cache, key, got)
+        return got
+
+    def _output_schema(self, outputs: list, dictionary_ids) -> pa.Schema:
         out = []
-        for c in self.outputs:
+        for c in outputs:
             if not isinstance(c, int):
                 out.append(c.field)
                 continue
             field = self.file.physical_schema.field(c)
-            if c in self.dictionary_ids:
+            if c in dictionary_ids:
                 field = field.with_type(pa.dictionary(pa.int32(), field.type))
             out.append(field)
         if self.with_row_position:

@@ -33,8 +33,9 @@ class ScanStats:
     requests: int = 0  # reads from files (on object storage, one request each)
 
     def add(self, other: "ScanStats") -> None:
+        mine, theirs = self.__dict__, other.__dict__
         for name in _STATS_FIELDS:
-            setattr(self, name, getattr(self, name) + getattr(other, name))
+            mine[name] += theirs[name]
 
     def as_dict(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)}
