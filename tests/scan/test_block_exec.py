@@ -204,6 +204,41 @@ def test_an_open_file_keeps_its_column_specs_for_the_next_scans(tmp_path, monkey
     assert built[-1] == built[0]  # (a new open builds its own)
 
 
+def test_an_open_file_keeps_what_a_projection_returns_for_the_next_scans(tmp_path, monkeypatch):
+    """The output schema of a list of columns is worked out once per open file and
+    asked names: the next takes of the same columns reuse it; with_row_position,
+    read_dictionary and another list each get their own, and every answer is right."""
+    from rcfmt.scan import query as query_mod
+
+    table = _table(np.random.default_rng(3))
+    path = tmp_path / "t.rcfmt"
+    rcfmt.write_table(table, path, block_rows=500)
+    built = []
+    real = query_mod.ScanQuery._output_schema
+
+    def counting(self, *a, **k):
+        built.append(1)
+        return real(self, *a, **k)
+
+    monkeypatch.setattr(query_mod.ScanQuery, "_output_schema", counting)
+    names = table.column_names
+    with rcfmt.open(path) as f:
+        for cols in (None, None, names[:2], names[:2], (names[0], names[1])):
+            want = table if cols is None else table.select(list(cols))
+            assert f.take([7, 2], columns=cols, use_threads=False).equals(want.take([7, 2]))
+        assert len(built) == 2
+        positions = f.read(names[:2], use_threads=False, with_row_position=True)
+        assert positions.column_names == [*names[:2], "_row_position"] and len(built) == 3
+        dictionary = f.read(names[:2], use_threads=False, read_dictionary=[names[1]])
+        assert pa.types.is_dictionary(dictionary.schema.field(1).type) and len(built) == 4
+        assert f.read(names[:2], use_threads=False).schema == table.select(names[:2]).schema
+        assert len(built) == 4
+        with pytest.raises(rcfmt.RcfmtError):
+            f.read(["no such column"])
+        with pytest.raises(rcfmt.RcfmtError):
+            f.read(["no such column"])  # (a refused list is refused again, not kept)
+
+
 def test_a_column_kept_alone_keeps_only_its_own_memory(tmp_path):
     """Each column decodes into its own arena: once the table is dropped, one column
     kept from it holds its own bytes, not the whole block's (8 columns here)."""
