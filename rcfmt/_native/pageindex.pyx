@@ -11,6 +11,7 @@ then the ``min`` and ``max`` slots of the column's stats width from 40.
 """
 from libc.math cimport INFINITY, NAN, nextafter
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdlib cimport free, malloc, qsort
 from libc.string cimport memcmp
 
 
@@ -230,10 +231,7 @@ def bytes_pages(const uint8_t[::1] raw, Py_ssize_t count, Py_ssize_t record_size
 
 
 # ------------------------------------------------------------------ the pages a scan reads
-def page_table(const uint8_t[::1] raw, Py_ssize_t count, Py_ssize_t record_size, const int64_t[::1] pages):
-    """The records ``pages`` (page numbers below ``count``) of ``count`` records of
-    ``record_size`` bytes in ``raw`` as the block executor reads them: int64 (4, n) --
-    each page's file offset, row count, length and first row."""
+cdef object _page_table(const uint8_t[::1] raw, Py_ssize_t count, Py_ssize_t record_size, const int64_t[::1] pages):
     import numpy as np
     cdef Py_ssize_t n = pages.shape[0], i, p
     if record_size < 24 or count < 0 or raw.shape[0] < count * record_size:
@@ -251,3 +249,119 @@ def page_table(const uint8_t[::1] raw, Py_ssize_t count, Py_ssize_t record_size,
             t[2, i] = <int64_t>_u32(raw, p + 16)
             t[3, i] = <int64_t>_u64(raw, p)
     return out
+
+
+def page_table(const uint8_t[::1] raw, Py_ssize_t count, Py_ssize_t record_size, const int64_t[::1] pages):
+    """The records ``pages`` (page numbers below ``count``) of ``count`` records of
+    ``record_size`` bytes in ``raw`` as the block executor reads them: int64 (4, n) --
+    each page's file offset, row count, length and first row."""
+    return _page_table(raw, count, record_size, pages)
+
+
+def page_tables(list raws, const int64_t[::1] counts, const int64_t[::1] sizes, list pages) -> list:
+    """:func:`page_table` of several column chunks in one call: ``raws[i]``, ``counts[i]``,
+    ``sizes[i]`` and ``pages[i]`` are chunk ``i``'s (a take reads a page or a few of every
+    column of a block)."""
+    cdef Py_ssize_t k, n = len(raws)
+    if len(pages) != n or counts.shape[0] != n or sizes.shape[0] != n:
+        raise ValueError("one entry per column")
+    return [_page_table(raws[k], counts[k], sizes[k], pages[k]) for k in range(n)]
+
+
+cdef struct Span:
+    int64_t lo, hi, owner
+
+
+cdef int _by_offset(const void* a, const void* b) noexcept nogil:
+    cdef const Span* x = <const Span*>a
+    cdef const Span* y = <const Span*>b
+    if x.lo != y.lo:
+        return -1 if x.lo < y.lo else 1
+    if x.owner != y.owner:
+        return -1 if x.owner < y.owner else 1
+    return -1 if x.hi < y.hi else (1 if x.hi > y.hi else 0)
+
+
+def page_ranges(list tables, const int64_t[:, ::1] chunks, int64_t gap, int64_t cross_gap):
+    """The bytes a read of the pages of ``tables`` needs (per column a (4, n) page table,
+    file offsets: :func:`page_table`), with each listing column's dictionary page
+    (``chunks[i]``: column ``i``'s chunk offset and dictionary page length, 0 for none;
+    the dictionary page lies at the chunk's offset): the ranges sorted by offset and
+    merged -- neighbours of one column when at most ``gap`` bytes apart, of two columns
+    when at most ``cross_gap`` -- as int64 ``(starts, ends)``, or None for no page."""
+    import numpy as np
+    cdef Py_ssize_t ncols = len(tables), k, i, n = 0, m = 0
+    cdef const int64_t[:, ::1] t
+    if chunks.shape[0] != ncols or chunks.shape[1] != 2:
+        raise ValueError("one chunk record (offset, dictionary length) per column")
+    for k in range(ncols):
+        t = tables[k]
+        if t.shape[0] != 4:
+            raise ValueError("each column's pages are a (4, n) int64 array")
+        if t.shape[1]:
+            n += t.shape[1] + (1 if chunks[k, 1] > 0 else 0)
+    if n == 0:
+        return None
+    cdef Span* spans = <Span*>malloc(n * sizeof(Span))
+    if spans == NULL:
+        raise MemoryError()
+    starts = np.empty(n, np.int64)
+    ends = np.empty(n, np.int64)
+    cdef int64_t[::1] s = starts, e = ends
+    cdef int64_t lo, top, allowed, owner
+    try:
+        for k in range(ncols):
+            t = tables[k]
+            if not t.shape[1]:
+                continue
+            if chunks[k, 1] > 0:
+                spans[m].lo, spans[m].hi, spans[m].owner = chunks[k, 0], chunks[k, 0] + chunks[k, 1], k
+                m += 1
+            for i in range(t.shape[1]):
+                spans[m].lo, spans[m].hi, spans[m].owner = t[0, i], t[0, i] + t[2, i], k
+                m += 1
+        with nogil:
+            qsort(spans, n, sizeof(Span), _by_offset)
+            lo, top, owner, m = spans[0].lo, spans[0].hi, spans[0].owner, 0
+            for i in range(1, n):
+                allowed = gap if spans[i].owner == owner else cross_gap
+                if spans[i].lo - top > allowed:
+                    s[m], e[m] = lo, top
+                    m += 1
+                    lo, top = spans[i].lo, spans[i].hi
+                elif spans[i].hi > top:
+                    top = spans[i].hi
+                owner = spans[i].owner
+            s[m], e[m] = lo, top
+            m += 1
+    finally:
+        free(spans)
+    return starts[:m], ends[:m]
+
+
+def shifted(list tables, int64_t base):
+    """Copies of the page tables ``tables`` with their offsets made positions in a
+    buffer holding file offset ``base`` at 0, and each one's bytes (int64: the sum of
+    its pages' lengths)."""
+    import numpy as np
+    cdef Py_ssize_t ncols = len(tables), k, i, n
+    cdef const int64_t[:, ::1] t
+    cdef int64_t[:, ::1] o
+    stored = np.zeros(ncols, np.int64)
+    cdef int64_t[::1] b = stored
+    out = []
+    for k in range(ncols):
+        t = tables[k]
+        if t.shape[0] != 4:
+            raise ValueError("each column's pages are a (4, n) int64 array")
+        n = t.shape[1]
+        copy = np.empty((4, n), np.int64)
+        o = copy
+        for i in range(n):
+            o[0, i] = t[0, i] - base
+            o[1, i] = t[1, i]
+            o[2, i] = t[2, i]
+            o[3, i] = t[3, i]
+            b[k] += t[2, i]
+        out.append(copy)
+    return out, stored

@@ -20,10 +20,11 @@ class PageIndex:
     the block) with their first rows and row counts as int64, converted once, and the
     pages' statistics (computed on first use, shared by every leaf on the column)."""
 
-    __slots__ = ("entries", "first", "counts", "_stats")
+    __slots__ = ("entries", "raw", "first", "counts", "_stats")
 
     def __init__(self, entries: np.ndarray):
         self.entries = entries
+        self.raw = np.frombuffer(entries, np.uint8)  # (the records' bytes, as the native kernels read them)
         self.first = entries["first_row"].astype(np.int64)
         self.counts = entries["row_count"].astype(np.int64)
         self._stats = None
@@ -35,8 +36,7 @@ class PageIndex:
         e = self.entries
         if not len(pages):
             return np.zeros((4, 0), np.int64)
-        return _pageindex.page_table(np.frombuffer(e, np.uint8), len(e), e.dtype.itemsize,
-                                     np.ascontiguousarray(pages, np.int64))
+        return _pageindex.page_table(self.raw, len(e), e.dtype.itemsize, np.ascontiguousarray(pages, np.int64))
 
     def stats(self, file, block: int, col: int):
         if self._stats is None:

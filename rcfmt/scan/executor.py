@@ -20,6 +20,7 @@ from concurrent.futures import wait
 import numpy as np
 import pyarrow as pa
 
+from .._native import pageindex as _pageindex
 from ..encodings.base import ColumnValues
 from ..encodings.dictionary import take as dictionary_take
 from ..errors import CorruptFileError
@@ -144,7 +145,7 @@ class BlockExecutor:
         if plan.read == CHUNKS or plan.candidates.row_count == plan.rows:
             stats.pages_total += columns.pages[plan.block]
             return *fetched, None
-        return self._page_tables(plan.block, columns.cols, plan.candidates, cache, stats, fetched, plan.tables)
+        return self._page_tables(plan.block, columns.cols, plan.candidates, cache, stats, fetched, plan.tables)[:3]
 
     def _planned_projection(self, plan: BlockPlan, cols: list, cache: dict, stats: ScanStats) -> dict:
         """The projected flat columns ``cols`` of a :data:`ROWS` plan at its candidates,
@@ -211,14 +212,14 @@ class BlockExecutor:
         if not cols:
             return {}
         executor = self.programs.columns(cols)
-        pages = None
+        pages = stored = None
         if paged:
-            buf, base, pages = self._page_tables(block, cols, selection, cache, stats, fetched, tables)
+            buf, base, pages, stored = self._page_tables(block, cols, selection, cache, stats, fetched, tables)
         else:
             buf, base = self._read_whole(executor, block, rows, stats) if fetched is None else fetched
         out = {}
         wanted = None if selection is None else selection.to_indices()
-        groups = None if not self.column_threads else self._paged_split(block, cols, pages) if paged else \
+        groups = None if not self.column_threads else self._paged_split(block, cols, stored) if paged else \
             self._split(block, cols)
         if groups is None:
             outputs, pages, rows_read = executor.run(buf, base, block, rows, self.file.verify_checksums,
@@ -252,12 +253,11 @@ class BlockExecutor:
             return None
         return groups
 
-    def _paged_split(self, block: int, cols: list, tables: list) -> list | None:
-        """:func:`~rcfmt.scan.scheduling.column_groups` of ``cols`` decoded from the pages
-        of ``tables`` alone (a take, a lookup: the pages holding the rows), by the bytes
-        those pages decompress to (their stored bytes scaled by their chunk's ratio);
-        None: decoded on this thread."""
-        stored = np.fromiter((np.add.reduce(t[2]) for t in tables), np.int64, len(tables))
+    def _paged_split(self, block: int, cols: list, stored: np.ndarray) -> list | None:
+        """:func:`~rcfmt.scan.scheduling.column_groups` of ``cols`` decoded from some of
+        their pages alone (a take, a lookup: the pages holding the rows; ``stored``: their
+        bytes, per column), by the bytes those pages decompress to (their stored bytes
+        scaled by their chunk's ratio); None: decoded on this thread."""
         fields = self.file.footer.chunk_fields(("uncompressed_size", "length"))[block, cols]
         groups = column_groups(stored * fields[:, 0] // np.maximum(fields[:, 1], 1), cpu_threads())
         return None if groups is None else [[cols[i] for i in g] for g in groups]
@@ -292,26 +292,20 @@ class BlockExecutor:
 
     def _page_tables(self, block: int, cols, selection: Selection, cache: dict, stats: ScanStats,
                      fetched: tuple | None = None, tables: list | None = None):
-        """``(buffer, base, tables)``: the pages of ``cols`` holding a row ``selection``
-        selects (and their dictionary pages; ``tables``: their page tables, planned
-        already), read together (:meth:`Reads.table_ranges
+        """``(buffer, base, tables, stored)``: the pages of ``cols`` holding a row
+        ``selection`` selects (and their dictionary pages; ``tables``: their page tables,
+        planned already), read together (:meth:`Reads.table_ranges
         <rcfmt.scan.fetching.Reads.table_ranges>`) unless ``fetched`` (``(buffer,
-        base)``) holds them, and per column their page table as the executor reads it
-        (offsets made positions in the buffer)."""
-        own = tables is None  # (planned tables are the plan's: made relative in copies)
-        if own:
+        base)``) holds them, per column their page table as the executor reads it
+        (copies, offsets made positions in the buffer), and per column their bytes."""
+        if tables is None:
             tables = self.pages.tables(block, cols, selection, cache)
         stats.pages_total += self.programs.columns(cols).pages[block]  # (the page indexes' records, counted)
         if fetched is None:
             buf, base = self.reads.read(self.reads.table_ranges(block, cols, tables), stats)
         else:
             buf, base = fetched
-        out = []
-        for table in tables:
-            table = table if own else table.copy()
-            table[0] -= base
-            out.append(table)
-        return buf, base, out
+        return buf, base, *_pageindex.shifted(tables, base)
 
     def _read_whole(self, executor: BlockColumns, block: int, rows: int, stats: ScanStats):
         """``(buffer, base)``: the whole chunks ``executor`` decodes in ``block``, read

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._native import pageindex as _pageindex
 from ..storage.fetch import coalesce
 from .scan_stats import ScanStats
 from ..predicate.selection import Selection
@@ -129,19 +130,8 @@ class Reads:
         """The bytes of the pages of ``tables`` (per column of ``cols``, a page table with
         file offsets: :meth:`PageIndex.table <rcfmt.index.page.PageIndex.table>`) and of
         each column's dictionary page, merged as :meth:`byte_ranges` merges them."""
-        counts = np.array([t.shape[1] for t in tables], np.int64)
-        if not counts.any():
-            return None
-        pages = np.concatenate(tables, axis=1)  # (every column's pages, then each one's dictionary page)
-        fields = self.file.footer.chunk_fields(_DICTIONARY_FIELDS)[block, cols]
-        dictionaries = np.flatnonzero((fields[:, 1] > 0) & (counts > 0))
-        lo = np.concatenate((pages[0], fields[dictionaries, 0]))
-        hi = np.concatenate((pages[0] + pages[2], fields[dictionaries, 0] + fields[dictionaries, 1]))
-        owner = np.concatenate((np.repeat(np.arange(len(tables)), counts), dictionaries))
-        if np.count_nonzero(counts) == 1:
-            order = np.argsort(lo, kind="stable")
-            return coalesce(lo[order], hi[order], self._gap)
-        return self._merge_owned(lo, hi, owner)
+        return _pageindex.page_ranges(tables, self.file.footer.chunk_fields(_DICTIONARY_FIELDS)[block, cols],
+                                      self._gap, self._gap if self.file.remote else 0)
 
 
 #: a chunk record's fields its dictionary page is found by (at the chunk's offset, before every data page)

@@ -14,6 +14,7 @@ import threading
 
 import numpy as np
 
+from .._native import pageindex as _pageindex
 from ..index.page import PageIndex, interval_page_mask, page_interval_kind
 from ..storage.fetch import coalesce
 from ..predicate.intervals import Interval
@@ -73,15 +74,17 @@ class PageIndexes:
     def tables(self, block: int, cols, selection, cache: dict) -> list:
         """Per column of ``cols``, the page table of its pages holding a row ``selection``
         selects (:meth:`PageIndex.table <rcfmt.index.page.PageIndex.table>`, file offsets)."""
-        tables = []
+        indexes = [self.page_index(block, col, cache) for col in cols]
         holding: dict[int, np.ndarray] = {}  # (columns paged alike share their rows' pages: :func:`_alike`)
-        for col in cols:
-            index = self.page_index(block, col, cache)
-            pages = holding.get(id(index.first))
-            if pages is None:
-                pages = holding[id(index.first)] = selection.pages_holding(index.first, index.counts)
-            tables.append(index.table(pages))
-        return tables
+        pages = []
+        for index in indexes:
+            found = holding.get(id(index.first))
+            if found is None:
+                found = holding[id(index.first)] = selection.pages_holding(index.first, index.counts)
+            pages.append(found)
+        return _pageindex.page_tables([i.raw for i in indexes],
+                                      np.array([len(i.entries) for i in indexes], np.int64),
+                                      np.array([i.entries.dtype.itemsize for i in indexes], np.int64), pages)
 
     def _prefetched_page_indexes(self, block: int):
         """On object storage, when the scan will visit more than one block: the

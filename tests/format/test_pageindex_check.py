@@ -93,3 +93,78 @@ def test_page_table_gives_the_records_of_the_pages_asked(counts, data):
     for bad in (len(counts), -1):
         with pytest.raises(ValueError):
             page_table(np.frombuffer(rec, np.uint8), len(rec), DTYPE.itemsize, np.append(pages, bad).astype(np.int64))
+
+
+def _records(counts, rng):
+    first = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
+    rec = np.zeros(len(counts), DTYPE)
+    rec["first_row"], rec["row_count"] = first, counts
+    rec["length"] = rng.integers(1, 500, len(counts))
+    return rec
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(st.lists(st.lists(st.integers(1, 40), min_size=1, max_size=12), min_size=1, max_size=6), st.data())
+def test_a_takes_page_tables_ranges_and_shifted_copies_agree_with_a_reference(columns, data):
+    """``page_tables`` (one call for every column of a block) equals ``page_table`` per
+    column; ``page_ranges`` merges the pages' and the listing columns' dictionary pages'
+    byte ranges as the two-step rule says (each column's ranges within ``gap``, then
+    the columns' within ``cross_gap``), checked against a plain loop; ``shifted`` makes
+    the offsets positions in a buffer and sums each column's bytes."""
+    from rcfmt._native.pageindex import page_ranges, page_table, page_tables, shifted
+
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    offset, raws, pages, chunks = 1000, [], [], []
+    for counts in columns:  # (chunks side by side in the file, each with or without a dictionary page)
+        rec = _records(counts, rng)
+        dictionary = int(rng.integers(0, 60)) if data.draw(st.booleans()) else 0
+        gaps = rng.integers(0, 40, len(rec)) * data.draw(st.sampled_from([0, 1]))
+        rec["offset"] = offset + dictionary + np.cumsum(np.concatenate(([0], rec["length"][:-1] + gaps[:-1])))
+        chunks.append((offset, dictionary))
+        offset = int(rec["offset"][-1] + rec["length"][-1]) + int(rng.integers(0, 50))
+        raws.append(rec)
+        pages.append(np.array(sorted(data.draw(st.sets(st.integers(0, len(rec) - 1)))), np.int64))
+    order = data.draw(st.permutations(range(len(raws))))  # (a projection lists columns in any order)
+    raws, pages, chunks = [raws[i] for i in order], [pages[i] for i in order], [chunks[i] for i in order]
+    got = page_tables([np.frombuffer(r, np.uint8) for r in raws], np.array([len(r) for r in raws], np.int64),
+                      np.full(len(raws), DTYPE.itemsize, np.int64), pages)
+    for table, rec, p in zip(got, raws, pages):
+        assert table.tolist() == page_table(np.frombuffer(rec, np.uint8), len(rec), DTYPE.itemsize, p).tolist()
+
+    gap = data.draw(st.integers(0, 64))
+    cross = data.draw(st.sampled_from([0, gap]))  # (as scans merge: columns apart locally, by the gap remotely)
+    per_column = []  # the reference: each column's ranges merged within gap, then all within cross
+    for table, (start, dictionary) in zip(got, chunks):
+        spans = sorted(([(start, start + dictionary)] if dictionary and table.shape[1] else [])
+                       + [(int(o), int(o + n)) for o, n in zip(table[0], table[2])])
+        per_column += _coalesced(spans, gap)
+    want = _coalesced(sorted(per_column), cross)
+    found = page_ranges(got, np.array(chunks, np.int64).reshape(-1, 2), gap, cross)
+    if not want:
+        assert found is None
+    else:
+        assert list(zip(found[0].tolist(), found[1].tolist())) == want
+
+    base = data.draw(st.integers(0, 1000))
+    before = [t.copy() for t in got]
+    copies, stored = shifted(got, base)
+    for copy, table in zip(copies, got):
+        assert copy.flags.c_contiguous and copy[0].tolist() == (table[0] - base).tolist()
+        assert copy[1:].tolist() == table[1:].tolist()
+    assert stored.tolist() == [int(t[2].sum()) for t in got]
+    assert all(np.array_equal(t, b) for t, b in zip(got, before))  # (the plan's tables are left as they were)
+    with pytest.raises(ValueError):
+        page_ranges(got, np.zeros((len(got) + 1, 2), np.int64), gap, cross)
+    with pytest.raises(ValueError):
+        page_tables([np.frombuffer(raws[0], np.uint8)], np.array([len(raws[0])], np.int64),
+                    np.array([DTYPE.itemsize], np.int64), [np.array([len(raws[0])], np.int64)])
+
+
+def _coalesced(spans, gap):
+    out = []
+    for lo, hi in spans:
+        if out and lo - out[-1][1] <= gap:
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        else:
+            out.append((lo, hi))
+    return out
