@@ -282,14 +282,66 @@ cdef int _by_offset(const void* a, const void* b) noexcept nogil:
     return -1 if x.hi < y.hi else (1 if x.hi > y.hi else 0)
 
 
+cdef Py_ssize_t _merge(Span* spans, Py_ssize_t n, int64_t gap, int64_t cross_gap, int64_t* s, int64_t* e) noexcept nogil:
+    """``spans`` (``n`` >= 1) sorted by offset and merged into ``s``/``e``: neighbours of
+    one column when at most ``gap`` bytes apart, of two columns when at most
+    ``cross_gap``; the number of ranges."""
+    cdef Py_ssize_t i, m = 0
+    cdef int64_t lo, top, owner, allowed
+    qsort(spans, n, sizeof(Span), _by_offset)
+    lo, top, owner = spans[0].lo, spans[0].hi, spans[0].owner
+    for i in range(1, n):
+        allowed = gap if spans[i].owner == owner else cross_gap
+        if spans[i].lo - top > allowed:
+            s[m], e[m] = lo, top
+            m += 1
+            lo, top = spans[i].lo, spans[i].hi
+        elif spans[i].hi > top:
+            top = spans[i].hi
+        owner = spans[i].owner
+    s[m], e[m] = lo, top
+    return m + 1
+
+
+cdef object _merged(Span* spans, Py_ssize_t n, int64_t gap, int64_t cross_gap):
+    import numpy as np
+    starts = np.empty(n, np.int64)
+    ends = np.empty(n, np.int64)
+    cdef int64_t[::1] s = starts, e = ends
+    cdef Py_ssize_t m
+    with nogil:
+        m = _merge(spans, n, gap, cross_gap, &s[0], &e[0])
+    return starts[:m], ends[:m]
+
+
+def merge_ranges(const int64_t[::1] lo, const int64_t[::1] hi, const int64_t[::1] owner, int64_t gap,
+                 int64_t cross_gap):
+    """Byte ranges ``[lo, hi)`` of the columns ``owner`` numbers (a column's ranges
+    within its chunk, the chunks apart), sorted and merged -- neighbours of one column
+    when at most ``gap`` bytes apart, of two columns when at most ``cross_gap`` (no more
+    than ``gap``) -- as int64 ``(starts, ends)``, or None for no range."""
+    cdef Py_ssize_t n = lo.shape[0], i
+    if hi.shape[0] != n or owner.shape[0] != n:
+        raise ValueError("lo, hi and owner differ in length")
+    if n == 0:
+        return None
+    cdef Span* spans = <Span*>malloc(n * sizeof(Span))
+    if spans == NULL:
+        raise MemoryError()
+    try:
+        for i in range(n):
+            spans[i].lo, spans[i].hi, spans[i].owner = lo[i], hi[i], owner[i]
+        return _merged(spans, n, gap, cross_gap)
+    finally:
+        free(spans)
+
+
 def page_ranges(list tables, const int64_t[:, ::1] chunks, int64_t gap, int64_t cross_gap):
     """The bytes a read of the pages of ``tables`` needs (per column a (4, n) page table,
     file offsets: :func:`page_table`), with each listing column's dictionary page
     (``chunks[i]``: column ``i``'s chunk offset and dictionary page length, 0 for none;
-    the dictionary page lies at the chunk's offset): the ranges sorted by offset and
-    merged -- neighbours of one column when at most ``gap`` bytes apart, of two columns
-    when at most ``cross_gap`` -- as int64 ``(starts, ends)``, or None for no page."""
-    import numpy as np
+    the dictionary page lies at the chunk's offset), merged as :func:`merge_ranges`
+    merges them: int64 ``(starts, ends)``, or None for no page."""
     cdef Py_ssize_t ncols = len(tables), k, i, n = 0, m = 0
     cdef const int64_t[:, ::1] t
     if chunks.shape[0] != ncols or chunks.shape[1] != 2:
@@ -305,10 +357,6 @@ def page_ranges(list tables, const int64_t[:, ::1] chunks, int64_t gap, int64_t 
     cdef Span* spans = <Span*>malloc(n * sizeof(Span))
     if spans == NULL:
         raise MemoryError()
-    starts = np.empty(n, np.int64)
-    ends = np.empty(n, np.int64)
-    cdef int64_t[::1] s = starts, e = ends
-    cdef int64_t lo, top, allowed, owner
     try:
         for k in range(ncols):
             t = tables[k]
@@ -320,23 +368,9 @@ def page_ranges(list tables, const int64_t[:, ::1] chunks, int64_t gap, int64_t 
             for i in range(t.shape[1]):
                 spans[m].lo, spans[m].hi, spans[m].owner = t[0, i], t[0, i] + t[2, i], k
                 m += 1
-        with nogil:
-            qsort(spans, n, sizeof(Span), _by_offset)
-            lo, top, owner, m = spans[0].lo, spans[0].hi, spans[0].owner, 0
-            for i in range(1, n):
-                allowed = gap if spans[i].owner == owner else cross_gap
-                if spans[i].lo - top > allowed:
-                    s[m], e[m] = lo, top
-                    m += 1
-                    lo, top = spans[i].lo, spans[i].hi
-                elif spans[i].hi > top:
-                    top = spans[i].hi
-                owner = spans[i].owner
-            s[m], e[m] = lo, top
-            m += 1
+        return _merged(spans, n, gap, cross_gap)
     finally:
         free(spans)
-    return starts[:m], ends[:m]
 
 
 def shifted(list tables, int64_t base):

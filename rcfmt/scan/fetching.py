@@ -89,20 +89,9 @@ class Reads:
             return None
         if len(parts) == 1:
             return coalesce(*parts[0], self._gap)
-        return self._merge_owned(np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]),
-                                 np.repeat(np.arange(len(parts)), [len(p[0]) for p in parts]))
-
-    def _merge_owned(self, lo: np.ndarray, hi: np.ndarray, owner: np.ndarray):
-        """Ranges ``[lo, hi)`` of the columns ``owner`` numbers, merged by
-        :meth:`byte_ranges`' rule in one pass: a column's ranges lie in its chunk and the
-        chunks apart, so once sorted each column's ranges follow one another; neighbours
-        of one column merge within the gap, of two columns by the rule across columns."""
-        order = np.argsort(lo, kind="stable")
-        lo, hi, owner = lo[order], hi[order], owner[order]
-        top = np.maximum.accumulate(hi)
-        allowed = np.where(owner[1:] == owner[:-1], self._gap, self._gap if self.file.remote else 0)
-        cut = np.flatnonzero(lo[1:] - top[:-1] > allowed) + 1
-        return lo[np.concatenate(([0], cut))], top[np.concatenate((cut - 1, [len(top) - 1]))]
+        return _pageindex.merge_ranges(np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]),
+                                       np.repeat(np.arange(len(parts), dtype=np.int64), [len(p[0]) for p in parts]),
+                                       self._gap, self._gap if self.file.remote else 0)
 
     def fetch(self, block: int, plans: dict, cache: dict, stats: ScanStats):
         """Read the bytes ``plans`` need (:meth:`byte_ranges`): ``(buffer, base)``, file

@@ -107,11 +107,11 @@ def _records(counts, rng):
 @given(st.lists(st.lists(st.integers(1, 40), min_size=1, max_size=12), min_size=1, max_size=6), st.data())
 def test_a_takes_page_tables_ranges_and_shifted_copies_agree_with_a_reference(columns, data):
     """``page_tables`` (one call for every column of a block) equals ``page_table`` per
-    column; ``page_ranges`` merges the pages' and the listing columns' dictionary pages'
+    column; ``page_ranges`` (and ``merge_ranges``, given the same spans in any order) merges the pages' and the listing columns' dictionary pages'
     byte ranges as the two-step rule says (each column's ranges within ``gap``, then
     the columns' within ``cross_gap``), checked against a plain loop; ``shifted`` makes
     the offsets positions in a buffer and sums each column's bytes."""
-    from rcfmt._native.pageindex import page_ranges, page_table, page_tables, shifted
+    from rcfmt._native.pageindex import merge_ranges, page_ranges, page_table, page_tables, shifted
 
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
     offset, raws, pages, chunks = 1000, [], [], []
@@ -140,10 +140,16 @@ def test_a_takes_page_tables_ranges_and_shifted_copies_agree_with_a_reference(co
         per_column += _coalesced(spans, gap)
     want = _coalesced(sorted(per_column), cross)
     found = page_ranges(got, np.array(chunks, np.int64).reshape(-1, 2), gap, cross)
+    spans = [(int(o), int(o + n), k) for k, t in enumerate(got) for o, n in zip(t[0], t[2])]
+    spans += [(start, start + d, k) for k, (t, (start, d)) in enumerate(zip(got, chunks)) if d and t.shape[1]]
+    order = rng.permutation(len(spans))  # (merge_ranges takes the spans in any order)
+    lo, hi, owner = (np.array([spans[i][j] for i in order], np.int64) for j in range(3))
+    merged = merge_ranges(lo, hi, owner, gap, cross)
     if not want:
-        assert found is None
+        assert found is None and merged is None
     else:
         assert list(zip(found[0].tolist(), found[1].tolist())) == want
+        assert list(zip(merged[0].tolist(), merged[1].tolist())) == want
 
     base = data.draw(st.integers(0, 1000))
     before = [t.copy() for t in got]
