@@ -303,14 +303,29 @@ cdef Py_ssize_t _merge(Span* spans, Py_ssize_t n, int64_t gap, int64_t cross_gap
     return m + 1
 
 
+cdef Span* _spans(Py_ssize_t n) except NULL:
+    """Room for ``n`` spans, freed by :func:`_merged` (which every caller ends with)."""
+    cdef Span* spans = <Span*>malloc(max(n, 1) * sizeof(Span))
+    if spans == NULL:
+        raise MemoryError()
+    return spans
+
+
 cdef object _merged(Span* spans, Py_ssize_t n, int64_t gap, int64_t cross_gap):
+    """``spans`` (from :func:`_spans`, ``n`` >= 1) merged by :func:`_merge` into int64
+    ``(starts, ends)``; ``spans`` freed."""
     import numpy as np
-    starts = np.empty(n, np.int64)
-    ends = np.empty(n, np.int64)
+    try:
+        starts = np.empty(n, np.int64)
+        ends = np.empty(n, np.int64)
+    except BaseException:
+        free(spans)
+        raise
     cdef int64_t[::1] s = starts, e = ends
     cdef Py_ssize_t m
     with nogil:
         m = _merge(spans, n, gap, cross_gap, &s[0], &e[0])
+        free(spans)
     return starts[:m], ends[:m]
 
 
@@ -325,15 +340,10 @@ def merge_ranges(const int64_t[::1] lo, const int64_t[::1] hi, const int64_t[::1
         raise ValueError("lo, hi and owner differ in length")
     if n == 0:
         return None
-    cdef Span* spans = <Span*>malloc(n * sizeof(Span))
-    if spans == NULL:
-        raise MemoryError()
-    try:
-        for i in range(n):
-            spans[i].lo, spans[i].hi, spans[i].owner = lo[i], hi[i], owner[i]
-        return _merged(spans, n, gap, cross_gap)
-    finally:
-        free(spans)
+    cdef Span* spans = _spans(n)
+    for i in range(n):
+        spans[i].lo, spans[i].hi, spans[i].owner = lo[i], hi[i], owner[i]
+    return _merged(spans, n, gap, cross_gap)
 
 
 def page_ranges(list tables, const int64_t[:, ::1] chunks, int64_t gap, int64_t cross_gap):
@@ -354,23 +364,18 @@ def page_ranges(list tables, const int64_t[:, ::1] chunks, int64_t gap, int64_t 
             n += t.shape[1] + (1 if chunks[k, 1] > 0 else 0)
     if n == 0:
         return None
-    cdef Span* spans = <Span*>malloc(n * sizeof(Span))
-    if spans == NULL:
-        raise MemoryError()
-    try:
-        for k in range(ncols):
-            t = tables[k]
-            if not t.shape[1]:
-                continue
-            if chunks[k, 1] > 0:
-                spans[m].lo, spans[m].hi, spans[m].owner = chunks[k, 0], chunks[k, 0] + chunks[k, 1], k
-                m += 1
-            for i in range(t.shape[1]):
-                spans[m].lo, spans[m].hi, spans[m].owner = t[0, i], t[0, i] + t[2, i], k
-                m += 1
-        return _merged(spans, n, gap, cross_gap)
-    finally:
-        free(spans)
+    cdef Span* spans = _spans(n)
+    for k in range(ncols):
+        t = tables[k]
+        if not t.shape[1]:
+            continue
+        if chunks[k, 1] > 0:
+            spans[m].lo, spans[m].hi, spans[m].owner = chunks[k, 0], chunks[k, 0] + chunks[k, 1], k
+            m += 1
+        for i in range(t.shape[1]):
+            spans[m].lo, spans[m].hi, spans[m].owner = t[0, i], t[0, i] + t[2, i], k
+            m += 1
+    return _merged(spans, n, gap, cross_gap)
 
 
 def shifted(list tables, int64_t base):
