@@ -11,7 +11,7 @@ the file's own skipping scan (blocks, pages, late materialization).
 from __future__ import annotations
 
 import contextlib
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import wait
 from dataclasses import dataclass, fields as dc_fields, replace
 from typing import Iterator, NamedTuple, Sequence
 
@@ -21,7 +21,7 @@ import pyarrow as pa
 from ..errors import CorruptFileError, InvalidOptionError, SchemaError
 from ..storage.fetch import FetchOptions, check_fetch
 from ..storage.paths import is_remote
-from ..runtime.threads import MAX_FILE_THREADS, cpu_threads
+from ..runtime.threads import MAX_FILE_THREADS, shared_pool
 from ..interop.arrow import export_stream
 from ..interop import cdata
 from ..schema.arrow_io import filter_rows, int64_array
@@ -378,8 +378,11 @@ class DatasetScan:
         a time with threaded scans (each file's blocks then go to the pool by their size)."""
         frags = self.fragments
         if self.use_threads and len(frags) > 1 and _files_worth_threads(frags):
-            with ThreadPoolExecutor(cpu_threads(MAX_FILE_THREADS)) as pool:
-                return list(pool.map(lambda fr: fn(fr, False), frags))
+            # (each file scanned on one thread: nothing on this pool waits for it; every
+            # file's scan ends, its file closed, before the first error is raised)
+            futures = [shared_pool("files", MAX_FILE_THREADS).submit(fn, fr, False) for fr in frags]
+            wait(futures)
+            return [f.result() for f in futures]
         return [fn(fr, self.use_threads) for fr in frags]
 
     def read(self) -> pa.Table:
