@@ -50,9 +50,11 @@ def open_data_file(path: str, verify_checksums: bool = True, size: int = 0,
                    fetch: FetchOptions | None = None) -> RcfmtFile:
     """A data file the index lists (``size``: its size there, 0 if unknown); one that is
     missing makes the dataset corrupt. Data files are never replaced under their names,
-    so on object storage their footers are cached across opens."""
+    so on object storage their footers are cached across opens, and the page indexes
+    every open reads and checks are kept for the next ones."""
     with missing_is_corrupt(path):
-        return RcfmtFile(path, verify_checksums=verify_checksums, size=size or None, immutable=True, fetch=fetch)
+        return RcfmtFile(path, verify_checksums=verify_checksums, size=size or None, immutable=True, fetch=fetch,
+                         shared_page_indexes=True)
 
 
 def _files_worth_threads(frags) -> bool:

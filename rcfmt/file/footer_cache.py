@@ -1,4 +1,5 @@
-"""Footers of immutable remote files, kept across opens in this process.
+"""Footers of immutable remote files (and of a dataset's local data files), kept across
+opens in this process.
 
 A dataset's data files and index versions are never rewritten under their names (data
 files carry a writer's unique prefix; an index version is created once, if absent). So
@@ -6,7 +7,9 @@ for them a parsed footer, and the tail bytes read with it, are valid for as long
 object exists: a repeated query opens them without a request (the object is opened at
 its first read not served from the tail). Entries are keyed by the store (filesystem
 kind and endpoint), the path and the size (both from the dataset index), and evicted
-least recently used beyond ``max_bytes``.
+least recently used beyond ``max_bytes``. A local data file's entry holds its footer
+alone (no tail: its reads cost no request); an index version on local disk is read
+afresh (a dataset deleted and written again in one process may reuse its name).
 
 Single files opened by path are never cached: they may be replaced in place, and
 ``pyarrow.fs`` tells neither an ETag nor a modification time finer than a second.

@@ -31,6 +31,8 @@ from ..schema.arrow_io import to_arrow
 from ..schema.names import ambiguous_name, name_index
 from .chunks import ChunkDecoder
 from .footer_cache import FOOTERS, CachedTail
+from .page_index_cache import PAGE_INDEX_CACHE_BYTES, PageIndexCache  # noqa: F401 (PAGE_INDEX_CACHE_BYTES: its old home)
+from .page_index_cache import SHARED as SHARED_PAGE_INDEXES
 
 __all__ = ["RcfmtFile", "open", "read_table"]
 
@@ -38,9 +40,6 @@ __all__ = ["RcfmtFile", "open", "read_table"]
 #: files: :attr:`rcfmt.FetchOptions.tail_bytes`)
 _TAIL_READ = 64 * 1024
 
-#: page-index records an open file keeps for its later scans, at most (bytes): the page
-#: index of lineitem SF1's 16 columns is 0.6 MB
-PAGE_INDEX_CACHE_BYTES = 64 << 20
 
 
 class RcfmtFile:
@@ -57,10 +56,15 @@ class RcfmtFile:
     caller knows it) and ``immutable`` (the object is never replaced under this name, as
     a dataset's files and index versions) let a repeated open take the footer and tail
     from a process-wide cache (:mod:`rcfmt.file.footer_cache`) without a request.
+    ``shared_page_indexes`` (a file whose name is never reused for other bytes, as a
+    dataset's data files): its footer is cached as an immutable remote file's is, on
+    local disk too, and (with ``verify_checksums``) the page indexes its scans read and
+    check are kept for every open of the file in this process
+    (:mod:`rcfmt.file.page_index_cache`).
     """
 
     def __init__(self, path, *, verify_checksums: bool = True, filesystem=None, size: int | None = None,
-                 immutable: bool = False, fetch: FetchOptions | None = None):
+                 immutable: bool = False, fetch: FetchOptions | None = None, shared_page_indexes: bool = False):
         self.fetch = check_fetch(fetch)
         self.path, self._source = open_input(path, filesystem, size, self.fetch.open_tail())
         self.verify_checksums = bool(verify_checksums)
@@ -69,18 +73,14 @@ class RcfmtFile:
         self.requests = 0  # reads made (each one request on an object store)
         self._local = threading.local()
         self._tail: tuple[int, bytes] | None = None  # remote files: (offset, bytes) read at the open
-        #: ``{(block, column): PageIndex}`` scans of this open file have read and checked
-        #: (:meth:`keep_page_index`): later scans (a loader's takes, repeated lookups) ask
-        #: no read for them, as the footer read at the open serves every scan
-        self.page_index_cache: dict = {}
-        self._page_index_cached = 0  # bytes of records held there
+        self._page_indexes = PageIndexCache()  # (:attr:`page_index_cache`)
         #: the native block executor's views of lists of columns scans of this open file
         #: built (:class:`~rcfmt.scan.programs.Programs`): the next scan of the same
         #: columns (a loader's takes, repeated lookups) builds none
         self.program_cache: dict = {}
         try:
             self.size = self._source.size
-            self.footer = self._open_footer(immutable and self._source.remote)
+            self.footer = self._open_footer(immutable and (self._source.remote or shared_page_indexes))
         except CorruptFileError as exc:
             self.close()
             raise exc.with_context(path=self.path) from None
@@ -90,6 +90,8 @@ class RcfmtFile:
         except BaseException:
             self.close()
             raise
+        if shared_page_indexes and self.verify_checksums:  # (once the footer is read and checked)
+            self._page_indexes = SHARED_PAGE_INDEXES.get((self._source.identity, self.path, self.size))
         self._names = [c.name for c in self.footer.columns]
         self._index = name_index(self._names)
         self.schema = self.footer.arrow_schema
@@ -249,11 +251,12 @@ class RcfmtFile:
         if cacheable:
             hit = FOOTERS.get(key)
             if hit is not None and (hit.verified or not self.verify_checksums):
-                self._tail = (hit.start, hit.tail)
+                if hit.tail:  # (a local file's entry holds no tail: its reads cost no request)
+                    self._tail = (hit.start, hit.tail)
                 return hit.footer
         footer = self._read_footer()
         if cacheable:
-            start, tail = self._tail
+            start, tail = self._tail if self._tail is not None else (0, b"")
             FOOTERS.put(key, CachedTail(footer, start, tail, self.verify_checksums), self._footer_length)
         return footer
 
@@ -387,16 +390,20 @@ class RcfmtFile:
         raw = self.read_range(lo, hi - lo)
         return {c: self.page_index(block, c, raw, lo) for c in columns}
 
+    @property
+    def page_index_cache(self) -> dict:
+        """``{(block, column): PageIndex}`` scans of this open file have read and checked
+        (:meth:`keep_page_index`): later scans (a loader's takes, repeated lookups) ask no
+        read for them, as the footer read at the open serves every scan. Every open of a
+        dataset's data file that verifies checksums shares one
+        (:mod:`rcfmt.file.page_index_cache`)."""
+        return self._page_indexes.entries
+
     def keep_page_index(self, block: int, column: int, index):
         """``index`` (a :class:`~rcfmt.index.page.PageIndex` of chunk ``column`` of
         ``block``, read and checked) kept in :attr:`page_index_cache` while the cache
         holds at most :data:`PAGE_INDEX_CACHE_BYTES` of records; returned."""
-        size = index.entries.nbytes
-        with self._lock:
-            if self._page_index_cached + size <= PAGE_INDEX_CACHE_BYTES:
-                if self.page_index_cache.setdefault((block, column), index) is index:
-                    self._page_index_cached += size
-        return index
+        return self._page_indexes.keep(block, column, index)
 
     def page_index(self, block: int, column: int, raw: bytes | None = None, base: int = 0) -> np.ndarray:
         """The page-index records of one column chunk (read on demand, checked).
