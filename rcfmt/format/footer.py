@@ -117,6 +117,10 @@ class FileMetaData:
     bloom_report: dict = field(default_factory=dict)
     #: :meth:`chunk_fields`' tables, by the fields asked
     _fields_cache: dict = field(default_factory=dict, repr=False, compare=False)
+    #: values worked out from this footer alone, by whoever works them out (a scan's
+    #: projections): kept as long as the footer, which every open of an immutable file
+    #: cached in this process shares
+    derived: dict = field(default_factory=dict, repr=False, compare=False)
 
     def chunk_fields(self, names: tuple, columns: tuple | None = None) -> np.ndarray:
         """int64 (blocks, columns, len(names)): the chunk records' integer fields

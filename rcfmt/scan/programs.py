@@ -105,8 +105,9 @@ class Programs:
 
 
 def keep(held: dict, key, value) -> None:
-    """Keep ``value`` in an open file's ``program_cache`` (``held``), which holds at most
-    :data:`KEPT_PROGRAMS` entries (emptied when full; racing threads build alike)."""
+    """Keep ``value`` in one of a file's caches (``held``: its ``program_cache``, its
+    footer's ``derived`` values), which holds at most :data:`KEPT_PROGRAMS` entries
+    (emptied when full; racing threads build alike)."""
     if len(held) >= KEPT_PROGRAMS:
         held.clear()
     held[key] = value

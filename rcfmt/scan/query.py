@@ -88,15 +88,17 @@ class ScanQuery:
         """``(outputs, dictionary_ids, output_schema, labels, required, nested_outputs)``
         of the projection ``columns`` (``labels``: interval types built as their storage;
         ``required``: output positions of flat columns declared not nullable, where nulls
-        mean a corrupt file). Kept in the file's ``program_cache`` by the names asked (a
-        loader's takes and repeated lookups ask the same): none of it is changed after."""
+        mean a corrupt file). Derived from the footer alone, so kept with it
+        (``footer.derived``) by the names asked: a loader's takes and repeated lookups ask
+        the same, and a dataset's data files share their footers across opens. None of
+        it is changed after."""
         file = self.file
         key = None
         if (columns is None or isinstance(columns, (list, tuple))) and all(
                 isinstance(n, str) for n in (*(columns or ()), *(read_dictionary or ()))):
             key = ("projection", None if columns is None else tuple(columns),
                    tuple(read_dictionary or ()), self.with_row_position)
-            got = file.program_cache.get(key)
+            got = file.footer.derived.get(key)
             if got is not None:
                 return got
         outputs = file.resolve_outputs(columns)
@@ -106,7 +108,7 @@ class ScanQuery:
                [i for i, c in enumerate(outputs) if isinstance(c, int) and not file.footer.columns[c].nullable],
                any(not isinstance(c, int) for c in outputs))
         if key is not None:
-            keep(file.program_cache, key, got)
+            keep(file.footer.derived, key, got)
         return got
 
     def _output_schema(self, outputs: list, dictionary_ids) -> pa.Schema:

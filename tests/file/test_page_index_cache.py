@@ -1,6 +1,7 @@
 """What the opens of a dataset's data files share: their footers (cached on local disk
-too) and the page indexes their scans read and check; single files opened by path share
-nothing; the shared page indexes stay within their byte bound."""
+too, with what scans work out from them alone) and the page indexes their scans read and
+check; single files opened by path share nothing; the shared page indexes stay within
+their byte bound."""
 from __future__ import annotations
 
 import numpy as np
@@ -13,6 +14,7 @@ from rcfmt.file import page_index_cache, reader
 from rcfmt.file.footer_cache import FOOTERS
 from rcfmt.file.page_index_cache import PageIndexCache, SharedPageIndexes
 from rcfmt.format import footer as footer_mod
+from rcfmt.scan import query as query_mod
 
 
 def _table(n: int = 6000) -> pa.Table:
@@ -27,8 +29,15 @@ def counted(monkeypatch):
     """Counts of page-index records read and footers parsed, from a clean cache."""
     FOOTERS.clear()
     page_index_cache.SHARED.clear()
-    counts = {"page_indexes": 0, "footers": 0}
+    counts = {"page_indexes": 0, "footers": 0, "projections": 0}
     real_read, real_parse = reader.RcfmtFile.page_index, footer_mod.parse_footer
+    real_projection = query_mod.ScanQuery._output_schema
+
+    def projection(self, *a, **k):
+        counts["projections"] += 1
+        return real_projection(self, *a, **k)
+
+    monkeypatch.setattr(query_mod.ScanQuery, "_output_schema", projection)
 
     def read(self, block, column, raw=None, base=0):
         counts["page_indexes"] += 1
