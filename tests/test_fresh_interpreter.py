@@ -677,7 +677,7 @@ out, errors = [], []
 def take(k):
     try:  # (default options: threads on, the default thread rule; the file opened by each thread)
         with rcfmt.open(sys.argv[1]) as f:
-            t = f.take(positions[k % 2], columns=["a", "f", "s"])
+            t = f.take(positions[k % 2])
         out.append((k % 2, t.num_rows, hashlib.sha256(repr(t.to_pydict()).encode()).hexdigest()))
     except Exception as exc:
         errors.append(repr(exc))
@@ -691,15 +691,17 @@ print(json.dumps(errors or [sorted(set(out)), pool or (os.cpu_count() or 1) < 2]
 
 def test_first_takes_of_a_one_block_file_split_their_pages_in_a_fresh_interpreter(tmp_path):
     """A fresh interpreter's first takes, from four threads at once, of scattered rows of
-    a one-block file: the pages holding them (megabytes once decompressed) decoded in
-    column groups on the "columns" pool, made on first use by racing readers; the rows,
-    in the order asked, those pyarrow takes."""
+    a one-block file: the pages holding them (megabytes once decompressed, and rows
+    times columns enough for a split to pay: TAKE_THREADED_CELLS) decoded in column
+    groups on the "columns" pool, made on first use by racing readers; the rows, in the
+    order asked, those pyarrow takes."""
     import hashlib
     import json
 
     rng = np.random.default_rng(39)
     n = 200_000
-    table = pa.table({"a": np.arange(n), "f": rng.standard_normal(n), "s": [f"v{i % 977}" for i in range(n)]})
+    table = pa.table({"a": np.arange(n), "f": rng.standard_normal(n), "s": [f"v{i % 977}" for i in range(n)],
+                      **{f"g{i}": rng.standard_normal(n) for i in range(9)}})
     path = tmp_path / "one.rcfmt"
     rcfmt.write_table(table, path)
     # (few rows, unsorted, repeated: the pages holding them read, not whole chunks)

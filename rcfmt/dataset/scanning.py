@@ -379,13 +379,23 @@ class DatasetScan:
         parallel (each scanned on one thread) when :func:`_files_worth_threads`, or one at
         a time with threaded scans (each file's blocks then go to the pool by their size)."""
         frags = self.fragments
-        if self.use_threads and len(frags) > 1 and _files_worth_threads(frags):
+        if self.use_threads and len(frags) > 1 and _files_worth_threads(frags) and self._take_worth_threads(frags):
             # (each file scanned on one thread: nothing on this pool waits for it; every
             # file's scan ends, its file closed, before the first error is raised)
             futures = [shared_pool("files", MAX_FILE_THREADS).submit(fn, fr, False) for fr in frags]
             wait(futures)
             return [f.result() for f in futures]
         return [fn(fr, self.use_threads) for fr in frags]
+
+    def _take_worth_threads(self, frags) -> bool:
+        """For a take, whether its files hold enough wanted (row, column) pairs to be read
+        in parallel (:func:`~rcfmt.scan.scheduling.take_worth_threads`, a file as a
+        block: a few rows per file cost their Python more than a second core gains); any
+        other scan: True."""
+        if self._rows is None:
+            return True
+        cells = sum(len(self._rows[f.path]) for f in frags) * max(len(self._data_columns), 1)
+        return scheduling.take_worth_threads(cells, len(frags))
 
     def read(self) -> pa.Table:
         """Every selected row, as one table (fragments in order)."""

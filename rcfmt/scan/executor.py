@@ -37,7 +37,7 @@ from .fetching import dense
 from .gather import empty_values, gather_data
 from .plan import CHUNKS, FUSED, GROUP, LISTS, MASK, PICK, BlockPlan
 from .scan_stats import ScanStats
-from .scheduling import column_groups, columns_worth_threads
+from .scheduling import TAKE_THREADED_CELLS, column_groups, columns_worth_threads
 from ..predicate.selection import Selection
 
 __all__ = ["BlockExecutor"]
@@ -219,7 +219,7 @@ class BlockExecutor:
             buf, base = self._read_whole(executor, block, rows, stats) if fetched is None else fetched
         out = {}
         wanted = None if selection is None else selection.to_indices()
-        groups = None if not self.column_threads else self._paged_split(block, cols, stored) if paged else \
+        groups = None if not self.column_threads else self._paged_split(block, cols, stored, len(wanted)) if paged else \
             self._split(block, cols)
         if groups is None:
             outputs, pages, rows_read = executor.run(buf, base, block, rows, self.file.verify_checksums,
@@ -253,11 +253,16 @@ class BlockExecutor:
             return None
         return groups
 
-    def _paged_split(self, block: int, cols: list, stored: np.ndarray) -> list | None:
-        """:func:`~rcfmt.scan.scheduling.column_groups` of ``cols`` decoded from some of
-        their pages alone (a take, a lookup: the pages holding the rows; ``stored``: their
-        bytes, per column), by the bytes those pages decompress to (their stored bytes
-        scaled by their chunk's ratio); None: decoded on this thread."""
+    def _paged_split(self, block: int, cols: list, stored: np.ndarray, rows: int) -> list | None:
+        """:func:`~rcfmt.scan.scheduling.column_groups` of ``cols`` decoded at ``rows``
+        selected rows from some of their pages alone (a take, a lookup: the pages holding
+        the rows; ``stored``: their bytes, per column), by the bytes those pages
+        decompress to (their stored bytes scaled by their chunk's ratio); None: decoded
+        on this thread -- also for fewer wanted (row, column) pairs than a take's blocks
+        go to the pool for (:data:`~rcfmt.scan.scheduling.TAKE_THREADED_CELLS`: a row or
+        two a column is mostly fixed costs, which a hand-off to the pool only adds to)."""
+        if rows * len(cols) < TAKE_THREADED_CELLS:
+            return None
         fields = self.file.footer.chunk_fields(("uncompressed_size", "length"))[block, cols]
         groups = column_groups(stored * fields[:, 0] // np.maximum(fields[:, 1], 1), cpu_threads())
         return None if groups is None else [[cols[i] for i in g] for g in groups]

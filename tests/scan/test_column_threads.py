@@ -116,10 +116,11 @@ def test_one_block_scan_splits_its_columns_and_answers_as_one_thread(one_block, 
 
 
 @pytest.mark.parametrize("positions", [[3, 2_900, 5_999], list(range(0, N, 700)), [0, 1, 2, 511, 512, 4_095]])
-def test_a_take_of_few_rows_splits_its_pages_among_the_cores(one_block, two_cores, positions):
+def test_a_take_of_few_rows_splits_its_pages_among_the_cores(one_block, two_cores, positions, monkeypatch):
     """A take reads the pages holding its rows only; their columns are decoded in groups
     on the cores too (each group with its own columns' page tables), and the rows, the
     order and every count are those of one thread."""
+    monkeypatch.setattr(executor, "TAKE_THREADED_CELLS", 1)  # (by default so few rows stay on one thread)
     table, path = one_block
     flat = ["i", "f", "s", "b", "d", "cat"]
     with rcfmt.open(path) as f:
@@ -134,6 +135,19 @@ def test_a_take_of_few_rows_splits_its_pages_among_the_cores(one_block, two_core
     for name in ("pages_read", "pages_total", "rows_decoded", "rows_selected", "bytes_read"):
         assert getattr(many.stats, name) == getattr(one.stats, name), name
     assert one.stats.pages_read < len(flat) * -(-N // 512)  # (pages, not whole chunks)
+
+
+def test_a_take_of_too_few_rows_a_column_stays_on_one_thread(one_block, two_cores):
+    """A row or two a column is mostly fixed costs: fewer wanted (row, column) pairs than
+    TAKE_THREADED_CELLS are decoded on the caller's thread, however large their pages,
+    with the answer of one thread."""
+    table, path = one_block
+    flat = ["i", "f", "s", "b", "d", "cat"]
+    positions = [3, 2_900, 5_999]
+    assert len(positions) * len(flat) < executor.TAKE_THREADED_CELLS
+    with rcfmt.open(path) as f:
+        assert _same(f.take(positions, columns=flat), table.select(flat).take(positions))
+    assert two_cores and not _columns_pool(two_cores)
 
 
 @pytest.mark.parametrize("flt", [
