@@ -715,3 +715,52 @@ def test_first_takes_of_a_one_block_file_split_their_pages_in_a_fresh_interprete
     got, pooled = json.loads(proc.stdout)
     assert got == want
     assert pooled, "no rcfmt-columns thread on a machine of several cores"
+
+
+_DATASET_TAKE_CHILD = textwrap.dedent("""
+    import json, sys, threading
+    import rcfmt
+    from rcfmt.file import page_index_cache
+    root, positions = sys.argv[1], json.loads(sys.argv[2])
+    barrier = threading.Barrier(4)
+    out, errors = {}, []
+    def take(i):
+        try:  # (each thread its own Dataset: every file opened anew, its page indexes shared)
+            ds = rcfmt.dataset(root)
+            barrier.wait()
+            for _ in range(3):
+                t = ds.take(positions[i % 2], use_threads=i < 2)
+            out[i] = t.to_pydict()
+        except Exception as exc:
+            errors.append(repr(exc))
+    threads = [threading.Thread(target=take, args=(i,)) for i in range(4)]
+    for t in threads: t.start()
+    for t in threads: t.join()
+    shared = [len(c.entries) for c in page_index_cache.SHARED._caches.values()]
+    print(json.dumps([errors, [out.get(i) for i in range(4)], shared]))
+""")
+
+
+def test_first_dataset_takes_sharing_their_files_page_indexes_in_threads_of_a_fresh_interpreter(tmp_path):
+    """A fresh interpreter's first dataset takes, from four threads at once (two with the
+    files on the pool, two on one thread), each of its own Dataset: every open of a file
+    shares the page indexes the others read and checked (made on first use by racing
+    opens); each thread's rows are those pyarrow takes, in the order asked."""
+    import json
+
+    n = 12_000
+    rng = np.random.default_rng(40)
+    table = pa.table({"k": pa.array(np.arange(n), pa.int64()), "x": pa.array(rng.standard_normal(n)),
+                      "s": pa.array([f"s{i % 313}" for i in range(n)])})
+    root = str(tmp_path / "ds")
+    for i in range(4):
+        rcfmt.write_dataset(table.slice(3000 * i, 3000), root, mode="append" if i else "overwrite", block_rows=1000)
+    positions = [rng.choice(n, 40, replace=False).tolist(), rng.integers(0, n, 9).tolist()]
+    proc = subprocess.run([sys.executable, "-c", _DATASET_TAKE_CHILD, root, json.dumps(positions)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-800:]
+    errors, got, shared = json.loads(proc.stdout)
+    assert errors == []
+    for i, rows in enumerate(got):
+        assert rows == table.take(positions[i % 2]).to_pydict(), i
+    assert len(shared) == 4 and any(shared), shared  # (one cache a file for its 24 opens; whole chunks need none)

@@ -43,6 +43,7 @@ from ..predicate.selection import Selection
 __all__ = ["BlockExecutor"]
 
 _INT32 = LogicalType("int32")  # dictionary indices
+_PAGE_COUNT = ("page_count",)
 
 
 class BlockExecutor:
@@ -305,7 +306,7 @@ class BlockExecutor:
         (copies, offsets made positions in the buffer), and per column their bytes."""
         if tables is None:
             tables = self.pages.tables(block, cols, selection, cache)
-        stats.pages_total += self.programs.columns(cols).pages[block]  # (the page indexes' records, counted)
+        stats.pages_total += int(self.file.footer.chunk_fields(_PAGE_COUNT)[block, cols, 0].sum())
         if fetched is None:
             buf, base = self.reads.read(self.reads.table_ranges(block, cols, tables), stats)
         else:
