@@ -11,7 +11,7 @@ Kernels return the number of distinct values, or -1 when memory runs out; the wr
 raise.
 """
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
-from libc.stdlib cimport free, malloc
+from libc.stdlib cimport calloc, free, malloc
 from libc.string cimport memcmp, memcpy, memset
 
 import numpy as np
@@ -19,7 +19,7 @@ cimport numpy as cnp
 
 cnp.import_array()
 
-__all__ = ["encode_fixed", "encode_range", "encode_varbinary"]
+__all__ = ["code_counts", "encode_fixed", "encode_range", "encode_varbinary"]
 
 #: first table size (slots); the table doubles when half full
 cdef Py_ssize_t _FIRST_CAPACITY = 1024
@@ -358,3 +358,58 @@ def encode_varbinary(const offset_t[::1] offsets, const uint8_t[::1] data):
     with nogil:
         count = _varbinary(&offsets[0], d, data.shape[0], n, &codes[0], &first[0])
     return _result(count, codes_arr, first_arr)
+
+
+
+cdef int _count(const int32_t* codes, const uint8_t* valid, Py_ssize_t n, Py_ssize_t entries,
+                int64_t* counts) noexcept nogil:
+    """Add each code's rows (only those with a nonzero ``valid`` byte, when given) into
+    ``counts``; 1 at a code outside ``[0, entries)``, -1 out of memory. Few entries
+    are counted into four interleaved tables: runs of one code (a sorted or constant
+    column) would otherwise wait on each increment's store."""
+    cdef Py_ssize_t i, k, lanes = 4 if entries <= 1 << 16 else 1
+    cdef int64_t* t = counts
+    cdef uint32_t c
+    if lanes > 1:
+        t = <int64_t*>calloc(lanes * entries, sizeof(int64_t))
+        if t == NULL:
+            return -1
+    for i in range(n):
+        c = <uint32_t>codes[i]
+        if c >= <uint64_t>entries:
+            if lanes > 1:
+                free(t)
+            return 1
+        if valid == NULL or valid[i]:
+            t[(i & (lanes - 1)) * entries + c] += 1
+    if lanes > 1:
+        for k in range(entries):
+            counts[k] = t[k] + t[entries + k] + t[2 * entries + k] + t[3 * entries + k]
+        free(t)
+    return 0
+
+
+def code_counts(const int32_t[::1] codes, Py_ssize_t entries, const uint8_t[::1] valid=None):
+    """Rows per code (int64, ``entries`` of them) of the codes of an encode function,
+    counting only rows whose ``valid`` byte is nonzero when ``valid`` is given (one per
+    row): ``np.bincount(codes[valid], minlength=entries)`` without its casts and copies.
+    ValueError for a code outside ``[0, entries)`` or a ``valid`` of another length."""
+    cdef Py_ssize_t n = codes.shape[0]
+    cdef int rc = 0
+    if valid is not None and valid.shape[0] != n:
+        raise ValueError(f"{valid.shape[0]} validity bytes for {n} codes")
+    if entries < 0:
+        raise ValueError("entries must not be negative")
+    counts_arr = np.zeros(entries, np.int64)
+    cdef int64_t[::1] counts = counts_arr
+    if n == 0:
+        return counts_arr
+    if entries == 0:
+        raise ValueError("a code lies outside [0, 0)")
+    with nogil:
+        rc = _count(&codes[0], &valid[0] if valid is not None else NULL, n, entries, &counts[0])
+    if rc == -1:
+        raise MemoryError("no memory to count the codes")
+    if rc:
+        raise ValueError(f"a code lies outside [0, {entries})")
+    return counts_arr

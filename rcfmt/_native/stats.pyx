@@ -1,6 +1,7 @@
 # cython: language_level=3
-"""One-pass min / max kernels over decimal128 and variable-length values with optional
-validity (numbers use numpy's SIMD reductions, which beat a portable scalar loop).
+"""The writer's one-pass kernels over a chunk: min / max of decimal128 and
+variable-length values with optional validity (numbers use numpy's SIMD reductions,
+which beat a portable scalar loop), runs and order, and null slots filled.
 
 The Python wrapper (:mod:`rcfmt.statistics`) applies the format's rules (-0.0/+0.0
 bounds, truncation of strings); these kernels only scan.
@@ -241,3 +242,55 @@ def runs_wide(const uint64_t[::1] words):
         for i in range(1, n):
             changes += (words[2 * i] != words[2 * i - 2]) | (words[2 * i + 1] != words[2 * i - 1])
     return changes + 1
+
+
+# ------------------------------------------------------------------ null slots
+ctypedef fused item_t:
+    uint8_t
+    uint16_t
+    uint32_t
+    uint64_t
+
+
+cdef Py_ssize_t _fill(const item_t* v, const uint8_t* valid, Py_ssize_t n, Py_ssize_t per, item_t* out) noexcept nogil:
+    """Items of ``per`` words each; see :func:`fill_null_slots`. The first valid row, or
+    -1 when none is (``out`` then untouched)."""
+    cdef Py_ssize_t i, k, first = 0, last
+    while first < n and not valid[first]:
+        first += 1
+    if first == n:
+        return -1
+    last = first
+    for i in range(n):
+        if i >= first and valid[i]:
+            last = i
+        for k in range(per):
+            out[i * per + k] = v[last * per + k]
+    return first
+
+
+def fill_null_slots(values, const uint8_t[::1] valid):
+    """A copy of the fixed-width ``values`` (a C-contiguous numpy array of 1-, 2-, 4-, 8-
+    or 16-byte items) whose null slots (``valid`` byte 0) repeat the previous valid
+    value, leading nulls the first valid one; None when no row is valid. ValueError for
+    another item size or a ``valid`` of another length."""
+    cdef Py_ssize_t n = values.shape[0], size = values.dtype.itemsize, first = 0
+    if valid.shape[0] != n:
+        raise ValueError(f"{valid.shape[0]} validity bytes for {n} values")
+    if size not in (1, 2, 4, 8, 16) or not values.flags.c_contiguous:
+        raise ValueError("values must be C-contiguous items of 1, 2, 4, 8 or 16 bytes")
+    out = np.empty_like(values)
+    if n == 0:
+        return out
+    cdef const uint8_t[::1] src = values.reshape(-1).view(np.uint8)
+    cdef uint8_t[::1] dst = out.reshape(-1).view(np.uint8)
+    with nogil:
+        if size == 1:
+            first = _fill(<const uint8_t*>&src[0], &valid[0], n, 1, <uint8_t*>&dst[0])
+        elif size == 2:
+            first = _fill(<const uint16_t*>&src[0], &valid[0], n, 1, <uint16_t*>&dst[0])
+        elif size == 4:
+            first = _fill(<const uint32_t*>&src[0], &valid[0], n, 1, <uint32_t*>&dst[0])
+        else:
+            first = _fill(<const uint64_t*>&src[0], &valid[0], n, size // 8, <uint64_t*>&dst[0])
+    return None if first < 0 else out

@@ -93,6 +93,15 @@ def build_dictionary(chunk: ColumnValues, ltype: LogicalType, value_range: tuple
     return codes, take(ColumnValues(values), first, ltype)
 
 
+def code_counts(codes: np.ndarray, entries: int, valid=None) -> np.ndarray:
+    """Rows per entry (int64, ``entries``) of a dictionary's ``codes``, non-null rows only
+    when ``valid`` (one bool per row) is given: one native pass."""
+    codes = np.ascontiguousarray(codes, dtype=np.int32)
+    if valid is not None:
+        valid = np.ascontiguousarray(valid, dtype=bool).view(np.uint8)
+    return _dictbuild.code_counts(codes, entries, valid)
+
+
 #: chunks shorter than this are always hashed (a table and two reductions do not pay)
 RANGE_MIN_ROWS = 4096
 

@@ -17,6 +17,7 @@ from ..errors import UnsupportedError
 from .gather import holds_runs
 from .types import LogicalType, PhysicalKind, logical_type_from_arrow
 from .._native import floats as _fl
+from .._native import stats as _stats
 from .._native import varbinary as _vb
 
 __all__ = ["Bitmap", "tzinfo_of", "one_array", "from_arrow", "to_arrow", "to_numpy", "validity", "wide_decimals", "fill_null_slots",
@@ -247,14 +248,18 @@ def fill_null_slots(values: ColumnValues, valid: np.ndarray | None) -> ColumnVal
     value ranges. Variable-length values are returned unchanged."""
     if valid is None or values.offsets is not None or len(values) == 0:
         return values
+    v = values.values
+    if v.ndim == 1 and v.dtype.itemsize in (1, 2, 4, 8, 16):  # one native pass
+        filled = _stats.fill_null_slots(np.ascontiguousarray(v), np.ascontiguousarray(valid, dtype=bool).view(np.uint8))
+        return ColumnValues(np.zeros(len(v), dtype=v.dtype) if filled is None else filled)
     n = len(valid)
     if not valid.any():
-        return ColumnValues(np.zeros(n, dtype=values.values.dtype))
+        return ColumnValues(np.zeros(n, dtype=v.dtype))
     idx = np.where(valid, np.arange(n), 0)
     np.maximum.accumulate(idx, out=idx)
     first = int(np.argmax(valid))
     idx[:first] = first
-    return ColumnValues(values.values[idx])
+    return ColumnValues(v[idx])
 
 
 def concat_values(parts: list[ColumnValues], kind: PhysicalKind, large: bool = False) -> ColumnValues:

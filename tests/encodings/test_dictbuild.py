@@ -139,3 +139,30 @@ def test_build_dictionary_takes_the_range_path_for_dates_and_decimals():
     ranged = build_dictionary(ColumnValues(raw), lt, (-50, 49))
     hashed = build_dictionary(ColumnValues(raw), lt)
     assert ranged[0].tolist() == hashed[0].tolist() and ranged[1].values.tobytes() == hashed[1].values.tobytes()
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(n=st.integers(0, 3000), entries=st.sampled_from([1, 2, 7, 300, 70_000]), sorted_=st.booleans(),
+       null_share=st.sampled_from([None, 0.0, 0.3, 1.0]), seed=st.integers(0, 2**32 - 1))
+def test_code_counts_match_bincount(n, entries, sorted_, null_share, seed):
+    """Rows per code, non-null rows only when a validity is given, as numpy counts them
+    -- runs of one code (sorted) and tables past the four-lane limit included."""
+    rng = np.random.default_rng(seed)
+    codes = rng.integers(0, entries, n).astype(np.int32)
+    if sorted_:
+        codes.sort()
+    valid = None if null_share is None else rng.random(n) >= null_share
+    got = dictbuild.code_counts(codes, entries, None if valid is None else valid.view(np.uint8))
+    want = np.bincount(codes if valid is None else codes[valid], minlength=entries)
+    assert got.dtype == np.int64 and got.tolist() == want.tolist()
+
+
+def test_code_counts_refuses_bad_input():
+    codes = np.array([0, 1, 2], np.int32)
+    with pytest.raises(ValueError, match="outside"):
+        dictbuild.code_counts(codes, 2)
+    with pytest.raises(ValueError, match="outside"):
+        dictbuild.code_counts(np.array([-1], np.int32), 70_000)
+    with pytest.raises(ValueError, match="validity bytes"):
+        dictbuild.code_counts(codes, 3, np.ones(2, np.uint8))
+    assert dictbuild.code_counts(np.zeros(0, np.int32), 0).tolist() == []

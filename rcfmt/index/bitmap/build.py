@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 
 from ...encodings.base import ColumnValues
-from ...encodings.dictionary import take as take_values
+from ...encodings.dictionary import code_counts, take as take_values
 from ...errors import InvalidOptionError, SchemaError
 from .layout import BITSLICED, EQUALITY, RANGE, encode_entry, encode_keys, encode_mask
 from ...schema.types import LogicalType, PhysicalKind
@@ -170,24 +170,29 @@ class _Chunk:
         return [values[i] for i in order], codes
 
     def frame(self):
-        """``(base, step, u)`` with every non-null value ``base + step * u`` (u uint64),
-        or None for values beyond 64 bits (wide decimals)."""
+        """``(base, step, top)`` with every non-null value ``base + step * u`` for an
+        integer ``0 <= u <= top`` (:meth:`units` gives each row's ``u``), or None for
+        values beyond 64 bits (wide decimals). Cheap: an auto proposal asks it of every
+        integer chunk, and most never build the index."""
         if self._frame is None:
             numbers = _integers(self.values, self.ltype)
             if numbers is None:
                 self._frame = (None,)
             else:
-                all_valid = bool(self.valid.all())
-                live = numbers if all_valid else numbers[self.valid]
+                live = numbers if bool(self.valid.all()) else numbers[self.valid]
                 if not len(live):
-                    self._frame = (0, 1, np.zeros(self.rows, np.uint64), 0)
+                    self._frame = (0, 1, 0)
                 else:
                     base, top = int(live.min()), int(live.max())
-                    diff = numbers.astype(np.uint64, copy=False) - np.uint64(base & 0xFFFF_FFFF_FFFF_FFFF)
-                    step = _step(diff if all_valid else diff[self.valid]) if top > base else 1
-                    u = diff // np.uint64(step) if step > 1 else diff
-                    self._frame = (base, step, u, (top - base) // step)
+                    step = _step(live, base) if top > base else 1
+                    self._frame = (base, step, (top - base) // step)
         return None if self._frame[0] is None else self._frame
+
+    def units(self) -> np.ndarray:
+        """Each row's ``u`` of :meth:`frame` (uint64; arbitrary in null rows)."""
+        base, step, _ = self.frame()
+        diff = _integers(self.values, self.ltype).astype(np.uint64) - np.uint64(base & 0xFFFF_FFFF_FFFF_FFFF)
+        return diff // np.uint64(step) if step > 1 else diff
 
 
 def _reusable(ltype: LogicalType) -> bool:
@@ -196,13 +201,16 @@ def _reusable(ltype: LogicalType) -> bool:
     return ltype.kind == PhysicalKind.VARBINARY or ltype.is_integer or ltype.name in ("date32", "timestamp")
 
 
-def _step(diff: np.ndarray) -> int:
-    """The greatest common divisor of ``diff`` (uint64 offsets from the minimum; 1 when
-    they are all 0): asked of a sample first, which is 1 for most columns, and checked
-    on every value before it is trusted."""
-    sample = np.gcd.reduce(diff[:: max(1, len(diff) // 1024)])
+def _step(live: np.ndarray, base: int) -> int:
+    """The greatest common divisor of the offsets of ``live`` (non-null int64/uint64
+    values) from their minimum ``base`` (1 when they are all 0): asked of a sample
+    first, which is 1 for most columns, and checked on every value before it is
+    trusted."""
+    origin = np.uint64(base & 0xFFFF_FFFF_FFFF_FFFF)
+    sample = np.gcd.reduce(live[:: max(1, len(live) // 1024)].astype(np.uint64) - origin)
     if sample <= 1:
         return 1
+    diff = live.astype(np.uint64) - origin
     if not (diff % sample).any():
         return int(sample)
     return int(np.gcd.reduce(diff)) or 1
@@ -244,7 +252,7 @@ def key_counts(dictionary, valid) -> np.ndarray:
     """Rows per entry of the writer's ``dictionary`` ``(codes per slot, distinct values)``,
     non-null rows only (null slots may hold values of their own)."""
     codes, distinct = dictionary
-    return np.bincount(codes if valid is None else codes[np.asarray(valid, bool)], minlength=len(distinct))
+    return code_counts(codes, len(distinct), valid)
 
 
 def dictionary_keys(dictionary, counts: np.ndarray, ltype: LogicalType, limit: int) -> list | None:
@@ -319,10 +327,11 @@ def _bitsliced(chunk: _Chunk, slice_limit: int) -> bytes | None:
     frame = chunk.frame()
     if frame is None:
         return None
-    base, step, u, top = frame
+    base, step, top = frame
     width = top.bit_length()
     if width > slice_limit:
         return None
+    u = chunk.units()
     has_nulls = not chunk.valid.all()
     bitmaps = []
     for j in range(width):
@@ -384,7 +393,7 @@ def propose(values: ColumnValues, valid, ltype: LogicalType, request: str, *, di
         candidates.append((_estimate_equality(rows, distinct, ltype, counts), 0, "equality",
                            lambda: _equality(chunk, MAX_KEYS)))  # (``distinct`` may be an estimate)
     if _integer_like(ltype) and (frame := chunk.frame()) is not None:
-        width = frame[3].bit_length()
+        width = frame[2].bit_length()
         if width <= AUTO_MAX_SLICES:
             candidates.append((width * (((rows + 7) >> 3) + 5) + 40, 1, "bitsliced",
                                lambda: _bitsliced(chunk, AUTO_MAX_SLICES)))

@@ -13,6 +13,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ...encodings.base import ColumnValues
+from ...encodings.dictionary import code_counts
 from ...errors import ChecksumError, CorruptFileError, InvalidOptionError
 from ...schema.types import LogicalType, PhysicalKind
 from .sbbf import MIN_BYTES, BloomFilter, hash_binary, hash_fixed, hash_values, optimal_num_bytes, within_fpp
@@ -151,7 +152,7 @@ def chunk_hashes(values: ColumnValues, valid, ltype: LogicalType, dictionary=Non
     if dictionary is not None:
         codes, distinct = dictionary
         if counts is None:
-            counts = np.bincount(codes if valid is None else codes[valid], minlength=len(distinct))
+            counts = code_counts(codes, len(distinct), valid)
         return _hashes(distinct, None, ltype)[counts > 0]
     return _hashes(values, valid, ltype)
 
