@@ -103,6 +103,34 @@ def test_min_saving_keeps_plain():
     assert selector.choose(cv, ltype, a).name == "plain"
 
 
+@settings(max_examples=examples(40), deadline=None)
+@given(shape=st.sampled_from(["range", "pool", "runs", "skewed", "wide"]), n=st.integers(5_000, 60_000),
+       seed=st.integers(0, 2**32 - 1))
+def test_the_ten_percent_is_against_raw_plain(shape, n, seed):
+    """The chunk gets the lowest-scored candidate among PLAIN and those scoring at least
+    10% under PLAIN stored raw and no larger than PLAIN + zstd's estimate: PLAIN + zstd
+    is one candidate, not the bar (it kept int64 flight numbers PLAIN + zstd, larger
+    and slower to read than bit-packed)."""
+    rng = np.random.default_rng(seed)
+    values = {"range": lambda: rng.integers(1, 8500, n),
+              "pool": lambda: rng.choice(rng.integers(-(2**40), 2**40, 300), n),
+              "runs": lambda: np.repeat(rng.integers(0, 5000, n // 50 + 1), 50)[:n],
+              "skewed": lambda: np.minimum(rng.geometric(0.01, n), 3000),
+              "wide": lambda: rng.integers(-(2**62), 2**62, n)}[shape]().astype(np.int64)
+    ltype = LogicalType("int64")
+    cv, a = _analysis(values, ltype)
+    enc = selector.choose(cv, ltype, a)
+    scores = {(name, variant): score for name, variant, _, score in a.candidates}
+    sizes = {(name, variant): size for name, variant, size, _ in a.candidates}
+    raw_plain = scores[("plain", "")]
+    bar = sizes.get(("plain", "+zstd"), float("inf"))  # (no larger than PLAIN + zstd)
+    eligible = {k: v for k, v in scores.items()
+                if k[0] == "plain" or (v <= raw_plain * (1 - selector.MIN_SAVING) and sizes[k] <= bar)}
+    chosen = [v for (name, variant), v in scores.items()
+              if name == enc.name and variant.endswith("+zstd") == (a.compression == "zstd")]
+    assert chosen and min(chosen) <= min(eligible.values()) + 1
+
+
 def test_sample_rows_are_stratified_and_deterministic():
     assert selector.sample_rows(0, 100) == []
     assert selector.sample_rows(500, 100, 8) == [(0, 500)]
