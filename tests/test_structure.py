@@ -7,7 +7,8 @@
   ``x._y`` through a module it imported): what modules share is public in the package;
 - no ``.py`` file over :data:`MAX_LINES` lines, except the files of
   :data:`LONG_MODULES`, each under its ceiling; no native kernel (``.pyx``) over
-  :data:`MAX_LINES` either (their text is counted, not parsed);
+  :data:`MAX_LINES` either (their text is counted, not parsed), and none that reads or
+  writes Arrow offsets by width itself (``rcfmt/_native/offsets.pxd`` does, once);
 - no module of rcfmt imports one of the old names kept for users (:data:`ALIASES`).
 
 Checked for the whole package (issue 39; docs/ARCHITECTURE.md says which package may
@@ -23,6 +24,7 @@ imports from it.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -333,6 +335,23 @@ def native_kernels_over(limit: int, root: Path = ROOT / "rcfmt" / "_native") -> 
     return {name: n for name, n in lengths.items() if n > limit}
 
 
+#: a width branch over Arrow offsets: ``(<int64_t*>x)[i]`` beside ``(<int32_t*>x)[i]``
+#: under ``if wide`` -- the copies ``offsets.pxd``'s accessors replace
+_WIDTH_COPY = re.compile(r"if (not )?wide\b.*\n(.*\n)?\s*.*\(<(const )?int(32|64)_t\*>")
+
+
+def offset_width_copies(root: Path = ROOT / "rcfmt" / "_native") -> list[str]:
+    """``file:line`` of each width-specialized offset access in the native kernels, but
+    the accessors' own header."""
+    found = []
+    for path in sorted([*root.glob("*.pyx"), *root.glob("*.pxd")]):
+        if path.name in ("offsets.pxd", "validate.pxd"):
+            continue
+        text = path.read_text()
+        found += [f"{path.name}:{text.count(chr(10), 0, m.start()) + 1}" for m in _WIDTH_COPY.finditer(text)]
+    return found
+
+
 def _protocol_members(path: Path, name: str) -> set[str]:
     """The names a ``typing.Protocol`` class ``name`` of ``path`` declares."""
     for node in _parse(path).body:
@@ -407,6 +426,16 @@ def test_no_native_kernel_is_over_the_line_limit(tmp_path):
     (tmp_path / "long.pyx").write_text("x = 1\n" * (MAX_LINES + 1))  # (the check can fail)
     (tmp_path / "short.pyx").write_text("x = 1\n" * MAX_LINES)
     assert native_kernels_over(MAX_LINES, tmp_path) == {"long.pyx": MAX_LINES + 1}
+
+
+def test_native_offsets_are_written_once(tmp_path):
+    """String/binary offsets go through ``put_offset``/``get_offset`` (issue 60 item 4:
+    no hand-copied int32/int64 variants)."""
+    assert offset_width_copies() == []
+    (tmp_path / "copy.pyx").write_text(  # (the check can fail)
+        "x = 1\n        if wide:\n            (<int64_t*>col.values)[i] = p\n        else:\n"
+        "            (<int32_t*>col.values)[i] = <int32_t>p\n")
+    assert offset_width_copies(tmp_path) == ["copy.pyx:2"]
 
 
 def test_rcfmt_does_not_import_the_old_names():

@@ -6,6 +6,7 @@ from libc.string cimport memcpy
 
 from rcfmt._native.abi cimport KIND_VARBINARY, S_KIND, S_LARGE, S_WIDTH
 from rcfmt._native.filters cimport Flt
+from rcfmt._native.offsets cimport put_offset
 from rcfmt._native.pages cimport P_ARENA, P_AT, P_LEN
 
 cdef enum:
@@ -13,7 +14,6 @@ cdef enum:
     # are wanted has them read where they lie (a few shifts each when packed) instead of
     # decoding the page first
     GATHER_SPARSE = 8
-    I32_MAX = 0x7FFFFFFF
 
 
 cdef struct Col:
@@ -106,10 +106,7 @@ cdef inline int64_t _arena_bytes(int64_t vbytes, int64_t rows) noexcept nogil:
 
 cdef inline void _first_offset(Col* col, bint wide) noexcept nogil:
     """Offset 0 of a string/binary output (int64 when ``wide``, else int32)."""
-    if wide:
-        (<int64_t*>col.values)[0] = 0
-    else:
-        (<int32_t*>col.values)[0] = 0
+    put_offset(col.values, wide, 0, 0)
 
 
 cdef inline Py_ssize_t _page_selection(const Col* col, int64_t first, int64_t count, Py_ssize_t* cursor) noexcept nogil:

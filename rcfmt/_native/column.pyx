@@ -18,14 +18,15 @@ from rcfmt._native.pages cimport P_ARENA, P_AT, P_COLS, P_FIRST, P_LEN, P_NULLS,
 from rcfmt._native.pages cimport Failure, _bodies, _headers
 from rcfmt._native.filters cimport (F_NULLS, Filter, Flt, _codes_into, _filter_entries, _narrow_decimals_into,
                                     _put)
-from rcfmt._native.validate cimport decimal_row, utf8_row32, utf8_row64
+from rcfmt._native.offsets cimport offset_fits, put_offset
+from rcfmt._native.validate cimport decimal_row, utf8_row32, utf8_rows
 from rcfmt._native.abi cimport (C_DICT_LENGTH, C_DICT_SIZE, C_ENCODING, C_LENGTH, C_OFFSET, C_PAGES, KIND_BOOL,
                                 KIND_VARBINARY, S_DECIMAL, S_ENCODINGS, S_KIND, S_LARGE, S_PRECISION, S_SIGNED,
                                 S_UTF8, S_WIDTH, ST_CHUNK, ST_COUNTS, ST_DICTIONARY, ST_INVALID, ST_MEMORY, ST_PAGES,
                                 ST_TOO_BIG, ST_UNLISTED, ST_UNSUPPORTED, ST_VALUES)
 from rcfmt._native.format cimport (ENC_ALP, ENC_ALP_SPLIT, ENC_BITPACK, ENC_BYTE_SPLIT, ENC_DELTA, ENC_DELTA_LENGTH,
                                    ENC_DICTIONARY, ENC_PLAIN, ENC_RLE, MAX_PAGE_ROWS, PAGE_DATA, PAGE_DICTIONARY)
-from rcfmt._native.column cimport (GATHER_SPARSE, I32_MAX, Col, _arena_bytes, _body, _fail, _first_offset,
+from rcfmt._native.column cimport (GATHER_SPARSE, Col, _arena_bytes, _body, _fail, _first_offset,
                                    _page_selection, _round8, _round64, _values_bytes)
 from rcfmt._native.gather cimport (_gather_fixed, _gather_in_place, _gather_rows, _gather_validity,
                                    _gather_varbinary, _own_arena, _pack_bits, _widen_decimals)
@@ -257,22 +258,17 @@ cdef int _varbinary(Col* col, const uint8_t* buf, int64_t[:, ::1] t, Py_ssize_t 
         if _page_offsets(mode, _body(buf, col.arena, t, k, aligned), t[k, P_LEN], t[k, P_ROWS], local, &data,
                          &data_len) or pos + data_len > capacity:
             return _fail(col, ST_VALUES, k)
-        if not wide and pos + data_len > I32_MAX:
+        if not offset_fits(wide, pos + data_len):
             return _fail(col, ST_TOO_BIG, k)
         first = t[k, P_FIRST]
-        if wide:
-            for i in range(1, t[k, P_ROWS] + 1):
-                (<int64_t*>col.values)[first + i] = pos + local[i]
-        else:
-            for i in range(1, t[k, P_ROWS] + 1):
-                (<int32_t*>col.values)[first + i] = <int32_t>(pos + local[i])
+        for i in range(1, t[k, P_ROWS] + 1):
+            put_offset(col.values, wide, first + i, pos + local[i])
         if data_len:
             memcpy(col.data + pos, data, data_len)
         pos += data_len
     col.data_len = pos
     if col.s[S_UTF8]:
-        if (utf8_row64(col.data, pos, <const int64_t*>col.values, rows) if wide
-                else utf8_row32(col.data, pos, <const int32_t*>col.values, rows)) >= 0:
+        if utf8_rows(col.data, pos, col.values, wide, rows) >= 0:
             return _fail(col, ST_INVALID, -1)
     return 0
 
@@ -304,20 +300,16 @@ cdef int _varbinary_selected(Col* col, const uint8_t* buf, int64_t[:, ::1] t, Py
             m = local[col.sel[j] - first + 1] - a
             if pos + m > capacity:
                 return _fail(col, ST_VALUES, k)
-            if not wide and pos + m > I32_MAX:
+            if not offset_fits(wide, pos + m):
                 return _fail(col, ST_TOO_BIG, k)
             if m:
                 memcpy(col.data + pos, data + a, m)
             pos += m
-            if wide:
-                (<int64_t*>col.values)[j + 1] = pos
-            else:
-                (<int32_t*>col.values)[j + 1] = <int32_t>pos
+            put_offset(col.values, wide, j + 1, pos)
     col.data_len = pos
     col.data = <uint8_t*>tmp_shrink(col.data, pos + 1)  # (the owner keeps no more than it returns)
     if col.s[S_UTF8]:
-        if (utf8_row64(col.data, pos, <const int64_t*>col.values, col.nsel) if wide
-                else utf8_row32(col.data, pos, <const int32_t*>col.values, col.nsel)) >= 0:
+        if utf8_rows(col.data, pos, col.values, wide, col.nsel) >= 0:
             return _fail(col, ST_INVALID, -1)
     return 0
 

@@ -13,6 +13,7 @@ import numpy as np
 
 cimport numpy as cnp
 
+from rcfmt._native.offsets cimport get_offset
 from rcfmt._native.select cimport DT_I64, bits_into, member_into, range_into
 
 from rcfmt._native import select as _select
@@ -221,10 +222,7 @@ cdef void _filter_entries(const Flt* f, int kind, const uint8_t* values, const u
         return
     if f.kind == F_BYTES:
         for i in range(n):
-            if wide:
-                a, b = (<const int64_t*>values)[i], (<const int64_t*>values)[i + 1]
-            else:
-                a, b = (<const int32_t*>values)[i], (<const int32_t*>values)[i + 1]
+            a, b = get_offset(values, wide, i), get_offset(values, wide, i + 1)
             _put(o, i, _bytes_hit(f, data + a, b - a), and_into)
         return
     if f.kind == F_DECIMAL:

@@ -9,7 +9,8 @@ from libc.string cimport memcpy, memmove, memset
 
 from rcfmt._native.abi cimport (KIND_BOOL, KIND_VARBINARY, R_DICT, R_VALID, R_VALUES, S_KIND, S_LARGE, S_WIDTH,
                                  ST_MEMORY, ST_TOO_BIG)
-from rcfmt._native.column cimport (I32_MAX, Col, _arena_bytes, _fail, _first_offset, _round64, _values_bytes, tmp_alloc,
+from rcfmt._native.offsets cimport get_offset, offset_fits, put_offset
+from rcfmt._native.column cimport (Col, _arena_bytes, _fail, _first_offset, _round64, _values_bytes, tmp_alloc,
                                    tmp_free, tmp_shrink)
 
 
@@ -65,7 +66,7 @@ cdef int _gather_varbinary(Col* col, const uint8_t* d, const uint32_t* codes, in
     for i in range(rows):
         code = codes[i]
         total += off[code + 1] - off[code]
-    if not wide and total > I32_MAX:
+    if not offset_fits(wide, total):
         return _fail(col, ST_TOO_BIG, -1)
     col.data = <uint8_t*>tmp_alloc(total + 16)
     if col.data == NULL:
@@ -79,10 +80,7 @@ cdef int _gather_varbinary(Col* col, const uint8_t* d, const uint32_t* codes, in
         else:
             memcpy(col.data + pos, d + off[code], m)
         pos += m
-        if wide:
-            (<int64_t*>col.values)[i + 1] = pos
-        else:
-            (<int32_t*>col.values)[i + 1] = <int32_t>pos
+        put_offset(col.values, wide, i + 1, pos)
     col.data_len = pos
     return 0
 
@@ -179,7 +177,7 @@ cdef int _dictionary_values(Col* col, const int64_t* pos, int64_t n, int64_t* r)
         for j in range(n):
             code = codes[pos[j]]
             total += off[code + 1] - off[code]
-        if not wide and total > I32_MAX:
+        if not offset_fits(wide, total):
             return _fail(col, ST_TOO_BIG, -1)
         tmp_free(col.data)
         col.data = <uint8_t*>tmp_alloc(total + 1)
@@ -192,10 +190,7 @@ cdef int _dictionary_values(Col* col, const int64_t* pos, int64_t n, int64_t* r)
             if m:
                 memcpy(col.data + p, col.ddata + off[code], m)
             p += m
-            if wide:
-                (<int64_t*>col.values)[j + 1] = p
-            else:
-                (<int32_t*>col.values)[j + 1] = <int32_t>p
+            put_offset(col.values, wide, j + 1, p)
         col.data_len = p
     else:  # (the codes of the rows kept, then the values by them)
         picked = <uint32_t*>malloc(4 * n + 4)
@@ -260,19 +255,13 @@ cdef int _compact_in_place(Col* col, const int64_t* pos, int64_t n, int64_t* r) 
             return _fail(col, ST_MEMORY, -1)
         offsets[0] = 0
         for j in range(n):
-            if wide:
-                a, b = (<int64_t*>col.values)[pos[j]], (<int64_t*>col.values)[pos[j] + 1]
-            else:
-                a, b = (<int32_t*>col.values)[pos[j]], (<int32_t*>col.values)[pos[j] + 1]
+            a, b = get_offset(col.values, wide, pos[j]), get_offset(col.values, wide, pos[j] + 1)
             if b > a:
                 memmove(col.data + p, col.data + a, b - a)
             p += b - a
             offsets[j + 1] = p
         for j in range(n + 1):
-            if wide:
-                (<int64_t*>col.values)[j] = offsets[j]
-            else:
-                (<int32_t*>col.values)[j] = <int32_t>offsets[j]
+            put_offset(col.values, wide, j, offsets[j])
         free(offsets)
         col.data_len = p
         col.data = <uint8_t*>tmp_shrink(col.data, p + 1)  # (the owner keeps no more than it returns)

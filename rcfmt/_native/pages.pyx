@@ -40,6 +40,7 @@ from ..runtime import memory as _memory
 cimport numpy as cnp
 
 from rcfmt._native.checksum cimport crc32_raw
+from rcfmt._native.offsets cimport offset_fits, put_offset
 from rcfmt._native.codec_libs cimport (DEC_FAILED, DEC_NO_MEMORY, DEC_OK, DEC_SIZE, dctx_done, dctx_of_thread,
                                        decompress_native, zstd_error_name)
 from rcfmt._native.decoders cimport (_page_values, _page_offsets, MODE_BITPACK, MODE_BITPACK_DECIMAL, MODE_BOOL_PLAIN, MODE_BOOL_RLE, MODE_CODES, MODE_DELTA, MODE_PLAIN, MODE_RLE)
@@ -769,27 +770,19 @@ def decode_varbinary(PageRun run, int mode, out_offsets, uint8_t[::1] out_data):
     cdef uint32_t* local = <uint32_t*>a.scratch  # rows + 1 offsets fit in 8 * (rows + 2) bytes
     cdef const uint8_t* data = NULL
     cdef Py_ssize_t data_len = 0
-    cdef int32_t* o32 = <int32_t*>cnp.PyArray_DATA(o)
-    cdef int64_t* o64 = <int64_t*>cnp.PyArray_DATA(o)
+    cdef void* offsets = cnp.PyArray_DATA(o)
     cdef uint8_t* od = &out_data[0] if capacity else NULL
     try:
         with nogil:
-            if wide:
-                o64[0] = 0
-            else:
-                o32[0] = 0
+            put_offset(offsets, wide, 0, 0)
             for k in range(n):
                 if (_page_offsets(mode, _body(&a, t, k), t[k, P_LEN], t[k, P_ROWS], local, &data, &data_len)
-                        or pos + data_len > capacity or (not wide and pos + data_len > 0x7FFFFFFF)):
+                        or pos + data_len > capacity or not offset_fits(wide, pos + data_len)):
                     bad = k
                     break
                 first = t[k, P_FIRST]
-                if wide:
-                    for i in range(1, t[k, P_ROWS] + 1):
-                        o64[first + i] = pos + local[i]
-                else:
-                    for i in range(1, t[k, P_ROWS] + 1):
-                        o32[first + i] = <int32_t>(pos + local[i])
+                for i in range(1, t[k, P_ROWS] + 1):
+                    put_offset(offsets, wide, first + i, pos + local[i])
                 if data_len:
                     memcpy(od + pos, data, data_len)
                 pos += data_len
