@@ -102,7 +102,8 @@ class PredicateGenerator:
         if pa.types.is_string(t) and r < 0.35:
             prefix = self._prefix(values)
             like = prefix.replace("%", "").replace("_", "").replace("\\", "") + ("%" if rng.random() < 0.8 else "")
-            return Leaf(f"{c} LIKE {_quote(like)}", f"{d} LIKE {_duck_quote(like)}")
+            neg = " NOT" if rng.random() < 0.3 else ""
+            return Leaf(f"{c}{neg} LIKE {_quote(like)}", f"{d}{neg} LIKE {_duck_quote(like)}")
         if r < 0.45:
             lo, hi = self.literal(t, self._value(values)), self.literal(t, self._value(values))
             neg = " NOT" if rng.random() < 0.3 else ""

@@ -104,6 +104,9 @@ class _Translator:
     # ---------------------------------------------------------------- predicates
     def predicate(self, node, neg: bool = False):
         exp = self.exp
+        unknown = [key for key, value in node.args.items() if value and key not in _PREDICATE_ARGS]
+        if unknown:  # a modifier this translation does not know (e.g. BETWEEN SYMMETRIC) would change the rows
+            raise _fail(node, f"has {', '.join(sorted(unknown)).upper()}, which the filter option does not translate")
         if isinstance(node, exp.Paren):
             return self.predicate(node.this, neg)
         if isinstance(node, (exp.And, exp.Or)):
@@ -144,9 +147,9 @@ class _Translator:
                        for v in node.expressions]
             found = col(name).isin(members)
             return ~found if neg else found
-        if isinstance(node, exp.Like):
+        if isinstance(node, exp.Like):  # ``x NOT LIKE p`` is a Like with ``negate``
             found = self._like(node)
-            return ~found if neg else found
+            return ~found if neg != bool(node.args.get("negate")) else found
         if isinstance(node, exp.ArrayContains):  # array_contains(tags, 'x')
             name = self._column(node.this)
             t = self.schema.field(name).type
@@ -350,6 +353,8 @@ class _Translator:
         raise _fail(node, "casts to a type the filter option does not translate")
 
 
+#: the arguments of the predicate nodes translated (any other one set is refused by name)
+_PREDICATE_ARGS = frozenset({"this", "expression", "expressions", "low", "high", "negate", "query", "unnest"})
 _COMPLEMENT = {"==": "!=", "!=": "==", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}  # NOT, on non-NULL values
 _FLIPPED = {"==": "==", "!=": "!=", ">": "<", ">=": "<=", "<": ">", "<=": ">="}  # operands swapped
 

@@ -53,7 +53,7 @@ def duckdb_ids(con, sql: str) -> list[int]:
     "d >= DATE '2024-01-10'", "d < '2024-01-05'", "ts > TIMESTAMP '2023-11-20 00:00:00+00:00'",
     "ntz <= TIMESTAMP '2023-11-15 01:00:00'", "dec < 1.5", "dec >= CAST('-2.25' AS DECIMAL(10,2))",
     "f > -1.5e0", "f >= 0", "NOT (f > 1)", "f < 1", "b", "NOT b", "(id < 3) OR (id > 590 AND p = 1)", "ID = 7",
-    "`s` = 'zz1'", "big > 1000000000000000000",
+    "`s` = 'zz1'", "big > 1000000000000000000", "s NOT LIKE 'ab%'", "NOT s NOT LIKE 'ab%'", "s NOT LIKE 'ab3'",
 ])
 def test_translations_select_what_sql_selects(sql, written, duck):
     """Each predicate, translated, selects the rows DuckDB's SQL selects on the same
@@ -66,7 +66,7 @@ def test_translations_select_what_sql_selects(sql, written, duck):
     ("s LIKE '%b'", "wildcards"), ("s LIKE 'a_b%'", "wildcards"), ("id = NULL", "NULL"),
     ("id IN (SELECT 1)", "subquery"), ("nope = 1", "unknown column"), ("", "empty"), ("id =", "not a SQL"),
     ("TRUE", "constant"), ("i32", "not a boolean"), ("d < DATE 'x'", "valid literal"),
-    ("ts > TIMESTAMP '2023-11-20 00:00:00'", "session time zone"),
+    ("ts > TIMESTAMP '2023-11-20 00:00:00'", "session time zone"), ("id BETWEEN SYMMETRIC 9 AND 3", "SYMMETRIC"),
 ])
 def test_untranslatable_parts_are_refused_by_name(sql, part):
     with pytest.raises(InvalidOptionError, match=part):
