@@ -5,7 +5,7 @@ Kernels return a non-negative result or a negative status; the Python wrappers i
 :mod:`rcfmt.encodings` turn a status into :class:`CorruptFileError`.
 """
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t
-from libc.string cimport memcpy
+from libc.string cimport memcmp, memcpy
 
 import numpy as np
 cimport numpy as cnp
@@ -138,3 +138,28 @@ def concat(list offsets_list, list data_list, bint large=False):
         pos = _copy_part(off, data, out_offsets, out_data, row, pos)
         row += off.shape[0] - 1
     return out_offsets, out_data
+
+
+def prefix_mask(const offset_t[::1] offsets, const uint8_t[::1] data, const uint8_t[::1] prefix, bint negated,
+                uint8_t[::1] out):
+    """``out[i]`` = 1 where value ``i`` (``data[offsets[i]:offsets[i+1]]``) starts with
+    ``prefix`` (``negated``: where it does not), else 0. Returns 0, or -1 when an offset
+    falls outside ``data`` or runs backwards (nothing read out of bounds)."""
+    cdef Py_ssize_t i, n = offsets.shape[0] - 1
+    cdef int64_t start, end, p = prefix.shape[0], size = data.shape[0]
+    cdef const uint8_t* d = &data[0] if size else NULL
+    cdef const uint8_t* want = &prefix[0] if p else NULL
+    cdef bint hit, bad = False
+    if n < 0:
+        return 0
+    if out.shape[0] < n:
+        raise ValueError("out is shorter than the values")
+    with nogil:
+        for i in range(n):
+            start, end = offsets[i], offsets[i + 1]
+            if start < 0 or end < start or end > size:
+                bad = True
+                break
+            hit = end - start >= p and (p == 0 or memcmp(d + start, want, p) == 0)
+            out[i] = hit != negated
+    return -1 if bad else 0

@@ -32,7 +32,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..runtime import memory
-from .._native import select as _select
+from .._native import select as _select, varbinary as _varbinary
 from ..encodings.base import ColumnValues
 from ..errors import CorruptFileError
 from ..schema.arrow_io import Bitmap, to_arrow
@@ -145,7 +145,42 @@ def _small_strings_mask(leaf: Cmp, values: ColumnValues) -> np.ndarray:
                        bool, len(offsets) - 1)
 
 
+def _prefix_mask(leaf: Prefix, values: ColumnValues) -> np.ndarray:
+    """startswith (or not) on strings or binaries, by bytes: a UTF-8 prefix of bytes is
+    a prefix of code points, as Arrow's ``starts_with`` means it (native: no Arrow
+    compute, whose import a first filtered read would pay)."""
+    out = memory.empty(len(values), bool)
+    data = np.ascontiguousarray(values.values).view(np.uint8)
+    status = _varbinary.prefix_mask(np.ascontiguousarray(values.offsets), data, np.frombuffer(leaf.prefix, np.uint8),
+                                    leaf.negated, out.view(np.uint8))
+    if status < 0:  # (decoded offsets are checked: only a bug reaches this)
+        raise CorruptFileError(f"string offsets outside their data in column {leaf.column.name!r}")
+    return out
+
+
+def _integer_set_mask(leaf: InSet, values: np.ndarray, valid) -> np.ndarray | None:
+    """IN / NOT IN on an integer-stored column, natively, with SQL's NULLs (a NULL row is
+    never TRUE; NOT IN a list holding NULL is never TRUE); None when a member does not
+    fit the values' dtype (Arrow decides those)."""
+    info = np.iinfo(values.dtype)
+    if not all(isinstance(v, int) and info.min <= v <= info.max for v in leaf.values):
+        return None
+    if leaf.negated and leaf.has_null:
+        return np.zeros(len(values), bool)
+    out = memory.empty(len(values), bool)
+    _select.member_mask(np.ascontiguousarray(values), np.array(leaf.values, values.dtype), leaf.negated,
+                        out.view(np.uint8), False)
+    return out if valid is None else out & valid
+
+
 def _values_mask(leaf: Leaf, values: ColumnValues, valid, ltype: LogicalType) -> np.ndarray:
+    if isinstance(leaf, Prefix):  # (NULL rows are NULL either way: never TRUE)
+        mask = _prefix_mask(leaf, values)
+        return mask if valid is None else mask & valid
+    if isinstance(leaf, InSet) and _numeric(ltype) and values.values.dtype.kind in "iu":
+        mask = _integer_set_mask(leaf, values.values, valid)
+        if mask is not None:
+            return mask
     if (isinstance(leaf, Cmp) and valid is None and ltype.name in ("string", "binary")
             and isinstance(leaf.value, (str, bytes)) and len(values) <= _SMALL_DICTIONARY):
         return _small_strings_mask(leaf, values)

@@ -283,3 +283,85 @@ def test_small_dictionaries_compare_strings_as_arrow_does(arrow_type):
             leaf = to_nnf(bind(expr, table.schema))
             got = _values_mask(leaf, values, None, ltype)
             assert got.tolist() == selection_mask(expr, table).tolist(), (op, literal)
+
+
+# ---------------------------------------------------------------- prefixes (numpy, not Arrow compute)
+_PREFIX_TEXTS = st.text(alphabet=st.sampled_from("ab\u00e9\u4e2d\U0001f600"), max_size=6)
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(values=st.lists(st.one_of(st.none(), _PREFIX_TEXTS), max_size=40), prefix=_PREFIX_TEXTS,
+       negated=st.booleans(), skip=st.integers(0, 3), binary=st.booleans(), large=st.booleans())
+def test_prefix_mask_selects_what_arrow_starts_with_selects(values, prefix, negated, skip, binary, large):
+    """startswith / NOT startswith on strings or binaries (NULLs, the empty prefix,
+    multi-byte characters, values shorter than the prefix, offsets not starting at 0,
+    32- and 64-bit offsets) against pyarrow.compute.starts_with, NULL rows never TRUE."""
+    import pyarrow.compute as pc
+
+    from rcfmt.encodings.base import ColumnValues
+    from rcfmt.predicate import evaluate
+    from rcfmt.predicate.bind import bind
+    from rcfmt.predicate.nnf import to_nnf
+
+    kind = (pa.large_binary() if large else pa.binary()) if binary else (pa.large_string() if large else pa.string())
+    arr = pa.array([v if v is None or not binary else v.encode() for v in values], kind).slice(min(skip, len(values)))
+    literal = prefix.encode() if binary else prefix
+    expr = rcfmt.col("s").startswith(literal)
+    leaf = to_nnf(bind(~expr if negated else expr, pa.schema([("s", kind)])))
+    offsets = np.frombuffer(arr.buffers()[1], np.int64 if large else np.int32)[arr.offset:arr.offset + len(arr) + 1]
+    data = np.frombuffer(arr.buffers()[2], np.uint8) if arr.buffers()[2] is not None else np.zeros(0, np.uint8)
+    valid = arr.is_valid().to_numpy(zero_copy_only=False)
+    got = evaluate._values_mask(leaf, ColumnValues(data, offsets), valid, leaf.column.ltype)
+    hit = pc.starts_with(arr, pattern=literal)
+    want = (pc.invert(hit) if negated else hit).fill_null(False).to_numpy(zero_copy_only=False)
+    assert got.tolist() == want.tolist()
+
+
+@pytest.mark.parametrize("offsets", [[0, 2, 9], [0, 3, 2], [-1, 2, 3], [0, 2, 4]])
+def test_prefix_kernel_reads_nothing_outside_its_data(offsets):
+    """Offsets past the data or running backwards are a status, never a read out of
+    bounds ([0, 2, 4] is the in-bounds control)."""
+    from rcfmt._native import varbinary
+
+    out = np.zeros(2, np.uint8)
+    status = varbinary.prefix_mask(np.array(offsets, np.int64), np.frombuffer(b"abab", np.uint8),
+                                   np.frombuffer(b"ab", np.uint8), False, out)
+    assert status == (0 if offsets == [0, 2, 4] else -1)
+    if status == 0:
+        assert out.tolist() == [1, 1]
+
+
+# ---------------------------------------------------------------- integer sets (native, not Arrow compute)
+_INT_TYPES = [pa.int8(), pa.uint8(), pa.int16(), pa.int32(), pa.uint32(), pa.int64(), pa.uint64(), pa.date32()]
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(data=st.data(), kind=st.sampled_from(_INT_TYPES), negated=st.booleans())
+def test_integer_set_mask_follows_sql(data, kind, negated):
+    """IN / NOT IN on integer-stored columns against SQL's rules computed in Python:
+    NULL rows never TRUE, NOT IN a list holding NULL never TRUE, members beyond the
+    column's range (small and large sets: the bit-table and the linear kernels)."""
+    from rcfmt.encodings.base import ColumnValues
+    from rcfmt.predicate import evaluate
+    from rcfmt.predicate.bind import bind
+    from rcfmt.predicate.nnf import to_nnf
+
+    storage = pa.int32() if kind == pa.date32() else kind
+    info = np.iinfo(storage.to_pandas_dtype())
+    lo, hi = (-719_162, 2_932_896) if kind == pa.date32() else (info.min, info.max)  # (Python's dates)
+    near = st.integers(max(lo, -40), min(hi, 40)) | st.sampled_from([lo, hi])
+    values = data.draw(st.lists(st.none() | near, max_size=40))
+    members = data.draw(st.lists(st.none() | near | st.integers(-(2**64), 2**64).filter(
+        lambda m: kind != pa.date32() or lo <= m <= hi), max_size=30))
+    in_range = [m for m in members if m is not None and lo <= m <= hi]
+    literal = [None if m is None else (dt.date(1970, 1, 1) + dt.timedelta(days=m) if kind == pa.date32() else m)
+               for m in (in_range + [None] * (None in members))]
+    expr = rcfmt.col("x").isin(literal)
+    leaf = to_nnf(bind(~expr if negated else expr, pa.schema([("x", kind)])))
+    raw = np.array([0 if v is None else v for v in values], storage.to_pandas_dtype())
+    valid = np.array([v is not None for v in values], bool)
+    got = evaluate._values_mask(leaf, ColumnValues(raw), valid, leaf.column.ltype)
+    members_set, has_null = set(in_range), None in members
+    want = [v is not None and ((v not in members_set and not has_null) if negated else v in members_set)
+            for v in values]
+    assert got.tolist() == want
