@@ -3,7 +3,7 @@ filtered read, a full read, a write, ``open`` + ``schema`` and the CLI's ``head`
 ``inspect``, ``check`` and ``meta`` import nothing but the standard library, numpy,
 pyarrow (not ``pyarrow.compute``: 25 ms), zstandard, lz4 and orjson -- no pandas (0.2 s,
 which ``pa.array`` and ``pa.scalar`` pull in on their first call), no Polars, no cloud
-SDK. Counted in fresh interpreters, not timed (bench/bench_cold.py times them)."""
+SDK, no sqlglot for a plain SQL predicate. Counted in fresh interpreters, not timed (bench/bench_cold.py times them)."""
 from __future__ import annotations
 
 import json
@@ -92,6 +92,14 @@ def _check(got: dict, what: str) -> None:
         scan = scan_fragments(ds.get_fragments(), ds.schema, ['k', 'x'], col('k') < 25_000, use_threads=False)
         batches = list(scan.iter_batches(65536))
     """),
+    ("the filter option's parse (Spark's relation option)", """
+        import sys, rcfmt
+        from rcfmt.predicate.sql_filter import parse_filter
+        f = rcfmt.open(sys.argv[1])
+        expr = parse_filter("(k BETWEEN 3 AND 9 OR k IN (40, NULL)) AND s NOT LIKE 's1%' AND x <= double('NaN')",
+                            f.schema)
+        t = rcfmt.read_table(sys.argv[1], filter=expr)
+    """),
     ("a write", """
         import sys, numpy as np, pyarrow as pa, rcfmt
         t = rcfmt.read_table(sys.argv[1])
@@ -103,16 +111,20 @@ def test_first_calls_import_only_what_they_need(files, what, code):
     _check(_modules(code, path), what)
 
 
-@pytest.mark.parametrize("command", ["head", "inspect", "check", "meta", "schema"])
-def test_the_cli_starts_without_heavy_imports(files, command):
+@pytest.mark.parametrize("command, options", [
+    ("head", []), ("inspect", []), ("check", []), ("meta", []), ("schema", []),
+    # (a plain SQL predicate is parsed by rcfmt itself: no sqlglot, 0.15 s)
+    ("head", ["--filter", "k < 5 AND s NOT LIKE 's1%' AND d >= DATE '1970-01-01'"]),
+])
+def test_the_cli_starts_without_heavy_imports(files, command, options):
     path, _ = files
     code = f"""
         import io, contextlib, sys
         from rcfmt.cli import main
         with contextlib.redirect_stdout(io.StringIO()):
-            assert main([{command!r}, sys.argv[1]]) == 0
+            assert main([{command!r}, sys.argv[1], *{options!r}]) == 0
     """
-    _check(_modules(code, path), f"rcfmt {command}")
+    _check(_modules(code, path), f"rcfmt {command} {' '.join(options)}")
 
 
 def test_the_count_sees_a_heavy_import():

@@ -39,10 +39,8 @@ def _table_text(rows: list[dict], columns: list[str]) -> str:
 def _filter(text: str | None, schema):
     if text is None:
         return None
-    try:
-        from ..predicate.sql_filter import parse_filter
-    except ImportError:  # pragma: no cover - sqlglot missing
-        raise RcfmtError("--filter needs sqlglot: pip install 'rcfmt[spark]' (or sqlglot)") from None
+    from ..predicate.sql_filter import parse_filter
+
     return parse_filter(text, schema)
 
 

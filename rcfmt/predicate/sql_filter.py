@@ -1,5 +1,6 @@
 """The ``filter`` read option: a Spark SQL predicate translated exactly into an rcfmt
-expression (parsed with sqlglot's Spark dialect).
+expression (parsed by :mod:`rcfmt.predicate.sql_parse` when it can, else with sqlglot's
+Spark dialect; both give trees of one shape, which this module translates).
 
 Translated: ``= <> != < <= > >= <=>`` between a column and a literal (either side),
 ``BETWEEN``, ``IN (literals, NULL)``, ``IS [NOT] NULL``, ``LIKE 'prefix%'`` (and ``LIKE``
@@ -47,19 +48,38 @@ def _fail(node, why: str = "cannot be translated exactly") -> InvalidOptionError
 
 def parse_filter(text: str, schema: pa.Schema):
     """The rcfmt expression of the SQL predicate ``text`` over ``schema`` (bound once to
-    check columns and literal types)."""
+    check columns and literal types). Common predicates are parsed without sqlglot
+    (:mod:`rcfmt.predicate.sql_parse`, into trees of sqlglot's shape); the rest, and
+    every refusal (so that its message names the part as sqlglot writes it), go through
+    sqlglot."""
+    if not isinstance(text, str) or not text.strip():
+        raise InvalidOptionError("filter option: an empty predicate")
+    from rcfmt.predicate import sql_parse
+
+    tree, refused = sql_parse.parse(text), None
+    if tree is not None:
+        try:
+            return _translated(sql_parse, tree, schema)
+        except InvalidOptionError as exc:
+            refused = exc
     try:
         import sqlglot
         from sqlglot import exp
         from sqlglot.errors import ParseError
     except ImportError:  # pragma: no cover - sqlglot is in the spark extra
-        raise InvalidOptionError("the filter option needs sqlglot: pip install 'rcfmt[spark]'") from None
-    if not isinstance(text, str) or not text.strip():
-        raise InvalidOptionError("filter option: an empty predicate")
+        if refused is not None:
+            raise refused from None
+        raise InvalidOptionError(f"filter option: {text!r} needs sqlglot (rcfmt parses the common predicates "
+                                 "itself, not this one): pip install 'rcfmt[spark]'") from None
     try:
         tree = sqlglot.parse_one(text, read="spark")
     except ParseError as exc:
         raise InvalidOptionError(f"filter option: not a SQL predicate: {exc}") from None
+    return _translated(exp, tree, schema)
+
+
+def _translated(exp, tree, schema: pa.Schema):
+    """The expression of ``tree`` (nodes of namespace ``exp``), bound once to check it."""
     expr = _Translator(exp, schema).predicate(tree)
     from rcfmt.predicate.bind import bind
 
