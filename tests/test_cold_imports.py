@@ -127,6 +127,27 @@ def test_the_cli_starts_without_heavy_imports(files, command, options):
     _check(_modules(code, path), f"rcfmt {command} {' '.join(options)}")
 
 
+#: standard modules a process that runs no thread pool and reads local files need not
+#: import (concurrent.futures brings logging: 4 ms; urllib.parse brings ipaddress: 2 ms)
+UNPOOLED = ("concurrent.futures", "logging", "urllib.parse")
+
+
+@pytest.mark.parametrize("what, code", [
+    ("a lookup", "import sys, rcfmt; rcfmt.read_table(sys.argv[1], filter=rcfmt.col('k') == 31337, use_threads=False)"),
+    ("open + schema", "import sys, rcfmt; f = rcfmt.open(sys.argv[1]); f.schema; f.num_rows"),
+    *[(f"rcfmt {command}", f"""
+        import io, contextlib, sys
+        from rcfmt.cli import main
+        with contextlib.redirect_stdout(io.StringIO()):
+            main([{command!r}, sys.argv[1]])
+    """) for command in ("head", "inspect")],
+])
+def test_unthreaded_local_reads_import_no_pool_or_url_modules(files, what, code):
+    path, _ = files
+    got = [m for m in UNPOOLED if m in _modules(code, path)["modules"]]
+    assert not got, f"{what} imported {got}"
+
+
 def test_the_count_sees_a_heavy_import():
     """(The check itself: pandas, or pyarrow.compute alone, is seen.)"""
     with pytest.raises(AssertionError, match="pandas"):

@@ -27,7 +27,6 @@ from libc.string cimport memcpy, memset
 
 cimport numpy as cnp
 import math
-from fractions import Fraction
 
 import numpy as np
 
@@ -341,6 +340,8 @@ _INT_LIMITS = {np.dtype(t): (int(np.iinfo(t).min), int(np.iinfo(t).max))
 
 
 def _negated(v):
+    from fractions import Fraction  # (1 ms at import; only float, Decimal and Fraction bounds use it)
+
     return -Fraction(v) if not (isinstance(v, float) and not math.isfinite(v)) else -v
 
 
@@ -354,6 +355,8 @@ def _least_above(v, bint strict, mn, mx):
         if v != v:
             raise ValueError("a NaN bound holds no integer")
         return mn if v < 0 else mx + 1
+    from fractions import Fraction
+
     f = Fraction(v)
     return math.floor(f) + 1 if strict else math.ceil(f)
 

@@ -11,7 +11,6 @@ the file's own skipping scan (blocks, pages, late materialization).
 from __future__ import annotations
 
 import contextlib
-from concurrent.futures import wait
 from dataclasses import dataclass, fields as dc_fields, replace
 from typing import Iterator, NamedTuple, Sequence
 
@@ -21,7 +20,7 @@ import pyarrow as pa
 from ..errors import CorruptFileError, InvalidOptionError, SchemaError
 from ..storage.fetch import FetchOptions, check_fetch
 from ..storage.paths import is_remote
-from ..runtime.threads import MAX_FILE_THREADS, shared_pool
+from ..runtime.threads import MAX_FILE_THREADS, shared_pool, wait_all
 from ..interop.arrow import export_stream
 from ..interop import cdata
 from ..schema.arrow_io import filter_rows, int64_array
@@ -383,7 +382,7 @@ class DatasetScan:
             # (each file scanned on one thread: nothing on this pool waits for it; every
             # file's scan ends, its file closed, before the first error is raised)
             futures = [shared_pool("files", MAX_FILE_THREADS).submit(fn, fr, False) for fr in frags]
-            wait(futures)
+            wait_all(futures)
             return [f.result() for f in futures]
         return [fn(fr, self.use_threads) for fr in frags]
 

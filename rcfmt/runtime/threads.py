@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
-__all__ = ["MAX_CPU_THREADS", "MAX_FILE_THREADS", "cpu_threads", "shared_pool"]
+if TYPE_CHECKING:  # (concurrent.futures imports logging: 4 ms a process that runs no pool need not pay)
+    from concurrent.futures import ThreadPoolExecutor
+
+__all__ = ["MAX_CPU_THREADS", "MAX_FILE_THREADS", "cpu_threads", "shared_pool", "wait_all"]
 
 #: threads that decode blocks of one file, or encode the chunks of a block, at most
 MAX_CPU_THREADS = 8
@@ -42,8 +45,19 @@ def shared_pool(name: str, limit: int = MAX_CPU_THREADS) -> ThreadPoolExecutor:
     with _LOCK:
         pool = _POOLS.get(name)
         if pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
             pool = _POOLS[name] = ThreadPoolExecutor(cpu_threads(limit), thread_name_prefix=f"rcfmt-{name}")
         return pool
+
+
+def wait_all(futures) -> None:
+    """Wait until every one of ``futures`` is done (none: imports nothing)."""
+    futures = list(futures)
+    if futures:
+        from concurrent.futures import wait
+
+        wait(futures)
 
 
 def _forget_pools() -> None:

@@ -15,7 +15,6 @@ the "columns" pool, and the nested fields assembled there beside them.
 """
 from __future__ import annotations
 
-from concurrent.futures import wait
 
 import numpy as np
 import pyarrow as pa
@@ -24,7 +23,7 @@ from .._native import pageindex as _pageindex
 from ..encodings.base import ColumnValues
 from ..encodings.dictionary import take as dictionary_take
 from ..errors import CorruptFileError
-from ..runtime.threads import cpu_threads, shared_pool
+from ..runtime.threads import cpu_threads, shared_pool, wait_all
 from ..schema.arrow_io import int64_array, take as arrow_take, to_arrow
 from ..schema.nested import assemble as nested_assemble
 from ..schema.nested import list_node as nested_list_node
@@ -135,7 +134,7 @@ class BlockExecutor:
                                  cache, stats), stats
         finally:
             if nested:
-                wait(nested.values())
+                wait_all(nested.values())
 
     def _filter_bytes(self, plan: BlockPlan, columns: BlockColumns, cache: dict, stats: ScanStats, fetched):
         """``(buffer, base, page tables or None)`` of the filter columns (``columns``) of
@@ -289,7 +288,7 @@ class BlockExecutor:
             got = [self.programs.columns(groups[0]).run(buf, base, block, rows, verify, selected=wanted,
                                                         pages=tables(groups[0]))]
         finally:
-            wait(futures)
+            wait_all(futures)
         got += [f.result() for f in futures]
         by_col = {}
         for group, (outputs, _, _) in zip(groups, got):

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from concurrent.futures import wait
 from itertools import islice
 from typing import Iterator
 
-from ..runtime.threads import shared_pool
+from ..runtime.threads import shared_pool, wait_all
 
 __all__ = ["Probe", "blocks_worth_threads", "column_groups", "map_blocks", "PARALLEL_BLOCK_BYTES", "PROBE_BLOCKS",
            "STREAM_WINDOW", "TAKE_THREADED_CELLS", "take_worth_threads"]
@@ -138,4 +137,4 @@ def map_blocks(fn, blocks: list[int], use_threads: bool, window: int | None = No
     finally:
         for future in pending:
             future.cancel()
-        wait(pending)
+        wait_all(pending)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import re
-from urllib.parse import unquote, urlsplit
 
 from ..errors import InvalidOptionError, UnsupportedError
 
@@ -40,6 +39,8 @@ def fspath(where) -> str:
 
 def file_uri(path: str) -> str:
     """The absolute local path a ``file://`` URI names (no host, or ``localhost``)."""
+    from urllib.parse import unquote, urlsplit  # (not imported by local paths: 2 ms with ipaddress)
+
     parts = urlsplit(path)
     if parts.netloc not in ("", "localhost"):
         raise UnsupportedError(f"{path!r}: file:// URIs with a host ({parts.netloc!r}) are not supported")
@@ -82,12 +83,16 @@ def scheme_of(uri: str) -> str:
 
 def bucket_and_key(uri: str) -> tuple[str, str]:
     """``(bucket, key)`` of an ``s3://`` or ``gs://`` URI."""
+    from urllib.parse import unquote, urlsplit
+
     parts = urlsplit(uri)
     return parts.netloc, unquote(parts.path).lstrip("/")
 
 
 def inner_path(uri: str) -> str:
     """``bucket/key`` of an ``s3://`` or ``gs://`` URI, as ``pyarrow.fs`` names it."""
+    from urllib.parse import unquote, urlsplit
+
     parts = urlsplit(uri)
     return f"{parts.netloc}{unquote(parts.path)}".rstrip("/")
 
