@@ -77,6 +77,7 @@ def cases(rc: Path, pq_path: Path) -> dict[str, list[str]]:
                                    f"columns=['l_orderkey', 'l_shipdate'], filter={window})"],
         "rcfmt open + schema": [py, "-c", f"import rcfmt; rcfmt.open({str(rc)!r}).schema"],
         "rcfmt head": [py, "-m", "rcfmt.cli", "head", str(rc)],
+        "rcfmt head --filter": [py, "-m", "rcfmt.cli", "head", str(rc), "--filter", f"l_orderkey = {KEY}"],
         "rcfmt inspect": [py, "-m", "rcfmt.cli", "inspect", str(rc)],
         "rcfmt head, flights": [py, "-m", "rcfmt.cli", "head", str(_flights())],
         "rcfmt inspect, flights": [py, "-m", "rcfmt.cli", "inspect", str(_flights())],
@@ -85,6 +86,7 @@ def cases(rc: Path, pq_path: Path) -> dict[str, list[str]]:
 
 #: each case's reference (the issue's targets): ratio = case / reference
 REFERENCES = {"rcfmt lookup": "polars lookup", "rcfmt window": "polars window", "rcfmt head": "import pyarrow",
+              "rcfmt head --filter": "polars lookup",
               "rcfmt inspect": "import pyarrow", "rcfmt open + schema": "import pyarrow",
               "rcfmt head, flights": "import pyarrow", "rcfmt inspect, flights": "import pyarrow"}
 

@@ -124,7 +124,8 @@ class _Translator:
     # ---------------------------------------------------------------- predicates
     def predicate(self, node, neg: bool = False):
         exp = self.exp
-        unknown = [key for key, value in node.args.items() if value and key not in _PREDICATE_ARGS]
+        known = _PREDICATE_ARGS | ({"negate"} if isinstance(node, exp.Like) else set())
+        unknown = [key for key, value in node.args.items() if value and key not in known]
         if unknown:  # a modifier this translation does not know (e.g. BETWEEN SYMMETRIC) would change the rows
             raise _fail(node, f"has {', '.join(sorted(unknown)).upper()}, which the filter option does not translate")
         if isinstance(node, exp.Paren):
@@ -374,7 +375,8 @@ class _Translator:
 
 
 #: the arguments of the predicate nodes translated (any other one set is refused by name)
-_PREDICATE_ARGS = frozenset({"this", "expression", "expressions", "low", "high", "negate", "query", "unnest"})
+#: (``negate`` only on LIKE, where it means NOT LIKE; ``query``/``unnest``: IN refuses them by name)
+_PREDICATE_ARGS = frozenset({"this", "expression", "expressions", "low", "high", "query", "unnest"})
 _COMPLEMENT = {"==": "!=", "!=": "==", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}  # NOT, on non-NULL values
 _FLIPPED = {"==": "==", "!=": "!=", ">": "<", ">=": "<=", "<": ">", "<=": ">="}  # operands swapped
 

@@ -73,6 +73,21 @@ def test_untranslatable_parts_are_refused_by_name(sql, part):
         parse_filter(sql, SCHEMA)
 
 
+def test_a_modifier_the_translation_does_not_know_is_refused_not_dropped():
+    """A flag sqlglot may set on a node (as it set ``negate`` on LIKE for NOT LIKE) is
+    refused by name unless the translation reads it: an IN carrying ``negate`` is not
+    read as IN."""
+    from sqlglot import exp
+
+    from rcfmt.predicate.sql_filter import _Translator
+
+    node = exp.In(this=exp.column("i32"), expressions=[exp.Literal.number(1)], negate=True)
+    with pytest.raises(InvalidOptionError, match="NEGATE"):
+        _Translator(exp, SCHEMA).predicate(node)
+    like = exp.Like(this=exp.column("s"), expression=exp.Literal.string("ab%"), negate=True)
+    assert repr(_Translator(exp, SCHEMA).predicate(like)) == repr(~rcfmt.col("s").startswith("ab"))
+
+
 # ---------------------------------------------------------------- NaN literals (issue: the relation lost rows)
 NAN_CASES = [
     # (Spark SQL, the same in DuckDB's spelling)
