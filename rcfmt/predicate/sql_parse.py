@@ -353,19 +353,18 @@ class _Parser:
         return tree
 
     def disjunction(self) -> Node:
-        start = self.peek()[2]
-        left = self.conjunction()
-        while self.at("word", "OR"):
-            self.take()
-            left = self.node(Or, start, this=left, expression=self.conjunction())
-        return left
+        return self.chain("OR", Or, self.conjunction)
 
     def conjunction(self) -> Node:
+        return self.chain("AND", And, self.negation)
+
+    def chain(self, word: str, cls, operand) -> Node:
+        """``operand (word operand)*``, left-associative (as sqlglot nests them)."""
         start = self.peek()[2]
-        left = self.negation()
-        while self.at("word", "AND"):
+        left = operand()
+        while self.at("word", word):
             self.take()
-            left = self.node(And, start, this=left, expression=self.negation())
+            left = self.node(cls, start, this=left, expression=operand())
         return left
 
     def negation(self) -> Node:
