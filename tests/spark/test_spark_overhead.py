@@ -19,7 +19,9 @@ from spark_sample import stats_records  # noqa: E402
 #: modules no read path of the Spark source needs (pandas is pyspark's own: its workers
 #: import it, so it is told apart by comparing with the floor source)
 NEVER = {"polars", "duckdb", "hypothesis", "boto3", "botocore", "azure", "google", "fsspec", "s3fs", "pytest",
-         "pyroaring", "lance", "vortex", "deltalake", "matplotlib", "zstandard", "lz4"}
+         "pyroaring", "lance", "vortex", "deltalake", "matplotlib", "zstandard", "lz4",
+         # (the relation filter `k = ...` is parsed by rcfmt itself: sqlglot's import is 0.15 s)
+         "sqlglot"}
 #: third-party modules a task of the rcfmt source may import beyond the floor source's
 #: (rcfmt itself and the footer's JSON parser; numpy and pyarrow the floor has already)
 TASK_MAY_ADD = {"rcfmt", "orjson"}
