@@ -6,7 +6,7 @@ footer. Column chunks are read with positional reads (thread-safe), one per chun
 from __future__ import annotations
 
 import threading
-from typing import Iterator, Sequence
+from typing import TYPE_CHECKING, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -29,10 +29,12 @@ from ..storage.registry import open_input
 from ..interop.arrow import export_stream
 from ..schema.arrow_io import to_arrow
 from ..schema.names import ambiguous_name, name_index
-from .chunks import ChunkDecoder
 from .footer_cache import FOOTERS, CachedTail
 from .page_index_cache import PAGE_INDEX_CACHE_BYTES, PageIndexCache  # noqa: F401 (PAGE_INDEX_CACHE_BYTES: its old home)
 from .page_index_cache import SHARED as SHARED_PAGE_INDEXES
+
+if TYPE_CHECKING:  # (the chunk decoders and their kernels load with the first decode: an open needs none)
+    from .chunks import ChunkDecoder
 
 __all__ = ["RcfmtFile", "open", "read_table"]
 
@@ -522,6 +524,8 @@ class RcfmtFile:
         if buf is None:
             base = int(rec["offset"])
             buf = self.read_range(base, int(rec["length"]))
+        from .chunks import ChunkDecoder
+
         try:
             return ChunkDecoder(buf, base, rec, self.footer.columns[column].type, self.verify_checksums, dictionary)
         except CorruptFileError as exc:
