@@ -176,14 +176,13 @@ class DataType(Node):
     __slots__ = ()
 
     class Type:
-        """The type names sqlglot's ``DataType.Type`` gives the types parsed here."""
+        """The names sqlglot's ``DataType.Type`` gives the types (strings here; the
+        translator compares them with either)."""
 
+        # produced by this parser
         DATE = "DATE"
         TIMESTAMPTZ = "TIMESTAMPTZ"
         TIMESTAMPNTZ = "TIMESTAMPNTZ"
-        # never produced here; named for the translator, which also reads sqlglot's
-        TIMESTAMP = "TIMESTAMP"
-        DATETIME = "DATETIME"
         DECIMAL = "DECIMAL"
         INT = "INT"
         BIGINT = "BIGINT"
@@ -192,9 +191,12 @@ class DataType(Node):
         DOUBLE = "DOUBLE"
         FLOAT = "FLOAT"
         TEXT = "TEXT"
+        BOOLEAN = "BOOLEAN"
+        # never produced here (sqlglot's own readings); named for the translator
+        TIMESTAMP = "TIMESTAMP"
+        DATETIME = "DATETIME"
         VARCHAR = "VARCHAR"
         CHAR = "CHAR"
-        BOOLEAN = "BOOLEAN"
 
 
 # ---------------------------------------------------------------- tokens

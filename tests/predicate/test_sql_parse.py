@@ -68,7 +68,8 @@ PARSED = [
     "x = CAST('a' AS STRING)", "x = CAST('a' AS TIMESTAMP)", "x = CAST('1' AS BIGINT)", "x = CAST('1' AS SMALLINT)",
     "x = CAST('1' AS TINYINT)", "x = CAST('1' AS FLOAT)", "x = CAST('1' AS DATE)",
     "x = CAST(1 AS BOOLEAN)", "x = CAST('1' AS INTEGER)", "array_contains(t, 'x')", "ARRAY_CONTAINS(t, -1)",
-    "value = 1", "\ta\n=\r1 ", "TRUE", "a = TRUE", "a = NULL",
+    "value = 1", "\ta\n=\r1 ", "TRUE", "a = TRUE", "a = NULL", "x = 1.e3", "x = ''", "`a.b` = 1", "x = '\\''",
+    "date.x = 1", "date BETWEEN DATE '2024-01-01' AND DATE '2024-02-01'", "x = -DATE '2024-01-01'",
 ]
 
 OUTSIDE = [
@@ -78,7 +79,7 @@ OUTSIDE = [
     "a RLIKE 'x'", "a LIKE 'x%' ESCAPE '!'", "a LIKE ANY ('x%')", "a IN (1,)", "a IN ()", "a IN (SELECT 1)",
     "upper(a) = 'x'", "a + 1 = 2", "a = INTERVAL 1 DAY", "select = 1", "a = current_date", "x'1F' = a",
     "a = DATE'2024-01-01'", "a = CAST('1' AS TIMESTAMP_LTZ)", "a = CAST('1' AS DECIMAL(1,2,3))", "é = 1",
-    "a = 'unterminated", "a IN (SELECT)", "x = CAST('1' AS VARCHAR(3))", "`` = 1", "", "a =", "(a = 1", "a = 1)",
+    "x = 1 AND", "AND x = 1", "x = ()", "x\f= 1", "a = 'unterminated", "a IN (SELECT)", "x = CAST('1' AS VARCHAR(3))", "`` = 1", "", "a =", "(a = 1", "a = 1)",
 ]
 
 
