@@ -11,7 +11,11 @@ attempts that succeeded. ``commit()`` (driver) renames the files of the successf
 commits a new index version (append: rebased onto concurrent commits; overwrite:
 :class:`rcfmt.CommitConflictError` if another commit happened since the job started),
 then removes the staging directory; until that commit nothing is visible. ``abort()``
-and failures of ``commit()`` remove the staging directory and any published file.
+and failures of ``commit()`` remove the staging directory and any published file. (Spark
+cancels a failed job's other tasks without waiting for them: a task still writing when
+``abort()`` runs can leave its attempt's directory under ``_staging``, never named by a
+version; :func:`rcfmt.dataset.vacuum` removes such leftovers once older than its
+retention.)
 
 ``replaceWhere`` (with mode "overwrite"): the write replaces the rows matching a SQL
 predicate instead of the whole dataset. ``writer()`` parses the predicate against the
