@@ -96,8 +96,8 @@ def _check(got: dict, what: str) -> None:
         import sys, rcfmt
         from rcfmt.predicate.sql_filter import parse_filter
         f = rcfmt.open(sys.argv[1])
-        expr = parse_filter("(k BETWEEN 3 AND 9 OR k IN (40, NULL)) AND s NOT LIKE 's1%' AND x <= double('NaN')",
-                            f.schema)
+        expr = parse_filter("(k BETWEEN 3 AND 9 OR k IN (40, NULL) OR s IN ('s1', NULL)) AND s NOT LIKE 's2%' "
+                            "AND x <= double('NaN')", f.schema)
         t = rcfmt.read_table(sys.argv[1], filter=expr)
     """),
     ("a write", """

@@ -7,12 +7,13 @@ codes through a per-entry table.
 """
 cimport cython
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
-from libc.string cimport memcmp, memcpy, memset
+from libc.string cimport memcpy, memset
 
 import numpy as np
 
 cimport numpy as cnp
 
+from rcfmt._native.bytes_order cimport bytes_cmp
 from rcfmt._native.offsets cimport get_offset
 from rcfmt._native.select cimport DT_I64, bits_into, member_into, range_into
 
@@ -147,21 +148,13 @@ cdef _words(value, int64_t* high, uint64_t* low):
     high[0] = value >> 64
 
 
-cdef inline int _bcmp(const uint8_t* a, int64_t an, const uint8_t* b, int64_t bn) noexcept nogil:
-    """memcmp order of two byte strings (a proper prefix sorts first)."""
-    cdef int c = memcmp(a, b, an if an < bn else bn) if an and bn else 0
-    if c:
-        return c
-    return (an > bn) - (an < bn)
-
-
 cdef inline bint _in_bytes(const BSet* s, const uint8_t* x, int64_t n) noexcept nogil:
     """Whether ``x`` is one of the sorted strings of ``s`` (binary search)."""
     cdef Py_ssize_t lo = 0, hi = s.n, mid
     cdef int c
     while lo < hi:
         mid = (lo + hi) >> 1
-        c = _bcmp(s.data + s.offsets[mid], s.offsets[mid + 1] - s.offsets[mid], x, n)
+        c = bytes_cmp(s.data + s.offsets[mid], s.offsets[mid + 1] - s.offsets[mid], x, n)
         if c == 0:
             return True
         if c < 0:
@@ -174,11 +167,11 @@ cdef inline bint _in_bytes(const BSet* s, const uint8_t* x, int64_t n) noexcept 
 cdef inline bint _bytes_hit(const Flt* f, const uint8_t* x, int64_t n) noexcept nogil:
     cdef int c
     if f.blo != NULL:
-        c = _bcmp(x, n, f.blo, f.blo_n)
+        c = bytes_cmp(x, n, f.blo, f.blo_n)
         if c < 0 or (c == 0 and f.lo_strict):
             return False
     if f.bhi != NULL:
-        c = _bcmp(x, n, f.bhi, f.bhi_n)
+        c = bytes_cmp(x, n, f.bhi, f.bhi_n)
         if c > 0 or (c == 0 and f.hi_strict):
             return False
     if f.bmembers.given and not _in_bytes(&f.bmembers, x, n):

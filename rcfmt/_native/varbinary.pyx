@@ -10,6 +10,8 @@ from libc.string cimport memcmp, memcpy
 import numpy as np
 cimport numpy as cnp
 
+from rcfmt._native.bytes_order cimport bytes_cmp
+
 cnp.import_array()
 
 ctypedef fused offset_t:
@@ -161,5 +163,43 @@ def prefix_mask(const offset_t[::1] offsets, const uint8_t[::1] data, const uint
                 bad = True
                 break
             hit = end - start >= p and (p == 0 or memcmp(d + start, want, p) == 0)
+            out[i] = hit != negated
+    return -1 if bad else 0
+
+
+def set_mask(const offset_t[::1] offsets, const uint8_t[::1] data, const int64_t[::1] member_offsets,
+             const uint8_t[::1] members, bint negated, uint8_t[::1] out):
+    """``out[i]`` = 1 where value ``i`` is one of the members (``negated``: where it is
+    not), else 0; member ``j`` is ``members[member_offsets[j]:member_offsets[j+1]]``,
+    sorted in byte order and distinct (binary search per value). Returns 0, or -1 when
+    an offset of the values falls outside ``data`` or runs backwards."""
+    cdef Py_ssize_t i, n = offsets.shape[0] - 1, k = member_offsets.shape[0] - 1, lo, hi, mid
+    cdef int64_t start, end, size = data.shape[0]
+    cdef const uint8_t* d = &data[0] if size else NULL
+    cdef const uint8_t* m = &members[0] if members.shape[0] else NULL
+    cdef int c
+    cdef bint hit, bad = False
+    if n < 0:
+        return 0
+    if out.shape[0] < n or k < 0 or member_offsets[k] > members.shape[0]:
+        raise ValueError("out is shorter than the values, or the members' offsets pass their data")
+    with nogil:
+        for i in range(n):
+            start, end = offsets[i], offsets[i + 1]
+            if start < 0 or end < start or end > size:
+                bad = True
+                break
+            lo, hi, hit = 0, k, False
+            while lo < hi:
+                mid = (lo + hi) >> 1
+                c = bytes_cmp(m + member_offsets[mid], member_offsets[mid + 1] - member_offsets[mid], d + start,
+                               end - start)
+                if c == 0:
+                    hit = True
+                    break
+                if c < 0:
+                    lo = mid + 1
+                else:
+                    hi = mid
             out[i] = hit != negated
     return -1 if bad else 0

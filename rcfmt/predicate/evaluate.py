@@ -173,7 +173,25 @@ def _integer_set_mask(leaf: InSet, values: np.ndarray, valid) -> np.ndarray | No
     return out if valid is None else out & valid
 
 
+def _bytes_set_mask(leaf: InSet, values: ColumnValues, valid) -> np.ndarray:
+    """IN / NOT IN on strings or binaries (members: sorted bytes), natively, with SQL's
+    NULLs as :func:`_integer_set_mask`."""
+    if leaf.negated and leaf.has_null:
+        return np.zeros(len(values), bool)
+    offsets = np.zeros(len(leaf.values) + 1, np.int64)
+    np.cumsum([len(m) for m in leaf.values], out=offsets[1:])
+    out = memory.empty(len(values), bool)
+    status = _varbinary.set_mask(np.ascontiguousarray(values.offsets), np.ascontiguousarray(values.values).view(np.uint8),
+                                 offsets, np.frombuffer(b"".join(leaf.values), np.uint8), leaf.negated,
+                                 out.view(np.uint8))
+    if status < 0:  # (decoded offsets are checked: only a bug reaches this)
+        raise CorruptFileError(f"string offsets outside their data in column {leaf.column.name!r}")
+    return out if valid is None else out & valid
+
+
 def _values_mask(leaf: Leaf, values: ColumnValues, valid, ltype: LogicalType) -> np.ndarray:
+    if isinstance(leaf, InSet) and values.offsets is not None and all(isinstance(v, bytes) for v in leaf.values):
+        return _bytes_set_mask(leaf, values, valid)
     if isinstance(leaf, Prefix):  # (NULL rows are NULL either way: never TRUE)
         mask = _prefix_mask(leaf, values)
         return mask if valid is None else mask & valid

@@ -365,3 +365,46 @@ def test_integer_set_mask_follows_sql(data, kind, negated):
     want = [v is not None and ((v not in members_set and not has_null) if negated else v in members_set)
             for v in values]
     assert got.tolist() == want
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(values=st.lists(st.one_of(st.none(), _PREFIX_TEXTS), max_size=40),
+       members=st.lists(st.one_of(st.none(), _PREFIX_TEXTS), max_size=20), negated=st.booleans(),
+       skip=st.integers(0, 3), binary=st.booleans(), large=st.booleans())
+def test_bytes_set_mask_follows_sql(values, members, negated, skip, binary, large):
+    """IN / NOT IN on strings or binaries (the empty string, shared prefixes, multi-byte
+    characters, offsets not starting at 0, both offset widths) against SQL's rules
+    computed in Python: NULL rows never TRUE, NOT IN a list holding NULL never TRUE."""
+    from rcfmt.encodings.base import ColumnValues
+    from rcfmt.predicate import evaluate
+    from rcfmt.predicate.bind import bind
+    from rcfmt.predicate.nnf import to_nnf
+
+    kind = (pa.large_binary() if large else pa.binary()) if binary else (pa.large_string() if large else pa.string())
+    enc = (lambda v: v if v is None or not binary else v.encode())
+    arr = pa.array([enc(v) for v in values], kind).slice(min(skip, len(values)))
+    expr = rcfmt.col("s").isin([enc(m) for m in members])
+    leaf = to_nnf(bind(~expr if negated else expr, pa.schema([("s", kind)])))
+    offsets = np.frombuffer(arr.buffers()[1], np.int64 if large else np.int32)[arr.offset:arr.offset + len(arr) + 1]
+    data = np.frombuffer(arr.buffers()[2], np.uint8) if arr.buffers()[2] is not None else np.zeros(0, np.uint8)
+    valid = arr.is_valid().to_numpy(zero_copy_only=False)
+    got = evaluate._values_mask(leaf, ColumnValues(data, offsets), valid, leaf.column.ltype)
+    present, has_null = {m for m in members if m is not None}, None in members
+    want = [v is not None and ((v not in present and not has_null) if negated else v in present)
+            for v in values[min(skip, len(values)):]]
+    assert got.tolist() == want
+
+
+def test_bytes_set_kernel_reads_nothing_outside_its_data():
+    from rcfmt._native import varbinary
+
+    out = np.zeros(2, np.uint8)
+    members, member_offsets = np.frombuffer(b"abcd", np.uint8), np.array([0, 2, 4], np.int64)
+    for offsets, status in (([0, 2, 4], 0), ([0, 2, 9], -1), ([0, 3, 2], -1), ([-1, 2, 3], -1)):
+        assert varbinary.set_mask(np.array(offsets, np.int64), np.frombuffer(b"abcd", np.uint8), member_offsets,
+                                  members, False, out) == status
+        if status == 0:
+            assert out.tolist() == [1, 1]  # ("ab" and "cd" are members)
+    with pytest.raises(ValueError):  # members' offsets past their data
+        varbinary.set_mask(np.array([0, 2], np.int64), np.frombuffer(b"ab", np.uint8), np.array([0, 9], np.int64),
+                           members, False, out)
