@@ -3,7 +3,6 @@ validated in one place. Spark passes option keys case-insensitively; values are 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 import inspect
 import os
@@ -12,6 +11,7 @@ import re
 import pyarrow as pa
 
 from rcfmt.errors import InvalidOptionError
+from rcfmt.runtime.records import replace
 from rcfmt.storage import FetchOptions
 
 from .compat import SCAN_SCOPED_READ_INFO
@@ -83,7 +83,7 @@ def fetch_options(opts: dict) -> FetchOptions:
     fetch = preset()
     fields = {field: _int(opts, key, None, lo=16 if field == "tail_bytes" else 0)
               for field, key in FETCH_FIELDS.items()}
-    return dataclasses.replace(fetch, **{k: v for k, v in fields.items() if v is not None})
+    return replace(fetch, **{k: v for k, v in fields.items() if v is not None})
 
 
 def s3_options(opts: dict) -> dict | None:

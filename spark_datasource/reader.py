@@ -17,7 +17,6 @@ and the partitions) and every task ``task-<id>-....json`` (its ScanStats, its ti
 """
 from __future__ import annotations
 
-import dataclasses
 import glob
 import json
 import math
@@ -30,6 +29,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
+from rcfmt.runtime.records import replace
 from rcfmt.schema.nested import bind_schema
 
 from .compat import SCAN_SCOPED_READ_INFO
@@ -263,7 +263,7 @@ def count_fragments(fragments: list, schema: pa.Schema, expr, *, partition_names
             stats.blocks_pruned_stats += int((~maybe & window).sum())
             for a, b in true_runs((maybe & ~every)[lo:hi], lo):
                 # (the file's deletion vector and first row go with it: the count scan leaves deleted rows out)
-                to_scan.append(dataclasses.replace(frag, blocks=(a, b)))
+                to_scan.append(replace(frag, blocks=(a, b)))
     if to_scan:
         scan = scan_fragments(to_scan, schema, [], expr, partition_names=partition_names, files_total=0,
                               files_pruned=0, use_threads=use_threads, verify_checksums=verify_checksums,

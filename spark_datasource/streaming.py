@@ -32,7 +32,6 @@ delivers the versions committed when the query starts, in batches of that bound.
 """
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 
@@ -40,6 +39,8 @@ from pyspark.sql.datasource import DataSourceStreamArrowWriter, DataSourceStream
 from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadMaxFiles, ReadMaxRows,
                                               SupportsTriggerAvailableNow)
 from pyspark.sql.types import StructType
+
+from rcfmt.runtime.records import record
 
 from .options import StreamReadOptions, StreamWriteOptions, with_store_settings
 from .reader import RcfmtInputPartition, RcfmtReader, plan_partitions
@@ -101,7 +102,7 @@ class RcfmtStreamWriter(RcfmtWriter, DataSourceStreamArrowWriter):
 
 
 # ------------------------------------------------------------------ source
-@dataclasses.dataclass(frozen=True)
+@record(frozen=True)
 class Offset:
     """Every file before the ``index``-th of version ``version``'s list is delivered (the
     list: the version's snapshot when ``snapshot``, else the files it added)."""

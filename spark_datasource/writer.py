@@ -36,10 +36,11 @@ from __future__ import annotations
 
 import os
 import uuid
-from dataclasses import dataclass, field
 
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
+
+from rcfmt.runtime.records import field, record
 
 from .options import WriteOptions, with_store_settings
 from .types import to_rcfmt_schema
@@ -47,7 +48,7 @@ from .types import to_rcfmt_schema
 __all__ = ["RcfmtWriter", "RcfmtCommitMessage"]
 
 
-@dataclass
+@record
 class RcfmtCommitMessage(WriterCommitMessage):
     """Files one task attempt wrote: ``[(FileEntry, staged path), ...]``."""
 

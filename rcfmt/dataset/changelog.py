@@ -31,11 +31,10 @@ change never both removes and holds a path.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import pyarrow as pa
 
+from ..runtime.records import record
 from ..errors import CorruptFileError
 
 __all__ = ["Change", "CHANGES", "CHECKPOINT", "RUN", "RUNS_DIR", "MERGE_FANOUT", "CHECKPOINT_MIN_ROWS",
@@ -60,7 +59,7 @@ _CHANGE_SCHEMA = pa.schema([pa.field("rows", pa.large_binary(), nullable=False),
                             pa.field("removed", pa.list_(pa.string()), nullable=False)])
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Change:
     """Index rows added or replaced (``rows``, a table under some index schema) and the
     paths removed (``removed``, a string array), relative to the table they apply to."""

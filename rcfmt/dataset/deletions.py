@@ -21,10 +21,10 @@ import collections
 import os
 import threading
 import zlib
-from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ..runtime.records import record, replace
 from ..errors import CorruptFileError
 from ..storage import is_remote, open_input, open_output
 from . import deletion_vector, log
@@ -44,7 +44,7 @@ DV_COLUMNS = ("deleted_rows", "dv_path", "dv_offset", "dv_size", "dv_crc32", "dv
 _CACHE_BYTES = 64 << 20
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class DeletionVector:
     """Where a file's deleted rows are. ``cardinality``: how many; ``path``: the deletion
     file holding the vector (relative to the dataset root in an index entry, absolute in

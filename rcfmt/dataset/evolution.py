@@ -18,10 +18,10 @@ in nullability.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import replace
 
 import pyarrow as pa
 
+from ..runtime.records import replace
 from ..schema import nested
 from ..errors import SchemaError
 from ..predicate.nnf import BoundAnd, BoundListContains, BoundNot, BoundOr, Leaf

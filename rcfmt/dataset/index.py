@@ -44,11 +44,11 @@ import functools
 import json
 import os
 import threading
-from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
 
+from ..runtime.records import record, field
 from ..errors import CorruptFileError
 from ..schema.arrow_io import to_numpy, validity
 from ..storage import is_remote
@@ -75,7 +75,7 @@ VALUES_FIELD = "values"
 _DEC_CTX = decimal.Context(prec=200)
 
 
-@dataclass
+@record
 class FileEntry:
     """What the index knows about one data file (picklable: it travels in Spark commit
     messages). ``stats`` maps data column -> file-level :class:`ColumnStats` in the

@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
-from dataclasses import dataclass
 from urllib.parse import unquote
 
 import pyarrow as pa
 
+from ..runtime.records import record
 from ..errors import InvalidOptionError, SchemaError
 from ..schema.types import logical_type_from_arrow, logical_type_from_json
 
@@ -52,7 +52,7 @@ def _supported(t: pa.DataType) -> bool:
             or pa.types.is_string(t) or pa.types.is_large_string(t))
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Partitioning:
     """Partition columns (in directory order) and their Arrow types."""
 

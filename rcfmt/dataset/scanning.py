@@ -11,12 +11,12 @@ the file's own skipping scan (blocks, pages, late materialization).
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, fields as dc_fields, replace
 from typing import Iterator, NamedTuple, Sequence
 
 import numpy as np
 import pyarrow as pa
 
+from ..runtime.records import fields, record, replace
 from ..errors import CorruptFileError, InvalidOptionError, SchemaError
 from ..storage.fetch import FetchOptions, check_fetch
 from ..storage.paths import is_remote
@@ -80,7 +80,7 @@ def missing_is_corrupt(path: str):
         raise CorruptFileError("data file listed in the dataset index is missing", path=path) from None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Fragment:
     """One data file (or the blocks ``[blocks[0], blocks[1])`` of it) with its partition
     values ``((name, value), ...)``. ``num_rows``, ``size`` and ``num_blocks`` are those
@@ -126,7 +126,7 @@ class Fragment:
         return int(self.size * (self.blocks[1] - self.blocks[0]) / self.num_blocks)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class FileInfo:
     """A data file of a dataset as the index describes it. ``stats`` maps each data column
     to a dict with ``min``, ``max`` (Python values of the column type; string bounds are
@@ -310,9 +310,9 @@ class DatasetScan:
         if scan is None:
             self.stats.files_pruned += 1
             return
-        for f in dc_fields(ScanStats):
-            if f.name not in ("files_total", "files_pruned"):
-                setattr(self.stats, f.name, getattr(self.stats, f.name) + getattr(scan.stats, f.name))
+        for name in fields(ScanStats):
+            if name not in ("files_total", "files_pruned"):
+                setattr(self.stats, name, getattr(self.stats, name) + getattr(scan.stats, name))
 
     def _read_fragment(self, frag: Fragment, use_threads: bool):
         scan, partition, post, view = self._file_scan(frag, use_threads)

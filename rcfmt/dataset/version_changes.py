@@ -5,10 +5,9 @@ delete or rewrite rows); it reads the two versions' indexes (paths, row counts a
 deletion vectors only)."""
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 
+from ..runtime.records import record
 from ..errors import RcfmtError
 from . import log
 from .index import vectors_of
@@ -21,7 +20,7 @@ __all__ = ["VersionChanges", "version_changes", "NO_DATA_CHANGE"]
 NO_DATA_CHANGE = frozenset({"optimize", "checkpoint"})
 
 
-@dataclasses.dataclass(frozen=True)
+@record(frozen=True)
 class VersionChanges:
     """The difference between version ``version`` and its parent (``version - 1``; none
     for version 1).

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import os
 import uuid
-from dataclasses import dataclass
 from typing import Iterable
 
 import pyarrow as pa
 
+from ..runtime.records import record
 from ..errors import InvalidOptionError, SchemaError, UnsupportedError
 from ..file.writer import WriteOptions
 from ..interop.arrow import batches_and_schema
@@ -39,7 +39,7 @@ DATA_SUFFIXES = (".rcfmt", ".rcf")
 
 
 # ------------------------------------------------------------------ write_dataset
-@dataclass
+@record
 class WritePlan:
     """What a write to a dataset commits against, checked before any file is written:
     the base version (``read_version``), the full input ``schema`` (as the dataset

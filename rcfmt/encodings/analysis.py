@@ -1,12 +1,12 @@
 """Cheap statistics of one column chunk, computed once and shared by all candidates."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from ..runtime.records import record, field
 
 __all__ = ["ChunkAnalysis"]
 
 
-@dataclass
+@record
 class ChunkAnalysis:
     """What the selector knows about a chunk before choosing an encoding.
 

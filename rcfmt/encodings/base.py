@@ -14,17 +14,17 @@ header already bounds.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
 from typing import ClassVar, Sequence
 
 import numpy as np
 
+from ..runtime.records import record
 from ..schema.types import LogicalType, PhysicalKind
 
 __all__ = ["ColumnValues", "EncodedChunk", "Encoding"]
 
 
-@dataclass
+@record
 class ColumnValues:
     """Values of consecutive rows of one column in storage form, without validity.
 
@@ -55,7 +55,7 @@ class ColumnValues:
         return int(self.offsets[-1] - self.offsets[0]) if len(self.offsets) else 0
 
 
-@dataclass
+@record
 class EncodedChunk:
     """The output of encoding one column chunk: an optional dictionary page body and
     one body per data page (uncompressed, before the page layer adds validity)."""

@@ -28,10 +28,10 @@ decompressing costs more time than the bytes it saves. Every scored candidate is
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
 
 import numpy as np
 
+from ..runtime.records import record
 from .. import codecs
 from .._native import stats as _stats
 from .._native import varbinary as _vb
@@ -324,7 +324,7 @@ def _bounds_of(sample: _Sample) -> list[int]:
     return bounds
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Decision:
     """What :func:`choose` settled on by sampling a chunk, for later chunks of the same
     column to reuse (see ``hint``): the encoding and variant, the compression advice,

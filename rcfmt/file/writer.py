@@ -12,11 +12,11 @@ import collections
 import inspect
 import zlib
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 
+from ..runtime.records import record
 from .. import __version__
 from ..encodings import by_name
 from ..encodings.base import Encoding
@@ -83,7 +83,7 @@ def _pool() -> ThreadPoolExecutor:
     return shared_pool("write")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class WriteOptions:
     """Validated writer options (see :class:`Writer` for their meaning)."""
 
@@ -516,14 +516,14 @@ class Writer:
     def _write_encoded(self, rows: int, encoded: list) -> None:
         start = self._pos
         first_row = self._blocks[-1][0] + self._blocks[-1][1] if self._blocks else 0
-        for i, (chunk_bytes, record, page_index, _, _, decision, keys) in enumerate(encoded):
+        for i, (chunk_bytes, chunk, page_index, _, _, decision, keys) in enumerate(encoded):
             self._chunk_keys[i].append(keys)
             if decision is not None:
                 self._decisions[i].append((len(self._blocks), decision))
-            record["offset"] = self._pos
+            chunk["offset"] = self._pos
             page_index["offset"] += self._pos
             self._write(chunk_bytes)
-            self._chunks[i].append(record)
+            self._chunks[i].append(chunk)
             self._page_index.append(page_index.tobytes())
         candidates = [e[3] for e in encoded]
         kept = self.options.bloom.keep(candidates, self._pos - start)

@@ -10,12 +10,12 @@ import base64
 import functools
 import json
 import struct
-from dataclasses import dataclass, field
 
 import numpy as np
 import orjson
 import pyarrow as pa
 
+from ..runtime.records import record, field
 from .._native import footer as _footer
 from ..errors import CorruptFileError, UnsupportedError
 from ..index.bitmap.layout import DIRECTORY_RECORD
@@ -38,7 +38,7 @@ __all__ = ["ColumnSchema", "FileMetaData", "serialize_footer", "parse_footer"]
 _U32 = struct.Struct("<I")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ColumnSchema:
     name: str
     type: LogicalType
@@ -90,7 +90,7 @@ def field_metadata_from_json(doc) -> tuple:
     return tuple(out)
 
 
-@dataclass
+@record
 class FileMetaData:
     """Everything the footer holds, with the tables as numpy record arrays."""
 
@@ -261,7 +261,7 @@ def parse_footer(buf: bytes, footer_offset: int, encodings_ok=None) -> FileMetaD
     return meta
 
 
-@dataclass(frozen=True, eq=False)
+@record(frozen=True, eq=False)
 class _Schema:
     """What a footer's schema, metadata and nested tree say, parsed and checked (shared
     by every footer with the very same ones, as the files of a dataset: read-only)."""
@@ -277,7 +277,7 @@ class _Schema:
     element: np.ndarray  # (columns,) uint8: 1 for element columns (slots are list elements, not rows)
 
 
-@dataclass(frozen=True, eq=False)
+@record(frozen=True, eq=False)
 class _Head:
     """What a footer's JSON says, parsed and checked (shared by every open of the same
     footer: treat as read-only)."""

@@ -31,11 +31,10 @@ and every mapping places NULL before all values (coordinate 0). Worked example, 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import pyarrow as pa
 
+from ..runtime.records import record
 from .._native import layout as _k
 from ..errors import SchemaError
 
@@ -45,7 +44,7 @@ _SIGNED = {pa.int8(): np.int8, pa.int16(): np.int16, pa.int32(): np.int32, pa.in
 _UNSIGNED = {pa.uint8(): np.uint8, pa.uint16(): np.uint16, pa.uint32(): np.uint32, pa.uint64(): np.uint64}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ColumnType:
     """How the values of one Arrow type are normalized.
 
@@ -123,7 +122,7 @@ def prepare(column, ctype: ColumnType):
     return column
 
 
-@dataclass
+@record
 class Normalized:
     """Normalized keys of the rows of one Array (see the module docstring).
 

@@ -20,12 +20,12 @@ gives keys that agree across partitions (``to_signed`` makes them Spark longs).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 import numpy as np
 import pyarrow as pa
 
+from ..runtime.records import record, field, replace
 from ..errors import InvalidOptionError
 from ..interop.arrow import as_table
 from ..schema.arrow_io import take
@@ -39,7 +39,7 @@ METADATA_KEY = "rcfmt.clustering"
 SPEC_VERSION = 1
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ClusteringSpec:
     """A clustering layout: ``columns`` (1..64 names), ``curve`` ("zorder", "hilbert",
     "sort"), ``mapping`` ("rank", "direct"), ``key_bits``, ``num_buckets``,

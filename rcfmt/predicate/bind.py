@@ -10,12 +10,12 @@ import decimal
 import math
 import numbers
 import uuid as _uuid
-from dataclasses import replace
 from fractions import Fraction
 
 import numpy as np
 import pyarrow as pa
 
+from ..runtime.records import replace
 from ..errors import FilterError, SchemaError
 from ..schema.annotated import int_key, pack_day_time
 from ..schema.types import LogicalType, logical_type_from_arrow

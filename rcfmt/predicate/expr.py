@@ -39,10 +39,9 @@ binary: bytes-like. A pyarrow scalar is taken by value (a timestamp as its store
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import pyarrow as pa
 
+from ..runtime.records import record
 from ..errors import FilterError
 
 __all__ = [
@@ -208,7 +207,7 @@ def col(name: str) -> Column:
     return Column(name)
 
 
-@dataclass(frozen=True, repr=False)
+@record(frozen=True, repr=False)
 class Comparison(Expr):
     """``column op value`` with op one of ``== != < <= > >=``."""
 
@@ -220,7 +219,7 @@ class Comparison(Expr):
         return f"col({self.column!r}) {self.op} {_literal_repr(self.value)}"
 
 
-@dataclass(frozen=True, repr=False)
+@record(frozen=True, repr=False)
 class ListContains(Expr):
     """``list_contains(col(column), value)``: the list holds an element equal to ``value``."""
 
@@ -243,7 +242,7 @@ def list_contains(column, value) -> ListContains:
     return ListContains(name, _check_literal(value))
 
 
-@dataclass(frozen=True, repr=False)
+@record(frozen=True, repr=False)
 class IsIn(Expr):
     column: str
     values: tuple
@@ -252,7 +251,7 @@ class IsIn(Expr):
         return f"col({self.column!r}).isin([{', '.join(_literal_repr(v) for v in self.values)}])"
 
 
-@dataclass(frozen=True, repr=False)
+@record(frozen=True, repr=False)
 class IsNull(Expr):
     column: str
 
@@ -260,7 +259,7 @@ class IsNull(Expr):
         return f"col({self.column!r}).is_null()"
 
 
-@dataclass(frozen=True, repr=False)
+@record(frozen=True, repr=False)
 class IsValid(Expr):
     column: str
 
@@ -268,7 +267,7 @@ class IsValid(Expr):
         return f"col({self.column!r}).is_valid()"
 
 
-@dataclass(frozen=True, repr=False)
+@record(frozen=True, repr=False)
 class IsNan(Expr):
     column: str
 
@@ -276,7 +275,7 @@ class IsNan(Expr):
         return f"col({self.column!r}).is_nan()"
 
 
-@dataclass(frozen=True, repr=False)
+@record(frozen=True, repr=False)
 class StartsWith(Expr):
     column: str
     prefix: object
@@ -285,7 +284,7 @@ class StartsWith(Expr):
         return f"col({self.column!r}).startswith({self.prefix!r})"
 
 
-@dataclass(frozen=True, repr=False)
+@record(frozen=True, repr=False)
 class And(Expr):
     children: tuple
 
@@ -301,7 +300,7 @@ class And(Expr):
         return " & ".join(_paren(c) for c in self.children)
 
 
-@dataclass(frozen=True, repr=False)
+@record(frozen=True, repr=False)
 class Or(Expr):
     children: tuple
 
@@ -311,7 +310,7 @@ class Or(Expr):
         return " | ".join(_paren(c) for c in self.children)
 
 
-@dataclass(frozen=True, repr=False)
+@record(frozen=True, repr=False)
 class Not(Expr):
     child: Expr
 

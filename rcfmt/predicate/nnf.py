@@ -5,10 +5,9 @@ Semantics are those of :mod:`rcfmt.predicate.expr`.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-
 import pyarrow as pa
 
+from ..runtime.records import record, field, replace
 from ..errors import FilterError
 from ..schema.types import LogicalType
 from .expr import COMPLEMENT, NO_TRUTH, And, BoundBase, Not, Or, to_expr
@@ -25,7 +24,7 @@ __all__ = [
 
 
 # =============================================================== bound expressions
-@dataclass(frozen=True)
+@record(frozen=True)
 class Ref:
     """A resolved column: name, Arrow value type (dictionary unwrapped), logical type."""
 
@@ -71,7 +70,7 @@ class Leaf(BoundExpr):
         raise NotImplementedError
 
 
-@dataclass(frozen=True, repr=False)
+@record(frozen=True, repr=False)
 class Cmp(Leaf):
     """``column op value``; ``value`` is exact in the column's domain (never NaN)."""
 
@@ -90,7 +89,7 @@ class Cmp(Leaf):
         return f"{self.column!r} {self.op} {self.value!r}"
 
 
-@dataclass(frozen=True, repr=False)
+@record(frozen=True, repr=False)
 class Folded(Leaf):
     """``value`` for every non-null row, NULL for null rows (a comparison decided by types)."""
 
@@ -105,7 +104,7 @@ class Folded(Leaf):
         return f"{'TRUE' if self.value else 'FALSE'} if {self.column!r} is valid [{self.origin}]"
 
 
-@dataclass(frozen=True, repr=False)
+@record(frozen=True, repr=False)
 class InSet(Leaf):
     """``column IN values`` (``negated``: NOT IN) with SQL NULL semantics (``has_null``).
 
@@ -127,7 +126,7 @@ class InSet(Leaf):
         return f"{'~' * self.negated}{self.column!r}.isin({members!r})"
 
 
-@dataclass(frozen=True, repr=False)
+@record(frozen=True, repr=False)
 class NullCheck(Leaf):
     """is_null (``negated``: is_valid); never NULL."""
 
@@ -141,7 +140,7 @@ class NullCheck(Leaf):
         return f"{self.column!r}.{'is_valid' if self.negated else 'is_null'}()"
 
 
-@dataclass(frozen=True, repr=False)
+@record(frozen=True, repr=False)
 class NanCheck(Leaf):
     """is_nan (``negated``: not NaN); NULL for NULL rows, as ``pyarrow.compute.is_nan``."""
 
@@ -155,7 +154,7 @@ class NanCheck(Leaf):
         return f"{'~' * self.negated}{self.column!r}.is_nan()"
 
 
-@dataclass(frozen=True, repr=False)
+@record(frozen=True, repr=False)
 class Prefix(Leaf):
     """startswith (``negated``: NOT startswith); ``prefix`` is bytes (UTF-8 for strings)."""
 
@@ -170,7 +169,7 @@ class Prefix(Leaf):
         return f"{'~' * self.negated}{self.column!r}.startswith({self.prefix!r})"
 
 
-@dataclass(frozen=True, repr=False)
+@record(frozen=True, repr=False)
 class BoundListContains(Leaf):
     """``list_contains`` (``negated``: its 3VL negation). ``column`` is the list's
     element column (its statistics and bloom filters prune blocks: ``element`` is the
@@ -198,7 +197,7 @@ def is_list_type(t: pa.DataType) -> bool:
     return pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
 
 
-@dataclass(frozen=True, repr=False)
+@record(frozen=True, repr=False)
 class BoundAnd(BoundExpr):
     children: tuple
 
@@ -208,7 +207,7 @@ class BoundAnd(BoundExpr):
         return " & ".join(_paren(c) for c in self.children)
 
 
-@dataclass(frozen=True, repr=False)
+@record(frozen=True, repr=False)
 class BoundOr(BoundExpr):
     children: tuple
 
@@ -218,7 +217,7 @@ class BoundOr(BoundExpr):
         return " | ".join(_paren(c) for c in self.children)
 
 
-@dataclass(frozen=True, repr=False)
+@record(frozen=True, repr=False)
 class BoundNot(BoundExpr):
     child: BoundExpr
 

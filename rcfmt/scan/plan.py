@@ -32,10 +32,9 @@ the neighbouring blocks, in one request: :mod:`rcfmt.scan.fetch_plan`).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 
+from ..runtime.records import record, field
 from ..predicate.selection import Selection
 
 __all__ = ["BlockPlan", "DatasetPlan", "FilePlan", "PRUNE_STAGES", "ROWS", "FUSED", "PICK", "MASK", "LISTS",
@@ -57,7 +56,7 @@ PRUNE_STAGES = ("stats", "bloom", "bitmap", "pages")
 _SHOWN_RANGES = 4
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class BlockPlan:
     """One kept block: its ``rows``, the ``candidates`` that may match (a
     :class:`~rcfmt.predicate.selection.Selection` over them), the ``residual`` filter to
@@ -129,7 +128,7 @@ class BlockPlan:
         return line
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class FilePlan:
     """The plan of a scan of one file: ``columns`` returned, the bound ``filter`` (None:
     every row), ``blocks_total`` in the scanned range, the blocks ``pruned`` by each stage
@@ -182,7 +181,7 @@ class FilePlan:
         return self.explain()
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class DatasetPlan:
     """The plan of a scan of a dataset: ``files_total`` in its version, the number
     ``files_pruned`` by its index (the table-level statistics and partition values of

@@ -10,8 +10,7 @@ bytes are read and which. :class:`~rcfmt.scan.executor.BlockExecutor` runs a pla
 """
 from __future__ import annotations
 
-from dataclasses import replace
-
+from ..runtime.records import replace
 from ..index.bitmap.answer import to_mask
 from .block_pruning import INDEX_NARROWS, BlockPruning
 from .fetch_plan import BlockGroups

@@ -2,12 +2,12 @@
 scan (every reader's ``stats``)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from ..runtime.records import record, fields
 
 __all__ = ["ScanStats"]
 
 
-@dataclass
+@record
 class ScanStats:
     """What a scan did. Counts of pages and rows decoded are summed over columns.
 
@@ -38,7 +38,7 @@ class ScanStats:
             mine[name] += theirs[name]
 
     def as_dict(self) -> dict:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        return {name: getattr(self, name) for name in fields(self)}
 
     def __str__(self) -> str:
         pruned = self.blocks_pruned_stats + self.blocks_pruned_bloom + self.blocks_pruned_index + self.blocks_pruned_pages
@@ -51,4 +51,4 @@ class ScanStats:
                 f"bytes read {self.bytes_read} in {self.requests} requests")
 
 
-_STATS_FIELDS = tuple(f.name for f in fields(ScanStats))
+_STATS_FIELDS = fields(ScanStats)

@@ -571,7 +571,7 @@ def storage_node(node):
     types) relabeled to its storage type (:mod:`rcfmt.interop.cdata`): the tree that
     shreds and assembles the storage-labeled arrays the writer and the scanner handle
     (``node`` itself when it holds none)."""
-    from dataclasses import replace
+    from ..runtime.records import replace
 
     from ..interop.cdata import has_intervals, storage_type
 

@@ -26,13 +26,13 @@ stored form (:mod:`rcfmt.schema.nested_storage`).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Callable
 
 import numpy as np
 import pyarrow as pa
 
+from ..runtime.records import record, replace
 from ..encodings.base import ColumnValues
 from ..errors import CorruptFileError, InvalidDataError, SchemaError
 from .annotated import from_storage
@@ -65,7 +65,7 @@ _LENGTHS = {False: LogicalType("int32"), True: LogicalType("int64")}
 RUN_ENDS = {"int16": pa.int16(), "int32": pa.int32(), "int64": pa.int64()}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Node:
     """One node of a nested field's type tree; ``column`` is its physical column."""
 

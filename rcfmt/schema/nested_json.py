@@ -5,11 +5,11 @@ The tree itself and shredding are :mod:`rcfmt.schema.nested`.
 from __future__ import annotations
 
 import base64
-from dataclasses import replace
 from typing import Callable
 
 import pyarrow as pa
 
+from ..runtime.records import replace
 from ..errors import UnsupportedError
 from .nested import (FIXED_SIZE_LIST, KINDS, LARGE_LIST, LEAF, LIST, MAP, MAX_DEPTH, MAX_LIST_SIZE, RUN_ENDS, STRUCT,
                      UNION, Node, is_nested, is_nested_extension, storage_type)

@@ -17,14 +17,14 @@ Rules every producer follows and every consumer may rely on:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
+
+from ..runtime.records import fields, record
 
 __all__ = ["StatsArrays"]
 
 
-@dataclass
+@record
 class StatsArrays:
     """Statistics of N units (files, blocks or pages) of one column, as parallel arrays.
 
@@ -47,7 +47,7 @@ class StatsArrays:
 
     def take(self, indices) -> "StatsArrays":
         """The statistics of the units at ``indices`` (array of ints or bool mask)."""
-        return StatsArrays(**{name: getattr(self, name)[indices] for name in self.__dataclass_fields__})
+        return StatsArrays(**{name: getattr(self, name)[indices] for name in fields(self)})
 
     @classmethod
     def from_units(cls, units: list, rows) -> "StatsArrays":
@@ -73,15 +73,13 @@ class StatsArrays:
 
 
 # ---------------------------------------------------------------------------- computing
-from dataclasses import dataclass as _dataclass  # noqa: E402
-
 from .._native import stats as _stats  # noqa: E402
 from .types import LogicalType, PhysicalKind  # noqa: E402
 
 __all__ += ["ColumnStats", "compute_stats", "truncate_min", "truncate_max"]
 
 
-@_dataclass
+@record
 class ColumnStats:
     """Statistics of one unit (chunk or page) of one column, in the stats domain."""
 

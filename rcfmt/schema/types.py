@@ -38,12 +38,12 @@ from __future__ import annotations
 import base64
 import enum
 import json
-from dataclasses import dataclass, replace
 from functools import cached_property
 
 import numpy as np
 import pyarrow as pa
 
+from ..runtime.records import record, replace
 from ..errors import SchemaError, UnsupportedError
 
 __all__ = ["PhysicalKind", "LogicalType", "logical_type_from_arrow", "logical_type_from_json"]
@@ -65,7 +65,7 @@ _FLOAT_NAMES = {"float32": pa.float32(), "float64": pa.float64()}
 _TIME_UNITS = ("s", "ms", "us", "ns")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class LogicalType:
     """A column's logical type; serializable to and from the footer's JSON.
 
@@ -104,7 +104,7 @@ class LogicalType:
 
     # ---------------------------------------------------------------- properties
     # (cached: asked per column chunk and per page by readers and writers; a frozen
-    # dataclass still has an instance __dict__, which cached_property writes directly)
+    # record still has an instance __dict__, which cached_property writes directly)
     @cached_property
     def kind(self) -> PhysicalKind:
         if self.name == "bool":

@@ -42,9 +42,9 @@ import os
 import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
+from ..runtime.records import record
 from ..errors import InvalidOptionError, RcfmtError, StorageError, UnsupportedError
 from .base import ByteSink, ByteSource, DirectoryError, ProcessSetting
 
@@ -68,7 +68,7 @@ _DEV_ACCOUNT = "devstoreaccount1"
 _DEV_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class AzureSettings:
     """One storage account as the environment describes it."""
 

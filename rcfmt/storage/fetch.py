@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import math
 import threading
-from dataclasses import dataclass
 
 import numpy as np
 
+from ..runtime.records import record
 from ..errors import InvalidOptionError
 
 __all__ = ["FetchOptions", "check_fetch", "DEFAULT", "FETCH_CONCURRENCY", "fetch_pool", "LOCAL_COALESCE_GAP",
@@ -37,7 +37,7 @@ _MIB = 1 << 20
 LOCAL_COALESCE_GAP = 64 * 1024
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class FetchOptions:
     """How a scan of a remote file groups its reads into requests.
 

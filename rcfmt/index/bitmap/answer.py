@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import functools
 from bisect import bisect_left, bisect_right
-from dataclasses import dataclass
 
 import numpy as np
 
+from ...runtime.records import record
 from ..._native import bitmaps as _bitmaps
 from .layout import BITSLICED, EQUALITY, IndexEntry, words
 from ...predicate.nnf import BoundAnd, BoundOr, Cmp, Folded, InSet, NanCheck, NullCheck, Prefix
@@ -194,7 +194,7 @@ def leaf_columns(expr) -> set[str]:
     return {expr.column.name} if isinstance(expr, (Cmp, Folded, NullCheck, NanCheck, InSet, Prefix)) else set()
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class BlockAnswer:
     """What a block's indexes say: ``maybe`` (words: rows that may match; all matching
     rows are among them), and the top-level conjuncts they did not decide exactly

@@ -18,12 +18,12 @@ type allows.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 import pyarrow as pa
 
+from ...runtime.records import record
 from ...encodings.base import ColumnValues
 from ...encodings.dictionary import code_counts, take as take_values
 from ...errors import InvalidOptionError, SchemaError
@@ -96,7 +96,7 @@ class BitmapPolicy:
         return "auto" if self.auto_all else None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Proposal:
     """A chunk's index: its kind (None: no index) and why, its size in bytes (built, or
     estimated for an auto proposal not built yet) and ``build()`` giving its entry."""
