@@ -93,11 +93,16 @@ def _repr(self):
 
 
 def _frozen_setattr(self, name, value):
-    raise FrozenRecordError(f"cannot assign to {name!r}: {type(self).__name__} is frozen")
+    # (as dataclasses: a subclass that is not a record itself may set attributes of its own)
+    if "__record_specs__" in type(self).__dict__ or name in self.__record_fields__:
+        raise FrozenRecordError(f"cannot assign to {name!r}: {type(self).__name__} is frozen")
+    object.__setattr__(self, name, value)
 
 
 def _frozen_delattr(self, name):
-    raise FrozenRecordError(f"cannot delete {name!r}: {type(self).__name__} is frozen")
+    if "__record_specs__" in type(self).__dict__ or name in self.__record_fields__:
+        raise FrozenRecordError(f"cannot delete {name!r}: {type(self).__name__} is frozen")
+    object.__delattr__(self, name)
 
 
 def _values_getter(names):

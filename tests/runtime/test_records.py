@@ -179,6 +179,28 @@ class Frozen:
         return 2 * self.n
 
 
+def test_a_plain_subclass_of_a_frozen_record_sets_only_attributes_of_its_own():
+    def declare(decorate):
+        @decorate(frozen=True)
+        class Base:
+            n: int
+
+        class Sub(Base):
+            pass
+
+        return Base, Sub
+
+    for base, sub in (declare(dataclasses.dataclass), declare(record)):
+        got = sub(1)
+        got.extra = 2  # (dataclasses allow it: the subclass is not frozen itself)
+        assert got.extra == 2
+        del got.extra
+        with pytest.raises(AttributeError):
+            got.n = 3
+        with pytest.raises(AttributeError):
+            base(1).extra = 2
+
+
 def test_misuse_is_refused():
     with pytest.raises(TypeError, match="'b' without a default follows one with a default"):
         @record
