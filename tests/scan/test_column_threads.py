@@ -17,7 +17,9 @@ import rcfmt
 from rcfmt import col
 from rcfmt.errors import ChecksumError, CorruptFileError
 from rcfmt.scan import block_exec, executor, scanner
-from rcfmt.scan.scheduling import PARALLEL_BLOCK_BYTES, column_groups, columns_worth_threads
+from rcfmt.runtime.threads import shared_pool
+from rcfmt.scan.scheduling import (INFLATE_WEIGHT, PARALLEL_BLOCK_BYTES, UNITS_PER_THREAD, chunk_costs,
+                                   column_groups, columns_worth_threads)
 
 N = 6_000
 
@@ -34,12 +36,17 @@ def test_column_groups_cover_every_column_once_and_balance_bytes(sizes, threads)
     if n < 2 or sum(sizes) < PARALLEL_BLOCK_BYTES * n:
         assert groups is None
         return
-    assert groups is not None and 2 <= len(groups) <= n
+    # (units of work the threads take in turn: one a thread at least, UNITS_PER_THREAD
+    # a thread at most, each worth PARALLEL_BLOCK_BYTES / 2 when there are more than threads)
+    assert groups is not None and 2 <= n <= len(groups) <= min(len(sizes), threads * UNITS_PER_THREAD)
+    assert len(groups) == n or sum(sizes) // len(groups) >= PARALLEL_BLOCK_BYTES // 2
     assert sorted(i for g in groups for i in g) == list(range(len(sizes)))
     assert all(g == sorted(g) and g for g in groups)
     loads = [sum(sizes[i] for i in g) for g in groups]
-    # (largest first onto the lightest group: no group exceeds another by more than one column)
+    # (largest first onto the lightest unit: no unit exceeds another by more than one column;
+    # the heaviest taken first)
     assert max(loads) - min(loads) <= max(sizes)
+    assert loads == sorted(loads, reverse=True)
 
 
 def _table(n: int = N) -> pa.Table:
@@ -69,7 +76,8 @@ def one_block(tmp_path_factory):
 @pytest.fixture
 def two_cores(monkeypatch):
     """The scan sees two cores (a one-core runner would never split), and the threads
-    each executor call ran on are recorded."""
+    each executor call ran on are recorded, and the units of every split (which thread
+    runs a unit is the pool's business: a busy pool leaves them all to the scan's)."""
     monkeypatch.setattr(scanner, "cpu_threads", lambda limit=8: 2)
     monkeypatch.setattr(executor, "cpu_threads", lambda limit=8: 2)
     threads = []
@@ -82,6 +90,24 @@ def two_cores(monkeypatch):
         return original(self, *args, **kwargs)
 
     monkeypatch.setattr(block_exec.BlockColumns, "run", recording)
+    split = executor.BlockExecutor._decode_split
+
+    def splitting(self, groups, *args, **kwargs):
+        with lock:
+            threads.extend(("split", tuple(g)) for g in groups)
+        return split(self, groups, *args, **kwargs)
+
+    monkeypatch.setattr(executor.BlockExecutor, "_decode_split", splitting)
+    nested = executor.BlockExecutor._nested_on_pool
+
+    def nested_splitting(self, *args, **kwargs):
+        futures = nested(self, *args, **kwargs)
+        if futures:
+            with lock:
+                threads.extend(("split", (position,)) for position in futures)
+        return futures
+
+    monkeypatch.setattr(executor.BlockExecutor, "_nested_on_pool", nested_splitting)
     return threads
 
 
@@ -96,7 +122,9 @@ def _same(got: pa.Table, want: pa.Table) -> bool:
 
 
 def _columns_pool(threads) -> set:
-    return {cols for name, cols in threads if name.startswith("rcfmt-columns")}
+    """The units of the splits recorded (the columns of each; a nested field's output
+    position)."""
+    return {cols for name, cols in threads if name == "split"}
 
 
 @pytest.mark.parametrize("columns", [None, ["i", "f", "s", "b", "d", "cat"], ["l", "st", "i"], ["l", "st"]])
@@ -110,7 +138,7 @@ def test_one_block_scan_splits_its_columns_and_answers_as_one_thread(one_block, 
         got = many.read()
     assert _same(got, table.select(columns or table.column_names))
     assert _same(got, want)
-    assert _columns_pool(two_cores), "nothing was decoded on the columns pool"
+    assert len(_columns_pool(two_cores)) > 1, "the block's columns were not split"
     for name in ("pages_read", "pages_total", "rows_decoded", "rows_selected", "bytes_read", "requests"):
         assert getattr(many.stats, name) == getattr(one.stats, name), name
 
@@ -222,6 +250,81 @@ def test_a_corrupt_column_on_the_pool_raises_the_located_error_of_one_thread(tmp
     assert isinstance(many.value, ChecksumError)
     assert str(many.value) == str(one.value)
     assert _columns_pool(two_cores)
+
+
+def test_two_corrupt_columns_on_the_pool_raise_the_error_one_thread_raises(tmp_path, two_cores, monkeypatch):
+    """Units run side by side, so the unit that fails first in time need not hold the
+    first column: a failed split decodes the block again on one thread, whose error (the
+    first column's) is raised."""
+    monkeypatch.setattr("rcfmt.scan.scheduling.PARALLEL_BLOCK_BYTES", 0)  # (a unit per column)
+    path = tmp_path / "t.rcfmt"
+    rcfmt.write_table(_table().select(["i", "f", "s", "b", "d"]), path, page_rows=512)
+    _corrupt_chunk(path, "s")
+    _corrupt_chunk(path, "d")
+    with pytest.raises(CorruptFileError) as one:
+        rcfmt.read_table(path, use_threads=False)
+    assert "'s'" in str(one.value)
+    for _ in range(5):
+        with pytest.raises(CorruptFileError) as many:
+            rcfmt.read_table(path, use_threads=True)
+        assert type(many.value) is type(one.value) and str(many.value) == str(one.value)
+    assert len(_columns_pool(two_cores)) > 2  # (units of the split ran)
+
+
+def test_a_busy_pool_leaves_the_units_and_the_read_to_the_scan_s_thread(one_block, two_cores, monkeypatch):
+    """Units and the second half of a large read wait for no worker: while every worker
+    of the "columns" pool is busy elsewhere, the scan's own thread decodes every unit and
+    reads both halves (a pool task queued behind other work was waited for before)."""
+    import threading as th
+
+    import rcfmt.storage.fetch as fetch
+
+    monkeypatch.setattr("rcfmt.file.reader.SPLIT_READ_BYTES", 1)
+    table, path = one_block
+    pool = shared_pool("columns")
+    release = th.Event()
+    blockers = [pool.submit(release.wait, 60) for _ in range(pool._max_workers)]
+    result = {}
+    try:
+        worker = th.Thread(target=lambda: result.update(got=rcfmt.read_table(path, use_threads=True)))
+        worker.start()
+        worker.join(30)
+        assert not worker.is_alive(), "the scan waited for the busy pool"
+    finally:
+        release.set()
+        for b in blockers:
+            b.result()
+    assert _same(result["got"], table)
+    assert fetch.SPLIT_READ_BYTES > 1  # (the module's own constant is untouched)
+
+
+def test_chunk_costs_weigh_what_decoding_makes(tmp_path):
+    """A chunk's cost is its decoded bytes (exact for fixed widths; strings from a
+    dictionary by the min's and max's mean length) plus INFLATE_WEIGHT per byte inflated:
+    a dictionary of long strings weighs its gathered values, not its codes."""
+    n = 20_000
+    table = pa.table({"i": pa.array(np.arange(n), pa.int64()),
+                      "b": pa.array(np.arange(n) % 3 == 0),
+                      "cat": pa.array([f"category-name-{i % 5}" for i in range(n)]),
+                      "s": pa.array([f"s{i}" for i in range(n)])})
+    path = tmp_path / "t.rcfmt"
+    rcfmt.write_table(table, path, block_rows=8_192, encoding={"cat": "dictionary", "s": "delta_length"})
+    with rcfmt.open(path) as f:
+        footer = f.footer
+        costs = chunk_costs(footer)
+        assert costs.shape == (3, 4) and chunk_costs(footer) is costs  # (once per footer)
+        rows = footer.blocks["row_count"]
+        for b in range(3):
+            rec = {name: footer.chunks[f.column_index(name)][b] for name in table.column_names}
+            inflated = {name: INFLATE_WEIGHT * int(r["uncompressed_size"]) * (int(r["compression"]) != 0)
+                        for name, r in rec.items()}
+            assert costs[b, 0] == rows[b] * 8 + inflated["i"]
+            assert costs[b, 1] == rows[b] // 8 + inflated["b"]
+            mean = (int(rec["cat"]["min_len"]) + int(rec["cat"]["max_len"])) // 2
+            assert mean == len("category-name-0")
+            assert costs[b, 2] == rows[b] * (4 + mean) + inflated["cat"]
+            assert costs[b, 3] == int(rec["s"]["uncompressed_size"]) + 4 * rows[b] + inflated["s"]
+            assert costs[b, 2] > 4 * int(rec["cat"]["uncompressed_size"])
 
 
 @pytest.mark.parametrize("blocks, split", [(2, True), (3, True), (4, False), (8, False)])

@@ -168,10 +168,10 @@ def _recorded_scan(f, columns, expr, **options):
     chunks = _data_ranges(f)
     reads, real = [], f.read_ranges
 
-    def recording(starts, ends):
+    def recording(starts, ends, *pool):
         if any(s < hi and lo < e for s, e in zip(starts.tolist(), ends.tolist()) for lo, hi in chunks):
             reads.append((starts.tolist(), ends.tolist()))
-        return real(starts, ends)
+        return real(starts, ends, *pool)
 
     f.read_ranges = recording
     try:

@@ -9,9 +9,12 @@ import os
 import numpy as np
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import rcfmt
 from rcfmt._native.preads import read_ranges
+from rcfmt.storage.fetch import halves
 from rcfmt.storage.local import LocalFile
 
 
@@ -75,3 +78,60 @@ def test_a_scan_of_a_file_cut_short_is_corrupt(tmp_path):
         os.truncate(path, f.size // 2)  # (the footer read at the open stays)
         with pytest.raises(rcfmt.CorruptFileError, match="shrank|outside the file"):
             f.take([19_000, 19_500])
+
+
+@st.composite
+def _ranges(draw):
+    """Sorted disjoint non-empty ranges holding two bytes or more."""
+    cuts = sorted(draw(st.sets(st.integers(0, 10_000), min_size=2, max_size=20)))
+    pairs = [(a, b) for a, b in zip(cuts[::2], cuts[1::2])]
+    if sum(b - a for a, b in pairs) < 2:
+        pairs = [(0, 2)]
+    return np.array([a for a, _ in pairs], np.int64), np.array([b for _, b in pairs], np.int64)
+
+
+@given(_ranges())
+@settings(max_examples=300, deadline=None)
+def test_halves_cut_ranges_in_two_without_loss_overlap_or_empty_ranges(ranges):
+    starts, ends = ranges
+    total = int((ends - starts).sum())
+    first, second = halves(starts, ends, total)
+    size = lambda part: int((part[1] - part[0]).sum())  # noqa: E731
+    assert size(first) == total // 2 and size(second) == total - total // 2
+    for part in (first, second):
+        assert len(part[0]) and (part[1] > part[0]).all() and (part[0][1:] >= part[1][:-1]).all()
+    assert first[1][-1] <= second[0][0]
+    covered = lambda s, e: {x for a, b in zip(s.tolist(), e.tolist()) for x in range(a, b)}  # noqa: E731
+    assert covered(*first) | covered(*second) == covered(starts, ends)
+
+
+@pytest.mark.parametrize("ranges", [[(0, 1)], [(0, 0.001), (0.02, 0.7), (0.75, 1)]])  # (fractions of the file)
+def test_a_split_read_reads_what_one_read_reads_and_a_shrunk_file_is_located(tmp_path, ranges, monkeypatch):
+    """A large local read copied in halves side by side (one on a pool) gives the bytes
+    one read gives, counts the same requests, and a file that ends early names the first
+    range it ended in, whichever half holds it."""
+    import rcfmt
+    from rcfmt.errors import CorruptFileError
+    from rcfmt.runtime.threads import shared_pool
+
+    monkeypatch.setattr("rcfmt.file.reader.SPLIT_READ_BYTES", 1)
+    path = tmp_path / "t.rcfmt"
+    n = 40_000
+    rcfmt.write_table(pa.table({"x": np.random.default_rng(1).integers(0, 1 << 40, n)}), path, compression="none")
+    size = path.stat().st_size
+    starts = np.array([int(a * size) for a, _ in ranges], np.int64)
+    ends = np.array([int(b * size) for _, b in ranges], np.int64)
+    with rcfmt.open(path) as f:
+        before = f.requests
+        plain = f.read_ranges(starts, ends)
+        one = f.requests - before
+        split = f.read_ranges(starts, ends, shared_pool("columns"))
+        assert f.requests - before == 2 * one
+    for a, b in zip(starts.tolist(), ends.tolist()):
+        assert bytes(split[a - starts[0]: b - starts[0]]) == bytes(plain[a - starts[0]: b - starts[0]])
+    with rcfmt.open(path) as f:
+        with open(path, "r+b") as out:
+            out.truncate(int(ends[-1]) - 10)  # (the last range, in the second half, ends early)
+        with pytest.raises(CorruptFileError, match="file shrank") as err:
+            f.read_ranges(starts, ends, shared_pool("columns"))
+        assert err.value.offset == int(starts[-1]) if len(ranges) > 1 else err.value.offset > 0
