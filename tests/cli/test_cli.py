@@ -344,3 +344,23 @@ def test_cat_into_a_pipe_that_closes_early(tmp_path):
     cmd = f"'{sys.executable}' -m rcfmt.cli cat '{path}' | head -2; exit ${{PIPESTATUS[0]}}"
     proc = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0 and proc.stdout == '"a"\n0\n' and proc.stderr == ""
+
+
+def test_a_command_parsed_alone_takes_the_options_it_takes_among_all():
+    """A run builds only the parser of the command it names (argparse spends ~0.1 ms an
+    option); each command's options are those of the full parser, which `rcfmt --help`
+    and an unknown command still get."""
+    from rcfmt.cli import COMMANDS, _parser
+
+    def options(parser, name):
+        sub = next(a for a in parser._actions if a.dest == "command")
+        return list(sub.choices), [(a.dest, a.option_strings, a.default, a.required, a.choices, a.nargs, a.type, a.help)
+                                   for a in sub.choices[name]._actions]
+
+    full = _parser()
+    for name in COMMANDS:
+        built, alone = options(_parser(name), name)
+        assert built == [name] and alone == options(full, name)[1], name
+    assert options(full, "head")[0] == list(COMMANDS)
+    with pytest.raises(SystemExit):
+        main(["hed", "x.rcfmt"])  # (a misspelt command: the full parser's "invalid choice")
