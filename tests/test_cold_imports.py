@@ -182,3 +182,15 @@ def test_no_module_declares_a_dataclass(tmp_path):
     assert dataclass_users(Path(rcfmt.__file__).parent) == []
     (tmp_path / "m.py").write_text("def f():\n    from dataclasses import dataclass\n")  # (the check can fail)
     assert dataclass_users(tmp_path) == ["m.py"]
+
+
+def test_inspect_of_a_file_without_clustering_imports_no_clustering_code(files):
+    """(rcfmt.layout: 2.8 ms, for the one line of a file that records a clustering spec)"""
+    path, _ = files
+    code = """
+        import io, contextlib, sys
+        from rcfmt.cli import main
+        with contextlib.redirect_stdout(io.StringIO()):
+            assert main(['inspect', sys.argv[1]]) == 0
+    """
+    assert "rcfmt.layout" not in _modules(code, path)["modules"]

@@ -364,3 +364,10 @@ def test_a_command_parsed_alone_takes_the_options_it_takes_among_all():
     assert options(full, "head")[0] == list(COMMANDS)
     with pytest.raises(SystemExit):
         main(["hed", "x.rcfmt"])  # (a misspelt command: the full parser's "invalid choice")
+
+
+def test_inspect_looks_for_the_clustering_key_layout_writes(tmp_path, capsys):
+    """(describe checks the key before importing rcfmt.layout: the two must agree.)"""
+    from rcfmt.cli.describe import CLUSTERING_KEY
+
+    assert CLUSTERING_KEY == METADATA_KEY
