@@ -194,3 +194,19 @@ def test_inspect_of_a_file_without_clustering_imports_no_clustering_code(files):
             assert main(['inspect', sys.argv[1]]) == 0
     """
     assert "rcfmt.layout" not in _modules(code, path)["modules"]
+
+
+@pytest.mark.parametrize("what, code", [
+    ("a full read", "import sys, rcfmt; rcfmt.read_table(sys.argv[1])"),
+    ("rcfmt head", """
+        import io, contextlib, sys
+        from rcfmt.cli import main
+        with contextlib.redirect_stdout(io.StringIO()):
+            assert main(['head', sys.argv[1]]) == 0
+    """),
+])
+def test_reads_without_a_filter_import_no_binding(files, what, code):
+    """(binding a filter's literals needs fractions and the conversions: 2-3 ms)"""
+    path, _ = files
+    got = _modules(code, path)["modules"]
+    assert "rcfmt.predicate.bind" not in got and "fractions" not in got, what

@@ -15,7 +15,6 @@ import pyarrow as pa
 from ..errors import InvalidOptionError
 from ..schema.annotated import Relabeling
 from ..storage.fetch import LOCAL_COALESCE_GAP
-from ..predicate.bind import bind
 from ..predicate.evaluate import column_conjuncts
 from ..predicate.nnf import BoundListContains, NanCheck, columns as expr_columns, leaves, to_nnf, without_nan_checks
 from .programs import keep
@@ -51,7 +50,12 @@ class ScanQuery:
         (self.outputs, self.dictionary_ids, self.output_schema, self.labels, self.required,
          self.nested_outputs) = self._projection(columns, read_dictionary)
         self.col_ids = [o for o in self.outputs if isinstance(o, int)]
-        self.bound = bind(filter, file.bind_schema)
+        if filter is None:  # (binding imports the literal conversions and fractions: 2-3 ms at a first call)
+            self.bound = None
+        else:
+            from ..predicate.bind import bind
+
+            self.bound = bind(filter, file.bind_schema)
         self.nnf = None if self.bound is None else to_nnf(self.bound)
         self.filter_names = sorted(expr_columns(self.nnf)) if self.nnf is not None else []
         self.filter_ids = {name: file.column_index(name) for name in self.filter_names}
