@@ -347,6 +347,33 @@ def _run(args) -> int:
     raise AssertionError(cmd)  # pragma: no cover - argparse knows the commands
 
 
+def _terminal_columns() -> int:
+    """The terminal's width as :func:`shutil.get_terminal_size` finds it: ``COLUMNS``,
+    else the width of standard output's terminal, else 80."""
+    import os
+
+    try:
+        columns = int(os.environ.get("COLUMNS", 0))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse's formatter, given the terminal's width: left to find it, argparse imports
+    :mod:`shutil`, which imports bz2 and lzma (3 ms at every run, for help that a run
+    without ``--help`` never shows)."""
+
+    def __init__(self, prog, indent_increment=2, max_help_position=24, width=None):
+        super().__init__(prog, indent_increment, max_help_position,
+                         _terminal_columns() - 2 if width is None else width)  # (argparse keeps 2 columns free)
+
+
 class _Unbuilt:
     """Stands in for the parser of a command the command line does not name."""
 
@@ -359,13 +386,14 @@ def _parser(only: str | None = None) -> argparse.ArgumentParser:
     run of that command parses: argparse spends about 0.1 ms an option, most of it
     looking for translations of its messages), not every command's."""
     parser = argparse.ArgumentParser(prog="rcfmt", description="Describe, read, check, convert and maintain "
-                                     "rcfmt files and datasets (local paths and object-store URIs).")
+                                     "rcfmt files and datasets (local paths and object-store URIs).",
+                                     formatter_class=_HelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
 
     def command(name, help_text, *, path="PATH", json_option=True):
         if only is not None and name != only:
             return _Unbuilt()
-        p = sub.add_parser(name, help=help_text, description=help_text)
+        p = sub.add_parser(name, help=help_text, description=help_text, formatter_class=_HelpFormatter)
         if path:
             p.add_argument("path", metavar=path)
         if json_option:

@@ -371,3 +371,24 @@ def test_inspect_looks_for_the_clustering_key_layout_writes(tmp_path, capsys):
     from rcfmt.cli.describe import CLUSTERING_KEY
 
     assert CLUSTERING_KEY == METADATA_KEY
+
+
+@pytest.mark.parametrize("columns", ["40", "100", "", "x"])
+def test_help_is_laid_out_as_argparse_lays_it_out(monkeypatch, columns):
+    """(The CLI tells argparse the terminal's width instead of letting it import shutil:
+    the help reads the same at any COLUMNS, set, empty or not a number.)"""
+    import argparse
+
+    from rcfmt.cli import _HelpFormatter, _parser
+
+    monkeypatch.setenv("COLUMNS", columns)
+    ours = _parser()
+    theirs = _parser()
+    for p in [theirs, *next(a for a in theirs._actions if a.dest == "command").choices.values()]:
+        p.formatter_class = argparse.HelpFormatter
+    assert ours.formatter_class is _HelpFormatter
+    assert ours.format_help() == theirs.format_help()
+    for name in ("head", "convert"):
+        sub_ours = next(a for a in ours._actions if a.dest == "command").choices[name]
+        sub_theirs = next(a for a in theirs._actions if a.dest == "command").choices[name]
+        assert sub_ours.format_help() == sub_theirs.format_help()
