@@ -28,7 +28,6 @@ reader must handle any per-chunk mix, which is what the test checks.
 """
 from __future__ import annotations
 
-import dataclasses
 import os
 import sys
 from pathlib import Path
@@ -48,6 +47,7 @@ if os.environ.get("RCFMT_SOURCE"):
 import rcfmt  # noqa: E402
 import strategies as S  # noqa: E402
 from rcfmt.encodings import by_name  # noqa: E402
+from rcfmt.runtime.records import replace  # noqa: E402
 
 GOLDEN = HERE / "golden_v1.rcfmt"
 EXPECTED = HERE / "golden_v1.arrow"
@@ -91,11 +91,11 @@ def write_golden(path: Path) -> pa.Table:
     with rcfmt.Writer(path, table.schema, block_rows=BLOCK_ROWS, page_rows=5, stats_truncate=8,
                       bloom_filter_columns=BLOOM_COLUMNS, metadata={"binary": METADATA["binary"]}) as w:
         for b, (compression, preference) in enumerate(plans):
-            w.options = dataclasses.replace(w.options, compression=compression,
-                                            encoding=_plan(table.schema, preference))
+            w.options = replace(w.options, compression=compression,
+                                encoding=_plan(table.schema, preference))
             w.write(table.slice(b * BLOCK_ROWS, BLOCK_ROWS))
-        w.options = dataclasses.replace(w.options, compression="zstd",
-                                        encoding=_plan(table.schema, plans[0][1]))
+        w.options = replace(w.options, compression="zstd",
+                            encoding=_plan(table.schema, plans[0][1]))
         w.flush_block()  # a zero-row block
     return table
 
