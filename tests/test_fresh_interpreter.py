@@ -764,3 +764,68 @@ def test_first_dataset_takes_sharing_their_files_page_indexes_in_threads_of_a_fr
     for i, rows in enumerate(got):
         assert rows == table.take(positions[i % 2]).to_pydict(), i
     assert len(shared) == 4 and any(shared), shared  # (one cache a file for its 24 opens; whole chunks need none)
+
+
+_SPLIT_READ_CHILD = r"""
+import json, sys, threading
+import pyarrow as pa
+import rcfmt
+import rcfmt.file.reader as reader
+split = []
+def counted(starts, ends, total, _halves=reader.halves):  # (counts the reads cut in two halves)
+    split.append(int(total))
+    return _halves(starts, ends, total)
+reader.halves = counted
+path, out = sys.argv[1], sys.argv[2]
+errors = []
+barrier = threading.Barrier(4)
+def read(k):
+    try:  # (default options: threads on, the default thread rule)
+        barrier.wait()
+        t = rcfmt.read_table(path, columns=None if k % 2 else ["r", "s"])
+        with pa.OSFile(f"{out}.{k}", "wb") as sink, pa.ipc.new_file(sink, t.schema) as w:
+            w.write_table(t)
+    except Exception as exc:
+        errors.append(repr(exc))
+threads = [threading.Thread(target=read, args=(k,)) for k in range(4)]
+[t.start() for t in threads]
+[t.join() for t in threads]
+print(json.dumps([errors, max(split, default=0)]))
+"""
+
+
+def test_first_reads_of_a_large_one_block_file_split_their_read_in_a_fresh_interpreter(tmp_path):
+    """A fresh interpreter's first reads, from four threads at once, of a one-block file
+    whose read is SPLIT_READ_BYTES or more: the read copied in two halves side by side
+    (the second on the "columns" pool, made on first use by racing readers, or on the
+    reading thread when the pool is busy) and the block's columns decoded in units the
+    threads pull; each thread's table equals the one a 1-thread read makes here."""
+    import json
+
+    from rcfmt.storage.fetch import SPLIT_READ_BYTES
+
+    rng = np.random.default_rng(41)
+    n = 400_000  # (random doubles and integers: no encoding shrinks them)
+    table = pa.table({"f": rng.standard_normal(n), "r": rng.integers(-2**62, 2**62, n),
+                      "s": pa.array([f"s{i % 1013}-{i % 7}" for i in range(n)]),
+                      "g": rng.standard_normal(n).astype(np.float32)})
+    path = tmp_path / "big.rcfmt"
+    rcfmt.write_table(table, path)
+    with rcfmt.open(path) as f:
+        assert f.num_blocks == 1
+    assert path.stat().st_size >= SPLIT_READ_BYTES  # (else the split is not exercised)
+    want = {k: rcfmt.read_table(path, columns=None if k else ["r", "s"], use_threads=False) for k in (0, 1)}
+    assert want[1].equals(table)
+    env = {k: v for k, v in os.environ.items() if k != "RCFMT_PARALLEL_BLOCK_BYTES"}
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-c", _SPLIT_READ_CHILD, str(path), str(out)], capture_output=True,
+                          text=True, cwd=ROOT, timeout=120, env=env)
+    assert proc.returncode == 0, proc.stderr[-800:]
+    errors, largest_split = json.loads(proc.stdout)
+    assert errors == []
+    if (os.cpu_count() or 1) >= 2:
+        assert largest_split >= SPLIT_READ_BYTES  # (a read was cut in halves)
+    for k in range(4):
+        with pa.OSFile(f"{out}.{k}", "rb") as source:
+            got = pa.ipc.open_file(source).read_all()
+        assert got.equals(want[k % 2]), k
