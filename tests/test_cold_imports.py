@@ -211,3 +211,42 @@ def test_reads_without_a_filter_import_no_binding(files, what, code):
     path, _ = files
     got = _modules(code, path)["modules"]
     assert "rcfmt.predicate.bind" not in got and "fractions" not in got, what
+
+
+#: the encodings' own modules (and the dictionary builder's kernels): what writes pages,
+#: not what reads them
+ENCODING_MODULES = ("rcfmt.encodings.plain", "rcfmt.encodings.dictionary", "rcfmt.encodings.rle",
+                    "rcfmt.encodings.bitpack", "rcfmt.encodings.delta", "rcfmt.encodings.alp",
+                    "rcfmt.encodings.delta_length", "rcfmt.encodings.byte_split", "rcfmt.encodings.selector",
+                    "rcfmt._native.dictbuild")
+
+
+@pytest.mark.parametrize("what, code", [
+    ("open + schema", "import sys, rcfmt; f = rcfmt.open(sys.argv[1]); f.schema; f.num_rows"),
+    ("a lookup", "import sys, rcfmt; rcfmt.read_table(sys.argv[1], filter=rcfmt.col('k') == 31337)"),
+    ("a window", """
+        import datetime, sys, rcfmt
+        from rcfmt import col
+        rcfmt.read_table(sys.argv[1], filter=(col('d') >= datetime.date(1970, 3, 1)) & (col('d') < datetime.date(1970, 3, 8)))
+    """),
+    ("rcfmt head", """
+        import io, contextlib, sys
+        from rcfmt.cli import main
+        with contextlib.redirect_stdout(io.StringIO()):
+            assert main(['head', sys.argv[1]]) == 0
+    """),
+    ("rcfmt inspect", """
+        import io, contextlib, sys
+        from rcfmt.cli import main
+        with contextlib.redirect_stdout(io.StringIO()):
+            assert main(['inspect', sys.argv[1]]) == 0
+    """),
+])
+def test_reads_load_no_encoding_module(files, what, code):
+    """Opening a file, describing it and reading it check and name its chunks' encodings
+    through rcfmt.encodings.ids alone (the registry loads eight modules and their
+    kernels: about 3 ms); a read's pages are decoded natively."""
+    path, _ = files
+    got = _modules(code, path)["modules"]
+    assert "rcfmt.encodings.ids" in got, what  # (the table was consulted: the check can see the rest)
+    assert not [m for m in ENCODING_MODULES if m in got], (what, [m for m in ENCODING_MODULES if m in got])

@@ -14,8 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..codecs import CODEC_NAMES
-from ..encodings import by_id
-from ..errors import UnsupportedError
+from ..encodings.ids import NAMES
 from ..file.reader import RcfmtFile
 from ..schema.arrow_io import temporal_value
 
@@ -23,10 +22,7 @@ __all__ = ["describe", "describe_dataset", "column_summary", "encoding_name", "f
 
 
 def encoding_name(eid: int) -> str:
-    try:
-        return by_id(eid).name
-    except UnsupportedError:
-        return f"unknown({eid})"
+    return NAMES.get(eid, f"unknown({eid})")
 
 
 def column_summary(f: RcfmtFile) -> list[dict]:

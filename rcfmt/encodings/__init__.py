@@ -13,6 +13,7 @@ import numpy as np
 
 from ..errors import InvalidOptionError, UnsupportedError
 from .base import ColumnValues, EncodedChunk, Encoding
+from .ids import NAMES, holds
 
 __all__ = ["ColumnValues", "EncodedChunk", "Encoding", "by_id", "by_name", "all_encodings", "holds_type"]
 
@@ -54,6 +55,8 @@ def _load(by_name: dict[str, Encoding]) -> dict[int, Encoding]:
             enc = cls()
             if enc.id in by_id or enc.name in by_name:
                 raise RuntimeError(f"duplicate encoding id/name: {enc!r}")
+            if NAMES.get(enc.id) != enc.name:
+                raise RuntimeError(f"encoding {enc.name!r} (id {enc.id}) is not in rcfmt.encodings.ids")
             by_id[enc.id] = enc
             by_name[enc.name] = enc
     return by_id
@@ -86,7 +89,8 @@ def holds_type(ltype) -> np.ndarray:
     1 otherwise; unknown ids pass here and are refused when a chunk is decoded. (The
     footer check of every open uses it.)"""
     row = np.ones(256, np.uint8)
-    for enc in _registry()[0].values():
-        row[enc.id] = enc.supports(ltype)
+    for encoding_id in range(256):
+        if holds(encoding_id, ltype) is False:
+            row[encoding_id] = 0
     row.flags.writeable = False
     return row

@@ -69,7 +69,7 @@ import numpy as np
 from .._native import bitpack as _bp
 from .._native import floats as _fl
 from ..errors import CorruptFileError
-from ..schema.types import LogicalType, PhysicalKind
+from ..schema.types import LogicalType
 from .base import ColumnValues, EncodedChunk, Encoding
 from .bitpack import MAX_ROWS, as_buffer, packed_size
 from .byte_split import UINT64, join_planes, split_into, value_bytes
@@ -117,16 +117,12 @@ class Alp(Encoding):
 
     id = 5
     name = "alp"
-    kinds = frozenset({PhysicalKind.FIXED})
     #: an exception fraction above this makes ALP ineligible
     MAX_EXCEPTIONS = 0.25
     #: the header's largest integer width (bits here; bytes for ALP_SPLIT)
     _MAX_WIDTH = 64
     _WIDTH_UNIT = "bit"
 
-    @classmethod
-    def supports(cls, ltype: LogicalType) -> bool:
-        return ltype.name in _MAX_E
 
     # ------------------------------------------------------------------ encode
     def encode(self, values: ColumnValues, ltype: LogicalType, params=None) -> bytes:

@@ -19,7 +19,8 @@ from typing import ClassVar, Sequence
 import numpy as np
 
 from ..runtime.records import record
-from ..schema.types import LogicalType, PhysicalKind
+from ..schema.types import LogicalType
+from .ids import holds
 
 __all__ = ["ColumnValues", "EncodedChunk", "Encoding"]
 
@@ -74,13 +75,11 @@ class Encoding(ABC):
     id: ClassVar[int]
     #: name shown by tools and accepted in writer options
     name: ClassVar[str]
-    #: physical kinds this encoding can represent
-    kinds: ClassVar[frozenset[PhysicalKind]]
-
     @classmethod
     def supports(cls, ltype: LogicalType) -> bool:
-        """Whether this encoding can store values of ``ltype``."""
-        return ltype.kind in cls.kinds
+        """Whether this encoding can store values of ``ltype`` (the table of
+        :mod:`rcfmt.encodings.ids`)."""
+        return bool(holds(cls.id, ltype))
 
     @abstractmethod
     def encode(self, values: ColumnValues, ltype: LogicalType) -> bytes:

@@ -78,19 +78,17 @@ import numpy as np
 
 from .._native import bitpack as _bp
 from ..errors import CorruptFileError
-from ..schema.types import LogicalType, PhysicalKind
+from ..schema.types import LogicalType
 from .base import ColumnValues, EncodedChunk, Encoding
+from .ids import INTEGER_TYPES
 
 __all__ = [
     "Bitpack", "ENCODINGS", "HEADER_SIZE", "SUPPORTED_TYPES", "IntType", "int_type",
     "pack_codes", "unpack_codes", "packed_size",
 ]
 
-#: logical type names BITPACK and DELTA accept (integer-like FIXED storage)
-SUPPORTED_TYPES = frozenset({
-    "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-    "date32", "timestamp",
-})
+#: logical type names BITPACK (and decimal128) and DELTA accept (integer-like FIXED storage)
+SUPPORTED_TYPES = INTEGER_TYPES
 
 HEADER_SIZE = 16
 _HEADER = struct.Struct("<B3xIq")  # w, reserved (3 bytes skipped + 4 checked), reference
@@ -191,11 +189,7 @@ class Bitpack(Encoding):
 
     id = 3
     name = "bitpack"
-    kinds = frozenset({PhysicalKind.FIXED})
 
-    @classmethod
-    def supports(cls, ltype: LogicalType) -> bool:
-        return ltype.name in SUPPORTED_TYPES or ltype.name == "decimal128"
 
     # ------------------------------------------------------------------ encode
     @staticmethod

@@ -49,7 +49,7 @@ import numpy as np
 
 from .._native import bitpack as _bp
 from ..errors import CorruptFileError
-from ..schema.types import LogicalType, PhysicalKind
+from ..schema.types import LogicalType
 from .base import ColumnValues, Encoding
 from .bitpack import INT_TYPES, MAX_ROWS, IntType, as_buffer, storage_array
 
@@ -102,11 +102,7 @@ class ByteSplit(Encoding):
 
     id = 7
     name = "byte_split"
-    kinds = frozenset({PhysicalKind.FIXED})
 
-    @classmethod
-    def supports(cls, ltype: LogicalType) -> bool:
-        return ltype.name in SUPPORTED_TYPES
 
     # ------------------------------------------------------------------ encode
     def encode(self, values: ColumnValues, ltype: LogicalType) -> bytes:

@@ -55,10 +55,10 @@ import numpy as np
 
 from .._native import bitpack as _bp
 from ..errors import CorruptFileError
-from ..schema.types import LogicalType, PhysicalKind
+from ..schema.types import LogicalType
 from .base import ColumnValues, Encoding
 from .bitpack import (
-    INT_TYPES, SUPPORTED_TYPES, IntType, as_buffer, check_body_size, int_type, packed_size,
+    INT_TYPES, IntType, as_buffer, check_body_size, int_type, packed_size,
     storage_array,
 )
 
@@ -74,11 +74,7 @@ class Delta(Encoding):
 
     id = 4
     name = "delta"
-    kinds = frozenset({PhysicalKind.FIXED})
 
-    @classmethod
-    def supports(cls, ltype: LogicalType) -> bool:
-        return ltype.name in SUPPORTED_TYPES
 
     # ------------------------------------------------------------------ encode
     def encode(self, values: ColumnValues, ltype: LogicalType) -> bytes:

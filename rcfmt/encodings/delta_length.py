@@ -81,7 +81,6 @@ class DeltaLength(Encoding):
 
     id = 6
     name = "delta_length"
-    kinds = frozenset({PhysicalKind.VARBINARY})
     decode_cost = 1.0
 
     def encode(self, values: ColumnValues, ltype: LogicalType) -> bytes:

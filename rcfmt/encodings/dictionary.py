@@ -165,7 +165,6 @@ def take(dictionary: ColumnValues, codes: np.ndarray, ltype: LogicalType) -> Col
 class Dictionary(Encoding):
     id = 1
     name = "dictionary"
-    kinds = frozenset({PhysicalKind.FIXED, PhysicalKind.VARBINARY})
 
     decode_cost = 1.1  # a gather per value (strings: a copy of each value's bytes)
 

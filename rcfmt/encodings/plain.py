@@ -61,7 +61,6 @@ def decode_plain(body, rows: int, ltype: LogicalType) -> ColumnValues:
 class Plain(Encoding):
     id = 0
     name = "plain"
-    kinds = frozenset(PhysicalKind)
 
     def encode(self, values, ltype):
         return encode_plain(values, ltype)

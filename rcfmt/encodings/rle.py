@@ -38,7 +38,6 @@ def run_starts(values: np.ndarray) -> np.ndarray:
 class Rle(Encoding):
     id = 2
     name = "rle"
-    kinds = frozenset({PhysicalKind.FIXED, PhysicalKind.BOOL})
 
     def estimate_size(self, chunk, ltype, analysis):
         if analysis.run_count is None:

@@ -25,9 +25,8 @@ from ..runtime import memory
 from .._native import abi as _abi
 from .._native import block as _block
 from .._native import filters as _filters
-from ..encodings import by_id
 from ..encodings.base import ColumnValues
-from ..errors import RcfmtError
+from ..encodings.ids import holds
 from ..schema.arrow_io import Bitmap
 from ..schema.types import PhysicalKind
 from ..predicate.evaluate import ColumnData, block_predicate
@@ -53,11 +52,8 @@ def _encodings(ltype) -> int:
     """Bit e set: encoding id e can hold ``ltype`` and the executor decodes it."""
     bits = 0
     for e in _DECODED[ltype.kind]:
-        try:
-            if by_id(e).supports(ltype):
-                bits |= 1 << e
-        except RcfmtError:
-            pass
+        if holds(e, ltype):
+            bits |= 1 << e
     return bits
 
 

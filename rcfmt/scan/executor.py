@@ -21,7 +21,6 @@ import pyarrow as pa
 
 from .._native import pageindex as _pageindex
 from ..encodings.base import ColumnValues
-from ..encodings.dictionary import take as dictionary_take
 from ..errors import CorruptFileError, RcfmtError
 from ..runtime.threads import cpu_threads, shared_pool, wait_all
 from ..schema.arrow_io import int64_array, take as arrow_take, to_arrow
@@ -350,7 +349,9 @@ class BlockExecutor:
             if dictionary:
                 indices = to_arrow(ColumnValues(data.codes.astype(np.int32)), data.validity, _INT32)
                 return pa.DictionaryArray.from_arrays(indices, to_arrow(data.dictionary, None, ltype))
-            values = dictionary_take(data.dictionary, data.codes, ltype)
+            from ..encodings.dictionary import take  # (the encoding's kernels, loaded by the first such column)
+
+            values = take(data.dictionary, data.codes, ltype)
             return to_arrow(values, data.validity, ltype)
         if dictionary and ltype.annotated:  # (pyarrow encodes no decimal32/64 or extension arrays)
             from ..schema.annotated import from_storage

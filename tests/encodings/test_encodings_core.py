@@ -52,6 +52,24 @@ def test_wire_ids_are_fixed():
         by_name("PLAIN")
 
 
+def test_the_wire_id_table_names_every_encoding_and_what_it_holds():
+    """rcfmt.encodings.ids is what opens, scans and ``inspect`` consult instead of the
+    registry: every registered encoding is in it under its own name, nothing else is,
+    an unknown id holds nothing known (the decode refuses it), and the footer check's row
+    passes unknown ids and refuses known ones that cannot hold the type."""
+    from rcfmt.encodings import all_encodings, holds_type
+    from rcfmt.encodings.ids import NAMES, holds
+
+    assert {e.id: e.name for e in all_encodings()} == NAMES
+    for t in [LogicalType("bool"), LogicalType("string"), LogicalType("float64"), LogicalType("int16"),
+              LogicalType("decimal128", precision=5, scale=0), LogicalType("timestamp", unit="us")]:
+        assert holds(200, t) is None
+        row = holds_type(t)
+        assert row[200] == 1 and all(row[e.id] == e.supports(t) for e in all_encodings())
+    assert holds(5, LogicalType("float32")) and not holds(5, LogicalType("int32"))
+    assert holds(3, LogicalType("decimal128", precision=30, scale=2)) and not holds(4, LogicalType("decimal128", precision=5, scale=0))
+
+
 def test_supported_kinds():
     assert PLAIN.supports(LogicalType("bool")) and PLAIN.supports(LogicalType("string"))
     assert not DICTIONARY.supports(LogicalType("bool"))

@@ -13,7 +13,6 @@ from typing import NamedTuple
 import numpy as np
 
 from ...encodings.base import ColumnValues
-from ...encodings.dictionary import code_counts
 from ...errors import ChecksumError, CorruptFileError, InvalidOptionError
 from ...schema.types import LogicalType, PhysicalKind
 from .sbbf import MIN_BYTES, BloomFilter, hash_binary, hash_fixed, hash_values, optimal_num_bytes, within_fpp
@@ -151,7 +150,9 @@ def chunk_hashes(values: ColumnValues, valid, ltype: LogicalType, dictionary=Non
     duplicate would set the same bits); ``counts``: those rows per entry, when known."""
     if dictionary is not None:
         codes, distinct = dictionary
-        if counts is None:
+        if counts is None:  # (the writer's kernels: a reader probing filters loads none of them)
+            from ...encodings.dictionary import code_counts
+
             counts = code_counts(codes, len(distinct), valid)
         return _hashes(distinct, None, ltype)[counts > 0]
     return _hashes(values, valid, ltype)
