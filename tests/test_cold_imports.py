@@ -21,7 +21,9 @@ import rcfmt
 ALLOWED = {"numpy", "pyarrow", "zstandard", "lz4", "orjson", "rcfmt", "cython_runtime"}
 FORBIDDEN_SUBMODULES = ("pyarrow.compute", "pyarrow.pandas_compat", "pyarrow.dataset", "pyarrow.parquet",
                         # the object stores' modules: local paths need none of them (urllib, ipaddress, ...)
-                        "rcfmt.storage.s3", "rcfmt.storage.gcs", "rcfmt.storage.azure")
+                        "rcfmt.storage.s3", "rcfmt.storage.gcs", "rcfmt.storage.azure",
+                        # finding the codecs' shared libraries needs neither (their patterns: ~0.6 ms)
+                        "glob", "importlib.util")
 
 _REPORT = """
 import json, sys

@@ -11,8 +11,7 @@ them off. Each thread keeps one zstd decompression context between calls."""
 from libc.stdint cimport int64_t, uint8_t
 from posix.dlfcn cimport RTLD_LOCAL, RTLD_NOW, dlopen, dlsym
 
-import glob
-import importlib.util
+import sys
 import os
 
 from rcfmt._native.format cimport CODEC_LZ4, CODEC_ZSTD
@@ -83,18 +82,37 @@ cdef void* _sym(void* handle, const char* name) noexcept:
     return dlsym(handle, name) if handle != NULL else NULL
 
 
+def _package_spec(top):
+    """The import spec of top-level package ``top`` as the import system finds it, or
+    None (what ``importlib.util.find_spec`` does, without importing ``importlib.util``)."""
+    for finder in sys.meta_path:
+        find = getattr(finder, "find_spec", None)
+        if find is None:
+            continue
+        try:
+            spec = find(top, None)
+        except (ImportError, ValueError):
+            return None
+        if spec is not None:
+            return spec
+    return None
+
+
 def _module_files(module_name, patterns):
-    """Files matching ``patterns`` in the directory of (sub)package ``module_name``, found
-    without importing it: only its shared library is wanted, not its Python module."""
+    """Files named ``prefix*suffix`` (``patterns``: such pairs) in the directory of
+    (sub)package ``module_name``, found without importing it: only its shared library is
+    wanted, not its Python module (nor ``glob``'s patterns compiled)."""
     top, _, rest = module_name.partition(".")
-    try:
-        spec = importlib.util.find_spec(top)
-    except (ImportError, ValueError):
-        return []
+    spec = _package_spec(top)
     if spec is None or not spec.submodule_search_locations:
         return []
     where = os.path.join(list(spec.submodule_search_locations)[0], *(rest.split(".") if rest else ()))
-    return [f for p in patterns for f in sorted(glob.glob(os.path.join(where, p)))]
+    try:
+        names = sorted(os.listdir(where))
+    except OSError:
+        return []
+    return [os.path.join(where, name) for prefix, suffix in patterns for name in names
+            if name.startswith(prefix) and name.endswith(suffix) and len(name) >= len(prefix) + len(suffix)]
 
 
 def _resolve_codecs():
@@ -103,7 +121,7 @@ def _resolve_codecs():
     global _zstd_create_c, _zstd_free_c, _zstd_set_parameter, _zstd_compress2, _lz4_compress
     cdef void* h
     cdef zstd_version_t version
-    for path in _module_files("zstandard", ["_cffi*.so", "backend_c*.so"]) + ["libzstd.so.1", "libzstd.so"]:
+    for path in _module_files("zstandard", [("_cffi", ".so"), ("backend_c", ".so")]) + ["libzstd.so.1", "libzstd.so"]:
         h = _open(path)
         version = <zstd_version_t>_sym(h, "ZSTD_versionNumber")
         if version == NULL or version() < 10400:
@@ -131,7 +149,7 @@ def _resolve_codecs():
                 _zstd_compress2 = NULL
         if _zstd_decompress != NULL and _zstd_compress2 != NULL:
             break
-    for path in _module_files("lz4.block", ["_block*.so"]) + ["liblz4.so.1", "liblz4.so"]:
+    for path in _module_files("lz4.block", [("_block", ".so")]) + ["liblz4.so.1", "liblz4.so"]:
         h = _open(path)
         if _lz4_decompress == NULL:
             _lz4_decompress = <lz4_decompress_t>_sym(h, "LZ4_decompress_safe")

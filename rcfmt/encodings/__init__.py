@@ -89,8 +89,7 @@ def holds_type(ltype) -> np.ndarray:
     1 otherwise; unknown ids pass here and are refused when a chunk is decoded. (The
     footer check of every open uses it.)"""
     row = np.ones(256, np.uint8)
-    for encoding_id in range(256):
-        if holds(encoding_id, ltype) is False:
-            row[encoding_id] = 0
+    for encoding_id in NAMES:
+        row[encoding_id] = holds(encoding_id, ltype)
     row.flags.writeable = False
     return row
