@@ -8,11 +8,15 @@ this module is what the scan keeps of them per chunk.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .._native import pageindex as _pageindex
 from ..schema.types import PhysicalKind
-from ..predicate.intervals import Interval
+
+if TYPE_CHECKING:  # (loaded with the first filter: an unfiltered scan reads page indexes without it)
+    from ..predicate.intervals import Interval
 
 
 class PageIndex:
@@ -62,6 +66,8 @@ def page_interval_kind(leaf) -> int | None:
     """The stats kind of ``leaf``'s column when ``leaf`` is a comparison the native page
     kernel tests exactly (an int literal on integer-like bounds, a non-NaN number on
     float64 bounds, bytes on string and binary bounds: :func:`bytes_pages`), else None."""
+    from ..predicate.intervals import Interval
+
     if not Interval.holds(leaf):
         return None
     value = leaf.value

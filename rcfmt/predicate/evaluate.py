@@ -35,54 +35,16 @@ from ..runtime import memory
 from .._native import select as _select, varbinary as _varbinary
 from ..encodings.base import ColumnValues
 from ..errors import CorruptFileError
-from ..schema.arrow_io import Bitmap, to_arrow
+from ..schema.arrow_io import to_arrow
 from ..schema.types import LogicalType, PhysicalKind
 from .nnf import BoundAnd, BoundListContains, BoundOr, Cmp, Folded, InSet, Leaf, NanCheck, NullCheck, Prefix
 from .intervals import Interval
+from .column_data import ColumnData
 
 __all__ = ["ColumnData", "leaf_mask", "eval_nnf", "column_conjuncts", "block_predicate"]
 
 _NP_OPS = {"==": np.equal, "!=": np.not_equal, "<": np.less, "<=": np.less_equal,
            ">": np.greater, ">=": np.greater_equal}
-
-
-class ColumnData:
-    """Decoded rows of one column for evaluation: values + validity, or dictionary
-    codes + the chunk's dictionary (then ``values`` is None). Validity is bools, or the
-    Arrow bitmap the page pipeline wrote (:class:`~rcfmt.schema.arrow_io.Bitmap`), turned
-    into bools only when a predicate or a gather asks (:attr:`valid`); Arrow output
-    takes the bitmap as it is (:attr:`validity`)."""
-
-    __slots__ = ("ltype", "values", "_valid", "bitmap", "codes", "dictionary", "_dict_masks", "pushed")
-
-    def __init__(self, ltype: LogicalType, values: ColumnValues | None, valid: np.ndarray | Bitmap | None,
-                 codes: np.ndarray | None = None, dictionary: ColumnValues | None = None,
-                 pushed: tuple[np.ndarray, frozenset] | None = None):
-        self.ltype = ltype
-        self.values = values
-        self.bitmap, self._valid = (valid, None) if isinstance(valid, Bitmap) else (None, valid)
-        self.codes = codes
-        self.dictionary = dictionary
-        self._dict_masks: dict = {}
-        #: ``(mask, leaf ids)``: the AND of these leaves of the filter's top-level
-        #: conjunction, evaluated while decoding (one bool per row); handed to the
-        #: conjunction's evaluation, which may write into it
-        self.pushed = pushed
-
-    @property
-    def valid(self) -> np.ndarray | None:
-        """One bool per row (None: no nulls)."""
-        if self._valid is None and self.bitmap is not None:
-            self._valid = self.bitmap.bools()
-        return self._valid
-
-    @property
-    def validity(self) -> np.ndarray | Bitmap | None:
-        """Validity in the form at hand, for :func:`~rcfmt.schema.arrow_io.to_arrow`."""
-        return self.bitmap if self.bitmap is not None else self._valid
-
-    def __len__(self) -> int:
-        return len(self.codes) if self.codes is not None else len(self.values)
 
 
 def _numeric(ltype: LogicalType) -> bool:
@@ -237,9 +199,9 @@ def _on_null(leaf: Leaf, dictionary: ColumnValues, ltype: LogicalType) -> bool:
 
 def _dictionary_leaf(leaf: Leaf, data: ColumnData) -> tuple[np.ndarray, bool]:
     """:func:`_entry_mask` of the column's dictionary (cached per leaf on its data)."""
-    cached = data._dict_masks.get(id(leaf))
+    cached = data.entry_masks.get(id(leaf))
     if cached is None:
-        cached = data._dict_masks[id(leaf)] = _entry_mask(leaf, data.dictionary, data.ltype)
+        cached = data.entry_masks[id(leaf)] = _entry_mask(leaf, data.dictionary, data.ltype)
     return cached
 
 

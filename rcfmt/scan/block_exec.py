@@ -29,7 +29,7 @@ from ..encodings.base import ColumnValues
 from ..encodings.ids import holds
 from ..schema.arrow_io import Bitmap
 from ..schema.types import PhysicalKind
-from ..predicate.evaluate import ColumnData, block_predicate
+from ..predicate.column_data import ColumnData
 from .refusals import raise_refused
 
 __all__ = ["BlockColumns", "BlockFilter", "SKIPPED"]
@@ -265,6 +265,8 @@ class BlockFilter:
 
     def __init__(self, file, filter_ids: dict, conjuncts: dict, mask_only: set, leaf_count: int, gap: int = 0,
                  then: list | None = None, dictionary_ids=()):
+        from ..predicate.evaluate import block_predicate  # (a filter's: an unfiltered scan loads no evaluation)
+
         self.names = list(filter_ids)
         cols = [filter_ids[n] for n in self.names]
         specs, self.ids = [], []

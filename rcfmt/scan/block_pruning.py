@@ -6,15 +6,16 @@ blocks the stages before it kept, each counted in the scan's statistics and list
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from ..index.bitmap.answer import BlockAnswer, answer_block, leaf_columns
-from ..index.bloom import chunks as bloom_filters
 from ..storage.fetch import coalesce, one_read
-from ..predicate.nnf import fold, leaves
 from .plan import PRUNE_STAGES
-from ..predicate.prune import may_match
 from .scheduling import PROBE_BLOCKS, Probe
+
+if TYPE_CHECKING:  # (the stages' modules load with the first filter: an unfiltered scan needs none)
+    from ..index.bitmap.answer import BlockAnswer
 
 __all__ = ["BlockPruning", "INDEX_NARROWS"]
 
@@ -47,6 +48,8 @@ class BlockPruning:
         lo, hi = query.block_range
         if self.nnf is None:
             return list(range(lo, hi))
+        from ..predicate.prune import may_match  # (a filter's: an unfiltered scan loads no pruning)
+
         stats = self.filter_stats = {name: self.file.block_stats(name) for name in query.filter_names}
         keep = may_match(self.nnf, stats, n)
         keep[:lo] = False
@@ -68,6 +71,8 @@ class BlockPruning:
     def _index_keep(self, blocks: list[int]) -> list[int]:
         """Among ``blocks``, those whose bitmap indexes leave rows that may match; what
         the indexes said of each is kept for the scan of the block (``answers``)."""
+        from ..index.bitmap.answer import answer_block, leaf_columns
+
         file = self.file
         cols = {name: c for name in leaf_columns(self.nnf)
                 if (c := self.filter_ids.get(name)) is not None and c in file.bitmap_columns}
@@ -151,6 +156,9 @@ class BlockPruning:
     def _bloom_keep(self, blocks: np.ndarray) -> np.ndarray:
         """Among ``blocks`` (kept by stats), which may match once bloom filters are asked.
         Returns a mask over all blocks."""
+        from ..index.bloom import chunks as bloom_filters
+        from ..predicate.nnf import fold, leaves
+
         keep = np.zeros(self.file.num_blocks, bool)
         keep[blocks] = True
         probes = [leaf for leaf in leaves(self.nnf) if bloom_filters.can_probe(leaf)]

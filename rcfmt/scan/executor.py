@@ -29,7 +29,7 @@ from ..schema.nested import list_node as nested_list_node
 from ..schema.nested import under_structs as nested_under_structs
 from ..schema.types import LogicalType
 from .block_exec import BlockColumns
-from ..predicate.evaluate import ColumnData, eval_nnf
+from ..predicate.column_data import ColumnData
 from .fetch_plan import BlockGroups
 from .fetching import dense
 from .gather import empty_values, gather_data
@@ -101,6 +101,8 @@ class BlockExecutor:
                 selection, filter_data, projected = _less_deleted(plan.visible, selection, filter_data, projected)
         elif mode == MASK:
             if filter_data and not block_filter.complete:  # (no data: no row is TRUE, the mask is final)
+                from ..predicate.evaluate import eval_nnf  # (a filter's: an unfiltered scan loads no evaluation)
+
                 lists = self._lists_at(block, list_filters, candidates, cache, stats)
                 ids = self.query.filter_ids
                 mask = eval_nnf(nnf, lambda name: lists[name] if name in lists else filter_data[ids[name]],
@@ -113,6 +115,8 @@ class BlockExecutor:
                 return selected, stats
             selection = candidates.refine(mask)
         elif mode == LISTS:
+            from ..predicate.evaluate import eval_nnf
+
             lists = self._lists_at(block, list_filters, candidates, cache, stats)
             selection = candidates.refine(eval_nnf(nnf, lists.__getitem__, candidates.row_count))
             if plan.visible is not None:

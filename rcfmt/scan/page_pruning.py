@@ -17,9 +17,6 @@ import numpy as np
 from .._native import pageindex as _pageindex
 from ..index.page import PageIndex, interval_page_mask, page_interval_kind
 from ..storage.fetch import coalesce
-from ..predicate.intervals import Interval
-from ..predicate.nnf import BoundAnd, BoundListContains, BoundOr
-from ..predicate.prune import leaf_may_match
 from .scheduling import Probe
 from ..predicate.selection import RowRanges
 
@@ -142,6 +139,9 @@ class PageIndexes:
     def _page_masks(self, expr, block: int, cache: dict):
         """``{column: page keep mask}`` when every leaf of ``expr`` is on one column,
         else a RowRanges."""
+        from ..predicate.nnf import BoundAnd, BoundListContains, BoundOr  # (a filter's: see interval_page_masks)
+        from ..predicate.prune import leaf_may_match
+
         if isinstance(expr, (BoundAnd, BoundOr)):
             is_and = isinstance(expr, BoundAnd)
             masks: dict[int, np.ndarray] = {}
@@ -175,6 +175,8 @@ class PageIndexes:
         """``({column: page keep mask}, other children)``: the comparisons among
         ``children`` (ANDed) on columns whose page bounds the native kernel reads, folded
         per column into one interval and tested in one pass over its page index."""
+        from ..predicate.intervals import Interval  # (a filter's: an unfiltered scan loads no predicate code)
+
         intervals: dict[int, tuple[int, Interval]] = {}
         rest = []
         for child in children:

@@ -11,15 +11,12 @@ bytes are read and which. :class:`~rcfmt.scan.executor.BlockExecutor` runs a pla
 from __future__ import annotations
 
 from ..runtime.records import replace
-from ..index.bitmap.answer import to_mask
 from .block_pruning import INDEX_NARROWS, BlockPruning
 from .fetch_plan import BlockGroups
 from .fetching import Reads, dense
-from ..predicate.nnf import BoundAnd
 from .page_pruning import PageIndexes
 from .plan import CHUNKS, FUSED, GROUP, LISTS, MASK, PAGES, PICK, RANGED, BlockPlan, FilePlan
 from .programs import Programs
-from ..predicate.prune import always_true
 from .scan_stats import ScanStats
 from ..predicate.selection import Selection
 
@@ -85,6 +82,9 @@ class ScanPlanner:
         rows = query.block_rows(block)
         if query.nnf is None:  # (every row: what row_ranges says without a filter)
             return BlockPlan(block, rows, query.asked(block, Selection.all(rows)), None)
+        from ..index.bitmap.answer import to_mask  # (a filter's: an unfiltered scan loads none of it)
+        from ..predicate.nnf import BoundAnd
+
         answer = self.answers.get(block)
         if answer is not None and answer.exact:  # no filter column to decode, no page index to ask
             candidates = query.asked(block, Selection.from_mask(to_mask(answer.maybe, rows), kind="bitmap"))
@@ -188,6 +188,8 @@ class ScanPlanner:
         proven = self._proven_conjuncts()
         if not proven:
             return plan
+        from ..predicate.nnf import BoundAnd
+
         conjuncts = plan.residual.children if isinstance(plan.residual, BoundAnd) else (plan.residual,)
         left = [c for c in conjuncts if id(c) not in proven or not proven[id(c)][plan.block]]
         if len(left) == len(conjuncts):
@@ -207,6 +209,9 @@ class ScanPlanner:
         if not self.file.verify_checksums:
             return {}
         if self._proven is None:
+            from ..predicate.nnf import BoundAnd
+            from ..predicate.prune import always_true
+
             nnf = self.query.nnf
             conjuncts = nnf.children if isinstance(nnf, BoundAnd) else (nnf,)
             stats = self._filter_stats  # (the blocks' statistics pruning read)
@@ -265,6 +270,8 @@ class ScanPlanner:
         if nnf is None:
             pushed, mask_only, after = {}, set(), ()
         else:
+            from ..predicate.nnf import BoundAnd
+
             conjuncts, mask_only = query.pushdown(nnf)
             pushed = {name: tuple(str(leaf) for leaf in group) for name, group in conjuncts.items()}
             in_pass = {id(leaf) for group in conjuncts.values() for leaf in group}

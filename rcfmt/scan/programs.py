@@ -9,7 +9,6 @@ The planner picks a block's program (its plan's ``mode``); the executor runs it.
 from __future__ import annotations
 
 from .block_exec import BlockColumns, BlockFilter
-from ..predicate.nnf import BoundAnd, leaves
 
 __all__ = ["FUSED_BYTES", "KEPT_PROGRAMS", "Programs", "keep"]
 
@@ -28,8 +27,16 @@ KEPT_PROGRAMS = 64
 _LENGTH = ("length",)
 
 
+def _leaf_count(nnf) -> int:
+    from ..predicate.nnf import leaves  # (a filter's: an unfiltered scan loads no predicate code)
+
+    return sum(1 for _ in leaves(nnf))
+
+
 def _key(nnf) -> tuple:
     """A filter's identity: its top-level conjuncts' ids (kept alive by the scan's filter)."""
+    from ..predicate.nnf import BoundAnd
+
     return tuple(map(id, nnf.children if isinstance(nnf, BoundAnd) else (nnf,)))
 
 
@@ -75,7 +82,7 @@ class Programs:
             query = self.query
             conjuncts, mask_only = query.pushdown(nnf)
             got = self._filters[key] = False if not filter_ids else BlockFilter(
-                self.file, filter_ids, conjuncts, mask_only, sum(1 for _ in leaves(nnf)),
+                self.file, filter_ids, conjuncts, mask_only, _leaf_count(nnf),
                 query.gap if self.file.remote else 0, dictionary_ids=query.dictionary_ids)
         return got or None
 
@@ -99,7 +106,7 @@ class Programs:
         if got[0] is None and any(got[1]):
             query = self.query
             conjuncts, mask_only = query.pushdown(nnf)
-            got[0] = BlockFilter(self.file, filter_ids, conjuncts, mask_only, sum(1 for _ in leaves(nnf)), 0,
+            got[0] = BlockFilter(self.file, filter_ids, conjuncts, mask_only, _leaf_count(nnf), 0,
                                  then=rest, dictionary_ids=query.dictionary_ids)
         return got
 

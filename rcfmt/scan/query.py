@@ -15,8 +15,6 @@ import pyarrow as pa
 from ..errors import InvalidOptionError
 from ..schema.annotated import Relabeling
 from ..storage.fetch import LOCAL_COALESCE_GAP
-from ..predicate.evaluate import column_conjuncts
-from ..predicate.nnf import BoundListContains, NanCheck, columns as expr_columns, leaves, to_nnf, without_nan_checks
 from .programs import keep
 from .positions import by_unit, check_no_position_column, position_flag, row_position_field
 from ..predicate.selection import Selection
@@ -50,24 +48,10 @@ class ScanQuery:
         (self.outputs, self.dictionary_ids, self.output_schema, self.labels, self.required,
          self.nested_outputs) = self._projection(columns, read_dictionary)
         self.col_ids = [o for o in self.outputs if isinstance(o, int)]
-        if filter is None:  # (binding imports the literal conversions and fractions: 2-3 ms at a first call)
-            self.bound = None
-        else:
-            from ..predicate.bind import bind
-
-            self.bound = bind(filter, file.bind_schema)
-        self.nnf = None if self.bound is None else to_nnf(self.bound)
-        self.filter_names = sorted(expr_columns(self.nnf)) if self.nnf is not None else []
-        self.filter_ids = {name: file.column_index(name) for name in self.filter_names}
-        if self.nnf is not None:  # (is_nan of a column the file holds no NaN in: a constant)
-            self.nnf = without_nan_checks(self.nnf, {
-                leaf.column.name for leaf in leaves(self.nnf) if isinstance(leaf, NanCheck)
-                and leaf.column.name in self.filter_ids
-                and not file.footer.chunks[self.filter_ids[leaf.column.name]]["nan_count"].any()})
-        # list_contains leaves: their element columns prune blocks (stats, bloom filters);
-        # rows are decided on the lists, decoded for the candidate rows (not the elements)
-        self.list_filters = {leaf.column.name: leaf.list_name for leaf in leaves(self.nnf)
-                             if isinstance(leaf, BoundListContains)} if self.nnf is not None else {}
+        self.bound = self.nnf = None
+        self.filter_names, self.filter_ids, self.list_filters = [], {}, {}
+        if filter is not None:  # (binding, NNF and the rest: 4-5 ms of imports at a first call)
+            self._bind(filter)
         self.row_filter_ids = {name: c for name, c in self.filter_ids.items() if name not in self.list_filters}
         #: the stored columns a scan of every kind may read: the row filter's, then the projected ones
         self.needed = list(dict.fromkeys([*self.row_filter_ids.values(), *self.col_ids]))
@@ -129,6 +113,27 @@ class ScanQuery:
             out.append(row_position_field())
         return pa.schema(out, metadata=self.file.schema.metadata)
 
+    def _bind(self, filter) -> None:
+        """The filter bound to the file, in NNF, and the columns it reads."""
+        from ..predicate.bind import bind
+        from ..predicate.nnf import BoundListContains, NanCheck, columns as expr_columns, leaves, to_nnf, \
+            without_nan_checks
+
+        file = self.file
+        self.bound = bind(filter, file.bind_schema)
+        self.nnf = to_nnf(self.bound)
+        self.filter_names = sorted(expr_columns(self.nnf))
+        self.filter_ids = {name: file.column_index(name) for name in self.filter_names}
+        # (is_nan of a column the file holds no NaN in: a constant)
+        self.nnf = without_nan_checks(self.nnf, {
+            leaf.column.name for leaf in leaves(self.nnf) if isinstance(leaf, NanCheck)
+            and leaf.column.name in self.filter_ids
+            and not file.footer.chunks[self.filter_ids[leaf.column.name]]["nan_count"].any()})
+        # list_contains leaves: their element columns prune blocks (stats, bloom filters);
+        # rows are decided on the lists, decoded for the candidate rows (not the elements)
+        self.list_filters = {leaf.column.name: leaf.list_name for leaf in leaves(self.nnf)
+                             if isinstance(leaf, BoundListContains)}
+
     def block_rows(self, block: int) -> int:
         return int(self.file.footer.blocks[block]["row_count"])
 
@@ -140,6 +145,9 @@ class ScanQuery:
         return self.pushdown_whole if nnf is self.nnf else self._pushdown(nnf)
 
     def _pushdown(self, nnf) -> tuple[dict, set]:
+        from ..predicate.evaluate import column_conjuncts
+        from ..predicate.nnf import leaves
+
         conjuncts = column_conjuncts(nnf)
         counts: dict[str, int] = {}
         for leaf in leaves(nnf):
@@ -153,6 +161,8 @@ class ScanQuery:
         """``(flat filter columns, list filters)`` of ``nnf``, the scan's filter or a residual of it."""
         if nnf is self.nnf:
             return self.row_filter_ids, self.list_filters
+        from ..predicate.nnf import columns as expr_columns
+
         names = expr_columns(nnf)
         return ({n: c for n, c in self.row_filter_ids.items() if n in names},
                 {n: p for n, p in self.list_filters.items() if n in names})
