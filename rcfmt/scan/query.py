@@ -121,6 +121,8 @@ class ScanQuery:
 
         file = self.file
         self.bound = bind(filter, file.bind_schema)
+        if self.bound is None:  # (what bind makes of a filter that is none)
+            return
         self.nnf = to_nnf(self.bound)
         self.filter_names = sorted(expr_columns(self.nnf))
         self.filter_ids = {name: file.column_index(name) for name in self.filter_names}
