@@ -1,10 +1,12 @@
 """The block executor: every flat projected column of one block in one GIL-free call.
 
-:func:`run_block` takes the bytes of a block (or of its fetched ranges), a compact
-column spec built once per scan (``S_COLS`` int64 per column, the tables of
+:func:`run_block` takes the bytes of a block (or of its fetched ranges), a
+:class:`BlockProgram` built once per scan -- a compact column spec (``S_COLS`` int64
+per column, the tables of
 :mod:`rcfmt._native.abi`: physical kind, width,
 sign, decimal precision, UTF-8 check, large offsets, codes kept for ``read_dictionary``,
-the encodings the type admits) and the block's chunk records (:data:`C_COLS` int64 per
+the encodings the type admits), the columns' filters and what is done with the rows they
+pick -- and the block's chunk records (:data:`C_COLS` int64 per
 column, from the footer), and decodes every column whose rows are all wanted (the
 whole-chunk case) in ONE ``with nogil:`` section: page headers and checksums, body
 checksums, decompression (the page pipeline's per-thread codec contexts), values of every
@@ -61,7 +63,7 @@ from ..runtime import memory as _memory
 
 cnp.import_array()
 
-__all__ = ["run_block", "Owned"]
+__all__ = ["BlockProgram", "run_block", "Owned"]
 
 
 # ------------------------------------------------------------------ owned buffers
@@ -191,14 +193,77 @@ cdef _int64s(int64_t* ptr, int64_t n):
     return np.frombuffer(_own(shrunk if shrunk != NULL else ptr, 8 * n), np.int64)
 
 
-def run_block(buf, int64_t base, const int64_t[:, ::1] spec, const int64_t[:, ::1] chunks, int64_t rows,
-              bint verify, filters=None, uint8_t[::1] mask=None, bint short_circuit=False,
-              const int64_t[::1] selected=None, pages=None, compact=None, Py_ssize_t then=0):
+cdef class BlockProgram:
+    """What :func:`run_block` does with every block of a scan, built (and checked) once
+    per scan: ``spec``, one row of S_COLS per column; ``filters``, one :class:`Filter`
+    or None per column (None: no filter), evaluated into the call's mask; with
+    ``short_circuit``, the columns left once the mask holds no TRUE row are not decoded;
+    ``compact`` (with filters: a flag per column), the mask is final once the filter's
+    columns are decoded, and the flagged columns are returned at the rows it picks (flag
+    2: a dictionary chunk as its values); ``then`` (with ``compact``): the last ``then``
+    columns take no part in the filter and are decoded after it, at the rows it picked.
+    See :func:`run_block` for what each does to a block."""
+
+    cdef const int64_t[:, ::1] spec
+    cdef readonly Py_ssize_t ncols
+    cdef list filters  # (keeps the Filter objects ``flts`` points into alive)
+    cdef const Flt** flts
+    cdef readonly bint filtered
+    cdef readonly bint short_circuit
+    cdef uint8_t* compact  # (NULL: not compacting)
+    cdef readonly Py_ssize_t then
+
+    def __cinit__(self, const int64_t[:, ::1] spec, filters=None, bint short_circuit=False, compact=None,
+                  Py_ssize_t then=0):
+        cdef Py_ssize_t i, ncols = spec.shape[0]
+        if spec.shape[1] != S_COLS:
+            raise ValueError("spec needs S_COLS int64 per column")
+        self.spec = spec
+        self.ncols = ncols
+        self.filtered = filters is not None
+        self.short_circuit = short_circuit
+        if filters is not None:
+            filters = list(filters)
+            if len(filters) != ncols:
+                raise ValueError("filters need one entry per column")
+            for i in range(ncols):
+                if filters[i] is not None and not isinstance(filters[i], Filter):
+                    raise TypeError("filters are Filter objects or None")
+        self.filters = filters
+        if compact is not None:
+            compact = list(compact)
+            if filters is None or len(compact) != ncols:
+                raise ValueError("compact needs filters and one flag per column")
+        if then < 0 or then > ncols or (then and compact is None):
+            raise ValueError("then needs compact and at most one column per column")
+        for i in range(ncols - then, ncols):
+            if filters is not None and filters[i] is not None:
+                raise ValueError("the columns decoded after the filter take no part in it")
+        self.then = then
+        self.flts = <const Flt**>malloc(max(ncols, 1) * sizeof(Flt*))
+        if self.flts == NULL:
+            raise MemoryError()
+        for i in range(ncols):
+            self.flts[i] = &(<Filter>filters[i]).f if filters is not None and filters[i] is not None else NULL
+        if compact is not None:
+            self.compact = <uint8_t*>malloc(max(ncols, 1))
+            if self.compact == NULL:
+                raise MemoryError()
+            for i in range(ncols):
+                self.compact[i] = <uint8_t>compact[i] if i < ncols - then else 0
+
+    def __dealloc__(self):
+        free(self.flts)
+        free(self.compact)
+
+
+def run_block(BlockProgram program not None, buf, int64_t base, const int64_t[:, ::1] chunks, int64_t rows,
+              bint verify, uint8_t[::1] mask=None, const int64_t[::1] selected=None, pages=None):
     """Decode every column of one block (its rows, or the ``selected`` ones), in one
-    GIL-free pass.
+    GIL-free pass, as ``program`` (:class:`BlockProgram`) says.
 
     ``buf``: the block's bytes from file offset ``base`` on (a whole read, or ranges
-    read into one buffer); ``spec``: one row of S_COLS per column (built once per scan);
+    read into one buffer); the program's ``spec``: one row of S_COLS per column (built once per scan);
     ``chunks``: the block's chunk records, one row of C_COLS per column; ``rows``: the
     block's rows. Returns ``(arenas, results, data, dictionaries)``: per column the uint8
     arena holding its values/codes/offsets and validity, ``results`` (int64, R_COLS per
@@ -208,12 +273,11 @@ def run_block(buf, int64_t base, const int64_t[:, ::1] spec, const int64_t[:, ::
     ``(values or data, int32 offsets or None)`` (or None). A column whose status is not
     ST_OK is refused (see the module docstring).
 
-    ``filters`` (one :class:`Filter` or None per column) and ``mask`` (uint8, ``rows``):
-    each column's filter is evaluated on its rows right after it is decoded, the first
-    one written into ``mask`` and the next ones ANDed into it (dictionary chunks: once
-    per entry, then a lookup per code). With
-    ``short_circuit``, once the mask holds no TRUE row the columns left are not decoded
-    (status ST_SKIPPED): the mask is final, whatever they hold.
+    The program's ``filters`` and ``mask`` (uint8, ``rows``): each column's filter is
+    evaluated on its rows right after it is decoded, the first one written into ``mask``
+    and the next ones ANDed into it (dictionary chunks: once per entry, then a lookup per
+    code). With ``short_circuit``, once the mask holds no TRUE row the columns left are
+    not decoded (status ST_SKIPPED): the mask is final, whatever they hold.
 
     ``selected`` (sorted, distinct rows of the block): only these rows are returned, one
     after another (and filtered: ``mask`` then has a byte per selected row). Every
@@ -228,27 +292,29 @@ def run_block(buf, int64_t base, const int64_t[:, ::1] spec, const int64_t[:, ::
     ``buf``). Only those pages (and the dictionary page) are read, each checked against
     its entry; nothing else of the chunk need be in ``buf``.
 
-    ``compact`` (with ``filters``: one flag per column): the mask is final once every
+    The program's ``compact`` (with filters: one flag per column): the mask is final once every
     column is decoded (the AND of all the filters), and the flagged columns are returned
     at the rows it selects only, one after another (their ``R_NULLS`` counted there);
     the others as above. Flag 2: a dictionary chunk of the column is returned as its
     values there (``R_DICT`` 0), not as codes and its dictionary. A fifth item is then returned: ``(rows, starts, ends)``, the
     selected rows of the block (int64, in order) and their runs ``[starts, ends)``.
 
-    ``then`` (with ``compact``): the last ``then`` columns take no part in the filter
+    The program's ``then`` (with ``compact``): the last ``then`` columns take no part in the filter
     (their ``filters`` entries None): they are decoded after it, at the rows it picked
     (their whole chunks in ``buf``; ST_SKIPPED when it picked none), into arenas sized
     for those rows -- the filter and the projection of a block in one call."""
     cdef const uint8_t[::1] view = memoryview(buf).cast("B") if not isinstance(buf, np.ndarray) else buf
     cdef Py_ssize_t size = view.shape[0]
     cdef const uint8_t* p = &view[0] if size else _EMPTY
-    cdef Py_ssize_t ncols = spec.shape[0], i, reached = 0
+    cdef const int64_t[:, ::1] spec = program.spec
+    cdef Py_ssize_t ncols = program.ncols, i, reached = 0, then = program.then
     cdef int64_t capacity = 1, vbytes, npages, length, width, shift
     cdef bint keep, discard
+    cdef bint compacting = program.compact != NULL
     cdef cnp.ndarray arena
     cdef uint8_t* a
-    if chunks.shape[0] != ncols or spec.shape[1] != S_COLS or chunks.shape[1] != C_COLS:
-        raise ValueError("spec and chunks need one row per column")
+    if chunks.shape[0] != ncols or chunks.shape[1] != C_COLS:
+        raise ValueError("chunks need one row of C_COLS per column of the program")
     if rows < 0:
         raise ValueError("rows must be >= 0")
     cdef int64_t out_rows = rows, j
@@ -263,8 +329,8 @@ def run_block(buf, int64_t base, const int64_t[:, ::1] spec, const int64_t[:, ::
     cdef const int64_t[:, ::1] listed
     if pages is not None and (selected is None or len(pages) != ncols):
         raise ValueError("pages need the selected rows and one entry per column")
-    if then < 0 or then > ncols or (then and (compact is None or pages is not None)):
-        raise ValueError("then needs compact, no pages, and at most one column per column")
+    if then and pages is not None:
+        raise ValueError("a program with columns decoded after the filter reads no page lists")
     cdef Py_ssize_t first_then = ncols - then
     cdef cnp.ndarray results = np.zeros((ncols, R_COLS), np.int64)
     cdef int64_t[:, ::1] r = results
@@ -280,7 +346,7 @@ def run_block(buf, int64_t base, const int64_t[:, ::1] spec, const int64_t[:, ::
         if i >= first_then:  # (the later columns' arenas are made once the rows are picked)
             continue
         vbytes = _values_bytes(&spec[i, 0], keep, discard, out_rows)
-        if compact is not None:  # (the filter's columns, compacted or dropped after: one arena for all)
+        if compacting:  # (the filter's columns, compacted or dropped after: one arena for all)
             r[i, R_VALUES] = shared
             r[i, R_VALID] = shared + _round64(vbytes + 8)
             shared += _arena_bytes(vbytes, out_rows)
@@ -299,17 +365,14 @@ def run_block(buf, int64_t base, const int64_t[:, ::1] spec, const int64_t[:, ::
             r[i, R_VALID] += shift
     cdef cnp.ndarray table = np.empty((capacity, P_COLS), np.int64)
     cdef int64_t[:, ::1] t = table
-    cdef const Flt** flts = NULL
+    cdef const Flt** flts = program.flts
+    cdef bint short_circuit = program.short_circuit
     cdef uint8_t* mask_p = NULL
     cdef bint anded = False, empty = False
     cdef uint8_t* own_mask = NULL
-    if filters is not None:
-        if len(filters) != ncols or (mask is None and compact is None) or (mask is not None and
-                                                                             mask.shape[0] < out_rows):
-            raise ValueError("filters need one entry per column and a mask of one byte per row")
-        for i in range(ncols):
-            if filters[i] is not None and not isinstance(filters[i], Filter):
-                raise TypeError("filters are Filter objects or None")
+    if program.filtered:
+        if (mask is None and not compacting) or (mask is not None and mask.shape[0] < out_rows):
+            raise ValueError("a filtered program needs a mask of one byte per row (or compact)")
         if mask is None:  # (compact: the rows it picks are the answer, the mask a scratch of its own)
             own_mask = <uint8_t*>malloc(out_rows + 8)
             if own_mask == NULL:
@@ -317,25 +380,8 @@ def run_block(buf, int64_t base, const int64_t[:, ::1] spec, const int64_t[:, ::
             mask_p = own_mask
         else:
             mask_p = &mask[0] if out_rows else _EMPTY
-    flts = <const Flt**>malloc(max(ncols, 1) * sizeof(Flt*))
-    if flts == NULL:
-        free(own_mask)
-        raise MemoryError()
-    for i in range(ncols):
-        flts[i] = &(<Filter>filters[i]).f if filters is not None and filters[i] is not None else NULL
-    cdef bint compacting = compact is not None
-    if compacting and (filters is None or len(compact) != ncols):
-        free(flts)
-        free(own_mask)
-        raise ValueError("compact needs filters and one flag per column")
-    for i in range(first_then, ncols):
-        if flts[i] != NULL:
-            free(flts)
-            free(own_mask)
-            raise ValueError("the columns decoded after the filter take no part in it")
     cdef Col* cols = <Col*>malloc(max(ncols, 1) * sizeof(Col))
     if cols == NULL:
-        free(flts)
         free(own_mask)
         raise MemoryError()
     memset(cols, 0, max(ncols, 1) * sizeof(Col))
@@ -351,13 +397,12 @@ def run_block(buf, int64_t base, const int64_t[:, ::1] spec, const int64_t[:, ::
         cols[i].page = -1
         cols[i].sel = sel
         cols[i].nsel = out_rows
-        cols[i].defer = compacting and bool(compact[i]) and i < first_then
-        cols[i].as_values = cols[i].defer and compact[i] == 2
+        cols[i].defer = compacting and program.compact[i] != 0 and i < first_then
+        cols[i].as_values = cols[i].defer and program.compact[i] == 2
         if pages is not None and pages[i] is not None:
             listed = pages[i]
             if listed.shape[0] != 4:
                 free(cols)
-                free(flts)
                 free(own_mask)
                 raise ValueError("each column's pages are a (4, n) int64 array")
             cols[i].plist = &listed[0, 0] if listed.shape[1] else <const int64_t*>_EMPTY
@@ -439,7 +484,6 @@ def run_block(buf, int64_t base, const int64_t[:, ::1] spec, const int64_t[:, ::
             _free_temporaries(&cols[i])
             _free_outputs(&cols[i])
         free(cols)
-        free(flts)
         free(own_mask)
         free(pos)
         free(picked_rows)

@@ -95,6 +95,10 @@ class BlockColumns:
             spec[i, _abi.S_ENCODINGS] = _encodings(ltype)
             spec[i, _abi.S_DISCARD] = bool(discard and discard[i])
         self.spec = spec
+        #: what the executor does with every block (:class:`~rcfmt._native.block.BlockProgram`):
+        #: this one, or with ``compact`` flags one each, made on first use (:meth:`decode`)
+        self.program = _block.BlockProgram(spec, self.filters, self.filters is not None, None, 0)
+        self._compacting: dict[tuple, object] = {}
         # (C-contiguous per block, as the executor reads it; the file's other columns not made)
         chunks = footer.chunk_fields(_CHUNK_FIELDS, tuple(self.cols))
         self.chunks = chunks
@@ -108,6 +112,16 @@ class BlockColumns:
                             for col, lt, f in zip(self.cols, self.ltypes, filtered)]
         self.widths = [(-8 if lt.large else -4) if lt.kind == PhysicalKind.VARBINARY else
                        (0 if lt.kind == PhysicalKind.BOOL else lt.width) for lt in self.ltypes]
+
+    def _compacting_program(self, compact: tuple):
+        """The program that compacts the flagged columns (``compact``) to the rows the
+        filter picks, and decodes the :attr:`then` columns after it (one per flags, made
+        alike by racing threads)."""
+        program = self._compacting.get(compact)
+        if program is None:
+            program = self._compacting[compact] = _block.BlockProgram(self.spec, self.filters, True, compact,
+                                                                      self.then)
+        return program
 
     def ranges(self, block: int):
         """The chunks' byte ranges in ``block``: ``(starts, ends, True)`` merged when
@@ -158,13 +172,9 @@ class BlockColumns:
         the rows it selects only, and those rows as a fourth item, ``(rows, starts,
         ends)``: the selected rows of the block (int64) and their runs (None without
         ``compact``)."""
-        if self.filters is None:
-            got = _block.run_block(buf, base, self.spec, self.chunks[block], rows, verify, selected=selected,
-                                   pages=pages)
-        else:
-            got = _block.run_block(buf, base, self.spec, self.chunks[block], rows, verify, self.filters,
-                                   None if mask is None else mask.view(np.uint8), True, selected, pages, compact,
-                                   self.then)
+        program = self.program if compact is None else self._compacting_program(tuple(compact))
+        got = _block.run_block(program, buf, base, self.chunks[block], rows, verify,
+                               None if mask is None else mask.view(np.uint8), selected, pages)
         out_rows = rows if selected is None else len(selected)
         arenas, results, data, dictionaries = got[:4]
         picks = got[4] if compact is not None else None

@@ -481,3 +481,46 @@ def test_every_stored_column_is_decoded_by_the_executor(tmp_path, monkeypatch):
             assert got.to_pylist() == _rows_where(table, keep), (expr, use_threads)
     got = rcfmt.read_table(path, columns=["tags", "p"], filter=col("k") == 5)
     assert got.to_pylist() == [{"tags": r["tags"], "p": r["p"]} for r in _rows_where(table, lambda r: r["k"] == 5)]
+
+
+def test_a_block_program_is_checked_when_made_and_each_call_against_it(tmp_path):
+    """run_block's modes live in a BlockProgram, built and checked once per scan: a
+    combination the executor cannot run is refused when the program is made, and a call
+    whose chunks or mask do not fit the program is refused before anything is decoded."""
+    from rcfmt._native import abi, block, filters
+
+    table = pa.table({"a": np.arange(100, dtype=np.int64), "b": np.arange(100, dtype=np.int64) % 7})
+    path = tmp_path / "t.rcfmt"
+    rcfmt.write_table(table, path)
+    f = rcfmt.open(path)
+    columns = block_exec.BlockColumns(f, [0, 1], ())
+    spec = columns.spec
+    keep = filters.Filter(("nulls", False))  # (is_valid: every row of these columns)
+    with pytest.raises(ValueError, match="S_COLS"):
+        block.BlockProgram(np.zeros((2, abi.S_COLS + 1), np.int64))
+    with pytest.raises(ValueError, match="one entry per column"):
+        block.BlockProgram(spec, [keep])
+    with pytest.raises(TypeError, match="Filter objects"):
+        block.BlockProgram(spec, [keep, "b > 3"])
+    with pytest.raises(ValueError, match="compact needs filters"):
+        block.BlockProgram(spec, None, False, [1, 0])
+    with pytest.raises(ValueError, match="then needs compact"):
+        block.BlockProgram(spec, [keep, None], True, None, 1)
+    with pytest.raises(ValueError, match="take no part"):
+        block.BlockProgram(spec, [keep, keep], True, [1, 0], 1)
+    program = block.BlockProgram(spec, [keep, None], True)
+    buf = np.fromfile(path, np.uint8)
+    chunks = columns.chunks[0]
+    with pytest.raises(ValueError, match="C_COLS"):
+        block.run_block(program, buf, 0, chunks[:1], 100, True, np.empty(100, np.uint8))
+    with pytest.raises(ValueError, match="mask of one byte per row"):
+        block.run_block(program, buf, 0, chunks, 100, True, None)
+    with pytest.raises(ValueError, match="mask of one byte per row"):
+        block.run_block(program, buf, 0, chunks, 100, True, np.empty(99, np.uint8))
+    mask = np.zeros(100, np.uint8)
+    arenas, results, _, _ = block.run_block(program, buf, 0, chunks, 100, True, mask)
+    assert results[:, abi.R_STATUS].tolist() == [abi.ST_OK, abi.ST_OK] and mask.all()
+    # (a compacting program returns the rows it picked: here every one)
+    compacting = block.BlockProgram(spec, [keep, None], True, [1, 1])
+    *_, (rows, starts, ends) = block.run_block(compacting, buf, 0, chunks, 100, True, None)
+    assert rows.tolist() == list(range(100)) and starts.tolist() == [0] and ends.tolist() == [100]
