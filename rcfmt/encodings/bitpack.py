@@ -87,7 +87,8 @@ __all__ = [
     "pack_codes", "unpack_codes", "packed_size",
 ]
 
-#: logical type names BITPACK (and decimal128) and DELTA accept (integer-like FIXED storage)
+#: logical type names BITPACK and DELTA store as integers (integer-like FIXED storage;
+#: BITPACK holds decimal128's low words too: :mod:`rcfmt.encodings.ids`)
 SUPPORTED_TYPES = INTEGER_TYPES
 
 HEADER_SIZE = 16
