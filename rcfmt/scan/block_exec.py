@@ -32,7 +32,7 @@ from ..schema.types import PhysicalKind
 from ..predicate.column_data import ColumnData
 from .refusals import raise_refused
 
-__all__ = ["BlockColumns", "BlockFilter", "SKIPPED"]
+__all__ = ["BlockColumns", "BlockFilter", "BlockRead", "SKIPPED"]
 
 #: what :meth:`BlockColumns.run` gives for a column it did not decode (the filter's mask
 #: was already empty)
@@ -45,6 +45,32 @@ _KINDS = {PhysicalKind.FIXED: _abi.KIND_FIXED, PhysicalKind.BOOL: _abi.KIND_BOOL
 #: writer makes one: every encoding that can hold a type is here)
 _DECODED = {PhysicalKind.FIXED: (0, 1, 2, 3, 4, 5, 7, 8), PhysicalKind.BOOL: (0, 2), PhysicalKind.VARBINARY: (0, 1, 6)}
 _CHUNK_FIELDS = ("offset", "length", "dictionary_length", "dictionary_size", "page_count", "encoding")
+
+
+class BlockRead:
+    """What one native call reads of a block, built once per block by the executor and
+    handed down unchanged: ``buf`` (the bytes read, file offset ``base`` at ``buf[0]``),
+    ``block`` and its ``rows``, whether page checksums are ``verify``-ed, the
+    ``selected`` rows (sorted distinct int64; None: every row) and, when only the pages
+    holding them are in ``buf``, per column their page table (``pages``: as
+    :meth:`PageIndex.table <rcfmt.index.page.PageIndex.table>` gives it, offsets made
+    positions in ``buf``; None: whole chunks)."""
+
+    __slots__ = ("buf", "base", "block", "rows", "verify", "selected", "pages")
+
+    def __init__(self, buf, base: int, block: int, rows: int, verify: bool, selected: np.ndarray | None = None,
+                 pages: list | None = None):
+        self.buf, self.base, self.block, self.rows, self.verify = buf, base, block, rows, verify
+        self.selected, self.pages = selected, pages
+
+    def with_pages(self, pages: list | None) -> BlockRead:
+        """The same read, for a unit of its columns: ``pages`` their page tables."""
+        return BlockRead(self.buf, self.base, self.block, self.rows, self.verify, self.selected, pages)
+
+    @property
+    def out_rows(self) -> int:
+        """The rows a column of this read gives: every row of the block, or the selected."""
+        return self.rows if self.selected is None else len(self.selected)
 
 
 @functools.lru_cache(maxsize=None)
@@ -141,41 +167,37 @@ class BlockColumns:
             return start[block], end[block], True
         return lo[block], hi[block], False
 
-    def run(self, buf, base: int, block: int, rows: int, verify: bool, mask: np.ndarray | None = None,
-            selected: np.ndarray | None = None, unused: list | None = None,
-            pages: list | None = None) -> tuple[list, int, int]:
-        """Decode every column of ``block`` (all ``rows`` rows, or the ``selected`` ones:
-        sorted distinct int64 rows, without filters) from ``buf`` (file bytes
-        from ``base`` on), per column: an Arrow array (wrapped here, once: slices of the
-        column's own arena, and the owned string data); ``(values, validity, codes,
-        dictionary)`` for a read_dictionary, annotated or filtered column (wrapped by the
-        scan; ``codes``/``dictionary``: a dictionary chunk kept as codes, values then
-        None); then the data pages whose bodies were read
-        (with ``selected``, those holding a selected row) and their rows, summed over
-        the columns.
+    def run(self, read: BlockRead, mask: np.ndarray | None = None,
+            unused: list | None = None) -> tuple[list, int, int]:
+        """Decode every column of ``read``'s block (its rows, or the ``selected`` ones,
+        without filters; ``pages``: per column the only bytes of it in ``buf``), per
+        column: an Arrow array (wrapped here, once: slices of the column's own arena, and
+        the owned string data); ``(values, validity, codes, dictionary)`` for a
+        read_dictionary, annotated or filtered column (wrapped by the scan;
+        ``codes``/``dictionary``: a dictionary chunk kept as codes, values then None);
+        then the data pages whose bodies were read (with ``selected``, those holding a
+        selected row) and their rows, summed over the columns.
 
         With :attr:`filters`, ``mask`` (bool, a byte per row returned) receives their AND, and once it
         holds no TRUE row the columns left are not decoded: they are :data:`SKIPPED`.
         ``unused`` (a bool per column): columns decoded only for the mask, not wrapped
-        (given as :data:`SKIPPED` too). ``pages`` (with ``selected``): per column the
-        :meth:`PageIndex.table <rcfmt.index.page.PageIndex.table>` of the pages holding its selected rows (offsets made positions in ``buf``), the only bytes of the
-        column ``buf`` then needs.
+        (given as :data:`SKIPPED` too).
 
         A column the executor refused raises its located error (see the module)."""
-        return self.decode(buf, base, block, rows, verify, mask, selected, unused, pages)[:3]
+        return self.decode(read, mask, unused)[:3]
 
-    def decode(self, buf, base: int, block: int, rows: int, verify: bool, mask: np.ndarray | None = None,
-               selected: np.ndarray | None = None, unused: list | None = None, pages: list | None = None,
-               compact: list | None = None) -> tuple[list, int, int, tuple | None]:
-        """:meth:`run`, and ``compact`` (with :attr:`filters`, a bool per column): the
+    def decode(self, read: BlockRead, mask: np.ndarray | None = None, unused: list | None = None,
+               compact: tuple | None = None) -> tuple[list, int, int, tuple | None]:
+        """:meth:`run`, and ``compact`` (with :attr:`filters`, a flag per column): the
         mask is final once every column is decoded, the flagged columns are returned at
         the rows it selects only, and those rows as a fourth item, ``(rows, starts,
         ends)``: the selected rows of the block (int64) and their runs (None without
         ``compact``)."""
-        program = self.program if compact is None else self._compacting_program(tuple(compact))
-        got = _block.run_block(program, buf, base, self.chunks[block], rows, verify,
-                               None if mask is None else mask.view(np.uint8), selected, pages)
-        out_rows = rows if selected is None else len(selected)
+        program = self.program if compact is None else self._compacting_program(compact)
+        block, pages = read.block, read.pages
+        got = _block.run_block(program, read.buf, read.base, self.chunks[block], read.rows, read.verify,
+                               None if mask is None else mask.view(np.uint8), read.selected, pages)
+        out_rows = read.out_rows
         arenas, results, data, dictionaries = got[:4]
         picks = got[4] if compact is not None else None
         first_then = len(self.cols) - self.then
@@ -185,7 +207,7 @@ class BlockColumns:
             pages_read += pages_i
             rows_read += rows_i
             if status and status != _abi.ST_SKIPPED:
-                raise_refused(self._file(), block, self.cols[i], status, page, buf, base, rows,
+                raise_refused(self._file(), block, self.cols[i], status, page, read.buf, read.base, read.rows,
                               None if pages is None else pages[i])
             if status or (unused is not None and unused[i]):
                 out.append(SKIPPED)
@@ -274,7 +296,7 @@ class BlockFilter:
     ``leaf_count``: the filter's leaves."""
 
     def __init__(self, file, filter_ids: dict, conjuncts: dict, mask_only: set, leaf_count: int, gap: int = 0,
-                 then: list | None = None, dictionary_ids=()):
+                 then: list | None = None, dictionary_ids=(), keep=()):
         from ..predicate.evaluate import block_predicate  # (a filter's: an unfiltered scan loads no evaluation)
 
         self.names = list(filter_ids)
@@ -294,20 +316,22 @@ class BlockFilter:
         n = len(self.then)
         self.columns = BlockColumns(file, cols + self.then, dictionary_ids, gap, specs + [None] * n,
                                     discard=self.unused + [False] * n, then=n)
+        #: per column, what :meth:`select` compacts to the rows the filter picks: the
+        #: projected filter columns (``keep``), 2 where a dictionary chunk's values are
+        #: gathered natively, 1 where read_dictionary wants its codes; 0 the others
+        self.compact = tuple([(1 if c in self.dictionary_ids else 2) if c in keep else 0 for c in cols] + [0] * n)
+        self._select_unused = self.unused + [False] * n
         #: whether every leaf of the filter is in the mask (nothing left to evaluate)
         self.complete = sum(map(len, self.ids)) == leaf_count
 
-    def run(self, buf, base: int, block: int, rows: int, verify: bool, selected: np.ndarray | None = None,
-            pages: list | None = None):
-        """``(mask, {column: ColumnData}, (pages, rows) read)`` of ``block`` (its ``rows`` rows,
-        or the candidate rows ``selected``, from ``buf``, file offset ``base`` at
-        ``buf[0]``; ``pages``: as :meth:`BlockColumns.run` takes them): ``mask`` (bool,
-        a byte per row decided) the AND of the leaves taken natively, final when
-        :attr:`complete` or when no row is TRUE (the columns' data is then empty). A
-        column the executor refused raises its located error."""
-        mask = memory.empty(rows if selected is None else len(selected), bool)
-        got, pages, rows_read = self.columns.run(buf, base, block, rows, verify, mask, selected=selected,
-                                                 unused=self.unused, pages=pages)
+    def run(self, read: BlockRead):
+        """``(mask, {column: ColumnData}, (pages, rows) read)`` of ``read``'s block (its
+        candidate rows: all, or the ``selected`` ones): ``mask`` (bool, a byte per row
+        decided) the AND of the leaves taken natively, final when :attr:`complete` or
+        when no row is TRUE (the columns' data is then empty). A column the executor
+        refused raises its located error."""
+        mask = memory.empty(read.out_rows, bool)
+        got, pages, rows_read = self.columns.run(read, mask, self.unused)
         if any(g is SKIPPED and not u for g, u in zip(got, self.unused)):
             return mask, {}, (pages, rows_read)
         data = {}
@@ -317,22 +341,18 @@ class BlockFilter:
                                                                                               pushed=pushed)
         return mask, data, (pages, rows_read)
 
-    def select(self, buf, base: int, block: int, rows: int, verify: bool, selected: np.ndarray | None = None,
-               pages: list | None = None, keep=()):
+    def select(self, read: BlockRead):
         """:meth:`run` of a :attr:`complete` filter, whose mask is then final, with no
         Python between the mask and the rows it selects: ``((rows, starts, ends),
         {column: ColumnData}, (pages, rows) read)`` -- the block's selected rows (int64)
-        and their runs, found in the same native call, and the filter columns ``keep``
-        (projected ones) at those rows only, compacted there (no mask to gather by) --
+        and their runs, found in the same native call, and the projected filter columns
+        (``keep``) at those rows only, compacted there (no mask to gather by) --
         with the :attr:`then` columns, decoded at those rows after the filter (an Arrow
         array, or storage form for read_dictionary and annotated ones, as
         :meth:`BlockColumns.run` gives them)."""
         nf = len(self.names)
-        # (2: a dictionary chunk's values gathered natively, unless read_dictionary wants its codes)
-        compact = [(1 if c in self.dictionary_ids else 2) if c in keep else 0
-                   for c in self.columns.cols[:nf]] + [0] * len(self.then)
-        got, pages, rows_read, picks = self.columns.decode(buf, base, block, rows, verify, None, selected,
-                                                           self.unused + [False] * len(self.then), pages, compact)
+        compact = self.compact
+        got, pages, rows_read, picks = self.columns.decode(read, None, self._select_unused, compact)
         data = {col: ColumnData(ltype, *g) for col, ltype, flag, g in zip(self.columns.cols, self.columns.ltypes,
                                                                           compact, got) if flag and g is not SKIPPED}
         for col, ltype, g in zip(self.then, self.columns.ltypes[nf:], got[nf:]):  # (Arrow, or storage form)

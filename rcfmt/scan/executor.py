@@ -28,7 +28,7 @@ from ..schema.nested import assemble as nested_assemble
 from ..schema.nested import list_node as nested_list_node
 from ..schema.nested import under_structs as nested_under_structs
 from ..schema.types import LogicalType
-from .block_exec import BlockColumns
+from .block_exec import BlockColumns, BlockRead
 from ..predicate.column_data import ColumnData
 from .fetch_plan import BlockGroups
 from .fetching import dense
@@ -81,20 +81,18 @@ class BlockExecutor:
             block_filter = plan.program
             buf, base, pages = self._filter_bytes(plan, block_filter.columns, cache, stats, fetched)
             wanted = None if plan.every or candidates.row_count == plan.rows else candidates.to_indices()
-            verify = self.file.verify_checksums
+            block_read = BlockRead(buf, base, block, plan.rows, self.file.verify_checksums, wanted, pages)
             if mode == MASK:  # one native call decodes the filter columns into the mask
-                mask, filter_data, read = block_filter.run(buf, base, block, plan.rows, verify, wanted, pages)
+                mask, filter_data, read = block_filter.run(block_read)
             else:  # one native call decodes the filter columns and picks the rows (FUSED: and the projection)
-                keep = {c for c in self.query.col_ids if c in filter_ids.values()}
-                picks, filter_data, read = block_filter.select(buf, base, block, plan.rows, verify, wanted, pages,
-                                                               keep)
+                picks, filter_data, read = block_filter.select(block_read)
                 picked = Selection.picked(*picks, plan.rows)
                 if mode == FUSED:
                     projected = {c: filter_data.pop(c) for c in rest if c in filter_data}
             stats.pages_read += read[0]
             stats.rows_decoded += read[1]
             fetched = (buf, base) if plan.read == GROUP or plan.ride else None
-            buf = None  # (the filter's bytes, freed before the projection's are read unless they hold them)
+            buf = block_read = None  # (the filter's bytes, freed before the projection's are read unless they hold them)
         if picked is not None:
             selection = picked
             if plan.visible is not None:
@@ -225,14 +223,14 @@ class BlockExecutor:
             buf, base = fetched if fetched is not None else \
                 self._read_whole(executor, block, rows, stats, None if groups is None else shared_pool("columns"))
         out = {}
-        wanted = None if selection is None else selection.to_indices()
+        read = BlockRead(buf, base, block, rows, self.file.verify_checksums,
+                         None if selection is None else selection.to_indices(), pages)
         if paged and self.column_threads:
-            groups = self._paged_split(block, cols, stored, len(wanted))
+            groups = self._paged_split(block, cols, stored, read.out_rows)
         if groups is None:
-            outputs, pages, rows_read = executor.run(buf, base, block, rows, self.file.verify_checksums,
-                                                     selected=wanted, pages=pages)
+            outputs, pages, rows_read = executor.run(read)
         else:
-            outputs, pages, rows_read = self._decode_split(groups, cols, buf, base, block, rows, wanted, pages)
+            outputs, pages, rows_read = self._decode_split(groups, cols, read)
         stats.pages_read += pages
         stats.rows_decoded += rows_read
         for col, ltype, got in zip(cols, executor.ltypes, outputs):
@@ -274,18 +272,15 @@ class BlockExecutor:
         groups = column_groups(stored * fields[:, 0] // np.maximum(fields[:, 1], 1), cpu_threads())
         return None if groups is None else [[cols[i] for i in g] for g in groups]
 
-    def _decode_split(self, groups: list, cols: list, buf, base: int, block: int, rows: int, wanted,
-                      pages: list | None = None):
-        """:meth:`BlockColumns.run` of ``cols`` in ``block`` (all ``rows`` rows, or the
-        ``wanted`` ones) from ``buf`` (``pages``: per column of ``cols`` its page table,
-        when only those pages are in it), one call per unit of columns (``groups``,
+    def _decode_split(self, groups: list, cols: list, read: BlockRead):
+        """:meth:`BlockColumns.run` of ``cols`` in ``read`` (its ``pages``: per column of
+        ``cols``, when only those pages are in its buffer), one call per unit of columns (``groups``,
         heaviest first), which this thread and ``cpu_threads() - 1`` workers of the pool
         take in turn (a busy pool leaves them all to this thread): ``(outputs in the
         order of cols, pages read, rows decoded)``.
         Every call is waited for; if one refused its columns, ``cols`` are decoded again
         on this thread, which raises the error one thread raises (the first column's)."""
-        verify = self.file.verify_checksums
-        by_position = None if pages is None else dict(zip(cols, pages))
+        by_position = None if read.pages is None else dict(zip(cols, read.pages))
         got: list = [None] * len(groups)
         failed: list = []
         units = iter(range(len(groups)))  # (shared: each thread takes the next unit)
@@ -295,8 +290,7 @@ class BlockExecutor:
                 group = groups[k]
                 try:
                     got[k] = self.programs.columns(group).run(
-                        buf, base, block, rows, verify, selected=wanted,
-                        pages=None if by_position is None else [by_position[c] for c in group])
+                        read if by_position is None else read.with_pages([by_position[c] for c in group]))
                 except BaseException as exc:  # (every unit is still decoded or given up)
                     failed.append((k, exc))
 
@@ -310,7 +304,7 @@ class BlockExecutor:
             k, exc = min(failed, key=lambda f: f[0])
             if not isinstance(exc, RcfmtError):
                 raise exc
-            self.programs.columns(cols).run(buf, base, block, rows, verify, selected=wanted, pages=pages)
+            self.programs.columns(cols).run(read)
             raise exc  # (one thread decoded every column: not reached while decoding is deterministic)
         by_col = {}
         for group, (outputs, _, _) in zip(groups, got):

@@ -33,6 +33,12 @@ def _leaf_count(nnf) -> int:
     return sum(1 for _ in leaves(nnf))
 
 
+def _projected(query, filter_ids: dict) -> set:
+    """The filter columns (``filter_ids``: name -> stored column) the scan also returns."""
+    ids = set(filter_ids.values())
+    return {c for c in query.col_ids if c in ids}
+
+
 def _key(nnf) -> tuple:
     """A filter's identity: its top-level conjuncts' ids (kept alive by the scan's filter)."""
     from ..predicate.nnf import BoundAnd
@@ -83,7 +89,8 @@ class Programs:
             conjuncts, mask_only = query.pushdown(nnf)
             got = self._filters[key] = False if not filter_ids else BlockFilter(
                 self.file, filter_ids, conjuncts, mask_only, _leaf_count(nnf),
-                query.gap if self.file.remote else 0, dictionary_ids=query.dictionary_ids)
+                query.gap if self.file.remote else 0, dictionary_ids=query.dictionary_ids,
+                keep=_projected(query, filter_ids))
         return got or None
 
     def fused(self, nnf, filter_ids: dict, rest: list) -> list | None:
@@ -107,7 +114,7 @@ class Programs:
             query = self.query
             conjuncts, mask_only = query.pushdown(nnf)
             got[0] = BlockFilter(self.file, filter_ids, conjuncts, mask_only, _leaf_count(nnf), 0,
-                                 then=rest, dictionary_ids=query.dictionary_ids)
+                                 then=rest, dictionary_ids=query.dictionary_ids, keep=_projected(query, filter_ids))
         return got
 
 

@@ -360,10 +360,10 @@ def test_selected_rows_of_bitpack_pages_decode_like_the_whole_run(tmp_path, valu
         for wanted in [np.array(edges, np.int64), np.arange(3000, 9000, dtype=np.int64),
                        np.unique(rng.integers(0, 30_000, 50)).astype(np.int64), np.arange(30_000, dtype=np.int64)]:
             expected = whole.take(pa.array(wanted))
-            got = executor.run(buf, 0, 0, 30_000, True, selected=wanted)[0][0]
+            got = executor.run(block_exec.BlockRead(buf, 0, 0, 30_000, True, wanted))[0][0]
             assert got.equals(expected)
             pages = np.unique(np.searchsorted(index.first, wanted, side="right") - 1)
-            got = executor.run(buf, 0, 0, 30_000, True, selected=wanted, pages=[index.table(pages)])[0][0]
+            got = executor.run(block_exec.BlockRead(buf, 0, 0, 30_000, True, wanted, [index.table(pages)]))[0][0]
             assert got.equals(expected)
 
 
@@ -411,7 +411,7 @@ def test_few_rows_of_a_bitpack_page_are_read_where_they_are_packed(tmp_path, cas
         lane_edges = [0, 1, 15, 16, 17, 63, 64, 1023, 1024, 1025, 2047, 2048, 4095, 4096, n - 1]
         for wanted in [np.array(lane_edges, np.int64), np.unique(rng.integers(0, n, 40)).astype(np.int64),
                        np.arange(0, n, 97, dtype=np.int64), np.array([n - 1], np.int64)]:
-            got = executor.run(buf, 0, 0, n, True, selected=wanted)[0][0]
+            got = executor.run(block_exec.BlockRead(buf, 0, 0, n, True, wanted))[0][0]
             assert got.equals(whole.take(pa.array(wanted))), wanted[:5]
 
 

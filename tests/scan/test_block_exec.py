@@ -283,7 +283,7 @@ def test_selected_rows_are_gathered_natively(tmp_path, encoding):
     runs = [np.arange(0, 400), np.arange(399, 801), np.arange(400, N), np.array([399, 400, 799, 800])]
     for k in (0, 1, 7, 400, 2500, N - 1, N, *runs):  # (runs: rows at and across page boundaries)
         selected = (np.sort(rng.choice(N, k, replace=False)) if isinstance(k, int) else k).astype(np.int64)
-        got, _pages, _rows = executor.run(buf, 0, 0, N, True, selected=selected)
+        got, _pages, _rows = executor.run(block_exec.BlockRead(buf, 0, 0, N, True, selected))
         for name, array in zip(table.column_names, got):
             if isinstance(array, tuple):  # (annotated types: wrapped by the scan, checked below)
                 assert name == "t32"
@@ -291,9 +291,9 @@ def test_selected_rows_are_gathered_natively(tmp_path, encoding):
             array.validate(full=True)
             assert array.equals(table.column(name).combine_chunks().take(selected)), (name, k)
     with pytest.raises(ValueError, match="sorted"):
-        executor.run(buf, 0, 0, N, True, selected=np.array([3, 2], np.int64))
+        executor.run(block_exec.BlockRead(buf, 0, 0, N, True, np.array([3, 2], np.int64)))
     with pytest.raises(ValueError, match="sorted"):
-        executor.run(buf, 0, 0, N, True, selected=np.array([N], np.int64))
+        executor.run(block_exec.BlockRead(buf, 0, 0, N, True, np.array([N], np.int64)))
 
 
 def test_dense_selections_take_the_executor(tmp_path, monkeypatch):
@@ -307,9 +307,9 @@ def test_dense_selections_take_the_executor(tmp_path, monkeypatch):
     calls = []
     original = block_exec.BlockColumns.run
 
-    def run(self, *args, selected=None, pages=None, **kwargs):
-        calls.append((None if selected is None else len(selected), pages is not None))
-        return original(self, *args, selected=selected, pages=pages, **kwargs)
+    def run(self, read, *args, **kwargs):
+        calls.append((None if read.selected is None else len(read.selected), read.pages is not None))
+        return original(self, read, *args, **kwargs)
 
     monkeypatch.setattr(block_exec.BlockColumns, "run", run)
     few = int(np.sort(table.column("u16").to_numpy())[3]) + 1  # four rows or a few more, fewer than ten
@@ -355,7 +355,7 @@ def test_rows_are_gathered_from_the_pages_the_page_index_names(tmp_path, encodin
             rec = f.footer.chunks[col][0]
             lo = int(rec["offset"])
             buf[lo: lo + int(rec["dictionary_length"])] = data[lo: lo + int(rec["dictionary_length"])]
-        got, pages_read, rows_read = executor.run(buf, 0, 0, N, True, selected=selected, pages=pages)
+        got, pages_read, rows_read = executor.run(block_exec.BlockRead(buf, 0, 0, N, True, selected, pages))
         assert pages_read == sum(t.shape[1] for t in pages)
         assert rows_read == sum(int(t[1].sum()) for t in pages)
         for name, array in zip(table.column_names, got):
@@ -380,13 +380,13 @@ def test_page_tables_that_disagree_are_refused(tmp_path):
     buf = np.frombuffer(path.read_bytes(), np.uint8)
     selected = np.array([10, 900], np.int64)
     good = _page_tables(f, cols, selected)
-    got, _, _ = executor.run(buf, 0, 0, N, True, selected=selected, pages=good)
+    got, _, _ = executor.run(block_exec.BlockRead(buf, 0, 0, N, True, selected, good))
     assert all(isinstance(g, pa.Array) for g in got)
 
     def forged(change):
         table_ = good[0].copy()
         change(table_)
-        return executor.run(buf, 0, 0, N, True, selected=selected, pages=[table_, good[1]])[0]
+        return executor.run(block_exec.BlockRead(buf, 0, 0, N, True, selected, [table_, good[1]]))[0]
 
     def other_chunk(t):
         t[0, 0] = good[1][0, 0]  # column 1's page
@@ -411,11 +411,11 @@ def test_page_tables_that_disagree_are_refused(tmp_path):
         forged(missing)
     assert not isinstance(info.value, CorruptFileError) and repr(table.column_names[0]) in str(info.value)
     with pytest.raises(ValueError, match="one entry per column"):
-        executor.run(buf, 0, 0, N, True, selected=selected, pages=[good[0]])
+        executor.run(block_exec.BlockRead(buf, 0, 0, N, True, selected, [good[0]]))
     with pytest.raises(ValueError, match="selected"):
-        executor.run(buf, 0, 0, N, True, pages=good)
+        executor.run(block_exec.BlockRead(buf, 0, 0, N, True, None, good))
     with pytest.raises(ValueError, match="4, n"):
-        executor.run(buf, 0, 0, N, True, selected=selected, pages=[good[0][:3].copy(), good[1]])
+        executor.run(block_exec.BlockRead(buf, 0, 0, N, True, selected, [good[0][:3].copy(), good[1]]))
 
 
 def test_a_refused_chunk_is_never_decoded_another_way(tmp_path):
@@ -429,11 +429,11 @@ def test_a_refused_chunk_is_never_decoded_another_way(tmp_path):
     f = rcfmt.open(path)
     executor = block_exec.BlockColumns(f, [0], set())
     buf = np.frombuffer(path.read_bytes(), np.uint8)
-    assert isinstance(executor.run(buf, 0, 0, N, True)[0][0], pa.Array)
+    assert isinstance(executor.run(block_exec.BlockRead(buf, 0, 0, N, True))[0][0], pa.Array)
     executor.spec[0, block_exec._abi.S_ENCODINGS] = 0
     with pytest.raises(rcfmt.RcfmtError, match="refused a chunk the reference decoder reads .an encoding or filter "
                                                "it has no kernel for.; this is a bug") as info:
-        executor.run(buf, 0, 0, N, True)
+        executor.run(block_exec.BlockRead(buf, 0, 0, N, True))
     assert not isinstance(info.value, CorruptFileError)
     assert f"column {table.column_names[0]!r}, block 0" in str(info.value)
 

@@ -13,7 +13,6 @@ import decimal
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -164,9 +163,9 @@ def _spy_on_filters(monkeypatch, note):
     for name in ("run", "select"):
         original = getattr(BlockFilter, name)
 
-        def spy(self, buf, base, block, rows, verify, selected=None, *rest, _original=original):
-            note(self, selected)
-            return _original(self, buf, base, block, rows, verify, selected, *rest)
+        def spy(self, read, *rest, _original=original):
+            note(self, read.selected)
+            return _original(self, read, *rest)
 
         monkeypatch.setattr(BlockFilter, name, spy)
 
