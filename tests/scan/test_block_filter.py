@@ -388,3 +388,56 @@ def test_large_in_sets_cut_to_a_files_bounds_select_what_the_oracle_does(tmp_pat
     got = rcfmt.read_table(path, filter=expr)
     assert got.equals(filter_table(t, expr)), (len(members), lo)
     assert rcfmt.read_table(path, filter=~expr).equals(filter_table(t, ~expr))
+
+
+def test_a_filter_is_compiled_once_per_scan_and_each_block_gets_one_read(tmp_path, monkeypatch):
+    """The bound filter becomes native filters when the scan first needs them, not per
+    block: whatever the plan's mode (the rows picked natively, the projection decoded in
+    the same call, an OR tree evaluated after the mask), a scan of 4 or of 16 blocks
+    builds at most two BlockFilters (the filter, and the filter with the projection
+    decoded in its call) and asks ``block_predicate`` at most once per filter column for
+    each; each native call gets one BlockRead for its block; the rows are the oracle's.
+    (No index: a bitmap index leaves a residual filter of its own, compiled once too.)"""
+    from rcfmt.predicate import evaluate
+    from rcfmt.scan import block_exec
+
+    rng = np.random.default_rng(8)
+    n = 16 * 400
+    table = pa.table({"a": rng.integers(0, 1000, n), "b": pa.array(rng.choice(["x", "yy", "zzz", None], n)),
+                      "c": rng.random(n), "d": rng.integers(0, 9, n).astype(np.int16)})
+    for rows in (4 * 400, n):
+        rcfmt.write_table(table.slice(0, rows), tmp_path / f"{rows}.rcfmt", block_rows=400, page_rows=100,
+                          bloom_filter_columns=None, bitmap_indexes=None)
+    made, asked, reads = [], [], []
+    real_init, real_predicate, real_decode = BlockFilter.__init__, evaluate.block_predicate, \
+        block_exec.BlockColumns.decode
+
+    def init(self, *a, **k):
+        made.append(1)
+        real_init(self, *a, **k)
+
+    def predicate(*a, **k):
+        asked.append(1)
+        return real_predicate(*a, **k)
+
+    def decode(self, read, *a, **k):
+        assert isinstance(read, block_exec.BlockRead)
+        reads.append(read.block)
+        return real_decode(self, read, *a, **k)
+
+    monkeypatch.setattr(BlockFilter, "__init__", init)
+    monkeypatch.setattr(evaluate, "block_predicate", predicate)
+    monkeypatch.setattr(block_exec.BlockColumns, "decode", decode)
+    filters = [(col("a") > 100) & (col("b") != "x"),  # decided natively: rows picked in the call
+               (col("a") < 900) | (col("c") < 0.5),  # an OR tree: the mask, then eval_nnf
+               (col("d") != 3) & ~col("b").isin(["yy", "zzz"])]
+    for expr, filter_columns in zip(filters, (2, 2, 2)):
+        for columns in (None, ["c"], ["a", "d"]):
+            for rows in (4 * 400, n):
+                made.clear(), asked.clear(), reads.clear()
+                with rcfmt.open(tmp_path / f"{rows}.rcfmt") as f:
+                    got = f.scan(columns, filter=expr, use_threads=True).read()
+                want = filter_table(table.slice(0, rows), expr)
+                assert got.equals(want.select(got.column_names)), (expr, columns, rows)
+                assert sorted(set(reads)) == list(range(rows // 400)), (expr, columns, rows)
+                assert 1 <= len(made) <= 2 and len(asked) <= len(made) * filter_columns, (expr, columns, rows)
