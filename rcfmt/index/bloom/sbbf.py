@@ -76,7 +76,7 @@ clamps at 128 MiB). Example: ``ndv=1000, fpp=0.01`` gives 9,681 bits -> 2,048 by
       00 00 00 10 00 10 00 00  00 00 00 08 10 00 00 00   block 1, words 0-3
       20 00 00 00 00 10 00 00  00 00 00 20 00 00 00 40   block 1, words 4-7
 
-The example is checked by ``tests/scan/test_bloom.py``.
+The example is checked by ``tests/index/test_bloom.py``.
 """
 from __future__ import annotations
 

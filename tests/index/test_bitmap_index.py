@@ -22,8 +22,8 @@ from oracle_filter import selection_mask
 from rcfmt.scan.scanner import scan_file
 from strategies import examples
 from strategies_expr import exprs, ltype, tables
-from .test_scan_soundness import SETTINGS as SOUNDNESS_SETTINGS
-from .test_scan_soundness import assert_same
+from scan.test_scan_soundness import SETTINGS as SOUNDNESS_SETTINGS
+from scan.test_scan_soundness import assert_same
 
 SETTINGS = settings(SOUNDNESS_SETTINGS, max_examples=examples(150))
 
