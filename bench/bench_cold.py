@@ -15,7 +15,6 @@ written under ``bench/data/cold/`` once.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import subprocess

@@ -60,8 +60,7 @@ import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import (busy_warning, fmt_bytes, fmt_seconds, machine_info,  # noqa: E402
-                    machine_line, md_table,
+from common import (busy_warning, fmt_bytes, fmt_seconds, machine_line, md_table,
                     measure, scratch_dir, write_json)
 import datasets  # noqa: E402
 

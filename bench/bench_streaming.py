@@ -37,7 +37,6 @@ import os
 import shutil
 import statistics
 import sys
-import threading
 import time
 from pathlib import Path
 

@@ -8,10 +8,8 @@ import pytest
 
 import rcfmt
 import spark_datasource
-from rcfmt.errors import InvalidOptionError
 from oracle_filter import selection_mask
 from rcfmt.predicate.expr_json import dumps
-from rcfmt.predicate.sql_filter import parse_filter
 from .test_spark import N, data, sample_table  # noqa: F401 - the module's fixture and data
 
 SCHEMA = sample_table().schema
