@@ -337,7 +337,7 @@ def merge(dataset, source, on, when_matched="update", when_not_matched="insert")
     every = bool(present.all())
     keyed = src if every else src.filter(pa.array(present))  # (a NULL key matches nothing: SQL equality)
     if keyed.num_rows:
-        counts = keyed.group_by(keys).aggregate([([], "count_all")])
+        counts = _keys_alike(keyed, keys).group_by(keys).aggregate([([], "count_all")])
         dup = counts.filter(pc.greater(counts.column("count_all"), 1))
         if dup.num_rows:
             example = {k: dup.column(k)[0].as_py() for k in keys}
@@ -416,10 +416,28 @@ def _matches(target: pa.Table, keyed: pa.Table, keys: list) -> tuple[np.ndarray,
         t_rows = np.asarray(target.column(_TARGET_ROW).to_numpy(), np.int64)[hit]
         s_rows = np.asarray(keyed.column(_SOURCE_ROW).to_numpy(), np.int64)[order[at[hit]]]
         return t_rows, s_rows
-    pairs = target.select([*keys, _TARGET_ROW]).join(keyed.select([*keys, _SOURCE_ROW]), keys, join_type="inner",
-                                                    use_threads=False)
+    pairs = _keys_alike(target.select([*keys, _TARGET_ROW]), keys).join(
+        _keys_alike(keyed.select([*keys, _SOURCE_ROW]), keys), keys, join_type="inner", use_threads=False)
     return (np.asarray(pairs.column(_TARGET_ROW).to_numpy(), np.int64),
             np.asarray(pairs.column(_SOURCE_ROW).to_numpy(), np.int64))
+
+
+def _keys_alike(table: pa.Table, keys: list) -> pa.Table:
+    """``table`` with -0.0 made +0.0 in its floating-point key columns: keys SQL equality
+    holds equal (as ``==`` and ``isin`` compare them) then hash and group alike -- Arrow's
+    hash join and group_by compare floats by their bits. NULLs stay NULL; NaN keys still
+    equal each other, as ``isin`` takes them."""
+    for k in keys:
+        column = table.column(k)
+        if not pa.types.is_floating(column.type) or not len(column):
+            continue
+        arr = column.combine_chunks()
+        values = np.asarray(arr.to_numpy(zero_copy_only=False))
+        zero = values.dtype.type(0)
+        mask = np.asarray(arr.is_null().to_numpy(zero_copy_only=False), bool) if arr.null_count else None
+        table = table.set_column(table.schema.get_field_index(k), k,
+                                 pa.array(values + zero, type=arr.type, mask=mask))  # (-0.0 + 0.0 is +0.0)
+    return table
 
 
 def _conformed_source(src: pa.Table, schema: pa.Schema, keys: list) -> pa.Table:

@@ -701,3 +701,41 @@ def test_the_cli_reads_rows_left_and_lists_deleted_rows_per_file(tmp_path, capsy
     assert "-5" in out and "~1" in out
     assert main(["history", root]) == 0
     assert "rows_deleted" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("key_type", [pa.float64(), pa.float32(), pa.float16()])
+def test_merge_keys_follow_sql_equality_for_signed_zeros(tmp_path, key_type):
+    """-0.0 and 0.0 are one key, as ``==`` and ``isin`` (and DuckDB's MERGE) take them: an
+    upsert of -0.0 updates the 0.0 row (and the reverse), a matched delete removes it, a
+    source holding both is refused as a repeated key; a NULL target key matches nothing;
+    NaN keys match each other, as ``isin`` does."""
+    import duckdb
+
+    np_type = key_type.to_pandas_dtype()
+
+    def keys(*values):
+        return pa.array([None if v is None else np_type(v) for v in values], key_type)
+
+    target = pa.table({"k": keys(0.0, 1.0, None, float("nan")), "v": ["zero", "one", "null", "nan"]})
+    for source_key, stored in ((-0.0, 0.0), (0.0, -0.0)):
+        root = tmp_path / f"up{source_key}"
+        rcfmt.write_dataset(target.set_column(0, "k", keys(stored, 1.0, None, float("nan"))), root)
+        source = pa.table({"k": keys(source_key, float("nan")), "v": ["SOURCE", "NAN"]})
+        got = rcfmt.dataset(root).merge(source, on="k", when_matched="update", when_not_matched="insert")
+        rows = sorted(got.read().to_pylist(), key=lambda r: r["v"])
+        assert [r["v"] for r in rows] == ["NAN", "SOURCE", "null", "one"], rows
+        assert got.read(filter=col("k") == 0.0).column("v").to_pylist() == ["SOURCE"]
+        con = duckdb.connect()
+        con.execute("CREATE TABLE t (k DOUBLE, v VARCHAR)")
+        con.execute("INSERT INTO t VALUES (?, 'zero'), (1.0, 'one')", [stored])
+        con.register("s", source.slice(0, 1).cast(pa.schema([("k", pa.float64()), ("v", pa.string())])))
+        con.execute("MERGE INTO t USING s ON t.k = s.k WHEN MATCHED THEN UPDATE SET v = s.v "
+                    "WHEN NOT MATCHED THEN INSERT VALUES (s.k, s.v)")
+        assert sorted(v for _, v in con.execute("SELECT k, v FROM t").fetchall()) == ["SOURCE", "one"]
+    root = tmp_path / "delete"
+    rcfmt.write_dataset(target, root)
+    got = rcfmt.dataset(root).merge(pa.table({"k": keys(-0.0, None)}), on="k", when_matched="delete",
+                                    when_not_matched=None)
+    assert sorted(got.read().column("v").to_pylist()) == ["nan", "null", "one"]
+    with pytest.raises(rcfmt.InvalidDataError, match="more than once"):
+        rcfmt.dataset(root).merge(pa.table({"k": keys(0.0, -0.0), "v": ["a", "b"]}), on="k")
