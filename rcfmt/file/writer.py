@@ -411,7 +411,8 @@ class Writer:
         columns = []
         for name, column, field in zip(table.schema.names, table.columns, self._data_schema):
             if pa.types.is_dictionary(column.type) and not nested.is_nested(column.type.value_type):
-                try:  # (dictionaries of nested values: nested.to_storage below)
+                try:  # (dictionaries of nested values: nested.to_storage below; of views: of strings first)
+                    column = nested.views_as_offsets(column)
                     column = column.cast(column.type.value_type)
                 except pa.ArrowException as exc:  # (indices outside the dictionary)
                     raise InvalidDataError(f"dictionary-encoded values do not decode: {exc}", column=name,

@@ -42,15 +42,16 @@ from .types import LogicalType, extension_key, logical_type_from_arrow, resolved
 from .names import ambiguous_name
 # (the storage form of nested arrays, shredded here: dictionaries decoded, views as lists)
 from .gather import concat_runs, holds, holds_runs
-from .nested_storage import encode_as, is_nested, is_nested_extension, storage_type, to_storage, without_runs
+from .nested_storage import (encode_as, is_nested, is_nested_extension, storage_type, to_storage,
+                             views_as_offsets, without_runs)
 from .nested_runs import decode_runs, encode_runs
 # (what filters and datasets see of nested schemas: re-exported for them)
 from .nested_schemas import bind_schema, filter_schema, row_struct, same_shape
 from .nested_runs import type_ids as _type_ids
 
-__all__ = ["Node", "is_nested", "is_nested_extension", "storage_type", "to_storage", "plan_columns", "shred",
-           "assemble", "project", "row_struct", "filter_schema", "bind_schema", "same_shape", "holds_dictionaries",
-           "shred_chunks"]
+__all__ = ["Node", "is_nested", "is_nested_extension", "storage_type", "to_storage", "views_as_offsets",
+           "plan_columns", "shred", "assemble", "project", "row_struct", "filter_schema", "bind_schema", "same_shape",
+           "holds_dictionaries", "shred_chunks"]
 
 STRUCT, LIST, LARGE_LIST, FIXED_SIZE_LIST, MAP, LEAF = "struct", "list", "large_list", "fixed_size_list", "map", "leaf"
 UNION = "union"

@@ -18,7 +18,8 @@ from .arrow_io import bool_array, take, to_arrow, to_numpy, validity
 from .nested_runs import decode_runs, dictionary_encode, encode_runs, own_validity, type_ids
 from .types import LogicalType, same_type
 
-__all__ = ["is_nested", "is_nested_extension", "storage_type", "without_runs", "to_storage", "type_ids", "encode_as"]
+__all__ = ["is_nested", "is_nested_extension", "storage_type", "without_runs", "to_storage", "type_ids", "encode_as",
+           "views_as_offsets"]
 
 _LENGTHS = {False: LogicalType("int32"), True: LogicalType("int64")}
 _VIEWS = {pa.string_view(): pa.string(), pa.binary_view(): pa.binary()}
@@ -97,8 +98,8 @@ def _rebuilt(t: pa.DataType) -> bool:
     cannot make into their storage type."""
     if pa.types.is_list_view(t) or pa.types.is_large_list_view(t):
         return True
-    if pa.types.is_dictionary(t):
-        return is_nested(t.value_type) or _rebuilt(t.value_type)
+    if pa.types.is_dictionary(t):  # (Arrow decodes no dictionary of views: no take kernel for them)
+        return is_nested(t.value_type) or _rebuilt(t.value_type) or _is_view(t.value_type)
     if pa.types.is_run_end_encoded(t):  # (Arrow casts no run_end_encoded array to another type)
         return True
     if isinstance(t, pa.BaseExtensionType):
@@ -194,7 +195,26 @@ def _dictionary_values(arr: pa.Array, rows: bool) -> pa.Array:
         at = int(np.argmax(bad))
         raise InvalidDataError(f"dictionary index {codes[at]} outside its dictionary of {n} values"
                                + ("" if rows else f" (slot {at} of its level)"), row=at if rows else None)
-    return take(arr.dictionary, indices)
+    return take(views_as_offsets(arr.dictionary), indices)
+
+
+def views_as_offsets(arr):
+    """``arr`` (an array or chunked array) with string or binary views as their offset
+    form, also as the values of a dictionary array (Arrow has no take kernel for views,
+    so decodes no dictionary of them); any other ``arr`` as it is."""
+    t = arr.type
+    if pa.types.is_dictionary(t) and _is_view(t.value_type):
+        kind = pa.dictionary(t.index_type, _VIEWS[t.value_type], t.ordered)
+        if isinstance(arr, pa.ChunkedArray):
+            return pa.chunked_array([views_as_offsets(c) for c in arr.chunks], kind)
+        return pa.DictionaryArray.from_arrays(arr.indices, arr.dictionary.cast(kind.value_type), ordered=t.ordered)
+    if _is_view(t):
+        return arr.cast(_VIEWS[t])
+    return arr
+
+
+def _is_view(t: pa.DataType) -> bool:
+    return pa.types.is_string_view(t) or pa.types.is_binary_view(t)
 
 
 def _view_elements(arr: pa.Array, large: bool, rows: bool) -> tuple[pa.Array, pa.Array]:

@@ -34,9 +34,10 @@ def storage_schema(schema: pa.Schema) -> tuple[pa.Schema, list[LogicalType | Non
             types.append(None)
             fields.append(pa.field(f.name, stored, f.nullable, f.metadata))
             continue
+        flat = f.type.value_type if pa.types.is_dictionary(f.type) else f.type  # (dictionaries: their values)
         try:
-            ltype = logical_type_from_arrow(f.type if isinstance(f.type, pa.BaseExtensionType)
-                                            else VIEW_STORAGE.get(f.type, f.type))
+            ltype = logical_type_from_arrow(flat if isinstance(flat, pa.BaseExtensionType)
+                                            else VIEW_STORAGE.get(flat, flat))
         except SchemaError as exc:
             raise SchemaError(f"column {f.name!r}: {exc}") from None
         types.append(ltype)

@@ -338,6 +338,50 @@ def test_list_of_dictionary_is_stored_as_its_values(tmp_path):
     assert back.to_pylist() == arr.to_pylist()
 
 
+def _view_dictionary(indices, values, view, index=pa.int32()):
+    return pa.DictionaryArray.from_arrays(pa.array(indices, index), pa.array(values, view))
+
+
+def test_dictionaries_of_views_are_stored_as_their_values(tmp_path):
+    """Dictionary arrays whose values are string or binary views (what Polars exports for
+    Categorical and Enum columns) are stored as their values, at the top and inside
+    structs, lists and maps, in chunks of different dictionaries, NULLs in the indices and
+    in the dictionary, sliced; a filter and ``read_dictionary`` see the values; an index
+    outside its dictionary is an InvalidDataError naming the row."""
+    sv, bv = pa.string_view(), pa.binary_view()
+    top = pa.chunked_array([_view_dictionary([0, 2, None], ["x", "y", None], sv),
+                            _view_dictionary([1, 1, 0], ["zz", "w"], sv).slice(1)])
+    binary = pa.chunked_array([_view_dictionary([0, None, 1, 0, 1], [b"a\x00", b""], bv, pa.int8())])
+    inner = _view_dictionary([2, 0, None, 1, 0], ["p", "q", "r"], sv)
+    struct = pa.StructArray.from_arrays([inner], names=["c"])
+    lists = pa.ListArray.from_arrays(pa.array([0, 2, 2, 5], pa.int32()), inner)
+    maps = pa.MapArray.from_arrays(pa.array([0, 1, 3, 5], pa.int32()), pa.array(["a", "b", "c", "d", "e"]), inner)
+    t = pa.table({"k": pa.array(np.arange(5)), "top": top, "bin": binary, "s": pa.chunked_array([struct]),
+                  "l": pa.chunked_array([pa.concat_arrays([lists, lists.slice(0, 2)])]),
+                  "m": pa.chunked_array([pa.concat_arrays([maps, maps.slice(0, 2)])])})
+    path = tmp_path / "views.rcfmt"
+    rcfmt.write_table(t, path, block_rows=3)
+    back = rcfmt.read_table(path)
+    assert back.schema.field("top").type == pa.string() and back.schema.field("bin").type == pa.binary()
+    assert back.schema.field("s").type == pa.struct([("c", pa.string())])
+    for name in t.column_names:
+        assert back[name].to_pylist() == t[name].to_pylist(), name
+    assert rcfmt.read_table(path, filter=col("top") == "zz")["k"].to_pylist() == [4]
+    assert rcfmt.read_table(path, filter=col("s.c") == "p")["k"].to_pylist() == [1, 4]
+    coded = rcfmt.read_table(path, columns=["top"], read_dictionary=["top"])["top"]
+    assert pa.types.is_dictionary(coded.type) and coded.to_pylist() == t["top"].to_pylist()
+    bad = pa.DictionaryArray.from_arrays(pa.array([0, 5, 1], pa.int32()), pa.array(["x", "y"], sv), safe=False)
+    with pytest.raises(InvalidDataError) as info:
+        rcfmt.write_table(pa.table({"c": bad}), tmp_path / "bad.rcfmt")
+    assert info.value.column == "c" and info.value.row == 1
+    pl = pytest.importorskip("polars")
+    frame = pl.DataFrame({"cat": pl.Series(["x", "y", None, "x"], dtype=pl.Categorical),
+                          "enum": pl.Series(["b", "a", "b", None], dtype=pl.Enum(["a", "b"]))})
+    rcfmt.write_table(frame, tmp_path / "polars.rcfmt")
+    assert rcfmt.read_table(tmp_path / "polars.rcfmt").to_pydict() == {"cat": ["x", "y", None, "x"],
+                                                                      "enum": ["b", "a", "b", None]}
+
+
 # ------------------------------------------------------------------ filters against pyarrow.compute
 def _comparable(arr: pa.ChunkedArray | pa.Array) -> pa.Array:
     """``arr`` in a form pyarrow.compute orders (its kernels lack decimal32/64 and
