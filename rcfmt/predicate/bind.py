@@ -247,7 +247,7 @@ def _plain_int_members(ref: Ref, values) -> set | None:
     out = set()
     for v in values:
         if type(v) is not int:
-            if not isinstance(v, np.integer):
+            if not isinstance(v, np.integer) or isinstance(v, np.timedelta64):
                 return None
             v = int(v)
         if lo <= v <= hi:
@@ -333,6 +333,11 @@ def _utf8(s: str, ref: Ref) -> bytes:
         raise FilterError(f"literal {s!r} for column {ref.name!r} is not valid Unicode: {err}") from None
 
 
+#: numbers Python or numpy call integers that are not integer literals: bools, and
+#: numpy's timedelta64 (a numpy integer, but a duration: compared with duration columns)
+_NOT_INTEGERS = (bool, np.bool_, np.timedelta64)
+
+
 def _to_real(ref: Ref, value, origin):
     """``value`` in the column's domain: bool, bytes, or a Fraction / NaN / +-inf float
     on the column's number line (unscaled for decimals, days or units for temporal types)."""
@@ -357,12 +362,12 @@ def _to_real(ref: Ref, value, origin):
         if kind == "month_day_nano_interval":
             bad("; intervals have no order (a month has no fixed length): filter them with is_null() / is_valid()")
         if kind == "month_interval":  # a count of months (ordered)
-            if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+            if isinstance(value, (int, np.integer)) and not isinstance(value, _NOT_INTEGERS):
                 return Fraction(int(value))
             bad("; month_interval columns take an int (a count of months)")
         if kind == "day_time_interval":  # compared as stored: the packed int64 (equality only)
             if isinstance(value, tuple) and len(value) == 2 and all(
-                    isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)) for x in value):
+                    isinstance(x, (int, np.integer)) and not isinstance(x, _NOT_INTEGERS) for x in value):
                 days, ms = int(value[0]), int(value[1])
                 if not (-2**31 <= days < 2**31 and -2**31 <= ms < 2**31):
                     return Fraction(2**63)  # (beyond every stored value: equal to none)
@@ -410,7 +415,7 @@ def _to_real(ref: Ref, value, origin):
 def _time_of_day(value, unit: str, bad):
     """Fraction of column units since midnight for a time literal: a naive
     ``datetime.time`` or an int of the column's unit."""
-    if isinstance(value, (bool, np.bool_)):
+    if isinstance(value, _NOT_INTEGERS):
         bad()
     if isinstance(value, (int, np.integer)):
         return int(value)
@@ -448,8 +453,9 @@ def _duration(value, ref: Ref, unit: str, bad):
 
 
 def _number(value, floats_by_repr: bool = False):
-    """A Fraction, or a NaN/+-inf float, for a numeric literal; None if not a number."""
-    if isinstance(value, (bool, np.bool_)):
+    """A Fraction, or a NaN/+-inf float, for a numeric literal; None if not a number
+    (numpy's timedelta64 is a numpy integer, but a duration, not a number)."""
+    if isinstance(value, _NOT_INTEGERS):
         return None
     if isinstance(value, (int, np.integer)):
         return Fraction(int(value))
@@ -473,7 +479,7 @@ def _temporal(value, ref: Ref, unit_seconds, tz, bad, dates: bool = False):
     """Fraction of column units for a date/time literal (``unit_seconds`` per unit;
     ``dates``: a date32 or date64 column)."""
     lt = ref.ltype
-    if isinstance(value, (bool, np.bool_)):
+    if isinstance(value, _NOT_INTEGERS):
         bad()
     if isinstance(value, (int, np.integer)):
         return Fraction(int(value))

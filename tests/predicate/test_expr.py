@@ -526,3 +526,27 @@ def test_a_large_integer_in_list_bound_again_gives_each_column_its_own_members(m
     assert again is not first_dates and list(again.values) == list(first_dates.values)
     assert len(checked) == 1  # (not checked again for the next file)
     assert bind(flt, wide) is first[wide]
+
+
+@pytest.mark.parametrize("literal", [np.timedelta64(1, "s"), np.timedelta64(-3, "D"), np.timedelta64("NaT"),
+                                     np.datetime64("NaT"), np.datetime64(5, "ms")], ids=repr)
+def test_numpy_time_literals_bind_or_raise_filter_error(literal, tmp_path):
+    """numpy's timedelta64 is a numpy integer: on a column that is not a duration it is a
+    FilterError naming the literal, like ``datetime.timedelta``, never another exception;
+    on a duration column it compares. The same for datetime64 on columns that are not
+    dates or timestamps."""
+    schema = pa.schema([*EVERY_TYPE.schema, ("dur", pa.duration("us")), ("t64", pa.time64("us")),
+                        ("ivl", pa.month_day_nano_interval()), ("l", pa.list_(pa.int64()))])
+    for field in schema:
+        c = col(field.name)
+        for expr in (c == literal, c < literal, c.isin([literal, 1]), c.between(literal, literal)):
+            try:
+                bind(expr, schema)
+            except FilterError as exc:
+                assert field.name in str(exc), str(exc)
+            except SchemaError as exc:  # (a list: filtered by list_contains)
+                assert field.name == "l" and "list_contains" in str(exc)
+    if isinstance(literal, np.timedelta64) and not np.isnat(literal):
+        rcfmt.write_table(pa.table({"dur": pa.array([0, 1_000_000, None], pa.duration("us"))}), tmp_path / "d.rcfmt")
+        got = rcfmt.read_table(tmp_path / "d.rcfmt", filter=col("dur") == literal)["dur"].to_pylist()
+        assert got == ([dt.timedelta(seconds=1)] if literal == np.timedelta64(1, "s") else [])
