@@ -24,6 +24,9 @@ Semantics (the ones decided for the release):
 - ``isin``: TRUE where the value equals (``==``) a member, and where a NaN member meets
   a NaN value; a None member never matches but turns a miss into NULL; NULL values
   give NULL.
+- DNF lists' ``in`` / ``not in``: the rows pyarrow's ``filters=`` selects
+  (``pyarrow.compute.is_in``: a NULL value is a member exactly when None is one; a
+  non-NULL value never meets None); a NULL value it leaves out is NULL.
 - ``startswith``: ``pc.starts_with`` (NULL for NULL).
 - ``list_contains(col, v)``: NULL for a NULL list; TRUE if an element equals ``v`` (as
   ``isin([v])`` per element); else NULL if an element is NULL; else FALSE.
@@ -116,10 +119,8 @@ def _conjunction(terms: list):
             raise OracleError(f"not a (column, op, value) tuple: {term!r}")
         name, op, value = term
         key = " ".join(str(op).lower().split())
-        if key == "in":
-            out.append(IsIn(name, tuple(value)))
-        elif key == "not in":
-            out.append(Not(IsIn(name, tuple(value))))
+        if key in ("in", "not in"):
+            out.append(_DnfMembership(name, tuple(value), key == "not in"))
         elif op in _DNF_OPS:
             out.append(Comparison(name, _DNF_OPS[op], value))
         else:
@@ -127,8 +128,30 @@ def _conjunction(terms: list):
     return And(tuple(out))
 
 
+class _DnfMembership:
+    """A DNF ``in`` / ``not in`` term, decided as pyarrow's ``filters=`` decides it."""
+
+    def __init__(self, column: str, values: tuple, negated: bool):
+        self.column, self.values, self.negated = column, values, negated
+
+
+def _dnf_membership(arr: pa.Array, values: tuple, negated: bool) -> pa.BooleanArray:
+    """pyarrow.compute.is_in's answer (TRUE where the value equals a member, a NaN
+    member meeting a NaN value, and where a NULL value meets a None member; FALSE
+    otherwise), inverted for ``not in`` -- except that a NULL value it leaves out is
+    NULL, as SQL leaves it (the rows selected are pyarrow's either way)."""
+    present = tuple(v for v in values if v is not None)
+    hit = pc.fill_null(isin(arr, present), False)
+    nulls = pc.is_null(arr)
+    hit = pc.if_else(nulls, len(present) != len(values), hit)
+    answer = pc.invert(hit) if negated else hit
+    return pc.if_else(pc.and_(nulls, pc.invert(answer)), pa.scalar(None, pa.bool_()), answer)
+
+
 # =============================================================== the tree
 def _eval(e, table) -> pa.BooleanArray:
+    if isinstance(e, _DnfMembership):
+        return _dnf_membership(_column(table, e.column), e.values, e.negated)
     if isinstance(e, And):
         return _fold(pc.and_kleene, [_eval(c, table) for c in e.children], table.num_rows, True)
     if isinstance(e, Or):

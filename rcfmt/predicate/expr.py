@@ -327,7 +327,10 @@ def to_expr(filter) -> Expr | None:
 
     Accepts an Expr, None, or pyarrow-style DNF: a list of ``(column, op, value)`` tuples
     (AND), or a list of such lists (OR of ANDs). Ops: ``= == != < <= > >= in``, ``not in``.
-    Anything else raises :class:`FilterError`.
+    Anything else raises :class:`FilterError`. ``in`` and ``not in`` select the rows
+    pyarrow's ``filters=`` selects (``pyarrow.compute.is_in``): a NULL row is in a list
+    exactly when the list holds None, a value never equals None (where SQL's IN would
+    leave both unknown); a NULL row they leave out is NULL.
     """
     if filter is None or isinstance(filter, Expr):
         return filter
@@ -348,6 +351,21 @@ def to_expr(filter) -> Expr | None:
     return _conjunction(filter, "filter")
 
 
+def _dnf_membership(name: str, values, negated: bool) -> Expr:
+    """``(name, "in" / "not in", values)`` as pyarrow's ``filters=`` decides it
+    (``pyarrow.compute.is_in``, which matches a NULL row to a None member and is never
+    NULL): ``isin`` of the members that are not None, OR ``is_null`` when None is one;
+    ``not in`` its negation (NULL rows kept when None is not a member)."""
+    column = col(name)
+    probe = column.isin(values)  # (checks the list and its members)
+    present = tuple(v for v in probe.values if v is not None and not (isinstance(v, pa.Scalar) and not v.is_valid))
+    has_null = len(present) != len(probe.values)
+    members = probe if not has_null else IsIn(name, present)
+    if not negated:
+        return Or((members, IsNull(name))) if has_null else members
+    return Not(members) if has_null else Or((Not(members), IsNull(name)))
+
+
 def _conjunction(terms: list, where: str) -> Expr:
     if not terms:
         raise FilterError(f"{where} is an empty conjunction")
@@ -364,8 +382,7 @@ def _term(term, where: str) -> Expr:
         raise FilterError(f"{where}: operator must be a str, got {op!r}")
     key = " ".join(op.lower().split())
     if key in ("in", "not in"):
-        expr = col(name).isin(value)
-        return Not(expr) if key == "not in" else expr
+        return _dnf_membership(name, value, key == "not in")
     if op not in _DNF_OPS:
         raise FilterError(f"{where}: unknown operator {op!r}; use one of {', '.join([*_DNF_OPS, 'in', 'not in'])}")
     return Comparison(name, _DNF_OPS[op], _check_literal(value))
