@@ -62,6 +62,10 @@ def check_type(ref: Ref, t: pa.DataType) -> None:
 def _field(schema: pa.Schema, name: str) -> pa.Field:
     matches = schema.get_all_field_indices(name) if isinstance(name, str) else []
     if not matches:
+        fields = [n for n in schema.names if isinstance(name, str) and n.startswith(name + ".")]
+        if fields:  # (a struct: the filter schema holds its leaves by dotted path)
+            raise SchemaError(f"column {name!r} is a struct: filter its fields by their dotted paths "
+                              f"({', '.join(map(repr, fields[:5]))}{', ...' if len(fields) > 5 else ''})")
         raise SchemaError(f"unknown column {name!r} in filter; available columns: {', '.join(map(repr, schema.names)) or '(none)'}")
     if len(matches) > 1:
         raise SchemaError(f"column {name!r} in filter is ambiguous: the schema has {len(matches)} columns of that name")

@@ -389,7 +389,8 @@ def test_filters_name_only_leaves_whose_slots_are_rows(tmp_path):
     rcfmt.write_table(pa.table({"s": pa.array([{"a": 1}]), "l": pa.array([[1, 2]])}), tmp_path / "t.rcfmt")
     with rcfmt.open(tmp_path / "t.rcfmt") as f:
         assert f.read(filter=col("s.a") == 1).num_rows == 1
-        for name, match in [("l.item", "unknown column"), ("l", "list_contains"), ("s", "unknown column")]:
+        for name, match in [("l.item", "unknown column"), ("l", "list_contains"),
+                            ("s", "is a struct: filter its fields")]:
             with pytest.raises(SchemaError, match=match):
                 f.read(filter=col(name) == 1)
 
@@ -717,3 +718,16 @@ def test_sql_filters_name_struct_paths_and_array_contains():
                      ("p.tags = 'x'", "is a list")]:
         with pytest.raises(InvalidOptionError, match=why):  # (sql_filter's one error for a filter it refuses)
             parse_filter(bad, schema)
+
+
+def test_a_filter_naming_a_struct_points_to_its_fields(tmp_path):
+    """A struct is filtered by its leaves' dotted paths: naming the struct itself is a
+    SchemaError that lists them (not "unknown column")."""
+    t = pa.table({"st": pa.array([{"a": 1, "b": {"c": "x"}}, None])})
+    rcfmt.write_table(t, tmp_path / "t.rcfmt")
+    for expr in (rcfmt.col("st").is_null(), rcfmt.col("st") == 1, rcfmt.col("st.b").is_valid()):
+        with pytest.raises(SchemaError, match="is a struct: filter its fields by their dotted paths") as info:
+            rcfmt.read_table(tmp_path / "t.rcfmt", filter=expr)
+        assert "'st.b.c'" in str(info.value)
+    with pytest.raises(SchemaError, match="unknown column 'nope'"):
+        rcfmt.read_table(tmp_path / "t.rcfmt", filter=rcfmt.col("nope") == 1)
