@@ -40,6 +40,7 @@ def read_pandas(path, columns: Sequence[str] | None = None, filter=None, *, use_
     DataFrame had. ``fetch``: :class:`rcfmt.FetchOptions` for remote reads."""
     from ..dataset import Dataset
     from ..file.reader import RcfmtFile
+    from ..scan.positions import ROW_POSITION
     from ..storage import DirectoryError
 
     try:
@@ -58,8 +59,23 @@ def read_pandas(path, columns: Sequence[str] | None = None, filter=None, *, use_
                        if isinstance(c, dict) and c.get("pandas_type") == "categorical"]
         wanted = None if columns is None else list(dict.fromkeys([*columns, *index_columns]))
         read_dictionary = [c for c in categorical if c in names and (wanted is None or c in wanted)]
-        table = f.read(wanted, filter, use_threads=use_threads, read_dictionary=read_dictionary or None)
+        # a RangeIndex is stored as its bounds: the labels of the rows a filter keeps come
+        # from their positions (pandas would number them afresh from 0)
+        ranges = meta.get("index_columns", [])
+        labelled = filter is not None and len(ranges) == 1 and isinstance(ranges[0], dict) \
+            and ranges[0].get("kind") == "range" and ROW_POSITION not in names
+        table = f.read(wanted, filter, use_threads=use_threads, read_dictionary=read_dictionary or None,
+                       with_row_position=labelled)
+    positions = None
+    if labelled:
+        positions = table.column(ROW_POSITION).to_numpy()
+        table = table.drop_columns([ROW_POSITION])
     df = table.to_pandas()
+    if positions is not None:
+        import pandas as pd
+
+        start, step = int(ranges[0].get("start", 0)), int(ranges[0].get("step", 1))
+        df.index = pd.Index(start + step * positions, name=ranges[0].get("name"))
     for name in read_dictionary:  # categories in order of appearance: sort the unordered ones
         if name in df.columns and not df[name].cat.ordered:
             try:

@@ -53,6 +53,23 @@ def test_multi_index_and_range_index(tmp_path):
     assert isinstance(back.index, pd.RangeIndex)
 
 
+@pytest.mark.parametrize("index", [pd.RangeIndex(500), pd.RangeIndex(10, 1510, 3, name="r"),
+                                   pd.RangeIndex(0, -500, -1, name="down")], ids=repr)
+def test_a_filtered_range_index_keeps_the_labels_of_its_rows(tmp_path, index):
+    """A RangeIndex is stored as its bounds; the rows a filter keeps get their own labels
+    back (as ``df[mask]`` has them), whichever blocks and threads read them, not labels
+    numbered afresh from 0; unfiltered, the RangeIndex itself."""
+    df = _frame().reset_index(drop=True).set_axis(index)
+    rcfmt.write_table(df, tmp_path / "r.rcfmt", block_rows=128, page_rows=50)
+    for flt, mask in [(rcfmt.col("a") >= 400, df["a"].fillna(-1) >= 400),
+                      (rcfmt.col("b") == "y", df["b"] == "y"), (rcfmt.col("a") < 0, df["a"].fillna(0) < 0)]:
+        for threads in (False, True):
+            got = rcfmt.read_pandas(tmp_path / "r.rcfmt", columns=["a", "s"], filter=flt, use_threads=threads)
+            pd.testing.assert_frame_equal(got, df[mask][["a", "s"]], check_index_type=False)
+    back = rcfmt.read_pandas(tmp_path / "r.rcfmt")
+    assert isinstance(back.index, pd.RangeIndex) and back.index.equals(index)
+
+
 def test_datasets_give_the_rows_with_the_index_as_a_column(tmp_path):
     """(Datasets do not keep pandas metadata yet: the index comes back as a column.)"""
     df = _frame()
