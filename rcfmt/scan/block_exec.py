@@ -293,7 +293,9 @@ class BlockFilter:
     ``filter_ids``: the filter's columns (name -> stored column); ``conjuncts``: the
     top-level conjuncts by column name; ``mask_only``: names of columns nothing but
     their conjuncts needs (their data is then not handed on when all are taken);
-    ``leaf_count``: the filter's leaves."""
+    ``leaf_count``: the filter's leaves; ``then``: projected flat columns decoded after
+    the filter in the same call; ``keep``: the filter columns the scan also returns
+    (:meth:`select` compacts them to the rows picked)."""
 
     def __init__(self, file, filter_ids: dict, conjuncts: dict, mask_only: set, leaf_count: int, gap: int = 0,
                  then: list | None = None, dictionary_ids=(), keep=()):
