@@ -79,6 +79,22 @@ class _Skip(Exception):
     """A part of the predicate that is not translated exactly."""
 
 
+def _struct_paths(schema: pa.Schema) -> set:
+    """The dotted paths of every field under a struct column of ``schema`` ("a.b", "a.b.c")."""
+    out = set()
+
+    def walk(prefix: str, t: pa.DataType):
+        if pa.types.is_struct(t):
+            for field in t:
+                path = f"{prefix}.{field.name}"
+                out.add(path)
+                walk(path, field.type)
+
+    for field in schema:
+        walk(field.name, field.type)
+    return out
+
+
 class _Translator:
     """A Polars predicate (its JSON tree, walked with the ``polars.Expr`` of each node
     for literal values: JSON cannot hold NaN or infinities) as an rcfmt expression TRUE
@@ -95,6 +111,9 @@ class _Translator:
         self.pl = pl
         self.schema = schema
         self.dtypes = polars_schema(schema) if dtypes is None else dtypes
+        #: top-level names rcfmt's filters would also read as a path into a struct
+        #: ("a.b" beside a struct "a" with a field "b"): left to Polars, which names columns only
+        self.ambiguous = _struct_paths(schema) & set(schema.names)
         self.dropped = False  # whether a conjunct was left out (the translation keeps more rows)
         #: a flat column, to spell the constants Polars folds parts into
         self.flat = next((f.name for f in schema if not pa.types.is_nested(f.type)
@@ -245,7 +264,9 @@ class _Translator:
             target = self._dtype_of(cast.get("dtype"))
             return _Ref(ref.name, target) if target is not None and self._widens(ref.ct, target) else None
         name = node.get("Column")
-        return _Ref(name, self.dtypes[name]) if isinstance(name, str) and name in self.dtypes else None
+        if not isinstance(name, str) or name not in self.dtypes or name in self.ambiguous:
+            return None
+        return _Ref(name, self.dtypes[name])
 
     def _dtype_of(self, node):
         """The Polars type of a cast's ``dtype`` node (None for forms not known)."""
@@ -652,7 +673,11 @@ def scan_rcfmt(path, *, stats=None, use_threads: bool = True, fetch=None, catego
                             for name, dtype in pl_schema.items()})
 
     def source(with_columns, predicate, n_rows, batch_size):
-        translation = Translation(None, False) if predicate is None else translate(predicate, schema, pl_schema)
+        # with a predicate, Polars' n_rows (head(k).filter(p)) counts the source's rows: the
+        # first n_rows rows, then the predicate -- not pushed, so that it sees those rows
+        limit_first = predicate is not None and n_rows is not None
+        translation = Translation(None, False) if predicate is None or limit_first else \
+            translate(predicate, schema, pl_schema)
         # an exact translation selects Polars' rows: Polars need not filter them again
         refilter = predicate is not None and not translation.exact
         wanted = list(with_columns) if with_columns is not None else list(schema.names)
@@ -661,27 +686,41 @@ def scan_rcfmt(path, *, stats=None, use_threads: bool = True, fetch=None, catego
         size = batch_size or 65536
         left = n_rows
 
-        def frame(batches):
-            """One DataFrame of ``batches`` (their buffers, not copies): Polars' filter
-            and select cost ~0.3 ms a call, so a selective scan's small batches (one per
+        def frame(batches, limit=None):
+            """One DataFrame of ``batches`` (their buffers, not copies; the first
+            ``limit`` rows), filtered, and the rows it was made of: Polars' filter and
+            select cost ~0.3 ms a call, so a selective scan's small batches (one per
             block) are handed over together, up to ``size`` rows."""
             table = pa.Table.from_batches(batches)
+            if limit is not None:
+                table = table.slice(0, limit)
             if recast and any(name in recast for name in table.column_names):
                 table = table.cast(pa.schema([recast.get(f.name, f) for f in table.schema], table.schema.metadata))
             df = pl.from_arrow(table, rechunk=False)
             if refilter:
                 df = df.filter(predicate)
-            return df if needed == wanted else df.select(wanted)  # (a select costs ~0.2 ms a call)
+            return (df if needed == wanted else df.select(wanted)), table.num_rows  # (a select: ~0.2 ms a call)
 
+        yielded = False
         try:
             for batches in _groups_of_rows(scan.iter_batches(size), size):
-                df = frame(batches)
-                if left is not None:
-                    df = df.head(left)
-                    left -= df.height
+                if limit_first:
+                    df, rows = frame(batches, left)
+                    left -= rows
+                else:
+                    df, _ = frame(batches)
+                    if left is not None:
+                        df = df.head(left)
+                        left -= df.height
+                yielded = True
                 yield df
                 if left is not None and left <= 0:
                     break
+            if predicate is not None and not yielded:
+                # no row reached Polars: its predicate still raises what it raises (a
+                # date's is_nan, a naive datetime against an aware column), whatever the data
+                names = dict.fromkeys([*needed, *predicate.meta.root_names()])
+                pl.DataFrame(schema={name: out_schema[name] for name in names if name in out_schema}).filter(predicate)
         finally:
             close()
             if stats is not None:

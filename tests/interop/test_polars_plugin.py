@@ -77,6 +77,50 @@ def test_pruning_projection_and_limits(path):
     assert stats.rows_selected == got.height  # pushed with Polars' NaN order: NaN rows kept
 
 
+@pytest.mark.parametrize("k", [0, 3, 9, 999, 1001, 5999, 7000])
+@pytest.mark.parametrize("engine", ["in-memory", "streaming"])
+def test_a_head_before_a_filter_limits_the_rows_filtered(path, k, engine):
+    """``head(k).filter(p)``: Polars hands the source ``n_rows=k`` and the predicate and
+    applies neither, meaning the predicate's rows among the first k (``filter(p).head(k)``
+    keeps its own slice); pushable predicates or not, a slice after the filter too."""
+    table = pl.from_arrow(_table())
+    for expr in (FILTERS[0](), FILTERS[4](), FILTERS[9](), FILTERS[12]()):
+        for query in (lambda lf: lf.head(k).filter(expr), lambda lf: lf.filter(expr).head(k),
+                      lambda lf: lf.head(k).filter(expr).head(2)):
+            want = query(table.lazy()).select("id", "s").collect()
+            got = query(scan_rcfmt(path)).select("id", "s").collect(engine=engine)
+            assert got.equals(want), (k, expr)
+
+
+def test_a_predicate_polars_refuses_raises_even_when_no_row_is_left(path, tmp_path):
+    """A predicate Polars refuses (is_nan of a date, a naive datetime against a column
+    with a time zone) raises what Polars raises, also when the conjuncts rcfmt takes prune
+    every block and no row reaches Polars."""
+    for expr in ((pl.col("f") > 1000) & pl.col("d").is_nan(), (pl.col("id") > 10**6) & pl.col("d").is_nan()):
+        with pytest.raises(pl.exceptions.InvalidOperationError):
+            pl.from_arrow(_table()).lazy().filter(expr).collect()
+        with pytest.raises(pl.exceptions.InvalidOperationError):
+            scan_rcfmt(path).filter(expr).select("id").collect()
+    aware = tmp_path / "tz.rcfmt"
+    rcfmt.write_table(pa.table({"i": [1, 2], "t": pa.array([0, 10**6], pa.timestamp("us", "UTC"))}), aware)
+    expr = (pl.col("i") > 5) & (pl.col("t") > dt.datetime(2020, 1, 1))
+    with pytest.raises(pl.exceptions.PolarsError) as want:
+        pl.from_arrow(rcfmt.read_table(aware)).lazy().filter(expr).collect()
+    with pytest.raises(type(want.value)):
+        scan_rcfmt(aware).filter(expr).collect()
+
+
+def test_a_column_named_like_a_struct_path_is_filtered_by_polars_name(tmp_path):
+    """A top-level column "a.b" beside a struct "a" with a field "b": rcfmt's own filters
+    refuse the name as ambiguous, but in Polars it names the column only; such a
+    predicate is left to Polars, with Polars' rows."""
+    t = pa.table({"a.b": [1, 2, 3], "a": pa.array([{"b": 10}, {"b": 20}, {"b": 30}])})
+    rcfmt.write_table(t, tmp_path / "t.rcfmt")
+    for expr in (pl.col("a.b") > 1, (pl.col("a.b") > 1) & (pl.col("a.b") < 3), pl.col("a").struct.field("b") > 15):
+        want = pl.from_arrow(t).filter(expr)
+        assert scan_rcfmt(tmp_path / "t.rcfmt").filter(expr).collect().equals(want), expr
+
+
 def test_translation_is_exact_or_absent():
     schema = _table().schema
     f_gt_1 = (rcfmt.col("f") > 1.0) | rcfmt.col("f").is_nan()  # NaN is above every number in Polars
