@@ -68,17 +68,27 @@ def _close(source) -> None:
         close()
 
 
-def _positions(text: str) -> list[int]:
-    """``--rows``' comma-separated positions (ranges ``a-b`` inclusive, too)."""
+def _positions(text: str, count: int) -> list[int]:
+    """``--rows``' comma-separated positions (ranges ``a-b`` inclusive, too) of a source
+    of ``count`` rows: a range reaching past them ends at its first position out of
+    range, which ``take`` then refuses by name (a range is never spelled out further)."""
     out = []
     for part in (p.strip() for p in text.split(",")):
         if not part:
             continue
         lo, dash, hi = part.partition("-") if not part.startswith("-") else (part, "", "")
         try:
-            out.extend(range(int(lo), int(hi) + 1) if dash else [int(lo)])
+            lo, hi = int(lo), int(hi) if dash else None
         except ValueError:
             raise RcfmtError(f"--rows takes row positions (0-based) such as 5,17,90211 or 10-19, got {part!r}") from None
+        if hi is None:
+            out.append(lo)
+        elif hi < lo:
+            raise RcfmtError(f"--rows: the range {part!r} ends before it starts")
+        else:
+            out.extend(range(lo, min(hi, count - 1) + 1))
+            if hi >= count:
+                out.append(max(lo, count))
     return out
 
 
@@ -92,7 +102,7 @@ def _head(args) -> int:
     schema, source = _source(args.path)
     try:
         if args.rows is not None:  # the rows at those positions, in that order
-            table = source.take(_positions(args.rows), _columns(args.columns))
+            table = source.take(_positions(args.rows, source.num_rows), _columns(args.columns))
         elif args.filter is None and not args.row_position:  # the first rows: only the pages holding them
             table = source.take(range(max(0, min(args.n, source.num_rows))), _columns(args.columns))
         else:

@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..codecs import CODEC_NAMES
-from ..errors import CorruptFileError, InvalidOptionError, RcfmtError
+from ..errors import CorruptFileError, InvalidOptionError, RcfmtError, SchemaError
 from ..file.reader import RcfmtFile
 from ..schema.arrow_io import temporal_value, tzinfo_of
 from .describe import column_summary, encoding_name
@@ -260,9 +260,12 @@ def bloom_report(f: RcfmtFile, column: str, value: str) -> dict:
     from ..predicate.expr import col
     from ..predicate.bind import bind
 
-    c = f.column_index(column)
-    literal = _typed_literal(value, f.schema.field(c).type)
-    leaf = bind(col(column) == literal, f.schema)
+    c = f.column_index(column)  # (the stored column: a struct's leaf by its dotted path)
+    if f.filter_schema.get_field_index(column) < 0:
+        raise SchemaError(f"column {column!r} is not one rcfmt bloom probes: name a flat column or a struct's leaf "
+                          f"({', '.join(map(repr, f.filter_schema.names))})")
+    literal = _typed_literal(value, f.filter_schema.field(column).type)
+    leaf = bind(col(column) == literal, f.bind_schema)
     blocks = []
     for b in range(f.num_blocks):
         bf = bloom_filters.read_filter(f, b, c)

@@ -300,17 +300,21 @@ def _read_changes(root: str, version: int, info: dict, own: changelog.Change, co
     """A changes version: its checkpoint's rows with the changes of its runs and its own
     applied in order."""
     c, c_size, runs = _chain(info, version, path)
-    if is_remote(root) and len(runs) > 1:  # one request each: the objects are fetched side by side
-        from concurrent.futures import ThreadPoolExecutor
+    try:
+        if is_remote(root) and len(runs) > 1:  # one request each: the objects are fetched side by side
+            from concurrent.futures import ThreadPoolExecutor
 
-        with ThreadPoolExecutor(min(REMOTE_READS, len(runs) + 1)) as pool:
-            base_read = pool.submit(read_snapshot, root, c, columns, c_size)
-            run_reads = [pool.submit(read_run, root, r, path) for r in runs]
-            read = [future.result() for future in run_reads]
-            base = base_read.result()
-    else:
-        base = read_snapshot(root, c, columns, size=c_size)
-        read = [read_run(root, r, path) for r in runs]
+            with ThreadPoolExecutor(min(REMOTE_READS, len(runs) + 1)) as pool:
+                base_read = pool.submit(read_snapshot, root, c, columns, c_size)
+                run_reads = [pool.submit(read_run, root, r, path) for r in runs]
+                read = [future.result() for future in run_reads]
+                base = base_read.result()
+        else:
+            base = read_snapshot(root, c, columns, size=c_size)
+            read = [read_run(root, r, path) for r in runs]
+    except FileNotFoundError as exc:  # (a part the version names is gone: the chain is broken)
+        raise CorruptFileError(f"changes version {version} is read with its checkpoint (version {c}) and "
+                               f"{len(runs)} run(s), and one of them is missing: {exc}", path=path) from None
     if changelog.layout_of(base.info) != changelog.CHECKPOINT:
         raise CorruptFileError(f"changes version {version} names version {c} as its checkpoint, which is not one",
                                path=path)

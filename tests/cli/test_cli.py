@@ -194,6 +194,24 @@ def test_dictionary_and_bloom(files):
     assert bad.returncode == 1 and "rcfmt: error:" in bad.stderr and "int64" in bad.stderr
 
 
+def test_bloom_names_columns_by_their_paths_past_nested_ones(tmp_path):
+    """``rcfmt bloom --column`` takes a flat column after struct and list columns (the
+    stored columns' numbering is not the schema's) and a struct's leaf by its dotted
+    path; a list or a struct itself is a clear error, not a traceback."""
+    path = tmp_path / "nested.rcfmt"
+    values = [f"v{i}" for i in range(200)]
+    rcfmt.write_table(pa.table({"s": [{"a": i, "b": v} for i, v in enumerate(values)], "l": [[1, 2]] * 200,
+                                "k": values}), path, bloom_filter_columns=["k", "s.b"], block_rows=100)
+    for column in ("k", "s.b"):
+        out = _json("bloom", path, "--column", column, "--value", "v150")
+        assert [b["might_contain"] for b in out["blocks"]][1] and all(b["has_filter"] for b in out["blocks"])
+        absent = _json("bloom", path, "--column", column, "--value", "v150x")
+        assert sum(b["might_contain"] for b in absent["blocks"]) <= 1
+    for column in ("l", "s", "nope"):
+        proc = _run("bloom", path, "--column", column, "--value", "1", ok=False)
+        assert proc.returncode == 1 and "rcfmt: error:" in proc.stderr and "Traceback" not in proc.stderr, column
+
+
 def test_head_and_cat_with_filters_and_columns(files):
     path, ds, _, table = files
     rows = _json("head", path, "-n", "5", "--columns", "id,carrier,day", "--filter",
@@ -229,7 +247,9 @@ def test_head_prints_rows_by_position_and_row_positions(files):
     assert pc.all(pc.equal(table.take(positions)["carrier"], "DL")).as_py()
     csv_out = _run("cat", path, "--columns", "id", "--filter", "id < 3", "--row-position").stdout.splitlines()
     assert csv_out[0] == '"id","_row_position"' and len(csv_out) == 4
-    for bad, words in ((str(n), "out of range"), ("-1", "out of range"), ("x", "--rows takes")):
+    for bad, words in ((str(n), "out of range"), ("-1", "out of range"), ("x", "--rows takes"),
+                       ("1-99999999999999999999", f"row position {n} "), (f"{n - 2}-{n + 5}", f"row position {n} "),
+                       (f"{n + 3}-{n + 9}", f"row position {n + 3} "), ("5-3", "ends before it starts")):
         proc = _run("head", path, "--rows", bad, ok=False)
         assert proc.returncode == 1 and words in proc.stderr, proc.stderr
     proc = _run("head", path, "--rows", "1", "--filter", "id > 3", ok=False)

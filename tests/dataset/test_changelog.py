@@ -543,3 +543,33 @@ def test_a_fresh_interpreter_reads_every_version_of_a_chain_from_threads(tmp_pat
     proc = subprocess.run([sys.executable, "-c", code, root], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "30"
+
+
+def test_a_missing_part_of_a_chain_is_a_corrupt_dataset(tmp_path, small_levels):
+    """A changes version is read with its checkpoint and runs: one of them gone (deleted
+    by hand, lost in a copy) is a CorruptFileError naming the version that needs it, on
+    every read path and in a fresh process's cache alike -- not a bare FileNotFoundError."""
+    root = str(tmp_path / "ds")
+    for i in range(6):
+        rcfmt.write_dataset(pa.table({"id": [2 * i, 2 * i + 1]}), root, mode="append")
+    meta = os.path.join(root, log.META_DIR)
+    runs = os.path.join(meta, changelog.RUNS_DIR)
+    assert os.listdir(runs), "the small levels merge runs"
+    assert _layout(root, 6) == _layout(root, 5) == changelog.CHANGES
+    for victims in ([os.path.join(runs, n) for n in os.listdir(runs)], [log.version_path(root, 1)]):
+        saved = {victim: open(victim, "rb").read() for victim in victims}
+        for victim in victims:
+            os.unlink(victim)
+        for name, read in [("read", lambda: rcfmt.dataset(root).read()),
+                           ("count", lambda: rcfmt.dataset(root).count_rows()),
+                           ("take", lambda: rcfmt.dataset(root).take([0, 5])),
+                           ("filter", lambda: rcfmt.dataset(root).read(filter=rcfmt.col("id") > 3)),
+                           ("version", lambda: rcfmt.dataset(root, version=5).read())]:
+            _cold()
+            with pytest.raises(rcfmt.CorruptFileError, match="one of them is missing"):
+                read()
+        for victim, data in saved.items():
+            with open(victim, "wb") as out:
+                out.write(data)
+    _cold()
+    assert sorted(rcfmt.dataset(root).read().column("id").to_pylist()) == list(range(12))
