@@ -62,6 +62,34 @@ def _source(path: str):
     return f.bind_schema, f
 
 
+def _dataset_dir(path: str) -> str:
+    """``path`` for the commands that maintain a dataset (history, vacuum, optimize): a
+    local path must be a directory -- a typo or a file is an error, not an empty history
+    or "removed 0 files"."""
+    import os
+
+    from ..storage import is_remote, local_path
+
+    if not is_remote(path):
+        local = local_path(path)
+        if not os.path.exists(local):
+            raise RcfmtError(f"{path}: no such dataset directory")
+        if not os.path.isdir(local):
+            raise RcfmtError(f"{path} is a file, not a dataset directory")
+    return path
+
+
+def _count(text: str) -> int:
+    """A count or number on the command line (``-n``, ``--block``): an int, not negative."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number 0 or more, got {value}")
+    return value
+
+
 def _close(source) -> None:
     close = getattr(source, "close", None)  # (a file; a dataset holds nothing open)
     if close is not None:
@@ -296,7 +324,7 @@ def _run(args) -> int:
     if cmd == "check":
         return _check(args)
     if cmd == "history":
-        out = reports.history_report(args.path)
+        out = reports.history_report(_dataset_dir(args.path))
         if args.json:
             _print_json(out)
         else:
@@ -306,7 +334,7 @@ def _run(args) -> int:
     if cmd == "vacuum":
         from ..dataset import vacuum
 
-        removed = vacuum(args.path, retention_seconds=args.retention_hours * 3600.0, dry_run=args.dry_run,
+        removed = vacuum(_dataset_dir(args.path), retention_seconds=args.retention_hours * 3600.0, dry_run=args.dry_run,
                          progress=args.progress)
         if args.json:
             _print_json({"dry_run": args.dry_run, "files": removed})
@@ -318,7 +346,7 @@ def _run(args) -> int:
     if cmd == "optimize":
         from ..dataset import open_dataset
 
-        ds = open_dataset(args.path)
+        ds = open_dataset(_dataset_dir(args.path))
         before = ds.version
         options = {"curve": args.curve, "force": args.force, "progress": args.progress}
         if args.target_file_rows:
@@ -417,15 +445,15 @@ def _parser(only: str | None = None) -> argparse.ArgumentParser:
                        ("index", "where the page index lies, per column chunk")):
         p = command(name, text, path="FILE")
         p.add_argument("--column")
-        p.add_argument("--block", type=int)
+        p.add_argument("--block", type=_count)
     p = command("dictionary", "the dictionary of a column's chunks", path="FILE")
     p.add_argument("--column", required=True)
-    p.add_argument("--block", type=int)
+    p.add_argument("--block", type=_count)
     p = command("bloom", "might each block hold a value? (its bloom filter)", path="FILE")
     p.add_argument("--column", required=True)
     p.add_argument("--value", required=True)
     p = command("head", "the first rows of a file or dataset, or the rows at given positions")
-    p.add_argument("-n", type=int, default=10)
+    p.add_argument("-n", type=_count, default=10)
     p.add_argument("--columns", help="comma-separated column names")
     p.add_argument("--filter", help="a SQL predicate, e.g. \"x > 5 AND dt >= DATE '2024-01-01'\"")
     p.add_argument("--rows", help="the rows at these 0-based positions, in this order: 5,17,90211 or 10-19")

@@ -212,6 +212,21 @@ def test_bloom_names_columns_by_their_paths_past_nested_ones(tmp_path):
         assert proc.returncode == 1 and "rcfmt: error:" in proc.stderr and "Traceback" not in proc.stderr, column
 
 
+def test_maintenance_commands_and_counts_refuse_what_cannot_be_meant(files, tmp_path):
+    """history, vacuum and optimize on a path that does not exist or is a file, a
+    negative ``-n`` or ``--block``: a clear error and a non-zero exit, not an empty
+    history, "removed 0 files" or Python's negative indexing."""
+    path = files[0]
+    for command in ("history", "vacuum", "optimize"):
+        for target, words in ((tmp_path / "nope", "no such dataset directory"), (path, "is a file, not a dataset")):
+            proc = _run(command, target, ok=False)
+            assert proc.returncode == 1 and words in proc.stderr, (command, proc.stderr)
+    for args in (("head", path, "-n", "-1"), ("pages", path, "--block", "-1"), ("dictionary", path, "--column",
+                                                                                "carrier", "--block", "-2")):
+        proc = _run(*args, ok=False)
+        assert proc.returncode == 2 and "expected a number 0 or more" in proc.stderr, args
+
+
 def test_head_and_cat_with_filters_and_columns(files):
     path, ds, _, table = files
     rows = _json("head", path, "-n", "5", "--columns", "id,carrier,day", "--filter",
