@@ -45,7 +45,7 @@ LAYERS = [
               "rcfmt.interop.arrow", "rcfmt.interop.cdata"]),
     ("storage and codecs", ["rcfmt.storage", "rcfmt.codecs"]),
     ("column types", ["rcfmt.schema.types", "rcfmt.schema.annotated", "rcfmt.schema.statistics",
-                      "rcfmt.schema.gather"]),
+                      "rcfmt.schema.gather", "rcfmt.schema.values"]),
     ("encodings", ["rcfmt.encodings"]),
     ("schema", ["rcfmt.schema"]),
     ("predicates", ["rcfmt.predicate"]),

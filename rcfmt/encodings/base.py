@@ -16,44 +16,12 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import ClassVar, Sequence
 
-import numpy as np
-
 from ..runtime.records import record
 from ..schema.types import LogicalType
+from ..schema.values import ColumnValues
 from .ids import holds
 
 __all__ = ["ColumnValues", "EncodedChunk", "Encoding"]
-
-
-@record
-class ColumnValues:
-    """Values of consecutive rows of one column in storage form, without validity.
-
-    - FIXED: ``values`` is a 1-D array of the logical type's storage dtype.
-    - BOOL: ``values`` is a 1-D numpy ``bool`` array.
-    - VARBINARY: ``values`` is the ``uint8`` data buffer and ``offsets`` an ``int64``
-      (or ``int32``) array of length ``rows + 1``; value i is
-      ``values[offsets[i]:offsets[i+1]]``. ``offsets[0]`` need not be 0.
-    """
-
-    values: np.ndarray
-    offsets: np.ndarray | None = None
-
-    def __len__(self) -> int:
-        return len(self.values) if self.offsets is None else len(self.offsets) - 1
-
-    def slice(self, start: int, stop: int) -> "ColumnValues":
-        """Rows ``[start, stop)`` without copying."""
-        if self.offsets is None:
-            return ColumnValues(self.values[start:stop])
-        return ColumnValues(self.values, self.offsets[start : stop + 1])
-
-    @property
-    def nbytes(self) -> int:
-        """Bytes of value data these rows hold (plain size without offsets)."""
-        if self.offsets is None:
-            return self.values.nbytes
-        return int(self.offsets[-1] - self.offsets[0]) if len(self.offsets) else 0
 
 
 @record

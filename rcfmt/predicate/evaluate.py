@@ -39,7 +39,7 @@ from ..schema.arrow_io import to_arrow
 from ..schema.types import LogicalType, PhysicalKind
 from .nnf import BoundAnd, BoundListContains, BoundOr, Cmp, Folded, InSet, Leaf, NanCheck, NullCheck, Prefix
 from .intervals import Interval
-from .column_data import ColumnData
+from ..schema.values import ColumnData
 
 __all__ = ["ColumnData", "leaf_mask", "eval_nnf", "column_conjuncts", "block_predicate"]
 

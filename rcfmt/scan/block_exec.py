@@ -29,7 +29,7 @@ from ..encodings.base import ColumnValues
 from ..encodings.ids import holds
 from ..schema.arrow_io import Bitmap
 from ..schema.types import PhysicalKind
-from ..predicate.column_data import ColumnData
+from ..schema.values import ColumnData
 from .refusals import raise_refused
 
 __all__ = ["BlockColumns", "BlockFilter", "BlockRead", "SKIPPED"]

@@ -29,7 +29,7 @@ from ..schema.nested import list_node as nested_list_node
 from ..schema.nested import under_structs as nested_under_structs
 from ..schema.types import LogicalType
 from .block_exec import BlockColumns, BlockRead
-from ..predicate.column_data import ColumnData
+from ..schema.values import ColumnData
 from .fetch_plan import BlockGroups
 from .fetching import dense
 from .gather import empty_values, gather_data

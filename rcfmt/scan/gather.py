@@ -7,7 +7,7 @@ import numpy as np
 from .._native import varbinary as _vb
 from ..encodings.base import ColumnValues
 from ..schema.types import PhysicalKind
-from ..predicate.column_data import ColumnData
+from ..schema.values import ColumnData
 
 __all__ = ["empty_values", "gather_data", "gather_values"]
 

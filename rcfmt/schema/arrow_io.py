@@ -6,36 +6,21 @@ decoded numpy buffers into Arrow arrays without another copy where it can.
 from __future__ import annotations
 
 import datetime as dt
-from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
 
 from ..runtime import memory
-from ..encodings.base import ColumnValues
 from ..errors import UnsupportedError
 from .gather import holds_runs
 from .types import LogicalType, PhysicalKind, logical_type_from_arrow
+from .values import Bitmap, ColumnValues
 from .._native import floats as _fl
 from .._native import stats as _stats
 from .._native import varbinary as _vb
 
 __all__ = ["Bitmap", "tzinfo_of", "one_array", "from_arrow", "to_arrow", "to_numpy", "validity", "wide_decimals", "fill_null_slots",
            "concat_values", "take", "filter_rows"]
-
-
-class Bitmap(NamedTuple):
-    """Validity as Arrow lays it out (LSB first, unused trailing bits 0), as the page
-    pipeline writes it: ``bits`` (uint8, ``ceil(length / 8)`` bytes) and how many of
-    the ``length`` rows are null (> 0: a column without nulls has no bitmap)."""
-
-    bits: np.ndarray
-    length: int
-    null_count: int
-
-    def bools(self) -> np.ndarray:
-        """One bool per row."""
-        return np.unpackbits(self.bits, count=self.length, bitorder="little").view(bool)
 
 
 def _bits(buf: pa.Buffer, offset: int, n: int) -> np.ndarray:

@@ -33,7 +33,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..runtime.records import record, replace
-from ..encodings.base import ColumnValues
+from .values import ColumnValues
 from ..errors import CorruptFileError, InvalidDataError, SchemaError
 from .annotated import from_storage
 from .annotated import to_storage as annotated_to_storage

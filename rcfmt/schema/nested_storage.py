@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from ..encodings.base import ColumnValues
+from .values import ColumnValues
 from ..errors import InvalidDataError
 from .annotated import encoded
 from .arrow_io import bool_array, take, to_arrow, to_numpy, validity
