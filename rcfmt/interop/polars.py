@@ -56,6 +56,7 @@ import pyarrow as pa
 from ..errors import InvalidOptionError, SchemaError, UnsupportedError
 from ..predicate.expr import col
 from ..predicate.nan_order import is_nan_literal, nan_order_compare
+from ..schema.nested_schemas import filter_schema
 
 __all__ = ["scan_rcfmt", "translate", "translate_predicate", "Translation", "polars_arrow_schema", "polars_schema"]
 
@@ -79,22 +80,6 @@ class _Skip(Exception):
     """A part of the predicate that is not translated exactly."""
 
 
-def _struct_paths(schema: pa.Schema) -> set:
-    """The dotted paths of every field under a struct column of ``schema`` ("a.b", "a.b.c")."""
-    out = set()
-
-    def walk(prefix: str, t: pa.DataType):
-        if pa.types.is_struct(t):
-            for field in t:
-                path = f"{prefix}.{field.name}"
-                out.add(path)
-                walk(path, field.type)
-
-    for field in schema:
-        walk(field.name, field.type)
-    return out
-
-
 class _Translator:
     """A Polars predicate (its JSON tree, walked with the ``polars.Expr`` of each node
     for literal values: JSON cannot hold NaN or infinities) as an rcfmt expression TRUE
@@ -111,9 +96,10 @@ class _Translator:
         self.pl = pl
         self.schema = schema
         self.dtypes = polars_schema(schema) if dtypes is None else dtypes
-        #: top-level names rcfmt's filters would also read as a path into a struct
-        #: ("a.b" beside a struct "a" with a field "b"): left to Polars, which names columns only
-        self.ambiguous = _struct_paths(schema) & set(schema.names)
+        #: names rcfmt's filters read twice, as a column and as a struct's leaf ("a.b" beside
+        #: a struct "a" with a field "b"): left to Polars, which names columns only
+        names = filter_schema(schema).names
+        self.ambiguous = {n for n in names if names.count(n) > 1}
         self.dropped = False  # whether a conjunct was left out (the translation keeps more rows)
         #: a flat column, to spell the constants Polars folds parts into
         self.flat = next((f.name for f in schema if not pa.types.is_nested(f.type)
