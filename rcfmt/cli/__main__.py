@@ -1,6 +1,4 @@
 """``python -m rcfmt.cli``: the ``rcfmt`` command."""
-import sys
+from . import run
 
-from . import main
-
-sys.exit(main())
+run()

@@ -427,3 +427,40 @@ def test_help_is_laid_out_as_argparse_lays_it_out(monkeypatch, columns):
         sub_ours = next(a for a in ours._actions if a.dest == "command").choices[name]
         sub_theirs = next(a for a in theirs._actions if a.dest == "command").choices[name]
         assert sub_ours.format_help() == sub_theirs.format_help()
+
+
+def test_the_command_leaves_without_finalizing_and_loses_no_output(tmp_path):
+    """The entry point ends the process with ``os._exit`` once its output is flushed
+    (issue 64: finalizing pyarrow costs a one-shot process 20-40 ms): buffered output
+    larger than any buffer arrives whole, in a pipe and in a file; the exit codes are
+    main's (0, 1 on an error, 2 on a usage error, 0 for --help); ``atexit`` handlers do
+    not run."""
+    path = tmp_path / "rows.rcfmt"
+    rcfmt.write_table(pa.table({"a": np.arange(200_000), "s": [f"row {i}" for i in range(200_000)]}), path)
+    expected = "".join(f'{i},"row {i}"\n' for i in range(200_000))
+    entry = ("import atexit, sys; from rcfmt.cli import run; "
+             "atexit.register(lambda: sys.stderr.write('finalized')); sys.argv[0] = 'rcfmt'; run()")
+
+    buffered = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # (as a user's shell has it)
+
+    def command(*args, stdout=subprocess.PIPE):
+        return subprocess.run([sys.executable, "-c", entry, *map(str, args)], stdout=stdout, stderr=subprocess.PIPE,
+                              text=True, timeout=300, env=buffered)
+
+    piped = command("cat", path)  # (one large write)
+    assert piped.returncode == 0 and piped.stderr == ""
+    assert piped.stdout == '"a","s"\n' + expected
+    lines = command("cat", path, "--format", "json")  # (a print a row: the last ones still buffered)
+    assert lines.returncode == 0 and lines.stdout == "".join(f'{{"a": {i}, "s": "row {i}"}}\n' for i in range(200_000))
+    with open(tmp_path / "out.txt", "w") as out:  # (a few lines, all in the buffer at the end)
+        assert command("head", path, "-n", "3", stdout=out).returncode == 0
+    assert (tmp_path / "out.txt").read_text().splitlines()[2:] == ["0  row 0", "1  row 1", "2  row 2"]
+    missing = command("schema", tmp_path / "missing.rcfmt")
+    assert missing.returncode == 1 and missing.stderr.startswith("rcfmt: error:") and "finalized" not in missing.stderr
+    usage = command("head", path, "-n", "x")
+    assert usage.returncode == 2 and "expected a whole number" in usage.stderr and "finalized" not in usage.stderr
+    helped = command("--help")
+    assert helped.returncode == 0 and "usage: rcfmt" in helped.stdout and helped.stderr == ""
+    with_python = subprocess.run([sys.executable, "-c", entry.replace("run()", "sys.exit(0)")], capture_output=True,
+                                 text=True, timeout=60)
+    assert with_python.stderr == "finalized"  # (the handler runs when Python finalizes)
