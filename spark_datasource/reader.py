@@ -291,10 +291,21 @@ def zero_column_batches(rows: int, batch_rows: int):
 SINGLE_TASK_BYTES = 32 << 20
 
 #: per planner process (Spark reuses its Python workers): parsed relation filters and
-#: planned fragments, keyed by dataset root and version -- a version never changes, so
-#: they stay right; a new version is a new key. Bounded, oldest dropped first.
+#: planned fragments, keyed by dataset root, version and the version's commit (its
+#: transaction id and time: a dataset deleted and written again at the same path starts
+#: again at version 1) -- a committed version never changes, so they stay right; a new
+#: version is a new key. Bounded, oldest dropped first.
 _CACHE: dict = {}
 _CACHE_ENTRIES = 256
+
+
+def _plan_key(ds, options):
+    """The cache key of what planning derives from ``ds`` and the relation's own filter
+    (None: not cached -- a directory without index has no versions)."""
+    if ds.version is None:
+        return None
+    return (ds.root, ds.version, ds.info.get("transaction"), ds.info.get("timestamp"), options.filter,
+            options.filter_expr)
 
 
 def _cached(key, make):
@@ -342,8 +353,7 @@ class RcfmtReader(DataSourceReader):
         # the relation's own filter (the filter option): applied by every scan, exactly
         self.relation_filter = None
         if self.options.filter is not None or self.options.filter_expr is not None:
-            key = None if ds.version is None else (ds.root, ds.version, self.options.filter, self.options.filter_expr)
-            self.relation_filter = _cached(("filter", key), lambda: self._parse_filter(ds))
+            self.relation_filter = _cached(("filter", _plan_key(ds, self.options)), lambda: self._parse_filter(ds))
         self.plan_id = uuid.uuid4().hex
         self.guarded = not SCAN_SCOPED_READ_INFO
         self.claims_dir = None  # set when a filter is pushed on a guarded Spark
@@ -392,7 +402,7 @@ class RcfmtReader(DataSourceReader):
         plan_filter = self._plan_filter()
         # every file any scan of this relation may need (the relation filter prunes for all)
         # (cached only for a dataset version and the relation's own filter, given as text)
-        key = None if ds.version is None else (ds.root, ds.version, self.options.filter, self.options.filter_expr)
+        key = _plan_key(ds, self.options)
         everything = _cached(("fragments", key), lambda: ds.get_fragments(self.relation_filter))
         if self.filter is not None:
             fragments, key = ds.get_fragments(plan_filter), None
