@@ -99,7 +99,13 @@ class RcfmtDataSource(DataSource):
 
         opts = ReadOptions(self.options)
         with store_settings(opts):
-            schema = Dataset.open(opts.path, version=opts.version).schema
+            ds = Dataset.open(opts.path, version=opts.version)
+        if ds.version is None and ds.num_files == 0:  # (as Spark's file sources: no schema to infer)
+            from rcfmt.errors import SchemaError
+
+            raise SchemaError(f"no rcfmt data at {opts.path!r}: the directory holds no rcfmt file and no dataset "
+                              f"index, so there is no schema to read")
+        schema = ds.schema
         out = to_spark_schema(opts.relation_schema(schema))
         if opts.stats_dir:  # (where a query's time goes: spark_datasource.timeline)
             from .timeline import process_info, write_record

@@ -335,6 +335,20 @@ def test_user_schema_reads_only_its_columns(spark, data, tmp_path):
         spark.read.format("rcfmt").schema("id INT").load(rc).collect()
 
 
+def test_a_directory_without_rcfmt_data_is_refused(spark, tmp_path):
+    """As Spark's file sources do: a directory holding no rcfmt file and no dataset index
+    (empty, or another format's files) has no schema to read, and loading it fails
+    clearly instead of reading as an empty relation with no columns."""
+    empty, other = tmp_path / "empty", tmp_path / "parquet"
+    empty.mkdir()
+    spark.range(10).write.parquet(str(other))
+    for path in (empty, other):
+        with pytest.raises(Exception, match="no rcfmt data at .*no schema to read"):
+            spark.read.format("rcfmt").load(str(path)).schema
+    with pytest.raises(Exception, match="column 'id' is not in the rcfmt data; columns: \\[\\]"):
+        spark.read.format("rcfmt").schema("id BIGINT").load(str(empty)).collect()
+
+
 # ---------------------------------------------------------------- writes
 def test_append_overwrite_and_options(spark, tmp_path):
     path = str(tmp_path / "w")
