@@ -23,6 +23,7 @@ from ..predicate.prune import may_match
 from ..predicate.residual import prepare_filter
 from ..storage import (COMMIT_SCHEMES, delete_files, is_remote, list_tree, local_path, object_size, remote_kind,
                        scheme_of)
+from ..storage.paths import key_of, rel_of_key
 from . import log
 from .changelog import CHANGES, RUNS_DIR, layout_of, runs_of
 from .deletions import DV_DIR
@@ -630,7 +631,8 @@ def _vacuum_remote(root: str, retention_seconds: float, dry_run: bool, progress=
     version_rel = {v: f"{meta}{os.path.basename(log.version_path(root, v))}" for v in versions}
     retained = _kept_versions(versions, lambda v: old(version_rel[v]))
     keep = _with_checkpoint(root, versions, retained)
-    referenced = _referenced(root, retained, keep)
+    # (listed keys are decoded: an index's ``p=a%2Fb/...`` is the object ``p=a/b/...``)
+    referenced = {key_of(rel) for rel in _referenced(root, retained, keep)}
     removed = [version_rel[v] for v in versions if v not in keep]
     for rel in sorted(objects):
         if rel.startswith((f"{meta}{DV_DIR}/", f"{meta}{RUNS_DIR}/")):
@@ -642,7 +644,7 @@ def _vacuum_remote(root: str, retention_seconds: float, dry_run: bool, progress=
             continue
         if rel not in referenced and old(rel):
             removed.append(rel)
-    paths = [f"{root}/{rel}" for rel in removed]
+    paths = [f"{root}/{rel_of_key(rel)}" for rel in removed]
     if not dry_run:
         from ..runtime.progress import progress_bar
 

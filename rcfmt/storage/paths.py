@@ -15,7 +15,7 @@ import re
 from ..errors import InvalidOptionError, UnsupportedError
 
 __all__ = ["URI", "SCHEME_ALIASES", "fspath", "file_uri", "local_path", "is_remote", "scheme_of", "bucket_and_key",
-           "inner_path", "endpoint_parts"]
+           "inner_path", "key_of", "rel_of_key", "endpoint_parts"]
 
 #: ``scheme://`` at the start of a path (group 1: the scheme as written)
 URI = re.compile(r"\A([A-Za-z][A-Za-z0-9+.\-]*)://")
@@ -95,6 +95,22 @@ def inner_path(uri: str) -> str:
 
     parts = urlsplit(uri)
     return f"{parts.netloc}{unquote(parts.path)}".rstrip("/")
+
+
+def key_of(rel: str) -> str:
+    """The object key, below a dataset's root, that the relative path ``rel`` (as an
+    index names it, joined to the root's URI) reaches: URIs are percent-decoded
+    (:func:`inner_path`), so the partition directory ``p=a%2Fb`` is the key ``p=a/b``,
+    which is how a listing (``list_tree``) names it."""
+    from urllib.parse import unquote
+
+    return unquote(rel)
+
+
+def rel_of_key(key: str) -> str:
+    """The relative path that reaches the object ``key`` below a root (the inverse of
+    :func:`key_of` on keys: only ``%`` needs escaping)."""
+    return key.replace("%", "%25")
 
 
 def endpoint_parts(endpoint: str) -> tuple[str, str]:

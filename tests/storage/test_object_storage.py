@@ -1252,6 +1252,14 @@ def test_deletes_updates_and_merges_on_s3(s3):
                                     "dsw/changes")
 
 
+def test_vacuum_keeps_escaped_partition_values_on_s3(s3):
+    from store_commits import check_vacuum_keeps_escaped_partition_values
+
+    _, client = s3
+    check_vacuum_keeps_escaped_partition_values(f"s3://{BUCKET}/dsw/escaped", lambda: _keys(client, "dsw/escaped/"),
+                                                "dsw/escaped")
+
+
 def test_remote_scans_read_exactly_what_their_plans_fetch(remote_file):
     """On object storage too, each block's first read is its plan's ``fetch`` (the filter
     columns' candidate pages, the projection riding along when few; blocks read with

@@ -129,6 +129,11 @@ def test_optimize_and_vacuum(store):
     assert not [n for n in store.names("opt/t/") if n.endswith("/")]
 
 
+def test_vacuum_keeps_escaped_partition_values(store):
+    store_commits.check_vacuum_keeps_escaped_partition_values(f"{store.root}/esc/t", lambda: store.names("esc/t/"),
+                                                              "esc/t")
+
+
 def test_deletes_updates_and_merges(store):
     store_commits.check_row_changes(f"{store.root}/changes/t", _table(), lambda: store.names("changes/t/"), "changes/t")
 
