@@ -14,6 +14,7 @@ lost and never applied to rows it did not see.
 """
 from __future__ import annotations
 
+import datetime
 import decimal
 import math
 import os
@@ -260,8 +261,13 @@ def update(dataset, filter, set):
         raise InvalidOptionError(f"set must be a non-empty dict of column -> value, got {set!r}")
     values = {name: _value(dataset.schema, name, value) for name, value in set.items()}
     prepare_filter(filter, dataset.schema)  # (a bad filter raises here, before anything is written)
+    typed_for = dataset.schema
 
     def plan(ds) -> _Change:
+        nonlocal values, typed_for
+        if not ds.schema.equals(typed_for):  # planned again on a version of another schema
+            values = {name: _value(ds.schema, name, value) for name, value in set.items()}
+            typed_for = ds.schema
         table, removed = _matched(ds, filter, None)
         table = table.drop_columns([ROW_POSITION])
         for name, value in values.items():
@@ -285,12 +291,16 @@ def _value(schema: pa.Schema, name, value) -> pa.Scalar:
             raise TypeError("bools are the values of bool columns only")
         if isinstance(value, pa.Scalar):
             scalar = value if value.type == field.type else value.cast(field.type, safe=True)
+            if scalar.is_valid and scalar.type != value.type and not _cast_exactly(pa.repeat(value, 1), scalar.type):
+                raise ValueError(f"{value!r} would be stored as {scalar.as_py()!r}")
         else:
             try:  # (0 is a value of decimal(15, 2), 1 of float64, whatever type Python gives them)
                 scalar = pa.scalar(value, type=field.type)
             except errors:
                 scalar = pa.scalar(value).cast(field.type, safe=True)
             if isinstance(value, (int, float, decimal.Decimal)) and not _same_number(scalar.as_py(), value):
+                raise ValueError(f"{value!r} would be stored as {scalar.as_py()!r}")
+            if isinstance(value, (datetime.date, datetime.time)) and not _same_moment(scalar, value):
                 raise ValueError(f"{value!r} would be stored as {scalar.as_py()!r}")
     except errors as exc:
         raise SchemaError(f"update sets column {name!r} ({field.type}) to {value!r}, which is not a value of "
@@ -307,6 +317,37 @@ def _same_number(stored, value) -> bool:
     return stored == value
 
 
+def _same_moment(stored: pa.Scalar, value) -> bool:
+    """Whether a date, time or datetime kept its value in the column's type (a time of
+    day in a date column would not, nor 1.5 ms in a timestamp of milliseconds)."""
+    t = stored.type
+    if pa.types.is_date(t):
+        return not isinstance(value, datetime.datetime) or value.time() == datetime.time(0) and value.tzinfo is None
+    if pa.types.is_timestamp(t):
+        fine = pa.timestamp("us", t.tz)
+    elif pa.types.is_time(t):
+        fine = pa.time64("us")
+    else:
+        return True
+    return stored.cast(fine) == pa.scalar(value, type=fine)
+
+
+def _cast_exactly(values, cast_type: pa.DataType) -> bool:
+    """Whether ``values`` cast to ``cast_type`` (a cast Arrow's safe mode allowed) keep
+    their values: cast back, they equal what they were (NaN equal to NaN); Arrow rounds
+    a double into a decimal without complaint."""
+    import pyarrow.compute as pc
+
+    try:
+        back = values.cast(cast_type, safe=True).cast(values.type, safe=False)
+        same = pc.equal(back, values)
+        if pa.types.is_floating(values.type):
+            same = pc.or_kleene(same, pc.and_(pc.is_nan(back), pc.is_nan(values)))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return True  # (not cast back or compared: the safe cast was the check)
+    return pc.all(same).as_py() is not False
+
+
 def _repeat(value: pa.Scalar, n: int) -> pa.Array:
     if not value.is_valid:
         return pa.nulls(n, value.type)
@@ -315,9 +356,6 @@ def _repeat(value: pa.Scalar, n: int) -> pa.Array:
 
 def merge(dataset, source, on, when_matched="update", when_not_matched="insert"):
     """Upsert ``source`` into the dataset by the keys ``on`` (see :meth:`Dataset.merge`)."""
-    import pyarrow.compute as pc
-
-    from ..predicate.expr import col
     from ..interop.arrow import batches_and_schema
 
     if when_matched not in ("update", "delete", None):
@@ -329,51 +367,36 @@ def merge(dataset, source, on, when_matched="update", when_not_matched="insert")
         raise InvalidOptionError(f"on must name one or more distinct key columns, got {on!r}")
     _, tables = batches_and_schema(source, "merge")
     tables = list(tables)
-    src = pa.concat_tables(tables) if len(tables) != 1 else tables[0]
-    src = _conformed_source(src, dataset.schema, keys)
-    present = np.ones(src.num_rows, bool)
-    for k in keys:
-        present &= ~np.asarray(src.column(k).is_null().to_numpy(zero_copy_only=False), bool)
-    every = bool(present.all())
-    keyed = src if every else src.filter(pa.array(present))  # (a NULL key matches nothing: SQL equality)
-    if keyed.num_rows:
-        counts = _keys_alike(keyed, keys).group_by(keys).aggregate([([], "count_all")])
-        dup = counts.filter(pc.greater(counts.column("count_all"), 1))
-        if dup.num_rows:
-            example = {k: dup.column(k)[0].as_py() for k in keys}
-            raise InvalidDataError(f"merge source holds {dup.num_rows} key(s) more than once (e.g. {example}): "
-                                   f"each target row must match at most one source row")
-    src = src.append_column(_SOURCE_ROW, pa.array(np.arange(src.num_rows, dtype=np.int64)))
-    keyed = src if every else src.filter(pa.array(present))
-    candidates = None
-    for k in keys:  # the target rows that may match, found by skipping on the keys
-        leaf = col(k).isin(pc.unique(keyed.column(k)).to_pylist()) if keyed.num_rows else None
-        candidates = leaf if candidates is None else candidates & leaf
-    schema = dataset.schema
-    # the target columns a matched row needs: its keys, and on update those the source lacks
-    lacking = [f.name for f in schema if f.name not in src.column_names] if when_matched == "update" else []
-    wanted = keys + [c for c in lacking if c not in keys]
-
+    given = pa.concat_tables(tables) if len(tables) != 1 else tables[0]
+    upsert = when_matched == "update" and when_not_matched == "insert"
+    first = _MergeSource(given, dataset.schema, keys, when_matched)
     # an upsert of a source with every column writes each source row, matched or not: its
     # files are written while the target is scanned for the matches
-    everything = when_matched == "update" and when_not_matched == "insert" and not lacking and src.num_rows
-    prestaged_rows = _full_rows(src, schema) if everything else None
-    prestaged = _Prestaged(dataset, prestaged_rows, f"merge-{uuid.uuid4().hex}") if everything else None
+    prestaged = staged_rows = None
+    if upsert and not first.lacking and first.src.num_rows:
+        staged_rows = _full_rows(first.src, first.schema)
+        prestaged = _Prestaged(dataset, staged_rows, f"merge-{uuid.uuid4().hex}")
+    prepared = first
 
     def plan(ds) -> _Change:
+        nonlocal prepared
+        if not ds.schema.equals(prepared.schema):  # planned again on a version of another schema
+            prepared = _MergeSource(given, ds.schema, keys, when_matched)
+        src, keyed, schema, wanted = prepared.src, prepared.keyed, prepared.schema, prepared.wanted
         if not keyed.num_rows:
             target = pa.table({**{c: pa.array([], schema.field(c).type) for c in wanted},
                                ROW_POSITION: pa.array([], pa.int64())})
         else:
-            target = ds.read(wanted, candidates, with_row_position=True)
+            target = ds.read(wanted, prepared.candidates, with_row_position=True)
         target = target.append_column(_TARGET_ROW, pa.array(np.arange(target.num_rows, dtype=np.int64)))
         t_rows, s_rows = _matches(target, keyed, keys)
         t_rows = pa.array(t_rows)
         removed, written, counts = {}, [], {"rows_updated": 0, "rows_deleted": 0, "rows_inserted": 0}
-        if prestaged is not None:
+        if prestaged is not None and prepared is first and len(np.unique(s_rows)) == len(s_rows):
+            # (each source row written once: right unless a source row matched several target rows)
             removed = _by_file(ds, np.asarray(target.column(ROW_POSITION).take(t_rows))) if len(t_rows) else {}
             counts.update(rows_updated=len(t_rows), rows_inserted=src.num_rows - len(t_rows))
-            return _Change(removed, prestaged_rows, counts, prestaged)
+            return _Change(removed, staged_rows, counts, prestaged)
         if when_matched is not None and len(t_rows):
             removed = _by_file(ds, np.asarray(target.column(ROW_POSITION).take(t_rows)))
             if when_matched == "update":  # the source's row, with the target's values of what it lacks
@@ -399,6 +422,42 @@ def merge(dataset, source, on, when_matched="update", when_not_matched="insert")
         return _retrying(dataset, "merge", plan, prestaged)
     finally:
         prestaged.discard()
+
+
+class _MergeSource:
+    """A merge's source prepared against one version's ``schema``: ``src`` (conformed to
+    its types, with ``_SOURCE_ROW``), ``keyed`` (its rows whose keys are not NULL:
+    distinct, else InvalidDataError), ``candidates`` (a filter on the keys that skips to
+    the target rows that may match), ``lacking`` (the columns the source lacks, which an
+    update keeps from the target) and ``wanted`` (the target columns a match reads)."""
+
+    def __init__(self, given: pa.Table, schema: pa.Schema, keys: list, when_matched):
+        import pyarrow.compute as pc
+
+        from ..predicate.expr import col
+
+        self.schema = schema
+        src = _conformed_source(given, schema, keys)
+        present = np.ones(src.num_rows, bool)
+        for k in keys:
+            present &= ~np.asarray(src.column(k).is_null().to_numpy(zero_copy_only=False), bool)
+        every = bool(present.all())
+        keyed = src if every else src.filter(pa.array(present))  # (a NULL key matches nothing: SQL equality)
+        if keyed.num_rows:
+            counts = _keys_alike(keyed, keys).group_by(keys).aggregate([([], "count_all")])
+            dup = counts.filter(pc.greater(counts.column("count_all"), 1))
+            if dup.num_rows:
+                example = {k: dup.column(k)[0].as_py() for k in keys}
+                raise InvalidDataError(f"merge source holds {dup.num_rows} key(s) more than once (e.g. {example}): "
+                                       f"each target row must match at most one source row")
+        self.src = src.append_column(_SOURCE_ROW, pa.array(np.arange(src.num_rows, dtype=np.int64)))
+        self.keyed = keyed = self.src if every else self.src.filter(pa.array(present))
+        self.candidates = None
+        for k in keys:  # the target rows that may match, found by skipping on the keys
+            leaf = col(k).isin(pc.unique(keyed.column(k)).to_pylist()) if keyed.num_rows else None
+            self.candidates = leaf if self.candidates is None else self.candidates & leaf
+        self.lacking = [f.name for f in schema if f.name not in src.column_names] if when_matched == "update" else []
+        self.wanted = keys + [c for c in self.lacking if c not in keys]
 
 
 def _matches(target: pa.Table, keyed: pa.Table, keys: list) -> tuple[np.ndarray, np.ndarray]:
@@ -448,6 +507,8 @@ def _conformed_source(src: pa.Table, schema: pa.Schema, keys: list) -> pa.Table:
             raise SchemaError(f"merge key {k!r} is not a column of the dataset ({schema.names})")
         if src.schema.get_field_index(k) < 0:
             raise SchemaError(f"merge key {k!r} is not a column of the source ({src.schema.names})")
+        if pa.types.is_nested(schema.field(k).type):
+            raise SchemaError(f"merge key {k!r} is {schema.field(k).type}: keys are columns of scalar types")
     arrays, fields = [], []
     for name in src.column_names:
         i = schema.get_field_index(name)
@@ -458,10 +519,14 @@ def _conformed_source(src: pa.Table, schema: pa.Schema, keys: list) -> pa.Table:
         column = src.column(name)
         if not same_type(column.type, field.type):
             try:
-                column = column.cast(field.type, safe=True)
+                cast = column.cast(field.type, safe=True)
             except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
                 raise SchemaError(f"merge source column {name!r} is {column.type}, the dataset's is {field.type} "
                                   f"({exc})") from None
+            if not _cast_exactly(column, field.type):
+                raise SchemaError(f"merge source column {name!r} is {column.type}, the dataset's is {field.type}, "
+                                  f"which cannot hold every value it holds exactly")
+            column = cast
         if column.null_count and not field.nullable:
             raise SchemaError(f"merge source column {name!r} holds NULLs; the dataset's column is not nullable")
         arrays.append(column)
