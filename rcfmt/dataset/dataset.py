@@ -6,6 +6,7 @@ importable from here.
 from __future__ import annotations
 
 import json
+import math
 import operator
 import os
 import time
@@ -529,6 +530,18 @@ def _refresh_hint(root: str, keep: list[int]) -> None:
         log.write_hint(root, keep[-1], object_size(log.version_path(root, keep[-1])))
 
 
+def _retention(seconds) -> float:
+    """``retention_seconds`` as a float: a finite number, 0 or more (a negative one would
+    reach files younger than now: a running writer's), else InvalidOptionError."""
+    try:
+        value = float(seconds)
+    except (TypeError, ValueError):
+        value = math.nan
+    if isinstance(seconds, bool) or not math.isfinite(value) or value < 0:
+        raise InvalidOptionError(f"retention_seconds must be a finite number of seconds, 0 or more, got {seconds!r}")
+    return value
+
+
 def vacuum(root, retention_seconds: float = 3600.0, *, dry_run: bool = False, progress=None) -> list[str]:
     """Delete files of the dataset at ``root`` that no reader can need: index versions
     older than ``retention_seconds`` (never the latest), data files referenced by no
@@ -545,8 +558,9 @@ def vacuum(root, retention_seconds: float = 3600.0, *, dry_run: bool = False, pr
     from ..runtime.progress import wanted
 
     wanted(progress)
+    retention_seconds = _retention(retention_seconds)
     if is_remote(root):
-        return _vacuum_remote(root.rstrip("/"), float(retention_seconds), dry_run, progress)
+        return _vacuum_remote(root.rstrip("/"), retention_seconds, dry_run, progress)
     root = os.path.abspath(local_path(root))
     versions = log.list_versions(root)
     if not versions and not os.path.isdir(log.meta_dir(root)):

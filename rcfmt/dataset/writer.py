@@ -74,6 +74,9 @@ class WritePlan:
         append. Checked against the data columns."""
         if cluster_by is None:
             spec = self.clustering if self.mode == "append" else None
+            if spec is not None and not set(spec.columns) <= set(self.data_schema.names):
+                return None  # (the append leaves a clustering column out, NULL in its files: the
+                #              files are not clustered; the dataset's policy stays recorded)
         elif not isinstance(cluster_by, (str, ClusteringSpec)) and len(cluster_by) == 0:
             spec = None
         else:
@@ -222,11 +225,11 @@ def write_dataset(data, path, *, partition_by=None, mode: str = "append",
     remote = is_remote(plan.root)
     # object stores: data files go straight to their final keys (see rcfmt.dataset.log)
     staging = plan.root if remote else os.path.join(log.staging_root(plan.root), txn)
-    if not remote:
-        os.makedirs(staging)  # (and the staging root: nothing is created before the checks)
     writer = FileSetWriter(staging, plan.schema, plan.partitioning, prefix=txn[:16],
                            target_file_rows=target_file_rows, write_options=write_options, clustering=clustering,
-                           truncate=truncate, hints=hints)
+                           truncate=truncate, hints=hints)  # (checks its options: raises before anything is made)
+    if not remote:
+        os.makedirs(staging)  # (and the staging root: nothing is created before the checks)
     try:
         try:
             with progress_bar(progress, desc="write_dataset") as step:

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -367,3 +368,32 @@ def test_files_of_an_uncommitted_first_write_are_neither_read_nor_adopted(tmp_pa
     ds = rcfmt.dataset(root)
     assert assert_consistent(ds) == {2000, 3000}
     assert ds.num_rows == 2 * ROWS
+
+
+@pytest.mark.parametrize("retention", [-1, -0.5, float("nan"), float("inf"), "soon", None, True])
+def test_vacuum_refuses_a_retention_that_is_not_a_duration(tmp_path, retention):
+    """A negative retention would reach files younger than now (a running writer's);
+    NaN would compare with nothing: both are refused, nothing deleted."""
+    root = str(tmp_path / "d")
+    rcfmt.write_dataset(pa.table({"a": [1]}), root)
+    rcfmt.write_dataset(pa.table({"a": [2]}), root, mode="overwrite")
+    with pytest.raises(rcfmt.InvalidOptionError, match="retention_seconds must be a finite number"):
+        rcfmt.dataset(root).vacuum(retention_seconds=retention)
+    assert len(rcfmt.dataset(root).history()) == 2 and len(list(Path(root).glob("*.rcfmt"))) == 2
+
+
+@pytest.mark.parametrize("target_file_rows", [0, -1, 2.5])
+def test_a_write_refused_for_its_options_leaves_nothing(tmp_path, target_file_rows):
+    """The option checks come before the staging directory is made: an indexed dataset
+    keeps no leftover, and a plain directory gains no ``_rcfmt/`` (which would make its
+    files named like a writer's read as uncommitted)."""
+    indexed, plain = tmp_path / "indexed", tmp_path / "plain"
+    rcfmt.write_dataset(pa.table({"id": [1, 2]}), str(indexed))
+    plain.mkdir()
+    rcfmt.write_table(pa.table({"id": [1, 2]}), plain / "part-0123456789abcdef-00000.rcfmt")
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    for root in (indexed, plain):
+        with pytest.raises(rcfmt.InvalidOptionError, match="target_file_rows"):
+            rcfmt.write_dataset(pa.table({"id": [3]}), str(root), target_file_rows=target_file_rows)
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+    assert rcfmt.dataset(str(plain)).read().column("id").to_pylist() == [1, 2]

@@ -156,6 +156,23 @@ def test_recorded_clustering_is_followed(tmp_path, grid):
         assert METADATA_KEY not in f.metadata
 
 
+def test_an_append_leaving_a_clustering_column_out_is_not_clustered_and_keeps_the_policy(tmp_path, grid):
+    """An append may leave out a nullable column (DATASET.md §3.1), a clustering one too:
+    its files, where that column is NULL, are not clustered, and the dataset's recorded
+    clustering stays for the appends and optimizes after it."""
+    ds = rcfmt.write_dataset(grid.slice(0, 10_000), tmp_path, target_file_rows=5000).optimize(["x", "y"])
+    ds = rcfmt.write_dataset(grid.slice(10_000, 100).select(["x"]), tmp_path)
+    assert ds.info["clustering"]["columns"] == ["x", "y"] and ds.info["operation"] == "append"
+    (new,) = [f for f in ds.files if f.num_rows == 100]
+    with rcfmt.open(new.path) as f:
+        assert METADATA_KEY not in f.metadata
+    assert ds.read(filter=col("y").is_null()).column("x").to_pylist() == grid.column("x").to_pylist()[10_000:10_100]
+    again = rcfmt.write_dataset(grid.slice(10_100, 100), tmp_path)
+    (newest,) = [f for f in again.files if f.num_rows == 100 and f.path != new.path]
+    with rcfmt.open(newest.path) as f:
+        assert ClusteringSpec.from_metadata(f.metadata).columns == ("x", "y")
+
+
 # ---------------------------------------------------------------- commits
 def test_concurrent_append_is_kept(tmp_path, grid):
     ds = rcfmt.write_dataset(grid.slice(0, 8000), tmp_path, target_file_rows=2000)
