@@ -90,6 +90,19 @@ def _count(text: str) -> int:
     return value
 
 
+def _hours(text: str) -> float:
+    """``--retention-hours``: a finite number of hours, 0 or more."""
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number of hours, 0 or more, got {text!r}")
+    return value
+
+
 def _close(source) -> None:
     close = getattr(source, "close", None)  # (a file; a dataset holds nothing open)
     if close is not None:
@@ -349,7 +362,7 @@ def _run(args) -> int:
         ds = open_dataset(_dataset_dir(args.path))
         before = ds.version
         options = {"curve": args.curve, "force": args.force, "progress": args.progress}
-        if args.target_file_rows:
+        if args.target_file_rows is not None:
             options["target_file_rows"] = args.target_file_rows
         after = ds.optimize(_columns(args.cluster_by), **options)
         if args.json:
@@ -466,7 +479,7 @@ def _parser(only: str | None = None) -> argparse.ArgumentParser:
     command("check", "verify every checksum and structural rule; exit 1 on corruption")
     command("history", "the versions of a dataset", path="DIR")
     p = command("vacuum", "delete what no version of a dataset needs any more", path="DIR")
-    p.add_argument("--retention-hours", type=float, default=1.0)
+    p.add_argument("--retention-hours", type=_hours, default=1.0)
     p.add_argument("--dry-run", action="store_true")
     p = command("optimize", "rewrite a dataset clustered (or compacted) and commit", path="DIR")
     p.add_argument("--cluster-by", help="comma-separated columns (default: the recorded clustering)")

@@ -346,6 +346,13 @@ def test_history_optimize_vacuum(files, tmp_path):
     assert sorted(done["files"]) == sorted(dry["files"]) and rcfmt.dataset(ds).to_table().num_rows == table.num_rows
     missing = _run("history", tmp_path / "nothing", ok=False)
     assert missing.returncode == 1 and missing.stderr.startswith("rcfmt: error:")
+    for bad in ("0", "-3"):  # (0 was taken for "the default")
+        out = _run("optimize", ds, "--target-file-rows", bad, "--force", ok=False)
+        assert out.returncode == 1 and "target_file_rows must be a positive integer" in out.stderr
+    for bad in ("-1", "nan", "inf"):
+        out = _run("vacuum", ds, "--retention-hours", bad, ok=False)
+        assert out.returncode == 2 and "expected a number of hours, 0 or more" in out.stderr
+    assert [h["version"] for h in _json("history", ds)] == [3]
 
 
 def test_plot_draws_block_and_page_boxes(files, tmp_path):
