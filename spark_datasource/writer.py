@@ -55,6 +55,21 @@ class RcfmtCommitMessage(WriterCommitMessage):
     files: list = field(default_factory=list)
 
 
+def _check_names_apart(names: list, what: str) -> None:
+    """SchemaError when two of ``names`` differ only in case: Spark matches columns by
+    name case-insensitively (``spark.sql.caseSensitive`` is false by default), so it could
+    not tell them apart (as its Parquet writer refuses such data; an append of ``A`` to a
+    dataset of ``a`` would have made ``a`` and ``A``)."""
+    seen: dict = {}
+    for name in names:
+        other = seen.setdefault(name.lower(), name)
+        if other != name:
+            from rcfmt.errors import SchemaError
+
+            raise SchemaError(f"columns {other!r} and {name!r} of {what} differ only in case, which Spark does not "
+                              f"tell apart; name the written column as the dataset does (or rename one)")
+
+
 class RcfmtWriter(DataSourceArrowWriter):
     def __init__(self, options, schema: StructType, overwrite: bool):
         self.options = options if isinstance(options, WriteOptions) else WriteOptions(options)
@@ -72,9 +87,12 @@ class RcfmtWriter(DataSourceArrowWriter):
             raise InvalidOptionError("option replaceWhere applies to mode 'overwrite' (it replaces the rows "
                                      "matching the predicate); this write is an append")
         arrow_schema = to_rcfmt_schema(schema)
+        _check_names_apart(arrow_schema.names, "the written data")
         # replaceWhere: the written files join the dataset's, checked as an append's
         self.plan = begin_write(self.options.path, arrow_schema, partition_by=self.options.partition_by,
                                 mode="append" if self.replace_where is not None else self.mode)
+        if self.plan.dataset_schema is not None:  # (an append: the dataset's columns and the new ones)
+            _check_names_apart(self.plan.dataset_schema.names + list(self.plan.partitioning.names), "the dataset")
         expected = self.options.expected_version
         if expected is not None and self.plan.read_version != expected:
             raise CommitConflictError(f"{self.options.path!r} is at version {self.plan.read_version}, the write "

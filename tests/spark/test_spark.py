@@ -395,6 +395,21 @@ def test_renamed_columns_read_and_write_through_spark(spark, tmp_path, pushdown)
     assert back.filter("bucket = 7").count() == 110 and back.filter("bucket IS NULL").count() == 0
 
 
+def test_columns_that_differ_only_in_case_are_refused(spark, tmp_path):
+    """Spark resolves column names case-insensitively: an append of ``A`` to a dataset
+    of ``a`` (which would hold both) and data with ``a`` and ``A`` are refused before
+    anything is written, naming both; the dataset stays as it was and readable."""
+    path = str(tmp_path / "case")
+    base = spark.range(5).selectExpr("CAST(id AS INT) AS a", "id AS b")
+    base.write.format("rcfmt").mode("overwrite").save(path)
+    with pytest.raises(Exception, match="columns 'a' and 'A' of the dataset differ only in case"):
+        base.withColumnRenamed("a", "A").write.format("rcfmt").mode("append").save(path)
+    with pytest.raises(Exception, match="columns 'a' and 'A' of the written data differ only in case"):
+        base.selectExpr("a", "b AS A").write.format("rcfmt").mode("append").save(str(tmp_path / "new"))
+    assert rcfmt.dataset(path).version == 1 and rcfmt.dataset(path).schema.names == ["a", "b"]
+    assert spark.read.format("rcfmt").load(path).filter("A > 1").count() == 3
+
+
 def test_failed_task_leaves_the_dataset_as_it_was(spark, tmp_path):
     path = str(tmp_path / "f")
     spark.range(0, 100).write.format("rcfmt").mode("append").save(path)
