@@ -291,7 +291,7 @@ def _value(schema: pa.Schema, name, value) -> pa.Scalar:
             raise TypeError("bools are the values of bool columns only")
         if isinstance(value, pa.Scalar):
             scalar = value if value.type == field.type else value.cast(field.type, safe=True)
-            if scalar.is_valid and scalar.type != value.type and not _cast_exactly(pa.repeat(value, 1), scalar.type):
+            if scalar.is_valid and scalar.type != value.type and not _cast_exactly(value, scalar.type):
                 raise ValueError(f"{value!r} would be stored as {scalar.as_py()!r}")
         else:
             try:  # (0 is a value of decimal(15, 2), 1 of float64, whatever type Python gives them)
@@ -333,12 +333,14 @@ def _same_moment(stored: pa.Scalar, value) -> bool:
 
 
 def _cast_exactly(values, cast_type: pa.DataType) -> bool:
-    """Whether ``values`` cast to ``cast_type`` (a cast Arrow's safe mode allowed) keep
-    their values: cast back, they equal what they were (NaN equal to NaN); Arrow rounds
-    a double into a decimal without complaint."""
+    """Whether ``values`` (an array, or a scalar) cast to ``cast_type`` (a cast Arrow's
+    safe mode allowed) keep their values: cast back, they equal what they were (NaN
+    equal to NaN); Arrow rounds a double into a decimal without complaint."""
     import pyarrow.compute as pc
 
     try:
+        if isinstance(values, pa.Scalar):
+            values = pa.repeat(values, 1)
         back = values.cast(cast_type, safe=True).cast(values.type, safe=False)
         same = pc.equal(back, values)
         if pa.types.is_floating(values.type):
