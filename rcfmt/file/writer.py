@@ -744,6 +744,12 @@ def write_table(table, where, *, metadata: dict | None = None, cluster_by=None, 
     from ..runtime.progress import progress_bar, wanted
 
     wanted(progress)  # a bad value raises before anything is written
+    if cluster_by is None and (curve, mapping) != ("zorder", "rank"):  # (checked as cluster_by would)
+        from ..layout.curves import CURVES, MAPPINGS
+
+        if curve not in CURVES or mapping not in MAPPINGS:
+            raise InvalidOptionError(f"curve must be one of {CURVES} and mapping one of {MAPPINGS}, got "
+                                     f"{curve!r} and {mapping!r}")
     stream = arrow_stream(table) if cluster_by is None else None
     if stream is not None:  # batch by batch: one block in memory at a time
         with Writer(where, stream.schema, metadata=metadata, **options) as writer, \

@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from ..runtime import memory
 from ..errors import UnsupportedError
-from .gather import holds_runs
+from .gather import holds, holds_runs
 from .types import LogicalType, PhysicalKind, logical_type_from_arrow
 from .values import Bitmap, ColumnValues
 from .._native import floats as _fl
@@ -113,27 +113,62 @@ def tzinfo_of(name: str) -> dt.tzinfo | None:
 
 def take(data, indices):
     """``data.take(indices)`` (arrays, chunked arrays, batches, tables), right for every
-    nesting pyarrow gathers (see ``_gatherable``) and for run_end_encoded arrays anywhere
+    nesting pyarrow gathers (see ``_gatherable``), for run_end_encoded arrays anywhere
     in a type, which Arrow's take has no kernel for (:mod:`rcfmt.schema.gather`; a NULL
-    index makes a NULL slot, as Arrow's take does). Use it for every gather of user data."""
+    index makes a NULL slot, as Arrow's take does), and for string and binary views
+    anywhere in a type (no kernel either: gathered in their offset form, cast back). Use
+    it for every gather of user data."""
     if isinstance(data, (pa.Table, pa.RecordBatch)):
         if any(holds_runs(f.type) for f in data.schema):
             picked = _positions(indices)
             columns = [_take_runs_of(c, *picked) for c in data.columns]
             return type(data).from_arrays(columns, schema=data.schema)
+        if any(_holds_views(f.type) for f in data.schema):
+            return type(data).from_arrays([take(c, indices) for c in data.columns], schema=data.schema)
     elif holds_runs(data.type):
         return _take_runs_of(data, *_positions(indices))
+    elif _holds_views(data.type):
+        return _gatherable(data.cast(_offsets_form(data.type))).take(indices).cast(data.type)
     return _gatherable(data).take(indices)
 
 
 def filter_rows(data, mask):
     """``data.filter(mask)``, right for every nesting (see ``take``)."""
     types = [f.type for f in data.schema] if isinstance(data, (pa.Table, pa.RecordBatch)) else [data.type]
-    if any(holds_runs(t) for t in types):
+    if any(holds_runs(t) or _holds_views(t) for t in types):
         keep = np.asarray(mask.to_numpy(zero_copy_only=False) if isinstance(mask, (pa.Array, pa.ChunkedArray))
                           else mask)
         return take(data, np.flatnonzero(np.asarray(keep == True)))  # noqa: E712 (NULL drops the row, as filter does)
     return _gatherable(data).filter(mask)
+
+
+def _holds_views(t: pa.DataType) -> bool:
+    """Whether a string or binary view type is ``t`` or anywhere in it."""
+    return holds(t, lambda x: pa.types.is_string_view(x) or pa.types.is_binary_view(x))
+
+
+def _offsets_form(t: pa.DataType) -> pa.DataType:
+    """``t`` with its string and binary views as large strings and binaries, which Arrow
+    casts to and from views and gathers (views of a struct's fields, a list's items, a
+    map's keys and items, a dictionary's values)."""
+    if pa.types.is_string_view(t):
+        return pa.large_string()
+    if pa.types.is_binary_view(t):
+        return pa.large_binary()
+    if pa.types.is_struct(t):
+        return pa.struct([t.field(i).with_type(_offsets_form(t.field(i).type)) for i in range(t.num_fields)])
+    if pa.types.is_map(t):
+        return pa.map_(t.key_field.with_type(_offsets_form(t.key_type)),
+                       t.item_field.with_type(_offsets_form(t.item_type)), t.keys_sorted)
+    if pa.types.is_fixed_size_list(t):
+        return pa.list_(t.value_field.with_type(_offsets_form(t.value_type)), t.list_size)
+    if pa.types.is_list(t):
+        return pa.list_(t.value_field.with_type(_offsets_form(t.value_type)))
+    if pa.types.is_large_list(t):
+        return pa.large_list(t.value_field.with_type(_offsets_form(t.value_type)))
+    if pa.types.is_dictionary(t):
+        return pa.dictionary(t.index_type, _offsets_form(t.value_type), t.ordered)
+    return t
 
 
 def _positions(indices) -> tuple[np.ndarray, np.ndarray | None]:

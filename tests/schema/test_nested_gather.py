@@ -77,3 +77,25 @@ def test_partitioned_and_optimized_dataset_keeps_nested_rows(tmp_path_factory, k
     assert _rows(ds.to_table(columns=["k", "f", "s"])) == expected
     ds.optimize(cluster_by=["k"], curve="sort")
     assert _rows(rcfmt.dataset(root).to_table(columns=["k", "f", "s"])) == expected
+
+
+@pytest.mark.parametrize("kind", ["array", "chunked", "batch", "table"])
+def test_take_and_filter_of_views_anywhere_in_a_type(kind):
+    """Arrow has no take or filter kernel for string and binary views: rcfmt's gathers
+    take them in their offset form and give back the views' own type."""
+    keys = list(range(6))
+    columns = {
+        "v": pa.array([f"v{k}" if k != 2 else None for k in keys], pa.string_view()),
+        "st": pa.array([{"a": b"%d" % k} for k in keys], pa.struct([("a", pa.binary_view())])),
+        "l": pa.array([[f"l{k}"] * (k % 3) for k in keys], pa.list_(pa.string_view())),
+        "d": pa.array([f"d{k % 2}" for k in keys], pa.string_view()).dictionary_encode(),
+    }
+    table = pa.table(columns)
+    data = {"array": columns["st"], "chunked": pa.chunked_array([columns["l"].slice(0, 3), columns["l"].slice(3)]),
+            "batch": table.to_batches()[0], "table": table}[kind]
+    picked, mask = [4, 0, 2, 2], [k % 2 == 1 for k in keys]
+    took, kept = take(data, pa.array(picked)), filter_rows(data, pa.array(mask))
+    assert took.type == data.type if kind in ("array", "chunked") else took.schema == data.schema
+    listed = data.to_pylist()
+    assert took.to_pylist() == [listed[i] for i in picked]
+    assert kept.to_pylist() == [row for row, m in zip(listed, mask) if m]
