@@ -194,8 +194,9 @@ def private_imports(package: str, root: Path = ROOT) -> list[str]:
 
 
 #: private attributes of other libraries' objects used by their documented names (pyarrow's
-#: C data interface, ctypes' structure fields, CPython's frames)
-FOREIGN_PRIVATE = frozenset({"_export_to_c", "_import_from_c", "_fields_", "_getframe"})
+#: C data interface, ctypes' structure fields, CPython's frames, the process exit without
+#: finalization)
+FOREIGN_PRIVATE = frozenset({"_export_to_c", "_import_from_c", "_fields_", "_getframe", "_exit"})
 
 
 def _defined_names(tree: ast.Module) -> set[str]:
