@@ -16,7 +16,7 @@ from rcfmt.storage import FetchOptions
 
 from .compat import SCAN_SCOPED_READ_INFO
 
-__all__ = ["ReadOptions", "WriteOptions", "StreamReadOptions", "StreamWriteOptions", "azure_options",
+__all__ = ["LOADED_VERSION", "ReadOptions", "WriteOptions", "StreamReadOptions", "StreamWriteOptions", "azure_options",
            "fetch_options", "lower_keys", "s3_options", "store_settings", "with_store_settings"]
 
 #: options that set the S3 client: rcfmt's names, and the Hadoop S3A names users already
@@ -195,6 +195,13 @@ def _path(opts: dict, remote_ok: bool = False) -> str:
     return os.path.abspath(local_path(path))
 
 
+#: the version a relation reads when the user named none: the latest one when it was
+#: loaded, set by ``RcfmtDataSource.schema()`` (Spark pickles the source once per load
+#: and every plan of the relation unpickles it), so that every action on one DataFrame
+#: reads one version, as a Parquet DataFrame reads the files listed at its load
+LOADED_VERSION = "rcfmt.loadedVersion"
+
+
 class ReadOptions:
     """``path``, ``version``, ``maxPartitionBytes``, ``minPartitions``, ``batchRows``,
     ``verifyChecksums``, ``statsDir``, ``pushdown``, ``planningFooters``, ``fetch`` and
@@ -208,6 +215,8 @@ class ReadOptions:
         self.s3 = s3_options(opts)
         self.azure = azure_options(opts)
         self.version = _int(opts, "version", None)
+        if self.version is None:
+            self.version = _int(opts, LOADED_VERSION, None)
         self.max_partition_bytes = _int(opts, "maxPartitionBytes", 128 << 20)
         # (Spark's own file sources aim for its default parallelism: the cores of local[*])
         self.min_partitions = _int(opts, "minPartitions", os.cpu_count() or 1)
@@ -327,7 +336,8 @@ class StreamReadOptions(ReadOptions):
     def __init__(self, options):
         super().__init__(options)
         opts = lower_keys(options)
-        if self.version is not None:
+        self.version = None  # (a stream follows the versions after its start, whichever was loaded)
+        if _int(opts, "version", None) is not None:
             raise InvalidOptionError("option version applies to batch reads; a streaming read starts at "
                                      "option startingVersion (a version number or 'latest')")
         raw = opts.get("startingversion")

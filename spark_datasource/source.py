@@ -94,7 +94,7 @@ class RcfmtDataSource(DataSource):
         started = time.time()
         from rcfmt.dataset import Dataset
 
-        from .options import ReadOptions, store_settings
+        from .options import LOADED_VERSION, ReadOptions, store_settings
         from .types import to_spark_schema
 
         opts = ReadOptions(self.options)
@@ -105,6 +105,8 @@ class RcfmtDataSource(DataSource):
 
             raise SchemaError(f"no rcfmt data at {opts.path!r}: the directory holds no rcfmt file and no dataset "
                               f"index, so there is no schema to read")
+        if opts.version is None and ds.version is not None:  # every action of this relation reads this version
+            self.options[LOADED_VERSION] = str(ds.version)
         schema = ds.schema
         out = to_spark_schema(opts.relation_schema(schema))
         if opts.stats_dir:  # (where a query's time goes: spark_datasource.timeline)

@@ -281,6 +281,32 @@ def test_reused_dataframe_never_loses_rows(spark, data, pushdown, tmp_path):
     assert [r.id for r in q.collect()] == [301]
 
 
+@pytest.mark.parametrize("pushed", [True, False])
+def test_one_dataframe_reads_the_version_it_was_loaded_at(spark, tmp_path, pushed):
+    """Every action on one DataFrame reads one version, the latest when it was loaded
+    (as a Parquet DataFrame reads the files it listed): plans replayed from earlier
+    actions and plans made afresh agree after appends and deletes; a new load reads the
+    latest version; the version option still travels in time."""
+    from rcfmt import col
+
+    spark.conf.set(PUSHDOWN, "true" if pushed else "false")
+    try:
+        path = str(tmp_path / "v")
+        rcfmt.write_dataset(pa.table({"id": pa.array(range(100), pa.int64())}), path)
+        df = spark.read.format("rcfmt").load(path)
+        assert (df.filter("id < 60").count(), df.count(), len(df.collect())) == (60, 100, 100)
+        rcfmt.write_dataset(pa.table({"id": pa.array([1000, 1001], pa.int64())}), path)
+        rcfmt.dataset(path).delete(col("id") < 10)
+        ids = sorted(r.id for r in df.collect())
+        assert (df.count(), df.filter("id >= 0").count(), ids) == (100, 100, list(range(100)))
+        fresh = spark.read.format("rcfmt").load(path)
+        assert (fresh.count(), fresh.filter("id < 60").count()) == (92, 50)
+        old = spark.read.format("rcfmt").option("version", "2").load(path)
+        assert old.count() == 102
+    finally:
+        spark.conf.set(PUSHDOWN, "false")
+
+
 # ---------------------------------------------------------------- pruning statistics
 def test_pruning_shows_in_scan_statistics(spark, data, pushdown, tmp_path):
     _, _, rc = data
