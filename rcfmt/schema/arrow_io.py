@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from ..runtime import memory
 from ..errors import UnsupportedError
-from .gather import holds, holds_runs
+from .gather import holds, holds_runs, with_child_types
 from .types import LogicalType, PhysicalKind, logical_type_from_arrow
 from .values import Bitmap, ColumnValues
 from .._native import floats as _fl
@@ -149,26 +149,15 @@ def _holds_views(t: pa.DataType) -> bool:
 
 def _offsets_form(t: pa.DataType) -> pa.DataType:
     """``t`` with its string and binary views as large strings and binaries, which Arrow
-    casts to and from views and gathers (views of a struct's fields, a list's items, a
-    map's keys and items, a dictionary's values)."""
+    casts to and from views and gathers (views anywhere among its children, and a
+    dictionary's values)."""
     if pa.types.is_string_view(t):
         return pa.large_string()
     if pa.types.is_binary_view(t):
         return pa.large_binary()
-    if pa.types.is_struct(t):
-        return pa.struct([t.field(i).with_type(_offsets_form(t.field(i).type)) for i in range(t.num_fields)])
-    if pa.types.is_map(t):
-        return pa.map_(t.key_field.with_type(_offsets_form(t.key_type)),
-                       t.item_field.with_type(_offsets_form(t.item_type)), t.keys_sorted)
-    if pa.types.is_fixed_size_list(t):
-        return pa.list_(t.value_field.with_type(_offsets_form(t.value_type)), t.list_size)
-    if pa.types.is_list(t):
-        return pa.list_(t.value_field.with_type(_offsets_form(t.value_type)))
-    if pa.types.is_large_list(t):
-        return pa.large_list(t.value_field.with_type(_offsets_form(t.value_type)))
     if pa.types.is_dictionary(t):
         return pa.dictionary(t.index_type, _offsets_form(t.value_type), t.ordered)
-    return t
+    return with_child_types(t, _offsets_form)
 
 
 def _positions(indices) -> tuple[np.ndarray, np.ndarray | None]:

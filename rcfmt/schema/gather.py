@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["holds", "holds_runs", "take_runs"]
+__all__ = ["holds", "holds_runs", "take_runs", "with_child_types"]
 
 
 def holds(t: pa.DataType, test) -> bool:
@@ -22,6 +22,31 @@ def holds(t: pa.DataType, test) -> bool:
     if pa.types.is_dictionary(t) or pa.types.is_run_end_encoded(t):
         return holds(t.value_type, test)
     return any(holds(t.field(i).type, test) for i in range(t.num_fields))
+
+
+def with_child_types(t: pa.DataType, fn) -> pa.DataType:
+    """Nested ``t`` with ``fn`` applied to the type of each of its child fields (list
+    views become lists); any other ``t`` as it is."""
+    if pa.types.is_struct(t):
+        return pa.struct([f.with_type(fn(f.type)) for f in t])
+    if pa.types.is_union(t):
+        return _union_of(t, [f.with_type(fn(f.type)) for f in t])
+    if pa.types.is_map(t):
+        return pa.map_(t.key_field.with_type(fn(t.key_type)), t.item_field.with_type(fn(t.item_type)),
+                       keys_sorted=t.keys_sorted)
+    if pa.types.is_fixed_size_list(t):
+        return pa.list_(t.value_field.with_type(fn(t.value_type)), t.list_size)
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_list_view(t) \
+            or pa.types.is_large_list_view(t):
+        item = t.value_field.with_type(fn(t.value_type))
+        large = pa.types.is_large_list(t) or pa.types.is_large_list_view(t)
+        return pa.large_list(item) if large else pa.list_(item)
+    return t
+
+
+def _union_of(t: pa.DataType, fields) -> pa.DataType:
+    """A union of ``t``'s mode and type codes over ``fields``."""
+    return pa.union(list(fields), t.mode, list(t.type_codes))
 
 
 def holds_runs(t: pa.DataType) -> bool:

@@ -15,6 +15,7 @@ from .values import ColumnValues
 from ..errors import InvalidDataError
 from .annotated import encoded
 from .arrow_io import bool_array, take, to_arrow, to_numpy, validity
+from .gather import with_child_types
 from .nested_runs import decode_runs, dictionary_encode, encode_runs, own_validity, type_ids
 from .types import LogicalType, same_type
 
@@ -40,11 +41,6 @@ def is_nested_extension(t: pa.DataType) -> bool:
     return isinstance(t, pa.BaseExtensionType) and is_nested(storage_type(t.storage_type))
 
 
-def _union(t: pa.DataType, fields) -> pa.DataType:
-    """A union of ``t``'s mode and type codes over ``fields``."""
-    return pa.union(list(fields), t.mode, list(t.type_codes))
-
-
 def storage_type(t: pa.DataType) -> pa.DataType:
     """``t`` as rcfmt stores it: dictionaries as their values (of any type), views as
     offsets, inside nested types and run_end_encoded values too."""
@@ -61,7 +57,7 @@ def storage_type(t: pa.DataType) -> pa.DataType:
         return t
     if t in _VIEWS:
         return _VIEWS[t]
-    return _with_child_types(t, storage_type)
+    return with_child_types(t, storage_type)
 
 
 def without_runs(t: pa.DataType) -> pa.DataType:
@@ -69,27 +65,7 @@ def without_runs(t: pa.DataType) -> pa.DataType:
     inside extension types, which keep their storage)."""
     if pa.types.is_run_end_encoded(t):
         return without_runs(t.value_type)
-    return t if isinstance(t, pa.BaseExtensionType) else _with_child_types(t, without_runs)
-
-
-def _with_child_types(t: pa.DataType, fn) -> pa.DataType:
-    """Nested ``t`` with ``fn`` applied to the type of each of its child fields (list
-    views become lists); any other ``t`` as it is."""
-    if pa.types.is_struct(t):
-        return pa.struct([f.with_type(fn(f.type)) for f in t])
-    if pa.types.is_union(t):
-        return _union(t, [f.with_type(fn(f.type)) for f in t])
-    if pa.types.is_map(t):
-        return pa.map_(t.key_field.with_type(fn(t.key_type)), t.item_field.with_type(fn(t.item_type)),
-                       keys_sorted=t.keys_sorted)
-    if pa.types.is_fixed_size_list(t):
-        return pa.list_(t.value_field.with_type(fn(t.value_type)), t.list_size)
-    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_list_view(t) \
-            or pa.types.is_large_list_view(t):
-        item = t.value_field.with_type(fn(t.value_type))
-        large = pa.types.is_large_list(t) or pa.types.is_large_list_view(t)
-        return pa.large_list(item) if large else pa.list_(item)
-    return t
+    return t if isinstance(t, pa.BaseExtensionType) else with_child_types(t, without_runs)
 
 
 def _rebuilt(t: pa.DataType) -> bool:
