@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from ..runtime import memory
 from ..errors import UnsupportedError
-from .gather import holds, holds_runs, with_child_types
+from .gather import holds_runs, holds_views, with_child_types
 from .types import LogicalType, PhysicalKind, logical_type_from_arrow
 from .values import Bitmap, ColumnValues
 from .._native import floats as _fl
@@ -123,11 +123,11 @@ def take(data, indices):
             picked = _positions(indices)
             columns = [_take_runs_of(c, *picked) for c in data.columns]
             return type(data).from_arrays(columns, schema=data.schema)
-        if any(_holds_views(f.type) for f in data.schema):
+        if any(holds_views(f.type) for f in data.schema):
             return type(data).from_arrays([take(c, indices) for c in data.columns], schema=data.schema)
     elif holds_runs(data.type):
         return _take_runs_of(data, *_positions(indices))
-    elif _holds_views(data.type):
+    elif holds_views(data.type):
         return _gatherable(data.cast(_offsets_form(data.type))).take(indices).cast(data.type)
     return _gatherable(data).take(indices)
 
@@ -135,16 +135,11 @@ def take(data, indices):
 def filter_rows(data, mask):
     """``data.filter(mask)``, right for every nesting (see ``take``)."""
     types = [f.type for f in data.schema] if isinstance(data, (pa.Table, pa.RecordBatch)) else [data.type]
-    if any(holds_runs(t) or _holds_views(t) for t in types):
+    if any(holds_runs(t) or holds_views(t) for t in types):
         keep = np.asarray(mask.to_numpy(zero_copy_only=False) if isinstance(mask, (pa.Array, pa.ChunkedArray))
                           else mask)
         return take(data, np.flatnonzero(np.asarray(keep == True)))  # noqa: E712 (NULL drops the row, as filter does)
     return _gatherable(data).filter(mask)
-
-
-def _holds_views(t: pa.DataType) -> bool:
-    """Whether a string or binary view type is ``t`` or anywhere in it."""
-    return holds(t, lambda x: pa.types.is_string_view(x) or pa.types.is_binary_view(x))
 
 
 def _offsets_form(t: pa.DataType) -> pa.DataType:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["holds", "holds_runs", "take_runs", "with_child_types"]
+__all__ = ["holds", "holds_runs", "holds_views", "take_runs", "with_child_types"]
 
 
 def holds(t: pa.DataType, test) -> bool:
@@ -52,19 +52,34 @@ def _union_of(t: pa.DataType, fields) -> pa.DataType:
 def holds_runs(t: pa.DataType) -> bool:
     """Whether a run_end_encoded type is ``t`` or anywhere in it (remembered per type:
     asked at every gather)."""
+    return _holds_remembered(t, pa.types.is_run_end_encoded, _HOLDS_RUNS)
+
+
+def holds_views(t: pa.DataType) -> bool:
+    """Whether a string or binary view type is ``t`` or anywhere in it (remembered per
+    type: asked at every gather; Arrow has no take or filter kernel for views)."""
+    return _holds_remembered(t, _is_view, _HOLDS_VIEWS)
+
+
+def _is_view(t: pa.DataType) -> bool:
+    return pa.types.is_string_view(t) or pa.types.is_binary_view(t)
+
+
+def _holds_remembered(t: pa.DataType, test, known: dict) -> bool:
     try:
-        return _HOLDS_RUNS[t]
+        return known[t]
     except KeyError:
         pass
     except TypeError:  # (an unhashable type: a Python extension type)
-        return holds(t, pa.types.is_run_end_encoded)
-    found = holds(t, pa.types.is_run_end_encoded)
-    if len(_HOLDS_RUNS) < 4096:
-        _HOLDS_RUNS[t] = found
+        return holds(t, test)
+    found = holds(t, test)
+    if len(known) < 4096:
+        known[t] = found
     return found
 
 
 _HOLDS_RUNS: dict = {}
+_HOLDS_VIEWS: dict = {}
 
 
 def take_runs(arr: pa.Array, indices: np.ndarray, nulls: np.ndarray | None = None) -> pa.Array:
