@@ -166,23 +166,26 @@ def check_vacuum_keeps_escaped_partition_values(uri: str, names, prefix: str) ->
     """Partition values that directory names escape (``/``, ``:``, ``%``: ``p=a%2Fb`` in
     the index) are objects under their decoded keys (``p=a/b/...``): vacuum matches the
     listing against the index by key, so it removes exactly the files an overwrite
-    replaced and keeps every file the latest version reads."""
+    replaced and keeps every file the latest version reads; values a URI reads
+    specially (``#``, ``?``) or that a strict URI parser refuses raw (a space, non-ASCII
+    text) are written, read and deleted too."""
     from urllib.parse import unquote
 
     from rcfmt.dataset import vacuum
 
-    values = ["plain", "a/b", "x:y", "100%", "a%2Fb"]
-    first = pa.table({"id": pa.array(range(5), pa.int64()), "p": values})
-    second = pa.table({"id": pa.array(range(5, 10), pa.int64()), "p": values})
+    values = ["plain", "a/b", "x:y", "100%", "a%2Fb", "c#d", "a?b", "g h", "é日本"]
+    n = len(values)
+    first = pa.table({"id": pa.array(range(n), pa.int64()), "p": values})
+    second = pa.table({"id": pa.array(range(n, 2 * n), pa.int64()), "p": values})
     rcfmt.write_dataset(first, uri, partition_by="p")
     rcfmt.write_dataset(second, uri, partition_by="p", mode="overwrite")
     before = [k for k in names() if k.endswith(".rcfmt") and "/_rcfmt/" not in k]
-    assert len(before) == 10, before
+    assert len(before) == 2 * n, before
     removed = vacuum(uri, retention_seconds=0)
     data_removed = [r for r in removed if "/_rcfmt/" not in r]
-    assert len(data_removed) == 5, removed
+    assert len(data_removed) == n, removed
     after = [k for k in names() if k.endswith(".rcfmt") and "/_rcfmt/" not in k]
-    assert len(after) == 5 and set(before) - set(after) == {f"{prefix}/{unquote(r[len(uri) + 1:])}" for r in data_removed}
+    assert len(after) == n and set(before) - set(after) == {f"{prefix}/{unquote(r[len(uri) + 1:])}" for r in data_removed}
     assert _sorted(rcfmt.dataset(uri).to_table()).equals(_sorted(second))
     assert vacuum(uri, retention_seconds=0) == []
 

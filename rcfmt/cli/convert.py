@@ -24,12 +24,12 @@ FORMATS = {".parquet": "parquet", ".pq": "parquet", ".arrow": "ipc", ".feather":
 
 def format_of(path: str, *, target: bool = False, partitioned: bool = False) -> str:
     """"parquet", "ipc", "csv", "rcfmt" or "dataset" for ``path``."""
-    from ..storage import is_remote, remote_kind
+    from ..storage import is_remote, local_path, remote_kind
 
     text = str(path)
     if target and partitioned:
         return "dataset"
-    if text.endswith("/") or (not is_remote(text) and os.path.isdir(text)):
+    if text.endswith("/") or (not is_remote(text) and os.path.isdir(local_path(text))):
         return "dataset"
     suffix = os.path.splitext(text.rstrip("/"))[1].lower()
     if suffix in FORMATS:

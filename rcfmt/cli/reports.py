@@ -438,10 +438,10 @@ def is_dataset(path) -> bool:
     """A directory, or an object-store prefix (anything there but a single object)."""
     import os
 
-    from ..storage import is_remote, remote_kind
+    from ..storage import is_remote, local_path, remote_kind
 
     path = str(path)
     if is_remote(path):
         return remote_kind(path) == "dir"
-    return os.path.isdir(path)
+    return os.path.isdir(local_path(path))  # (a file:// URI too)
 

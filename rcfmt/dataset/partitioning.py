@@ -27,7 +27,7 @@ from urllib.parse import unquote
 import pyarrow as pa
 
 from ..runtime.records import record
-from ..errors import InvalidOptionError, SchemaError
+from ..errors import InvalidDataError, InvalidOptionError, SchemaError
 from ..schema.types import logical_type_from_arrow, logical_type_from_json
 
 __all__ = ["Partitioning", "HIVE_NULL", "escape_value", "unescape_value", "parse_segments", "infer_partitioning"]
@@ -44,7 +44,12 @@ def escape_value(s: str) -> str:
 
 
 def unescape_value(s: str) -> str:
-    return unquote(s, errors="strict")
+    """A partition directory's value as written (``%XX`` escapes of UTF-8 bytes);
+    InvalidDataError when its escapes are not UTF-8 (a directory no writer made so)."""
+    try:
+        return unquote(s, errors="strict")
+    except UnicodeDecodeError:
+        raise InvalidDataError(f"partition directory value {s!r}: its %-escapes are not UTF-8 text") from None
 
 
 def _supported(t: pa.DataType) -> bool:

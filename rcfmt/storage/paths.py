@@ -15,7 +15,7 @@ import re
 from ..errors import InvalidOptionError, UnsupportedError
 
 __all__ = ["URI", "SCHEME_ALIASES", "fspath", "file_uri", "local_path", "is_remote", "scheme_of", "bucket_and_key",
-           "inner_path", "key_of", "rel_of_key", "endpoint_parts"]
+           "inner_path", "parsable_uri", "key_of", "rel_of_key", "endpoint_parts"]
 
 #: ``scheme://`` at the start of a path (group 1: the scheme as written)
 URI = re.compile(r"\A([A-Za-z][A-Za-z0-9+.\-]*)://")
@@ -97,6 +97,17 @@ def inner_path(uri: str) -> str:
     return f"{parts.netloc}{unquote(parts.path)}".rstrip("/")
 
 
+def parsable_uri(uri: str) -> str:
+    """``uri`` as a strict URI parser takes it (pyarrow's ``FileSystem.from_uri``): the
+    scheme in lower case, the path percent-encoded but for ``/`` (a space or non-ASCII
+    text in a path, or a partition value rcfmt escapes only as Hive does, is refused
+    raw), its query kept. The path it names is unchanged (:func:`inner_path`)."""
+    from urllib.parse import quote, unquote, urlsplit, urlunsplit
+
+    parts = urlsplit(uri)
+    return urlunsplit((parts.scheme.lower(), parts.netloc, quote(unquote(parts.path), safe="/"), parts.query, ""))
+
+
 def key_of(rel: str) -> str:
     """The object key, below a dataset's root, that the relative path ``rel`` (as an
     index names it, joined to the root's URI) reaches: URIs are percent-decoded
@@ -108,9 +119,12 @@ def key_of(rel: str) -> str:
 
 
 def rel_of_key(key: str) -> str:
-    """The relative path that reaches the object ``key`` below a root (the inverse of
-    :func:`key_of` on keys: only ``%`` needs escaping)."""
-    return key.replace("%", "%25")
+    """The relative path that reaches the object ``key`` below a root, percent-encoded
+    but for ``/`` (the inverse of :func:`key_of`: ``#``, ``?``, spaces and non-ASCII
+    text would otherwise be read as a URI's fragment, query or be refused)."""
+    from urllib.parse import quote
+
+    return quote(key, safe="/=")
 
 
 def endpoint_parts(endpoint: str) -> tuple[str, str]:

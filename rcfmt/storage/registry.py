@@ -34,7 +34,7 @@ from types import ModuleType
 from ..errors import StorageError, UnsupportedError
 from . import arrow_fs, local
 from .base import ByteSink, ByteSource, available, client_errors
-from .paths import URI, file_uri, fspath, inner_path, is_remote, scheme_of
+from .paths import URI, file_uri, fspath, inner_path, is_remote, parsable_uri, scheme_of
 
 __all__ = ["STORES", "COMMIT_SCHEMES", "store", "uses_client", "from_uri", "open_input", "open_output",
            "delete_files", "remote_kind", "list_tree", "remote_entries", "list_names", "list_sizes",
@@ -80,7 +80,7 @@ def from_uri(uri: str):
         azure = store("abfs")
         return azure.filesystem(azure.settings(azure.split_uri(uri)[0])), azure.inner_path(uri)
     try:
-        return pafs.FileSystem.from_uri(uri)
+        return pafs.FileSystem.from_uri(parsable_uri(uri))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError) as exc:
         raise UnsupportedError(f"{uri!r}: {exc}") from None
 

@@ -471,3 +471,15 @@ def test_the_command_leaves_without_finalizing_and_loses_no_output(tmp_path):
     with_python = subprocess.run([sys.executable, "-c", entry.replace("run()", "sys.exit(0)")], capture_output=True,
                                  text=True, timeout=60)
     assert with_python.stderr == "finalized"  # (the handler runs when Python finalizes)
+
+
+def test_a_dataset_named_by_a_file_uri_is_a_dataset(tmp_path):
+    """``file://`` URIs name datasets to every command, as plain paths do."""
+    ds = tmp_path / "d s#é"
+    rcfmt.write_dataset(pa.table({"v": [1, 2], "k": ["a", "b"]}), ds, partition_by="k")
+    from urllib.parse import quote
+
+    uri = "file://" + quote(str(ds))
+    for args in (("check",), ("inspect",), ("head",), ("history",)):
+        plain, spelled = _run(*args, ds), _run(*args, uri)
+        assert spelled.returncode == 0 and spelled.stdout.replace(uri, str(ds)) == plain.stdout, args

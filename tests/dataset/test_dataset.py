@@ -348,6 +348,13 @@ def test_partition_inference(tmp_path):
         rcfmt.dataset(tmp_path)
 
 
+def test_a_partition_directory_whose_escapes_are_not_utf8_is_an_rcfmt_error(tmp_path):
+    os.makedirs(tmp_path / "k=%FF")
+    rcfmt.write_table(pa.table({"v": [1]}), tmp_path / "k=%FF" / "f.rcfmt")
+    with pytest.raises(rcfmt.InvalidDataError, match="'%FF': its %-escapes are not UTF-8 text"):
+        rcfmt.dataset(tmp_path).read()
+
+
 def test_append_uses_partitioning_and_checks_schema(tmp_path, table):
     rcfmt.write_dataset(table, tmp_path, partition_by="day")
     ds = rcfmt.write_dataset(table, tmp_path)  # keeps partition_by=day
