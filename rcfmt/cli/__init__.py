@@ -380,11 +380,16 @@ def _run(args) -> int:
         print(f"wrote {out}: {summary}")
         return 0
     if cmd == "convert":
+        import pyarrow as pa
+
         from .convert import convert
 
-        fmt = convert(args.source, args.target, block_rows=args.block_rows, compression=args.compression,
-                      cluster_by=_columns(args.cluster_by), curve=args.curve,
-                      partition_by=_columns(args.partition_by), progress=args.progress)
+        try:
+            fmt = convert(args.source, args.target, block_rows=args.block_rows, compression=args.compression,
+                          cluster_by=_columns(args.cluster_by), curve=args.curve,
+                          partition_by=_columns(args.partition_by), progress=args.progress)
+        except pa.ArrowException as exc:  # (reading the source or writing a foreign target)
+            raise RcfmtError(f"convert: {exc}") from None
         if fmt == "rcfmt":
             from ..file.reader import RcfmtFile
 

@@ -59,9 +59,7 @@ def open_source(path: str) -> tuple[pa.Schema, Iterator[pa.RecordBatch], int | N
             stream = ipc.open_stream(path)
             return stream.schema, iter(stream), None
     if fmt == "csv":
-        import pyarrow.csv as csv
-
-        reader = csv.open_csv(path)
+        reader = _open_csv(path)
         return reader.schema, iter(reader), None
     if fmt == "rcfmt":
         from ..file.reader import RcfmtFile
@@ -128,6 +126,22 @@ def _convert(reader: pa.RecordBatchReader, target: str, out_fmt: str, block_rows
     return out_fmt
 
 
+def _open_csv(path: str):
+    """A CSV file's batches, read as the CSV this command writes reads back whole: only
+    an unquoted empty field is NULL (``""`` is an empty string, ``nan`` a NaN, as DuckDB
+    reads them), values may hold newlines, and in a one-column file an empty line is a
+    NULL (Arrow's writer writes one so); blank lines between rows of several columns are
+    skipped."""
+    import pyarrow.csv as csv
+
+    convert = csv.ConvertOptions(null_values=[""], strings_can_be_null=True, quoted_strings_can_be_null=False)
+    reader = csv.open_csv(path, parse_options=csv.ParseOptions(newlines_in_values=True), convert_options=convert)
+    if len(reader.schema) == 1:
+        reader = csv.open_csv(path, parse_options=csv.ParseOptions(newlines_in_values=True, ignore_empty_lines=False),
+                              convert_options=convert)
+    return reader
+
+
 def _write_foreign(reader: pa.RecordBatchReader, target: str, fmt: str) -> None:
     """Stream into a Parquet, IPC or CSV file, written under a temporary name and renamed
     when whole (a failure leaves nothing at ``target``)."""
@@ -155,6 +169,9 @@ def _write_foreign(reader: pa.RecordBatchReader, target: str, fmt: str) -> None:
             with csv.CSVWriter(tmp, reader.schema) as w:
                 for batch in reader:
                     w.write_batch(batch)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # (as the file a plain open makes: mkstemp's is 0600)
         os.replace(tmp, target)
     except BaseException:
         if os.path.exists(tmp):

@@ -9,8 +9,9 @@ order and each column's pandas dtype, nullable extension dtypes (``Int64``,
 Reading (:func:`read_pandas`) gives the DataFrame back: the index restored (its
 columns read even when ``columns`` leaves them out), nullable dtypes restored from the
 metadata, and categorical columns read as Arrow dictionaries so that they come back as
-``pandas.Categorical`` (an unordered one with its categories sorted, as pandas infers
-them; the stored metadata does not list them). Datasets do not keep the pandas metadata
+``pandas.Categorical`` with their categories sorted, as pandas infers them (the stored
+metadata does not list them; an ordered one comes back ordered, by that sorted order,
+not by the order it was written with). Datasets do not keep the pandas metadata
 yet: a dataset's index columns come back as ordinary columns.
 """
 from __future__ import annotations
@@ -55,8 +56,11 @@ def read_pandas(path, columns: Sequence[str] | None = None, filter=None, *, use_
         meta = _pandas_metadata(f.schema)
         names = f.schema.names
         index_columns = [c for c in meta.get("index_columns", []) if isinstance(c, str) and c in names]
-        categorical = [c.get("field_name") for c in meta.get("columns", [])
-                       if isinstance(c, dict) and c.get("pandas_type") == "categorical"]
+        described = [c for c in meta.get("columns", [])
+                     if isinstance(c, dict) and c.get("pandas_type") == "categorical"]
+        categorical = [c.get("field_name") for c in described]
+        ordered = {c.get("field_name") for c in described if isinstance(c.get("metadata"), dict)
+                   and c["metadata"].get("ordered") is True}
         wanted = None if columns is None else list(dict.fromkeys([*columns, *index_columns]))
         read_dictionary = [c for c in categorical if c in names and (wanted is None or c in wanted)]
         # a RangeIndex is stored as its bounds: the labels of the rows a filter keeps come
@@ -76,10 +80,12 @@ def read_pandas(path, columns: Sequence[str] | None = None, filter=None, *, use_
 
         start, step = int(ranges[0].get("start", 0)), int(ranges[0].get("step", 1))
         df.index = pd.Index(start + step * positions, name=ranges[0].get("name"))
-    for name in read_dictionary:  # categories in order of appearance: sort the unordered ones
-        if name in df.columns and not df[name].cat.ordered:
+    for name in read_dictionary:  # categories in order of appearance: sorted, ordered as written
+        if name in df.columns:
             try:
                 df[name] = df[name].cat.reorder_categories(sorted(df[name].cat.categories))
             except TypeError:  # categories that do not sort stay as they are
                 pass
+            if name in ordered:
+                df[name] = df[name].cat.as_ordered()
     return df

@@ -483,3 +483,27 @@ def test_a_dataset_named_by_a_file_uri_is_a_dataset(tmp_path):
     for args in (("check",), ("inspect",), ("head",), ("history",)):
         plain, spelled = _run(*args, ds), _run(*args, uri)
         assert spelled.returncode == 0 and spelled.stdout.replace(uri, str(ds)) == plain.stdout, args
+
+
+def test_convert_reads_back_the_csv_it_writes(tmp_path):
+    """CSV written by convert reads back whole: NULL rows of a one-column file (Arrow's
+    writer writes an empty line), NaN (not NULL), empty strings beside NULLs, and values
+    holding newlines in a file of several read blocks; foreign targets get a plain
+    file's mode; Arrow's refusals are rcfmt errors on one line."""
+    one = pa.table({"f": [1.0, None, float("nan"), 2.0]})
+    many = pa.table({"s": [f"line {i}\nnext" if i % 3 else ("" if i % 2 else None) for i in range(60_000)],
+                     "i": pa.array(range(60_000), pa.int64())})
+    for name, table in (("one", one), ("many", many)):
+        rcfmt.write_table(table, tmp_path / f"{name}.rcfmt")
+        _run("convert", tmp_path / f"{name}.rcfmt", tmp_path / f"{name}.csv")
+        assert (tmp_path / f"{name}.csv").stat().st_size > (1 << 20) or name == "one"
+        _run("convert", tmp_path / f"{name}.csv", tmp_path / f"{name}-back.rcfmt")
+        back = rcfmt.read_table(tmp_path / f"{name}-back.rcfmt")
+        assert back.num_rows == table.num_rows and repr(back.cast(table.schema).to_pylist()) == repr(table.to_pylist())
+    umask = os.umask(0)
+    os.umask(umask)
+    assert (tmp_path / "one.csv").stat().st_mode & 0o777 == 0o666 & ~umask
+    rcfmt.write_table(pa.table({"b": pa.array([b"\xff"], pa.binary())}), tmp_path / "bin.rcfmt")
+    bad = _run("convert", tmp_path / "bin.rcfmt", tmp_path / "bin.csv", ok=False)
+    assert bad.returncode == 1 and bad.stderr.startswith("rcfmt: error: convert:") and len(bad.stderr.splitlines()) == 1
+    assert not (tmp_path / "bin.csv").exists()

@@ -32,6 +32,19 @@ def test_round_trip_keeps_index_dtypes_and_categoricals(tmp_path):
     assert isinstance(back["b"].dtype, pd.CategoricalDtype) and back.index.name == "key"
 
 
+def test_an_ordered_categorical_comes_back_ordered(tmp_path):
+    """The file stores values, not the categorical's dictionary: categories come back
+    sorted (a written order is lost), and an ordered one ordered, so comparisons work."""
+    cats = pd.Categorical(["b", "a", None, "b"], categories=["a", "b", "c"], ordered=True)
+    df = pd.DataFrame({"c": cats, "u": pd.Categorical(["y", "x", "y", None])})
+    rcfmt.write_table(df, tmp_path / "o.rcfmt")
+    back = rcfmt.read_pandas(tmp_path / "o.rcfmt")
+    assert back["c"].cat.ordered and list(back["c"].cat.categories) == ["a", "b"]
+    assert not back["u"].cat.ordered and list(back["u"].cat.categories) == ["x", "y"]
+    assert (back["c"] > "a").tolist() == [True, False, False, True]
+    assert back["c"].tolist()[:2] == ["b", "a"] and pd.isna(back["c"].tolist()[2])
+
+
 def test_filters_and_columns_keep_the_index(tmp_path):
     df = _frame()
     rcfmt.write_table(df, tmp_path / "f.rcfmt", block_rows=128)
