@@ -174,9 +174,9 @@ def check_vacuum_keeps_escaped_partition_values(uri: str, names, prefix: str) ->
     from rcfmt.dataset import vacuum
 
     values = ["plain", "a/b", "x:y", "100%", "a%2Fb", "c#d", "a?b", "g h", "é日本"]
-    n = len(values)
-    first = pa.table({"id": pa.array(range(n), pa.int64()), "p": values})
-    second = pa.table({"id": pa.array(range(n, 2 * n), pa.int64()), "p": values})
+    n = len(values) + 1  # (and a partition only the first version has: its prefix is left empty)
+    first = pa.table({"id": pa.array(range(n), pa.int64()), "p": values + ["old"]})
+    second = pa.table({"id": pa.array(range(n, 2 * n), pa.int64()), "p": values + ["new"]})
     rcfmt.write_dataset(first, uri, partition_by="p")
     rcfmt.write_dataset(second, uri, partition_by="p", mode="overwrite")
     before = [k for k in names() if k.endswith(".rcfmt") and "/_rcfmt/" not in k]
@@ -188,6 +188,7 @@ def check_vacuum_keeps_escaped_partition_values(uri: str, names, prefix: str) ->
     assert len(after) == n and set(before) - set(after) == {f"{prefix}/{unquote(r[len(uri) + 1:])}" for r in data_removed}
     assert _sorted(rcfmt.dataset(uri).to_table()).equals(_sorted(second))
     assert vacuum(uri, retention_seconds=0) == []
+    assert not [k for k in names() if k.endswith("/")]  # (no "directory" object made by a delete)
 
 
 def check_cli_inspects(dataset_uri: str, file_uri: str, table: pa.Table) -> None:

@@ -139,6 +139,8 @@ def delete_files(paths) -> None:
                 local.delete(p)
             elif _azure_sdk(p):
                 store("abfs").delete(p)
+            elif scheme_of(p) == "s3" and uses_client(p):  # (pyarrow's delete leaves a directory object)
+                store("s3").delete(p)
             else:
                 fs, inner = from_uri(p)
                 fs.delete_file(inner)

@@ -37,7 +37,7 @@ from .base import ByteSource, DirectoryError, ProcessSetting
 from .fetch import FETCH_CONCURRENCY
 from .paths import bucket_and_key, endpoint_parts
 
-__all__ = ["S3_SETTINGS", "check_s3_settings", "s3_settings", "current_settings", "filesystem", "boto3_arguments",
+__all__ = ["S3_SETTINGS", "check_s3_settings", "s3_settings", "current_settings", "filesystem", "boto3_arguments", "delete",
            "S3Object", "open", "client", "create_if_absent", "read_object", "size", "replace_object", "CONNECT_TIMEOUT",
            "READ_TIMEOUT", "ATTEMPTS"]
 
@@ -306,6 +306,19 @@ def size(uri: str) -> int | None:
         raise StorageError(f"looking up {uri!r} failed: {exc}") from None
     except BotoCoreError as exc:
         raise StorageError(f"looking up {uri!r} failed: {exc}") from None
+
+
+def delete(uri: str) -> None:
+    """Delete the object ``uri`` (one request; a missing one is no error). Unlike
+    pyarrow's ``delete_file``, it leaves no empty "directory" object behind for the
+    prefix that held it."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    bucket, key = bucket_and_key(uri)
+    try:
+        client().delete_object(Bucket=bucket, Key=key)
+    except (BotoCoreError, ClientError) as exc:
+        raise StorageError(f"deleting {uri!r} failed: {exc}") from None
 
 
 def replace_object(uri: str, data: bytes) -> None:
