@@ -27,7 +27,7 @@ from ..storage import delete_files, is_remote, open_output
 from .index import DEFAULT_INDEX_TRUNCATE, FileEntry, entry_from_file
 from .partitioning import Partitioning
 
-__all__ = ["FileSetWriter", "DEFAULT_TARGET_FILE_ROWS", "clustering_spec", "clustering_info",
+__all__ = ["FileSetWriter", "DEFAULT_TARGET_FILE_ROWS", "MAX_OPEN_FILES", "clustering_spec", "clustering_info",
            "recorded_clustering", "cluster_file", "check_clustering_columns", "inherited_bitmap_indexes", "inherited_hints",
            "split_schema", "split_by_partition", "positive", "join_path"]
 
@@ -186,6 +186,11 @@ class _OpenFile:
         self.buffer: list[pa.Table] = []
 
 
+#: files a :class:`FileSetWriter` keeps open at once (partitions written in turn): each
+#: holds a file descriptor and a block of rows in memory
+MAX_OPEN_FILES = 128
+
+
 class FileSetWriter:
     """Writes rows into rcfmt data files under ``staging_dir`` (mirroring their final
     relative paths), one set of files per partition, each at most ``target_file_rows``
@@ -255,9 +260,18 @@ class FileSetWriter:
             self.write_partition(key, part, _checked=not scrub)
 
     def write_partition(self, key: tuple, table: pa.Table, _checked: bool = False) -> None:
-        """Append rows of the data columns (``data_schema``) to partition ``key``."""
+        """Append rows of the data columns (``data_schema``) to partition ``key``. At most
+        :data:`MAX_OPEN_FILES` files are open at once: a new partition's file first
+        finishes the file of the partition written longest ago (its later rows start
+        another file)."""
         while table.num_rows:
-            f = self._open.get(key) or self._new_file(key)
+            f = self._open.get(key)
+            if f is None:
+                if len(self._open) >= MAX_OPEN_FILES:
+                    self._finish(next(iter(self._open)))
+                f = self._new_file(key)
+            else:
+                self._open[key] = self._open.pop(key)  # (the most recently written last)
             room = self.target_file_rows - f.rows
             piece, table = table.slice(0, room), table.slice(room)
             if self.clustering is not None:

@@ -539,3 +539,45 @@ def test_dataset_scans_share_one_files_pool_and_finish_every_file_before_an_erro
     with pytest.raises(rcfmt.CorruptFileError, match="forged"):
         ds.read()
     assert len(ended) == len(ds.get_fragments()) - 1
+
+
+def test_a_write_keeps_at_most_max_open_files_open(tmp_path, monkeypatch):
+    """Partitions written in turn: a new partition's file first finishes the one
+    written longest ago, so the writer never holds more than MAX_OPEN_FILES files
+    (file descriptors, blocks in memory); every row lands in its partition."""
+    import rcfmt.dataset.files as files
+
+    monkeypatch.setattr(files, "MAX_OPEN_FILES", 4)
+    most, new_file = [0], files.FileSetWriter._new_file
+
+    def counting(self, key):
+        out = new_file(self, key)
+        most[0] = max(most[0], len(self._open))
+        return out
+
+    monkeypatch.setattr(files.FileSetWriter, "_new_file", counting)
+    keys = [i % 50 for i in range(1000)]
+    table = pa.table({"k": pa.array(keys, pa.int64()), "v": pa.array(range(1000), pa.int64())})
+    reader = pa.RecordBatchReader.from_batches(table.schema, table.to_batches(max_chunksize=100))
+    ds = rcfmt.write_dataset(reader, str(tmp_path / "d"), partition_by="k")
+    assert most[0] == 4 and ds.num_files >= 50
+    got = ds.read().sort_by("v")
+    assert got.column("v").to_pylist() == list(range(1000)) and got.column("k").to_pylist() == keys
+
+
+def test_more_partitions_than_open_files_allowed_in_a_fresh_interpreter(tmp_path):
+    """600 partitions in one write under a limit of 200 open files (the default cap is
+    128 files): no "too many open files", every row read back."""
+    import subprocess
+    import sys
+
+    code = f"""
+import resource
+resource.setrlimit(resource.RLIMIT_NOFILE, (200, 200))
+import pyarrow as pa, rcfmt
+t = pa.table({{"k": pa.array([i % 600 for i in range(3000)]), "v": pa.array(range(3000))}})
+ds = rcfmt.write_dataset(t, {str(tmp_path / "d")!r}, partition_by="k")
+assert ds.read().num_rows == 3000 and ds.num_files >= 600, ds.num_files
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
