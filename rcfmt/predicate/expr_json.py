@@ -17,7 +17,7 @@ import json
 import numpy as np
 
 from ..errors import FilterError
-from .expr import And, Comparison, Expr, IsIn, IsNan, IsNull, IsValid, Not, Or, StartsWith
+from .expr import And, Comparison, Expr, IsIn, IsNan, IsNull, IsValid, ListContains, Not, Or, StartsWith
 
 __all__ = ["dumps", "loads"]
 
@@ -32,8 +32,10 @@ def _literal(v):
     if v is None:
         return ["null"]
     if isinstance(v, np.generic):
-        if isinstance(v, np.datetime64):
-            return ["datetime64", np.datetime_data(v.dtype)[0], int(v.view(np.int64))]
+        if isinstance(v, (np.datetime64, np.timedelta64)):  # (in the unit itself: 10s -> s)
+            kind = "datetime64" if isinstance(v, np.datetime64) else "timedelta64"
+            unit = np.datetime_data(v.dtype)[0]
+            return [kind, unit, int(v.astype(f"{kind}[{unit}]").view(np.int64))]
         if isinstance(v, np.bool_):
             return ["np", "bool", bool(v)]
         if isinstance(v, np.integer):
@@ -54,6 +56,8 @@ def _literal(v):
     if isinstance(v, (bytes, bytearray, memoryview)):
         return ["bytes", bytes(v).hex()]
     if isinstance(v, dt.datetime):
+        if getattr(v, "nanosecond", 0):  # (a pandas Timestamp: datetime keeps microseconds)
+            return ["pandas_timestamp", v.isoformat()]
         return ["datetime", v.isoformat()]
     if isinstance(v, dt.date):
         return ["date", v.isoformat()]
@@ -69,6 +73,12 @@ def _value(item):
             return None
         if tag == "datetime64" and len(args) == 2 and args[0] in _UNITS and type(args[1]) is int:
             return np.datetime64(args[1], args[0])
+        if tag == "timedelta64" and len(args) == 2 and args[0] in _UNITS and type(args[1]) is int:
+            return np.timedelta64(args[1], args[0])
+        if tag == "pandas_timestamp" and len(args) == 1 and isinstance(args[0], str):
+            import pandas as pd
+
+            return pd.Timestamp(args[0])
         if tag == "np" and len(args) == 2 and isinstance(args[0], str):
             kind, raw = args
             if kind == "bool" and isinstance(raw, bool):
@@ -97,6 +107,8 @@ def _node(e) -> dict:
         return {"isin": [_literal(v) for v in e.values], "column": e.column}
     if isinstance(e, StartsWith):
         return {"startswith": _literal(e.prefix), "column": e.column}
+    if isinstance(e, ListContains):
+        return {"list_contains": _literal(e.value), "column": e.column}
     for cls, name in ((IsNull, "is_null"), (IsValid, "is_valid"), (IsNan, "is_nan")):
         if isinstance(e, cls):
             return {name: e.column}
@@ -133,6 +145,8 @@ def _expr(node, depth: int = 0):
         return IsIn(_column(node), tuple(_value(v) for v in node["isin"]))
     if keys == {"startswith", "column"}:
         return StartsWith(_column(node), _value(node["startswith"]))
+    if keys == {"list_contains", "column"}:
+        return ListContains(_column(node), _value(node["list_contains"]))
     for cls, name in ((IsNull, "is_null"), (IsValid, "is_valid"), (IsNan, "is_nan")):
         if keys == {name} and isinstance(node[name], str):
             return cls(node[name])

@@ -248,6 +248,10 @@ class _Translator:
             raise _fail(node, "is not a column of the data")
         # a dotted reference names a field under structs (payload.user.id)
         name = ".".join(part.name for part in node.parts) if node.table else node.name
+        if self.schema.names.count(name) > 1:
+            raise InvalidOptionError(f"filter option: column {name!r} is ambiguous: the data names "
+                                     f"{self.schema.names.count(name)} columns so (a field under structs, "
+                                     f"or repeated names)")
         if name in self.schema.names:
             return name
         found = self.names.get(name.lower())
@@ -349,9 +353,9 @@ class _Translator:
         Type = self.exp.DataType.Type
         try:
             if to == Type.DATE:
-                return dt.date.fromisoformat(text.strip())
+                return dt.date.fromisoformat(_spark_text(text, _SPARK_DATE))
             if to in (Type.TIMESTAMP, Type.TIMESTAMPTZ, Type.TIMESTAMPNTZ, Type.DATETIME):
-                value = dt.datetime.fromisoformat(text.strip())
+                value = dt.datetime.fromisoformat(_spark_text(text, _SPARK_TIMESTAMP))
             if to == Type.DECIMAL:
                 return decimal.Decimal(text.strip())
             if to in (Type.INT, Type.BIGINT, Type.SMALLINT, Type.TINYINT):
@@ -372,6 +376,22 @@ class _Translator:
                                       "write one, e.g. '2024-01-01 00:00:00+00:00'")
                 return value
         raise _fail(node, "casts to a type the filter option does not translate")
+
+
+#: the date and timestamp texts translated: ISO's extended forms as Spark casts them (Python
+#: 3.11's ``fromisoformat`` also reads ``20240101``, week dates ``2024-W01-1`` and more,
+#: which Spark reads as NULL or refuses)
+_SPARK_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_SPARK_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?)?"
+                              r"(Z|[+-]\d{2}(:?\d{2})?)?")
+
+
+def _spark_text(text: str, form) -> str:
+    """``text`` stripped, if it is of ``form`` (else ValueError)."""
+    text = text.strip()
+    if form.fullmatch(text) is None:
+        raise ValueError(text)
+    return text
 
 
 #: the arguments of the predicate nodes translated (any other one set is refused by name)

@@ -47,6 +47,31 @@ def test_round_trip_is_exact(case):
     np.testing.assert_array_equal(selection_mask(back, table), expected)
 
 
+def test_literals_of_other_units_and_lists_select_the_same_rows_after_a_round_trip(tmp_path):
+    """A datetime64 of a multiple unit (10 s), timedelta64s, a pandas Timestamp's
+    nanoseconds and ``list_contains`` survive JSON: the same rows before and after."""
+    import pandas as pd
+    import pyarrow as pa
+
+    import rcfmt
+
+    table = pa.table({"ts": pa.array([0, 1, 5, 50], pa.timestamp("ns")),
+                      "s": pa.array([0, 1, 5, 50], pa.timestamp("s")),
+                      "d": pa.array([0, 10**9, 5 * 10**9, 50 * 10**9], pa.duration("ns")),
+                      "tags": pa.array([["x"], [], None, ["y", "x"]])})
+    exprs = [col("s") == np.datetime64(5, "10s"), col("ts") == pd.Timestamp(1, unit="ns"),
+             col("d") == np.timedelta64(1, "s"), col("d") >= np.timedelta64(5_000_000_000, "ns"),
+             rcfmt.list_contains(col("tags"), "x") & (col("s") > np.datetime64(0, "s"))]
+    table = table.append_column("row", pa.array(range(4)))
+    rcfmt.write_table(table, tmp_path / "t.rcfmt")
+
+    def rows(expr):
+        return rcfmt.read_table(tmp_path / "t.rcfmt", columns=["row"], filter=expr).column("row").to_pylist()
+
+    for expr, want in zip(exprs, ([3], [1], [1], [2, 3], [3])):
+        assert rows(expr) == want and rows(loads(dumps(expr))) == want, expr
+
+
 def test_special_values_survive():
     values = [math.nan, -0.0, math.inf, decimal.Decimal("-Infinity"), decimal.Decimal("1.10"), 2**80,
               np.float32(0.1), np.uint64(2**64 - 1), np.datetime64(-(2**63), "ns"), np.datetime64(5, "D"),

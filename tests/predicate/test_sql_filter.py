@@ -67,6 +67,9 @@ def test_translations_select_what_sql_selects(sql, written, duck):
     ("id IN (SELECT 1)", "subquery"), ("nope = 1", "unknown column"), ("", "empty"), ("id =", "not a SQL"),
     ("TRUE", "constant"), ("i32", "not a boolean"), ("d < DATE 'x'", "valid literal"),
     ("ts > TIMESTAMP '2023-11-20 00:00:00'", "session time zone"), ("id BETWEEN SYMMETRIC 9 AND 3", "SYMMETRIC"),
+    # ISO forms Python reads and Spark does not (NULL or an error there)
+    ("d = '20240101'", "valid literal"), ("d = '2024-W01-1'", "valid literal"), ("d = DATE '20240101'", "valid literal"),
+    ("ts = TIMESTAMP '20240101T000000Z'", "valid literal"),
 ])
 def test_untranslatable_parts_are_refused_by_name(sql, part):
     with pytest.raises(InvalidOptionError, match=part):
@@ -182,3 +185,17 @@ def test_rcfmt_expressions_spark_would_read_otherwise_are_refused(expr, rows):
     with pytest.raises(InvalidOptionError, match="other rows than Spark SQL") as info:
         parse_filter_expr(dumps(expr), SCHEMA)
     assert rows in str(info.value)
+
+
+def test_an_ambiguous_name_is_refused_by_name():
+    """A name the data holds twice (a top-level ``st.x`` beside struct ``st``'s field, or
+    a repeated column) is refused naming the ambiguity, as ``col("st.x")`` is."""
+    import pyarrow as pa
+
+    from rcfmt.schema.nested import bind_schema
+
+    dotted = bind_schema(pa.schema([("st", pa.struct([("x", pa.int64())])), ("st.x", pa.int64())]))
+    repeated = pa.schema([("a", pa.int64()), ("a", pa.int64())])
+    for sql, schema in (("st.x = 2", dotted), ("a = 1", repeated)):
+        with pytest.raises(InvalidOptionError, match="is ambiguous"):
+            parse_filter(sql, schema)
