@@ -9,50 +9,36 @@ target path.
 from __future__ import annotations
 
 import collections
-import inspect
 import zlib
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 import pyarrow as pa
 
-from ..runtime.records import record
 from .. import __version__
-from ..encodings import by_name
 from ..encodings.base import Encoding
-from ..errors import InvalidDataError, InvalidOptionError, RcfmtError, SchemaError, UnknownOptionError
+from ..errors import InvalidDataError, InvalidOptionError, RcfmtError, SchemaError
 from ..format.footer import ColumnSchema, FileMetaData, serialize_footer
 from ..format.layout import BLOCK_RECORD, FORMAT_VERSION, HEADER, MAGIC, TAIL, chunk_record
-from ..format.stats_slots import DEFAULT_TRUNCATE, stat_width
-from ..index.bloom.chunks import DEFAULT_FPP, BloomPolicy
-from ..index.bitmap.build import BitmapPolicy, Proposal, within_budget
+from ..format.stats_slots import stat_width
+from ..index.bitmap.build import Proposal, within_budget
 from ..index.bitmap.layout import DIRECTORY_RECORD, EQUALITY, RANGE, encode_directory, encode_keys, entry_keys
-from ..schema.types import logical_type_from_arrow, same_type
+from ..schema.types import same_type
 from ..schema import nested
 from ..storage import ByteSink, open_output
 from ..runtime.threads import shared_pool
 from ..interop.arrow import arrow_stream, as_table
 from ..interop import cdata
 from ..schema.annotated import storage_node
-from ..schema.names import ambiguous_name, name_index
-from ..schema.tables import VIEW_STORAGE, physical_columns, physical_schema, storage_schema
+from ..schema.tables import VIEW_STORAGE, physical_columns, storage_schema
 from ..schema.arrow_io import from_arrow, one_array, take, to_numpy, validity
 from .chunk_encoding import FILE_VALUES_MAX, FILE_VALUES_MAX_BYTES, encode_chunk
 from .value_checks import check_table, empty_nulls
+from .write_options import (DEFAULT_BLOCK_ROWS, DEFAULT_COMPRESSED_PAGE_SIZE, DEFAULT_PAGE_ROWS,  # noqa: F401
+                            DEFAULT_PAGE_SIZE, WriteOptions, refuse_ambiguous)
 
 __all__ = ["Writer", "write_table", "WriteOptions", "value_checker", "append_checked"]
 
-DEFAULT_BLOCK_ROWS = 1 << 20
-DEFAULT_PAGE_SIZE = 128 * 1024
-DEFAULT_PAGE_ROWS = 8192
-#: a page stored compressed (zstd, lz4) must be decompressed whole to reach any of its
-#: values, so such pages hold at most this many uncompressed bytes: a random read of
-#: one row (take, point lookups) then decompresses at most that much per column. On
-#: lineitem's l_comment, 48 KiB pages instead of 128 KiB read 1,000 random rows 1.9x as
-#: fast and store the column 3.4% larger (the file 1.3%); pages of incompressible or
-#: uncompressed data, whose values are reached where they lie, keep ``page_size``
-DEFAULT_COMPRESSED_PAGE_SIZE = 48 * 1024
-_COMPRESSIONS = ("auto", "none", "zstd", "lz4")
 #: blocks smaller than this are encoded on the calling thread
 PARALLEL_MIN_ROWS = 8192
 #: blocks whose chunks may be encoding at once (each holds its rows and its encoded
@@ -65,6 +51,7 @@ RESAMPLE_BLOCKS = 16
 #: ... of a block at least this many blocks back: with blocks encoded in parallel, the
 #: blocks written when a block is submitted, so a file is the same whatever the threads
 HINT_LAG = MAX_BLOCKS_IN_FLIGHT + 1
+
 
 def _lagged(history: list, block: int):
     """The value recorded for the latest block at least ``HINT_LAG`` and less than
@@ -81,94 +68,6 @@ def _lagged(history: list, block: int):
 def _pool() -> ThreadPoolExecutor:
     """The process-wide pool that encodes chunks (threads reused across writes)."""
     return shared_pool("write")
-
-
-@record(frozen=True)
-class WriteOptions:
-    """Validated writer options (see :class:`Writer` for their meaning)."""
-
-    block_rows: int = DEFAULT_BLOCK_ROWS
-    page_size: int = DEFAULT_PAGE_SIZE
-    page_rows: int = DEFAULT_PAGE_ROWS
-    compressed_page_size: int = DEFAULT_COMPRESSED_PAGE_SIZE
-    compression: str = "auto"
-    compression_level: int | None = None
-    encoding: dict | None = None  # column -> Encoding
-    dictionary: bool = True
-    stats_truncate: int = DEFAULT_TRUNCATE
-    bloom: BloomPolicy | None = None
-    use_threads: bool = True
-    bitmaps: BitmapPolicy | None = None
-
-    @classmethod
-    def create(cls, schema: pa.Schema, *, block_rows=DEFAULT_BLOCK_ROWS, page_size=DEFAULT_PAGE_SIZE,
-               page_rows=DEFAULT_PAGE_ROWS, compression="auto", compression_level=None, encoding=None,
-               dictionary=True, stats_truncate=DEFAULT_TRUNCATE, bloom_filter_columns="auto",
-               bloom_filter_fpp=DEFAULT_FPP, use_threads=True, bitmap_indexes="auto",
-               compressed_page_size=DEFAULT_COMPRESSED_PAGE_SIZE, **unknown) -> "WriteOptions":
-        if unknown:
-            known = [p for p in inspect.signature(cls.create).parameters if p not in ("schema", "unknown")]
-            raise UnknownOptionError(f"unknown write option(s) {sorted(unknown)}; write options are {known}")
-        def positive_int(name, value, lo=1, hi=None):
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < lo or (hi and value > hi):
-                bound = f" and <= {hi}" if hi else ""
-                raise InvalidOptionError(f"{name} must be an integer >= {lo}{bound}, got {value!r}")
-            return int(value)
-
-        schema = physical_schema(schema)  # options name stored columns: nested leaves by dotted path
-        block_rows = positive_int("block_rows", block_rows)
-        page_size = positive_int("page_size", page_size, 64, 1 << 30)
-        page_rows = positive_int("page_rows", page_rows, 1, 1 << 20)
-        compressed_page_size = positive_int("compressed_page_size", compressed_page_size, 64, 1 << 30)
-        stats_truncate = positive_int("stats_truncate", stats_truncate, 1, 255)
-        if compression not in _COMPRESSIONS:
-            raise InvalidOptionError(f"compression must be one of {_COMPRESSIONS}, got {compression!r}")
-        if compression_level is not None:
-            if compression not in ("zstd", "auto"):
-                raise InvalidOptionError("compression_level applies to zstd (or auto) only")
-            compression_level = positive_int("compression_level", compression_level, -7, 22)
-        names = schema.names
-        _refuse_ambiguous(names, encoding=encoding if isinstance(encoding, dict) else (),
-                          bloom_filter_columns=bloom_filter_columns if isinstance(bloom_filter_columns, list) else (),
-                          bitmap_indexes=bitmap_indexes if isinstance(bitmap_indexes, dict) else ())
-        forced = None
-        if encoding is not None:
-            if isinstance(encoding, str):  # (every column: by position, as names may repeat)
-                pairs = [(f, encoding) for f in schema]
-            elif isinstance(encoding, dict):
-                unknown = [col for col in encoding if col not in names]
-                if unknown:
-                    raise SchemaError(f"encoding given for unknown column {unknown[0]!r}; columns: {names}")
-                pairs = [(schema.field(col), enc_name) for col, enc_name in encoding.items()]
-            else:
-                raise InvalidOptionError("encoding must be a name or a dict of column name -> name")
-            forced = {}
-            for field, enc_name in pairs:
-                enc = by_name(enc_name)
-                ltype = logical_type_from_arrow(field.type)
-                if not enc.supports(ltype):
-                    raise InvalidOptionError(f"encoding {enc_name!r} cannot store column {field.name!r} of type {ltype}")
-                forced[field.name] = enc
-        if not isinstance(dictionary, bool):
-            raise InvalidOptionError(f"dictionary must be True or False, got {dictionary!r}")
-        bloom = BloomPolicy(bloom_filter_columns, bloom_filter_fpp, names)
-        if not isinstance(use_threads, bool):
-            raise InvalidOptionError(f"use_threads must be True or False, got {use_threads!r}")
-        bitmaps = BitmapPolicy(bitmap_indexes, schema,
-                               {f.name: logical_type_from_arrow(f.type) for f in schema})
-        return cls(block_rows, page_size, page_rows, compressed_page_size, compression, compression_level, forced,
-                   dictionary, stats_truncate, bloom, use_threads, bitmaps)
-
-
-def _refuse_ambiguous(names: list, **options) -> None:
-    """Raise :class:`SchemaError` when an option names a column whose name repeats."""
-    if len(set(names)) == len(names):
-        return
-    index = name_index(names)
-    for option, given in options.items():
-        for name in given:
-            if index.get(name) == -1:
-                raise SchemaError(f"{option}: {ambiguous_name(name, names)}")
 
 
 def value_checker(schema: pa.Schema):
@@ -261,8 +160,6 @@ class Writer:
             {i: nested.field_metadata(f) for i, f in enumerate(self.schema) if f.metadata}
         self._columns = [ColumnSchema(n, t, nullable, stat_width(t, self.options.stats_truncate), metadata.get(i, ()))
                          for i, (n, t, nullable) in enumerate(physical)]
-        self._sink = where if isinstance(where, ByteSink) else open_output(where, filesystem)
-        self.path = self._sink.path
         self._pos = 0
         self._pending: list[pa.Table] = []
         self._pending_rows = 0
@@ -288,8 +185,12 @@ class Writer:
             raise InvalidOptionError(f"bitmap_indexes: column(s) {named_elements} hold list elements; "
                                      "bitmap indexes cover rows")
         self._scrub: set[int] = set()  # stored columns with bytes under NULL strings: stored emptied
+        self._failed: BaseException | None = None  # what broke a block's write (see _guarded)
+        # (every check above came before the sink: a refused writer leaves no temporary file)
+        self._sink = where if isinstance(where, ByteSink) else open_output(where, filesystem)
+        self.path = self._sink.path
         self._closed = False
-        self._write(HEADER.pack(MAGIC, FORMAT_VERSION))
+        self._guarded(self._write, HEADER.pack(MAGIC, FORMAT_VERSION))
 
     # ---------------------------------------------------------------- public API
     def write(self, data) -> None:
@@ -326,7 +227,7 @@ class Writer:
         block_rows = self.options.block_rows
         while self._pending_rows >= block_rows:
             combined = pa.concat_tables(self._pending)
-            self._write_block(combined.slice(0, block_rows))
+            self._guarded(self._write_block, combined.slice(0, block_rows))
             rest = combined.slice(block_rows)
             self._pending, self._pending_rows = ([rest] if rest.num_rows else []), rest.num_rows
 
@@ -337,11 +238,14 @@ class Writer:
         """End the current block now, even if it has fewer rows (or none)."""
         self._check_open()
         combined = pa.concat_tables(self._pending) if self._pending else self._data_schema.empty_table()
-        self._write_block(combined)
+        self._guarded(self._write_block, combined)
         self._pending, self._pending_rows = [], 0
 
     def close(self) -> None:
-        """Finish the file and move it into place. Idempotent."""
+        """Finish the file and move it into place. Idempotent. After a write that
+        failed while writing a block (a full disk, an interrupt), nothing is moved into
+        place and this raises :class:`RcfmtError` naming that failure."""
+        self._check_failed()
         if self._closed:
             return
         try:
@@ -387,8 +291,25 @@ class Writer:
     _check_values = True
 
     def _check_open(self):
+        self._check_failed()
         if self._closed:
             raise RcfmtError("writer is closed")
+
+    def _check_failed(self):
+        if getattr(self, "_failed", None) is not None:
+            raise RcfmtError(f"the writer failed while writing a block ({self._failed!r}): it was aborted and "
+                             f"nothing was written to {self.path!r}") from self._failed
+
+    def _guarded(self, step, *args) -> None:
+        """``step(*args)``, a step that writes to the sink or changes what the footer will
+        say: if it fails part way the file's state is no longer whole, so the writer
+        aborts (the target is left untouched) and refuses every later call."""
+        try:
+            step(*args)
+        except BaseException as exc:
+            self._failed = exc
+            self.abort()
+            raise
 
     def _write(self, data) -> None:
         self._sink.write(data)
@@ -769,7 +690,7 @@ def write_table(table, where, *, metadata: dict | None = None, cluster_by=None, 
         missing = [c for c in spec.columns if c not in table.column_names]
         if missing:
             raise SchemaError(f"cluster_by names unknown columns {missing}; columns: {table.column_names}")
-        _refuse_ambiguous(table.column_names, cluster_by=spec.columns)
+        refuse_ambiguous(table.column_names, cluster_by=spec.columns)
         # unsupported types and bad options fail before the (costly) sort
         WriteOptions.create(table.schema, **{k: v for k, v in options.items() if k != "filesystem"})
         keys = cdata.to_storage(table)  # (intervals cluster by their stored values)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+import threading
 
 from ..errors import InvalidOptionError, RcfmtError
 from .base import ByteSink, ByteSource, DirectoryError, tmp_name
@@ -12,49 +13,84 @@ __all__ = ["LocalFile", "LocalSink", "names", "sizes", "delete", "size", "read_w
 
 
 class LocalFile(ByteSource):
-    """A local file: one descriptor, ``os.pread`` (releases the GIL)."""
+    """A local file: one descriptor, ``os.pread`` (releases the GIL). Reads count
+    themselves in and out: :meth:`close` while other threads read closes the descriptor
+    once the last of them is done (its number is never reused under a read in flight,
+    which would read another file), and reads after it raise "file is closed"."""
 
     def __init__(self, path: str):
+        self._lock = threading.Lock()
+        self._reads = 0  # in flight
+        self._closing = False
         try:
             self._fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
         except IsADirectoryError:
+            self._fd = None
             raise DirectoryError(path) from None
         if stat.S_ISDIR(os.fstat(self._fd).st_mode):  # Linux opens directories read-only
             self.close()
             raise DirectoryError(path)
         self.size = os.fstat(self._fd).st_size
 
+    def _enter(self) -> int:
+        with self._lock:
+            if self._fd is None or self._closing:
+                raise RcfmtError("file is closed")
+            self._reads += 1
+            return self._fd
+
+    def _leave(self) -> None:
+        with self._lock:
+            self._reads -= 1
+            if self._closing and not self._reads:
+                self._close_now()
+
     def read_at(self, offset: int, length: int) -> bytes:
-        if self._fd is None:
-            raise RcfmtError("file is closed")
-        return os.pread(self._fd, length, offset)
+        fd = self._enter()
+        try:
+            return os.pread(fd, length, offset)
+        finally:
+            self._leave()
 
     def read_into(self, offset: int, out: memoryview) -> int:
-        if self._fd is None:
-            raise RcfmtError("file is closed")
-        done = 0
-        while done < len(out):  # preadv may return short counts (signals); 0 is the end of the file
-            n = os.preadv(self._fd, [out[done:]], offset + done)
-            if n == 0:
-                break
-            done += n
-        return done
+        fd = self._enter()
+        try:
+            done = 0
+            while done < len(out):  # preadv may return short counts (signals); 0 is the end of the file
+                n = os.preadv(fd, [out[done:]], offset + done)
+                if n == 0:
+                    break
+                done += n
+            return done
+        finally:
+            self._leave()
 
     def read_ranges_into(self, starts, ends, out, base: int) -> int:
         """Read the ranges ``[starts[i], ends[i])`` (int64 arrays) into ``out`` (a
         writable buffer holding file offset ``base`` at 0) in one GIL-free call; the
         index of the first range the file ended before, or -1 when all were read whole
         (an OS error raises OSError)."""
-        if self._fd is None:
-            raise RcfmtError("file is closed")
         from .._native.preads import read_ranges
 
-        failed, err = read_ranges(self._fd, starts, ends, out, base)
+        fd = self._enter()
+        try:
+            failed, err = read_ranges(fd, starts, ends, out, base)
+        finally:
+            self._leave()
         if err:
             raise OSError(err, os.strerror(err))
         return failed
 
     def close(self) -> None:
+        lock = getattr(self, "_lock", None)
+        if lock is None:  # (a constructor that failed before its lock)
+            return
+        with lock:
+            self._closing = True
+            if not self._reads:
+                self._close_now()
+
+    def _close_now(self) -> None:
         fd, self._fd = getattr(self, "_fd", None), None
         if fd is not None:
             os.close(fd)

@@ -144,3 +144,39 @@ def test_compressed_pages_are_cut_at_compressed_page_size(tmp_path):
     with pytest.raises(rcfmt.InvalidOptionError, match="compressed_page_size"):
         rcfmt.write_table(table, tmp_path / "bad.rcfmt", compressed_page_size=10)
     assert not (tmp_path / "bad.rcfmt").exists()
+
+
+@pytest.mark.parametrize("use_threads", [True, False])
+@pytest.mark.parametrize("failing_write", [2, 5])
+def test_a_writer_whose_block_write_failed_publishes_nothing(tmp_path, use_threads, failing_write):
+    """A sink write failing part way through a block (a full disk) leaves the file's
+    state broken: the writer aborts, ``close()`` then raises naming the failure (user
+    code calls it in ``finally``) and nothing is moved to the target, not even a file
+    of the right size with other rows."""
+    from rcfmt.storage.local import LocalSink
+
+    class FailsOnce(LocalSink):
+        calls = 0
+
+        def write(self, data):
+            FailsOnce.calls += 1
+            if FailsOnce.calls == failing_write:
+                raise OSError(28, "No space left on device")
+            super().write(data)
+
+    t = _table(60_000)
+    path = tmp_path / "out.rcfmt"
+    w = rcfmt.Writer(FailsOnce(str(path)), t.schema, block_rows=10_000, use_threads=use_threads)
+    with pytest.raises(OSError, match="No space left"):
+        w.write(t)
+    for call in (w.close, lambda: w.write(t), w.flush_block):
+        with pytest.raises(rcfmt.RcfmtError, match="failed while writing a block .*nothing was written"):
+            call()
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_writer_refused_by_its_options_leaves_no_temporary_file(tmp_path):
+    t = pa.table({"l": pa.array([[1, 2], [3]]), "i": [1, 2]})
+    with pytest.raises(rcfmt.InvalidOptionError, match="hold list elements"):
+        rcfmt.write_table(t, tmp_path / "x.rcfmt", bitmap_indexes={"l.item": "equality"})
+    assert os.listdir(tmp_path) == []

@@ -135,3 +135,61 @@ def test_a_split_read_reads_what_one_read_reads_and_a_shrunk_file_is_located(tmp
         with pytest.raises(CorruptFileError, match="file shrank") as err:
             f.read_ranges(starts, ends, shared_pool("columns"))
         assert err.value.offset == int(starts[-1]) if len(ranges) > 1 else err.value.offset > 0
+
+
+@pytest.mark.parametrize("how", ["read_at", "read_into", "read_ranges_into"])
+def test_a_file_closed_while_a_read_is_in_flight_reads_its_own_bytes(tmp_path, how, monkeypatch):
+    """close() from another thread while a read is in flight leaves the descriptor open
+    until that read is done (the number, if closed at once, could be reused by a file
+    opened meanwhile and the read would return that file's bytes); reads after close()
+    raise "file is closed"."""
+    import threading
+
+    import rcfmt.storage.local as local
+
+    path, data = _file(tmp_path, 4096)
+    other = tmp_path / "other"
+    other.write_bytes(b"\xee" * 4096)
+    f = LocalFile(str(path))
+    started, release = threading.Event(), threading.Event()
+    real = {"read_at": local.os.pread, "read_into": local.os.preadv}
+
+    def paused(real_call):
+        def call(*args):
+            started.set()
+            release.wait(10)
+            return real_call(*args)
+        return call
+
+    if how == "read_ranges_into":
+        import rcfmt._native.preads as preads
+
+        monkeypatch.setattr(preads, "read_ranges", paused(preads.read_ranges))
+    else:
+        monkeypatch.setattr(local.os, "pread" if how == "read_at" else "preadv", paused(real[how]))
+    got = {}
+
+    def read():
+        if how == "read_at":
+            got["bytes"] = f.read_at(100, 64)
+        else:
+            out = bytearray(64)
+            if how == "read_into":
+                f.read_into(100, memoryview(out))
+            else:
+                f.read_ranges_into(np.array([100], np.int64), np.array([164], np.int64), out, 100)
+            got["bytes"] = bytes(out)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    assert started.wait(10)
+    f.close()
+    newcomer = os.open(other, os.O_RDONLY)  # (the lowest free number: the old one if it was closed)
+    try:
+        release.set()
+        reader.join(10)
+        assert got["bytes"] == data[100:164]
+        with pytest.raises(rcfmt.RcfmtError, match="file is closed"):
+            f.read_at(0, 8)
+    finally:
+        os.close(newcomer)
