@@ -365,6 +365,13 @@ def test_directory_path(tmp_path):
     assert isinstance(info.value, RcfmtError) and isinstance(info.value, IsADirectoryError)
 
 
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs /proc (Linux), where no file can be made")
+def test_a_place_no_file_can_be_written_is_named_by_the_target():
+    """The writer's temporary name is its own: the error names the target asked for."""
+    with pytest.raises(FileNotFoundError, match=r"cannot write '/proc/x\.rcfmt' \(No such file"):
+        rcfmt.write_table(pa.table({"a": [1]}), "/proc/x.rcfmt")
+
+
 def test_scan_a_range_of_blocks(tmp_path):
     t = pa.table({"x": np.arange(1000), "y": np.arange(1000) % 7})
     path = tmp_path / "b.rcfmt"

@@ -201,6 +201,10 @@ class Column:
     def __bool__(self):
         raise FilterError(NO_TRUTH)
 
+    def __contains__(self, value):
+        raise FilterError(f"`value in {self!r}` has no meaning in a predicate: a column's membership test is "
+                          f"{self!r}.isin([...]) (a list column's elements: list_contains({self!r}, value))")
+
 
 def col(name: str) -> Column:
     """Reference the column ``name`` in a predicate: ``col("x") > 5``."""

@@ -107,7 +107,11 @@ class LocalSink(ByteSink):
         if not os.path.isdir(directory):
             raise InvalidOptionError(f"directory {directory!r} does not exist")
         self.tmp_path = os.path.join(directory, tmp_name(os.path.basename(path)))
-        self._file = open(self.tmp_path, "wb")
+        try:
+            self._file = open(self.tmp_path, "wb")
+        except OSError as exc:  # (named by the target: the temporary name is the writer's own)
+            raise type(exc)(exc.errno, f"cannot write {path!r} ({exc.strerror}: the file is written under "
+                                       f"{os.path.basename(self.tmp_path)!r} beside it first)") from None
 
     def write(self, data) -> None:
         self._file.write(data)

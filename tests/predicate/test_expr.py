@@ -107,6 +107,11 @@ def test_expressions_have_no_truth_value(misuse):
         misuse()
 
 
+def test_membership_in_a_column_points_to_isin():
+    with pytest.raises(FilterError, match=r"isin\(\[\.\.\.\]\)"):
+        3 in col("a")  # noqa: B015
+
+
 def test_construction_errors():
     with pytest.raises(FilterError, match="parenthesize"):
         col("a") > 5 & col("b")  # noqa: B015 -- precedence trap: 5 & col("b")
