@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["holds", "holds_runs", "holds_views", "take_runs", "with_child_types"]
+__all__ = ["holds", "holds_runs", "holds_views", "is_view", "take_runs", "with_child_types"]
 
 
 def holds(t: pa.DataType, test) -> bool:
@@ -58,10 +58,11 @@ def holds_runs(t: pa.DataType) -> bool:
 def holds_views(t: pa.DataType) -> bool:
     """Whether a string or binary view type is ``t`` or anywhere in it (remembered per
     type: asked at every gather; Arrow has no take or filter kernel for views)."""
-    return _holds_remembered(t, _is_view, _HOLDS_VIEWS)
+    return _holds_remembered(t, is_view, _HOLDS_VIEWS)
 
 
-def _is_view(t: pa.DataType) -> bool:
+def is_view(t: pa.DataType) -> bool:
+    """Whether ``t`` is a string or binary view type."""
     return pa.types.is_string_view(t) or pa.types.is_binary_view(t)
 
 

@@ -15,7 +15,7 @@ from .values import ColumnValues
 from ..errors import InvalidDataError
 from .annotated import encoded
 from .arrow_io import bool_array, take, to_arrow, to_numpy, validity
-from .gather import with_child_types
+from .gather import is_view, with_child_types
 from .nested_runs import decode_runs, dictionary_encode, encode_runs, own_validity, type_ids
 from .types import LogicalType, same_type
 
@@ -75,7 +75,7 @@ def _rebuilt(t: pa.DataType) -> bool:
     if pa.types.is_list_view(t) or pa.types.is_large_list_view(t):
         return True
     if pa.types.is_dictionary(t):  # (Arrow decodes no dictionary of views: no take kernel for them)
-        return is_nested(t.value_type) or _rebuilt(t.value_type) or _is_view(t.value_type)
+        return is_nested(t.value_type) or _rebuilt(t.value_type) or is_view(t.value_type)
     if pa.types.is_run_end_encoded(t):  # (Arrow casts no run_end_encoded array to another type)
         return True
     if isinstance(t, pa.BaseExtensionType):
@@ -179,18 +179,14 @@ def views_as_offsets(arr):
     form, also as the values of a dictionary array (Arrow has no take kernel for views,
     so decodes no dictionary of them); any other ``arr`` as it is."""
     t = arr.type
-    if pa.types.is_dictionary(t) and _is_view(t.value_type):
+    if pa.types.is_dictionary(t) and is_view(t.value_type):
         kind = pa.dictionary(t.index_type, _VIEWS[t.value_type], t.ordered)
         if isinstance(arr, pa.ChunkedArray):
             return pa.chunked_array([views_as_offsets(c) for c in arr.chunks], kind)
         return pa.DictionaryArray.from_arrays(arr.indices, arr.dictionary.cast(kind.value_type), ordered=t.ordered)
-    if _is_view(t):
+    if is_view(t):
         return arr.cast(_VIEWS[t])
     return arr
-
-
-def _is_view(t: pa.DataType) -> bool:
-    return pa.types.is_string_view(t) or pa.types.is_binary_view(t)
 
 
 def _view_elements(arr: pa.Array, large: bool, rows: bool) -> tuple[pa.Array, pa.Array]:
