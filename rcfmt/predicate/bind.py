@@ -423,6 +423,8 @@ def _time_of_day(value, unit: str, bad):
         bad()
     if isinstance(value, (int, np.integer)):
         return int(value)
+    if isinstance(value, _TimeOfDay):  # (a pyarrow time scalar, in its own unit)
+        return Fraction(value.count * _PER_SECOND[unit], _PER_SECOND[value.unit])
     if isinstance(value, _dt.time):
         if value.tzinfo is not None:
             bad("; time columns have no time zone: give a naive datetime.time")
@@ -531,7 +533,21 @@ def _from_scalar(s: pa.Scalar):
         return np.datetime64(s.cast(pa.int64()).as_py(), "ms")
     if pa.types.is_duration(s.type):  # (as_py rounds nanoseconds away)
         return np.timedelta64(s.cast(pa.int64()).as_py(), s.type.unit)
+    if pa.types.is_time64(s.type) or pa.types.is_time32(s.type):  # (as_py rounds nanoseconds away)
+        return _TimeOfDay(s.cast(pa.int64() if pa.types.is_time64(s.type) else pa.int32()).as_py(), s.type.unit)
     return s.as_py()
+
+
+class _TimeOfDay:
+    """A time scalar's stored value and unit (``datetime.time`` stops at microseconds)."""
+
+    __slots__ = ("count", "unit")
+
+    def __init__(self, count: int, unit: str):
+        self.count, self.unit = count, unit
+
+    def __repr__(self):
+        return f"{self.count} {self.unit} since midnight"
 
 
 # ---- Arrow values of the column type (for evaluation)

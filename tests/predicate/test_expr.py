@@ -496,6 +496,42 @@ def test_date_scalars_beyond_python_dates_bind_and_show(tmp_path):
     assert rcfmt.read_table(tmp_path / "d.rcfmt", filter=col("d") >= pa.scalar(0, pa.date64())).num_rows == 2
 
 
+def test_time_scalars_keep_their_unit(tmp_path):
+    """A pyarrow time scalar binds by its stored count in its own unit (``as_py`` cuts
+    time64[ns] to microseconds: ``== 5 ns`` selected the row at 0), against time columns
+    of every unit; the rows are pyarrow.compute's."""
+    import pyarrow.compute as pc
+    import rcfmt
+
+    ns = pa.array([0, 5, 1000, 1_500_000_000, None], pa.int64())
+    t = pa.table({"t_ns": ns.cast(pa.time64("ns")), "t_us": ns.cast(pa.time64("us")),
+                  "t_ms": pa.array([0, 5, 1000, 1500, None], pa.int32()).cast(pa.time32("ms")),
+                  "t_s": pa.array([0, 1, 2, 3, None], pa.int32()).cast(pa.time32("s"))})
+    rcfmt.write_table(t, tmp_path / "t.rcfmt")
+    literals = [pa.scalar(v, pa.time64(u)) for u in ("ns", "us") for v in (0, 1, 5, 1000, 1_500_000_000)]
+    literals += [pa.scalar(v, pa.time32(u)) for u, v in (("ms", 1500), ("s", 1), ("ms", 5))]
+    for name in t.column_names:
+        for lit in literals:
+            for op, fn in (("==", pc.equal), ("<", pc.less), (">=", pc.greater_equal)):
+                e = {"==": col(name) == lit, "<": col(name) < lit, ">=": col(name) >= lit}[op]
+                want = t.filter(_as_ns(t[name], fn, lit))
+                got = rcfmt.read_table(tmp_path / "t.rcfmt", filter=e)
+                assert got.column(name).to_pylist() == want.column(name).to_pylist(), (name, op, lit)
+
+
+def _as_ns(column, fn, lit: pa.Scalar):
+    """``fn(column, lit)`` on both as nanoseconds since midnight (the oracle: pyarrow
+    compares times of different units only after a cast that may cut the literal)."""
+    import pyarrow.compute as pc
+
+    per = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}
+    width = pa.int64() if pa.types.is_time64(column.type) else pa.int32()
+    values = pc.multiply(column.cast(width).cast(pa.int64()), per[column.type.unit])
+    lit_width = pa.int64() if pa.types.is_time64(lit.type) else pa.int32()
+    target = lit.cast(lit_width).as_py() * per[lit.type.unit]
+    return fn(values, target)
+
+
 def test_a_large_integer_in_list_bound_again_gives_each_column_its_own_members(monkeypatch):
     """A dataset binds one filter per file: a large IN-list's members are remembered by
     the list, per column type -- a narrower column keeps only the members it can hold,
