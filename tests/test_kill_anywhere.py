@@ -14,17 +14,17 @@ import kill_anywhere  # noqa: E402
 
 
 def test_killed_operations_leave_the_old_or_the_new_state():
-    """Every operation killed at 20 random calls (a fixed seed) leaves the old or the new
-    state; nearly all points fall inside the operation (with this seed all 20 of each
-    do: a point past the calls a run makes, which varies with the interleaving of the
-    writer's threads, finishes instead of being killed)."""
-    points = 20
+    """Every operation killed at 10 random calls (a fixed seed) leaves the old or the new
+    state; nearly all points fall inside the operation (a point past the calls a run
+    makes, which varies with the interleaving of the writer's threads, finishes instead
+    of being killed). Longer campaigns: ``python fuzz/kill_anywhere.py --points N``."""
+    points = 10
     result = kill_anywhere.run(points=points, seed=20261124)
     assert not result["failures"], "\n".join(result["failures"][:10])
     assert sorted(result["counts"]) == sorted(kill_anywhere.OPERATIONS)
     for op, counts in result["counts"].items():
         assert counts["points"] == points
-        assert counts["killed"] >= 16, (op, counts)  # the points fall inside the operation
+        assert counts["killed"] >= 8, (op, counts)  # the points fall inside the operation
 
 
 def test_the_checker_sees_a_half_written_file_and_lost_rows(tmp_path):

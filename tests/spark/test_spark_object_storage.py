@@ -64,6 +64,9 @@ for store, path in json.loads(sys.argv[1]).items():
         extra = spark.range(100000, 100500).select(F.col("id"), (F.col("id") * 0.5).alias("x"), (F.col("id") % 3).alias("p"))
         extra.write.format("rcfmt").mode("append").save(path)
         out["after_append"] = spark.read.format("rcfmt").load(path).count()
+        if store != "s3":  # (the stores share the source's and the sink's storage calls: one store streams)
+            results[store] = out
+            continue
         # streaming: the source delivers the dataset (availableNow), the sink writes it to another dataset
         stream = spark.readStream.format("rcfmt").option("maxFilesPerTrigger", 20).load(path)
         q = (stream.writeStream.format("rcfmt").option("checkpointLocation", tempfile.mkdtemp())
@@ -186,9 +189,10 @@ def test_spark_reads_and_appends_to_a_dataset_on_object_storage(stores):
     Spark driver reads each store's dataset (rows, a pushed-down filter, an aggregate,
     the columns, the ``filter``/``columns`` options, and the ``fetch`` options: parsed in
     tests/storage/test_fetch_options.py) and appends to it; rcfmt reads Spark's commit back as
-    version 2, and no staging or tmp objects are left behind. Then a streaming query
-    reads the dataset with the rcfmt source and writes it with the rcfmt sink to
-    another dataset on the same store."""
+    version 2, and no staging or tmp objects are left behind. Then, on S3, a streaming
+    query reads the dataset with the rcfmt source and writes it with the rcfmt sink to
+    another dataset on the same store (GCS and Azure go through the same storage calls,
+    tested in tests/storage; a query per store costs CI tens of seconds)."""
     n = 30_000
     t = pa.table({"id": np.arange(n), "x": np.random.default_rng(4).random(n), "p": np.arange(n) % 3})
     env = dict(os.environ)
@@ -211,6 +215,8 @@ def test_spark_reads_and_appends_to_a_dataset_on_object_storage(stores):
         assert ds.version == 2 and ds.num_rows == n + 500
         assert sorted(ds.to_table(filter=rcfmt.col("id") >= 100_000).column("id").to_pylist()) == list(range(100_000, 100_500))
         assert not [k for k in names() if "_staging" in k or k.endswith("-tmp")]
+        if store != "s3":
+            return
         # the streamed copy: every row once, in micro-batches of at most 20 files, each one version
         assert out["streamed"] == [n + 500, sum(range(n)) + sum(range(100_000, 100_500))]
         copy = rcfmt.dataset(uri + "_stream")

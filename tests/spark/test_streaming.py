@@ -149,15 +149,16 @@ print("DONE", q.exception())
 
 
 def test_sink_killed_mid_run_and_restarted_holds_every_row_once(tmp_path):
-    """A driver (its JVM and Python workers) killed abruptly while batches commit, twice,
-    then restarted from the checkpoint until the input is drained: every input row is in
-    the dataset exactly once."""
-    ids = _json_input(tmp_path / "in", 12, 25)
+    """A driver (its JVM and Python workers) killed abruptly while batches commit, then
+    restarted from the checkpoint until the input is drained: every input row is in the
+    dataset exactly once. (One kill: each driver costs a JVM start; fuzz/kill_anywhere.py
+    kills the commits themselves at every point.)"""
+    ids = _json_input(tmp_path / "in", 8, 25)
     target, ck = str(tmp_path / "out"), str(tmp_path / "ck")
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable,
            "PYTHONPATH": os.pathsep.join([ROOT, *filter(None, [os.environ.get("PYTHONPATH")])])}
     args = [sys.executable, "-c", KILLED_DRIVER, str(tmp_path / "in"), target, ck]
-    for kill_after in (2, 6):  # versions committed before the kill
+    for kill_after in (3,):  # versions committed before the kill
         proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                 start_new_session=True)
         deadline = time.monotonic() + 180
