@@ -394,7 +394,10 @@ class BlockExecutor:
                 raise file.locate_error(CorruptFileError("nulls in a column declared not nullable"), block, col)
             return arr
 
-        return self._assembled(node, decode, selection.num_rows, rows, block)
+        def check(col: int, slots: int) -> None:  # (the element counts, before positions among them are made)
+            file.check_slots(block, col, slots, int(self.pages.page_index(block, col, cache).counts.sum()))
+
+        return self._assembled(node, decode, selection.num_rows, rows, block, check)
 
     def _lists_at(self, block: int, list_filters: dict, selection: Selection, cache: dict, stats: ScanStats) -> dict:
         """``{name: list array}`` of the filter's lists (name -> dotted path) at the
@@ -407,10 +410,10 @@ class BlockExecutor:
         node, names = nested_list_node(self.file.nested, path)
         return nested_under_structs(self._nested_at(block, node, selection, cache, stats), names)
 
-    def _assembled(self, node, decode, slots: int, rows, block: int) -> pa.Array:
+    def _assembled(self, node, decode, slots: int, rows, block: int, check) -> pa.Array:
         node = self.query.labels.node(node)
         try:
-            return nested_assemble(node, decode, slots, rows)
+            return nested_assemble(node, decode, slots, rows, check)
         except CorruptFileError as exc:
             raise exc.with_context(path=self.file.path, column=node.name, block=block) from None
 

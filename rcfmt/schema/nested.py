@@ -494,7 +494,8 @@ def _with_validity(arr: pa.Array, valid: np.ndarray | None) -> pa.Array:
     return pa.Array.from_buffers(t, len(arr), [bits, arr.buffers()[1]], children=[arr.values])
 
 
-def assemble(node: Node, decode: Callable, slots: int, rows: np.ndarray | None = None) -> pa.Array:
+def assemble(node: Node, decode: Callable, slots: int, rows: np.ndarray | None = None,
+             check: Callable | None = None) -> pa.Array:
     """The Arrow array of ``node`` at ``rows`` (ascending positions among its ``slots``
     slots; None: all of them). ``decode(column, slots, rows)`` gives a stored column's
     flat values at those positions (all when None) of its ``slots`` (or raises).
@@ -503,19 +504,21 @@ def assemble(node: Node, decode: Callable, slots: int, rows: np.ndarray | None =
     the list's lengths, decoded whole): a selection reads, at every level, only what its
     rows need. Counts read from the file are checked before they size anything: list
     lengths are non-negative and add up to what the element columns hold (``decode``
-    checks that against their pages). A node with an extension type gives an array of
+    checks that against their pages; with ``rows``, ``check(column, slots)`` must raise
+    unless element column ``column`` holds ``slots`` values, and is called before the
+    positions among them are made). A node with an extension type gives an array of
     that type (over its stored type's), a run_end_encoded one in maximal runs."""
-    arr = _assemble(node, decode, slots, rows)
+    arr = _assemble(node, decode, slots, rows, check)
     return _wrap(arr, node) if node.wrapped else arr
 
 
-def _assemble(node: Node, decode: Callable, slots: int, rows: np.ndarray | None) -> pa.Array:
+def _assemble(node: Node, decode: Callable, slots: int, rows: np.ndarray | None, check: Callable | None) -> pa.Array:
     k = node.kind
     if k == LEAF:
         return _declared(decode(node.column, slots, rows), node)
     if k == UNION:
         return _assemble_union(node, decode(node.column, slots, rows),
-                               [assemble(c, decode, slots, rows) for c in node.children])
+                               [assemble(c, decode, slots, rows, check) for c in node.children])
     if k in (STRUCT, FIXED_SIZE_LIST):
         own = decode(node.column, slots, rows)
     else:  # the lengths of every list: the elements of a selected one start after all before it
@@ -526,7 +529,7 @@ def _assemble(node: Node, decode: Callable, slots: int, rows: np.ndarray | None)
     valid = validity(own) if own.null_count and node.row_slots else None
     n = len(own)
     if k == STRUCT:
-        children = [assemble(c, decode, slots, rows) for c in node.children]
+        children = [assemble(c, decode, slots, rows, check) for c in node.children]
         if not children:  # (a struct without fields: its length and validity alone)
             bits = None if valid is None else pa.py_buffer(np.packbits(valid, bitorder="little"))
             return pa.Array.from_buffers(node.stored_type, n, [bits])
@@ -534,7 +537,7 @@ def _assemble(node: Node, decode: Callable, slots: int, rows: np.ndarray | None)
     if k == FIXED_SIZE_LIST:
         size = node.size
         inner = None if rows is None else (rows[:, None] * size + np.arange(size)).ravel()
-        values = assemble(node.children[0], decode, slots * size, inner)
+        values = assemble(node.children[0], decode, slots * size, inner, check)
         return _with_validity(pa.FixedSizeListArray.from_arrays(values, type=node.stored_type), valid)
     lengths = to_numpy(everything).astype(np.int64)  # (entries under NULL: 0 below)
     if everything.null_count:
@@ -542,11 +545,16 @@ def _assemble(node: Node, decode: Callable, slots: int, rows: np.ndarray | None)
     if len(lengths) and int(lengths.min()) < 0:
         raise CorruptFileError(f"negative list length in column of {node.name!r}")
     total = int(lengths.sum())
+    if len(lengths) and int(lengths.max()) > 2**62 // len(lengths):  # (the int64 sum may wrap: exact)
+        total = sum(int(x) for x in lengths)
     if k != LARGE_LIST and total > np.iinfo(np.int32).max:
         raise CorruptFileError(f"list lengths of {node.name!r} add up to {total}, beyond 32-bit offsets")
     if rows is None:
         inner, counts = None, lengths
     else:
+        if check is None:
+            raise TypeError("assemble: rows below a list need check (the element counts are checked before use)")
+        check(node.children[0].column, total)  # (before the positions among them are made)
         starts = np.cumsum(lengths) - lengths
         counts = lengths[rows]
         picked = int(counts.sum())
@@ -558,12 +566,12 @@ def _assemble(node: Node, decode: Callable, slots: int, rows: np.ndarray | None)
                            _LENGTHS[k == LARGE_LIST])
     if k == MAP:
         key, value = node.children
-        keys = assemble(key, decode, total, inner)
+        keys = assemble(key, decode, total, inner, check)
         if keys.null_count:
             raise CorruptFileError(f"null map key in {node.name!r}")
-        items = assemble(value, decode, total, inner)
+        items = assemble(value, decode, total, inner, check)
         return _with_validity(pa.MapArray.from_arrays(offsets_arr, keys, items, type=node.stored_type), valid)
-    values = assemble(node.children[0], decode, total, inner)
+    values = assemble(node.children[0], decode, total, inner, check)
     cls = pa.LargeListArray if k == LARGE_LIST else pa.ListArray
     return _with_validity(cls.from_arrays(offsets_arr, values, type=node.stored_type), valid)
 

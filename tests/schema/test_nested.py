@@ -478,6 +478,33 @@ def test_list_lengths_that_disagree_with_the_elements_are_located_errors(tmp_pat
         assert rec is not None
 
 
+@pytest.mark.parametrize("forged", [[2**31], [2**62], [2**62] * 4, [2**62, 2**62, 2**62, 2**62 - 2]],
+                         ids=["2^31", "2^62", "sum wraps to 0", "sum wraps to the true count"])
+def test_forged_large_list_lengths_are_refused_before_rows_are_picked(tmp_path, forged):
+    """int64 lengths of a large_list that say more elements than the pages hold (or
+    whose int64 sum wraps around, here to the true count) are a CorruptFileError on
+    every path: taking a few rows or filtering some out picks positions among the
+    elements, and did so before the count was checked (a 16 GiB allocation, or
+    numpy's raw ValueError)."""
+    n = 64
+    path = tmp_path / "t.rcfmt"
+    good = pa.array([[str(j) for j in range(2 if i < 4 else i % 3)] for i in range(n)], pa.large_list(pa.string()))
+    table = pa.table({"id": np.arange(n), "ll": good})
+    rcfmt.write_table(table, path, encoding={"ll": "plain"}, compression="none", dictionary=False)
+    raw = bytearray(path.read_bytes())
+    with rcfmt.open(path) as f:
+        column = [c.name for c in f.footer.columns].index("ll")
+        pos = int(f.page_index(0, column)["offset"][0]) + 32  # PLAIN int64 lengths after the page header
+    assert np.frombuffer(bytes(raw[pos:pos + 8 * n]), np.int64).tolist() == [len(v) for v in good.to_pylist()]
+    raw[pos:pos + 8 * len(forged)] = np.array(forged, np.int64).tobytes()
+    path.write_bytes(bytes(raw))
+    for read in (lambda f: f.read(), lambda f: f.take([2]), lambda f: f.take(range(10)),
+                 lambda f: f.read(filter=rcfmt.col("id") < 3)):
+        with rcfmt.open(path, verify_checksums=False) as f, pytest.raises(rcfmt.CorruptFileError) as info:
+            read(f)
+        assert info.value.block == 0
+
+
 @settings(max_examples=S.examples(60), deadline=None)
 @given(data=st.data())
 def test_damaged_nested_files_raise_rcfmt_errors_or_read_valid_arrow(tmp_path_factory, data):
