@@ -355,7 +355,10 @@ class BlockExecutor:
             from ..schema.annotated import from_storage
 
             encoded = to_arrow(data.values, data.validity, ltype.storage).dictionary_encode()
-            return pa.DictionaryArray.from_arrays(encoded.indices, from_storage(encoded.dictionary, ltype))
+            try:
+                return pa.DictionaryArray.from_arrays(encoded.indices, from_storage(encoded.dictionary, ltype))
+            except pa.ArrowInvalid as exc:  # (more values than a declared index type addresses)
+                raise CorruptFileError(f"values that cannot be encoded as {ltype.to_arrow()} ({exc})") from None
         arr = to_arrow(data.values, data.validity, ltype)
         if dictionary:
             arr = arr.dictionary_encode()
@@ -413,7 +416,10 @@ class BlockExecutor:
     def _assembled(self, node, decode, slots: int, rows, block: int, check) -> pa.Array:
         node = self.query.labels.node(node)
         try:
-            return nested_assemble(node, decode, slots, rows, check)
+            try:
+                return nested_assemble(node, decode, slots, rows, check)
+            except pa.ArrowInvalid as exc:  # (more slots or values than a declared run-end or index type addresses)
+                raise CorruptFileError(f"values that cannot be encoded as {node.field.type} ({exc})") from None
         except CorruptFileError as exc:
             raise exc.with_context(path=self.file.path, column=node.name, block=block) from None
 

@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..runtime import memory
-from ..errors import UnsupportedError
+from ..errors import CorruptFileError, UnsupportedError
 from .gather import holds_runs, holds_views, with_child_types
 from .types import LogicalType, PhysicalKind, logical_type_from_arrow
 from .values import Bitmap, ColumnValues
@@ -306,7 +306,10 @@ def to_arrow(values: ColumnValues, valid: np.ndarray | Bitmap | None, ltype: Log
     :func:`wide_decimals`)."""
     if ltype.annotated:  # (an Arrow type stored as another: rcfmt.schema.annotated)
         from .annotated import from_storage
-        return from_storage(to_arrow(values, valid, ltype.storage), ltype)
+        try:
+            return from_storage(to_arrow(values, valid, ltype.storage), ltype)
+        except pa.ArrowInvalid as exc:  # (more values or rows than the declared index or run-end type addresses)
+            raise CorruptFileError(f"values that cannot be encoded as {ltype.to_arrow()} ({exc})") from None
     atype = ltype.to_arrow()
     n = len(values)
     if isinstance(valid, Bitmap):

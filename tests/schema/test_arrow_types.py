@@ -728,6 +728,30 @@ def test_reader_refuses_values_its_type_cannot_hold(tmp_path):
         rcfmt.read_table(path)
 
 
+def test_declared_types_too_narrow_for_a_block_are_corrupt_files(tmp_path):
+    """A footer forged to declare run ends or dictionary indices narrower than a block
+    needs (int16 run ends over 40,000 rows, flat or over a struct; int8 indices of an
+    extension's dictionaries over 400 distinct values): every read path that meets
+    them raises CorruptFileError, where Arrow's re-encoding raised its raw ArrowInvalid
+    (a take of a few rows, which the declared type holds, may read them)."""
+    n = 40_000
+    ends = pa.array(np.arange(1, n + 1), pa.int32())
+    flat = pa.RunEndEncodedArray.from_arrays(ends, pa.array(np.arange(n)))
+    over_struct = pa.RunEndEncodedArray.from_arrays(ends, pa.StructArray.from_arrays([pa.array(np.arange(n))], ["a"]))
+    words = pa.array([f"w{i}" for i in range(400)]).dictionary_encode().cast(pa.dictionary(pa.int16(), pa.string()))
+    cases = [(flat, '"run_ends":"int32"', '"run_ends":"int16"'),
+             (over_struct, '"run_end_encoded":"int32"', '"run_end_encoded":"int16"'),
+             (pa.ExtensionArray.from_storage(Tagged("x", words.type), words), '"index":"int16"', '"index":"int8" ')]
+    for i, (arr, declared, forged) in enumerate(cases):
+        path = tmp_path / f"f{i}.rcfmt"
+        rcfmt.write_table(pa.table({"x": arr}), path, block_rows=n, bitmap_indexes=None, bloom_filter_columns=[])
+        _forge_schema(path, lambda s: s.replace(declared, forged) if declared in s else pytest.fail(s))
+        for read in (lambda f: f.read(), lambda f: f.read_block(0), lambda f: list(f.iter_batches()),
+                     lambda f: f.take(np.arange(f.num_rows)[::-1]), lambda f: f.read(columns=["x"], use_threads=False)):
+            with rcfmt.open(path) as f, pytest.raises(CorruptFileError, match="cannot be encoded"):
+                read(f)
+
+
 def test_date64_of_partial_days_is_refused_on_write_and_on_read(tmp_path, monkeypatch):
     """Arrow's date64 holds whole days only: a writer refuses others (naming column and
     row), a reader meeting one in a file (forged, or found by the fuzzer) raises
