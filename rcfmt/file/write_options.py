@@ -65,8 +65,8 @@ class WriteOptions:
                 raise InvalidOptionError(f"{name} must be an integer >= {lo}{bound}, got {value!r}")
             return int(value)
 
+        block_rows = min(positive_int("block_rows", block_rows), rows_run_ends_address(schema))
         schema = physical_schema(schema)  # options name stored columns: nested leaves by dotted path
-        block_rows = positive_int("block_rows", block_rows)
         page_size = positive_int("page_size", page_size, 64, 1 << 30)
         page_rows = positive_int("page_rows", page_rows, 1, 1 << 20)
         compressed_page_size = positive_int("compressed_page_size", compressed_page_size, 64, 1 << 30)
@@ -108,6 +108,27 @@ class WriteOptions:
                                {f.name: logical_type_from_arrow(f.type) for f in schema})
         return cls(block_rows, page_size, page_rows, compressed_page_size, compression, compression_level, forced,
                    dictionary, stats_truncate, bloom, use_threads, bitmaps)
+
+
+def rows_run_ends_address(schema: pa.Schema) -> int:
+    """The most rows a block of ``schema`` can hold: what the narrowest run-end type of
+    a run_end_encoded column (or struct field: one slot per row) addresses, 2^15 - 1
+    for int16 (a reader encodes each block's runs again). Below a list, slots are
+    elements, which a block's rows do not bound: a block holding too many is refused
+    when written."""
+    def walk(t: pa.DataType) -> int:
+        if isinstance(t, pa.BaseExtensionType):
+            return walk(t.storage_type)
+        if pa.types.is_run_end_encoded(t):
+            return min(np.iinfo(t.run_end_type.to_pandas_dtype()).max, walk(t.value_type))
+        if pa.types.is_struct(t):
+            return min((walk(f.type) for f in t), default=_NO_LIMIT)
+        return _NO_LIMIT
+
+    return min((walk(f.type) for f in schema), default=_NO_LIMIT)
+
+
+_NO_LIMIT = 1 << 62
 
 
 def refuse_ambiguous(names: list, **options) -> None:

@@ -100,7 +100,9 @@ class Writer:
     schema : pyarrow.Schema
         Columns of the file. Dictionary-typed columns are stored as their value type.
     block_rows : int
-        Rows per block (row group); the last block may be shorter.
+        Rows per block (row group); the last block may be shorter. At most what the
+        narrowest run-end type of a run_end_encoded column addresses (32,767 rows for
+        int16 run ends).
     page_size : int
         Target uncompressed bytes per page; ``page_rows`` caps rows per page.
     compressed_page_size : int

@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from ..errors import InvalidDataError
+
 __all__ = ["holds", "holds_runs", "holds_views", "is_view", "take_runs", "with_child_types"]
 
 
@@ -260,7 +262,11 @@ def _concat_from_runs(parts: list, t: pa.DataType) -> pa.Array:
         ends.append(np.minimum(runs[first:last + 1], c.offset + n) - c.offset + base)
         values.append(c.values.slice(first, last + 1 - first))
         base += n
-    run_ends = pa.array(np.concatenate(ends)).cast(t.run_end_type)
+    run_ends = np.concatenate(ends)
+    if base > np.iinfo(t.run_end_type.to_pandas_dtype()).max:
+        raise InvalidDataError(f"{base} slots in one block, more than {t} addresses: write smaller blocks "
+                               f"(block_rows)")
+    run_ends = pa.array(run_ends).cast(t.run_end_type)
     return pa.RunEndEncodedArray.from_arrays(run_ends, concat_runs(values, t.value_type), type=t)
 
 

@@ -664,6 +664,34 @@ def test_a_block_beyond_the_index_type_is_invalid_data(tmp_path):
         assert plain(rcfmt.read_table(path)["e"]) == plain(table["e"])
 
 
+def test_blocks_fit_int16_run_ends(tmp_path):
+    """Two chunks of 30,000 rows under int16 run ends (each valid Arrow): a block of
+    both could not be encoded again, so blocks of such a column (or struct field) hold
+    at most 32,767 rows, at any block_rows; below a list, where a block's rows do not
+    bound its elements, a block of more is invalid data (Arrow's raw ArrowInvalid
+    escaped), and smaller blocks can be written."""
+    def runs(value, n=30_000):
+        return pa.RunEndEncodedArray.from_arrays(pa.array([n], pa.int16()), pa.array([value], pa.int64()))
+
+    flat = pa.chunked_array([runs(7), runs(8)])
+    in_struct = pa.chunked_array([pa.StructArray.from_arrays([runs(v)], names=["r"]) for v in (7, 8)])
+    for name, column in (("flat", flat), ("struct", in_struct)):
+        path = tmp_path / f"{name}.rcfmt"
+        rcfmt.write_table(pa.table({"x": column, "i": pa.array(np.arange(60_000))}), path, block_rows=1 << 20)
+        with rcfmt.open(path) as f:
+            assert [int(b["row_count"]) for b in f.footer.blocks] == [32_767, 27_233]
+            got = f.read()
+        got.validate(full=True)
+        assert plain(got["x"]) == plain(column)
+    in_list = pa.chunked_array([pa.ListArray.from_arrays(pa.array([0, 30_000], pa.int32()), runs(v)) for v in (7, 8)])
+    path = tmp_path / "list.rcfmt"
+    with pytest.raises(InvalidDataError, match="write smaller blocks"):
+        rcfmt.write_table(pa.table({"l": in_list}), path)
+    assert not path.exists()
+    rcfmt.write_table(pa.table({"l": in_list}), path, block_rows=1)
+    assert plain(rcfmt.read_table(path)["l"]) == plain(in_list)
+
+
 def test_indices_outside_an_extensions_dictionary_are_invalid_data(tmp_path):
     bad = pa.DictionaryArray.from_arrays(pa.array([0, 7], pa.int8()), pa.array(["a"]), safe=False)
     struct = pa.Array.from_buffers(pa.struct([("d", bad.type)]), 2, [None], children=[bad])
