@@ -102,6 +102,7 @@ def read_snapshot(root: str, version: int, columns: Sequence[str] | None = (), s
     known = _CHAINS.get(path)  # a changes version this process has read: its parts are kept
     if known is not None and known[0] == _identity(root, version, size):
         return known[1].again(columns)
+    key = _run_key(path, size)  # (taken before the read: what is read is at least as new)
     with index_errors(version, path), \
             RcfmtFile(path, size=size, immutable=True) as f:  # a version is written once, never replaced
         info, data_schema, partitioning = _version_info(f, version, path)
@@ -109,8 +110,11 @@ def read_snapshot(root: str, version: int, columns: Sequence[str] | None = (), s
         if layout == changelog.CHANGES:
             own = changelog.read_change(f.read(), path)
             _check_rows(own.rows, data_schema, partitioning, path)
+            if size is not None and size != f.size:
+                key = None
             size = f.size
-            _RUNS.put((path, size), (own, info))
+            if key is not None:
+                _RUNS.put(key, (own, info))
         elif layout != changelog.CHECKPOINT:
             raise CorruptFileError(f"index version has layout {layout!r}", path=path)
         else:
@@ -196,8 +200,8 @@ def _chain_bytes(item) -> int:
     return snap._delta.nbytes + snap._base.table.nbytes + snap.table.nbytes + 8 * len(snap._order)
 
 
-#: decoded changes versions and merged runs by ``(path, size)``: both are written once under
-#: a unique name, so a reopen or the next commit reads only what is new
+#: decoded changes versions and merged runs by :func:`_run_key`: both are written once, so a
+#: reopen or the next commit reads only what is new
 _RUNS = _RunCache(256, 64 << 20, _change_bytes)
 #: changes versions read: ``{path: (identity, snapshot)}`` (:func:`_identity`), so that a
 #: warm reopen reads no index object
@@ -208,10 +212,27 @@ REMOTE_READS = 8
 _RUN_PATH = re.compile(rf"{log.META_DIR}/{changelog.RUNS_DIR}/r[0-9]{{20}}-[0-9]{{20}}-[A-Za-z0-9_-]{{1,200}}\.rcfmt\Z")
 
 
+def _run_key(path: str, size: int | None):
+    """The key of the changes object at ``path`` in :data:`_RUNS`, None when it cannot be
+    kept: with its size, and locally its inode and modification time. A version's name
+    is not unique over a dataset's lifetimes (a dataset deleted and written again, or
+    restored from a copy, at its path): a process reading it before and after must not
+    take one version file for the other (object stores: see DATASET.md)."""
+    if is_remote(path):
+        return None if size is None else (path, size)
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return path, st.st_size, st.st_ino, st.st_mtime_ns
+
+
 def remember_run(path: str, size: int, change: changelog.Change, info: dict) -> None:
     """Keep a changes object this process wrote (a version or a merged run at ``path``,
     ``size`` bytes), as :func:`read_run` would decode it."""
-    _RUNS.put((path, size), (change, info))
+    key = _run_key(path, size)
+    if key is not None and key[1] == size:
+        _RUNS.put(key, (change, info))
 
 
 def read_run(root: str, entry: dict, path: str) -> tuple[changelog.Change, dict]:
@@ -237,7 +258,8 @@ def read_run(root: str, entry: dict, path: str) -> tuple[changelog.Change, dict]
         where = f"{root.rstrip('/')}/{rel}"
     else:
         where = check_inside(root, os.path.join(root, *rel.split("/")))
-    cached = _RUNS.get((where, run_size))
+    key = _run_key(where, run_size)
+    cached = None if key is None or key[1] != run_size else _RUNS.get(key)
     if cached is None:
         with index_errors(version, where), RcfmtFile(where, size=run_size, immutable=True) as f:
             if f.size != run_size:
@@ -246,7 +268,8 @@ def read_run(root: str, entry: dict, path: str) -> tuple[changelog.Change, dict]
             change = changelog.read_change(f.read(), where)
             _check_rows(change.rows, schema, partitioning, where)
         cached = (change, info)
-        _RUNS.put((where, run_size), cached)
+        if key is not None:
+            _RUNS.put(key, cached)
     change, info = cached
     expect = changelog.CHANGES if version is not None else changelog.RUN
     if changelog.layout_of(info) != expect or info.get("first", first) != first or info.get("last", last) != last:

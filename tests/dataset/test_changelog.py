@@ -573,3 +573,34 @@ def test_a_missing_part_of_a_chain_is_a_corrupt_dataset(tmp_path, small_levels):
                 out.write(data)
     _cold()
     assert sorted(rcfmt.dataset(root).read().column("id").to_pylist()) == list(range(12))
+
+
+def test_a_dataset_replaced_at_its_path_is_read_anew_by_a_process_that_read_it_before(tmp_path):
+    """A process reads a dataset, which is then replaced at its path (restored from a
+    copy, or deleted and written again) by one whose version 2 has the same size but
+    other changes: the process reads the new rows. Decoded versions were kept by path
+    and size, so version 3's chain took the old version 2 (the old row deleted)."""
+    import shutil
+
+    base = pa.table({"id": pa.array(range(40), pa.int64())})
+    by_size: dict = {}
+    for k in range(40):  # (two datasets whose versions 2 are the same size: sizes fall in a narrow band)
+        d = tmp_path / f"c{k}"
+        rcfmt.write_dataset(base, d)
+        rcfmt.dataset(d).delete(rcfmt.col("id") == k)
+        rcfmt.write_dataset(pa.table({"id": pa.array([1000 + k], pa.int64())}), d, mode="append")
+        size = os.path.getsize(log.version_path(str(d), 2))
+        if size in by_size:
+            pair = [by_size[size], k]
+            break
+        by_size[size] = k
+    else:
+        pytest.fail("no two versions 2 of the same size")
+    root = tmp_path / "R"
+    for k in pair:
+        if root.exists():
+            shutil.rmtree(root)
+        shutil.copytree(tmp_path / f"c{k}", root)
+        assert changelog.layout_of(rcfmt.dataset(root).snapshot.info) == changelog.CHANGES
+        got = sorted(rcfmt.dataset(root).read().column("id").to_pylist())
+        assert got == sorted([i for i in range(40) if i != k] + [1000 + k])
