@@ -207,7 +207,7 @@ def _changes(root: str, snap: Snapshot, base: int, table: pa.Table, touched: set
                     "schema": info["schema"], "partitioning": info["partitioning"],
                     "transaction": info["transaction"]}
         size = _write_run(root, rel, changelog.change_table(merged), run_info, runs_written)
-        remember_run(runs_written[-1], size, merged, run_info)
+        remember_run(runs_written[-1], size, merged, run_info, version=False)
         runs[-fan:] = [{"path": rel, "size": size, "first": first, "last": last, "level": group[0]["level"] + 1}]
     info = {**info, "format_version": changelog.CHANGES_FORMAT_VERSION, "layout": changelog.CHANGES,
             "checkpoint": ckpt, "runs": changelog.runs_json(runs), "chain_rows": chain_rows}

@@ -102,19 +102,18 @@ def read_snapshot(root: str, version: int, columns: Sequence[str] | None = (), s
     known = _CHAINS.get(path)  # a changes version this process has read: its parts are kept
     if known is not None and known[0] == _identity(root, version, size):
         return known[1].again(columns)
-    key = _run_key(path, size)  # (taken before the read: what is read is at least as new)
+    identity = None
     with index_errors(version, path), \
             RcfmtFile(path, size=size, immutable=True) as f:  # a version is written once, never replaced
         info, data_schema, partitioning = _version_info(f, version, path)
         layout = changelog.layout_of(info)
         if layout == changelog.CHANGES:
+            identity = _identity(root, version, f.size)  # (before its changes are read from the file opened)
             own = changelog.read_change(f.read(), path)
             _check_rows(own.rows, data_schema, partitioning, path)
-            if size is not None and size != f.size:
-                key = None
             size = f.size
-            if key is not None:
-                _RUNS.put(key, (own, info))
+            if identity is not None:
+                _RUNS.put(_run_key(path, identity), (own, info))
         elif layout != changelog.CHECKPOINT:
             raise CorruptFileError(f"index version has layout {layout!r}", path=path)
         else:
@@ -133,7 +132,6 @@ def read_snapshot(root: str, version: int, columns: Sequence[str] | None = (), s
     if layout == changelog.CHANGES:
         with index_errors(version, path):
             snap = _read_changes(root, version, info, own, columns, size, path, data_schema, partitioning)
-        identity = _identity(root, version, size)
         if identity is not None:  # (a copy: what callers load into theirs is theirs)
             kept = object.__new__(ChainSnapshot)
             kept.__dict__.update(snap.__dict__, _base=_fresh(snap._base), loading=threading.RLock())
@@ -212,27 +210,27 @@ REMOTE_READS = 8
 _RUN_PATH = re.compile(rf"{log.META_DIR}/{changelog.RUNS_DIR}/r[0-9]{{20}}-[0-9]{{20}}-[A-Za-z0-9_-]{{1,200}}\.rcfmt\Z")
 
 
-def _run_key(path: str, size: int | None):
-    """The key of the changes object at ``path`` in :data:`_RUNS`, None when it cannot be
-    kept: with its size, and locally its inode and modification time. A version's name
-    is not unique over a dataset's lifetimes (a dataset deleted and written again, or
-    restored from a copy, at its path): a process reading it before and after must not
-    take one version file for the other (object stores: see DATASET.md)."""
-    if is_remote(path):
-        return None if size is None else (path, size)
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return path, st.st_size, st.st_ino, st.st_mtime_ns
+def _run_key(path: str, identity) -> tuple:
+    """The key in :data:`_RUNS` of the changes object at ``path``: with its size, or for
+    a version its :func:`_identity` (locally its inode and modification time too). A
+    merged run's name is unique (its writer's); a version's is not over a dataset's
+    lifetimes (deleted and written again, or restored from a copy, at its path), and a
+    process reading it before and after must not take one version file for the other."""
+    return (path, identity)
 
 
-def remember_run(path: str, size: int, change: changelog.Change, info: dict) -> None:
-    """Keep a changes object this process wrote (a version or a merged run at ``path``,
-    ``size`` bytes), as :func:`read_run` would decode it."""
-    key = _run_key(path, size)
-    if key is not None and key[1] == size:
-        _RUNS.put(key, (change, info))
+def _version_identity(path: str, size: int):
+    """:func:`_identity` of the version file at ``path`` (None: gone, or not ``size`` bytes)."""
+    identity = _identity_of(path, size)
+    return identity if identity is not None and (identity == size or identity[0] == size) else None
+
+
+def remember_run(path: str, size: int, change: changelog.Change, info: dict, version: bool = True) -> None:
+    """Keep a changes object this process wrote (a version, or when not ``version`` a
+    merged run, at ``path``, ``size`` bytes), as :func:`read_run` would decode it."""
+    identity = _version_identity(path, size) if version else size
+    if identity is not None:
+        _RUNS.put(_run_key(path, identity), (change, info))
 
 
 def read_run(root: str, entry: dict, path: str) -> tuple[changelog.Change, dict]:
@@ -258,8 +256,9 @@ def read_run(root: str, entry: dict, path: str) -> tuple[changelog.Change, dict]
         where = f"{root.rstrip('/')}/{rel}"
     else:
         where = check_inside(root, os.path.join(root, *rel.split("/")))
-    key = _run_key(where, run_size)
-    cached = None if key is None or key[1] != run_size else _RUNS.get(key)
+    identity = _version_identity(where, run_size) if version is not None else run_size
+    key = None if identity is None else _run_key(where, identity)
+    cached = None if key is None else _RUNS.get(key)
     if cached is None:
         with index_errors(version, where), RcfmtFile(where, size=run_size, immutable=True) as f:
             if f.size != run_size:
@@ -438,10 +437,14 @@ def _identity(root: str, version: int, size: int | None):
     """What must not have changed for a remembered version to be used: on object stores
     its size (an index version is never replaced under its name), locally its size,
     inode and modification time (a file replaced or rewritten in place differs)."""
-    if is_remote(root):
+    return _identity_of(log.version_path(root, version), size)
+
+
+def _identity_of(path: str, size: int | None):
+    if is_remote(path):
         return size
     try:
-        st = os.stat(log.version_path(root, version))
+        st = os.stat(path)
     except OSError:
         return None
     return st.st_size, st.st_ino, st.st_mtime_ns
