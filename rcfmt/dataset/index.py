@@ -511,7 +511,13 @@ class Snapshot:
         from ..file.reader import RcfmtFile
 
         with index_errors(self.version, self.index_path):
-            with RcfmtFile(self.index_path, size=self.index_size, immutable=True) as f:
+            try:
+                f = RcfmtFile(self.index_path, size=self.index_size, immutable=True)
+            except FileNotFoundError:
+                raise CorruptFileError("the index file was removed (by vacuum?) after this version was opened, "
+                                       "before the statistics a filter needs were loaded from it: open the "
+                                       "dataset again", path=self.index_path) from None
+            with f:
                 present = [n for n in names if f.schema.get_field_index(n) >= 0]
                 if not optional and len(present) != len(names):
                     missing = [n for n in names if n not in present]

@@ -604,3 +604,27 @@ def test_a_dataset_replaced_at_its_path_is_read_anew_by_a_process_that_read_it_b
         assert changelog.layout_of(rcfmt.dataset(root).snapshot.info) == changelog.CHANGES
         got = sorted(rcfmt.dataset(root).read().column("id").to_pylist())
         assert got == sorted([i for i in range(40) if i != k] + [1000 + k])
+
+
+@pytest.mark.parametrize("opened", [1, 2], ids=["checkpoint", "changes version"])
+def test_a_version_vacuumed_under_an_open_dataset_is_an_rcfmt_error_on_filtered_reads(tmp_path, opened):
+    """A Dataset opened at a version that vacuum then removes (its data files still
+    there): reads without a filter still work; a filter's statistics, loaded from the
+    index file when first needed, are an rcfmt error naming the cause (a raw
+    FileNotFoundError before), for read, count_rows and delete."""
+    root = str(tmp_path / "d")
+    rcfmt.write_dataset(pa.table({"id": pa.array([0, 1], pa.int64())}), root)
+    if opened == 2:
+        rcfmt.write_dataset(pa.table({"id": pa.array([5], pa.int64())}), root)
+    old = rcfmt.dataset(root)
+    assert old.version == opened
+    rcfmt.write_dataset(pa.table({"id": pa.array([2], pa.int64())}), root)
+    rcfmt.dataset(root).checkpoint()
+    removed = rcfmt.dataset(root).vacuum(retention_seconds=0)
+    assert log.version_path(root, 1) in removed and not os.path.exists(log.version_path(root, opened))
+    assert sorted(old.read().column("id").to_pylist()) == [0, 1, 5][:opened + 1]
+    for call in (lambda: old.read(filter=rcfmt.col("id") == 1), lambda: old.count_rows(rcfmt.col("id") == 1),
+                 lambda: old.delete(rcfmt.col("id") == 1)):
+        with pytest.raises(rcfmt.CorruptFileError, match="removed .by vacuum"):
+            call()
+    assert sorted(rcfmt.dataset(root).read(filter=rcfmt.col("id") >= 1).column("id").to_pylist()) == [1, 2, 5][:opened + 1]
