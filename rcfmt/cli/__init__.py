@@ -192,10 +192,19 @@ def _cat(args) -> int:
 
 
 def _csv_schema(schema):
-    """``schema`` with nested fields as strings (CSV cells hold them as JSON)."""
+    """``schema`` as CSV cells show it: nested fields as strings (cells hold them as
+    JSON), run_end_encoded ones as their values' (Arrow's CSV writer refuses runs)."""
     import pyarrow as pa
 
-    return pa.schema([f.with_type(pa.string()) if _as_text(f.type) else f for f in schema])
+    return pa.schema([f.with_type(_csv_type(f.type)) for f in schema])
+
+
+def _csv_type(t):
+    import pyarrow as pa
+
+    if pa.types.is_run_end_encoded(t):
+        return _csv_type(t.value_type)
+    return pa.string() if _as_text(t) else t
 
 
 def _as_text(t) -> bool:
@@ -211,23 +220,26 @@ def _as_text(t) -> bool:
 
 
 def _csv_batch(batch):
-    """``batch`` with nested columns as JSON text (as ``cat --format json`` shows them)."""
+    """``batch`` with nested columns as JSON text (as ``cat --format json`` shows them)
+    and run_end_encoded ones decoded."""
     import pyarrow as pa
 
+    from ..schema.nested_runs import decode_runs
     from .reports import rows_report
 
-    if not any(_as_text(f.type) for f in batch.schema):
+    schema = _csv_schema(batch.schema)
+    if schema.equals(batch.schema):
         return batch
-    rows = [list(r.values()) for r in rows_report(pa.Table.from_batches([batch]))]  # (by position)
-    columns = []
-    for i, field in enumerate(batch.schema):
-        if _as_text(field.type):
-            texts = [None if r[i] is None else r[i] if isinstance(r[i], str)
+    columns = [decode_runs(c) if pa.types.is_run_end_encoded(c.type) else c for c in batch.columns]
+    text = [i for i, c in enumerate(columns) if _as_text(c.type)]
+    if text:
+        decoded = pa.Table.from_arrays(columns, names=[f"c{i}" for i in range(len(columns))])
+        rows = [list(r.values()) for r in rows_report(decoded)]  # (by position)
+        for i in text:
+            cells = [None if r[i] is None else r[i] if isinstance(r[i], str)
                      else json.dumps(r[i], ensure_ascii=False) for r in rows]
-            columns.append(pa.array(texts, pa.string()))
-        else:
-            columns.append(batch.column(i))
-    return pa.RecordBatch.from_arrays(columns, schema=_csv_schema(batch.schema))
+            columns[i] = pa.array(cells, pa.string())
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
 def _check(args) -> int:
