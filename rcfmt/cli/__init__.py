@@ -230,15 +230,19 @@ def _csv_batch(batch):
     schema = _csv_schema(batch.schema)
     if schema.equals(batch.schema):
         return batch
-    columns = [decode_runs(c) if pa.types.is_run_end_encoded(c.type) else c for c in batch.columns]
-    text = [i for i, c in enumerate(columns) if _as_text(c.type)]
-    if text:
-        decoded = pa.Table.from_arrays(columns, names=[f"c{i}" for i in range(len(columns))])
-        rows = [list(r.values()) for r in rows_report(decoded)]  # (by position)
-        for i in text:
+    text = [i for i, f in enumerate(batch.schema) if schema.field(i).type == pa.string() and f.type != pa.string()
+            and (_as_text(f.type) or pa.types.is_run_end_encoded(f.type))]
+    rows = [list(r.values()) for r in rows_report(pa.Table.from_batches([batch]))] if text else []  # (by position)
+    columns = []
+    for i, field in enumerate(batch.schema):
+        if i in text:
             cells = [None if r[i] is None else r[i] if isinstance(r[i], str)
                      else json.dumps(r[i], ensure_ascii=False) for r in rows]
-            columns[i] = pa.array(cells, pa.string())
+            columns.append(pa.array(cells, pa.string()))
+        elif pa.types.is_run_end_encoded(field.type):
+            columns.append(decode_runs(batch.column(i)))
+        else:
+            columns.append(batch.column(i))
     return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
