@@ -48,9 +48,11 @@ __all__ = ["DatasetScan", "Fragment", "FileInfo", "scan_fragments", "prune_block
 def open_data_file(path: str, verify_checksums: bool = True, size: int = 0,
                    fetch: FetchOptions | None = None) -> RcfmtFile:
     """A data file the index lists (``size``: its size there, 0 if unknown); one that is
-    missing makes the dataset corrupt. Data files are never replaced under their names,
-    so on object storage their footers are cached across opens, and the page indexes
-    every open reads and checks are kept for the next ones."""
+    missing makes the dataset corrupt. Its footer is cached across opens, and the page
+    indexes every open reads and checks are kept for the next ones: on object storage a
+    dataset's files are its writers' (uniquely named, never replaced under their names);
+    a local file may be another's (a plain directory's, one a dataset adopted), and the
+    caches tell it by inode and modification time too."""
     with missing_is_corrupt(path):
         return RcfmtFile(path, verify_checksums=verify_checksums, size=size or None, immutable=True, fetch=fetch,
                          shared_page_indexes=True)

@@ -94,7 +94,7 @@ class RcfmtFile:
             self.close()
             raise
         if shared_page_indexes and self.verify_checksums:  # (once the footer is read and checked)
-            self._page_indexes = SHARED_PAGE_INDEXES.get((self._source.identity, self.path, self.size))
+            self._page_indexes = SHARED_PAGE_INDEXES.get(self._cache_key())
         self._names = [c.name for c in self.footer.columns]
         self._index = name_index(self._names)
         self.schema = self.footer.arrow_schema
@@ -266,10 +266,17 @@ class RcfmtFile:
         self._count(len(ranges), sum(b - a for a, b in ranges))
         return buf
 
+    def _cache_key(self) -> tuple:
+        """What names this file in the process-wide caches: its store, path and size, and
+        where the store tells it (local files: inode and modification time) the file
+        itself, so that a file replaced at its path by one of the same size is not taken
+        for it."""
+        return self._source.identity, self.path, self.size, self._source.version
+
     def _open_footer(self, cacheable: bool) -> FileMetaData:
         """The footer: from the footer cache when ``cacheable`` and cached (checked as this
         open asks), else read (and then cached when ``cacheable``)."""
-        key = (self._source.identity, self.path, self.size)
+        key = self._cache_key()
         if cacheable:
             hit = FOOTERS.get(key)
             if hit is not None and (hit.verified or not self.verify_checksums):

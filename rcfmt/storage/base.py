@@ -29,6 +29,9 @@ class ByteSource:
     remote = False
     #: which store the path is in (part of what names an object in caches)
     identity: tuple = ("local",)
+    #: what tells this file from another at its path and of its size, as opened (a local
+    #: file's inode and modification time; None where the store reports nothing finer)
+    version: tuple | None = None
 
     def read_at(self, offset: int, length: int) -> bytes:  # pragma: no cover - interface
         raise NotImplementedError

@@ -27,10 +27,12 @@ class LocalFile(ByteSource):
         except IsADirectoryError:
             self._fd = None
             raise DirectoryError(path) from None
-        if stat.S_ISDIR(os.fstat(self._fd).st_mode):  # Linux opens directories read-only
+        st = os.fstat(self._fd)
+        if stat.S_ISDIR(st.st_mode):  # Linux opens directories read-only
             self.close()
             raise DirectoryError(path)
-        self.size = os.fstat(self._fd).st_size
+        self.size = st.st_size
+        self.version = (st.st_dev, st.st_ino, st.st_mtime_ns)  # (of the file opened: a replacement differs)
 
     def _enter(self) -> int:
         with self._lock:

@@ -126,3 +126,39 @@ def test_shared_page_indexes_stay_within_their_bytes_least_recent_file_dropped_f
     assert own.keep(0, 0, index) is index and own.entries
     assert own.keep(0, 1, _Index(1)) is not None and (0, 1) not in own.entries  # (full: kept no more)
     assert own.keep(0, 0, _Index(5)) is not own.entries[(0, 0)]  # (held already: the first one stays)
+
+
+@pytest.mark.parametrize("how", ["plain directory", "file as a dataset", "adopted file, dataset re-created"])
+def test_a_file_replaced_by_one_of_its_size_is_not_read_from_the_caches(tmp_path, how):
+    """A data file whose name is the user's (a plain directory's, one opened as a
+    dataset, one a dataset adopted) replaced at its path by a file of the same size:
+    filters read its own statistics, not the cached footer's (0 rows of 1,000 before:
+    the caches were keyed by path and size)."""
+    import os
+    import shutil
+
+    options = dict(compression="none", bloom_filter_columns=None, bitmap_indexes=None)
+    root = tmp_path / "d"
+
+    def make(first: int):
+        shutil.rmtree(root, ignore_errors=True)
+        root.mkdir()
+        rcfmt.write_table(pa.table({"x": pa.array(range(first, first + 1000), pa.int64())}), root / "a.rcfmt",
+                          **options)
+        if how.startswith("adopted"):
+            rcfmt.write_dataset(pa.table({"x": pa.array([-1], pa.int64())}), str(root), mode="append")
+
+    def rows(first: int) -> int:
+        where = root / "a.rcfmt" if how == "file as a dataset" else root
+        return rcfmt.dataset(str(where)).to_table(filter=col("x") >= first).num_rows
+
+    make(0)
+    size = os.path.getsize(root / "a.rcfmt")
+    assert rows(0) == 1000
+    if how.startswith("adopted"):
+        make(5000)
+    else:  # replaced in place (os.replace of a new file: another inode)
+        rcfmt.write_table(pa.table({"x": pa.array(range(5000, 6000), pa.int64())}), tmp_path / "b.rcfmt", **options)
+        os.replace(tmp_path / "b.rcfmt", root / "a.rcfmt")
+    assert os.path.getsize(root / "a.rcfmt") == size
+    assert rows(5000) == 1000
