@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from ..errors import CorruptFileError, RcfmtError, SchemaError
 from ..file.reader import RcfmtFile
-from ..storage import is_remote
+from ..storage import is_remote, store_identity_of
 from . import log
 from .evolution import check_column_ids, check_names, merge_nullability, same_types
 from . import changelog
@@ -222,7 +222,9 @@ def _run_key(path: str, identity) -> tuple:
 def _version_identity(path: str, size: int):
     """:func:`_identity` of the version file at ``path`` (None: gone, or not ``size`` bytes)."""
     identity = _identity_of(path, size)
-    return identity if identity is not None and (identity == size or identity[0] == size) else None
+    if identity is None or (identity[1] if is_remote(path) else identity[0]) != size:
+        return None
+    return identity
 
 
 def remember_run(path: str, size: int, change: changelog.Change, info: dict, version: bool = True) -> None:
@@ -435,14 +437,15 @@ _COMMITTED_LOCK = threading.Lock()
 
 def _identity(root: str, version: int, size: int | None):
     """What must not have changed for a remembered version to be used: on object stores
-    its size (an index version is never replaced under its name), locally its size,
+    its store (endpoint) and size (an index version is never replaced under its name,
+    unless the dataset is deleted and written again: see DATASET.md), locally its size,
     inode and modification time (a file replaced or rewritten in place differs)."""
     return _identity_of(log.version_path(root, version), size)
 
 
 def _identity_of(path: str, size: int | None):
-    if is_remote(path):
-        return size
+    if is_remote(path):  # (the store too: two endpoints may hold the same bucket and key)
+        return store_identity_of(path), size
     try:
         st = os.stat(path)
     except OSError:

@@ -33,12 +33,12 @@ from .fetch import FetchOptions, check_fetch
 from .objects import object_size, read_object, replace_object
 from .paths import is_remote, local_path, scheme_of
 from .registry import (COMMIT_SCHEMES, check_commit_support, delete_files, list_names, list_sizes, list_tree,
-                       open_input, open_output, remote_kind)
+                       open_input, open_output, remote_kind, store_identity_of)
 
 __all__ = ["local_path", "open_input", "open_output", "object_size", "read_object", "replace_object", "ByteSource",
            "ByteSink", "DirectoryError", "is_remote", "remote_kind", "list_names", "list_sizes", "list_tree",
            "delete_files", "check_commit_support", "create_if_absent", "COMMIT_SCHEMES", "scheme_of",
-           "FetchOptions", "check_fetch"]
+           "FetchOptions", "check_fetch", "store_identity_of"]
 
 #: public names of the object stores' modules, imported on first use (a local read
 #: loads no store module: ``tests/test_cold_imports.py``); documented where they live,

@@ -48,7 +48,7 @@ from ..runtime.records import record
 from ..errors import InvalidOptionError, RcfmtError, StorageError, UnsupportedError
 from .base import ByteSink, ByteSource, DirectoryError, ProcessSetting
 
-__all__ = ["AZURE_SETTINGS", "AzureSettings", "azure_settings", "check_azure_settings", "settings",
+__all__ = ["identity", "AZURE_SETTINGS", "AzureSettings", "azure_settings", "check_azure_settings", "settings",
            "split_uri", "filesystem", "inner_path", "BlobSource", "BlobSink", "open", "create_if_absent",
            "read_object", "size", "delete", "kind", "entries", "tree"]
 
@@ -303,8 +303,7 @@ class BlobSource(ByteSource):
 
     def __init__(self, uri: str, size: int | None = None):
         self._display = uri
-        s = settings(split_uri(uri)[0])
-        self.identity = ("azure", s.account, s.account_url)
+        self.identity = identity(uri)
         self._client = _blob(uri)
         self._etag = None
         self._closed = False
@@ -461,6 +460,12 @@ def create_if_absent(uri: str, data: bytes) -> bool:
     except _errors() as exc:  # after the library's own retries
         raise StorageError(str(exc)) from None
     return True
+
+
+def identity(uri: str) -> tuple:
+    """Which store ``uri`` is read from under the settings in force: its account and endpoint."""
+    s = settings(split_uri(uri)[0])
+    return "azure", s.account, s.account_url
 
 
 def open(uri: str, size: int | None = None, tail: int = 1 << 20) -> BlobSource:  # noqa: A001 (the store protocol)

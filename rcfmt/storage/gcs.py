@@ -33,7 +33,7 @@ from ..errors import RcfmtError, StorageError
 from .base import ByteSource, DirectoryError
 from .paths import bucket_and_key, endpoint_parts
 
-__all__ = ["GCS_RETRY_SECONDS", "TIMEOUT", "environment", "client", "errors", "filesystem", "GcsObject", "open",
+__all__ = ["identity", "GCS_RETRY_SECONDS", "TIMEOUT", "environment", "client", "errors", "filesystem", "GcsObject", "open",
            "create_if_absent", "read_object", "size", "replace_object"]
 
 #: seconds a read waits to connect, and then for the server's next bytes
@@ -144,7 +144,7 @@ class GcsObject(ByteSource):
 
     def __init__(self, bucket: str, key: str, display: str, size: int | None = None):
         self._bucket, self._key, self._display = bucket, key, display
-        self.identity = ("gs", environment()[0] or "")
+        self.identity = identity(display)
         self._generation = None
         self._closed = False
         if size is None:
@@ -192,6 +192,11 @@ class GcsObject(ByteSource):
 
     def close(self) -> None:
         self._closed = True
+
+
+def identity(uri: str) -> tuple:
+    """Which store ``uri`` is read from: Google's, or the emulator the environment names."""
+    return "gs", environment()[0] or ""
 
 
 def open(uri: str, size: int | None = None, tail: int = 1 << 20) -> GcsObject:  # noqa: A001 (the store protocol)

@@ -36,7 +36,7 @@ from . import arrow_fs, local
 from .base import ByteSink, ByteSource, available, client_errors
 from .paths import URI, file_uri, fspath, inner_path, is_remote, parsable_uri, scheme_of
 
-__all__ = ["STORES", "COMMIT_SCHEMES", "store", "uses_client", "from_uri", "open_input", "open_output",
+__all__ = ["STORES", "COMMIT_SCHEMES", "store", "uses_client", "from_uri", "open_input", "open_output", "store_identity_of",
            "delete_files", "remote_kind", "list_tree", "remote_entries", "list_names", "list_sizes",
            "check_commit_support"]
 
@@ -109,6 +109,14 @@ def open_input(where, filesystem=None, size: int | None = None, tail: int = 1 <<
         return path, store(scheme_of(path)).open(path, size, tail)
     fs, inner = from_uri(path)
     return path, arrow_fs.ArrowFile(fs, inner, path, size)
+
+
+def store_identity_of(uri: str) -> tuple:
+    """Which store the object-store ``uri`` is read from (the ``identity`` of the source
+    :func:`open_input` would give): two stores holding the same path are told apart."""
+    if uses_client(uri):
+        return store(scheme_of(uri)).identity(uri)
+    return arrow_fs.store_identity(from_uri(uri)[0])
 
 
 def open_output(where, filesystem=None, *, atomic: bool = True) -> ByteSink:

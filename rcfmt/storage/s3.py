@@ -37,7 +37,7 @@ from .base import ByteSource, DirectoryError, ProcessSetting
 from .fetch import FETCH_CONCURRENCY
 from .paths import bucket_and_key, endpoint_parts
 
-__all__ = ["S3_SETTINGS", "check_s3_settings", "s3_settings", "current_settings", "filesystem", "boto3_arguments", "delete",
+__all__ = ["identity", "S3_SETTINGS", "check_s3_settings", "s3_settings", "current_settings", "filesystem", "boto3_arguments", "delete",
            "S3Object", "open", "client", "create_if_absent", "read_object", "size", "replace_object", "CONNECT_TIMEOUT",
            "READ_TIMEOUT", "ATTEMPTS"]
 
@@ -168,7 +168,7 @@ class S3Object(ByteSource):
     def __init__(self, bucket: str, key: str, display: str, size: int | None = None, tail: int = 1 << 20):
         self._bucket, self._key, self._display = bucket, key, display
         self._client = client()
-        self.identity = ("s3", str(self._client.meta.endpoint_url))
+        self.identity = ("s3", str(self._client.meta.endpoint_url))  # (as :func:`identity` says)
         self._etag = None
         self._closed = False
         #: ``(offset, bytes)`` read from the end of the object at the open, or None
@@ -250,6 +250,11 @@ class S3Object(ByteSource):
     def close(self) -> None:
         self._closed = True
         self.prefetched = None
+
+
+def identity(uri: str) -> tuple:
+    """Which store ``uri`` is read from under the settings in force: its endpoint."""
+    return "s3", str(client().meta.endpoint_url)
 
 
 def open(uri: str, size: int | None = None, tail: int = 1 << 20) -> S3Object:  # noqa: A001 (the store protocol)

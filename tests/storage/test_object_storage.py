@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import subprocess
 import sys
 import threading
 
@@ -1284,3 +1285,50 @@ def test_remote_scans_read_exactly_what_their_plans_fetch(remote_file):
             else table["x"].to_numpy() < 0.5))
         assert got.equals(want.select(got.column_names))
     assert {("ranged", True), ("group", False)} <= kinds, kinds
+
+
+def test_two_endpoints_holding_the_same_key_are_two_datasets(s3, monkeypatch):
+    """A dataset at one URI on two S3 endpoints (a primary and its replica): a process
+    that read it on one and then reads it on the other reads the other's versions.
+    Decoded versions were kept by path and size alone, so a same-size version 2 of the
+    replica (other rows deleted, by another process) was served from the primary's."""
+    endpoint_a, a = s3
+    server_b = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from moto.server import ThreadedMotoServer; "
+         "s = ThreadedMotoServer(ip_address='127.0.0.1', port=0, verbose=False); s.start(); "
+         "print('http://%s:%d' % s.get_host_and_port(), flush=True); sys.stdin.read()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        endpoint_b = server_b.stdout.readline().strip()
+        b = boto3.client("s3", endpoint_url=endpoint_b)
+        b.create_bucket(Bucket=BUCKET)
+        uri, prefix, x = f"s3://{BUCKET}/replicated", "replicated/", rcfmt.col("x")
+        version_2 = f"{prefix}_rcfmt/v{2:020d}.rcfmt"
+        rcfmt.write_dataset(pa.table({"x": pa.array(range(1000), pa.int64())}), uri)
+        first = {o["Key"]: a.get_object(Bucket=BUCKET, Key=o["Key"])["Body"].read()
+                 for o in a.list_objects_v2(Bucket=BUCKET, Prefix=prefix)["Contents"]}
+        rcfmt.dataset(uri).delete((x >= 100) & (x < 110))
+        assert 105 not in rcfmt.dataset(uri).to_table().column("x").to_pylist()
+        size_a = a.head_object(Bucket=BUCKET, Key=version_2)["ContentLength"]
+        env_b = {**os.environ, "AWS_ENDPOINT_URL": endpoint_b}
+        for attempt in range(60):  # (the replica's version 2, written elsewhere, until it is the same size)
+            for key in [o["Key"] for o in b.list_objects_v2(Bucket=BUCKET, Prefix=prefix).get("Contents", [])]:
+                b.delete_object(Bucket=BUCKET, Key=key)
+            for key, body in first.items():
+                b.put_object(Bucket=BUCKET, Key=key, Body=body)
+            low = 200 + 10 * attempt
+            subprocess.run([sys.executable, "-c", f"import rcfmt; x = rcfmt.col('x'); rcfmt.dataset({uri!r})"
+                            f".delete((x >= {low}) & (x < {low + 10}))"], check=True, env=env_b)
+            if b.head_object(Bucket=BUCKET, Key=version_2)["ContentLength"] == size_a:
+                break
+        else:
+            pytest.fail("no replica version 2 of the primary's size")
+        monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint_b)
+        rows = rcfmt.dataset(uri).to_table().column("x").to_pylist()
+        assert 105 in rows and low + 5 not in rows and len(rows) == 990
+        rcfmt.write_dataset(pa.table({"x": pa.array([-1], pa.int64())}), uri)  # (an append starts from B's rows)
+        rows = rcfmt.dataset(uri).to_table().column("x").to_pylist()
+        assert 105 in rows and low + 5 not in rows and len(rows) == 991
+    finally:
+        server_b.stdin.close()
+        server_b.wait()
