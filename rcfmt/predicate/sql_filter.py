@@ -27,6 +27,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import math
+import functools
 import re
 
 import numpy as np
@@ -54,6 +55,14 @@ def parse_filter(text: str, schema: pa.Schema):
     sqlglot."""
     if not isinstance(text, str) or not text.strip():
         raise InvalidOptionError("filter option: an empty predicate")
+    try:
+        return _parse_filter(text, schema)
+    except RecursionError:
+        raise InvalidOptionError("filter option: the predicate is nested too deeply (parentheses or NOTs "
+                                 "within one another); write it flatter") from None
+
+
+def _parse_filter(text: str, schema: pa.Schema):
     from rcfmt.predicate import sql_parse
 
     tree, refused = sql_parse.parse(text), None
@@ -130,9 +139,16 @@ class _Translator:
             raise _fail(node, f"has {', '.join(sorted(unknown)).upper()}, which the filter option does not translate")
         if isinstance(node, exp.Paren):
             return self.predicate(node.this, neg)
-        if isinstance(node, (exp.And, exp.Or)):
-            left, right = self.predicate(node.this, neg), self.predicate(node.expression, neg)
-            return left & right if isinstance(node, exp.And) != neg else left | right
+        if isinstance(node, (exp.And, exp.Or)):  # (a chain's terms walked in a loop: a long one is deep)
+            kind, terms, todo = type(node), [], [node]
+            while todo:
+                part = todo.pop()
+                if type(part) is kind and all(k in _PREDICATE_ARGS for k, v in part.args.items() if v):
+                    todo += [part.expression, part.this]
+                else:
+                    terms.append(self.predicate(part, neg))
+            conjunction = (kind is exp.And) != neg
+            return functools.reduce(lambda a, b: a & b if conjunction else a | b, terms)
         if isinstance(node, exp.Not):
             return self.predicate(node.this, not neg)
         if isinstance(node, exp.Is):
@@ -164,7 +180,8 @@ class _Translator:
                 raise _fail(node, "has a subquery")
             name = self._column(node.this)
             # rcfmt's isin is SQL's IN: NaN matches NaN, -0.0 matches 0.0, NULL members as in SQL
-            members = [None if isinstance(self._strip(v), exp.Null) else self._literal(v, name, node.expressions)
+            self._check_together(node, name, node.expressions)  # (once: every member is coerced with all)
+            members = [None if isinstance(self._strip(v), exp.Null) else self._literal(v, name)
                        for v in node.expressions]
             found = col(name).isin(members)
             return ~found if neg else found
@@ -259,17 +276,23 @@ class _Translator:
             raise InvalidOptionError(f"filter option: unknown column {name!r}; columns: {self.schema.names}")
         return found
 
-    def _literal(self, node, name: str, together=()):
-        """The literal ``node`` compared with column ``name`` (``together``: the other
-        members of its IN list, coerced with it to one type by Spark)."""
+    def _literal(self, node, name: str):
+        """The literal ``node`` compared with column ``name``."""
         t = self._type(name)
         value = self._literal_of(node, t)
         if pa.types.is_integer(t) and isinstance(value, (int, decimal.Decimal)) and not isinstance(value, bool) \
                 and not -(1 << 63) <= value < (1 << 63):
             # measured: Spark 4 answers TRUE for NULL rows under NOT here (NOT (i < -9223372036854775808.5))
             raise _fail(node, "is beyond the 64-bit integers; Spark's answer on NULL rows departs from SQL's there")
+        self._check_together(node, name, [node])
+        return value
+
+    def _check_together(self, node, name: str, literals) -> None:
+        """Raise unless ``literals`` (one, or the members of an IN list, which Spark
+        coerces to one type) compare with column ``name`` exactly."""
+        t = self._type(name)
         if pa.types.is_integer(t) or pa.types.is_decimal(t):
-            types = [_column_decimal(t)] + [self._decimal_type(n) for n in (node, *together)]
+            types = [_column_decimal(t)] + [self._decimal_type(n) for n in literals]
             types = [d for d in types if d is not None]
             if len(types) > 1 and any(sc for _, sc in types):
                 integral = max(p - sc for p, sc in types)
@@ -278,7 +301,6 @@ class _Translator:
                     raise _fail(node, f"needs decimal({integral + scale},{scale}) to be compared with {name!r} "
                                       f"exactly; Spark rounds both to decimal(38,{max(0, 38 - integral)}) instead: "
                                       "write the literal with fewer digits")
-        return value
 
     def _decimal_type(self, node):
         """``(precision, scale)`` of the exact numeric type Spark gives literal ``node``

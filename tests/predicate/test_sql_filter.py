@@ -199,3 +199,26 @@ def test_an_ambiguous_name_is_refused_by_name():
     for sql, schema in (("st.x = 2", dotted), ("a = 1", repeated)):
         with pytest.raises(InvalidOptionError, match="is ambiguous"):
             parse_filter(sql, schema)
+
+
+def test_long_chains_and_lists_and_deep_nesting(tmp_path):
+    """An OR of 3,000 equalities, an AND of 3,000 comparisons and an IN of 20,000
+    members are filters like any other (a raw RecursionError, and an IN list checked
+    member against member, before); parentheses or NOTs nested beyond what can be
+    walked are an InvalidOptionError, not a RecursionError."""
+    import pyarrow as pa
+
+    table = pa.table({"x": pa.array(range(10_000), pa.int64())})
+    path = tmp_path / "t.rcfmt"
+    rcfmt.write_table(table, path, block_rows=1000)
+    wanted = list(range(0, 9000, 3))
+    cases = [(" OR ".join(f"x = {v}" for v in wanted), wanted),
+             (" AND ".join(f"x > {v}" for v in range(3000)), list(range(3000, 10_000))),
+             (f"x IN ({', '.join(str(v) for v in range(5, 40_000, 2))})", list(range(5, 10_000, 2))),
+             (f"NOT x IN ({', '.join(str(v) for v in range(20_000))})", [])]
+    for text, rows in cases:
+        expr = parse_filter(text, table.schema)
+        assert rcfmt.read_table(path, filter=expr)["x"].to_pylist() == rows
+    for text in ("(" * 600 + "x = 1" + ")" * 600, "NOT " * 3000 + "x = 1"):
+        with pytest.raises(InvalidOptionError, match="nested too deeply"):
+            parse_filter(text, table.schema)
