@@ -81,7 +81,7 @@ class BlockPlan:
     index: str | None = None
     fetch: tuple[np.ndarray, np.ndarray] | None = None
     visible: Selection | None = None
-    proven: tuple[str, ...] = ()
+    proven: tuple = ()  # (bound conjuncts: shown as text when asked)
     mode: str = ROWS
     read: str | None = None
     every: bool = False
@@ -103,7 +103,7 @@ class BlockPlan:
         out = {"block": self.block, "rows": self.rows, "candidate_rows": self.candidate_rows,
                "candidate_ranges": [[int(s), int(e)] for s, e in zip(ranges.starts, ranges.ends)],
                "index": self.index, "residual": None if self.residual is None else str(self.residual),
-               "proven": list(self.proven), "mode": self.mode, "read": self.read, "every_row": self.every}
+               "proven": [str(c) for c in self.proven], "mode": self.mode, "read": self.read, "every_row": self.every}
         if self.fetch is not None:
             out["fetch"] = [[int(s), int(e)] for s, e in zip(*self.fetch)]
             out["fetch_bytes"] = self.fetch_bytes
@@ -124,7 +124,7 @@ class BlockPlan:
         if self.mode in (PICK, MASK):
             line += ", then the projected columns' pages holding the rows"
         if self.proven:
-            line += f"; proven by statistics: {' AND '.join(self.proven)}"
+            line += f"; proven by statistics: {' AND '.join(map(str, self.proven))}"
         return line
 
 

@@ -191,10 +191,11 @@ class ScanPlanner:
         from ..predicate.nnf import BoundAnd
 
         conjuncts = plan.residual.children if isinstance(plan.residual, BoundAnd) else (plan.residual,)
-        left = [c for c in conjuncts if id(c) not in proven or not proven[id(c)][plan.block]]
-        if len(left) == len(conjuncts):
+        held = [id(c) in proven and bool(proven[id(c)][plan.block]) for c in conjuncts]
+        if not any(held):
             return plan
-        shown = tuple(str(c) for c in conjuncts if c not in left)
+        left = [c for c, h in zip(conjuncts, held) if not h]
+        shown = tuple(c for c, h in zip(conjuncts, held) if h)  # (shown as text only when asked: a long IN list's is long)
         if left:
             return replace(plan, residual=BoundAnd.of(*left), proven=shown)
         candidates = plan.candidates if plan.visible is None else plan.candidates.intersect(plan.visible)
