@@ -43,7 +43,13 @@ def bind(filter, schema: pa.Schema) -> BoundExpr | None:
                 check_type(leaf.column, _resolve(schema, leaf.column.name).type)
         return filter
     expr = to_expr(filter)
-    return None if expr is None else _bind(expr, schema)
+    if expr is None:
+        return None
+    try:
+        return _bind(expr, schema)
+    except RecursionError:
+        raise FilterError("the filter is nested too deeply (NOTs or AND/OR within one another); write it "
+                          "flatter") from None
 
 
 def check_type(ref: Ref, t: pa.DataType) -> None:

@@ -123,7 +123,10 @@ def dumps(expr: Expr) -> str:
     """JSON text of ``expr`` (an unbound expression, e.g. ``col("x") > 5``)."""
     if not isinstance(expr, Expr):
         raise FilterError(f"expected an rcfmt expression, got {type(expr).__name__} {expr!r}")
-    return json.dumps(_node(expr), separators=(",", ":"), allow_nan=False)
+    try:
+        return json.dumps(_node(expr), separators=(",", ":"), allow_nan=False)
+    except RecursionError:  # (:func:`loads` refuses more than 200 levels too)
+        raise FilterError("the filter is nested too deeply to be written as JSON; write it flatter") from None
 
 
 def _column(node: dict) -> str:

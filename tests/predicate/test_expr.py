@@ -594,3 +594,22 @@ def test_numpy_time_literals_bind_or_raise_filter_error(literal, tmp_path):
         rcfmt.write_table(pa.table({"dur": pa.array([0, 1_000_000, None], pa.duration("us"))}), tmp_path / "d.rcfmt")
         got = rcfmt.read_table(tmp_path / "d.rcfmt", filter=col("dur") == literal)["dur"].to_pylist()
         assert got == ([dt.timedelta(seconds=1)] if literal == np.timedelta64(1, "s") else [])
+
+
+def test_a_filter_nested_too_deeply_is_a_filter_error(tmp_path):
+    """``~`` nested 3,000 times: reading with it, or writing it as JSON, is a FilterError
+    (Python's RecursionError escaped before); 500 levels read as any filter."""
+    import rcfmt
+    from rcfmt.predicate import expr_json
+
+    rcfmt.write_table(pa.table({"x": [1, 2, 3]}), tmp_path / "t.rcfmt")
+    shallow, deep = col("x") == 2, col("x") == 2
+    for _ in range(500):
+        shallow = ~shallow
+    for _ in range(3000):
+        deep = ~deep
+    assert rcfmt.read_table(tmp_path / "t.rcfmt", filter=shallow)["x"].to_pylist() == [2]
+    with pytest.raises(FilterError, match="nested too deeply"):
+        rcfmt.read_table(tmp_path / "t.rcfmt", filter=deep)
+    with pytest.raises(FilterError, match="nested too deeply"):
+        expr_json.dumps(deep)
