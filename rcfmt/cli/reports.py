@@ -88,10 +88,10 @@ def schema_report(path) -> dict:
         return {"kind": "file", "path": str(path), "columns": _fields(f.schema), "partition_by": []}
 
 
-def _chunk(f: RcfmtFile, block: int, col: int) -> dict:
+def _chunk(f: RcfmtFile, block: int, col: int, stats) -> dict:
+    """Chunk ``col`` of ``block``; ``stats``: the column's :meth:`~RcfmtFile.block_stats`."""
     rec = f.footer.chunks[col][block]
     column = f.footer.columns[col]
-    stats = f.block_stats(col)
     has = bool(stats.has_min_max[block])
     return {
         "column": column.name,
@@ -120,9 +120,10 @@ def meta_report(f: RcfmtFile) -> dict:
     for s in column_summary(f):
         columns.append({k: (json_value(v, s["ltype"]) if k in ("min", "max") else v)
                         for k, v in s.items() if k != "ltype"})
+    stats = [f.block_stats(c) for c in range(len(f.footer.columns))]  # (every block's, once a column)
     blocks = []
     for b in range(f.num_blocks):
-        chunks = [_chunk(f, b, c) for c in range(len(f.footer.columns))]
+        chunks = [_chunk(f, b, c, stats[c]) for c in range(len(f.footer.columns))]
         blocks.append({"block": b, "num_rows": int(f.footer.blocks[b]["row_count"]),
                        "stored_bytes": sum(c["stored_bytes"] for c in chunks), "chunks": chunks})
     return {"path": f.path, "size": f.size, "num_rows": f.num_rows, "num_blocks": f.num_blocks,
