@@ -48,9 +48,9 @@ def terms(draw):
        nested=st.booleans())
 def test_dnf_lists_select_pyarrows_rows(tmp_path, table, dnf, nested):
     filters = dnf if nested else dnf[0]
-    pq.write_table(table, tmp_path / "t.parquet")
-    try:
-        want = pq.read_table(tmp_path / "t.parquet", filters=filters)["id"].to_pylist()
+    try:  # (pyarrow's meaning of the list, on the rows in memory: its Parquet reader prunes row
+        #     groups by statistics that leave NaN out, dropping a NaN row from ``f != -1.5``)
+        want = table.filter(pq.filters_to_expression(filters))["id"].to_pylist()
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, TypeError, ValueError):
         assume(False)  # (a list pyarrow refuses: nothing to compare)
     rcfmt.write_table(table, tmp_path / "t.rcfmt", page_rows=4, block_rows=8)
