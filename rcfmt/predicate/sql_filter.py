@@ -285,7 +285,22 @@ class _Translator:
             # measured: Spark 4 answers TRUE for NULL rows under NOT here (NOT (i < -9223372036854775808.5))
             raise _fail(node, "is beyond the 64-bit integers; Spark's answer on NULL rows departs from SQL's there")
         self._check_together(node, name, [node])
+        if (pa.types.is_integer(t) or pa.types.is_decimal(t)) and self._is_double(node):
+            # Spark compares the column cast to DOUBLE: exact comparisons with the double agree
+            # while every value of the column is a double exactly, and near the literal
+            if pa.types.is_decimal(t) or (t.bit_width > 32 and abs(float(value)) >= 2.0 ** 53):
+                raise _fail(node, f"is a DOUBLE in Spark SQL, which compares {name!r} cast to DOUBLE (rounded); "
+                                  "write the literal without an exponent")
+            return float(value)
         return value
+
+    def _is_double(self, node) -> bool:
+        """Whether Spark types literal ``node`` DOUBLE (a number written with an exponent)."""
+        exp = self.exp
+        node = self._strip(node)
+        while isinstance(node, exp.Neg):
+            node = self._strip(node.this)
+        return isinstance(node, exp.Literal) and not node.is_string and "e" in node.this.lower()
 
     def _check_together(self, node, name: str, literals) -> None:
         """Raise unless ``literals`` (one, or the members of an IN list, which Spark

@@ -6,6 +6,8 @@ equal to 0.0) and SQL's NULL rules, and no code with rcfmt. Needs no Java (Spark
 answers: tests/spark/test_filter_differential.py)."""
 from __future__ import annotations
 
+import decimal
+
 import pytest
 
 import rcfmt
@@ -221,4 +223,26 @@ def test_long_chains_and_lists_and_deep_nesting(tmp_path):
         assert rcfmt.read_table(path, filter=expr)["x"].to_pylist() == rows
     for text in ("(" * 600 + "x = 1" + ")" * 600, "NOT " * 3000 + "x = 1"):
         with pytest.raises(InvalidOptionError, match="nested too deeply"):
+            parse_filter(text, table.schema)
+
+
+def test_double_literals_against_integer_and_decimal_columns(tmp_path):
+    """A number with an exponent is a DOUBLE in Spark SQL, compared with the column cast
+    to DOUBLE. Exact comparisons with the double agree where the column's values are
+    doubles exactly near it, so those are kept (the rows below are Spark's, measured on
+    its Parquet reader); a long near or beyond 2^53, or a decimal, is refused (the
+    literal compared as an exact decimal gave other rows)."""
+    import pyarrow as pa
+
+    table = pa.table({"k": pa.array([1, 2], pa.int64()), "i": pa.array([1, 2], pa.int32()),
+                      "l": pa.array([1, 1_700_000_000_000_000_001], pa.int64()),
+                      "dec": pa.array([decimal.Decimal("0.10"), decimal.Decimal("1.00")], pa.decimal128(9, 2))})
+    path = tmp_path / "t.rcfmt"
+    rcfmt.write_table(table, path)
+    for text, rows in (("i = 1.00000000000000001E0", [1]), ("i < 1.00000000000000001E0", []),
+                       ("l > 1.5E3", [2]), ("i IN (2E0, 5)", [2]), ("NOT i BETWEEN -1E1 AND 1.5E0", [2])):
+        got = rcfmt.read_table(path, filter=parse_filter(text, table.schema))["k"].to_pylist()
+        assert got == rows, text
+    for text in ("l > 1.7E18", "dec = 0.10000000000000000001E0", "dec < 1E0"):
+        with pytest.raises(InvalidOptionError, match="is a DOUBLE in Spark SQL"):
             parse_filter(text, table.schema)
