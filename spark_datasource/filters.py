@@ -23,6 +23,7 @@ Anything that does not bind to the column's type is not pushed either.
 from __future__ import annotations
 
 import datetime as _dt
+import decimal
 import math
 
 import pyarrow as pa
@@ -78,6 +79,18 @@ def _cmp(name: str, t: pa.DataType, op: str, v):
     return {"==": c == v, ">": c > v, ">=": c >= v, "<": c < v, "<=": c <= v}[op]
 
 
+def _as_received(v) -> bool:
+    """Whether ``v`` is the value of the Spark query's literal: pyspark hands a decimal
+    computed in Python's default context (28 digits: a longer one arrives rounded) and a
+    timestamp of 1582-10-05..14, days the JVM's hybrid calendar lacks, shifted to
+    1582-10-15; filters on such values are left to Spark."""
+    if isinstance(v, decimal.Decimal):
+        return not v.is_finite() or len(v.as_tuple().digits) < 28
+    if isinstance(v, _dt.datetime):
+        return not (v.year == 1582 and v.month == 10 and 4 <= v.day <= 16)  # (a day's margin for time zones)
+    return True
+
+
 _OPS = {D.EqualTo: "==", D.GreaterThan: ">", D.GreaterThanOrEqual: ">=", D.LessThan: "<", D.LessThanOrEqual: "<="}
 
 
@@ -96,6 +109,9 @@ def _translate(f, types: dict, names: dict):
     if pa.types.is_dictionary(t):
         t = t.value_type
     c = col(name)
+    value = getattr(f, "value", None)
+    if not all(_as_received(v) for v in (value if isinstance(f, D.In) else [value])):
+        return None
     if type(f) in _OPS:
         return _cmp(name, t, _OPS[type(f)], f.value)
     if isinstance(f, D.EqualNullSafe):

@@ -139,6 +139,24 @@ def test_filters_that_are_not_pushed_come_back_unchanged():
     assert pushed is not None
 
 
+def test_values_pyspark_may_have_altered_are_left_to_spark():
+    """pyspark hands a decimal of 28 digits or more rounded (its default context: a
+    decimal(38,10) row was pruned away), and a timestamp of 1582-10-05..14 shifted to
+    1582-10-15: filters on them are not pushed; their neighbours are, dates too (Spark's
+    Parquet reader reads those days as rcfmt does)."""
+    t = pa.table({"d": pa.array([decimal.Decimal("1.5")], pa.decimal128(38, 10)),
+                  "ts": pa.array([dt.datetime(2000, 1, 1)], pa.timestamp("us")), "day": pa.array([dt.date(2000, 1, 1)])})
+    rounded = decimal.Decimal("1234567890123456789012345679")
+    refused = [D.EqualTo(("d",), rounded), D.In(("d",), (decimal.Decimal(1), rounded)),
+               D.Not(D.LessThan(("d",), rounded)), D.EqualTo(("ts",), dt.datetime(1582, 10, 15, 12)),
+               D.GreaterThan(("ts",), dt.datetime(1582, 10, 10))]
+    pushed, rest = translate_all(refused, t.schema)
+    assert pushed is None and len(rest) == len(refused)
+    kept = [D.EqualTo(("d",), decimal.Decimal("12345678901234567890123456.5")),
+            D.EqualTo(("ts",), dt.datetime(1582, 10, 20)), D.EqualTo(("day",), dt.date(1582, 10, 15))]
+    assert all(translate(f, t.schema) is not None for f in kept)
+
+
 def test_spark_type_mapping_both_ways():
     arrow = pa.schema([
         ("b", pa.bool_()), ("i8", pa.int8()), ("i16", pa.int16()), ("i32", pa.int32()), ("i64", pa.int64()),
