@@ -37,9 +37,24 @@ import pyarrow as pa
 from rcfmt.predicate.expr import col, list_contains
 from rcfmt.predicate.nnf import is_list_type
 from rcfmt.errors import FilterError, InvalidOptionError, SchemaError
-from rcfmt.predicate.nan_order import is_nan_literal as _is_nan, nan_order_compare as _spark_compare
+from rcfmt.predicate.nan_order import is_nan_literal as _is_nan, nan_order_compare
 
 __all__ = ["parse_filter", "parse_filter_expr"]
+
+
+def _spark_compare(c, t: pa.DataType, op: str, value):
+    """``c op value`` as Spark answers it: NaN equal to NaN and above every number; a
+    nanosecond timestamp as Spark reads it, floored to microseconds (its literals hold
+    microseconds: ``floor(x) op v`` is a range of ``x``)."""
+    if pa.types.is_timestamp(t) and t.unit == "ns" and isinstance(value, dt.datetime):
+        try:
+            after = value + dt.timedelta(microseconds=1)
+        except OverflowError:
+            after = None
+        if after is not None:
+            return {"==": (c >= value) & (c < after), "!=": (c < value) | (c >= after), ">": c >= after,
+                    ">=": c >= value, "<": c < value, "<=": c < after}[op]
+    return nan_order_compare(c, t, op, value)
 
 
 def _fail(node, why: str = "cannot be translated exactly") -> InvalidOptionError:
@@ -183,6 +198,12 @@ class _Translator:
             self._check_together(node, name, node.expressions)  # (once: every member is coerced with all)
             members = [None if isinstance(self._strip(v), exp.Null) else self._literal(v, name)
                        for v in node.expressions]
+            t = self._type(name)
+            if pa.types.is_timestamp(t) and t.unit == "ns" and any(isinstance(m, dt.datetime) for m in members):
+                # (floored to microseconds, as Spark reads them: a range per member)
+                ranges = [_spark_compare(col(name), t, "==", m) for m in members if m is not None]
+                found = functools.reduce(lambda a, b: a | b, ranges + [col(name).isin([None])] * (None in members))
+                return ~found if neg else found
             found = col(name).isin(members)
             return ~found if neg else found
         if isinstance(node, exp.Like):  # ``x NOT LIKE p`` is a Like with ``negate``

@@ -246,3 +246,35 @@ def test_double_literals_against_integer_and_decimal_columns(tmp_path):
     for text in ("l > 1.7E18", "dec = 0.10000000000000000001E0", "dec < 1E0"):
         with pytest.raises(InvalidOptionError, match="is a DOUBLE in Spark SQL"):
             parse_filter(text, table.schema)
+
+
+@pytest.mark.parametrize("tz", [None, "UTC"])
+def test_nanosecond_timestamps_compare_as_spark_reads_them(tmp_path, tz):
+    """Spark reads a nanosecond timestamp floored to microseconds, and its literals hold
+    microseconds: every comparison, IN list and BETWEEN of the filter option selects
+    the rows whose floored value compares (the nanoseconds were compared: other rows)."""
+    import numpy as np
+    import pyarrow as pa
+
+    ns = [1000, 1999, -1, 2000, None, -1000, 999]
+    table = pa.table({"k": list(range(len(ns))), "t": pa.array(ns, pa.timestamp("ns", tz))})
+    path = tmp_path / "t.rcfmt"
+    rcfmt.write_table(table, path)
+    micros = [None if v is None else int(np.floor_divide(v, 1000)) for v in ns]  # (what Spark sees)
+    kind = "TIMESTAMP" if tz else "TIMESTAMP_NTZ"
+    offset = "+00:00" if tz else ""
+    lit = {1: f"{kind}'1970-01-01 00:00:00.000001{offset}'", -1: f"{kind}'1969-12-31 23:59:59.999999{offset}'",
+           0: f"{kind}'1970-01-01 00:00:00{offset}'"}
+    ops = {"=": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b, "<=": lambda a, b: a <= b,
+           ">": lambda a, b: a > b, ">=": lambda a, b: a >= b}
+    cases = []
+    for v, text in lit.items():
+        for op, fn in ops.items():
+            cases.append((f"t {op} {text}", [k for k, m in enumerate(micros) if m is not None and fn(m, v)]))
+            cases.append((f"NOT t {op} {text}", [k for k, m in enumerate(micros) if m is not None and not fn(m, v)]))
+    cases += [(f"t IN ({lit[-1]}, {lit[1]})", [k for k, m in enumerate(micros) if m in (-1, 1)]),
+              (f"t NOT IN ({lit[-1]}, NULL)", []),
+              (f"t BETWEEN {lit[-1]} AND {lit[0]}", [k for k, m in enumerate(micros) if m is not None and -1 <= m <= 0])]
+    for text, rows in cases:
+        got = rcfmt.read_table(path, filter=parse_filter(text, table.schema))["k"].to_pylist()
+        assert got == rows, text
