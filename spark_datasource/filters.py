@@ -33,10 +33,9 @@ from rcfmt.errors import RcfmtError
 from rcfmt.schema.nested import filter_schema
 from rcfmt.predicate.expr import And, Not, Or, col
 from rcfmt.predicate.bind import bind
+from rcfmt.predicate.nan_order import floored_micros_compare
 
 __all__ = ["translate", "translate_all"]
-
-_US = _dt.timedelta(microseconds=1)
 
 
 def _is_nan(v) -> bool:
@@ -58,12 +57,7 @@ def _ns_range(name: str, op: str, v):
     """Comparison of floor(x / 1000) (the microseconds Spark sees) with ``v``."""
     if not isinstance(v, _dt.datetime):
         return None
-    c = col(name)
-    try:
-        nxt = v + _US
-    except OverflowError:
-        return None
-    return {"==": (c >= v) & (c < nxt), ">": c >= nxt, ">=": c >= v, "<": c < v, "<=": c < nxt}[op]
+    return floored_micros_compare(col(name), op, v)
 
 
 def _cmp(name: str, t: pa.DataType, op: str, v):

@@ -113,7 +113,7 @@ def read_snapshot(root: str, version: int, columns: Sequence[str] | None = (), s
             _check_rows(own.rows, data_schema, partitioning, path)
             size = f.size
             if identity is not None:
-                _RUNS.put(_run_key(path, identity), (own, info))
+                _RUNS.put((path, identity), (own, info))
         elif layout != changelog.CHECKPOINT:
             raise CorruptFileError(f"index version has layout {layout!r}", path=path)
         else:
@@ -198,8 +198,10 @@ def _chain_bytes(item) -> int:
     return snap._delta.nbytes + snap._base.table.nbytes + snap.table.nbytes + 8 * len(snap._order)
 
 
-#: decoded changes versions and merged runs by :func:`_run_key`: both are written once, so a
-#: reopen or the next commit reads only what is new
+#: decoded changes versions and merged runs by ``(path, identity)``: a merged run's name is
+#: unique (its writer's), so its size is its identity; a version's name comes back when a
+#: dataset is deleted and written again (or restored from a copy) at its path, so its
+#: identity is :func:`_identity`'s. A reopen or the next commit reads only what is new
 _RUNS = _RunCache(256, 64 << 20, _change_bytes)
 #: changes versions read: ``{path: (identity, snapshot)}`` (:func:`_identity`), so that a
 #: warm reopen reads no index object
@@ -208,15 +210,6 @@ _CHAINS = _RunCache(16, 128 << 20, _chain_bytes)
 REMOTE_READS = 8
 #: where a merged run may be: ``_rcfmt/runs/r<first>-<last>-<writer's name>.rcfmt``
 _RUN_PATH = re.compile(rf"{log.META_DIR}/{changelog.RUNS_DIR}/r[0-9]{{20}}-[0-9]{{20}}-[A-Za-z0-9_-]{{1,200}}\.rcfmt\Z")
-
-
-def _run_key(path: str, identity) -> tuple:
-    """The key in :data:`_RUNS` of the changes object at ``path``: with its size, or for
-    a version its :func:`_identity` (locally its inode and modification time too). A
-    merged run's name is unique (its writer's); a version's is not over a dataset's
-    lifetimes (deleted and written again, or restored from a copy, at its path), and a
-    process reading it before and after must not take one version file for the other."""
-    return (path, identity)
 
 
 def _version_identity(path: str, size: int):
@@ -232,7 +225,7 @@ def remember_run(path: str, size: int, change: changelog.Change, info: dict, ver
     merged run, at ``path``, ``size`` bytes), as :func:`read_run` would decode it."""
     identity = _version_identity(path, size) if version else size
     if identity is not None:
-        _RUNS.put(_run_key(path, identity), (change, info))
+        _RUNS.put((path, identity), (change, info))
 
 
 def read_run(root: str, entry: dict, path: str) -> tuple[changelog.Change, dict]:
@@ -259,7 +252,7 @@ def read_run(root: str, entry: dict, path: str) -> tuple[changelog.Change, dict]
     else:
         where = check_inside(root, os.path.join(root, *rel.split("/")))
     identity = _version_identity(where, run_size) if version is not None else run_size
-    key = None if identity is None else _run_key(where, identity)
+    key = None if identity is None else (where, identity)
     cached = None if key is None else _RUNS.get(key)
     if cached is None:
         with index_errors(version, where), RcfmtFile(where, size=run_size, immutable=True) as f:

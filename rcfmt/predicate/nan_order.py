@@ -9,7 +9,7 @@ import math
 
 import pyarrow as pa
 
-__all__ = ["is_nan_literal", "nan_order_compare", "compare"]
+__all__ = ["is_nan_literal", "nan_order_compare", "compare", "floored_micros_compare"]
 
 
 def is_nan_literal(value) -> bool:
@@ -45,3 +45,17 @@ def compare(c, op: str, value):
     if op == ">":
         return c > value
     return c >= value
+
+
+def floored_micros_compare(c, op: str, value):
+    """``floor(c to microseconds) op value`` for a nanosecond timestamp column ``c`` and a
+    ``datetime`` ``value`` (microseconds), as Spark reads and compares such columns: a
+    range of ``c``; None when the microsecond after ``value`` is beyond ``datetime``."""
+    import datetime as dt
+
+    try:
+        after = value + dt.timedelta(microseconds=1)
+    except OverflowError:
+        return None
+    return {"==": (c >= value) & (c < after), "!=": (c < value) | (c >= after), ">": c >= after,
+            ">=": c >= value, "<": c < value, "<=": c < after}[op]

@@ -37,7 +37,7 @@ import pyarrow as pa
 from rcfmt.predicate.expr import col, list_contains
 from rcfmt.predicate.nnf import is_list_type
 from rcfmt.errors import FilterError, InvalidOptionError, SchemaError
-from rcfmt.predicate.nan_order import is_nan_literal as _is_nan, nan_order_compare
+from rcfmt.predicate.nan_order import floored_micros_compare, is_nan_literal as _is_nan, nan_order_compare
 
 __all__ = ["parse_filter", "parse_filter_expr"]
 
@@ -47,13 +47,9 @@ def _spark_compare(c, t: pa.DataType, op: str, value):
     nanosecond timestamp as Spark reads it, floored to microseconds (its literals hold
     microseconds: ``floor(x) op v`` is a range of ``x``)."""
     if pa.types.is_timestamp(t) and t.unit == "ns" and isinstance(value, dt.datetime):
-        try:
-            after = value + dt.timedelta(microseconds=1)
-        except OverflowError:
-            after = None
-        if after is not None:
-            return {"==": (c >= value) & (c < after), "!=": (c < value) | (c >= after), ">": c >= after,
-                    ">=": c >= value, "<": c < value, "<=": c < after}[op]
+        floored = floored_micros_compare(c, op, value)
+        if floored is not None:
+            return floored
     return nan_order_compare(c, t, op, value)
 
 
