@@ -122,6 +122,29 @@ def _foreign_objects(root: str) -> list[str]:
             if not rel.startswith(f"{log.META_DIR}/") and not WRITER_FILE.match(rel.rsplit("/", 1)[-1])]
 
 
+def _dirs_to_create(path: str) -> list[str]:
+    """The directories ``os.makedirs(path)`` would create, outermost first."""
+    missing = []
+    while not os.path.isdir(path):
+        missing.append(path)
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    return missing[::-1]
+
+
+def _remove_if_empty(dirs: list[str]) -> None:
+    """Remove ``dirs`` (outermost first) that a failed write created, innermost first,
+    as long as they are empty: a failed first write leaves no skeleton of a dataset (a
+    concurrent writer's files keep theirs)."""
+    for path in reversed(dirs):
+        try:
+            os.rmdir(path)
+        except OSError:
+            return
+
+
 def begin_write(path, schema: pa.Schema, *, partition_by=None, mode: str = "append") -> WritePlan:
     """Check a write of data with ``schema`` to the dataset at ``path`` (created if
     missing) and return its :class:`WritePlan`. Raises SchemaError when an append does
@@ -228,8 +251,10 @@ def write_dataset(data, path, *, partition_by=None, mode: str = "append",
     writer = FileSetWriter(staging, plan.schema, plan.partitioning, prefix=txn[:16],
                            target_file_rows=target_file_rows, write_options=write_options, clustering=clustering,
                            truncate=truncate, hints=hints)  # (checks its options: raises before anything is made)
+    created = [] if remote else _dirs_to_create(staging)
     if not remote:
         os.makedirs(staging)  # (and the staging root: nothing is created before the checks)
+    committed = False
     try:
         try:
             with progress_bar(progress, desc="write_dataset") as step:
@@ -245,7 +270,10 @@ def write_dataset(data, path, *, partition_by=None, mode: str = "append",
             data_schema=plan.data_schema, partitioning=plan.partitioning, txn_id=txn,
             staged=[(p, e.path) for e, p in files], clustering=None if inherited else clustering_info(clustering, "file"),
             base_table_unindexed=plan.adopt, base_snapshot=plan.base)
+        committed = True
     finally:
         if not remote:
             log.remove_tree(staging)
+            if not committed:
+                _remove_if_empty(created[:-1])
     return Dataset(read_committed(plan.root, version, size))  # (the rows it committed: no read)

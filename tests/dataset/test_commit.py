@@ -200,6 +200,32 @@ def test_failure_while_writing_leaves_nothing(tmp_path):
     assert _all_files(root) == before
 
 
+@pytest.mark.parametrize("where", ["writing", "commit"])
+def test_a_failed_first_write_leaves_no_skeleton(tmp_path, monkeypatch, where):
+    """A first write that fails removes the directories it made: a new path does not
+    exist afterwards, and a plain directory gains no ``_rcfmt/`` (under which its files
+    named like a writer's would read as uncommitted)."""
+    new, plain = tmp_path / "new" / "ds", tmp_path / "plain"
+    plain.mkdir()
+    rcfmt.write_table(pa.table({"id": [1, 2]}), plain / "part-0123456789abcdef-00000.rcfmt")
+
+    def batches():
+        yield pa.record_batch({"id": pa.array([3], pa.int64())})
+        if where == "writing":
+            raise RuntimeError("source failed")
+
+    if where == "commit":
+        def boom(*args, **kwargs):
+            raise RuntimeError("source failed")
+        monkeypatch.setattr(dataset_commit, "write_index_file", boom)
+    for root in (new, plain):
+        with pytest.raises(RuntimeError, match="source failed"):
+            rcfmt.write_dataset(batches(), str(root))
+    assert not (tmp_path / "new").exists()
+    assert [p.name for p in plain.iterdir()] == ["part-0123456789abcdef-00000.rcfmt"]
+    assert rcfmt.dataset(str(plain)).read().column("id").to_pylist() == [1, 2]
+
+
 def test_failure_during_commit_removes_published_files(tmp_path, monkeypatch):
     root = str(tmp_path)
     rcfmt.write_dataset(batch(1, 0), root)
