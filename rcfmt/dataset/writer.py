@@ -110,6 +110,8 @@ class WritePlan:
             delete_files(staged_paths)
         else:
             log.remove_tree(staging)
+            if not self.read_version:  # a failed first write: no skeleton left (see _remove_if_empty)
+                _remove_if_empty([log.meta_dir(self.root), log.staging_root(self.root)])
 
 
 def _foreign_objects(root: str) -> list[str]:

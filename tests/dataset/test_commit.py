@@ -226,6 +226,25 @@ def test_a_failed_first_write_leaves_no_skeleton(tmp_path, monkeypatch, where):
     assert rcfmt.dataset(str(plain)).read().column("id").to_pylist() == [1, 2]
 
 
+def test_a_discarded_distributed_first_write_leaves_no_skeleton(tmp_path):
+    """What Spark's abort does (WritePlan.staging_dir, then discard) leaves a plain
+    directory as it was: readable, all its rows."""
+    from rcfmt.dataset.writer import begin_write
+
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    rcfmt.write_table(pa.table({"id": [1, 2]}), plain / "part-0123456789abcdef-00000.rcfmt")
+    plan = begin_write(str(plain), pa.schema([("id", pa.int64())]))
+    staging = plan.staging_dir("spark-job")
+    task = os.path.join(staging, "task-00000-0")
+    os.makedirs(task)
+    rcfmt.write_table(pa.table({"id": [3]}), os.path.join(task, "part-fedcba9876543210-00000.rcfmt"))
+    plan.discard(task)
+    plan.discard(staging)
+    assert [p.name for p in plain.iterdir()] == ["part-0123456789abcdef-00000.rcfmt"]
+    assert rcfmt.dataset(str(plain)).read().column("id").to_pylist() == [1, 2]
+
+
 def test_failure_during_commit_removes_published_files(tmp_path, monkeypatch):
     root = str(tmp_path)
     rcfmt.write_dataset(batch(1, 0), root)
