@@ -279,7 +279,10 @@ def shred(arr: pa.Array, node: Node, out: dict[int, pa.Array]) -> None:
     if k in (STRUCT, FIXED_SIZE_LIST):
         out[node.column] = _presence(arr)
         if k == STRUCT:  # children null where the struct is null
-            for child, values in zip(node.children, struct_fields(arr)):
+            for child, field, values in zip(node.children, arr.type, struct_fields(arr)):
+                if not field.nullable and values.null_count > arr.null_count:  # (a NULL where the struct is not)
+                    raise SchemaError(f"field {field.name!r} of struct {node.name!r} is not nullable but holds "
+                                      f"{values.null_count - arr.null_count} nulls where its struct is valid")
                 shred(values, child, out)
         else:  # every slot of every list, null lists included
             size = node.size

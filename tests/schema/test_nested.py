@@ -219,6 +219,26 @@ def test_every_nested_kind_by_hand(tmp_path):
             ("deep.item", 1), ("deep.item.item", 0), ("deep.item.item.a", 0), ("deep.item.item.a.item", 0)]}
 
 
+def test_a_non_nullable_struct_field_holding_nulls_is_refused(tmp_path):
+    """A NULL in a field declared not nullable, where its (nullable) struct is valid, is
+    refused as a top-level column's would be (it read back as another value); NULLs
+    under NULL structs are Arrow's convention and are written."""
+    fields = [pa.field("a", pa.int32(), nullable=False), pa.field("b", pa.string(), nullable=False)]
+    bad = pa.StructArray.from_arrays([pa.array([10, None, 30], pa.int32()), pa.array(["x", None, "z"])],
+                                     fields=fields)
+    with pytest.raises(SchemaError, match="field 'a' of struct 's' is not nullable but holds 1 nulls"):
+        rcfmt.write_table(pa.table({"s": bad}), tmp_path / "bad.rcfmt")
+    inner = pa.StructArray.from_arrays([bad], fields=[pa.field("s", bad.type, nullable=False)])
+    with pytest.raises(SchemaError, match="not nullable"):
+        rcfmt.write_table(pa.table({"o": inner}), tmp_path / "deeper.rcfmt")
+    ok = pa.StructArray.from_arrays([pa.array([10, None, 30], pa.int32()), pa.array(["x", None, "z"])],
+                                    fields=fields, mask=pa.array([False, True, False]))
+    rcfmt.write_table(pa.table({"s": ok}), tmp_path / "ok.rcfmt")
+    assert rcfmt.read_table(tmp_path / "ok.rcfmt").column("s").to_pylist() == [{"a": 10, "b": "x"}, None,
+                                                                                {"a": 30, "b": "z"}]
+    assert not (tmp_path / "bad.rcfmt").exists()
+
+
 def test_dictionary_and_view_values_inside_nested_types(tmp_path):
     inner = pa.array(["x", "y", "x", None]).dictionary_encode()
     st_arr = pa.StructArray.from_arrays([inner, pa.array(["p", "q", "r", "s"], pa.string_view())], names=["d", "v"])
