@@ -36,6 +36,7 @@ import pyarrow as pa
 from ..runtime import memory
 from .._native import dictbuild as _dictbuild
 from .._native import select as _select
+from .._native import stats as _stats
 from .._native import varbinary as _vb
 from ..errors import CorruptFileError
 from ..schema.types import LogicalType, PhysicalKind
@@ -91,6 +92,22 @@ def build_dictionary(chunk: ColumnValues, ltype: LogicalType, value_range: tuple
             return codes, take(ColumnValues(values), first, ltype)
     codes, first = _dictbuild.encode_fixed(values.reshape(-1).view(np.uint8), values.dtype.itemsize)
     return codes, take(ColumnValues(values), first, ltype)
+
+
+def without_null_only_entries(codes: np.ndarray, dictionary: ColumnValues, ltype: LogicalType,
+                              valid: np.ndarray) -> tuple[np.ndarray, ColumnValues]:
+    """``(codes, dictionary)`` of :func:`build_dictionary` without the entries that only
+    null slots use (a variable-length null slot holds an arbitrary value, usually empty,
+    which is no value of the column); null slots then repeat the previous valid row's
+    code. Unchanged when every entry has a valid row, or none has."""
+    counts = code_counts(codes, len(dictionary), valid)
+    keep = counts > 0
+    if keep.all() or not keep.any():
+        return codes, dictionary
+    renumber = (np.cumsum(keep) - 1).astype(codes.dtype)
+    codes = renumber[codes]
+    filled = _stats.fill_null_slots(np.ascontiguousarray(codes), np.ascontiguousarray(valid, dtype=bool).view(np.uint8))
+    return (codes if filled is None else filled), take(dictionary, np.flatnonzero(keep).astype(np.int64), ltype)
 
 
 def code_counts(codes: np.ndarray, entries: int, valid=None) -> np.ndarray:

@@ -42,7 +42,7 @@ from . import all_encodings, by_id, by_name
 from .analysis import ChunkAnalysis
 from .base import ColumnValues, Encoding
 from .bitpack import pack_codes
-from .dictionary import LAYOUT_BITPACKED, build_dictionary, code_width
+from .dictionary import LAYOUT_BITPACKED, build_dictionary, code_width, without_null_only_entries
 
 __all__ = ["analyze", "choose", "plain_size", "sample_rows", "DECODE_COST", "ZSTD_COST", "MIN_SAVING"]
 
@@ -145,8 +145,10 @@ def _runs_and_order(values: np.ndarray, integer: bool) -> tuple[int, bool | None
     return runs, (bool(ordered) if integer else None)
 
 
-def analyze(chunk: ColumnValues, ltype: LogicalType, stats: ColumnStats, *, dictionary: bool = True) -> ChunkAnalysis:
-    """Cheap statistics of a chunk whose null slots were already filled."""
+def analyze(chunk: ColumnValues, ltype: LogicalType, stats: ColumnStats, *, dictionary: bool = True,
+            valid: np.ndarray | None = None) -> ChunkAnalysis:
+    """Cheap statistics of a chunk whose null slots were already filled (``valid``: one
+    bool per slot, None without nulls)."""
     n = len(chunk)
     a = ChunkAnalysis(rows=n, null_count=stats.null_count, plain_size=plain_size(chunk, ltype))
     ordered = None
@@ -166,8 +168,11 @@ def analyze(chunk: ColumnValues, ltype: LogicalType, stats: ColumnStats, *, dict
     if dictionary and _dictionary_worthwhile(chunk, ltype, stats):
         a.dictionary = build_dictionary(chunk, ltype, _value_range(ltype, stats, n))
         # Filled null slots repeat valid values and add no distinct value; VARBINARY null
-        # slots hold arbitrary (usually empty) values, so the count is exact only without nulls.
-        if stats.null_count == 0 or (ltype.kind == PhysicalKind.FIXED and stats.null_count < n):
+        # slots hold arbitrary (usually empty) values: entries only they use are dropped
+        if ltype.kind == PhysicalKind.VARBINARY and stats.null_count and valid is not None:
+            a.dictionary = without_null_only_entries(*a.dictionary, ltype, valid)
+        exact = ltype.kind == PhysicalKind.FIXED or (ltype.kind == PhysicalKind.VARBINARY and valid is not None)
+        if stats.null_count == 0 or (exact and stats.null_count < n):
             a.distinct_count = len(a.dictionary[1])
     return a
 

@@ -84,7 +84,7 @@ def encode_chunk(values: ColumnValues, valid, col: ColumnSchema, options,
     if stats.null_count and not col.nullable:
         raise SchemaError(f"column {col.name!r} is not nullable but holds nulls")
     use_dict = options.dictionary and (forced is None or forced.name == "dictionary")
-    analysis = analyze(values, ltype, stats, dictionary=use_dict)
+    analysis = analyze(values, ltype, stats, dictionary=use_dict, valid=valid)
     if forced is None:
         encoding = choose(values, ltype, analysis, compression=options.compression, hint=hint)
     elif forced.name != "dictionary" and forced.estimate_size(values, ltype, analysis) is None:

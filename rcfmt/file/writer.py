@@ -27,7 +27,7 @@ from ..schema.types import same_type
 from ..schema import nested
 from ..storage import ByteSink, open_output
 from ..runtime.threads import shared_pool
-from ..interop.arrow import arrow_stream, as_table
+from ..interop.arrow import arrow_stream, as_table, with_range_index_columns
 from ..interop import cdata
 from ..schema.annotated import storage_node
 from ..schema.tables import VIEW_STORAGE, physical_columns, storage_schema
@@ -697,7 +697,7 @@ def write_table(table, where, *, metadata: dict | None = None, cluster_by=None, 
         WriteOptions.create(table.schema, **{k: v for k, v in options.items() if k != "filesystem"})
         keys = cdata.to_storage(table)  # (intervals cluster by their stored values)
         order = spec.fit(keys).order(keys)
-        table = take(table, pa.array(order))
+        table = take(with_range_index_columns(table), pa.array(order))  # (labels kept by their rows)
         metadata = {**(metadata or {}), METADATA_KEY: spec.to_json(include_bounds=False)}
     show = progress if progress is not None or table.num_rows >= PROGRESS_MIN_ROWS else False
     try:

@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from ..errors import SchemaError
 
-__all__ = ["as_table", "arrow_stream", "export_stream", "batches_and_schema"]
+__all__ = ["as_table", "arrow_stream", "export_stream", "batches_and_schema", "with_range_index_columns"]
 
 
 def as_table(data) -> pa.Table:
@@ -45,6 +45,40 @@ def as_table(data) -> pa.Table:
     raise SchemaError(
         f"expected a pyarrow Table or RecordBatch, a pandas DataFrame, a dict of arrays or an object with "
         f"__arrow_c_stream__/__arrow_c_array__ (Polars, DuckDB, ...), got {type(data).__name__}")
+
+
+def with_range_index_columns(table: pa.Table) -> pa.Table:
+    """``table`` whose pandas RangeIndex levels, which pandas metadata keeps as
+    ``start``/``stop``/``step`` (labels given by row number), are int64 columns as
+    ``preserve_index=True`` stores them: the table's rows may then be reordered."""
+    import json
+
+    meta = table.schema.metadata or {}
+    try:
+        pandas = json.loads(meta[b"pandas"])
+        levels = pandas["index_columns"]
+    except (KeyError, TypeError, ValueError):
+        return table
+    if not any(isinstance(level, dict) and level.get("kind") == "range" for level in levels):
+        return table
+    import numpy as np
+
+    names = set(table.column_names)
+    for i, level in enumerate(levels):
+        if not (isinstance(level, dict) and level.get("kind") == "range"):
+            continue
+        values = np.arange(level["start"], level["stop"], level["step"], dtype=np.int64)
+        if len(values) != table.num_rows:
+            raise SchemaError(f"pandas metadata: RangeIndex level {i} holds {len(values)} labels for "
+                              f"{table.num_rows} rows")
+        name = level.get("name")
+        field_name = str(name) if name is not None and str(name) not in names else f"__index_level_{i}__"
+        names.add(field_name)
+        table = table.append_column(field_name, pa.array(values))
+        levels[i] = field_name
+        pandas["columns"].append({"name": name, "field_name": field_name, "pandas_type": "int64",
+                                  "numpy_type": "int64", "metadata": None})
+    return table.replace_schema_metadata({**meta, b"pandas": json.dumps(pandas).encode()})
 
 
 def arrow_stream(data) -> pa.RecordBatchReader | None:

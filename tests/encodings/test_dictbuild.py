@@ -166,3 +166,22 @@ def test_code_counts_refuses_bad_input():
     with pytest.raises(ValueError, match="validity bytes"):
         dictbuild.code_counts(codes, 3, np.ones(2, np.uint8))
     assert dictbuild.code_counts(np.zeros(0, np.int32), 0).tolist() == []
+
+
+@given(st.lists(st.one_of(st.none(), st.sampled_from(["", "a", "b", "ccc", "a" * 40])), max_size=300),
+       st.sampled_from([None, "zstd"]))
+@settings(max_examples=40, deadline=None)
+def test_a_string_dictionary_holds_only_values_of_valid_rows(tmp_path_factory, items, compression):
+    """A variable-length null slot holds an arbitrary (empty) value: it adds no entry to
+    the stored dictionary (an extra '' category in pandas), and the rows read back."""
+    import rcfmt
+
+    path = tmp_path_factory.mktemp("d") / "d.rcfmt"
+    arr = pa.array(items, pa.string())
+    rcfmt.write_table(pa.table({"s": arr}), path, page_rows=64, encoding={"s": "dictionary"},
+                      compression=compression or "none")
+    got = rcfmt.read_table(path, read_dictionary=["s"]).column("s")
+    assert got.cast(pa.string()).to_pylist() == items
+    stored = {v for chunk in got.chunks for v in chunk.dictionary.to_pylist()}
+    valid = {v for v in items if v is not None}
+    assert stored == valid or (not valid and stored <= {""})

@@ -83,6 +83,21 @@ def test_a_filtered_range_index_keeps_the_labels_of_its_rows(tmp_path, index):
     assert isinstance(back.index, pd.RangeIndex) and back.index.equals(index)
 
 
+@pytest.mark.parametrize("index", [pd.RangeIndex(10, 14), pd.RangeIndex(20, 12, -2, name="a"),
+                                   pd.MultiIndex.from_arrays([pd.RangeIndex(4, name="r"), list("wxyz")])],
+                         ids=["range", "named like a column", "a level of a MultiIndex"])
+def test_clustering_keeps_each_row_its_range_index_label(tmp_path, index):
+    """A RangeIndex is stored as its bounds, which label rows by number: rows reordered
+    by ``cluster_by`` keep their labels (stored as a column, as preserve_index does)."""
+    df = pd.DataFrame({"a": [3, 1, 2, 0], "b": list("pqrs")}, index=index)
+    rcfmt.write_table(df, tmp_path / "c.rcfmt", cluster_by=["a"], curve="sort")
+    back = rcfmt.read_pandas(tmp_path / "c.rcfmt")
+    assert back["a"].tolist() == [0, 1, 2, 3]
+    pd.testing.assert_frame_equal(back.sort_index(), df.sort_index(), check_index_type=False)
+    pd.testing.assert_frame_equal(rcfmt.read_pandas(tmp_path / "c.rcfmt", filter=rcfmt.col("a") >= 2).sort_index(),
+                                  df[df["a"] >= 2].sort_index(), check_index_type=False)
+
+
 def test_datasets_give_the_rows_with_the_index_as_a_column(tmp_path):
     """(Datasets do not keep pandas metadata yet: the index comes back as a column.)"""
     df = _frame()
