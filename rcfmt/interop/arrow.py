@@ -47,10 +47,12 @@ def as_table(data) -> pa.Table:
         f"__arrow_c_stream__/__arrow_c_array__ (Polars, DuckDB, ...), got {type(data).__name__}")
 
 
-def with_range_index_columns(table: pa.Table) -> pa.Table:
+def with_range_index_columns(table: pa.Table, positions=None) -> pa.Table:
     """``table`` whose pandas RangeIndex levels, which pandas metadata keeps as
     ``start``/``stop``/``step`` (labels given by row number), are int64 columns as
-    ``preserve_index=True`` stores them: the table's rows may then be reordered."""
+    ``preserve_index=True`` stores them: the table's rows may then be reordered.
+    ``positions`` (one int64 per row): the rows' numbers among those the range labels
+    (a filtered read's), else the rows are all of them in order."""
     import json
 
     meta = table.schema.metadata or {}
@@ -67,7 +69,10 @@ def with_range_index_columns(table: pa.Table) -> pa.Table:
     for i, level in enumerate(levels):
         if not (isinstance(level, dict) and level.get("kind") == "range"):
             continue
-        values = np.arange(level["start"], level["stop"], level["step"], dtype=np.int64)
+        if positions is not None:
+            values = level["start"] + level["step"] * np.asarray(positions, dtype=np.int64)
+        else:
+            values = np.arange(level["start"], level["stop"], level["step"], dtype=np.int64)
         if len(values) != table.num_rows:
             raise SchemaError(f"pandas metadata: RangeIndex level {i} holds {len(values)} labels for "
                               f"{table.num_rows} rows")

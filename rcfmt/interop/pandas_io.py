@@ -43,6 +43,7 @@ def read_pandas(path, columns: Sequence[str] | None = None, filter=None, *, use_
     from ..file.reader import RcfmtFile
     from ..scan.positions import ROW_POSITION
     from ..storage import DirectoryError
+    from .arrow import with_range_index_columns
 
     try:
         f = RcfmtFile(path, filesystem=filesystem, fetch=fetch)  # one open: the schema, then the rows
@@ -55,7 +56,8 @@ def read_pandas(path, columns: Sequence[str] | None = None, filter=None, *, use_
     with f:
         meta = _pandas_metadata(f.schema)
         names = f.schema.names
-        index_columns = [c for c in meta.get("index_columns", []) if isinstance(c, str) and c in names]
+        levels = meta.get("index_columns", [])
+        index_columns = [c for c in levels if isinstance(c, str) and c in names]
         described = [c for c in meta.get("columns", [])
                      if isinstance(c, dict) and c.get("pandas_type") == "categorical"]
         categorical = [c.get("field_name") for c in described]
@@ -65,27 +67,39 @@ def read_pandas(path, columns: Sequence[str] | None = None, filter=None, *, use_
         read_dictionary = [c for c in categorical if c in names and (wanted is None or c in wanted)]
         # a RangeIndex is stored as its bounds: the labels of the rows a filter keeps come
         # from their positions (pandas would number them afresh from 0)
-        ranges = meta.get("index_columns", [])
-        labelled = filter is not None and len(ranges) == 1 and isinstance(ranges[0], dict) \
-            and ranges[0].get("kind") == "range" and ROW_POSITION not in names
+        labelled = filter is not None and ROW_POSITION not in names \
+            and any(isinstance(c, dict) and c.get("kind") == "range" for c in levels)
         table = f.read(wanted, filter, use_threads=use_threads, read_dictionary=read_dictionary or None,
                        with_row_position=labelled)
-    positions = None
     if labelled:
         positions = table.column(ROW_POSITION).to_numpy()
-        table = table.drop_columns([ROW_POSITION])
-    df = table.to_pandas()
-    if positions is not None:
-        import pandas as pd
+        table = with_range_index_columns(table.drop_columns([ROW_POSITION]), positions)
+    for name in read_dictionary:  # categories sorted (as pandas infers them), ordered as written
+        i = table.schema.get_field_index(name)
+        table = table.set_column(i, name, _sorted_categories(table.column(i), name in ordered))
+    return table.to_pandas()
 
-        start, step = int(ranges[0].get("start", 0)), int(ranges[0].get("step", 1))
-        df.index = pd.Index(start + step * positions, name=ranges[0].get("name"))
-    for name in read_dictionary:  # categories in order of appearance: sorted, ordered as written
-        if name in df.columns:
-            try:
-                df[name] = df[name].cat.reorder_categories(sorted(df[name].cat.categories))
-            except TypeError:  # categories that do not sort stay as they are
-                pass
-            if name in ordered:
-                df[name] = df[name].cat.as_ordered()
-    return df
+
+def _sorted_categories(column, ordered: bool):
+    """Dictionary column ``column`` with its entries sorted (as they were when they do
+    not sort) and the type's ``ordered`` flag set, which pandas' Categorical follows."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    column = column.unify_dictionaries()
+    chunks = []
+    for chunk in column.chunks:
+        dictionary, indices = chunk.dictionary, chunk.indices
+        try:
+            order = pc.sort_indices(dictionary).to_numpy()
+        except (pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            order = np.arange(len(dictionary))
+        rank = np.empty(len(order), dtype=np.int64)
+        rank[order] = np.arange(len(order))
+        nulls = indices.is_null().to_numpy(zero_copy_only=False)
+        codes = pa.array(rank[indices.fill_null(0).to_numpy()], indices.type, mask=nulls)
+        chunks.append(pa.DictionaryArray.from_arrays(codes, dictionary.take(pa.array(order)), ordered=ordered))
+    if not chunks:
+        return pa.chunked_array([], pa.dictionary(column.type.index_type, column.type.value_type, ordered))
+    return pa.chunked_array(chunks)

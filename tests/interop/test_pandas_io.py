@@ -98,6 +98,27 @@ def test_clustering_keeps_each_row_its_range_index_label(tmp_path, index):
                                   df[df["a"] >= 2].sort_index(), check_index_type=False)
 
 
+def test_ordered_categoricals_under_any_label_and_in_the_index(tmp_path):
+    """Ordered and sorted whatever labels the categorical: an int or tuple column label,
+    a CategoricalIndex, a level of a MultiIndex (as pyarrow's Parquet round trip)."""
+    cat = pd.Categorical(["b", "a", "b", None], categories=["a", "b"], ordered=True)
+    frames = {"int label": pd.DataFrame({0: cat}), "tuple label": pd.DataFrame({("x", "y"): cat}),
+              "index": pd.DataFrame({"v": [1, 2, 3, 4]}, index=pd.CategoricalIndex(cat, name="k")),
+              "level": pd.DataFrame({"v": [1, 2, 3, 4]}, index=pd.MultiIndex.from_arrays([cat, [1, 2, 3, 4]]))}
+    for what, df in frames.items():
+        rcfmt.write_table(df, tmp_path / "c.rcfmt")
+        back = rcfmt.read_pandas(tmp_path / "c.rcfmt")
+        pd.testing.assert_frame_equal(back, df, obj=what)
+
+
+def test_a_filtered_range_level_of_a_multi_index_keeps_its_labels(tmp_path):
+    df = pd.DataFrame({"v": [1, 2, 3]},
+                      index=pd.MultiIndex.from_arrays([pd.RangeIndex(10, 16, 2), ["a", "b", "c"]], names=["n", "k"]))
+    rcfmt.write_table(df, tmp_path / "m.rcfmt")
+    got = rcfmt.read_pandas(tmp_path / "m.rcfmt", filter=rcfmt.col("v") > 1)
+    pd.testing.assert_frame_equal(got, df[df["v"] > 1])
+
+
 def test_datasets_give_the_rows_with_the_index_as_a_column(tmp_path):
     """(Datasets do not keep pandas metadata yet: the index comes back as a column.)"""
     df = _frame()
