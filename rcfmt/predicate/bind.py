@@ -18,6 +18,7 @@ import pyarrow as pa
 from ..runtime.records import replace
 from ..errors import FilterError, SchemaError
 from ..schema.annotated import int_key, pack_day_time
+from ..schema.nested_schemas import UNFILTERABLE_KEY
 from ..schema.types import LogicalType, logical_type_from_arrow
 from .expr import (OPS, And, Comparison, Expr, IsIn, IsNan, IsNull, IsValid, ListContains, Not, Or, StartsWith,
                    to_expr)
@@ -68,6 +69,11 @@ def check_type(ref: Ref, t: pa.DataType) -> None:
 def _field(schema: pa.Schema, name: str) -> pa.Field:
     matches = schema.get_all_field_indices(name) if isinstance(name, str) else []
     if not matches:
+        unfilterable = (schema.metadata or {}).get(UNFILTERABLE_KEY, b"").decode().split("\n")
+        if isinstance(name, str) and name in unfilterable:
+            raise SchemaError(f"column {name!r} cannot be filtered: maps, unions, structs without fields and "
+                              f"extension types over nested types are read, not filtered (filter the rows read, "
+                              f"e.g. with pyarrow.compute)")
         fields = [n for n in schema.names if isinstance(name, str) and n.startswith(name + ".")]
         if fields:  # (a struct: the filter schema holds its leaves by dotted path)
             raise SchemaError(f"column {name!r} is a struct: filter its fields by their dotted paths "

@@ -40,19 +40,31 @@ def filter_schema(schema: pa.Schema) -> pa.Schema:
     field."""
     if not any(is_nested(f.type) for f in schema):
         return schema
-    out = []
+    out, unfilterable = [], []
 
     def walk(f: pa.Field, path: str, nullable: bool) -> None:
         struct = row_struct(f.type)
         if struct is not None:
             for c in struct:
                 walk(c, f"{path}.{c.name}", nullable or f.nullable)
+            if not len(struct):
+                unfilterable.append(path)
         elif not is_nested(f.type):
             out.append(pa.field(path, f.type, nullable or f.nullable))
+        else:
+            unfilterable.append(path)
 
     for f in schema:
         walk(f, f.name, False)
-    return pa.schema(out, metadata=schema.metadata)
+    metadata = schema.metadata
+    if unfilterable:  # (named in the error of a filter that names one: see rcfmt.predicate.bind)
+        metadata = {**(metadata or {}), UNFILTERABLE_KEY: "\n".join(unfilterable).encode()}
+    return pa.schema(out, metadata=metadata)
+
+
+#: filter schemas' metadata key listing the nested fields a filter cannot name (maps,
+#: unions, structs without fields, extensions over nested types), one path per line
+UNFILTERABLE_KEY = b"rcfmt.unfilterable"
 
 
 @_schema_cache

@@ -778,3 +778,20 @@ def test_a_filter_naming_a_struct_points_to_its_fields(tmp_path):
         assert "'st.b.c'" in str(info.value)
     with pytest.raises(SchemaError, match="unknown column 'nope'"):
         rcfmt.read_table(tmp_path / "t.rcfmt", filter=rcfmt.col("nope") == 1)
+
+
+def test_a_filter_naming_a_map_union_or_empty_struct_says_it_cannot_filter_them(tmp_path):
+    t = pa.table({
+        "m": pa.array([[("a", 1)], None], pa.map_(pa.string(), pa.int32())),
+        "u": pa.UnionArray.from_sparse(pa.array([0, 1], pa.int8()), [pa.array([1, 2]), pa.array(["a", "b"])]),
+        "s": pa.StructArray.from_arrays([pa.StructArray.from_arrays([], fields=[], mask=pa.array([False, True]))],
+                                        names=["e"]),
+        "i": [0, 1],
+    })
+    rcfmt.write_table(t, tmp_path / "n.rcfmt")
+    for name in ["m", "u", "s.e"]:
+        with pytest.raises(SchemaError, match=f"column '{name}' cannot be filtered"):
+            rcfmt.read_table(tmp_path / "n.rcfmt", filter=col(name).is_null())
+    with pytest.raises(SchemaError, match="unknown column 'nope'"):
+        rcfmt.read_table(tmp_path / "n.rcfmt", filter=col("nope") == 1)
+    assert rcfmt.read_table(tmp_path / "n.rcfmt", filter=col("i") == 1).column("m").to_pylist() == [None]
