@@ -26,6 +26,7 @@ from .evolution import file_renames, renamed_path
 from ..storage import delete_files, is_remote, open_output
 from .index import DEFAULT_INDEX_TRUNCATE, FileEntry, entry_from_file
 from .partitioning import Partitioning
+from .scanning import missing_is_corrupt
 
 __all__ = ["FileSetWriter", "DEFAULT_TARGET_FILE_ROWS", "MAX_OPEN_FILES", "clustering_spec", "clustering_info",
            "recorded_clustering", "cluster_file", "check_clustering_columns", "inherited_bitmap_indexes", "inherited_hints",
@@ -52,7 +53,7 @@ def inherited_bitmap_indexes(paths, data_schema: pa.Schema, write_options: dict,
     option: dict = {}
     reported = False
     for path in paths:
-        with RcfmtFile(path) as f:
+        with missing_is_corrupt(path), RcfmtFile(path) as f:
             region, report = f.footer.bitmap_index, f.footer.bitmap_report
             back = {old: new for new, old in file_renames(f.schema.names, ids, data_schema.names).items()}
         if region is None:
@@ -71,7 +72,7 @@ def inherited_hints(path: str, data_schema: pa.Schema, ids: dict | None = None) 
     for new files of the same columns (:func:`rcfmt.file.chunk_encoding.chunk_hints`, under the
     dataset's names: ``ids`` as for :func:`inherited_bitmap_indexes`). A hint saves
     the selector's sampling while the new rows look alike; it is never binding."""
-    with RcfmtFile(path) as f:
+    with missing_is_corrupt(path), RcfmtFile(path) as f:
         hints = chunk_hints(f.footer)
         back = {old: new for new, old in file_renames(f.schema.names, ids, data_schema.names).items()}
     return {renamed_path(column, back): decision for column, decision in hints.items()}

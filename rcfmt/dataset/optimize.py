@@ -56,6 +56,7 @@ from .evolution import file_renames
 from .deletions import load as load_deletions
 from .index import DEFAULT_INDEX_TRUNCATE
 from .commits import commit
+from .scanning import missing_is_corrupt
 from .files import (DEFAULT_TARGET_FILE_ROWS, FileSetWriter, check_clustering_columns, clustering_info, clustering_spec,
                     inherited_bitmap_indexes, positive, recorded_clustering)
 
@@ -220,7 +221,7 @@ def _stale(files, data_schema: pa.Schema) -> bool:
     data columns (footers only; nullability and string offset widths aside)."""
     want = [(f.name, str(storage_type(f.type))) for f in data_schema]
     for _, path, _ in files:
-        with RcfmtFile(path) as f:
+        with missing_is_corrupt(path), RcfmtFile(path) as f:
             if [(g.name, str(storage_type(g.type))) for g in f.schema] != want:
                 return True
     return False
@@ -239,7 +240,7 @@ def _already_optimized(files, spec: ClusteringSpec, target_file_rows: int) -> bo
         return False
     txns = set()
     for _, path, _ in files:
-        with RcfmtFile(path) as f:
+        with missing_is_corrupt(path), RcfmtFile(path) as f:
             meta = f.metadata
         txns.add(meta.get(OPTIMIZE_METADATA_KEY))
         try:
@@ -262,10 +263,10 @@ def _sample(spec: ClusteringSpec, files, total: int, schema: pa.Schema, ids: dic
         drawn = min(n, math.ceil(spec.sample_size * n / max(total, 1)))
         if not drawn:
             continue
-        with RcfmtFile(path) as f:
+        with missing_is_corrupt(path), RcfmtFile(path) as f:
             renames = file_renames(f.schema.names, ids, schema.names)
-            t = _as_schema(f.read(columns=[renames.get(c, c) for c in spec.columns], use_threads=False), columns,
-                           renames)
+            held = [renames.get(c, c) for c in spec.columns if renames.get(c, c) in f.schema.names]
+            t = _as_schema(f.read(columns=held, use_threads=False), columns, renames)  # (NULL: added since)
         idx = np.sort(rng.choice(n, size=drawn, replace=False)) if drawn < n else np.arange(n)
         pieces.append(take(t, pa.array(idx)))
     return pa.concat_tables(pieces) if pieces else columns.empty_table()
@@ -433,14 +434,14 @@ def _read(path: str, schema: pa.Schema, ids: dict | None = None, deleted: np.nda
     predate added columns, hold narrower types or, with the dataset's column ``ids``,
     hold columns under the names they had before a rename: rcfmt.dataset.evolution),
     without the rows ``deleted``."""
-    with RcfmtFile(path) as f:
+    with missing_is_corrupt(path), RcfmtFile(path) as f:
         renames = file_renames(f.schema.names, ids, schema.names)
         rows = f.scan(use_threads=False, _deleted=deleted).read()
         return pa.Table.from_batches([_as_schema(b, schema, renames) for b in rows.to_batches()], schema=schema)
 
 
 def _batches(path: str, schema: pa.Schema, ids: dict | None = None, deleted: np.ndarray | None = None):
-    with RcfmtFile(path) as f:
+    with missing_is_corrupt(path), RcfmtFile(path) as f:
         renames = file_renames(f.schema.names, ids, schema.names)
         for batch in f.scan(use_threads=False, _deleted=deleted).iter_batches(READ_BATCH_ROWS):
             yield _as_schema(batch, schema, renames)

@@ -97,6 +97,8 @@ def column_type(t: pa.DataType) -> ColumnType:
         return ColumnType(t, "signed", 32, np.dtype(np.int32))
     if pa.types.is_date64(t) or pa.types.is_timestamp(t) or pa.types.is_time64(t) or pa.types.is_duration(t):
         return ColumnType(t, "signed", 64, np.dtype(np.int64))
+    if pa.types.is_decimal256(t):  # (order-preserving 32-byte keys, compared bytewise: see prepare)
+        return ColumnType(pa.large_binary(), "bytes", 64)
     if pa.types.is_decimal(t) and t.bit_width <= 128:
         value_type = t if pa.types.is_decimal128(t) else pa.decimal128(t.precision, t.scale)
         width = 32 if t.precision <= 9 else 64 if t.precision <= 18 else 128
@@ -117,9 +119,27 @@ def prepare(column, ctype: ColumnType):
             column = pa.chunked_array([c.dictionary_decode() for c in column.chunks], column.type.value_type)
         else:
             column = column.dictionary_decode()
+    if pa.types.is_decimal256(column.type):
+        if isinstance(column, pa.ChunkedArray):
+            return pa.chunked_array([_ordered_bytes(c) for c in column.chunks], ctype.value_type)
+        return _ordered_bytes(column)
     if column.type != ctype.value_type:
         column = column.cast(ctype.value_type)
     return column
+
+
+def _ordered_bytes(arr: pa.Array) -> pa.Array:
+    """The values of decimal256 ``arr`` as 32-byte strings that sort bytewise as the
+    numbers do (two's complement big-endian, sign bit flipped), large_binary."""
+    n = len(arr)
+    data = np.frombuffer(arr.buffers()[1], np.uint8, count=(arr.offset + n) * 32)[arr.offset * 32:] if n \
+        else np.zeros(0, np.uint8)
+    keys = np.ascontiguousarray(data.reshape(n, 32)[:, ::-1])
+    keys[:, 0] ^= 0x80
+    validity = arr.is_valid().buffers()[1] if arr.null_count else None
+    offsets = np.arange(0, 32 * (n + 1), 32, dtype=np.int64)
+    return pa.Array.from_buffers(pa.large_binary(), n, [validity, pa.py_buffer(offsets), pa.py_buffer(keys)],
+                                 arr.null_count)
 
 
 @record

@@ -308,3 +308,41 @@ def test_where_selects_partitions(tmp_path, grid):
         opt.optimize(["x"], where=col("x") > 5)
     with pytest.raises(rcfmt.SchemaError):
         opt.optimize(["x"], where=col("nope") > 5)
+
+
+def test_decimal256_keys_cluster_in_numeric_order(tmp_path, split):
+    """decimal256 (beyond decimal128's 38 digits too) clusters by order-preserving 32-byte
+    keys: a sorted file holds the values in numeric order, NULLs first."""
+    import decimal
+    rng = np.random.default_rng(3)
+    values = [None if k % 9 == 0 else decimal.Decimal(int(v)) * 10 ** 50 / 1000
+              for k, v in enumerate(rng.integers(-10**15, 10**15, 900))]
+    t = pa.table({"d": pa.array(values, pa.decimal256(70, 3)), "id": np.arange(900)})
+    rcfmt.write_table(t, tmp_path / "f.rcfmt", cluster_by=["d"], curve="sort")
+    got = rcfmt.read_table(tmp_path / "f.rcfmt").column("d").to_pylist()
+    assert got == sorted(values, key=lambda v: (v is not None, v or 0))
+    ds = rcfmt.write_dataset(t, tmp_path / "ds", target_file_rows=300)
+    opt = ds.optimize(["d", "id"], target_file_rows=250)
+    assert_tables_identical(_by_id(opt.read()), t, check_metadata=False)
+
+
+def test_a_clustering_column_added_after_some_files_reads_null_in_them(tmp_path, split):
+    """The range split samples the clustering columns of every file: files written before
+    the column was added read it as NULL (they failed with 'unknown column')."""
+    root = tmp_path / "ds"
+    rcfmt.write_dataset(pa.table({"id": pa.array(range(40), pa.int64())}), root, target_file_rows=10)
+    rcfmt.dataset(root).evolve(add=[pa.field("n", pa.float64())])
+    rcfmt.write_dataset(pa.table({"id": pa.array([50, 51], pa.int64()), "n": [1.5, -2.0]}), root)
+    before = _by_id(rcfmt.dataset(root).read())
+    after = rcfmt.dataset(root).optimize(["n"], target_file_rows=7)
+    assert _by_id(after.read()).equals(before)
+
+
+def test_optimize_of_a_handle_whose_files_were_vacuumed_is_a_corrupt_file_error(tmp_path, grid):
+    root = tmp_path / "ds"
+    rcfmt.write_dataset(grid, root, target_file_rows=5_000)
+    stale = rcfmt.dataset(root)
+    rcfmt.dataset(root).optimize(target_file_rows=20_000).vacuum(retention_seconds=0)
+    for cluster_by in (None, ["x"]):
+        with pytest.raises(rcfmt.CorruptFileError, match="missing"):
+            stale.optimize(cluster_by, target_file_rows=3_000)
