@@ -364,6 +364,9 @@ def test_append_uses_partitioning_and_checks_schema(tmp_path, table):
         rcfmt.write_dataset(table.set_column(table.schema.get_field_index("s"), "s", table["id"]), tmp_path)
     with pytest.raises(rcfmt.SchemaError):
         rcfmt.write_dataset(table, tmp_path, partition_by=["region"])
+    day = table.schema.get_field_index("day")
+    with pytest.raises(rcfmt.SchemaError, match=r"dataset's \['day'\] \(\['date32\[day\]'\]\)"):
+        rcfmt.write_dataset(table.set_column(day, "day", table["day"].cast(pa.string())), tmp_path)  # types named
     with pytest.raises(rcfmt.InvalidOptionError):
         rcfmt.write_dataset(table, tmp_path, compression="brotli")
     with pytest.raises(rcfmt.InvalidOptionError):
