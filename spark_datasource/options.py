@@ -266,7 +266,16 @@ class WriteOptions:
     :class:`rcfmt.layout.ClusteringSpec`, set by :mod:`spark_datasource.clustering`) and
     ``expectedVersion`` (the write fails with CommitConflictError unless the dataset is
     at that version when it starts; an overwrite also fails if a commit lands meanwhile),
-    ``replaceWhere`` and ``replaceWhereCheck``.
+    ``replaceWhere``, ``replaceWhereCheck`` and ``partitionOverwriteMode``.
+
+    ``partitionOverwriteMode`` (``static``, the default, or ``dynamic``; mode
+    "overwrite" only): ``dynamic`` replaces only the partitions the written rows fall
+    in, as Spark's option of that name does for its file sources, in one commit: the
+    files of those partitions in the version the job started from are removed, the
+    written files added, other partitions kept (an unpartitioned dataset is one
+    partition). The data is checked as an append's. Spark's session setting
+    ``spark.sql.sources.partitionOverwriteMode`` does not reach a Python data source:
+    give the write option.
 
     ``replaceWhere`` (mode "overwrite" only; an append refuses it): a Spark SQL
     predicate, in the syntax of the read ``filter`` option (:mod:`rcfmt.predicate.sql_filter`,
@@ -313,6 +322,10 @@ class WriteOptions:
                                      "overwrite without it)")
         self.replace_where = None if raw is None else str(raw)
         self.replace_where_check = _bool(opts, "replaceWhereCheck", True)
+        mode = str(opts.get("partitionoverwritemode") or "static").strip().lower()
+        if mode not in ("static", "dynamic"):
+            raise InvalidOptionError(f"option partitionOverwriteMode must be 'static' or 'dynamic', got {mode!r}")
+        self.dynamic_overwrite = mode == "dynamic"
         self.clustering_spec = None
         if opts.get("clusteringspec"):
             from rcfmt.layout import ClusteringSpec
@@ -352,7 +365,7 @@ class StreamReadOptions(ReadOptions):
 
 class StreamWriteOptions(WriteOptions):
     """A streaming write's options (``df.writeStream.format("rcfmt")``): those of
-    :class:`WriteOptions` except ``replaceWhere`` and ``expectedVersion``, and
+    :class:`WriteOptions` except ``replaceWhere``, ``expectedVersion`` and ``partitionOverwriteMode``, and
     ``txnAppId`` (the application whose batches the dataset records for exactly-once
     commits; default: the streaming query's id, read from the ``checkpointLocation``'s
     ``metadata`` file, which Spark writes when the query starts)."""
@@ -360,7 +373,8 @@ class StreamWriteOptions(WriteOptions):
     def __init__(self, options):
         super().__init__(options)
         opts = lower_keys(options)
-        for key, value in (("replaceWhere", self.replace_where), ("expectedVersion", self.expected_version)):
+        for key, value in (("replaceWhere", self.replace_where), ("expectedVersion", self.expected_version),
+                           ("partitionOverwriteMode", "dynamic" if self.dynamic_overwrite else None)):
             if value is not None:
                 raise InvalidOptionError(f"option {key} applies to batch writes, not to a streaming write")
         self.application = str(opts["txnappid"]).strip() if str(opts.get("txnappid") or "").strip() else None

@@ -78,7 +78,7 @@ class RcfmtWriter(DataSourceArrowWriter):
     @with_store_settings
     def _begin(self, schema: StructType, overwrite: bool) -> None:
         from rcfmt.dataset import begin_write
-        from rcfmt.errors import CommitConflictError, InvalidOptionError
+        from rcfmt.errors import CommitConflictError, InvalidOptionError, UnsupportedError
         from rcfmt.storage import is_remote
 
         self.mode = "overwrite" if overwrite else "append"
@@ -86,11 +86,19 @@ class RcfmtWriter(DataSourceArrowWriter):
         if self.replace_where is not None and not overwrite:
             raise InvalidOptionError("option replaceWhere applies to mode 'overwrite' (it replaces the rows "
                                      "matching the predicate); this write is an append")
+        self.dynamic = self.options.dynamic_overwrite
+        if self.dynamic and (not overwrite or self.replace_where is not None):
+            raise InvalidOptionError("option partitionOverwriteMode=dynamic applies to mode 'overwrite' without "
+                                     "replaceWhere (it replaces the partitions written to)")
         arrow_schema = to_rcfmt_schema(schema)
         _check_names_apart(arrow_schema.names, "the written data")
-        # replaceWhere: the written files join the dataset's, checked as an append's
+        # replaceWhere, dynamic overwrites: the written files join the dataset's, checked as an append's
         self.plan = begin_write(self.options.path, arrow_schema, partition_by=self.options.partition_by,
-                                mode="append" if self.replace_where is not None else self.mode)
+                                mode="append" if self.replace_where is not None or self.dynamic else self.mode)
+        if self.dynamic and self.plan.adopt is not None and self.plan.adopt.num_rows:
+            raise UnsupportedError(f"partitionOverwriteMode=dynamic needs a dataset with an index (written by "
+                                   f"rcfmt); {self.plan.root!r} is a plain directory of files (append to it once "
+                                   f"to create one)")
         if self.plan.dataset_schema is not None:  # (an append: the dataset's columns and the new ones)
             _check_names_apart(self.plan.dataset_schema.names + list(self.plan.partitioning.names), "the dataset")
         expected = self.options.expected_version
@@ -209,6 +217,8 @@ class RcfmtWriter(DataSourceArrowWriter):
             files = [f for m in messages if m is not None for f in m.files]
             if self.replace_where is not None:
                 return self._commit_replace(files)
+            if self.dynamic:
+                return self._commit_dynamic(files)
             if stream is not None and not files and self.mode == "append":
                 return None  # an empty micro-batch appends nothing: no version
             return commit(self.plan.root, [e for e, _ in files], mode=self.mode, read_version=self.plan.read_version,
@@ -219,6 +229,31 @@ class RcfmtWriter(DataSourceArrowWriter):
         finally:
             if not self.remote:  # (on object storage the files are in place now)
                 self.plan.discard(self.staging)
+
+    def _commit_dynamic(self, files: list) -> int | None:
+        """partitionOverwriteMode=dynamic: one commit (mode "rewrite") removing the files
+        of the version the job started from in the partitions of ``files``, adding
+        ``files``; the new version (None when nothing was written: nothing replaced)."""
+        from rcfmt.dataset import clustering_info
+        from rcfmt.dataset.commits import commit_version
+        from rcfmt.dataset.snapshot import read_snapshot
+
+        plan = self.plan
+        if not files:
+            return None
+        written = {tuple(e.partition) for e, _ in files}
+        remove = []
+        if plan.read_version:
+            snap = read_snapshot(plan.root, plan.read_version)
+            remove = [rel for rel, key in zip(snap.paths, snap.partition_values()) if tuple(key) in written]
+        version, _ = commit_version(
+            plan.root, [e for e, _ in files], mode="rewrite" if remove else "append", read_version=plan.read_version,
+            data_schema=plan.data_schema, partitioning=plan.partitioning, txn_id=f"spark-{self.job_id}",
+            staged=[(p, e.path) for e, p in files], remove=remove,
+            clustering=None if self.inherited else clustering_info(self.clustering, self.scope),
+            operation_info={"operation": "overwrite", "partition_overwrite_mode": "dynamic",
+                            "partitions_replaced": len(written)})
+        return version
 
     def _commit_replace(self, files: list) -> int | None:
         """replaceWhere: one commit (mode "change") deleting the rows of the version the

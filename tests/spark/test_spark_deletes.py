@@ -335,3 +335,107 @@ def test_replace_where_option_checks():
         WriteOptions({"path": "/tmp/x", "replaceWhere": "  "})
     with pytest.raises(InvalidOptionError, match="true or false"):
         WriteOptions({"path": "/tmp/x", "replaceWhere": "a = 1", "replaceWhereCheck": "maybe"})
+
+
+# ------------------------------------------------------------------ partitionOverwriteMode=dynamic
+def _dynamic(path, table, **options):
+    from spark_datasource.types import to_spark_schema
+    from spark_datasource.writer import RcfmtWriter
+
+    w = RcfmtWriter({"path": path, "partitionOverwriteMode": "dynamic", **options},
+                    to_spark_schema(table.schema), True)
+    return w, w.write(iter(table.to_batches()))
+
+
+def _partitioned(path):
+    t = pa.table({"id": pa.array(range(12), pa.int64()),
+                  "p": pa.array(["a", "b", None, "c"] * 3, pa.string()),
+                  "d": pa.array([0, 1] * 6, pa.int32())})
+    rcfmt.write_dataset(t, path, partition_by=["p", "d"], target_file_rows=2)
+    return t
+
+
+def _rows(table: pa.Table) -> list:
+    return sorted(tuple(r.values()) for r in table.select(["id", "p", "d"]).to_pylist())
+
+
+def test_dynamic_overwrite_replaces_only_the_partitions_written(tmp_path):
+    path = str(tmp_path / "ds")
+    old = _partitioned(path)
+    version = rcfmt.dataset(path).version
+    new = pa.table({"id": pa.array([100, 101, 102], pa.int64()), "p": pa.array(["a", None, "z"], pa.string()),
+                    "d": pa.array([0, 1, 0], pa.int32())})
+    w, message = _dynamic(path, new)
+    w.commit([message])
+    ds = rcfmt.dataset(path)
+    written = {(r["p"], r["d"]) for r in new.to_pylist()}
+    kept = old.filter(pa.array([(r["p"], r["d"]) not in written for r in old.to_pylist()]))
+    assert _rows(ds.read()) == _rows(pa.concat_tables([kept, new.select(old.schema.names)]))
+    assert ds.version == version + 1
+    entry = ds.history()[-1]
+    assert entry["operation"] == "overwrite" and entry["partition_overwrite_mode"] == "dynamic"
+    assert entry["partitions_replaced"] == 3
+    w, message = _dynamic(path, new.slice(0, 0))  # nothing written: nothing replaced, no version
+    assert w.commit([message]) is None and rcfmt.dataset(path).version == version + 1
+
+
+def test_dynamic_overwrite_of_an_unpartitioned_dataset_replaces_it(tmp_path):
+    path = str(tmp_path / "ds")
+    rcfmt.write_dataset(pa.table({"id": pa.array([1, 2], pa.int64())}), path)
+    w, message = _dynamic(path, pa.table({"id": pa.array([7], pa.int64())}))
+    w.commit([message])
+    assert rcfmt.dataset(path).read()["id"].to_pylist() == [7]
+    w, message = _dynamic(str(tmp_path / "new"), pa.table({"id": pa.array([8], pa.int64())}))  # a new dataset
+    w.commit([message])
+    assert rcfmt.dataset(str(tmp_path / "new")).read()["id"].to_pylist() == [8]
+
+
+def test_dynamic_overwrite_conflicts_with_a_delete_in_a_replaced_partition_and_keeps_appends(tmp_path):
+    path = str(tmp_path / "ds")
+    _partitioned(path)
+    new = pa.table({"id": pa.array([100], pa.int64()), "p": pa.array(["a"]), "d": pa.array([0], pa.int32())})
+    w, message = _dynamic(path, new)
+    rcfmt.dataset(path).delete(col("id") == 0)  # a row of the partition (a, 0), deleted meanwhile
+    with pytest.raises(CommitConflictError):
+        w.commit([message])
+    w, message = _dynamic(path, new)
+    rcfmt.write_dataset(pa.table({"id": pa.array([500], pa.int64()), "p": ["a"], "d": pa.array([0], pa.int32())}),
+                        path)  # an append to that partition meanwhile: after the overwrite, as it were
+    w.commit([message])
+    got = rcfmt.dataset(path).read(filter=(col("p") == "a") & (col("d") == 0))["id"].to_pylist()
+    assert sorted(got) == [100, 500]
+
+
+def test_dynamic_overwrite_option_checks(tmp_path):
+    from spark_datasource.options import WriteOptions
+    from spark_datasource.types import to_spark_schema
+    from spark_datasource.writer import RcfmtWriter
+
+    from spark_datasource.options import StreamWriteOptions
+
+    with pytest.raises(InvalidOptionError, match="'static' or 'dynamic'"):
+        WriteOptions({"path": "/tmp/x", "partitionOverwriteMode": "sometimes"})
+    with pytest.raises(InvalidOptionError, match="partitionOverwriteMode applies to batch writes"):
+        StreamWriteOptions({"path": "/tmp/x", "partitionOverwriteMode": "dynamic", "txnAppId": "q"})
+    t = pa.table({"id": pa.array([1], pa.int64())})
+    schema = to_spark_schema(t.schema)
+    for options, overwrite in [({}, False), ({"replaceWhere": "id = 1"}, True)]:
+        with pytest.raises(InvalidOptionError, match="partitionOverwriteMode=dynamic applies to mode 'overwrite'"):
+            RcfmtWriter({"path": str(tmp_path / "x"), "partitionOverwriteMode": "dynamic", **options}, schema,
+                        overwrite)
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    rcfmt.write_table(t, plain / "f.rcfmt")
+    with pytest.raises(rcfmt.UnsupportedError, match="plain directory"):
+        RcfmtWriter({"path": str(plain), "partitionOverwriteMode": "dynamic"}, schema, True)
+
+
+def test_dynamic_overwrite_through_spark(spark, tmp_path):
+    path = str(tmp_path / "ds")
+    old = spark.createDataFrame([(1, "a"), (2, "b"), (3, "c")], "id INT, p STRING")
+    new = spark.createDataFrame([(10, "a"), (20, "d")], "id INT, p STRING")
+    old.write.format("rcfmt").mode("overwrite").option("partitionBy", "p").save(path)
+    new.write.format("rcfmt").mode("overwrite").option("partitionOverwriteMode", "dynamic") \
+        .option("partitionBy", "p").save(path)
+    got = sorted(tuple(r) for r in spark.read.format("rcfmt").load(path).select("id", "p").collect())
+    assert got == [(2, "b"), (3, "c"), (10, "a"), (20, "d")]
