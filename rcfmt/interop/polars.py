@@ -65,10 +65,26 @@ _FLIP = {"==": "==", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 _COMPLEMENT = {"==": "!=", "!=": "==", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}  # NOT, in a total order
 _BETWEEN = {"Both": (">=", "<="), "Left": (">=", "<"), "Right": (">", "<="), "None": (">", "<")}
 _UNITS = ("ms", "us", "ns")  # coarse to fine
+_UNIT_NANOS = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}
 _UNIT_NAMES = {"Milliseconds": "ms", "Microseconds": "us", "Nanoseconds": "ns"}
 _SIMPLE_TYPES = {"Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64", "Float32", "Float64"}
 _NUMPY = {"Int8": "int8", "Int16": "int16", "Int32": "int32", "Int64": "int64",
           "UInt8": "uint8", "UInt16": "uint16", "UInt32": "uint32", "UInt64": "uint64"}
+
+
+def _stored_columns(schema: pa.Schema) -> list[str]:
+    """The names of the nested fields' stored columns in a file of ``schema`` (a map's
+    ``m.key``, a list's ``l.item``), which a flat column of that name would repeat."""
+    from ..errors import RcfmtError
+    from ..schema.nested import plan_schema
+    from ..schema.tables import storage_schema
+
+    if not any(pa.types.is_nested(f.type) for f in schema):
+        return []
+    try:
+        return [name for name, _, _ in plan_schema(storage_schema(schema)[0])[1] if "." in name]
+    except RcfmtError:
+        return []
 
 
 class _Ref(NamedTuple):
@@ -98,12 +114,29 @@ class _Translator:
         self.dtypes = polars_schema(schema) if dtypes is None else dtypes
         #: names rcfmt's filters read twice, as a column and as a struct's leaf ("a.b" beside
         #: a struct "a" with a field "b"): left to Polars, which names columns only
-        names = filter_schema(schema).names
+        names = filter_schema(schema).names + _stored_columns(schema)  # (a map's or list's leaves too)
         self.ambiguous = {n for n in names if names.count(n) > 1}
+        self._bindable: dict = {}
         self.dropped = False  # whether a conjunct was left out (the translation keeps more rows)
         #: a flat column, to spell the constants Polars folds parts into
         self.flat = next((f.name for f in schema if not pa.types.is_nested(f.type)
-                          and not pa.types.is_dictionary(f.type)), None)
+                          and not pa.types.is_dictionary(f.type) and self.bindable(f.name)), None)
+
+    def bindable(self, name: str) -> bool:
+        """Whether an rcfmt filter can name column ``name`` (not a struct, list or map,
+        not a name that also spells a path into a nested column): others are Polars'."""
+        known = self._bindable.get(name)
+        if known is None:
+            from ..errors import RcfmtError
+            from ..predicate.residual import prepare_filter
+
+            try:
+                prepare_filter(col(name).is_valid(), self.schema)
+                known = True
+            except RcfmtError:
+                known = False
+            self._bindable[name] = known
+        return known
 
     # ---------------------------------------------------------------- predicates
     def predicate(self, node, expr, neg: bool = False):
@@ -250,7 +283,7 @@ class _Translator:
             target = self._dtype_of(cast.get("dtype"))
             return _Ref(ref.name, target) if target is not None and self._widens(ref.ct, target) else None
         name = node.get("Column")
-        if not isinstance(name, str) or name not in self.dtypes or name in self.ambiguous:
+        if not isinstance(name, str) or name not in self.dtypes or name in self.ambiguous or not self.bindable(name):
             return None
         return _Ref(name, self.dtypes[name])
 
@@ -290,11 +323,14 @@ class _Translator:
             return t.min <= s.min and s.max <= t.max
         if source == pl.Float32 and target == pl.Float64:
             return True
+        # (to nanoseconds, values outside 1677-2262 overflow: Polars makes them NULL, or raises
+        # for a strict cast, so such a cast is left to it; ms and us hold +-294,000 years)
         if source == pl.Date and isinstance(target, pl.Datetime):
-            return target.time_zone is None  # midnight of the day, in any unit
+            return target.time_zone is None and target.time_unit != "ns"  # midnight of the day
         if type(source) is type(target) and isinstance(source, (pl.Datetime, pl.Duration)):
             same_zone = not isinstance(source, pl.Datetime) or source.time_zone == target.time_zone
-            return same_zone and _UNITS.index(target.time_unit) >= _UNITS.index(source.time_unit)
+            finer = _UNITS.index(target.time_unit) >= _UNITS.index(source.time_unit)
+            return same_zone and finer and (target.time_unit != "ns" or source.time_unit == "ns")
         if source.is_integer() and target == pl.Float64:
             return np.iinfo(_NUMPY[str(source)]).bits <= 32
         return False
@@ -378,8 +414,14 @@ class _Translator:
                 raise _Skip
             if ct.time_unit != lt.time_unit:
                 raise _Skip  # Polars casts one side to the other's unit, truncating, which way depends on the op
-            if ct == self.dtypes[ref.name]:
-                return int(v)  # an int of the column's unit (UTC for a time zone)
+            if ct == self.dtypes[ref.name]:  # an int of the column's unit (UTC for a time zone)
+                stored = _UNIT_NANOS[self._type(ref.name).unit]  # (seconds: Polars holds them as ms)
+                factor, rest = divmod(stored, _UNIT_NANOS[ct.time_unit])
+                if factor == 1 and not rest:
+                    return int(v)
+                if rest or int(v) % factor:
+                    raise _Skip  # (between two stored values: left to Polars)
+                return int(v) // factor
             # the column under a widening cast (a date to a datetime, to a finer unit): exact numpy values
             return (np.datetime64 if isinstance(ct, pl.Datetime) else np.timedelta64)(int(v), ct.time_unit)
         if ct == pl.String and lt == pl.String:
@@ -487,8 +529,8 @@ def _holdable(t: pa.DataType, name: str) -> pa.DataType:
     decimal64 Polars reads as they are), a zero-width
     fixed-size binary as binary, nested types by their children; UnsupportedError for a
     decimal of more digits than Polars holds, and for intervals of months or of (days,
-    milliseconds), which Polars has no type for."""
-    if t.id in (21, 22):  # month_interval, day_time_interval
+    milliseconds) or of (months, days, nanoseconds) and for unions, which Polars has no type for."""
+    if t.id in (21, 22) or t == pa.month_day_nano_interval() or pa.types.is_union(t):  # (intervals, unions)
         raise UnsupportedError(
             f"column {name!r} is {t}, which Polars has no type for; read it with rcfmt.read_table (pyarrow), "
             f"or scan_rcfmt a dataset or file without it")
@@ -530,7 +572,14 @@ def polars_arrow_schema(schema: pa.Schema) -> pa.Schema:
 def _polars_types(schema: pa.Schema):
     import polars as pl
 
-    return pl.from_arrow(polars_arrow_schema(schema).empty_table()).schema
+    held = polars_arrow_schema(schema)
+    try:  # (from_arrow names an empty name "column_0": the names are the schema's)
+        return dict(zip(held.names, pl.from_arrow(held.empty_table()).schema.values()))
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as exc:  # (Polars panics on some types: a PanicException is a BaseException)
+        raise UnsupportedError(f"Polars cannot hold the types of this data ({type(exc).__name__}: {exc}); read it "
+                               f"with rcfmt.read_table (pyarrow)") from None
 
 
 _cached_polars_types = functools.lru_cache(maxsize=64)(lambda schema, field_metadata: _polars_types(schema))
@@ -627,6 +676,11 @@ def scan_rcfmt(path, *, stats=None, use_threads: bool = True, fetch=None, catego
     from ..file.reader import RcfmtFile
     from ..storage import is_remote, local_path
 
+    if stats is not None:
+        from ..scan.scanner import ScanStats
+
+        if not isinstance(stats, ScanStats):
+            raise InvalidOptionError(f"stats must be a rcfmt.scan.scanner.ScanStats or None, got {type(stats).__name__}")
     if not is_remote(path) and os.path.isfile(local_path(path)):  # one file: no dataset index to build
         file = os.path.abspath(local_path(path))
         with RcfmtFile(file, fetch=fetch) as f:
@@ -683,6 +737,8 @@ def scan_rcfmt(path, *, stats=None, use_threads: bool = True, fetch=None, catego
             if recast and any(name in recast for name in table.column_names):
                 table = table.cast(pa.schema([recast.get(f.name, f) for f in table.schema], table.schema.metadata))
             df = pl.from_arrow(table, rechunk=False)
+            if "" in table.column_names:  # (from_arrow names it "column_0")
+                df.columns = table.column_names
             if refilter:
                 df = df.filter(predicate)
             return (df if needed == wanted else df.select(wanted)), table.num_rows  # (a select: ~0.2 ms a call)

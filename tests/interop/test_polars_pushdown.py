@@ -354,3 +354,72 @@ def test_literals_read_from_the_json_equal_polars_values(k):
     assert type(got[1]) is type(value) and got[1] == value, node
     if isinstance(value, float):
         assert math.copysign(1, got[1]) == math.copysign(1, value)
+
+
+# ------------------------------------------------------------------ found by hunts (session 48)
+def _same_rows(path, table, expr):
+    want = sorted(pl.from_arrow(table).lazy().filter(expr).collect()["id"].to_list())
+    got = sorted(rcpl.scan_rcfmt(path).filter(expr).collect()["id"].to_list())
+    assert got == want, expr
+
+
+def test_second_units_compare_in_seconds(tmp_path):
+    """timestamp[s] and duration[s] are held by Polars in ms: the literal is pushed in the
+    stored unit (it was pushed as ms, 1000x too large), between two seconds it is left to Polars."""
+    t = pa.table({"id": [0, 1, 2, 3, 4],
+                  "ts": pa.array([0, 1, 2, 999, 5000], pa.timestamp("s")),
+                  "tz": pa.array([0, 1, 2, 999, 5000], pa.timestamp("s", "UTC")),
+                  "du": pa.array([0, 1, 2, 999, 5000], pa.duration("s"))})
+    rcfmt.write_table(t, tmp_path / "s.rcfmt")
+    second = dt.datetime(1970, 1, 1, 0, 0, 1)
+    for expr in [pl.col("ts") > second, pl.col("ts") == dt.datetime(1970, 1, 1, 0, 0, 2),
+                 pl.col("ts") >= dt.datetime(1970, 1, 1, 0, 0, 1, 500000),
+                 pl.col("tz") > second.replace(tzinfo=dt.timezone.utc), pl.col("du") == dt.timedelta(seconds=2),
+                 pl.col("ts").is_in([dt.datetime(1970, 1, 1, 0, 0, 2)]),
+                 pl.col("du").is_between(dt.timedelta(seconds=1), dt.timedelta(seconds=999)),
+                 ~(pl.col("du") < dt.timedelta(milliseconds=1500))]:
+        _same_rows(tmp_path / "s.rcfmt", t, expr)
+
+
+def test_casts_to_nanoseconds_are_left_to_polars(tmp_path):
+    """Dates and ms/us stamps outside 1677-2262 overflow nanoseconds (NULL, or an error
+    for a strict cast): such a cast keeps not every value, so Polars filters it."""
+    t = pa.table({"id": [0, 1, 2], "d": pa.array([dt.date(1, 1, 1), dt.date(2000, 1, 1), dt.date(9999, 12, 31)]),
+                  "ts": pa.array([dt.datetime(1, 1, 1), dt.datetime(2000, 1, 1), dt.datetime(9999, 12, 31)],
+                                 pa.timestamp("us"))})
+    rcfmt.write_table(t, tmp_path / "n.rcfmt")
+    ns = pl.lit(dt.datetime(1999, 1, 1), pl.Datetime("ns"))
+    for name in ("d", "ts"):
+        for expr in [pl.col(name) > ns, pl.col(name) != ns, pl.col(name).cast(pl.Datetime("ns"), strict=False).is_null()]:
+            _same_rows(tmp_path / "n.rcfmt", t, expr)
+        with pytest.raises(Exception):
+            rcpl.scan_rcfmt(tmp_path / "n.rcfmt").filter(pl.col(name).cast(pl.Datetime("ns"), strict=True) > ns) \
+                .collect()
+
+
+def test_nested_columns_and_names_rcfmt_cannot_filter_are_left_to_polars(tmp_path):
+    t = pa.table({"id": [0, 1, 2],
+                  "st": pa.array([{"x": 1}, None, {"x": 3}]),
+                  "l": pa.array([[1], None, []]),
+                  "m": pa.array([[("k", 1)], [], None], pa.map_(pa.string(), pa.int64())),
+                  "m.key": pa.array([1, 5, None]), "l.item": pa.array([7, None, 9]),
+                  "a.b": pa.array([1, 2, 3]), "a": pa.array([{"b": 1}, {"b": 2}, None])})
+    rcfmt.write_table(t, tmp_path / "n.rcfmt")
+    for expr in [pl.col("st").is_null(), pl.col("l").is_not_null(), pl.col("m").is_null(),
+                 pl.col("m.key") > 2, pl.col("l.item") < 8, pl.col("id").is_in([]), pl.lit(True),
+                 (pl.col("id") > 0) | pl.lit(None, pl.Boolean)]:
+        _same_rows(tmp_path / "n.rcfmt", t, expr)
+
+
+def test_columns_polars_cannot_hold_or_names_it_renames(tmp_path):
+    for arr in [pa.array([pa.MonthDayNano((1, 2, 3)), None], pa.month_day_nano_interval()),
+                pa.UnionArray.from_sparse(pa.array([0, 1], pa.int8()), [pa.array([1, 2]), pa.array(["a", "b"])])]:
+        rcfmt.write_table(pa.table({"id": [1, 2], "x": arr}), tmp_path / "u.rcfmt")
+        with pytest.raises(rcfmt.UnsupportedError, match="Polars has no type"):
+            rcpl.scan_rcfmt(tmp_path / "u.rcfmt")
+    rcfmt.write_table(pa.table({"": [1, 2, 3], "z": [0, 0, 1]}), tmp_path / "e.rcfmt")
+    lazy = rcpl.scan_rcfmt(tmp_path / "e.rcfmt")
+    assert lazy.collect_schema().names() == ["", "z"]
+    assert lazy.filter(pl.col("") > 2).collect()[""].to_list() == [3]
+    with pytest.raises(rcfmt.InvalidOptionError, match="stats must be"):
+        rcpl.scan_rcfmt(tmp_path / "e.rcfmt", stats=5)
