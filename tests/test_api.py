@@ -102,6 +102,9 @@ def test_non_utf8_metadata_key_is_an_option_error(target):
     with pytest.raises(InvalidOptionError):
         rcfmt.write_table(TABLE, target, metadata={b"\xff": b"v"})
     assert listing(target.parent) == []
+    with pytest.raises(rcfmt.SchemaError, match="the schema's metadata keys must be UTF-8"):  # the data's own
+        rcfmt.write_table(TABLE.replace_schema_metadata({b"\xff": b"v"}), target)
+    assert listing(target.parent) == []
 
 
 def test_unknown_keyword_is_a_type_error(target):

@@ -626,7 +626,7 @@ def _bad_index(column) -> int | None:
 
 def _merge_metadata(schema_meta, user_meta) -> dict[str, bytes]:
     out: dict[str, bytes] = {}
-    for source in (schema_meta or {}), (user_meta or {}):
+    for source, error in ((schema_meta or {}), SchemaError), ((user_meta or {}), InvalidOptionError):
         if not isinstance(source, dict):
             raise InvalidOptionError("metadata must be a dict of str -> str/bytes")
         for key, value in source.items():
@@ -634,7 +634,8 @@ def _merge_metadata(schema_meta, user_meta) -> dict[str, bytes]:
                 try:
                     key = key.decode("utf-8")
                 except UnicodeDecodeError:
-                    raise InvalidOptionError(f"metadata keys must be UTF-8, got {key!r}") from None
+                    what = "the schema's metadata" if error is SchemaError else "metadata"
+                    raise error(f"{what} keys must be UTF-8 (rcfmt stores them as text), got {key!r}") from None
             if not isinstance(key, str):
                 raise InvalidOptionError(f"metadata keys must be str, got {key!r}")
             if isinstance(value, str):
