@@ -324,6 +324,11 @@ def _renamed_index(table: pa.Table, data_schema: pa.Schema, renames: dict) -> pa
     return table.rename_columns([names.get(n, n) for n in table.column_names])
 
 
+#: how a conflict's message names the commit of each mode
+_WHAT = {"append": "append to", "rewrite": "rewrite (optimize or overwrite of partitions) of",
+         "change": "change (delete, update or merge) of"}
+
+
 def commit(root: str, entries: list[FileEntry], *, mode: str, read_version: int, data_schema: pa.Schema,
            partitioning: Partitioning, txn_id: str, staged: list[tuple[str, str]] = (),
            clustering: dict | None = None, base_table_unindexed: pa.Table | None = None,
@@ -451,22 +456,22 @@ def commit_version(root: str, entries: list[FileEntry], *, mode: str, read_versi
                     dropped = list(snap.info.get("dropped_columns", []))
                     if set(dropped) & set(data_schema.names):
                         raise CommitConflictError(
-                            f"append to {root!r} conflicts with version {base}, which dropped column(s) "
+                            f"{_WHAT.get(mode, mode)} {root!r} conflicts with version {base}, which dropped column(s) "
                             f"{sorted(set(dropped) & set(data_schema.names))}; nothing was written")
                     if snap.partitioning != partitioning:
                         raise CommitConflictError(
-                            f"append to {root!r} conflicts with version {base}, which changed the "
+                            f"{_WHAT.get(mode, mode)} {root!r} conflicts with version {base}, which changed the "
                             "partitioning; nothing was written")
                     if base != read_version and read_version and not keeps_columns(
                             (known or read_snapshot(root, read_version, columns=[])).data_schema, snap.data_schema):
                         raise CommitConflictError(  # e.g. an overwrite with other columns
-                            f"append to {root!r} conflicts with version {base}, which changed the schema; "
+                            f"{_WHAT.get(mode, mode)} {root!r} conflicts with version {base}, which changed the schema; "
                             "nothing was written")
                     try:  # concurrent appends may each add or widen columns: the union is committed
                         schema = merge_schemas(snap.data_schema, data_schema)
                     except SchemaError as exc:
                         raise CommitConflictError(
-                            f"append to {root!r} conflicts with version {base}, which changed the schema "
+                            f"{_WHAT.get(mode, mode)} {root!r} conflicts with version {base}, which changed the schema "
                             f"({exc}); nothing was written") from None
                     prev = snap.table
                     if snap.info.get("column_ids") is not None:

@@ -535,3 +535,13 @@ def test_runs_of_different_extension_values_are_not_one_type(tmp_path):
     got = rcfmt.dataset(root).read()
     assert got.num_rows == 4 and got.column("r").type.value_type == a
     assert [c.values.storage.to_pylist() for c in got.column("r").chunks] == [[7, 8]]
+
+
+def test_an_optimize_of_a_version_a_drop_followed_names_itself_in_the_conflict(tmp_path):
+    root = tmp_path / "ds"
+    rcfmt.write_dataset(pa.table({"id": [1, 2], "x": [3, 4]}), root, target_file_rows=1)
+    stale = rcfmt.dataset(root)
+    rcfmt.dataset(root).evolve(drop=["x"])
+    with pytest.raises(rcfmt.CommitConflictError, match=r"rewrite \(optimize or overwrite of partitions\) of .* "
+                                                        r"conflicts with version 2, which dropped column\(s\) \['x'\]"):
+        stale.optimize(target_file_rows=10)
