@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import CommitConflictError, InvalidDataError, InvalidOptionError, SchemaError, UnsupportedError
-from ..scan.positions import ROW_POSITION
+from ..scan.positions import free_position_name
 from ..schema.types import same_type
 from ..predicate.residual import prepare_filter
 from . import log
@@ -129,8 +129,10 @@ def _check_indexed(dataset, operation: str) -> None:
 def _matched(dataset, filter, columns) -> tuple[pa.Table, dict]:
     """The rows of ``dataset`` matching ``filter`` (``columns`` of them, and their
     positions), and per index row of a file holding some, their file positions."""
-    table = dataset.scan(columns, filter, with_row_position=True).read()
-    return table, _by_file(dataset, np.asarray(table.column(ROW_POSITION)))
+    position = free_position_name(dataset.schema.names)  # (a column may be named _row_position)
+    table = dataset.scan(columns, filter, with_row_position=position).read()
+    removed = _by_file(dataset, np.asarray(table.column(position)))
+    return table.drop_columns([position]), removed
 
 
 def _by_file(dataset, positions: np.ndarray) -> dict:
@@ -269,7 +271,6 @@ def update(dataset, filter, set):
             values = {name: _value(ds.schema, name, value) for name, value in set.items()}
             typed_for = ds.schema
         table, removed = _matched(ds, filter, None)
-        table = table.drop_columns([ROW_POSITION])
         for name, value in values.items():
             i = table.schema.get_field_index(name)
             table = table.set_column(i, table.schema.field(i), _repeat(value, table.num_rows))
@@ -385,22 +386,23 @@ def merge(dataset, source, on, when_matched="update", when_not_matched="insert")
         if not ds.schema.equals(prepared.schema):  # planned again on a version of another schema
             prepared = _MergeSource(given, ds.schema, keys, when_matched)
         src, keyed, schema, wanted = prepared.src, prepared.keyed, prepared.schema, prepared.wanted
+        position = free_position_name(schema.names)  # (a column may be named _row_position)
         if not keyed.num_rows:
             target = pa.table({**{c: pa.array([], schema.field(c).type) for c in wanted},
-                               ROW_POSITION: pa.array([], pa.int64())})
+                               position: pa.array([], pa.int64())})
         else:
-            target = ds.read(wanted, prepared.candidates, with_row_position=True)
+            target = ds.read(wanted, prepared.candidates, with_row_position=position)
         target = target.append_column(_TARGET_ROW, pa.array(np.arange(target.num_rows, dtype=np.int64)))
         t_rows, s_rows = _matches(target, keyed, keys)
         t_rows = pa.array(t_rows)
         removed, written, counts = {}, [], {"rows_updated": 0, "rows_deleted": 0, "rows_inserted": 0}
         if prestaged is not None and prepared is first and len(np.unique(s_rows)) == len(s_rows):
             # (each source row written once: right unless a source row matched several target rows)
-            removed = _by_file(ds, np.asarray(target.column(ROW_POSITION).take(t_rows))) if len(t_rows) else {}
+            removed = _by_file(ds, np.asarray(target.column(position).take(t_rows))) if len(t_rows) else {}
             counts.update(rows_updated=len(t_rows), rows_inserted=src.num_rows - len(t_rows))
             return _Change(removed, staged_rows, counts, prestaged)
         if when_matched is not None and len(t_rows):
-            removed = _by_file(ds, np.asarray(target.column(ROW_POSITION).take(t_rows)))
+            removed = _by_file(ds, np.asarray(target.column(position).take(t_rows)))
             if when_matched == "update":  # the source's row, with the target's values of what it lacks
                 at = pa.array(s_rows)
                 written.append(pa.Table.from_arrays(

@@ -204,14 +204,15 @@ class Dataset:
 
     def scan(self, columns: Sequence[str] | None = None, filter=None, *, use_threads: bool = True,
              verify_checksums: bool = True, fetch: FetchOptions | None = None,
-             read_dictionary: Sequence[str] | None = None, with_row_position: bool = False) -> DatasetScan:
+             read_dictionary: Sequence[str] | None = None, with_row_position: bool | str = False) -> DatasetScan:
         """Plan a scan: files are pruned now (from the index), blocks, pages and rows as it
         runs. ``fetch``: how reads of remote files trade requests for bytes
         (:class:`~rcfmt.storage.fetch.FetchOptions`); ``read_dictionary``: string or binary
         columns to return as ``pyarrow.DictionaryArray`` (int32 indices; a dictionary
         chunk's codes are kept as they are); ``with_row_position``: each row's position
         in this version (files in index order, as :meth:`read` returns them) as a last
-        int64 column ``_row_position``, which :meth:`take` reads back."""
+        int64 column ``_row_position`` (or of the name given instead of True), which
+        :meth:`take` reads back."""
         fragments = self.get_fragments(filter)
         return DatasetScan(self.schema, fragments, columns, filter, partition_names=self.partitioning.names,
                            files_total=self.num_files, files_pruned=self.num_files - len(fragments),
@@ -219,7 +220,7 @@ class Dataset:
                            fetch=fetch, read_dictionary=read_dictionary, with_row_position=with_row_position)
 
     def read(self, columns: Sequence[str] | None = None, filter=None, *, use_threads: bool = True,
-             fetch: FetchOptions | None = None, with_row_position: bool = False) -> pa.Table:
+             fetch: FetchOptions | None = None, with_row_position: bool | str = False) -> pa.Table:
         """The selected ``columns`` of the rows matching ``filter``, files in index order
         (``with_row_position``: and each row's position in this version, as :meth:`scan`)."""
         return self.scan(columns, filter, use_threads=use_threads, fetch=fetch,
@@ -251,7 +252,7 @@ class Dataset:
 
     def iter_batches(self, batch_size: int = 65536, columns: Sequence[str] | None = None,
                      filter=None, *, fetch: FetchOptions | None = None,
-                     with_row_position: bool = False) -> Iterator[pa.RecordBatch]:
+                     with_row_position: bool | str = False) -> Iterator[pa.RecordBatch]:
         return self.scan(columns, filter, use_threads=False, fetch=fetch,
                          with_row_position=with_row_position).iter_batches(batch_size)
 

@@ -30,7 +30,7 @@ from ..predicate.bind import arrow_values
 from ..predicate.prune import may_match
 from ..predicate.residual import FALSE, TRUE, prepare_filter, residual_of
 from ..scan.plan import DatasetPlan
-from ..scan.positions import ROW_POSITION, check_no_position_column, position_flag, row_position_field
+from ..scan.positions import check_no_position_column, position_name, row_position_field
 from ..scan import scheduling
 from ..scan.scanner import ScanStats
 from ..schema import nested
@@ -70,6 +70,11 @@ def _files_worth_threads(frags) -> bool:
         return True
     files = {f.path: f for f in frags}.values()
     return 2 * sum(f.size for f in files) >= scheduling.PARALLEL_BLOCK_BYTES * sum(f.num_blocks for f in files)
+
+
+#: the name a dataset scan asks its files' positions under: no column of a file has it (a
+#: column renamed in the dataset keeps its old name in files written before)
+_FILE_POSITION = "\x00rcfmt.file_position"
 
 
 @contextlib.contextmanager
@@ -171,7 +176,7 @@ class DatasetScan:
     with ``files_total``/``files_pruned`` of the file pruning). ``fetch``: how reads of
     remote files trade requests for bytes (:class:`~rcfmt.storage.fetch.FetchOptions`).
     ``with_row_position``: each row's position in the dataset version as a last int64
-    column ``_row_position`` (the fragments must know their ``first_row``); ``rows``:
+    column ``_row_position`` (or of the name given instead of True; the fragments must know their ``first_row``); ``rows``:
     ``{fragment path: file positions}`` to read only those rows of each (ascending,
     distinct, checked by the caller: ``Dataset.take``)."""
 
@@ -179,11 +184,11 @@ class DatasetScan:
                  filter=None, *, partition_names: Sequence[str] = (), files_total: int | None = None,
                  files_pruned: int = 0, use_threads: bool = True, verify_checksums: bool = True,
                  column_ids: dict | None = None, fetch: FetchOptions | None = None,
-                 read_dictionary: Sequence[str] | None = None, with_row_position: bool = False,
+                 read_dictionary: Sequence[str] | None = None, with_row_position: bool | str = False,
                  rows: dict | None = None):
-        self.with_row_position = position_flag(with_row_position)
+        self.position = position_name(with_row_position)  # (the column's name; None: no positions)
+        self.with_row_position = self.position is not None
         if self.with_row_position:
-            check_no_position_column(schema.names)
             unknown = [f.path for f in fragments if f.first_row is None]
             if unknown:
                 raise InvalidOptionError(f"with_row_position needs each fragment's first_row (its place in the "
@@ -203,7 +208,9 @@ class DatasetScan:
         self.read_dictionary = _dictionary_columns(read_dictionary, schema, self.columns)
         self.output_schema = pa.schema([_as_dictionary(schema.field(n.name), self.read_dictionary)
                                         if n.kind == nested.LEAF else n.field for n in projected]
-                                       + ([row_position_field()] if self.with_row_position else []))
+                                       + ([row_position_field(self.position)] if self.with_row_position else []))
+        if self.with_row_position:
+            check_no_position_column(self.output_schema.names[:-1], self.position)
         #: batches are assembled under the output schema with its interval types as their
         #: storage types (pyarrow holds no array of them), relabeled after (rcfmt.interop.cdata)
         self._batch_schema = cdata.storage_schema(self.output_schema)
@@ -248,7 +255,7 @@ class DatasetScan:
             as_dictionary = [c for c in (renamed_path(c, renames) for c in self.read_dictionary) if c in columns]
             scan = f.scan(columns, pushed, use_threads=use_threads, read_dictionary=as_dictionary or None,
                           blocks=None if frag.blocks is None else _clamp(frag.blocks, f.num_blocks),
-                          with_row_position=self.with_row_position,
+                          with_row_position=_FILE_POSITION if self.with_row_position else False,
                           _rows=None if self._rows is None else self._rows[frag.path],
                           _deleted=frag.deleted_rows())
             scan.stats.requests += opened
@@ -283,8 +290,8 @@ class DatasetScan:
         n = batch.num_rows
         arrays = []
         for field in self._batch_schema:
-            if self.with_row_position and field.name == ROW_POSITION:  # file positions, moved to the version's
-                positions = batch.column(batch.schema.get_field_index(ROW_POSITION))
+            if self.with_row_position and field.name == self.position:  # file positions, moved to the version's
+                positions = batch.column(batch.schema.get_field_index(_FILE_POSITION))
                 if first_row or deleted is not None:  # (numbered among the rows left)
                     positions = int64_array(visible_positions(np.asarray(positions), deleted) + first_row)
                 arrays.append(positions)

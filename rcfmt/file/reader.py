@@ -611,7 +611,7 @@ class RcfmtFile:
 
     def scan(self, columns: Sequence[str] | None = None, filter=None, *, use_threads: bool = True,
              read_dictionary: Sequence[str] | None = None, use_bloom: bool = True, use_page_index: bool = True,
-             blocks: tuple[int, int] | None = None, use_bitmap_index: bool = True, with_row_position: bool = False,
+             blocks: tuple[int, int] | None = None, use_bitmap_index: bool = True, with_row_position: bool | str = False,
              _rows=None, _deleted=None):
         """Plan a skipping scan; returns a :class:`~rcfmt.scan.scanner.FileScan` with
         ``read()``, ``iter_batches()``, ``count()`` and ``stats`` (what was pruned, read,
@@ -621,7 +621,8 @@ class RcfmtFile:
         ``read_dictionary`` lists columns to return as ``pyarrow.DictionaryArray``.
         ``blocks=(start, stop)`` scans only those blocks (e.g. one task's share).
         ``with_row_position``: each row's position in the file (0-based) as a last int64
-        column ``_row_position``, which :meth:`take` reads back.
+        column ``_row_position`` (or of the name given instead of True), which :meth:`take`
+        reads back.
         ``use_bloom``, ``use_page_index``, ``use_bitmap_index`` turn a skipping
         structure off (for comparisons; results are the same). ``use_threads``: blocks
         are decoded on a pool of one worker per core -- on a local file only when they
@@ -635,7 +636,7 @@ class RcfmtFile:
                          rows=_rows, deleted=_deleted)
 
     def read(self, columns: Sequence[str] | None = None, filter=None, *, use_threads: bool = True,
-             read_dictionary: Sequence[str] | None = None, with_row_position: bool = False) -> pa.Table:
+             read_dictionary: Sequence[str] | None = None, with_row_position: bool | str = False) -> pa.Table:
         """Read the selected ``columns`` (all by default) of all rows matching ``filter``
         (``with_row_position``: and each row's position, as :meth:`scan`).
 
@@ -665,7 +666,7 @@ class RcfmtFile:
         return reorder(table, positions)
 
     def iter_batches(self, batch_size: int = 65536, columns: Sequence[str] | None = None, filter=None,
-                     *, use_threads: bool = False, with_row_position: bool = False) -> Iterator[pa.RecordBatch]:
+                     *, use_threads: bool = False, with_row_position: bool | str = False) -> Iterator[pa.RecordBatch]:
         """Stream record batches of at most ``batch_size`` rows, one block in memory at a time."""
         if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
             raise InvalidOptionError(f"batch_size must be a positive integer, got {batch_size!r}")
@@ -689,7 +690,7 @@ def open(path, *, verify_checksums: bool = True, filesystem=None,  # noqa: A001 
 
 def read_table(path, columns: Sequence[str] | None = None, filter=None, *, use_threads: bool = True,
                read_dictionary: Sequence[str] | None = None, verify_checksums: bool = True,
-               filesystem=None, fetch: FetchOptions | None = None, with_row_position: bool = False) -> pa.Table:
+               filesystem=None, fetch: FetchOptions | None = None, with_row_position: bool | str = False) -> pa.Table:
     """Read an rcfmt file (any path :func:`open` takes) into a :class:`pyarrow.Table`
     (``with_row_position``: each row's position in the file as a last int64 column
     ``_row_position``; ``rcfmt.open(path).take(positions)`` reads those rows back)."""

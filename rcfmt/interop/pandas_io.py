@@ -41,7 +41,7 @@ def read_pandas(path, columns: Sequence[str] | None = None, filter=None, *, use_
     DataFrame had. ``fetch``: :class:`rcfmt.FetchOptions` for remote reads."""
     from ..dataset import Dataset
     from ..file.reader import RcfmtFile
-    from ..scan.positions import ROW_POSITION
+    from ..scan.positions import free_position_name
     from ..storage import DirectoryError
     from .arrow import with_range_index_columns
 
@@ -67,13 +67,13 @@ def read_pandas(path, columns: Sequence[str] | None = None, filter=None, *, use_
         read_dictionary = [c for c in categorical if c in names and (wanted is None or c in wanted)]
         # a RangeIndex is stored as its bounds: the labels of the rows a filter keeps come
         # from their positions (pandas would number them afresh from 0)
-        labelled = filter is not None and ROW_POSITION not in names \
-            and any(isinstance(c, dict) and c.get("kind") == "range" for c in levels)
+        labelled = filter is not None and any(isinstance(c, dict) and c.get("kind") == "range" for c in levels)
+        position = free_position_name(names)
         table = f.read(wanted, filter, use_threads=use_threads, read_dictionary=read_dictionary or None,
-                       with_row_position=labelled)
+                       with_row_position=position if labelled else False)
     if labelled:
-        positions = table.column(ROW_POSITION).to_numpy()
-        table = with_range_index_columns(table.drop_columns([ROW_POSITION]), positions)
+        positions = table.column(position).to_numpy()
+        table = with_range_index_columns(table.drop_columns([position]), positions)
     for name in read_dictionary:  # categories sorted (as pandas infers them), ordered as written
         i = table.schema.get_field_index(name)
         table = table.set_column(i, name, _sorted_categories(table.column(i), name in ordered))

@@ -7,7 +7,8 @@ candidates (:class:`~rcfmt.scan.scanner.FileScan` ``rows=``) -- and puts the row
 the order asked for, repeats included, with one Arrow ``take`` at the end.
 
 :data:`ROW_POSITION` names the int64 column ``with_row_position=True`` adds to what a scan
-returns: each row's position, file-relative for files, dataset-relative for datasets.
+returns (``with_row_position="name"``: a column of that name): each row's position,
+file-relative for files, dataset-relative for datasets.
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from ..errors import InvalidOptionError, RowIndexError, SchemaError
 from ..schema.arrow_io import int64_array, take
 
 __all__ = ["ROW_POSITION", "Positions", "check_positions", "by_unit", "reorder", "row_position_field",
-           "check_no_position_column", "position_flag"]
+           "check_no_position_column", "position_name", "free_position_name"]
 
 #: the column ``with_row_position=True`` adds
 ROW_POSITION = "_row_position"
@@ -28,23 +29,34 @@ ROW_POSITION = "_row_position"
 _I64 = np.dtype(np.int64)
 
 
-def row_position_field() -> pa.Field:
-    return pa.field(ROW_POSITION, pa.int64(), nullable=False)
+def row_position_field(name: str = ROW_POSITION) -> pa.Field:
+    return pa.field(name, pa.int64(), nullable=False)
 
 
-def position_flag(value) -> bool:
-    """``with_row_position``, checked: True or False (InvalidOptionError otherwise)."""
-    if not isinstance(value, (bool, np.bool_)):
-        raise InvalidOptionError(f"with_row_position must be True or False, got {value!r}")
-    return bool(value)
+def position_name(value) -> str | None:
+    """``with_row_position``, checked: the name of the positions' column (True:
+    :data:`ROW_POSITION`; a string: itself), or None for False (InvalidOptionError otherwise)."""
+    if isinstance(value, (bool, np.bool_)):
+        return ROW_POSITION if value else None
+    if isinstance(value, str) and value:
+        return value
+    raise InvalidOptionError(f"with_row_position must be True, False or a column name, got {value!r}")
 
 
-def check_no_position_column(names) -> None:
-    """SchemaError when a user column is named :data:`ROW_POSITION` (the row positions
-    asked for would shadow it)."""
-    if ROW_POSITION in names:
-        raise SchemaError(f"with_row_position=True adds a column {ROW_POSITION!r}, and the data already has a "
-                          f"column of that name: rename it, or read without with_row_position")
+def free_position_name(names) -> str:
+    """A name for positions taken internally that no column of ``names`` has."""
+    name = ROW_POSITION
+    while name in names:
+        name = "_" + name
+    return name
+
+
+def check_no_position_column(names, name: str = ROW_POSITION) -> None:
+    """SchemaError when a column returned is named ``name`` (the row positions asked for
+    would shadow it)."""
+    if name in names:
+        raise SchemaError(f"with_row_position adds a column {name!r}, and the columns read include one of that "
+                          f"name: name the positions otherwise (with_row_position='pos'), or leave that column out")
 
 
 class Positions(NamedTuple):
@@ -109,8 +121,11 @@ def _as_array(indices) -> np.ndarray:
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError) as exc:
             raise InvalidOptionError(f"row positions must be an array-like of integers ({exc})") from None
         return _as_array(converted)
+    # (numpy would turn bools mixed with ints into ints, and int64 with uint64 scalars into floats:
+    # a list of anything but Python ints is checked value by value)
+    mixed = isinstance(indices, (list, tuple)) and bool(set(map(type, indices)) - {int})
     try:
-        arr = np.asarray(indices)
+        arr = np.asarray(indices, dtype=object if mixed else None)
     except (ValueError, TypeError) as exc:
         raise InvalidOptionError(f"row positions must be an array-like of integers ({exc})") from None
     if arr.ndim != 1:
@@ -125,12 +140,13 @@ def _as_array(indices) -> np.ndarray:
         for i, v in enumerate(arr.tolist()):
             if v is None:
                 raise InvalidOptionError(f"row positions must not be NULL: the position at index {i} is None")
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
                 raise InvalidOptionError(f"row positions must be integers: the position at index {i} is {v!r}")
+        values = [int(v) for v in arr.tolist()]
         try:
-            return arr.astype(_I64)
+            return np.array(values, dtype=_I64)
         except OverflowError:  # (a Python int past int64: out of range whatever it is)
-            big = [i for i, v in enumerate(arr.tolist()) if not -2**63 <= v < 2**63][0]
+            big = [i for i, v in enumerate(values) if not -2**63 <= v < 2**63][0]
             raise RowIndexError(f"row position {arr[big]} (at index {big} of the positions given) is out of range",
                                 position=int(arr[big]), index=big) from None
     first = arr.tolist()[0]

@@ -16,7 +16,7 @@ from ..errors import InvalidOptionError
 from ..schema.annotated import Relabeling
 from ..storage.fetch import LOCAL_COALESCE_GAP
 from .programs import keep
-from .positions import by_unit, check_no_position_column, position_flag, row_position_field
+from .positions import by_unit, check_no_position_column, position_name, row_position_field
 from ..predicate.selection import Selection
 from .source import ScanFile
 
@@ -35,11 +35,11 @@ class ScanQuery:
     def __init__(self, file: ScanFile, columns: Sequence[str] | None = None, filter=None, *,
                  read_dictionary: Sequence[str] | None = None, use_bloom: bool = True, use_page_index: bool = True,
                  blocks: tuple[int, int] | None = None, use_bitmap_index: bool = True, rows: np.ndarray | None = None,
-                 with_row_position: bool = False, deleted: np.ndarray | None = None):
+                 with_row_position: bool | str = False, deleted: np.ndarray | None = None):
         self.file = file
-        self.with_row_position = position_flag(with_row_position)
-        if self.with_row_position:
-            check_no_position_column(file.schema.names)
+        #: the name of the positions' column (None: no positions)
+        self.position = position_name(with_row_position)
+        self.with_row_position = self.position is not None
         #: ranges at most this far apart are read together (remote files: the file's FetchOptions)
         self.gap = file.fetch.coalesce_gap if file.remote else LOCAL_COALESCE_GAP
         if read_dictionary is not None and (isinstance(read_dictionary, str) or not isinstance(read_dictionary, Sequence)):
@@ -47,6 +47,8 @@ class ScanQuery:
         # (what is returned depends on the columns asked alone: worked out once per open file)
         (self.outputs, self.dictionary_ids, self.output_schema, self.labels, self.required,
          self.nested_outputs) = self._projection(columns, read_dictionary)
+        if self.with_row_position:
+            check_no_position_column(self.output_schema.names[:-1], self.position)
         self.col_ids = [o for o in self.outputs if isinstance(o, int)]
         self.bound = self.nnf = None
         self.filter_names, self.filter_ids, self.list_filters = [], {}, {}
@@ -85,7 +87,7 @@ class ScanQuery:
         if (columns is None or isinstance(columns, (list, tuple))) and all(
                 isinstance(n, str) for n in (*(columns or ()), *(read_dictionary or ()))):
             key = ("projection", None if columns is None else tuple(columns),
-                   tuple(read_dictionary or ()), self.with_row_position)
+                   tuple(read_dictionary or ()), self.position)
             got = file.footer.derived.get(key)
             if got is not None:
                 return got
@@ -110,7 +112,7 @@ class ScanQuery:
                 field = field.with_type(pa.dictionary(pa.int32(), field.type))
             out.append(field)
         if self.with_row_position:
-            out.append(row_position_field())
+            out.append(row_position_field(self.position))
         return pa.schema(out, metadata=self.file.schema.metadata)
 
     def _bind(self, filter) -> None:

@@ -61,7 +61,7 @@ class FileScan:
     def __init__(self, file: ScanFile, columns: Sequence[str] | None = None, filter=None, *, use_threads: bool = True,
                  read_dictionary: Sequence[str] | None = None, use_bloom: bool = True, use_page_index: bool = True,
                  blocks: tuple[int, int] | None = None, use_bitmap_index: bool = True, rows: np.ndarray | None = None,
-                 with_row_position: bool = False, deleted: np.ndarray | None = None):
+                 with_row_position: bool | str = False, deleted: np.ndarray | None = None):
         self.file = file
         self.query = query = ScanQuery(
             file, columns, filter, read_dictionary=read_dictionary, use_bloom=use_bloom,
@@ -226,7 +226,7 @@ class FileScan:
 
 def scan_file(file: ScanFile, columns=None, filter=None, *, use_threads: bool = True, read_dictionary=None,
               use_bloom: bool = True, use_page_index: bool = True, blocks=None,
-              use_bitmap_index: bool = True, rows=None, with_row_position: bool = False, deleted=None) -> FileScan:
+              use_bitmap_index: bool = True, rows=None, with_row_position: bool | str = False, deleted=None) -> FileScan:
     """Plan a scan of ``file`` (pruning blocks now, pages and rows as it runs)."""
     return FileScan(file, columns, filter, use_threads=use_threads, read_dictionary=read_dictionary,
                     use_bloom=use_bloom, use_page_index=use_page_index, blocks=blocks,

@@ -294,16 +294,51 @@ def test_row_positions_through_the_arrow_stream_and_nested_fields(tmp_path):
 
 
 def test_a_user_column_named_row_position_is_refused_clearly(tmp_path):
+    """A column read of the positions' name is a SchemaError; the positions may take
+    another name, and a column left out does not stand in the way."""
     path = tmp_path / "t.rcfmt"
-    rcfmt.write_table(pa.table({"_row_position": [1, 2]}), path)
+    rcfmt.write_table(pa.table({"_row_position": [1, 2], "v": [5, 6]}), path)
     with pytest.raises(SchemaError, match="_row_position"):
         rcfmt.read_table(path, with_row_position=True)
     assert rcfmt.read_table(path).num_rows == 2  # (without it, read as ever)
-    rcfmt.write_dataset(pa.table({"_row_position": [1, 2]}), tmp_path / "ds")
+    got = rcfmt.read_table(path, with_row_position="pos", filter=rcfmt.col("v") > 5)
+    assert got.column_names == ["_row_position", "v", "pos"] and got["pos"].to_pylist() == [1]
+    assert rcfmt.read_table(path, columns=["v"], with_row_position=True)["_row_position"].to_pylist() == [0, 1]
+    rcfmt.write_dataset(pa.table({"_row_position": [1, 2], "v": [5, 6]}), tmp_path / "ds")
+    ds = rcfmt.dataset(tmp_path / "ds")
     with pytest.raises(SchemaError, match="_row_position"):
-        rcfmt.dataset(tmp_path / "ds").read(with_row_position=True)
-    with pytest.raises(InvalidOptionError, match="with_row_position"):
-        rcfmt.read_table(path, with_row_position="yes")
+        ds.read(with_row_position=True)
+    assert ds.read(with_row_position="pos")["pos"].to_pylist() == [0, 1]
+    assert ds.read(["v"], with_row_position=True)["_row_position"].to_pylist() == [0, 1]
+    for bad in ("", 1, None):
+        with pytest.raises(InvalidOptionError, match="with_row_position"):
+            rcfmt.read_table(path, with_row_position=bad)
+
+
+def test_row_changes_and_positions_on_a_dataset_with_a_column_named_row_position(tmp_path):
+    """delete, update and merge find rows by their positions under a name no column has
+    (they failed on such a dataset); a column renamed away no longer stands in the way."""
+    root = tmp_path / "ds"
+    rcfmt.write_dataset(pa.table({"_row_position": [10, 20, 30], "id": [1, 2, 3]}), root)
+    ds = rcfmt.dataset(root).delete(rcfmt.col("id") == 1)
+    ds = ds.update(rcfmt.col("id") == 2, {"_row_position": 99})
+    ds = ds.merge(pa.table({"_row_position": [7, 8], "id": [3, 4]}), on="id")
+    assert sorted(ds.read().to_pylist(), key=lambda r: r["id"]) == [
+        {"_row_position": 99, "id": 2}, {"_row_position": 7, "id": 3}, {"_row_position": 8, "id": 4}]
+    ds = ds.evolve(rename={"_row_position": "rp"})
+    assert sorted(ds.read(with_row_position=True)["_row_position"].to_pylist()) == [0, 1, 2]
+    assert ds.take([0])["id"].to_pylist() == ds.read()["id"].to_pylist()[:1]
+
+
+def test_bools_and_mixed_numpy_scalars_are_not_taken_for_positions(tmp_path):
+    path = tmp_path / "t.rcfmt"
+    rcfmt.write_table(pa.table({"v": list(range(10))}), path)
+    with rcfmt.open(path) as f:
+        with pytest.raises(InvalidOptionError, match="at index 1 is False"):
+            f.take([0, False, True])
+        assert f.take([np.int64(2), np.uint64(3)])["v"].to_pylist() == [2, 3]
+        with pytest.raises(rcfmt.RowIndexError, match="-1"):
+            f.take([np.uint64(3), -1])
 
 
 # ---------------------------------------------------------------- datasets
