@@ -486,10 +486,11 @@ def _matches(target: pa.Table, keyed: pa.Table, keys: list) -> tuple[np.ndarray,
 
 
 def _keys_alike(table: pa.Table, keys: list) -> pa.Table:
-    """``table`` with -0.0 made +0.0 in its floating-point key columns: keys SQL equality
-    holds equal (as ``==`` and ``isin`` compare them) then hash and group alike -- Arrow's
-    hash join and group_by compare floats by their bits. NULLs stay NULL; NaN keys still
-    equal each other, as ``isin`` takes them."""
+    """``table`` with -0.0 made +0.0 and every NaN one NaN (whatever its sign and
+    payload) in its floating-point key columns: keys SQL equality holds equal (as ``==``
+    and ``isin`` compare them) then hash and group alike -- Arrow's hash join and
+    group_by compare floats by their bits. NULLs stay NULL; NaN keys equal each other,
+    as ``isin`` takes them."""
     for k in keys:
         column = table.column(k)
         if not pa.types.is_floating(column.type) or not len(column):
@@ -498,8 +499,8 @@ def _keys_alike(table: pa.Table, keys: list) -> pa.Table:
         values = np.asarray(arr.to_numpy(zero_copy_only=False))
         zero = values.dtype.type(0)
         mask = np.asarray(arr.is_null().to_numpy(zero_copy_only=False), bool) if arr.null_count else None
-        table = table.set_column(table.schema.get_field_index(k), k,
-                                 pa.array(values + zero, type=arr.type, mask=mask))  # (-0.0 + 0.0 is +0.0)
+        values = np.where(np.isnan(values), values.dtype.type(np.nan), values + zero)  # (-0.0 + 0.0 is +0.0)
+        table = table.set_column(table.schema.get_field_index(k), k, pa.array(values, type=arr.type, mask=mask))
     return table
 
 
