@@ -295,10 +295,16 @@ def _value(schema: pa.Schema, name, value) -> pa.Scalar:
             if scalar.is_valid and scalar.type != value.type and not _cast_exactly(value, scalar.type):
                 raise ValueError(f"{value!r} would be stored as {scalar.as_py()!r}")
         else:
+            if isinstance(value, (bytes, bytearray, memoryview)) and _textual(field.type) == "string" or \
+                    isinstance(value, str) and _textual(field.type) == "binary":
+                raise TypeError(f"a {type(value).__name__} is no value of {field.type}")
             try:  # (0 is a value of decimal(15, 2), 1 of float64, whatever type Python gives them)
                 scalar = pa.scalar(value, type=field.type)
             except errors:
-                scalar = pa.scalar(value).cast(field.type, safe=True)
+                inferred = pa.scalar(value)
+                if (_textual(inferred.type) is None) != (_textual(field.type) is None):  # (a cast parses or prints)
+                    raise TypeError(f"a {type(value).__name__} is no value of {field.type}")
+                scalar = inferred.cast(field.type, safe=True)
             if isinstance(value, (int, float, decimal.Decimal)) and not _same_number(scalar.as_py(), value):
                 raise ValueError(f"{value!r} would be stored as {scalar.as_py()!r}")
             if isinstance(value, (datetime.date, datetime.time)) and not _same_moment(scalar, value):
@@ -309,6 +315,18 @@ def _value(schema: pa.Schema, name, value) -> pa.Scalar:
     if not scalar.is_valid and not field.nullable:
         raise SchemaError(f"update sets column {name!r}, which is not nullable, to NULL")
     return scalar
+
+
+def _textual(t: pa.DataType) -> str | None:
+    """"string" or "binary" when values of ``t`` are strings or bytes, else None."""
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return "string"
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t) \
+            or pa.types.is_binary_view(t):
+        return "binary"
+    return None
 
 
 def _same_number(stored, value) -> bool:

@@ -75,13 +75,14 @@ def test_an_update_planned_again_types_its_values_for_the_latest_schema(tmp_path
 
 
 _TYPES = {"ts": pa.timestamp("ms"), "tz": pa.timestamp("ms", "UTC"), "d": pa.date32(), "dec": pa.decimal128(7, 2),
-          "t": pa.time32("ms"), "f": pa.float32(), "i": pa.int64()}
+          "t": pa.time32("ms"), "f": pa.float32(), "i": pa.int64(), "s": pa.string(), "b": pa.binary()}
 
 
 @pytest.fixture
 def typed(tmp_path):
     row = {"id": [1], "ts": [dt.datetime(2024, 1, 1)], "tz": [dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)],
-           "d": [dt.date(2024, 1, 1)], "dec": [decimal.Decimal("1.00")], "t": [dt.time(1)], "f": [1.0], "i": [1]}
+           "d": [dt.date(2024, 1, 1)], "dec": [decimal.Decimal("1.00")], "t": [dt.time(1)], "f": [1.0], "i": [1],
+           "s": ["x"], "b": [b"y"]}
     schema = pa.schema([("id", pa.int64()), *_TYPES.items()])
     return rcfmt.write_dataset(pa.table(row, schema=schema), str(tmp_path / "d"))
 
@@ -95,6 +96,7 @@ def typed(tmp_path):
     ("dec", pa.scalar(decimal.Decimal("1.555"), pa.decimal128(4, 3))),
     ("i", pa.scalar(2.5)),
     ("f", pa.scalar(0.1)),
+    ("i", "0x10"), ("i", "5"), ("f", "nan"), ("s", dt.date(2024, 1, 2)), ("s", b"raw"), ("b", "text"), ("s", 5),
 ])
 def test_an_update_refuses_a_value_its_column_would_store_changed(typed, column, value):
     """A value the column's type would store as another value is a SchemaError, whatever
