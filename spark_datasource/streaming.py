@@ -177,7 +177,7 @@ class RcfmtStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return Offset(self._latest() + 1).json()
 
     def latestOffset(self, start: dict, limit=None) -> dict:
-        pos = Offset.of(start)
+        pos = first = Offset.of(start)
         last = self._target if self._target is not None else self._latest()
         max_files = max_rows = None
         if not isinstance(limit, ReadAllAvailable):
@@ -197,10 +197,13 @@ class RcfmtStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 n = listed[i][1]
                 if files and ((max_files is not None and files >= max_files)
                               or (max_rows is not None and rows + n > max_rows)):
-                    return Offset(pos.version, i, pos.snapshot).json()
+                    return {**Offset(pos.version, i, pos.snapshot).json(), "from": first.json()}
                 files, rows = files + 1, rows + n
             pos = Offset(pos.version + 1)
-        return pos.json() if files else start  # (no file: no micro-batch, even past versions without one)
+        # (no file: no micro-batch, even past versions without one). An end offset names its
+        # start: a first batch replayed after a failure gets initialOffset() computed again,
+        # from the dataset as it is then, and partitions() plans from the start it had.
+        return {**pos.json(), "from": first.json()} if files else start
 
     @with_store_settings
     def _files(self, version: int, snapshot: bool) -> list:
@@ -271,7 +274,9 @@ class RcfmtStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def partitions(self, start: dict, end: dict) -> list:
         from rcfmt.dataset import Dataset
 
-        pos, stop = Offset.of(start), Offset.of(end)
+        # (the start the end was planned from: Spark's start of a replayed first batch is
+        # initialOffset() again, which moves with the dataset)
+        pos, stop = Offset.of(end.get("from", start) if isinstance(end, dict) else start), Offset.of(end)
         fragments = []
         while pos.key() < stop.key():
             listed = self._files(pos.version, pos.snapshot)

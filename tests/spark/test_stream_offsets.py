@@ -192,3 +192,31 @@ def test_a_stream_behind_vacuum_fails_clearly(tmp_path):
     rcfmt.dataset(root).vacuum(retention_seconds=0)
     with pytest.raises(rcfmt.RcfmtError, match="version [12] of .* is no longer there"):
         stream.step(ReadAllAvailable())
+
+
+@pytest.mark.parametrize("start", ["snapshot", "latest"])
+@pytest.mark.parametrize("limit", [ReadAllAvailable(), ReadMaxFiles(1)])
+def test_a_replayed_first_batch_reads_the_rows_it_was_planned_with(tmp_path, start, limit):
+    """The first batch fails after Spark logged its end offset (offsets/0, no commits/0);
+    versions are appended meanwhile; on restart Spark replays it from initialOffset()
+    computed again (the dataset's latest version has moved): the batch still reads the
+    rows it was planned with, and the next batches the rest, each row once."""
+    root = str(tmp_path / "ds")
+    rcfmt.write_dataset(pa.table({"id": list(range(30))}), root, target_file_rows=10)
+    options = {} if start == "snapshot" else {"startingVersion": "latest"}
+    stream = Stream(root, **options)
+    if start == "latest":
+        rcfmt.write_dataset(pa.table({"id": list(range(30, 40))}), root, target_file_rows=10)
+    end = json.loads(json.dumps(stream.reader.latestOffset(stream.offset, limit)))
+    planned = stream._read(end)[0]
+    rcfmt.write_dataset(pa.table({"id": list(range(100, 110))}), root)  # while the query is down
+    stream.restart()
+    stream.offset = json.loads(json.dumps(stream.reader.initialOffset()))  # Spark's start of the replay
+    replayed = stream._read(end)[0]
+    assert replayed == planned and planned
+    stream.offset = end
+    while stream.step(limit):
+        pass
+    delivered = replayed + [i for ids, _ in stream.batches for i in ids]
+    want = list(range(30)) if start == "snapshot" else list(range(30, 40))
+    assert sorted(delivered) == want + list(range(100, 110))
