@@ -245,7 +245,29 @@ class RcfmtStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 f"({len(changes.removed)} file(s) removed, rows deleted from {len(changes.vectors_changed)}); a "
                 "stream delivers appended rows only. Set .option('skipChangeCommits', 'true') to skip such "
                 "versions (the rows they add too), or restart the query with a later startingVersion")
+        if changes.added:
+            self._check_types(version, changes.info)
         return [(self._absolute(p), n) for p, n in zip(changes.added, changes.added_rows)]
+
+    def _check_types(self, version: int, info: dict) -> None:
+        """UnsupportedError when version ``version`` (which adds files) holds a column this
+        stream reads in a type the stream's does not hold (an append widened it since)."""
+        from rcfmt.dataset.evolution import widens
+        from rcfmt.dataset.index import schema_from_json
+        from rcfmt.errors import UnsupportedError
+
+        if "schema" not in info:
+            return
+        now, streamed = schema_from_json(info["schema"]), self.scan.dataset_schema
+        for name in self.scan.columns:
+            top = name.split(".")[0]
+            if now.get_field_index(top) < 0 or streamed.get_field_index(top) < 0:
+                continue
+            if not widens(now.field(top).type, streamed.field(top).type):  # (narrower before: read widened)
+                raise UnsupportedError(
+                    f"version {version} of {self.root!r} changed the type of column {top!r}, which this stream "
+                    f"reads, from {streamed.field(top).type} to {now.field(top).type} (an append widened it); "
+                    f"restart the query to read the new schema")
 
     def _absolute(self, relpath: str) -> str:
         """A data file's path as its fragments name it."""

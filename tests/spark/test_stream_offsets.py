@@ -220,3 +220,20 @@ def test_a_replayed_first_batch_reads_the_rows_it_was_planned_with(tmp_path, sta
     delivered = replayed + [i for ids, _ in stream.batches for i in ids]
     want = list(range(30)) if start == "snapshot" else list(range(30, 40))
     assert sorted(delivered) == want + list(range(100, 110))
+
+
+def test_an_append_widening_a_streamed_column_fails_the_stream_clearly(tmp_path):
+    """An append that widens a column the stream reads (int32 -> int64) fails it naming
+    the version and the column (a CorruptFileError at read time said a file was damaged);
+    a stream started after it reads the narrower versions before it, widened."""
+    root = str(tmp_path / "ds")
+    rcfmt.write_dataset(pa.table({"id": pa.array([1, 2], pa.int64()), "a": pa.array([1, 2], pa.int32())}), root)
+    stream = Stream(root, startingVersion=1)
+    assert stream.step(ReadAllAvailable())
+    rcfmt.write_dataset(pa.table({"id": pa.array([3], pa.int64()), "a": pa.array([2**40], pa.int64())}), root)
+    with pytest.raises(UnsupportedError, match=r"version 2 .* column 'a'.* from int32 to int64"):
+        stream.step(ReadAllAvailable())
+    fresh = Stream(root, startingVersion=1)
+    while fresh.step(ReadAllAvailable()):
+        pass
+    assert sorted(i for ids, _ in fresh.batches for i in ids) == [1, 2, 3]
