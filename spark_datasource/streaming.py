@@ -41,6 +41,7 @@ from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadMaxFiles, Re
 from pyspark.sql.types import StructType
 
 from rcfmt.runtime.records import record
+from rcfmt.storage.paths import is_remote
 
 from .options import StreamReadOptions, StreamWriteOptions, with_store_settings
 from .reader import RcfmtInputPartition, RcfmtReader, plan_partitions
@@ -305,6 +306,7 @@ class RcfmtStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             upto = stop.index if pos.version == stop.version else len(listed)
             wanted = {p for p, _ in listed[pos.index:upto]}
             if wanted:
+                self._check_present(pos.version, wanted)
                 ds = Dataset.open(self.root, version=pos.version)
                 fragments += [f for f in ds.get_fragments(self.scan.relation_filter) if f.path in wanted]
             if pos.version == stop.version:
@@ -312,6 +314,22 @@ class RcfmtStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             pos = Offset(pos.version + 1)
         groups = plan_partitions(fragments, self.options.max_partition_bytes, self.options.min_partitions)
         return [RcfmtInputPartition(i, g) for i, g in enumerate(groups)]
+
+    def _check_present(self, version: int, paths) -> None:
+        """UnsupportedError naming ``version`` when a data file of it is gone: vacuum
+        keeps the index of a version older than its retention when a later one is read
+        from its chain, not its files (a query that fell behind vacuum). Local datasets
+        only (a stat a file; on object storage the read fails on the missing object)."""
+        if is_remote(self.root):
+            return
+        for path in sorted(paths):
+            if not os.path.exists(path):
+                from rcfmt.errors import UnsupportedError
+
+                raise UnsupportedError(
+                    f"version {version} of {self.root!r} is no longer readable: its data file {path!r} is gone "
+                    f"(vacuum removed it; the query fell behind vacuum's retention); restart the query with a "
+                    f"later startingVersion")
 
     def read(self, partition):
         return self.scan.read(partition)

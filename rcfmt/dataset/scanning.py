@@ -84,7 +84,9 @@ def missing_is_corrupt(path: str):
     try:
         yield
     except FileNotFoundError:
-        raise CorruptFileError("data file listed in the dataset index is missing", path=path) from None
+        raise CorruptFileError("data file listed in the dataset index is missing (vacuum removes the files of "
+                               "versions older than its retention: time travel to such a version, or a handle "
+                               "opened before, cannot read them; else the dataset was damaged)", path=path) from None
 
 
 @record(frozen=True)
