@@ -85,7 +85,7 @@ def _parse_filter(text: str, schema: pa.Schema):
     try:
         import sqlglot
         from sqlglot import exp
-        from sqlglot.errors import ParseError
+        from sqlglot.errors import SqlglotError
     except ImportError:  # pragma: no cover - sqlglot is in the spark extra
         if refused is not None:
             raise refused from None
@@ -93,7 +93,7 @@ def _parse_filter(text: str, schema: pa.Schema):
                                  "itself, not this one): pip install 'rcfmt[spark]'") from None
     try:
         tree = sqlglot.parse_one(text, read="spark")
-    except ParseError as exc:
+    except SqlglotError as exc:  # (ParseError, and TokenError of an unclosed quote)
         raise InvalidOptionError(f"filter option: not a SQL predicate: {exc}") from None
     return _translated(exp, tree, schema)
 
