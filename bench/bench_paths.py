@@ -1,6 +1,6 @@
-"""Four hot paths, best of 7 each, for A/B runs of two trees with the same native build:
-``PYTHONPATH=<tree> python bench/bench_paths.py <label>`` (RESULTS section 30). Writes its data
-to /tmp/ab47data on the first run."""
+"""Six hot paths, best of 7 each, for A/B runs of two trees with the same native build:
+``PYTHONPATH=<tree> python bench/bench_paths.py <label>`` (RESULTS sections 30 and 31). Writes its
+data to /tmp/ab47data on the first run."""
 import sys, time, os, numpy as np, pyarrow as pa
 import rcfmt
 d = "/tmp/ab47data"
@@ -18,7 +18,13 @@ def best(fn, r=7):
         t0 = time.perf_counter(); fn(); out.append(time.perf_counter() - t0)
     return min(out)
 f = rcfmt.open(d + "/f.rcfmt")
+strings = pa.table({"s": pa.array([None if i % 10 == 0 else f"value-{i % 500}" for i in range(1_000_000)])})
+out = d + "/w.rcfmt"
+import polars as pl
+from rcfmt.polars import scan_rcfmt
 res = {
+ "write 1M strings, 10% NULL, 1 thread": best(lambda: rcfmt.write_table(strings, out, use_threads=False)),
+ "scan_rcfmt g == 5": best(lambda: scan_rcfmt(d + "/f.rcfmt").filter(pl.col("g") == 5).select("x").collect()),
  "range scan (proven blocks)": best(lambda: f.read(filter=(rcfmt.col("k") >= 100_000) & (rcfmt.col("k") < 3_000_000), columns=["x"])),
  "take 1000": best(lambda: f.take(np.random.default_rng(2).integers(0, 4_000_000, 1000))),
  "dataset open+count filter": best(lambda: rcfmt.dataset(d + "/ds").count_rows(rcfmt.col("g") == 5)),
