@@ -386,9 +386,9 @@ def merge(dataset, source, on, when_matched="update", when_not_matched="insert")
     keys = [on] if isinstance(on, str) else list(on) if on is not None else []
     if not keys or not all(isinstance(k, str) for k in keys) or len(set(keys)) != len(keys):
         raise InvalidOptionError(f"on must name one or more distinct key columns, got {on!r}")
-    _, tables = batches_and_schema(source, "merge")
+    schema, tables = batches_and_schema(source, "merge")
     tables = list(tables)
-    given = pa.concat_tables(tables) if len(tables) != 1 else tables[0]
+    given = tables[0] if len(tables) == 1 else pa.concat_tables(tables) if tables else schema.empty_table()
     upsert = when_matched == "update" and when_not_matched == "insert"
     first = _MergeSource(given, dataset.schema, keys, when_matched)
     # an upsert of a source with every column writes each source row, matched or not: its

@@ -424,6 +424,11 @@ class DatasetScan:
         fragment by fragment: ``polars.DataFrame(scan)``, ``pyarrow.table(scan)``, DuckDB."""
         return export_stream(self.output_schema, self.iter_batches(), requested_schema)
 
+    def __arrow_c_schema__(self):
+        """The stream's schema (``output_schema``; ``schema`` is the dataset's, which a
+        consumer such as DuckDB would otherwise take for the stream's)."""
+        return self.output_schema.__arrow_c_schema__()
+
     def iter_batches(self, batch_size: int = 65536) -> Iterator[pa.RecordBatch]:
         """Stream selected rows, fragment by fragment, in batches of at most ``batch_size``."""
         if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:

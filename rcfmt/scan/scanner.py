@@ -223,6 +223,10 @@ class FileScan:
         by block: ``polars.DataFrame(scan)``, ``pyarrow.table(scan)``, DuckDB."""
         return export_stream(self.output_schema, self.iter_batches(), requested_schema)
 
+    def __arrow_c_schema__(self):
+        """The stream's schema (``output_schema``)."""
+        return self.output_schema.__arrow_c_schema__()
+
 
 def scan_file(file: ScanFile, columns=None, filter=None, *, use_threads: bool = True, read_dictionary=None,
               use_bloom: bool = True, use_page_index: bool = True, blocks=None,

@@ -418,6 +418,9 @@ def test_merge_takes_any_arrow_source(lineitem_like, source):
     out = ds.merge(data, on="k", when_matched="delete")
     assert out.num_rows == 20_000 - 1 + 1
     assert out.read(filter=col("k") == 1).num_rows == 0
+    if source == "reader":  # a stream of no batch merges nothing (it raised Arrow's "at least one table")
+        empty = pa.RecordBatchReader.from_batches(t.schema, [])
+        assert ds.merge(empty, on="k").version == ds.version
 
 
 def test_null_keys_match_nothing(tmp_path):

@@ -82,6 +82,12 @@ def test_dataset_and_its_scans_are_streams(tmp_path):
     assert pa.table(ds).sort_by("i").equals(table)
     scan = ds.scan(columns=["i"], filter=rcfmt.col("i") < 10)
     assert pa.table(scan).column("i").to_pylist() == list(range(10))
+    duckdb = pytest.importorskip("duckdb")  # (it takes a stream's schema from __arrow_c_schema__ or .schema)
+    for scan in (ds.scan(columns=["s", "i"], filter=rcfmt.col("i") < 10), ds.scan(["i"], with_row_position=True)):
+        names = scan.output_schema.names
+        got = duckdb.connect().execute(f"SELECT {', '.join(names)} FROM scan ORDER BY i LIMIT 3").fetchall()
+        want = pa.table(scan).sort_by("i").slice(0, 3)
+        assert got == [tuple(r[n] for n in names) for r in want.to_pylist()]
 
 
 def test_unknown_write_options_are_named(tmp_path):
