@@ -318,7 +318,7 @@ def _renamed_index(table: pa.Table, data_schema: pa.Schema, renames: dict) -> pa
     columns of ``data_schema``) follow the data columns ``renames`` renames."""
     names = {}
     for path in stats_schema(data_schema).names:
-        new = renamed_path(path, renames)
+        new = renamed_path(path, renames, data_schema.names)
         if new != path:
             names.update({f"{path}.{s}": f"{new}.{s}" for s in (*STATS_FIELDS, VALUES_FIELD)})
     return table.rename_columns([names.get(n, n) for n in table.column_names])

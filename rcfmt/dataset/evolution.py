@@ -199,11 +199,15 @@ def file_renames(file_names, ids: dict[str, int] | None, current) -> dict[str, s
     return out
 
 
-def renamed_path(name: str, names: dict[str, str]) -> str:
+def renamed_path(name: str, names: dict[str, str], tops=()) -> str:
     """Column name or dotted path ``name`` with its top-level column renamed by
-    ``names`` (``{old: new}``)."""
+    ``names`` (``{old: new}``). ``tops``: the top-level column names ``name`` is one of
+    or a path under: a column of them whose name holds a dot (``c.d`` beside ``c``) is
+    itself, not a path under another."""
     if name in names:
         return names[name]
+    if name in tops:
+        return name
     for top, new in names.items():
         if name.startswith(top + "."):
             return new + name[len(top):]
@@ -215,12 +219,12 @@ def renamed_schema(schema: pa.Schema, names: dict[str, str]) -> pa.Schema:
     return pa.schema([f.with_name(names.get(f.name, f.name)) for f in schema], metadata=schema.metadata)
 
 
-def renamed_expr(expr, names: dict[str, str]):
+def renamed_expr(expr, names: dict[str, str], tops=()):
     """Bound expression ``expr`` naming columns (and paths under them) renamed by
     ``names``: a filter on dataset columns as it reads a file that holds some of them
     under earlier names."""
     def ref(r):
-        new = renamed_path(r.name, names)
+        new = renamed_path(r.name, names, tops)
         return r if new == r.name else replace(r, name=new)
 
     def walk(e):
@@ -229,7 +233,7 @@ def renamed_expr(expr, names: dict[str, str]):
         if isinstance(e, BoundNot):
             return BoundNot(walk(e.child))
         if isinstance(e, BoundListContains):
-            return replace(e, column=ref(e.column), list_name=renamed_path(e.list_name, names),
+            return replace(e, column=ref(e.column), list_name=renamed_path(e.list_name, names, tops),
                            element=replace(e.element, column=ref(e.element.column)))
         if isinstance(e, Leaf):
             return replace(e, column=ref(e.column))

@@ -60,8 +60,8 @@ def inherited_bitmap_indexes(paths, data_schema: pa.Schema, write_options: dict,
             continue
         reported = True
         for column, entry in report.items():
-            column = renamed_path(column, back)
-            if data_schema.get_field_index(column.split(".")[0]) >= 0 and column not in option:
+            column = renamed_path(column, back, f.schema.names)
+            if _names_column(data_schema, column) and column not in option:
                 option[column] = entry.get("named", "auto")
     if reported:
         write_options["bitmap_indexes"] = option or None
@@ -75,7 +75,16 @@ def inherited_hints(path: str, data_schema: pa.Schema, ids: dict | None = None) 
     with missing_is_corrupt(path), RcfmtFile(path) as f:
         hints = chunk_hints(f.footer)
         back = {old: new for new, old in file_renames(f.schema.names, ids, data_schema.names).items()}
-    return {renamed_path(column, back): decision for column, decision in hints.items()}
+    return {renamed_path(column, back, f.schema.names): decision for column, decision in hints.items()}
+
+
+def _names_column(schema: pa.Schema, path: str) -> bool:
+    """Whether ``path`` is a column of ``schema`` or a path under one of its nested
+    columns (``c.d`` dropped beside a flat ``c`` is neither)."""
+    if schema.get_field_index(path) >= 0:
+        return True
+    top = path.split(".")[0]
+    return top != path and schema.get_field_index(top) >= 0 and nested.is_nested(schema.field(top).type)
 
 
 # ------------------------------------------------------------------ clustering

@@ -240,13 +240,13 @@ class DatasetScan:
             _check_against_index(f, frag)
             view = file_view(f, self.schema, self.column_ids)
             schema, renames = view.schema, view.renames
-            residual = renamed_expr(residual, renames)
+            residual = renamed_expr(residual, renames, self.schema.names)
             # columns added to the dataset after this file was written read as NULL
             residual = without_missing(residual, f, schema)
             if residual is FALSE:
                 f.close()
                 return None, partition, None, None
-            wanted = [renamed_path(c, renames) for c in self._data_columns]
+            wanted = [renamed_path(c, renames, self.schema.names) for c in self._data_columns]
             absent = set(check_types(f, schema, wanted))
             columns = [c for c in wanted if c not in absent]
             pushed, post = None if residual is TRUE else residual, None
@@ -254,7 +254,8 @@ class DatasetScan:
             if narrower:  # columns widened since the file was written: those leaves are applied after
                 pushed, post = _pushable(pushed, narrower), pushed
                 columns += [c for c in sorted(expr_columns(post)) if c not in columns]
-            as_dictionary = [c for c in (renamed_path(c, renames) for c in self.read_dictionary) if c in columns]
+            as_dictionary = [c for c in (renamed_path(c, renames, self.schema.names) for c in self.read_dictionary)
+                             if c in columns]
             scan = f.scan(columns, pushed, use_threads=use_threads, read_dictionary=as_dictionary or None,
                           blocks=None if frag.blocks is None else _clamp(frag.blocks, f.num_blocks),
                           with_row_position=_FILE_POSITION if self.with_row_position else False,
@@ -651,7 +652,7 @@ def prune_blocks(fragments: Sequence[Fragment], schema: pa.Schema, filter, *, pa
             if n != frag.num_blocks:
                 raise CorruptFileError(f"the index says {frag.num_blocks} blocks, the footer {n}", path=frag.path)
             view = file_view(f, schema, column_ids)
-            residual = without_missing(renamed_expr(residual, view.renames), f, view.schema)
+            residual = without_missing(renamed_expr(residual, view.renames, view.schema.names), f, view.schema)
             if residual is TRUE or residual is FALSE:
                 mask = np.full(hi - lo, residual is TRUE)
             else:

@@ -545,3 +545,24 @@ def test_an_optimize_of_a_version_a_drop_followed_names_itself_in_the_conflict(t
     with pytest.raises(rcfmt.CommitConflictError, match=r"rewrite \(optimize or overwrite of partitions\) of .* "
                                                         r"conflicts with version 2, which dropped column\(s\) \['x'\]"):
         stale.optimize(target_file_rows=10)
+
+
+def test_a_column_whose_name_holds_a_dot_is_itself_through_renames_and_drops(tmp_path):
+    """``c.d`` beside ``c`` is a column of its own, not a path under ``c``: renaming ``c``
+    kept its statistics under ``q.d`` (every filter on ``c.d`` pruned every file), renaming
+    ``x`` to ``c`` made files read ``x.d``, and dropping it left the indexes inherited for
+    ``a.b`` (every later write refused)."""
+    t = pa.table({"id": [1, 2, 3], "c": [10, 20, 30], "c.d": [5, 16, 27], "x": [0, 0, 1]})
+    root = tmp_path / "ds"
+    rcfmt.write_dataset(t, root, bitmap_indexes={"c.d": "equality"})
+    ds = rcfmt.dataset(root).evolve(rename={"c": "q"})
+    assert ds.read(filter=col("c.d") > 15)["id"].to_pylist() == [2, 3]
+    assert ds.count_rows(col("c.d") > 15) == 2 and ds.count_rows(col("c.d") == 16) == 1
+    root2 = tmp_path / "ds2"
+    rcfmt.write_dataset(t.drop_columns(["c"]), root2)
+    ds2 = rcfmt.dataset(root2).evolve(rename={"x": "c"})
+    assert ds2.read(["c.d", "c"], filter=col("c") == 1).to_pylist() == [{"c.d": 27, "c": 1}]
+    ds = ds.evolve(drop=["c.d"])
+    ds = rcfmt.write_dataset(pa.table({"id": [4], "q": [40], "x": [1]}), root)  # (it raised: bitmap_indexes 'c.d')
+    ds.optimize(target_file_rows=10)
+    assert sorted(rcfmt.dataset(root).read()["id"].to_pylist()) == [1, 2, 3, 4]
