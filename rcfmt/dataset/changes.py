@@ -298,6 +298,13 @@ def _value(schema: pa.Schema, name, value) -> pa.Scalar:
             if isinstance(value, (bytes, bytearray, memoryview)) and _textual(field.type) == "string" or \
                     isinstance(value, str) and _textual(field.type) == "binary":
                 raise TypeError(f"a {type(value).__name__} is no value of {field.type}")
+            if value is not None and pa.types.is_nested(field.type):
+                # (pyarrow fills a field it does not find by name with NULL, truncates 1.5 into
+                # an int64 element, parses '3'...: the value must come back as it was given)
+                scalar = pa.scalar(value, type=field.type)
+                if not _same_values(scalar.as_py(), value):
+                    raise ValueError(f"{value!r} would be stored as {scalar.as_py()!r}")
+                return _checked_null(scalar, name, field)
             try:  # (0 is a value of decimal(15, 2), 1 of float64, whatever type Python gives them)
                 scalar = pa.scalar(value, type=field.type)
             except errors:
@@ -312,6 +319,10 @@ def _value(schema: pa.Schema, name, value) -> pa.Scalar:
     except errors as exc:
         raise SchemaError(f"update sets column {name!r} ({field.type}) to {value!r}, which is not a value of "
                           f"that type ({exc})") from None
+    return _checked_null(scalar, name, field)
+
+
+def _checked_null(scalar: pa.Scalar, name: str, field: pa.Field) -> pa.Scalar:
     if not scalar.is_valid and not field.nullable:
         raise SchemaError(f"update sets column {name!r}, which is not nullable, to NULL")
     return scalar
@@ -359,8 +370,11 @@ def _cast_exactly(values, cast_type: pa.DataType) -> bool:
 
     try:
         if isinstance(values, pa.Scalar):
-            values = pa.repeat(values, 1)
+            values = pa.array([values.as_py()], values.type) if pa.types.is_nested(values.type) \
+                else pa.repeat(values, 1)
         back = values.cast(cast_type, safe=True).cast(values.type, safe=False)
+        if pa.types.is_nested(values.type):  # (no kernel compares them: whole, NaN equal to NaN)
+            return back.equals(values) or _same_values(back.to_pylist(), values.to_pylist())
         same = pc.equal(back, values)
         if pa.types.is_floating(values.type):
             same = pc.or_kleene(same, pc.and_(pc.is_nan(back), pc.is_nan(values)))
@@ -369,9 +383,60 @@ def _cast_exactly(values, cast_type: pa.DataType) -> bool:
     return pc.all(same).as_py() is not False
 
 
+def _same_values(a, b) -> bool:
+    """Whether Python value ``a`` (what Arrow holds) is ``b`` (what was given), at any
+    depth: numbers by value (NaN equal to NaN, a bool only a bool), a map's pairs as a
+    dict's items, other values of the same type and equal."""
+    if isinstance(b, np.ndarray):
+        b = b.tolist()
+    if isinstance(a, (list, tuple)) and isinstance(b, dict):
+        b = list(b.items())
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same_values(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same_values(a[k], b[k]) for k in a)
+    numbers = (int, float, decimal.Decimal, np.number)
+    if isinstance(a, numbers) and isinstance(b, numbers) and not isinstance(a, (bool, np.bool_)) \
+            and not isinstance(b, (bool, np.bool_)):
+        if isinstance(a, float) and isinstance(b, (float, np.floating)) and math.isnan(a) and math.isnan(b):
+            return True
+        return a == b
+    return type(a) is type(b) and a == b
+
+
+def _fits_shape(given: pa.DataType, column: pa.DataType) -> bool:
+    """Whether values of type ``given`` are values of nested type ``column`` once cast:
+    the same kinds (any list into any list) and field names (a cast fills struct fields
+    it does not find by name with NULL, and drops others), leaves of the same family (no
+    string parsed into a number, no bool taken for 1; a NULL-typed leaf, of an empty or
+    all-NULL list, fits)."""
+    if pa.types.is_dictionary(given):
+        given = given.value_type
+    if pa.types.is_null(given):
+        return True
+    if _listlike(column):
+        return _listlike(given) and _fits_shape(given.value_type, column.value_type)
+    if pa.types.is_struct(column):
+        return pa.types.is_struct(given) and [f.name for f in given] == [f.name for f in column] \
+            and all(_fits_shape(g.type, c.type) for g, c in zip(given, column))
+    if pa.types.is_map(column):
+        return pa.types.is_map(given) and _fits_shape(given.key_type, column.key_type) \
+            and _fits_shape(given.item_type, column.item_type)
+    if pa.types.is_nested(column) or pa.types.is_nested(given) or isinstance(column, pa.BaseExtensionType):
+        return same_type(given, column)
+    return _textual(given) == _textual(column) and pa.types.is_boolean(given) == pa.types.is_boolean(column) \
+        and pa.types.is_temporal(given) == pa.types.is_temporal(column)
+
+
+def _listlike(t: pa.DataType) -> bool:
+    return pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
+
+
 def _repeat(value: pa.Scalar, n: int) -> pa.Array:
     if not value.is_valid:
         return pa.nulls(n, value.type)
+    if not n:  # (pa.repeat of no row raises for lists and maps)
+        return pa.array([], value.type)
     return pa.repeat(value, n)
 
 
@@ -541,6 +606,9 @@ def _conformed_source(src: pa.Table, schema: pa.Schema, keys: list) -> pa.Table:
         field = schema.field(i)
         column = src.column(name)
         if not same_type(column.type, field.type):
+            if pa.types.is_nested(field.type) and not _fits_shape(column.type, field.type):
+                raise SchemaError(f"merge source column {name!r} is {column.type}, the dataset's is {field.type}: "
+                                  f"nested values are merged into the same fields and kinds of values")
             try:
                 cast = column.cast(field.type, safe=True)
             except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:

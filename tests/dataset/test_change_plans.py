@@ -143,3 +143,48 @@ def test_nested_merge_keys_are_refused_by_name(tmp_path, key):
     with pytest.raises(rcfmt.SchemaError, match=f"merge key '{key}' is .*: keys are columns of scalar types"):
         ds.merge(t, on=key)
     assert rcfmt.dataset(ds.root).version == ds.version
+
+
+@pytest.fixture
+def nested(tmp_path):
+    schema = pa.schema([("id", pa.int64()), ("s", pa.struct([("a", pa.int64()), ("b", pa.string())])),
+                        ("li", pa.list_(pa.int64())), ("lf", pa.list_(pa.float32())),
+                        ("fx", pa.list_(pa.int64(), 2)), ("m", pa.map_(pa.string(), pa.int64()))])
+    row = {"id": [1, 2], "s": [{"a": 1, "b": "x"}, None], "li": [[1], []], "lf": [[0.5], None],
+           "fx": [[1, 2], None], "m": [[("k", 1)], None]}
+    return rcfmt.write_dataset(pa.table(row, schema=schema), str(tmp_path / "n"))
+
+
+@pytest.mark.parametrize("column, value", [
+    ("s", {"A": 10}), ("s", {"a": 1, "b": "x", "zz": 3}), ("li", [1.5]), ("li", ["3"]), ("li", [True]),
+    ("lf", [0.1]), ("s", {"a": "5", "b": "x"}),
+])
+def test_an_update_refuses_nested_values_its_column_would_store_changed(nested, column, value):
+    """A struct's fields found by name (a misnamed one was stored NULL, an extra one
+    dropped), elements kept exactly (1.5 was stored 1, '3' as 3, 0.1 as float32's)."""
+    with pytest.raises(rcfmt.SchemaError, match="not a value of that type"):
+        nested.update(col("id") == 1, {column: value})
+    assert rcfmt.dataset(nested.root).version == nested.version
+
+
+def test_nested_updates_that_fit_and_updates_of_no_row(nested):
+    out = nested.update(col("id") == 2, {"s": {"a": 7, "b": None}, "li": [4, 5], "lf": [0.25, float("nan")],
+                                         "fx": (3, 4), "m": {"q": 2}})
+    row = out.read(filter=col("id") == 2).to_pylist()[0]
+    assert row["s"] == {"a": 7, "b": None} and row["li"] == [4, 5] and row["fx"] == [3, 4]
+    assert row["lf"][0] == 0.25 and np.isnan(row["lf"][1]) and row["m"] == [("q", 2)]
+    for column, value in [("li", [7]), ("fx", [1, 1]), ("m", {"k": 1}), ("s", {"a": 1, "b": "y"})]:
+        assert out.update(col("id") == 99, {column: value}).version == out.version  # (no row: nothing)
+
+
+def test_a_merge_refuses_nested_source_columns_of_other_fields_or_values(nested):
+    key = pa.array([1], pa.int64())
+    for column in [pa.array([{"x": 1, "y": "z"}]), pa.array([[0.1]], pa.list_(pa.float64())),
+                   pa.array([["3"]]), pa.array([[1.5]])]:
+        name = "s" if pa.types.is_struct(column.type) else "lf" if column.to_pylist() == [[0.1]] else "li"
+        with pytest.raises(rcfmt.SchemaError, match="merge source column"):
+            nested.merge(pa.table({"id": key, name: column}), on="id")
+    out = nested.merge(pa.table({"id": key, "li": pa.array([[9]], pa.list_(pa.int32())),
+                                 "lf": pa.array([[0.5, float("nan")]], pa.list_(pa.float64()))}), on="id")
+    row = out.read(filter=col("id") == 1).to_pylist()[0]
+    assert row["li"] == [9] and row["lf"][0] == 0.5 and np.isnan(row["lf"][1])
