@@ -351,8 +351,12 @@ class Dataset:
         it are refused (``dropped_columns``)."""
         from ..schema.tables import storage_schema
         from .commits import commit
+        from .evolution import check_names
 
-        add = [f if isinstance(f, pa.Field) else pa.field(*f) for f in (add or [])]
+        if self.version is None:
+            raise UnsupportedError(f"evolve needs a dataset with an index (written by rcfmt.write_dataset); "
+                                   f"{self.root!r} has none (append to it once to create one)")
+        add = [_field_to_add(f) for f in ([add] if isinstance(add, pa.Field) else (add or []))]
         drop = [drop] if isinstance(drop, str) else list(drop or [])
         if rename is not None and not isinstance(rename, dict):
             raise InvalidOptionError(f"rename must be a dict of old to new column names, got {rename!r}")
@@ -388,6 +392,12 @@ class Dataset:
         new = pa.schema(kept + list(added))
         if not add and not drop and not rename:
             return self
+        if not len(new):  # (no data column: a file of none holds no row, so rows would be lost)
+            raise SchemaError(f"cannot drop every data column of {self.root!r}: a dataset keeps at least one (an "
+                              f"overwrite replaces its columns)")
+        check_names(pa.schema(list(new) + [pa.field(n, t) for n, t in zip(self.partitioning.names,
+                                                                           self.partitioning.types)]),
+                    "after evolve")
         version = commit(self.root, [], mode="evolve", read_version=self.version or 0, data_schema=new,
                          partitioning=self.partitioning, txn_id=f"evolve-{uuid.uuid4().hex}", renames=rename,
                          operation_info={"added_columns": [f.name for f in add], "dropped_columns_now": drop,
@@ -430,6 +440,15 @@ class Dataset:
     def vacuum(self, retention_seconds: float = 3600.0, *, dry_run: bool = False) -> list[str]:
         """Remove what no reader can need any more; see :func:`vacuum`."""
         return vacuum(self.root, retention_seconds, dry_run=dry_run)
+
+
+def _field_to_add(f) -> pa.Field:
+    """A field ``Dataset.evolve(add=...)`` was given: a pyarrow field or a ``(name, type)`` pair."""
+    if isinstance(f, pa.Field):
+        return f
+    if isinstance(f, (tuple, list)) and len(f) == 2 and isinstance(f[0], str) and isinstance(f[1], pa.DataType):
+        return pa.field(f[0], f[1])
+    raise SchemaError(f"evolve(add=...) takes pyarrow fields or (name, pyarrow type) pairs, got {f!r}")
 
 
 def _version_size(root: str, version: int) -> int:

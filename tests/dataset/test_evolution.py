@@ -566,3 +566,27 @@ def test_a_column_whose_name_holds_a_dot_is_itself_through_renames_and_drops(tmp
     ds = rcfmt.write_dataset(pa.table({"id": [4], "q": [40], "x": [1]}), root)  # (it raised: bitmap_indexes 'c.d')
     ds.optimize(target_file_rows=10)
     assert sorted(rcfmt.dataset(root).read()["id"].to_pylist()) == [1, 2, 3, 4]
+
+
+def test_evolve_refuses_what_would_lose_rows_or_names(tmp_path):
+    """Dropping every data column would leave files of no column, which hold no row
+    (optimize, update and merge lost every row after it); a name that repeats a struct
+    leaf's path, a malformed field and a plain directory are refused by name."""
+    root = tmp_path / "ds"
+    rcfmt.write_dataset(pa.table({"a": [1, 2], "p": [1, 2], "s": [{"d": 1}, {"d": 2}]}), root, partition_by=["p"])
+    ds = rcfmt.dataset(root)
+    with pytest.raises(rcfmt.SchemaError, match="cannot drop every data column"):
+        ds.evolve(drop=["a", "s"])
+    for bad in ({"add": [pa.field("s.d", pa.int64())]}, {"rename": {"a": "s.d"}}):
+        with pytest.raises(rcfmt.SchemaError, match="repeat"):
+            ds.evolve(**bad)
+    for bad in ([(5, pa.int64())], ["x"], [("x", "int64")]):
+        with pytest.raises(rcfmt.SchemaError, match="pyarrow fields or"):
+            ds.evolve(add=bad)
+    assert rcfmt.dataset(root).version == ds.version
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    rcfmt.write_table(pa.table({"a": [1]}), plain / "f.rcfmt")
+    with pytest.raises(rcfmt.UnsupportedError, match="needs a dataset with an index"):
+        rcfmt.dataset(plain).evolve(drop=["a"])
+    assert ds.evolve(add=pa.field("b", pa.int8())).schema.names == ["a", "s", "b", "p"]
