@@ -144,7 +144,8 @@ class _Translator:
     # ---------------------------------------------------------------- predicates
     def predicate(self, node, neg: bool = False):
         exp = self.exp
-        known = _PREDICATE_ARGS | ({"negate"} if isinstance(node, exp.Like) else set())
+        known = _PREDICATE_ARGS | ({"negate"} if isinstance(node, exp.Like) else set()) \
+            | ({"table", "db", "catalog"} if isinstance(node, exp.Column) else set())  # (a struct path's parts)
         unknown = [key for key, value in node.args.items() if value and key not in known]
         if unknown:  # a modifier this translation does not know (e.g. BETWEEN SYMMETRIC) would change the rows
             raise _fail(node, f"has {', '.join(sorted(unknown)).upper()}, which the filter option does not translate")

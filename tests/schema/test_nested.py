@@ -751,10 +751,13 @@ def test_sql_filters_name_struct_paths_and_array_contains():
     from rcfmt.schema.nested import bind_schema
     from rcfmt.predicate.sql_filter import parse_filter
 
-    schema = bind_schema(pa.schema([("p", pa.struct([("u", pa.struct([("id", pa.int64())])),
+    schema = bind_schema(pa.schema([("p", pa.struct([("u", pa.struct([("id", pa.int64()), ("ok", pa.bool_())])),
                                                      ("tags", pa.list_(pa.string()))])),
                                     ("d", pa.list_(pa.date32()))]))
     assert repr(parse_filter("p.u.id = 3", schema)) == repr(col("p.u.id") == 3)
+    # a boolean leaf on its own (its path's parts were taken for modifiers the filter does not translate)
+    assert repr(parse_filter("p.u.ok", schema)) == repr(col("p.u.ok") == True)  # noqa: E712
+    assert repr(parse_filter("NOT p.u.ok", schema)) == repr(col("p.u.ok") == False)  # noqa: E712
     from rcfmt import list_contains
     import datetime as dt
 
