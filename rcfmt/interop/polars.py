@@ -72,6 +72,22 @@ _NUMPY = {"Int8": "int8", "Int16": "int16", "Int32": "int32", "Int64": "int64",
           "UInt8": "uint8", "UInt16": "uint16", "UInt32": "uint32", "UInt64": "uint64"}
 
 
+def _first_rows(batches: list, limit: int) -> list:
+    """The first ``limit`` rows of ``batches`` (each a batch of the source's columns)."""
+    from ..schema.arrow_io import compact_fixed_size_lists
+
+    out = []
+    for batch in batches:
+        if limit <= 0:
+            break
+        if batch.num_rows > limit:
+            batch = compact_fixed_size_lists(batch.slice(0, limit), [
+                i for i, f in enumerate(batch.schema) if pa.types.is_fixed_size_list(f.type)])
+        out.append(batch)
+        limit -= batch.num_rows
+    return out
+
+
 def _stored_columns(schema: pa.Schema) -> list[str]:
     """The names of the nested fields' stored columns in a file of ``schema`` (a map's
     ``m.key``, a list's ``l.item``), which a flat column of that name would repeat."""
@@ -731,9 +747,10 @@ def scan_rcfmt(path, *, stats=None, use_threads: bool = True, fetch=None, catego
             ``limit`` rows), filtered, and the rows it was made of: Polars' filter and
             select cost ~0.3 ms a call, so a selective scan's small batches (one per
             block) are handed over together, up to ``size`` rows."""
-            table = pa.Table.from_batches(batches)
-            if limit is not None:
-                table = table.slice(0, limit)
+            if limit is not None:  # (the first rows: a slice, with fixed-size lists Polars reads)
+                table = pa.Table.from_batches(_first_rows(batches, limit))
+            else:
+                table = pa.Table.from_batches(batches)
             if recast and any(name in recast for name in table.column_names):
                 table = table.cast(pa.schema([recast.get(f.name, f) for f in table.schema], table.schema.metadata))
             df = pl.from_arrow(table, rechunk=False)

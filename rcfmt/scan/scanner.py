@@ -23,6 +23,7 @@ import pyarrow as pa
 from ..errors import InvalidOptionError
 from ..interop.arrow import export_stream
 from ..runtime.threads import cpu_threads
+from ..schema.arrow_io import compact_fixed_size_lists
 from ..schema.nested import list_node as nested_list_node
 from .executor import BlockExecutor
 from .plan import FilePlan
@@ -214,9 +215,14 @@ class FileScan:
         if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
             raise InvalidOptionError(f"batch_size must be a positive integer, got {batch_size!r}")
         window = STREAM_WINDOW * cpu_threads()
+        fixed = [i for i, f in enumerate(self.output_schema) if pa.types.is_fixed_size_list(f.type)]
         for batch in self._run(self.blocks, self.use_threads, window):
+            if batch.num_rows <= batch_size:
+                yield batch
+                continue
             for start in range(0, batch.num_rows, batch_size):
-                yield batch.slice(start, batch_size)
+                part = batch.slice(start, batch_size)
+                yield compact_fixed_size_lists(part, fixed) if fixed else part
 
     def __arrow_c_stream__(self, requested_schema=None):
         """The selected rows as an Arrow C stream (the Arrow PyCapsule interface), block

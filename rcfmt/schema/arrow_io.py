@@ -19,7 +19,7 @@ from .._native import floats as _fl
 from .._native import stats as _stats
 from .._native import varbinary as _vb
 
-__all__ = ["Bitmap", "tzinfo_of", "one_array", "from_arrow", "to_arrow", "to_numpy", "validity", "wide_decimals", "fill_null_slots",
+__all__ = ["Bitmap", "compact_fixed_size_lists", "tzinfo_of", "one_array", "from_arrow", "to_arrow", "to_numpy", "validity", "wide_decimals", "fill_null_slots",
            "concat_values", "take", "filter_rows"]
 
 
@@ -66,6 +66,21 @@ def _gatherable(data):
     if isinstance(data, pa.ChunkedArray):
         return pa.chunked_array([pa.concat_arrays([c]) for c in data.chunks], data.type)
     return pa.concat_arrays([data])
+
+
+def compact_fixed_size_lists(batch: pa.RecordBatch, columns) -> pa.RecordBatch:
+    """``batch`` (a slice of a longer one) whose fixed-size-list ``columns`` (indices)
+    holding NULLs are copied to hold exactly their slots: Polars (2.1) refuses such a
+    list whose values outrun its length ("validity mask length must be equal to the
+    number of values divided by size"), which a slice's do."""
+    arrays = list(batch.columns)
+    changed = False
+    for i in columns:
+        arr = arrays[i]
+        if arr.null_count and len(arr.values) != len(arr) * arr.type.list_size:
+            arrays[i] = pa.concat_arrays([arr])
+            changed = True
+    return pa.RecordBatch.from_arrays(arrays, schema=batch.schema) if changed else batch
 
 
 def int64_array(values: np.ndarray) -> pa.Array:

@@ -423,3 +423,17 @@ def test_columns_polars_cannot_hold_or_names_it_renames(tmp_path):
     assert lazy.filter(pl.col("") > 2).collect()[""].to_list() == [3]
     with pytest.raises(rcfmt.InvalidOptionError, match="stats must be"):
         rcpl.scan_rcfmt(tmp_path / "e.rcfmt", stats=5)
+
+
+def test_fixed_size_lists_with_nulls_reach_polars_in_slices(tmp_path):
+    """Polars refuses a fixed-size list whose values outrun its length, which a slice's
+    do (a block longer than a batch, head(k)): such columns are compacted."""
+    n = 70_000
+    t = pa.table({"id": pa.array(range(n), pa.int64()),
+                  "f": pa.array([None if i % 3 == 0 else [i, i] for i in range(n)], pa.list_(pa.int64(), 2))})
+    rcfmt.write_table(t, tmp_path / "f.rcfmt", block_rows=n)
+    with rcfmt.open(tmp_path / "f.rcfmt") as f:
+        df = pl.DataFrame(f.scan())
+    assert df.height == n and df["f"].null_count() == (n + 2) // 3
+    got = rcpl.scan_rcfmt(tmp_path / "f.rcfmt").head(5).filter(pl.col("id") >= 2).collect()
+    assert got["f"].to_list() == [[2, 2], None, [4, 4]]
