@@ -150,6 +150,7 @@ cdef Py_ssize_t _words(const uint8_t* v, Py_ssize_t n, word_t width_tag, int32_t
                 break
             j = (j + 1) & t.mask
         codes[i] = c
+        prev = c
     _keys_free(&t)
     return count
 
@@ -177,6 +178,7 @@ cdef Py_ssize_t _wide(const uint8_t* v, Py_ssize_t n, int32_t* codes, int64_t* f
                 break
             j = (j + 1) & t.mask
         codes[i] = c
+        prev = c
     _keys_free(&t)
     return count
 
@@ -209,20 +211,25 @@ cdef inline uint64_t _hash_bytes(const uint8_t* p, int64_t n, const uint8_t* end
 
 
 cdef Py_ssize_t _varbinary(const offset_t* offsets, const uint8_t* data, Py_ssize_t size, Py_ssize_t n,
-                           int32_t* codes, int64_t* first) noexcept nogil:
+                           int32_t* codes, int64_t* first, const uint8_t* valid) noexcept nogil:
     """Strings/binary. A value of at most 8 bytes is its own key (its bytes as a word, and
     its length): compared without touching the data again. A longer value is keyed by
     its hash (placed by the same rule as a key, so growing needs no rehash of the
-    bytes); equal hashes compare the bytes."""
+    bytes); equal hashes compare the bytes. ``valid`` (NULL: every row): a row whose
+    byte is 0 is a null slot, whose value is no value of the column: it gets the code of
+    the row before it (0, the first value's, before any) and adds no entry."""
     cdef Keys t
     cdef Py_ssize_t i, j, count = 0
     cdef uint64_t lo, hi
-    cdef int32_t c
+    cdef int32_t c, prev = 0
     cdef int64_t start, length, other
     cdef const uint8_t* end = data + size
     if _keys_init(&t, _FIRST_CAPACITY, True):
         return -1
     for i in range(n):
+        if valid != NULL and not valid[i]:
+            codes[i] = prev
+            continue
         start = offsets[i]
         length = offsets[i + 1] - start
         if length <= 8:
@@ -247,6 +254,7 @@ cdef Py_ssize_t _varbinary(const offset_t* offsets, const uint8_t* data, Py_ssiz
                     break
             j = (j + 1) & t.mask
         codes[i] = c
+        prev = c
     _keys_free(&t)
     return count
 
@@ -343,20 +351,25 @@ def encode_fixed(const uint8_t[::1] values, int width):
     return _result(count, codes_arr, first_arr)
 
 
-def encode_varbinary(const offset_t[::1] offsets, const uint8_t[::1] data):
+def encode_varbinary(const offset_t[::1] offsets, const uint8_t[::1] data, const uint8_t[::1] valid=None):
     """``(codes, first_rows)`` of the ``len(offsets) - 1`` values ``data[offsets[i] :
-    offsets[i + 1]]`` (offsets checked by the caller: non-decreasing, within ``data``)."""
+    offsets[i + 1]]`` (offsets checked by the caller: non-decreasing, within ``data``).
+    ``valid`` (one byte per value, at least one nonzero): null slots add no entry and
+    take the code of the value before them (0 before the first)."""
     cdef Py_ssize_t n = offsets.shape[0] - 1, count
     if n < 0:
         raise ValueError("offsets must hold at least one entry")
+    if valid is not None and valid.shape[0] != n:
+        raise ValueError(f"{valid.shape[0]} validity bytes for {n} values")
     codes_arr, first_arr = _outputs(n)
     cdef int32_t[::1] codes = codes_arr
     cdef int64_t[::1] first = first_arr
     cdef const uint8_t* d = &data[0] if data.shape[0] else <const uint8_t*>b""
+    cdef const uint8_t* v = &valid[0] if valid is not None and n else NULL
     if n == 0:
         return codes_arr, first_arr
     with nogil:
-        count = _varbinary(&offsets[0], d, data.shape[0], n, &codes[0], &first[0])
+        count = _varbinary(&offsets[0], d, data.shape[0], n, &codes[0], &first[0], v)
     return _result(count, codes_arr, first_arr)
 
 

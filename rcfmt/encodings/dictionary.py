@@ -36,7 +36,6 @@ import pyarrow as pa
 from ..runtime import memory
 from .._native import dictbuild as _dictbuild
 from .._native import select as _select
-from .._native import stats as _stats
 from .._native import varbinary as _vb
 from ..errors import CorruptFileError
 from ..schema.types import LogicalType, PhysicalKind
@@ -65,19 +64,23 @@ def code_width(dictionary_size: int) -> int:
     return 1 if dictionary_size <= 1 << 8 else 2 if dictionary_size <= 1 << 16 else 4
 
 
-def build_dictionary(chunk: ColumnValues, ltype: LogicalType, value_range: tuple[int, int] | None = None
-                     ) -> tuple[np.ndarray, ColumnValues]:
+def build_dictionary(chunk: ColumnValues, ltype: LogicalType, value_range: tuple[int, int] | None = None,
+                     valid: np.ndarray | None = None) -> tuple[np.ndarray, ColumnValues]:
     """Return ``(codes int32[rows], dictionary values)`` for a chunk (all slots): the
     distinct values in order of first appearance, equal when their bytes are equal
     (NaN payloads and -0.0 stay apart). One GIL-free native pass
     (:mod:`rcfmt._native.dictbuild`); BOOL chunks go through Arrow. ``value_range``:
     the least and greatest value of an integer-like chunk (decimals unscaled), when
-    known; a range narrower than the chunk's rows is built with a direct table."""
+    known; a range narrower than the chunk's rows is built with a direct table.
+    ``valid`` (one bool per row, some true; VARBINARY chunks): a null slot's value (of
+    no meaning, usually empty) adds no entry, the slot takes its neighbour's code."""
     if ltype.kind == PhysicalKind.VARBINARY:
         offsets = chunk.offsets
         if offsets.dtype not in (np.int32, np.int64) or not offsets.flags.c_contiguous:
             offsets = np.ascontiguousarray(offsets, dtype=np.int64)
-        codes, first = _dictbuild.encode_varbinary(offsets, np.ascontiguousarray(chunk.values).view(np.uint8))
+        codes, first = _dictbuild.encode_varbinary(
+            offsets, np.ascontiguousarray(chunk.values).view(np.uint8),
+            None if valid is None else np.ascontiguousarray(valid, dtype=bool).view(np.uint8))
         return codes, take(ColumnValues(chunk.values, offsets), first, ltype)
     if ltype.kind == PhysicalKind.BOOL:
         encoded = pa.array(np.ascontiguousarray(chunk.values)).dictionary_encode()
@@ -92,22 +95,6 @@ def build_dictionary(chunk: ColumnValues, ltype: LogicalType, value_range: tuple
             return codes, take(ColumnValues(values), first, ltype)
     codes, first = _dictbuild.encode_fixed(values.reshape(-1).view(np.uint8), values.dtype.itemsize)
     return codes, take(ColumnValues(values), first, ltype)
-
-
-def without_null_only_entries(codes: np.ndarray, dictionary: ColumnValues, ltype: LogicalType,
-                              valid: np.ndarray) -> tuple[np.ndarray, ColumnValues]:
-    """``(codes, dictionary)`` of :func:`build_dictionary` without the entries that only
-    null slots use (a variable-length null slot holds an arbitrary value, usually empty,
-    which is no value of the column); null slots then repeat the previous valid row's
-    code. Unchanged when every entry has a valid row, or none has."""
-    counts = code_counts(codes, len(dictionary), valid)
-    keep = counts > 0
-    if keep.all() or not keep.any():
-        return codes, dictionary
-    renumber = (np.cumsum(keep) - 1).astype(codes.dtype)
-    codes = renumber[codes]
-    filled = _stats.fill_null_slots(np.ascontiguousarray(codes), np.ascontiguousarray(valid, dtype=bool).view(np.uint8))
-    return (codes if filled is None else filled), take(dictionary, np.flatnonzero(keep).astype(np.int64), ltype)
 
 
 def code_counts(codes: np.ndarray, entries: int, valid=None) -> np.ndarray:

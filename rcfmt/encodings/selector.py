@@ -42,7 +42,7 @@ from . import all_encodings, by_id, by_name
 from .analysis import ChunkAnalysis
 from .base import ColumnValues, Encoding
 from .bitpack import pack_codes
-from .dictionary import LAYOUT_BITPACKED, build_dictionary, code_width, without_null_only_entries
+from .dictionary import LAYOUT_BITPACKED, build_dictionary, code_width
 
 __all__ = ["analyze", "choose", "plain_size", "sample_rows", "DECODE_COST", "ZSTD_COST", "MIN_SAVING"]
 
@@ -166,11 +166,10 @@ def analyze(chunk: ColumnValues, ltype: LogicalType, stats: ColumnStats, *, dict
         if -(1 << 63) <= lo and hi < (1 << 63):
             a.min_int, a.max_int = lo, hi
     if dictionary and _dictionary_worthwhile(chunk, ltype, stats):
-        a.dictionary = build_dictionary(chunk, ltype, _value_range(ltype, stats, n))
         # Filled null slots repeat valid values and add no distinct value; VARBINARY null
-        # slots hold arbitrary (usually empty) values: entries only they use are dropped
-        if ltype.kind == PhysicalKind.VARBINARY and stats.null_count and valid is not None:
-            a.dictionary = without_null_only_entries(*a.dictionary, ltype, valid)
+        # slots hold arbitrary (usually empty) values: they are left out of the entries
+        skip_nulls = ltype.kind == PhysicalKind.VARBINARY and 0 < stats.null_count < n and valid is not None
+        a.dictionary = build_dictionary(chunk, ltype, _value_range(ltype, stats, n), valid if skip_nulls else None)
         exact = ltype.kind == PhysicalKind.FIXED or (ltype.kind == PhysicalKind.VARBINARY and valid is not None)
         if stats.null_count == 0 or (exact and stats.null_count < n):
             a.distinct_count = len(a.dictionary[1])

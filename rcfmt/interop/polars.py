@@ -88,6 +88,19 @@ def _first_rows(batches: list, limit: int) -> list:
     return out
 
 
+@functools.lru_cache(maxsize=256)
+def _bindable(schema: pa.Schema, name: str) -> bool:
+    from ..errors import RcfmtError
+    from ..predicate.residual import prepare_filter
+
+    try:
+        prepare_filter(col(name).is_valid(), schema)
+        return True
+    except RcfmtError:
+        return False
+
+
+@functools.lru_cache(maxsize=64)
 def _stored_columns(schema: pa.Schema) -> list[str]:
     """The names of the nested fields' stored columns in a file of ``schema`` (a map's
     ``m.key``, a list's ``l.item``), which a flat column of that name would repeat."""
@@ -101,6 +114,13 @@ def _stored_columns(schema: pa.Schema) -> list[str]:
         return [name for name, _, _ in plan_schema(storage_schema(schema)[0])[1] if "." in name]
     except RcfmtError:
         return []
+
+
+def _stored_columns_of(schema: pa.Schema) -> list[str]:
+    try:
+        return _stored_columns(schema)
+    except TypeError:  # (a schema that cannot be hashed)
+        return _stored_columns.__wrapped__(schema)
 
 
 class _Ref(NamedTuple):
@@ -130,9 +150,8 @@ class _Translator:
         self.dtypes = polars_schema(schema) if dtypes is None else dtypes
         #: names rcfmt's filters read twice, as a column and as a struct's leaf ("a.b" beside
         #: a struct "a" with a field "b"): left to Polars, which names columns only
-        names = filter_schema(schema).names + _stored_columns(schema)  # (a map's or list's leaves too)
+        names = filter_schema(schema).names + _stored_columns_of(schema)  # (a map's or list's leaves too)
         self.ambiguous = {n for n in names if names.count(n) > 1}
-        self._bindable: dict = {}
         self.dropped = False  # whether a conjunct was left out (the translation keeps more rows)
         #: a flat column, to spell the constants Polars folds parts into
         self.flat = next((f.name for f in schema if not pa.types.is_nested(f.type)
@@ -141,18 +160,10 @@ class _Translator:
     def bindable(self, name: str) -> bool:
         """Whether an rcfmt filter can name column ``name`` (not a struct, list or map,
         not a name that also spells a path into a nested column): others are Polars'."""
-        known = self._bindable.get(name)
-        if known is None:
-            from ..errors import RcfmtError
-            from ..predicate.residual import prepare_filter
-
-            try:
-                prepare_filter(col(name).is_valid(), self.schema)
-                known = True
-            except RcfmtError:
-                known = False
-            self._bindable[name] = known
-        return known
+        try:
+            return _bindable(self.schema, name)
+        except TypeError:  # (a schema that cannot be hashed: an extension type's)
+            return _bindable.__wrapped__(self.schema, name)
 
     # ---------------------------------------------------------------- predicates
     def predicate(self, node, expr, neg: bool = False):

@@ -185,3 +185,16 @@ def test_a_string_dictionary_holds_only_values_of_valid_rows(tmp_path_factory, i
     stored = {v for chunk in got.chunks for v in chunk.dictionary.to_pylist()}
     valid = {v for v in items if v is not None}
     assert stored == valid or (not valid and stored <= {""})
+
+
+def test_varbinary_null_slots_add_no_entry_and_repeat_their_neighbour():
+    values = [b"", b"b", b"", b"a", b"", b"b"]  # null slots at 0, 2 and 4 (their bytes: empty)
+    offsets = np.cumsum([0] + [len(v) for v in values]).astype(np.int64)
+    data = np.frombuffer(b"".join(values), np.uint8)
+    valid = np.array([0, 1, 0, 1, 0, 1], np.uint8)
+    codes, first = dictbuild.encode_varbinary(offsets, data, valid)
+    assert codes.tolist() == [0, 0, 0, 1, 1, 0] and first.tolist() == [1, 3]  # entries b, a
+    codes, first = dictbuild.encode_varbinary(offsets, data)
+    assert first.tolist() == [0, 1, 3]  # (without validity, the empty value is an entry)
+    with pytest.raises(ValueError, match="validity bytes"):
+        dictbuild.encode_varbinary(offsets, data, valid[:3])
