@@ -597,10 +597,11 @@ def value_sets_keep(nnf, snap: Snapshot, candidates: np.ndarray) -> np.ndarray:
             if sets[i] is None:
                 continue
             parts = [_values_array(ref, sets[i])]  # (from buffers: no pandas import on a first query)
+            held = parts[0].type  # (a type stored as another, decimal64 or halffloat: the stored one)
             if stats.null_count[i]:
-                parts.append(pa.nulls(1, ref.type))
+                parts.append(pa.nulls(1, held))
             if stats.nan_count[i]:
-                parts.append(pa.Array.from_buffers(ref.type, 1, [None, pa.py_buffer(
+                parts.append(pa.Array.from_buffers(held, 1, [None, pa.py_buffer(
                     np.array([np.nan], ref.ltype.numpy_dtype))]))
             arr = pa.concat_arrays(parts) if len(parts) > 1 else parts[0]
             out[i] = bool(selection_mask(leaf, pa.table({name: arr})).any())

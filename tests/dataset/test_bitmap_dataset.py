@@ -161,3 +161,21 @@ def test_file_values_are_bounded_in_bytes(tmp_path):
         assert "values" not in report["long"] and report["short"]["values"]["count"] == 10
         assert 10 * 2000 > FILE_VALUES_MAX_BYTES
         assert f.size - plain.stat().st_size < 2048  # the report's few short keys, not 20 KB of long ones
+
+
+@pytest.mark.parametrize("values, leaf, want", [
+    (pa.array([1, None, 3, 4], pa.decimal64(18, 0)), col("c").is_null(), [1]),
+    (pa.array([1, None, 3, 4], pa.decimal64(18, 0)), ~col("c").is_valid(), [1]),
+    (pa.array([3600, None, 7200, 10800], pa.time64("us")), col("c").is_null(), [1]),
+    (pa.array([1, None, 2, 3], pa.duration("s")), col("c") == 2, [2]),
+    (pa.array(np.array([1, np.nan, 2, 3], np.float16)), col("c").is_nan(), [1]),
+    (pa.array(np.array([1, np.nan, 2, 3], np.float16)), col("c") == 2.0, [2]),
+], ids=str)
+def test_file_values_of_types_stored_as_others_with_nulls_and_nans(tmp_path, values, leaf, want):
+    """A file's distinct values of a column stored as another type (decimal64 as int64,
+    halffloat as float32) with a NULL or NaN beside them: the placeholder was of the
+    column's type, which Arrow refused to concatenate (a raw ArrowInvalid on every read)."""
+    t = pa.table({"id": pa.array([0, 1, 2, 3], pa.int64()), "p": pa.array([1, 1, 2, 2], pa.int8()), "c": values})
+    rcfmt.write_dataset(t, tmp_path / "ds", partition_by=["p"], bitmap_indexes={"c": "equality"})
+    got = sorted(rcfmt.dataset(tmp_path / "ds").read(columns=["id"], filter=leaf).column("id").to_pylist())
+    assert got == want
