@@ -189,6 +189,16 @@ def check_vacuum_keeps_escaped_partition_values(uri: str, names, prefix: str) ->
     assert _sorted(rcfmt.dataset(uri).to_table()).equals(_sorted(second))
     assert vacuum(uri, retention_seconds=0) == []
     assert not [k for k in names() if k.endswith("/")]  # (no "directory" object made by a delete)
+    # a value whose decoded key holds a '.' or '..' segment, which HTTP clients resolve (the
+    # file went elsewhere and vacuum deleted it as a stray), and a root holding '#' (a URI
+    # fragment: every object landed on one key) are refused before anything is committed
+    version = rcfmt.dataset(uri).version
+    for bad in ("a/..", "a/./b"):
+        with pytest.raises(rcfmt.InvalidOptionError, match="'.' or '..' segment"):
+            rcfmt.write_dataset(pa.table({"id": pa.array([99], pa.int64()), "p": [bad]}), uri, partition_by="p")
+    assert rcfmt.dataset(uri).version == version and len(names()) == len(set(names()))
+    with pytest.raises(rcfmt.InvalidOptionError, match="fragment"):
+        rcfmt.write_dataset(first, uri + "#x", partition_by="p")
 
 
 def check_cli_inspects(dataset_uri: str, file_uri: str, table: pa.Table) -> None:

@@ -47,6 +47,7 @@ from urllib.parse import unquote, urlsplit
 from ..runtime.records import record
 from ..errors import InvalidOptionError, RcfmtError, StorageError, UnsupportedError
 from .base import ByteSink, ByteSource, DirectoryError, ProcessSetting
+from .paths import checked_key
 
 __all__ = ["identity", "AZURE_SETTINGS", "AzureSettings", "azure_settings", "check_azure_settings", "settings",
            "split_uri", "filesystem", "inner_path", "BlobSource", "BlobSink", "open", "create_if_absent",
@@ -182,7 +183,11 @@ def split_uri(uri: str) -> tuple[str | None, str, str]:
         container = host
     if not container:
         raise InvalidOptionError(f"{uri!r} names no container")
-    return account, container, unquote(parts.path).strip("/")
+    path = checked_key(uri, parts, unquote(parts.path).strip("/"))
+    if "//" in path:  # (a blob name keeps it: another dataset than the path without it, as S3 and GCS refuse)
+        raise InvalidOptionError(f"{uri!r}: an empty path component ('//') names another blob than the path "
+                                 f"without it; write the path without it")
+    return account, container, path
 
 
 _FILESYSTEMS: dict = {}  # settings -> pyarrow's client

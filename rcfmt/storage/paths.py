@@ -82,11 +82,25 @@ def scheme_of(uri: str) -> str:
 
 
 def bucket_and_key(uri: str) -> tuple[str, str]:
-    """``(bucket, key)`` of an ``s3://`` or ``gs://`` URI."""
+    """``(bucket, key)`` of an ``s3://`` or ``gs://`` URI (see :func:`checked_key`)."""
     from urllib.parse import unquote, urlsplit
 
     parts = urlsplit(uri)
-    return parts.netloc, unquote(parts.path).lstrip("/")
+    return parts.netloc, checked_key(uri, parts, unquote(parts.path).lstrip("/"))
+
+
+def checked_key(uri: str, parts, key: str) -> str:
+    """``key``, the object key of ``uri`` (split as ``parts``), unless it would not be
+    stored as named: a ``#`` starts a URI's fragment, which no key holds (every object
+    below such a root would land on one key), and HTTP clients resolve ``.`` and ``..``
+    segments (a partition value ``a/..`` would put its file elsewhere, where vacuum takes
+    it for a stray and deletes it). InvalidOptionError for those."""
+    if parts.fragment or uri.endswith("#"):
+        raise InvalidOptionError(f"{uri!r}: '#' starts a URI fragment, which no object key holds; write it as %23")
+    if any(segment in (".", "..") for segment in key.split("/")):
+        raise InvalidOptionError(f"{uri!r}: the object key {key!r} holds a '.' or '..' segment, which HTTP clients "
+                                 f"resolve away (a partition value such as 'a/..' cannot be stored on object storage)")
+    return key
 
 
 def inner_path(uri: str) -> str:
@@ -94,6 +108,7 @@ def inner_path(uri: str) -> str:
     from urllib.parse import unquote, urlsplit
 
     parts = urlsplit(uri)
+    checked_key(uri, parts, unquote(parts.path))
     return f"{parts.netloc}{unquote(parts.path)}".rstrip("/")
 
 

@@ -71,6 +71,8 @@ def from_uri(uri: str):
     import pyarrow.fs as pafs
 
     scheme = scheme_of(uri)
+    if scheme in ("s3", "gs"):
+        inner_path(uri)  # (checks the key: no fragment, no '.' or '..' segment)
     settings = store("s3").current_settings() if scheme == "s3" else None
     if settings and uri[:5].lower() == "s3://":
         return store("s3").filesystem(settings), inner_path(uri)

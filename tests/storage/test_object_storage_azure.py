@@ -70,6 +70,12 @@ def test_uris_name_account_container_and_path():
         split_uri("az:///x")
     with pytest.raises(UnsupportedError, match="options in Azure URIs"):
         split_uri("az://data/f.rcfmt?account_key=secret")
+    # a doubled slash named another blob prefix (a second dataset beside the one meant),
+    # '#' a fragment, '..' a segment the HTTP client resolves away
+    for bad, why in [("az://data/ps//t", "empty path component"), ("az://data/t#x", "fragment"),
+                     ("az://data/t/p=a%2F../f.rcfmt", "'..' segment")]:
+        with pytest.raises(InvalidOptionError, match=why):
+            split_uri(bad)
 
 
 def test_settings_come_from_the_environment(monkeypatch):
