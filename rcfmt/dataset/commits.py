@@ -454,24 +454,25 @@ def commit_version(root: str, entries: list[FileEntry], *, mode: str, read_versi
                 else:
                     snap = full_snapshot(base)
                     dropped = list(snap.info.get("dropped_columns", []))
+                    what = _WHAT.get(mode, mode)  # (how a conflict names this commit)
                     if set(dropped) & set(data_schema.names):
                         raise CommitConflictError(
-                            f"{_WHAT.get(mode, mode)} {root!r} conflicts with version {base}, which dropped column(s) "
+                            f"{what} {root!r} conflicts with version {base}, which dropped column(s) "
                             f"{sorted(set(dropped) & set(data_schema.names))}; nothing was written")
                     if snap.partitioning != partitioning:
                         raise CommitConflictError(
-                            f"{_WHAT.get(mode, mode)} {root!r} conflicts with version {base}, which changed the "
+                            f"{what} {root!r} conflicts with version {base}, which changed the "
                             "partitioning; nothing was written")
                     if base != read_version and read_version and not keeps_columns(
                             (known or read_snapshot(root, read_version, columns=[])).data_schema, snap.data_schema):
                         raise CommitConflictError(  # e.g. an overwrite with other columns
-                            f"{_WHAT.get(mode, mode)} {root!r} conflicts with version {base}, which changed the schema; "
+                            f"{what} {root!r} conflicts with version {base}, which changed the schema; "
                             "nothing was written")
                     try:  # concurrent appends may each add or widen columns: the union is committed
                         schema = merge_schemas(snap.data_schema, data_schema)
                     except SchemaError as exc:
                         raise CommitConflictError(
-                            f"{_WHAT.get(mode, mode)} {root!r} conflicts with version {base}, which changed the schema "
+                            f"{what} {root!r} conflicts with version {base}, which changed the schema "
                             f"({exc}); nothing was written") from None
                     prev = snap.table
                     if snap.info.get("column_ids") is not None:

@@ -398,7 +398,7 @@ class Dataset:
         check_names(pa.schema(list(new) + [pa.field(n, t) for n, t in zip(self.partitioning.names,
                                                                            self.partitioning.types)]),
                     "after evolve")
-        version = commit(self.root, [], mode="evolve", read_version=self.version or 0, data_schema=new,
+        version = commit(self.root, [], mode="evolve", read_version=self.version, data_schema=new,
                          partitioning=self.partitioning, txn_id=f"evolve-{uuid.uuid4().hex}", renames=rename,
                          operation_info={"added_columns": [f.name for f in add], "dropped_columns_now": drop,
                                          **({"renamed_columns_now": rename} if rename else {})})

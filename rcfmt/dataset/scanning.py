@@ -178,8 +178,8 @@ class DatasetScan:
     with ``files_total``/``files_pruned`` of the file pruning). ``fetch``: how reads of
     remote files trade requests for bytes (:class:`~rcfmt.storage.fetch.FetchOptions`).
     ``with_row_position``: each row's position in the dataset version as a last int64
-    column ``_row_position`` (or of the name given instead of True; the fragments must know their ``first_row``); ``rows``:
-    ``{fragment path: file positions}`` to read only those rows of each (ascending,
+    column ``_row_position`` (or of the name given instead of True; the fragments must
+    know their ``first_row``); ``rows``: ``{fragment path: file positions}`` to read only those rows of each (ascending,
     distinct, checked by the caller: ``Dataset.take``)."""
 
     def __init__(self, schema: pa.Schema, fragments: Sequence[Fragment], columns: Sequence[str] | None = None,
@@ -653,7 +653,7 @@ def prune_blocks(fragments: Sequence[Fragment], schema: pa.Schema, filter, *, pa
             if n != frag.num_blocks:
                 raise CorruptFileError(f"the index says {frag.num_blocks} blocks, the footer {n}", path=frag.path)
             view = file_view(f, schema, column_ids)
-            residual = without_missing(renamed_expr(residual, view.renames, view.schema.names), f, view.schema)
+            residual = without_missing(renamed_expr(residual, view.renames, schema.names), f, view.schema)
             if residual is TRUE or residual is FALSE:
                 mask = np.full(hi - lo, residual is TRUE)
             else:

@@ -181,7 +181,8 @@ def begin_write(path, schema: pa.Schema, *, partition_by=None, mode: str = "appe
         if base_snap.partitioning != partitioning:
             raise SchemaError(f"cannot append: partitioning {list(partitioning.names)} "
                               f"({[str(t) for t in partitioning.types]}) differs from the dataset's "
-                              f"{list(base_snap.partitioning.names)} ({[str(t) for t in base_snap.partitioning.types]}); "
+                              f"{list(base_snap.partitioning.names)} "
+                              f"({[str(t) for t in base_snap.partitioning.types]}); "
                               f"partition values keep their type (cast the data's to the dataset's)")
         dropped = sorted(set(base_snap.info.get("dropped_columns", [])) & set(data_schema.names))
         if dropped:

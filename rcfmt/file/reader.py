@@ -611,8 +611,8 @@ class RcfmtFile:
 
     def scan(self, columns: Sequence[str] | None = None, filter=None, *, use_threads: bool = True,
              read_dictionary: Sequence[str] | None = None, use_bloom: bool = True, use_page_index: bool = True,
-             blocks: tuple[int, int] | None = None, use_bitmap_index: bool = True, with_row_position: bool | str = False,
-             _rows=None, _deleted=None):
+             blocks: tuple[int, int] | None = None, use_bitmap_index: bool = True,
+             with_row_position: bool | str = False, _rows=None, _deleted=None):
         """Plan a skipping scan; returns a :class:`~rcfmt.scan.scanner.FileScan` with
         ``read()``, ``iter_batches()``, ``count()`` and ``stats`` (what was pruned, read,
         decoded).

@@ -707,7 +707,7 @@ def scan_rcfmt(path, *, stats=None, use_threads: bool = True, fetch=None, catego
         from ..scan.scanner import ScanStats
 
         if not isinstance(stats, ScanStats):
-            raise InvalidOptionError(f"stats must be a rcfmt.scan.scanner.ScanStats or None, got {type(stats).__name__}")
+            raise InvalidOptionError(f"stats must be a ScanStats or None, got {type(stats).__name__}")
     if not is_remote(path) and os.path.isfile(local_path(path)):  # one file: no dataset index to build
         file = os.path.abspath(local_path(path))
         with RcfmtFile(file, fetch=fetch) as f:

@@ -236,7 +236,8 @@ class FileScan:
 
 def scan_file(file: ScanFile, columns=None, filter=None, *, use_threads: bool = True, read_dictionary=None,
               use_bloom: bool = True, use_page_index: bool = True, blocks=None,
-              use_bitmap_index: bool = True, rows=None, with_row_position: bool | str = False, deleted=None) -> FileScan:
+              use_bitmap_index: bool = True, rows=None, with_row_position: bool | str = False,
+              deleted=None) -> FileScan:
     """Plan a scan of ``file`` (pruning blocks now, pages and rows as it runs)."""
     return FileScan(file, columns, filter, use_threads=use_threads, read_dictionary=read_dictionary,
                     use_bloom=use_bloom, use_page_index=use_page_index, blocks=blocks,

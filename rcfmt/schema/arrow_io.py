@@ -19,8 +19,8 @@ from .._native import floats as _fl
 from .._native import stats as _stats
 from .._native import varbinary as _vb
 
-__all__ = ["Bitmap", "compact_fixed_size_lists", "tzinfo_of", "one_array", "from_arrow", "to_arrow", "to_numpy", "validity", "wide_decimals", "fill_null_slots",
-           "concat_values", "take", "filter_rows"]
+__all__ = ["Bitmap", "compact_fixed_size_lists", "tzinfo_of", "one_array", "from_arrow", "to_arrow", "to_numpy",
+           "validity", "wide_decimals", "fill_null_slots", "concat_values", "take", "filter_rows"]
 
 
 def _bits(buf: pa.Buffer, offset: int, n: int) -> np.ndarray:
