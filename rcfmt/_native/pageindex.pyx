@@ -49,7 +49,7 @@ cdef inline uint32_t _u32(const uint8_t[::1] b, Py_ssize_t p) noexcept nogil:
 cdef bint _tile(const uint8_t[::1] raw, Py_ssize_t count, Py_ssize_t record_size,
                uint64_t rows, uint64_t start, uint64_t end) noexcept nogil:
     cdef uint64_t expected = 0, first, offset
-    cdef uint32_t length, n
+    cdef uint32_t length, n, nulls, nans
     cdef Py_ssize_t i, p
     for i in range(count):
         p = i * record_size
@@ -57,7 +57,9 @@ cdef bint _tile(const uint8_t[::1] raw, Py_ssize_t count, Py_ssize_t record_size
         offset = _u64(raw, p + 8)
         length = _u32(raw, p + 16)
         n = _u32(raw, p + 20)
-        if first != expected or n == 0:
+        nulls = _u32(raw, p + 24)
+        nans = _u32(raw, p + 28)
+        if first != expected or n == 0 or nulls > n or nans > n - nulls:
             return False
         expected = first + n  # first == expected <= rows < 2**63: no overflow
         if expected > rows:
@@ -71,8 +73,9 @@ def entries_consistent(const uint8_t[::1] raw, Py_ssize_t count, Py_ssize_t reco
                        uint64_t rows, uint64_t start, uint64_t end):
     """Whether ``count`` records of ``record_size`` bytes in ``raw`` describe pages that
     tile rows ``[0, rows)`` in order (each with at least one row) and whose bytes
-    ``[offset, offset + length)`` lie within the chunk ``[start, end)``."""
-    if record_size < 24 or count < 0 or raw.shape[0] < count * record_size:
+    ``[offset, offset + length)`` lie within the chunk ``[start, end)``, with null and
+    NaN counts of at most their rows."""
+    if record_size < 40 or count < 0 or raw.shape[0] < count * record_size:
         return False
     cdef bint ok
     with nogil:

@@ -390,6 +390,11 @@ def _(data, work):
     return build_file(patch_page_index(split_file(data), "i", 0, edit))
 
 
+@forger("page_index_nulls_over_rows.rcfmt")
+def _(data, work):  # more NULLs than the page's rows: a scan would prune the page by them
+    return build_file(patch_page_index(split_file(data), "s", 0, lambda e: e["null_count"].__setitem__(1, 5000)))
+
+
 @forger("page_index_length_mismatch.rcfmt")
 def _(data, work):
     def edit(p):

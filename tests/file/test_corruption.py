@@ -488,6 +488,11 @@ def test_page_index_first_row_gap():
     expect("page_index_first_row_gap.rcfmt", match="page index entries are inconsistent", column="i", block=1)
 
 
+@bad_file("page_index_nulls_over_rows.rcfmt")
+def test_page_index_nulls_over_rows():
+    expect("page_index_nulls_over_rows.rcfmt", match="page index entries are inconsistent", column="s", block=0)
+
+
 @bad_file("page_index_length_mismatch.rcfmt")
 def test_page_index_length_mismatch():
     expect("page_index_length_mismatch.rcfmt", match="page index length disagrees", column="r", block=0)

@@ -13,10 +13,10 @@ DTYPE = page_record(8)
 U64 = 2**64 - 1
 
 
-def reference(first, offset, length, count, rows, start, end) -> bool:
+def reference(first, offset, length, count, nulls, nans, rows, start, end) -> bool:
     expected = 0
-    for f, o, ln, n in zip(first, offset, length, count):
-        if f != expected or n == 0 or o < start or o > end or ln > end - o:
+    for f, o, ln, n, z, q in zip(first, offset, length, count, nulls, nans):
+        if f != expected or n == 0 or o < start or o > end or ln > end - o or z + q > n:
             return False
         expected = f + n
     return expected == rows
@@ -32,9 +32,12 @@ def page_indexes(draw):
     lengths = [draw(st.integers(0, end - o)) for o in offsets]
     rec = np.zeros(len(counts), DTYPE)
     rec["first_row"], rec["row_count"], rec["offset"], rec["length"] = first, counts, offsets, lengths
+    for i, n in enumerate(counts):  # (NULLs and NaNs among a page's rows)
+        rec["null_count"][i] = draw(st.integers(0, n))
+        rec["nan_count"][i] = draw(st.integers(0, n - int(rec["null_count"][i])))
     rows = int(sum(counts))
     # then break it, sometimes
-    mutation = draw(st.sampled_from(["none", "first", "count", "offset", "length", "rows", "huge"]))
+    mutation = draw(st.sampled_from(["none", "first", "count", "offset", "length", "rows", "huge", "nulls", "nans"]))
     if len(rec) and mutation != "none":
         i = draw(st.integers(0, len(rec) - 1))
         if mutation == "first":
@@ -47,6 +50,8 @@ def page_indexes(draw):
             rec["length"][i] = draw(st.integers(0, 2**32 - 1))
         elif mutation == "huge":
             rec["offset"][i], rec["length"][i] = U64, 2**32 - 1
+        elif mutation in ("nulls", "nans"):  # (more than the page's rows, or its NULLs and NaNs together)
+            rec[f"{mutation[:-1]}_count"][i] = draw(st.integers(0, 2**32 - 1))
     if mutation == "rows":
         rows = draw(st.integers(0, 2 * rows + 1))
     return rec, rows, start, end
@@ -56,8 +61,8 @@ def page_indexes(draw):
 @given(page_indexes())
 def test_matches_reference(case):
     rec, rows, start, end = case
-    expected = reference(*(rec[k].astype(object) for k in ("first_row", "offset", "length", "row_count")),
-                         rows, start, end)
+    expected = reference(*(rec[k].astype(object) for k in ("first_row", "offset", "length", "row_count",
+                                                            "null_count", "nan_count")), rows, start, end)
     assert entries_consistent(rec.tobytes(), len(rec), DTYPE.itemsize, rows, start, end) == expected
 
 
