@@ -209,7 +209,7 @@ class RcfmtFile:
         if lo < 0 or hi > self.size or lo > hi:
             raise CorruptFileError(f"range [{lo}, {hi}) lies outside the file of {self.size} bytes",
                                    path=self.path, offset=lo)
-        buf = memory.empty(hi - lo)
+        buf = memory.span_buffer(hi - lo, int(np.add.reduce(np.asarray(ends) - np.asarray(starts))))
         many = getattr(self._source, "read_ranges_into", None)
         if many is not None and self._tail is None and (len(starts) > 1 or pool is not None):
             # a local file: every range in one GIL-free call (two, side by side, for a large read on a pool)
