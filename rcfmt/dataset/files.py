@@ -7,6 +7,7 @@ and the Spark source's tasks all write through here, then :mod:`rcfmt.dataset.co
 from __future__ import annotations
 
 import datetime as _dt
+import errno
 import os
 
 import numpy as np
@@ -307,7 +308,12 @@ class FileSetWriter:
         relpath = f"{directory}/{name}" if directory else name
         staged = os.path.join(self.staging_dir, *relpath.split("/"))
         if not is_remote(staged):
-            os.makedirs(os.path.dirname(staged), exist_ok=True)
+            try:
+                os.makedirs(os.path.dirname(staged), exist_ok=True)
+            except OSError as e:
+                if e.errno != errno.ENAMETOOLONG:
+                    raise
+                raise InvalidDataError(self.partitioning.too_long(key)) from None
         f = _OpenFile(relpath, staged)
         if self.clustering is None:
             f.writer = Writer(_sink(staged), self.data_schema, metadata=self.metadata, _hints=self.hints,

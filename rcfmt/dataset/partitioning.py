@@ -34,7 +34,7 @@ __all__ = ["Partitioning", "HIVE_NULL", "escape_value", "unescape_value", "parse
 
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
 _ESCAPED = frozenset('"#%\'*/:=?\\{[]^\x7f') | frozenset(chr(i) for i in range(0x20))
-_INT_RE = re.compile(r"-?(0|[1-9][0-9]*)\Z")
+_INT_RE = re.compile(r"(0|-?[1-9][0-9]*)\Z")  # (canonical: "-0" and "007" stay strings)
 _DATE_RE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}\Z")
 
 
@@ -80,6 +80,10 @@ class Partitioning:
     @classmethod
     def from_schema(cls, schema: pa.Schema, names) -> "Partitioning":
         names = tuple(names or ())
+        for name in names:  # (readers and vacuum skip such directories: DATASET.md section 1)
+            if isinstance(name, str) and name.startswith(("_", ".")):
+                raise InvalidOptionError(f"partition column {name!r}: a partition column's name cannot start with "
+                                         "'_' or '.' (directories so named are never data); rename it first")
         if len(set(names)) != len(names):
             raise InvalidOptionError(f"partition_by lists a column twice: {list(names)}")
         types = []
@@ -123,6 +127,16 @@ class Partitioning:
         if pa.types.is_date32(t):
             return value.isoformat()
         return escape_value(value) if value != "" else HIVE_NULL
+
+    def too_long(self, values) -> str:
+        """Why the directory of ``values`` cannot be made: the partition whose directory
+        name is longest (a file system's names are at most 255 bytes)."""
+        parts = [(n, f"{escape_value(n)}={self.format_value(i, v)}") for i, (n, v) in enumerate(zip(self.names, values))]
+        name, part = max(parts, key=lambda p: len(p[1].encode()))
+        shown = repr(values[self.names.index(name)])
+        shown = shown if len(shown) <= 60 else f"{shown[:57]}..."
+        return (f"partition column {name!r}: the value {shown} makes a directory name of {len(part.encode())} "
+                "bytes, longer than the file system allows")
 
     def directory(self, values) -> str:
         """``k1=v1/k2=v2`` (posix) for a tuple of values, '' when unpartitioned."""

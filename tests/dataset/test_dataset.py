@@ -348,6 +348,34 @@ def test_partition_inference(tmp_path):
         rcfmt.dataset(tmp_path)
 
 
+def test_minus_zero_is_no_integer_partition_value(tmp_path):
+    """``k=-0`` beside ``k=0``: two directories, two values (as '007' stays a string, only
+    canonical integers are integers, so that values round-trip)."""
+    for d in ("k=-0", "k=0", "k=5"):
+        os.makedirs(tmp_path / d)
+        rcfmt.write_table(pa.table({"v": [1]}), tmp_path / d / "part.rcfmt")
+    ds = rcfmt.dataset(tmp_path)
+    assert ds.schema.field("k").type == pa.string()
+    assert sorted(ds.read()["k"].to_pylist()) == ["-0", "0", "5"]
+    assert ds.read(filter=col("k") == "0").num_rows == 1
+
+
+@pytest.mark.parametrize("name", ["_p", ".p"])
+def test_partition_columns_are_not_named_as_hidden_directories(tmp_path, name):
+    """Directories starting with '_' or '.' are never data (readers and vacuum skip them):
+    such a partition column is refused before anything is written."""
+    with pytest.raises(rcfmt.InvalidOptionError, match="cannot start with '_' or '.'"):
+        rcfmt.write_dataset(pa.table({name: [1, 2], "v": [3, 4]}), tmp_path / "ds", partition_by=[name])
+    assert not (tmp_path / "ds").exists()
+
+
+def test_a_partition_value_too_long_for_a_directory_name_is_an_rcfmt_error(tmp_path):
+    value = "é" * 130  # 260 bytes of UTF-8, escaped: more than a file system's 255
+    with pytest.raises(rcfmt.InvalidDataError, match="partition column 'p'.*longer than the file system allows"):
+        rcfmt.write_dataset(pa.table({"p": ["a", value], "v": [1, 2]}), tmp_path / "ds", partition_by=["p"])
+    assert rcfmt.write_dataset(pa.table({"p": ["a"], "v": [1]}), tmp_path / "ds", partition_by=["p"]).count_rows() == 1
+
+
 def test_a_partition_directory_whose_escapes_are_not_utf8_is_an_rcfmt_error(tmp_path):
     os.makedirs(tmp_path / "k=%FF")
     rcfmt.write_table(pa.table({"v": [1]}), tmp_path / "k=%FF" / "f.rcfmt")
