@@ -606,9 +606,10 @@ def _conformed_source(src: pa.Table, schema: pa.Schema, keys: list) -> pa.Table:
         field = schema.field(i)
         column = src.column(name)
         if not same_type(column.type, field.type):
-            if pa.types.is_nested(field.type) and not _fits_shape(column.type, field.type):
+            if not _fits_shape(column.type, field.type):  # (a cast would parse '3', take True for 1, ...)
                 raise SchemaError(f"merge source column {name!r} is {column.type}, the dataset's is {field.type}: "
-                                  f"nested values are merged into the same fields and kinds of values")
+                                  f"values are merged into the same kinds of values (and nested ones into the "
+                                  f"same fields)")
             try:
                 cast = column.cast(field.type, safe=True)
             except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:

@@ -136,6 +136,26 @@ def test_a_merge_refuses_a_source_its_columns_would_store_changed(typed):
     assert np.isnan(got[1]["f"]) and got[2]["f"] == 0.5
 
 
+@pytest.mark.parametrize("column, values", [
+    ("f", pa.array(["5.5"])),  # a string is parsed by a cast
+    ("id", pa.array(["1"])),  # (a key too: '1' matched row 1)
+    ("i", pa.array([True])),  # a bool is taken for 1
+    ("i", pa.array([dt.datetime(2020, 1, 1)], pa.timestamp("s"))),  # an instant for its seconds
+    ("s", pa.array([7])),  # a number printed
+    ("b", pa.array(["x"])),  # a string for its bytes
+    ("d", pa.array([1], pa.int32())),  # a number for a date
+])
+def test_a_merge_refuses_source_columns_of_another_kind_of_values(typed, column, values):
+    """What update and appends refuse, a merge refuses too: a source column whose values
+    are another kind (text, bools, instants, numbers) than the dataset's, whatever a
+    cast would make of them."""
+    source = pa.table({"id": pa.array([1], pa.int64()), column: values}) if column != "id" else \
+        pa.table({"id": values, "f": [9.0]})
+    with pytest.raises(rcfmt.SchemaError, match="the same kinds of values"):
+        typed.merge(source, on="id")
+    assert rcfmt.dataset(typed.root).version == typed.version
+
+
 @pytest.mark.parametrize("key", ["st", "l"])
 def test_nested_merge_keys_are_refused_by_name(tmp_path, key):
     t = pa.table({"st": pa.array([{"a": 1}]), "l": pa.array([[1]]), "v": [1]})
