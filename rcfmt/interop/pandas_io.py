@@ -40,11 +40,14 @@ def read_pandas(path, columns: Sequence[str] | None = None, filter=None, *, use_
     ``pandas.DataFrame``, with the index, nullable dtypes and categoricals the writer's
     DataFrame had. ``fetch``: :class:`rcfmt.FetchOptions` for remote reads."""
     from ..dataset import Dataset
+    from ..errors import InvalidOptionError
     from ..file.reader import RcfmtFile
     from ..scan.positions import free_position_name
     from ..storage import DirectoryError
     from .arrow import with_range_index_columns
 
+    if columns is not None and (isinstance(columns, (str, bytes)) or not isinstance(columns, Sequence)):
+        raise InvalidOptionError(f"columns must be a list of column names, got {columns!r}")  # ('af' is no ['a', 'f'])
     try:
         f = RcfmtFile(path, filesystem=filesystem, fetch=fetch)  # one open: the schema, then the rows
     except DirectoryError:

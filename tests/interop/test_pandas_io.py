@@ -53,6 +53,15 @@ def test_filters_and_columns_keep_the_index(tmp_path):
     pd.testing.assert_frame_equal(got, want)
 
 
+@pytest.mark.parametrize("columns", ["af", {"a"}, 3])
+def test_columns_must_be_a_list_of_names(tmp_path, columns):
+    """As read_table: a string is one name, not its letters ('af' read columns a and f)."""
+    rcfmt.write_table(pd.DataFrame({"a": [1], "f": [2.0], "af": [3]}), tmp_path / "f.rcfmt")
+    with pytest.raises(rcfmt.InvalidOptionError, match="columns must be a list of column names"):
+        rcfmt.read_pandas(tmp_path / "f.rcfmt", columns=columns)
+    assert list(rcfmt.read_pandas(tmp_path / "f.rcfmt", columns=["af"]).columns) == ["af"]
+
+
 def test_multi_index_and_range_index(tmp_path):
     df = _frame().reset_index()
     df["g"] = df["key"] % 4
