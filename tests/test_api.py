@@ -324,6 +324,61 @@ def test_iter_batches_bad_batch_size(written, size):
             list(f.iter_batches(size))
 
 
+@pytest.mark.parametrize("call", [
+    lambda p: rcfmt.read_table(p, use_threads="no"),
+    lambda p: rcfmt.read_table(p, verify_checksums=None),
+    lambda p: rcfmt.open(p, verify_checksums=[1]),
+    lambda p: rcfmt.open(p).scan(use_bloom="no"),
+    lambda p: rcfmt.open(p).scan(use_page_index=None),
+    lambda p: rcfmt.open(p).scan(use_bitmap_index=1.5),
+    lambda p: list(rcfmt.open(p).iter_batches(use_threads="yes")),
+])
+def test_read_flags_are_true_or_false(written, call):
+    """An on-off flag is a bool, as the writer's are: 'no' is truthy, and a read that
+    took it verified nothing it was asked to, or threaded what it was told not to."""
+    with pytest.raises(InvalidOptionError, match="must be True or False"):
+        call(written)
+
+
+@pytest.mark.parametrize("blocks", [("1", 2), (0, b"1"), (1.9, 2.0), (True, 2), (0, float("inf")), (0,), 3])
+def test_scan_blocks_are_two_block_numbers(written, blocks):
+    with rcfmt.open(written) as f:
+        with pytest.raises(InvalidOptionError, match="blocks must be"):
+            f.scan(blocks=blocks)
+        assert f.scan(blocks=(np.int64(1), 2)).read().num_rows == 1
+        with pytest.raises(SchemaError):
+            f.block_stats(True)  # (no column position)
+
+
+@pytest.mark.parametrize("options", [dict(bloom_filter_columns=1), dict(bloom_filter_columns=True),
+                                     dict(cluster_by=1), dict(cluster_by=1.5), dict(cluster_by=b"a")])
+def test_name_list_options_given_a_number_are_option_errors(target, options):
+    with pytest.raises(InvalidOptionError):
+        rcfmt.write_table(TABLE, target, **options)
+    assert listing(target.parent) == []
+
+
+def test_dataset_options_are_checked(tmp_path):
+    root = tmp_path / "ds"
+    for options in (dict(partition_by=1), dict(partition_by=True), dict(cluster_by=5), dict(curve="zorderr"),
+                    dict(mapping="nope"), dict(cluster_by=[], curve=42)):
+        with pytest.raises(InvalidOptionError):
+            rcfmt.write_dataset(TABLE, root, **options)
+        assert not root.exists(), options
+    ds = rcfmt.write_dataset(TABLE, root, target_file_rows=2**63)  # (as many rows as there are in a file)
+    assert len(ds.files) == 1
+    for call in (lambda: ds.optimize(cluster_by=1), lambda: ds.optimize(curve="zorderr"),
+                 lambda: ds.optimize(mapping=None), lambda: ds.optimize(force="no"),
+                 lambda: ds.merge(TABLE, on=1), lambda: ds.evolve(add=1), lambda: ds.evolve(drop=1.5),
+                 lambda: ds.vacuum(dry_run="no"), lambda: ds.vacuum(retention_seconds="60"),
+                 lambda: ds.read(use_threads="no"), lambda: rcfmt.dataset(root, version=True)):
+        with pytest.raises(InvalidOptionError):
+            call()
+    assert rcfmt.dataset(root).version == ds.version and len(listing(root)) == 2
+    with pytest.raises(InvalidOptionError, match=r"has no version 7; versions: \[1\]"):
+        rcfmt.dataset(root, version=7)
+
+
 # ---------------------------------------------------------------------------- reading: not rcfmt
 def test_empty_file(tmp_path):
     p = tmp_path / "empty.rcfmt"

@@ -26,6 +26,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import CommitConflictError, InvalidDataError, InvalidOptionError, SchemaError, UnsupportedError
+from ..runtime.options import names as option_names
 from ..scan.positions import free_position_name
 from ..schema.types import same_type
 from ..predicate.residual import prepare_filter
@@ -448,7 +449,7 @@ def merge(dataset, source, on, when_matched="update", when_not_matched="insert")
         raise InvalidOptionError(f"when_matched must be 'update', 'delete' or None, got {when_matched!r}")
     if when_not_matched not in ("insert", None):
         raise InvalidOptionError(f"when_not_matched must be 'insert' or None, got {when_not_matched!r}")
-    keys = [on] if isinstance(on, str) else list(on) if on is not None else []
+    keys = option_names(on, "on") if on is not None else []
     if not keys or not all(isinstance(k, str) for k in keys) or len(set(keys)) != len(keys):
         raise InvalidOptionError(f"on must name one or more distinct key columns, got {on!r}")
     schema, tables = batches_and_schema(source, "merge")

@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import CorruptFileError, InvalidOptionError, SchemaError, UnsupportedError
+from ..runtime.options import flag, names as option_names
 from ..storage.fetch import FetchOptions
 from ..file.reader import RcfmtFile
 from ..predicate.nnf import columns as expr_columns
@@ -71,6 +72,8 @@ class Dataset:
 
     @classmethod
     def open(cls, path, *, version: int | None = None) -> "Dataset":
+        if version is not None and (isinstance(version, bool) or not isinstance(version, (int, np.integer))):
+            raise InvalidOptionError(f"version must be a version number (an int), got {version!r}")
         if is_remote(path):
             return cls._open_remote(path.rstrip("/"), version)
         path = os.path.abspath(local_path(path))
@@ -332,7 +335,7 @@ class Dataset:
 
         return optimize(self, cluster_by, curve=curve, mapping=mapping,
                         target_file_rows=DEFAULT_TARGET_FILE_ROWS if target_file_rows is None else target_file_rows,
-                        where=where, force=force, progress=progress,
+                        where=where, force=flag(force, "force"), progress=progress,
                         deleted_threshold=DELETED_THRESHOLD if deleted_threshold is None else deleted_threshold,
                         **write_options)
 
@@ -356,8 +359,10 @@ class Dataset:
         if self.version is None:
             raise UnsupportedError(f"evolve needs a dataset with an index (written by rcfmt.write_dataset); "
                                    f"{self.root!r} has none (append to it once to create one)")
+        if add is not None and not isinstance(add, (pa.Field, list, tuple)):
+            raise InvalidOptionError(f"add must be a pyarrow.Field or a list of them, got {add!r}")
         add = [_field_to_add(f) for f in ([add] if isinstance(add, pa.Field) else (add or []))]
-        drop = [drop] if isinstance(drop, str) else list(drop or [])
+        drop = option_names(drop, "drop") if drop is not None else []
         if rename is not None and not isinstance(rename, dict):
             raise InvalidOptionError(f"rename must be a dict of old to new column names, got {rename!r}")
         rename = dict(rename or {})
@@ -461,7 +466,8 @@ def _version_size(root: str, version: int) -> int:
     size = object_size(log.version_path(root, version)) if version > 0 else None
     if size is None:
         versions = log.list_versions(root)
-        raise InvalidOptionError(f"{root!r} has no version {version}; versions: {versions[:3]}...{versions[-3:]}")
+        shown = versions if len(versions) <= 6 else f"{versions[:3]}...{versions[-3:]}"
+        raise InvalidOptionError(f"{root!r} has no version {version}; versions: {shown}")
     return size
 
 
@@ -553,11 +559,9 @@ def _refresh_hint(root: str, keep: list[int]) -> None:
 def _retention(seconds) -> float:
     """``retention_seconds`` as a float: a finite number, 0 or more (a negative one would
     reach files younger than now: a running writer's), else InvalidOptionError."""
-    try:
-        value = float(seconds)
-    except (TypeError, ValueError):
-        value = math.nan
-    if isinstance(seconds, bool) or not math.isfinite(value) or value < 0:
+    number = isinstance(seconds, (int, float, np.integer, np.floating)) and not isinstance(seconds, bool)
+    value = float(seconds) if number else math.nan  # ("60" is no number of seconds)
+    if not math.isfinite(value) or value < 0:
         raise InvalidOptionError(f"retention_seconds must be a finite number of seconds, 0 or more, got {seconds!r}")
     return value
 
@@ -578,6 +582,7 @@ def vacuum(root, retention_seconds: float = 3600.0, *, dry_run: bool = False, pr
     from ..runtime.progress import wanted
 
     wanted(progress)
+    dry_run = flag(dry_run, "dry_run")
     retention_seconds = _retention(retention_seconds)
     if is_remote(root):
         return _vacuum_remote(root.rstrip("/"), retention_seconds, dry_run, progress)

@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from ..schema import nested
 from ..errors import InvalidDataError, InvalidOptionError, SchemaError
+from ..runtime.options import names as option_names
 from ..schema.arrow_io import take
 from ..schema.types import same_schema
 from ..file.reader import RcfmtFile
@@ -94,8 +95,7 @@ def clustering_spec(cluster_by, curve: str = "zorder", mapping: str = "rank") ->
     names, a spec, or None); InvalidOptionError for bad names, curves or mappings."""
     if cluster_by is None or isinstance(cluster_by, ClusteringSpec):
         return cluster_by
-    columns = (cluster_by,) if isinstance(cluster_by, str) else tuple(cluster_by)
-    return ClusteringSpec(columns, curve=curve, mapping=mapping)
+    return ClusteringSpec(tuple(option_names(cluster_by, "cluster_by")), curve=curve, mapping=mapping)
 
 
 def check_clustering_columns(spec: ClusteringSpec, data_schema: pa.Schema) -> None:
@@ -366,4 +366,4 @@ def _sink(path: str):
 def positive(name, value) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
         raise InvalidOptionError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
+    return min(int(value), 1 << 62)  # (more rows than any table holds: as many as there are)

@@ -100,6 +100,10 @@ def optimize(dataset, cluster_by=None, *, curve: str = "zorder", mapping: str = 
             0 <= deleted_threshold <= 1):
         raise InvalidOptionError(f"deleted_threshold must be a share of rows in [0, 1], got {deleted_threshold!r}")
     target_file_rows = positive("target_file_rows", target_file_rows)
+    if (curve, mapping) != ("zorder", "rank"):
+        from ..layout.curves import check_curve
+
+        check_curve(curve, mapping)
     snap = dataset.snapshot
     spec = clustering_spec(cluster_by, curve, mapping)
     if spec is None:

@@ -28,6 +28,7 @@ import pyarrow as pa
 
 from ..runtime.records import record
 from ..errors import InvalidDataError, InvalidOptionError, SchemaError
+from ..runtime.options import names as option_names
 from ..schema.types import logical_type_from_arrow, logical_type_from_json
 
 __all__ = ["Partitioning", "HIVE_NULL", "escape_value", "unescape_value", "parse_segments", "infer_partitioning"]
@@ -79,7 +80,7 @@ class Partitioning:
 
     @classmethod
     def from_schema(cls, schema: pa.Schema, names) -> "Partitioning":
-        names = tuple(names or ())
+        names = tuple(option_names(names, "partition_by")) if names is not None else ()
         for name in names:  # (readers and vacuum skip such directories: DATASET.md section 1)
             if isinstance(name, str) and name.startswith(("_", ".")):
                 raise InvalidOptionError(f"partition column {name!r}: a partition column's name cannot start with "

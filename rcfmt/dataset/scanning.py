@@ -20,6 +20,7 @@ from ..runtime.records import fields, record, replace
 from ..errors import CorruptFileError, InvalidOptionError, SchemaError
 from ..storage.fetch import FetchOptions, check_fetch
 from ..storage.paths import is_remote
+from ..runtime.options import flag
 from ..runtime.threads import MAX_FILE_THREADS, shared_pool, wait_all
 from ..interop.arrow import export_stream
 from ..interop import cdata
@@ -217,8 +218,8 @@ class DatasetScan:
         #: storage types (pyarrow holds no array of them), relabeled after (rcfmt.interop.cdata)
         self._batch_schema = cdata.storage_schema(self.output_schema)
         self.nnf = prepare_filter(filter, schema)
-        self.use_threads = use_threads
-        self.verify_checksums = verify_checksums
+        self.use_threads = flag(use_threads, "use_threads")
+        self.verify_checksums = flag(verify_checksums, "verify_checksums")
         self.fetch = check_fetch(fetch)
         self.stats = ScanStats(files_total=len(self.fragments) + files_pruned if files_total is None else files_total,
                                files_pruned=files_pruned)

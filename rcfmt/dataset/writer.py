@@ -18,6 +18,7 @@ import pyarrow as pa
 
 from ..runtime.records import record
 from ..errors import InvalidOptionError, SchemaError, UnsupportedError
+from ..runtime.options import names as option_names
 from ..file.writer import WriteOptions
 from ..interop.arrow import batches_and_schema
 from ..schema.tables import storage_schema
@@ -72,12 +73,16 @@ class WritePlan:
         """The clustering of this write's files: ``cluster_by`` (names or a spec; an
         empty list means none) or, when None, the dataset's recorded clustering for an
         append. Checked against the data columns."""
+        if (curve, mapping) != ("zorder", "rank"):
+            from ..layout.curves import check_curve
+
+            check_curve(curve, mapping)
         if cluster_by is None:
             spec = self.clustering if self.mode == "append" else None
             if spec is not None and not set(spec.columns) <= set(self.data_schema.names):
                 return None  # (the append leaves a clustering column out, NULL in its files: the
                 #              files are not clustered; the dataset's policy stays recorded)
-        elif not isinstance(cluster_by, (str, ClusteringSpec)) and len(cluster_by) == 0:
+        elif not isinstance(cluster_by, ClusteringSpec) and not option_names(cluster_by, "cluster_by"):
             spec = None
         else:
             spec = clustering_spec(cluster_by, curve, mapping)

@@ -12,6 +12,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..runtime import memory
+from ..runtime.options import flag
 from ..runtime.threads import wait_all
 from ..schema import nested as nested_mod
 from .._native import pageindex as _pageindex
@@ -70,7 +71,7 @@ class RcfmtFile:
                  immutable: bool = False, fetch: FetchOptions | None = None, shared_page_indexes: bool = False):
         self.fetch = check_fetch(fetch)
         self.path, self._source = open_input(path, filesystem, size, self.fetch.open_tail())
-        self.verify_checksums = bool(verify_checksums)
+        self.verify_checksums = flag(verify_checksums, "verify_checksums")
         self._lock = threading.Lock()
         self.bytes_read = 0
         self.requests = 0  # reads made (each one request on an object store)
@@ -401,7 +402,8 @@ class RcfmtFile:
     def block_stats(self, column: str | int) -> StatsArrays:
         """Footer statistics of every block of ``column`` (a stored column's name, or
         its position)."""
-        i = column if isinstance(column, int) and 0 <= column < len(self._names) else self.column_index(column)
+        i = column if isinstance(column, int) and not isinstance(column, bool) and 0 <= column < len(self._names) \
+            else self.column_index(column)
         return stats_arrays(self.footer.chunks[i], self.footer.columns[i].type, self.footer.blocks["row_count"])
 
     def page_indexes(self, block: int, columns) -> dict[int, np.ndarray]:

@@ -26,6 +26,7 @@ from ..index.bitmap.layout import DIRECTORY_RECORD, EQUALITY, RANGE, encode_dire
 from ..schema.types import same_type
 from ..schema import nested
 from ..storage import ByteSink, open_output
+from ..runtime.options import names as option_names
 from ..runtime.threads import shared_pool
 from ..interop.arrow import arrow_stream, as_table, with_range_index_columns
 from ..interop import cdata
@@ -669,11 +670,9 @@ def write_table(table, where, *, metadata: dict | None = None, cluster_by=None, 
 
     wanted(progress)  # a bad value raises before anything is written
     if cluster_by is None and (curve, mapping) != ("zorder", "rank"):  # (checked as cluster_by would)
-        from ..layout.curves import CURVES, MAPPINGS
+        from ..layout.curves import check_curve
 
-        if curve not in CURVES or mapping not in MAPPINGS:
-            raise InvalidOptionError(f"curve must be one of {CURVES} and mapping one of {MAPPINGS}, got "
-                                     f"{curve!r} and {mapping!r}")
+        check_curve(curve, mapping)
     stream = arrow_stream(table) if cluster_by is None else None
     if stream is not None:  # batch by batch: one block in memory at a time
         with Writer(where, stream.schema, metadata=metadata, **options) as writer, \
@@ -688,8 +687,7 @@ def write_table(table, where, *, metadata: dict | None = None, cluster_by=None, 
     if cluster_by is not None:
         from ..layout import METADATA_KEY, ClusteringSpec
 
-        spec = ClusteringSpec(tuple([cluster_by] if isinstance(cluster_by, str) else cluster_by),
-                              curve=curve, mapping=mapping)
+        spec = ClusteringSpec(tuple(option_names(cluster_by, "cluster_by")), curve=curve, mapping=mapping)
         missing = [c for c in spec.columns if c not in table.column_names]
         if missing:
             raise SchemaError(f"cluster_by names unknown columns {missing}; columns: {table.column_names}")

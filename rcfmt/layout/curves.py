@@ -67,6 +67,14 @@ __all__ = [
 
 CURVES = ("zorder", "hilbert", "sort")
 MAPPINGS = ("rank", "direct")
+
+
+def check_curve(curve, mapping) -> None:
+    """InvalidOptionError unless ``curve`` and ``mapping`` are ones rcfmt clusters by
+    (checked whether or not the call clusters: a misspelt curve is never ignored)."""
+    if curve not in CURVES or mapping not in MAPPINGS:
+        raise InvalidOptionError(f"curve must be one of {CURVES} and mapping one of {MAPPINGS}, got "
+                                 f"{curve!r} and {mapping!r}")
 DEFAULT_KEY_BITS = 64
 #: rows normalized at a time
 BATCH_ROWS = 1 << 16

@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import InvalidOptionError
+from ..runtime.options import flag
 from ..schema.annotated import Relabeling
 from ..storage.fetch import LOCAL_COALESCE_GAP
 from .programs import keep
@@ -57,9 +58,9 @@ class ScanQuery:
         self.row_filter_ids = {name: c for name, c in self.filter_ids.items() if name not in self.list_filters}
         #: the stored columns a scan of every kind may read: the row filter's, then the projected ones
         self.needed = list(dict.fromkeys([*self.row_filter_ids.values(), *self.col_ids]))
-        self.use_bloom = use_bloom
-        self.use_page_index = use_page_index
-        self.use_bitmap_index = use_bitmap_index
+        self.use_bloom = flag(use_bloom, "use_bloom")
+        self.use_page_index = flag(use_page_index, "use_page_index")
+        self.use_bitmap_index = flag(use_bitmap_index, "use_bitmap_index")
         self.block_range = _block_range(blocks, file.num_blocks)
         block_rows = np.asarray(file.footer.blocks["row_count"], np.int64)
         #: each block's first row in the file (row positions)
@@ -200,9 +201,12 @@ def _block_range(blocks, n: int) -> tuple[int, int]:
     if blocks is None:
         return 0, n
     try:
-        lo, hi = (int(b) for b in blocks)
+        lo, hi = blocks
     except (TypeError, ValueError):
-        raise InvalidOptionError(f"blocks must be (start, stop), got {blocks!r}") from None
+        lo = hi = None
+    if not all(isinstance(b, (int, np.integer)) and not isinstance(b, bool) for b in (lo, hi)):
+        raise InvalidOptionError(f"blocks must be (start, stop), two block numbers, got {blocks!r}") from None
+    lo, hi = int(lo), int(hi)
     if not 0 <= lo <= hi <= n:
         raise InvalidOptionError(f"blocks=({lo}, {hi}) is outside the file's {n} blocks")
     return lo, hi

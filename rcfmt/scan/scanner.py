@@ -22,6 +22,7 @@ import pyarrow as pa
 
 from ..errors import InvalidOptionError
 from ..interop.arrow import export_stream
+from ..runtime.options import flag
 from ..runtime.threads import cpu_threads
 from ..schema.arrow_io import compact_fixed_size_lists
 from ..schema.nested import list_node as nested_list_node
@@ -68,7 +69,7 @@ class FileScan:
             file, columns, filter, read_dictionary=read_dictionary, use_bloom=use_bloom,
             use_page_index=use_page_index, blocks=blocks, use_bitmap_index=use_bitmap_index, rows=rows,
             with_row_position=with_row_position, deleted=deleted)
-        self.use_threads = use_threads
+        self.use_threads = flag(use_threads, "use_threads")
         self.output_schema = query.output_schema
         lo, hi = query.block_range
         rows_total = file.num_rows if (lo, hi) == (0, file.num_blocks) else int(

@@ -8,6 +8,7 @@ Stored form (docs/FORMAT.md, "Bloom filters"): the SBBF bitset of
 from __future__ import annotations
 
 import zlib
+from collections.abc import Iterable
 from typing import NamedTuple
 
 import numpy as np
@@ -69,7 +70,8 @@ class BloomPolicy:
         if self.auto or columns is None:
             self.named = frozenset()
         else:
-            if isinstance(columns, str) or not all(isinstance(c, str) for c in columns):
+            if isinstance(columns, (str, bytes, dict)) or not isinstance(columns, Iterable) or \
+                    not all(isinstance(c, str) for c in columns):
                 raise InvalidOptionError("bloom_filter_columns must be 'auto', None or a list of column names")
             unknown = [c for c in columns if c not in schema_names]
             if unknown:
