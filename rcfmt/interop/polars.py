@@ -441,13 +441,13 @@ class _Translator:
                 raise _Skip
             if ct.time_unit != lt.time_unit:
                 raise _Skip  # Polars casts one side to the other's unit, truncating, which way depends on the op
-            if ct == self.dtypes[ref.name]:  # an int of the column's unit (UTC for a time zone)
-                stored = _UNIT_NANOS[self._type(ref.name).unit]  # (seconds: Polars holds them as ms)
+            if ct == self.dtypes[ref.name]:  # an int of the column's unit (UTC for a time zone; date64: no unit)
+                stored = _UNIT_NANOS.get(getattr(self._type(ref.name), "unit", None), 0)  # (s: Polars' ms)
                 factor, rest = divmod(stored, _UNIT_NANOS[ct.time_unit])
                 if factor == 1 and not rest:
                     return int(v)
-                if rest or int(v) % factor:
-                    raise _Skip  # (between two stored values: left to Polars)
+                if rest or not factor or int(v) % factor:
+                    raise _Skip  # (between two stored values, or date64's days: left to Polars)
                 return int(v) // factor
             # the column under a widening cast (a date to a datetime, to a finer unit): exact numpy values
             return (np.datetime64 if isinstance(ct, pl.Datetime) else np.timedelta64)(int(v), ct.time_unit)
@@ -492,6 +492,7 @@ class _Lazy:
         return self._children
 
 
+_EXACT = decimal.Context(prec=100)  # (Python's default context rounds to 28 digits)
 _INTEGER_SCALARS = ("Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64")
 
 
@@ -519,7 +520,7 @@ def _json_scalar(literal, pl):
     if kind == "Decimal":
         if isinstance(v, list) and len(v) == 3 and all(type(x) is int for x in v):
             unscaled, precision, scale = v
-            return pl.Decimal(precision, scale), decimal.Decimal(unscaled).scaleb(-scale)
+            return pl.Decimal(precision, scale), decimal.Decimal(unscaled).scaleb(-scale, _EXACT)  # (not rounded)
         return None
     if kind == "Binary":
         if isinstance(v, list) and all(type(x) is int and 0 <= x < 256 for x in v):

@@ -397,6 +397,29 @@ def test_casts_to_nanoseconds_are_left_to_polars(tmp_path):
                 .collect()
 
 
+# ------------------------------------------------------------------ found by hunts (session 49)
+def test_decimal_literals_of_38_digits_are_pushed_unrounded(tmp_path):
+    """A Polars decimal literal was read in Python's 28-digit context and pushed rounded as
+    exact: ``d == 3333...2533`` found no row."""
+    big = D("33333333333333333333333333333333332533")
+    t = pa.table({"id": [0, 1, 2], "d": pa.array([big, big - 1, D("-99999999999999999999999999999999999999")],
+                                                pa.decimal128(38, 0)),
+                  "e": pa.array([D("1234567890123456789012345678.0123456789"), D(0), None], pa.decimal128(38, 10))})
+    rcfmt.write_table(t, tmp_path / "d.rcfmt")
+    for expr in [pl.col("d") == pl.lit(big, pl.Decimal(38, 0)), pl.col("d") <= pl.lit(big - 1, pl.Decimal(38, 0)),
+                 pl.col("e") == pl.lit(D("1234567890123456789012345678.0123456789"), pl.Decimal(38, 10)),
+                 pl.col("e") < pl.lit(D("1234567890123456789012345678.0123456788"), pl.Decimal(38, 10))]:
+        _same_rows(tmp_path / "d.rcfmt", t, expr)
+
+
+def test_a_date64_column_against_a_datetime_is_left_to_polars(tmp_path):
+    """Polars holds date64 as Datetime("ms"); the translator asked its unit and raised."""
+    t = pa.table({"id": [0, 1, 2], "d": pa.array([dt.date(1969, 11, 25), dt.date(1969, 11, 27), None]).cast(pa.date64())})
+    rcfmt.write_table(t, tmp_path / "d64.rcfmt")
+    for expr in [pl.col("d") > dt.datetime(1969, 11, 26), pl.col("d") == dt.datetime(1969, 11, 27)]:
+        _same_rows(tmp_path / "d64.rcfmt", t, expr)
+
+
 def test_nested_columns_and_names_rcfmt_cannot_filter_are_left_to_polars(tmp_path):
     t = pa.table({"id": [0, 1, 2],
                   "st": pa.array([{"x": 1}, None, {"x": 3}]),
