@@ -406,13 +406,20 @@ class _Translator:
 
     def _typed(self, text: str, to, t: pa.DataType, node):
         Type = self.exp.DataType.Type
+        value = None
+        if to == Type.DECIMAL:
+            try:
+                value = decimal.Decimal(text.strip())
+            except ArithmeticError:  # (decimal's ConversionSyntax)
+                value = decimal.Decimal("NaN")
+            if not value.is_finite():
+                raise _fail(node, "is not a valid literal of its type")
+            return _spark_decimal(value, node)
         try:
             if to == Type.DATE:
                 return dt.date.fromisoformat(_spark_text(text, _SPARK_DATE))
             if to in (Type.TIMESTAMP, Type.TIMESTAMPTZ, Type.TIMESTAMPNTZ, Type.DATETIME):
                 value = dt.datetime.fromisoformat(_spark_text(text, _SPARK_TIMESTAMP))
-            if to == Type.DECIMAL:
-                return decimal.Decimal(text.strip())
             if to in (Type.INT, Type.BIGINT, Type.SMALLINT, Type.TINYINT):
                 return int(text.strip())
             if to == Type.DOUBLE:
@@ -431,6 +438,19 @@ class _Translator:
                                       "write one, e.g. '2024-01-01 00:00:00+00:00'")
                 return value
         raise _fail(node, "casts to a type the filter option does not translate")
+
+
+def _spark_decimal(value: decimal.Decimal, cast) -> decimal.Decimal:
+    """``value`` as Spark casts it to ``cast``'s ``DECIMAL(p, s)`` (``DECIMAL``: (10, 0)):
+    rounded half up to ``s`` digits; one beyond ``p`` digits is refused (Spark fails the
+    query under ANSI mode, or reads NULL)."""
+    params = [int(p.this.this) for p in (getattr(cast.to, "expressions", None) or [])]
+    precision, scale = (params + [10, 0][len(params):])[:2] if len(params) < 2 else params[:2]
+    rounded = value.quantize(decimal.Decimal(1).scaleb(-scale), decimal.ROUND_HALF_UP,
+                             decimal.Context(prec=200))
+    if rounded.adjusted() >= precision - scale:
+        raise _fail(cast, f"does not fit DECIMAL({precision}, {scale}): Spark fails the query (or reads NULL)")
+    return rounded
 
 
 #: the date and timestamp texts translated: ISO's extended forms as Spark casts them (Python

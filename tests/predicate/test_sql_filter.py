@@ -56,6 +56,8 @@ def duckdb_ids(con, sql: str) -> list[int]:
     "ntz <= TIMESTAMP '2023-11-15 01:00:00'", "dec < 1.5", "dec >= CAST('-2.25' AS DECIMAL(10,2))",
     "f > -1.5e0", "f >= 0", "NOT (f > 1)", "f < 1", "b", "NOT b", "(id < 3) OR (id > 590 AND p = 1)", "ID = 7",
     "`s` = 'zz1'", "big > 1000000000000000000", "s NOT LIKE 'ab%'", "NOT s NOT LIKE 'ab%'", "s NOT LIKE 'ab3'",
+    # rounded half up to the cast's scale, as Spark (and DuckDB) cast
+    "dec < CAST('1.55' AS DECIMAL(3,1))", "dec >= CAST('-2.249' AS DECIMAL(10,2))", "dec = CAST('-2.245' AS DECIMAL(5,2))",
 ])
 def test_translations_select_what_sql_selects(sql, written, duck):
     """Each predicate, translated, selects the rows DuckDB's SQL selects on the same
@@ -74,10 +76,24 @@ def test_translations_select_what_sql_selects(sql, written, duck):
     ("ts = TIMESTAMP '20240101T000000Z'", "valid literal"),
     # text sqlglot cannot split into tokens (an unclosed quote): its TokenError was not ours
     ("s = 'abc", "not a SQL"), ("s LIKE 'a%", "not a SQL"), ('s = "abc', "not a SQL"),
+    # casts: beyond the decimal's digits (Spark fails the query), not a number, types not translated
+    ("dec = CAST('123.456' AS DECIMAL(4,2))", "does not fit DECIMAL"), ("dec = CAST('9.96' AS DECIMAL(2,1))", "does not fit"),
+    ("dec = CAST('abc' AS DECIMAL(5,2))", "valid literal"), ("dec = CAST('NaN' AS DECIMAL(5,2))", "valid literal"),
+    ("ts > TIMESTAMP_LTZ '2024-01-01 00:00:00+00:00'", "does not translate"), ("s = CAST('a' AS BINARY)", "does not translate"),
 ])
 def test_untranslatable_parts_are_refused_by_name(sql, part):
     with pytest.raises(InvalidOptionError, match=part):
         parse_filter(sql, SCHEMA)
+
+
+def test_a_bare_decimal_cast_is_spark_s_decimal_10_0():
+    """Spark's ``DECIMAL`` is ``DECIMAL(10, 0)``: '1.5' is 2 there (the cast's digits were
+    ignored, and 1.5 compared)."""
+    import decimal
+
+    assert repr(parse_filter("dec = CAST('1.5' AS DECIMAL)", SCHEMA)) == repr(rcfmt.col("dec") == decimal.Decimal(2))
+    assert repr(parse_filter("dec = CAST('1.55' AS DECIMAL(2,1))", SCHEMA)) == \
+        repr(rcfmt.col("dec") == decimal.Decimal("1.6"))
 
 
 def test_a_modifier_the_translation_does_not_know_is_refused_not_dropped():
