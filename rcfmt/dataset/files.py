@@ -153,7 +153,11 @@ def split_by_partition(table: pa.Table, partitioning: Partitioning) -> list[tupl
             column = column.cast(column.type.value_type)
         enc = column.combine_chunks().dictionary_encode(null_encoding="encode")
         codes = np.asarray(enc.indices.to_numpy(zero_copy_only=False), np.int64)
-        dictionaries.append(enc.dictionary.to_pylist())
+        try:
+            dictionaries.append(enc.dictionary.to_pylist())
+        except (OverflowError, ValueError):  # (a date32 past year 9999 has no Python date, nor an ISO name)
+            raise InvalidDataError(f"partition column {name!r} holds a date outside years 1-9999, which no "
+                                   "partition directory can name; partition by another column") from None
         key += codes * radix
         radix *= max(1, len(enc.dictionary))
         if radix >= 2**62:

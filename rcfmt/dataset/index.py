@@ -39,7 +39,6 @@ contributing block without bounds makes the file's bounds unknown; a zero min is
 """
 from __future__ import annotations
 
-import decimal
 import functools
 import json
 import os
@@ -72,7 +71,6 @@ DEFAULT_INDEX_TRUNCATE = 32
 BASE_COLUMNS = ("path", "size", "num_rows", "num_blocks")
 STATS_FIELDS = ("min", "max", "null_count", "nan_count", "min_exact", "max_exact")
 VALUES_FIELD = "values"
-_DEC_CTX = decimal.Context(prec=200)
 
 
 @record
@@ -232,9 +230,13 @@ def domain_to_arrow(values: list, ltype: LogicalType, t: pa.DataType) -> pa.Arra
         return pa.array([None if v is None else int(v) for v in values], pa.int32()).view(t)
     if ltype.name == "timestamp":
         return pa.array([None if v is None else int(v) for v in values], pa.int64()).view(t)
-    if ltype.name == "decimal128":
-        return pa.array([None if v is None else decimal.Decimal(int(v)).scaleb(-ltype.scale, _DEC_CTX)
-                         for v in values], t)
+    if ltype.name == "decimal128":  # (from the unscaled integers: a negative scale's 1E+39 is no Decimal pyarrow takes)
+        data, valid = bytearray(16 * len(values)), np.array([v is not None for v in values], bool)
+        for i, v in enumerate(values):
+            if v is not None:
+                data[16 * i : 16 * i + 16] = int(v).to_bytes(16, "little", signed=True)
+        validity = None if valid.all() else pa.array(valid).buffers()[1]
+        return pa.Array.from_buffers(t, len(values), [validity, pa.py_buffer(bytes(data))])
     if ltype.kind == PhysicalKind.VARBINARY:
         return pa.array([None if v is None else bytes(v) for v in values], t)
     return pa.array([None if v is None else v.item() if isinstance(v, np.generic) else v for v in values], t)

@@ -376,6 +376,25 @@ def test_a_partition_value_too_long_for_a_directory_name_is_an_rcfmt_error(tmp_p
     assert rcfmt.write_dataset(pa.table({"p": ["a"], "v": [1]}), tmp_path / "ds", partition_by=["p"]).count_rows() == 1
 
 
+def test_a_date_partition_past_year_9999_is_an_rcfmt_error(tmp_path):
+    days = pa.array([0, 3_000_000], pa.int32()).view(pa.date32())  # (year ~10183: no Python date names it)
+    with pytest.raises(rcfmt.InvalidDataError, match="partition column 'd'.*years 1-9999"):
+        rcfmt.write_dataset(pa.table({"d": days, "v": [1, 2]}), tmp_path / "ds", partition_by=["d"])
+
+
+def test_negative_scale_decimals_beyond_38_digits_in_the_stats_index(tmp_path):
+    """decimal128(38, -2) holding 1E+39 (unscaled 10**37): the index's statistics are
+    built from the unscaled integers (as Decimals, pyarrow refused to rescale them)."""
+    unscaled = pa.array([10**37, 5, None], pa.decimal128(38, 0))
+    t = pa.table({"d": pa.Array.from_buffers(pa.decimal128(38, -2), 3, unscaled.buffers()), "i": [0, 1, 2]})
+    ds = rcfmt.write_dataset(t, tmp_path / "ds")
+    assert rcfmt.dataset(tmp_path / "ds").read().equals(t)
+    import decimal
+
+    assert ds.read(filter=col("d") > decimal.Decimal("1E+38"))["i"].to_pylist() == [0]
+    assert ds.count_rows(filter=col("d") < decimal.Decimal("1E+3")) == 1
+
+
 def test_a_partition_directory_whose_escapes_are_not_utf8_is_an_rcfmt_error(tmp_path):
     os.makedirs(tmp_path / "k=%FF")
     rcfmt.write_table(pa.table({"v": [1]}), tmp_path / "k=%FF" / "f.rcfmt")
