@@ -542,8 +542,9 @@ class _MergeSource:
         self.keyed = keyed = self.src if every else self.src.filter(pa.array(present))
         self.candidates = None
         for k in keys:  # the target rows that may match, found by skipping on the keys
-            leaf = col(k).isin(pc.unique(keyed.column(k)).to_pylist()) if keyed.num_rows else None
-            self.candidates = leaf if self.candidates is None else self.candidates & leaf
+            leaf = _key_leaf(col(k), keyed.column(k)) if keyed.num_rows else None
+            if leaf is not None:
+                self.candidates = leaf if self.candidates is None else self.candidates & leaf
         self.lacking = [f.name for f in schema if f.name not in src.column_names] if when_matched == "update" else []
         self.wanted = keys + [c for c in self.lacking if c not in keys]
 
@@ -567,6 +568,25 @@ def _matches(target: pa.Table, keyed: pa.Table, keys: list) -> tuple[np.ndarray,
         _keys_alike(keyed.select([*keys, _SOURCE_ROW]), keys), keys, join_type="inner", use_threads=False)
     return (np.asarray(pairs.column(_TARGET_ROW).to_numpy(), np.int64),
             np.asarray(pairs.column(_SOURCE_ROW).to_numpy(), np.int64))
+
+
+def _key_leaf(column, keys: pa.ChunkedArray):
+    """``column.isin(the distinct keys)``, temporal keys as Arrow scalars (Python's dates
+    and datetimes stop at years 1-9999, which Arrow's do not; other keys as Python values,
+    which isin takes without a check per integer), or None where the keys cannot
+    be literals (an int64-minimum nanosecond instant: numpy's NaT; the merge then reads
+    every target row's key)."""
+    import pyarrow.compute as pc
+
+    t = keys.type
+    if (pa.types.is_timestamp(t) or pa.types.is_duration(t)) and t.unit == "ns" and keys.null_count < len(keys) \
+            and pc.min(keys.cast(pa.int64())).as_py() == -(1 << 63):
+        return None
+    try:
+        distinct = pc.unique(keys)
+        return column.isin(distinct if pa.types.is_temporal(t) else distinct.to_pylist())
+    except pa.ArrowNotImplementedError:  # (decimal32 and decimal64: no kernel)
+        return column.isin(list(dict.fromkeys(keys.to_pylist())))
 
 
 def _keys_alike(table: pa.Table, keys: list) -> pa.Table:

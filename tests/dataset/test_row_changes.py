@@ -4,6 +4,8 @@ updates, merges, optimizes, time travel and vacuum, every read path checked afte
 step with filters decided by the independent oracle (tests/oracle_filter.py)."""
 from __future__ import annotations
 
+import datetime as dt
+import decimal
 import math
 import os
 import shutil
@@ -765,3 +767,28 @@ def test_merge_nan_keys_match_whatever_their_bits(tmp_path, key_type):
         assert got.read().column("v").to_pylist() == [2]
         with pytest.raises(rcfmt.InvalidDataError, match="more than once"):
             got.merge(pa.table({"k": pa.array(np.concatenate([other, [np.nan]]), key_type), "v": [1, 2]}), on="k")
+
+
+def _ints(values, t):
+    return pa.array(values, pa.int64()).cast(t)
+
+
+@pytest.mark.parametrize("keys", [
+    pa.array([dt.datetime(1, 1, 1, tzinfo=dt.timezone.utc), dt.datetime(2020, 1, 1, tzinfo=dt.timezone.utc)],
+             pa.timestamp("us", "America/New_York")),  # (year 0 in New York: no Python datetime)
+    _ints([253402300800, 0], pa.timestamp("s")),  # year 10000
+    _ints([-2**63, 0], pa.timestamp("ns")),  # numpy's NaT, a valid Arrow instant
+    _ints([-2**63, 0], pa.duration("ns")),
+    pa.array([2932897, 0], pa.int32()).cast(pa.date32()),  # past year 9999
+    _ints([2**62, 0], pa.duration("s")),
+    pa.array([decimal.Decimal("1.1"), decimal.Decimal("2")], pa.decimal32(5, 2)),  # (no unique kernel)
+    pa.array([decimal.Decimal("1.1"), decimal.Decimal("2")], pa.decimal64(15, 2)),
+], ids=lambda a: str(a.type))
+def test_merge_keys_beyond_python_values(tmp_path, keys):
+    """The candidate filter of a merge's keys is made of Arrow scalars (their values went
+    through Python's dates and datetimes, which raised OverflowError, or NaT)."""
+    ds = rcfmt.write_dataset(pa.table({"k": keys, "v": [0, 1]}), tmp_path / "ds")
+    got = ds.merge(pa.table({"k": keys.slice(0, 1), "v": [100]}), on="k")
+    assert sorted(got.read().column("v").to_pylist()) == [1, 100]
+    got = got.merge(pa.table({"k": keys.slice(0, 1)}), on="k", when_matched="delete", when_not_matched=None)
+    assert got.read().column("v").to_pylist() == [1]
