@@ -502,6 +502,8 @@ def _temporal(value, ref: Ref, unit_seconds, tz, bad, dates: bool = False):
     if isinstance(value, (int, np.integer)):
         return Fraction(int(value))
     if isinstance(value, _dt.datetime):
+        if hasattr(value, "to_datetime64") and np.isnat(value.to_datetime64()):  # (pandas' NaT: naive, whatever the column)
+            raise FilterError(f"NaT is not a comparison literal for column {ref.name!r}; use is_null()")
         aware = value.tzinfo is not None and value.tzinfo.utcoffset(value) is not None
         if dates and aware:
             bad(f"; {lt.annot[0] if lt.annot else lt.name} columns have no time zone, pass a naive datetime or a date")

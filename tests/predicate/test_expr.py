@@ -212,6 +212,8 @@ SCHEMA = pa.schema([
     (col("ts") == pd.Timestamp("2020-01-01", tz="UTC"), FilterError, "pass a naive datetime"),
     (col("ts") == dt.date(2020, 1, 1), FilterError, "timestamp columns take datetime literals"),
     (col("ts") == np.datetime64("NaT"), FilterError, "NaT is not a comparison literal"),
+    (col("tz") == pd.NaT, FilterError, "NaT is not a comparison literal"),  # (pandas' NaT is a naive datetime)
+    (col("ts") == pd.NaT, FilterError, "NaT is not a comparison literal"),
     (col("ts") == "2020-01-01", FilterError, "cannot compare timestamp\\[us\\] column 'ts' with str"),
     (col("dec") == "1.5", FilterError, "cannot compare decimal128\\(5, 2\\) column 'dec' with str"),
     ([("i", ">", None)], FilterError, "None is not a comparison literal"),
