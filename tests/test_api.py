@@ -310,6 +310,20 @@ def test_unknown_columns_are_schema_errors(written):
         rcfmt.read_table(written, columns=["zz"])
 
 
+def test_a_column_named_twice_is_read_once(tmp_path):
+    """Each field once, in the order of its first mention, whatever else the file holds
+    (a struct column beside made flat files repeat it) and for datasets alike."""
+    flat = pa.table({"a": [1, 2], "f": [1.0, 2.0]})
+    nested = flat.append_column("st", pa.array([{"x": 1}, {"x": 2}]))
+    for name, t in (("flat", flat), ("nested", nested)):
+        rcfmt.write_table(t, tmp_path / f"{name}.rcfmt")
+        with rcfmt.open(tmp_path / f"{name}.rcfmt") as f:
+            assert f.read(columns=["f", "a", "f"]).column_names == ["f", "a"]
+            assert f.take([1], columns=["a", "a"]).equals(flat.select(["a"]).slice(1))
+    ds = rcfmt.write_dataset(flat, tmp_path / "ds")
+    assert ds.read(columns=["f", "a", "f"]).column_names == ["f", "a"]
+
+
 @pytest.mark.parametrize("index", [2, -3, 100, 1.0, "0", True, None])
 def test_read_block_out_of_range(written, index):
     with rcfmt.open(written) as f:

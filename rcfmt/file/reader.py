@@ -368,7 +368,7 @@ class RcfmtFile:
             return list(range(len(self._names)))
         if isinstance(columns, str) or not isinstance(columns, Sequence):
             raise InvalidOptionError(f"columns must be a list of column names, got {columns!r}")
-        return [self.column_index(c) for c in columns]
+        return list(dict.fromkeys(self.column_index(c) for c in columns))  # (each once, as nested.project)
 
     def resolve_outputs(self, columns: Sequence[str] | None) -> list:
         """What a projection returns, field by field: a stored column's index (a flat
