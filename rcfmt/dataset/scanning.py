@@ -443,7 +443,9 @@ class DatasetScan:
             try:
                 with missing_is_corrupt(frag.path):
                     for batch in scan.iter_batches(batch_size):
-                        yield self._assemble(batch, partition, post, view, frag.first_row, scan.deleted)
+                        out = self._assemble(batch, partition, post, view, frag.first_row, scan.deleted)
+                        if out.num_rows:  # (a residual filter may keep none of a batch's rows)
+                            yield out
             finally:
                 scan.file.close()
                 self._count(scan)

@@ -590,3 +590,15 @@ def test_evolve_refuses_what_would_lose_rows_or_names(tmp_path):
     with pytest.raises(rcfmt.UnsupportedError, match="needs a dataset with an index"):
         rcfmt.dataset(plain).evolve(drop=["a"])
     assert ds.evolve(add=pa.field("b", pa.int8())).schema.names == ["a", "s", "b", "p"]
+
+
+def test_batches_of_a_widened_column_s_filter_are_never_empty(tmp_path):
+    """An older file's rows are filtered after decoding where a column was widened: a
+    batch left with no row is not yielded (it was, as a 0-row batch)."""
+    root = tmp_path / "ds"
+    rcfmt.write_dataset(pa.table({"a": pa.array([None, 0, 3], pa.int32())}), root, block_rows=1)
+    ds = rcfmt.write_dataset(pa.table({"a": pa.array([5], pa.int64())}), root, block_rows=1)
+    for flt, rows in ((rcfmt.col("a").is_null(), 1), (rcfmt.col("a") == 0, 1), (rcfmt.col("a") > 100, 0)):
+        sizes = [b.num_rows for b in ds.iter_batches(10, filter=flt)]
+        assert sizes == [1] * rows and [b.num_rows for b in ds.scan(filter=flt).iter_batches(10)] == sizes
+        assert ds.read(filter=flt).num_rows == rows and ds.read(filter=flt).schema == ds.schema
