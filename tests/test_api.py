@@ -322,6 +322,8 @@ def test_a_column_named_twice_is_read_once(tmp_path):
             assert f.take([1], columns=["a", "a"]).equals(flat.select(["a"]).slice(1))
     ds = rcfmt.write_dataset(flat, tmp_path / "ds")
     assert ds.read(columns=["f", "a", "f"]).column_names == ["f", "a"]
+    with pytest.raises(SchemaError, match=r"unknown column 'zz'; the columns are \['a', 'f'\]"):
+        ds.read(columns=["zz"])  # (a dataset's, not "the file has")
 
 
 @pytest.mark.parametrize("index", [2, -3, 100, 1.0, "0", True, None])

@@ -12,6 +12,7 @@ file-relative for files, dataset-relative for datasets.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -112,8 +113,10 @@ def _as_array(indices) -> np.ndarray:
             raise InvalidOptionError(f"row positions must be integers, got an array of {indices.type}")
         return np.asarray(indices.to_numpy() if isinstance(indices, pa.ChunkedArray) else
                           indices.to_numpy(zero_copy_only=False))
-    if isinstance(indices, (str, bytes, dict, set, frozenset)) or np.isscalar(indices) or indices is None:
-        raise InvalidOptionError(f"row positions must be an array-like of integers, got {type(indices).__name__}")
+    if isinstance(indices, (str, bytes, dict, set, frozenset)) or np.isscalar(indices) or indices is None or not (
+            isinstance(indices, Sequence) or hasattr(indices, "__array__") or hasattr(indices, "__arrow_c_array__")):
+        raise InvalidOptionError(f"row positions must be an array-like of integers (a list, a range, a numpy or "
+                                 f"Arrow array), got {type(indices).__name__}")
     if (hasattr(indices, "__arrow_c_array__") or type(indices).__module__.startswith(("pandas", "polars"))) \
             and not isinstance(indices, np.ndarray):  # (their NULLs: Arrow's)
         try:

@@ -645,7 +645,7 @@ def project(nodes, names) -> list:
             raise SchemaError(f"column names must be strings, got {name!r}")
         found = _find(nodes, name)
         if found is None:
-            raise SchemaError(f"unknown column {name!r}; the file has {[n.name for n in nodes]}")
+            raise SchemaError(f"unknown column {name!r}; the columns are {[n.name for n in nodes]}")
         i, path = found
         if i not in picked:
             order.append(i)

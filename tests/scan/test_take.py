@@ -206,6 +206,8 @@ def test_empty_and_zero_column_takes(tmp_path):
     (3, InvalidOptionError, "array-like"),
     ("12", InvalidOptionError, "array-like"),
     (None, InvalidOptionError, "array-like"),
+    ((i for i in [2, 1]), InvalidOptionError, "array-like of integers (a list, a range"),  # (was: "got shape ()")
+    ({2: 0}.keys(), InvalidOptionError, "got dict_keys"),
 ])
 def test_bad_positions_are_refused_before_anything_is_read(tmp_path, bad, error, words):
     path = tmp_path / "t.rcfmt"
