@@ -602,7 +602,9 @@ class RcfmtFile:
             raise self.locate_error(exc, block, column) from None
 
     def _check_block(self, i) -> int:
-        if isinstance(i, bool) or not isinstance(i, (int, np.integer)) or not -self.num_blocks <= i < self.num_blocks:
+        if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
+            raise InvalidOptionError(f"block index must be an int, got {type(i).__name__} {i!r}")
+        if not -self.num_blocks <= i < self.num_blocks:
             raise InvalidOptionError(f"block index {i!r} out of range for {self.num_blocks} blocks")
         return int(i) % self.num_blocks
 

@@ -15,7 +15,12 @@ import pyarrow as pa
 
 from ..errors import SchemaError
 
-__all__ = ["as_table", "arrow_stream", "export_stream", "batches_and_schema", "with_range_index_columns"]
+__all__ = ["as_table", "arrow_stream", "export_stream", "batches_and_schema", "with_range_index_columns",
+           "CATEGORIES_KEY"]
+
+#: schema metadata: ``{column: [category, ...]}`` of a DataFrame's categorical columns
+#: (values are stored, not the categories: unused ones and their order would be lost)
+CATEGORIES_KEY = b"rcfmt.pandas_categories"
 
 
 def as_table(data) -> pa.Table:
@@ -31,7 +36,7 @@ def as_table(data) -> pa.Table:
             raise SchemaError(f"cannot convert dict to a table: {exc}") from None
     if type(data).__module__.startswith("pandas") and type(data).__name__ == "DataFrame":
         try:
-            return pa.Table.from_pandas(data)
+            return _with_categories(data, pa.Table.from_pandas(data))
         except (pa.ArrowException, TypeError, ValueError) as exc:
             raise SchemaError(f"cannot convert DataFrame to a table: {exc}") from None
     if hasattr(data, "__arrow_c_stream__") or hasattr(data, "__arrow_c_array__"):
@@ -45,6 +50,24 @@ def as_table(data) -> pa.Table:
     raise SchemaError(
         f"expected a pyarrow Table or RecordBatch, a pandas DataFrame, a dict of arrays or an object with "
         f"__arrow_c_stream__/__arrow_c_array__ (Polars, DuckDB, ...), got {type(data).__name__}")
+
+
+def _with_categories(frame, table: pa.Table) -> pa.Table:
+    """``table`` (``frame`` converted) with the categories of ``frame``'s categorical
+    columns in its metadata (:data:`CATEGORIES_KEY`) where JSON holds them exactly
+    (strings, ints, bools, finite floats)."""
+    import json
+    import math
+
+    stored = {}
+    for name, dtype in frame.dtypes.items():
+        if isinstance(name, str) and getattr(dtype, "name", None) == "category":
+            categories = dtype.categories.tolist()
+            if all(type(c) in (str, int, bool) or type(c) is float and math.isfinite(c) for c in categories):
+                stored[name] = categories
+    if not stored:
+        return table
+    return table.replace_schema_metadata({**(table.schema.metadata or {}), CATEGORIES_KEY: json.dumps(stored).encode()})
 
 
 def with_range_index_columns(table: pa.Table, positions=None) -> pa.Table:

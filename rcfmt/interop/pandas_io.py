@@ -9,10 +9,11 @@ order and each column's pandas dtype, nullable extension dtypes (``Int64``,
 Reading (:func:`read_pandas`) gives the DataFrame back: the index restored (its
 columns read even when ``columns`` leaves them out), nullable dtypes restored from the
 metadata, and categorical columns read as Arrow dictionaries so that they come back as
-``pandas.Categorical`` with their categories sorted, as pandas infers them (the stored
-metadata does not list them; an ordered one comes back ordered, by that sorted order,
-not by the order it was written with). Datasets do not keep the pandas metadata
-yet: a dataset's index columns come back as ordinary columns.
+``pandas.Categorical`` with the categories the writer's DataFrame had, in its order,
+unused ones and a filtered read's included (rcfmt records them in the schema metadata
+where JSON holds them exactly: strings, ints, bools, finite floats; other categories
+come back sorted from the values read). Datasets do not keep the pandas metadata yet:
+a dataset's index columns come back as ordinary columns.
 """
 from __future__ import annotations
 
@@ -44,7 +45,7 @@ def read_pandas(path, columns: Sequence[str] | None = None, filter=None, *, use_
     from ..file.reader import RcfmtFile
     from ..scan.positions import free_position_name
     from ..storage import DirectoryError
-    from .arrow import with_range_index_columns
+    from .arrow import CATEGORIES_KEY, with_range_index_columns
 
     if columns is not None and (isinstance(columns, (str, bytes)) or not isinstance(columns, Sequence)):
         raise InvalidOptionError(f"columns must be a list of column names, got {columns!r}")  # ('af' is no ['a', 'f'])
@@ -57,7 +58,7 @@ def read_pandas(path, columns: Sequence[str] | None = None, filter=None, *, use_
         return Dataset.open(path).read(columns=columns, filter=filter, use_threads=use_threads,
                                        fetch=fetch).to_pandas()
     with f:
-        meta = _pandas_metadata(f.schema)
+        meta, meta_schema = _pandas_metadata(f.schema), f.schema.metadata
         names = f.schema.names
         levels = meta.get("index_columns", [])
         index_columns = [c for c in levels if isinstance(c, str) and c in names]
@@ -80,7 +81,30 @@ def read_pandas(path, columns: Sequence[str] | None = None, filter=None, *, use_
     for name in read_dictionary:  # categories sorted (as pandas infers them), ordered as written
         i = table.schema.get_field_index(name)
         table = table.set_column(i, name, _sorted_categories(table.column(i), name in ordered))
-    return table.to_pandas()
+    return _written_categories(table.to_pandas(), (meta_schema or {}).get(CATEGORIES_KEY))
+
+
+def _written_categories(frame, raw):
+    """``frame`` whose categorical columns have the categories, in their order, the
+    writer's DataFrame had (recorded by :func:`rcfmt.interop.arrow.as_table`), where they
+    hold every value read (a filtered read's are those of the rows it kept)."""
+    if raw is None:
+        return frame
+    try:
+        stored = json.loads(raw)
+    except ValueError:
+        return frame
+    names = list(frame.columns)
+    for name, categories in (stored.items() if isinstance(stored, dict) else ()):
+        if names.count(name) != 1 or not isinstance(categories, list) or \
+                getattr(frame[name].dtype, "name", None) != "category":
+            continue
+        try:
+            if set(frame[name].cat.categories) <= set(categories):
+                frame[name] = frame[name].cat.set_categories(categories)
+        except (TypeError, ValueError):  # (unhashable or mixed categories: as read)
+            continue
+    return frame
 
 
 def _sorted_categories(column, ordered: bool):

@@ -33,14 +33,19 @@ def test_round_trip_keeps_index_dtypes_and_categoricals(tmp_path):
 
 
 def test_an_ordered_categorical_comes_back_ordered(tmp_path):
-    """The file stores values, not the categorical's dictionary: categories come back
-    sorted (a written order is lost), and an ordered one ordered, so comparisons work."""
+    """The file stores values and the categories in its metadata: an ordered categorical
+    comes back ordered by its written categories, unused ones kept, so comparisons work;
+    categories JSON cannot hold exactly come back sorted from the values."""
     cats = pd.Categorical(["b", "a", None, "b"], categories=["a", "b", "c"], ordered=True)
-    df = pd.DataFrame({"c": cats, "u": pd.Categorical(["y", "x", "y", None])})
+    df = pd.DataFrame({"c": cats, "u": pd.Categorical(["y", "x", "y", None]),
+                       "r": pd.Categorical(["b", "a", "b", "a"], categories=["b", "a", "z"], ordered=True),
+                       "t": pd.Categorical(pd.to_datetime(["2024-01-02", "2024-01-01", None, "2024-01-02"]))})
     rcfmt.write_table(df, tmp_path / "o.rcfmt")
     back = rcfmt.read_pandas(tmp_path / "o.rcfmt")
-    assert back["c"].cat.ordered and list(back["c"].cat.categories) == ["a", "b"]
+    assert back["c"].cat.ordered and list(back["c"].cat.categories) == ["a", "b", "c"]
     assert not back["u"].cat.ordered and list(back["u"].cat.categories) == ["x", "y"]
+    assert list(back["r"].cat.categories) == ["b", "a", "z"] and (back["r"] > "b").tolist() == [False, True] * 2
+    assert list(back["t"].cat.categories) == sorted(df["t"].cat.categories)
     assert (back["c"] > "a").tolist() == [True, False, False, True]
     assert back["c"].tolist()[:2] == ["b", "a"] and pd.isna(back["c"].tolist()[2])
 
@@ -51,6 +56,18 @@ def test_filters_and_columns_keep_the_index(tmp_path):
     got = rcfmt.read_pandas(tmp_path / "f.rcfmt", columns=["b", "a"], filter=rcfmt.col("a") >= 400)
     want = df[df["a"].fillna(-1) >= 400][["b", "a"]]
     pd.testing.assert_frame_equal(got, want)
+
+
+@pytest.mark.parametrize("keep", [lambda df: df["b"] == "y", lambda df: df["b"] == "nope"])
+def test_a_filtered_categorical_keeps_the_written_categories(tmp_path, keep):
+    """The categories are the DataFrame's, not those of the rows a filter kept (pandas'
+    own indexing and read_parquet keep them all; an empty result had object ones)."""
+    df = _frame()
+    rcfmt.write_table(df, tmp_path / "f.rcfmt", block_rows=128)
+    literal = "y" if keep(pd.DataFrame({"b": ["y"]})).all() else "nope"
+    got = rcfmt.read_pandas(tmp_path / "f.rcfmt", filter=rcfmt.col("b") == literal)
+    assert got["b"].dtype == df["b"].dtype
+    pd.testing.assert_frame_equal(got, df[keep(df)])
 
 
 @pytest.mark.parametrize("columns", ["af", {"a"}, 3])
