@@ -367,7 +367,8 @@ def test_scan_blocks_are_two_block_numbers(written, blocks):
 
 
 @pytest.mark.parametrize("options", [dict(bloom_filter_columns=1), dict(bloom_filter_columns=True),
-                                     dict(cluster_by=1), dict(cluster_by=1.5), dict(cluster_by=b"a")])
+                                     dict(cluster_by=1), dict(cluster_by=1.5), dict(cluster_by=b"a"),
+                                     dict(cluster_by=[]), dict(metadata=0), dict(metadata="")])
 def test_name_list_options_given_a_number_are_option_errors(target, options):
     with pytest.raises(InvalidOptionError):
         rcfmt.write_table(TABLE, target, **options)

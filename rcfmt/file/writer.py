@@ -627,7 +627,8 @@ def _bad_index(column) -> int | None:
 
 def _merge_metadata(schema_meta, user_meta) -> dict[str, bytes]:
     out: dict[str, bytes] = {}
-    for source, error in ((schema_meta or {}), SchemaError), ((user_meta or {}), InvalidOptionError):
+    user_meta = {} if user_meta is None else user_meta  # (0 or '' is no metadata: refused below)
+    for source, error in ((schema_meta or {}), SchemaError), (user_meta, InvalidOptionError):
         if not isinstance(source, dict):
             raise InvalidOptionError("metadata must be a dict of str -> str/bytes")
         for key, value in source.items():

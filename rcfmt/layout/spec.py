@@ -58,7 +58,7 @@ class ClusteringSpec:
     def __post_init__(self):
         columns = (self.columns,) if isinstance(self.columns, str) else tuple(self.columns)
         if not columns or not all(isinstance(c, str) and c for c in columns):
-            raise InvalidOptionError(f"columns must be a non-empty list of column names, got {self.columns!r}")
+            raise InvalidOptionError(f"cluster_by must name one or more columns, got {self.columns!r}")
         if len(set(columns)) != len(columns) or len(columns) > MAX_DIMS:
             raise InvalidOptionError(f"columns must be distinct and at most {MAX_DIMS}, got {list(columns)}")
         object.__setattr__(self, "columns", columns)
