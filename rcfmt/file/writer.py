@@ -9,6 +9,7 @@ target path.
 from __future__ import annotations
 
 import collections
+import threading
 import zlib
 from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -148,6 +149,9 @@ class Writer:
                  _hints: dict | None = None, **options):
         if not isinstance(schema, pa.Schema):
             raise SchemaError(f"schema must be a pyarrow.Schema, got {type(schema).__name__}")
+        #: one call at a time: threads sharing a writer take turns (their writes interleaved
+        #: whole; unguarded, blocks were written twice or lost and the footer contradicted them)
+        self._lock = threading.RLock()
         self.schema, types = storage_schema(schema)
         self._nodes, physical = physical_columns(self.schema, types)
         #: what the data is conformed to: ``schema`` with its interval types (whose arrays
@@ -209,6 +213,10 @@ class Writer:
         given (errors name rows of that); ``checked``: the caller found no value a reader
         would refuse and no bytes under a NULL string in ``data`` (conformed as this writer
         conforms it: :func:`value_checker`), so they are not looked for again."""
+        with self._lock:
+            self._append_locked(data, first_row, checked)
+
+    def _append_locked(self, data, first_row: int, checked: bool) -> None:
         self._check_open()
         table = as_table(data)
         if table.num_columns == 0 and table.num_rows:  # rows live in column chunks: they would be lost
@@ -239,31 +247,40 @@ class Writer:
 
     def flush_block(self) -> None:
         """End the current block now, even if it has fewer rows (or none)."""
-        self._check_open()
-        combined = pa.concat_tables(self._pending) if self._pending else self._data_schema.empty_table()
-        self._guarded(self._write_block, combined)
-        self._pending, self._pending_rows = [], 0
+        with self._lock:
+            self._check_open()
+            combined = pa.concat_tables(self._pending) if self._pending else self._data_schema.empty_table()
+            self._guarded(self._write_block, combined)
+            self._pending, self._pending_rows = [], 0
 
     def close(self) -> None:
         """Finish the file and move it into place. Idempotent. After a write that
         failed while writing a block (a full disk, an interrupt), nothing is moved into
         place and this raises :class:`RcfmtError` naming that failure."""
-        self._check_failed()
-        if self._closed:
-            return
-        try:
-            if self._pending_rows:
-                self.flush_block()
-            self._drain()
-            self._finish()
-            self._sink.commit()
-            self._closed = True
-        except BaseException:
-            self.abort()
-            raise
+        with self._lock:
+            self._check_failed()
+            if self._closed:
+                return
+            try:
+                if self._pending_rows:
+                    self.flush_block()
+                self._drain()
+                self._finish()
+                self._sink.commit()
+                self._closed = True
+            except BaseException:
+                self.abort()
+                raise
 
     def abort(self) -> None:
         """Discard everything written; the target path is left untouched."""
+        lock = getattr(self, "_lock", None)  # (a constructor that failed before it: nothing to discard)
+        if lock is None:
+            return
+        with lock:
+            self._abort_locked()
+
+    def _abort_locked(self) -> None:
         self._closed = True
         for _, futures in getattr(self, "_in_flight", ()):
             for f in futures:

@@ -180,3 +180,33 @@ def test_a_writer_refused_by_its_options_leaves_no_temporary_file(tmp_path):
     with pytest.raises(rcfmt.InvalidOptionError, match="hold list elements"):
         rcfmt.write_table(t, tmp_path / "x.rcfmt", bitmap_indexes={"l.item": "equality"})
     assert os.listdir(tmp_path) == []
+
+
+def test_threads_sharing_a_writer_take_turns(tmp_path):
+    """Writes from several threads into one Writer land whole, each once (unguarded,
+    blocks were written twice or lost, and the footer contradicted the blocks)."""
+    import threading
+
+    path, rows, calls, threads = tmp_path / "shared.rcfmt", 37, 60, 4
+    errors = []
+    with rcfmt.Writer(path, pa.schema([("t", pa.int64()), ("i", pa.int64())]), block_rows=1000) as w:
+        def work(t):
+            try:
+                for c in range(calls):
+                    w.write(pa.table({"t": np.full(rows, t), "i": np.arange(c * rows, (c + 1) * rows)}))
+                    if c % 17 == 0:
+                        w.flush_block()
+            except Exception as e:  # (reported below)
+                errors.append(e)
+
+        workers = [threading.Thread(target=work, args=(t,)) for t in range(threads)]
+        for x in workers:
+            x.start()
+        for x in workers:
+            x.join()
+    assert errors == []
+    got = rcfmt.read_table(path)
+    assert got.num_rows == threads * calls * rows
+    for t in range(threads):  # each thread's rows once, in the order it wrote them
+        mine = got.filter(np.asarray(got["t"]) == t)["i"].to_numpy()
+        assert np.array_equal(mine, np.arange(calls * rows))
