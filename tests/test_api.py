@@ -356,6 +356,18 @@ def test_read_flags_are_true_or_false(written, call):
         call(written)
 
 
+def test_numpy_bools_are_flags_and_iterators_are_lists_of_names(tmp_path, written):
+    with rcfmt.open(written, verify_checksums=np.True_) as f:
+        assert f.scan(use_bloom=np.False_, use_page_index=np.True_).read().num_rows == 3
+    assert rcfmt.read_table(written, use_threads=np.False_).num_rows == 3
+    rcfmt.write_table(TABLE, tmp_path / "b.rcfmt", bloom_filter_columns=(c for c in ["s"]))
+    with rcfmt.open(tmp_path / "b.rcfmt") as f:  # (a generator was read up by a first pass: no filter)
+        assert [int(f.footer.chunks[c][0]["bloom_length"]) > 0 for c in range(3)] == [False, True, False]
+    ds = rcfmt.write_dataset(TABLE, tmp_path / "ds", cluster_by=iter(["a"]))  # (was refused: read up)
+    ds = ds.evolve(add=pa.schema([("c", pa.int32())]))  # (a schema is a list of fields)
+    assert ds.schema.names == ["a", "s", "b", "c"]
+
+
 @pytest.mark.parametrize("blocks", [("1", 2), (0, b"1"), (1.9, 2.0), (True, 2), (0, float("inf")), (0,), 3])
 def test_scan_blocks_are_two_block_numbers(written, blocks):
     with rcfmt.open(written) as f:

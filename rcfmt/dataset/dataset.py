@@ -359,8 +359,9 @@ class Dataset:
         if self.version is None:
             raise UnsupportedError(f"evolve needs a dataset with an index (written by rcfmt.write_dataset); "
                                    f"{self.root!r} has none (append to it once to create one)")
-        if add is not None and not isinstance(add, (pa.Field, list, tuple)):
-            raise InvalidOptionError(f"add must be a pyarrow.Field or a list of them, got {add!r}")
+        if add is not None and not isinstance(add, pa.Field) and (
+                isinstance(add, (str, bytes, dict)) or not hasattr(add, "__iter__")):
+            raise InvalidOptionError(f"add must be a pyarrow.Field or a list (a schema) of them, got {add!r}")
         add = [_field_to_add(f) for f in ([add] if isinstance(add, pa.Field) else (add or []))]
         drop = option_names(drop, "drop") if drop is not None else []
         if rename is not None and not isinstance(rename, dict):

@@ -81,10 +81,6 @@ class Partitioning:
     @classmethod
     def from_schema(cls, schema: pa.Schema, names) -> "Partitioning":
         names = tuple(option_names(names, "partition_by")) if names is not None else ()
-        for name in names:  # (readers and vacuum skip such directories: DATASET.md section 1)
-            if isinstance(name, str) and name.startswith(("_", ".")):
-                raise InvalidOptionError(f"partition column {name!r}: a partition column's name cannot start with "
-                                         "'_' or '.' (directories so named are never data); rename it first")
         if len(set(names)) != len(names):
             raise InvalidOptionError(f"partition_by lists a column twice: {list(names)}")
         types = []
@@ -100,6 +96,15 @@ class Partitioning:
         if names and len(names) == len(schema):
             raise SchemaError("every column is a partition column: no data would be left in the files")
         return cls(names, tuple(types))
+
+    def check_new_names(self, existing=()) -> None:
+        """InvalidOptionError for a partition column, other than the ``existing`` ones (a
+        dataset written before this rule keeps its own), whose name starts with '_' or
+        '.': readers and vacuum skip such directories (DATASET.md section 1)."""
+        for name in self.names:
+            if name.startswith(("_", ".")) and name not in existing:
+                raise InvalidOptionError(f"partition column {name!r}: a partition column's name cannot start with "
+                                         "'_' or '.' (directories so named are never data); rename it first")
 
     @property
     def fields(self) -> list[pa.Field]:

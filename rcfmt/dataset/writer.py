@@ -77,12 +77,14 @@ class WritePlan:
             from ..layout.curves import check_curve
 
             check_curve(curve, mapping)
+        if cluster_by is not None and not isinstance(cluster_by, ClusteringSpec):
+            cluster_by = option_names(cluster_by, "cluster_by")  # (once: an iterator is read once)
         if cluster_by is None:
             spec = self.clustering if self.mode == "append" else None
             if spec is not None and not set(spec.columns) <= set(self.data_schema.names):
                 return None  # (the append leaves a clustering column out, NULL in its files: the
                 #              files are not clustered; the dataset's policy stays recorded)
-        elif not isinstance(cluster_by, ClusteringSpec) and not option_names(cluster_by, "cluster_by"):
+        elif not isinstance(cluster_by, ClusteringSpec) and not cluster_by:
             spec = None
         else:
             spec = clustering_spec(cluster_by, curve, mapping)
@@ -180,6 +182,7 @@ def begin_write(path, schema: pa.Schema, *, partition_by=None, mode: str = "appe
     if partition_by is None and mode == "append" and base_snap is not None:
         partition_by = list(base_snap.partitioning.names)
     partitioning = Partitioning.from_schema(schema, partition_by)
+    partitioning.check_new_names(base_snap.partitioning.names if base_snap is not None else ())
     data_schema = split_schema(schema, partitioning)
     dataset_schema = data_schema
     if mode == "append" and base_snap is not None and (len(base_snap) or base_snap.data_schema.names):

@@ -18,6 +18,7 @@ a dataset's index columns come back as ordinary columns.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Sequence
 
 __all__ = ["read_pandas"]
@@ -47,8 +48,10 @@ def read_pandas(path, columns: Sequence[str] | None = None, filter=None, *, use_
     from ..storage import DirectoryError
     from .arrow import CATEGORIES_KEY, with_range_index_columns
 
-    if columns is not None and (isinstance(columns, (str, bytes)) or not isinstance(columns, Sequence)):
-        raise InvalidOptionError(f"columns must be a list of column names, got {columns!r}")  # ('af' is no ['a', 'f'])
+    if columns is not None:  # ('af' is no ['a', 'f']; a pandas Index or numpy array of names is)
+        if isinstance(columns, (str, bytes, set, frozenset, dict)) or not isinstance(columns, Iterable):
+            raise InvalidOptionError(f"columns must be a list of column names, got {columns!r}")
+        columns = list(columns)
     try:
         f = RcfmtFile(path, filesystem=filesystem, fetch=fetch)  # one open: the schema, then the rows
     except DirectoryError:

@@ -407,14 +407,10 @@ class _Translator:
     def _typed(self, text: str, to, t: pa.DataType, node):
         Type = self.exp.DataType.Type
         value = None
-        if to == Type.DECIMAL:
-            try:
-                value = decimal.Decimal(text.strip())
-            except ArithmeticError:  # (decimal's ConversionSyntax)
-                value = decimal.Decimal("NaN")
-            if not value.is_finite():
+        if to == Type.DECIMAL:  # (Python's Decimal also reads '1_000', 'NaN' and 'Infinity': Spark does not)
+            if _SPARK_DECIMAL.fullmatch(text.strip()) is None:
                 raise _fail(node, "is not a valid literal of its type")
-            return _spark_decimal(value, node)
+            return _spark_decimal(decimal.Decimal(text.strip()), node)
         try:
             if to == Type.DATE:
                 return dt.date.fromisoformat(_spark_text(text, _SPARK_DATE))
@@ -446,6 +442,8 @@ def _spark_decimal(value: decimal.Decimal, cast) -> decimal.Decimal:
     query under ANSI mode, or reads NULL)."""
     params = [int(p.this.this) for p in (getattr(cast.to, "expressions", None) or [])]
     precision, scale = (params + [10, 0][len(params):])[:2] if len(params) < 2 else params[:2]
+    if value and value.adjusted() >= precision - scale:  # (before rounding: 1e250 has more digits than a context)
+        raise _fail(cast, f"does not fit DECIMAL({precision}, {scale}): Spark fails the query (or reads NULL)")
     rounded = value.quantize(decimal.Decimal(1).scaleb(-scale), decimal.ROUND_HALF_UP,
                              decimal.Context(prec=200))
     if rounded.adjusted() >= precision - scale:
@@ -453,6 +451,8 @@ def _spark_decimal(value: decimal.Decimal, cast) -> decimal.Decimal:
     return rounded
 
 
+#: the decimal texts Spark casts: digits with a point, an exponent, a sign (no '_', NaN, Infinity)
+_SPARK_DECIMAL = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 #: the date and timestamp texts translated: ISO's extended forms as Spark casts them (Python
 #: 3.11's ``fromisoformat`` also reads ``20240101``, week dates ``2024-W01-1`` and more,
 #: which Spark reads as NULL or refuses)

@@ -68,7 +68,10 @@ def span_buffer(n: int, touched: int) -> np.ndarray:
 def _mapping(size: int):
     import mmap
 
-    m = mmap.mmap(-1, size)
+    private = getattr(mmap, "MAP_PRIVATE", 0) | getattr(mmap, "MAP_ANONYMOUS", 0)
+    # (private: a forked child's pages are its own, and pages given back are freed; -1
+    # alone maps shared memory, which a parent's next read would overwrite under a child)
+    m = mmap.mmap(-1, size, flags=private) if private else mmap.mmap(-1, size)
     advise = getattr(m, "madvise", None)
     if advise is not None and hasattr(mmap, "MADV_NOHUGEPAGE"):  # (Linux with transparent huge pages "always")
         advise(mmap.MADV_NOHUGEPAGE)
@@ -83,42 +86,46 @@ def _reclaim(m) -> None:
         m.madvise(mmap.MADV_DONTNEED)
 
 
+def _refs(entry: list) -> int:
+    """The references to ``entry``'s mapping, counted the same way whenever asked (so
+    that the count of a free one, taken once, is a count to compare with)."""
+    return sys.getrefcount(entry[0])
+
+
 class _Arenas:
     """Mappings handed out as buffers, reused once free: no array refers to one (its
-    reference count is this class's own; numpy views of a buffer, and Arrow buffers
-    made of them, hold the mapping). Without the GIL (free-threaded Python) reference
-    counts are no such proof, and no mapping is kept."""
-
-    #: references to a free mapping while ``buffer`` looks at it: the list holding it,
-    #: the loop's variable and ``sys.getrefcount``'s argument
-    _FREE = 3
+    reference count is the one :func:`_refs` gave just after it was made, when nothing
+    else held it; numpy views of a buffer, and Arrow buffers made of them, hold the
+    mapping). Without the GIL (free-threaded Python) reference counts are no such proof,
+    and no mapping is kept."""
 
     def __init__(self):
         self._lock = threading.Lock()
-        self._kept: list[list] = []  # [mapping, reuses]
+        self._kept: list[list] = []  # [mapping, reuses, references when free]
         self._keep = getattr(sys, "_is_gil_enabled", lambda: True)()
 
     def buffer(self, n: int) -> np.ndarray:
         with self._lock:
             spare = None
-            for entry in self._kept:
-                m = entry[0]
-                if sys.getrefcount(m) != self._FREE:
+            for entry in self._kept:  # (no local name holds a mapping while counting)
+                if _refs(entry) != entry[2]:
                     continue
-                if len(m) >= n:
+                if len(entry[0]) >= n:
                     entry[1] += 1
                     if entry[1] % ARENA_RECLAIM == 0:
-                        _reclaim(m)
-                    return np.frombuffer(m, np.uint8, count=n)
+                        _reclaim(entry[0])
+                    return np.frombuffer(entry[0], np.uint8, count=n)
                 spare = entry  # a free mapping too small: replaced by the new one
             size = -(-n // _MIB) * _MIB
-            m = _mapping(size)
+            entry = [_mapping(size), 0, 0]
+            entry[2] = _refs(entry)  # (free: only the entry holds it)
             if self._keep and size <= ARENA_MAX:
                 if spare is not None:
-                    spare[:] = [m, 0]
+                    spare[:] = entry
+                    entry = spare
                 elif len(self._kept) < ARENAS_KEPT:
-                    self._kept.append([m, 0])
-            return np.frombuffer(m, np.uint8, count=n)
+                    self._kept.append(entry)
+            return np.frombuffer(entry[0], np.uint8, count=n)
 
     def kept(self) -> list[int]:
         """The sizes of the mappings kept (tests)."""

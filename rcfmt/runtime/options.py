@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+import numpy as np
+
 from ..errors import InvalidOptionError
 
 __all__ = ["flag", "names"]
@@ -12,7 +14,7 @@ __all__ = ["flag", "names"]
 
 def flag(value, name: str) -> bool:
     """``value`` as a bool; InvalidOptionError unless it is one ("no" is no False)."""
-    if isinstance(value, bool) or type(value).__name__ == "bool_":  # (numpy's, without importing numpy)
+    if isinstance(value, (bool, np.bool_)):
         return bool(value)
     raise InvalidOptionError(f"{name} must be True or False, got {value!r}")
 

@@ -369,6 +369,18 @@ def test_partition_columns_are_not_named_as_hidden_directories(tmp_path, name):
     assert not (tmp_path / "ds").exists()
 
 
+def test_a_dataset_partitioned_by_such_a_column_before_the_rule_takes_appends(tmp_path, monkeypatch):
+    from rcfmt.dataset.partitioning import Partitioning
+
+    monkeypatch.setattr(Partitioning, "check_new_names", lambda self, existing=(): None)  # (an older writer)
+    rcfmt.write_dataset(pa.table({"_p": [1, 2], "v": [3, 4]}), tmp_path / "ds", partition_by=["_p"])
+    monkeypatch.undo()
+    rcfmt.write_dataset(pa.table({"_p": [1], "v": [5]}), tmp_path / "ds")  # (its own partitioning: kept)
+    assert sorted(rcfmt.dataset(tmp_path / "ds").read()["v"].to_pylist()) == [3, 4, 5]
+    with pytest.raises(rcfmt.InvalidOptionError, match="cannot start with"):  # (a new one: refused)
+        rcfmt.write_dataset(pa.table({"_q": [1], "v": [5]}), tmp_path / "ds", mode="overwrite", partition_by=["_q"])
+
+
 def test_a_partition_value_too_long_for_a_directory_name_is_an_rcfmt_error(tmp_path):
     value = "é" * 130  # 260 bytes of UTF-8, escaped: more than a file system's 255
     with pytest.raises(rcfmt.InvalidDataError, match="partition column 'p'.*longer than the file system allows"):

@@ -77,6 +77,8 @@ def test_columns_must_be_a_list_of_names(tmp_path, columns):
     with pytest.raises(rcfmt.InvalidOptionError, match="columns must be a list of column names"):
         rcfmt.read_pandas(tmp_path / "f.rcfmt", columns=columns)
     assert list(rcfmt.read_pandas(tmp_path / "f.rcfmt", columns=["af"]).columns) == ["af"]
+    for names in (pd.Index(["f", "a"]), np.array(["f", "a"]), (c for c in ["f", "a"])):  # (lists of names)
+        assert list(rcfmt.read_pandas(tmp_path / "f.rcfmt", columns=names).columns) == ["f", "a"]
 
 
 def test_multi_index_and_range_index(tmp_path):

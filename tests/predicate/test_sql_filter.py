@@ -79,6 +79,8 @@ def test_translations_select_what_sql_selects(sql, written, duck):
     # casts: beyond the decimal's digits (Spark fails the query), not a number, types not translated
     ("dec = CAST('123.456' AS DECIMAL(4,2))", "does not fit DECIMAL"), ("dec = CAST('9.96' AS DECIMAL(2,1))", "does not fit"),
     ("dec = CAST('abc' AS DECIMAL(5,2))", "valid literal"), ("dec = CAST('NaN' AS DECIMAL(5,2))", "valid literal"),
+    ("dec = CAST('1_000' AS DECIMAL(10,2))", "valid literal"), ("dec = CAST('Infinity' AS DECIMAL(5,2))", "valid literal"),
+    ("dec = CAST('1e250' AS DECIMAL(10,0))", "does not fit"), (f"dec = CAST('{'9' * 250}' AS DECIMAL(38,0))", "does not fit"),
     ("ts > TIMESTAMP_LTZ '2024-01-01 00:00:00+00:00'", "does not translate"), ("s = CAST('a' AS BINARY)", "does not translate"),
 ])
 def test_untranslatable_parts_are_refused_by_name(sql, part):

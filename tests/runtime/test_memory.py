@@ -68,6 +68,39 @@ def test_a_reclaimed_mapping_still_serves_reads(arenas):
     assert len(arenas.kept()) == 1
 
 
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="fork")
+def test_a_forked_child_s_buffers_are_its_own(arenas):
+    """Mappings are private: after a fork, the parent's next read into a reused mapping
+    leaves the bytes a child holds alone (a shared mapping was overwritten under it)."""
+    import os
+
+    n = memory.SPARSE_SPAN
+    held = memory.span_buffer(n, 1)
+    held[:8] = 1
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: wait for the parent's write, then report what it holds
+        os.close(w)
+        os.read(r, 1)
+        os._exit(0 if list(held[:8]) == [1] * 8 else 1)
+    os.close(r)
+    del held
+    again = memory.span_buffer(n, 1)  # the same mapping, free in the parent
+    again[:8] = 2
+    os.write(w, b"x")
+    _, status = os.waitpid(pid, 0)
+    assert os.WEXITSTATUS(status) == 0
+
+
+def test_reclaimed_pages_go_back_to_the_system(arenas):
+    buf = memory.span_buffer(memory.SPARSE_SPAN, 1)
+    buf[:] = 7
+    mapping = buf.base.obj
+    del buf
+    memory._reclaim(mapping)  # (private pages: freed, read back as zeros; shared ones were kept)
+    assert not np.frombuffer(mapping, np.uint8).any()
+
+
 @pytest.fixture(scope="module")
 def wide_file(tmp_path_factory):
     """Four int64 columns of 1M rows, uncompressed and plain (pages that decode into

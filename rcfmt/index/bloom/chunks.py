@@ -70,8 +70,9 @@ class BloomPolicy:
         if self.auto or columns is None:
             self.named = frozenset()
         else:
-            if isinstance(columns, (str, bytes, dict)) or not isinstance(columns, Iterable) or \
-                    not all(isinstance(c, str) for c in columns):
+            columns = list(columns) if isinstance(columns, Iterable) and not isinstance(columns, (str, bytes, dict)) \
+                else None  # (once: an iterator is read once)
+            if columns is None or not all(isinstance(c, str) for c in columns):
                 raise InvalidOptionError("bloom_filter_columns must be 'auto', None or a list of column names")
             unknown = [c for c in columns if c not in schema_names]
             if unknown:
