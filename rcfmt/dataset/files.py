@@ -17,6 +17,7 @@ from ..schema import nested
 from ..errors import InvalidDataError, InvalidOptionError, SchemaError
 from ..runtime.options import names as option_names
 from ..schema.arrow_io import take
+from ..schema.tables import storage_schema
 from ..schema.types import same_schema
 from ..file.reader import RcfmtFile
 from ..file.chunk_encoding import chunk_hints
@@ -24,7 +25,7 @@ from ..file.writer import Writer, append_checked, value_checker
 from ..interop.arrow import as_table
 from ..interop import cdata
 from ..layout import METADATA_KEY, ClusteringSpec
-from .evolution import file_renames, renamed_path
+from .evolution import file_renames, renamed_path, widens
 from ..storage import delete_files, is_remote, open_output
 from .index import DEFAULT_INDEX_TRUNCATE, FileEntry, entry_from_file
 from .partitioning import Partitioning
@@ -137,6 +138,13 @@ def split_schema(schema: pa.Schema, partitioning: Partitioning) -> pa.Schema:
 
 
 # ------------------------------------------------------------------ splitting rows by partition
+def _zone_spelling(a: pa.DataType, b: pa.DataType) -> bool:
+    """Whether ``a`` and ``b`` are aware timestamps of one unit (their instants the same
+    values whatever zone each names: Spark hands batches over in its session's zone)."""
+    return pa.types.is_timestamp(a) and pa.types.is_timestamp(b) and a.unit == b.unit \
+        and a.tz is not None and b.tz is not None
+
+
 def split_by_partition(table: pa.Table, partitioning: Partitioning) -> list[tuple[tuple, pa.Table]]:
     """``[(partition values, rows without the partition columns), ...]``, in order of
     first appearance of each partition."""
@@ -248,6 +256,12 @@ class FileSetWriter:
         if table.schema.names != self.schema.names:
             raise SchemaError(f"columns {table.schema.names} differ from the dataset's {self.schema.names}")
         if not same_schema(table.schema, self.schema):
+            stored, _ = storage_schema(table.schema)
+            for given, field in zip(stored, self.schema):  # (a cast would round, parse, print, truncate...)
+                if not widens(given.type, field.type) and not _zone_spelling(given.type, field.type):
+                    raise SchemaError(f"column {field.name!r}: {given.type} data does not fit the dataset's "
+                                      f"{field.type} (a dataset column may only widen: int32 -> int64, float32 -> "
+                                      f"float64, decimal precision up, string -> large_string)")
             try:  # (list views by rcfmt: Arrow's cast makes invalid lists of them)
                 columns = []
                 for column, field in zip(table.columns, self.schema):

@@ -388,6 +388,30 @@ def test_a_partition_value_too_long_for_a_directory_name_is_an_rcfmt_error(tmp_p
     assert rcfmt.write_dataset(pa.table({"p": ["a"], "v": [1]}), tmp_path / "ds", partition_by=["p"]).count_rows() == 1
 
 
+@pytest.mark.parametrize("first, later", [
+    (pa.array([0.5], pa.float32()), pa.array([0.1, 1e300])),  # (rounded, and inf)
+    (pa.array([True]), pa.array([2, 0, -1])),
+    (pa.array([dt.date(2024, 1, 1)]), pa.array([dt.datetime(2024, 1, 2, 13, 30)], pa.timestamp("us"))),
+    (pa.array(["a"]), pa.array([7])),
+    (pa.array([b"a"]), pa.array(["b"])),
+    (pa.array([1], pa.duration("s")), pa.array([5])),
+    (pa.array([1], pa.int32()), pa.array([2**40])),
+])
+def test_later_items_of_a_write_that_do_not_fit_the_first_s_types_are_refused(tmp_path, first, later):
+    """Items of one write_dataset call widen into the first one's types or are refused,
+    as appends are (a cast changed their values)."""
+    with pytest.raises(rcfmt.SchemaError, match="does not fit the dataset's"):
+        rcfmt.write_dataset([pa.table({"x": first}), pa.table({"x": later})], tmp_path / "ds")
+    assert not (tmp_path / "ds").exists() or rcfmt.dataset(tmp_path / "ds").count_rows() == 0
+
+
+def test_later_items_that_widen_or_name_another_zone_are_taken(tmp_path):
+    items = [pa.table({"i": pa.array([1], pa.int64()), "t": pa.array([0], pa.timestamp("us", "UTC"))}),
+             pa.table({"i": pa.array([2], pa.int32()), "t": pa.array([1], pa.timestamp("us", "Europe/Paris"))})]
+    got = rcfmt.write_dataset(items, tmp_path / "ds").read()
+    assert got["i"].to_pylist() == [1, 2] and got["t"].cast(pa.int64()).to_pylist() == [0, 1]
+
+
 def test_a_date_partition_past_year_9999_is_an_rcfmt_error(tmp_path):
     days = pa.array([0, 3_000_000], pa.int32()).view(pa.date32())  # (year ~10183: no Python date names it)
     with pytest.raises(rcfmt.InvalidDataError, match="partition column 'd'.*years 1-9999"):
