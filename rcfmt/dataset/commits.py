@@ -533,8 +533,9 @@ def commit_version(root: str, entries: list[FileEntry], *, mode: str, read_versi
                     tmp = write_index_file(root, stored, info, f"{txn_id}-{attempt}")
                     size = os.path.getsize(tmp)
                     published_now = log.publish_version(root, base + 1, tmp)
-            except BaseException:
-                remove_files(runs_written)
+            except BaseException as exc:
+                if not getattr(exc, "outcome_unknown", False):  # (a version that may yet land names them)
+                    remove_files(runs_written)
                 raise
             if published_now:
                 committed = base + 1
@@ -553,8 +554,9 @@ def commit_version(root: str, entries: list[FileEntry], *, mode: str, read_versi
             # another writer has base + 1: the latest is there or after it
             found = log.next_versions(root, base + 1)
             base = found[0] if found is not None else None
-    except BaseException:
-        remove_files(published)
+    except BaseException as exc:
+        if not getattr(exc, "outcome_unknown", False):  # (a version that may yet land names them)
+            remove_files(published)
         raise
     log.write_hint(root, committed, size)  # (outside the try: the commit stands whatever happens here)
     try:  # this process's next append starts here (an optimisation only)

@@ -8,25 +8,62 @@ object is then read back, so a commit that landed is never taken for lost.
 """
 from __future__ import annotations
 
+import time
+
 from ..errors import StorageError
 from .paths import scheme_of
 from .registry import store
 
-__all__ = ["create_if_absent"]
+__all__ = ["create_if_absent", "CREATE_ATTEMPTS"]
+
+#: creates refused while no object has the name (S3's 409 for a conditional write of the
+#: same key in flight, which then did not land) are tried again this many times in all
+CREATE_ATTEMPTS = 8
 
 
 def create_if_absent(uri: str, data: bytes) -> bool:
     """Create the object ``uri`` holding ``data`` unless it exists: True if created,
-    False if it existed (or another writer's create of it is in flight). Atomic on the
-    server; the caller checked :func:`~rcfmt.storage.registry.check_commit_support`.
+    False if another writer's object has that name. Atomic on the server; the caller
+    checked :func:`~rcfmt.storage.registry.check_commit_support`.
 
     A create the server refuses is told apart from one of ours whose answer was lost and
     retried by the client (the retry finds our own object): the object is read back and
-    compared with ``data`` -- a commit is never taken for lost when it landed."""
+    compared with ``data`` -- a commit is never taken for lost when it landed. A refusal
+    with no object there (another create in flight, S3's 409) is tried again
+    (:data:`CREATE_ATTEMPTS`); a create that failed unanswered and whose object cannot be
+    found raises a StorageError with ``outcome_unknown`` set (it may land yet)."""
     target = store(scheme_of(uri))
-    try:
-        if target.create_if_absent(uri, data):
+    for attempt in range(CREATE_ATTEMPTS):
+        try:
+            created = target.create_if_absent(uri, data)
+        except StorageError as exc:
+            return _landed(target, uri, data, exc)
+        if created:
             return True
-        return target.read_object(uri) == data
-    except StorageError as exc:
-        raise StorageError(f"committing {uri!r} failed: {exc}") from None
+        try:
+            existing = target.read_object(uri)
+        except StorageError as exc:
+            raise StorageError(f"committing {uri!r} failed: the create was refused and the object could not be "
+                               f"read back ({exc})") from None
+        if existing is not None:
+            return existing == data
+        time.sleep(0.05 * (attempt + 1))  # refused, no object: another create in flight (S3's 409), not landed yet
+    raise StorageError(f"committing {uri!r} failed: the store refused {CREATE_ATTEMPTS} creates of an object "
+                       "that did not then exist")
+
+
+def _landed(target, uri: str, data: bytes, exc: StorageError) -> bool:
+    """After a create that failed without an answer: True if our object is there (it
+    landed), False if another writer's is; else a StorageError whose ``outcome_unknown``
+    is set -- the create may still land, so whatever it names must stay."""
+    try:
+        existing = target.read_object(uri)
+    except StorageError:
+        existing = None
+    if existing is not None:
+        return existing == data
+    err = StorageError(f"committing {uri!r}: the store did not confirm the create ({exc}); the version may "
+                       "or may not become visible. Its data files are left in place (vacuum removes them if "
+                       "no version names them); open the dataset again to see which")
+    err.outcome_unknown = True
+    raise err

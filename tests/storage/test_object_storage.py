@@ -259,7 +259,48 @@ def test_a_create_whose_answer_was_lost_is_taken_as_won(s3, monkeypatch):
     assert len(seen) == 1 and seen[0].endswith("/lost/v1")
     monkeypatch.setattr(s3_store, "create_if_absent", lambda uri, data: False)
     assert storage.create_if_absent(f"s3://{BUCKET}/lost/v1", b"someone else's") is False
-    assert storage.create_if_absent(f"s3://{BUCKET}/lost/v2", b"in flight") is False  # 409: nothing there yet
+    # refused with nothing there (S3's 409: another create in flight, which did not land): tried again
+    refusals = [False]
+    monkeypatch.setattr(s3_store, "create_if_absent", lambda uri, data: refusals.pop() if refusals else real(uri, data))
+    assert storage.create_if_absent(f"s3://{BUCKET}/lost/v2", b"ours") is True and not refusals
+    monkeypatch.setattr(s3_store, "create_if_absent", lambda uri, data: False)
+    with pytest.raises(rcfmt.StorageError, match="refused 8 creates"):
+        storage.create_if_absent(f"s3://{BUCKET}/lost/v3", b"never")
+
+
+def test_a_version_create_left_unanswered_keeps_what_it_names(s3, monkeypatch):
+    """The version PUT fails without an answer: if the object is ours it committed (its
+    data files stay and are read); if it cannot be found the outcome is unknown, so the
+    data files stay (a version naming them may land yet) and vacuum removes them later."""
+    from rcfmt import StorageError
+    from rcfmt.storage import s3 as s3_store
+
+    uri = f"s3://{BUCKET}/unanswered/t"
+    rcfmt.write_dataset(pa.table({"x": [1, 2, 3]}), uri)
+    real = s3_store.create_if_absent
+
+    def landed_unanswered(target, data):
+        real(target, data)
+        raise StorageError("connection reset")
+
+    monkeypatch.setattr(s3_store, "create_if_absent", landed_unanswered)
+    assert rcfmt.write_dataset(pa.table({"x": [4, 5]}), uri).version == 2
+    assert sorted(rcfmt.dataset(uri).read()["x"].to_pylist()) == [1, 2, 3, 4, 5]
+
+    def lost(target, data):
+        raise StorageError("connection reset")
+
+    monkeypatch.setattr(s3_store, "create_if_absent", lost)
+    _, client = s3
+    before = _keys(client, "unanswered/t/")
+    with pytest.raises(StorageError, match="may or may not become visible") as info:
+        rcfmt.write_dataset(pa.table({"x": [6]}), uri)
+    assert info.value.outcome_unknown
+    left = sorted(set(_keys(client, "unanswered/t/")) - set(before))
+    assert len(left) == 1 and left[0].endswith(".rcfmt") and "_rcfmt/" not in left[0]
+    monkeypatch.undo()
+    assert sorted(rcfmt.dataset(uri).read()["x"].to_pylist()) == [1, 2, 3, 4, 5]
+    assert rcfmt.dataset(uri).vacuum(retention_seconds=0) == [f"s3://{BUCKET}/{left[0]}"]
 
 
 def _sorted(t: pa.Table) -> pa.Table:
