@@ -80,7 +80,9 @@ def _rebuilt(t: pa.DataType) -> bool:
         return True
     if isinstance(t, pa.BaseExtensionType):
         return False
-    if pa.types.is_struct(t) or pa.types.is_union(t):
+    if pa.types.is_union(t):  # (Arrow casts no union: one with a child stored otherwise is rebuilt)
+        return any(_rebuilt(f.type) for f in t) or not same_type(storage_type(t), t)
+    if pa.types.is_struct(t):
         return any(_rebuilt(f.type) for f in t)
     if pa.types.is_map(t):
         return _rebuilt(t.key_type) or _rebuilt(t.item_type)
