@@ -173,8 +173,8 @@ class PredicateGenerator:
                 x = x.astimezone(dt.timezone.utc).replace(tzinfo=None)
                 text = x.isoformat(sep=" ") + "+00:00"
                 return f"TIMESTAMP '{text}'", f"TIMESTAMPTZ '{text}'"
-            text = x.isoformat(sep=" ")
-            return f"TIMESTAMP '{text}'", f"TIMESTAMP '{text}'"
+            text = x.isoformat(sep=" ")  # (Spark's TIMESTAMP would compare it in the session time zone)
+            return f"TIMESTAMP_NTZ '{text}'", f"TIMESTAMP '{text}'"
         if pa.types.is_string(t):
             x = v if v is not None else rng.choice(["", "ab", "zz9", "\u00e9"])
             return _quote(x), _duck_quote(x)

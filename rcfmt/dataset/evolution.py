@@ -43,7 +43,12 @@ def check_names(schema: pa.Schema, where: str = "") -> None:
     if "" in schema.names:
         raise SchemaError(f"a dataset's columns need non-empty names{at}: its index and partitions name them; a "
                           "single file written with rcfmt.write_table keeps an empty name")
-    repeated = _repeated(schema.names) or _repeated(nested.filter_schema(schema).names)
+    repeated = _repeated(schema.names)
+    paths = _repeated(nested.filter_schema(schema).names) if not repeated else []
+    if paths:
+        raise SchemaError(f"column name(s) {paths} are both a top-level column and the path of a struct's field"
+                          f"{at}: a dataset (and Spark) names fields by their dotted paths, so they must differ; "
+                          "rename one, or read the file alone with rcfmt.read_table")
     if repeated:
         raise SchemaError(f"column names {repeated} repeat{at}: a dataset matches columns by name across its files "
                           "(its index, schema evolution, partitions), so its names must be unique; rename them, or "

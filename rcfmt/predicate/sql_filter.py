@@ -291,6 +291,11 @@ class _Translator:
             return name
         found = self.names.get(name.lower())
         if found is None:
+            prefix = name.lower() + "."
+            if any(n.startswith(prefix) for n in self.names):  # (the schema here names a struct's leaves)
+                raise InvalidOptionError(f"filter option: {name!r} is a struct: predicates on whole struct values "
+                                         "are not translated (compare its fields, e.g. "
+                                         f"{next(n for n in self.schema.names if n.lower().startswith(prefix))!r})")
             raise InvalidOptionError(f"filter option: unknown column {name!r}; columns: {self.schema.names}")
         return found
 
@@ -298,8 +303,8 @@ class _Translator:
         """The literal ``node`` compared with column ``name``."""
         t = self._type(name)
         value = self._literal_of(node, t)
-        if pa.types.is_integer(t) and isinstance(value, (int, decimal.Decimal)) and not isinstance(value, bool) \
-                and not -(1 << 63) <= value < (1 << 63):
+        if pa.types.is_integer(t) and t != pa.uint64() and isinstance(value, (int, decimal.Decimal)) \
+                and not isinstance(value, bool) and not -(1 << 63) <= value < (1 << 63):  # (uint64: DECIMAL(20, 0))
             # measured: Spark 4 answers TRUE for NULL rows under NOT here (NOT (i < -9223372036854775808.5))
             raise _fail(node, "is beyond the 64-bit integers; Spark's answer on NULL rows departs from SQL's there")
         self._check_together(node, name, [node])
@@ -378,6 +383,12 @@ class _Translator:
             inner = node.this
             if not isinstance(inner, exp.Literal):
                 raise _fail(node, "casts something other than a literal")
+            if pa.types.is_timestamp(t) and t.tz is None and node.to.this in (exp.DataType.Type.TIMESTAMP,
+                                                                              exp.DataType.Type.TIMESTAMPTZ):
+                # Spark compares the column read in the session time zone, which a data source never sees
+                raise _fail(node, "is a TIMESTAMP with local time zone: Spark compares a TIMESTAMP_NTZ column with "
+                                  "it in the session time zone (its daylight-saving gaps move rows); write "
+                                  "TIMESTAMP_NTZ '...' or a string")
             return self._typed(inner.this, node.to.this, t, node)
         if isinstance(node, exp.Literal):
             if not node.is_string:
@@ -390,6 +401,8 @@ class _Translator:
             if pa.types.is_binary(t) or pa.types.is_large_binary(t):
                 return node.this.encode()
             return node.this
+        if type(node).__name__ in ("HexString", "ByteString"):
+            raise _fail(node, "is a binary literal, which the filter option does not translate")
         raise _fail(node, "is not a literal")
 
     @staticmethod

@@ -445,7 +445,7 @@ class _Parser:
             return self.node(Boolean, start, this=word == "TRUE")
         if word == "NULL":
             return self.node(Null, start)
-        if word in ("DATE", "TIMESTAMP") and self.at("string"):  # DATE '2024-01-01'
+        if word in ("DATE", "TIMESTAMP", "TIMESTAMP_NTZ") and self.at("string"):  # DATE '2024-01-01'
             _, value, s, e = self.take()
             literal = Literal(self.text[s:e], this=value, is_string=True)
             return self.node(Cast, start, this=literal, to=DataType(word, this=_TYPES[word][0]))

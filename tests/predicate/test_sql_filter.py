@@ -53,7 +53,7 @@ def duckdb_ids(con, sql: str) -> list[int]:
     "id = 5", "5 = id", "id <> 5", "id != 5", "id < 5 AND i32 >= 3", "NOT (id > 10) OR s IS NULL",
     "id BETWEEN 3 AND 9", "i8 IN (1, -2, 3)", "s IS NOT NULL", "s LIKE 'ab%'", "s LIKE 'ab3'",
     "d >= DATE '2024-01-10'", "d < '2024-01-05'", "ts > TIMESTAMP '2023-11-20 00:00:00+00:00'",
-    "ntz <= TIMESTAMP '2023-11-15 01:00:00'", "dec < 1.5", "dec >= CAST('-2.25' AS DECIMAL(10,2))",
+    "ntz <= '2023-11-15 01:00:00'", "dec < 1.5", "dec >= CAST('-2.25' AS DECIMAL(10,2))",
     "f > -1.5e0", "f >= 0", "NOT (f > 1)", "f < 1", "b", "NOT b", "(id < 3) OR (id > 590 AND p = 1)", "ID = 7",
     "`s` = 'zz1'", "big > 1000000000000000000", "s NOT LIKE 'ab%'", "NOT s NOT LIKE 'ab%'", "s NOT LIKE 'ab3'",
     # rounded half up to the cast's scale, as Spark (and DuckDB) cast
@@ -82,10 +82,32 @@ def test_translations_select_what_sql_selects(sql, written, duck):
     ("dec = CAST('1_000' AS DECIMAL(10,2))", "valid literal"), ("dec = CAST('Infinity' AS DECIMAL(5,2))", "valid literal"),
     ("dec = CAST('1e250' AS DECIMAL(10,0))", "does not fit"), (f"dec = CAST('{'9' * 250}' AS DECIMAL(38,0))", "does not fit"),
     ("ts > TIMESTAMP_LTZ '2024-01-01 00:00:00+00:00'", "does not translate"), ("s = CAST('a' AS BINARY)", "does not translate"),
+    # a TIMESTAMP (local time zone) against a TIMESTAMP_NTZ column: compared in Spark's session zone
+    ("ntz <= TIMESTAMP '2023-11-15 01:00:00'", "session time zone"), ("ntz = CAST('2024-03-10 02:30:00' AS TIMESTAMP)",
+                                                                      "session time zone"),
+    ("s = X'01'", "binary literal"),
 ])
 def test_untranslatable_parts_are_refused_by_name(sql, part):
     with pytest.raises(InvalidOptionError, match=part):
         parse_filter(sql, SCHEMA)
+
+
+def test_ntz_literals_compare_wall_clocks_and_uint64_is_spark_s_decimal_20_0():
+    """TIMESTAMP_NTZ literals and strings compare a TIMESTAMP_NTZ column's wall clock as
+    Spark does; a uint64 column is DECIMAL(20, 0) there, which literals past 2**63 compare
+    exactly (they were refused as if it were a BIGINT); a struct is named as such."""
+    import datetime as dt
+
+    import pyarrow as pa
+
+    schema = pa.schema([("ntz", pa.timestamp("us")), ("u", pa.uint64()), ("st", pa.struct([("a", pa.int32())]))])
+    want = repr(rcfmt.col("ntz") == dt.datetime(2024, 3, 10, 2, 30))
+    assert repr(parse_filter("ntz = TIMESTAMP_NTZ '2024-03-10 02:30:00'", schema)) == want
+    assert repr(parse_filter("ntz = '2024-03-10 02:30:00'", schema)) == want
+    assert repr(parse_filter("u >= 9223372036854775808", schema)) == repr(rcfmt.col("u") >= 2**63)
+    assert "18446744073709551615" in repr(parse_filter("u < CAST('18446744073709551615' AS DECIMAL(20,0))", schema))
+    with pytest.raises(InvalidOptionError, match="'st' is a struct: predicates on whole struct values"):
+        parse_filter("st IS NULL", pa.schema([("st.a", pa.int32())]))
 
 
 def test_a_bare_decimal_cast_is_spark_s_decimal_10_0():
