@@ -211,24 +211,30 @@ class RcfmtWriter(DataSourceArrowWriter):
     def _commit(self, messages, stream: tuple[str, int] | None = None) -> int | None:
         """Commit the files of ``messages``; the new version (None: none was made).
         ``stream``: a streaming micro-batch (see :func:`rcfmt.dataset.commit`)."""
-        from rcfmt.dataset import clustering_info, commit
-
         try:
-            files = [f for m in messages if m is not None for f in m.files]
-            if self.replace_where is not None:
-                return self._commit_replace(files)
-            if self.dynamic:
-                return self._commit_dynamic(files)
-            if stream is not None and not files and self.mode == "append":
-                return None  # an empty micro-batch appends nothing: no version
-            return commit(self.plan.root, [e for e, _ in files], mode=self.mode, read_version=self.plan.read_version,
-                          data_schema=self.plan.data_schema, partitioning=self.plan.partitioning,
-                          txn_id=f"spark-{self.job_id}", staged=[(p, e.path) for e, p in files],
-                          clustering=None if self.inherited else clustering_info(self.clustering, self.scope),
-                          base_table_unindexed=self.plan.adopt, stream=stream)
+            return self._commit_files([f for m in messages if m is not None for f in m.files], stream)
+        except BaseException as exc:
+            if getattr(exc, "outcome_unknown", False):  # the version may land yet: abort() keeps its files
+                self.outcome_unknown = True
+            raise
         finally:
             if not self.remote:  # (on object storage the files are in place now)
                 self.plan.discard(self.staging)
+
+    def _commit_files(self, files: list, stream) -> int | None:
+        from rcfmt.dataset import clustering_info, commit
+
+        if self.replace_where is not None:
+            return self._commit_replace(files)
+        if self.dynamic:
+            return self._commit_dynamic(files)
+        if stream is not None and not files and self.mode == "append":
+            return None  # an empty micro-batch appends nothing: no version
+        return commit(self.plan.root, [e for e, _ in files], mode=self.mode, read_version=self.plan.read_version,
+                      data_schema=self.plan.data_schema, partitioning=self.plan.partitioning,
+                      txn_id=f"spark-{self.job_id}", staged=[(p, e.path) for e, p in files],
+                      clustering=None if self.inherited else clustering_info(self.clustering, self.scope),
+                      base_table_unindexed=self.plan.adopt, stream=stream)
 
     def _commit_dynamic(self, files: list) -> int | None:
         """partitionOverwriteMode=dynamic: one commit (mode "rewrite") removing the files
@@ -286,15 +292,18 @@ class RcfmtWriter(DataSourceArrowWriter):
                 operation_info={"operation": "replaceWhere", "replace_where": self.replace_where,
                                 "rows_deleted": rows_deleted, "rows_inserted": sum(e.num_rows for e, _ in files),
                                 "removed_files": len(remove)})
-        except BaseException:
-            if vectors_out is not None:
-                vectors_out.discard()
+        except BaseException as exc:
+            if vectors_out is not None and not getattr(exc, "outcome_unknown", False):
+                vectors_out.discard()  # (kept when a version naming them may yet land)
             raise
         return version
 
     @with_store_settings
     def abort(self, messages) -> None:
-        # on object storage, the files of the attempts that succeeded (failed ones deleted their own)
+        # on object storage, the files of the attempts that succeeded (failed ones deleted their own),
+        # unless a commit whose outcome is unknown may name them (vacuum removes them if it does not)
+        if getattr(self, "outcome_unknown", False):
+            return
         self.plan.discard(self.staging, [p for m in messages or () if m is not None for _, p in m.files])
 
 

@@ -182,8 +182,9 @@ def _commit(dataset, operation: str, change: _Change, base=None) -> tuple[int, i
             staged=[(p, e.path) for e, p in files], remove=remove, deletions=deletions, expected=expected,
             operation_info={"operation": operation, **change.counts, "removed_files": len(remove)},
             base_snapshot=base)
-    except BaseException:
-        vectors_out.discard()
+    except BaseException as exc:
+        if not getattr(exc, "outcome_unknown", False):  # (a version that may yet land names its vectors)
+            vectors_out.discard()
         raise
     finally:
         if staging is not None and not _remote(root):

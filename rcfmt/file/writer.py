@@ -237,6 +237,7 @@ class Writer:
         self._pending_rows += table.num_rows
         block_rows = self.options.block_rows
         while self._pending_rows >= block_rows:
+            self._check_aborted()  # (an abort from another thread: no further block)
             combined = pa.concat_tables(self._pending)
             self._guarded(self._write_block, combined.slice(0, block_rows))
             rest = combined.slice(block_rows)
@@ -256,9 +257,11 @@ class Writer:
     def close(self) -> None:
         """Finish the file and move it into place. Idempotent. After a write that
         failed while writing a block (a full disk, an interrupt), nothing is moved into
-        place and this raises :class:`RcfmtError` naming that failure."""
+        place and this raises :class:`RcfmtError` naming that failure; after
+        :meth:`abort` (from any thread) it raises too: nothing was written."""
         with self._lock:
             self._check_failed()
+            self._check_aborted()
             if self._closed:
                 return
             try:
@@ -266,19 +269,25 @@ class Writer:
                     self.flush_block()
                 self._drain()
                 self._finish()
+                self._check_aborted()  # (an abort from another thread while the footer was written)
                 self._sink.commit()
-                self._closed = True
+                self._committed = self._closed = True
             except BaseException:
                 self.abort()
                 raise
 
     def abort(self) -> None:
-        """Discard everything written; the target path is left untouched."""
+        """Discard everything written; the target path is left untouched. From another
+        thread it stops a write in progress: that thread's next call raises
+        :class:`RcfmtError` (an abort after :meth:`close` committed the file changes
+        nothing)."""
         lock = getattr(self, "_lock", None)  # (a constructor that failed before it: nothing to discard)
-        if lock is None:
+        if lock is None or getattr(self, "_committed", False):
             return
+        self._aborted = True  # (seen by a writing thread between its steps, before the lock is free)
         with lock:
-            self._abort_locked()
+            if not getattr(self, "_committed", False):
+                self._abort_locked()
 
     def _abort_locked(self) -> None:
         self._closed = True
@@ -294,7 +303,7 @@ class Writer:
         return self
 
     def __exit__(self, exc_type, exc, tb):
-        if exc_type is None:
+        if exc_type is None and not getattr(self, "_aborted", False):
             self.close()
         else:
             self.abort()
@@ -312,8 +321,13 @@ class Writer:
 
     def _check_open(self):
         self._check_failed()
+        self._check_aborted()
         if self._closed:
             raise RcfmtError("writer is closed")
+
+    def _check_aborted(self):
+        if getattr(self, "_aborted", False):
+            raise RcfmtError(f"the writer was aborted: nothing was written to {self.path!r}")
 
     def _check_failed(self):
         if getattr(self, "_failed", None) is not None:

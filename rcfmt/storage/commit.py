@@ -31,7 +31,8 @@ def create_if_absent(uri: str, data: bytes) -> bool:
     compared with ``data`` -- a commit is never taken for lost when it landed. A refusal
     with no object there (another create in flight, S3's 409) is tried again
     (:data:`CREATE_ATTEMPTS`); a create that failed unanswered and whose object cannot be
-    found raises a StorageError with ``outcome_unknown`` set (it may land yet)."""
+    found, or any other failure after a create was sent, raises a StorageError with
+    ``outcome_unknown`` set (it may land yet)."""
     target = store(scheme_of(uri))
     for attempt in range(CREATE_ATTEMPTS):
         try:
@@ -42,14 +43,13 @@ def create_if_absent(uri: str, data: bytes) -> bool:
             return True
         try:
             existing = target.read_object(uri)
-        except StorageError as exc:
-            raise StorageError(f"committing {uri!r} failed: the create was refused and the object could not be "
-                               f"read back ({exc})") from None
+        except StorageError as exc:  # (refused, perhaps as the client's retry of our own create that landed)
+            raise _unknown(uri, f"the create was refused and the object could not be read back ({exc})") from None
         if existing is not None:
             return existing == data
         time.sleep(0.05 * (attempt + 1))  # refused, no object: another create in flight (S3's 409), not landed yet
-    raise StorageError(f"committing {uri!r} failed: the store refused {CREATE_ATTEMPTS} creates of an object "
-                       "that did not then exist")
+    raise _unknown(uri, f"the store refused {CREATE_ATTEMPTS} creates of an object that did not then exist (one of "
+                        "ours may still be in flight)")
 
 
 def _landed(target, uri: str, data: bytes, exc: StorageError) -> bool:
@@ -62,8 +62,14 @@ def _landed(target, uri: str, data: bytes, exc: StorageError) -> bool:
         existing = None
     if existing is not None:
         return existing == data
-    err = StorageError(f"committing {uri!r}: the store did not confirm the create ({exc}); the version may "
-                       "or may not become visible. Its data files are left in place (vacuum removes them if "
-                       "no version names them); open the dataset again to see which")
+    raise _unknown(uri, f"the store did not confirm the create ({exc})")
+
+
+def _unknown(uri: str, why: str) -> StorageError:
+    """The error of a create that may have landed or may land yet: ``outcome_unknown``
+    set, so that what the version names is kept."""
+    err = StorageError(f"committing {uri!r}: {why}; the version may or may not become visible. Its data files are "
+                       "left in place (vacuum removes them if no version names them); open the dataset again to "
+                       "see which")
     err.outcome_unknown = True
-    raise err
+    return err

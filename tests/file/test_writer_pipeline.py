@@ -210,3 +210,30 @@ def test_threads_sharing_a_writer_take_turns(tmp_path):
     for t in range(threads):  # each thread's rows once, in the order it wrote them
         mine = got.filter(np.asarray(got["t"]) == t)["i"].to_numpy()
         assert np.array_equal(mine, np.arange(calls * rows))
+
+
+def test_an_abort_from_another_thread_stops_the_writer(tmp_path):
+    """abort() from another thread: no file appears, and the writing thread's next call
+    raises (with the lock, it waited for the write and then let close() commit)."""
+    import threading
+
+    path = tmp_path / "aborted.rcfmt"
+    w = rcfmt.Writer(path, pa.schema([("i", pa.int64())]), block_rows=10)
+    w.write(pa.table({"i": np.arange(25)}))
+    aborter = threading.Thread(target=w.abort)
+    aborter.start()
+    aborter.join()
+    with pytest.raises(rcfmt.RcfmtError, match="was aborted"):
+        w.write(pa.table({"i": np.arange(5)}))
+    with pytest.raises(rcfmt.RcfmtError, match="was aborted: nothing was written"):
+        w.close()
+    assert not path.exists() and os.listdir(tmp_path) == []
+    with rcfmt.Writer(path, pa.schema([("i", pa.int64())])) as w2:  # (aborted inside a with: no error)
+        w2.write(pa.table({"i": [1]}))
+        w2.abort()
+    assert not path.exists()
+    w3 = rcfmt.Writer(path, pa.schema([("i", pa.int64())]))
+    w3.write(pa.table({"i": [1]}))
+    w3.close()
+    w3.abort()  # (after the commit: changes nothing)
+    assert rcfmt.read_table(path)["i"].to_pylist() == [1]

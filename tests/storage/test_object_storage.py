@@ -264,8 +264,9 @@ def test_a_create_whose_answer_was_lost_is_taken_as_won(s3, monkeypatch):
     monkeypatch.setattr(s3_store, "create_if_absent", lambda uri, data: refusals.pop() if refusals else real(uri, data))
     assert storage.create_if_absent(f"s3://{BUCKET}/lost/v2", b"ours") is True and not refusals
     monkeypatch.setattr(s3_store, "create_if_absent", lambda uri, data: False)
-    with pytest.raises(rcfmt.StorageError, match="refused 8 creates"):
+    with pytest.raises(rcfmt.StorageError, match="refused 8 creates") as info:
         storage.create_if_absent(f"s3://{BUCKET}/lost/v3", b"never")
+    assert info.value.outcome_unknown  # (one of ours may still be in flight)
 
 
 def test_a_version_create_left_unanswered_keeps_what_it_names(s3, monkeypatch):
@@ -301,6 +302,17 @@ def test_a_version_create_left_unanswered_keeps_what_it_names(s3, monkeypatch):
     monkeypatch.undo()
     assert sorted(rcfmt.dataset(uri).read()["x"].to_pylist()) == [1, 2, 3, 4, 5]
     assert rcfmt.dataset(uri).vacuum(retention_seconds=0) == [f"s3://{BUCKET}/{left[0]}"]
+    # a delete's deletion-vector file (scattered rows: not inline in the index) stays too
+    other = f"s3://{BUCKET}/unanswered/d"
+    rcfmt.write_dataset(pa.table({"x": np.arange(30_000)}), other)
+    monkeypatch.setattr(s3_store, "create_if_absent", lost)
+    before = _keys(client, "unanswered/d/")
+    with pytest.raises(StorageError, match="may or may not become visible"):
+        rcfmt.dataset(other).delete(rcfmt.col("x").isin(list(range(0, 30_000, 3))))
+    vectors = sorted(set(_keys(client, "unanswered/d/")) - set(before))
+    assert len(vectors) == 1 and "/_rcfmt/deletions/" in vectors[0]
+    monkeypatch.undo()
+    assert rcfmt.dataset(other).count_rows() == 30_000
 
 
 def _sorted(t: pa.Table) -> pa.Table:
