@@ -43,8 +43,8 @@ def check_names(schema: pa.Schema, where: str = "") -> None:
     if "" in schema.names:
         raise SchemaError(f"a dataset's columns need non-empty names{at}: its index and partitions name them; a "
                           "single file written with rcfmt.write_table keeps an empty name")
-    repeated = _repeated(schema.names)
-    paths = _repeated(nested.filter_schema(schema).names) if not repeated else []
+    repeated = _repeated(schema.names) or _repeated(nested.filter_schema(schema).names)
+    paths = [p for p in repeated if p in schema.names and p not in _repeated(schema.names)]
     if paths:
         raise SchemaError(f"column name(s) {paths} are both a top-level column and the path of a struct's field"
                           f"{at}: a dataset (and Spark) names fields by their dotted paths, so they must differ; "

@@ -17,6 +17,7 @@ from ..schema import nested
 from ..errors import InvalidDataError, InvalidOptionError, SchemaError
 from ..runtime.options import names as option_names
 from ..schema.arrow_io import take
+from ..schema.gather import with_child_types
 from ..schema.tables import storage_schema
 from ..schema.types import same_schema
 from ..file.reader import RcfmtFile
@@ -138,11 +139,12 @@ def split_schema(schema: pa.Schema, partitioning: Partitioning) -> pa.Schema:
 
 
 # ------------------------------------------------------------------ splitting rows by partition
-def _zone_spelling(a: pa.DataType, b: pa.DataType) -> bool:
-    """Whether ``a`` and ``b`` are aware timestamps of one unit (their instants the same
-    values whatever zone each names: Spark hands batches over in its session's zone)."""
-    return pa.types.is_timestamp(a) and pa.types.is_timestamp(b) and a.unit == b.unit \
-        and a.tz is not None and b.tz is not None
+def _zones_as_utc(t: pa.DataType) -> pa.DataType:
+    """``t`` with every aware timestamp in it, at any depth, in UTC: their values are the
+    same instants whatever zone each names (Spark hands batches over in its session's)."""
+    if pa.types.is_timestamp(t):
+        return t if t.tz is None else pa.timestamp(t.unit, "UTC")
+    return t if isinstance(t, pa.BaseExtensionType) else with_child_types(t, _zones_as_utc)
 
 
 def split_by_partition(table: pa.Table, partitioning: Partitioning) -> list[tuple[tuple, pa.Table]]:
@@ -257,8 +259,10 @@ class FileSetWriter:
             raise SchemaError(f"columns {table.schema.names} differ from the dataset's {self.schema.names}")
         if not same_schema(table.schema, self.schema):
             stored, _ = storage_schema(table.schema)
-            for given, field in zip(stored, self.schema):  # (a cast would round, parse, print, truncate...)
-                if not widens(given.type, field.type) and not _zone_spelling(given.type, field.type):
+            for column, given, field in zip(table.columns, stored, self.schema):  # (a cast would round, parse...)
+                if column.null_count == len(column):  # (all NULL, of whatever type: a chunk of an empty column)
+                    continue
+                if not widens(_zones_as_utc(given.type), _zones_as_utc(field.type)):
                     raise SchemaError(f"column {field.name!r}: {given.type} data does not fit the dataset's "
                                       f"{field.type} (a dataset column may only widen: int32 -> int64, float32 -> "
                                       f"float64, decimal precision up, string -> large_string)")

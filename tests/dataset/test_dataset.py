@@ -405,11 +405,20 @@ def test_later_items_of_a_write_that_do_not_fit_the_first_s_types_are_refused(tm
     assert not (tmp_path / "ds").exists() or rcfmt.dataset(tmp_path / "ds").count_rows() == 0
 
 
-def test_later_items_that_widen_or_name_another_zone_are_taken(tmp_path):
-    items = [pa.table({"i": pa.array([1], pa.int64()), "t": pa.array([0], pa.timestamp("us", "UTC"))}),
-             pa.table({"i": pa.array([2], pa.int32()), "t": pa.array([1], pa.timestamp("us", "Europe/Paris"))})]
+def test_later_items_that_widen_name_another_zone_or_hold_only_nulls_are_taken(tmp_path):
+    """Widenings, aware timestamps in another zone (under structs and lists too: Spark's
+    batches name the session's) and columns of NULLs only (a chunk of an empty column:
+    Arrow's null type, or pandas' float NaN) fit."""
+    def item(i, t, zone, s):
+        ts = pa.array([t], pa.timestamp("us", zone))
+        return pa.table({"i": i, "t": ts, "st": pa.StructArray.from_arrays([ts], ["t"]),
+                         "l": pa.array([[t]], pa.list_(pa.timestamp("us", zone))), "s": s})
+    items = [item(pa.array([1], pa.int64()), 0, "UTC", pa.array(["a"])),
+             item(pa.array([2], pa.int32()), 1, "America/Los_Angeles", pa.nulls(1)),
+             item(pa.array([3], pa.int64()), 2, "Europe/Paris", pa.array([None], pa.float64()))]
     got = rcfmt.write_dataset(items, tmp_path / "ds").read()
-    assert got["i"].to_pylist() == [1, 2] and got["t"].cast(pa.int64()).to_pylist() == [0, 1]
+    assert got["i"].to_pylist() == [1, 2, 3] and got["t"].cast(pa.int64()).to_pylist() == [0, 1, 2]
+    assert got["s"].to_pylist() == ["a", None, None] and got["l"].type == pa.list_(pa.timestamp("us", "UTC"))
 
 
 def test_a_date_partition_past_year_9999_is_an_rcfmt_error(tmp_path):
