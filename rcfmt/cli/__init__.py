@@ -210,13 +210,15 @@ def _csv_type(t):
 def _as_text(t) -> bool:
     """Whether CSV cells show a column of type ``t`` as text: nested ones as JSON,
     extension types (which Arrow's CSV writer refuses) as ``cat --format json`` shows
-    them (a uuid in its canonical form), and intervals of months or of (days, ms), which
-    it cannot cast to text, as JSON too."""
+    them (a uuid in its canonical form), intervals of months or of (days, ms), which it
+    cannot cast to text, as JSON too, and binary values as ``{"hex": ...}`` (it wrote
+    their bytes as text, and refused those that are not UTF-8)."""
     import pyarrow as pa
 
     from ..schema.nested import is_nested
 
-    return is_nested(t) or isinstance(t, pa.BaseExtensionType) or t.id in (21, 22)
+    return is_nested(t) or isinstance(t, pa.BaseExtensionType) or t.id in (21, 22) or pa.types.is_binary(t) \
+        or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t) or pa.types.is_binary_view(t)
 
 
 def _csv_batch(batch):

@@ -54,6 +54,11 @@ def column_summary(f: RcfmtFile) -> list[dict]:
     return out
 
 
+def _cell(text: str, width: int = 19) -> str:
+    """``text`` in a column of ``width``: cut with an ellipsis, never silently."""
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
 def format_bound(value, ltype) -> str:
     """Show a stats-domain value as the user's type (dates, timestamps, decimals)."""
     if value is None:
@@ -65,8 +70,8 @@ def format_bound(value, ltype) -> str:
     if isinstance(value, bytes):
         text = value.decode("utf-8", "backslashreplace")
         return repr(text[:24] + ("…" if len(text) > 24 else ""))
-    if ltype.name == "decimal128":
-        return str(decimal.Decimal(int(value)).scaleb(-ltype.scale))
+    if ltype.name == "decimal128":  # (exact: Python's default context keeps 28 digits)
+        return format(decimal.Decimal(int(value)).scaleb(-ltype.scale, decimal.Context(prec=100)), "f")
     if ltype.name in ("date32", "timestamp"):
         try:
             return str(temporal_value(int(value), ltype.to_arrow()))
@@ -117,7 +122,7 @@ def describe(f: RcfmtFile) -> str:
         lines.append(
             f"{s['name'][:18]:<18} {s['type'][:24]:<24} {enc[:18]:<18} {codec[:10]:<10} {s['stored_bytes']:>12,} "
             f"{s['uncompressed_bytes']:>12,} {s['pages']:>6} {s['null_count']:>9,} "
-            f"{format_bound(s['min'], s['ltype'])[:19]:>19} {format_bound(s['max'], s['ltype'])[:19]:>19}")
+            f"{_cell(format_bound(s['min'], s['ltype'])):>19} {_cell(format_bound(s['max'], s['ltype'])):>19}")
     return "\n".join(lines)
 
 

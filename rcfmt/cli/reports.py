@@ -26,6 +26,9 @@ __all__ = ["is_dataset", "json_value", "schema_report", "meta_report", "pages_re
            "bloom_report", "check_file", "check_dataset", "dataset_report", "history_report", "rows_report"]
 
 
+_EXACT = decimal.Context(prec=100)
+
+
 def json_value(value, ltype=None):
     """``value`` (a stats-domain or Python value) as JSON shows it (module docstring)."""
     if value is None:
@@ -44,8 +47,8 @@ def json_value(value, ltype=None):
             return raw.decode("utf-8") if ltype is None else {"hex": raw.hex()}
         except UnicodeDecodeError:
             return {"hex": raw.hex()}
-    if ltype is not None and ltype.name == "decimal128" and isinstance(value, int):
-        return str(decimal.Decimal(value).scaleb(-ltype.scale))
+    if ltype is not None and ltype.name == "decimal128" and isinstance(value, int):  # (exact: not 28 digits)
+        return format(decimal.Decimal(value).scaleb(-ltype.scale, _EXACT), "f")
     if ltype is not None and ltype.name in ("date32", "timestamp") and isinstance(value, int):
         try:
             value = temporal_value(value, ltype.to_arrow())
@@ -58,7 +61,7 @@ def json_value(value, ltype=None):
             return "Infinity" if value > 0 else "-Infinity"
         return value
     if isinstance(value, decimal.Decimal):
-        return str(value)
+        return format(value, "f") if value.is_finite() else str(value)  # (its scale's digits: no '-1E-9')
     if isinstance(value, (dt.datetime, dt.date, dt.time)):
         return value.isoformat()
     if isinstance(value, dt.timedelta):
@@ -359,7 +362,24 @@ def rows_report(table: pa.Table) -> list[dict]:
         for row in rows:
             if row[name] is not None:
                 row[name] = row[name].replace(tzinfo=dt.timezone.utc).astimezone(zone)
-    return [{k: json_value(v) for k, v in row.items()} for row in rows]
+    types = dict(zip(table.column_names, table.schema.types))
+    return [{k: _typed_json(v, types[k]) for k, v in row.items()} for row in rows]
+
+
+def _typed_json(value, t: pa.DataType):
+    """:func:`json_value` of a value of Arrow type ``t``: binary values as ``{"hex": ...}``
+    whatever their bytes (valid UTF-8 ones printed as text, like a string's), at any depth."""
+    if value is None:
+        return None
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t) \
+            or pa.types.is_binary_view(t):
+        return {"hex": bytes(value).hex()}
+    if pa.types.is_struct(t) and isinstance(value, dict):
+        return {f.name: _typed_json(value.get(f.name), f.type) for f in t}
+    if (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
+            or pa.types.is_list_view(t) or pa.types.is_large_list_view(t)) and isinstance(value, list):
+        return [_typed_json(v, t.value_type) for v in value]
+    return json_value(value)
 
 
 def _zones_apart(table: pa.Table) -> tuple[pa.Table, dict]:

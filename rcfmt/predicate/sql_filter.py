@@ -94,7 +94,9 @@ def _parse_filter(text: str, schema: pa.Schema):
     try:
         tree = sqlglot.parse_one(text, read="spark")
     except SqlglotError as exc:  # (ParseError, and TokenError of an unclosed quote)
-        raise InvalidOptionError(f"filter option: not a SQL predicate: {exc}") from None
+        # (one line, without the terminal underlines sqlglot marks the place with)
+        said = " ".join(re.sub(r"\x1b\[[0-9;]*m", "", str(exc)).split())
+        raise InvalidOptionError(f"filter option: not a SQL predicate: {said}") from None
     return _translated(exp, tree, schema)
 
 

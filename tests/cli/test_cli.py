@@ -526,3 +526,32 @@ def test_meta_reads_each_columns_block_statistics_once(tmp_path, monkeypatch):
         report = meta_report(f)
     assert len(calls) <= 4  # (the summary of the columns reads them too)
     assert [(c["min"], c["max"]) for c in report["blocks"][7]["chunks"]] == [(21, 23), ("v021", "v023")]
+
+
+# ---------------------------------------------------------------- found by hunts (session 49)
+def test_binary_values_decimals_and_folded_bloom_values(tmp_path):
+    """Binary values print as {"hex": ...} whatever their bytes (valid UTF-8 ones printed
+    as text, and CSV refused the others with a traceback); decimal statistics are exact
+    (28 digits, then cut without a mark); a bloom value no row can equal says so; a SQL
+    syntax error is one line without terminal codes."""
+    import decimal
+
+    big = decimal.Decimal("12345678901234567890123456789.123456789")
+    path = tmp_path / "b.rcfmt"
+    rcfmt.write_table(pa.table({"b": pa.array([b"\x00\xff", b"abc", b""]), "s": ["x", "abc", ""],
+                                "d": pa.array([big, decimal.Decimal("-0.000000001"), None], pa.decimal128(38, 9)),
+                                "u": pa.array([1, 2, 3], pa.uint64()), "f": [1.0, 2.0, 3.0]}),
+                      path, bloom_filter_columns=["u", "f"])
+    rows = _json("head", path)
+    assert [r["b"] for r in rows] == [{"hex": "00ff"}, {"hex": "616263"}, {"hex": ""}]
+    assert [r["d"] for r in rows] == [str(big), "-0.000000001", None]
+    csv_lines = _run("cat", path).stdout.splitlines()
+    assert csv_lines[2].startswith('"{""hex"": ""616263""}","abc"')
+    meta = _json("meta", path)
+    assert str(big) in json.dumps(meta) and "E+28" not in json.dumps(meta)
+    assert "123456789012345678…" in _run("inspect", path).stdout
+    for column, value in (("u", "-1"), ("f", "nan")):
+        out = _run("bloom", path, "--column", column, "--value", value)
+        assert "does not contain" in out.stdout and not out.stderr
+    bad = _run("head", path, "--filter", "d >", ok=False)
+    assert bad.returncode == 1 and len(bad.stderr.strip().splitlines()) == 1 and "\x1b" not in bad.stderr

@@ -17,7 +17,7 @@ from ...encodings.base import ColumnValues
 from ...errors import ChecksumError, CorruptFileError, InvalidOptionError
 from ...schema.types import LogicalType, PhysicalKind
 from .sbbf import MIN_BYTES, BloomFilter, hash_binary, hash_fixed, hash_values, optimal_num_bytes, within_fpp
-from ...predicate.nnf import BoundListContains, Cmp, InSet
+from ...predicate.nnf import BoundListContains, Cmp, Folded, InSet
 
 __all__ = ["BloomCandidate", "BloomPolicy", "build_filter", "chunk_hashes", "filter_bits", "fold", "read_filter", "can_probe",
            "may_contain"]
@@ -221,5 +221,7 @@ def may_contain(bf: BloomFilter, leaf) -> bool:
     """False only if the chunk certainly holds no row where ``leaf`` is TRUE."""
     if isinstance(leaf, BoundListContains):
         leaf = leaf.element
+    if isinstance(leaf, Folded):  # (decided by types: NaN against a float, -1 against a uint64)
+        return bool(leaf.value)
     members = [leaf.value] if isinstance(leaf, Cmp) else list(leaf.values)
     return bool(bf.might_contain_hashes(hash_values(members, leaf.column.ltype)).any())
