@@ -698,7 +698,7 @@ def scan_rcfmt(path, *, stats=None, use_threads: bool = True, fetch=None, catego
     negative scale as decimal128, zero-width fixed-size binary as binary); a decimal of
     more than 38 digits raises :class:`~rcfmt.errors.UnsupportedError` here."""
     import polars as pl
-    from polars.io.plugins import register_io_source
+    from .polars_exit import register_io_source  # (its generators end at interpreter exit)
 
     from ..dataset import Dataset
     from ..file.reader import RcfmtFile

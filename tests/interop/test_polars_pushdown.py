@@ -460,3 +460,24 @@ def test_fixed_size_lists_with_nulls_reach_polars_in_slices(tmp_path):
     assert df.height == n and df["f"].null_count() == (n + 2) // 3
     got = rcpl.scan_rcfmt(tmp_path / "f.rcfmt").head(5).filter(pl.col("id") >= 2).collect()
     assert got["f"].to_list() == [[2, 2], None, [4, 4]]
+
+
+def test_a_half_consumed_batch_stream_does_not_abort_the_interpreter_at_exit(tmp_path):
+    """Polars' threads pull the source's batches; at exit, one asking for the GIL during
+    finalization was ended and the process aborted ("FATAL: exception not rethrown", exit
+    134: 8 runs in 30). rcfmt's generators end at the first atexit call."""
+    import subprocess
+    import sys
+    import textwrap
+
+    n = 200_000
+    t = pa.table({"k": pa.array(range(n)), "v": pa.array([None if i % 11 == 0 else i / 3 for i in range(n)])})
+    rcfmt.write_table(t, tmp_path / "f.rcfmt", block_rows=10_000)
+    code = textwrap.dedent(f"""
+        from rcfmt.polars import scan_rcfmt
+        it = scan_rcfmt({str(tmp_path / "f.rcfmt")!r}).collect_batches(chunk_size=1000)
+        print(next(iter(it)).shape, flush=True)
+    """)
+    codes = [subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=120,
+                            cwd=tmp_path).returncode for _ in range(8)]  # (SIGABRT: -6)
+    assert codes == [0] * 8
