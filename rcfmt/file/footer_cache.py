@@ -44,7 +44,10 @@ class FooterCache:
 
     @staticmethod
     def _cost(entry: CachedTail, footer_length: int) -> int:
-        return len(entry.tail) + footer_length  # the tail, and about as much again parsed
+        # the tail; the parsed footer, about as much again; what scans derive from it and keep
+        # with it: up to 4 projections (rcfmt.scan.query.DERIVED_PROJECTIONS), each a schema
+        # and relabeling of at most the footer's columns, weighing up to as much again
+        return len(entry.tail) + 5 * footer_length
 
     def get(self, key) -> CachedTail | None:
         with self._lock:

@@ -118,10 +118,10 @@ class Programs:
         return got
 
 
-def keep(held: dict, key, value) -> None:
+def keep(held: dict, key, value, limit: int | None = None) -> None:
     """Keep ``value`` in one of a file's caches (``held``: its ``program_cache``, its
-    footer's ``derived`` values), which holds at most :data:`KEPT_PROGRAMS` entries
-    (emptied when full; racing threads build alike)."""
-    if len(held) >= KEPT_PROGRAMS:
+    footer's ``derived`` values), which holds at most ``limit`` entries (default
+    :data:`KEPT_PROGRAMS`; emptied when full; racing threads build alike)."""
+    if len(held) >= (KEPT_PROGRAMS if limit is None else limit):
         held.clear()
     held[key] = value

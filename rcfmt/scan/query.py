@@ -17,6 +17,10 @@ from ..runtime.options import flag
 from ..schema.annotated import Relabeling
 from ..storage.fetch import LOCAL_COALESCE_GAP
 from .programs import keep
+
+#: projections kept with a footer (``footer.derived``): a loader's or a lookup's one, a few
+#: more; each holds schemas of the columns asked, which the footer cache does not weigh
+DERIVED_PROJECTIONS = 4
 from .positions import by_unit, check_no_position_column, position_name, row_position_field
 from ..predicate.selection import Selection
 from .source import ScanFile
@@ -98,8 +102,8 @@ class ScanQuery:
         got = (outputs, dictionary_ids, schema, Relabeling(schema, file.schema),
                [i for i, c in enumerate(outputs) if isinstance(c, int) and not file.footer.columns[c].nullable],
                any(not isinstance(c, int) for c in outputs))
-        if key is not None:
-            keep(file.footer.derived, key, got)
+        if key is not None:  # (a few: the footer cache charges a footer for about as much again as it)
+            keep(file.footer.derived, key, got, DERIVED_PROJECTIONS)
         return got
 
     def _output_schema(self, outputs: list, dictionary_ids) -> pa.Schema:
