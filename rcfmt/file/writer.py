@@ -88,7 +88,11 @@ def value_checker(schema: pa.Schema):
 
 
 class Writer:
-    """Streaming writer of one rcfmt file with bounded memory (one block at a time).
+    """Streaming writer of one rcfmt file with bounded memory: one block of rows at a
+    time, plus what the regions after the data need at :meth:`close` -- each block's
+    page-index records (a few hundred bytes a column) and, where enabled, its bloom
+    filters and bitmap indexes (about 1 byte a row per bloom-filtered column at the
+    default 1% false positives; an equality bitmap index up to the column's values).
 
     Parameters
     ----------
