@@ -23,7 +23,7 @@ def _ids(df):
 CASES = [
     "id < 40 OR id >= 580", "p = 1 AND i32 BETWEEN 10 AND 20", "s LIKE 'ab%' AND d >= DATE '2024-01-20'",
     "dec < 0 AND ts > TIMESTAMP '2023-11-25 00:00:00+00:00'", "NOT (i8 IN (1, 2, 3)) AND b",
-    "f > 0.5 OR f IS NULL", "ntz < TIMESTAMP '2023-11-15 02:00:00' OR big > 1000000000000000000",
+    "f > 0.5 OR f IS NULL", "ntz < TIMESTAMP_NTZ '2023-11-15 02:00:00' OR big > 1000000000000000000",
 ]
 
 
