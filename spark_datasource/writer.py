@@ -304,7 +304,9 @@ class RcfmtWriter(DataSourceArrowWriter):
         # unless a commit whose outcome is unknown may name them (vacuum removes them if it does not)
         if getattr(self, "outcome_unknown", False):
             return
-        self.plan.discard(self.staging, [p for m in messages or () if m is not None for _, p in m.files])
+        files = [(e.path, p) for m in messages or () if m is not None for e, p in m.files]
+        named = _named_by_latest(self.plan.root, [rel for rel, _ in files]) if self.remote and files else set()
+        self.plan.discard(self.staging, [p for rel, p in files if rel not in named])
 
 
 def _leaf_values(batch, name: str):
@@ -321,3 +323,16 @@ def _leaf_values(batch, name: str):
         if top in names:
             return nested.under_structs(batch.column(names.index(top)), parts[k:])
     raise KeyError(name)
+
+
+def _named_by_latest(root: str, paths: list) -> set:
+    """Those of ``paths`` (relative) the dataset's latest version names: a commit whose
+    answer was lost may have landed (Spark aborts in another process than the one its
+    commit failed in, so the commit's own knowledge is lost); all of them when the latest
+    version cannot be read (vacuum removes what no version names)."""
+    from rcfmt.dataset import Dataset
+
+    try:
+        return set(Dataset.open(root).snapshot.paths) & set(paths)
+    except Exception:  # (the store is out: keep them)
+        return set(paths)

@@ -362,23 +362,19 @@ def rows_report(table: pa.Table) -> list[dict]:
         for row in rows:
             if row[name] is not None:
                 row[name] = row[name].replace(tzinfo=dt.timezone.utc).astimezone(zone)
-    types = dict(zip(table.column_names, table.schema.types))
-    return [{k: _typed_json(v, types[k]) for k, v in row.items()} for row in rows]
+    return [{k: _rows_json(v) for k, v in row.items()} for row in rows]
 
 
-def _typed_json(value, t: pa.DataType):
-    """:func:`json_value` of a value of Arrow type ``t``: binary values as ``{"hex": ...}``
-    whatever their bytes (valid UTF-8 ones printed as text, like a string's), at any depth."""
-    if value is None:
-        return None
-    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t) \
-            or pa.types.is_binary_view(t):
+def _rows_json(value):
+    """:func:`json_value` of a value of a row (``to_pylist``'s): bytes as ``{"hex": ...}``
+    whatever they hold, at any depth -- binary values (in lists, structs, maps, unions),
+    which were printed as text when valid UTF-8 -- as strings arrive as ``str``."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
         return {"hex": bytes(value).hex()}
-    if pa.types.is_struct(t) and isinstance(value, dict):
-        return {f.name: _typed_json(value.get(f.name), f.type) for f in t}
-    if (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
-            or pa.types.is_list_view(t) or pa.types.is_large_list_view(t)) and isinstance(value, list):
-        return [_typed_json(v, t.value_type) for v in value]
+    if isinstance(value, dict):
+        return {k: _rows_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_rows_json(v) for v in value]
     return json_value(value)
 
 

@@ -290,7 +290,9 @@ class Writer:
             return
         self._aborted = True  # (seen by a writing thread between its steps, before the lock is free)
         with lock:
-            if not getattr(self, "_committed", False):
+            if getattr(self, "_committed", False):  # (close() committed first: this abort changed nothing)
+                self._aborted = False
+            else:
                 self._abort_locked()
 
     def _abort_locked(self) -> None:

@@ -93,7 +93,8 @@ class ScanQuery:
                 isinstance(n, str) for n in (*(columns or ()), *(read_dictionary or ()))):
             key = ("projection", None if columns is None else tuple(columns),
                    tuple(read_dictionary or ()), self.position)
-            got = file.footer.derived.get(key)
+            held = file.footer.derived.setdefault("projections", {})  # (beside other derived values)
+            got = held.get(key)
             if got is not None:
                 return got
         outputs = file.resolve_outputs(columns)
@@ -103,7 +104,7 @@ class ScanQuery:
                [i for i, c in enumerate(outputs) if isinstance(c, int) and not file.footer.columns[c].nullable],
                any(not isinstance(c, int) for c in outputs))
         if key is not None:  # (a few: the footer cache charges a footer for about as much again as it)
-            keep(file.footer.derived, key, got, DERIVED_PROJECTIONS)
+            keep(held, key, got, DERIVED_PROJECTIONS)
         return got
 
     def _output_schema(self, outputs: list, dictionary_ids) -> pa.Schema:

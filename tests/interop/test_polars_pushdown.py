@@ -481,3 +481,23 @@ def test_a_half_consumed_batch_stream_does_not_abort_the_interpreter_at_exit(tmp
     codes = [subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=120,
                             cwd=tmp_path).returncode for _ in range(8)]  # (SIGABRT: -6)
     assert codes == [0] * 8
+
+
+def test_scans_collected_by_later_exit_handlers_read_every_row(tmp_path):
+    """An exit handler that runs after rcfmt's (registered before the first scan) reads
+    a scan whole (it read none: the hook ended every stream for good)."""
+    import subprocess
+    import sys
+    import textwrap
+
+    rcfmt.write_table(pa.table({"k": pa.array(range(1000))}), tmp_path / "f.rcfmt", block_rows=100)
+    code = textwrap.dedent(f"""
+        import atexit
+        from rcfmt.polars import scan_rcfmt
+        path = {str(tmp_path / "f.rcfmt")!r}
+        # (without threads: Python's thread pools take no work once exiting)
+        atexit.register(lambda: print("at exit", scan_rcfmt(path, use_threads=False).collect().height, flush=True))
+        print("before", scan_rcfmt(path).collect().height, flush=True)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert out.returncode == 0 and out.stdout.split() == ["before", "1000", "at", "exit", "1000"], out

@@ -1,0 +1,39 @@
+"""A Spark write's abort after a commit whose answer was lost: Spark runs commit() and
+abort() in separate Python workers, so abort() cannot know the commit's outcome; it keeps
+the files the dataset's latest version names (which a landed commit made it name)."""
+from __future__ import annotations
+
+import os
+import pickle
+
+import pyarrow as pa
+from pyspark.sql.types import LongType, StructField, StructType
+
+import rcfmt
+from spark_datasource.writer import RcfmtWriter, _named_by_latest
+
+
+class _Entry:
+    def __init__(self, path):
+        self.path = path
+
+
+class _Message:
+    def __init__(self, files):
+        self.files = files
+
+
+def test_abort_keeps_the_files_the_latest_version_names(tmp_path):
+    root = str(tmp_path / "ds")
+    ds = rcfmt.write_dataset(pa.table({"x": [1, 2]}), root)
+    named = ds.snapshot.paths[0]  # (relative, as the index and the commit messages name files)
+    assert _named_by_latest(root, [named, "part-gone-00000.rcfmt"]) == {named}
+    assert _named_by_latest(str(tmp_path / "nowhere"), ["a.rcfmt"]) == {"a.rcfmt"}  # (unreadable: keep)
+    writer = pickle.loads(pickle.dumps(RcfmtWriter({"path": root}, StructType([StructField("x", LongType())]), False)))
+    writer.remote = True  # (as on object storage, where tasks write to the final keys)
+    deleted = []
+    writer.plan.discard = lambda staging, paths=(): deleted.extend(paths)
+    writer.abort([_Message([(_Entry(named), os.path.join(root, named)),
+                            (_Entry("part-gone-00000.rcfmt"), os.path.join(root, "part-gone-00000.rcfmt"))])])
+    assert deleted == [os.path.join(root, "part-gone-00000.rcfmt")]
+    assert rcfmt.dataset(root).read()["x"].to_pylist() == [1, 2]
