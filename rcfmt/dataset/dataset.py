@@ -72,8 +72,6 @@ class Dataset:
 
     @classmethod
     def open(cls, path, *, version: int | None = None) -> "Dataset":
-        if version is not None and (isinstance(version, bool) or not isinstance(version, (int, np.integer))):
-            raise InvalidOptionError(f"version must be a version number (an int), got {version!r}")
         if is_remote(path):
             return cls._open_remote(path.rstrip("/"), version)
         path = os.path.abspath(local_path(path))
@@ -461,6 +459,8 @@ def _version_size(root: str, version: int) -> int:
     """Bytes of the index of ``version`` (one stat or request), InvalidOptionError
     naming the versions present (a listing) if there is no such version."""
     try:
+        if isinstance(version, bool):  # (True is no version 1)
+            raise TypeError
         version = operator.index(version)
     except TypeError:
         raise InvalidOptionError(f"version must be an integer, got {version!r}") from None
