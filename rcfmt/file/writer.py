@@ -11,7 +11,7 @@ from __future__ import annotations
 import collections
 import threading
 import zlib
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pyarrow as pa
@@ -28,6 +28,7 @@ from ..schema.types import same_type
 from ..schema import nested
 from ..storage import ByteSink, open_output
 from ..runtime.options import names as option_names
+from ..runtime.spill import SpillList
 from ..runtime.threads import shared_pool
 from ..interop.arrow import arrow_stream, as_table, with_range_index_columns
 from ..interop import cdata
@@ -53,6 +54,9 @@ RESAMPLE_BLOCKS = 16
 #: ... of a block at least this many blocks back: with blocks encoded in parallel, the
 #: blocks written when a block is submitted, so a file is the same whatever the threads
 HINT_LAG = MAX_BLOCKS_IN_FLIGHT + 1
+#: a block's bitmap indexes, built on the pool, are waited for (and held or spilled)
+#: this many blocks later
+SETTLE_LAG_BLOCKS = 4
 
 
 def _lagged(history: list, block: int):
@@ -92,7 +96,9 @@ class Writer:
     time, plus what the regions after the data need at :meth:`close` -- each block's
     page-index records (a few hundred bytes a column) and, where enabled, its bloom
     filters and bitmap indexes (about 1 byte a row per bloom-filtered column at the
-    default 1% false positives; an equality bitmap index up to the column's values).
+    default 1% false positives; an equality bitmap index up to the column's values),
+    held in memory up to 32 MiB each and beyond that in an unlinked temporary file
+    (:mod:`rcfmt.runtime.spill`).
 
     Parameters
     ----------
@@ -178,8 +184,10 @@ class Writer:
         self._in_flight: collections.deque = collections.deque()  # (rows, chunk futures), oldest first
         self._chunks: list[list[np.ndarray]] = [[] for _ in self._columns]
         self._page_index: list[bytes] = []  # per (block, column), in write order
-        self._blooms: list[bytes | None] = []  # per (block, column), in write order
-        self._bitmaps: list[bytes | None] = []  # per (block, column), in write order
+        # per (block, column), in write order: written after the data, held until close
+        # within a memory budget and beyond it in a temporary file (runtime.spill)
+        self._blooms = SpillList()
+        self._bitmaps = SpillList()  # (entries built on the pool are futures until settled)
         self._bitmap_report: dict[str, dict] = {}  # per column: kinds built, reasons for none
         self._bloom_report: dict[str, dict] = {}  # per column: filters kept, left out, estimates
         self._chunk_keys: list[list] = [[] for _ in self._columns]  # per column, per block: distinct values or None
@@ -276,6 +284,7 @@ class Writer:
                 self._check_aborted()  # (an abort from another thread while the footer was written)
                 self._sink.commit()
                 self._committed = self._closed = True
+                self._drop_held()
             except BaseException:
                 self.abort()
                 raise
@@ -301,9 +310,17 @@ class Writer:
             for f in futures:
                 f.cancel()
         self._in_flight = collections.deque()
+        self._drop_held()
         sink = getattr(self, "_sink", None)
         if sink is not None:
             sink.abort()
+
+    def _drop_held(self) -> None:
+        """Release the blooms and bitmap indexes held for the file's end (and their
+        spill file)."""
+        for held in (getattr(self, "_blooms", None), getattr(self, "_bitmaps", None)):
+            if held is not None:
+                held.close()
 
     def __enter__(self):
         return self
@@ -505,6 +522,7 @@ class Writer:
                 entry = _pool().submit(proposal.build) if threaded and not proposal.named else proposal.build()
             self._bitmaps.append(entry)
             self._note_bitmap(self._columns[i].name, proposal, kept)
+        self._bitmaps.settle(keep=SETTLE_LAG_BLOCKS * len(self._columns))
 
     def _note_blooms(self, candidates: list, kept: list) -> None:
         """Per column, for the footer's bloom report: filters kept, candidates left out
@@ -621,17 +639,17 @@ class Writer:
         of the columns with at least one (docs/FORMAT.md section 6b). Returns its
         footer description, or None when no chunk has an index."""
         ncols, nblocks = len(self._columns), len(self._blocks)
-        self._bitmaps = [e.result() if isinstance(e, Future) else e for e in self._bitmaps]
+        self._bitmaps.settle()
         self._note_file_values()
-        indexed = sorted({k % ncols for k, entry in enumerate(self._bitmaps) if entry is not None}) if ncols else []
+        present = self._bitmaps.present()
+        indexed = sorted({k % ncols for k in present}) if ncols else []
         if not indexed:
             return None
         start = self._pos
         directory = np.zeros((len(indexed), nblocks), DIRECTORY_RECORD)
         row_of = {c: j for j, c in enumerate(indexed)}
-        for k, entry in enumerate(self._bitmaps):
-            if entry is None:
-                continue
+        for k in present:
+            entry = self._bitmaps[k]
             b, c = divmod(k, ncols)
             directory[row_of[c], b] = (self._pos, len(entry), zlib.crc32(entry))
             self._write(entry)
