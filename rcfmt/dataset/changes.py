@@ -19,7 +19,7 @@ import decimal
 import math
 import os
 import uuid
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import Callable
 
 import numpy as np
@@ -27,6 +27,7 @@ import pyarrow as pa
 
 from ..errors import CommitConflictError, InvalidDataError, InvalidOptionError, SchemaError, UnsupportedError
 from ..runtime.options import names as option_names
+from ..runtime.threads import thread_pool
 from ..scan.positions import free_position_name
 from ..schema.types import same_type
 from ..predicate.residual import prepare_filter
@@ -60,7 +61,7 @@ class _Prestaged:
     removes them if no commit took them."""
 
     def __init__(self, dataset, table: pa.Table, txn: str):
-        self._pool = ThreadPoolExecutor(1)
+        self._pool = thread_pool(1)
         # (one thread: the planning's scan has the cores; a pool of the writer's own only contends)
         self._future = self._pool.submit(_stage, dataset, table, txn, False)
         self._taken = False
@@ -102,7 +103,7 @@ def _retrying(dataset, operation: str, plan: Callable, prestaged: _Prestaged | N
     _check_indexed(dataset, operation)
     current = dataset
     for attempt in range(MAX_ATTEMPTS):
-        with ThreadPoolExecutor(1) as pool:
+        with thread_pool(1) as pool:
             args = (read_snapshot, current.root, current.version, None, current.snapshot.index_size)
             base = prestaged.submit(*args) if prestaged is not None else pool.submit(*args)
             change = plan(current)

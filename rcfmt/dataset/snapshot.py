@@ -319,9 +319,9 @@ def _read_changes(root: str, version: int, info: dict, own: changelog.Change, co
     c, c_size, runs = _chain(info, version, path)
     try:
         if is_remote(root) and len(runs) > 1:  # one request each: the objects are fetched side by side
-            from concurrent.futures import ThreadPoolExecutor
+            from ..runtime.threads import thread_pool
 
-            with ThreadPoolExecutor(min(REMOTE_READS, len(runs) + 1)) as pool:
+            with thread_pool(min(REMOTE_READS, len(runs) + 1)) as pool:
                 base_read = pool.submit(read_snapshot, root, c, columns, c_size)
                 run_reads = [pool.submit(read_run, root, r, path) for r in runs]
                 read = [future.result() for future in run_reads]

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # (concurrent.futures imports logging: 4 ms a process that runs no pool need not pay)
     from concurrent.futures import ThreadPoolExecutor
 
-__all__ = ["MAX_CPU_THREADS", "MAX_FILE_THREADS", "cpu_threads", "shared_pool", "wait_all"]
+__all__ = ["MAX_CPU_THREADS", "MAX_FILE_THREADS", "cpu_threads", "shared_pool", "thread_pool", "wait_all"]
 
 #: threads that decode blocks of one file, or encode the chunks of a block, at most
 MAX_CPU_THREADS = 8
@@ -45,10 +45,42 @@ def shared_pool(name: str, limit: int = MAX_CPU_THREADS) -> ThreadPoolExecutor:
     with _LOCK:
         pool = _POOLS.get(name)
         if pool is None:
-            from concurrent.futures import ThreadPoolExecutor
-
-            pool = _POOLS[name] = ThreadPoolExecutor(cpu_threads(limit), thread_name_prefix=f"rcfmt-{name}")
+            pool = _POOLS[name] = thread_pool(cpu_threads(limit), f"rcfmt-{name}")
         return pool
+
+
+def thread_pool(workers: int, name: str = "") -> ThreadPoolExecutor:
+    """A ``ThreadPoolExecutor`` of ``workers`` threads named ``name`` whose ``submit``
+    (and so ``map``) runs the call on the calling thread once the interpreter is
+    exiting: Python refuses new work on every pool before it runs ``atexit`` handlers,
+    and a read or write made from one (a flush at exit) must still work."""
+    return _exit_safe_class()(workers, thread_name_prefix=name)
+
+
+_EXIT_SAFE: list = []
+
+
+def _exit_safe_class():
+    if not _EXIT_SAFE:
+        from concurrent.futures import Future, ThreadPoolExecutor
+        from concurrent.futures import thread as _stdlib_thread
+
+        class ExitSafePool(ThreadPoolExecutor):
+            def submit(self, fn, /, *args, **kwargs):
+                try:
+                    return super().submit(fn, *args, **kwargs)
+                except RuntimeError:
+                    if not getattr(_stdlib_thread, "_shutdown", False):
+                        raise  # (this pool was shut down: not the interpreter's exit)
+                done = Future()
+                try:
+                    done.set_result(fn(*args, **kwargs))
+                except BaseException as e:
+                    done.set_exception(e)
+                return done
+
+        _EXIT_SAFE.append(ExitSafePool)
+    return _EXIT_SAFE[0]
 
 
 def wait_all(futures) -> None:

@@ -41,10 +41,10 @@ import contextlib
 import os
 import threading
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import unquote, urlsplit
 
 from ..runtime.records import record
+from ..runtime.threads import thread_pool
 from ..errors import InvalidOptionError, RcfmtError, StorageError, UnsupportedError
 from .base import ByteSink, ByteSource, DirectoryError, ProcessSetting
 from .paths import checked_key
@@ -400,7 +400,7 @@ class BlobSink(ByteSink):
         block_id = f"{self._tag}-{len(self._ids):08d}"  # (the library base64-encodes it)
         self._ids.append(block_id)
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(BLOCKS_IN_FLIGHT, thread_name_prefix="rcfmt-azure-block")
+            self._pool = thread_pool(BLOCKS_IN_FLIGHT, "rcfmt-azure-block")
         self._pending.append(self._pool.submit(self._client.stage_block, block_id, chunk, length=len(chunk),
                                             **_call_options()))
         if len(self._pending) >= BLOCKS_IN_FLIGHT:

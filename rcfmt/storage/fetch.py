@@ -133,9 +133,9 @@ def fetch_pool():
     global _POOL
     with _POOL_LOCK:
         if _POOL is None:
-            from concurrent.futures import ThreadPoolExecutor
+            from ..runtime.threads import thread_pool
 
-            _POOL = ThreadPoolExecutor(FETCH_CONCURRENCY, thread_name_prefix="rcfmt-fetch")
+            _POOL = thread_pool(FETCH_CONCURRENCY, "rcfmt-fetch")
         return _POOL
 
 

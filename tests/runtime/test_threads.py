@@ -1,0 +1,61 @@
+"""rcfmt's thread pools: work submitted once the interpreter is exiting (from an
+``atexit`` handler) runs on the calling thread instead of failing."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from rcfmt.runtime.threads import thread_pool
+
+ROOT = Path(__file__).resolve().parents[2]
+
+AT_EXIT = textwrap.dedent("""
+    import atexit, os, sys
+    import numpy as np, pyarrow as pa, pyarrow.compute as pc, rcfmt
+    where, warm = sys.argv[1], sys.argv[2] == "warm"
+    n = 300_000
+    t = pa.table({"k": np.arange(n), "x": np.random.default_rng(1).random(n)})
+    rcfmt.write_table(t, f"{where}/a.rcfmt", block_rows=65536)
+    rcfmt.write_dataset(t, f"{where}/ds", mode="overwrite")
+    if warm:  # pools made before the exit, too
+        rcfmt.read_table(f"{where}/a.rcfmt", filter=rcfmt.col("x") < 0.5)
+        rcfmt.dataset(f"{where}/ds").delete(rcfmt.col("k") < 5)
+
+    def at_exit():
+        try:
+            want = pc.sum(pc.less(t["x"], 0.5)).as_py()
+            assert rcfmt.read_table(f"{where}/a.rcfmt", filter=rcfmt.col("x") < 0.5).num_rows == want
+            rcfmt.write_table(t, f"{where}/b.rcfmt", block_rows=65536, bloom_filter_columns=["k"])
+            assert rcfmt.read_table(f"{where}/b.rcfmt").equals(t)
+            with rcfmt.open(f"{where}/b.rcfmt") as f:
+                assert f.take([1, 5, n - 1]).column("k").to_pylist() == [1, 5, n - 1]
+            rcfmt.write_dataset(t, f"{where}/ds")
+            rcfmt.dataset(f"{where}/ds").delete(rcfmt.col("k") < 10)
+            left = rcfmt.dataset(f"{where}/ds").count_rows()
+            assert left == 2 * n - 20, left
+            print("ok", flush=True)
+        except BaseException as e:
+            print("FAIL", type(e).__name__, e, flush=True)
+            os._exit(1)
+
+    atexit.register(at_exit)
+""")
+
+
+@pytest.mark.parametrize("pools", ["cold", "warm"])
+def test_reads_and_writes_in_an_atexit_handler(tmp_path, pools):
+    proc = subprocess.run([sys.executable, "-c", AT_EXIT, str(tmp_path), pools], capture_output=True, text=True,
+                          cwd=ROOT, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stdout + proc.stderr
+
+
+def test_a_pool_shut_down_still_refuses_work():
+    pool = thread_pool(2, "test")
+    assert pool.submit(pow, 2, 10).result() == 1024
+    pool.shutdown()
+    with pytest.raises(RuntimeError, match="after shutdown"):
+        pool.submit(pow, 2, 10)
