@@ -16,7 +16,7 @@ from typing import Iterator, Sequence
 import numpy as np
 import pyarrow as pa
 
-from ..errors import CorruptFileError, InvalidOptionError, SchemaError, UnsupportedError
+from ..errors import CorruptFileError, InvalidOptionError, SchemaError, StorageError, UnsupportedError
 from ..runtime.options import flag, names as option_names
 from ..storage.fetch import FetchOptions
 from ..file.reader import RcfmtFile
@@ -545,16 +545,22 @@ def _referenced(root: str, retained: list[int], keep: list[int]) -> set:
     return referenced
 
 
-def _refresh_hint(root: str, keep: list[int]) -> None:
+def _refresh_hint(root: str, keep: list[int], removing: bool) -> None:
     """Before vacuum deletes versions, the hint is made to name the latest version when
-    it is missing, unreadable or names an older one (perhaps one vacuum removes: readers
-    would then fall back to a listing). A hint naming a later version (a commit landed
-    meanwhile) stays."""
+    it is missing, unreadable or names an older one. A hint naming a later version (a
+    commit landed meanwhile) stays. When versions are to be deleted (``removing``) and
+    the hint still does not name the latest after that, a StorageError: a hint naming a
+    deleted version that a process has cached would let that process take it for the
+    latest (DATASET.md §4.1), so nothing is deleted."""
     if not keep:
         return
     hint = log.read_hint(root)
     if hint is None or hint[0] < keep[-1]:
         log.write_hint(root, keep[-1], object_size(log.version_path(root, keep[-1])))
+        hint = log.read_hint(root) if removing else None
+        if removing and (hint is None or hint[0] < keep[-1]):
+            raise StorageError(f"vacuum of {root!r}: the version hint ({log.hint_path(root)!r}) could not be made to "
+                               f"name version {keep[-1]}; nothing was deleted")
 
 
 def _retention(seconds) -> float:
@@ -637,10 +643,11 @@ def vacuum(root, retention_seconds: float = 3600.0, *, dry_run: bool = False, pr
     if not dry_run:
         from ..runtime.progress import progress_bar
 
-        _refresh_hint(root, keep)
+        _refresh_hint(root, keep, len(keep) < len(versions))
 
+        versions_gone = len(versions) - len(keep)
         with progress_bar(progress, total=len(removed), unit="files", desc="vacuum") as step:
-            for p in removed:
+            for k, p in enumerate(removed):
                 if os.path.isdir(p):
                     log.remove_tree(p)
                 else:
@@ -648,6 +655,11 @@ def vacuum(root, retention_seconds: float = 3600.0, *, dry_run: bool = False, pr
                         os.unlink(p)
                     except FileNotFoundError:
                         pass
+                    except OSError:
+                        if k < versions_gone:  # (the versions come first, the oldest first)
+                            raise _version_not_deleted(root, p, k) from None
+                        raise StorageError(f"vacuum of {root!r}: {p!r} could not be deleted; the files after it "
+                                           "were left in place. Run vacuum again") from None
                 step(1)
     return removed
 
@@ -688,11 +700,27 @@ def _vacuum_remote(root: str, retention_seconds: float, dry_run: bool, progress=
     if not dry_run:
         from ..runtime.progress import progress_bar
 
-        _refresh_hint(root, keep)
+        _refresh_hint(root, keep, len(keep) < len(versions))
 
+        versions_gone = len(versions) - len(keep)
+        failed: set = set()
         with progress_bar(progress, total=len(paths), unit="files", desc="vacuum") as step:
-            for start in range(0, len(paths), 100):  # a bar step per batch of deletes
-                delete_files(paths[start : start + 100])
+            for k, p in enumerate(paths[:versions_gone]):  # the oldest first, one by one: see _version_not_deleted
+                if delete_files([p]):
+                    raise _version_not_deleted(root, p, k)
+                step(1)
+            for start in range(versions_gone, len(paths), 100):  # a bar step per batch of deletes
+                failed.update(delete_files(paths[start : start + 100]))
                 step(len(paths[start : start + 100]))
+        paths = [p for p in paths if p not in failed]  # (what is left: the next vacuum's)
     return paths
+
+
+def _version_not_deleted(root: str, path: str, deleted: int) -> StorageError:
+    """Vacuum stops at the first index version it cannot delete: the versions left stay
+    contiguous (a reader walking from a stale hint finds the latest, DATASET.md §4.1),
+    and the files they name stay too."""
+    return StorageError(f"vacuum of {root!r}: the index version {path!r} could not be deleted (after {deleted} "
+                        "older ones were); the versions after it and every data file were left in place. Run "
+                        "vacuum again")
 

@@ -358,8 +358,12 @@ class FileSetWriter:
                 raise
             f.writer = w
         f.writer.close()
-        with RcfmtFile(f.staged) as rf:
-            entry = entry_from_file(rf, f.relpath, key, self.truncate)
+        try:
+            with RcfmtFile(f.staged) as rf:
+                entry = entry_from_file(rf, f.relpath, key, self.truncate)
+        except BaseException:  # (its read back failed: abort() no longer sees it, so it goes here)
+            delete_files([f.staged])
+            raise
         self.files.append((entry, f.staged))
 
     def close(self) -> list[tuple[FileEntry, str]]:

@@ -37,13 +37,16 @@ def create_if_absent(uri: str, data: bytes) -> bool:
     for attempt in range(CREATE_ATTEMPTS):
         try:
             created = target.create_if_absent(uri, data)
-        except StorageError as exc:
+        except Exception as exc:  # (a StorageError, or a client's exception no store maps: unanswered alike)
             return _landed(target, uri, data, exc)
+        except BaseException as exc:  # (an interrupt while the request was out: it may land yet)
+            exc.outcome_unknown = True
+            raise
         if created:
             return True
         try:
             existing = target.read_object(uri)
-        except StorageError as exc:  # (refused, perhaps as the client's retry of our own create that landed)
+        except Exception as exc:  # (refused, perhaps as the client's retry of our own create that landed)
             raise _unknown(uri, f"the create was refused and the object could not be read back ({exc})") from None
         if existing is not None:
             return existing == data
@@ -52,13 +55,13 @@ def create_if_absent(uri: str, data: bytes) -> bool:
                         "ours may still be in flight)")
 
 
-def _landed(target, uri: str, data: bytes, exc: StorageError) -> bool:
+def _landed(target, uri: str, data: bytes, exc: Exception) -> bool:
     """After a create that failed without an answer: True if our object is there (it
     landed), False if another writer's is; else a StorageError whose ``outcome_unknown``
     is set -- the create may still land, so whatever it names must stay."""
     try:
         existing = target.read_object(uri)
-    except StorageError:
+    except Exception:
         existing = None
     if existing is not None:
         return existing == data

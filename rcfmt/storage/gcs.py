@@ -98,12 +98,24 @@ def client():
 
 
 def errors() -> tuple:
-    """What google-cloud-storage raises on failure (after its own retries)."""
+    """What google-cloud-storage raises on failure (after its own retries): API errors,
+    credentials, transport, and a download whose checksum or framing failed
+    (``DataCorruption``, ``InvalidResponse``)."""
     import google.auth.exceptions
     import requests
     from google.api_core import exceptions
 
-    return exceptions.GoogleAPIError, google.auth.exceptions.GoogleAuthError, requests.RequestException
+    media: tuple = ()
+    try:  # (google-cloud-storage 3: its own; 2: those of google-resumable-media, their bases in 3)
+        from google.cloud.storage.exceptions import DataCorruption, InvalidResponse
+        media = (DataCorruption, InvalidResponse)
+    except ImportError:
+        try:
+            from google.resumable_media.common import DataCorruption, InvalidResponse
+            media = (DataCorruption, InvalidResponse)
+        except ImportError:
+            pass
+    return (exceptions.GoogleAPIError, google.auth.exceptions.GoogleAuthError, requests.RequestException) + media
 
 
 def filesystem():

@@ -141,8 +141,10 @@ def open_output(where, filesystem=None, *, atomic: bool = True) -> ByteSink:
     return arrow_fs.ArrowSink(fs, inner, path, atomic)
 
 
-def delete_files(paths) -> None:
-    """Delete files (local paths or object-store URIs) that may not exist; best effort."""
+def delete_files(paths) -> list[str]:
+    """Delete files (local paths or object-store URIs) that may not exist, one after
+    another in the order given; best effort: returns those whose delete failed."""
+    failed = []
     for p in paths:
         try:
             if not is_remote(p):
@@ -155,7 +157,8 @@ def delete_files(paths) -> None:
                 fs, inner = from_uri(p)
                 fs.delete_file(inner)
         except (*client_errors(), StorageError):
-            pass
+            failed.append(p)
+    return failed
 
 
 def remote_kind(uri: str) -> str | None:

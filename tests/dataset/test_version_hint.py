@@ -404,3 +404,36 @@ def test_s3_requests_per_open_and_append_do_not_grow_with_versions():
             assert per_open[25] == [("GET", "_last_version"), ("HEAD", "v00000000000000000026.rcfmt")]
         finally:
             os.environ["AWS_ENDPOINT_URL"] = saved
+
+
+def test_vacuum_stops_at_a_local_version_it_cannot_delete(tmp_path, monkeypatch):
+    """A version that cannot be unlinked stops vacuum there, with a StorageError (not
+    the raw OSError), before any later version and any data file; one whose hint cannot
+    be refreshed deletes nothing."""
+    every_version_a_checkpoint(monkeypatch)
+    root = str(tmp_path / "d")
+    make(root, 5)
+    rcfmt.write_dataset(batch(9), root, mode="overwrite")  # version 6: the data of 1-5 is unreferenced
+    files_before = sorted(os.listdir(root))
+    v3 = log.version_path(root, 3)
+    real = os.unlink
+
+    def refused(p, *a, **k):
+        if p == v3:
+            raise PermissionError(13, "Permission denied", p)
+        return real(p, *a, **k)
+
+    monkeypatch.setattr(os, "unlink", refused)
+    with pytest.raises(rcfmt.StorageError, match=r"could not be deleted \(after 2 older ones were\)"):
+        rcfmt.dataset(root).vacuum(retention_seconds=0)
+    assert log.list_versions(root) == [3, 4, 5, 6] and sorted(os.listdir(root)) == files_before
+    assert log.latest_version(root) == 6 and rcfmt.dataset(root, version=5).num_rows == 25
+    monkeypatch.setattr(os, "unlink", real)
+    set_hint(root, b"3\n")
+    monkeypatch.setattr(log, "write_hint", lambda *a, **k: None)
+    with pytest.raises(rcfmt.StorageError, match="could not be made to name version 6"):
+        rcfmt.dataset(root).vacuum(retention_seconds=0)
+    assert log.list_versions(root) == [3, 4, 5, 6]
+    monkeypatch.undo()
+    rcfmt.dataset(root).vacuum(retention_seconds=0)
+    assert log.list_versions(root) == [6] and rcfmt.dataset(root).read()["w"].to_pylist() == [9] * 5

@@ -315,6 +315,97 @@ def test_a_version_create_left_unanswered_keeps_what_it_names(s3, monkeypatch):
     assert rcfmt.dataset(other).count_rows() == 30_000
 
 
+
+def test_a_create_failing_with_an_exception_no_store_maps_is_read_back(s3, monkeypatch):
+    """A client exception that is not a StorageError after the create was sent (a
+    checksum failure, a library bug) is an unanswered create like any other: our object
+    found there commits; an interrupt while it was out marks the outcome unknown (so the
+    data files it names are kept)."""
+    from rcfmt import storage
+    from rcfmt.storage import s3 as s3_store
+
+    real = s3_store.create_if_absent
+
+    def landed_then_odd_failure(uri, data):
+        real(uri, data)
+        raise ValueError("checksum mismatch in the client")
+
+    monkeypatch.setattr(s3_store, "create_if_absent", landed_then_odd_failure)
+    assert storage.create_if_absent(f"s3://{BUCKET}/odd/v1", b"ours") is True
+
+    def interrupted(uri, data):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(s3_store, "create_if_absent", interrupted)
+    with pytest.raises(KeyboardInterrupt) as info:
+        storage.create_if_absent(f"s3://{BUCKET}/odd/v2", b"ours")
+    assert info.value.outcome_unknown
+
+
+def test_vacuum_stops_at_an_index_version_it_cannot_delete(s3, monkeypatch):
+    """Vacuum deletes versions only once the hint names the latest, the oldest first,
+    and stops at one it cannot delete, before any later version and any data file: the
+    versions left stay contiguous and the hint never names a deleted one. Before, a
+    failed hint write and a failed delete of version 1 left versions 1 and 4 with the
+    hint naming 1: readers took version 1 for the latest, and its data was gone."""
+    import importlib
+
+    from rcfmt.dataset import log
+
+    dataset_module = importlib.import_module("rcfmt.dataset.dataset")  # (the package's ``dataset`` is the function)
+    _, client = s3
+    uri = f"s3://{BUCKET}/vacfail/t"
+    for x in range(4):
+        rcfmt.write_dataset(pa.table({"x": [x]}), uri, mode="overwrite" if x == 0 else "append")
+    rcfmt.dataset(uri).delete(rcfmt.col("x") == 0)  # version 5: the data of version 1 is not needed by 5
+    rcfmt.dataset(uri).checkpoint()  # version 6: no older version is needed to read it
+    v1, v3 = log.version_path(uri, 1), log.version_path(uri, 3)
+    client.put_object(Bucket=BUCKET, Key="vacfail/t/_rcfmt/_last_version",
+                      Body=f"1 {log.object_size(v1)}\n".encode())  # a stale hint...
+    real_hint = log.write_hint
+    monkeypatch.setattr(log, "write_hint", lambda *a, **k: None)  # ... that vacuum fails to refresh
+    before = _keys(client, "vacfail/t/")
+    with pytest.raises(rcfmt.StorageError, match="hint .* could not be made to name version 6; nothing was deleted"):
+        rcfmt.dataset(uri).vacuum(retention_seconds=0)
+    assert _keys(client, "vacfail/t/") == before
+    monkeypatch.setattr(log, "write_hint", real_hint)
+    real = dataset_module.delete_files
+    monkeypatch.setattr(dataset_module, "delete_files", lambda paths: [p for p in paths if p == v1] or real(paths))
+    with pytest.raises(rcfmt.StorageError, match=r"could not be deleted \(after 0 older ones were\).*left in place"):
+        rcfmt.dataset(uri).vacuum(retention_seconds=0)
+    assert set(_keys(client, "vacfail/t/")) == set(before)  # (the hint was rewritten, in place)
+    assert log.read_hint(uri)[0] == 6
+    # a version after the first fails: the older ones are gone, the rest contiguous, every data file kept
+    monkeypatch.setattr(dataset_module, "delete_files", lambda paths: [p for p in paths if p == v3] or real(paths))
+    with pytest.raises(rcfmt.StorageError, match=r"could not be deleted \(after 2 older ones were\)"):
+        rcfmt.dataset(uri).vacuum(retention_seconds=0)
+    assert log.list_versions(uri) == [3, 4, 5, 6]
+    assert rcfmt.dataset(uri).version == 6 and rcfmt.dataset(uri, version=3).count_rows() == 3
+    monkeypatch.undo()
+    removed = rcfmt.dataset(uri).vacuum(retention_seconds=0)
+    assert log.list_versions(uri) == [6] and {log.version_path(uri, v) for v in (3, 4, 5)} <= set(removed)
+    assert sorted(rcfmt.dataset(uri).read()["x"].to_pylist()) == [1, 2, 3]
+
+
+def test_a_data_file_whose_read_back_fails_is_deleted(s3, monkeypatch):
+    """The write of a data file succeeds, then reading it back for its index entry fails:
+    the append raises and leaves no object behind (abort() did not see that file)."""
+    from rcfmt.dataset import files as files_module
+
+    _, client = s3
+    uri = f"s3://{BUCKET}/readback/t"
+    rcfmt.write_dataset(pa.table({"x": [1, 2]}), uri)
+    before = _keys(client, "readback/t/")
+
+    def unavailable(*a, **k):
+        raise rcfmt.StorageError("Service Unavailable")
+
+    monkeypatch.setattr(files_module, "RcfmtFile", unavailable)
+    with pytest.raises(rcfmt.StorageError, match="Service Unavailable"):
+        rcfmt.write_dataset(pa.table({"x": [3]}), uri)
+    assert _keys(client, "readback/t/") == before
+
+
 def _sorted(t: pa.Table) -> pa.Table:
     return t.sort_by([("id", "ascending")])
 

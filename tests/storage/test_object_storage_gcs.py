@@ -274,3 +274,44 @@ def test_gcs_reads_fall_back_to_pyarrow_without_the_client_library(big_gcs_file,
     with rcfmt.open(uri) as f:
         assert type(f._source).__name__ == "ArrowFile"
         assert f.read(filter=rcfmt.col("k") == 7)["k"].to_pylist() == [7]
+
+
+def test_a_corrupted_download_is_a_storage_error_and_a_corrupted_hint_is_passed_over(gcs, monkeypatch):
+    """google-cloud-storage raises ``DataCorruption`` when a download's checksum fails: a
+    StorageError like any failed read (not the library's own exception), and the hint,
+    only ever a place to start, is then passed over for a listing. A version create whose
+    answer was lost and whose read-back came corrupted keeps what it names."""
+    from google.cloud import storage as gcs_lib
+    from google.cloud.storage.exceptions import DataCorruption
+
+    from rcfmt.storage import gcs as gcs_store
+
+    uri = f"gs://{BUCKET}/corrupt/t"
+    rcfmt.write_dataset(pa.table({"x": [1, 2, 3]}), uri)
+    rcfmt.write_dataset(pa.table({"x": [4]}), uri)
+    real = gcs_lib.Blob.download_as_bytes
+
+    def corrupted(self, *a, **k):
+        if self.name.endswith(("_last_version", "v00000000000000000003.rcfmt")):
+            raise DataCorruption(None, "Checksum mismatch while downloading")
+        return real(self, *a, **k)
+
+    monkeypatch.setattr(gcs_lib.Blob, "download_as_bytes", corrupted)
+    with pytest.raises(rcfmt.StorageError, match="Checksum mismatch"):
+        gcs_store.read_object(f"{uri}/_rcfmt/_last_version")
+    d = rcfmt.dataset(uri)
+    assert d.version == 2 and sorted(d.read()["x"].to_pylist()) == [1, 2, 3, 4]
+    # the create lands, its answer is lost, and the read-back that tells ours from another's is corrupted
+    real_create = gcs_store.create_if_absent
+
+    def landed_unanswered(target, data):
+        real_create(target, data)
+        raise rcfmt.StorageError("connection reset")
+
+    monkeypatch.setattr(gcs_store, "create_if_absent", landed_unanswered)
+    with pytest.raises(rcfmt.StorageError, match="may or may not become visible") as info:
+        rcfmt.write_dataset(pa.table({"x": [5]}), uri)
+    assert info.value.outcome_unknown
+    monkeypatch.undo()
+    d = rcfmt.dataset(uri)  # (the version landed: its data file was kept)
+    assert d.version == 3 and sorted(d.read()["x"].to_pylist()) == [1, 2, 3, 4, 5]
