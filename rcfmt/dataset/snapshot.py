@@ -13,7 +13,7 @@ from typing import Sequence
 
 import pyarrow as pa
 
-from ..errors import CorruptFileError, RcfmtError, SchemaError
+from ..errors import CommitConflictError, CorruptFileError, RcfmtError, SchemaError
 from ..file.reader import RcfmtFile
 from ..storage import is_remote, store_identity_of
 from . import log
@@ -510,8 +510,13 @@ def read_latest(root: str, columns: Sequence[str] | None = ()) -> Snapshot | Non
 WRITER_FILE = re.compile(r"part-[0-9a-f]{12,}(?:-[0-9]+)+\.rcfmt\Z")
 
 
-def discover(root: str, single_file: str | None = None) -> Snapshot:
-    """A snapshot of a directory without index (or of one file): footers are read now."""
+def discover(root: str, single_file: str | None = None, writer: bool = False) -> Snapshot:
+    """A snapshot of a directory without index (or of one file): footers are read now.
+    When a dataset writer starts (``_rcfmt/`` appears) while the directory is walked,
+    the files named as writers name them are left out (they may be that writer's,
+    published and not committed); for a ``writer`` about to commit the first version
+    that is a CommitConflictError instead (:func:`load_base` then looks again, finding
+    that writer's version or its ``_rcfmt/``)."""
     if single_file is not None:
         relpaths = [os.path.basename(single_file)]
         partitioning = Partitioning()
@@ -531,6 +536,11 @@ def discover(root: str, single_file: str | None = None) -> Snapshot:
                     continue
                 rel = name if rel_dir == "." else f"{rel_dir.replace(os.sep, '/')}/{name}"
                 relpaths.append(rel)
+        if not uncommitted and os.path.isdir(log.meta_dir(root)):  # (a writer started meanwhile)
+            if writer:
+                raise CommitConflictError(f"another writer started the first version of {root!r} while this one "
+                                          "listed its files; nothing was written (try again)")
+            relpaths = [rel for rel in relpaths if not WRITER_FILE.match(rel.rsplit("/", 1)[-1])]
         partitioning = infer_partitioning(relpaths)
     entries: list[FileEntry] = []
     data_schema = None
@@ -557,11 +567,17 @@ def discover(root: str, single_file: str | None = None) -> Snapshot:
 def load_base(root: str):
     """``(version, snapshot or None, index rows of an unindexed directory or None)`` of
     the dataset at ``root`` as a writer finds it."""
-    snap = read_latest(root, columns=None)
-    if snap is not None:
-        return snap.version, snap, None
-    if os.path.isdir(root):
-        snap = discover(root)
+    for first in (True, False):  # (again once, when a writer started while the directory was walked)
+        snap = read_latest(root, columns=None)
+        if snap is not None:
+            return snap.version, snap, None
+        if not os.path.isdir(root):
+            break
+        try:
+            snap = discover(root, writer=first)
+        except CommitConflictError:
+            continue
         if len(snap):
             return 0, snap, snap.table
+        break
     return 0, None, None

@@ -442,3 +442,63 @@ def test_a_write_refused_for_its_options_leaves_nothing(tmp_path, target_file_ro
             rcfmt.write_dataset(pa.table({"id": [3]}), str(root), target_file_rows=target_file_rows)
     assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
     assert rcfmt.dataset(str(plain)).read().column("id").to_pylist() == [1, 2]
+
+
+@pytest.mark.parametrize("first", ["overwrite", "append"])
+def test_a_first_write_does_not_adopt_files_another_first_write_published_meanwhile(tmp_path, monkeypatch, first):
+    """Two first writes into an empty directory: B finds no ``_rcfmt/`` and walks the
+    directory while A publishes its files (not committed yet). B must not adopt them:
+    it looks again and commits its own rows only. Before, B's version 1 listed A's
+    files; A (an overwrite) then lost the race and deleted them, leaving version 1
+    naming missing files (an append listed them twice)."""
+    import types
+
+    from rcfmt.dataset import snapshot
+
+    root = str(tmp_path / "ds")
+    os.makedirs(root)
+    a_published, b_done = threading.Event(), threading.Event()
+    outcome = {}
+    real_latest = dataset_commit.log.latest_version
+
+    def latest_version(r):  # A has published its files; it builds its version only after B is done
+        if threading.current_thread().name == "writer-a" and not a_published.is_set():
+            a_published.set()
+            b_done.wait(30)
+        return real_latest(r)
+
+    def writer_a():
+        try:
+            rcfmt.write_dataset(pa.table({"id": pa.array([1, 2, 3], pa.int64())}), root, mode=first)
+            outcome["a"] = "committed"
+        except rcfmt.CommitConflictError:
+            outcome["a"] = "conflict"
+
+    thread_a = threading.Thread(target=writer_a, name="writer-a")
+    real_os = snapshot.os
+
+    class WalkAfterA(types.ModuleType):  # B, between its look for _rcfmt/ and its walk, waits for A's files
+        path = real_os.path
+
+        def __getattr__(self, name):
+            return getattr(real_os, name)
+
+        def walk(self, top, *a, **k):
+            if not thread_a.is_alive() and not a_published.is_set():
+                thread_a.start()
+                assert a_published.wait(30)
+            return real_os.walk(top, *a, **k)
+
+    monkeypatch.setattr(dataset_commit.log, "latest_version", latest_version)
+    monkeypatch.setattr(snapshot, "os", WalkAfterA("os"))
+    assert rcfmt.write_dataset(pa.table({"id": pa.array([10, 20], pa.int64())}), root).version == 1  # writer B
+    monkeypatch.setattr(snapshot, "os", real_os)
+    b_done.set()
+    thread_a.join(60)
+    ds = rcfmt.dataset(root)
+    ids = sorted(ds.read()["id"].to_pylist())
+    if first == "overwrite":
+        assert outcome["a"] == "conflict" and ds.version == 1 and ids == [10, 20]
+    else:
+        assert outcome["a"] == "committed" and ds.version == 2 and ids == [1, 2, 3, 10, 20]
+        assert ds.num_rows == 5 and len(ds.snapshot.paths) == 2
