@@ -26,7 +26,7 @@ from ..interop.arrow import export_stream
 from ..interop import cdata
 from ..schema.arrow_io import filter_rows, int64_array
 from ..file.reader import RcfmtFile
-from ..predicate.nnf import BoundAnd, BoundListContains, columns as expr_columns, fold
+from ..predicate.nnf import BoundAnd, BoundListContains, columns as expr_columns, fold, leaves
 from ..predicate.bind import arrow_values
 from ..predicate.prune import may_match
 from ..predicate.residual import FALSE, TRUE, prepare_filter, residual_of
@@ -254,7 +254,7 @@ class DatasetScan:
             narrower = _narrower_columns(f, schema, pushed)
             if narrower:  # columns widened since the file was written: those leaves are applied after
                 pushed, post = _pushable(pushed, narrower), pushed
-                columns += [c for c in sorted(expr_columns(post)) if c not in columns]
+                columns += [c for c in _read_for(post) if c not in columns]
             as_dictionary = [c for c in (renamed_path(c, renames, self.schema.names) for c in self.read_dictionary)
                              if c in columns]
             scan = f.scan(columns, pushed, use_threads=use_threads, read_dictionary=as_dictionary or None,
@@ -273,8 +273,9 @@ class DatasetScan:
         narrower type, evaluated on the values widened to the dataset's types;
         ``schema``: the dataset's, under the file's names)."""
         types = nested.filter_schema(schema)
-        names = sorted(expr_columns(post))
-        table = pa.table({name: _leaf_values(batch, name).cast(types.field(name).type) for name in names})
+        table = pa.table({name: _leaf_values(batch, name).cast(types.field(name).type)
+                          if types.get_field_index(name) >= 0 else _leaf_values(batch, name)  # (a list: never widened)
+                          for name in _read_for(post)})
         import pyarrow.compute as pc  # (on first use: most scans never need it)
 
         from ..predicate.arrow_eval import evaluate
@@ -534,6 +535,13 @@ def _narrower_columns(f: RcfmtFile, schema: pa.Schema, expr) -> set[str]:
         if not same_logical_type(logical_type_from_arrow(ours), logical_type_from_arrow(theirs)):
             out.add(name)
     return out
+
+
+def _read_for(expr) -> list[str]:
+    """The columns (or struct leaves) to read to evaluate ``expr`` on Arrow data: a
+    ``list_contains`` leaf needs its list, not the element column it prunes by."""
+    return sorted({leaf.list_name if isinstance(leaf, BoundListContains) else leaf.column.name
+                   for leaf in leaves(expr)})
 
 
 def _pushable(expr, columns: set[str]):

@@ -602,3 +602,30 @@ def test_batches_of_a_widened_column_s_filter_are_never_empty(tmp_path):
         sizes = [b.num_rows for b in ds.iter_batches(10, filter=flt)]
         assert sizes == [1] * rows and [b.num_rows for b in ds.scan(filter=flt).iter_batches(10)] == sizes
         assert ds.read(filter=flt).num_rows == rows and ds.read(filter=flt).schema == ds.schema
+
+
+def test_list_contains_beside_a_leaf_on_a_widened_column(tmp_path):
+    """A filter with a leaf on a column widened since a file was written is applied
+    after that file's scan; a ``list_contains`` leaf in it needs the list read, not its
+    element column (before: SchemaError "unknown column 'll.item'" on read, count_rows,
+    delete and update)."""
+    root = str(tmp_path / "d")
+    rcfmt.write_dataset(pa.table({"id": pa.array([1, 2, 4], pa.int64()), "w": pa.array([1, 2, 50], pa.int8()),
+                                  "ll": pa.array([["p"], ["q"], ["p", None]], pa.list_(pa.string())),
+                                  "s": pa.array([{"l": [1]}, {"l": [2]}, None],
+                                                pa.struct([("l", pa.list_(pa.int32()))]))}), root)
+    ds = rcfmt.write_dataset(pa.table({"id": pa.array([3], pa.int64()), "w": pa.array([300], pa.int16()),
+                                       "ll": pa.array([["p"]], pa.list_(pa.string())),
+                                       "s": pa.array([{"l": [1, 2]}], pa.struct([("l", pa.list_(pa.int32()))]))}),
+                             root)
+    cases = [(rcfmt.list_contains(rcfmt.col("ll"), "p") & (rcfmt.col("w") < 10), [1]),
+             (rcfmt.list_contains(rcfmt.col("ll"), "p") | (rcfmt.col("w") > 100), [1, 3, 4]),
+             (~rcfmt.list_contains(rcfmt.col("ll"), "p") & (rcfmt.col("w") < 1000), [2]),
+             (rcfmt.list_contains(rcfmt.col("s.l"), 2) & (rcfmt.col("w") >= 2), [2, 3])]
+    for flt, ids in cases:
+        assert sorted(ds.read(["id"], filter=flt)["id"].to_pylist()) == ids, flt
+        assert ds.count_rows(flt) == len(ids)
+    ds = ds.update(rcfmt.list_contains(rcfmt.col("ll"), "p") & (rcfmt.col("w") < 10), {"w": 7})
+    assert ds.read(["id"], filter=rcfmt.col("w") == 7)["id"].to_pylist() == [1]
+    ds = ds.delete(rcfmt.list_contains(rcfmt.col("ll"), "p") & (rcfmt.col("w") > 100))
+    assert sorted(ds.read()["id"].to_pylist()) == [1, 2, 4]
