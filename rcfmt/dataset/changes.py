@@ -371,10 +371,10 @@ def _cast_exactly(values, cast_type: pa.DataType) -> bool:
     equal to NaN); Arrow rounds a double into a decimal without complaint."""
     import pyarrow.compute as pc
 
+    if isinstance(values, pa.Scalar):
+        values = pa.array([values.as_py()], values.type) if pa.types.is_nested(values.type) \
+            else pa.repeat(values, 1)
     try:
-        if isinstance(values, pa.Scalar):
-            values = pa.array([values.as_py()], values.type) if pa.types.is_nested(values.type) \
-                else pa.repeat(values, 1)
         back = values.cast(cast_type, safe=True).cast(values.type, safe=False)
         if pa.types.is_nested(values.type):  # (no kernel compares them: whole, NaN equal to NaN)
             return back.equals(values) or _same_values(back.to_pylist(), values.to_pylist())
@@ -382,7 +382,12 @@ def _cast_exactly(values, cast_type: pa.DataType) -> bool:
         if pa.types.is_floating(values.type):
             same = pc.or_kleene(same, pc.and_(pc.is_nan(back), pc.is_nan(values)))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-        return True  # (not cast back or compared: the safe cast was the check)
+        # not cast back or compared: the values as Python objects (a timestamp cast to a
+        # time of day, which cannot be cast back, is no longer a datetime)
+        try:
+            return _same_values(values.cast(cast_type, safe=True).to_pylist(), values.to_pylist())
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            return True  # (the cast the caller made is the check)
     return pc.all(same).as_py() is not False
 
 

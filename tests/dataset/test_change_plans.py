@@ -97,6 +97,7 @@ def typed(tmp_path):
     ("i", pa.scalar(2.5)),
     ("f", pa.scalar(0.1)),
     ("i", "0x10"), ("i", "5"), ("f", "nan"), ("s", dt.date(2024, 1, 2)), ("s", b"raw"), ("b", "text"), ("s", 5),
+    ("t", pa.scalar(dt.datetime(2020, 5, 6, 12, 30, 15), pa.timestamp("ms"))),  # (its date would be dropped)
 ])
 def test_an_update_refuses_a_value_its_column_would_store_changed(typed, column, value):
     """A value the column's type would store as another value is a SchemaError, whatever
@@ -128,6 +129,9 @@ def test_a_merge_refuses_a_source_its_columns_would_store_changed(typed):
     double rounded into a decimal is refused; exact ones (and NaN into float32) pass."""
     with pytest.raises(rcfmt.SchemaError, match="cannot hold every value"):
         typed.merge(pa.table({"id": pa.array([1], pa.int64()), "dec": pa.array([1.555])}), on="id")
+    with pytest.raises(rcfmt.SchemaError, match="cannot hold every value"):  # (a time of day keeps no date)
+        typed.merge(pa.table({"id": pa.array([1], pa.int64()),
+                              "t": pa.array([dt.datetime(2020, 5, 6, 12, 30, 15)], pa.timestamp("ms"))}), on="id")
     assert rcfmt.dataset(typed.root).version == typed.version
     out = typed.merge(pa.table({"id": pa.array([1, 2], pa.int64()), "dec": pa.array([2.5, 0.25]),
                                 "f": pa.array([float("nan"), 0.5])}), on="id")
