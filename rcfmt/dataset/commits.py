@@ -196,7 +196,10 @@ def _changes(root: str, snap: Snapshot, base: int, table: pa.Table, touched: set
     while len(runs) >= fan and len({r["level"] for r in runs[-fan:]}) == 1:
         group = runs[-fan:]
         where = log.version_path(root, base + 1)
-        loaded = [read_run(root, r, where) for r in group]
+        try:
+            loaded = [read_run(root, r, where) for r in group]
+        except (OSError, RcfmtError):  # (gone: a vacuum after a checkpoint since ``base`` was read)
+            return None  # a checkpoint then: the complete index is at hand (a lost race rebases as ever)
         merged = changelog.combine(
             [changelog.Change(conform_rows(ch.rows, ischema, r["path"]), ch.removed)
              for (ch, rec), r in zip(loaded, group)])

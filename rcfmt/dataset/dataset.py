@@ -5,7 +5,6 @@ importable from here.
 """
 from __future__ import annotations
 
-import json
 import math
 import operator
 import os
@@ -16,10 +15,9 @@ from typing import Iterator, Sequence
 import numpy as np
 import pyarrow as pa
 
-from ..errors import CorruptFileError, InvalidOptionError, SchemaError, StorageError, UnsupportedError
+from ..errors import InvalidOptionError, SchemaError, StorageError, UnsupportedError
 from ..runtime.options import flag, names as option_names
 from ..storage.fetch import FetchOptions
-from ..file.reader import RcfmtFile
 from ..predicate.nnf import columns as expr_columns
 from ..predicate.prune import may_match
 from ..predicate.residual import prepare_filter
@@ -29,8 +27,9 @@ from ..storage.paths import key_of, rel_of_key
 from . import log
 from .changelog import CHANGES, RUNS_DIR, layout_of, runs_of
 from .deletions import DV_DIR
-from .index import INDEX_METADATA_KEY, Snapshot, check_inside
-from .snapshot import DATA_SUFFIXES, check_version_info, discover, load_base, read_latest, read_snapshot
+from .index import Snapshot, check_inside
+from .snapshot import (DATA_SUFFIXES, discover, load_base, read_latest, read_snapshot,
+                       read_version_info)
 from .scanning import DatasetScan, FileInfo, Fragment, prune_blocks, scan_fragments, value_sets_keep
 
 __all__ = ["Dataset", "DatasetScan", "Fragment", "FileInfo", "open_dataset", "scan_fragments", "prune_blocks",
@@ -427,16 +426,9 @@ class Dataset:
         """Commit metadata of every version still present, oldest first."""
         out = []
         for v in log.list_versions(self.root):
-            path = log.version_path(self.root, v)
-            with RcfmtFile(path, immutable=True) as f:
-                raw = f.metadata.get(INDEX_METADATA_KEY)
-            try:
-                info = json.loads(raw)
-                if not isinstance(info, dict):
-                    raise ValueError("not an object")
-            except (TypeError, ValueError) as exc:
-                raise CorruptFileError(f"index version without valid dataset metadata ({exc})", path=path) from None
-            check_version_info(info, v, path)
+            info = read_version_info(self.root, v)
+            if info is None:  # (vacuumed since the listing)
+                continue
             info.pop("schema", None)
             out.append(info)
         return out
@@ -518,14 +510,20 @@ def _kept_versions(versions: list[int], old) -> list[int]:
 def _with_checkpoint(root: str, versions: list[int], keep: list[int]) -> list[int]:
     """``keep`` extended down to the checkpoint the oldest kept version is read from (a
     changes version needs its checkpoint and the versions of its chain; docs/DATASET.md
-    §4.2): vacuum drops versions older than the oldest checkpoint still needed."""
-    if not keep:
-        return keep
-    first = read_snapshot(root, keep[0], columns=[])
-    if layout_of(first.info) != CHANGES:
-        return keep
-    start = first.info["checkpoint"]["version"]
-    return [v for v in versions if v >= start]
+    §4.2): vacuum drops versions older than the oldest checkpoint still needed. Changes
+    versions whose checkpoint is gone (an interrupted vacuum removed it) can no longer
+    be read: they are not kept (the oldest versions, so what is left stays contiguous)."""
+    while keep:
+        info = read_version_info(root, keep[0])
+        if info is None or layout_of(info) != CHANGES:
+            return keep
+        start = info["checkpoint"]["version"]
+        if start in versions:
+            return [v for v in versions if v >= start]
+        if len(keep) == 1:  # (the latest is never removed: reading it will say what is missing)
+            return keep
+        keep = keep[1:]
+    return keep
 
 
 def _referenced(root: str, retained: list[int], keep: list[int]) -> set:
@@ -536,12 +534,15 @@ def _referenced(root: str, retained: list[int], keep: list[int]) -> set:
     retention, it may no longer be readable."""
     referenced = set()
     for v in keep:
-        snap = read_snapshot(root, v)
         if v in retained:
+            snap = read_snapshot(root, v)
+            info = snap.info
             referenced.update(snap.paths)
             referenced.update(_deletion_files(snap))
-        if layout_of(snap.info) == CHANGES:
-            referenced.update(r["path"] for r in runs_of(snap.info))
+        else:  # (kept for a chain: its own metadata, not the chain it is read with)
+            info = read_version_info(root, v) or {}
+        if layout_of(info) == CHANGES:
+            referenced.update(r["path"] for r in runs_of(info))
     return referenced
 
 

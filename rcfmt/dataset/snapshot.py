@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from ..errors import CommitConflictError, CorruptFileError, RcfmtError, SchemaError
 from ..file.reader import RcfmtFile
-from ..storage import is_remote, store_identity_of
+from ..storage import is_remote, object_size, store_identity_of
 from . import log
 from .evolution import check_column_ids, check_names, merge_nullability, same_types
 from . import changelog
@@ -90,6 +90,20 @@ def _version_info(f, version: int | None, path: str) -> tuple[dict, pa.Schema, P
     if bad_ids:
         raise CorruptFileError(f"malformed dataset metadata: {bad_ids}", path=path)
     return info, data_schema, partitioning
+
+
+def read_version_info(root: str, version: int) -> dict | None:
+    """The checked metadata of index version ``version`` alone (not its chain: a changes
+    version whose checkpoint is gone still has one); None when the version does not
+    exist (a vacuum removed it since it was listed)."""
+    path = log.version_path(root, version)
+    try:
+        with RcfmtFile(path, immutable=True) as f:
+            return _version_info(f, version, path)[0]
+    except (FileNotFoundError, RcfmtError):
+        if object_size(path) is None:
+            return None
+        raise
 
 
 def read_snapshot(root: str, version: int, columns: Sequence[str] | None = (), size: int | None = None) -> Snapshot:

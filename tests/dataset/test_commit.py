@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -502,3 +503,73 @@ def test_a_first_write_does_not_adopt_files_another_first_write_published_meanwh
     else:
         assert outcome["a"] == "committed" and ds.version == 2 and ids == [1, 2, 3, 10, 20]
         assert ds.num_rows == 5 and len(ds.snapshot.paths) == 2
+
+
+def _one(i: int) -> pa.Table:
+    return pa.table({"id": pa.array([i], pa.int64())})
+
+
+def test_vacuum_after_an_interrupted_vacuum_passes_over_chains_whose_checkpoint_is_gone(tmp_path, monkeypatch):
+    """A vacuum stopped after it deleted the checkpoint of a chain leaves changes versions
+    no one can read: the next vacuum, whatever its retention, removes them rather than
+    raising (before: CorruptFileError on every vacuum until one with a shorter retention);
+    history lists what is left."""
+    root = str(tmp_path / "d")
+    for i in range(1, 6):
+        rcfmt.write_dataset(_one(i), root)  # v1 checkpoint, v2-v5 its chain
+    rcfmt.dataset(root).checkpoint()  # v6
+    for i in range(7, 9):
+        rcfmt.write_dataset(_one(i), root)  # v7, v8
+    expected = sorted(rcfmt.dataset(root).read()["id"].to_pylist())
+    real = os.unlink
+    calls = []
+
+    def killed_at_the_second(p, *a, **k):
+        calls.append(p)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(p, *a, **k)
+
+    monkeypatch.setattr(os, "unlink", killed_at_the_second)
+    with pytest.raises(KeyboardInterrupt):
+        rcfmt.dataset(root).vacuum(retention_seconds=0)
+    monkeypatch.undo()
+    assert log.list_versions(root) == [2, 3, 4, 5, 6, 7, 8]
+    assert [h["version"] for h in rcfmt.dataset(root).history()] == [2, 3, 4, 5, 6, 7, 8]
+    assert rcfmt.dataset(root).vacuum(retention_seconds=3600, dry_run=True)
+    rcfmt.dataset(root).vacuum(retention_seconds=3600)
+    assert log.list_versions(root) == [6, 7, 8]
+    assert sorted(rcfmt.dataset(root).read()["id"].to_pylist()) == expected
+    assert rcfmt.dataset(root, version=6).count_rows() == 5
+
+
+def test_history_passes_over_versions_vacuumed_since_the_listing(tmp_path, monkeypatch):
+    root = str(tmp_path / "d")
+    for i in range(3):
+        rcfmt.write_dataset(_one(i), root)
+    real = log.list_versions
+    monkeypatch.setattr(log, "list_versions", lambda r: [0] + real(r))  # (a version gone since it was listed)
+    assert [h["version"] for h in rcfmt.dataset(root).history()] == [1, 2, 3]
+
+
+def test_an_append_whose_base_chain_was_vacuumed_meanwhile_commits(tmp_path):
+    """An append read version 17 (a chain of 16 changes, which its commit merges into a
+    run); meanwhile another process checkpointed and vacuumed the old versions. The
+    append writes a checkpoint instead of merging files that are gone, loses the race
+    for version 18 and rebases (before: FileNotFoundError of version 2)."""
+    root = str(tmp_path / "ds")
+    for i in range(1, 18):
+        rcfmt.write_dataset(_one(i), root)
+    old = time.time() - 7200  # (last written two hours ago: every version past the retention)
+    for d, _, names in os.walk(root):
+        for n in names:
+            os.utime(os.path.join(d, n), (old, old))
+    other = f"import rcfmt; rcfmt.dataset({root!r}).checkpoint(); rcfmt.dataset({root!r}).vacuum(3600)"
+
+    def batches():
+        yield _one(100)
+        subprocess.run([sys.executable, "-c", other], check=True, cwd=ROOT, timeout=120)
+        yield _one(101)
+
+    assert rcfmt.write_dataset(batches(), root, target_file_rows=1).version == 19
+    assert sorted(rcfmt.dataset(root).read()["id"].to_pylist()) == list(range(1, 18)) + [100, 101]
