@@ -656,11 +656,11 @@ def vacuum(root, retention_seconds: float = 3600.0, *, dry_run: bool = False, pr
                         os.unlink(p)
                     except FileNotFoundError:
                         pass
-                    except OSError:
+                    except OSError as exc:
                         if k < versions_gone:  # (the versions come first, the oldest first)
-                            raise _version_not_deleted(root, p, k) from None
-                        raise StorageError(f"vacuum of {root!r}: {p!r} could not be deleted; the files after it "
-                                           "were left in place. Run vacuum again") from None
+                            raise _version_not_deleted(root, p, k, exc) from None
+                        raise StorageError(f"vacuum of {root!r}: {p!r} could not be deleted ({exc}); the files "
+                                           "after it were left in place. Run vacuum again") from None
                 step(1)
     return removed
 
@@ -717,11 +717,12 @@ def _vacuum_remote(root: str, retention_seconds: float, dry_run: bool, progress=
     return paths
 
 
-def _version_not_deleted(root: str, path: str, deleted: int) -> StorageError:
+def _version_not_deleted(root: str, path: str, deleted: int, why=None) -> StorageError:
     """Vacuum stops at the first index version it cannot delete: the versions left stay
     contiguous (a reader walking from a stale hint finds the latest, DATASET.md §4.1),
     and the files they name stay too."""
-    return StorageError(f"vacuum of {root!r}: the index version {path!r} could not be deleted (after {deleted} "
-                        "older ones were); the versions after it and every data file were left in place. Run "
-                        "vacuum again")
+    because = f" ({why})" if why is not None else ""
+    return StorageError(f"vacuum of {root!r}: the index version {path!r} could not be deleted{because} (after "
+                        f"{deleted} older ones were); the versions after it and every data file were left in place. "
+                        "Run vacuum again")
 

@@ -539,7 +539,8 @@ def discover(root: str, single_file: str | None = None, writer: bool = False) ->
         # A dataset writer publishes its files before it commits the first version: while
         # _rcfmt/ exists without a version, files named as it names them are uncommitted
         # (in flight, or left by a crashed writer) and are neither read nor adopted.
-        uncommitted = os.path.isdir(log.meta_dir(root)) and not log.list_versions(root)
+        had_meta = os.path.isdir(log.meta_dir(root))
+        uncommitted = had_meta and not log.list_versions(root)
         for dirpath, dirnames, filenames in os.walk(root):
             dirnames[:] = sorted(d for d in dirnames if not d.startswith(("_", ".")))
             rel_dir = os.path.relpath(dirpath, root)
@@ -550,11 +551,12 @@ def discover(root: str, single_file: str | None = None, writer: bool = False) ->
                     continue
                 rel = name if rel_dir == "." else f"{rel_dir.replace(os.sep, '/')}/{name}"
                 relpaths.append(rel)
-        if not uncommitted and os.path.isdir(log.meta_dir(root)):  # (a writer started meanwhile)
+        if not had_meta and os.path.isdir(log.meta_dir(root)):  # (a writer started meanwhile)
             if writer:
                 raise CommitConflictError(f"another writer started the first version of {root!r} while this one "
                                           "listed its files; nothing was written (try again)")
-            relpaths = [rel for rel in relpaths if not WRITER_FILE.match(rel.rsplit("/", 1)[-1])]
+            if not log.list_versions(root):  # (committed since: its files are no one's to leave out)
+                relpaths = [rel for rel in relpaths if not WRITER_FILE.match(rel.rsplit("/", 1)[-1])]
         partitioning = infer_partitioning(relpaths)
     entries: list[FileEntry] = []
     data_schema = None

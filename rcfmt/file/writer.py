@@ -612,12 +612,12 @@ class Writer:
         :data:`FILE_VALUES_MAX` (for a dataset's stats index, docs/DATASET.md §3.2)."""
         ncols = len(self._columns)
         for c, column in enumerate(self._columns):
-            entries = self._bitmaps[c::ncols]
             report = self._bitmap_report.get(column.name)
-            if report is None or not entries:
+            if report is None or not self._chunk_keys[c]:
                 continue
             values: set | None = set()
-            for entry, keys in zip(entries, self._chunk_keys[c]):
+            for k, keys in zip(range(c, len(self._bitmaps), ncols), self._chunk_keys[c]):
+                entry = self._bitmaps[k]  # (one at a time: they may be spilled)
                 if entry is not None:
                     kind, keys = entry_keys(entry, column.type)
                     keys = keys if kind in (EQUALITY, RANGE) else None

@@ -63,13 +63,10 @@ class SpillList:
         """Wait for the futures among all but the last ``keep`` entries and hold (or
         spill) their bytes."""
         limit = len(self._items) - keep
-        done = 0
-        for k in self._unsettled:
-            if k >= limit:
-                break
+        while self._unsettled and self._unsettled[0] < limit:
+            k = self._unsettled[0]
             self._place(k, self._items[k].result(), settling=True)
-            done += 1
-        del self._unsettled[:done]
+            del self._unsettled[0]
 
     def __getitem__(self, key):
         if isinstance(key, slice):

@@ -34,14 +34,20 @@ def create_if_absent(uri: str, data: bytes) -> bool:
     found, or any other failure after a create was sent, raises a StorageError with
     ``outcome_unknown`` set (it may land yet)."""
     target = store(scheme_of(uri))
+    try:
+        return _create(target, uri, data)
+    except BaseException as exc:
+        if not isinstance(exc, Exception):  # (an interrupt once a create was out: it may land yet)
+            exc.outcome_unknown = True
+        raise
+
+
+def _create(target, uri: str, data: bytes) -> bool:
     for attempt in range(CREATE_ATTEMPTS):
         try:
             created = target.create_if_absent(uri, data)
         except Exception as exc:  # (a StorageError, or a client's exception no store maps: unanswered alike)
             return _landed(target, uri, data, exc)
-        except BaseException as exc:  # (an interrupt while the request was out: it may land yet)
-            exc.outcome_unknown = True
-            raise
         if created:
             return True
         try:

@@ -156,6 +156,8 @@ def delete_files(paths) -> list[str]:
             else:
                 fs, inner = from_uri(p)
                 fs.delete_file(inner)
+        except FileNotFoundError:
+            pass  # (gone already: deleted)
         except (*client_errors(), StorageError):
             failed.append(p)
     return failed

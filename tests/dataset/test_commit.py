@@ -573,3 +573,22 @@ def test_an_append_whose_base_chain_was_vacuumed_meanwhile_commits(tmp_path):
 
     assert rcfmt.write_dataset(batches(), root, target_file_rows=1).version == 19
     assert sorted(rcfmt.dataset(root).read()["id"].to_pylist()) == list(range(1, 18)) + [100, 101]
+
+
+def test_vacuum_racing_the_first_commit_keeps_its_files(tmp_path, monkeypatch):
+    """Vacuum listed no version, then the first version was committed before it walked
+    the directory: the files it walks are that version's, not a crashed writer's, and
+    stay."""
+    root = str(tmp_path / "ds")
+    rcfmt.write_dataset(pa.table({"x": [1, 2, 3]}), root)
+    real = log.list_versions
+    calls = []
+
+    def committed_after_the_first_listing(r):
+        calls.append(r)
+        return [] if len(calls) == 1 else real(r)
+
+    monkeypatch.setattr(log, "list_versions", committed_after_the_first_listing)
+    rcfmt.dataset.vacuum(root, retention_seconds=0)
+    monkeypatch.undo()
+    assert rcfmt.dataset(root).read()["x"].to_pylist() == [1, 2, 3]

@@ -340,6 +340,13 @@ def test_a_create_failing_with_an_exception_no_store_maps_is_read_back(s3, monke
     with pytest.raises(KeyboardInterrupt) as info:
         storage.create_if_absent(f"s3://{BUCKET}/odd/v2", b"ours")
     assert info.value.outcome_unknown
+    # an interrupt while reading back a create that failed unanswered, or one that was refused
+    for create in (lambda uri, data: (_ for _ in ()).throw(rcfmt.StorageError("reset")), lambda uri, data: False):
+        monkeypatch.setattr(s3_store, "create_if_absent", create)
+        monkeypatch.setattr(s3_store, "read_object", lambda uri: interrupted(uri, None))
+        with pytest.raises(KeyboardInterrupt) as info:
+            storage.create_if_absent(f"s3://{BUCKET}/odd/v3", b"ours")
+        assert info.value.outcome_unknown
 
 
 def test_vacuum_stops_at_an_index_version_it_cannot_delete(s3, monkeypatch):
@@ -387,6 +394,18 @@ def test_vacuum_stops_at_an_index_version_it_cannot_delete(s3, monkeypatch):
     assert sorted(rcfmt.dataset(uri).read()["x"].to_pylist()) == [1, 2, 3]
 
 
+def test_deleting_what_is_gone_already_is_no_failure(s3, tmp_path):
+    from rcfmt.storage import delete_files
+
+    _, client = s3
+    client.put_object(Bucket=BUCKET, Key="gone/there.rcfmt", Body=b"x")
+    (tmp_path / "here").write_bytes(b"x")
+    paths = [f"s3://{BUCKET}/gone/there.rcfmt", f"s3://{BUCKET}/gone/never.rcfmt", str(tmp_path / "here"),
+             str(tmp_path / "never")]
+    assert delete_files(paths) == []
+    assert _keys(client, "gone/") == [] and not (tmp_path / "here").exists()
+
+
 def test_a_data_file_whose_read_back_fails_is_deleted(s3, monkeypatch):
     """The write of a data file succeeds, then reading it back for its index entry fails:
     the append raises and leaves no object behind (abort() did not see that file)."""
@@ -400,7 +419,7 @@ def test_a_data_file_whose_read_back_fails_is_deleted(s3, monkeypatch):
     def unavailable(*a, **k):
         raise rcfmt.StorageError("Service Unavailable")
 
-    monkeypatch.setattr(files_module, "RcfmtFile", unavailable)
+    monkeypatch.setattr(files_module, "entry_from_file", unavailable)
     with pytest.raises(rcfmt.StorageError, match="Service Unavailable"):
         rcfmt.write_dataset(pa.table({"x": [3]}), uri)
     assert _keys(client, "readback/t/") == before
