@@ -43,7 +43,7 @@ from pyspark.sql.types import StructType
 from rcfmt.runtime.records import record
 from rcfmt.storage.paths import is_remote
 
-from .options import StreamReadOptions, StreamWriteOptions, with_store_settings
+from .options import StreamReadOptions, StreamWriteOptions, store_settings, with_store_settings
 from .reader import RcfmtInputPartition, RcfmtReader, plan_partitions
 from .writer import RcfmtWriter
 
@@ -103,6 +103,13 @@ class RcfmtStreamWriter(RcfmtWriter, DataSourceStreamArrowWriter):
 
 
 # ------------------------------------------------------------------ source
+def _names_known(expr, schema) -> bool:
+    """Whether every column ``expr`` names (its top-level field) is in ``schema``."""
+    from rcfmt.predicate.nnf import columns
+
+    return all(schema.get_field_index(name.split(".")[0]) >= 0 for name in columns(expr))
+
+
 @record(frozen=True)
 class Offset:
     """Every file before the ``index``-th of version ``version``'s list is delivered (the
@@ -133,7 +140,17 @@ class RcfmtStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def __init__(self, options, schema: StructType):
         self.options = options if isinstance(options, StreamReadOptions) else StreamReadOptions(options)
-        self.scan = RcfmtReader(self.options, schema)  # what every micro-batch reads, and how
+        try:
+            self.scan = RcfmtReader(self.options, schema)  # what every micro-batch reads, and how
+        except (ValueError, TypeError) as exc:  # (the schema Spark took at load() no longer fits the data)
+            from rcfmt.dataset import log
+            from rcfmt.errors import UnsupportedError
+
+            with store_settings(self.options):
+                latest = log.latest_version(self.options.path)
+            raise UnsupportedError(f"the schema of {self.options.path!r} changed since this stream was defined "
+                                   f"(load()), by version {latest} or an earlier one: {exc}; define the stream "
+                                   "again to read the new schema") from None
         if self.scan.version is None:
             from rcfmt.errors import UnsupportedError
 
@@ -227,11 +244,18 @@ class RcfmtStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _list(self, version: int, snapshot: bool) -> list:
         from rcfmt.dataset import Dataset
+        from rcfmt.dataset.snapshot import read_version_info
         from rcfmt.dataset.version_changes import NO_DATA_CHANGE, version_changes
         from rcfmt.errors import UnsupportedError
 
         if snapshot:
             return [(f.path, f.live_rows) for f in Dataset.open(self.root, version=version).get_fragments()]
+        info = read_version_info(self.root, version) or {}
+        if info.get("operation") in NO_DATA_CHANGE:  # (known from the version alone: its parent may be vacuumed)
+            return []
+        if info.get("operation") == "evolve":
+            self._check_evolve(version)
+            return []
         changes = version_changes(self.root, version)
         if changes.operation in NO_DATA_CHANGE:
             return []
@@ -280,9 +304,13 @@ class RcfmtStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         from rcfmt.dataset import Dataset
         from rcfmt.errors import UnsupportedError
 
-        before = Dataset.open(self.root, version=version - 1).schema
+        from rcfmt.dataset.snapshot import read_version_info
+
+        # (the parent's schema; the stream's own when vacuum removed the parent)
+        before = Dataset.open(self.root, version=version - 1).schema if read_version_info(
+            self.root, version - 1) is not None else self.scan.dataset_schema
         after = Dataset.open(self.root, version=version).schema
-        for name in self.scan.columns:
+        for name in self._columns_named():
             top = name.split(".")[0]
             if before.get_field_index(top) < 0:
                 continue  # (added later: files of this version and before lack it)
@@ -291,6 +319,13 @@ class RcfmtStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     f"version {version} of {self.root!r} changed the schema: column {top!r}, which this stream "
                     "reads, was dropped, renamed or retyped; restart the query (from startingVersion "
                     f"{version + 1}) to read the new schema")
+
+    def _columns_named(self) -> list[str]:
+        """The columns this stream reads and those its ``filter`` option names."""
+        from rcfmt.predicate.nnf import columns
+
+        named = columns(self.scan.relation_filter) if self.scan.relation_filter is not None else set()
+        return list(self.scan.columns) + sorted(named - set(self.scan.columns))
 
     # -------------------------------------------------------------- batches
     @with_store_settings
@@ -308,7 +343,10 @@ class RcfmtStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             if wanted:
                 self._check_present(pos.version, wanted)
                 ds = Dataset.open(self.root, version=pos.version)
-                fragments += [f for f in ds.get_fragments(self.scan.relation_filter) if f.path in wanted]
+                flt = self.scan.relation_filter
+                if flt is not None and not _names_known(flt, ds.schema):  # (a column added since: every
+                    flt = None                                             # file kept; each file's read filters)
+                fragments += [f for f in ds.get_fragments(flt) if f.path in wanted]
             if pos.version == stop.version:
                 break
             pos = Offset(pos.version + 1)
