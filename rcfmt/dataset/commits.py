@@ -521,13 +521,13 @@ def commit_version(root: str, entries: list[FileEntry], *, mode: str, read_versi
                 **(operation_info or {}),
             }
             stored, runs_written, own = table, [], None
-            if snap is not None and mode in ("append", "rewrite", "change") and not checkpoint:
-                planned = _changes(root, snap, base, table, {e.path for e in entries} | set(deletions), info,
-                                   f"{txn_id}-{attempt}", runs_written,
-                                   appended=len(entries) if mode == "append" and entries else 0)
-                if planned is not None:
-                    stored, info, own = planned
             try:
+                if snap is not None and mode in ("append", "rewrite", "change") and not checkpoint:
+                    planned = _changes(root, snap, base, table, {e.path for e in entries} | set(deletions), info,
+                                       f"{txn_id}-{attempt}", runs_written,
+                                       appended=len(entries) if mode == "append" and entries else 0)
+                    if planned is not None:
+                        stored, info, own = planned
                 if is_remote(root):
                     data = index_bytes(stored, info)
                     size = len(data)

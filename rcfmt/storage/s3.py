@@ -148,9 +148,19 @@ def client():
 
 
 def _errors() -> tuple:
-    from botocore.exceptions import BotoCoreError, ClientError
+    from botocore.exceptions import ClientError
 
-    return BotoCoreError, ClientError
+    return (*_transport(), ClientError)
+
+
+def _transport() -> tuple:
+    """What a request that got no usable answer raises: botocore's errors, after its own
+    retries, and urllib3's (an error answer whose body broke off is read by botocore
+    unwrapped)."""
+    from botocore.exceptions import BotoCoreError
+    from urllib3.exceptions import HTTPError
+
+    return BotoCoreError, HTTPError
 
 
 def _code(exc) -> str:
@@ -182,17 +192,16 @@ class S3Object(ByteSource):
         """``(answer, body)`` of a GET of the object. botocore retries what fails before
         the body arrives; a body that breaks off is asked for again here, up to
         :data:`ATTEMPTS` times in all. ClientError (the server's refusals) propagates."""
-        from botocore.exceptions import BotoCoreError
 
         failure = None
         for _ in range(ATTEMPTS):
             try:
                 answer = self._client.get_object(Bucket=self._bucket, Key=self._key, **kwargs)
-            except BotoCoreError as exc:  # after botocore's own retries
+            except _transport() as exc:  # after botocore's own retries
                 raise StorageError(f"{what} {self._display!r} failed: {exc}") from None
             try:
                 return answer, answer["Body"].read()
-            except BotoCoreError as exc:
+            except _transport() as exc:
                 failure = exc
         raise StorageError(f"{what} {self._display!r} failed: {failure}")
 
@@ -267,7 +276,7 @@ def create_if_absent(uri: str, data: bytes) -> bool:
     """PUT ``data`` as ``uri`` with ``If-None-Match: *``: True if created, False if the
     server refused because the object exists (or another writer's create of it is in
     flight)."""
-    from botocore.exceptions import BotoCoreError, ClientError
+    from botocore.exceptions import ClientError
 
     bucket, key = bucket_and_key(uri)
     try:
@@ -278,29 +287,35 @@ def create_if_absent(uri: str, data: bytes) -> bool:
         if status in (409, 412) or code in ("PreconditionFailed", "ConditionalRequestConflict"):
             return False
         raise StorageError(str(exc)) from None
-    except BotoCoreError as exc:  # connection failures, after boto3's own retries
+    except _transport() as exc:  # connection failures, after boto3's own retries
         raise StorageError(str(exc)) from None
     return True
 
 
 def read_object(uri: str) -> bytes | None:
     """The object's bytes; None if it does not exist (a create still in flight)."""
-    from botocore.exceptions import BotoCoreError, ClientError
+    from botocore.exceptions import ClientError
 
     bucket, key = bucket_and_key(uri)
-    try:
-        return client().get_object(Bucket=bucket, Key=key)["Body"].read()
-    except ClientError as exc:
-        if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
-            return None
-        raise StorageError(str(exc)) from None
-    except BotoCoreError as exc:
-        raise StorageError(str(exc)) from None
+    for attempt in range(ATTEMPTS):  # (a body that breaks off is asked for again, as S3Object._get does)
+        try:
+            answer = client().get_object(Bucket=bucket, Key=key)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+                return None
+            raise StorageError(str(exc)) from None
+        except _transport() as exc:
+            raise StorageError(str(exc)) from None
+        try:
+            return answer["Body"].read()
+        except _transport() as exc:
+            if attempt == ATTEMPTS - 1:
+                raise StorageError(f"reading {uri!r} failed: {exc}") from None
 
 
 def size(uri: str) -> int | None:
     """Bytes of the object ``uri`` (one HEAD); None if there is none."""
-    from botocore.exceptions import BotoCoreError, ClientError
+    from botocore.exceptions import ClientError
 
     bucket, key = bucket_and_key(uri)
     try:
@@ -309,7 +324,7 @@ def size(uri: str) -> int | None:
         if str(exc.response.get("Error", {}).get("Code")) in ("404", "NoSuchKey", "NotFound"):
             return None
         raise StorageError(f"looking up {uri!r} failed: {exc}") from None
-    except BotoCoreError as exc:
+    except _transport() as exc:
         raise StorageError(f"looking up {uri!r} failed: {exc}") from None
 
 
@@ -317,21 +332,21 @@ def delete(uri: str) -> None:
     """Delete the object ``uri`` (one request; a missing one is no error). Unlike
     pyarrow's ``delete_file``, it leaves no empty "directory" object behind for the
     prefix that held it."""
-    from botocore.exceptions import BotoCoreError, ClientError
+    from botocore.exceptions import ClientError
 
     bucket, key = bucket_and_key(uri)
     try:
         client().delete_object(Bucket=bucket, Key=key)
-    except (BotoCoreError, ClientError) as exc:
+    except (*_transport(), ClientError) as exc:
         raise StorageError(f"deleting {uri!r} failed: {exc}") from None
 
 
 def replace_object(uri: str, data: bytes) -> None:
     """PUT the small ``data`` as ``uri``, replacing what is there (one request)."""
-    from botocore.exceptions import BotoCoreError, ClientError
+    from botocore.exceptions import ClientError
 
     bucket, key = bucket_and_key(uri)
     try:
         client().put_object(Bucket=bucket, Key=key, Body=data)
-    except (BotoCoreError, ClientError) as exc:
+    except (*_transport(), ClientError) as exc:
         raise StorageError(f"writing {uri!r} failed: {exc}") from None
