@@ -142,15 +142,12 @@ class RcfmtStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.options = options if isinstance(options, StreamReadOptions) else StreamReadOptions(options)
         try:
             self.scan = RcfmtReader(self.options, schema)  # what every micro-batch reads, and how
-        except (ValueError, TypeError) as exc:  # (the schema Spark took at load() no longer fits the data)
-            from rcfmt.dataset import log
-            from rcfmt.errors import UnsupportedError
+        except (ValueError, TypeError) as exc:
+            from rcfmt.errors import RcfmtError
 
-            with store_settings(self.options):
-                latest = log.latest_version(self.options.path)
-            raise UnsupportedError(f"the schema of {self.options.path!r} changed since this stream was defined "
-                                   f"(load()), by version {latest} or an earlier one: {exc}; define the stream "
-                                   "again to read the new schema") from None
+            if isinstance(exc, RcfmtError):  # (an option's own error: a filter, a column it names)
+                raise
+            raise self._schema_changed(exc) from None  # (_resolve_columns: the schema taken at load() no longer fits)
         if self.scan.version is None:
             from rcfmt.errors import UnsupportedError
 
@@ -160,6 +157,18 @@ class RcfmtStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._lists: dict = {}  # (version, snapshot) -> [(path, live rows)] it delivers
         self._nothing: set = set()  # versions that deliver no file
         self._target = None  # Trigger.AvailableNow: the last version to deliver
+
+    def _schema_changed(self, why: Exception):
+        from rcfmt.dataset import log
+        from rcfmt.errors import UnsupportedError
+
+        try:
+            with store_settings(self.options):
+                latest = f", by version {log.latest_version(self.options.path)} or an earlier one"
+        except Exception:  # (the message only: the error to report is the schema's)
+            latest = ""
+        return UnsupportedError(f"the schema of {self.options.path!r} changed since this stream was defined "
+                                f"(load()){latest}: {why}; define the stream again to read the new schema")
 
     def __getstate__(self):  # (tasks need the scan only)
         state = dict(self.__dict__)
@@ -301,15 +310,23 @@ class RcfmtStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _check_evolve(self, version: int) -> None:
         """UnsupportedError when evolve version ``version`` dropped, renamed or retyped a
         column this stream reads (added columns are not read: the stream keeps its schema)."""
-        from rcfmt.dataset import Dataset
         from rcfmt.errors import UnsupportedError
 
+        from rcfmt.dataset.index import schema_from_json
         from rcfmt.dataset.snapshot import read_version_info
 
-        # (the parent's schema; the stream's own when vacuum removed the parent)
-        before = Dataset.open(self.root, version=version - 1).schema if read_version_info(
-            self.root, version - 1) is not None else self.scan.dataset_schema
-        after = Dataset.open(self.root, version=version).schema
+        info = read_version_info(self.root, version) or {}
+        parent = read_version_info(self.root, version - 1)
+        if parent is None:  # (vacuumed: the evolve says itself what it dropped and renamed)
+            gone = set(info.get("dropped_columns_now") or ()) | set(info.get("renamed_columns_now") or {})
+            for name in self._columns_named():
+                if name.split(".")[0] in gone:
+                    raise UnsupportedError(
+                        f"version {version} of {self.root!r} changed the schema: column {name.split('.')[0]!r}, "
+                        f"which this stream reads, was dropped or renamed; restart the query (from "
+                        f"startingVersion {version + 1}) to read the new schema")
+            return
+        before, after = schema_from_json(parent["schema"]), schema_from_json(info["schema"])
         for name in self._columns_named():
             top = name.split(".")[0]
             if before.get_field_index(top) < 0:

@@ -374,6 +374,8 @@ def _cast_exactly(values, cast_type: pa.DataType) -> bool:
     if isinstance(values, pa.Scalar):
         values = pa.array([values.as_py()], values.type) if pa.types.is_nested(values.type) \
             else pa.repeat(values, 1)
+    if pa.types.is_dictionary(values.type):  # (no cast back to a dictionary: its values are what counts)
+        values = values.cast(values.type.value_type)
     try:
         back = values.cast(cast_type, safe=True).cast(values.type, safe=False)
         if pa.types.is_nested(values.type):  # (no kernel compares them: whole, NaN equal to NaN)
@@ -388,6 +390,8 @@ def _cast_exactly(values, cast_type: pa.DataType) -> bool:
             return _same_values(values.cast(cast_type, safe=True).to_pylist(), values.to_pylist())
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
             return True  # (the cast the caller made is the check)
+        except (OverflowError, ValueError):  # (values Python cannot hold: past year 9999)
+            return False
     return pc.all(same).as_py() is not False
 
 

@@ -199,6 +199,8 @@ def _changes(root: str, snap: Snapshot, base: int, table: pa.Table, touched: set
         try:
             loaded = [read_run(root, r, where) for r in group]
         except (OSError, RcfmtError):  # (gone: a vacuum after a checkpoint since ``base`` was read)
+            remove_files(runs_written)  # (runs of lower levels merged already: no version will name them)
+            del runs_written[:]
             return None  # a checkpoint then: the complete index is at hand (a lost race rebases as ever)
         merged = changelog.combine(
             [changelog.Change(conform_rows(ch.rows, ischema, r["path"]), ch.removed)

@@ -708,7 +708,7 @@ def _vacuum_remote(root: str, retention_seconds: float, dry_run: bool, progress=
         with progress_bar(progress, total=len(paths), unit="files", desc="vacuum") as step:
             for k, p in enumerate(paths[:versions_gone]):  # the oldest first, one by one: see _version_not_deleted
                 if delete_files([p]):
-                    raise _version_not_deleted(root, p, k)
+                    raise _version_not_deleted(root, p, k, "the store refused or did not answer")
                 step(1)
             for start in range(versions_gone, len(paths), 100):  # a bar step per batch of deletes
                 failed.update(delete_files(paths[start : start + 100]))

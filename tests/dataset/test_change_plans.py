@@ -132,6 +132,9 @@ def test_a_merge_refuses_a_source_its_columns_would_store_changed(typed):
     with pytest.raises(rcfmt.SchemaError, match="cannot hold every value"):  # (a time of day keeps no date)
         typed.merge(pa.table({"id": pa.array([1], pa.int64()),
                               "t": pa.array([dt.datetime(2020, 5, 6, 12, 30, 15)], pa.timestamp("ms"))}), on="id")
+    with pytest.raises(rcfmt.SchemaError, match="cannot hold every value"):  # (past the years Python holds)
+        typed.merge(pa.table({"id": pa.array([1], pa.int64()),
+                              "t": pa.array([400_000 * 365 * 86_400_000], pa.timestamp("ms"))}), on="id")
     assert rcfmt.dataset(typed.root).version == typed.version
     out = typed.merge(pa.table({"id": pa.array([1, 2], pa.int64()), "dec": pa.array([2.5, 0.25]),
                                 "f": pa.array([float("nan"), 0.5])}), on="id")
@@ -212,3 +215,17 @@ def test_a_merge_refuses_nested_source_columns_of_other_fields_or_values(nested)
                                  "lf": pa.array([[0.5, float("nan")]], pa.list_(pa.float64()))}), on="id")
     row = out.read(filter=col("id") == 1).to_pylist()[0]
     assert row["li"] == [9] and row["lf"][0] == 0.5 and np.isnan(row["lf"][1])
+
+
+@pytest.mark.parametrize("source", [
+    pa.array([dt.datetime(2024, 1, 1, 5)], pa.timestamp("ns")),
+    pa.array([dt.datetime(2024, 1, 1, 5)], pa.timestamp("s")),
+    pa.array([dt.datetime(2024, 1, 1, 5, tzinfo=dt.timezone.utc)], pa.timestamp("us", "UTC")),
+    pa.array([dt.date(2024, 1, 1)], pa.date32()),
+])
+def test_a_merge_takes_dictionary_encoded_values_its_column_holds(typed, source):
+    """A categorical or dictionary source column is judged by its values, as a plain one
+    (no cast back to a dictionary exists: every such source was refused)."""
+    column = "tz" if source.type == pa.timestamp("us", "UTC") else "ts"
+    out = typed.merge(pa.table({"id": pa.array([1], pa.int64()), column: source.dictionary_encode()}), on="id")
+    assert out.read().column(column)[0].as_py() == source.cast(_TYPES[column])[0].as_py()

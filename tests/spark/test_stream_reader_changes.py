@@ -88,3 +88,32 @@ def test_a_stream_whose_schema_changed_before_it_started_names_the_version(tmp_p
     rcfmt.dataset(root).evolve(rename={"x": "y"})  # version 2
     with pytest.raises(rcfmt.UnsupportedError, match="changed since this stream was defined.*version 2"):
         Stream(root, schema=loaded)
+
+
+def test_an_evolve_whose_parent_was_vacuumed_is_judged_by_what_it_says(tmp_path):
+    """With the evolve's parent gone, what it dropped and renamed is in its own metadata:
+    a column added after it is no column it dropped, and one it renamed stops the query."""
+    root = str(tmp_path / "ds")
+    rcfmt.write_dataset(_rows(0, 5), root)
+    rcfmt.dataset(root).evolve(add=[("d", pa.int64())])  # version 2
+    rcfmt.write_dataset(_rows(10, 10, d=np.zeros(10, np.int64), c=np.ones(10, np.int64)), root)  # 3 adds c
+    rcfmt.dataset(root).vacuum(retention_seconds=0)
+    assert sorted(Stream(root, startingVersion=2).drain()) == list(range(10, 20))
+    other = str(tmp_path / "renamed")
+    rcfmt.write_dataset(_rows(0, 5), other)
+    loaded = _spark_schema(other, {"path": other})
+    stream = Stream(other, schema=loaded, startingVersion=2)
+    rcfmt.dataset(other).evolve(rename={"x": "y"})  # version 2
+    rcfmt.write_dataset(pa.table({"id": np.arange(5, 8), "y": np.zeros(3)}), other)
+    rcfmt.dataset(other).vacuum(retention_seconds=0)  # (2, the evolve, is version 3's checkpoint: kept)
+    assert rcfmt.dataset(other, version=2).version == 2
+    with pytest.raises(rcfmt.UnsupportedError, match="version 2 .* 'x', which this stream reads, was dropped or"):
+        stream.drain()
+
+
+def test_an_option_error_is_not_taken_for_a_schema_change(tmp_path):
+    root = str(tmp_path / "ds")
+    rcfmt.write_dataset(_rows(0, 5), root)
+    with pytest.raises(rcfmt.RcfmtError, match="unknown column 'nosuch'") as info:
+        Stream(root, filter="nosuch = 1")
+    assert not isinstance(info.value, rcfmt.UnsupportedError)
