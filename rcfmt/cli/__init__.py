@@ -68,7 +68,7 @@ def _dataset_dir(path: str) -> str:
     or "removed 0 files"."""
     import os
 
-    from ..storage import is_remote, local_path
+    from ..storage import is_remote, local_path, remote_kind
 
     if not is_remote(path):
         local = local_path(path)
@@ -76,6 +76,12 @@ def _dataset_dir(path: str) -> str:
             raise RcfmtError(f"{path}: no such dataset directory")
         if not os.path.isdir(local):
             raise RcfmtError(f"{path} is a file, not a dataset directory")
+        return path
+    kind = remote_kind(path)  # (one request: an error for a bucket that does not exist)
+    if kind is None:
+        raise RcfmtError(f"{path}: no such dataset (nothing is stored under this prefix)")
+    if kind == "file":
+        raise RcfmtError(f"{path} is an object, not a dataset prefix")
     return path
 
 

@@ -307,20 +307,46 @@ def check_dataset(path) -> dict:
     :func:`check_file`, plus size and row count against the index): ``{"path",
     "version", "ok", "files": [check_file results], "error"}``."""
     from ..dataset import open_dataset
+    from ..dataset.deletions import load as load_deletions
 
     try:
         ds = open_dataset(path)
     except RcfmtError as exc:
         return {"path": str(path), "version": None, "ok": False, "files": [], "error": str(exc)}
     files = []
+    vectors = {f.path: f for f in ds.get_fragments()}
     for info in ds.files:
         result = check_file(info.path)
         if result["ok"] and info.size and (result["size"], result["num_rows"]) != (info.size, info.num_rows):
             result.update(ok=False, error=f"{info.path}: the index records {info.num_rows} rows in {info.size} "
                                           f"bytes, the file holds {result['num_rows']} in {result['size']}")
+        if result["ok"] and info.path in vectors:
+            fragment = vectors[info.path]
+            try:  # (its deletion vector: the file, its checksum, its rows, read again)
+                if fragment.deletion is not None:
+                    load_deletions(fragment.deletion, fragment.num_rows, fragment.path, cached=False)
+            except (OSError, RcfmtError) as exc:
+                result.update(ok=False, error=f"{info.path}: its deletion vector: {exc}")
         files.append(result)
-    return {"path": str(path), "version": ds.version, "ok": all(r["ok"] for r in files), "files": files,
-            "error": next((r["error"] for r in files if not r["ok"]), None)}
+    versions = _versions_unreadable(ds)
+    error = next((r["error"] for r in files if not r["ok"]), None) or versions
+    return {"path": str(path), "version": ds.version, "ok": error is None, "files": files, "error": error}
+
+
+def _versions_unreadable(ds) -> str | None:
+    """The first index version still present whose metadata cannot be read (history and
+    time travel would fail on it), as an error; None if every one reads."""
+    from ..dataset import log
+    from ..dataset.snapshot import read_version_info
+
+    if ds.version is None:
+        return None
+    for v in log.list_versions(ds.root):
+        try:
+            read_version_info(ds.root, v)
+        except (OSError, RcfmtError) as exc:
+            return f"index version {v} ({log.version_path(ds.root, v)}): {exc}"
+    return None
 
 
 def dataset_report(path) -> dict:

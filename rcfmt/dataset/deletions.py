@@ -82,9 +82,11 @@ _cache_bytes = 0
 _cache_lock = threading.Lock()
 
 
-def load(dv: DeletionVector, num_rows: int, file_path: str | None = None) -> np.ndarray:
+def load(dv: DeletionVector, num_rows: int, file_path: str | None = None, cached: bool = True) -> np.ndarray:
     """The deleted row positions (sorted, distinct int64, read-only) of a file of
-    ``num_rows`` rows; CorruptFileError for anything forged or missing."""
+    ``num_rows`` rows; CorruptFileError for anything forged or missing. ``cached=False``
+    reads and checks the bytes again (a vector is written once, under a unique name, so
+    reads may keep what they decoded; ``rcfmt check`` does not)."""
     where = dv.path or file_path
     if not 0 < dv.cardinality <= num_rows:
         raise CorruptFileError(f"deletion vector of {dv.cardinality} rows for a file of {num_rows}", path=where)
@@ -93,7 +95,7 @@ def load(dv: DeletionVector, num_rows: int, file_path: str | None = None) -> np.
                                f"of {num_rows} rows can need", path=where)
     key = (dv.path, dv.offset, dv.size, dv.crc32, dv.cardinality, num_rows, dv.inline)
     with _cache_lock:
-        hit = _cache.get(key)
+        hit = _cache.get(key) if cached else None
         if hit is not None:
             _cache.move_to_end(key)
             return hit

@@ -555,3 +555,32 @@ def test_binary_values_decimals_and_folded_bloom_values(tmp_path):
         assert "does not contain" in out.stdout and not out.stderr
     bad = _run("head", path, "--filter", "d >", ok=False)
     assert bad.returncode == 1 and len(bad.stderr.strip().splitlines()) == 1 and "\x1b" not in bad.stderr
+
+
+def test_check_of_a_dataset_verifies_deletion_vectors_and_every_index_version(tmp_path, capsys):
+    """``check`` agrees with the commands that read: a deletion vector that fails its
+    checksum or is missing, and an old index version whose metadata cannot be read
+    (history and inspect fail on it), make it exit 1 (before: "ok")."""
+    root = tmp_path / "ds"
+    rcfmt.write_dataset(pa.table({"x": np.arange(100_000)}), root)
+    rcfmt.dataset(str(root)).delete(rcfmt.col("x").isin(list(range(0, 100_000, 7))))  # an external vector
+    assert main(["check", str(root)]) == 0
+    vector = next((root / "_rcfmt" / "deletions").iterdir())
+    good = vector.read_bytes()
+    vector.write_bytes(good[:-1] + bytes([good[-1] ^ 1]))
+    capsys.readouterr()
+    assert main(["check", str(root)]) == 1
+    assert "deletion vector" in capsys.readouterr().err
+    vector.unlink()
+    assert main(["check", str(root)]) == 1
+    vector.write_bytes(good)
+    assert main(["check", str(root)]) == 0
+    rcfmt.dataset(str(root)).evolve(add=[("y", pa.int64())])  # version 3, a checkpoint
+    rcfmt.write_dataset(pa.table({"x": [1], "y": [2]}), root)  # version 4
+    v1 = root / "_rcfmt" / "v00000000000000000001.rcfmt"
+    data = bytearray(v1.read_bytes())
+    data[-20] ^= 0xFF  # (the footer: its checksum fails)
+    v1.write_bytes(bytes(data))
+    capsys.readouterr()
+    assert main(["check", str(root)]) == 1
+    assert "index version 1" in capsys.readouterr().err

@@ -1566,3 +1566,24 @@ def test_a_merged_run_whose_upload_fails_is_deleted(s3, monkeypatch):
     assert _keys(client, "runfail/t/_rcfmt/runs/") == []
     monkeypatch.undo()
     assert sorted(rcfmt.dataset(uri).read()["x"].to_pylist()) == list(range(17))
+
+
+def test_the_maintenance_commands_refuse_what_is_no_dataset_on_s3(s3, capsys):
+    """``history``, ``vacuum`` and ``optimize`` on an S3 prefix with nothing under it, a
+    bucket that does not exist or an object: exit 1 with a message, as locally (before:
+    "would remove 0 files", an empty history of the parent prefix, "nothing to do")."""
+    from rcfmt.cli import main
+
+    _, client = s3
+    client.put_object(Bucket=BUCKET, Key="cli/a.rcfmt", Body=b"x")
+    cases = [(["vacuum", f"s3://{BUCKET}/cli/none", "--dry-run"], "no such dataset"),
+             (["history", f"s3://{BUCKET}/cli/a.rcfmt"], "is an object, not a dataset"),
+             (["optimize", f"s3://{BUCKET}/cli/a.rcfmt"], "is an object, not a dataset"),
+             (["vacuum", "s3://rcfmt-no-such-bucket/ds", "--dry-run"], "")]
+    for args, message in cases:
+        capsys.readouterr()
+        assert main(args) == 1, args
+        assert message in capsys.readouterr().err
+    uri = f"s3://{BUCKET}/cli/ds"
+    rcfmt.write_dataset(pa.table({"x": [1]}), uri)
+    assert main(["history", uri]) == 0
