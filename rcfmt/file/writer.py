@@ -11,10 +11,13 @@ from __future__ import annotations
 import collections
 import threading
 import zlib
-from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
+
+if TYPE_CHECKING:  # (a module-level import would fail in a first write made at interpreter exit)
+    from concurrent.futures import ThreadPoolExecutor
 
 from .. import __version__
 from ..encodings.base import Encoding

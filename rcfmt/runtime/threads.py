@@ -5,13 +5,15 @@ decodes, encodes or scans on the CPU (the request pool of object storage is size
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # (concurrent.futures imports logging: 4 ms a process that runs no pool need not pay)
     from concurrent.futures import ThreadPoolExecutor
 
-__all__ = ["MAX_CPU_THREADS", "MAX_FILE_THREADS", "cpu_threads", "shared_pool", "thread_pool", "wait_all"]
+__all__ = ["MAX_CPU_THREADS", "MAX_FILE_THREADS", "InlinePool", "cpu_threads", "shared_pool", "thread_pool",
+           "wait_all"]
 
 #: threads that decode blocks of one file, or encode the chunks of a block, at most
 MAX_CPU_THREADS = 8
@@ -41,46 +43,61 @@ def shared_pool(name: str, limit: int = MAX_CPU_THREADS) -> ThreadPoolExecutor:
     and kept: starting and joining threads cost a selective scan of a few blocks more
     than decoding them (a 10-row take of a 12-file dataset: 3 ms). Work on it never
     waits for other work on it. A forked child starts without pools (threads do not
-    survive a fork)."""
+    survive a fork). Once the interpreter is exiting: an :class:`InlinePool`."""
+    if _exiting():
+        return InlinePool()
     with _LOCK:
         pool = _POOLS.get(name)
         if pool is None:
-            pool = _POOLS[name] = thread_pool(cpu_threads(limit), f"rcfmt-{name}")
+            from concurrent.futures import ThreadPoolExecutor
+
+            pool = _POOLS[name] = ThreadPoolExecutor(cpu_threads(limit), thread_name_prefix=f"rcfmt-{name}")
         return pool
 
 
-def thread_pool(workers: int, name: str = "") -> ThreadPoolExecutor:
-    """A ``ThreadPoolExecutor`` of ``workers`` threads named ``name`` whose ``submit``
-    (and so ``map``) runs the call on the calling thread once the interpreter is
-    exiting: Python refuses new work on every pool before it runs ``atexit`` handlers,
-    and a read or write made from one (a flush at exit) must still work."""
-    return _exit_safe_class()(workers, thread_name_prefix=name)
+def thread_pool(workers: int, name: str = ""):
+    """A new ``ThreadPoolExecutor`` of ``workers`` threads named ``name``; an
+    :class:`InlinePool` once the interpreter is exiting."""
+    if _exiting():
+        return InlinePool()
+    from concurrent.futures import ThreadPoolExecutor
+
+    return ThreadPoolExecutor(workers, thread_name_prefix=name)
 
 
-_EXIT_SAFE: list = []
+def _exiting() -> bool:
+    """Whether the interpreter has begun to exit: Python then refuses new work on every
+    thread pool (and new pools' imports), before it runs ``atexit`` handlers -- where a
+    read or write (a flush at exit) must still work."""
+    futures = sys.modules.get("concurrent.futures.thread")
+    return bool(getattr(threading, "_SHUTTING_DOWN", False) or getattr(futures, "_shutdown", False))
 
 
-def _exit_safe_class():
-    if not _EXIT_SAFE:
-        from concurrent.futures import Future, ThreadPoolExecutor
-        from concurrent.futures import thread as _stdlib_thread
+class InlinePool:
+    """An executor that runs each call on the calling thread (what rcfmt's pools are
+    once the interpreter is exiting): ``submit`` returns a finished future."""
 
-        class ExitSafePool(ThreadPoolExecutor):
-            def submit(self, fn, /, *args, **kwargs):
-                try:
-                    return super().submit(fn, *args, **kwargs)
-                except RuntimeError:
-                    if not getattr(_stdlib_thread, "_shutdown", False):
-                        raise  # (this pool was shut down: not the interpreter's exit)
-                done = Future()
-                try:
-                    done.set_result(fn(*args, **kwargs))
-                except BaseException as e:
-                    done.set_exception(e)
-                return done
+    def submit(self, fn, /, *args, **kwargs):
+        from concurrent.futures import Future
 
-        _EXIT_SAFE.append(ExitSafePool)
-    return _EXIT_SAFE[0]
+        done = Future()
+        try:
+            done.set_result(fn(*args, **kwargs))
+        except BaseException as exc:
+            done.set_exception(exc)
+        return done
+
+    def map(self, fn, *iterables):
+        return iter([fn(*args) for args in zip(*iterables)])
+
+    def shutdown(self, wait: bool = True, **_) -> None:
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass
 
 
 def wait_all(futures) -> None:
