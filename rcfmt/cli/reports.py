@@ -339,14 +339,26 @@ def _versions_unreadable(ds) -> str | None:
     from ..dataset import log
     from ..dataset.snapshot import read_version_info
 
+    from ..runtime.threads import thread_pool
+    from ..storage import is_remote
+
     if ds.version is None:
         return None
-    for v in log.list_versions(ds.root):
+
+    def problem(v: int) -> str | None:
         try:
             read_version_info(ds.root, v)
         except (OSError, RcfmtError) as exc:
             return f"index version {v} ({log.version_path(ds.root, v)}): {exc}"
-    return None
+        return None
+
+    versions = log.list_versions(ds.root)
+    if is_remote(ds.root) and len(versions) > 1:  # (a request each: side by side)
+        with thread_pool(8, "rcfmt-check") as pool:
+            found = list(pool.map(problem, versions))
+    else:
+        found = map(problem, versions)
+    return next((p for p in found if p is not None), None)
 
 
 def dataset_report(path) -> dict:

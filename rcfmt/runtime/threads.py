@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import weakref
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # (concurrent.futures imports logging: 4 ms a process that runs no pool need not pay)
@@ -22,6 +23,7 @@ MAX_FILE_THREADS = 4
 
 _POOLS: dict[str, ThreadPoolExecutor] = {}
 _LOCK = threading.Lock()
+_HOOK_LOCK = threading.Lock()
 
 
 _CORES: list[int] = []
@@ -51,7 +53,7 @@ def shared_pool(name: str, limit: int = MAX_CPU_THREADS) -> ThreadPoolExecutor:
         if pool is None:
             from concurrent.futures import ThreadPoolExecutor
 
-            pool = _POOLS[name] = ThreadPoolExecutor(cpu_threads(limit), thread_name_prefix=f"rcfmt-{name}")
+            pool = _POOLS[name] = _tracked(ThreadPoolExecutor(cpu_threads(limit), thread_name_prefix=f"rcfmt-{name}"))
         return pool
 
 
@@ -62,7 +64,36 @@ def thread_pool(workers: int, name: str = ""):
         return InlinePool()
     from concurrent.futures import ThreadPoolExecutor
 
-    return ThreadPoolExecutor(workers, thread_name_prefix=name)
+    return _tracked(ThreadPoolExecutor(workers, thread_name_prefix=name))
+
+
+_MADE: "weakref.WeakSet" = weakref.WeakSet()  # every pool handed out, while it lives
+_HOOKED: list = []
+
+
+def _tracked(pool):
+    """``pool``, remembered so that, when the interpreter starts to exit, its ``submit``
+    and ``map`` are made to run work inline (a pool held across the exit -- an S3 read's
+    fetch pool, an Azure upload's, a scan being resumed -- would refuse it). The hook runs
+    where Python shuts its own pools down, before any atexit handler; nothing on the
+    path of a submit changes before that."""
+    with _HOOK_LOCK:
+        _MADE.add(pool)
+        if not _HOOKED:
+            _HOOKED.append(True)
+            register = getattr(threading, "_register_atexit", None)
+            if register is not None:
+                try:
+                    register(_inline_every_pool)
+                except RuntimeError:  # (exiting already: pools are inline from now on)
+                    pass
+    return pool
+
+
+def _inline_every_pool() -> None:
+    inline = InlinePool()
+    for pool in list(_MADE):
+        pool.submit, pool.map = inline.submit, inline.map
 
 
 def _exiting() -> bool:

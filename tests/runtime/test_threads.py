@@ -24,10 +24,15 @@ AT_EXIT = textwrap.dedent("""
         rcfmt.write_dataset(t, f"{where}/ds", mode="overwrite")
         rcfmt.read_table(f"{where}/a.rcfmt", filter=rcfmt.col("x") < 0.5)
         rcfmt.dataset(f"{where}/ds").delete(rcfmt.col("k") < 5)
+        rcfmt.write_table(t, f"{where}/blocks.rcfmt", block_rows=20_000)
+        held = iter(rcfmt.open(f"{where}/blocks.rcfmt").scan(filter=rcfmt.col("x") < 0.5).iter_batches())
+        first = next(held).num_rows  # (the rest read at exit, on the pool the scan holds)
 
     def at_exit():
         try:
             want = pc.sum(pc.less(t["x"], 0.5)).as_py()
+            if warm:
+                assert first + sum(b.num_rows for b in held) == want
             assert rcfmt.read_table(f"{where}/a.rcfmt", filter=rcfmt.col("x") < 0.5).num_rows == want
             rcfmt.write_table(t, f"{where}/b.rcfmt", block_rows=65536, bloom_filter_columns=["k"])
             assert rcfmt.read_table(f"{where}/b.rcfmt").equals(t)

@@ -378,13 +378,13 @@ def test_vacuum_stops_at_an_index_version_it_cannot_delete(s3, monkeypatch):
     monkeypatch.setattr(log, "write_hint", real_hint)
     real = dataset_module.delete_files
     monkeypatch.setattr(dataset_module, "delete_files", lambda paths: [p for p in paths if p == v1] or real(paths))
-    with pytest.raises(rcfmt.StorageError, match=r"could not be deleted \(after 0 older ones were\).*left in place"):
+    with pytest.raises(rcfmt.StorageError, match=r"could not be deleted .*\(after 0 older ones were\).*left in place"):
         rcfmt.dataset(uri).vacuum(retention_seconds=0)
     assert set(_keys(client, "vacfail/t/")) == set(before)  # (the hint was rewritten, in place)
     assert log.read_hint(uri)[0] == 6
     # a version after the first fails: the older ones are gone, the rest contiguous, every data file kept
     monkeypatch.setattr(dataset_module, "delete_files", lambda paths: [p for p in paths if p == v3] or real(paths))
-    with pytest.raises(rcfmt.StorageError, match=r"could not be deleted \(after 2 older ones were\)"):
+    with pytest.raises(rcfmt.StorageError, match=r"could not be deleted .*\(after 2 older ones were\)"):
         rcfmt.dataset(uri).vacuum(retention_seconds=0)
     assert log.list_versions(uri) == [3, 4, 5, 6]
     assert rcfmt.dataset(uri).version == 6 and rcfmt.dataset(uri, version=3).count_rows() == 3
