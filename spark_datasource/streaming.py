@@ -143,9 +143,10 @@ class RcfmtStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         try:
             self.scan = RcfmtReader(self.options, schema)  # what every micro-batch reads, and how
         except (ValueError, TypeError) as exc:
+            import pyarrow as pa
             from rcfmt.errors import RcfmtError
 
-            if isinstance(exc, RcfmtError):  # (an option's own error: a filter, a column it names)
+            if isinstance(exc, (RcfmtError, pa.ArrowException)):  # (an option's own error, or Arrow's)
                 raise
             raise self._schema_changed(exc) from None  # (_resolve_columns: the schema taken at load() no longer fits)
         if self.scan.version is None:

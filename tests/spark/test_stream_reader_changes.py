@@ -117,3 +117,17 @@ def test_an_option_error_is_not_taken_for_a_schema_change(tmp_path):
     with pytest.raises(rcfmt.RcfmtError, match="unknown column 'nosuch'") as info:
         Stream(root, filter="nosuch = 1")
     assert not isinstance(info.value, rcfmt.UnsupportedError)
+
+
+def test_arrow_errors_are_not_taken_for_a_schema_change(tmp_path, monkeypatch):
+    from spark_datasource import streaming
+
+    root = str(tmp_path / "ds")
+    rcfmt.write_dataset(_rows(0, 5), root)
+
+    def broken(*a, **k):
+        raise pa.ArrowInvalid("something of Arrow's")
+
+    monkeypatch.setattr(streaming, "RcfmtReader", broken)
+    with pytest.raises(pa.ArrowInvalid, match="something of Arrow's"):
+        Stream(root)
