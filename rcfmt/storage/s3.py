@@ -189,21 +189,8 @@ class S3Object(ByteSource):
             self.size = int(size)
 
     def _get(self, what: str, **kwargs):
-        """``(answer, body)`` of a GET of the object. botocore retries what fails before
-        the body arrives; a body that breaks off is asked for again here, up to
-        :data:`ATTEMPTS` times in all. ClientError (the server's refusals) propagates."""
-
-        failure = None
-        for _ in range(ATTEMPTS):
-            try:
-                answer = self._client.get_object(Bucket=self._bucket, Key=self._key, **kwargs)
-            except _transport() as exc:  # after botocore's own retries
-                raise StorageError(f"{what} {self._display!r} failed: {exc}") from None
-            try:
-                return answer, answer["Body"].read()
-            except _transport() as exc:
-                failure = exc
-        raise StorageError(f"{what} {self._display!r} failed: {failure}")
+        """``(answer, body)`` of a GET of the object (see :func:`_get_object`)."""
+        return _get_object(self._client, self._bucket, self._key, f"{what} {self._display!r}", **kwargs)
 
     def _open_with_tail(self, tail: int) -> None:
         try:
@@ -292,25 +279,35 @@ def create_if_absent(uri: str, data: bytes) -> bool:
     return True
 
 
+def _get_object(s3, bucket: str, key: str, what: str, **kwargs):
+    """``(answer, body)`` of a GET of ``key``. botocore retries what fails before the
+    body arrives; a body that breaks off is asked for again here, up to
+    :data:`ATTEMPTS` times in all (a StorageError naming ``what`` after that, or when
+    no answer came). ClientError (the server's refusals) propagates."""
+    failure = None
+    for _ in range(ATTEMPTS):
+        try:
+            answer = s3.get_object(Bucket=bucket, Key=key, **kwargs)
+        except _transport() as exc:  # after botocore's own retries
+            raise StorageError(f"{what} failed: {exc}") from None
+        try:
+            return answer, answer["Body"].read()
+        except _transport() as exc:
+            failure = exc
+    raise StorageError(f"{what} failed: {failure}")
+
+
 def read_object(uri: str) -> bytes | None:
     """The object's bytes; None if it does not exist (a create still in flight)."""
     from botocore.exceptions import ClientError
 
     bucket, key = bucket_and_key(uri)
-    for attempt in range(ATTEMPTS):  # (a body that breaks off is asked for again, as S3Object._get does)
-        try:
-            answer = client().get_object(Bucket=bucket, Key=key)
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
-                return None
-            raise StorageError(str(exc)) from None
-        except _transport() as exc:
-            raise StorageError(str(exc)) from None
-        try:
-            return answer["Body"].read()
-        except _transport() as exc:
-            if attempt == ATTEMPTS - 1:
-                raise StorageError(f"reading {uri!r} failed: {exc}") from None
+    try:
+        return _get_object(client(), bucket, key, f"reading {uri!r}")[1]
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+            return None
+        raise StorageError(str(exc)) from None
 
 
 def size(uri: str) -> int | None:
