@@ -23,7 +23,7 @@ from ..predicate.prune import may_match
 from ..predicate.residual import prepare_filter
 from ..storage import (COMMIT_SCHEMES, delete_files, is_remote, list_tree, local_path, object_size, remote_kind,
                        scheme_of)
-from ..storage.paths import key_of, rel_of_key
+from ..storage.paths import dataset_uri, key_of, rel_of_key
 from . import log
 from .changelog import CHANGES, RUNS_DIR, layout_of, runs_of
 from .deletions import DV_DIR
@@ -72,7 +72,7 @@ class Dataset:
     @classmethod
     def open(cls, path, *, version: int | None = None) -> "Dataset":
         if is_remote(path):
-            return cls._open_remote(path.rstrip("/"), version)
+            return cls._open_remote(dataset_uri(path), version)
         path = os.path.abspath(local_path(path))
         if os.path.isfile(path):
             if version is not None:
@@ -593,7 +593,7 @@ def vacuum(root, retention_seconds: float = 3600.0, *, dry_run: bool = False, pr
     dry_run = flag(dry_run, "dry_run")
     retention_seconds = _retention(retention_seconds)
     if is_remote(root):
-        return _vacuum_remote(root.rstrip("/"), retention_seconds, dry_run, progress)
+        return _vacuum_remote(dataset_uri(root), retention_seconds, dry_run, progress)
     root = os.path.abspath(local_path(root))
     versions = log.list_versions(root)
     if not versions and not os.path.isdir(log.meta_dir(root)):

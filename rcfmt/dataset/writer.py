@@ -25,6 +25,7 @@ from ..schema.tables import storage_schema
 from ..layout import ClusteringSpec
 from .evolution import check_names, merge_schemas
 from ..storage import check_commit_support, delete_files, is_remote, list_names, list_tree, local_path, remote_kind
+from ..storage.paths import dataset_uri
 from . import log
 from .index import DEFAULT_INDEX_TRUNCATE, Snapshot
 from .partitioning import Partitioning
@@ -162,7 +163,7 @@ def begin_write(path, schema: pa.Schema, *, partition_by=None, mode: str = "appe
     if mode not in ("append", "overwrite"):
         raise InvalidOptionError(f"mode must be 'append' or 'overwrite', got {mode!r}")
     if is_remote(path):
-        root = path.rstrip("/")
+        root = dataset_uri(path)
         check_commit_support(root)
         if remote_kind(root) == "file":
             raise InvalidOptionError(f"{root!r} is a file; a dataset is a directory")

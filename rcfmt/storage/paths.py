@@ -15,7 +15,7 @@ import re
 from ..errors import InvalidOptionError, UnsupportedError
 
 __all__ = ["URI", "SCHEME_ALIASES", "fspath", "file_uri", "local_path", "is_remote", "scheme_of", "bucket_and_key",
-           "inner_path", "parsable_uri", "key_of", "rel_of_key", "endpoint_parts"]
+           "inner_path", "dataset_uri", "parsable_uri", "key_of", "rel_of_key", "endpoint_parts"]
 
 #: ``scheme://`` at the start of a path (group 1: the scheme as written)
 URI = re.compile(r"\A([A-Za-z][A-Za-z0-9+.\-]*)://")
@@ -110,6 +110,21 @@ def inner_path(uri: str) -> str:
     parts = urlsplit(uri)
     checked_key(uri, parts, unquote(parts.path))
     return f"{parts.netloc}{unquote(parts.path)}".rstrip("/")
+
+
+def dataset_uri(uri: str) -> str:
+    """The object-store URI of a dataset's root, without a trailing ``/``.
+    UnsupportedError for a URI with a query (pyarrow's ``?endpoint_override=...``
+    options): a dataset's objects are named by paths below its root, where a query
+    cannot follow; the store's settings come from the environment or
+    ``rcfmt.storage.s3_settings`` (docs/STORAGE.md)."""
+    if "?" in uri:
+        raise UnsupportedError(
+            f"{uri!r}: options in a dataset's URI are not supported (its index names objects below the root, "
+            f"where a query cannot follow); give the store's settings through the environment or "
+            f"rcfmt.storage.s3_settings / azure_settings (docs/STORAGE.md), or read a single file with "
+            f"rcfmt.read_table. Nothing was read or written.")
+    return uri.rstrip("/")
 
 
 def parsable_uri(uri: str) -> str:

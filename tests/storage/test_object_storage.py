@@ -651,7 +651,7 @@ def test_dataset_take_and_row_positions_on_s3(remote_dataset):
 
 def test_dataset_errors(remote_dataset, s3):
     uri, _, _ = remote_dataset
-    _, client = s3
+    endpoint, client = s3
     with pytest.raises(FileNotFoundError):
         rcfmt.dataset(f"s3://{BUCKET}/nothing-here")
     client.put_object(Bucket=BUCKET, Key="plain/a.rcfmt", Body=b"x")
@@ -659,6 +659,15 @@ def test_dataset_errors(remote_dataset, s3):
         rcfmt.dataset(f"s3://{BUCKET}/plain")
     with pytest.raises(rcfmt.InvalidOptionError, match="no version 7"):
         rcfmt.dataset(uri, version=7)
+    # a query (pyarrow's options) cannot follow the paths below a dataset's root: refused
+    # by name, before any request, for opens, vacuum and writes
+    query = f"{uri}?endpoint_override={endpoint.split('//')[1]}&scheme=http"
+    for call in (lambda: rcfmt.dataset(query), lambda: rcfmt.dataset(query, version=1),
+                 lambda: rcfmt.dataset.vacuum(query, dry_run=True),
+                 lambda: rcfmt.write_dataset(pa.table({"id": [1]}), query, mode="append")):
+        with pytest.raises(UnsupportedError, match="options in a dataset's URI"):
+            call()
+    assert rcfmt.dataset(uri).version == 2
     one = next(f.path for f in rcfmt.dataset(uri).get_fragments())
     client.delete_object(Bucket=BUCKET, Key=one.removeprefix(f"s3://{BUCKET}/"))
     from rcfmt.file.footer_cache import FOOTERS
