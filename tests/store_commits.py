@@ -173,7 +173,7 @@ def check_vacuum_keeps_escaped_partition_values(uri: str, names, prefix: str) ->
 
     from rcfmt.dataset import vacuum
 
-    values = ["plain", "a/b", "x:y", "100%", "a%2Fb", "c#d", "a?b", "g h", "é日本"]
+    values = ["plain", "a/b", "x:y", "100%", "a%2Fb", "c#d", "a?b", "g h", "é日本", "a/_b", "a/.c/_d"]
     n = len(values) + 1  # (and a partition only the first version has: its prefix is left empty)
     first = pa.table({"id": pa.array(range(n), pa.int64()), "p": values + ["old"]})
     second = pa.table({"id": pa.array(range(n, 2 * n), pa.int64()), "p": values + ["new"]})
