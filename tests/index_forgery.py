@@ -29,6 +29,26 @@ def edit_version_rows(root: str, version: int, edit) -> str:
     return path
 
 
+def edit_version_info(root: str, version: int, edit) -> str:
+    """Replace the version info (``rcfmt.dataset`` metadata) of version ``version`` by
+    ``edit(info)`` (rows kept), written as commits write it (an edit that keeps the
+    JSON's length keeps the file's size, which later versions' run entries check); its
+    path."""
+    import json
+
+    from rcfmt.dataset.commits import index_write_options
+    from rcfmt.dataset.index import dumps_info
+
+    path = log.version_path(root, version)
+    with rcfmt.open(path) as f:
+        table, meta = f.read(), dict(f.metadata)
+    info = edit(json.loads(meta[INDEX_METADATA_KEY]))
+    os.unlink(path)
+    rcfmt.write_table(table, path, metadata={INDEX_METADATA_KEY: dumps_info(info)},
+                      **index_write_options(table, info))
+    return path
+
+
 def set_column(table: pa.Table, name: str, column, field: pa.Field | None = None) -> pa.Table:
     i = table.schema.get_field_index(name)
     return table.set_column(i, field if field is not None else table.schema.field(i), column)

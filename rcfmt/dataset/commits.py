@@ -378,8 +378,10 @@ def commit_version(root: str, entries: list[FileEntry], *, mode: str, read_versi
     clustering its base version records. ``renames`` (``{old: new}``, mode "evolve"):
     columns whose stable ids move to new names (``column_ids``, see
     :func:`rcfmt.dataset.evolution.column_ids`); their index statistics are renamed.
-    ``base_snapshot``: version ``read_version`` as the caller read it, every index column
-    loaded (:func:`~rcfmt.dataset.snapshot.load_base`): the first attempt then creates
+    ``base_snapshot``: version ``read_version`` as the caller read it: a rebase takes its
+    schema and deletion vectors from it (not from the store, where a vacuum may have
+    removed it since); with every index column loaded
+    (:func:`~rcfmt.dataset.snapshot.load_base`) the first attempt creates
     ``read_version + 1`` from it without looking anything up or reading the index again
     (if another writer has that version, the attempt fails and rebases as usual).
 
@@ -402,8 +404,12 @@ def commit_version(root: str, entries: list[FileEntry], *, mode: str, read_versi
     remove = set(remove)
     deletions = dict(deletions or {})
     expected = dict(expected or {})
-    known = base_snapshot if (base_snapshot is not None and read_version and base_snapshot.version == read_version
-                              and base_snapshot.root == root) else None
+    read = base_snapshot if (base_snapshot is not None and read_version and base_snapshot.version == read_version
+                             and base_snapshot.root == root) else None
+    # (the caller's read version decides a rebase by its schema and deletion vectors, whatever
+    # columns it loaded, even if a vacuum removed it meanwhile; it is the base as is when complete)
+    known = read if read is not None and set(index_schema(read.data_schema, read.partitioning).names) <= set(
+        read.table.column_names) else None
 
     def full_snapshot(version: int) -> Snapshot:
         """Version ``version`` with every index column: the caller's, when it is that one."""
@@ -469,7 +475,7 @@ def commit_version(root: str, entries: list[FileEntry], *, mode: str, read_versi
                             f"{what} {root!r} conflicts with version {base}, which changed the "
                             "partitioning; nothing was written")
                     if base != read_version and read_version and not keeps_columns(
-                            (known or read_snapshot(root, read_version, columns=[])).data_schema, snap.data_schema):
+                            (read or read_snapshot(root, read_version, columns=[])).data_schema, snap.data_schema):
                         raise CommitConflictError(  # e.g. an overwrite with other columns
                             f"{what} {root!r} conflicts with version {base}, which changed the schema; "
                             "nothing was written")
@@ -487,8 +493,8 @@ def commit_version(root: str, entries: list[FileEntry], *, mode: str, read_versi
                         recorded = {**snap.info["clustering"], "scope": "file"}
                 if mode == "rewrite" and base != read_version and read_version:
                     # the rows it rewrote are those of read_version: deleted since, they would come back
-                    expected = {p: v for p, v in zip(*_vectors((known or read_snapshot(root, read_version,
-                                                                                        columns=[])).table))
+                    expected = {p: v for p, v in zip(*_vectors((read or read_snapshot(root, read_version,
+                                                                                       columns=[])).table))
                                 if p in remove}
                 if mode in ("rewrite", "change"):
                     _check_vectors(prev, expected, root, base, mode)

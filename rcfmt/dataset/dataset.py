@@ -15,7 +15,7 @@ from typing import Iterator, Sequence
 import numpy as np
 import pyarrow as pa
 
-from ..errors import InvalidOptionError, SchemaError, StorageError, UnsupportedError
+from ..errors import CorruptFileError, InvalidOptionError, SchemaError, StorageError, UnsupportedError
 from ..runtime.options import flag, names as option_names
 from ..storage.fetch import FetchOptions
 from ..predicate.nnf import columns as expr_columns
@@ -518,6 +518,9 @@ def _with_checkpoint(root: str, versions: list[int], keep: list[int]) -> list[in
         if info is None or layout_of(info) != CHANGES:
             return keep
         start = info["checkpoint"]["version"]
+        if not 0 < start < keep[0]:  # (a forged chain must not make vacuum delete what is read)
+            raise CorruptFileError(f"vacuum of {root!r}: version {keep[0]} names version {start} as its checkpoint, "
+                                   f"which is not an earlier version; nothing was deleted")
         if start in versions:
             return [v for v in versions if v >= start]
         if len(keep) == 1:  # (the latest is never removed: reading it will say what is missing)
@@ -536,7 +539,12 @@ def _referenced(root: str, retained: list[int], keep: list[int]) -> tuple[set, s
     referenced, layouts = set(), set()
     for v in keep:
         if v in retained:
-            snap = read_snapshot(root, v)
+            try:
+                snap = read_snapshot(root, v)
+            except FileNotFoundError:
+                if object_size(log.version_path(root, v)) is None:
+                    continue  # (another vacuum removed it since the listing: what it named is no one's now)
+                raise
             info = snap.info
             referenced.update(snap.paths)
             referenced.update(_deletion_files(snap))

@@ -543,6 +543,54 @@ def test_vacuum_after_an_interrupted_vacuum_passes_over_chains_whose_checkpoint_
     assert rcfmt.dataset(root, version=6).count_rows() == 5
 
 
+def test_vacuum_passes_over_a_version_another_vacuum_removed_meanwhile(tmp_path, monkeypatch):
+    """Two vacuums at once: the one that listed first finds a version it keeps deleted by
+    the other, and goes on without it (before: a raw FileNotFoundError)."""
+    dataset_module = sys.modules["rcfmt.dataset.dataset"]
+    root = str(tmp_path / "d")
+    rcfmt.write_dataset(_one(1), root)
+    rcfmt.dataset(root).checkpoint()  # v2: version 1 is needed by no later version
+    for i in range(3, 5):
+        rcfmt.write_dataset(_one(i), root)
+    real = dataset_module._with_checkpoint
+
+    def the_other_vacuum_ran(r, versions, keep):
+        out = real(r, versions, keep)
+        os.unlink(log.version_path(root, out[0]))
+        return out
+
+    monkeypatch.setattr(dataset_module, "_with_checkpoint", the_other_vacuum_ran)
+    assert rcfmt.dataset(root).vacuum(retention_seconds=3600) == []
+    monkeypatch.undo()
+    assert log.list_versions(root) == [2, 3, 4]
+    assert sorted(rcfmt.dataset(root).read()["id"].to_pylist()) == [1, 3, 4]
+
+
+def test_vacuum_refuses_a_chain_that_names_a_later_checkpoint(tmp_path):
+    """A changes version whose info names a later version as its checkpoint (forged or
+    corrupt) is a CorruptFileError, before anything is deleted: it made vacuum delete
+    the recent versions and the checkpoint the latest version is read from."""
+    from index_forgery import edit_version_info
+
+    root = str(tmp_path / "d")
+    for i in range(1, 7):
+        rcfmt.write_dataset(_one(i), root)  # v1 checkpoint, v2-v6 its chain
+    old = time.time() - 7200
+    for v in (1, 2):
+        os.utime(log.version_path(root, v), (old, old))
+
+    def later(info):
+        info["checkpoint"]["version"] = 5
+        return info
+
+    edit_version_info(root, 3, later)
+    files = sorted(os.listdir(os.path.join(root, "_rcfmt")))
+    with pytest.raises(rcfmt.CorruptFileError, match="names version 5 as its checkpoint"):
+        rcfmt.dataset.vacuum(root, retention_seconds=3600)
+    assert sorted(os.listdir(os.path.join(root, "_rcfmt"))) == files
+    assert sorted(rcfmt.dataset(root).read()["id"].to_pylist()) == [1, 2, 3, 4, 5, 6]
+
+
 def test_history_passes_over_versions_vacuumed_since_the_listing(tmp_path, monkeypatch):
     root = str(tmp_path / "d")
     for i in range(3):

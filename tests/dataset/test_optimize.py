@@ -182,6 +182,28 @@ def test_concurrent_append_is_kept(tmp_path, grid):
     assert_tables_identical(_by_id(opt.read()), grid.slice(0, 8100), check_metadata=False)
 
 
+def test_a_rebase_after_the_read_version_was_vacuumed(tmp_path, grid, monkeypatch):
+    """An optimize that loses its version to a checkpoint rebases from the version it
+    read as it holds it, though a vacuum removed that version from the store meanwhile
+    (it was past the retention and no longer needed): no raw FileNotFoundError."""
+    ds = rcfmt.write_dataset(grid.slice(0, 5000), tmp_path, target_file_rows=1000)
+    old = os.path.getmtime(tmp_path / "_rcfmt" / "v00000000000000000001.rcfmt") - 7200
+    os.utime(tmp_path / "_rcfmt" / "v00000000000000000001.rcfmt", (old, old))
+    real = optimize_module.commit
+
+    def meanwhile(*args, **kwargs):
+        monkeypatch.setattr(optimize_module, "commit", real)
+        rcfmt.dataset(tmp_path).checkpoint()  # version 2
+        assert rcfmt.dataset.vacuum(tmp_path, retention_seconds=3600)  # removes version 1
+        assert list_versions(str(tmp_path)) == [2]
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(optimize_module, "commit", meanwhile)
+    opt = ds.optimize(target_file_rows=5000)
+    assert opt.version == 3 and opt.num_files == 1
+    assert_tables_identical(_by_id(opt.read()), grid.slice(0, 5000), check_metadata=False)
+
+
 def test_concurrent_overwrite_conflicts_and_changes_nothing(tmp_path, grid):
     ds = rcfmt.write_dataset(grid, tmp_path, target_file_rows=5000)
     rcfmt.write_dataset(grid.slice(0, 10), tmp_path, mode="overwrite")
