@@ -666,12 +666,12 @@ def vacuum(root, retention_seconds: float = 3600.0, *, dry_run: bool = False, pr
                 removed.append(p)
     for area in (DV_DIR, RUNS_DIR):  # deletion files and merged runs no kept version names
         d = os.path.join(root, log.META_DIR, area)
-        for name in (sorted(os.listdir(d)) if os.path.isdir(d) else ()):
+        for name in (sorted(os.listdir(d)) if _own_dir(d) else ()):
             p = os.path.join(d, name)
             if f"{log.META_DIR}/{area}/{name}" not in referenced and old(p):
                 removed.append(p)
     for area in (log.staging_root(root), log.tmp_dir(root), os.path.join(root, log.META_DIR, "_scans")):
-        if os.path.isdir(area):
+        if _own_dir(area):
             for name in os.listdir(area):
                 p = os.path.join(area, name)
                 if old(p):
@@ -687,7 +687,7 @@ def vacuum(root, retention_seconds: float = 3600.0, *, dry_run: bool = False, pr
         versions_gone = len(versions) - len(keep)
         with progress_bar(progress, total=len(removed), unit="files", desc="vacuum") as step:
             for k, p in enumerate(removed):
-                if os.path.isdir(p):
+                if _own_dir(p):
                     log.remove_tree(p)
                 else:
                     try:
@@ -701,6 +701,13 @@ def vacuum(root, retention_seconds: float = 3600.0, *, dry_run: bool = False, pr
                                            "after it were left in place. Run vacuum again") from None
                 step(1)
     return removed
+
+
+def _own_dir(path: str) -> bool:
+    """Whether ``path`` is a directory and not a symbolic link to one: vacuum lists and
+    removes the insides of the dataset's own directories only (a link to a directory
+    elsewhere is removed as a link, never followed)."""
+    return os.path.isdir(path) and not os.path.islink(path)
 
 
 def _vacuum_remote(root: str, retention_seconds: float, dry_run: bool, progress=None) -> list[str]:

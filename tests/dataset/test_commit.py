@@ -543,6 +543,36 @@ def test_vacuum_after_an_interrupted_vacuum_passes_over_chains_whose_checkpoint_
     assert rcfmt.dataset(root, version=6).count_rows() == 5
 
 
+@pytest.mark.parametrize("area", ["_staging", "_tmp", "_scans", "deletions", "runs"])
+def test_vacuum_never_follows_a_link_out_of_the_dataset(tmp_path, area):
+    """An area of ``_rcfmt/`` that is a symbolic link to a directory elsewhere is not
+    listed, and a link inside an area is removed as a link: vacuum deletes nothing
+    outside the dataset (before: every old entry of the link's target, trees too)."""
+    root = str(tmp_path / "ds")
+    rcfmt.write_dataset(_one(1), root)
+    victim = tmp_path / "victim"
+    (victim / "sub").mkdir(parents=True)
+    old = time.time() - 7200
+    for p in (victim / "keep.txt", victim / "sub" / "data.rcfmt"):
+        p.write_text("keep me")
+        os.utime(p, (old, old))
+    os.utime(victim / "sub", (old, old))
+    d = os.path.join(root, "_rcfmt", area)
+    if os.path.isdir(d):
+        os.rmdir(d)
+    os.symlink(victim, d)
+    rcfmt.dataset.vacuum(root, retention_seconds=3600)
+    assert sorted(os.listdir(victim)) == ["keep.txt", "sub"] and os.listdir(victim / "sub") == ["data.rcfmt"]
+    os.unlink(d)
+    os.makedirs(os.path.join(root, "_rcfmt", "_staging"), exist_ok=True)
+    link = os.path.join(root, "_rcfmt", "_staging", "old-writer")
+    os.symlink(victim, link)
+    os.utime(link, (old, old), follow_symlinks=False)
+    assert link in rcfmt.dataset.vacuum(root, retention_seconds=3600)
+    assert not os.path.lexists(link) and os.listdir(victim / "sub") == ["data.rcfmt"]
+    assert rcfmt.dataset(root).read()["id"].to_pylist() == [1]
+
+
 def test_vacuum_passes_over_a_version_another_vacuum_removed_meanwhile(tmp_path, monkeypatch):
     """Two vacuums at once: the one that listed first finds a version it keeps deleted by
     the other, and goes on without it (before: a raw FileNotFoundError)."""
