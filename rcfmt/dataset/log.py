@@ -103,6 +103,8 @@ def hint_path(root: str) -> str:
     return os.path.join(root, META_DIR, HINT)
 
 
+#: bytes of the hint read at most (a valid one is 42 at the most)
+HINT_MAX_BYTES = 64
 _HINT_RE = re.compile(rb"\A([0-9]{1,20})(?: ([0-9]{1,20}))?\n?\Z")
 
 
@@ -116,7 +118,7 @@ def read_hint(root: str) -> tuple[int, int | None] | None:
     """``(version, bytes of its index or None)`` the hint names; None when there is no
     hint or it cannot be read or parsed (a hint is only ever a place to start looking)."""
     try:
-        raw = read_object(hint_path(root))
+        raw = read_object(hint_path(root), limit=HINT_MAX_BYTES)  # (a forged huge hint is not read whole)
     except (OSError, RcfmtError):
         return None
     m = _HINT_RE.match(raw or b"")

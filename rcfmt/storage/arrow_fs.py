@@ -227,11 +227,11 @@ def size(filesystem, inner: str, display: str) -> int | None:
     return info.size if info.type == pafs.FileType.File else None
 
 
-def read_whole(filesystem, inner: str, display: str) -> bytes | None:
-    """The bytes of the small file ``inner``; None if there is none."""
+def read_whole(filesystem, inner: str, display: str, limit: int | None = None) -> bytes | None:
+    """The bytes of the small file ``inner`` (its first ``limit`` at most); None if there is none."""
     try:
         with filesystem.open_input_stream(inner) as f:
-            return f.read()
+            return f.read() if limit is None else f.read(limit)
     except FileNotFoundError:
         return None
     except client_errors() as exc:

@@ -479,12 +479,13 @@ def open(uri: str, size: int | None = None, tail: int = 1 << 20) -> BlobSource: 
     return BlobSource(uri, size)
 
 
-def read_object(uri: str) -> bytes | None:
-    """The blob's bytes; None if it does not exist."""
+def read_object(uri: str, limit: int | None = None) -> bytes | None:
+    """The blob's bytes (its first ``limit`` at most); None if it does not exist."""
     from azure.core.exceptions import ResourceNotFoundError
 
+    ranged = {} if limit is None else {"offset": 0, "length": max(limit, 1)}
     try:
-        return _blob(uri).download_blob(**_call_options()).readall()
+        return _blob(uri).download_blob(**_call_options(), **ranged).readall()
     except ResourceNotFoundError:
         return None
     except _errors() as exc:

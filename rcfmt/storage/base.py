@@ -88,8 +88,8 @@ class Store(Protocol):
         """Create ``uri`` holding ``data`` unless it exists (atomic on the server): True
         if created, False if the server refused because it exists."""
 
-    def read_object(self, uri: str) -> bytes | None:
-        """The object's bytes; None if it does not exist."""
+    def read_object(self, uri: str, limit: int | None = None) -> bytes | None:
+        """The object's bytes (its first ``limit`` at most); None if it does not exist."""
 
 
 class ProcessSetting:

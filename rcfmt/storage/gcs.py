@@ -236,14 +236,15 @@ def create_if_absent(uri: str, data: bytes) -> bool:
     return True
 
 
-def read_object(uri: str) -> bytes | None:
-    """The object's bytes; None if it does not exist."""
+def read_object(uri: str, limit: int | None = None) -> bytes | None:
+    """The object's bytes (its first ``limit`` at most); None if it does not exist."""
     from google.api_core import exceptions
 
     bucket, key = bucket_and_key(uri)
+    ranged = {} if limit is None else {"start": 0, "end": max(limit, 1) - 1}
     try:
         with client() as c:
-            return c.bucket(bucket).blob(key).download_as_bytes(retry=_retry(), timeout=TIMEOUT)
+            return c.bucket(bucket).blob(key).download_as_bytes(retry=_retry(), timeout=TIMEOUT, **ranged)
     except exceptions.NotFound:
         return None
     except errors() as exc:

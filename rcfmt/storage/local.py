@@ -165,13 +165,19 @@ def size(path: str) -> int | None:
     return st.st_size if stat.S_ISREG(st.st_mode) else None
 
 
-def read_whole(path: str) -> bytes | None:
-    """The bytes of the small file ``path``; None if there is none."""
+def read_whole(path: str, limit: int | None = None) -> bytes | None:
+    """The bytes of the small file ``path``; None if there is none. ``limit``: its first
+    ``limit`` bytes at most, of a regular file only (a FIFO or device is None: opened
+    without blocking, never read)."""
     try:
-        with open(path, "rb") as f:
-            return f.read()
+        if limit is None:
+            with open(path, "rb") as f:
+                return f.read()
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
         return None
+    with open(fd, "rb", closefd=True) as f:
+        return f.read(limit) if stat.S_ISREG(os.fstat(fd).st_mode) else None
 
 
 def replace(path: str, data: bytes) -> None:

@@ -26,18 +26,20 @@ def object_size(where) -> int | None:
     return arrow_fs.size(fs, inner, path)
 
 
-def read_object(where) -> bytes | None:
-    """The bytes of the small file or object ``where`` (one request); None if there is none."""
+def read_object(where, limit: int | None = None) -> bytes | None:
+    """The bytes of the small file or object ``where`` (one request); None if there is none.
+    ``limit``: read its first ``limit`` bytes at most (locally: of a regular file only,
+    None for anything else, which a read could block on)."""
     path = fspath(where)
     if not is_remote(path):
-        return local.read_whole(local_path(path))
+        return local.read_whole(local_path(path), limit)
     if uses_client(path):
         try:
-            return store(scheme_of(path)).read_object(path)
+            return store(scheme_of(path)).read_object(path, limit)
         except StorageError as exc:
             raise StorageError(f"reading {path!r} failed: {exc}") from None
     fs, inner = from_uri(path)
-    return arrow_fs.read_whole(fs, inner, path)
+    return arrow_fs.read_whole(fs, inner, path, limit)
 
 
 def replace_object(where, data: bytes) -> None:

@@ -297,13 +297,15 @@ def _get_object(s3, bucket: str, key: str, what: str, **kwargs):
     raise StorageError(f"{what} failed: {failure}")
 
 
-def read_object(uri: str) -> bytes | None:
-    """The object's bytes; None if it does not exist (a create still in flight)."""
+def read_object(uri: str, limit: int | None = None) -> bytes | None:
+    """The object's bytes (its first ``limit`` at most); None if it does not exist (a
+    create still in flight)."""
     from botocore.exceptions import ClientError
 
     bucket, key = bucket_and_key(uri)
+    ranged = {} if limit is None else {"Range": f"bytes=0-{max(limit, 1) - 1}"}
     try:
-        return _get_object(client(), bucket, key, f"reading {uri!r}")[1]
+        return _get_object(client(), bucket, key, f"reading {uri!r}", **ranged)[1]
     except ClientError as exc:
         if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
             return None

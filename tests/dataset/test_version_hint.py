@@ -119,6 +119,30 @@ def test_a_hint_that_is_a_directory_is_ignored(tmp_path):
     assert_latest(root, 3)
 
 
+def test_a_hint_that_is_huge_or_a_fifo_is_not_read_whole(tmp_path):
+    """A hint is read 64 bytes at most, and only from a regular file: a forged huge one
+    (sparse here) costs no memory, a FIFO does not block the open."""
+    import tracemalloc
+
+    root = str(tmp_path / "d")
+    make(root, 3)
+    set_hint(root, None)
+    with open(log.hint_path(root), "wb") as f:
+        f.write(b"2 ")
+        f.truncate(1 << 30)
+    tracemalloc.start()
+    try:
+        assert log.read_hint(root) is None
+        assert tracemalloc.get_traced_memory()[1] < 1 << 20
+    finally:
+        tracemalloc.stop()
+    assert_latest(root, 3)
+    os.unlink(log.hint_path(root))
+    os.mkfifo(log.hint_path(root))
+    assert log.read_hint(root) is None
+    assert_latest(root, 3)
+
+
 def test_a_hint_naming_a_vacuumed_version(tmp_path, monkeypatch):
     every_version_a_checkpoint(monkeypatch)  # (vacuum keeps the versions a changes version is read from)
     root = str(tmp_path / "d")
@@ -402,6 +426,14 @@ def test_s3_requests_per_open_and_append_do_not_grow_with_versions():
             assert sorted(first_open) == [("GET", "_last_version"), ("GET", "v00000000000000000025.rcfmt"),
                                           ("HEAD", "v00000000000000000026.rcfmt")], first_open
             assert per_open[25] == [("GET", "_last_version"), ("HEAD", "v00000000000000000026.rcfmt")]
+            import boto3
+
+            boto3.client("s3", endpoint_url=endpoint).put_object(Bucket="hint-test", Key="ds/_rcfmt/_last_version",
+                                                                 Body=b"9" * (1 << 20))  # (forged: 1 MiB)
+            proxy.reset_counts()
+            assert rcfmt.dataset(uri).version == 25
+            hint_reads = [r for r in proxy.requests if r[1].endswith("_last_version")]
+            assert hint_reads and all(r[3] <= log.HINT_MAX_BYTES for r in hint_reads), hint_reads
         finally:
             os.environ["AWS_ENDPOINT_URL"] = saved
 
