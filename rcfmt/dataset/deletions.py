@@ -60,11 +60,15 @@ class DeletionVector:
     inline: bytes | None = None
 
     def resolved(self, root: str) -> "DeletionVector":
-        """This vector with its deletion file's path made absolute under ``root``."""
+        """This vector with its deletion file's path made absolute under ``root``
+        (CorruptFileError for a local one that resolves outside it: a link)."""
         if self.path is None:
             return self
-        return replace(self, path=root.rstrip("/") + "/" + self.path if is_remote(root)
-                       else os.path.join(root, *self.path.split("/")))
+        if is_remote(root):
+            return replace(self, path=root.rstrip("/") + "/" + self.path)
+        from .index import check_inside
+
+        return replace(self, path=check_inside(root, os.path.join(root, *self.path.split("/")), what="deletion file"))
 
 
 def max_vector_bytes(num_rows: int) -> int:
@@ -129,6 +133,9 @@ def _read(dv: DeletionVector) -> bytes:
     except FileNotFoundError:
         raise CorruptFileError("deletion file named by the dataset index is missing", path=dv.path) from None
     try:
+        if dv.offset + dv.size > source.size:  # (before any allocation: the size may be forged)
+            raise CorruptFileError(f"deletion file of {source.size} bytes ends before the {dv.size} bytes at offset "
+                                   f"{dv.offset} its entry names", path=dv.path)
         out = bytearray(dv.size)
         got = source.read_into(dv.offset, memoryview(out))
     except FileNotFoundError:

@@ -398,10 +398,10 @@ def check_relpath(rel, index_path: str | None = None) -> str:
     return rel
 
 
-def check_inside(root: str, path: str, real_root: str | None = None) -> str:
-    """``path`` if, with symlinks resolved, it lies inside ``root``; else CorruptFileError.
-    (Object stores have no symlinks: there :func:`check_relpath` suffices.)
-    ``real_root``: ``os.path.realpath(root)``, for a caller checking many paths."""
+def check_inside(root: str, path: str, real_root: str | None = None, what: str = "data file") -> str:
+    """``path`` if, with symlinks resolved, it lies inside ``root``; else CorruptFileError
+    naming it as ``what``. (Object stores have no symlinks: there :func:`check_relpath`
+    suffices.) ``real_root``: ``os.path.realpath(root)``, for a caller checking many paths."""
     if is_remote(root):
         return path
     if real_root is None:
@@ -410,7 +410,7 @@ def check_inside(root: str, path: str, real_root: str | None = None) -> str:
         return path
     real = os.path.realpath(path)
     if os.path.commonpath([real_root, real]) != real_root:
-        raise CorruptFileError(f"data file resolves to {real!r}, outside the dataset root {real_root!r}", path=path)
+        raise CorruptFileError(f"{what} resolves to {real!r}, outside the dataset root {real_root!r}", path=path)
     return path
 
 

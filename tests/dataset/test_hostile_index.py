@@ -302,3 +302,38 @@ def test_the_unforged_index_reads(lineitem):
     ds = rcfmt.dataset(lineitem)
     assert len(ds.files) == 2
     assert ds.to_table(filter=rcfmt.col("l_quantity") == 5).column("l_shipmode").to_pylist() == ["RAIL"]
+
+
+def test_a_forged_deletion_vector_size_is_refused_before_it_is_allocated(tmp_path):
+    """A vector's declared size is bounded by the file's row count, which an index row
+    can forge: the deletion file's own size is checked before a buffer of that size is
+    made (a forged 40 GB vector was allocated, MemoryError or the OOM killer)."""
+    import tracemalloc
+
+    from rcfmt.dataset.deletions import DeletionVector, load
+
+    dfile = tmp_path / "dv-x.rcdv"
+    dfile.write_bytes(b"RCDV\x01\x00\x00\x00" + b"\0" * 64)
+    dv = DeletionVector(cardinality=1, path=str(dfile), offset=8, size=40 * 10**9, crc32=0)
+    tracemalloc.start()
+    try:
+        with pytest.raises(rcfmt.CorruptFileError, match="ends before the 40000000000 bytes"):
+            load(dv, 10**12, cached=False)
+        assert tracemalloc.get_traced_memory()[1] < 1 << 20
+    finally:
+        tracemalloc.stop()
+
+
+def test_deletion_files_behind_a_link_out_of_the_dataset_are_refused(tmp_path):
+    """``_rcfmt/deletions`` linked to a directory elsewhere: its vectors are not read (as
+    data files and runs behind such links are not)."""
+    root = tmp_path / "ds"
+    rcfmt.write_dataset(pa.table({"id": pa.array(range(1000), pa.int64())}), root)
+    rcfmt.dataset(root).delete(rcfmt.col("id").isin(list(range(0, 1000, 3))))  # a vector in a deletion file
+    dv_dir = root / "_rcfmt" / "deletions"
+    assert os.listdir(dv_dir)
+    elsewhere = tmp_path / "elsewhere"
+    shutil.move(dv_dir, elsewhere)
+    os.symlink(elsewhere, dv_dir)
+    with pytest.raises(rcfmt.CorruptFileError, match="deletion file resolves to .*outside the dataset root"):
+        rcfmt.dataset(root).read()
