@@ -121,5 +121,6 @@ class CommitConflictError(RcfmtError):
 
 class StorageError(RcfmtError, OSError):
     """Reading or writing a file on object storage failed after the client's own bounded
-    retries (a server error, a reset connection, a timeout); the message names the file
-    and what was being done. Also an OSError, as the client's error was."""
+    retries (a server error, a reset connection, a timeout), or a local file system
+    refused a write (disk full, file too large: ``errno`` says which); the message names
+    the file and what was being done. Also an OSError, as the client's error was."""

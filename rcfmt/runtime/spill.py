@@ -14,6 +14,8 @@ import os
 import tempfile
 from concurrent.futures import Future
 
+from ..errors import StorageError
+
 #: bytes a :class:`SpillList` keeps in memory before it writes further entries to disk
 SPILL_BUDGET = 32 << 20
 
@@ -106,11 +108,16 @@ class SpillList:
             self._items[k] = entry
             self._held += 0 if entry is None else len(entry)
             return
-        if self._file is None:
-            self._file = tempfile.TemporaryFile(prefix="rcfmt-spill-")
         data = bytes(entry)
-        written = os.pwrite(self._file.fileno(), data, self._end)
-        while written < len(data):  # (pwrite may write less than asked)
-            written += os.pwrite(self._file.fileno(), data[written:], self._end + written)
+        try:
+            if self._file is None:
+                self._file = tempfile.TemporaryFile(prefix="rcfmt-spill-")
+            written = os.pwrite(self._file.fileno(), data, self._end)
+            while written < len(data):  # (pwrite may write less than asked)
+                written += os.pwrite(self._file.fileno(), data[written:], self._end + written)
+        except OSError as exc:
+            raise StorageError(exc.errno, f"spilling index data (bloom filters, bitmap indexes) to a temporary file "
+                                          f"in {tempfile.gettempdir()!r} failed: {exc.strerror or exc}; set TMPDIR "
+                                          f"to a file system with room") from None
         self._items[k] = _Spilled((self._end, len(data)))
         self._end += len(data)

@@ -6,7 +6,7 @@ import os
 import stat
 import threading
 
-from ..errors import InvalidOptionError, RcfmtError
+from ..errors import InvalidOptionError, RcfmtError, StorageError
 from .base import ByteSink, ByteSource, DirectoryError, tmp_name
 
 __all__ = ["LocalFile", "LocalSink", "names", "sizes", "delete", "size", "read_whole", "replace"]
@@ -116,13 +116,24 @@ class LocalSink(ByteSink):
                                        f"{os.path.basename(self.tmp_path)!r} beside it first)") from None
 
     def write(self, data) -> None:
-        self._file.write(data)
+        try:
+            self._file.write(data)
+        except OSError as exc:
+            raise self._failed(exc) from None
 
     def commit(self) -> None:
-        self._file.flush()
-        os.fsync(self._file.fileno())
-        self._file.close()
-        os.replace(self.tmp_path, self.path)
+        try:
+            self._file.flush()
+            os.fsync(self._file.fileno())
+            self._file.close()
+            os.replace(self.tmp_path, self.path)
+        except OSError as exc:
+            raise self._failed(exc) from None
+
+    def _failed(self, exc: OSError) -> StorageError:
+        """The file system's refusal (disk full, file too large, ...) as a StorageError
+        naming the target (the caller aborts: nothing is left under either name)."""
+        return StorageError(exc.errno, f"writing {self.path!r} failed: {exc.strerror or exc}")
 
     def abort(self) -> None:
         try:

@@ -122,3 +122,39 @@ def test_an_aborted_writer_closes_its_spill_file(tmp_path, monkeypatch):
     w.abort()
     assert all(f.closed for f in files)
     assert not (tmp_path / "a.rcfmt").exists()
+
+
+def test_a_full_temporary_directory_is_a_storage_error_naming_it(monkeypatch):
+    """A spill the file system refuses (disk full) is an rcfmt StorageError that says
+    where the spill went and what to set (before: a bare OSError naming no file)."""
+    def full(*args):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(spill.os, "pwrite", full)
+    lst = SpillList(budget=0)
+    with pytest.raises(rcfmt.StorageError, match="TMPDIR") as info:
+        lst.append(b"x" * 100)
+    assert info.value.errno == 28 and tempfile.gettempdir() in str(info.value)
+
+
+def test_a_local_write_the_file_system_refuses_is_a_storage_error(tmp_path):
+    """A file-size limit (or a full disk) refuses a local write: a StorageError naming the
+    target, nothing left under it or its temporary name (fresh interpreter: the limit is
+    the process's)."""
+    import subprocess
+    import sys
+    import textwrap
+
+    target = tmp_path / "big.rcfmt"
+    code = textwrap.dedent(f"""
+        import resource, numpy as np, pyarrow as pa, rcfmt
+        resource.setrlimit(resource.RLIMIT_FSIZE, (256 << 10, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+        t = pa.table({{"x": np.random.default_rng(0).random(1 << 20)}})
+        try:
+            rcfmt.write_table(t, {str(target)!r}, compression="none")
+        except rcfmt.StorageError as exc:
+            print("StorageError", exc.errno, {str(target)!r} in str(exc))
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.split() == ["StorageError", "27", "True"], out.stderr[-2000:]
+    assert os.listdir(tmp_path) == []
