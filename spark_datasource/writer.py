@@ -183,7 +183,10 @@ class RcfmtWriter(DataSourceArrowWriter):
 
         ctx = TaskContext.get()
         part = ctx.partitionId() if ctx is not None else 0
-        attempt = ctx.attemptNumber() if ctx is not None else 0
+        # (the task attempt's id, unique in the application: an attempt number starts again
+        # at 0 when Spark retries a stage, and a zombie of the old stage attempt would write
+        # and, aborting, delete the live attempt's files under the same names)
+        attempt = ctx.taskAttemptId() if ctx is not None else 0
         staging = self.staging if self.remote else os.path.join(self.staging, f"task-{part:05d}-{attempt}")
         writer = FileSetWriter(staging, self.plan.schema, self.plan.partitioning,
                                prefix=f"{self.job_id[:12]}-{part:05d}-{attempt}",

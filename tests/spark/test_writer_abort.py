@@ -37,3 +37,34 @@ def test_abort_keeps_the_files_the_latest_version_names(tmp_path):
                             (_Entry("part-gone-00000.rcfmt"), os.path.join(root, "part-gone-00000.rcfmt"))])])
     assert deleted == [os.path.join(root, "part-gone-00000.rcfmt")]
     assert rcfmt.dataset(root).read()["x"].to_pylist() == [1, 2]
+
+
+def test_attempts_of_two_stage_attempts_write_under_other_names(tmp_path, monkeypatch):
+    """A retried stage numbers its task attempts from 0 again: names built from the
+    attempt number let a zombie of the first stage attempt write (and, aborting, delete)
+    the live attempt's files. The task attempt's id, unique in the application, names
+    them instead."""
+    import pyspark
+
+    class _Context:
+        def __init__(self, task_attempt_id):
+            self._id = task_attempt_id
+
+        def partitionId(self):
+            return 0
+
+        def attemptNumber(self):
+            return 0
+
+        def taskAttemptId(self):
+            return self._id
+
+    root = str(tmp_path / "ds")
+    rcfmt.write_dataset(pa.table({"x": pa.array([0], pa.int64())}), root)
+    writer = pickle.loads(pickle.dumps(RcfmtWriter({"path": root}, StructType([StructField("x", LongType())]), False)))
+    batch = pa.record_batch({"x": pa.array([1, 2], pa.int64())})
+    staged = []
+    for task_attempt_id in (7, 12):
+        monkeypatch.setattr(pyspark.TaskContext, "get", classmethod(lambda cls, i=task_attempt_id: _Context(i)))
+        staged.append([p for _, p in writer.write(iter([batch])).files])
+    assert len(set(staged[0]) | set(staged[1])) == 2 and all(os.path.exists(p) for p in staged[0] + staged[1])
