@@ -23,6 +23,7 @@ from ..predicate.prune import may_match
 from ..predicate.residual import prepare_filter
 from ..storage import (COMMIT_SCHEMES, delete_files, is_remote, list_tree, local_path, object_size, remote_kind,
                        scheme_of)
+from ..storage.registry import store, uses_client
 from ..storage.paths import dataset_uri, key_of, rel_of_key
 from . import log
 from .changelog import CHANGES, RUNS_DIR, layout_of, runs_of
@@ -623,7 +624,10 @@ def vacuum(root, retention_seconds: float = 3600.0, *, dry_run: bool = False, pr
     On object storage (a dataset rcfmt wrote to ``s3://``) the same rules apply to
     objects, by their modification time: old index versions, and data objects no
     remaining version references (an overwritten or crashed writer's); writers there
-    stage nothing. A prefix without any committed version is left alone. ``progress``:
+    stage nothing. On S3 it also aborts the multipart uploads below the dataset begun
+    before the retention (a killed or cancelled writer's, which no listing of objects
+    shows; their keys are in what it returns). A prefix without any committed version is
+    left alone. ``progress``:
     a bar of files deleted on stderr (None: on a terminal; True, False)."""
     from ..runtime.progress import wanted
 
@@ -759,6 +763,8 @@ def _vacuum_remote(root: str, retention_seconds: float, dry_run: bool, progress=
                 failed.update(delete_files(paths[start : start + 100]))
                 step(len(paths[start : start + 100]))
         paths = [p for p in paths if p not in failed]  # (what is left: the next vacuum's)
+    if scheme == "s3" and uses_client(root):  # incomplete multipart uploads (a killed writer's parts)
+        paths += store("s3").stale_uploads(root, cutoff, abort=not dry_run)
     return paths
 
 

@@ -28,9 +28,11 @@ paths stay on pyarrow's client, as do writes and listings.
 from __future__ import annotations
 
 import contextlib
+import email.utils
 import os
 import re
 import threading
+import time
 
 from ..errors import InvalidOptionError, RcfmtError, StorageError
 from .base import ByteSource, DirectoryError, ProcessSetting
@@ -38,7 +40,8 @@ from .fetch import FETCH_CONCURRENCY
 from .paths import bucket_and_key, endpoint_parts
 
 __all__ = ["identity", "S3_SETTINGS", "check_s3_settings", "s3_settings", "current_settings", "filesystem", "boto3_arguments", "delete",
-           "S3Object", "open", "client", "create_if_absent", "read_object", "size", "replace_object", "CONNECT_TIMEOUT",
+           "S3Object", "open", "client", "create_if_absent", "read_object", "size", "replace_object", "stale_uploads",
+           "CONNECT_TIMEOUT",
            "READ_TIMEOUT", "ATTEMPTS"]
 
 #: seconds a request waits to connect, and then for the server's next bytes
@@ -338,6 +341,39 @@ def delete(uri: str) -> None:
         client().delete_object(Bucket=bucket, Key=key)
     except (*_transport(), ClientError) as exc:
         raise StorageError(f"deleting {uri!r} failed: {exc}") from None
+
+
+def stale_uploads(uri: str, cutoff: float, abort: bool) -> list[str]:
+    """The multipart uploads below the prefix ``uri`` begun before ``cutoff`` (seconds
+    since the epoch), as the URIs of their keys: uploads a killed or cancelled writer
+    never completed, which no listing of objects shows and whose parts the bucket keeps
+    (and bills). ``abort``: abort them too. Best effort: an upload that cannot be aborted
+    is left out, and a listing the server refuses (the permission
+    ``s3:ListBucketMultipartUploads`` not granted) gives none."""
+    from botocore.exceptions import ClientError
+
+    bucket, key = bucket_and_key(uri)
+    prefix = f"{key.rstrip('/')}/" if key else ""
+    s3, out = client(), []
+    retention = time.time() - cutoff
+    try:
+        for page in s3.get_paginator("list_multipart_uploads").paginate(Bucket=bucket, Prefix=prefix):
+            date = page.get("ResponseMetadata", {}).get("HTTPHeaders", {}).get("date")
+            # (ages by the server's clock, which stamped the uploads: this machine's may differ)
+            now = email.utils.parsedate_to_datetime(date).timestamp() if date else time.time()
+            for upload in page.get("Uploads", ()):
+                if upload["Initiated"].timestamp() >= now - retention:
+                    continue
+                if abort:
+                    try:
+                        s3.abort_multipart_upload(Bucket=bucket, Key=upload["Key"], UploadId=upload["UploadId"])
+                    except ClientError as exc:
+                        if _code(exc) not in ("NoSuchUpload", "404"):
+                            continue
+                out.append(f"s3://{bucket}/{upload['Key']}")
+    except (*_transport(), ClientError):
+        pass
+    return out
 
 
 def replace_object(uri: str, data: bytes) -> None:

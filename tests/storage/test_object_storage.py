@@ -831,14 +831,24 @@ def test_vacuum_on_s3(s3):
     rcfmt.write_dataset(t.slice(5000, 100), uri, mode="overwrite")
     client.put_object(Bucket=BUCKET, Key="vac/t/part-crashed-00000.rcfmt", Body=b"partial")
     client.put_object(Bucket=BUCKET, Key="vac/t/notes.txt", Body=b"not ours")
-    before = _keys(client, "vac/")
     assert vacuum(uri) == []  # everything is younger than the default retention
+    # a killed writer's multipart upload, never completed (no object lists it) and one of
+    # another prefix: vacuum aborts the first only (moto dates every upload in 2010)
+    for key in ("vac/t/p=1/part-killed-00000.rcfmt", "vac/other/part-x-00000.rcfmt"):
+        upload = client.create_multipart_upload(Bucket=BUCKET, Key=key)["UploadId"]
+        client.upload_part(Bucket=BUCKET, Key=key, UploadId=upload, PartNumber=1, Body=b"x" * 1000)
+
+    def uploads():
+        return sorted(u["Key"] for u in client.list_multipart_uploads(Bucket=BUCKET, Prefix="vac/").get("Uploads", ()))
+
+    before = _keys(client, "vac/")
     listed = vacuum(uri, retention_seconds=0, dry_run=True)
-    assert _keys(client, "vac/") == before
+    assert _keys(client, "vac/") == before and len(uploads()) == 2
     removed = vacuum(uri, retention_seconds=0)
-    assert sorted(removed) == sorted(listed)
+    assert sorted(removed) == sorted(listed) and f"{uri}/p=1/part-killed-00000.rcfmt" in removed
+    assert uploads() == ["vac/other/part-x-00000.rcfmt"]
     assert f"{uri}/_rcfmt/v00000000000000000001.rcfmt" in removed and f"{uri}/part-crashed-00000.rcfmt" in removed
-    assert len([r for r in removed if r.endswith(".rcfmt") and "/_rcfmt/" not in r]) == 3 + 1  # v1's files + orphan
+    assert len([r for r in removed if r.endswith(".rcfmt") and "/_rcfmt/" not in r]) == 3 + 1 + 1  # v1's, orphan, upload
     left = _keys(client, "vac/")
     assert "vac/t/notes.txt" in left and "vac/t/_rcfmt/v00000000000000000002.rcfmt" in left
     assert rcfmt.dataset(uri).to_table().equals(t.slice(5000, 100))
