@@ -204,6 +204,19 @@ def test_a_rebase_after_the_read_version_was_vacuumed(tmp_path, grid, monkeypatc
     assert_tables_identical(_by_id(opt.read()), grid.slice(0, 5000), check_metadata=False)
 
 
+def test_a_checkpoint_rebases_after_the_read_version_was_vacuumed(tmp_path, grid):
+    """The same for Dataset.checkpoint(): it rebases from the version it holds."""
+    from rcfmt.dataset.log import version_path
+
+    ds = rcfmt.write_dataset(grid.slice(0, 100), tmp_path)
+    other = rcfmt.dataset(tmp_path).checkpoint()  # version 2, and version 1 goes
+    old = os.path.getmtime(version_path(str(tmp_path), 1)) - 7200
+    os.utime(version_path(str(tmp_path), 1), (old, old))
+    assert rcfmt.dataset.vacuum(tmp_path, retention_seconds=3600) and list_versions(str(tmp_path)) == [2]
+    again = ds.checkpoint()  # (read version 1, which is gone: loses the race for 2, rebases)
+    assert again.version == 3 and other.version == 2 and again.num_rows == 100
+
+
 def test_concurrent_overwrite_conflicts_and_changes_nothing(tmp_path, grid):
     ds = rcfmt.write_dataset(grid, tmp_path, target_file_rows=5000)
     rcfmt.write_dataset(grid.slice(0, 10), tmp_path, mode="overwrite")
