@@ -415,6 +415,21 @@ def commit_version(root: str, entries: list[FileEntry], *, mode: str, read_versi
         """Version ``version`` with every index column: the caller's, when it is that one."""
         return known if known is not None and known.version == version else read_snapshot(root, version, columns=None)
 
+    def read_base() -> Snapshot:
+        """Version ``read_version`` as the caller read it, or from the store; a clear
+        conflict when neither has it (a vacuum removed it while this write ran)."""
+        if read is not None:
+            return read
+        try:
+            return read_snapshot(root, read_version, columns=[])
+        except FileNotFoundError:
+            if object_size(log.version_path(root, read_version)) is not None:
+                raise
+            raise CommitConflictError(
+                f"{_WHAT.get(mode, mode)} {root!r} started from version {read_version}, which a vacuum removed "
+                f"while it ran (it took longer than the retention, or that version was already past it); "
+                f"nothing was written") from None
+
     published = publish_files(root, list(staged))
     committed = None
     try:
@@ -475,7 +490,7 @@ def commit_version(root: str, entries: list[FileEntry], *, mode: str, read_versi
                             f"{what} {root!r} conflicts with version {base}, which changed the "
                             "partitioning; nothing was written")
                     if base != read_version and read_version and not keeps_columns(
-                            (read or read_snapshot(root, read_version, columns=[])).data_schema, snap.data_schema):
+                            read_base().data_schema, snap.data_schema):
                         raise CommitConflictError(  # e.g. an overwrite with other columns
                             f"{what} {root!r} conflicts with version {base}, which changed the schema; "
                             "nothing was written")
@@ -493,8 +508,7 @@ def commit_version(root: str, entries: list[FileEntry], *, mode: str, read_versi
                         recorded = {**snap.info["clustering"], "scope": "file"}
                 if mode == "rewrite" and base != read_version and read_version:
                     # the rows it rewrote are those of read_version: deleted since, they would come back
-                    expected = {p: v for p, v in zip(*_vectors((read or read_snapshot(root, read_version,
-                                                                                       columns=[])).table))
+                    expected = {p: v for p, v in zip(*_vectors(read_base().table))
                                 if p in remove}
                 if mode in ("rewrite", "change"):
                     _check_vectors(prev, expected, root, base, mode)

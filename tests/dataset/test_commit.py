@@ -621,6 +621,25 @@ def test_vacuum_refuses_a_chain_that_names_a_later_checkpoint(tmp_path):
     assert sorted(rcfmt.dataset(root).read()["id"].to_pylist()) == [1, 2, 3, 4, 5, 6]
 
 
+def test_a_commit_whose_read_version_was_vacuumed_is_a_conflict(tmp_path):
+    """An engine's commit (Spark's: the plan reaches its commit without the snapshot it
+    read) that must rebase, when a vacuum removed its read version while it ran: a clear
+    CommitConflictError (before: a raw FileNotFoundError)."""
+    from rcfmt.dataset import commit
+
+    root = str(tmp_path / "d")
+    ds = rcfmt.write_dataset(_one(1), root)
+    rcfmt.dataset(root).checkpoint()  # v2
+    old = time.time() - 7200
+    os.utime(log.version_path(root, 1), (old, old))
+    rcfmt.dataset.vacuum(root, retention_seconds=3600)
+    assert log.list_versions(root) == [2]
+    with pytest.raises(rcfmt.CommitConflictError, match="started from version 1, which a vacuum removed"):
+        commit(root, [], mode="append", read_version=1, data_schema=ds.snapshot.data_schema,
+               partitioning=ds.snapshot.partitioning, txn_id="t")
+    assert log.list_versions(root) == [2]
+
+
 def test_history_passes_over_versions_vacuumed_since_the_listing(tmp_path, monkeypatch):
     root = str(tmp_path / "d")
     for i in range(3):
