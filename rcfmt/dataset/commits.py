@@ -339,14 +339,14 @@ def commit(root: str, entries: list[FileEntry], *, mode: str, read_version: int,
            clustering: dict | None = None, base_table_unindexed: pa.Table | None = None,
            operation_info: dict | None = None, remove: Iterable[str] = (), renames: dict | None = None,
            base_snapshot: Snapshot | None = None, deletions: dict | None = None, expected: dict | None = None,
-           checkpoint: bool = False, stream: tuple[str, int] | None = None) -> int | None:
+           checkpoint: bool = False, stream: tuple[str, int] | None = None, read_base: Snapshot | None = None) -> int | None:
     """Publish ``staged`` data files and commit ``entries`` as a new version; return it
     (see :func:`commit_version`, which also returns the size of its index)."""
     return commit_version(root, entries, mode=mode, read_version=read_version, data_schema=data_schema,
                           partitioning=partitioning, txn_id=txn_id, staged=staged, clustering=clustering,
                           base_table_unindexed=base_table_unindexed, operation_info=operation_info, remove=remove,
                           renames=renames, base_snapshot=base_snapshot, deletions=deletions, expected=expected,
-                          checkpoint=checkpoint, stream=stream)[0]
+                          checkpoint=checkpoint, stream=stream, read_base=read_base)[0]
 
 
 def commit_version(root: str, entries: list[FileEntry], *, mode: str, read_version: int, data_schema: pa.Schema,
@@ -355,7 +355,7 @@ def commit_version(root: str, entries: list[FileEntry], *, mode: str, read_versi
                    operation_info: dict | None = None, remove: Iterable[str] = (), renames: dict | None = None,
                    base_snapshot: Snapshot | None = None, deletions: dict | None = None,
                    expected: dict | None = None, checkpoint: bool = False,
-                   stream: tuple[str, int] | None = None) -> tuple[int | None, int]:
+                   stream: tuple[str, int] | None = None, read_base: Snapshot | None = None) -> tuple[int | None, int]:
     """:func:`commit`, returning ``(version, bytes of its index file)``.
 
     Publish ``staged`` data files and commit ``entries`` as a new version; return it.
@@ -378,12 +378,14 @@ def commit_version(root: str, entries: list[FileEntry], *, mode: str, read_versi
     clustering its base version records. ``renames`` (``{old: new}``, mode "evolve"):
     columns whose stable ids move to new names (``column_ids``, see
     :func:`rcfmt.dataset.evolution.column_ids`); their index statistics are renamed.
-    ``base_snapshot``: version ``read_version`` as the caller read it: a rebase takes its
-    schema and deletion vectors from it (not from the store, where a vacuum may have
-    removed it since); with every index column loaded
-    (:func:`~rcfmt.dataset.snapshot.load_base`) the first attempt creates
+    ``base_snapshot``: version ``read_version`` as the caller read it, every index column
+    loaded (:func:`~rcfmt.dataset.snapshot.load_base`): the first attempt then creates
     ``read_version + 1`` from it without looking anything up or reading the index again
     (if another writer has that version, the attempt fails and rebases as usual).
+    ``read_base``: version ``read_version`` as the caller read it, any columns loaded,
+    for a rebase only (its schema and deletion vectors, where a vacuum may have removed
+    it from the store since; a caller that read it long before the commit must not skip
+    the lookup of the latest version: a vacuum may have removed ``read_version + 1``).
 
     The version is written as the changes it makes to its base version
     (:mod:`rcfmt.dataset.changelog`) unless it is an overwrite, an evolve, a first
@@ -404,18 +406,18 @@ def commit_version(root: str, entries: list[FileEntry], *, mode: str, read_versi
     remove = set(remove)
     deletions = dict(deletions or {})
     expected = dict(expected or {})
-    read = base_snapshot if (base_snapshot is not None and read_version and base_snapshot.version == read_version
-                             and base_snapshot.root == root) else None
-    # (the caller's read version decides a rebase by its schema and deletion vectors, whatever
-    # columns it loaded, even if a vacuum removed it meanwhile; it is the base as is when complete)
-    known = read if read is not None and set(index_schema(read.data_schema, read.partitioning).names) <= set(
-        read.table.column_names) else None
+    known = base_snapshot if (base_snapshot is not None and read_version and base_snapshot.version == read_version
+                              and base_snapshot.root == root) else None
+    # (the caller's read version decides a rebase by its schema and deletion vectors, even if a
+    # vacuum removed it meanwhile)
+    read = known if known is not None else read_base if (
+        read_base is not None and read_version and read_base.version == read_version and read_base.root == root) else None
 
     def full_snapshot(version: int) -> Snapshot:
         """Version ``version`` with every index column: the caller's, when it is that one."""
         return known if known is not None and known.version == version else read_snapshot(root, version, columns=None)
 
-    def read_base() -> Snapshot:
+    def read_version_snapshot() -> Snapshot:
         """Version ``read_version`` as the caller read it, or from the store; a clear
         conflict when neither has it (a vacuum removed it while this write ran)."""
         if read is not None:
@@ -490,7 +492,7 @@ def commit_version(root: str, entries: list[FileEntry], *, mode: str, read_versi
                             f"{what} {root!r} conflicts with version {base}, which changed the "
                             "partitioning; nothing was written")
                     if base != read_version and read_version and not keeps_columns(
-                            read_base().data_schema, snap.data_schema):
+                            read_version_snapshot().data_schema, snap.data_schema):
                         raise CommitConflictError(  # e.g. an overwrite with other columns
                             f"{what} {root!r} conflicts with version {base}, which changed the schema; "
                             "nothing was written")
@@ -508,7 +510,7 @@ def commit_version(root: str, entries: list[FileEntry], *, mode: str, read_versi
                         recorded = {**snap.info["clustering"], "scope": "file"}
                 if mode == "rewrite" and base != read_version and read_version:
                     # the rows it rewrote are those of read_version: deleted since, they would come back
-                    expected = {p: v for p, v in zip(*_vectors(read_base().table))
+                    expected = {p: v for p, v in zip(*_vectors(read_version_snapshot().table))
                                 if p in remove}
                 if mode in ("rewrite", "change"):
                     _check_vectors(prev, expected, root, base, mode)

@@ -420,7 +420,7 @@ class Dataset:
         snap = self._snap
         version = commit(self.root, [], mode="append", read_version=self.version, data_schema=snap.data_schema,
                          partitioning=snap.partitioning, txn_id=f"checkpoint-{uuid.uuid4().hex}",
-                         operation_info={"operation": "checkpoint"}, checkpoint=True, base_snapshot=snap)
+                         operation_info={"operation": "checkpoint"}, checkpoint=True, read_base=snap)
         return Dataset.open(self.root, version=version)
 
     def history(self) -> list[dict]:

@@ -170,7 +170,7 @@ def optimize(dataset, cluster_by=None, *, curve: str = "zorder", mapping: str = 
                          staged=[(p, e.path) for e, p in written], remove=removed,
                          clustering=clustering_info(spec, "partition") if spec is not None else snap.info.get(
                              "clustering"),
-                         base_table_unindexed=adopt, base_snapshot=snap if dataset.version is not None else None,
+                         base_table_unindexed=adopt, read_base=snap if dataset.version is not None else None,
                          operation_info={"operation": "optimize", "rewritten_partitions": len(todo)},
                          checkpoint=True)
     finally:
