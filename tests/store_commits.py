@@ -188,6 +188,13 @@ def check_vacuum_keeps_escaped_partition_values(uri: str, names, prefix: str) ->
     assert len(after) == n and set(before) - set(after) == {f"{prefix}/{unquote(r[len(uri) + 1:])}" for r in data_removed}
     assert _sorted(rcfmt.dataset(uri).to_table()).equals(_sorted(second))
     assert vacuum(uri, retention_seconds=0) == []
+    # a user's dataset kept in a hidden directory of a partition is not the outer one's:
+    # its writer-named files stay (a hidden segment counts as a value's only in a
+    # directory the outer dataset's files are in)
+    nested = f"{uri}/p=plain/_archive"
+    rcfmt.write_dataset(pa.table({"id": pa.array([7], pa.int64())}), nested)
+    assert [r for r in vacuum(uri, retention_seconds=0) if "_archive" in r] == []
+    assert rcfmt.dataset(nested).to_table()["id"].to_pylist() == [7]
     assert not [k for k in names() if k.endswith("/")]  # (no "directory" object made by a delete)
     # a value whose decoded key holds a '.' or '..' segment, which HTTP clients resolve (the
     # file went elsewhere and vacuum deleted it as a stray), and a root holding '#' (a URI

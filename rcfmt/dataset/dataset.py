@@ -530,14 +530,13 @@ def _with_checkpoint(root: str, versions: list[int], keep: list[int]) -> list[in
     return keep
 
 
-def _referenced(root: str, retained: list[int], keep: list[int]) -> tuple[set, set]:
-    """``(paths, layouts)``: relative paths of the data files and deletion files the
-    ``retained`` versions (those within the retention) name, and of the merged runs the
-    versions vacuum keeps name; the partition column names (tuples) of the kept versions.
-    A version kept only because a retained one is read from its chain (older than the
-    retention) keeps its metadata, not its data: like any version past the retention, it
-    may no longer be readable."""
-    referenced, layouts = set(), set()
+def _referenced(root: str, retained: list[int], keep: list[int]) -> set:
+    """Relative paths of the data files and deletion files the ``retained`` versions
+    (those within the retention) name, and of the merged runs the versions vacuum keeps
+    name. A version kept only because a retained one is read from its chain (older than
+    the retention) keeps its metadata, not its data: like any version past the
+    retention, it may no longer be readable."""
+    referenced = set()
     for v in keep:
         if v in retained:
             try:
@@ -553,36 +552,23 @@ def _referenced(root: str, retained: list[int], keep: list[int]) -> tuple[set, s
             info = read_version_info(root, v) or {}
         if layout_of(info) == CHANGES:
             referenced.update(r["path"] for r in runs_of(info))
-        layouts.add(tuple(p["name"] for p in info.get("partitioning") or ()))
-    return referenced, layouts
+    return referenced
 
 
-def _hidden_key(rel: str, layouts: set) -> bool:
+def _hidden_key(rel: str, own_dirs: set) -> bool:
     """Whether remote vacuum leaves the object ``rel`` (a key below the dataset's root)
     alone as none of a writer's: a segment starting with ``_`` or ``.`` hides it, but
     for one inside a partition value. Keys are decoded (:func:`key_of`): the value
-    ``a/_b`` of column ``p`` is the key ``p=a/_b/part-...``, a writer's file, when
-    ``p=a/_b`` is ``n1=.../nk=...`` for the partition names of a kept version
-    (``layouts``) and the file is named as writers name theirs (``part-...``)."""
+    ``a/_b`` of column ``p`` is the key ``p=a/_b/part-...``, a writer's file when it is
+    named as writers name theirs (``part-...``) in a directory that a file a kept
+    version reads is in (``own_dirs``); anything else there (another dataset nested in
+    ``p=a/_b``, another tool's staging) stays."""
     head, _, name = rel.rpartition("/")
     if name.startswith(("_", ".")):
         return True
     if not any(s.startswith(("_", ".")) for s in head.split("/")):
         return False
-    return not (name.startswith("part-") and any(_partition_dirs(head, names) for names in layouts))
-
-
-def _partition_dirs(head: str, names: tuple) -> bool:
-    """Whether ``head`` reads as ``n1=v1/.../nk=vk`` for the partition names ``names``
-    (values may hold ``/``: the first ``/n(i+1)=`` after ``ni=`` ends a value)."""
-    if not names or not head.startswith(f"{names[0]}="):
-        return False
-    pos = 0
-    for name in names[1:]:
-        pos = head.find(f"/{name}=", pos + 1)
-        if pos < 0:
-            return False
-    return True
+    return not (name.startswith("part-") and head in own_dirs)
 
 
 def _refresh_hint(root: str, keep: list[int], removing: bool) -> None:
@@ -651,7 +637,7 @@ def vacuum(root, retention_seconds: float = 3600.0, *, dry_run: bool = False, pr
 
     retained = _kept_versions(versions, lambda v: old(log.version_path(root, v)))
     keep = _with_checkpoint(root, versions, retained)
-    referenced, _ = _referenced(root, retained, keep)
+    referenced = _referenced(root, retained, keep)
     if not versions:  # no commit yet: only what a writer left (plain files stay, as read)
         referenced.update(discover(root).paths)
     removed = []
@@ -734,15 +720,15 @@ def _vacuum_remote(root: str, retention_seconds: float, dry_run: bool, progress=
     retained = _kept_versions(versions, lambda v: old(version_rel[v]))
     keep = _with_checkpoint(root, versions, retained)
     # (listed keys are decoded: an index's ``p=a%2Fb/...`` is the object ``p=a/b/...``)
-    paths, layouts = _referenced(root, retained, keep)
-    referenced = {key_of(rel) for rel in paths}
+    referenced = {key_of(rel) for rel in _referenced(root, retained, keep)}
+    own_dirs = {rel.rpartition("/")[0] for rel in referenced}
     removed = [version_rel[v] for v in versions if v not in keep]
     for rel in sorted(objects):
         if rel.startswith((f"{meta}{DV_DIR}/", f"{meta}{RUNS_DIR}/")):
             if rel not in referenced and old(rel):
                 removed.append(rel)  # a deletion file or merged run no kept version names
             continue
-        if _hidden_key(rel, layouts) or not rel.endswith(DATA_SUFFIXES):
+        if _hidden_key(rel, own_dirs) or not rel.endswith(DATA_SUFFIXES):
             continue
         if rel not in referenced and old(rel):
             removed.append(rel)
