@@ -198,9 +198,10 @@ class Dataset:
         first = np.cumsum(live) - live  # each file's first row in the version (files in index order)
         vectors = snap.vectors()
         real_root = None if is_remote(self.root) else os.path.realpath(self.root)
+        checked: dict = {}  # (deletion files: a commit's vectors share one)
         return [Fragment(check_inside(self.root, os.path.join(self.root, *paths[i].split("/")), real_root),
                          tuple(zip(names, parts[i])), int(rows[i]), int(sizes[i]), int(blocks[i]), None,
-                         int(first[i]), None if vectors[i] is None else vectors[i].resolved(self.root))
+                         int(first[i]), None if vectors[i] is None else vectors[i].resolved(self.root, checked))
                 for i in np.flatnonzero(keep)]
 
     def scan(self, columns: Sequence[str] | None = None, filter=None, *, use_threads: bool = True,

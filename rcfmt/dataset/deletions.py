@@ -59,16 +59,24 @@ class DeletionVector:
     crc32: int
     inline: bytes | None = None
 
-    def resolved(self, root: str) -> "DeletionVector":
+    def resolved(self, root: str, checked: dict | None = None) -> "DeletionVector":
         """This vector with its deletion file's path made absolute under ``root``
-        (CorruptFileError for a local one that resolves outside it: a link)."""
+        (CorruptFileError for a local one that resolves outside it: a link).
+        ``checked``: ``{relative path: absolute path}`` of the deletion files already
+        checked, for a caller resolving many vectors (a commit's share one file); it is
+        filled in."""
         if self.path is None:
             return self
         if is_remote(root):
             return replace(self, path=root.rstrip("/") + "/" + self.path)
-        from .index import check_inside
+        where = None if checked is None else checked.get(self.path)
+        if where is None:
+            from .index import check_inside
 
-        return replace(self, path=check_inside(root, os.path.join(root, *self.path.split("/")), what="deletion file"))
+            where = check_inside(root, os.path.join(root, *self.path.split("/")), what="deletion file")
+            if checked is not None:
+                checked[self.path] = where
+        return replace(self, path=where)
 
 
 def max_vector_bytes(num_rows: int) -> int:

@@ -190,10 +190,10 @@ def _partition_groups(snap, root: str) -> dict[tuple, list[tuple[str, str, int]]
 
 def _deleted_rows(snap, root: str) -> dict:
     """``{absolute path: deleted row positions}`` of the files with a deletion vector."""
-    out = {}
+    out, checked = {}, {}
     for rel, vector, n in zip(snap.paths, snap.vectors(), snap.column_values("num_rows") if len(snap) else []):
         if vector is not None:
-            out[os.path.join(root, *rel.split("/"))] = load_deletions(vector.resolved(root), int(n))
+            out[os.path.join(root, *rel.split("/"))] = load_deletions(vector.resolved(root, checked), int(n))
     return out
 
 
