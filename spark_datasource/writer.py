@@ -3,7 +3,7 @@
 ``writer()`` (driver) checks the write against the dataset (schema, partitioning),
 fixes the base version and creates the job's staging directory
 ``<root>/_rcfmt/_staging/spark-<job>/``. Each task attempt writes its files under
-``.../task-<partition>-<attempt>/`` with a :class:`rcfmt.dataset.FileSetWriter` and
+``.../task-<partition>-<task attempt id>/`` with a :class:`rcfmt.dataset.FileSetWriter` and
 returns their index entries (built from each file's footer) in its commit message.
 On object storage (``s3://``) tasks write straight to the files' final keys instead
 (nothing names them before the commit) and ``abort()`` deletes the files of the
