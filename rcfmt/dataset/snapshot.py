@@ -25,7 +25,7 @@ from .index import (BASE_COLUMNS, INDEX_METADATA_KEY, VALUES_FIELD, FileEntry, S
 from .deletions import DV_COLUMNS, DV_DIR
 from .partitioning import Partitioning, infer_partitioning
 
-__all__ = ["check_version_info", "read_snapshot", "read_committed", "read_run", "conform_rows", "read_latest", "discover", "load_base", "DATA_SUFFIXES"]
+__all__ = ["check_version_info", "info_problem", "read_snapshot", "read_committed", "read_run", "conform_rows", "read_latest", "discover", "load_base", "DATA_SUFFIXES"]
 
 DATA_SUFFIXES = (".rcfmt", ".rcf")
 #: the newest dataset format version this rcfmt reads: 2 is a version whose files may
@@ -80,16 +80,67 @@ def _version_info(f, version: int | None, path: str) -> tuple[dict, pa.Schema, P
         info = json.loads(raw)
         data_schema = schema_from_json(info["schema"])
         partitioning = Partitioning.from_json(info["partitioning"])
+    except RecursionError:  # (JSON nested thousands deep: no writer makes it)
+        raise CorruptFileError("malformed dataset metadata: nested too deeply", path=path) from None
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise CorruptFileError(f"malformed dataset metadata: {exc}", path=path) from None
-    if info.get("format_version", 1) > FORMAT_VERSION:
-        raise RcfmtError(f"{path}: dataset format version {info['format_version']} is newer than this rcfmt")
+    fmt = info.get("format_version", 1)
+    if type(fmt) is not int:
+        raise CorruptFileError(f"malformed dataset metadata: format_version {str(fmt)[:100]!r} is not an integer",
+                               path=path)
+    if fmt > FORMAT_VERSION:
+        raise RcfmtError(f"{path}: dataset format version {fmt} is newer than this rcfmt")
     if version is not None:
         check_version_info(info, version, path)
-    bad_ids = check_column_ids(info, data_schema)
-    if bad_ids:
-        raise CorruptFileError(f"malformed dataset metadata: {bad_ids}", path=path)
+    bad = check_column_ids(info, data_schema) or info_problem(info)
+    if bad:
+        raise CorruptFileError(f"malformed dataset metadata: {bad}", path=path)
     return info, data_schema, partitioning
+
+
+#: info keys that are counts, when present (history and commits compute with them)
+_COUNT_KEYS = ("num_files", "num_rows", "added_files", "removed_files", "deleted_rows", "rows_deleted",
+               "rows_updated", "rows_inserted", "rewritten_partitions", "chain_rows")
+
+
+def _count(x) -> bool:
+    return type(x) is int and x >= 0
+
+
+def info_problem(info: dict) -> str | None:
+    """What is wrong with the keys of a version's info that readers and writers use
+    (None: nothing), besides its schema, partitioning and ``column_ids``: counts that
+    are not non-negative integers, a ``dropped_columns`` that is not a list of names, a
+    ``clustering`` that is not null or a spec object, and a changes version's
+    ``checkpoint`` (``{"version", "size", "files"}``, integers) and ``runs``
+    (:func:`changelog.runs_of`). Checked where the info is read, so no caller trips over
+    a forged value (docs/DATASET.md §3, §4.2)."""
+    for key in _COUNT_KEYS:
+        if key in info and not _count(info[key]):
+            return f"{key} {str(info[key])[:100]!r} is not a non-negative integer"
+    dropped = info.get("dropped_columns", [])
+    if not isinstance(dropped, list) or not all(isinstance(n, str) for n in dropped):
+        return f"dropped_columns {str(dropped)[:100]!r} is not a list of column names"
+    clustering = info.get("clustering")
+    if clustering is not None and not (
+            isinstance(clustering, dict) and isinstance(clustering.get("columns"), list)
+            and all(isinstance(c, str) for c in clustering["columns"])
+            and all(isinstance(clustering.get(k, ""), str) for k in ("curve", "mapping", "scope"))):
+        return f"clustering {str(clustering)[:100]!r} is not a clustering spec"
+    layout = info.get("layout", changelog.CHECKPOINT)
+    if not isinstance(layout, str):
+        return f"layout {str(layout)[:100]!r} is not a string"
+    if layout == changelog.CHANGES:
+        ckpt = info.get("checkpoint")
+        if not isinstance(ckpt, dict) or not all(_count(ckpt.get(k)) for k in ("version", "size", "files")):
+            return f"checkpoint {str(ckpt)[:100]!r} is not {{\"version\", \"size\", \"files\"}} of integers"
+        if not _count(info.get("chain_rows")):
+            return "a changes version has no chain_rows"
+        try:
+            changelog.runs_of(info)
+        except (KeyError, TypeError, ValueError) as exc:
+            return f"malformed runs ({str(exc)[:200]})"
+    return None
 
 
 def read_version_info(root: str, version: int) -> dict | None:
@@ -98,8 +149,9 @@ def read_version_info(root: str, version: int) -> dict | None:
     exist (a vacuum removed it since it was listed)."""
     path = log.version_path(root, version)
     try:
-        with RcfmtFile(path, immutable=True) as f:
-            return _version_info(f, version, path)[0]
+        with index_errors(version, path):
+            with RcfmtFile(path, immutable=True) as f:
+                return _version_info(f, version, path)[0]
     except (FileNotFoundError, RcfmtError):
         if object_size(path) is None:
             return None

@@ -584,3 +584,19 @@ def test_check_of_a_dataset_verifies_deletion_vectors_and_every_index_version(tm
     capsys.readouterr()
     assert main(["check", str(root)]) == 1
     assert "index version 1" in capsys.readouterr().err
+
+
+def test_inspect_and_history_of_a_dataset_with_forged_info_are_clean_errors(tmp_path, capsys):
+    """Info keys ``inspect`` formats (counts, the clustering spec) that a forged version
+    holds as something else are a CorruptFileError when read: exit 1 with rcfmt's
+    message, not a ValueError or TypeError traceback."""
+    from index_forgery import edit_version_info
+
+    for key, value in (("num_files", "x"), ("clustering", {"columns": 5})):
+        root = str(tmp_path / key)
+        rcfmt.write_dataset(_table(10), root)
+        edit_version_info(root, 1, lambda i: {**i, key: value})
+        for command in ("inspect", "history"):
+            assert main([command, root]) == 1, (key, command)
+            err = capsys.readouterr().err
+            assert err.startswith("rcfmt: error: dataset index version 1: malformed dataset metadata: " + key), err

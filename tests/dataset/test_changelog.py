@@ -628,3 +628,28 @@ def test_a_version_vacuumed_under_an_open_dataset_is_an_rcfmt_error_on_filtered_
         with pytest.raises(rcfmt.CorruptFileError, match="removed .by vacuum"):
             call()
     assert sorted(rcfmt.dataset(root).read(filter=rcfmt.col("id") >= 1).column("id").to_pylist()) == [1, 2, 5][:opened + 1]
+
+
+@pytest.mark.parametrize("forgery, match", [
+    (lambda i: i.pop("checkpoint"), "checkpoint 'None' is not"),
+    (lambda i: i.update(checkpoint=[1]), r"checkpoint '\[1\]' is not"),
+    (lambda i: i["checkpoint"].update(version="1"), "checkpoint .* is not"),
+    (lambda i: i["checkpoint"].update(files="x"), "checkpoint .* is not"),
+    (lambda i: i["checkpoint"].pop("size"), "checkpoint .* is not"),
+    (lambda i: i.update(chain_rows="x"), "chain_rows 'x' is not"),
+    (lambda i: i.update(runs=5), "malformed runs"),
+], ids=["no-checkpoint", "checkpoint-list", "checkpoint-version", "checkpoint-files", "checkpoint-size",
+        "chain-rows", "runs"])
+def test_a_forged_chain_in_the_info_is_corrupt_for_every_caller(chain, forgery, match):
+    """The ``checkpoint``, ``runs`` and ``chain_rows`` of a changes version are checked
+    where its info is read: vacuum (which reads the info alone), the next commit (which
+    extends the chain) and a read all get the CorruptFileError naming the version."""
+    version = log.latest_version(chain)
+    _edit_info(chain, version, forgery)
+    match = f"dataset index version {version}: malformed dataset metadata: {match}"
+    for call in (lambda: rcfmt.dataset.vacuum(chain, 0, dry_run=True),
+                 lambda: rcfmt.write_dataset(_batch(99), chain, mode="append"),
+                 lambda: rcfmt.dataset(chain).read()):
+        _cold()
+        with pytest.raises(rcfmt.CorruptFileError, match=match):
+            call()

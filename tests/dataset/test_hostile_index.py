@@ -12,7 +12,7 @@ import pytest
 
 import rcfmt
 from rcfmt.dataset.log import latest_version, version_path
-from index_forgery import every_version_a_checkpoint
+from index_forgery import edit_version_info, every_version_a_checkpoint
 
 
 def _forge_paths(root, new_path):
@@ -337,3 +337,52 @@ def test_deletion_files_behind_a_link_out_of_the_dataset_are_refused(tmp_path):
     os.symlink(elsewhere, dv_dir)
     with pytest.raises(rcfmt.CorruptFileError, match="deletion file resolves to .*outside the dataset root"):
         rcfmt.dataset(root).read()
+
+
+# ------------------------------------------------------------------ forged version info
+def _raw_info(root, edit_raw) -> None:
+    """Rewrite the latest version's ``rcfmt.dataset`` metadata as ``edit_raw(json text)``."""
+    from rcfmt.dataset.index import INDEX_METADATA_KEY
+
+    path = version_path(str(root), latest_version(str(root)))
+    with rcfmt.open(path) as f:
+        table, raw = f.read(), f.metadata[INDEX_METADATA_KEY]
+    os.remove(path)
+    raw = raw.decode() if isinstance(raw, bytes) else raw
+    rcfmt.write_table(table, path, metadata={INDEX_METADATA_KEY: edit_raw(raw)})
+
+
+@pytest.mark.parametrize("value", ["3", None, [3], True])
+def test_a_format_version_that_is_no_integer_is_a_corrupt_file(setup, value):
+    root, _ = setup
+    edit_version_info(str(root), 1, lambda i: {**i, "format_version": value})
+    for call in (lambda: rcfmt.dataset(root), lambda: rcfmt.dataset.vacuum(root, 0, dry_run=True)):
+        with pytest.raises(rcfmt.CorruptFileError, match="dataset index version 1: .*format_version .* is not an int"):
+            call()
+
+
+def test_dataset_metadata_nested_thousands_deep_is_a_corrupt_file(setup):
+    root, _ = setup
+    _raw_info(root, lambda raw: raw.rstrip()[:-1] + ',"x":' + "[" * 5000 + "]" * 5000 + "}")
+    with pytest.raises(rcfmt.CorruptFileError, match="dataset index version 1: malformed dataset metadata: nested"):
+        rcfmt.dataset(root)
+    with pytest.raises(rcfmt.CorruptFileError, match="nested too deeply"):
+        rcfmt.dataset.vacuum(root, 0, dry_run=True)
+
+
+@pytest.mark.parametrize("key, value", [("num_files", "x"), ("num_rows", -1), ("rows_deleted", 1.5),
+                                        ("dropped_columns", 5), ("dropped_columns", [1]),
+                                        ("clustering", {"columns": 5}), ("clustering", [1]),
+                                        ("clustering", {"columns": ["x"], "curve": 3}), ("layout", ["changes"])])
+def test_forged_info_keys_are_corrupt_files_for_readers_and_writers(setup, key, value):
+    """Keys writers and ``rcfmt inspect`` compute with are checked where the info is
+    read: every reader and writer gets the same CorruptFileError, not a TypeError."""
+    root, _ = setup
+    edit_version_info(str(root), 1, lambda i: {**i, key: value})
+    match = f"dataset index version 1: malformed dataset metadata: {key}"
+    for call in (lambda: rcfmt.dataset(root).read(),
+                 lambda: rcfmt.write_dataset(pa.table({"x": [9]}), root, mode="append"),
+                 lambda: rcfmt.dataset(root).evolve(add=[pa.field("z", pa.int32())]),
+                 lambda: rcfmt.dataset.vacuum(root, 0, dry_run=True)):
+        with pytest.raises(rcfmt.CorruptFileError, match=match):
+            call()
