@@ -41,6 +41,9 @@ def check_deletions(table: pa.Table, path: str) -> None:
     make a count negative, nor a forged path read outside the dataset)."""
     if table.schema.get_field_index("deleted_rows") < 0 or not table.num_rows:
         return
+    missing = [n for n in ("num_rows", *DV_COLUMNS) if table.schema.get_field_index(n) < 0]
+    if missing:
+        raise CorruptFileError(f"index has deletion vectors without the index columns {missing}", path=path)
     import numpy as np
 
     from ..schema.arrow_io import to_numpy, validity
@@ -363,6 +366,14 @@ def _check_rows(rows: pa.Table, schema: pa.Schema, partitioning: Partitioning, w
     """A change's rows (read from ``where``, written under the data ``schema``) checked as
     an index version's are: columns of the index schema, typed, without forged NULLs or
     deletion vectors (once per object: :func:`read_run` keeps them checked)."""
+    # (written under the index schema of their data schema: a column missing would be
+    # conformed into NULLs where none may be, or counts saying every value is NULL)
+    have, ischema = set(rows.schema.names), index_schema(schema, partitioning)
+    required = {*DV_COLUMNS, *(f"{n}.value" for n in partitioning.names)}
+    missing = [f.name for f in ischema if (not f.nullable or f.name in required) and f.name not in have]
+    if missing:
+        raise CorruptFileError(f"a changes object's rows lack the index columns {missing[:10]} of its dataset schema",
+                               path=where)
     check_index_columns(rows, rows.schema.names, schema, partitioning, where)
     check_deletions(rows, where)
 

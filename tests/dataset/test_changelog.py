@@ -653,3 +653,14 @@ def test_a_forged_chain_in_the_info_is_corrupt_for_every_caller(chain, forgery, 
         _cold()
         with pytest.raises(rcfmt.CorruptFileError, match=match):
             call()
+
+
+@pytest.mark.parametrize("column", ["num_rows", "size", "num_blocks", "deleted_rows", "dv_size", "id.null_count"])
+def test_change_rows_lacking_a_required_index_column_are_corrupt(chain, column):
+    """A change's rows lacking a column that has no NULLs (conforming would make it NULL,
+    or say every value is NULL) are refused, not read with made-up values."""
+    version = log.latest_version(chain)
+    edit_version_rows(chain, version, lambda rows: rows.drop([column]))
+    with pytest.raises(rcfmt.CorruptFileError,
+                       match=rf"dataset index version {version}: .*lack the index columns \['{column}'\]"):
+        rcfmt.dataset(chain).read()
