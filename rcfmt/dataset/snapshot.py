@@ -153,12 +153,18 @@ def read_version_info(root: str, version: int) -> dict | None:
     path = log.version_path(root, version)
     try:
         with index_errors(version, path):
-            with RcfmtFile(path, immutable=True) as f:
+            with RcfmtFile(_inside(root, path), immutable=True) as f:
                 return _version_info(f, version, path)[0]
     except (FileNotFoundError, RcfmtError):
         if object_size(path) is None:
             return None
         raise
+
+
+def _inside(root: str, path: str) -> str:
+    """``path`` (an index version of the dataset at ``root``) unless it is a symlink, or
+    under one, resolving outside the root (CorruptFileError, as data files and runs)."""
+    return check_inside(root, path, what="index version file")
 
 
 def read_snapshot(root: str, version: int, columns: Sequence[str] | None = (), size: int | None = None) -> Snapshot:
@@ -173,7 +179,7 @@ def read_snapshot(root: str, version: int, columns: Sequence[str] | None = (), s
         return known[1].again(columns)
     identity = None
     with index_errors(version, path), \
-            RcfmtFile(path, size=size, immutable=True) as f:  # a version is written once, never replaced
+            RcfmtFile(_inside(root, path), size=size, immutable=True) as f:  # a version is written once, never replaced
         info, data_schema, partitioning = _version_info(f, version, path)
         layout = changelog.layout_of(info)
         if layout == changelog.CHANGES:
@@ -315,11 +321,11 @@ def read_run(root: str, entry: dict, path: str) -> tuple[changelog.Change, dict]
         raise CorruptFileError(f"run entry names {rel!r}, neither version {first} nor an object of "
                                f"{log.META_DIR}/{changelog.RUNS_DIR}/", path=path)
     if version is not None:
-        where = log.version_path(root, version)
+        where = _inside(root, log.version_path(root, version))
     elif is_remote(root):
         where = f"{root.rstrip('/')}/{rel}"
     else:
-        where = check_inside(root, os.path.join(root, *rel.split("/")))
+        where = check_inside(root, os.path.join(root, *rel.split("/")), what="run")
     identity = _version_identity(where, run_size) if version is not None else run_size
     key = None if identity is None else (where, identity)
     cached = None if key is None else _RUNS.get(key)

@@ -386,3 +386,22 @@ def test_forged_info_keys_are_corrupt_files_for_readers_and_writers(setup, key, 
                  lambda: rcfmt.dataset.vacuum(root, 0, dry_run=True)):
         with pytest.raises(rcfmt.CorruptFileError, match=match):
             call()
+
+
+def test_an_index_version_linked_out_of_the_root_is_refused(setup, tmp_path):
+    """A version file that is a symlink (or under one) resolving outside the root is
+    refused, as data files and runs are: a forged dataset must not read another's index."""
+    root, _ = setup
+    other = tmp_path / "elsewhere"
+    shutil.copytree(root, other)
+    v1 = version_path(str(root), 1)
+    os.remove(v1)
+    os.symlink(version_path(str(other), 1), v1)
+    for call in (lambda: rcfmt.dataset(root), lambda: rcfmt.dataset(root).history()):
+        with pytest.raises(rcfmt.CorruptFileError, match="index version file resolves to .*outside the dataset root"):
+            call()
+    os.remove(v1)
+    inside = root / "kept.rcfmt.bak"  # (a link to a file inside the root reads)
+    shutil.copyfile(version_path(str(other), 1), inside)
+    os.symlink(inside, v1)
+    assert rcfmt.dataset(root).num_rows == 3
