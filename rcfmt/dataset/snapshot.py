@@ -167,21 +167,39 @@ def _inside(root: str, path: str) -> str:
     return check_inside(root, path, what="index version file")
 
 
-def read_snapshot(root: str, version: int, columns: Sequence[str] | None = (), size: int | None = None) -> Snapshot:
+class _NotTheCheckpoint(Exception):
+    """The version a changes version names as its checkpoint is not one, or not of the
+    size it names (raised by :func:`read_snapshot` before it reads further)."""
+
+
+def read_snapshot(root: str, version: int, columns: Sequence[str] | None = (), size: int | None = None,
+                  checkpoint_of: int | None = None) -> Snapshot:
     """Version ``version`` of the index. ``columns``: extra index columns to load besides
     the base and partition columns (None = all); ``size``: the index file's size, if
     listed (on object storage a cached index is then opened without a request). A
     changes version (:mod:`rcfmt.dataset.changelog`) is read with its checkpoint and runs,
-    one read of each."""
+    one read of each. ``checkpoint_of``: the changes version that names this one as its
+    checkpoint (of ``size`` bytes): anything else is refused before its own chain is read."""
     path = log.version_path(root, version)
     known = _CHAINS.get(path)  # a changes version this process has read: its parts are kept
     if known is not None and known[0] == _identity(root, version, size):
+        if checkpoint_of is not None:
+            raise _NotTheCheckpoint(f"changes version {checkpoint_of} names version {version} as its checkpoint, "
+                                    "which is not one")
         return known[1].again(columns)
     identity = None
     with index_errors(version, path), \
             RcfmtFile(_inside(root, path), size=size, immutable=True) as f:  # a version is written once, never replaced
         info, data_schema, partitioning = _version_info(f, version, path)
         layout = changelog.layout_of(info)
+        # (refused before its own chain is read: a forged chain of thousands of changes
+        # versions, each naming the one before as its checkpoint, must not recurse through them)
+        if checkpoint_of is not None and layout != changelog.CHECKPOINT:
+            raise _NotTheCheckpoint(f"changes version {checkpoint_of} names version {version} as its "
+                                    "checkpoint, which is not one")
+        if checkpoint_of is not None and size is not None and f.size != size:
+            raise _NotTheCheckpoint(f"changes version {checkpoint_of} names version {version} of {size} bytes as "
+                                    f"its checkpoint, which has {f.size}")
         if layout == changelog.CHANGES:
             identity = _identity(root, version, f.size)  # (before its changes are read from the file opened)
             own = changelog.read_change(f.read(), path)
@@ -204,6 +222,7 @@ def read_snapshot(root: str, version: int, columns: Sequence[str] | None = (), s
                 want = [n for n in table.schema.names if index_field(n, stats, partitioning) is not None]
             check_index_columns(table, want, data_schema, partitioning, path)
             check_deletions(table, path)
+            size = f.size
     if layout == changelog.CHANGES:
         with index_errors(version, path):
             snap = _read_changes(root, version, info, own, columns, size, path, data_schema, partitioning)
@@ -405,13 +424,15 @@ def _read_changes(root: str, version: int, info: dict, own: changelog.Change, co
             from ..runtime.threads import thread_pool
 
             with thread_pool(min(REMOTE_READS, len(runs) + 1)) as pool:
-                base_read = pool.submit(read_snapshot, root, c, columns, c_size)
+                base_read = pool.submit(read_snapshot, root, c, columns, c_size, version)
                 run_reads = [pool.submit(read_run, root, r, path) for r in runs]
                 read = [future.result() for future in run_reads]
                 base = base_read.result()
         else:
-            base = read_snapshot(root, c, columns, size=c_size)
+            base = read_snapshot(root, c, columns, size=c_size, checkpoint_of=version)
             read = [read_run(root, r, path) for r in runs]
+    except _NotTheCheckpoint as exc:
+        raise CorruptFileError(str(exc), path=path) from None
     except FileNotFoundError as exc:  # (a part the version names is gone: the chain is broken)
         raise CorruptFileError(f"changes version {version} is read with its checkpoint (version {c}) and "
                                f"{len(runs)} run(s), and one of them is missing: {exc}", path=path) from None

@@ -664,3 +664,28 @@ def test_change_rows_lacking_a_required_index_column_are_corrupt(chain, column):
     with pytest.raises(rcfmt.CorruptFileError,
                        match=rf"dataset index version {version}: .*lack the index columns \['{column}'\]"):
         rcfmt.dataset(chain).read()
+
+
+def test_a_checkpoint_of_another_size_than_its_entry_says_is_refused(chain):
+    version = log.latest_version(chain)
+    _edit_info(chain, version, lambda i: i["checkpoint"].update(size=i["checkpoint"]["size"] + 1))
+    with pytest.raises(rcfmt.CorruptFileError, match=f"dataset index version {version}: changes version "
+                                                     rf"{version} names version \d+ of \d+ bytes as its checkpoint"):
+        rcfmt.dataset(chain)
+
+
+def test_a_changes_version_named_as_a_checkpoint_is_refused_before_its_chain_is_read(tmp_path):
+    """Changes versions each naming the one before as their checkpoint are refused at the
+    first (a chain of thousands recursed once per version into a RecursionError)."""
+    root = str(tmp_path / "d")
+    for i in range(3):
+        rcfmt.write_dataset(_batch(i), root)
+    assert _layout(root, 2) == changelog.CHANGES and _layout(root, 3) == changelog.CHANGES
+    _edit_info(root, 3, lambda i: i.update(checkpoint={**i["checkpoint"], "version": 2, "size": os.path.getsize(
+        log.version_path(root, 2))}, runs=[], chain_rows=1))
+    os.remove(log.version_path(root, 1))  # (version 2's chain: read, it would be missing)
+    _cold()
+    with pytest.raises(rcfmt.CorruptFileError, match="changes version 3 names version 2 as its checkpoint, which "
+                                                     "is not one") as info:
+        rcfmt.dataset(root)
+    assert "missing" not in str(info.value)
