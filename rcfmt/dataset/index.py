@@ -402,12 +402,10 @@ def check_inside(root: str, path: str, real_root: str | None = None, what: str =
     """``path`` if, with symlinks resolved, it lies inside ``root``; else CorruptFileError
     naming it as ``what``. (Object stores have no symlinks: there :func:`check_relpath`
     suffices.) ``real_root``: ``os.path.realpath(root)``, for a caller checking many paths."""
-    if is_remote(root):
+    if is_remote(root) or _plainly_below(root, path):
         return path
     if real_root is None:
         real_root = os.path.realpath(root)
-    if _plainly_below(root, path):
-        return path
     real = os.path.realpath(path)
     if os.path.commonpath([real_root, real]) != real_root:
         raise CorruptFileError(f"{what} resolves to {real!r}, outside the dataset root {real_root!r}", path=path)
