@@ -27,6 +27,7 @@ import numpy as np
 from ..runtime.records import record, replace
 from ..errors import CorruptFileError
 from ..storage import is_remote, open_input, open_output
+from ..storage.paths import check_inside
 from . import deletion_vector, log
 
 __all__ = ["DeletionVector", "DeletionFileWriter", "load", "DV_COLUMNS", "DV_DIR", "INLINE_MAX", "MAGIC",
@@ -71,8 +72,6 @@ class DeletionVector:
             return replace(self, path=root.rstrip("/") + "/" + self.path)
         where = None if checked is None else checked.get(self.path)
         if where is None:
-            from .index import check_inside
-
             where = check_inside(root, os.path.join(root, *self.path.split("/")), what="deletion file")
             if checked is not None:
                 checked[self.path] = where

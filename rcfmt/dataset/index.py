@@ -51,6 +51,7 @@ from ..runtime.records import record, field
 from ..errors import CorruptFileError
 from ..schema.arrow_io import to_numpy, validity
 from ..storage import is_remote
+from ..storage.paths import check_inside
 from ..schema.statistics import ColumnStats, StatsArrays, truncate_max, truncate_min
 from ..schema import nested, nested_json
 from ..schema.types import LogicalType, PhysicalKind, logical_type_from_arrow, logical_type_from_json
@@ -396,39 +397,6 @@ def check_relpath(rel, index_path: str | None = None) -> str:
             or any(p in ("", ".", "..") for p in parts)):
         raise CorruptFileError(f"index lists file path {rel!r}, which leaves the dataset root", path=index_path)
     return rel
-
-
-def check_inside(root: str, path: str, real_root: str | None = None, what: str = "data file") -> str:
-    """``path`` if, with symlinks resolved, it lies inside ``root``; else CorruptFileError
-    naming it as ``what``. (Object stores have no symlinks: there :func:`check_relpath`
-    suffices.) ``real_root``: ``os.path.realpath(root)``, for a caller checking many paths."""
-    if is_remote(root) or _plainly_below(root, path):
-        return path
-    if real_root is None:
-        real_root = os.path.realpath(root)
-    real = os.path.realpath(path)
-    if os.path.commonpath([real_root, real]) != real_root:
-        raise CorruptFileError(f"{what} resolves to {real!r}, outside the dataset root {real_root!r}", path=path)
-    return path
-
-
-def _plainly_below(root: str, path: str) -> bool:
-    """Whether ``path`` is ``root`` joined with plain names none of which is a symlink
-    (then it resolves inside ``root``, wherever ``root`` itself resolves): one lstat per
-    name below the root instead of one per component of the whole path."""
-    head = root.rstrip(os.sep)
-    if not head or not path.startswith(head + os.sep):
-        return False
-    at = head
-    for name in path[len(head) + 1:].split(os.sep):
-        if name in ("", ".", ".."):
-            return False
-        at = os.path.join(at, name)
-        if os.path.islink(at):
-            return False
-    return True
-
-
 
 
 class Snapshot:

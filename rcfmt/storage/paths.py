@@ -12,10 +12,10 @@ from __future__ import annotations
 import os
 import re
 
-from ..errors import InvalidOptionError, UnsupportedError
+from ..errors import CorruptFileError, InvalidOptionError, UnsupportedError
 
 __all__ = ["URI", "SCHEME_ALIASES", "fspath", "file_uri", "local_path", "is_remote", "scheme_of", "bucket_and_key",
-           "inner_path", "dataset_uri", "parsable_uri", "key_of", "rel_of_key", "endpoint_parts"]
+           "inner_path", "dataset_uri", "check_inside", "parsable_uri", "key_of", "rel_of_key", "endpoint_parts"]
 
 #: ``scheme://`` at the start of a path (group 1: the scheme as written)
 URI = re.compile(r"\A([A-Za-z][A-Za-z0-9+.\-]*)://")
@@ -164,3 +164,34 @@ def endpoint_parts(endpoint: str) -> tuple[str, str]:
         scheme, rest = endpoint.split("://", 1)
         return scheme.lower(), rest.rstrip("/")
     return "https", endpoint.rstrip("/")
+
+
+def check_inside(root: str, path: str, real_root: str | None = None, what: str = "data file") -> str:
+    """``path`` if, with symlinks resolved, it lies inside ``root``; else CorruptFileError
+    naming it as ``what``. (Object stores have no symlinks: there
+    :func:`rcfmt.dataset.index.check_relpath` suffices.) ``real_root``: ``os.path.realpath(root)``, for a caller checking many paths."""
+    if is_remote(root) or _plainly_below(root, path):
+        return path
+    if real_root is None:
+        real_root = os.path.realpath(root)
+    real = os.path.realpath(path)
+    if os.path.commonpath([real_root, real]) != real_root:
+        raise CorruptFileError(f"{what} resolves to {real!r}, outside the dataset root {real_root!r}", path=path)
+    return path
+
+
+def _plainly_below(root: str, path: str) -> bool:
+    """Whether ``path`` is ``root`` joined with plain names none of which is a symlink
+    (then it resolves inside ``root``, wherever ``root`` itself resolves): one lstat per
+    name below the root instead of one per component of the whole path."""
+    head = root.rstrip(os.sep)
+    if not head or not path.startswith(head + os.sep):
+        return False
+    at = head
+    for name in path[len(head) + 1:].split(os.sep):
+        if name in ("", ".", ".."):
+            return False
+        at = os.path.join(at, name)
+        if os.path.islink(at):
+            return False
+    return True
