@@ -28,6 +28,7 @@ import pyarrow as pa
 from ..errors import CommitConflictError, InvalidDataError, InvalidOptionError, SchemaError, UnsupportedError
 from ..runtime.options import names as option_names
 from ..runtime.threads import thread_pool
+from ..storage import object_size
 from ..scan.positions import free_position_name
 from ..schema.types import same_type
 from ..predicate.residual import prepare_filter
@@ -107,7 +108,18 @@ def _retrying(dataset, operation: str, plan: Callable, prestaged: _Prestaged | N
             args = (read_snapshot, current.root, current.version, None, current.snapshot.index_size)
             base = prestaged.submit(*args) if prestaged is not None else pool.submit(*args)
             change = plan(current)
-            base = base.result()
+            try:
+                base = base.result()
+            except FileNotFoundError:
+                if object_size(log.version_path(current.root, current.version)) is not None:
+                    raise
+                base = None  # (a vacuum removed the version planned on: plan again on the latest)
+        if base is None:
+            if attempt + 1 == MAX_ATTEMPTS:
+                raise CommitConflictError(f"{operation} of {current.root!r}: version {current.version} was removed "
+                                          "by a vacuum while the change was planned; nothing was written")
+            current = Dataset.open(current.root)
+            continue
         if not change.removed and (change.written is None or not change.written.num_rows):
             return current  # nothing matched: nothing to commit
         try:

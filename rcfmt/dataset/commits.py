@@ -22,7 +22,7 @@ from .index import (INDEX_METADATA_KEY, STATS_FIELDS, VALUES_FIELD, FileEntry, c
                     dv_columns, entries_table, index_schema, schema_from_json, schema_to_json, stats_schema,
                     vectors_of)
 from .partitioning import Partitioning
-from .snapshot import conform_rows, read_run, read_snapshot, remember_committed, remember_run
+from .snapshot import conform_rows, info_problem, read_run, read_snapshot, remember_committed, remember_run
 
 __all__ = ["commit", "commit_version", "stream_batches", "write_index_file", "index_bytes", "publish_files", "remove_files"]
 
@@ -439,6 +439,10 @@ def commit_version(root: str, entries: list[FileEntry], *, mode: str, read_versi
         schema_json = schema_to_json(data_schema)
         attempt = 0
         base = read_version if known is not None else None  # (None: look the latest version up)
+        if base is not None and object_size(log.version_path(root, read_version)) is None:
+            # the version read is gone: a vacuum ran since, and may have removed read + 1 too (it
+            # deletes the oldest first), which a blind create would make again below the latest
+            base = None
         while True:
             if base is None:
                 base = log.latest_version(root)
@@ -544,6 +548,10 @@ def commit_version(root: str, entries: list[FileEntry], *, mode: str, read_versi
                 **_stream_info(base_info, stream),
                 **(operation_info or {}),
             }
+            problem = info_problem(info)  # (what readers would refuse is refused before the commit)
+            if problem is not None:
+                raise InvalidOptionError(f"commit of {root!r}: its version info is not one readers take: {problem}; "
+                                         "nothing was written")
             stored, runs_written, own = table, [], None
             try:
                 if snap is not None and mode in ("append", "rewrite", "change") and not checkpoint:

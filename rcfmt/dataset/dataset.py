@@ -750,8 +750,13 @@ def _vacuum_remote(root: str, retention_seconds: float, dry_run: bool, progress=
                 failed.update(delete_files(paths[start : start + 100]))
                 step(len(paths[start : start + 100]))
         paths = [p for p in paths if p not in failed]  # (what is left: the next vacuum's)
-    if scheme == "s3" and uses_client(root):  # incomplete multipart uploads (a killed writer's parts)
-        paths += store("s3").stale_uploads(root, cutoff, abort=not dry_run)
+    if scheme == "s3" and uses_client(root):  # incomplete multipart uploads of writers' data files
+        def writers(rel: str) -> bool:  # (what vacuum would remove were it an object)
+            return (rel.rpartition("/")[2].startswith("part-") and rel.endswith(DATA_SUFFIXES)
+                    and not _hidden_key(rel, own_dirs) and rel not in referenced)
+
+        paths += [f"{root}/{rel_of_key(rel)}" for rel in
+                  store("s3").stale_uploads(root, cutoff, abort=not dry_run, wanted=writers)]
     return paths
 
 

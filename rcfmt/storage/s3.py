@@ -343,13 +343,13 @@ def delete(uri: str) -> None:
         raise StorageError(f"deleting {uri!r} failed: {exc}") from None
 
 
-def stale_uploads(uri: str, cutoff: float, abort: bool) -> list[str]:
+def stale_uploads(uri: str, cutoff: float, abort: bool, wanted) -> list[str]:
     """The multipart uploads below the prefix ``uri`` begun before ``cutoff`` (seconds
-    since the epoch), as the URIs of their keys: uploads a killed or cancelled writer
-    never completed, which no listing of objects shows and whose parts the bucket keeps
-    (and bills). ``abort``: abort them too. Best effort: an upload that cannot be aborted
-    is left out, and a listing the server refuses (the permission
-    ``s3:ListBucketMultipartUploads`` not granted) gives none."""
+    since the epoch) whose key below it ``wanted(key)`` accepts, as those keys: uploads
+    a killed or cancelled writer never completed, which no listing of objects shows and
+    whose parts the bucket keeps (and bills). ``abort``: abort them too. Best effort: an
+    upload that cannot be aborted is left out, and a listing the server refuses (the
+    permission ``s3:ListBucketMultipartUploads`` not granted) gives none."""
     from botocore.exceptions import ClientError
 
     bucket, key = bucket_and_key(uri)
@@ -358,11 +358,10 @@ def stale_uploads(uri: str, cutoff: float, abort: bool) -> list[str]:
     retention = time.time() - cutoff
     try:
         for page in s3.get_paginator("list_multipart_uploads").paginate(Bucket=bucket, Prefix=prefix):
-            date = page.get("ResponseMetadata", {}).get("HTTPHeaders", {}).get("date")
-            # (ages by the server's clock, which stamped the uploads: this machine's may differ)
-            now = email.utils.parsedate_to_datetime(date).timestamp() if date else time.time()
+            now = _server_time(page)
             for upload in page.get("Uploads", ()):
-                if upload["Initiated"].timestamp() >= now - retention:
+                rel = upload["Key"][len(prefix):]
+                if upload["Initiated"].timestamp() >= now - retention or not wanted(rel):
                     continue
                 if abort:
                     try:
@@ -370,10 +369,23 @@ def stale_uploads(uri: str, cutoff: float, abort: bool) -> list[str]:
                     except ClientError as exc:
                         if _code(exc) not in ("NoSuchUpload", "404"):
                             continue
-                out.append(f"s3://{bucket}/{upload['Key']}")
+                out.append(rel)
     except (*_transport(), ClientError):
         pass
     return out
+
+
+def _server_time(answer: dict) -> float:
+    """The server's time of an answer (its ``Date``), by whose clock uploads are dated;
+    this machine's when it names none or one that cannot be read."""
+    import datetime
+
+    date = answer.get("ResponseMetadata", {}).get("HTTPHeaders", {}).get("date")
+    try:
+        when = email.utils.parsedate_to_datetime(date)
+    except (TypeError, ValueError):
+        return time.time()
+    return (when if when.tzinfo else when.replace(tzinfo=datetime.timezone.utc)).timestamp()
 
 
 def replace_object(uri: str, data: bytes) -> None:

@@ -640,6 +640,38 @@ def test_a_commit_whose_read_version_was_vacuumed_is_a_conflict(tmp_path):
     assert log.list_versions(root) == [2]
 
 
+def test_a_commit_from_a_held_version_looks_the_latest_up_when_that_version_is_gone(tmp_path, monkeypatch):
+    """A delete from a Dataset held since version 4, when others committed 5 and 6 and a
+    vacuum removed 4 and 5: the commit must not create 5 again below the latest (its
+    first attempt skipped the lookup). Its own base is served from memory, as a cached
+    chain is on object stores."""
+    root = str(tmp_path / "d")
+    for i in range(4):
+        rcfmt.write_dataset(pa.table({"a": pa.array([i, 10 + i], pa.int64())}), root)
+    ds = rcfmt.dataset(root)
+    assert ds.count_rows(filter=rcfmt.col("a") == 1) == 1  # (the statistics the delete needs: loaded)
+    rcfmt.write_dataset(pa.table({"a": pa.array([100], pa.int64())}), root)  # 5
+    rcfmt.dataset(root).checkpoint()  # 6
+    rcfmt.dataset.vacuum(root, retention_seconds=0)
+    assert log.list_versions(root) == [6]
+    out = ds.delete(rcfmt.col("a") == 1)
+    assert out.version == 7 and log.list_versions(root) == [6, 7]
+    assert sorted(rcfmt.dataset(root).read()["a"].to_pylist()) == [0, 2, 3, 10, 11, 12, 13, 100]
+
+
+def test_a_commit_refuses_version_info_readers_would_refuse(tmp_path):
+    """An engine's operation_info with a count that is not one would make every reader
+    refuse the version: refused before anything is committed."""
+    from rcfmt.dataset import commit
+
+    root = str(tmp_path / "d")
+    ds = rcfmt.write_dataset(_one(1), root)
+    with pytest.raises(rcfmt.InvalidOptionError, match="rows_inserted"):
+        commit(root, [], mode="append", read_version=1, data_schema=ds.snapshot.data_schema,
+               partitioning=ds.snapshot.partitioning, txn_id="t", operation_info={"rows_inserted": None})
+    assert log.list_versions(root) == [1] and rcfmt.dataset(root).read()["id"].to_pylist() == [1]
+
+
 def test_history_passes_over_versions_vacuumed_since_the_listing(tmp_path, monkeypatch):
     root = str(tmp_path / "d")
     for i in range(3):

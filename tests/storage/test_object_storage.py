@@ -834,7 +834,8 @@ def test_vacuum_on_s3(s3):
     assert vacuum(uri) == []  # everything is younger than the default retention
     # a killed writer's multipart upload, never completed (no object lists it) and one of
     # another prefix: vacuum aborts the first only (moto dates every upload in 2010)
-    for key in ("vac/t/p=1/part-killed-00000.rcfmt", "vac/other/part-x-00000.rcfmt"):
+    for key in ("vac/t/p=1/part-killed-00000.rcfmt", "vac/other/part-x-00000.rcfmt", "vac/t/_tmp/import.csv",
+                "vac/t/notes/big.bin", "vac/t/_archive/part-0001.rcfmt"):  # (the last three: not a writer's)
         upload = client.create_multipart_upload(Bucket=BUCKET, Key=key)["UploadId"]
         client.upload_part(Bucket=BUCKET, Key=key, UploadId=upload, PartNumber=1, Body=b"x" * 1000)
 
@@ -843,10 +844,11 @@ def test_vacuum_on_s3(s3):
 
     before = _keys(client, "vac/")
     listed = vacuum(uri, retention_seconds=0, dry_run=True)
-    assert _keys(client, "vac/") == before and len(uploads()) == 2
+    assert _keys(client, "vac/") == before and len(uploads()) == 5
     removed = vacuum(uri, retention_seconds=0)
     assert sorted(removed) == sorted(listed) and f"{uri}/p=1/part-killed-00000.rcfmt" in removed
-    assert uploads() == ["vac/other/part-x-00000.rcfmt"]
+    assert uploads() == ["vac/other/part-x-00000.rcfmt", "vac/t/_archive/part-0001.rcfmt", "vac/t/_tmp/import.csv",
+                         "vac/t/notes/big.bin"]
     assert f"{uri}/_rcfmt/v00000000000000000001.rcfmt" in removed and f"{uri}/part-crashed-00000.rcfmt" in removed
     assert len([r for r in removed if r.endswith(".rcfmt") and "/_rcfmt/" not in r]) == 3 + 1 + 1  # v1's, orphan, upload
     left = _keys(client, "vac/")
