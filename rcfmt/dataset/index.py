@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import threading
 
 import numpy as np
@@ -50,7 +49,6 @@ import pyarrow as pa
 from ..runtime.records import record, field
 from ..errors import CorruptFileError
 from ..schema.arrow_io import to_numpy, validity
-from ..storage import is_remote
 from ..storage.paths import check_inside
 from ..schema.statistics import ColumnStats, StatsArrays, truncate_max, truncate_min
 from ..schema import nested, nested_json
