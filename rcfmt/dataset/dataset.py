@@ -519,8 +519,8 @@ def _with_checkpoint(root: str, versions: list[int], keep: list[int]) -> list[in
         info = read_version_info(root, keep[0])
         if info is None or layout_of(info) != CHANGES:
             return keep
-        start = (info.get("checkpoint") or {}).get("version") if isinstance(info.get("checkpoint"), dict) else None
-        if isinstance(start, bool) or not isinstance(start, int) or not 0 < start < keep[0]:  # (a forged chain must not make vacuum delete what is read)
+        start = info["checkpoint"]["version"]  # (an integer: read_version_info checks the info)
+        if not 0 < start < keep[0]:  # (a forged chain must not make vacuum delete what is read)
             raise CorruptFileError(f"vacuum of {root!r}: version {keep[0]} names version {start} as its checkpoint, "
                                    f"which is not an earlier version; nothing was deleted")
         if start in versions:
