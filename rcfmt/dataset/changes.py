@@ -28,7 +28,6 @@ import pyarrow as pa
 from ..errors import CommitConflictError, InvalidDataError, InvalidOptionError, SchemaError, UnsupportedError
 from ..runtime.options import names as option_names
 from ..runtime.threads import thread_pool
-from ..storage import object_size
 from ..scan.positions import free_position_name
 from ..schema.types import same_type
 from ..predicate.residual import prepare_filter
@@ -111,7 +110,7 @@ def _retrying(dataset, operation: str, plan: Callable, prestaged: _Prestaged | N
             try:
                 base = base.result()
             except FileNotFoundError:
-                if object_size(log.version_path(current.root, current.version)) is not None:
+                if log.version_exists(current.root, current.version):
                     raise
                 base = None  # (a vacuum removed the version planned on: plan again on the latest)
         if base is None:

@@ -425,7 +425,7 @@ def commit_version(root: str, entries: list[FileEntry], *, mode: str, read_versi
         try:
             return read_snapshot(root, read_version, columns=[])
         except FileNotFoundError:
-            if object_size(log.version_path(root, read_version)) is not None:
+            if log.version_exists(root, read_version):
                 raise
             raise CommitConflictError(
                 f"{_WHAT.get(mode, mode)} {root!r} started from version {read_version}, which a vacuum removed "
@@ -439,7 +439,7 @@ def commit_version(root: str, entries: list[FileEntry], *, mode: str, read_versi
         schema_json = schema_to_json(data_schema)
         attempt = 0
         base = read_version if known is not None else None  # (None: look the latest version up)
-        if base is not None and object_size(log.version_path(root, read_version)) is None:
+        if base is not None and not log.version_exists(root, read_version):
             # the version read is gone: a vacuum ran since, and may have removed read + 1 too (it
             # deletes the oldest first), which a blind create would make again below the latest
             base = None

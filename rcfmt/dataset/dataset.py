@@ -543,7 +543,7 @@ def _referenced(root: str, retained: list[int], keep: list[int]) -> set:
             try:
                 snap = read_snapshot(root, v)
             except FileNotFoundError:
-                if object_size(log.version_path(root, v)) is None:
+                if not log.version_exists(root, v):
                     continue  # (another vacuum removed it since the listing: what it named is no one's now)
                 raise
             info = snap.info

@@ -84,6 +84,13 @@ def version_path(root: str, version: int) -> str:
     return os.path.join(root, META_DIR, f"v{version:020d}.rcfmt")
 
 
+def version_exists(root: str, version: int) -> bool:
+    """Whether version ``version``'s index object is in the store (one stat or HEAD): a
+    read of it that found nothing tells a vacuum that removed it meanwhile from a
+    corrupt chain."""
+    return object_size(version_path(root, version)) is not None
+
+
 def list_versions(root: str) -> list[int]:
     """Committed versions of the dataset at ``root`` (a local path or an object-store URI)."""
     return sorted(version_sizes(root))

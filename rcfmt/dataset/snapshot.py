@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from ..errors import CommitConflictError, CorruptFileError, RcfmtError, SchemaError
 from ..file.reader import RcfmtFile
-from ..storage import is_remote, object_size, store_identity_of
+from ..storage import is_remote, store_identity_of
 from . import log
 from .evolution import check_column_ids, check_names, merge_nullability, same_types
 from . import changelog
@@ -156,7 +156,7 @@ def read_version_info(root: str, version: int) -> dict | None:
             with RcfmtFile(_inside(root, path), immutable=True) as f:
                 return _version_info(f, version, path)[0]
     except (FileNotFoundError, RcfmtError):
-        if object_size(path) is None:
+        if not log.version_exists(root, version):
             return None
         raise
 
