@@ -1,16 +1,24 @@
 """rcfmt's Polars IO source, stopped before the interpreter exits.
 
-Polars' engine pulls a source's batches from its own (tokio) threads. A process that
-leaves a scan half consumed (``scan_rcfmt(...).collect_batches()`` and one ``next()``)
-exits while such a thread is about to call the generator again: Python 3.11 ends a
-thread that asks for the GIL during finalization with ``pthread_exit``, whose unwinding
-Rust catches and does not rethrow, and glibc aborts the process ("FATAL: exception not
-rethrown", exit code 134; 15 runs in 80 measured). The generators registered here, made
-before rcfmt's ``atexit`` hook runs, raise at their next batch once it has run -- before
-finalization ends any thread -- and the hook waits (at most a second, the GIL released)
-for a batch being made to be handed over (0 aborts in 60 runs). A scan made after the
-hook (in an exit handler that runs later) reads as usual; one made before and read after
-raises :class:`~rcfmt.errors.RcfmtError` rather than end short.
+Polars' engine pulls a source's batches from its own (tokio) threads, and frees the
+frames it was handed there too. A process that leaves a scan half consumed
+(``scan_rcfmt(...).collect_batches()`` and one ``next()``) exits while such a thread is
+about to call the generator again, or to free a frame whose buffers are numpy arrays
+(their release takes the GIL): Python 3.11 ends a thread that asks for the GIL during
+finalization with ``pthread_exit``, whose unwinding Rust or pyarrow's ``noexcept``
+destructors do not let through, and glibc aborts the process (exit code 134: "FATAL:
+exception not rethrown", 15 runs in 80; "terminate called without an active
+exception", 2 in 40 once the first was fixed). So:
+
+- the generators registered here, made before rcfmt's ``atexit`` hook runs, raise at
+  their next batch once it has run -- before finalization ends any thread -- and the
+  hook waits (at most a second, the GIL released) for a batch being made to be handed
+  over. A scan made after the hook (in an exit handler that runs later) reads as usual;
+  one made before and read after raises :class:`~rcfmt.errors.RcfmtError` rather than
+  end short;
+- frames are handed over through :func:`exit_safe_stream`, whose arrays free nothing
+  once the hook ran (the process's end frees it), and the hook waits for releases under
+  way (:func:`rcfmt._native.exit_safe.stop_releases`).
 """
 from __future__ import annotations
 
@@ -18,7 +26,9 @@ import atexit
 import threading
 import time
 
-__all__ = ["register_io_source"]
+from .._native.exit_safe import exit_safe_stream, stop_releases
+
+__all__ = ["exit_safe_stream", "register_io_source"]
 
 _lock = threading.Lock()
 _state = {"stops": 0, "active": 0, "hooked": False}  # stops: times the exit hook ran
@@ -69,3 +79,4 @@ def _stop() -> None:
     end = time.monotonic() + EXIT_WAIT_SECONDS
     while _state["active"] and time.monotonic() < end:
         time.sleep(0.001)
+    stop_releases(max(0.0, end - time.monotonic()))

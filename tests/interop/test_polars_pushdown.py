@@ -501,3 +501,41 @@ def test_scans_collected_by_later_exit_handlers_read_every_row(tmp_path):
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert out.returncode == 0 and out.stdout.split() == ["before", "1000", "at", "exit", "1000"], out
+
+
+def test_frames_handed_to_polars_free_their_buffers_without_the_gil_once_exiting():
+    """The frames scan_rcfmt hands Polars hold numpy-backed buffers, whose release takes
+    the GIL: Polars' threads freeing them during finalization aborted the process
+    ("terminate called without an active exception", 2 runs in 40). Through
+    exit_safe_stream they are freed as usual (zero-copy), and after rcfmt's exit hook
+    they are left to the process's end instead."""
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent("""
+        import gc, weakref
+        import numpy as np, polars as pl, pyarrow as pa
+        from rcfmt.interop.polars_exit import exit_safe_stream
+        from rcfmt._native.exit_safe import releases_stopped, stop_releases
+
+        def handed_over():
+            values = np.arange(1000, dtype=np.int64)
+            table = pa.table({"k": pa.Array.from_buffers(pa.int64(), 1000, [None, pa.py_buffer(values)]),
+                              "s": pa.array([str(i) for i in range(1000)])})
+            df = pl.DataFrame(exit_safe_stream(table))
+            assert df["k"].sum() == 499500 and df.columns == ["k", "s"]
+            return df, weakref.ref(values)
+
+        df, values = handed_over()
+        assert values() is not None  # (zero-copy: Polars holds the numpy array's memory)
+        del df; gc.collect()
+        print("before", values() is None, releases_stopped())
+        df, values = handed_over()
+        print("stopped", stop_releases(1.0))
+        del df; gc.collect()
+        print("after", values() is None, releases_stopped())
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["before", "True", "False", "stopped", "True", "after", "False", "True"]
