@@ -17,6 +17,7 @@ from ..errors import CommitConflictError, CorruptFileError, InvalidOptionError, 
 from .evolution import column_ids, extend_column_ids, keeps_columns, merge_schemas, renamed_path
 from ..schema.arrow_io import to_numpy
 from ..storage import delete_files, is_remote, object_size, replace_object
+from ..storage.paths import dataset_uri
 from . import changelog, log
 from .index import (INDEX_METADATA_KEY, STATS_FIELDS, VALUES_FIELD, FileEntry, conform_index, Snapshot, dumps_info,
                     dv_columns, entries_table, index_schema, schema_from_json, schema_to_json, stats_schema,
@@ -403,6 +404,8 @@ def commit_version(root: str, entries: list[FileEntry], *, mode: str, read_versi
     :func:`rcfmt.dataset.log.find_latest`)."""
     if mode not in ("append", "overwrite", "rewrite", "evolve", "change"):
         raise InvalidOptionError(f"mode must be 'append', 'overwrite', 'rewrite', 'evolve' or 'change', got {mode!r}")
+    if is_remote(root):
+        dataset_uri(root)  # (a URI with a query is refused: no object below the root can carry it)
     remove = set(remove)
     deletions = dict(deletions or {})
     expected = dict(expected or {})

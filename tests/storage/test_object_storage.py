@@ -664,7 +664,10 @@ def test_dataset_errors(remote_dataset, s3):
     query = f"{uri}?endpoint_override={endpoint.split('//')[1]}&scheme=http"
     for call in (lambda: rcfmt.dataset(query), lambda: rcfmt.dataset(query, version=1),
                  lambda: rcfmt.dataset.vacuum(query, dry_run=True),
-                 lambda: rcfmt.write_dataset(pa.table({"id": [1]}), query, mode="append")):
+                 lambda: rcfmt.write_dataset(pa.table({"id": [1]}), query, mode="append"),
+                 lambda: rcfmt.dataset.commit(query, [], mode="append", read_version=2, data_schema=pa.schema(
+                     [("id", pa.int64())]), partitioning=rcfmt.dataset.Partitioning.from_schema(
+                     pa.schema([("id", pa.int64())]), []), txn_id="t")):
         with pytest.raises(UnsupportedError, match="options in a dataset's URI"):
             call()
     assert rcfmt.dataset(uri).version == 2
