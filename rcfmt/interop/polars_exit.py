@@ -10,12 +10,15 @@ destructors do not let through, and glibc aborts the process (exit code 134: "FA
 exception not rethrown", 15 runs in 80; "terminate called without an active
 exception", 2 in 40 once the first was fixed). So:
 
-- the generators registered here, made before rcfmt's ``atexit`` hook runs, raise at
-  their next batch once it has run -- before finalization ends any thread -- and the
-  hook waits (at most a second, the GIL released) for a batch being made to be handed
-  over. A scan made after the hook (in an exit handler that runs later) reads as usual;
-  one made before and read after raises :class:`~rcfmt.errors.RcfmtError` rather than
-  end short;
+- the streams registered here, made before rcfmt's ``atexit`` hook runs, raise at
+  their next batch once it has run, and the hook waits (at most a second, the GIL
+  released) for batches being made and for open streams to end or to go unasked for
+  0.1 s (Polars holds back a stream whose pipeline is full: its consumer is the exiting
+  thread) -- so that a Polars thread about to ask for a batch meets the error before
+  finalization ends threads (the hook alone, waiting only for batches being made, left
+  1 abort in 200 runs). A scan made after the hook (in an exit handler that runs later)
+  reads as usual; one made before and read after raises
+  :class:`~rcfmt.errors.RcfmtError` rather than end short;
 - frames are handed over through :func:`exit_safe_stream`, whose arrays free nothing
   once the hook ran (the process's end frees it), and the hook waits for releases under
   way (:func:`rcfmt._native.exit_safe.stop_releases`).
@@ -31,52 +34,101 @@ from .._native.exit_safe import exit_safe_stream, stop_releases
 __all__ = ["exit_safe_stream", "register_io_source"]
 
 _lock = threading.Lock()
-_state = {"stops": 0, "active": 0, "hooked": False}  # stops: times the exit hook ran
-#: the longest the exit hook waits for batches being made
+# stops: times the exit hook ran; active: batches being made; open: streams made and not
+# ended; last: time.monotonic() of the last batch asked for or made
+_state = {"stops": 0, "active": 0, "open": 0, "last": 0.0, "hooked": False}
+#: the longest the exit hook waits for batches being made and streams to end
 EXIT_WAIT_SECONDS = 1.0
+#: how long open streams must go unasked for the hook to take them as held back by Polars
+#: (its pipeline full: the consumer is the exiting thread) rather than about to be asked
+EXIT_IDLE_SECONDS = 0.1
 
 
 def register_io_source(source, **options):
     """:func:`polars.io.plugins.register_io_source` of ``source`` (a function returning
-    a generator of DataFrames), its generators ended at interpreter exit."""
+    a generator of DataFrames), its streams ended at interpreter exit."""
     from polars.io.plugins import register_io_source as register
 
     with _lock:
         if not _state["hooked"]:
             atexit.register(_stop)
             _state["hooked"] = True
+    return register(lambda *args: _Stream(source, args), **options)
 
-    def stopping(*args):
-        born = _state["stops"]
-        batches = source(*args)
+
+class _Stream:
+    """The batches of ``source(*args)`` (made on the first ``next``), counted open from
+    the moment Polars makes the stream until it ends (exhausted, failed, closed or
+    collected); one made before the exit hook ran raises at its next batch after."""
+
+    def __init__(self, source, args):
+        self._source, self._args, self._batches = source, args, None
+        with _lock:
+            self._born = _state["stops"]
+            _state["open"] += 1
+        self._open = True
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if not self._open:
+            raise StopIteration
+        if _state["stops"] > self._born:
+            self.close()
+            from ..errors import RcfmtError
+
+            raise RcfmtError("the interpreter is exiting: a scan_rcfmt stream made before rcfmt's exit "
+                             "hook ran was ended there (Polars' threads would abort the process)")
+        with _lock:
+            _state["active"] += 1
+            _state["last"] = time.monotonic()
         try:
-            while True:
-                if _state["stops"] > born:
-                    from ..errors import RcfmtError
-
-                    raise RcfmtError("the interpreter is exiting: a scan_rcfmt stream made before rcfmt's exit "
-                                     "hook ran was ended there (Polars' threads would abort the process)")
-                with _lock:
-                    _state["active"] += 1
-                try:
-                    batch = next(batches)
-                except StopIteration:
-                    return
-                finally:
-                    with _lock:
-                        _state["active"] -= 1
-                yield batch
+            if self._batches is None:
+                self._batches = self._source(*self._args)
+            return next(self._batches)
+        except BaseException:
+            self.close()  # (StopIteration included: the stream ended)
+            raise
         finally:
-            batches.close()  # (the scan's files closed, its stats counted)
+            with _lock:
+                _state["active"] -= 1
+                _state["last"] = time.monotonic()
 
-    return register(stopping, **options)
+    def close(self) -> None:
+        """End the stream (the scan's files closed, its stats counted); idempotent."""
+        with _lock:
+            was_open, self._open = self._open, False
+            if was_open:
+                _state["open"] -= 1
+        close = getattr(self._batches, "close", None) if was_open else None
+        if close is not None:
+            close()
+
+    def __del__(self):
+        if self._open:
+            try:
+                self.close()
+            except Exception:  # (during finalization: the module's globals may be gone)
+                pass
 
 
 def _stop() -> None:
+    """rcfmt's exit hook: streams made before it raise at their next batch; wait (the
+    GIL released, at most :data:`EXIT_WAIT_SECONDS`) for batches being made, and for
+    open streams to end or go unasked for :data:`EXIT_IDLE_SECONDS` -- a Polars thread
+    about to ask for a batch gets the error now, not during finalization -- then stop
+    the releases of handed-over arrays."""
     with _lock:
         _state["stops"] += 1
         _state["hooked"] = False  # (a scan made after this hook registers another)
-    end = time.monotonic() + EXIT_WAIT_SECONDS
-    while _state["active"] and time.monotonic() < end:
+    begun = time.monotonic()
+    end = begun + EXIT_WAIT_SECONDS
+    while time.monotonic() < end:
+        with _lock:
+            asked = _state["active"] or (
+                _state["open"] and time.monotonic() - max(begun, _state["last"]) < EXIT_IDLE_SECONDS)
+        if not asked:
+            break
         time.sleep(0.001)
     stop_releases(max(0.0, end - time.monotonic()))

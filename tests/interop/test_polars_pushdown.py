@@ -539,3 +539,44 @@ def test_frames_handed_to_polars_free_their_buffers_without_the_gil_once_exiting
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["before", "True", "False", "stopped", "True", "after", "False", "True"]
+
+
+def test_the_exit_hook_ends_open_streams_a_thread_is_about_to_ask():
+    """A stream open when rcfmt's exit hook runs, which a Polars thread asks for its next
+    batch a moment later, gets the error while the hook waits -- not during finalization,
+    where the thread asking for the GIL was ended and the process aborted ("FATAL:
+    exception not rethrown", 1 run in 200 while the hook waited only for batches being
+    made). A plain thread stands for Polars'; the hook's bounds are raised so that a slow
+    machine cannot decide the order."""
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent("""
+        import threading, time
+        from rcfmt.errors import RcfmtError
+        from rcfmt.interop import polars_exit
+
+        polars_exit.EXIT_WAIT_SECONDS, polars_exit.EXIT_IDLE_SECONDS = 60.0, 30.0
+        order = []
+        stream = polars_exit._Stream(lambda: iter([1, 2, 3]), ())
+        assert next(stream) == 1
+
+        def polars_thread():
+            time.sleep(0.05)
+            try:
+                next(stream)
+                order.append("batch")
+            except RcfmtError:
+                order.append("raised")
+
+        thread = threading.Thread(target=polars_thread)
+        thread.start()
+        polars_exit._stop()
+        order.append("hook done")
+        thread.join()
+        print(*order, polars_exit._state["open"])
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["raised", "hook", "done", "0"]
