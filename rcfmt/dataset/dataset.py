@@ -82,7 +82,7 @@ class Dataset:
         if not os.path.isdir(path):
             raise FileNotFoundError(f"no dataset or rcfmt file at {path!r}")
         if version is not None:
-            return cls(read_snapshot(path, version, size=_version_size(path, version)))
+            return cls(_read_version(path, version))
         snap = read_latest(path)
         return cls(snap if snap is not None else discover(path))
 
@@ -90,7 +90,7 @@ class Dataset:
     def _open_remote(cls, uri: str, version: int | None) -> "Dataset":
         """A dataset (with its index) or a single file at an object-store URI."""
         if version is not None:  # (time travel: one lookup of that version)
-            return cls(read_snapshot(uri, version, size=_version_size(uri, version)))
+            return cls(_read_version(uri, version))
         else:
             snap = read_latest(uri)  # O(1) requests: the version hint, confirmed (rcfmt.dataset.log.find_latest)
             if snap is not None:
@@ -449,6 +449,20 @@ def _field_to_add(f) -> pa.Field:
     raise SchemaError(f"evolve(add=...) takes pyarrow fields or (name, pyarrow type) pairs, got {f!r}")
 
 
+def _read_version(root: str, version: int) -> Snapshot:
+    """Version ``version`` of the dataset at ``root`` (time travel); InvalidOptionError
+    naming the versions present if there is none, also when a vacuum removes it between
+    the lookup and the read."""
+    size = _version_size(root, version)
+    try:
+        return read_snapshot(root, version, size=size)
+    except FileNotFoundError:
+        if log.version_exists(root, version):
+            raise
+        _version_size(root, version)  # (InvalidOptionError naming the versions left: a vacuum removed it)
+        raise
+
+
 def _version_size(root: str, version: int) -> int:
     """Bytes of the index of ``version`` (one stat or request), InvalidOptionError
     naming the versions present (a listing) if there is no such version."""
@@ -499,12 +513,15 @@ def _deletion_files(snap: Snapshot) -> set:
 
 
 def _kept_versions(versions: list[int], old) -> list[int]:
-    """The versions vacuum keeps: from the oldest one within the retention (``old(v)``
-    false) or the latest, every later one. Removing only the oldest versions keeps the
+    """The versions vacuum keeps: from the oldest one that was the latest within the
+    retention (the version after it is not ``old``) or the latest, every later one. A
+    version is retained from when it is superseded, not from when it was written: a
+    reader that opened the latest version of a table idle for days keeps it for the
+    retention after the next commit. Removing only the oldest versions keeps the
     versions present contiguous, which the version hint's walk relies on
     (:func:`rcfmt.dataset.log.find_latest`)."""
     for i, v in enumerate(versions):
-        if v == versions[-1] or not old(v):
+        if v == versions[-1] or not old(versions[i + 1]):
             return versions[i:]
     return []
 
@@ -542,9 +559,9 @@ def _referenced(root: str, retained: list[int], keep: list[int]) -> set:
         if v in retained:
             try:
                 snap = read_snapshot(root, v)
-            except FileNotFoundError:
-                if not log.version_exists(root, v):
-                    continue  # (another vacuum removed it since the listing: what it named is no one's now)
+            except (FileNotFoundError, CorruptFileError):
+                if _vacuumed_meanwhile(root, v, keep):
+                    continue  # (what it named is no one's now: it cannot be read any more)
                 raise
             info = snap.info
             referenced.update(snap.paths)
@@ -554,6 +571,19 @@ def _referenced(root: str, retained: list[int], keep: list[int]) -> set:
         if layout_of(info) == CHANGES:
             referenced.update(r["path"] for r in runs_of(info))
     return referenced
+
+
+def _vacuumed_meanwhile(root: str, version: int, listed) -> bool:
+    """Whether another vacuum removed ``version``, or the checkpoint of its chain (among
+    the versions ``listed`` before), since this vacuum listed them: it deletes the oldest
+    versions first, so a version whose checkpoint it removed is on its way out."""
+    info = read_version_info(root, version)
+    if info is None:
+        return True
+    if layout_of(info) != CHANGES:
+        return False
+    start = info["checkpoint"]["version"]
+    return start in listed and not log.version_exists(root, start)
 
 
 def _hidden_key(rel: str, own_dirs: set) -> bool:
@@ -602,7 +632,8 @@ def _retention(seconds) -> float:
 
 def vacuum(root, retention_seconds: float = 3600.0, *, dry_run: bool = False, progress=None) -> list[str]:
     """Delete files of the dataset at ``root`` that no reader can need: index versions
-    older than ``retention_seconds`` (never the latest), data files referenced by no
+    superseded more than ``retention_seconds`` ago (the version after them older than
+    that; never the latest), data files referenced by no
     remaining version and older than the retention, staging/tmp leftovers of failed or
     crashed writers and scan claims of the Spark reader (``_scans``) older than the
     retention. Before the first commit, the files a crashed first writer published are

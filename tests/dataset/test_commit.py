@@ -605,15 +605,15 @@ def test_vacuum_refuses_a_chain_that_names_a_later_checkpoint(tmp_path):
     root = str(tmp_path / "d")
     for i in range(1, 7):
         rcfmt.write_dataset(_one(i), root)  # v1 checkpoint, v2-v6 its chain
-    old = time.time() - 7200
-    for v in (1, 2):
-        os.utime(log.version_path(root, v), (old, old))
 
     def later(info):
         info["checkpoint"]["version"] = 5
         return info
 
     edit_version_info(root, 3, later)
+    old = time.time() - 7200
+    for v in (1, 2, 3):  # (1 and 2 superseded long ago: vacuum would keep from 3)
+        os.utime(log.version_path(root, v), (old, old))
     files = sorted(os.listdir(os.path.join(root, "_rcfmt")))
     with pytest.raises(rcfmt.CorruptFileError, match="names version 5 as its checkpoint"):
         rcfmt.dataset.vacuum(root, retention_seconds=3600)
@@ -631,7 +631,8 @@ def test_a_commit_whose_read_version_was_vacuumed_is_a_conflict(tmp_path):
     ds = rcfmt.write_dataset(_one(1), root)
     rcfmt.dataset(root).checkpoint()  # v2
     old = time.time() - 7200
-    os.utime(log.version_path(root, 1), (old, old))
+    for v in (1, 2):  # (1 superseded by 2 long ago)
+        os.utime(log.version_path(root, v), (old, old))
     rcfmt.dataset.vacuum(root, retention_seconds=3600)
     assert log.list_versions(root) == [2]
     with pytest.raises(rcfmt.CommitConflictError, match="started from version 1, which a vacuum removed"):

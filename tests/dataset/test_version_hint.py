@@ -166,19 +166,20 @@ def test_a_hint_naming_a_vacuumed_version(tmp_path, monkeypatch):
 
 
 def test_vacuum_removes_the_oldest_versions_only_and_crashed_hint_writes(tmp_path, monkeypatch):
-    """Versions stay contiguous (the walk from a hint relies on it): a version inside the
-    retention keeps every later one, even one whose mtime says it is old."""
+    """Versions stay contiguous (the walk from a hint relies on it): a version that was
+    the latest within the retention (the next one is recent) keeps every later one, even
+    one whose mtime says it is old."""
     every_version_a_checkpoint(monkeypatch)  # (vacuum keeps the versions a changes version is read from)
     root = str(tmp_path / "d")
     make(root, 5)
     for v in (1, 2, 4):
-        os.utime(log.version_path(root, v), (1, 1))  # old, but version 3 is not: 4 is kept
+        os.utime(log.version_path(root, v), (1, 1))  # old, but 3 is not: 2 was the latest till then, 4 is kept
     crashed = os.path.join(log.meta_dir(root), f".{log.HINT}.0123456789ab.rcfmt-tmp")
     with open(crashed, "wb") as f:
         f.write(b"5")
     os.utime(crashed, (1, 1))
     removed = rcfmt.dataset(root).vacuum(retention_seconds=60)
-    assert log.list_versions(root) == [3, 4, 5]
+    assert log.list_versions(root) == [2, 3, 4, 5]
     assert crashed in removed and not os.path.exists(crashed)
     assert_latest(root, 5)
 

@@ -1,0 +1,107 @@
+"""Vacuum beside readers and other vacuums: a version is retained from when it was
+superseded; time travel to a version a vacuum removes meanwhile is "no such version";
+a vacuum whose listing another vacuum outran finishes."""
+import importlib
+import os
+import time
+
+import pyarrow as pa
+import pytest
+
+import rcfmt
+from rcfmt.dataset import log
+
+dataset_module = importlib.import_module("rcfmt.dataset.dataset")  # (the package's `dataset` is a function)
+snapshot_module = importlib.import_module("rcfmt.dataset.snapshot")
+
+
+def _append(root, k):
+    return rcfmt.write_dataset(pa.table({"id": pa.array(range(k * 10, k * 10 + 10), pa.int64())}), root)
+
+
+def _age(root, versions, seconds=7200):
+    old = time.time() - seconds
+    for v in versions:
+        os.utime(log.version_path(root, v), (old, old))
+
+
+def test_the_latest_version_of_an_idle_table_is_retained_after_the_next_commit(tmp_path):
+    """A table idle for two hours: a reader opens its latest version, a writer commits,
+    then vacuum with an hour's retention runs. The version the reader holds was the
+    latest a moment ago: it stays, with its files (it was removed as "older than the
+    retention", and the reader failed)."""
+    root = str(tmp_path / "d")
+    for k in range(2):
+        _append(root, k)
+    rcfmt.dataset(root).checkpoint()  # version 3
+    _age(root, [1, 2, 3])
+    reader = rcfmt.dataset(root)
+    assert reader.version == 3
+    rcfmt.dataset(root).optimize()  # version 4: the files of 3 are replaced
+    removed = rcfmt.dataset.vacuum(root, retention_seconds=3600)
+    assert log.list_versions(root) == [3, 4]
+    assert removed and all("_rcfmt" in p for p in removed)  # (versions 1 and 2 only: every file is version 3's)
+    assert sorted(reader.read()["id"].to_pylist()) == list(range(20))
+    assert sorted(rcfmt.dataset(root, version=3).read()["id"].to_pylist()) == list(range(20))
+
+
+def test_time_travel_to_a_version_a_vacuum_removes_meanwhile_is_no_such_version(tmp_path, monkeypatch):
+    """The version is looked up, then a vacuum removes it before its index is read: the
+    same InvalidOptionError as for a version already gone (it was a raw FileNotFoundError)."""
+    root = str(tmp_path / "d")
+    for k in range(3):
+        _append(root, k)
+    rcfmt.write_dataset(pa.table({"id": pa.array([100], pa.int64())}), root, mode="overwrite")  # 4: a checkpoint
+    real = dataset_module._version_size
+
+    def vacuum_meanwhile(r, version):
+        size = real(r, version)
+        rcfmt.dataset.vacuum(r, 0)  # (another process's vacuum lands here)
+        return size
+
+    monkeypatch.setattr(dataset_module, "_version_size", vacuum_meanwhile)
+    with pytest.raises(rcfmt.InvalidOptionError, match=r"has no version 2; versions: \[4\]"):
+        rcfmt.dataset(root, version=2)
+
+
+def test_a_vacuum_outrun_by_another_vacuum_finishes(tmp_path, monkeypatch):
+    """Vacuum A keeps changes version 4 and the chain it is read from (1-3); vacuum B,
+    with a shorter retention, has meanwhile removed the oldest of them. A took version
+    4 for corrupt (its checkpoint missing) and failed on a healthy dataset; it now takes
+    it as on its way out, as a version removed meanwhile."""
+    root = str(tmp_path / "d")
+    for k in range(4):  # 1 a checkpoint, 2-4 its chain
+        _append(root, k)
+    rcfmt.dataset(root).checkpoint()  # 5
+    _age(root, [1, 2, 3])  # (4 was the latest until 5, a moment ago: A keeps 4, and 1-3 for its chain)
+    real = dataset_module._referenced
+
+    def outrun(r, retained, keep):
+        assert keep == [1, 2, 3, 4, 5]
+        os.unlink(log.version_path(r, 1))  # (vacuum B, oldest first)
+        for cache in (snapshot_module._COMMITTED, snapshot_module._RUNS, snapshot_module._CHAINS):
+            cache.clear()  # (as in another process: nothing of the chain served from memory)
+        return real(r, retained, keep)
+
+    monkeypatch.setattr(dataset_module, "_referenced", outrun)
+    rcfmt.dataset.vacuum(root, retention_seconds=3600)
+    monkeypatch.setattr(dataset_module, "_referenced", real)
+    assert sorted(rcfmt.dataset(root).read()["id"].to_pylist()) == list(range(40))
+    rcfmt.dataset.vacuum(root, retention_seconds=0)
+    assert log.list_versions(root) == [5]
+    assert sorted(rcfmt.dataset(root).read()["id"].to_pylist()) == list(range(40))
+
+
+def test_a_corrupt_chain_that_no_vacuum_explains_still_fails(tmp_path):
+    """A retained changes version whose checkpoint is present but unreadable is not
+    taken as vacuumed meanwhile: vacuum fails and deletes nothing."""
+    root = str(tmp_path / "d")
+    for k in range(3):
+        _append(root, k)
+    with open(log.version_path(root, 1), "r+b") as f:
+        f.seek(40)
+        f.write(b"\xff" * 64)
+    before = sorted(os.listdir(os.path.join(root, "_rcfmt")))
+    with pytest.raises(rcfmt.CorruptFileError):
+        rcfmt.dataset.vacuum(root, retention_seconds=3600)
+    assert sorted(os.listdir(os.path.join(root, "_rcfmt"))) == before
