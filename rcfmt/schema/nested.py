@@ -46,11 +46,11 @@ from .nested_storage import (encode_as, is_nested, is_nested_extension, storage_
                              views_as_offsets, without_runs)
 from .nested_runs import decode_runs, encode_runs
 # (what filters and datasets see of nested schemas: re-exported for them)
-from .nested_schemas import bind_schema, filter_schema, row_struct, same_shape
+from .nested_schemas import bind_schema, filter_schema, relax_nullability, row_struct, same_shape
 from .nested_runs import type_ids as _type_ids
 
 __all__ = ["Node", "is_nested", "is_nested_extension", "storage_type", "to_storage", "views_as_offsets",
-           "plan_columns", "shred", "assemble", "project", "row_struct", "filter_schema", "bind_schema", "same_shape",
+           "plan_columns", "shred", "assemble", "project", "row_struct", "filter_schema", "bind_schema", "same_shape", "relax_nullability",
            "holds_dictionaries", "shred_chunks"]
 
 STRUCT, LIST, LARGE_LIST, FIXED_SIZE_LIST, MAP, LEAF = "struct", "list", "large_list", "fixed_size_list", "map", "leaf"

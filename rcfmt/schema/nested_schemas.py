@@ -127,3 +127,25 @@ def same_shape(a: pa.DataType, b: pa.DataType, same_leaf: Callable[[pa.DataType,
     fb = list(b) if pa.types.is_struct(b) or pa.types.is_union(b) else [b.key_field, b.item_field] if pa.types.is_map(b) else [b.value_field]
     return len(fa) == len(fb) and all(x.name == y.name and same_shape(x.type, y.type, same_leaf)
                                       for x, y in zip(fa, fb))
+
+
+def relax_nullability(a: pa.DataType, b: pa.DataType) -> pa.DataType:
+    """``a`` with each nested field nullable where the same field of ``b`` is (types of
+    the same shape: :func:`same_shape`): what holds the values of both. Extension,
+    union and run-end-encoded types are returned as they are."""
+    def field(x: pa.Field, y: pa.Field) -> pa.Field:
+        return pa.field(x.name, relax_nullability(x.type, y.type), x.nullable or y.nullable, x.metadata)
+
+    if isinstance(a, pa.ExtensionType) or isinstance(b, pa.ExtensionType) or type(a) is not type(b):
+        return a
+    if pa.types.is_struct(a):
+        return pa.struct([field(x, b.field(x.name)) if b.get_field_index(x.name) >= 0 else x for x in a])
+    if pa.types.is_map(a):
+        return pa.map_(a.key_field, field(a.item_field, b.item_field), a.keys_sorted)
+    if pa.types.is_fixed_size_list(a):
+        return pa.list_(field(a.value_field, b.value_field), a.list_size)
+    if pa.types.is_large_list(a):
+        return pa.large_list(field(a.value_field, b.value_field))
+    if pa.types.is_list(a):
+        return pa.list_(field(a.value_field, b.value_field))
+    return a

@@ -629,3 +629,49 @@ def test_list_contains_beside_a_leaf_on_a_widened_column(tmp_path):
     assert ds.read(["id"], filter=rcfmt.col("w") == 7)["id"].to_pylist() == [1]
     ds = ds.delete(rcfmt.list_contains(rcfmt.col("ll"), "p") & (rcfmt.col("w") > 100))
     assert sorted(ds.read()["id"].to_pylist()) == [1, 2, 4]
+
+
+_CHILD_NOT_NULL = pa.struct([pa.field("a", pa.int32(), nullable=False), pa.field("b", pa.string())])
+_CHILD_NULLABLE = pa.struct([pa.field("a", pa.int32()), pa.field("b", pa.string())])
+
+
+def test_an_append_with_a_null_child_relaxes_the_childs_nullability(tmp_path):
+    """A struct column whose child is NOT NULL in the dataset takes an append whose
+    child holds NULLs: the child becomes nullable (nested columns evolve in
+    nullability), every row reads back."""
+    root = str(tmp_path / "d")
+    rcfmt.write_dataset(pa.table({"st": pa.array([{"a": 1, "b": "x"}], _CHILD_NOT_NULL)}), root)
+    ds = rcfmt.write_dataset(pa.table({"st": pa.array([{"a": None, "b": "z"}], _CHILD_NULLABLE)}), root)
+    assert ds.schema.field("st").type == _CHILD_NULLABLE
+    assert rcfmt.dataset(root).read().to_pylist() == [{"st": {"a": 1, "b": "x"}}, {"st": {"a": None, "b": "z"}}]
+
+
+@pytest.mark.parametrize("other", ["append", "evolve"])
+def test_a_rebase_over_a_not_null_child_keeps_the_nulls_readable(tmp_path, monkeypatch, other):
+    """Writer A appends a new struct column whose child holds NULLs; before it commits,
+    another writer adds the same column with that child NOT NULL (an append, or
+    evolve(add=...)). A rebases: the version it commits recorded the child NOT NULL,
+    and every read of it failed with a raw ArrowInvalid."""
+    import rcfmt.dataset.writer as writer_module
+
+    root = str(tmp_path / "d")
+    rcfmt.write_dataset(pa.table({"id": pa.array([0], pa.int64())}), root)
+    real = writer_module.commit_version
+
+    def meanwhile(*args, **kwargs):
+        monkeypatch.setattr(writer_module, "commit_version", real)
+        if other == "append":
+            rcfmt.write_dataset(pa.table({"id": pa.array([1], pa.int64()),
+                                          "st": pa.array([{"a": 1, "b": "x"}], _CHILD_NOT_NULL)}), root)
+        else:
+            rcfmt.dataset(root).evolve(add=[pa.field("st", _CHILD_NOT_NULL)])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(writer_module, "commit_version", meanwhile)
+    rcfmt.write_dataset(pa.table({"id": pa.array([2], pa.int64()),
+                                  "st": pa.array([{"a": None, "b": "z"}], _CHILD_NULLABLE)}), root)
+    ds = rcfmt.dataset(root)
+    assert ds.version == 3 and ds.schema.field("st").type == _CHILD_NULLABLE
+    rows = {r["id"]: r["st"] for r in ds.read().to_pylist()}
+    assert rows[2] == {"a": None, "b": "z"} and rows[0] is None
+    assert rows.get(1, {"a": 1, "b": "x"}) == {"a": 1, "b": "x"}
