@@ -20,6 +20,7 @@ reads of remote files share one process-wide pool (:func:`fetch_pool`) of
 from __future__ import annotations
 
 import math
+import os
 import threading
 
 import numpy as np
@@ -137,6 +138,18 @@ def fetch_pool():
 
             _POOL = thread_pool(FETCH_CONCURRENCY, "rcfmt-fetch")
         return _POOL
+
+
+def _forget_pool() -> None:
+    """A forked child starts without the pool (its threads do not survive a fork, and
+    its idle count would make ``submit`` wait for them forever), as
+    :func:`rcfmt.runtime.threads.shared_pool`'s pools do."""
+    global _POOL, _POOL_LOCK
+    _POOL = None
+    _POOL_LOCK = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_pool)
 
 
 def coalesce(lo: np.ndarray, hi: np.ndarray, gap: int) -> tuple[np.ndarray, np.ndarray]:

@@ -87,3 +87,28 @@ def test_a_pool_shut_down_still_refuses_work():
     pool.shutdown()
     with pytest.raises(RuntimeError, match="after shutdown"):
         pool.submit(pow, 2, 10)
+
+
+def test_a_child_forked_after_remote_reads_gets_its_own_fetch_pool():
+    """The pool of remote ranged reads (``rcfmt.storage.fetch.fetch_pool``) is not the
+    parent's in a forked child: its threads did not survive the fork, and its idle count
+    made the child's first remote read of no more ranges than it had idle workers wait
+    forever."""
+    import multiprocessing
+    import time
+
+    from rcfmt.storage.fetch import fetch_pool
+
+    pool = fetch_pool()
+    assert list(pool.map(abs, [-1, -2, -3])) == [1, 2, 3]
+    end = time.monotonic() + 10
+    while pool._idle_semaphore._value == 0 and time.monotonic() < end:  # (its workers go idle)
+        time.sleep(0.01)
+    with multiprocessing.get_context("fork").Pool(1) as children:
+        assert children.apply_async(_fetch_pool_works).get(timeout=60) == 1
+
+
+def _fetch_pool_works() -> int:
+    from rcfmt.storage.fetch import fetch_pool
+
+    return fetch_pool().submit(abs, -1).result(timeout=20)  # (fewer items than idle workers: none started)
