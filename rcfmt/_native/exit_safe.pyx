@@ -92,20 +92,27 @@ cdef void _release_array(ArrowArray* array) noexcept nogil:
     rcfmt_release_ends()  # (after the exit hook ran: the producer's data is left for the process's end)
 
 
+cdef struct Wrapped:
+    ArrowArrayStream inner  # (the producer's stream, moved here)
+    bint out_of_memory  # (the last get_next failed here, not in the producer)
+
+
 cdef int _get_schema(ArrowArrayStream* stream, ArrowSchema* out) noexcept nogil:
-    cdef ArrowArrayStream* inner = <ArrowArrayStream*>stream.private_data
+    cdef ArrowArrayStream* inner = &(<Wrapped*>stream.private_data).inner
     return inner.get_schema(inner, out)
 
 
 cdef int _get_next(ArrowArrayStream* stream, ArrowArray* out) noexcept nogil:
-    cdef ArrowArrayStream* inner = <ArrowArrayStream*>stream.private_data
-    cdef int code = inner.get_next(inner, out)
+    cdef Wrapped* wrapped = <Wrapped*>stream.private_data
+    cdef int code = wrapped.inner.get_next(&wrapped.inner, out)
     cdef ArrowArray* moved
+    wrapped.out_of_memory = False
     if code != 0 or out.release == NULL:  # (an error, or the end of the stream)
         return code
     moved = <ArrowArray*>malloc(sizeof(ArrowArray))
     if moved == NULL:
         out.release(out)
+        wrapped.out_of_memory = True
         return ENOMEM
     moved[0] = out[0]  # (moved: the C data interface lets a struct be copied bitwise)
     out.private_data = moved
@@ -114,16 +121,18 @@ cdef int _get_next(ArrowArrayStream* stream, ArrowArray* out) noexcept nogil:
 
 
 cdef const char* _get_last_error(ArrowArrayStream* stream) noexcept nogil:
-    cdef ArrowArrayStream* inner = <ArrowArrayStream*>stream.private_data
-    return inner.get_last_error(inner)
+    cdef Wrapped* wrapped = <Wrapped*>stream.private_data
+    if wrapped.out_of_memory:
+        return "rcfmt: out of memory wrapping an array of the stream"
+    return wrapped.inner.get_last_error(&wrapped.inner)
 
 
 cdef void _release_stream(ArrowArrayStream* stream) noexcept nogil:
-    cdef ArrowArrayStream* inner = <ArrowArrayStream*>stream.private_data
+    cdef Wrapped* wrapped = <Wrapped*>stream.private_data
     stream.release = NULL
-    if inner.release != NULL:
-        inner.release(inner)
-    free(inner)
+    if wrapped.inner.release != NULL:
+        wrapped.inner.release(&wrapped.inner)
+    free(wrapped)
 
 
 cdef void _capsule_release(object capsule) noexcept:
@@ -147,20 +156,26 @@ cdef class ExitSafeStream:
         if not PyCapsule_IsValid(source, "arrow_array_stream"):
             raise TypeError("__arrow_c_stream__ returned something other than an arrow_array_stream capsule")
         cdef ArrowArrayStream* given = <ArrowArrayStream*>PyCapsule_GetPointer(source, "arrow_array_stream")
-        cdef ArrowArrayStream* inner = <ArrowArrayStream*>malloc(sizeof(ArrowArrayStream))
+        cdef Wrapped* wrapped = <Wrapped*>malloc(sizeof(Wrapped))
         cdef ArrowArrayStream* outer = <ArrowArrayStream*>malloc(sizeof(ArrowArrayStream))
-        if inner == NULL or outer == NULL:
-            free(inner)
+        if wrapped == NULL or outer == NULL:
+            free(wrapped)
             free(outer)
             raise MemoryError()
-        inner[0] = given[0]  # (moved out of pyarrow's capsule, which then releases nothing)
+        wrapped.inner = given[0]  # (moved out of pyarrow's capsule, which then releases nothing)
+        wrapped.out_of_memory = False
         given.release = NULL
         outer.get_schema = _get_schema
         outer.get_next = _get_next
         outer.get_last_error = _get_last_error
         outer.release = _release_stream
-        outer.private_data = inner
-        return PyCapsule_New(outer, "arrow_array_stream", _capsule_release)
+        outer.private_data = wrapped
+        try:
+            return PyCapsule_New(outer, "arrow_array_stream", _capsule_release)
+        except BaseException:
+            _release_stream(outer)
+            free(outer)
+            raise
 
 
 def exit_safe_stream(data) -> ExitSafeStream:
@@ -170,7 +185,9 @@ def exit_safe_stream(data) -> ExitSafeStream:
 
 
 def stop_releases(double timeout=1.0) -> bool:
-    """From now on, arrays of :func:`exit_safe_stream` free nothing when released; wait
+    """From now on, arrays of :func:`exit_safe_stream` free nothing when released (also
+    those of streams made later, in exit handlers that run after rcfmt's: their memory
+    stays until the process ends); wait
     (the GIL released, at most ``timeout`` seconds) for releases under way. True when
     none is left."""
     cdef long naps = <long>(timeout * 1000)

@@ -14,9 +14,9 @@ exception", 2 in 40 once the first was fixed). So:
   their next batch once it has run, and the hook waits (at most a second, the GIL
   released) for batches being made and for open streams to end or to go unasked for
   0.1 s (Polars holds back a stream whose pipeline is full: its consumer is the exiting
-  thread) -- so that a Polars thread about to ask for a batch meets the error before
-  finalization ends threads (the hook alone, waiting only for batches being made, left
-  1 abort in 200 runs). A scan made after the hook (in an exit handler that runs later)
+  thread), and 0.1 s after a stream raised or was closed -- so that a Polars thread about
+  to ask for a batch meets the error, and is done with Python, before finalization ends
+  threads (the hook waiting only for batches being made left 1 abort in 200 runs). A scan made after the hook (in an exit handler that runs later)
   reads as usual; one made before and read after raises
   :class:`~rcfmt.errors.RcfmtError` rather than end short;
 - frames are handed over through :func:`exit_safe_stream`, whose arrays free nothing
@@ -35,13 +35,16 @@ __all__ = ["exit_safe_stream", "register_io_source"]
 
 _lock = threading.Lock()
 # stops: times the exit hook ran; active: batches being made; open: streams made and not
-# ended; last: time.monotonic() of the last batch asked for or made
-_state = {"stops": 0, "active": 0, "open": 0, "last": 0.0, "hooked": False}
+# ended; last: time.monotonic() of the last batch asked for or made; failed: of the last
+# stream that ended other than exhausted (it raised, or was closed)
+_state = {"stops": 0, "active": 0, "open": 0, "last": 0.0, "failed": 0.0, "hooked": False}
 #: the longest the exit hook waits for batches being made and streams to end
 EXIT_WAIT_SECONDS = 1.0
 #: how long open streams must go unasked for the hook to take them as held back by Polars
 #: (its pipeline full: the consumer is the exiting thread) rather than about to be asked
 EXIT_IDLE_SECONDS = 0.1
+#: the least the exit hook waits for array releases under way, whatever the waits above took
+RELEASE_WAIT_SECONDS = 0.1
 
 
 def register_io_source(source, **options):
@@ -87,20 +90,25 @@ class _Stream:
             if self._batches is None:
                 self._batches = self._source(*self._args)
             return next(self._batches)
+        except StopIteration:
+            self.close(exhausted=True)
+            raise
         except BaseException:
-            self.close()  # (StopIteration included: the stream ended)
+            self.close()
             raise
         finally:
             with _lock:
                 _state["active"] -= 1
                 _state["last"] = time.monotonic()
 
-    def close(self) -> None:
+    def close(self, exhausted: bool = False) -> None:
         """End the stream (the scan's files closed, its stats counted); idempotent."""
         with _lock:
             was_open, self._open = self._open, False
             if was_open:
                 _state["open"] -= 1
+                if not exhausted:  # (Polars' thread may still use Python for what it raised)
+                    _state["failed"] = time.monotonic()
         close = getattr(self._batches, "close", None) if was_open else None
         if close is not None:
             close()
@@ -115,10 +123,12 @@ class _Stream:
 
 def _stop() -> None:
     """rcfmt's exit hook: streams made before it raise at their next batch; wait (the
-    GIL released, at most :data:`EXIT_WAIT_SECONDS`) for batches being made, and for
-    open streams to end or go unasked for :data:`EXIT_IDLE_SECONDS` -- a Polars thread
-    about to ask for a batch gets the error now, not during finalization -- then stop
-    the releases of handed-over arrays."""
+    GIL released, at most :data:`EXIT_WAIT_SECONDS`) for batches being made, for open
+    streams to end or go unasked for :data:`EXIT_IDLE_SECONDS`, and as long after a
+    stream raised or was closed -- a Polars thread about to ask for a batch gets the
+    error now, and is done with Python, before finalization -- then stop the releases of
+    handed-over arrays (waiting at least :data:`RELEASE_WAIT_SECONDS` for those under
+    way)."""
     with _lock:
         _state["stops"] += 1
         _state["hooked"] = False  # (a scan made after this hook registers another)
@@ -126,9 +136,10 @@ def _stop() -> None:
     end = begun + EXIT_WAIT_SECONDS
     while time.monotonic() < end:
         with _lock:
-            asked = _state["active"] or (
-                _state["open"] and time.monotonic() - max(begun, _state["last"]) < EXIT_IDLE_SECONDS)
+            now = time.monotonic()
+            asked = _state["active"] or (_state["open"] and now - max(begun, _state["last"]) < EXIT_IDLE_SECONDS) \
+                or now - _state["failed"] < EXIT_IDLE_SECONDS
         if not asked:
             break
         time.sleep(0.001)
-    stop_releases(max(0.0, end - time.monotonic()))
+    stop_releases(max(RELEASE_WAIT_SECONDS, end - time.monotonic()))

@@ -546,8 +546,9 @@ def test_the_exit_hook_ends_open_streams_a_thread_is_about_to_ask():
     batch a moment later, gets the error while the hook waits -- not during finalization,
     where the thread asking for the GIL was ended and the process aborted ("FATAL:
     exception not rethrown", 1 run in 200 while the hook waited only for batches being
-    made). A plain thread stands for Polars'; the hook's bounds are raised so that a slow
-    machine cannot decide the order."""
+    made), and is done with Python before the hook returns (a thread still using Python
+    just after its stream raised aborted the same way). A plain thread stands for
+    Polars'; the hook's bounds are raised so that a slow machine cannot decide the order."""
     import subprocess
     import sys
     import textwrap
@@ -557,7 +558,7 @@ def test_the_exit_hook_ends_open_streams_a_thread_is_about_to_ask():
         from rcfmt.errors import RcfmtError
         from rcfmt.interop import polars_exit
 
-        polars_exit.EXIT_WAIT_SECONDS, polars_exit.EXIT_IDLE_SECONDS = 60.0, 30.0
+        polars_exit.EXIT_WAIT_SECONDS, polars_exit.EXIT_IDLE_SECONDS = 60.0, 2.0
         order = []
         stream = polars_exit._Stream(lambda: iter([1, 2, 3]), ())
         assert next(stream) == 1
@@ -569,6 +570,8 @@ def test_the_exit_hook_ends_open_streams_a_thread_is_about_to_ask():
                 order.append("batch")
             except RcfmtError:
                 order.append("raised")
+                time.sleep(0.05)
+                order.append("python-after")
 
         thread = threading.Thread(target=polars_thread)
         thread.start()
@@ -579,4 +582,4 @@ def test_the_exit_hook_ends_open_streams_a_thread_is_about_to_ask():
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["raised", "hook", "done", "0"]
+    assert out.stdout.split() == ["raised", "python-after", "hook", "done", "0"]
