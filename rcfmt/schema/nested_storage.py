@@ -118,8 +118,9 @@ def to_storage(arr, t: pa.DataType, rows: bool = True):
     src = arr.type
     if pa.types.is_run_end_encoded(src) and not pa.types.is_run_end_encoded(t):  # (runs inside runs)
         return to_storage(decode_runs(arr), t, rows)
-    if not _rebuilt(src):
-        return arr.cast(t)
+    if not _rebuilt(src) and not pa.types.is_struct(src):
+        return arr.cast(t)  # (structs child by child, below: Arrow's cast refuses a NULL under a NULL
+        # parent in a non-nullable child -- a dictionary's NULL index gathers one -- though it is valid)
     if pa.types.is_dictionary(src):
         return to_storage(_dictionary_values(arr, rows), t, rows)
     if pa.types.is_run_end_encoded(src):  # (the physical values; ``arr`` holds its window)

@@ -350,3 +350,24 @@ def test_dictionary_indices_outside_the_dictionary_are_located(tmp_path):
         rcfmt.write_table(pa.table({"d": bad}), tmp_path / "d.rcfmt")
     assert (info.value.column, info.value.row) == ("d", 2)
     assert not (tmp_path / "d.rcfmt").exists()
+
+
+def test_a_null_index_into_structs_with_a_not_null_grandchild(tmp_path):
+    """A dictionary of structs whose struct child has a NOT NULL field, and a NULL index:
+    the values gathered hold a NULL in that field under a NULL parent (valid Arrow), which
+    Arrow's cast of the struct as a whole refused, and the writer with it (hypothesis
+    drew it in test_random_nested_dictionaries_round_trip_decoded)."""
+    low = -(2 ** 63)
+    inner = pa.struct([pa.field("a", pa.int64(), nullable=False), pa.field("b", pa.int64())])
+    values = pa.StructArray.from_arrays(
+        [pa.array([{"a": low, "b": low}] * 3, inner),
+         pa.array([[]] * 3, pa.large_list(pa.list_(pa.int64(), 1))),
+         pa.DictionaryArray.from_arrays(pa.array([0, 0, 0], pa.int8()), pa.array([low], pa.int64()))],
+        names=["b", "c", "a"])
+    column = pa.DictionaryArray.from_arrays(pa.array([0, 1, 2] * 5 + [None, 1], pa.int8()), values)
+    table = pa.table({"id": pa.array(range(17), pa.int64()), "f0": column})
+    table.validate(full=True)
+    rcfmt.write_table(table, tmp_path / "t.rcfmt", block_rows=3, page_rows=2, compression="none")
+    got = rcfmt.read_table(tmp_path / "t.rcfmt")
+    assert got["f0"].to_pylist() == table["f0"].to_pylist()
+    assert got["f0"].to_pylist()[15] is None
