@@ -372,7 +372,7 @@ def _run(args) -> int:
         from ..dataset import vacuum
 
         removed = vacuum(_dataset_dir(args.path), retention_seconds=args.retention_hours * 3600.0, dry_run=args.dry_run,
-                         progress=args.progress)
+                         progress=args.progress, enforce_retention_duration=args.enforce_retention_duration)
         if args.json:
             _print_json({"dry_run": args.dry_run, "files": removed})
         else:
@@ -510,6 +510,8 @@ def _parser(only: str | None = None) -> argparse.ArgumentParser:
     p = command("vacuum", "delete what no version of a dataset needs any more", path="DIR")
     p.add_argument("--retention-hours", type=_hours, default=1.0)
     p.add_argument("--dry-run", action="store_true")
+    p.add_argument("--no-enforce-retention-duration", dest="enforce_retention_duration", action="store_false",
+                   help="take a retention under an hour (no write may be running)")
     p = command("optimize", "rewrite a dataset clustered (or compacted) and commit", path="DIR")
     p.add_argument("--cluster-by", help="comma-separated columns (default: the recorded clustering)")
     p.add_argument("--curve", choices=("zorder", "hilbert", "sort"), default="zorder")

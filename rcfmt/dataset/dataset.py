@@ -435,9 +435,11 @@ class Dataset:
             out.append(info)
         return out
 
-    def vacuum(self, retention_seconds: float = 3600.0, *, dry_run: bool = False) -> list[str]:
+    def vacuum(self, retention_seconds: float = 3600.0, *, dry_run: bool = False,
+               enforce_retention_duration: bool = True) -> list[str]:
         """Remove what no reader can need any more; see :func:`vacuum`."""
-        return vacuum(self.root, retention_seconds, dry_run=dry_run)
+        return vacuum(self.root, retention_seconds, dry_run=dry_run,
+                      enforce_retention_duration=enforce_retention_duration)
 
 
 def _field_to_add(f) -> pa.Field:
@@ -630,7 +632,12 @@ def _retention(seconds) -> float:
     return value
 
 
-def vacuum(root, retention_seconds: float = 3600.0, *, dry_run: bool = False, progress=None) -> list[str]:
+#: the shortest retention :func:`vacuum` takes unless told ``enforce_retention_duration=False``
+MIN_RETENTION_SECONDS = 3600.0
+
+
+def vacuum(root, retention_seconds: float = 3600.0, *, dry_run: bool = False, progress=None,
+           enforce_retention_duration: bool = True) -> list[str]:
     """Delete files of the dataset at ``root`` that no reader can need: index versions
     superseded more than ``retention_seconds`` ago (the version after them older than
     that; never the latest), data files referenced by no
@@ -646,12 +653,27 @@ def vacuum(root, retention_seconds: float = 3600.0, *, dry_run: bool = False, pr
     before the retention (a killed or cancelled writer's, which no listing of objects
     shows; their keys are in what it returns). A prefix without any committed version is
     left alone. ``progress``:
-    a bar of files deleted on stderr (None: on a terminal; True, False)."""
+    a bar of files deleted on stderr (None: on a terminal; True, False).
+
+    A write publishes its data files before it commits the version naming them, so a
+    retention shorter than a write still running deletes its files, and the version it
+    then commits cannot be read. A retention under :data:`MIN_RETENTION_SECONDS` (an
+    hour) is therefore refused (InvalidOptionError, nothing deleted) unless
+    ``enforce_retention_duration=False`` says that no write is running (as Delta's
+    ``retentionDurationCheck``); a dry run is never refused."""
     from ..runtime.progress import wanted
 
     wanted(progress)
     dry_run = flag(dry_run, "dry_run")
     retention_seconds = _retention(retention_seconds)
+    if flag(enforce_retention_duration, "enforce_retention_duration") and not dry_run \
+            and retention_seconds < MIN_RETENTION_SECONDS:
+        raise InvalidOptionError(
+            f"vacuum of {root!r} with a retention of {retention_seconds:g} s: a write running now (it publishes its "
+            f"data files before it commits the version naming them) or one that began less than that ago would "
+            f"lose its files, and the version it commits could not be read. Pass enforce_retention_duration=False "
+            f"(the command: --no-enforce-retention-duration) when no write can be running, or a retention of at "
+            f"least {MIN_RETENTION_SECONDS:g} s; nothing was deleted")
     if is_remote(root):
         return _vacuum_remote(dataset_uri(root), retention_seconds, dry_run, progress)
     root = os.path.abspath(local_path(root))

@@ -267,7 +267,7 @@ def test_vacuum_keeps_the_chain_of_the_oldest_kept_version(tmp_path, small_level
     for i in range(30):
         rcfmt.write_dataset(_batch(i), root)
     ds = rcfmt.dataset(root)
-    removed = ds.vacuum(retention_seconds=0)
+    removed = ds.vacuum(retention_seconds=0, enforce_retention_duration=False)
     versions = log.list_versions(root)
     start = ds.info["checkpoint"]["version"] if ds.info.get("layout") == changelog.CHANGES else ds.version
     assert versions == list(range(start, 31))
@@ -278,7 +278,7 @@ def test_vacuum_keeps_the_chain_of_the_oldest_kept_version(tmp_path, small_level
     _cold()
     assert sorted(rcfmt.dataset(root).read(["id"]).column("id").to_pylist()) == list(range(90))
     ds = ds.checkpoint()  # then everything before it can go
-    ds.vacuum(retention_seconds=0)
+    ds.vacuum(retention_seconds=0, enforce_retention_duration=False)
     assert log.list_versions(root) == [ds.version] and not os.listdir(os.path.join(root, "_rcfmt", "runs"))
     _cold()
     assert rcfmt.dataset(root).num_rows == 90
@@ -458,7 +458,7 @@ def test_s3_chains_merge_and_vacuum(small_levels):
         FOOTERS.clear()  # (every object read from the server again)
         for v in (1, 7, 13, 20):
             assert sorted(rcfmt.dataset(uri, version=v).read(["id"]).column("id").to_pylist()) == list(range(3 * v))
-        ds.vacuum(retention_seconds=0)
+        ds.vacuum(retention_seconds=0, enforce_retention_duration=False)
         _cold()
         assert rcfmt.dataset(uri).num_rows == 60
         from rcfmt.storage import list_tree
@@ -620,7 +620,7 @@ def test_a_version_vacuumed_under_an_open_dataset_is_an_rcfmt_error_on_filtered_
     assert old.version == opened
     rcfmt.write_dataset(pa.table({"id": pa.array([2], pa.int64())}), root)
     rcfmt.dataset(root).checkpoint()
-    removed = rcfmt.dataset(root).vacuum(retention_seconds=0)
+    removed = rcfmt.dataset(root).vacuum(retention_seconds=0, enforce_retention_duration=False)
     assert log.version_path(root, 1) in removed and not os.path.exists(log.version_path(root, opened))
     assert sorted(old.read().column("id").to_pylist()) == [0, 1, 5][:opened + 1]
     for call in (lambda: old.read(filter=rcfmt.col("id") == 1), lambda: old.count_rows(rcfmt.col("id") == 1),

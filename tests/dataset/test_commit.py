@@ -303,7 +303,7 @@ def test_crash_between_data_write_and_commit_changes_nothing(tmp_path, stage):
     leftovers = _all_files(root) - committed
     assert leftovers  # the crash left garbage behind, invisible to readers ...
     # ... which vacuum removes
-    removed = after.vacuum(retention_seconds=0)
+    removed = after.vacuum(retention_seconds=0, enforce_retention_duration=False)
     assert removed
     assert _all_files(root) == committed
     # and the dataset still takes commits
@@ -532,7 +532,7 @@ def test_vacuum_after_an_interrupted_vacuum_passes_over_chains_whose_checkpoint_
 
     monkeypatch.setattr(os, "unlink", killed_at_the_second)
     with pytest.raises(KeyboardInterrupt):
-        rcfmt.dataset(root).vacuum(retention_seconds=0)
+        rcfmt.dataset(root).vacuum(retention_seconds=0, enforce_retention_duration=False)
     monkeypatch.undo()
     assert log.list_versions(root) == [2, 3, 4, 5, 6, 7, 8]
     assert [h["version"] for h in rcfmt.dataset(root).history()] == [2, 3, 4, 5, 6, 7, 8]
@@ -653,7 +653,7 @@ def test_a_commit_from_a_held_version_looks_the_latest_up_when_that_version_is_g
     assert ds.count_rows(filter=rcfmt.col("a") == 1) == 1  # (the statistics the delete needs: loaded)
     rcfmt.write_dataset(pa.table({"a": pa.array([100], pa.int64())}), root)  # 5
     rcfmt.dataset(root).checkpoint()  # 6
-    rcfmt.dataset.vacuum(root, retention_seconds=0)
+    rcfmt.dataset.vacuum(root, retention_seconds=0, enforce_retention_duration=False)
     assert log.list_versions(root) == [6]
     out = ds.delete(rcfmt.col("a") == 1)
     assert out.version == 7 and log.list_versions(root) == [6, 7]
@@ -719,6 +719,6 @@ def test_vacuum_racing_the_first_commit_keeps_its_files(tmp_path, monkeypatch):
         return [] if len(calls) == 1 else real(r)
 
     monkeypatch.setattr(log, "list_versions", committed_after_the_first_listing)
-    rcfmt.dataset.vacuum(root, retention_seconds=0)
+    rcfmt.dataset.vacuum(root, retention_seconds=0, enforce_retention_duration=False)
     monkeypatch.undo()
     assert rcfmt.dataset(root).read()["x"].to_pylist() == [1, 2, 3]

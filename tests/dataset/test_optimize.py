@@ -217,7 +217,7 @@ def test_an_optimize_from_a_complete_snapshot_looks_the_latest_version_up(tmp_pa
     ds = rcfmt.dataset(tmp_path).delete(col("a") == 0)  # version 5
     rcfmt.write_dataset(pa.table({"a": [100], "b": ["z"]}), tmp_path)  # 6
     rcfmt.dataset(tmp_path).checkpoint()  # 7
-    rcfmt.dataset.vacuum(tmp_path, retention_seconds=0)
+    rcfmt.dataset.vacuum(tmp_path, retention_seconds=0, enforce_retention_duration=False)
     assert list_versions(str(tmp_path)) == [7]
     out = ds.optimize()
     assert out.version == 8 and list_versions(str(tmp_path)) == [7, 8]
@@ -398,7 +398,7 @@ def test_optimize_of_a_handle_whose_files_were_vacuumed_is_a_corrupt_file_error(
     root = tmp_path / "ds"
     rcfmt.write_dataset(grid, root, target_file_rows=5_000)
     stale = rcfmt.dataset(root)
-    rcfmt.dataset(root).optimize(target_file_rows=20_000).vacuum(retention_seconds=0)
+    rcfmt.dataset(root).optimize(target_file_rows=20_000).vacuum(retention_seconds=0, enforce_retention_duration=False)
     for cluster_by in (None, ["x"]):
         with pytest.raises(rcfmt.CorruptFileError, match="missing"):
             stale.optimize(cluster_by, target_file_rows=3_000)

@@ -56,7 +56,7 @@ def test_time_travel_to_a_version_a_vacuum_removes_meanwhile_is_no_such_version(
 
     def vacuum_meanwhile(r, version):
         size = real(r, version)
-        rcfmt.dataset.vacuum(r, 0)  # (another process's vacuum lands here)
+        rcfmt.dataset.vacuum(r, 0, enforce_retention_duration=False)  # (another process's vacuum lands here)
         return size
 
     monkeypatch.setattr(dataset_module, "_version_size", vacuum_meanwhile)
@@ -87,7 +87,7 @@ def test_a_vacuum_outrun_by_another_vacuum_finishes(tmp_path, monkeypatch):
     rcfmt.dataset.vacuum(root, retention_seconds=3600)
     monkeypatch.setattr(dataset_module, "_referenced", real)
     assert sorted(rcfmt.dataset(root).read()["id"].to_pylist()) == list(range(40))
-    rcfmt.dataset.vacuum(root, retention_seconds=0)
+    rcfmt.dataset.vacuum(root, retention_seconds=0, enforce_retention_duration=False)
     assert log.list_versions(root) == [5]
     assert sorted(rcfmt.dataset(root).read()["id"].to_pylist()) == list(range(40))
 
@@ -105,3 +105,32 @@ def test_a_corrupt_chain_that_no_vacuum_explains_still_fails(tmp_path):
     with pytest.raises(rcfmt.CorruptFileError):
         rcfmt.dataset.vacuum(root, retention_seconds=3600)
     assert sorted(os.listdir(os.path.join(root, "_rcfmt"))) == before
+
+
+def test_a_retention_shorter_than_an_hour_is_refused_unless_no_write_can_be_running(tmp_path):
+    """A write publishes its files before it commits the version naming them: vacuum with
+    a retention of 0 beside it deleted them, and the version it committed could not be
+    read. Such a retention needs enforce_retention_duration=False (a dry run needs
+    nothing); the command says it with --no-enforce-retention-duration."""
+    import subprocess
+    import sys
+
+    root = str(tmp_path / "d")
+    _append(root, 0)
+    rcfmt.write_dataset(pa.table({"id": pa.array([1], pa.int64())}), root, mode="overwrite")
+    before = sorted(os.listdir(root))
+    for call in (lambda: rcfmt.dataset.vacuum(root, 0), lambda: rcfmt.dataset(root).vacuum(retention_seconds=60),
+                 lambda: rcfmt.dataset.vacuum(root, 3599.5)):
+        with pytest.raises(rcfmt.InvalidOptionError, match="enforce_retention_duration=False"):
+            call()
+    assert sorted(os.listdir(root)) == before and log.list_versions(root) == [1, 2]
+    would = rcfmt.dataset.vacuum(root, 0, dry_run=True)
+    assert len(would) == 2 and sorted(os.listdir(root)) == before  # (version 1 and its file)
+    with pytest.raises(rcfmt.InvalidOptionError, match="must be True or False"):
+        rcfmt.dataset.vacuum(root, 0, enforce_retention_duration="no")
+    command = [sys.executable, "-m", "rcfmt.cli", "vacuum", root, "--retention-hours", "0"]
+    refused = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 1 and "--no-enforce-retention-duration" in refused.stderr
+    done = subprocess.run(command + ["--no-enforce-retention-duration"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert log.list_versions(root) == [2] and rcfmt.dataset(root).read()["id"].to_pylist() == [1]

@@ -158,7 +158,7 @@ def test_a_hint_naming_a_vacuumed_version(tmp_path, monkeypatch):
     make(root, 5)
     hint = open(log.hint_path(root), "rb").read()
     set_hint(root, b"2\n")
-    removed = rcfmt.dataset(root).vacuum(retention_seconds=0)
+    removed = rcfmt.dataset(root).vacuum(retention_seconds=0, enforce_retention_duration=False)
     assert log.version_path(root, 2) in removed and log.list_versions(root) == [5]
     assert open(log.hint_path(root), "rb").read() == hint  # vacuum superseded the stale hint
     set_hint(root, b"2\n")  # (a writer's late hint)
@@ -178,7 +178,7 @@ def test_vacuum_removes_the_oldest_versions_only_and_crashed_hint_writes(tmp_pat
     with open(crashed, "wb") as f:
         f.write(b"5")
     os.utime(crashed, (1, 1))
-    removed = rcfmt.dataset(root).vacuum(retention_seconds=60)
+    removed = rcfmt.dataset(root).vacuum(retention_seconds=60, enforce_retention_duration=False)
     assert log.list_versions(root) == [2, 3, 4, 5]
     assert crashed in removed and not os.path.exists(crashed)
     assert_latest(root, 5)
@@ -467,15 +467,15 @@ def test_vacuum_stops_at_a_local_version_it_cannot_delete(tmp_path, monkeypatch)
 
     monkeypatch.setattr(os, "unlink", refused)
     with pytest.raises(rcfmt.StorageError, match=r"could not be deleted \(.*Permission denied.*\) \(after 2 older ones were\)"):
-        rcfmt.dataset(root).vacuum(retention_seconds=0)
+        rcfmt.dataset(root).vacuum(retention_seconds=0, enforce_retention_duration=False)
     assert log.list_versions(root) == [3, 4, 5, 6] and sorted(os.listdir(root)) == files_before
     assert log.latest_version(root) == 6 and rcfmt.dataset(root, version=5).num_rows == 25
     monkeypatch.setattr(os, "unlink", real)
     set_hint(root, b"3\n")
     monkeypatch.setattr(log, "write_hint", lambda *a, **k: None)
     with pytest.raises(rcfmt.StorageError, match="could not be made to name version 6"):
-        rcfmt.dataset(root).vacuum(retention_seconds=0)
+        rcfmt.dataset(root).vacuum(retention_seconds=0, enforce_retention_duration=False)
     assert log.list_versions(root) == [3, 4, 5, 6]
     monkeypatch.undo()
-    rcfmt.dataset(root).vacuum(retention_seconds=0)
+    rcfmt.dataset(root).vacuum(retention_seconds=0, enforce_retention_duration=False)
     assert log.list_versions(root) == [6] and rcfmt.dataset(root).read()["w"].to_pylist() == [9] * 5

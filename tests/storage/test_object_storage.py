@@ -301,7 +301,7 @@ def test_a_version_create_left_unanswered_keeps_what_it_names(s3, monkeypatch):
     assert len(left) == 1 and left[0].endswith(".rcfmt") and "_rcfmt/" not in left[0]
     monkeypatch.undo()
     assert sorted(rcfmt.dataset(uri).read()["x"].to_pylist()) == [1, 2, 3, 4, 5]
-    assert rcfmt.dataset(uri).vacuum(retention_seconds=0) == [f"s3://{BUCKET}/{left[0]}"]
+    assert rcfmt.dataset(uri).vacuum(retention_seconds=0, enforce_retention_duration=False) == [f"s3://{BUCKET}/{left[0]}"]
     # a delete's deletion-vector file (scattered rows: not inline in the index) stays too
     other = f"s3://{BUCKET}/unanswered/d"
     rcfmt.write_dataset(pa.table({"x": np.arange(30_000)}), other)
@@ -373,23 +373,23 @@ def test_vacuum_stops_at_an_index_version_it_cannot_delete(s3, monkeypatch):
     monkeypatch.setattr(log, "write_hint", lambda *a, **k: None)  # ... that vacuum fails to refresh
     before = _keys(client, "vacfail/t/")
     with pytest.raises(rcfmt.StorageError, match="hint .* could not be made to name version 6; nothing was deleted"):
-        rcfmt.dataset(uri).vacuum(retention_seconds=0)
+        rcfmt.dataset(uri).vacuum(retention_seconds=0, enforce_retention_duration=False)
     assert _keys(client, "vacfail/t/") == before
     monkeypatch.setattr(log, "write_hint", real_hint)
     real = dataset_module.delete_files
     monkeypatch.setattr(dataset_module, "delete_files", lambda paths: [p for p in paths if p == v1] or real(paths))
     with pytest.raises(rcfmt.StorageError, match=r"could not be deleted .*\(after 0 older ones were\).*left in place"):
-        rcfmt.dataset(uri).vacuum(retention_seconds=0)
+        rcfmt.dataset(uri).vacuum(retention_seconds=0, enforce_retention_duration=False)
     assert set(_keys(client, "vacfail/t/")) == set(before)  # (the hint was rewritten, in place)
     assert log.read_hint(uri)[0] == 6
     # a version after the first fails: the older ones are gone, the rest contiguous, every data file kept
     monkeypatch.setattr(dataset_module, "delete_files", lambda paths: [p for p in paths if p == v3] or real(paths))
     with pytest.raises(rcfmt.StorageError, match=r"could not be deleted .*\(after 2 older ones were\)"):
-        rcfmt.dataset(uri).vacuum(retention_seconds=0)
+        rcfmt.dataset(uri).vacuum(retention_seconds=0, enforce_retention_duration=False)
     assert log.list_versions(uri) == [3, 4, 5, 6]
     assert rcfmt.dataset(uri).version == 6 and rcfmt.dataset(uri, version=3).count_rows() == 3
     monkeypatch.undo()
-    removed = rcfmt.dataset(uri).vacuum(retention_seconds=0)
+    removed = rcfmt.dataset(uri).vacuum(retention_seconds=0, enforce_retention_duration=False)
     assert log.list_versions(uri) == [6] and {log.version_path(uri, v) for v in (3, 4, 5)} <= set(removed)
     assert sorted(rcfmt.dataset(uri).read()["x"].to_pylist()) == [1, 2, 3]
 
@@ -848,7 +848,7 @@ def test_vacuum_on_s3(s3):
     before = _keys(client, "vac/")
     listed = vacuum(uri, retention_seconds=0, dry_run=True)
     assert _keys(client, "vac/") == before and len(uploads()) == 5
-    removed = vacuum(uri, retention_seconds=0)
+    removed = vacuum(uri, retention_seconds=0, enforce_retention_duration=False)
     assert sorted(removed) == sorted(listed) and f"{uri}/p=1/part-killed-00000.rcfmt" in removed
     assert uploads() == ["vac/other/part-x-00000.rcfmt", "vac/t/_archive/part-0001.rcfmt", "vac/t/_tmp/import.csv",
                          "vac/t/notes/big.bin"]
@@ -903,7 +903,7 @@ def test_optimize_on_s3_clusters_and_commits_and_a_failure_leaves_nothing(s3, mo
     assert set(os.listdir(".")) == cwd_before  # no local ./s3:/... directory
     from rcfmt.dataset import vacuum
 
-    removed = vacuum(uri, retention_seconds=0)
+    removed = vacuum(uri, retention_seconds=0, enforce_retention_duration=False)
     assert len([r for r in removed if "/_rcfmt/" not in r]) == 4  # the four files optimize replaced
     assert rcfmt.dataset(uri).to_table().num_rows == n
 
