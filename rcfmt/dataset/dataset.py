@@ -575,17 +575,24 @@ def _referenced(root: str, retained: list[int], keep: list[int]) -> set:
     return referenced
 
 
-def _vacuumed_meanwhile(root: str, version: int, listed) -> bool:
-    """Whether another vacuum removed ``version``, or the checkpoint of its chain (among
-    the versions ``listed`` before), since this vacuum listed them: it deletes the oldest
-    versions first, so a version whose checkpoint it removed is on its way out."""
+def _vacuumed_meanwhile(root: str, version: int, listed: list[int]) -> bool:
+    """Whether another vacuum removed ``version``, or the checkpoint of its chain, since
+    this vacuum listed the versions ``listed`` (oldest first, the latest last): it deletes
+    the oldest versions first, so a version whose checkpoint it removed is on its way
+    out. Never for the latest, nor for a checkpoint the latest's chain is read from:
+    every vacuum keeps those, so their absence is damage, not a vacuum."""
+    if version == listed[-1]:
+        return False
     info = read_version_info(root, version)
     if info is None:
         return True
     if layout_of(info) != CHANGES:
         return False
     start = info["checkpoint"]["version"]
-    return start in listed and not log.version_exists(root, start)
+    latest = read_version_info(root, listed[-1])
+    latest_start = latest["checkpoint"]["version"] if latest is not None and layout_of(latest) == CHANGES \
+        else listed[-1]
+    return start in listed and start < latest_start and not log.version_exists(root, start)
 
 
 def _hidden_key(rel: str, own_dirs: set) -> bool:

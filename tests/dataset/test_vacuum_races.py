@@ -134,3 +134,26 @@ def test_a_retention_shorter_than_an_hour_is_refused_unless_no_write_can_be_runn
     done = subprocess.run(command + ["--no-enforce-retention-duration"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert log.list_versions(root) == [2] and rcfmt.dataset(root).read()["id"].to_pylist() == [1]
+
+
+def test_a_missing_checkpoint_of_the_latest_chain_is_damage_not_a_vacuum(tmp_path, monkeypatch):
+    """The checkpoint the latest version is read from goes missing while vacuum runs (no
+    vacuum removes it: every one keeps it): vacuum fails and deletes no data file -- were
+    it taken as vacuumed meanwhile, nothing would reference the table's files."""
+    root = str(tmp_path / "d")
+    for k in range(4):  # 1 a checkpoint, 2-4 its chain (4 the latest)
+        _append(root, k)
+    _age(root, [1, 2])
+    real = dataset_module._referenced
+
+    def damaged(r, retained, keep):
+        os.rename(log.version_path(r, 1), str(tmp_path / "moved"))
+        for cache in (snapshot_module._COMMITTED, snapshot_module._RUNS, snapshot_module._CHAINS):
+            cache.clear()
+        return real(r, retained, keep)
+
+    data = sorted(p for p in os.listdir(root) if p.endswith(".rcfmt"))
+    monkeypatch.setattr(dataset_module, "_referenced", damaged)
+    with pytest.raises(rcfmt.CorruptFileError):  # (before: every data file deleted)
+        rcfmt.dataset.vacuum(root, retention_seconds=3600)
+    assert sorted(p for p in os.listdir(root) if p.endswith(".rcfmt")) == data
