@@ -37,7 +37,7 @@ _lock = threading.Lock()
 # stops: times the exit hook ran; active: batches being made; open: streams made and not
 # ended; last: time.monotonic() of the last batch asked for or made; failed: of the last
 # stream that ended other than exhausted (it raised, or was closed)
-_state = {"stops": 0, "active": 0, "open": 0, "last": 0.0, "failed": 0.0, "hooked": False}
+_state = {"stops": 0, "active": 0, "open": 0, "last": 0.0, "failed": 0.0, "hooked": False, "stopping": False}
 #: the longest the exit hook waits for batches being made and streams to end
 EXIT_WAIT_SECONDS = 1.0
 #: how long open streams must go unasked for the hook to take them as held back by Polars
@@ -66,8 +66,8 @@ class _Stream:
 
     def __init__(self, source, args):
         self._source, self._args, self._batches = source, args, None
-        with _lock:
-            self._born = _state["stops"]
+        with _lock:  # (one made while the hook runs is a Polars thread's, not a later exit handler's)
+            self._born = _state["stops"] - (1 if _state["stopping"] else 0)
             _state["open"] += 1
         self._open = True
 
@@ -132,6 +132,16 @@ def _stop() -> None:
     with _lock:
         _state["stops"] += 1
         _state["hooked"] = False  # (a scan made after this hook registers another)
+        _state["stopping"] = True
+    try:
+        _wait()
+    finally:
+        with _lock:
+            _state["stopping"] = False
+
+
+def _wait() -> None:
+    """The exit hook's waits (see :func:`_stop`)."""
     begun = time.monotonic()
     end = begun + EXIT_WAIT_SECONDS
     while time.monotonic() < end:

@@ -583,3 +583,41 @@ def test_the_exit_hook_ends_open_streams_a_thread_is_about_to_ask():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["raised", "python-after", "hook", "done", "0"]
+
+
+def test_a_stream_polars_makes_while_the_exit_hook_waits_is_ended_too():
+    """A Polars thread that makes a stream while rcfmt's exit hook waits (a later input
+    of a concat starting) gets the error at its first batch: it was counted as made after
+    the hook, read on, and met finalization."""
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent("""
+        import threading, time
+        from rcfmt.errors import RcfmtError
+        from rcfmt.interop import polars_exit
+
+        polars_exit.EXIT_WAIT_SECONDS, polars_exit.EXIT_IDLE_SECONDS = 60.0, 2.0
+        order = []
+        held = polars_exit._Stream(lambda: iter([1, 2]), ())  # (open: the hook waits)
+        assert next(held) == 1
+
+        def polars_thread():
+            time.sleep(0.05)
+            late = polars_exit._Stream(lambda: iter([1, 2]), ())
+            try:
+                next(late)
+                order.append("batch")
+            except RcfmtError:
+                order.append("raised")
+
+        thread = threading.Thread(target=polars_thread)
+        thread.start()
+        polars_exit._stop()
+        thread.join()
+        print(*order)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["raised"]
