@@ -10,6 +10,7 @@ from typing import Callable
 
 import pyarrow as pa
 
+from ..errors import SchemaError
 from .nested_storage import is_nested, is_nested_extension, storage_type
 
 __all__ = ["filter_schema", "bind_schema", "row_struct", "same_shape"]
@@ -131,12 +132,18 @@ def same_shape(a: pa.DataType, b: pa.DataType, same_leaf: Callable[[pa.DataType,
 
 def relax_nullability(a: pa.DataType, b: pa.DataType) -> pa.DataType:
     """``a`` with each nested field nullable where the same field of ``b`` is (types of
-    the same shape: :func:`same_shape`): what holds the values of both. Extension,
-    union and run-end-encoded types are returned as they are."""
+    the same shape: :func:`same_shape`): what holds the values of both. Union and
+    run-end-encoded types are returned as they are; extension types must be equal (an
+    extension type's storage is its own: SchemaError, naming both)."""
     def field(x: pa.Field, y: pa.Field) -> pa.Field:
         return pa.field(x.name, relax_nullability(x.type, y.type), x.nullable or y.nullable, x.metadata)
 
-    if isinstance(a, pa.ExtensionType) or isinstance(b, pa.ExtensionType) or type(a) is not type(b):
+    if isinstance(a, pa.BaseExtensionType) or isinstance(b, pa.BaseExtensionType):
+        if a != b:
+            raise SchemaError(f"extension types {a} and {b} differ (in their storage's nullability: "
+                              f"{a.storage_type} against {b.storage_type}); an extension type cannot be relaxed")
+        return a
+    if type(a) is not type(b):
         return a
     if pa.types.is_struct(a):
         return pa.struct([field(x, b.field(x.name)) if b.get_field_index(x.name) >= 0 else x for x in a])

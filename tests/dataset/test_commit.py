@@ -576,20 +576,20 @@ def test_vacuum_never_follows_a_link_out_of_the_dataset(tmp_path, area):
 def test_vacuum_passes_over_a_version_another_vacuum_removed_meanwhile(tmp_path, monkeypatch):
     """Two vacuums at once: the one that listed first finds a version it keeps deleted by
     the other, and goes on without it (before: a raw FileNotFoundError)."""
-    dataset_module = sys.modules["rcfmt.dataset.dataset"]
+    vacuum_module = sys.modules["rcfmt.dataset.vacuuming"]
     root = str(tmp_path / "d")
     rcfmt.write_dataset(_one(1), root)
     rcfmt.dataset(root).checkpoint()  # v2: version 1 is needed by no later version
     for i in range(3, 5):
         rcfmt.write_dataset(_one(i), root)
-    real = dataset_module._with_checkpoint
+    real = vacuum_module._with_checkpoint
 
     def the_other_vacuum_ran(r, versions, keep):
         out = real(r, versions, keep)
         os.unlink(log.version_path(root, out[0]))
         return out
 
-    monkeypatch.setattr(dataset_module, "_with_checkpoint", the_other_vacuum_ran)
+    monkeypatch.setattr(vacuum_module, "_with_checkpoint", the_other_vacuum_ran)
     assert rcfmt.dataset(root).vacuum(retention_seconds=3600) == []
     monkeypatch.undo()
     assert log.list_versions(root) == [2, 3, 4]

@@ -675,3 +675,23 @@ def test_a_rebase_over_a_not_null_child_keeps_the_nulls_readable(tmp_path, monke
     rows = {r["id"]: r["st"] for r in ds.read().to_pylist()}
     assert rows[2] == {"a": None, "b": "z"} and rows[0] is None
     assert rows.get(1, {"a": 1, "b": "x"}) == {"a": 1, "b": "x"}
+
+
+@register
+class _Point(TaggedExtension):
+    NAME = "rcfmt.test.evolution_point"
+
+
+def test_an_extension_whose_storage_differs_in_nullability_is_refused_by_name(tmp_path):
+    """An extension column whose struct storage has a NOT NULL child, appended with its
+    nullable form: a SchemaError naming the column (the append was accepted and the
+    write failed with a raw ArrowTypeError); nothing is committed."""
+    not_null = pa.struct([pa.field("a", pa.int32(), nullable=False)])
+    nullable = pa.struct([pa.field("a", pa.int32())])
+    root = str(tmp_path / "d")
+    rcfmt.write_dataset(pa.table({"c": pa.ExtensionArray.from_storage(
+        _Point(not_null), pa.array([{"a": 1}], not_null))}), root)
+    with pytest.raises(rcfmt.SchemaError, match="column 'c': extension types .* cannot be relaxed"):
+        rcfmt.write_dataset(pa.table({"c": pa.ExtensionArray.from_storage(
+            _Point(nullable), pa.array([{"a": None}], nullable))}), root)
+    assert rcfmt.dataset(root).version == 1

@@ -13,6 +13,7 @@ from rcfmt.dataset import log
 
 dataset_module = importlib.import_module("rcfmt.dataset.dataset")  # (the package's `dataset` is a function)
 snapshot_module = importlib.import_module("rcfmt.dataset.snapshot")
+vacuum_module = importlib.import_module("rcfmt.dataset.vacuuming")
 
 
 def _append(root, k):
@@ -60,7 +61,7 @@ def test_time_travel_to_a_version_a_vacuum_removes_meanwhile_is_no_such_version(
         return size
 
     monkeypatch.setattr(dataset_module, "_version_size", vacuum_meanwhile)
-    with pytest.raises(rcfmt.InvalidOptionError, match=r"has no version 2; versions: \[4\]"):
+    with pytest.raises(rcfmt.InvalidOptionError, match=r"has no version 2 any more .*versions: \[4\]"):
         rcfmt.dataset(root, version=2)
 
 
@@ -74,7 +75,7 @@ def test_a_vacuum_outrun_by_another_vacuum_finishes(tmp_path, monkeypatch):
         _append(root, k)
     rcfmt.dataset(root).checkpoint()  # 5
     _age(root, [1, 2, 3])  # (4 was the latest until 5, a moment ago: A keeps 4, and 1-3 for its chain)
-    real = dataset_module._referenced
+    real = vacuum_module._referenced
 
     def outrun(r, retained, keep):
         assert keep == [1, 2, 3, 4, 5]
@@ -83,9 +84,9 @@ def test_a_vacuum_outrun_by_another_vacuum_finishes(tmp_path, monkeypatch):
             cache.clear()  # (as in another process: nothing of the chain served from memory)
         return real(r, retained, keep)
 
-    monkeypatch.setattr(dataset_module, "_referenced", outrun)
+    monkeypatch.setattr(vacuum_module, "_referenced", outrun)
     rcfmt.dataset.vacuum(root, retention_seconds=3600)
-    monkeypatch.setattr(dataset_module, "_referenced", real)
+    monkeypatch.setattr(vacuum_module, "_referenced", real)
     assert sorted(rcfmt.dataset(root).read()["id"].to_pylist()) == list(range(40))
     rcfmt.dataset.vacuum(root, retention_seconds=0, enforce_retention_duration=False)
     assert log.list_versions(root) == [5]
@@ -144,7 +145,7 @@ def test_a_missing_checkpoint_of_the_latest_chain_is_damage_not_a_vacuum(tmp_pat
     for k in range(4):  # 1 a checkpoint, 2-4 its chain (4 the latest)
         _append(root, k)
     _age(root, [1, 2])
-    real = dataset_module._referenced
+    real = vacuum_module._referenced
 
     def damaged(r, retained, keep):
         os.rename(log.version_path(r, 1), str(tmp_path / "moved"))
@@ -153,7 +154,46 @@ def test_a_missing_checkpoint_of_the_latest_chain_is_damage_not_a_vacuum(tmp_pat
         return real(r, retained, keep)
 
     data = sorted(p for p in os.listdir(root) if p.endswith(".rcfmt"))
-    monkeypatch.setattr(dataset_module, "_referenced", damaged)
+    monkeypatch.setattr(vacuum_module, "_referenced", damaged)
     with pytest.raises(rcfmt.CorruptFileError):  # (before: every data file deleted)
         rcfmt.dataset.vacuum(root, retention_seconds=3600)
     assert sorted(p for p in os.listdir(root) if p.endswith(".rcfmt")) == data
+
+
+def test_time_travel_to_a_version_whose_checkpoint_a_vacuum_just_removed_is_no_such_version(tmp_path, monkeypatch):
+    """A vacuum removing the oldest versions has deleted checkpoint 1, not yet changes
+    version 3, when a reader asks for version 3: "no version 3" (it was a
+    CorruptFileError on a healthy dataset). A checkpoint missing between versions that
+    are present is still damage."""
+    root = str(tmp_path / "d")
+    for k in range(4):  # 1 a checkpoint, 2-4 its chain
+        _append(root, k)
+    rcfmt.dataset(root).checkpoint()  # 5
+    real = dataset_module._version_size
+
+    def vacuum_begins(r, version):
+        size = real(r, version)
+        os.unlink(log.version_path(r, 1))  # (another process's vacuum, oldest first)
+        for cache in (snapshot_module._COMMITTED, snapshot_module._RUNS, snapshot_module._CHAINS):
+            cache.clear()
+        return size
+
+    monkeypatch.setattr(dataset_module, "_version_size", vacuum_begins)
+    with pytest.raises(rcfmt.InvalidOptionError, match=r"no version 3 any more .*versions: \[2, 3, 4, 5\]"):
+        rcfmt.dataset(root, version=3)
+    monkeypatch.setattr(dataset_module, "_version_size", real)
+    assert sorted(rcfmt.dataset(root, version=5).read()["id"].to_pylist()) == list(range(40))
+
+
+def test_a_checkpoint_missing_between_versions_present_is_still_corrupt(tmp_path):
+    root = str(tmp_path / "d")
+    for k in range(3):
+        _append(root, k)
+    rcfmt.dataset(root).checkpoint()  # 4
+    for k in range(3, 5):
+        _append(root, k)  # 5, 6: changes from checkpoint 4
+    for cache in (snapshot_module._COMMITTED, snapshot_module._RUNS, snapshot_module._CHAINS):
+        cache.clear()
+    os.unlink(log.version_path(root, 4))
+    with pytest.raises(rcfmt.CorruptFileError):
+        rcfmt.dataset(root, version=6)
