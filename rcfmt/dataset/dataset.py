@@ -22,9 +22,8 @@ from ..predicate.residual import prepare_filter
 from ..storage import is_remote, local_path, object_size, remote_kind
 from ..storage.paths import dataset_uri
 from . import log
-from .changelog import CHANGES, layout_of
 from .index import Snapshot, check_inside
-from .snapshot import discover, load_base, read_latest, read_snapshot, read_version_info
+from .snapshot import discover, load_base, read_chain_start, read_latest, read_snapshot, read_version_info
 from .scanning import DatasetScan, FileInfo, Fragment, prune_blocks, scan_fragments, value_sets_keep
 from .vacuuming import vacuum
 
@@ -464,16 +463,16 @@ def _read_version(root: str, version: int) -> Snapshot:
 
 def _chain_vacuumed(root: str, version: int) -> bool:
     """Whether the checkpoint changes version ``version`` is read from is gone below the
-    oldest version left: a vacuum removing the oldest versions first is on its way to it
-    (a checkpoint missing above that, between versions present, is damage)."""
-    info = read_version_info(root, version)
-    if info is None:
+    oldest version left, older than the checkpoint the latest version is read from: a
+    vacuum removing the oldest versions first is on its way to it (a checkpoint missing
+    between versions present, or one the latest needs, is damage)."""
+    start = read_chain_start(root, version)
+    if start is None:
         return True
-    if layout_of(info) != CHANGES:
-        return False
-    start = info["checkpoint"]["version"]
     versions = log.list_versions(root)
-    return not log.version_exists(root, start) and (not versions or start < versions[0])
+    if start == version or not versions or start >= versions[0] or log.version_exists(root, start):
+        return False
+    return start < (read_chain_start(root, versions[-1]) or versions[-1])  # (the latest's: no vacuum removes it)
 
 
 def _version_size(root: str, version: int) -> int:

@@ -25,7 +25,7 @@ from .index import (BASE_COLUMNS, INDEX_METADATA_KEY, VALUES_FIELD, FileEntry, S
 from .deletions import DV_COLUMNS, DV_DIR
 from .partitioning import Partitioning, infer_partitioning
 
-__all__ = ["check_version_info", "info_problem", "read_snapshot", "read_committed", "read_run", "conform_rows", "read_latest", "discover", "load_base", "DATA_SUFFIXES"]
+__all__ = ["check_version_info", "info_problem", "read_chain_start", "read_snapshot", "read_committed", "read_run", "conform_rows", "read_latest", "discover", "load_base", "DATA_SUFFIXES"]
 
 DATA_SUFFIXES = (".rcfmt", ".rcf")
 #: the newest dataset format version this rcfmt reads: 2 is a version whose files may
@@ -159,6 +159,16 @@ def read_version_info(root: str, version: int) -> dict | None:
         if not log.version_exists(root, version):
             return None
         raise
+
+
+def read_chain_start(root: str, version: int) -> int | None:
+    """The checkpoint index version ``version`` is read from: its own number for a
+    checkpoint, the one its info names for a changes version; None when the version does
+    not exist (a vacuum removed it since it was listed)."""
+    info = read_version_info(root, version)
+    if info is None:
+        return None
+    return info["checkpoint"]["version"] if changelog.layout_of(info) == changelog.CHANGES else version
 
 
 def _inside(root: str, path: str) -> str:

@@ -18,7 +18,7 @@ from . import log
 from .changelog import CHANGES, RUNS_DIR, layout_of, runs_of
 from .deletions import DV_DIR
 from .index import Snapshot
-from .snapshot import DATA_SUFFIXES, discover, read_snapshot, read_version_info
+from .snapshot import DATA_SUFFIXES, discover, read_chain_start, read_snapshot, read_version_info
 
 __all__ = ["vacuum", "MIN_RETENTION_SECONDS"]
 
@@ -97,16 +97,12 @@ def _vacuumed_meanwhile(root: str, version: int, listed: list[int]) -> bool:
     every vacuum keeps those, so their absence is damage, not a vacuum."""
     if version == listed[-1]:
         return False
-    info = read_version_info(root, version)
-    if info is None:
+    start = read_chain_start(root, version)
+    if start is None:
         return True
-    if layout_of(info) != CHANGES:
-        return False
-    start = info["checkpoint"]["version"]
-    latest = read_version_info(root, listed[-1])
-    latest_start = latest["checkpoint"]["version"] if latest is not None and layout_of(latest) == CHANGES \
-        else listed[-1]
-    return start in listed and start < latest_start and not log.version_exists(root, start)
+    latest_start = read_chain_start(root, listed[-1])
+    return start != version and start in listed and start < (latest_start or listed[-1]) \
+        and not log.version_exists(root, start)
 
 
 def _hidden_key(rel: str, own_dirs: set) -> bool:
