@@ -359,7 +359,7 @@ def test_vacuum_stops_at_an_index_version_it_cannot_delete(s3, monkeypatch):
 
     from rcfmt.dataset import log
 
-    dataset_module = importlib.import_module("rcfmt.dataset.dataset")  # (the package's ``dataset`` is the function)
+    vacuum_module = importlib.import_module("rcfmt.dataset.vacuuming")
     _, client = s3
     uri = f"s3://{BUCKET}/vacfail/t"
     for x in range(4):
@@ -376,14 +376,14 @@ def test_vacuum_stops_at_an_index_version_it_cannot_delete(s3, monkeypatch):
         rcfmt.dataset(uri).vacuum(retention_seconds=0, enforce_retention_duration=False)
     assert _keys(client, "vacfail/t/") == before
     monkeypatch.setattr(log, "write_hint", real_hint)
-    real = dataset_module.delete_files
-    monkeypatch.setattr(dataset_module, "delete_files", lambda paths: [p for p in paths if p == v1] or real(paths))
+    real = vacuum_module.delete_files
+    monkeypatch.setattr(vacuum_module, "delete_files", lambda paths: [p for p in paths if p == v1] or real(paths))
     with pytest.raises(rcfmt.StorageError, match=r"could not be deleted .*\(after 0 older ones were\).*left in place"):
         rcfmt.dataset(uri).vacuum(retention_seconds=0, enforce_retention_duration=False)
     assert set(_keys(client, "vacfail/t/")) == set(before)  # (the hint was rewritten, in place)
     assert log.read_hint(uri)[0] == 6
     # a version after the first fails: the older ones are gone, the rest contiguous, every data file kept
-    monkeypatch.setattr(dataset_module, "delete_files", lambda paths: [p for p in paths if p == v3] or real(paths))
+    monkeypatch.setattr(vacuum_module, "delete_files", lambda paths: [p for p in paths if p == v3] or real(paths))
     with pytest.raises(rcfmt.StorageError, match=r"could not be deleted .*\(after 2 older ones were\)"):
         rcfmt.dataset(uri).vacuum(retention_seconds=0, enforce_retention_duration=False)
     assert log.list_versions(uri) == [3, 4, 5, 6]
