@@ -21,7 +21,7 @@ from ..errors import CorruptFileError, UnsupportedError
 from ..index.bitmap.layout import DIRECTORY_RECORD
 from ..schema.nested import element_columns
 from ..schema.nested_json import nodes_from_json, nodes_to_json, tree_features
-from ..schema.types import LogicalType, logical_type_from_json
+from ..schema.types import LogicalType, logical_type_from_json, on_extension_redefined
 from .layout import (
     BLOCK_RECORD,
     FORMAT_VERSION,
@@ -587,3 +587,6 @@ def _validate(meta: FileMetaData, footer_offset: int, head: _Head, footer) -> No
         message = f"chunk encoding id {eid} cannot hold {columns[col].type.name} values"
     raise CorruptFileError(f"footer: {message}", column=None if col < 0 else columns[col].name,
                            block=None if block < 0 else block)
+
+
+on_extension_redefined(lambda: [cache.cache_clear() for cache in (_parse_json, _flat_schema, _column)])

@@ -643,9 +643,26 @@ def extension_key(t: pa.BaseExtensionType) -> tuple[str, bytes]:
                               "metadata through the Arrow C data interface")
         meta = exported[1]
     seen = _SEEN_EXTENSIONS.setdefault((name, meta), [])
-    if not any(same_type(s.storage_type, t.storage_type) for s in seen):  # (one per storage type)
-        seen.append(t)
+    if not any(s == t for s in seen):  # (one per storage type, the last written: a class defined again
+        # -- a notebook cell run twice -- is the one its values are written and read back as)
+        kept = [s for s in seen if not same_type(s.storage_type, t.storage_type)]
+        redefined = len(kept) < len(seen)
+        seen[:] = kept + [t]
+        if redefined:
+            for forget in _EXTENSION_LISTENERS:  # (what was derived from the old class: footers parsed)
+                forget()
     return name, meta
+
+
+#: functions called when an extension type written before is written as another class
+_EXTENSION_LISTENERS: list = []
+
+
+def on_extension_redefined(forget) -> None:
+    """Call ``forget()`` whenever a class of an extension type written before is replaced
+    by another written under the same name and storage (caches of types derived from it
+    drop them)."""
+    _EXTENSION_LISTENERS.append(forget)
 
 
 def extension_type(ext: tuple, storage: pa.DataType) -> pa.DataType:

@@ -1092,3 +1092,30 @@ def test_extension_of_a_nested_type_holding_dictionaries_is_stored(tmp_path):
     arr = pa.ExtensionArray.from_storage(Tagged("s", st_), pa.array([{"a": "x"}], st_))
     rcfmt.write_table(pa.table({"s": arr}), tmp_path / "s.rcfmt")
     assert rcfmt.read_table(tmp_path / "s.rcfmt").equals(pa.table({"s": arr}))
+
+
+def test_an_extension_class_defined_again_is_written_and_read_back_as_itself(tmp_path):
+    """A never-registered extension class defined again under the same name (a notebook
+    cell run twice): each definition's column is written and read back as its own class
+    (the second was refused: the writer expected the first class; and read back as it)."""
+
+    def define():
+        class Redefined(pa.ExtensionType):
+            def __init__(self):
+                super().__init__(pa.int32(), "rcfmt.test.redefined")
+
+            def __arrow_ext_serialize__(self):
+                return b"m"
+
+            @classmethod
+            def __arrow_ext_deserialize__(cls, storage_type, serialized):
+                return cls()
+
+        return Redefined
+
+    for k in range(3):
+        cls = define()
+        t = pa.table({"x": pa.ExtensionArray.from_storage(cls(), pa.array([k, 7], pa.int32()))})
+        rcfmt.write_table(t, tmp_path / f"r{k}.rcfmt")
+        back = rcfmt.read_table(tmp_path / f"r{k}.rcfmt")
+        assert type(back.schema.field("x").type) is cls and back.equals(t)
