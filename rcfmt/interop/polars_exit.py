@@ -16,9 +16,10 @@ exception", 2 in 40 once the first was fixed). So:
   0.1 s (Polars holds back a stream whose pipeline is full: its consumer is the exiting
   thread), and 0.1 s after a stream raised or was closed -- so that a Polars thread about
   to ask for a batch meets the error, and is done with Python, before finalization ends
-  threads (the hook waiting only for batches being made left 1 abort in 200 runs). A scan made after the hook (in an exit handler that runs later)
-  reads as usual; one made before and read after raises
-  :class:`~rcfmt.errors.RcfmtError` rather than end short;
+  threads (the hook waiting only for batches being made left 1 abort in 200 runs); a
+  stream Polars makes while the hook waits is ended too. A scan made after the hook (in
+  an exit handler that runs later) reads as usual; one made before and read after
+  raises :class:`~rcfmt.errors.RcfmtError` rather than end short;
 - frames are handed over through :func:`exit_safe_stream`, whose arrays free nothing
   once the hook ran (the process's end frees it), and the hook waits for releases under
   way (:func:`rcfmt._native.exit_safe.stop_releases`).
