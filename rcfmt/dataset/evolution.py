@@ -88,10 +88,10 @@ def widens(a: pa.DataType, b: pa.DataType) -> bool:
 
 def _wider(name: str, a: pa.DataType, b: pa.DataType) -> pa.DataType:
     if nested.is_nested(a) or _same_flat(a, b):  # the same values (string and large_string): as stored
-        if widens(a, b) and not nested.is_nested(a):
-            return a
-        if widens(a, b):  # (nested: nullable wherever either is -- a child NULL in one of them stays readable)
-            try:
+        if widens(a, b):
+            if not nested.is_nested(a):
+                return a
+            try:  # (nullable wherever either is: a child NULL in one of them stays readable)
                 return nested.relax_nullability(a, b)
             except SchemaError as exc:
                 raise SchemaError(f"column {name!r}: {exc}") from None

@@ -13,7 +13,7 @@ import pyarrow as pa
 from ..errors import SchemaError
 from .nested_storage import is_nested, is_nested_extension, storage_type
 
-__all__ = ["filter_schema", "bind_schema", "row_struct", "same_shape"]
+__all__ = ["filter_schema", "bind_schema", "row_struct", "same_shape", "relax_nullability"]
 
 
 def _schema_cache(fn):
@@ -140,8 +140,8 @@ def relax_nullability(a: pa.DataType, b: pa.DataType) -> pa.DataType:
 
     if isinstance(a, pa.BaseExtensionType) or isinstance(b, pa.BaseExtensionType):
         if a != b:
-            raise SchemaError(f"extension types {a} and {b} differ (in their storage's nullability: "
-                              f"{a.storage_type} against {b.storage_type}); an extension type cannot be relaxed")
+            raise SchemaError(f"extension types {a} and {b} differ (their storage: {a.storage_type} against "
+                              f"{b.storage_type}); an extension type cannot be relaxed")
         return a
     if type(a) is not type(b):
         return a
