@@ -1,5 +1,5 @@
-"""Six hot paths, best of 7 each, for A/B runs of two trees with the same native build:
-``PYTHONPATH=<tree> python bench/bench_paths.py <label>`` (RESULTS sections 30 and 31). Writes its
+"""Seven hot paths, best of 7 each, for A/B runs of two trees with the same native build:
+``PYTHONPATH=<tree> python bench/bench_paths.py <label>`` (RESULTS sections 30, 31 and 35). Writes its
 data to /tmp/ab47data on the first run."""
 import sys, time, os, numpy as np, pyarrow as pa
 import rcfmt
@@ -25,6 +25,7 @@ from rcfmt.polars import scan_rcfmt
 res = {
  "write 1M strings, 10% NULL, 1 thread": best(lambda: rcfmt.write_table(strings, out, use_threads=False)),
  "scan_rcfmt g == 5": best(lambda: scan_rcfmt(d + "/f.rcfmt").filter(pl.col("g") == 5).select("x").collect()),
+ "scan_rcfmt sum(x), every row": best(lambda: scan_rcfmt(d + "/f.rcfmt").select(pl.col("x").sum()).collect()),
  "range scan (proven blocks)": best(lambda: f.read(filter=(rcfmt.col("k") >= 100_000) & (rcfmt.col("k") < 3_000_000), columns=["x"])),
  "take 1000": best(lambda: f.take(np.random.default_rng(2).integers(0, 4_000_000, 1000))),
  "dataset open+count filter": best(lambda: rcfmt.dataset(d + "/ds").count_rows(rcfmt.col("g") == 5)),
