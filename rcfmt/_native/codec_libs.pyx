@@ -28,6 +28,10 @@ ctypedef int (*lz4_decompress_t)(const char*, char*, int, int) noexcept nogil
 ctypedef size_t (*zstd_set_parameter_t)(void*, int, int) noexcept nogil
 ctypedef size_t (*zstd_compress2_t)(void*, void*, size_t, const void*, size_t) noexcept nogil
 ctypedef int (*lz4_compress_t)(const char*, char*, int, int) noexcept nogil
+ctypedef size_t (*zstd_stream2_t)(void*, ZstdOut*, ZstdIn*, int) noexcept nogil
+ctypedef size_t (*zstd_dstream_t)(void*, ZstdOut*, ZstdIn*) noexcept nogil
+ctypedef size_t (*zstd_reset_t)(void*, int) noexcept nogil
+ctypedef size_t (*zstd_pledge_t)(void*, unsigned long long) noexcept nogil
 
 cdef zstd_create_t _zstd_create = NULL
 cdef zstd_free_t _zstd_free = NULL
@@ -69,6 +73,13 @@ cdef zstd_free_t _zstd_free_c = NULL
 cdef zstd_set_parameter_t _zstd_set_parameter = NULL
 cdef zstd_compress2_t _zstd_compress2 = NULL
 cdef lz4_compress_t _lz4_compress = NULL
+# the streaming entry points (stable API, zstd >= 1.4): zstd blocks ended inside a page's
+# frame on the writer's side, a frame inflated up to a prefix on the reader's
+cdef zstd_stream2_t _zstd_compress_stream2 = NULL
+cdef zstd_reset_t _zstd_cctx_reset = NULL
+cdef zstd_pledge_t _zstd_pledge = NULL
+cdef zstd_dstream_t _zstd_decompress_stream = NULL
+cdef zstd_reset_t _zstd_dctx_reset = NULL
 cdef bint _native_codecs = True
 _SOURCES = {"zstd": None, "lz4": None, "zstd compress": None, "lz4 compress": None}
 
@@ -119,6 +130,7 @@ def _resolve_codecs():
     """Find zstd and LZ4 entry points (see the module docstring); record where from."""
     global _zstd_create, _zstd_free, _zstd_decompress, _zstd_is_error, _zstd_error_name, _lz4_decompress
     global _zstd_create_c, _zstd_free_c, _zstd_set_parameter, _zstd_compress2, _lz4_compress
+    global _zstd_compress_stream2, _zstd_cctx_reset, _zstd_pledge, _zstd_decompress_stream, _zstd_dctx_reset
     cdef void* h
     cdef zstd_version_t version
     for path in _module_files("zstandard", [("_cffi", ".so"), ("backend_c", ".so")]) + ["libzstd.so.1", "libzstd.so"]:
@@ -135,6 +147,10 @@ def _resolve_codecs():
             if (_zstd_create != NULL and _zstd_free != NULL and _zstd_decompress != NULL
                     and _zstd_is_error != NULL and _zstd_error_name != NULL):
                 _SOURCES["zstd"] = path
+                _zstd_decompress_stream = <zstd_dstream_t>_sym(h, "ZSTD_decompressStream")
+                _zstd_dctx_reset = <zstd_reset_t>_sym(h, "ZSTD_DCtx_reset")
+                if _zstd_dctx_reset == NULL:
+                    _zstd_decompress_stream = NULL
             else:
                 _zstd_decompress = NULL
         if _zstd_compress2 == NULL and _zstd_decompress != NULL:  # (ZSTD_isError comes with it)
@@ -145,6 +161,11 @@ def _resolve_codecs():
             if (_zstd_create_c != NULL and _zstd_free_c != NULL and _zstd_set_parameter != NULL
                     and _zstd_compress2 != NULL):
                 _SOURCES["zstd compress"] = path
+                _zstd_compress_stream2 = <zstd_stream2_t>_sym(h, "ZSTD_compressStream2")
+                _zstd_cctx_reset = <zstd_reset_t>_sym(h, "ZSTD_CCtx_reset")
+                _zstd_pledge = <zstd_pledge_t>_sym(h, "ZSTD_CCtx_setPledgedSrcSize")
+                if _zstd_cctx_reset == NULL or _zstd_pledge == NULL:
+                    _zstd_compress_stream2 = NULL
             else:
                 _zstd_compress2 = NULL
         if _zstd_decompress != NULL and _zstd_compress2 != NULL:
@@ -180,6 +201,9 @@ def use_native_codecs(bint enabled):
 cdef enum:
     ZSTD_C_COMPRESSION_LEVEL = 100    # ZSTD_c_compressionLevel (stable API, zstd >= 1.4)
     ZSTD_C_CONTENT_SIZE_FLAG = 200    # ZSTD_c_contentSizeFlag
+    ZSTD_E_FLUSH = 1                  # ZSTD_EndDirective: end the current block
+    ZSTD_E_END = 2                    # ... and the frame
+    ZSTD_RESET_SESSION_ONLY = 1       # ZSTD_ResetDirective
 
 
 cdef bint compress_native(int codec) noexcept nogil:
@@ -225,6 +249,53 @@ cdef Py_ssize_t compress_into(int codec, int level, const uint8_t* src, Py_ssize
         lz4_got = _lz4_compress(<const char*>src, <char*>dst, <int>n, <int>min(cap, <Py_ssize_t>0x7FFFFFFF))
         return lz4_got if lz4_got > 0 else -1
     return -1
+
+
+cdef bint blocks_native() noexcept nogil:
+    """Whether :func:`compress_blocks_into` can end zstd blocks where it is told."""
+    return _native_codecs and _zstd_compress2 != NULL and _zstd_compress_stream2 != NULL
+
+
+cdef Py_ssize_t compress_blocks_into(int level, const uint8_t* src, Py_ssize_t n, uint8_t* dst, Py_ssize_t cap,
+                                     void* cctx, Py_ssize_t block) noexcept nogil:
+    """:func:`compress_into` for zstd, one frame whose blocks end every ``block`` bytes
+    of ``src`` (a reader wanting a prefix of it inflates only the blocks before its
+    end: :func:`inflate_to`). An ordinary zstd frame, without content size, its window
+    no larger than ``n`` needs. The stored size, or -1 (a codec error, not
+    :func:`blocks_native`, or ``cap`` too small)."""
+    cdef ZstdIn i
+    cdef ZstdOut o
+    cdef size_t left
+    cdef Py_ssize_t upto
+    if not blocks_native() or cctx == NULL or block <= 0:
+        return -1
+    if (_zstd_is_error(_zstd_cctx_reset(cctx, ZSTD_RESET_SESSION_ONLY))
+            or _zstd_is_error(_zstd_set_parameter(cctx, ZSTD_C_COMPRESSION_LEVEL, level))
+            or _zstd_is_error(_zstd_set_parameter(cctx, ZSTD_C_CONTENT_SIZE_FLAG, 0))
+            or _zstd_is_error(_zstd_pledge(cctx, <unsigned long long>n))):
+        return -1
+    i.src = src
+    i.size = 0
+    i.pos = 0
+    o.dst = dst
+    o.size = <size_t>cap
+    o.pos = 0
+    upto = 0
+    while True:
+        upto = min(upto + block, n)
+        i.size = <size_t>upto
+        while True:  # until this block is out (``left``: bytes zstd still holds)
+            left = _zstd_compress_stream2(cctx, &o, &i, ZSTD_E_END if upto == n else ZSTD_E_FLUSH)
+            if _zstd_is_error(left):
+                _zstd_cctx_reset(cctx, ZSTD_RESET_SESSION_ONLY)
+                return -1
+            if left == 0 and i.pos == i.size:
+                break
+            if o.pos == o.size:  # (no room: cap below compress_bound)
+                _zstd_cctx_reset(cctx, ZSTD_RESET_SESSION_ONLY)
+                return -1
+        if upto == n:
+            return <Py_ssize_t>o.pos
 
 
 # ------------------------------------------------------------------ decompression
@@ -279,6 +350,56 @@ cdef int decompress_native(int codec, const uint8_t* src, Py_ssize_t n, uint8_t*
             return DEC_SIZE
         return DEC_OK
     return DEC_UNAVAILABLE
+
+
+cdef bint partial_native() noexcept nogil:
+    """Whether :func:`inflate_to` can inflate a zstd frame part of the way."""
+    return _native_codecs and _zstd_decompress != NULL and _zstd_decompress_stream != NULL
+
+
+cdef int inflate_begin(Inflater* z, void** dctx, const uint8_t* src, Py_ssize_t n, uint8_t* dst,
+                       Py_ssize_t cap) noexcept nogil:
+    """Start inflating the zstd frame ``src[:n]`` (``cap`` bytes uncompressed) into
+    ``dst`` with ``dctx[0]`` (created when NULL): DEC_OK, DEC_NO_MEMORY or DEC_UNAVAILABLE
+    (not :func:`partial_native`)."""
+    if not partial_native():
+        return DEC_UNAVAILABLE
+    if dctx[0] == NULL:
+        dctx[0] = _zstd_create()
+        if dctx[0] == NULL:
+            return DEC_NO_MEMORY
+    _zstd_dctx_reset(dctx[0], ZSTD_RESET_SESSION_ONLY)  # (whatever frame it was in is dropped)
+    z.src.src = src
+    z.src.size = <size_t>n
+    z.src.pos = 0
+    z.out.dst = dst
+    z.out.size = 0
+    z.out.pos = 0
+    z.ended = False
+    return DEC_OK
+
+
+cdef int inflate_to(Inflater* z, void* dctx, Py_ssize_t need, int64_t* detail) noexcept nogil:
+    """Inflate the frame :func:`inflate_begin` started until ``dst[:need]`` holds its
+    first ``need`` bytes (``need`` at most the frame's ``cap``): zstd inflates whole
+    blocks, so what follows is inflated only as far as the block holding byte ``need -
+    1``. DEC_OK; DEC_FAILED (``detail``: zstd's error code; the frame is cut short when
+    the code is 0); DEC_SIZE (``detail``: the frame ended after that many bytes)."""
+    cdef size_t got
+    while <Py_ssize_t>z.out.pos < need:
+        if z.ended:
+            detail[0] = <int64_t>z.out.pos
+            return DEC_SIZE
+        if z.src.pos == z.src.size:  # the frame wants more bytes than the page stores
+            detail[0] = 0
+            return DEC_FAILED
+        z.out.size = <size_t>need
+        got = _zstd_decompress_stream(dctx, &z.out, &z.src)
+        if _zstd_is_error(got):
+            detail[0] = <int64_t>got
+            return DEC_FAILED
+        z.ended = got == 0
+    return DEC_OK
 
 
 cdef const char* zstd_error_name(size_t code) noexcept nogil:

@@ -15,7 +15,8 @@ from rcfmt._native.decoders cimport (MODE_ALP, MODE_ALP_SPLIT, MODE_BITPACK, MOD
                                      VB_DELTA_LENGTH, VB_PLAIN, _bitpack_gather, _codes_gather, _page_offsets,
                                      _page_values, _plain_gather)
 from rcfmt._native.pages cimport P_ARENA, P_AT, P_COLS, P_FIRST, P_LEN, P_NULLS, P_POS, P_ROWS
-from rcfmt._native.pages cimport Failure, _bodies, _headers
+from rcfmt._native.pages cimport LAZY, Failure, _bodies, _headers
+from rcfmt._native.codec_libs cimport DEC_OK, Inflater, dctx_done, dctx_of_thread, inflate_begin, inflate_to
 from rcfmt._native.filters cimport (F_NULLS, Filter, Flt, _codes_into, _filter_entries, _narrow_decimals_into,
                                     _put)
 from rcfmt._native.offsets cimport offset_fits, put_offset
@@ -25,7 +26,8 @@ from rcfmt._native.abi cimport (C_DICT_LENGTH, C_DICT_SIZE, C_ENCODING, C_LENGTH
                                 S_UTF8, S_WIDTH, ST_CHUNK, ST_COUNTS, ST_DICTIONARY, ST_INVALID, ST_MEMORY, ST_PAGES,
                                 ST_TOO_BIG, ST_UNLISTED, ST_UNSUPPORTED, ST_VALUES)
 from rcfmt._native.format cimport (ENC_ALP, ENC_ALP_SPLIT, ENC_BITPACK, ENC_BYTE_SPLIT, ENC_DELTA, ENC_DELTA_LENGTH,
-                                   ENC_DICTIONARY, ENC_PLAIN, ENC_RLE, MAX_PAGE_ROWS, PAGE_DATA, PAGE_DICTIONARY)
+                                   ENC_DICTIONARY, ENC_PLAIN, ENC_RLE, MAX_PAGE_ROWS, PAGE_DATA, PAGE_DICTIONARY,
+                                   PAGE_HEADER_SIZE)
 from rcfmt._native.column cimport (GATHER_SPARSE, Col, _arena_bytes, _body, _fail, _first_offset,
                                    _page_selection, _round8, _round64, _values_bytes)
 from rcfmt._native.gather cimport (_gather_fixed, _gather_in_place, _gather_rows, _gather_validity,
@@ -276,7 +278,66 @@ cdef int _varbinary(Col* col, const uint8_t* buf, int64_t[:, ::1] t, Py_ssize_t 
 cdef int _varbinary_selected(Col* col, const uint8_t* buf, int64_t[:, ::1] t, Py_ssize_t n, int mode,
                              Py_ssize_t capacity, uint64_t* aligned) noexcept nogil:
     """:func:`_varbinary` for the wanted rows only: the pages holding one are read, their
-    wanted strings copied; the UTF-8 check covers what is returned."""
+    wanted strings copied; the UTF-8 check covers what is returned. A lazy page
+    (``P_ARENA`` LAZY) is inflated only as far as its last wanted string."""
+    cdef void* zctx = dctx_of_thread()
+    cdef void* held = zctx
+    cdef int rc = 0
+    try:
+        rc = _varbinary_picked(col, buf, t, n, mode, capacity, aligned, &zctx)
+    finally:
+        dctx_done(zctx, held, rc != 0)
+    return rc
+
+
+cdef int _inflate_prefix(const uint8_t* buf, int64_t[:, ::1] t, Py_ssize_t k, uint8_t* arena, Inflater* z,
+                         void** zctx, Py_ssize_t need, bint begin) noexcept nogil:
+    """Inflate the first ``need`` bytes (at most all) of lazy page ``k``'s body into its
+    place in ``arena``: ``begin`` starts its frame, later calls go on where the last
+    stopped. 0, or 1 (the reference decoder then says what is wrong with the page)."""
+    cdef uint32_t sizes[2]  # the header's stored and uncompressed sizes (its bytes 16-23, FORMAT.md 4.1)
+    cdef int64_t detail = 0
+    memcpy(sizes, buf + t[k, P_POS] + 16, 8)
+    if begin and inflate_begin(z, zctx, buf + t[k, P_POS] + PAGE_HEADER_SIZE, sizes[0], arena + t[k, P_AT],
+                               sizes[1]) != DEC_OK:
+        return 1
+    return inflate_to(z, zctx[0], min(need, <Py_ssize_t>sizes[1]), &detail) != DEC_OK
+
+
+cdef int _lazy_offsets(Col* col, const uint8_t* buf, int64_t[:, ::1] t, Py_ssize_t k, int mode, Py_ssize_t j0,
+                       Py_ssize_t j1, uint32_t* local, const uint8_t** data, Py_ssize_t* data_len,
+                       void** zctx) noexcept nogil:
+    """The offsets of lazy page ``k`` (:func:`_page_offsets`), its body inflated up to
+    its offsets and then up to the end of its last wanted string (rows ``col.sel[j0:j1]``).
+    0, or 1 with the column's status."""
+    cdef Inflater z
+    cdef uint8_t* body = col.arena + t[k, P_AT]
+    cdef Py_ssize_t rows = t[k, P_ROWS], head, j
+    cdef uint32_t m = 0, end = 0
+    if mode == VB_PLAIN:
+        head = 4 * (rows + 1)
+        if _inflate_prefix(buf, t, k, col.arena, &z, zctx, head, True):
+            return _fail(col, ST_PAGES, k)
+    else:  # DELTA_LENGTH: ``u32 m | 4 zero bytes | m bytes of lengths`` first
+        if _inflate_prefix(buf, t, k, col.arena, &z, zctx, 8, True):
+            return _fail(col, ST_PAGES, k)
+        if t[k, P_LEN] >= 8:
+            memcpy(&m, body, 4)
+        head = 8 + <Py_ssize_t>m
+        if _inflate_prefix(buf, t, k, col.arena, &z, zctx, head, False):
+            return _fail(col, ST_PAGES, k)
+    if _page_offsets(mode, body, t[k, P_LEN], rows, local, data, data_len):  # (reads the head alone)
+        return _fail(col, ST_VALUES, k)
+    for j in range(j0, j1):
+        end = max(end, local[col.sel[j] - t[k, P_FIRST] + 1])
+    if _inflate_prefix(buf, t, k, col.arena, &z, zctx, (data[0] - body) + <Py_ssize_t>end, False):
+        return _fail(col, ST_PAGES, k)
+    return 0
+
+
+cdef int _varbinary_picked(Col* col, const uint8_t* buf, int64_t[:, ::1] t, Py_ssize_t n, int mode,
+                           Py_ssize_t capacity, uint64_t* aligned, void** zctx) noexcept nogil:
+    """The body of :func:`_varbinary_selected` (``zctx``: the thread's zstd context)."""
     cdef Py_ssize_t k, data_len = 0, cursor = 0, j0, j1, j
     cdef int64_t pos = 0, first, a, m
     cdef const uint8_t* data = NULL
@@ -292,8 +353,11 @@ cdef int _varbinary_selected(Col* col, const uint8_t* buf, int64_t[:, ::1] t, Py
         j1 = _page_selection(col, first, t[k, P_ROWS], &cursor)
         if j1 == j0:
             continue
-        if _page_offsets(mode, _body(buf, col.arena, t, k, aligned), t[k, P_LEN], t[k, P_ROWS], local, &data,
-                         &data_len):
+        if t[k, P_ARENA] == LAZY:
+            if _lazy_offsets(col, buf, t, k, mode, j0, j1, local, &data, &data_len, zctx):
+                return col.status
+        elif _page_offsets(mode, _body(buf, col.arena, t, k, aligned), t[k, P_LEN], t[k, P_ROWS], local, &data,
+                           &data_len):
             return _fail(col, ST_VALUES, k)
         for j in range(j0, j1):
             a = local[col.sel[j] - first]
@@ -456,7 +520,8 @@ cdef int _column(const uint8_t* buf, Py_ssize_t size, int64_t base, Col* col, in
             return _fail(col, ST_MEMORY, -1)
     if any_nulls:
         memset(col.vfull if selected else col.valid, 0xFF, (rows + 7) // 8)
-    if _bodies(buf, t, n, col.arena, (col.vfull if selected else col.valid) if any_nulls else NULL, verify, &f):
+    if _bodies(buf, t, n, col.arena, (col.vfull if selected else col.valid) if any_nulls else NULL, verify, &f,
+               LAZY_BYTES if selected and kind == KIND_VARBINARY and not is_dict else 0):
         return _fail(col, ST_PAGES, f.page)
     for k in range(n):
         most = max(most, t[k, P_ROWS])

@@ -23,13 +23,14 @@ import numpy as np
 cimport numpy as cnp
 
 from rcfmt._native.checksum cimport crc32_raw
-from rcfmt._native.codec_libs cimport compress_bound, compress_into, compress_native, compressor_free, compressor_new
+from rcfmt._native.codec_libs cimport (blocks_native, compress_blocks_into, compress_bound, compress_into,
+                                       compress_native, compressor_free, compressor_new)
 
 cnp.import_array()
 
 __all__ = ["Compressor", "write_pages"]
 
-from rcfmt._native.format cimport CODEC_NONE, FLAG_VALIDITY, MAX_PAGE_BYTES, MAX_PAGE_ROWS, PAGE_DICTIONARY, PAGE_HEADER_SIZE
+from rcfmt._native.format cimport CODEC_NONE, CODEC_ZSTD, FLAG_VALIDITY, MAX_PAGE_BYTES, MAX_PAGE_ROWS, PAGE_DICTIONARY, PAGE_HEADER_SIZE
 
 
 cdef class Compressor:
@@ -115,10 +116,12 @@ cdef int64_t _compress_python(int codec, int level, const uint8_t* src, int64_t 
 
 
 cdef int64_t _write(Page* pages, Py_ssize_t n, const uint8_t* valid, int encoding, int* codec, int level,
-                    double min_saving, void* cctx, uint8_t* out, uint8_t* scratch) except -2 nogil:
+                    double min_saving, void* cctx, uint8_t* out, uint8_t* scratch,
+                    Py_ssize_t block) except -2 nogil:
     """Lay out ``n`` pages at ``out`` with one codec; the bytes written, or -1 when
     compression failed. ``codec`` becomes CODEC_NONE when compression does not pay
-    (``min_saving >= 0``)."""
+    (``min_saving >= 0``). ``block`` > 0: a zstd page larger than that ends a zstd block
+    every ``block`` bytes of its body."""
     cdef Py_ssize_t k
     cdef int64_t pos = 0, raw_total = 0, stored_total = 0, got
     cdef Page* pg
@@ -130,7 +133,10 @@ cdef int64_t _write(Page* pages, Py_ssize_t n, const uint8_t* valid, int encodin
             if pg.nulls:  # compress [validity | body] from one contiguous buffer
                 _raw_body(pg, valid, scratch)
                 src = scratch
-            if compress_native(codec[0]):
+            if block > 0 and codec[0] == CODEC_ZSTD and pg.raw > block and blocks_native():
+                got = compress_blocks_into(level, src, pg.raw, out + pos + PAGE_HEADER_SIZE,
+                                           compress_bound(codec[0], pg.raw), cctx, block)
+            elif compress_native(codec[0]):
                 got = compress_into(codec[0], level, src, pg.raw, out + pos + PAGE_HEADER_SIZE,
                                     compress_bound(codec[0], pg.raw), cctx)
             else:
@@ -160,7 +166,8 @@ cdef int64_t _write(Page* pages, Py_ssize_t n, const uint8_t* valid, int encodin
 
 
 def write_pages(bodies, page_types, rows, nulls, first_rows, valid, int encoding, int codec, int level,
-                double min_saving=-1.0, Compressor compressor=None, int dictionary_codec=-1):
+                double min_saving=-1.0, Compressor compressor=None, int dictionary_codec=-1,
+                Py_ssize_t zstd_block=0):
     """The pages of one column chunk, assembled: ``(chunk bytes, codec used, page
     lengths, uncompressed body sizes)``, lengths and sizes int64, one per page.
 
@@ -173,7 +180,9 @@ def write_pages(bodies, page_types, rows, nulls, first_rows, valid, int encoding
     the compressed bodies take at most ``1 - min_saving`` of the uncompressed ones.
     ``compressor``: a zstd context to reuse (one per thread). ``dictionary_codec`` (>= 0):
     a dictionary page (the first body) is compressed with it and judged on its own by
-    ``min_saving``, whatever the data pages do; -1: it goes with the data pages."""
+    ``min_saving``, whatever the data pages do; -1: it goes with the data pages.
+    ``zstd_block`` > 0: a zstd data page larger than that is one frame whose blocks end
+    every ``zstd_block`` bytes (a reader inflates a prefix of it block by block)."""
     cdef Py_ssize_t n = len(bodies), k
     cdef const uint8_t[::1] v
     cdef const uint8_t* valid_ptr = NULL
@@ -242,13 +251,15 @@ def write_pages(bodies, page_types, rows, nulls, first_rows, valid, int encoding
         out_ptr = <uint8_t*>cnp.PyArray_DATA(out)
         with nogil:
             if apart:  # the dictionary page alone, then the data pages after it
-                size = _write(pages, 1, valid_ptr, encoding, &dict_used, level, min_saving, cctx, out_ptr, scratch)
+                size = _write(pages, 1, valid_ptr, encoding, &dict_used, level, min_saving, cctx, out_ptr, scratch,
+                              0)
                 if size >= 0:
                     got = _write(pages + 1, n - 1, valid_ptr, encoding, &used, level, min_saving, cctx,
-                                 out_ptr + size, scratch)
+                                 out_ptr + size, scratch, zstd_block)
                     size = -1 if got < 0 else size + got
             else:
-                size = _write(pages, n, valid_ptr, encoding, &used, level, min_saving, cctx, out_ptr, scratch)
+                size = _write(pages, n, valid_ptr, encoding, &used, level, min_saving, cctx, out_ptr, scratch,
+                              zstd_block)
         if size < 0:
             raise RuntimeError(f"compression with codec {codec} (dictionary page: {dict_used}) failed")
         lengths = np.empty(n, dtype=np.int64)

@@ -10,8 +10,11 @@ cdef enum:
     P_FIRST = 3      # first row of the page within the run
     P_AT = 4         # values body: offset in the arena (P_ARENA) or in buf
     P_LEN = 5        # values body length
-    P_ARENA = 6      # 1: body in the arena (decompressed), 0: in buf
+    P_ARENA = 6      # 1: body in the arena (decompressed), 0: in buf, LAZY: in the arena once inflated
     P_COLS = 7
+
+cdef enum:
+    LAZY = 2         # (P_ARENA) a zstd body left for its reader to inflate as far as it needs
 
 # the first failure of a pass: its code (an Err of pages.pyx, 0: none), page, position
 cdef struct Failure:
@@ -31,4 +34,4 @@ cdef int _headers(const uint8_t* buf, Py_ssize_t size, Py_ssize_t pos, Py_ssize_
                   Py_ssize_t* end_out, bint* any_nulls, Failure* f) noexcept nogil
 # pass 2: body checksums, decompression into ``arena``, validity into ``bitmap``
 cdef int _bodies(const uint8_t* buf, int64_t[:, ::1] t, Py_ssize_t n, uint8_t* arena,
-                 uint8_t* bitmap, bint verify, Failure* f) except -1 nogil
+                 uint8_t* bitmap, bint verify, Failure* f, Py_ssize_t lazy=*) except -1 nogil

@@ -42,7 +42,7 @@ cimport numpy as cnp
 from rcfmt._native.checksum cimport crc32_raw
 from rcfmt._native.offsets cimport offset_fits, put_offset
 from rcfmt._native.codec_libs cimport (DEC_FAILED, DEC_NO_MEMORY, DEC_OK, DEC_SIZE, dctx_done, dctx_of_thread,
-                                       decompress_native, zstd_error_name)
+                                       decompress_native, partial_native, zstd_error_name)
 from rcfmt._native.decoders cimport (_page_values, _page_offsets, MODE_BITPACK, MODE_BITPACK_DECIMAL, MODE_BOOL_PLAIN, MODE_BOOL_RLE, MODE_CODES, MODE_DELTA, MODE_PLAIN, MODE_RLE)
 
 
@@ -372,9 +372,12 @@ cdef int _decompress_python(int codec, const uint8_t* src, Py_ssize_t n, uint8_t
 
 
 cdef int _bodies(const uint8_t* buf, int64_t[:, ::1] t, Py_ssize_t n, uint8_t* arena,
-                 uint8_t* bitmap, bint verify, Failure* f) except -1 nogil:
+                 uint8_t* bitmap, bint verify, Failure* f, Py_ssize_t lazy=0) except -1 nogil:
     """Pass 2: verify body checksums, decompress, check validity against the null
-    counts and copy it into ``bitmap``; leave ``t`` pointing at the values bodies."""
+    counts and copy it into ``bitmap``; leave ``t`` pointing at the values bodies.
+    ``lazy`` > 0: a zstd page without nulls whose body is larger is checked but not
+    inflated (``P_ARENA`` LAZY: its reader inflates the prefix it needs,
+    ``rcfmt._native.column._inflate_prefix``)."""
     cdef Header h
     cdef Py_ssize_t k, pos, vbytes
     cdef const uint8_t* stored
@@ -401,6 +404,10 @@ cdef int _bodies(const uint8_t* buf, int64_t[:, ::1] t, Py_ssize_t n, uint8_t* a
                     rc = f.code
                     break
                 body = stored
+            elif (lazy > 0 and h.compression == CODEC_ZSTD and not (h.flags & FLAG_VALIDITY)
+                  and h.uncompressed_size > lazy and partial_native()):
+                t[k, P_ARENA] = LAZY
+                continue
             else:
                 rc = _decompress(h.compression, stored, h.compressed_size, arena + t[k, P_AT],
                                  h.uncompressed_size, &zctx, f)

@@ -15,7 +15,7 @@ from ..encodings.selector import Decision, analyze, choose
 from ..errors import SchemaError
 from ..format.footer import ColumnSchema
 from ..format.layout import PAGE_DATA, PAGE_DICTIONARY, UNKNOWN_COUNT, chunk_record, page_record
-from ..format.page import assemble_pages
+from ..format.page import ZSTD_BLOCK_BYTES, assemble_pages
 from ..format.stats_slots import encode_slots, fill_slots
 from ..index.bloom.sbbf import estimate_distinct
 from ..index.bloom.chunks import BloomCandidate, chunk_hashes, filter_bits
@@ -181,8 +181,10 @@ def _pages(encoded, encoding_id: int, bounds: list[int], page_stats: StatsArrays
         rows = np.concatenate(([encoded.dictionary_size], rows))
         nulls = np.concatenate(([0], nulls))
         starts = np.concatenate(([0], starts))
+    # strings' pages end zstd blocks inside (a take or a filter's few rows inflate a prefix)
+    zstd_block = ZSTD_BLOCK_BYTES if col.type.kind == PhysicalKind.VARBINARY and not has_dict else 0
     out, codec, lengths, raw = assemble_pages(bodies, types, rows, nulls, starts, valid, encoding_id, codec, level,
-                                              min_saving, dictionary_codec)
+                                              min_saving, dictionary_codec, zstd_block)
     dict_len = int(lengths[0]) if has_dict else 0
     data = slice(1, None) if has_dict else slice(None)
     entries = np.zeros(len(page_stats), dtype=page_record(col.stat_width))

@@ -16,7 +16,7 @@ import numpy as np
 from .. import codecs
 from .._native.page_writer import Compressor, write_pages
 
-__all__ = ["assemble_pages", "build_page"]
+__all__ = ["assemble_pages", "build_page", "ZSTD_BLOCK_BYTES"]
 
 _local = threading.local()  # a zstd context per thread, reused chunk after chunk
 
@@ -28,20 +28,27 @@ def _compressor() -> Compressor:
     return comp
 
 
+#: a zstd page of strings larger than this ends a zstd block every this many bytes of
+#: its body: one ordinary frame, which a reader wanting some of its strings inflates
+#: only up to the block holding the last of them (docs/FORMAT.md, "Compression")
+ZSTD_BLOCK_BYTES = 16384
+
+
 def assemble_pages(bodies: list, page_types, rows, nulls, first_rows, valid: np.ndarray | None, encoding: int,
                    codec: int, level: int | None = None, min_saving: float | None = None,
-                   dictionary_codec: int | None = None):
+                   dictionary_codec: int | None = None, zstd_block: int = 0):
     """A chunk's pages laid out back to back: ``(bytes, codec used, page lengths,
     uncompressed body sizes)`` (see :func:`rcfmt._native.page_writer.write_pages`).
     ``valid``: the chunk's validity (bool per row; a page with nulls gets the bitmap of
     its rows in front of its body); ``min_saving``: keep ``codec`` only if it saves at
     least this share of the bytes; ``dictionary_codec``: compress a dictionary page (the
     first body) with this codec, kept by ``min_saving`` on its own bytes, whatever the
-    data pages do (None: it goes with them)."""
+    data pages do (None: it goes with them); ``zstd_block`` > 0: a zstd data page larger
+    than that ends a zstd block every ``zstd_block`` bytes of its body."""
     level = codecs.DEFAULT_ZSTD_LEVEL if level is None else level
     return write_pages(bodies, page_types, rows, nulls, first_rows, valid, encoding, codec, level,
                        -1.0 if min_saving is None else min_saving, _compressor(),
-                       -1 if dictionary_codec is None else dictionary_codec)
+                       -1 if dictionary_codec is None else dictionary_codec, zstd_block)
 
 
 def build_page(page_type: int, encoding: int, rows: int, body: bytes, codec: int = codecs.NONE,

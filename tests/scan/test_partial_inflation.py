@@ -1,0 +1,174 @@
+"""Strings' zstd pages inflated only as far as the wanted rows need (issue 56).
+
+The writer ends a zstd block every ``ZSTD_BLOCK_BYTES`` of a string page's body (one
+ordinary frame); a take or a filter's few rows inflate each such page only up to the
+block holding the last wanted string. Checked here: the frames' blocks (parsed by the
+zstd format itself, RFC 8878), the same rows as ``pyarrow.Table.take`` and
+``pyarrow.compute`` on files written with and without the blocks (the older layout),
+PLAIN and DELTA_LENGTH, with NULLs (a page with a validity bitmap is inflated whole),
+1 and 2 threads, the Python codecs; that a corrupt block past the wanted rows is not
+even reached while a full read refuses it, and that one before them is refused."""
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+import rcfmt
+from rcfmt import codecs
+from rcfmt._native import pages as native_pages
+from rcfmt.errors import CorruptFileError
+from rcfmt.file import chunk_encoding
+from rcfmt.format.page import ZSTD_BLOCK_BYTES
+
+ROWS = 30_000
+
+
+def _table(nulls: bool) -> pa.Table:
+    """A compressible string column (words, 0-200 bytes a row: pages of about 48 KiB)
+    and a row number."""
+    rng = np.random.default_rng(7)
+    words = np.array(["carefully", "final", "deposits", "sleep", "quickly", "ironic", "packages", "among", "the",
+                      "furiously", "regular", "accounts", "x"])
+    lengths = rng.integers(0, 30, ROWS)
+    text = [" ".join(rng.choice(words, n)) for n in lengths]
+    mask = rng.random(ROWS) < 0.1 if nulls else None
+    return pa.table({"s": pa.array(text, pa.string(), mask=mask), "i": pa.array(np.arange(ROWS, dtype=np.int64))})
+
+
+def _write(tmp_path, table, encoding: str, blocks: bool, monkeypatch) -> str:
+    path = str(tmp_path / f"{encoding}_{blocks}.rcfmt")
+    with monkeypatch.context() as m:
+        if not blocks:  # the layout of files written before the blocks: one block a page
+            m.setattr(chunk_encoding, "ZSTD_BLOCK_BYTES", 0)
+        rcfmt.write_table(table, path, compression="zstd", encoding={"s": encoding, "i": "plain"}, progress=False)
+    return path
+
+
+def _pages(path: str, column: int = 0):
+    """``(first row, rows, header offset, codec, stored size, uncompressed size)`` of
+    every data page of ``column``, from the page index and the page headers."""
+    data = open(path, "rb").read()
+    with rcfmt.open(path) as f:
+        out, first = [], 0
+        for b in range(f.num_blocks):
+            for e in f.page_index(b, column):
+                at = int(e["offset"])  # (in the file)
+                stored, raw = struct.unpack_from("<II", data, at + 16)
+                out.append((first + int(e["first_row"]), int(e["row_count"]), at, data[at + 2], stored, raw))
+            first += int(f.footer.blocks[b]["row_count"])
+    return data, out
+
+
+def _blocks(frame: bytes) -> list[tuple[int, int, int]]:
+    """``(header offset, type, size)`` of every block of a zstd frame (RFC 8878 3.1.1)."""
+    assert struct.unpack_from("<I", frame, 0)[0] == 0xFD2FB528
+    fhd = frame[4]
+    single, dict_flag, fcs_flag = (fhd >> 5) & 1, fhd & 3, fhd >> 6
+    pos = 5 + (0 if single else 1) + (0, 1, 2, 4)[dict_flag] + ((1 if single else 0), 2, 4, 8)[fcs_flag]
+    out = []
+    while True:
+        word = int.from_bytes(frame[pos:pos + 3], "little")
+        last, kind, size = word & 1, (word >> 1) & 3, word >> 3
+        out.append((pos, kind, size))
+        pos += 3 + (1 if kind == 1 else size)
+        if last:
+            break
+    assert pos + (4 if (fhd >> 2) & 1 else 0) == len(frame)
+    return out
+
+
+@pytest.mark.parametrize("encoding", ["plain", "delta_length"])
+def test_large_string_pages_end_a_zstd_block_every_block_bytes(tmp_path, monkeypatch, encoding):
+    table = _table(nulls=False)
+    data, pages = _pages(_write(tmp_path, table, encoding, True, monkeypatch))
+    large = [p for p in pages if p[5] > ZSTD_BLOCK_BYTES]
+    assert large and all(p[3] == codecs.ZSTD for p in pages)
+    for _, _, at, _, stored, raw in pages:
+        frame = data[at + 32:at + 32 + stored]
+        assert len(_blocks(frame)) == max(1, -(-raw // ZSTD_BLOCK_BYTES))
+        assert len(codecs.decompress(codecs.ZSTD, frame, raw)) == raw  # an ordinary frame
+    # the older layout: one block a page, read back alike
+    data, old = _pages(_write(tmp_path, table, encoding, False, monkeypatch))
+    assert all(len(_blocks(data[at + 32:at + 32 + stored])) == 1 for _, _, at, _, stored, raw in old)
+
+
+@pytest.mark.parametrize("encoding", ["plain", "delta_length"])
+@pytest.mark.parametrize("blocks", [True, False])
+@pytest.mark.parametrize("nulls", [False, True])
+def test_takes_and_filters_return_the_rows_pyarrow_does(tmp_path, monkeypatch, encoding, blocks, nulls):
+    table = _table(nulls)
+    path = _write(tmp_path, table, encoding, blocks, monkeypatch)
+    rng = np.random.default_rng(3)
+    _, pages = _pages(path)
+    edges = sorted({r for first, rows, *_ in pages for r in (first, first + rows - 1)})
+    picks = [np.sort(rng.choice(ROWS, k, replace=False)) for k in (1, 7, 300)]
+    picks += [rng.integers(0, ROWS, 200), np.array(edges), np.array([ROWS - 1, 0, ROWS - 1])]
+    with rcfmt.open(path) as f:
+        for positions in picks:
+            for threads in (True, False):
+                assert f.take(positions, use_threads=threads).equals(table.take(positions))
+        numbers = np.arange(ROWS)
+        for wanted in (rng.choice(ROWS, 40, replace=False), np.arange(17_000, 17_003), np.arange(0, ROWS, 3)):
+            expr = rcfmt.col("i").isin(wanted.tolist()) | rcfmt.col("s").startswith("furiously final")
+            want = table.filter(pc.or_kleene(pc.is_in(table["i"], pa.array(wanted)),
+                                             pc.starts_with(table["s"], "furiously final")))
+            assert len(want) < ROWS and np.isin(numbers, wanted).sum() <= len(want)
+            assert f.read(filter=expr).equals(want)
+
+
+def test_the_python_codecs_read_the_blocks_alike(tmp_path, monkeypatch):
+    table = _table(nulls=False)
+    path = _write(tmp_path, table, "delta_length", True, monkeypatch)
+    positions = np.sort(np.random.default_rng(5).choice(ROWS, 50, replace=False))
+    native_pages.use_native_codecs(False)
+    try:
+        with rcfmt.open(path) as f:
+            assert f.take(positions).equals(table.take(positions))
+            assert f.read().equals(table)
+    finally:
+        native_pages.use_native_codecs(True)
+
+
+def _forge_block(path: str, page, which: int) -> None:
+    """Make block ``which`` of ``page``'s frame one of the reserved type (3) in place."""
+    data = bytearray(open(path, "rb").read())
+    at, stored = page[2], page[4]
+    header = _blocks(bytes(data[at + 32:at + 32 + stored]))[which][0]
+    data[at + 32 + header] |= 0b110
+    open(path, "wb").write(bytes(data))
+
+
+@pytest.mark.parametrize("encoding", ["plain", "delta_length"])
+def test_a_corrupt_block_past_the_wanted_rows_is_not_inflated(tmp_path, monkeypatch, encoding):
+    table = _table(nulls=False)
+    path = _write(tmp_path, table, encoding, True, monkeypatch)
+    _, pages = _pages(path)
+    page = next(p for p in pages if p[5] > 2 * ZSTD_BLOCK_BYTES)
+    _forge_block(path, page, -1)
+    first = page[0]
+    with rcfmt.open(path, verify_checksums=False) as f:
+        # the page's first rows lie in its first block: the forged last block is never reached
+        assert f.take([first, first + 1]).equals(table.take([first, first + 1]))
+        with pytest.raises(CorruptFileError, match="zstd"):
+            f.take([first + page[1] - 1])  # its last row needs every block
+        with pytest.raises(CorruptFileError, match="zstd"):
+            f.read()
+
+
+def test_a_corrupt_block_before_the_wanted_rows_is_refused(tmp_path, monkeypatch):
+    table = _table(nulls=False)
+    path = _write(tmp_path, table, "delta_length", True, monkeypatch)
+    _, pages = _pages(path)
+    page = next(p for p in pages if p[5] > 2 * ZSTD_BLOCK_BYTES)
+    _forge_block(path, page, 0)
+    with rcfmt.open(path, verify_checksums=False) as f:
+        for threads in (True, False):
+            with pytest.raises(CorruptFileError, match="zstd"):
+                f.take([page[0] + 1], use_threads=threads)
+    with rcfmt.open(path) as f:  # (with checksums on, the page's checksum refuses it first)
+        with pytest.raises(CorruptFileError, match="checksum"):
+            f.take([page[0] + 1])
