@@ -40,6 +40,8 @@ class ByteSource:
         """Read ``len(out)`` bytes at ``offset`` into ``out``; the number of bytes read
         (fewer only at the end of the file)."""
         data = self.read_at(offset, len(out))
+        if len(data) > len(out):  # (a store's answer to a ranged read longer than asked)
+            raise StorageError(f"a read of {len(out)} bytes at offset {offset} returned {len(data)}")
         out[: len(data)] = data
         return len(data)
 

@@ -235,7 +235,7 @@ class S3Object(ByteSource):
             return b""
         pinned = {"IfMatch": self._etag} if self._etag else {}
         try:
-            return self._get(f"reading bytes [{offset}, {end}) of", Range=f"bytes={offset}-{end - 1}", **pinned)[1]
+            data = self._get(f"reading bytes [{offset}, {end}) of", Range=f"bytes={offset}-{end - 1}", **pinned)[1]
         except _errors() as exc:
             code = _code(exc)
             if code in ("PreconditionFailed", "412"):
@@ -245,6 +245,10 @@ class S3Object(ByteSource):
                     raise FileNotFoundError(f"no such file: {self._display!r}") from None
                 raise StorageError(f"{self._display!r} was deleted while it was read") from None
             raise StorageError(f"reading bytes [{offset}, {end}) of {self._display!r} failed: {exc}") from None
+        if len(data) > end - offset:  # (a server or proxy that ignored the Range: never bytes taken as others)
+            raise StorageError(f"reading bytes [{offset}, {end}) of {self._display!r} failed: the server answered "
+                               f"with {len(data)} bytes")
+        return data
 
     def close(self) -> None:
         self._closed = True

@@ -720,6 +720,28 @@ def test_a_transient_fault_is_retried(remote_file, proxy, large_file_reads, kind
     assert failed == [503 if kind == "503" else 0] and len(statuses) >= 2  # the fault, then its retry
 
 
+def test_a_ranged_read_answered_with_more_bytes_is_a_storage_error(remote_file, large_file_reads, monkeypatch):
+    """A server (or proxy) that ignores a read's Range and answers with the whole object:
+    a StorageError naming the object and the range, never a raw ValueError from copying
+    the answer into the read's buffer, nor bytes taken for others."""
+    from rcfmt.storage import s3 as s3_store
+
+    uri, _, _ = remote_file
+    real = s3_store._get_object
+
+    def ignoring_ranges(client, bucket, key, what, **kwargs):
+        if kwargs.get("Range", "").startswith("bytes=-"):  # (the open's suffix read is answered right)
+            return real(client, bucket, key, what, **kwargs)
+        kwargs.pop("Range", None)
+        return real(client, bucket, key, what, **kwargs)
+
+    monkeypatch.setattr(s3_store, "_get_object", ignoring_ranges)
+    for read in (lambda f: f.read(), lambda f: f.take([0, ROWS - 1]),
+                 lambda f: f.scan(filter=rcfmt.col("id") == 15_000).read()):
+        with rcfmt.open(uri) as f, pytest.raises(rcfmt.StorageError, match=r"data/f.rcfmt.*answered with \d+ bytes"):
+            read(f)
+
+
 class _Held:
     """A fault hook that holds the first ``times`` GETs of ``key`` unanswered (a server
     that stopped answering them) until :meth:`release`, then drops their connections;
