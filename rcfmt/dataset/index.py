@@ -484,6 +484,7 @@ class Snapshot:
                                        "before the statistics a filter needs were loaded from it: open the "
                                        "dataset again", path=self.index_path) from None
             with f:
+                self._check_same_version(f)
                 present = [n for n in names if f.schema.get_field_index(n) >= 0]
                 if not optional and len(present) != len(names):
                     missing = [n for n in names if n not in present]
@@ -497,6 +498,25 @@ class Snapshot:
                 raise CorruptFileError("index columns disagree in length", path=self.index_path)
         for name in present:
             self.table = self.table.append_column(extra.schema.field(name), extra.column(name))
+
+    def _check_same_version(self, f) -> None:
+        """The index file reopened for columns loaded on demand must be the one this
+        version was read from (its commit's transaction): an index object replaced at its
+        path since (a dataset deleted and written again, a forged or restored copy) would
+        pair another index's statistics with this version's files, and a filter would
+        prune files by them -- silently wrong rows."""
+        want = self.info.get("transaction")
+        if want is None:
+            return
+        try:
+            got = json.loads(f.metadata.get(INDEX_METADATA_KEY) or "null")
+            got = got.get("transaction") if isinstance(got, dict) else None
+        except (ValueError, RecursionError):
+            got = None
+        if got != want:
+            raise CorruptFileError("the index file was replaced after this version was opened (it records another "
+                                   "commit), before the statistics a filter needs were loaded from it: open the "
+                                   "dataset again", path=self.index_path)
 
     def value_sets(self, name: str) -> list:
         """Per file, the distinct non-null, non-NaN values of column ``name`` (a sorted

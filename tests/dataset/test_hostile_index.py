@@ -405,3 +405,24 @@ def test_an_index_version_linked_out_of_the_root_is_refused(setup, tmp_path):
     shutil.copyfile(version_path(str(other), 1), inside)
     os.symlink(inside, v1)
     assert rcfmt.dataset(root).num_rows == 3
+
+
+def test_an_index_version_replaced_before_its_statistics_load_is_a_corrupt_file(tmp_path):
+    """A version's statistics load on demand, from its index file reopened: if another
+    index (of another commit, of the same size) was put at its path since, its
+    statistics would be paired with this version's files and a filter would prune by
+    them -- rows silently missing. It is a CorruptFileError naming the index file; a
+    fresh open reads the index as it now is."""
+    def table(offset):
+        return pa.table({"id": pa.array(range(offset, offset + 600), pa.int64()), "p": [k % 3 for k in range(600)]})
+
+    root, other = tmp_path / "a", tmp_path / "b"
+    rcfmt.write_dataset(table(0), root, partition_by=["p"])
+    rcfmt.write_dataset(table(7919), other, partition_by=["p"])
+    mine, theirs = Path(version_path(str(root), 1)), Path(version_path(str(other), 1))
+    assert mine.stat().st_size == theirs.stat().st_size and mine.read_bytes() != theirs.read_bytes()
+    ds = rcfmt.dataset(root)  # (the file list loaded; no statistics yet)
+    shutil.copyfile(theirs, mine)
+    with pytest.raises(rcfmt.CorruptFileError, match="replaced after this version was opened") as info:
+        ds.to_table(filter=rcfmt.col("id") < 100)
+    assert str(mine) in str(info.value)
