@@ -22,7 +22,7 @@ reference gives them:
 Requests are not authenticated (any account key is taken). For tests, the server keeps
 a log of what it answered (``GET /__log``: ``[method, path, status, body bytes]`` per
 request; ``DELETE /__log`` clears it) and injects faults into ranged reads of a blob
-(``PUT /__fault?kind=503|reset|stall&name=...&times=N[&seconds=S]``; ``DELETE /__fault``):
+(``PUT /__fault?kind=503|reset|stall|whole&name=...&times=N[&seconds=S]``; ``DELETE /__fault``):
 :class:`AzureServer` wraps both. ``--latency-ms`` delays each request.
 
 Run as ``python local_azure.py --port N``; :func:`azure_server` starts it in a
@@ -186,6 +186,8 @@ class _Handler(BaseHTTPRequestHandler):
         if kind == "503":
             self._send(503, error="ServerBusy")
             return True
+        if kind == "whole":  # a server (or proxy) that ignores the range: the whole blob, 200
+            return "whole"
         if kind == "reset":
             with self.store.lock:
                 self.store.log.append([self.command, self.path, 0, 0])
@@ -399,7 +401,10 @@ class _Handler(BaseHTTPRequestHandler):
             headers["Content-Length"] = str(len(data))
             return self._send(200, headers=headers)
         rng = self.headers.get("x-ms-range") or self.headers.get("Range")
-        if rng and self._faulted(container, name):
+        faulted = self._faulted(container, name) if rng else False
+        if faulted == "whole":
+            return self._send(200, data, headers)
+        if faulted:
             return None
         if rng:
             first, _, last = rng.split("=", 1)[1].partition("-")
@@ -448,8 +453,8 @@ class AzureServer:
 
     def fault(self, kind: str | None, name: str = "", times: int = 1, seconds: float = 0) -> None:
         """Answer the next ``times`` ranged reads of ``container/name`` with ``kind``
-        (``503``, ``reset``: the connection dropped, ``stall``: ``seconds`` late); None
-        clears it."""
+        (``503``, ``reset``: the connection dropped, ``stall``: ``seconds`` late, ``whole``:
+        the whole blob, as a server ignoring the range answers); None clears it."""
         if kind is None:
             self._call("DELETE", "/__fault")
         else:

@@ -291,6 +291,8 @@ class _MemoryWriter:
 
     def write(self, data) -> int:
         n = len(data)
+        if self._at + n > len(self._out):  # (an answer longer than the range asked for)
+            raise ValueError(f"the server answered with more than the {len(self._out)} bytes asked for")
         self._out[self._at:self._at + n] = data
         self._at += n
         return n
@@ -348,7 +350,8 @@ class BlobSource(ByteSource):
             if self._etag is None:
                 raise FileNotFoundError(f"no such file: {self._display!r}") from None
             raise StorageError(f"{self._display!r} was deleted while it was read") from None
-        except _errors() as exc:
+        except (*_errors(), ValueError) as exc:  # (ValueError: the SDK refusing an answer it cannot place,
+            # e.g. a whole blob without Content-Range from a server or proxy that ignored the range)
             raise StorageError(f"reading bytes [{offset}, {offset + length}) of {self._display!r} failed: "
                                f"{exc}") from None
 
@@ -357,10 +360,16 @@ class BlobSource(ByteSource):
         if length <= 0:
             return b""
         try:
-            return self._download(offset, length).readall()
-        except _errors() as exc:  # (a body that broke off after the retries)
+            data = self._download(offset, length).readall()
+        except (*_errors(), ValueError) as exc:  # (a body that broke off after the retries, or was refused)
+            if isinstance(exc, RcfmtError):
+                raise
             raise StorageError(f"reading bytes [{offset}, {offset + length}) of {self._display!r} failed: "
                                f"{exc}") from None
+        if len(data) > length:
+            raise StorageError(f"reading bytes [{offset}, {offset + length}) of {self._display!r} failed: the "
+                               f"server answered with {len(data)} bytes")
+        return data
 
     def read_into(self, offset: int, out: memoryview) -> int:
         length = min(len(out), self.size - offset)
@@ -368,7 +377,9 @@ class BlobSource(ByteSource):
             return 0
         try:
             return self._download(offset, length).readinto(_MemoryWriter(out[:length]))
-        except _errors() as exc:
+        except (*_errors(), ValueError) as exc:
+            if isinstance(exc, RcfmtError):
+                raise
             raise StorageError(f"reading bytes [{offset}, {offset + length}) of {self._display!r} failed: "
                                f"{exc}") from None
 

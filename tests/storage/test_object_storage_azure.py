@@ -272,6 +272,21 @@ def test_a_transient_azure_fault_mid_read_is_retried(big_azure_file, azure, no_b
     assert [s for s in statuses if s not in (200, 206)] == [503 if kind == "503" else 0] and len(statuses) >= 2
 
 
+def test_a_ranged_read_answered_with_the_whole_blob_is_a_storage_error(big_azure_file, azure):
+    """A server (or proxy) that ignores a read's range and answers 200 with the whole
+    blob: a StorageError naming the blob and the range, not the SDK's raw ValueError
+    (no Content-Range) nor the whole blob taken for the bytes asked for."""
+    uri, _ = big_azure_file
+    with rcfmt.open(uri) as f:
+        azure.fault("whole", f"{CONTAINER}/reads/big.rcfmt", 1000)
+        try:
+            for read in (lambda: f.read(), lambda: f.take([0, 319_999])):
+                with pytest.raises(rcfmt.StorageError, match=r"reading bytes \[\d+, \d+\) of .*reads/big.rcfmt"):
+                    read()
+        finally:
+            azure.fault(None)
+
+
 @pytest.fixture
 def azure_proxy(azure, monkeypatch):
     """A counting, fault-injecting proxy (tests/local_s3.py's) between rcfmt's Azure
