@@ -193,7 +193,7 @@ class GcsObject(ByteSource):
         try:
             with client() as c:
                 blob = c.bucket(self._bucket).blob(self._key, generation=self._generation)
-                return blob.download_as_bytes(start=offset, end=end - 1, raw_download=True, checksum=None,
+                data = blob.download_as_bytes(start=offset, end=end - 1, raw_download=True, checksum=None,
                                               retry=_retry(), timeout=TIMEOUT)
         except exceptions.NotFound:
             if self._generation is None:
@@ -201,6 +201,10 @@ class GcsObject(ByteSource):
             raise StorageError(f"{self._display!r} was replaced or deleted while it was read") from None
         except errors() as exc:
             raise StorageError(f"reading bytes [{offset}, {end}) of {self._display!r} failed: {exc}") from None
+        if len(data) > end - offset:  # (a server or proxy that ignored the range: never bytes taken as others)
+            raise StorageError(f"reading bytes [{offset}, {end}) of {self._display!r} failed: the server answered "
+                               f"with {len(data)} bytes")
+        return data
 
     def close(self) -> None:
         self._closed = True

@@ -276,6 +276,25 @@ def test_gcs_reads_fall_back_to_pyarrow_without_the_client_library(big_gcs_file,
         assert f.read(filter=rcfmt.col("k") == 7)["k"].to_pylist() == [7]
 
 
+def test_a_ranged_read_answered_with_the_whole_object_is_a_storage_error(big_gcs_file, monkeypatch):
+    """A server (or proxy) that ignores a read's range and answers with the whole object:
+    a StorageError naming the object and the range, not "file shrank" nor a raw
+    ValueError from copying it into the read's buffer."""
+    from google.cloud import storage as gcs_lib
+
+    uri, _ = big_gcs_file
+    real = gcs_lib.Blob.download_as_bytes
+
+    def whole(self, *a, start=None, end=None, **k):
+        return real(self, *a, **k)
+
+    with rcfmt.open(uri) as f:
+        monkeypatch.setattr(gcs_lib.Blob, "download_as_bytes", whole)
+        for read in (lambda: f.read(), lambda: f.take([0, 319_999])):
+            with pytest.raises(rcfmt.StorageError, match=r"reads/big.rcfmt.*answered with \d+ bytes"):
+                read()
+
+
 def test_a_corrupted_download_is_a_storage_error_and_a_corrupted_hint_is_passed_over(gcs, monkeypatch):
     """google-cloud-storage raises ``DataCorruption`` when a download's checksum fails: a
     StorageError like any failed read (not the library's own exception), and the hint,
