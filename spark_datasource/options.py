@@ -260,7 +260,7 @@ class ReadOptions:
 
 
 class WriteOptions:
-    """``path``, ``blockRows``, ``pageSize``, ``pageRows``, ``compressedPageSize``, ``compression``,
+    """``path``, ``blockRows``, ``pageSize``, ``pageRows``, ``compressedPageSize``, ``zstdBlockSize``, ``compression``,
     ``compressionLevel``, ``statsTruncate``, ``targetFileRows``, ``partitionBy``,
     ``clusterBy``, ``curve``, ``mapping``, ``clusteringSpec`` (JSON of a fitted
     :class:`rcfmt.layout.ClusteringSpec`, set by :mod:`spark_datasource.clustering`) and
@@ -301,7 +301,7 @@ class WriteOptions:
         self.writer_options = {}
         for key, name, lo in (("blockRows", "block_rows", 1), ("pageSize", "page_size", 64),
                               ("pageRows", "page_rows", 1), ("compressedPageSize", "compressed_page_size", 64),
-                              ("statsTruncate", "stats_truncate", 1),
+                              ("statsTruncate", "stats_truncate", 1), ("zstdBlockSize", "zstd_block_size", 1),
                               ("compressionLevel", "compression_level", -7)):
             value = _int(opts, key, None, lo)
             if value is not None:

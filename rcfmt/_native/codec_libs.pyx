@@ -8,7 +8,8 @@ already load (their extension modules export the C symbols), else from the syste
 install`` needs no codec headers. Callers (the page pipeline, the page writer) fall back
 to the Python codecs when an entry point is missing or :func:`use_native_codecs` turned
 them off. Each thread keeps one zstd decompression context between calls."""
-from libc.stdint cimport int64_t, uint8_t
+from libc.stdint cimport int64_t, uint8_t, uint32_t
+from libc.string cimport memcpy
 from posix.dlfcn cimport RTLD_LOCAL, RTLD_NOW, dlopen, dlsym
 
 import sys
@@ -355,6 +356,26 @@ cdef int decompress_native(int codec, const uint8_t* src, Py_ssize_t n, uint8_t*
 cdef bint partial_native() noexcept nogil:
     """Whether :func:`inflate_to` can inflate a zstd frame part of the way."""
     return _native_codecs and _zstd_decompress != NULL and _zstd_decompress_stream != NULL
+
+
+cdef bint zstd_one_block(const uint8_t* src, Py_ssize_t n) noexcept nogil:
+    """Whether the zstd frame ``src[:n]`` is one block (its first block is flagged last;
+    RFC 8878 3.1.1), read from its header alone; True when the header does not tell."""
+    cdef uint32_t magic
+    cdef int fhd, single, dict_flag, fcs_flag
+    cdef Py_ssize_t pos
+    if n < 6:
+        return True
+    memcpy(&magic, src, 4)
+    if magic != 0xFD2FB528U:  # (its magic number)
+        return True
+    fhd = src[4]
+    single = (fhd >> 5) & 1
+    dict_flag = fhd & 3
+    fcs_flag = fhd >> 6
+    pos = (5 + (0 if single else 1) + (dict_flag if dict_flag < 3 else 4)
+           + ((1 << fcs_flag) if fcs_flag else single))  # (window, dictionary id, content size)
+    return pos + 3 > n or (src[pos] & 1) != 0
 
 
 cdef int inflate_begin(Inflater* z, void** dctx, const uint8_t* src, Py_ssize_t n, uint8_t* dst,

@@ -14,10 +14,10 @@ cdef enum:
     # are wanted has them read where they lie (a few shifts each when packed) instead of
     # decoding the page first
     GATHER_SPARSE = 8
-    # a zstd page of strings larger than this, of which only some rows are wanted, is
-    # inflated only up to the end of its last wanted string (the writer ends zstd blocks
-    # inside such pages: rcfmt.format.page.ZSTD_BLOCK_BYTES)
-    LAZY_BYTES = 16384
+    # a zstd page of strings larger than this whose frame holds several blocks (the
+    # writer's zstd_block_size), of which only some rows are wanted, is inflated only up
+    # to the block holding the end of its last wanted string
+    LAZY_BYTES = 4096
 
 
 cdef struct Col:

@@ -378,6 +378,17 @@ cdef int _varbinary_picked(Col* col, const uint8_t* buf, int64_t[:, ::1] t, Py_s
     return 0
 
 
+cdef void _mark_lazy(const Col* col, int64_t[:, ::1] t, Py_ssize_t n) noexcept nogil:
+    """Mark LAZY the compressed pages (of ``n``, each holding a selected row) whose last
+    selected row lies in the first three quarters of their rows: a prefix of them is
+    worth inflating on its own (:func:`_bodies` keeps the mark where it can)."""
+    cdef Py_ssize_t k, cursor = 0, j1
+    for k in range(n):
+        j1 = _page_selection(col, t[k, P_FIRST], t[k, P_ROWS], &cursor)
+        if t[k, P_ARENA] and j1 > 0 and (col.sel[j1 - 1] - t[k, P_FIRST] + 1) * 4 <= t[k, P_ROWS] * 3:
+            t[k, P_ARENA] = LAZY
+
+
 cdef Py_ssize_t _pages_holding(const Col* col, int64_t[:, ::1] t, Py_ssize_t n) noexcept nogil:
     """Keep in the page table ``t`` (``n`` pages, in row order) only the pages holding a
     selected row, in order; their count."""
@@ -508,6 +519,8 @@ cdef int _column(const uint8_t* buf, Py_ssize_t size, int64_t base, Col* col, in
         return _fail(col, ST_COUNTS, -1)
     if selected:  # only the pages holding a selected row are read: the others leave the table
         n = _pages_holding(col, t, n)
+        if kind == KIND_VARBINARY and not is_dict:
+            _mark_lazy(col, t, n)
     col.pages_read = n
     for k in range(n):
         col.rows_read += t[k, P_ROWS]

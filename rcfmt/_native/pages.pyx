@@ -42,7 +42,7 @@ cimport numpy as cnp
 from rcfmt._native.checksum cimport crc32_raw
 from rcfmt._native.offsets cimport offset_fits, put_offset
 from rcfmt._native.codec_libs cimport (DEC_FAILED, DEC_NO_MEMORY, DEC_OK, DEC_SIZE, dctx_done, dctx_of_thread,
-                                       decompress_native, partial_native, zstd_error_name)
+                                       decompress_native, partial_native, zstd_error_name, zstd_one_block)
 from rcfmt._native.decoders cimport (_page_values, _page_offsets, MODE_BITPACK, MODE_BITPACK_DECIMAL, MODE_BOOL_PLAIN, MODE_BOOL_RLE, MODE_CODES, MODE_DELTA, MODE_PLAIN, MODE_RLE)
 
 
@@ -375,9 +375,9 @@ cdef int _bodies(const uint8_t* buf, int64_t[:, ::1] t, Py_ssize_t n, uint8_t* a
                  uint8_t* bitmap, bint verify, Failure* f, Py_ssize_t lazy=0) except -1 nogil:
     """Pass 2: verify body checksums, decompress, check validity against the null
     counts and copy it into ``bitmap``; leave ``t`` pointing at the values bodies.
-    ``lazy`` > 0: a zstd page without nulls whose body is larger is checked but not
-    inflated (``P_ARENA`` LAZY: its reader inflates the prefix it needs,
-    ``rcfmt._native.column._inflate_prefix``)."""
+    ``lazy`` > 0: a page marked ``P_ARENA`` LAZY that is a zstd frame of several blocks,
+    larger, without nulls, is checked but left for its reader to inflate as far as it
+    needs (``column._inflate_prefix``); other pages are inflated."""
     cdef Header h
     cdef Py_ssize_t k, pos, vbytes
     cdef const uint8_t* stored
@@ -404,11 +404,11 @@ cdef int _bodies(const uint8_t* buf, int64_t[:, ::1] t, Py_ssize_t n, uint8_t* a
                     rc = f.code
                     break
                 body = stored
-            elif (lazy > 0 and h.compression == CODEC_ZSTD and not (h.flags & FLAG_VALIDITY)
-                  and h.uncompressed_size > lazy and partial_native()):
-                t[k, P_ARENA] = LAZY
+            elif (t[k, P_ARENA] == LAZY and lazy > 0 and h.compression == CODEC_ZSTD and not (h.flags & FLAG_VALIDITY)
+                  and h.uncompressed_size > lazy and partial_native() and not zstd_one_block(stored, h.compressed_size)):
                 continue
             else:
+                t[k, P_ARENA] = 1
                 rc = _decompress(h.compression, stored, h.compressed_size, arena + t[k, P_AT],
                                  h.uncompressed_size, &zctx, f)
                 if rc:

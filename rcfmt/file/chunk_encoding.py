@@ -15,7 +15,7 @@ from ..encodings.selector import Decision, analyze, choose
 from ..errors import SchemaError
 from ..format.footer import ColumnSchema
 from ..format.layout import PAGE_DATA, PAGE_DICTIONARY, UNKNOWN_COUNT, chunk_record, page_record
-from ..format.page import ZSTD_BLOCK_BYTES, assemble_pages
+from ..format.page import assemble_pages
 from ..format.stats_slots import encode_slots, fill_slots
 from ..index.bloom.sbbf import estimate_distinct
 from ..index.bloom.chunks import BloomCandidate, chunk_hashes, filter_bits
@@ -113,7 +113,8 @@ def encode_chunk(values: ColumnValues, valid, col: ColumnSchema, options,
     # pages: [validity bitmap] + encoded values, compressed and checksummed in one native call
     out, codec, dict_len, entries, uncompressed = _pages(encoded, encoding.id, bounds, page_stats,
                                                           valid if stats.null_count else None, col, codec,
-                                                          options.compression_level, min_saving, dictionary_codec)
+                                                          options.compression_level, min_saving, dictionary_codec,
+                                                          options.zstd_block_size or 0)
     width = col.stat_width
 
     record = np.zeros(1, dtype=chunk_record(width))
@@ -165,10 +166,11 @@ def _index_candidates(values: ColumnValues, valid, col: ColumnSchema, options, a
 
 
 def _pages(encoded, encoding_id: int, bounds: list[int], page_stats: StatsArrays, valid, col: ColumnSchema, codec: int,
-           level: int | None, min_saving: float | None, dictionary_codec: int | None = None):
+           level: int | None, min_saving: float | None, dictionary_codec: int | None = None, zstd_block: int = 0):
     """The chunk's pages laid out (its dictionary page first) in one native call, and
     their page-index records: ``(bytes, codec used, dictionary page length, records with
-    offsets relative to the chunk, uncompressed bytes)``."""
+    offsets relative to the chunk, uncompressed bytes)``. ``zstd_block`` > 0: the zstd
+    pages of a PLAIN/DELTA_LENGTH string chunk end a zstd block every that many bytes."""
     starts = np.asarray(bounds[:-1], dtype=np.int64)
     rows = np.diff(np.asarray(bounds, dtype=np.int64))
     nulls = page_stats.null_count
@@ -181,8 +183,8 @@ def _pages(encoded, encoding_id: int, bounds: list[int], page_stats: StatsArrays
         rows = np.concatenate(([encoded.dictionary_size], rows))
         nulls = np.concatenate(([0], nulls))
         starts = np.concatenate(([0], starts))
-    # strings' pages end zstd blocks inside (a take or a filter's few rows inflate a prefix)
-    zstd_block = ZSTD_BLOCK_BYTES if col.type.kind == PhysicalKind.VARBINARY and not has_dict else 0
+    # (a take or a filter's few rows then inflate a prefix of such a page)
+    zstd_block = zstd_block if col.type.kind == PhysicalKind.VARBINARY and not has_dict else 0
     out, codec, lengths, raw = assemble_pages(bodies, types, rows, nulls, starts, valid, encoding_id, codec, level,
                                               min_saving, dictionary_codec, zstd_block)
     dict_len = int(lengths[0]) if has_dict else 0

@@ -31,6 +31,8 @@ DEFAULT_PAGE_ROWS = 8192
 #: uncompressed data, whose values are reached where they lie, keep ``page_size``
 DEFAULT_COMPRESSED_PAGE_SIZE = 48 * 1024
 _COMPRESSIONS = ("auto", "none", "zstd", "lz4")
+#: the bounds of ``zstd_block_size`` (zstd's blocks hold at most 128 KiB)
+ZSTD_BLOCK_MIN, ZSTD_BLOCK_MAX = 1024, 128 * 1024
 
 
 @record(frozen=True)
@@ -49,13 +51,14 @@ class WriteOptions:
     bloom: BloomPolicy | None = None
     use_threads: bool = True
     bitmaps: BitmapPolicy | None = None
+    zstd_block_size: int | None = None
 
     @classmethod
     def create(cls, schema: pa.Schema, *, block_rows=DEFAULT_BLOCK_ROWS, page_size=DEFAULT_PAGE_SIZE,
                page_rows=DEFAULT_PAGE_ROWS, compression="auto", compression_level=None, encoding=None,
                dictionary=True, stats_truncate=DEFAULT_TRUNCATE, bloom_filter_columns="auto",
                bloom_filter_fpp=DEFAULT_FPP, use_threads=True, bitmap_indexes="auto",
-               compressed_page_size=DEFAULT_COMPRESSED_PAGE_SIZE, **unknown) -> "WriteOptions":
+               compressed_page_size=DEFAULT_COMPRESSED_PAGE_SIZE, zstd_block_size=None, **unknown) -> "WriteOptions":
         if unknown:
             known = [p for p in inspect.signature(cls.create).parameters if p not in ("schema", "unknown")]
             raise UnknownOptionError(f"unknown write option(s) {sorted(unknown)}; write options are {known}")
@@ -71,6 +74,8 @@ class WriteOptions:
         page_rows = positive_int("page_rows", page_rows, 1, 1 << 20)
         compressed_page_size = positive_int("compressed_page_size", compressed_page_size, 64, 1 << 30)
         stats_truncate = positive_int("stats_truncate", stats_truncate, 1, 255)
+        if zstd_block_size is not None:  # (zstd's blocks hold at most 128 KiB)
+            zstd_block_size = positive_int("zstd_block_size", zstd_block_size, ZSTD_BLOCK_MIN, ZSTD_BLOCK_MAX)
         if compression not in _COMPRESSIONS:
             raise InvalidOptionError(f"compression must be one of {_COMPRESSIONS}, got {compression!r}")
         if compression_level is not None:
@@ -107,7 +112,7 @@ class WriteOptions:
         bitmaps = BitmapPolicy(bitmap_indexes, schema,
                                {f.name: logical_type_from_arrow(f.type) for f in schema})
         return cls(block_rows, page_size, page_rows, compressed_page_size, compression, compression_level, forced,
-                   dictionary, stats_truncate, bloom, use_threads, bitmaps)
+                   dictionary, stats_truncate, bloom, use_threads, bitmaps, zstd_block_size)
 
 
 def rows_run_ends_address(schema: pa.Schema) -> int:

@@ -125,6 +125,12 @@ class Writer:
         when smaller than ``page_size`` (default 48 KiB): reaching one value of such a
         page decompresses all of it, so smaller pages make random reads (``take``,
         lookups) cheaper, at a little compression lost.
+    zstd_block_size : int, optional
+        End a zstd block every this many bytes (1 KiB to 128 KiB) inside the zstd pages
+        of PLAIN/DELTA_LENGTH string chunks: a ``take`` or a selective filter then
+        inflates such a page only up to the block holding its last wanted string, while
+        a full read inflates the blocks a little slower (docs/FORMAT.md 4.3). Default:
+        one block a page.
     compression : {"auto", "zstd", "lz4", "none"}
         Per chunk; "auto" uses zstd where it saves at least 10% of the chunk's data
         pages, and on a dictionary page where it saves 10% of that page.

@@ -16,7 +16,7 @@ import numpy as np
 from .. import codecs
 from .._native.page_writer import Compressor, write_pages
 
-__all__ = ["assemble_pages", "build_page", "ZSTD_BLOCK_BYTES"]
+__all__ = ["assemble_pages", "build_page"]
 
 _local = threading.local()  # a zstd context per thread, reused chunk after chunk
 
@@ -26,12 +26,6 @@ def _compressor() -> Compressor:
     if comp is None:
         comp = _local.compressor = Compressor()
     return comp
-
-
-#: a zstd page of strings larger than this ends a zstd block every this many bytes of
-#: its body: one ordinary frame, which a reader wanting some of its strings inflates
-#: only up to the block holding the last of them (docs/FORMAT.md, "Compression")
-ZSTD_BLOCK_BYTES = 16384
 
 
 def assemble_pages(bodies: list, page_types, rows, nulls, first_rows, valid: np.ndarray | None, encoding: int,
@@ -44,7 +38,8 @@ def assemble_pages(bodies: list, page_types, rows, nulls, first_rows, valid: np.
     least this share of the bytes; ``dictionary_codec``: compress a dictionary page (the
     first body) with this codec, kept by ``min_saving`` on its own bytes, whatever the
     data pages do (None: it goes with them); ``zstd_block`` > 0: a zstd data page larger
-    than that ends a zstd block every ``zstd_block`` bytes of its body."""
+    than that ends a zstd block every ``zstd_block`` bytes of its body (one ordinary
+    frame, a prefix of which a reader can inflate alone: docs/FORMAT.md 4.3)."""
     level = codecs.DEFAULT_ZSTD_LEVEL if level is None else level
     return write_pages(bodies, page_types, rows, nulls, first_rows, valid, encoding, codec, level,
                        -1.0 if min_saving is None else min_saving, _compressor(),

@@ -1,13 +1,14 @@
 """Strings' zstd pages inflated only as far as the wanted rows need (issue 56).
 
-The writer ends a zstd block every ``ZSTD_BLOCK_BYTES`` of a string page's body (one
-ordinary frame); a take or a filter's few rows inflate each such page only up to the
-block holding the last wanted string. Checked here: the frames' blocks (parsed by the
-zstd format itself, RFC 8878), the same rows as ``pyarrow.Table.take`` and
-``pyarrow.compute`` on files written with and without the blocks (the older layout),
-PLAIN and DELTA_LENGTH, with NULLs (a page with a validity bitmap is inflated whole),
-1 and 2 threads, the Python codecs; that a corrupt block past the wanted rows is not
-even reached while a full read refuses it, and that one before them is refused."""
+With ``zstd_block_size``, the writer ends a zstd block every that many bytes of a
+string page's body (one ordinary frame); a take or a filter's few rows inflate each
+such page only up to the block holding the last wanted string. Checked here: the
+frames' blocks (parsed by the zstd format itself, RFC 8878), the same rows as
+``pyarrow.Table.take`` and ``pyarrow.compute`` on files written with and without the
+blocks (the default: one block a page, inflated whole), PLAIN and DELTA_LENGTH, with
+NULLs (a page with a validity bitmap is inflated whole), 1 and 2 threads, the Python
+codecs; that a corrupt block past the wanted rows is not even reached while a full
+read refuses it, that one before them is refused, and that the option is checked."""
 from __future__ import annotations
 
 import struct
@@ -20,11 +21,10 @@ import pytest
 import rcfmt
 from rcfmt import codecs
 from rcfmt._native import pages as native_pages
-from rcfmt.errors import CorruptFileError
-from rcfmt.file import chunk_encoding
-from rcfmt.format.page import ZSTD_BLOCK_BYTES
+from rcfmt.errors import CorruptFileError, InvalidOptionError
 
 ROWS = 30_000
+BLOCK = 16_384
 
 
 def _table(nulls: bool) -> pa.Table:
@@ -39,12 +39,10 @@ def _table(nulls: bool) -> pa.Table:
     return pa.table({"s": pa.array(text, pa.string(), mask=mask), "i": pa.array(np.arange(ROWS, dtype=np.int64))})
 
 
-def _write(tmp_path, table, encoding: str, blocks: bool, monkeypatch) -> str:
+def _write(tmp_path, table, encoding: str, blocks: bool) -> str:
     path = str(tmp_path / f"{encoding}_{blocks}.rcfmt")
-    with monkeypatch.context() as m:
-        if not blocks:  # the layout of files written before the blocks: one block a page
-            m.setattr(chunk_encoding, "ZSTD_BLOCK_BYTES", 0)
-        rcfmt.write_table(table, path, compression="zstd", encoding={"s": encoding, "i": "plain"}, progress=False)
+    rcfmt.write_table(table, path, compression="zstd", encoding={"s": encoding, "i": "plain"}, progress=False,
+                      **({"zstd_block_size": BLOCK} if blocks else {}))
     return path
 
 
@@ -82,26 +80,26 @@ def _blocks(frame: bytes) -> list[tuple[int, int, int]]:
 
 
 @pytest.mark.parametrize("encoding", ["plain", "delta_length"])
-def test_large_string_pages_end_a_zstd_block_every_block_bytes(tmp_path, monkeypatch, encoding):
+def test_large_string_pages_end_a_zstd_block_every_block_bytes(tmp_path, encoding):
     table = _table(nulls=False)
-    data, pages = _pages(_write(tmp_path, table, encoding, True, monkeypatch))
-    large = [p for p in pages if p[5] > ZSTD_BLOCK_BYTES]
+    data, pages = _pages(_write(tmp_path, table, encoding, True))
+    large = [p for p in pages if p[5] > BLOCK]
     assert large and all(p[3] == codecs.ZSTD for p in pages)
     for _, _, at, _, stored, raw in pages:
         frame = data[at + 32:at + 32 + stored]
-        assert len(_blocks(frame)) == max(1, -(-raw // ZSTD_BLOCK_BYTES))
+        assert len(_blocks(frame)) == max(1, -(-raw // BLOCK))
         assert len(codecs.decompress(codecs.ZSTD, frame, raw)) == raw  # an ordinary frame
-    # the older layout: one block a page, read back alike
-    data, old = _pages(_write(tmp_path, table, encoding, False, monkeypatch))
+    # the default: one block a page
+    data, old = _pages(_write(tmp_path, table, encoding, False))
     assert all(len(_blocks(data[at + 32:at + 32 + stored])) == 1 for _, _, at, _, stored, raw in old)
 
 
 @pytest.mark.parametrize("encoding", ["plain", "delta_length"])
 @pytest.mark.parametrize("blocks", [True, False])
 @pytest.mark.parametrize("nulls", [False, True])
-def test_takes_and_filters_return_the_rows_pyarrow_does(tmp_path, monkeypatch, encoding, blocks, nulls):
+def test_takes_and_filters_return_the_rows_pyarrow_does(tmp_path, encoding, blocks, nulls):
     table = _table(nulls)
-    path = _write(tmp_path, table, encoding, blocks, monkeypatch)
+    path = _write(tmp_path, table, encoding, blocks)
     rng = np.random.default_rng(3)
     _, pages = _pages(path)
     edges = sorted({r for first, rows, *_ in pages for r in (first, first + rows - 1)})
@@ -120,9 +118,9 @@ def test_takes_and_filters_return_the_rows_pyarrow_does(tmp_path, monkeypatch, e
             assert f.read(filter=expr).equals(want)
 
 
-def test_the_python_codecs_read_the_blocks_alike(tmp_path, monkeypatch):
+def test_the_python_codecs_read_the_blocks_alike(tmp_path):
     table = _table(nulls=False)
-    path = _write(tmp_path, table, "delta_length", True, monkeypatch)
+    path = _write(tmp_path, table, "delta_length", True)
     positions = np.sort(np.random.default_rng(5).choice(ROWS, 50, replace=False))
     native_pages.use_native_codecs(False)
     try:
@@ -143,11 +141,11 @@ def _forge_block(path: str, page, which: int) -> None:
 
 
 @pytest.mark.parametrize("encoding", ["plain", "delta_length"])
-def test_a_corrupt_block_past_the_wanted_rows_is_not_inflated(tmp_path, monkeypatch, encoding):
+def test_a_corrupt_block_past_the_wanted_rows_is_not_inflated(tmp_path, encoding):
     table = _table(nulls=False)
-    path = _write(tmp_path, table, encoding, True, monkeypatch)
+    path = _write(tmp_path, table, encoding, True)
     _, pages = _pages(path)
-    page = next(p for p in pages if p[5] > 2 * ZSTD_BLOCK_BYTES)
+    page = next(p for p in pages if p[5] > 2 * BLOCK)
     _forge_block(path, page, -1)
     first = page[0]
     with rcfmt.open(path, verify_checksums=False) as f:
@@ -159,11 +157,11 @@ def test_a_corrupt_block_past_the_wanted_rows_is_not_inflated(tmp_path, monkeypa
             f.read()
 
 
-def test_a_corrupt_block_before_the_wanted_rows_is_refused(tmp_path, monkeypatch):
+def test_a_corrupt_block_before_the_wanted_rows_is_refused(tmp_path):
     table = _table(nulls=False)
-    path = _write(tmp_path, table, "delta_length", True, monkeypatch)
+    path = _write(tmp_path, table, "delta_length", True)
     _, pages = _pages(path)
-    page = next(p for p in pages if p[5] > 2 * ZSTD_BLOCK_BYTES)
+    page = next(p for p in pages if p[5] > 2 * BLOCK)
     _forge_block(path, page, 0)
     with rcfmt.open(path, verify_checksums=False) as f:
         for threads in (True, False):
@@ -172,3 +170,17 @@ def test_a_corrupt_block_before_the_wanted_rows_is_refused(tmp_path, monkeypatch
     with rcfmt.open(path) as f:  # (with checksums on, the page's checksum refuses it first)
         with pytest.raises(CorruptFileError, match="checksum"):
             f.take([page[0] + 1])
+
+
+@pytest.mark.parametrize("bad", [0, 1023, 128 * 1024 + 1, 2.5, True, "16k"])
+def test_zstd_block_size_is_checked(tmp_path, bad):
+    with pytest.raises(InvalidOptionError, match="zstd_block_size"):
+        rcfmt.write_table(pa.table({"s": ["a"]}), str(tmp_path / "x.rcfmt"), zstd_block_size=bad)
+    assert not list(tmp_path.iterdir())
+
+
+def test_spark_writes_take_it_as_zstdBlockSize(tmp_path):
+    from spark_datasource.options import WriteOptions
+
+    options = WriteOptions({"path": str(tmp_path / "d"), "zstdBlockSize": str(BLOCK)})
+    assert options.writer_options == {"zstd_block_size": BLOCK}
