@@ -33,7 +33,7 @@ cdef int decompress_native(int codec, const uint8_t* src, Py_ssize_t n, uint8_t*
                            void** dctx, int64_t* detail) noexcept nogil
 cdef const char* zstd_error_name(size_t code) noexcept nogil
 cdef bint partial_native() noexcept nogil
-cdef bint zstd_one_block(const uint8_t* src, Py_ssize_t n) noexcept nogil
+cdef bint zstd_blocks_apart(const uint8_t* src, Py_ssize_t n, Py_ssize_t raw) noexcept nogil
 cdef int inflate_begin(Inflater* z, void** dctx, const uint8_t* src, Py_ssize_t n, uint8_t* dst,
                        Py_ssize_t cap) noexcept nogil
 cdef int inflate_to(Inflater* z, void* dctx, Py_ssize_t need, int64_t* detail) noexcept nogil

@@ -358,24 +358,33 @@ cdef bint partial_native() noexcept nogil:
     return _native_codecs and _zstd_decompress != NULL and _zstd_decompress_stream != NULL
 
 
-cdef bint zstd_one_block(const uint8_t* src, Py_ssize_t n) noexcept nogil:
-    """Whether the zstd frame ``src[:n]`` is one block (its first block is flagged last;
-    RFC 8878 3.1.1), read from its header alone; True when the header does not tell."""
+cdef bint zstd_blocks_apart(const uint8_t* src, Py_ssize_t n, Py_ssize_t raw) noexcept nogil:
+    """Whether the zstd frame ``src[:n]`` (``raw`` bytes inflated) is worth inflating
+    part of the way (:func:`inflate_to`): its first block is not its last, and the
+    window its header declares -- the buffer a streaming inflation allocates -- is at
+    most ``max(2 raw, 128 KiB)`` (RFC 8878 3.1.1; a forged window is inflated whole)."""
     cdef uint32_t magic
-    cdef int fhd, single, dict_flag, fcs_flag
+    cdef int fhd, single, dict_flag, fcs_flag, wd
     cdef Py_ssize_t pos
+    cdef int64_t window, limit = max(2 * <int64_t>raw, <int64_t>1 << 17)
     if n < 6:
-        return True
+        return False
     memcpy(&magic, src, 4)
     if magic != 0xFD2FB528U:  # (its magic number)
-        return True
+        return False
     fhd = src[4]
     single = (fhd >> 5) & 1
     dict_flag = fhd & 3
     fcs_flag = fhd >> 6
+    if single:  # (the window is the content size, which the page's size bounds)
+        window = raw
+    else:
+        wd = src[5]
+        window = (<int64_t>1) << (10 + (wd >> 3))
+        window += (window >> 3) * (wd & 7)
     pos = (5 + (0 if single else 1) + (dict_flag if dict_flag < 3 else 4)
            + ((1 << fcs_flag) if fcs_flag else single))  # (window, dictionary id, content size)
-    return pos + 3 > n or (src[pos] & 1) != 0
+    return window <= limit and pos + 3 <= n and (src[pos] & 1) == 0
 
 
 cdef int inflate_begin(Inflater* z, void** dctx, const uint8_t* src, Py_ssize_t n, uint8_t* dst,

@@ -42,7 +42,7 @@ cimport numpy as cnp
 from rcfmt._native.checksum cimport crc32_raw
 from rcfmt._native.offsets cimport offset_fits, put_offset
 from rcfmt._native.codec_libs cimport (DEC_FAILED, DEC_NO_MEMORY, DEC_OK, DEC_SIZE, dctx_done, dctx_of_thread,
-                                       decompress_native, partial_native, zstd_error_name, zstd_one_block)
+                                       decompress_native, partial_native, zstd_blocks_apart, zstd_error_name)
 from rcfmt._native.decoders cimport (_page_values, _page_offsets, MODE_BITPACK, MODE_BITPACK_DECIMAL, MODE_BOOL_PLAIN, MODE_BOOL_RLE, MODE_CODES, MODE_DELTA, MODE_PLAIN, MODE_RLE)
 
 
@@ -375,9 +375,8 @@ cdef int _bodies(const uint8_t* buf, int64_t[:, ::1] t, Py_ssize_t n, uint8_t* a
                  uint8_t* bitmap, bint verify, Failure* f, Py_ssize_t lazy=0) except -1 nogil:
     """Pass 2: verify body checksums, decompress, check validity against the null
     counts and copy it into ``bitmap``; leave ``t`` pointing at the values bodies.
-    ``lazy`` > 0: a page marked ``P_ARENA`` LAZY that is a zstd frame of several blocks,
-    larger, without nulls, is checked but left for its reader to inflate as far as it
-    needs (``column._inflate_prefix``); other pages are inflated."""
+    ``lazy`` > 0: a page marked ``P_ARENA`` LAZY, larger, without nulls, whose zstd
+    frame is ``zstd_blocks_apart`` is checked, left for ``column._inflate_prefix``."""
     cdef Header h
     cdef Py_ssize_t k, pos, vbytes
     cdef const uint8_t* stored
@@ -405,7 +404,8 @@ cdef int _bodies(const uint8_t* buf, int64_t[:, ::1] t, Py_ssize_t n, uint8_t* a
                     break
                 body = stored
             elif (t[k, P_ARENA] == LAZY and lazy > 0 and h.compression == CODEC_ZSTD and not (h.flags & FLAG_VALIDITY)
-                  and h.uncompressed_size > lazy and partial_native() and not zstd_one_block(stored, h.compressed_size)):
+                  and h.uncompressed_size > lazy and partial_native()
+                  and zstd_blocks_apart(stored, h.compressed_size, h.uncompressed_size)):
                 continue
             else:
                 t[k, P_ARENA] = 1

@@ -172,6 +172,22 @@ def test_a_corrupt_block_before_the_wanted_rows_is_refused(tmp_path):
             f.take([page[0] + 1])
 
 
+def test_a_frame_declaring_a_huge_window_is_inflated_whole(tmp_path):
+    """A streaming inflation allocates the window a frame declares: a forged 1 GiB window
+    (legal, and harmless to a one-shot inflation) sends the page the whole way."""
+    table = _table(nulls=False)
+    path = _write(tmp_path, table, "delta_length", True)
+    _, pages = _pages(path)
+    page = next(p for p in pages if p[5] > 2 * BLOCK)
+    data = bytearray(open(path, "rb").read())
+    frame = page[2] + 32
+    assert not data[frame + 4] & 0x20  # (a window descriptor follows the frame header descriptor)
+    data[frame + 5] = 20 << 3  # 2 ** (10 + 20) bytes
+    open(path, "wb").write(bytes(data))
+    with rcfmt.open(path, verify_checksums=False) as f:
+        assert f.take([page[0], page[0] + 1]).equals(table.take([page[0], page[0] + 1]))
+
+
 @pytest.mark.parametrize("bad", [0, 1023, 128 * 1024 + 1, 2.5, True, "16k"])
 def test_zstd_block_size_is_checked(tmp_path, bad):
     with pytest.raises(InvalidOptionError, match="zstd_block_size"):
