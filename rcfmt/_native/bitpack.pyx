@@ -718,3 +718,18 @@ cdef void unpack_raw(const uint8_t* src, Py_ssize_t n, int width, int itemsize, 
             _delta_unpack(<const uint64_t*>src, n, width, first, ref, <uint64_t*>out)
         else:
             _for_unpack(<const uint64_t*>src, n, width, ref, <uint64_t*>out)
+
+
+cdef void pack64_raw(const uint64_t* inp, Py_ssize_t n, int width, uint64_t ref, uint8_t* out) noexcept nogil:
+    """FOR-pack ``n`` 64-bit values ``(v - ref) mod 2**64`` at ``width`` bits into ``out``
+    (8-byte aligned, ``packed_nbytes(n, width, 8)`` long). The caller checked the width."""
+    if n:
+        _for_pack(inp, n, width, ref, <uint64_t*>out)
+
+
+cdef void split_raw(const uint8_t* inp, int itemsize, Py_ssize_t n, int width, uint64_t ref,
+                    uint8_t* out) noexcept nogil:
+    """BYTE_SPLIT's ``width`` planes of ``n`` values of ``itemsize`` bytes at ``out``
+    (``width * n`` bytes). The caller checked the width."""
+    if n and width:
+        _split(inp, itemsize, n, width, ref, out)

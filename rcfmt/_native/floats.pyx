@@ -15,7 +15,9 @@ the ``def`` wrappers check types and lengths, and turn a negative kernel status 
 cimport cython
 from libc.math cimport fabs
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memset
+
+from rcfmt._native.bitpack cimport pack64_raw, packed_nbytes, split_raw
 
 import numpy as np
 cimport numpy as cnp
@@ -24,7 +26,7 @@ from rcfmt.errors import CorruptFileError
 
 cnp.import_array()
 
-__all__ = ["F10", "IF10", "MAX_E64", "MAX_E32", "alp_search", "alp_encode", "alp_decode_inplace",
+__all__ = ["F10", "IF10", "MAX_E64", "MAX_E32", "alp_search", "alp_encode", "alp_encode_pages", "alp_decode_inplace",
            "alp_decode_f32", "patch_exceptions", "widen_i64_to_i128"]
 
 # 10**k for k = 0..22 are exact doubles; 10**-k are the correctly rounded doubles of
@@ -176,6 +178,139 @@ def alp_encode(const real_t[::1] values, int e, int f):
     positions = pos[:k].copy()
     exceptions = np.asarray(values)[positions.astype(np.intp)] if k else np.empty(0, np.asarray(values).dtype)
     return ints, positions, exceptions
+
+
+# the integers' layouts of alp_encode_pages
+cdef enum:
+    L_TIGHT = 0     # ALP: bit-packed at the span's bit length
+    L_ALIGNED = 1   # ALP: bit-packed at 8, 16, 32 or 64 bits
+    L_SPLIT = 2     # ALP_SPLIT: byte planes
+LAYOUT_TIGHT, LAYOUT_ALIGNED, LAYOUT_SPLIT = L_TIGHT, L_ALIGNED, L_SPLIT
+
+
+cdef int _layout_width(uint64_t span, int layout) noexcept nogil:
+    cdef int w = _bits_of(span)
+    if layout == L_SPLIT:
+        return (w + 7) // 8
+    if layout == L_ALIGNED and w:
+        return 8 if w <= 8 else 16 if w <= 16 else 32 if w <= 32 else 64
+    return w
+
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
+cdef void _encode_run(const real_t* v, Py_ssize_t n, int e, int f, int64_t* ints, uint32_t* pos,
+                      Py_ssize_t* k_out, int64_t* lo_out, int64_t* hi_out) noexcept nogil:
+    """ALP-encode ``v[:n]``: integers into ``ints`` (exception slots repeat the previous
+    good integer, the first one when leading), exception positions into ``pos``."""
+    cdef Py_ssize_t i, k = 0, first = -1, j
+    cdef int64_t x, prev = 0, lo = 0, hi = 0
+    for i in range(n):
+        if _encode(v[i], e, f, &x):
+            ints[i] = x
+            if first < 0:
+                first = i
+                lo = hi = x
+            elif x < lo:
+                lo = x
+            elif x > hi:
+                hi = x
+        else:
+            pos[k] = <uint32_t>i
+            k += 1
+    if k:
+        prev = ints[first] if first >= 0 else 0
+        j = 0
+        for i in range(n):
+            if j < k and pos[j] == i:
+                ints[i] = prev
+                j += 1
+            else:
+                prev = ints[i]
+    k_out[0] = k
+    lo_out[0] = lo
+    hi_out[0] = hi
+
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
+def alp_encode_pages(const real_t[::1] values, const int64_t[::1] bounds, int e, int f, int layout):
+    """The ALP (``layout`` LAYOUT_TIGHT / LAYOUT_ALIGNED) or ALP_SPLIT (LAYOUT_SPLIT)
+    bodies of the pages ``[bounds[j], bounds[j+1])`` of ``values``, in one GIL-free
+    call: ``(buffer uint8, starts int64, sizes int64)``, body ``j`` at
+    ``buffer[starts[j]:starts[j] + sizes[j]]`` (each 8-byte aligned), byte for byte what
+    :meth:`rcfmt.encodings.alp.Alp.encode` lays out."""
+    cdef int max_e = MAX_E64 if real_t is double else MAX_E32
+    cdef int item = sizeof(real_t)
+    if not (0 <= e <= max_e and 0 <= f <= e):
+        raise ValueError(f"invalid ALP parameters e={e}, f={f}")
+    if layout not in (LAYOUT_TIGHT, LAYOUT_ALIGNED, LAYOUT_SPLIT):
+        raise ValueError(f"unknown ALP layout {layout}")
+    cdef Py_ssize_t pages = bounds.shape[0] - 1, n = values.shape[0], j, a, rows, i
+    if pages < 0 or (pages and (bounds[0] != 0 or bounds[pages] != n)):
+        raise ValueError("bounds must run from 0 to len(values)")
+    for j in range(pages):
+        if bounds[j + 1] < bounds[j] or bounds[j + 1] - bounds[j] > 0xFFFFFFFF:
+            raise ValueError("bounds must not decrease, nor a page exceed 2**32 - 1 rows")
+    ints_a = np.empty(max(n, 1), dtype=np.int64)
+    pos_a = np.empty(max(n, 1), dtype=np.uint32)
+    meta_a = np.zeros((max(pages, 1), 4), dtype=np.int64)  # k, ref, width, body size
+    starts = np.zeros(max(pages, 1), dtype=np.int64)
+    cdef int64_t[::1] ints = ints_a
+    cdef uint32_t[::1] pos = pos_a
+    cdef int64_t[:, ::1] meta = meta_a
+    cdef int64_t[::1] st = starts
+    cdef Py_ssize_t k, total = 0, packed
+    cdef int64_t lo, hi
+    cdef int w
+    with nogil:
+        for j in range(pages):
+            a = bounds[j]
+            rows = bounds[j + 1] - a
+            _encode_run(&values[0] + a if n else NULL, rows, e, f, &ints[0] + a, &pos[0] + a, &k, &lo, &hi)
+            w = _layout_width(<uint64_t>hi - <uint64_t>lo, layout)
+            packed = rows * w if layout == L_SPLIT else packed_nbytes(rows, w, 8)
+            meta[j, 0] = k
+            meta[j, 1] = lo
+            meta[j, 2] = w
+            meta[j, 3] = 16 + packed + k * (item + 4)
+            st[j] = total
+            total += (meta[j, 3] + 7) & ~7
+    out = np.empty(max(total, 8) // 8, dtype=np.uint64).view(np.uint8)
+    cdef uint8_t* o = <uint8_t*>cnp.PyArray_DATA(out)
+    cdef uint8_t* body
+    cdef uint32_t k32
+    cdef const real_t* v
+    with nogil:
+        for j in range(pages):
+            a = bounds[j]
+            rows = bounds[j + 1] - a
+            body = o + st[j]
+            k = meta[j, 0]
+            lo = meta[j, 1]
+            w = <int>meta[j, 2]
+            body[0] = <uint8_t>e
+            body[1] = <uint8_t>f
+            body[2] = <uint8_t>w
+            body[3] = 0
+            k32 = <uint32_t>k
+            memcpy(body + 4, &k32, 4)
+            memcpy(body + 8, &lo, 8)
+            if layout == L_SPLIT:
+                packed = rows * w
+                split_raw(<const uint8_t*>(&ints[0] + a), 8, rows, w, <uint64_t>lo, body + 16)
+            else:
+                packed = packed_nbytes(rows, w, 8)
+                if w:
+                    pack64_raw(<const uint64_t*>(&ints[0] + a), rows, w, <uint64_t>lo, body + 16)
+                else:
+                    memset(body + 16, 0, packed)
+            v = &values[0] + a
+            for i in range(k):
+                memcpy(body + 16 + packed + i * item, &v[pos[a + i]], item)
+            if k:
+                memcpy(body + 16 + packed + k * item, &pos[0] + a, 4 * k)
+    return out, starts[:pages], meta_a[:pages, 3].copy()
 
 
 @cython.boundscheck(False)

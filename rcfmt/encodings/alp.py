@@ -72,7 +72,7 @@ from ..errors import CorruptFileError
 from ..schema.types import LogicalType
 from .base import ColumnValues, EncodedChunk, Encoding
 from .bitpack import MAX_ROWS, as_buffer, packed_size
-from .byte_split import UINT64, join_planes, split_into, value_bytes
+from .byte_split import UINT64, join_planes, value_bytes
 
 __all__ = ["Alp", "AlpSplit", "ENCODINGS", "HEADER_SIZE", "alp_params", "aligned_width"]
 
@@ -131,48 +131,37 @@ class Alp(Encoding):
         arr = np.ascontiguousarray(values.values, dtype=ltype.numpy_dtype)
         if params is None:
             e, f, _, _ = alp_params(arr)
-            aligned = False
-        else:
-            e, f, aligned = params["e"], params["f"], params.get("aligned", False)
-        ints, positions, exceptions = _fl.alp_encode(arr, e, f)
-        if len(ints):
-            lo, hi = int(ints.min()), int(ints.max())
-        else:
-            lo = hi = 0
-        width = self._width(hi - lo, aligned)
-        size = self._ints_size(len(ints), width)
-        raw = np.empty((HEADER_SIZE + size + 7) // 8, dtype=np.uint64).view(np.uint8)[:HEADER_SIZE + size]
-        _HEADER.pack_into(raw, 0, e, f, width, 0, len(positions), lo)
-        self._pack_ints(ints, lo, width, raw)
-        return raw.tobytes() + exceptions.tobytes() + positions.astype("<u4").tobytes()
+            params = {"e": e, "f": f}
+        return self._encode_pages(arr, np.array([0, len(arr)], np.int64), params)[0].tobytes()
 
-    # the integers' layout (ALP_SPLIT overrides these four)
-    @staticmethod
-    def _width(span: int, aligned: bool) -> int:
-        width = span.bit_length()
-        return aligned_width(width) if aligned else width
+    def encode_chunk(self, chunk, ltype, page_bounds, analysis=None):
+        if ltype.name not in _MAX_E:
+            raise TypeError(f"ALP does not support {ltype}")
+        arr = np.ascontiguousarray(chunk.values, dtype=ltype.numpy_dtype)
+        params = analysis.params.get(self.name) if analysis is not None else None
+        if not params:
+            e, f, _, _ = alp_params(arr)
+            params = {"e": e, "f": f}
+        return EncodedChunk(self, self._encode_pages(arr, np.asarray(page_bounds, dtype=np.int64), params))
+
+    def _encode_pages(self, arr: np.ndarray, bounds: np.ndarray, params: dict) -> list:
+        """The bodies of pages ``[bounds[j], bounds[j+1])`` of ``arr`` (numpy views of one
+        buffer), encoded in one native call."""
+        layout = self._LAYOUT if self._LAYOUT is not None else (
+            _fl.LAYOUT_ALIGNED if params.get("aligned", False) else _fl.LAYOUT_TIGHT)
+        buf, starts, sizes = _fl.alp_encode_pages(arr, bounds, params["e"], params["f"], layout)
+        return [buf[a:a + n] for a, n in zip(starts.tolist(), sizes.tolist())]
+
+    # the integers' layout (ALP_SPLIT overrides these): None -> by params["aligned"]
+    _LAYOUT = None
 
     @staticmethod
     def _ints_size(rows: int, width: int) -> int:
         return packed_size(rows, width, 8)
 
     @staticmethod
-    def _pack_ints(ints: np.ndarray, lo: int, width: int, raw: np.ndarray) -> None:
-        _bp.for_pack_into(ints, lo, width, raw[HEADER_SIZE:])
-
-    @staticmethod
     def _unpack_ints(src, rows: int, width: int, ref: int, out: np.ndarray) -> None:
         _bp.for_unpack_into(src, rows, width, ref, out, HEADER_SIZE)
-
-    def encode_chunk(self, chunk, ltype, page_bounds, analysis=None):
-        params = None
-        if analysis is not None and analysis.params.get(self.name):
-            params = analysis.params[self.name]
-        else:
-            e, f, _, _ = alp_params(np.asarray(chunk.values))
-            params = {"e": e, "f": f}
-        pages = [self.encode(chunk.slice(a, b), ltype, params) for a, b in zip(page_bounds[:-1], page_bounds[1:])]
-        return EncodedChunk(self, pages)
 
     # ------------------------------------------------------------------ decode
     def decode(self, body, rows: int, ltype: LogicalType, dictionary: ColumnValues | None = None) -> ColumnValues:
@@ -268,18 +257,11 @@ class AlpSplit(Alp):
     name = "alp_split"
     _MAX_WIDTH = 8
     _WIDTH_UNIT = "byte"
-
-    @staticmethod
-    def _width(span: int, aligned: bool) -> int:
-        return value_bytes(0, span)
+    _LAYOUT = _fl.LAYOUT_SPLIT
 
     @staticmethod
     def _ints_size(rows: int, width: int) -> int:
         return rows * width
-
-    @staticmethod
-    def _pack_ints(ints: np.ndarray, lo: int, width: int, raw: np.ndarray) -> None:
-        split_into(ints, lo, width, raw, HEADER_SIZE)
 
     @staticmethod
     def _unpack_ints(src, rows: int, width: int, ref: int, out: np.ndarray) -> None:

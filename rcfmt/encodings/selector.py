@@ -308,6 +308,8 @@ def _sample_bodies(enc: Encoding, params, ltype: LogicalType, analysis: ChunkAna
                 pages.append(bytes([width]) + packed[a:b].tobytes())
         return pages
     values, bounds = sample.values
+    if params is None and enc.name == "alp_split":  # (the chunk's (e, f), not a search on the sample)
+        params = analysis.params.get(enc.name)
     if params is not None:
         saved = analysis.params.get(enc.name)
         analysis.params[enc.name] = params
