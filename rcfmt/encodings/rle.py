@@ -12,7 +12,7 @@ import numpy as np
 
 from ..errors import CorruptFileError
 from ..schema.types import PhysicalKind
-from .base import ColumnValues, Encoding
+from .base import ColumnValues, EncodedChunk, Encoding
 from .plain import decode_plain, encode_plain
 
 __all__ = ["Rle", "run_starts"]
@@ -51,6 +51,20 @@ class Rle(Encoding):
         lengths = np.diff(np.append(starts, len(v))).astype("<u4")
         return (np.uint32(len(starts)).astype("<u4").tobytes() + lengths.tobytes()
                 + encode_plain(ColumnValues(v[starts]), ltype))
+
+    def encode_chunk(self, chunk, ltype, page_bounds, analysis=None):
+        """Every page's runs from one pass over the chunk (a page's first row starts a
+        run): the pages :meth:`encode` makes one by one."""
+        v = chunk.values
+        n = len(v)
+        bounds = np.asarray(page_bounds, dtype=np.int64)
+        starts = np.union1d(run_starts(v), bounds[:-1][bounds[:-1] < n]).astype(np.int64)
+        lengths = np.diff(np.append(starts, n)).astype("<u4")
+        values = v[starts]
+        cut = np.searchsorted(starts, bounds).tolist()
+        pages = [np.uint32(b - a).astype("<u4").tobytes() + lengths[a:b].tobytes()
+                 + encode_plain(ColumnValues(values[a:b]), ltype) for a, b in zip(cut[:-1], cut[1:])]
+        return EncodedChunk(self, pages)
 
     def decode(self, body, rows, ltype, dictionary=None):
         if len(body) < 4:
