@@ -121,6 +121,37 @@ def test_roundtrip_hypothesis(ltype, data):
     roundtrip(values, ltype, params)
 
 
+@pytest.mark.parametrize("name", ["alp", "alp_split"])
+@pytest.mark.parametrize("ltype", [F64, F32], ids=str)
+@settings(max_examples=strategies.examples(40))
+@given(data=st.data())
+def test_a_chunks_pages_are_the_pages_encoded_alone(name, ltype, data):
+    """``encode_chunk`` (one native call for every page) lays out each page as
+    ``encode`` does it alone, and each decodes to its rows."""
+    enc = by_name(name)
+    dtype = ltype.numpy_dtype
+    n = data.draw(st.integers(0, 3000), label="n")
+    ints = data.draw(hnp.arrays(np.int64, n, elements=st.integers(-(10 ** 6), 10 ** 6)), label="ints")
+    values = (ints / 100.0).astype(dtype)
+    if n:
+        raw = data.draw(hnp.arrays(np.dtype(f"<u{dtype.itemsize}"), n))
+        mask = data.draw(hnp.arrays(bool, n)) & (np.arange(n) % 7 == 0)  # some arbitrary bit patterns
+        values[mask] = raw.view(dtype)[mask]
+    cuts = sorted(set([0, n] + data.draw(st.lists(st.integers(0, n), max_size=5), label="cuts")))
+    e = data.draw(st.integers(0, alp_mod._MAX_E[ltype.name]), label="e")
+    params = {"e": e, "f": data.draw(st.integers(0, e)), "aligned": data.draw(st.booleans())}
+
+    class Analysis:
+        def __init__(self):
+            self.params = {name: params}
+
+    pages = enc.encode_chunk(ColumnValues(values), ltype, cuts, analysis=Analysis()).pages
+    assert len(pages) == len(cuts) - 1
+    for (a, b), page in zip(zip(cuts[:-1], cuts[1:]), pages):
+        assert bytes(page) == enc.encode(ColumnValues(values[a:b]), ltype, params)
+        np.testing.assert_array_equal(bits(enc.decode(bytes(page), b - a, ltype).values), bits(values[a:b]))
+
+
 def test_search_prefers_fewest_bits():
     values = np.round(np.linspace(0, 100, 1000), 3)
     e, f, exc, width = fl.alp_search(values)
