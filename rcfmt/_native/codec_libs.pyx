@@ -8,7 +8,7 @@ already load (their extension modules export the C symbols), else from the syste
 install`` needs no codec headers. Callers (the page pipeline, the page writer) fall back
 to the Python codecs when an entry point is missing or :func:`use_native_codecs` turned
 them off. Each thread keeps one zstd decompression context between calls."""
-from libc.stdint cimport int64_t, uint8_t, uint32_t
+from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 from posix.dlfcn cimport RTLD_LOCAL, RTLD_NOW, dlopen, dlsym
 
@@ -362,11 +362,14 @@ cdef bint zstd_blocks_apart(const uint8_t* src, Py_ssize_t n, Py_ssize_t raw) no
     """Whether the zstd frame ``src[:n]`` (``raw`` bytes inflated) is worth inflating
     part of the way (:func:`inflate_to`): its first block is not its last, and the
     window its header declares -- the buffer a streaming inflation allocates -- is at
-    most ``max(2 raw, 128 KiB)`` (RFC 8878 3.1.1; a forged window is inflated whole)."""
+    most ``max(2 raw, 128 KiB)`` and at most the 128 MiB zstd's streaming inflation
+    accepts by default (ZSTD_WINDOWLOG_LIMIT_DEFAULT; a one-shot one has no such limit):
+    RFC 8878 3.1.1, a forged window is inflated whole."""
     cdef uint32_t magic
-    cdef int fhd, single, dict_flag, fcs_flag, wd
+    cdef int fhd, single, dict_flag, fcs_flag, wd, i
     cdef Py_ssize_t pos
-    cdef int64_t window, limit = max(2 * <int64_t>raw, <int64_t>1 << 17)
+    cdef uint64_t fcs = 0
+    cdef int64_t window, limit = min(max(2 * <int64_t>raw, <int64_t>1 << 17), <int64_t>1 << 27)
     if n < 6:
         return False
     memcpy(&magic, src, 4)
@@ -376,15 +379,21 @@ cdef bint zstd_blocks_apart(const uint8_t* src, Py_ssize_t n, Py_ssize_t raw) no
     single = (fhd >> 5) & 1
     dict_flag = fhd & 3
     fcs_flag = fhd >> 6
-    if single:  # (the window is the content size, which the page's size bounds)
-        window = raw
+    pos = (5 + (0 if single else 1) + (dict_flag if dict_flag < 3 else 4)
+           + ((1 << fcs_flag) if fcs_flag else single))  # (window, dictionary id, content size)
+    if pos + 3 > n:
+        return False
+    if single:  # the window is the content size the header declares (forged: not the page's)
+        for i in range(pos - 1, pos - 1 - ((1 << fcs_flag) if fcs_flag else 1), -1):  # (little-endian)
+            fcs = (fcs << 8) | src[i]
+        if fcs_flag == 1:
+            fcs += 256
+        window = <int64_t>fcs if fcs < (<uint64_t>1 << 62) else <int64_t>1 << 62
     else:
         wd = src[5]
         window = (<int64_t>1) << (10 + (wd >> 3))
         window += (window >> 3) * (wd & 7)
-    pos = (5 + (0 if single else 1) + (dict_flag if dict_flag < 3 else 4)
-           + ((1 << fcs_flag) if fcs_flag else single))  # (window, dictionary id, content size)
-    return window <= limit and pos + 3 <= n and (src[pos] & 1) == 0
+    return window <= limit and (src[pos] & 1) == 0
 
 
 cdef int inflate_begin(Inflater* z, void** dctx, const uint8_t* src, Py_ssize_t n, uint8_t* dst,

@@ -200,3 +200,22 @@ def test_spark_writes_take_it_as_zstdBlockSize(tmp_path):
 
     options = WriteOptions({"path": str(tmp_path / "d"), "zstdBlockSize": str(BLOCK)})
     assert options.writer_options == {"zstd_block_size": BLOCK}
+
+
+def test_a_window_beyond_zstds_streaming_limit_is_inflated_whole(tmp_path):
+    """A page of 80 MiB may declare a window of up to twice its size, but zstd's
+    streaming inflation refuses windows beyond 128 MiB (a one-shot one reads them): such
+    a page is inflated whole, not refused as 'a bug in rcfmt'."""
+    table = pa.table({"s": pa.array(["a", "bc", "d", "x" * (80 << 20)], pa.string())})
+    path = str(tmp_path / "big.rcfmt")
+    rcfmt.write_table(table, path, compression="zstd", encoding={"s": "plain"}, page_size=1 << 30,
+                      compressed_page_size=1 << 30, zstd_block_size=128 * 1024, progress=False)
+    _, pages = _pages(path)
+    assert len(pages) == 1 and pages[0][1] == 4
+    data = bytearray(open(path, "rb").read())
+    frame = pages[0][2] + 32
+    assert not data[frame + 4] & 0x20 and 2 * pages[0][5] > 2 ** 27 + 2 ** 24
+    data[frame + 5] = (17 << 3) | 1  # a window of 2 ** 27 + 2 ** 24 bytes
+    open(path, "wb").write(bytes(data))
+    with rcfmt.open(path, verify_checksums=False) as f:
+        assert f.take([1, 0]).equals(table.take([1, 0]))
