@@ -25,6 +25,7 @@ cdef struct ZstdOut:
 cdef struct Inflater:
     ZstdIn src
     ZstdOut out
+    Py_ssize_t cap   # the body's uncompressed size (a one-shot inflation fills dst[:cap])
     bint ended       # the frame is complete
 
 cdef void* dctx_of_thread() noexcept nogil

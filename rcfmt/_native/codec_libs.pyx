@@ -414,29 +414,41 @@ cdef int inflate_begin(Inflater* z, void** dctx, const uint8_t* src, Py_ssize_t 
     z.out.dst = dst
     z.out.size = 0
     z.out.pos = 0
+    z.cap = cap
     z.ended = False
     return DEC_OK
+
+
+cdef int _inflate_whole(Inflater* z, void* dctx, int64_t* detail) noexcept nogil:
+    """The whole body inflated one-shot (as the reference decoder does), when the
+    streaming inflation stopped short of ``need``: the body holds more than the frame
+    (several frames, skippable ones), or zstd's streaming refused what its one-shot
+    inflation reads. :func:`decompress_native`'s answer."""
+    cdef void* ctx = dctx
+    cdef int rc = decompress_native(CODEC_ZSTD, <const uint8_t*>z.src.src, <Py_ssize_t>z.src.size,
+                                    <uint8_t*>z.out.dst, z.cap, &ctx, detail)
+    if rc == DEC_OK:
+        z.out.pos = <size_t>z.cap
+        z.ended = True
+    return rc
 
 
 cdef int inflate_to(Inflater* z, void* dctx, Py_ssize_t need, int64_t* detail) noexcept nogil:
     """Inflate the frame :func:`inflate_begin` started until ``dst[:need]`` holds its
     first ``need`` bytes (``need`` at most the frame's ``cap``): zstd inflates whole
     blocks, so what follows is inflated only as far as the block holding byte ``need -
-    1``. DEC_OK; DEC_FAILED (``detail``: zstd's error code; the frame is cut short when
-    the code is 0); DEC_SIZE (``detail``: the frame ended after that many bytes)."""
+    1``. Where the streaming inflation stops short (the frame ends early or is followed
+    by more, zstd refuses it) the body is inflated whole, one-shot (:func:`_inflate_whole`):
+    DEC_OK; DEC_FAILED (``detail``: zstd's error code); DEC_SIZE (``detail``: the body
+    inflated to that many bytes)."""
     cdef size_t got
     while <Py_ssize_t>z.out.pos < need:
-        if z.ended:
-            detail[0] = <int64_t>z.out.pos
-            return DEC_SIZE
-        if z.src.pos == z.src.size:  # the frame wants more bytes than the page stores
-            detail[0] = 0
-            return DEC_FAILED
+        if z.ended or z.src.pos == z.src.size:  # (the frame ended, or wants more bytes than the page stores)
+            return _inflate_whole(z, dctx, detail)
         z.out.size = <size_t>need
         got = _zstd_decompress_stream(dctx, &z.out, &z.src)
         if _zstd_is_error(got):
-            detail[0] = <int64_t>got
-            return DEC_FAILED
+            return _inflate_whole(z, dctx, detail)
         z.ended = got == 0
     return DEC_OK
 

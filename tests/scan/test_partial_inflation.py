@@ -219,3 +219,46 @@ def test_a_window_beyond_zstds_streaming_limit_is_inflated_whole(tmp_path):
     open(path, "wb").write(bytes(data))
     with rcfmt.open(path, verify_checksums=False) as f:
         assert f.take([1, 0]).equals(table.take([1, 0]))
+
+
+def _frames(data: bytes, parts: int) -> bytes:
+    """``data`` as ``parts`` zstd frames back to back, each of 1 KiB blocks (a 64 KiB
+    window: small enough for a page to be inflated part of the way)."""
+    import zstandard
+
+    params = zstandard.ZstdCompressionParameters.from_level(3, window_log=16)
+    out, step = b"", -(-len(data) // parts)
+    for start in range(0, len(data), step):
+        c = zstandard.ZstdCompressor(compression_params=params).compressobj()
+        part = data[start:start + step]
+        out += b"".join(c.compress(part[i:i + 1024]) + c.flush(zstandard.COMPRESSOBJ_FLUSH_BLOCK)
+                        for i in range(0, len(part), 1024)) + c.flush()
+    return out
+
+
+@pytest.mark.parametrize("encoding", ["plain", "delta_length"])
+def test_a_body_of_several_frames_is_read_as_the_reference_decoder_reads_it(tmp_path, monkeypatch, encoding):
+    """zstd frames back to back inflate (one-shot) to their contents one after the
+    other: a take needing bytes past the first frame inflates the page whole instead of
+    refusing it as 'a bug in rcfmt'."""
+    table = _table(nulls=False)
+    original = codecs.compress
+    monkeypatch.setattr(codecs, "compress", lambda codec, data, level=None: (
+        _frames(bytes(data), 3) if codec == codecs.ZSTD and len(data) > BLOCK else original(codec, data, level)))
+    native_pages.use_native_codecs(False)  # (the writer's Python codec: the patched one)
+    try:
+        path = _write(tmp_path, table, encoding, False)
+    finally:
+        native_pages.use_native_codecs(True)
+    monkeypatch.undo()
+    data, pages = _pages(path)
+    page = next(p for p in pages if p[5] > 2 * BLOCK)
+    frame = data[page[2] + 32:page[2] + 32 + page[4]]
+    assert frame[4] == 0 and not frame[6] & 1  # (a first frame of several blocks, its window declared)
+    assert frame.count(struct.pack("<I", 0xFD2FB528)) >= 3
+    with rcfmt.open(path) as f:
+        assert f.read().equals(table)
+        rows = list(range(page[0], page[0] + page[1] * 3 // 4))  # (the prefixes a take inflates alone)
+        for positions in [[r] for r in rows[::25]] + [rows]:
+            for threads in (True, False):
+                assert f.take(positions, use_threads=threads).equals(table.take(positions))
