@@ -301,7 +301,7 @@ class WriteOptions:
         self.writer_options = {}
         for key, name, lo in (("blockRows", "block_rows", 1), ("pageSize", "page_size", 64),
                               ("pageRows", "page_rows", 1), ("compressedPageSize", "compressed_page_size", 64),
-                              ("statsTruncate", "stats_truncate", 1), ("zstdBlockSize", "zstd_block_size", 1),
+                              ("statsTruncate", "stats_truncate", 1), ("zstdBlockSize", "zstd_block_size", 1024),
                               ("compressionLevel", "compression_level", -7)):
             value = _int(opts, key, None, lo)
             if value is not None:

@@ -262,3 +262,10 @@ def test_a_body_of_several_frames_is_read_as_the_reference_decoder_reads_it(tmp_
         for positions in [[r] for r in rows[::25]] + [rows]:
             for threads in (True, False):
                 assert f.take(positions, use_threads=threads).equals(table.take(positions))
+
+
+def test_spark_refuses_a_zstdBlockSize_below_a_kib_when_parsing_its_options(tmp_path):
+    from spark_datasource.options import WriteOptions
+
+    with pytest.raises(InvalidOptionError, match="zstdBlockSize"):
+        WriteOptions({"path": str(tmp_path / "d"), "zstdBlockSize": "512"})
