@@ -130,7 +130,7 @@ class Writer:
         of PLAIN/DELTA_LENGTH string chunks: a ``take`` or a selective filter then
         inflates such a page only up to the block holding its last wanted string, while
         a full read inflates the blocks a little slower (docs/FORMAT.md 4.3). Default:
-        one block a page.
+        one block a page (also where zstd's native library was not found).
     compression : {"auto", "zstd", "lz4", "none"}
         Per chunk; "auto" uses zstd where it saves at least 10% of the chunk's data
         pages, and on a dictionary page where it saves 10% of that page.
