@@ -24,13 +24,14 @@ from rcfmt.index.page import PageIndex
 PAGE_HEADER = struct.Struct("<BBBBIIIIIII")  # as docs/FORMAT.md 4.1 defines it
 
 
-@pytest.fixture(params=["clmul", "table"])
+@pytest.fixture(params=["vpclmul", "clmul", "table"])
 def crc_impl(request):
-    """Both CRC-32 implementations: carry-less multiply (where the CPU has it) and tables."""
-    pages.use_clmul(request.param == "clmul")
-    if request.param == "clmul" and pages.crc32_implementation() != "clmul":
+    """Every CRC-32 implementation: carry-less multiply with 512-bit and with 128-bit
+    registers (where the CPU has them) and tables."""
+    pages.use_clmul(request.param != "table", wide=request.param == "vpclmul")
+    if pages.crc32_implementation() != request.param:
         pages.use_clmul(True)
-        pytest.skip("this CPU has no PCLMULQDQ")
+        pytest.skip(f"this CPU has no {request.param.upper()}")
     yield request.param
     pages.use_clmul(True)
 
@@ -45,7 +46,7 @@ def test_crc32_is_zlibs(crc_impl, data, start, seed):
 
 def test_crc32_every_length_and_large_buffers(crc_impl):
     rng = np.random.default_rng(1)
-    for n in [*range(0, 260), 1 << 16, (1 << 20) + 13]:
+    for n in [*range(0, 260), *range(500, 530), *range(1020, 1040), 4096 + 255, 1 << 16, (1 << 20) + 13]:
         buf = rng.integers(0, 256, n, dtype=np.uint8)
         for seed in (0, 1, 0xFFFFFFFF):
             assert pages.crc32(buf, seed) == zlib.crc32(buf.tobytes(), seed), (n, seed)
@@ -57,8 +58,9 @@ def test_x86_64_uses_carry_less_multiply():
     if platform.machine() not in ("x86_64", "AMD64"):
         pytest.skip("x86-64 only")
     flags = open("/proc/cpuinfo").read() if Path("/proc/cpuinfo").exists() else ""
+    wide = all(f" {flag}" in flags for flag in ("vpclmulqdq", "avx512f", "avx512vl"))
     if " pclmulqdq" in flags and " sse4_1" in flags:
-        assert pages.crc32_implementation() == "clmul"
+        assert pages.crc32_implementation() == ("vpclmul" if wide else "clmul")
 
 
 def test_native_codecs_are_resolved_from_the_installed_wheels():
