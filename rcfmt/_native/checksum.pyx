@@ -45,14 +45,37 @@ cdef extern from *:
     #include <cpuid.h>
     #include <immintrin.h>
     #define RC_HAVE_CLMUL_BUILD 1
+    /* one 128-bit lane folded 128 bits forward onto ``data`` */
     __attribute__((target("pclmul,sse4.1")))
-    static uint32_t rc_crc32_clmul(const uint8_t* buf, size_t len, uint32_t crc) {
-        /* len >= 64 and a multiple of 16; crc is the running (inverted) state */
-        const __m128i k1k2 = _mm_set_epi64x(0x01c6e41596LL, 0x0154442bd4LL);
+    static inline __m128i rc_fold128(__m128i x, __m128i data) {
+        const __m128i k3k4 = _mm_set_epi64x(0x00ccaa009eLL, 0x01751997d0LL);
+        return _mm_xor_si128(_mm_xor_si128(_mm_clmulepi64_si128(x, k3k4, 0x11), data),
+                             _mm_clmulepi64_si128(x, k3k4, 0x00));
+    }
+    /* 128 -> 64 bits, then a Barrett reduction to the 32-bit state */
+    __attribute__((target("pclmul,sse4.1")))
+    static inline uint32_t rc_reduce128(__m128i x1) {
         const __m128i k3k4 = _mm_set_epi64x(0x00ccaa009eLL, 0x01751997d0LL);
         const __m128i k5 = _mm_set_epi64x(0, 0x0163cd6124LL);
         const __m128i poly = _mm_set_epi64x(0x01f7011641LL, 0x01db710641LL);
         const __m128i mask32 = _mm_setr_epi32(-1, 0, -1, 0);
+        __m128i x2 = _mm_clmulepi64_si128(x1, k3k4, 0x10);
+        x1 = _mm_xor_si128(_mm_srli_si128(x1, 8), x2);
+        x2 = _mm_srli_si128(x1, 4);
+        x1 = _mm_and_si128(x1, mask32);
+        x1 = _mm_clmulepi64_si128(x1, k5, 0x00);
+        x1 = _mm_xor_si128(x1, x2);
+        x2 = _mm_and_si128(x1, mask32);
+        x2 = _mm_clmulepi64_si128(x2, poly, 0x10);
+        x2 = _mm_and_si128(x2, mask32);
+        x2 = _mm_clmulepi64_si128(x2, poly, 0x00);
+        x1 = _mm_xor_si128(x1, x2);
+        return (uint32_t)_mm_extract_epi32(x1, 1);
+    }
+    __attribute__((target("pclmul,sse4.1")))
+    static uint32_t rc_crc32_clmul(const uint8_t* buf, size_t len, uint32_t crc) {
+        /* len >= 64 and a multiple of 16; crc is the running (inverted) state */
+        const __m128i k1k2 = _mm_set_epi64x(0x01c6e41596LL, 0x0154442bd4LL);
         __m128i x1 = _mm_loadu_si128((const __m128i*)(buf + 0x00));
         __m128i x2 = _mm_loadu_si128((const __m128i*)(buf + 0x10));
         __m128i x3 = _mm_loadu_si128((const __m128i*)(buf + 0x20));
@@ -78,37 +101,13 @@ cdef extern from *:
             len -= 64;
         }
         /* fold the four lanes into one */
-        x5 = _mm_clmulepi64_si128(x1, k3k4, 0x00);
-        x1 = _mm_clmulepi64_si128(x1, k3k4, 0x11);
-        x1 = _mm_xor_si128(_mm_xor_si128(x1, x2), x5);
-        x5 = _mm_clmulepi64_si128(x1, k3k4, 0x00);
-        x1 = _mm_clmulepi64_si128(x1, k3k4, 0x11);
-        x1 = _mm_xor_si128(_mm_xor_si128(x1, x3), x5);
-        x5 = _mm_clmulepi64_si128(x1, k3k4, 0x00);
-        x1 = _mm_clmulepi64_si128(x1, k3k4, 0x11);
-        x1 = _mm_xor_si128(_mm_xor_si128(x1, x4), x5);
+        x1 = rc_fold128(rc_fold128(rc_fold128(x1, x2), x3), x4);
         while (len >= 16) {
-            x2 = _mm_loadu_si128((const __m128i*)buf);
-            x5 = _mm_clmulepi64_si128(x1, k3k4, 0x00);
-            x1 = _mm_clmulepi64_si128(x1, k3k4, 0x11);
-            x1 = _mm_xor_si128(_mm_xor_si128(x1, x2), x5);
+            x1 = rc_fold128(x1, _mm_loadu_si128((const __m128i*)buf));
             buf += 16;
             len -= 16;
         }
-        /* 128 -> 64 bits */
-        x2 = _mm_clmulepi64_si128(x1, k3k4, 0x10);
-        x1 = _mm_xor_si128(_mm_srli_si128(x1, 8), x2);
-        x2 = _mm_srli_si128(x1, 4);
-        x1 = _mm_and_si128(x1, mask32);
-        x1 = _mm_clmulepi64_si128(x1, k5, 0x00);
-        x1 = _mm_xor_si128(x1, x2);
-        /* Barrett reduction to 32 bits */
-        x2 = _mm_and_si128(x1, mask32);
-        x2 = _mm_clmulepi64_si128(x2, poly, 0x10);
-        x2 = _mm_and_si128(x2, mask32);
-        x2 = _mm_clmulepi64_si128(x2, poly, 0x00);
-        x1 = _mm_xor_si128(x1, x2);
-        return (uint32_t)_mm_extract_epi32(x1, 1);
+        return rc_reduce128(x1);
     }
     static int rc_cpu_has_clmul(void) {
         unsigned a, b, c, d;
@@ -126,15 +125,11 @@ cdef extern from *:
         /* len >= 256 and a multiple of 256; crc is the running (inverted) state */
         const __m512i k2048 = _mm512_broadcast_i32x4(_mm_set_epi64x(0x01322d1430LL, 0x011542778aLL));
         const __m512i k512 = _mm512_broadcast_i32x4(_mm_set_epi64x(0x01c6e41596LL, 0x0154442bd4LL));
-        const __m128i k3k4 = _mm_set_epi64x(0x00ccaa009eLL, 0x01751997d0LL);
-        const __m128i k5 = _mm_set_epi64x(0, 0x0163cd6124LL);
-        const __m128i poly = _mm_set_epi64x(0x01f7011641LL, 0x01db710641LL);
-        const __m128i mask32 = _mm_setr_epi32(-1, 0, -1, 0);
         __m512i a = _mm512_loadu_si512((const void*)(buf + 0x00));
         __m512i b = _mm512_loadu_si512((const void*)(buf + 0x40));
         __m512i c = _mm512_loadu_si512((const void*)(buf + 0x80));
         __m512i d = _mm512_loadu_si512((const void*)(buf + 0xC0));
-        __m128i x1, x2, x5;
+        __m128i x1;
         a = _mm512_xor_si512(a, _mm512_inserti32x4(_mm512_setzero_si512(), _mm_cvtsi32_si128((int)crc), 0));
         buf += 256;
         len -= 256;
@@ -148,37 +143,14 @@ cdef extern from *:
             buf += 256;
             len -= 256;
         }
-        /* the four registers into one, then its four lanes into one */
+        /* the four registers into one, then its four lanes into one, and the reduction */
         b = RC_FOLD512(a, k512, b);
         c = RC_FOLD512(b, k512, c);
         d = RC_FOLD512(c, k512, d);
     #undef RC_FOLD512
-        x1 = _mm512_extracti32x4_epi32(d, 0);
-        x2 = _mm512_extracti32x4_epi32(d, 1);
-        x5 = _mm_clmulepi64_si128(x1, k3k4, 0x00);
-        x1 = _mm_clmulepi64_si128(x1, k3k4, 0x11);
-        x1 = _mm_xor_si128(_mm_xor_si128(x1, x2), x5);
-        x2 = _mm512_extracti32x4_epi32(d, 2);
-        x5 = _mm_clmulepi64_si128(x1, k3k4, 0x00);
-        x1 = _mm_clmulepi64_si128(x1, k3k4, 0x11);
-        x1 = _mm_xor_si128(_mm_xor_si128(x1, x2), x5);
-        x2 = _mm512_extracti32x4_epi32(d, 3);
-        x5 = _mm_clmulepi64_si128(x1, k3k4, 0x00);
-        x1 = _mm_clmulepi64_si128(x1, k3k4, 0x11);
-        x1 = _mm_xor_si128(_mm_xor_si128(x1, x2), x5);
-        /* 128 -> 64 bits, then Barrett to 32 (as rc_crc32_clmul) */
-        x2 = _mm_clmulepi64_si128(x1, k3k4, 0x10);
-        x1 = _mm_xor_si128(_mm_srli_si128(x1, 8), x2);
-        x2 = _mm_srli_si128(x1, 4);
-        x1 = _mm_and_si128(x1, mask32);
-        x1 = _mm_clmulepi64_si128(x1, k5, 0x00);
-        x1 = _mm_xor_si128(x1, x2);
-        x2 = _mm_and_si128(x1, mask32);
-        x2 = _mm_clmulepi64_si128(x2, poly, 0x10);
-        x2 = _mm_and_si128(x2, mask32);
-        x2 = _mm_clmulepi64_si128(x2, poly, 0x00);
-        x1 = _mm_xor_si128(x1, x2);
-        return (uint32_t)_mm_extract_epi32(x1, 1);
+        x1 = rc_fold128(rc_fold128(rc_fold128(_mm512_extracti32x4_epi32(d, 0), _mm512_extracti32x4_epi32(d, 1)),
+                                   _mm512_extracti32x4_epi32(d, 2)), _mm512_extracti32x4_epi32(d, 3));
+        return rc_reduce128(x1);
     }
     static int rc_cpu_has_vclmul(void) {
         unsigned a, b, c, d, lo, hi;

@@ -26,7 +26,7 @@ from rcfmt.errors import CorruptFileError
 
 cnp.import_array()
 
-__all__ = ["F10", "IF10", "MAX_E64", "MAX_E32", "alp_search", "alp_encode", "alp_encode_pages", "alp_decode_inplace",
+__all__ = ["F10", "IF10", "MAX_E64", "MAX_E32", "alp_search", "alp_encode_pages", "alp_decode_inplace",
            "alp_decode_f32", "patch_exceptions", "widen_i64_to_i128"]
 
 # 10**k for k = 0..22 are exact doubles; 10**-k are the correctly rounded doubles of
@@ -134,50 +134,6 @@ def alp_search(const real_t[::1] sample, int max_e=-1):
                 if cost < best:
                     best, be, bf, bexc, bw = cost, e, f, exc, w
     return be, bf, bexc, bw
-
-
-@cython.boundscheck(False)
-@cython.wraparound(False)
-def alp_encode(const real_t[::1] values, int e, int f):
-    """Encode with (e, f): return ``(ints int64[n], positions uint32[k], exceptions)``.
-
-    Exception slots of ``ints`` repeat the previous encoded integer (the first one for
-    leading exceptions), so they do not widen the bit width. ``exceptions`` holds the
-    exception values (same dtype as ``values``)."""
-    cdef int max_e = MAX_E64 if real_t is double else MAX_E32
-    if not (0 <= e <= max_e and 0 <= f <= e):
-        raise ValueError(f"invalid ALP parameters e={e}, f={f}")
-    cdef Py_ssize_t n = values.shape[0], i, k = 0, first = -1
-    if n > 0xFFFFFFFF:
-        raise ValueError("too many values for one ALP page")
-    ints = np.empty(n, dtype=np.int64)
-    pos = np.empty(n, dtype=np.uint32)
-    cdef int64_t[::1] iv = ints
-    cdef uint32_t[::1] pv = pos
-    cdef int64_t x, prev = 0
-    cdef Py_ssize_t j
-    with nogil:
-        for i in range(n):
-            if _encode(values[i], e, f, &x):
-                iv[i] = x
-                if first < 0:
-                    first = i
-            else:
-                pv[k] = <uint32_t>i
-                k += 1
-        if first >= 0:
-            prev = iv[first]
-        # exception slots take the previous good integer (the first one if leading)
-        j = 0
-        for i in range(n):
-            if j < k and pv[j] == i:
-                iv[i] = prev
-                j += 1
-            else:
-                prev = iv[i]
-    positions = pos[:k].copy()
-    exceptions = np.asarray(values)[positions.astype(np.intp)] if k else np.empty(0, np.asarray(values).dtype)
-    return ints, positions, exceptions
 
 
 # the integers' layouts of alp_encode_pages
