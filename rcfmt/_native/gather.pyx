@@ -58,23 +58,38 @@ cdef int _gather_fixed(const uint8_t* dvalues, const uint32_t* codes, int64_t ro
 cdef int _gather_varbinary(Col* col, const uint8_t* d, const uint32_t* codes, int64_t rows) noexcept nogil:
     """Strings/binary of the dictionary at ``codes`` into offsets (the arena) and owned
     data; ``d`` (the padded copy) and the output have 16 bytes of slack: values of at
-    most 16 bytes are copied as 16 (as rcfmt._native.varbinary.gather does)."""
+    most 16 bytes are copied as 16 (as rcfmt._native.varbinary.gather does). Entries all
+    of one length (flags, codes of airports) need no pass over the lengths."""
     cdef const uint32_t* off = col.dlocal
     cdef int64_t i, total = 0, pos = 0, m
-    cdef uint32_t code, longest = 0
+    cdef uint32_t code, longest = 0, shortest = 0xFFFFFFFFu
     cdef bint wide = col.s[S_LARGE] != 0
-    for i in range(rows):
-        code = codes[i]
-        total += off[code + 1] - off[code]
+    for i in range(col.dsize):
+        longest = max(longest, off[i + 1] - off[i])
+        shortest = min(shortest, off[i + 1] - off[i])
+    cdef bint same = col.dsize > 0 and longest == shortest and longest <= 16
+    if same:
+        total = rows * longest
+    else:
+        for i in range(rows):
+            code = codes[i]
+            total += off[code + 1] - off[code]
     if not offset_fits(wide, total):
         return _fail(col, ST_TOO_BIG, -1)
     col.data = <uint8_t*>tmp_alloc(total + 16)
     if col.data == NULL:
         return _fail(col, ST_MEMORY, -1)
     _first_offset(col, wide)
-    for i in range(col.dsize):
-        longest = max(longest, off[i + 1] - off[i])
-    if longest <= 16:  # (every value copied as 16 bytes: no branch per row)
+    if same:  # (offsets i * length: no chain from row to row)
+        _gather_same(col.data, d, off, codes, rows, longest)
+        if wide:
+            for i in range(rows):
+                put_offset(col.values, True, i + 1, (i + 1) * longest)
+        else:
+            for i in range(rows):
+                put_offset(col.values, False, i + 1, (i + 1) * longest)
+        pos = total
+    elif longest <= 16:  # (every value copied as 16 bytes: no branch per row)
         pos = _gather_short(col.data, d, off, codes, rows, col.values, True) if wide else \
             _gather_short(col.data, d, off, codes, rows, col.values, False)
     else:
@@ -89,6 +104,22 @@ cdef int _gather_varbinary(Col* col, const uint8_t* d, const uint32_t* codes, in
             put_offset(col.values, wide, i + 1, pos)
     col.data_len = pos
     return 0
+
+
+cdef inline void _gather_same(uint8_t* out, const uint8_t* d, const uint32_t* off, const uint32_t* codes,
+                              int64_t rows, uint32_t length) noexcept nogil:
+    """The values at ``codes`` of a dictionary whose entries are all ``length`` (<= 16)
+    bytes, back to back (``out`` has 16 bytes of slack)."""
+    cdef int64_t i
+    if length == 1:
+        for i in range(rows):
+            out[i] = d[off[codes[i]]]
+    elif length <= 8:
+        for i in range(rows):
+            memcpy(out + i * length, d + off[codes[i]], 8)
+    else:
+        for i in range(rows):
+            memcpy(out + i * length, d + off[codes[i]], 16)
 
 
 cdef inline int64_t _gather_short(uint8_t* out, const uint8_t* d, const uint32_t* off, const uint32_t* codes,

@@ -524,3 +524,27 @@ def test_a_block_program_is_checked_when_made_and_each_call_against_it(tmp_path)
     compacting = block.BlockProgram(spec, [keep, None], True, [1, 1])
     *_, (rows, starts, ends) = block.run_block(compacting, buf, 0, chunks, 100, True, None)
     assert rows.tolist() == list(range(100)) and starts.tolist() == [0] and ends.tolist() == [100]
+
+
+@pytest.mark.parametrize("length", [0, 1, 2, 5, 8, 9, 16, 17])
+@pytest.mark.parametrize("arrow_type", [pa.string(), pa.large_string(), pa.binary()], ids=str)
+def test_dictionary_entries_of_one_length_gather_as_any(tmp_path, length, arrow_type):
+    """A dictionary whose entries all have one length (copied without a pass over the
+    lengths, offsets by row number) reads back as one of mixed lengths: whole, filtered,
+    taken, with NULLs whose codes point anywhere."""
+    rng = np.random.default_rng(length)
+    entries = [bytes(rng.integers(97, 123, length, dtype=np.uint8)) for _ in range(7)]
+    picks = rng.integers(0, len(entries), 20_000)
+    values = [entries[k] if arrow_type == pa.binary() else entries[k].decode() for k in picks]
+    table = pa.table({"s": pa.array(values, arrow_type, mask=rng.random(20_000) < 0.2),
+                      "k": np.arange(20_000, dtype=np.int64)})
+    path = tmp_path / "same.rcfmt"
+    rcfmt.write_table(table, path, encoding={"s": "dictionary"})
+    with rcfmt.open(path) as f:
+        assert int(f.footer.chunks[0][0]["encoding"]) == 1
+        for threads in (True, False):
+            assert f.read(use_threads=threads).equals(table)
+        rows = table.filter(pa.array(np.arange(20_000) < 700))
+        assert f.read(filter=rcfmt.col("k") < 700).equals(rows)
+        positions = rng.integers(0, 20_000, 300)
+        assert f.take(positions).equals(table.take(positions))
