@@ -50,9 +50,14 @@ __all__ = ["RcfmtWriter", "RcfmtCommitMessage"]
 
 @record
 class RcfmtCommitMessage(WriterCommitMessage):
-    """Files one task attempt wrote: ``[(FileEntry, staged path), ...]``."""
+    """Files one task attempt wrote: ``[(FileEntry, staged path), ...]``, and the job's
+    staging directory the attempt wrote under (local datasets; None on object storage).
+    A streaming micro-batch's ``commit()``/``abort()`` run on a writer Spark makes anew
+    (``streamWriter()`` again, so another job id and staging directory): the messages name
+    the directory to remove."""
 
     files: list = field(default_factory=list)
+    staging: str | None = None
 
 
 def _check_names_apart(names: list, what: str) -> None:
@@ -204,7 +209,7 @@ class RcfmtWriter(DataSourceArrowWriter):
             writer.abort()  # deletes what this attempt wrote (objects too)
             self.plan.discard(staging)
             raise
-        return RcfmtCommitMessage(files)
+        return RcfmtCommitMessage(files, None if self.remote else self.staging)
 
     # ------------------------------------------------------------------ driver
     @with_store_settings
@@ -222,7 +227,25 @@ class RcfmtWriter(DataSourceArrowWriter):
             raise
         finally:
             if not self.remote:  # (on object storage the files are in place now)
-                self.plan.discard(self.staging)
+                for staging in self._stagings(messages):
+                    self.plan.discard(staging)
+
+    def _stagings(self, messages) -> list:
+        """The local staging directories of this job: this writer's and those the tasks'
+        messages name (a streaming micro-batch's tasks wrote under another writer's: Spark
+        makes the writer of its commit anew), when they are job directories of this
+        dataset's staging area."""
+        from rcfmt.dataset import log
+
+        area = os.path.abspath(log.staging_root(self.plan.root))
+        out = [self.staging]
+        for m in messages or ():
+            staging = getattr(m, "staging", None)
+            if (isinstance(staging, str) and staging not in out
+                    and os.path.dirname(os.path.abspath(staging)) == area
+                    and os.path.basename(staging).startswith("spark-")):
+                out.append(staging)
+        return out
 
     def _commit_files(self, files: list, stream) -> int | None:
         from rcfmt.dataset import clustering_info, commit
@@ -310,6 +333,9 @@ class RcfmtWriter(DataSourceArrowWriter):
         files = [(e.path, p) for m in messages or () if m is not None for e, p in m.files]
         named = _named_by_latest(self.plan.root, [rel for rel, _ in files]) if self.remote and files else set()
         self.plan.discard(self.staging, [p for rel, p in files if rel not in named])
+        if not self.remote:
+            for staging in self._stagings(messages)[1:]:
+                self.plan.discard(staging)
 
 
 def _leaf_values(batch, name: str):

@@ -68,3 +68,52 @@ def test_attempts_of_two_stage_attempts_write_under_other_names(tmp_path, monkey
         monkeypatch.setattr(pyspark.TaskContext, "get", classmethod(lambda cls, i=task_attempt_id: _Context(i)))
         staged.append([p for _, p in writer.write(iter([batch])).files])
     assert len(set(staged[0]) | set(staged[1])) == 2 and all(os.path.exists(p) for p in staged[0] + staged[1])
+
+
+def test_stream_batch_commit_on_a_new_writer_removes_the_tasks_staging(tmp_path, monkeypatch):
+    """Spark's streaming commit runner calls ``streamWriter()`` again for each micro-batch's
+    commit/abort: that writer has another job id and staging directory than the one the
+    tasks wrote under. The commit must still remove the tasks' staging directory (the
+    files of failed attempts included), and so must an abort."""
+    import pyspark
+
+    from rcfmt.dataset import log
+    from spark_datasource.streaming import RcfmtStreamWriter
+
+    class _Context:
+        def __init__(self, task_attempt_id):
+            self._id = task_attempt_id
+
+        def partitionId(self):
+            return 0
+
+        def attemptNumber(self):
+            return 0
+
+        def taskAttemptId(self):
+            return self._id
+
+    root = str(tmp_path / "ds")
+    rcfmt.write_dataset(pa.table({"x": pa.array([0], pa.int64())}), root)
+    schema = StructType([StructField("x", LongType())])
+    options = {"path": root, "txnAppId": "app"}
+    batch = pa.record_batch({"x": pa.array([1, 2], pa.int64())})
+
+    def run_tasks():
+        tasks = pickle.loads(pickle.dumps(RcfmtStreamWriter(options, schema, False)))  # (the tasks' writer)
+        messages = []
+        for task_attempt_id in (3, 4):  # attempt 3 fails after writing its file (its message is lost)
+            monkeypatch.setattr(pyspark.TaskContext, "get", classmethod(lambda cls, i=task_attempt_id: _Context(i)))
+            messages.append(tasks.write(iter([batch])))
+        return [None, messages[1]]
+
+    messages = run_tasks()
+    RcfmtStreamWriter(options, schema, False).commit(messages, 0)  # (a new writer, as Spark's commit runner)
+    assert rcfmt.dataset(root).read()["x"].to_pylist() == [0, 1, 2]
+    staging_area = log.staging_root(root)
+    assert not os.path.isdir(staging_area) or os.listdir(staging_area) == []
+
+    messages = run_tasks()
+    RcfmtStreamWriter(options, schema, False).abort(messages, 1)
+    assert not os.path.isdir(staging_area) or os.listdir(staging_area) == []
+    assert rcfmt.dataset(root).read()["x"].to_pylist() == [0, 1, 2]
