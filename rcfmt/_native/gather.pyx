@@ -67,7 +67,7 @@ cdef int _gather_varbinary(Col* col, const uint8_t* d, const uint32_t* codes, in
     for i in range(col.dsize):
         longest = max(longest, off[i + 1] - off[i])
         shortest = min(shortest, off[i + 1] - off[i])
-    cdef bint same = col.dsize > 0 and longest == shortest and longest <= 16
+    cdef bint same = col.dsize > 0 and longest == shortest and longest <= 32
     if same:
         total = rows * longest
     else:
@@ -108,18 +108,24 @@ cdef int _gather_varbinary(Col* col, const uint8_t* d, const uint32_t* codes, in
 
 cdef inline void _gather_same(uint8_t* out, const uint8_t* d, const uint32_t* off, const uint32_t* codes,
                               int64_t rows, uint32_t length) noexcept nogil:
-    """The values at ``codes`` of a dictionary whose entries are all ``length`` (<= 16)
+    """The values at ``codes`` of a dictionary whose entries are all ``length`` (<= 32)
     bytes, back to back (``out`` has 16 bytes of slack)."""
     cdef int64_t i
+    cdef const uint8_t* v
     if length == 1:
         for i in range(rows):
             out[i] = d[off[codes[i]]]
     elif length <= 8:
         for i in range(rows):
             memcpy(out + i * length, d + off[codes[i]], 8)
-    else:
+    elif length <= 16:
         for i in range(rows):
             memcpy(out + i * length, d + off[codes[i]], 16)
+    else:  # (two overlapping 16-byte copies: the value's first and last 16 bytes)
+        for i in range(rows):
+            v = d + off[codes[i]]
+            memcpy(out + i * length, v, 16)
+            memcpy(out + i * length + length - 16, v + length - 16, 16)
 
 
 cdef inline int64_t _gather_short(uint8_t* out, const uint8_t* d, const uint32_t* off, const uint32_t* codes,

@@ -526,7 +526,7 @@ def test_a_block_program_is_checked_when_made_and_each_call_against_it(tmp_path)
     assert rows.tolist() == list(range(100)) and starts.tolist() == [0] and ends.tolist() == [100]
 
 
-@pytest.mark.parametrize("length", [0, 1, 2, 5, 8, 9, 16, 17])
+@pytest.mark.parametrize("length", [0, 1, 2, 5, 8, 9, 16, 17, 19, 32, 33])
 @pytest.mark.parametrize("arrow_type", [pa.string(), pa.large_string(), pa.binary()], ids=str)
 def test_dictionary_entries_of_one_length_gather_as_any(tmp_path, length, arrow_type):
     """A dictionary whose entries all have one length (copied without a pass over the
