@@ -39,6 +39,23 @@ def test_abort_keeps_the_files_the_latest_version_names(tmp_path):
     assert rcfmt.dataset(root).read()["x"].to_pylist() == [1, 2]
 
 
+class _TaskContext:
+    """What ``pyspark.TaskContext.get()`` answers in a task: partition 0, attempt 0, and
+    a task attempt id unique in the application."""
+
+    def __init__(self, task_attempt_id):
+        self._id = task_attempt_id
+
+    def partitionId(self):
+        return 0
+
+    def attemptNumber(self):
+        return 0
+
+    def taskAttemptId(self):
+        return self._id
+
+
 def test_attempts_of_two_stage_attempts_write_under_other_names(tmp_path, monkeypatch):
     """A retried stage numbers its task attempts from 0 again: names built from the
     attempt number let a zombie of the first stage attempt write (and, aborting, delete)
@@ -46,26 +63,13 @@ def test_attempts_of_two_stage_attempts_write_under_other_names(tmp_path, monkey
     them instead."""
     import pyspark
 
-    class _Context:
-        def __init__(self, task_attempt_id):
-            self._id = task_attempt_id
-
-        def partitionId(self):
-            return 0
-
-        def attemptNumber(self):
-            return 0
-
-        def taskAttemptId(self):
-            return self._id
-
     root = str(tmp_path / "ds")
     rcfmt.write_dataset(pa.table({"x": pa.array([0], pa.int64())}), root)
     writer = pickle.loads(pickle.dumps(RcfmtWriter({"path": root}, StructType([StructField("x", LongType())]), False)))
     batch = pa.record_batch({"x": pa.array([1, 2], pa.int64())})
     staged = []
     for task_attempt_id in (7, 12):
-        monkeypatch.setattr(pyspark.TaskContext, "get", classmethod(lambda cls, i=task_attempt_id: _Context(i)))
+        monkeypatch.setattr(pyspark.TaskContext, "get", classmethod(lambda cls, i=task_attempt_id: _TaskContext(i)))
         staged.append([p for _, p in writer.write(iter([batch])).files])
     assert len(set(staged[0]) | set(staged[1])) == 2 and all(os.path.exists(p) for p in staged[0] + staged[1])
 
@@ -80,19 +84,6 @@ def test_stream_batch_commit_on_a_new_writer_removes_the_tasks_staging(tmp_path,
     from rcfmt.dataset import log
     from spark_datasource.streaming import RcfmtStreamWriter
 
-    class _Context:
-        def __init__(self, task_attempt_id):
-            self._id = task_attempt_id
-
-        def partitionId(self):
-            return 0
-
-        def attemptNumber(self):
-            return 0
-
-        def taskAttemptId(self):
-            return self._id
-
     root = str(tmp_path / "ds")
     rcfmt.write_dataset(pa.table({"x": pa.array([0], pa.int64())}), root)
     schema = StructType([StructField("x", LongType())])
@@ -103,7 +94,7 @@ def test_stream_batch_commit_on_a_new_writer_removes_the_tasks_staging(tmp_path,
         tasks = pickle.loads(pickle.dumps(RcfmtStreamWriter(options, schema, False)))  # (the tasks' writer)
         messages = []
         for task_attempt_id in (3, 4):  # attempt 3 fails after writing its file (its message is lost)
-            monkeypatch.setattr(pyspark.TaskContext, "get", classmethod(lambda cls, i=task_attempt_id: _Context(i)))
+            monkeypatch.setattr(pyspark.TaskContext, "get", classmethod(lambda cls, i=task_attempt_id: _TaskContext(i)))
             messages.append(tasks.write(iter([batch])))
         return [None, messages[1]]
 
