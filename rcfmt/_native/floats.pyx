@@ -203,7 +203,7 @@ def alp_encode_pages(const real_t[::1] values, const int64_t[::1] bounds, int e,
     if layout not in (LAYOUT_TIGHT, LAYOUT_ALIGNED, LAYOUT_SPLIT):
         raise ValueError(f"unknown ALP layout {layout}")
     cdef Py_ssize_t pages = bounds.shape[0] - 1, n = values.shape[0], j, a, rows, i
-    if pages < 0 or (pages and (bounds[0] != 0 or bounds[pages] != n)):
+    if pages < 0 or bounds[0] != 0 or bounds[pages] != n:
         raise ValueError("bounds must run from 0 to len(values)")
     for j in range(pages):
         if bounds[j + 1] < bounds[j] or bounds[j + 1] - bounds[j] > 0xFFFFFFFF:

@@ -64,10 +64,12 @@ cdef int _gather_varbinary(Col* col, const uint8_t* d, const uint32_t* codes, in
     cdef int64_t i, total = 0, pos = 0, m
     cdef uint32_t code, longest = 0, shortest = 0xFFFFFFFFu
     cdef bint wide = col.s[S_LARGE] != 0
-    for i in range(col.dsize):
-        longest = max(longest, off[i + 1] - off[i])
-        shortest = min(shortest, off[i + 1] - off[i])
-    cdef bint same = col.dsize > 0 and longest == shortest and longest <= 32
+    cdef bint scanned = col.dsize <= rows  # (a few rows of a large dictionary: not worth its scan)
+    if scanned:
+        for i in range(col.dsize):
+            longest = max(longest, off[i + 1] - off[i])
+            shortest = min(shortest, off[i + 1] - off[i])
+    cdef bint same = scanned and col.dsize > 0 and longest == shortest and longest <= 32
     if same:
         total = rows * longest
     else:
@@ -89,7 +91,7 @@ cdef int _gather_varbinary(Col* col, const uint8_t* d, const uint32_t* codes, in
             for i in range(rows):
                 put_offset(col.values, False, i + 1, (i + 1) * longest)
         pos = total
-    elif longest <= 16:  # (every value copied as 16 bytes: no branch per row)
+    elif scanned and longest <= 16:  # (every value copied as 16 bytes: no branch per row)
         pos = _gather_short(col.data, d, off, codes, rows, col.values, True) if wide else \
             _gather_short(col.data, d, off, codes, rows, col.values, False)
     else:
