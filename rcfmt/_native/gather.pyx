@@ -91,9 +91,12 @@ cdef int _gather_varbinary(Col* col, const uint8_t* d, const uint32_t* codes, in
             for i in range(rows):
                 put_offset(col.values, False, i + 1, (i + 1) * longest)
         pos = total
-    elif scanned and longest <= 16:  # (every value copied as 16 bytes: no branch per row)
-        pos = _gather_short(col.data, d, off, codes, rows, col.values, True) if wide else \
-            _gather_short(col.data, d, off, codes, rows, col.values, False)
+    elif scanned and longest <= 16:  # (every value copied as one 16-byte move: no branch per row)
+        pos = _gather_short(col.data, d, off, codes, rows, col.values, True, False) if wide else \
+            _gather_short(col.data, d, off, codes, rows, col.values, False, False)
+    elif scanned and longest <= 32:  # (as two 16-byte moves)
+        pos = _gather_short(col.data, d, off, codes, rows, col.values, True, True) if wide else \
+            _gather_short(col.data, d, off, codes, rows, col.values, False, True)
     else:
         for i in range(rows):
             code = codes[i]
@@ -131,15 +134,22 @@ cdef inline void _gather_same(uint8_t* out, const uint8_t* d, const uint32_t* of
 
 
 cdef inline int64_t _gather_short(uint8_t* out, const uint8_t* d, const uint32_t* off, const uint32_t* codes,
-                                  int64_t rows, void* values, bint wide) noexcept nogil:
-    """:func:`_gather_varbinary`'s copy when no value exceeds 16 bytes (``wide``: a
-    constant at each call, so each loop is specialised); the data's length."""
-    cdef int64_t i, pos = 0
-    cdef uint32_t code
+                                  int64_t rows, void* values, bint wide, bint two) noexcept nogil:
+    """:func:`_gather_varbinary`'s copy when no value exceeds 16 bytes, or 32 with
+    ``two`` (``wide``, ``two``: constants at each call, so each loop is specialised); the
+    data's length. A value is one 16-byte move, or two: its first 16 bytes and the 16
+    ending at its end (the same ones again when it is no longer than 16: all within the
+    slack)."""
+    cdef int64_t i, pos = 0, m, k
+    cdef const uint8_t* v
     for i in range(rows):
-        code = codes[i]
-        memcpy(out + pos, d + off[code], 16)
-        pos += off[code + 1] - off[code]
+        v = d + off[codes[i]]
+        m = off[codes[i] + 1] - off[codes[i]]
+        memcpy(out + pos, v, 16)
+        if two:
+            k = m - 16 if m > 16 else 0
+            memcpy(out + pos + k, v + k, 16)
+        pos += m
         put_offset(values, wide, i + 1, pos)
     return pos
 

@@ -526,14 +526,16 @@ def test_a_block_program_is_checked_when_made_and_each_call_against_it(tmp_path)
     assert rows.tolist() == list(range(100)) and starts.tolist() == [0] and ends.tolist() == [100]
 
 
-@pytest.mark.parametrize("length", [0, 1, 2, 5, 8, 9, 16, 17, 19, 32, 33])
+@pytest.mark.parametrize("length", [0, 1, 2, 5, 8, 9, 16, 17, 19, 32, 33, (0, 16), (3, 17), (10, 32), (1, 33)])
 @pytest.mark.parametrize("arrow_type", [pa.string(), pa.large_string(), pa.binary()], ids=str)
 def test_dictionary_entries_of_one_length_gather_as_any(tmp_path, length, arrow_type):
     """A dictionary whose entries all have one length (copied without a pass over the
-    lengths, offsets by row number) reads back as one of mixed lengths: whole, filtered,
-    taken, with NULLs whose codes point anywhere."""
-    rng = np.random.default_rng(length)
-    entries = [bytes(rng.integers(97, 123, length, dtype=np.uint8)) for _ in range(7)]
+    lengths, offsets by row number), or lengths in a range (``(shortest, longest)``:
+    copied as two 16-byte moves up to 32 bytes), reads back as pyarrow wrote it: whole,
+    filtered, taken, with NULLs whose codes point anywhere."""
+    rng = np.random.default_rng(np.sum(length))
+    lo, hi = length if isinstance(length, tuple) else (length, length)
+    entries = [bytes(rng.integers(97, 123, n, dtype=np.uint8)) for n in [lo, hi, *rng.integers(lo, hi + 1, 5)]]
     picks = rng.integers(0, len(entries), 20_000)
     values = [entries[k] if arrow_type == pa.binary() else entries[k].decode() for k in picks]
     table = pa.table({"s": pa.array(values, arrow_type, mask=rng.random(20_000) < 0.2),
