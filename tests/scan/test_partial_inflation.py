@@ -269,3 +269,43 @@ def test_spark_refuses_a_zstdBlockSize_below_a_kib_when_parsing_its_options(tmp_
 
     with pytest.raises(InvalidOptionError, match="zstdBlockSize"):
         WriteOptions({"path": str(tmp_path / "d"), "zstdBlockSize": "512"})
+
+
+def test_first_partial_inflations_from_many_threads_in_a_fresh_interpreter(tmp_path):
+    """A user's first takes and filtered reads of a file written with zstd blocks, four
+    threads at once with threads on, in a new process: each thread's zstd context is made
+    at its first lazy page, streaming and one-shot inflations share it."""
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent(f"""
+        import threading
+        import numpy as np, pyarrow as pa, rcfmt
+        n = 60_000
+        words = ["carefully", "final", "deposits", "sleep", "quickly", "ironic", "x"]
+        rng = np.random.default_rng(1)
+        t = pa.table({{"s": [" ".join(rng.choice(words, k)) for k in rng.integers(0, 30, n)],
+                      "i": np.arange(n)}})
+        path = {str(tmp_path / 'b.rcfmt')!r}
+        rcfmt.write_table(t, path, compression="zstd", encoding={{"s": "delta_length"}}, zstd_block_size=8192,
+                          block_rows=20_000)
+        f = rcfmt.open(path)
+        errors = []
+        def work(seed):
+            try:
+                idx = np.sort(np.random.default_rng(seed).choice(n, 300, replace=False))
+                assert f.take(idx).equals(t.take(idx))
+                assert f.read(filter=rcfmt.col("i").isin(idx.tolist())).equals(t.take(idx))
+                assert f.read().equals(t)
+            except BaseException as exc:
+                errors.append(repr(exc))
+        threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
+        [th.start() for th in threads]
+        [th.join() for th in threads]
+        assert not errors, errors
+        print("ok")
+    """)
+    env = {k: v for k, v in __import__("os").environ.items() if k != "RCFMT_PARALLEL_BLOCK_BYTES"}  # (defaults)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
