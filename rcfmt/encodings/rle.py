@@ -46,11 +46,7 @@ class Rle(Encoding):
         return 4 + analysis.run_count * (4 + width)
 
     def encode(self, values, ltype):
-        v = values.values
-        starts = run_starts(v)
-        lengths = np.diff(np.append(starts, len(v))).astype("<u4")
-        return (np.uint32(len(starts)).astype("<u4").tobytes() + lengths.tobytes()
-                + encode_plain(ColumnValues(v[starts]), ltype))
+        return bytes(self.encode_chunk(values, ltype, [0, len(values)]).pages[0])
 
     def encode_chunk(self, chunk, ltype, page_bounds, analysis=None):
         """Every page's runs from one pass over the chunk (a page's first row starts a
